@@ -1,0 +1,43 @@
+import type { Command } from 'commander';
+import { SeenStoreError } from '../../errors.js';
+import type { ScopeStats } from '../../epochs/scope.js';
+import { openStore, type GlobalOptions } from '../context.js';
+import { formatCount } from '../output.js';
+
+/** Per scope and epoch: capacity, adds, estimated distinct URLs, fill, estimated FPR, bytes. */
+export async function stats(command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  const store = await openStore(options, false);
+  try {
+    const names = options.scope === undefined ? store.scopeNames() : [options.scope];
+    if (options.scope !== undefined && !store.scopeNames().includes(options.scope)) {
+      throw new SeenStoreError('NOT_FOUND', `scope ${options.scope} does not exist in ${store.dir}`);
+    }
+    const all = names.map((name) => store.scope(name).stats());
+    process.stdout.write(options.json ? `${JSON.stringify({ store: store.dir, scopes: all })}\n` : render(store.dir, all));
+  } finally {
+    await store.close();
+  }
+}
+
+function render(dir: string, scopes: readonly ScopeStats[]): string {
+  const header = ['scope', 'epoch', 'state', 'capacity', 'adds', 'new', 'est.distinct', 'fill', 'est.FPR', 'bytes'];
+  const rows = scopes.flatMap((scope) =>
+    scope.epochs.map((e) => [
+      scope.scope,
+      String(e.epoch),
+      e.state,
+      formatCount(e.capacityUrls),
+      formatCount(e.submitted),
+      formatCount(e.added),
+      formatCount(e.estimatedDistinct),
+      `${(e.fillRatio * 100).toFixed(2)}%`,
+      e.estimatedFpr.toExponential(2),
+      formatCount(e.bytesOnDisk),
+    ]),
+  );
+  if (rows.length === 0) return `store ${dir}: no scopes yet\n`;
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: readonly string[]): string => cells.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return `${[line(header), ...rows.map(line)].join('\n')}\n`;
+}

@@ -1,0 +1,102 @@
+import { resolve } from 'node:path';
+import { SeenStoreError } from '../errors.js';
+import { SeenStore } from '../epochs/seen-store.js';
+import type { Scope, ScopeOptions } from '../epochs/scope.js';
+import { LAYOUTS, type Layout } from '../filters/bloom.js';
+import { MAX_KEY_BYTES, NORMALIZE_MODES, toKey, type NormalizeMode } from '../url/normalize.js';
+import type { BatchOptions, OnInvalid } from './input.js';
+
+/** Options every command accepts (declared on the program). */
+export interface GlobalOptions {
+  readonly store?: string;
+  readonly scope?: string;
+  readonly json?: boolean;
+  readonly debug?: boolean;
+}
+
+/** Options of the commands that read URLs. */
+export interface InputOptions {
+  readonly onInvalid?: string;
+  readonly batchSize?: string;
+  readonly batchDelayMs?: string;
+}
+
+/** Options that shape a scope's first epoch. */
+export interface PlanOptions {
+  readonly capacity?: string;
+  readonly fpr?: string;
+  readonly layout?: string;
+  readonly normalize?: string;
+}
+
+export const DEFAULT_STORE_DIR = '.seenstore';
+export const DEFAULT_BATCH_SIZE = 10_000;
+export const DEFAULT_BATCH_DELAY_MS = 50;
+
+export function storeDir(options: GlobalOptions): string {
+  return resolve(options.store ?? process.env.SEENSTORE_DIR ?? DEFAULT_STORE_DIR);
+}
+
+export function scopeName(options: GlobalOptions): string {
+  return options.scope ?? 'default';
+}
+
+export async function openStore(options: GlobalOptions, create: boolean): Promise<SeenStore> {
+  return SeenStore.open(storeDir(options), { create, onWarning: (message) => warn(message) });
+}
+
+export function warn(message: string): void {
+  process.stderr.write(`seenstore: ${message}\n`);
+}
+
+/** A whole number >= min, written as digits or in exponent form (1e6). */
+export function parseCount(name: string, text: string | undefined, min = 1): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (!/^\s*[0-9.eE+]+\s*$/.test(text) || !Number.isSafeInteger(value) || value < min) {
+    throw new SeenStoreError('USAGE', `--${name} must be a whole number >= ${min}, got ${JSON.stringify(text)}`);
+  }
+  return value;
+}
+
+export function parseFpr(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (text.trim() === '' || !(value > 0 && value < 1)) {
+    throw new SeenStoreError('USAGE', `--fpr must be a probability strictly between 0 and 1, got ${JSON.stringify(text)}`);
+  }
+  return value;
+}
+
+function parseChoice<T extends string>(name: string, text: string | undefined, choices: readonly T[]): T | undefined {
+  if (text === undefined) return undefined;
+  if (!(choices as readonly string[]).includes(text)) {
+    throw new SeenStoreError('USAGE', `--${name} must be one of ${choices.join(', ')}, got ${JSON.stringify(text)}`);
+  }
+  return text as T;
+}
+
+export function scopeOptions(options: PlanOptions): ScopeOptions {
+  const capacityUrls = parseCount('capacity', options.capacity);
+  const fprTarget = parseFpr(options.fpr);
+  const layout = parseChoice<Layout>('layout', options.layout, LAYOUTS);
+  const normalize = parseChoice<NormalizeMode>('normalize', options.normalize, NORMALIZE_MODES);
+  return {
+    ...(capacityUrls === undefined ? {} : { capacityUrls }),
+    ...(fprTarget === undefined ? {} : { fprTarget }),
+    ...(layout === undefined ? {} : { layout }),
+    ...(normalize === undefined ? {} : { normalize }),
+  };
+}
+
+export function batchOptions(options: InputOptions, scope: Scope): BatchOptions {
+  const mode = scope.normalizeMode();
+  return {
+    batchSize: parseCount('batch-size', options.batchSize) ?? DEFAULT_BATCH_SIZE,
+    maxDelayMs: parseCount('batch-delay-ms', options.batchDelayMs, 0) ?? DEFAULT_BATCH_DELAY_MS,
+    maxLineBytes: MAX_KEY_BYTES,
+    onInvalid: parseChoice<OnInvalid>('on-invalid', options.onInvalid, ['skip', 'fail']) ?? 'skip',
+    accept: (line) => toKey(line, mode) !== undefined,
+    warn,
+  };
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env node
+import { CommanderError } from 'commander';
+import { ERROR_CODES, SeenStoreError, asStoreError } from '../errors.js';
+import { buildProgram } from './program.js';
+
+/** Turns any failure into one line on stderr and a documented exit code (docs/errors.md). */
+function fail(error: unknown, debug: boolean): never {
+  const errno = error as { code?: string; path?: string } | null;
+  const typed =
+    errno?.code === 'ENOENT' && typeof errno.path === 'string'
+      ? new SeenStoreError('NOT_FOUND', `no such file: ${errno.path}`, { cause: error })
+      : error instanceof SeenStoreError
+        ? error
+        : asStoreError(error, 'seenstore');
+  process.stderr.write(`seenstore: error ${typed.code}: ${typed.message}\n`);
+  if (debug && error instanceof Error) process.stderr.write(`${error.stack ?? ''}\n`);
+  process.exit(typed.exitCode);
+}
+
+async function main(): Promise<void> {
+  const debug = process.argv.includes('--debug');
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0);
+    fail(error, debug);
+  });
+  const program = buildProgram().exitOverride();
+  try {
+    await program.parseAsync(process.argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      if (error.exitCode === 0) process.exit(0);
+      process.exit(ERROR_CODES.USAGE);
+    }
+    fail(error, debug);
+  }
+}
+
+await main();

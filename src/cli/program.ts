@@ -1,0 +1,54 @@
+import { Command, Option } from 'commander';
+import { add } from './commands/add.js';
+import { demo } from './commands/demo.js';
+import { filterNew } from './commands/filter-new.js';
+import { has } from './commands/has.js';
+import { stats } from './commands/stats.js';
+import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE } from './context.js';
+
+function inputOptions(command: Command): Command {
+  return command
+    .option('--on-invalid <mode>', 'skip (default: count and report) or fail (stop at the first invalid line)')
+    .option('--batch-size <n>', `URLs per durable commit (default ${DEFAULT_BATCH_SIZE})`)
+    .option('--batch-delay-ms <ms>', `close a partial batch this long after its first line (default ${DEFAULT_BATCH_DELAY_MS})`);
+}
+
+function planOptions(command: Command): Command {
+  return command
+    .option('--capacity <n>', 'URLs the first epoch is sized for (default 1000000)')
+    .option('--fpr <p>', 'target false-positive rate at capacity (default 0.01)')
+    .option('--layout <layout>', 'classic (default) or blocked')
+    .option('--normalize <mode>', 'none (default: exact bytes) or whatwg (URL-standard form)');
+}
+
+export function buildProgram(): Command {
+  const program = new Command('seenstore')
+    .description('A durable "have we seen this URL?" store for web crawlers: seeded Bloom filters in LMDB, per crawl epoch.')
+    .option('--store <dir>', 'store directory (default $SEENSTORE_DIR or ./.seenstore)')
+    .option('--scope <name>', 'scope: a site or crawl job (default "default")')
+    .option('--json', 'machine-readable output')
+    .addOption(new Option('--debug', 'print stack traces of errors'))
+    .showHelpAfterError(false)
+    .configureOutput({ outputError: (text, write) => write(text) });
+
+  planOptions(inputOptions(program.command('filter-new [file]')))
+    .description('print each URL (FILE or stdin, one per line) not seen before, and record it')
+    .action((file: string | undefined, _options, command: Command) => filterNew(file, command));
+  planOptions(inputOptions(program.command('add [file]')))
+    .description('record URLs; summary on stderr (or JSON on stdout)')
+    .action((file: string | undefined, _options, command: Command) => add(file, command));
+  inputOptions(program.command('has [file]'))
+    .description('print the input URLs that are (probably) seen')
+    .option('--invert', 'print the unseen URLs instead')
+    .option('--count', 'print only the counts')
+    .action((file: string | undefined, _options, command: Command) => has(file, command));
+  program
+    .command('stats')
+    .description('per scope and epoch: capacity, adds, estimated distinct URLs, fill, estimated FPR, bytes on disk')
+    .action((_options, command: Command) => stats(command));
+  program
+    .command('demo')
+    .description('run two crawls of a synthetic site through filter-new on the store, and report')
+    .action((_options, command: Command) => demo(command));
+  return program;
+}

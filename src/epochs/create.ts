@@ -1,0 +1,90 @@
+import { SeenStoreError } from '../errors.js';
+import { LAYOUTS, type Layout } from '../filters/bloom.js';
+import { sizeForFpr } from '../filters/sizing.js';
+import { HASH_SCHEME_ID, freshSeedHex } from '../hash/scheme.js';
+import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
+import type { StoreEnv } from '../store/env.js';
+import { EpochFilters } from '../store/epoch-filters.js';
+import { checkpointKey, epochKey, scopeKey, SCOPE_NAME_PATTERN } from '../store/keys.js';
+import type { EpochHeader, ScopeRecord, SizingDecision } from '../store/records.js';
+import { NORMALIZE_MODES, type NormalizeMode } from '../url/normalize.js';
+
+/** Capacity of a scope's first epoch when none is given: a mid-sized site crawl. */
+export const DEFAULT_CAPACITY_URLS = 1_000_000;
+/** Target false-positive rate when none is given: 1 %, about 9.6 bits per URL. */
+export const DEFAULT_FPR_TARGET = 0.01;
+
+export interface EpochPlan {
+  readonly capacityUrls: number;
+  readonly fprTarget: number;
+  readonly layout: Layout;
+  readonly normalize: NormalizeMode;
+  readonly sizing: SizingDecision;
+}
+
+export function checkScopeName(name: string): void {
+  if (typeof name !== 'string') throw new TypeError('a scope name is a string');
+  if (!SCOPE_NAME_PATTERN.test(name)) {
+    throw new SeenStoreError('USAGE', `invalid scope name ${JSON.stringify(name)}: use 1-64 of A-Z a-z 0-9 . _ - (not starting with . _ -)`);
+  }
+}
+
+export function checkPlan(plan: Omit<EpochPlan, 'sizing'>): void {
+  const { capacityUrls, fprTarget, layout, normalize } = plan;
+  if (!Number.isSafeInteger(capacityUrls) || capacityUrls < 1) {
+    throw new SeenStoreError('USAGE', `capacity must be a whole number of URLs >= 1, got ${capacityUrls}`);
+  }
+  if (!(fprTarget > 0 && fprTarget < 1)) throw new SeenStoreError('USAGE', `fpr must be in (0, 1), got ${fprTarget}`);
+  if (!LAYOUTS.includes(layout)) throw new SeenStoreError('USAGE', `unknown layout ${JSON.stringify(layout)} (classic, blocked)`);
+  if (!NORMALIZE_MODES.includes(normalize)) {
+    throw new SeenStoreError('USAGE', `unknown normalisation ${JSON.stringify(normalize)} (none, whatwg)`);
+  }
+}
+
+/** A new epoch's header: fresh CSPRNG seeds and the geometry of the plan. */
+export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan, filterCount = 1): EpochHeader {
+  checkPlan(plan);
+  let geometry;
+  try {
+    geometry = sizeForFpr(plan.capacityUrls, plan.fprTarget);
+  } catch (error) {
+    throw new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
+  }
+  return {
+    v: 1,
+    scope,
+    epoch,
+    state: 'open',
+    createdAtMs: Date.now(),
+    sealedAtMs: null,
+    hashScheme: HASH_SCHEME_ID,
+    normalize: plan.normalize,
+    layout: plan.layout,
+    mBits: geometry.mBits,
+    k: geometry.k,
+    chunkBytes: CHUNK_PAYLOAD_BYTES,
+    filters: Array.from({ length: filterCount }, () => ({ seed: freshSeedHex() })),
+    capacityUrls: plan.capacityUrls,
+    fprTarget: plan.fprTarget,
+    sizing: plan.sizing,
+  };
+}
+
+/**
+ * Returns the scope record, creating the scope and its first epoch in one write transaction when
+ * it does not exist yet. When several processes race, the first commit wins and the others use it.
+ */
+export function ensureScope(env: StoreEnv, scope: string, plan: EpochPlan): ScopeRecord {
+  const existing = EpochFilters.readScope(env, scope);
+  if (existing !== undefined) return existing;
+  return env.write(() => {
+    const raced = EpochFilters.readScope(env, scope);
+    if (raced !== undefined) return raced;
+    const now = Date.now();
+    const record: ScopeRecord = { v: 1, name: scope, openEpoch: 1, createdAtMs: now };
+    env.putMeta(scopeKey(scope), record);
+    env.putMeta(epochKey(scope, 1), newEpochHeader(scope, 1, plan));
+    env.putMeta(checkpointKey(scope, 1), { v: 1, seq: 0, submitted: 0, added: 0, atMs: now });
+    return record;
+  });
+}

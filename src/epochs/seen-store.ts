@@ -1,0 +1,104 @@
+import { SeenStoreError } from '../errors.js';
+import { XxHash } from '../hash/xxhash.js';
+import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from '../store/env.js';
+import { checkScopeName } from './create.js';
+import { Scope, type ScopeOptions, type ScopeStats } from './scope.js';
+
+export interface SeenStoreOptions {
+  /** Create the directory and an empty store when missing (default true; false gives NOT_FOUND). */
+  readonly create?: boolean;
+  /**
+   * Address space reserved for the LMDB map (default 64 GiB). It costs neither memory nor disk
+   * until used, and must exceed the store's data; a full map fails adds with STORE_FULL.
+   */
+  readonly mapSizeBytes?: number;
+  /** Checkpoint once this many journal bytes accumulate (default 32 MiB; bounds replay at open). */
+  readonly checkpointJournalBytes?: number;
+  /** Checkpoint at least this often while adds arrive (default 60 s). */
+  readonly checkpointIntervalMs?: number;
+  /** Receives non-fatal problems, e.g. a background checkpoint that failed (default: process warning). */
+  readonly onWarning?: (message: string) => void;
+}
+
+/**
+ * A store: one directory, one LMDB environment, any number of scopes. Several processes may open
+ * the same store at once; each add-if-absent decision is made inside LMDB's cross-process write
+ * lock after catching up with every committed batch, so a URL is reported new exactly once.
+ */
+export class SeenStore {
+  readonly dir: string;
+  readonly #env: StoreEnv;
+  readonly #scopes = new Map<string, Scope>();
+  readonly #ctx;
+  #closed = false;
+
+  private constructor(dir: string, env: StoreEnv, hash: XxHash, options: SeenStoreOptions) {
+    this.dir = dir;
+    this.#env = env;
+    this.#ctx = Object.freeze({
+      env,
+      hash,
+      checkpointJournalBytes: options.checkpointJournalBytes ?? 32 * 2 ** 20,
+      checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
+      warn: options.onWarning ?? ((message: string) => process.emitWarning(message, 'SeenStoreWarning')),
+      assertOpen: () => {
+        if (this.#closed) throw new SeenStoreError('STORE_CLOSED', `the store at ${dir} is closed`);
+      },
+    });
+  }
+
+  static async open(dir: string, options: SeenStoreOptions = {}): Promise<SeenStore> {
+    if (typeof dir !== 'string' || dir.length === 0) throw new TypeError('dir must be a non-empty string');
+    const hash = await XxHash.load();
+    const env = StoreEnv.open(dir, {
+      create: options.create ?? true,
+      mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES,
+    });
+    return new SeenStore(dir, env, hash, options);
+  }
+
+  /** The handle of scope `name` (default `default`). Options shape its first epoch only. */
+  scope(name = 'default', options: ScopeOptions = {}): Scope {
+    this.#ctx.assertOpen();
+    checkScopeName(name);
+    let scope = this.#scopes.get(name);
+    if (scope === undefined) {
+      scope = new Scope(this.#ctx, name, options);
+      this.#scopes.set(name, scope);
+    }
+    return scope;
+  }
+
+  /** Names of the scopes that exist in the store. */
+  scopeNames(): string[] {
+    this.#ctx.assertOpen();
+    this.#env.refresh();
+    const names: string[] = [];
+    for (const key of this.#env.metaDb.getKeys({ start: ['scope'], end: ['scope\u0000'] })) {
+      const parts = key as unknown as unknown[];
+      if (Array.isArray(parts) && parts[0] === 'scope' && typeof parts[1] === 'string') names.push(parts[1]);
+    }
+    return names;
+  }
+
+  stats(): ScopeStats[] {
+    return this.scopeNames().map((name) => this.scope(name).stats());
+  }
+
+  /** Checkpoints every scope this handle has used. */
+  async checkpoint(): Promise<void> {
+    this.#ctx.assertOpen();
+    for (const scope of this.#scopes.values()) await scope.checkpoint();
+  }
+
+  /** Checkpoints, then closes the environment. Further calls fail with STORE_CLOSED. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      for (const scope of this.#scopes.values()) await scope.flush();
+    } finally {
+      this.#closed = true;
+      await this.#env.close();
+    }
+  }
+}

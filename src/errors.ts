@@ -1,0 +1,64 @@
+/**
+ * The one error class of seenstore. `code` is stable once published (docs/errors.md lists every
+ * code with its CLI exit code); `message` is for humans and may change.
+ */
+export const ERROR_CODES = {
+  /** Bad command-line usage or an option value out of range. */
+  USAGE: 2,
+  /** An input line that is not a usable URL (invalid UTF-8, too long, unparsable when normalising). */
+  INVALID_URL: 3,
+  /** Another process holds a lock this operation needs exclusively. */
+  STORE_LOCKED: 4,
+  /** The store (or a record in it) was written by a format or hash scheme this version does not know. */
+  FORMAT_UNSUPPORTED: 5,
+  /** Stored data failed a check: bad checksum, missing or malformed record, not a seenstore directory. */
+  STORE_CORRUPT: 6,
+  /** An add was sent to an epoch that is no longer open. */
+  EPOCH_SEALED: 7,
+  /** A filter would exceed the largest geometry this format supports. */
+  CAPACITY_EXCEEDED: 8,
+  /** The LMDB map or the disk is full; nothing of the failed batch was acknowledged. */
+  STORE_FULL: 9,
+  /** The operating system refused a file operation (permissions, not a directory, I/O error). */
+  IO_ERROR: 10,
+  /** A named scope, epoch or file does not exist. */
+  NOT_FOUND: 11,
+  /** The store handle was used after close(). */
+  STORE_CLOSED: 12,
+  /** A bug: an internal invariant did not hold. Please report it. */
+  INTERNAL: 70,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class SeenStoreError extends Error {
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'SeenStoreError';
+    this.code = code;
+  }
+
+  /** The CLI exit code for this error's code. */
+  get exitCode(): number {
+    return ERROR_CODES[this.code];
+  }
+}
+
+/** Wraps an unknown failure from LMDB or the file system into a typed error, keeping the cause. */
+export function asStoreError(error: unknown, doing: string): SeenStoreError {
+  if (error instanceof SeenStoreError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  const errno = (error as { code?: unknown } | null)?.code;
+  if (/MDB_MAP_FULL|ENOSPC|No space left/i.test(message) || errno === 'ENOSPC') {
+    return new SeenStoreError('STORE_FULL', `${doing}: the store's map or disk is full (${message})`, { cause: error });
+  }
+  if (/MDB_CORRUPTED|MDB_INVALID|MDB_PAGE_NOTFOUND|MDB_VERSION_MISMATCH/.test(message)) {
+    return new SeenStoreError('STORE_CORRUPT', `${doing}: LMDB reports damage (${message})`, { cause: error });
+  }
+  if (typeof errno === 'string' && /^E[A-Z]+$/.test(errno)) {
+    return new SeenStoreError('IO_ERROR', `${doing}: ${message}`, { cause: error });
+  }
+  return new SeenStoreError('INTERNAL', `${doing}: ${message}`, { cause: error });
+}

@@ -1,0 +1,207 @@
+import { BLOCK_BITS, Modulus } from '../hash/scheme.js';
+import { estimateCardinality, fprFromFill } from './sizing.js';
+
+/** How a URL's k positions are laid out: anywhere in the array, or inside one 64-byte block. */
+export type Layout = 'classic' | 'blocked';
+
+export const LAYOUTS: readonly Layout[] = ['classic', 'blocked'];
+
+export interface FilterGeometry {
+  readonly layout: Layout;
+  /** Bits in the array; a multiple of 512. */
+  readonly mBits: number;
+  /** Positions set per URL. */
+  readonly k: number;
+}
+
+export interface BloomFilterOptions {
+  /**
+   * Size of the regions whose changes are tracked (the store persists dirty regions as chunks).
+   * Default: the whole array is one region.
+   */
+  readonly regionBytes?: number;
+}
+
+/**
+ * A seeded Bloom filter over a byte array, keyed by precomputed 64-bit hashes (hi, lo halves).
+ * Bit p is bit (p mod 8) of byte floor(p / 8), least significant bit first. Pure: no I/O.
+ */
+export class BloomFilter {
+  readonly geometry: FilterGeometry;
+  readonly bytes: Uint8Array;
+  readonly regionBytes: number;
+  readonly #modulus: Modulus;
+  readonly #blocks: number;
+  readonly #dirty: Uint8Array;
+  #onesBits = 0;
+
+  constructor(geometry: FilterGeometry, options: BloomFilterOptions = {}) {
+    const { mBits, k, layout } = geometry;
+    if (!Number.isSafeInteger(mBits) || mBits <= 0 || mBits % BLOCK_BITS !== 0) {
+      throw new RangeError(`mBits must be a positive multiple of ${BLOCK_BITS}, got ${mBits}`);
+    }
+    if (!Number.isInteger(k) || k < 1 || k > 64) throw new RangeError(`k must be an integer in [1, 64], got ${k}`);
+    if (layout !== 'classic' && layout !== 'blocked') throw new RangeError(`unknown layout ${String(layout)}`);
+    this.geometry = Object.freeze({ layout, mBits, k });
+    this.bytes = new Uint8Array(mBits / 8);
+    this.regionBytes = options.regionBytes ?? this.bytes.length;
+    if (this.regionBytes % 64 !== 0 && this.regionBytes !== this.bytes.length) {
+      throw new RangeError('regionBytes must be a multiple of 64 so blocks never straddle regions');
+    }
+    this.#modulus = new Modulus(mBits);
+    this.#blocks = mBits / BLOCK_BITS;
+    this.#dirty = new Uint8Array(Math.ceil(this.bytes.length / this.regionBytes));
+  }
+
+  get regionCount(): number {
+    return this.#dirty.length;
+  }
+
+  get onesBits(): number {
+    return this.#onesBits;
+  }
+
+  get fillRatio(): number {
+    return this.#onesBits / this.geometry.mBits;
+  }
+
+  /** Distinct URLs estimated from the fill. */
+  get estimatedCount(): number {
+    return estimateCardinality(this.#onesBits, this.geometry.mBits, this.geometry.k);
+  }
+
+  /** False-positive rate of a query right now, from the fill. */
+  get currentFpr(): number {
+    return fprFromFill(this.fillRatio, this.geometry.k);
+  }
+
+  /** True when every position of the hash is set (the URL was probably added). */
+  has(hi: number, lo: number): boolean {
+    return this.geometry.layout === 'classic' ? this.#hasClassic(hi, lo) : this.#hasBlocked(hi, lo);
+  }
+
+  /** Sets every position of the hash; true when at least one was clear (the URL was absent). */
+  add(hi: number, lo: number): boolean {
+    return this.geometry.layout === 'classic' ? this.#addClassic(hi, lo) : this.#addBlocked(hi, lo);
+  }
+
+  #hasClassic(hi: number, lo: number): boolean {
+    const bytes = this.bytes;
+    const m = this.geometry.mBits;
+    const k = this.geometry.k;
+    const step = 1 + (hi % (m - 1));
+    let p = this.#modulus.reduce(hi, lo);
+    for (let i = 0; i < k; i++) {
+      if ((bytes[Math.floor(p / 8)]! & (1 << (p % 8))) === 0) return false;
+      p += step;
+      if (p >= m) p -= m;
+    }
+    return true;
+  }
+
+  #addClassic(hi: number, lo: number): boolean {
+    const bytes = this.bytes;
+    const dirty = this.#dirty;
+    const regionBytes = this.regionBytes;
+    const m = this.geometry.mBits;
+    const k = this.geometry.k;
+    const step = 1 + (hi % (m - 1));
+    let p = this.#modulus.reduce(hi, lo);
+    let setBits = 0;
+    for (let i = 0; i < k; i++) {
+      const at = Math.floor(p / 8);
+      const mask = 1 << (p % 8);
+      const old = bytes[at]!;
+      if ((old & mask) === 0) {
+        bytes[at] = old | mask;
+        dirty[Math.floor(at / regionBytes)] = 1;
+        setBits++;
+      }
+      p += step;
+      if (p >= m) p -= m;
+    }
+    this.#onesBits += setBits;
+    return setBits !== 0;
+  }
+
+  #hasBlocked(hi: number, lo: number): boolean {
+    const bytes = this.bytes;
+    const k = this.geometry.k;
+    const base = (lo % this.#blocks) * (BLOCK_BITS / 8);
+    const c = hi & (BLOCK_BITS - 1);
+    const d = ((hi >>> 9) & (BLOCK_BITS - 1)) | 1;
+    for (let i = 0; i < k; i++) {
+      const q = (c + i * d) & (BLOCK_BITS - 1);
+      if ((bytes[base + (q >>> 3)]! & (1 << (q & 7))) === 0) return false;
+    }
+    return true;
+  }
+
+  #addBlocked(hi: number, lo: number): boolean {
+    const bytes = this.bytes;
+    const k = this.geometry.k;
+    const base = (lo % this.#blocks) * (BLOCK_BITS / 8);
+    const c = hi & (BLOCK_BITS - 1);
+    const d = ((hi >>> 9) & (BLOCK_BITS - 1)) | 1;
+    let setBits = 0;
+    for (let i = 0; i < k; i++) {
+      const q = (c + i * d) & (BLOCK_BITS - 1);
+      const at = base + (q >>> 3);
+      const mask = 1 << (q & 7);
+      const old = bytes[at]!;
+      if ((old & mask) === 0) {
+        bytes[at] = old | mask;
+        setBits++;
+      }
+    }
+    if (setBits !== 0) this.#dirty[Math.floor(base / this.regionBytes)] = 1;
+    this.#onesBits += setBits;
+    return setBits !== 0;
+  }
+
+  /** The bytes of region `index` (a view, not a copy). */
+  region(index: number): Uint8Array {
+    const start = index * this.regionBytes;
+    return this.bytes.subarray(start, Math.min(start + this.regionBytes, this.bytes.length));
+  }
+
+  /** Indexes of regions changed since they were last marked clean. */
+  dirtyRegions(): number[] {
+    const out: number[] = [];
+    for (let i = 0; i < this.#dirty.length; i++) if (this.#dirty[i] === 1) out.push(i);
+    return out;
+  }
+
+  markClean(index: number): void {
+    this.#dirty[index] = 0;
+  }
+
+  /**
+   * ORs stored bytes into region `index` (loading a checkpoint, or catching up with one written
+   * by another process). Returns the number of bits that were newly set. The region is not marked
+   * dirty: its new bits came from storage.
+   */
+  orRegion(index: number, stored: Uint8Array): number {
+    const target = this.region(index);
+    if (stored.length !== target.length) {
+      throw new RangeError(`region ${index} holds ${target.length} bytes, stored data has ${stored.length}`);
+    }
+    let gained = 0;
+    for (let i = 0; i < target.length; i++) {
+      const before = target[i]!;
+      const after = before | stored[i]!;
+      if (after !== before) {
+        target[i] = after;
+        gained += popcount8(after) - popcount8(before);
+      }
+    }
+    this.#onesBits += gained;
+    return gained;
+  }
+}
+
+function popcount8(x: number): number {
+  x = x - ((x >>> 1) & 0x55);
+  x = (x & 0x33) + ((x >>> 2) & 0x33);
+  return (x + (x >>> 4)) & 0x0f;
+}

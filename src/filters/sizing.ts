@@ -1,0 +1,65 @@
+import { BLOCK_BITS, MAX_FILTER_BITS } from '../hash/scheme.js';
+
+/** Largest number of hash functions per filter; beyond this the FPR gain is nil and the cost linear. */
+export const MAX_HASHES = 32;
+
+export interface Sizing {
+  /** Filter size in bits, a multiple of 512 (one cache line) so both layouts share chunking. */
+  readonly mBits: number;
+  /** Hash functions (bit positions) per URL. */
+  readonly k: number;
+}
+
+/** Rounds a bit count up to whole 512-bit blocks. */
+export function roundBits(mBits: number): number {
+  return Math.max(BLOCK_BITS, Math.ceil(mBits / BLOCK_BITS) * BLOCK_BITS);
+}
+
+function checked(mBits: number, k: number): Sizing {
+  if (mBits > MAX_FILTER_BITS) {
+    throw new RangeError(`a filter of ${mBits} bits exceeds the format's maximum of 2^40 bits`);
+  }
+  return Object.freeze({ mBits, k });
+}
+
+/**
+ * The classic optimum for n items at false-positive rate p:
+ * m = -n ln p / (ln 2)^2 and k = (m / n) ln 2, k rounded and clamped to [1, 32].
+ */
+export function sizeForFpr(capacityUrls: number, fprTarget: number): Sizing {
+  if (!(capacityUrls >= 1) || !Number.isFinite(capacityUrls)) throw new RangeError(`capacity must be >= 1, got ${capacityUrls}`);
+  if (!(fprTarget > 0 && fprTarget < 1)) throw new RangeError(`fpr must be in (0, 1), got ${fprTarget}`);
+  const mBits = roundBits(Math.ceil((-capacityUrls * Math.log(fprTarget)) / (Math.LN2 * Math.LN2)));
+  const k = Math.min(MAX_HASHES, Math.max(1, Math.round((mBits / capacityUrls) * Math.LN2)));
+  return checked(mBits, k);
+}
+
+/**
+ * The thesis's sizing (its equation 5.1): m = n * k * M, where M is the bit-size multiplier
+ * ("bits per hash"). Used to reproduce its tables; not optimal in general.
+ */
+export function sizeByMultiplier(capacityUrls: number, k: number, bitsPerHash: number): Sizing {
+  if (!(capacityUrls >= 1)) throw new RangeError(`capacity must be >= 1, got ${capacityUrls}`);
+  if (!Number.isInteger(k) || k < 1 || k > MAX_HASHES) throw new RangeError(`k must be an integer in [1, ${MAX_HASHES}], got ${k}`);
+  if (!(bitsPerHash > 0)) throw new RangeError(`bits per hash must be > 0, got ${bitsPerHash}`);
+  return checked(roundBits(Math.ceil(capacityUrls * k * bitsPerHash)), k);
+}
+
+/** Expected false-positive rate of a classic filter of m bits and k hashes after n distinct adds. */
+export function expectedFpr(mBits: number, k: number, n: number): number {
+  return (1 - Math.exp((-k * n) / mBits)) ** k;
+}
+
+/** False-positive rate implied by the fraction of set bits: a query hits k set bits at random. */
+export function fprFromFill(fillRatio: number, k: number): number {
+  return fillRatio ** k;
+}
+
+/**
+ * Distinct items estimated from the number of set bits (Swamidass & Baldi 2007):
+ * n ≈ -(m / k) ln(1 - X / m). Infinite when every bit is set.
+ */
+export function estimateCardinality(onesBits: number, mBits: number, k: number): number {
+  if (onesBits >= mBits) return Number.POSITIVE_INFINITY;
+  return (-mBits / k) * Math.log1p(-onesBits / mBits);
+}

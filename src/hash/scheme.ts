@@ -1,0 +1,89 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * The id of the only URL-to-bits mapping this version implements. It is written into every epoch
+ * header; a store whose header names another scheme is refused, never reinterpreted.
+ * docs/format.md specifies the scheme exactly, with test vectors.
+ */
+export const HASH_SCHEME_ID = 'xxh64-km-v1';
+
+/** Largest filter, in bits, that the scheme addresses exactly with double-precision arithmetic. */
+export const MAX_FILTER_BITS = 2 ** 40;
+
+/** Bits in one block of the blocked layout: one 64-byte cache line. */
+export const BLOCK_BITS = 512;
+
+/**
+ * Precomputed constants for reducing a 64-bit hash modulo `m` with doubles only. Multiplying the
+ * high half by 2^32 is split into shifts small enough that every intermediate product stays below
+ * 2^53, where doubles are exact.
+ */
+export class Modulus {
+  readonly m: number;
+  readonly #shifts: readonly number[];
+
+  constructor(m: number) {
+    if (!Number.isSafeInteger(m) || m < 2 || m > MAX_FILTER_BITS) {
+      throw new RangeError(`modulus must be an integer in [2, 2^40], got ${m}`);
+    }
+    this.m = m;
+    const stepBits = 53 - Math.ceil(Math.log2(m));
+    const shifts: number[] = [];
+    for (let left = 32; left > 0; left -= stepBits) shifts.push(Math.min(stepBits, left));
+    this.#shifts = shifts;
+  }
+
+  /** (hi * 2^32 + lo) mod m, exactly. */
+  reduce(hi: number, lo: number): number {
+    const m = this.m;
+    let r = hi % m;
+    for (const s of this.#shifts) r = (r * 2 ** s) % m;
+    return (r + lo) % m;
+  }
+}
+
+/** First Kirsch–Mitzenmacher index: the whole 64-bit hash modulo m. */
+export function kmStart(modulus: Modulus, hi: number, lo: number): number {
+  return modulus.reduce(hi, lo);
+}
+
+/** Kirsch–Mitzenmacher step: 1 + (hi mod (m - 1)), in [1, m - 1], so it is never zero mod m. */
+export function kmStep(m: number, hi: number): number {
+  return 1 + (hi % (m - 1));
+}
+
+/**
+ * Writes the k bit positions of one hash for the classic layout into `out` (for tests, docs and
+ * tools; the filters inline the same arithmetic in their loops).
+ */
+export function classicPositions(modulus: Modulus, k: number, hi: number, lo: number, out: Float64Array): void {
+  const m = modulus.m;
+  const step = kmStep(m, hi);
+  let p = kmStart(modulus, hi, lo);
+  for (let i = 0; i < k; i++) {
+    out[i] = p;
+    p += step;
+    if (p >= m) p -= m;
+  }
+}
+
+/**
+ * Blocked layout: the block is lo mod (m / 512); inside it, k positions (c + i*d) mod 512 with
+ * c = hi mod 512 and d = ((hi >> 9) mod 512) | 1, odd, so the k positions are distinct for k <= 512.
+ */
+export function blockedPositions(blocks: number, k: number, hi: number, lo: number, out: Float64Array): void {
+  const base = (lo % blocks) * BLOCK_BITS;
+  const c = hi & (BLOCK_BITS - 1);
+  const d = ((hi >>> 9) & (BLOCK_BITS - 1)) | 1;
+  for (let i = 0; i < k; i++) out[i] = base + ((c + i * d) & (BLOCK_BITS - 1));
+}
+
+/** A fresh 64-bit seed from the operating system's CSPRNG, as 16 lower-case hex digits. */
+export function freshSeedHex(): string {
+  return randomBytes(8).toString('hex');
+}
+
+export function seedFromHex(hex: string): bigint {
+  if (!/^[0-9a-f]{16}$/.test(hex)) throw new RangeError(`a seed is 16 lower-case hex digits, got ${JSON.stringify(hex)}`);
+  return BigInt(`0x${hex}`);
+}

@@ -1,0 +1,151 @@
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { endianness } from 'node:os';
+import { join } from 'node:path';
+import { open, type Database, type RootDatabase } from 'lmdb';
+import { Packr } from 'msgpackr';
+import { SeenStoreError, asStoreError } from '../errors.js';
+import { FORMAT_VERSION, readStoreHeader, type StoreHeader } from './records.js';
+
+/** Key of the store header in the meta DB. */
+export const STORE_HEADER_KEY = 'store';
+
+/** Default virtual address space reserved for the map. Costs no memory or disk until used. */
+export const DEFAULT_MAP_SIZE_BYTES = 64 * 2 ** 30;
+
+export interface StoreEnvOptions {
+  /** Create the directory and an empty store when missing (default true). */
+  readonly create: boolean;
+  readonly mapSizeBytes: number;
+}
+
+type Key = string | number | (string | number)[];
+
+/**
+ * One LMDB environment per store directory, with three named DBs: `meta` (msgpack records),
+ * `chunks` and `journal` (raw bytes). Opening checks the store's format version.
+ */
+export class StoreEnv {
+  readonly dir: string;
+  readonly root: RootDatabase;
+  readonly metaDb: Database<Buffer, Key>;
+  readonly chunksDb: Database<Buffer, Key>;
+  readonly journalDb: Database<Buffer, Key>;
+  readonly header: StoreHeader;
+  readonly #packr = new Packr({ useRecords: false, mapsAsObjects: true });
+  #closed = false;
+
+  private constructor(dir: string, root: RootDatabase) {
+    this.dir = dir;
+    this.root = root;
+    this.metaDb = root.openDB<Buffer, Key>({ name: 'meta', encoding: 'binary' });
+    this.chunksDb = root.openDB<Buffer, Key>({ name: 'chunks', encoding: 'binary' });
+    this.journalDb = root.openDB<Buffer, Key>({ name: 'journal', encoding: 'binary' });
+    this.header = this.#initHeader();
+  }
+
+  static open(dir: string, options: StoreEnvOptions): StoreEnv {
+    if (endianness() !== 'LE') {
+      throw new SeenStoreError('INTERNAL', 'seenstore reads and writes filters as little-endian words; this host is big-endian');
+    }
+    StoreEnv.#prepareDir(dir, options.create);
+    let root: RootDatabase;
+    try {
+      root = open({ path: dir, mapSize: options.mapSizeBytes, maxDbs: 8, pageSize: 4096 });
+    } catch (error) {
+      throw asStoreError(error, `opening the store at ${dir}`);
+    }
+    try {
+      return new StoreEnv(dir, root);
+    } catch (error) {
+      root.close().catch(() => undefined);
+      throw error instanceof SeenStoreError ? error : asStoreError(error, `reading the store at ${dir}`);
+    }
+  }
+
+  static #prepareDir(dir: string, create: boolean): void {
+    if (existsSync(dir)) {
+      if (!statSync(dir).isDirectory()) {
+        throw new SeenStoreError('IO_ERROR', `the store path ${dir} is not a directory`);
+      }
+      if (!create && !existsSync(join(dir, 'data.mdb'))) {
+        throw new SeenStoreError('NOT_FOUND', `no seenstore store at ${dir}`);
+      }
+      return;
+    }
+    if (!create) throw new SeenStoreError('NOT_FOUND', `no seenstore store at ${dir}`);
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (error) {
+      throw asStoreError(error, `creating the store directory ${dir}`);
+    }
+  }
+
+  #initHeader(): StoreHeader {
+    const existing = this.getMeta(STORE_HEADER_KEY);
+    if (existing !== undefined) return StoreEnv.#checkedHeader(existing);
+    const hasData = this.root.getKeysCount({ limit: 8 }) > 3 || this.metaDb.getKeysCount({ limit: 1 }) > 0;
+    if (hasData) throw new SeenStoreError('STORE_CORRUPT', `${this.dir} holds an LMDB environment without a seenstore header`);
+    const created: StoreHeader = { v: 1, formatVersion: FORMAT_VERSION, createdAtMs: Date.now() };
+    return this.root.transactionSync(() => {
+      const raced = this.getMeta(STORE_HEADER_KEY);
+      if (raced !== undefined) return StoreEnv.#checkedHeader(raced);
+      this.putMeta(STORE_HEADER_KEY, created);
+      return created;
+    });
+  }
+
+  static #checkedHeader(value: unknown): StoreHeader {
+    const header = readStoreHeader(value);
+    if (header.formatVersion !== FORMAT_VERSION) {
+      const hint = header.formatVersion < FORMAT_VERSION ? ' (run `seenstore migrate`)' : ' (written by a newer seenstore)';
+      throw new SeenStoreError(
+        'FORMAT_UNSUPPORTED',
+        `store format ${header.formatVersion} is not supported by this version (format ${FORMAT_VERSION})${hint}`,
+      );
+    }
+    return header;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  getMeta(key: Key): unknown {
+    const bytes = this.metaDb.getBinary(key);
+    if (bytes === undefined) return undefined;
+    try {
+      return this.#packr.unpack(bytes);
+    } catch (error) {
+      throw new SeenStoreError('STORE_CORRUPT', `meta record ${JSON.stringify(key)} is not valid msgpack`, { cause: error });
+    }
+  }
+
+  /** Writes a meta record; call inside a write transaction. */
+  putMeta(key: Key, value: object): void {
+    this.metaDb.putSync(key, this.#packr.pack(value));
+  }
+
+  removeMeta(key: Key): void {
+    this.metaDb.removeSync(key);
+  }
+
+  /** Runs `action` in one synchronous, durable LMDB write transaction (serialised across processes). */
+  write<T>(action: () => T): T {
+    return this.root.transactionSync(action);
+  }
+
+  /** Makes the next read see everything committed so far, by any process. */
+  refresh(): void {
+    this.root.resetReadTxn();
+  }
+
+  async flushed(): Promise<void> {
+    await this.root.flushed;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.root.close();
+  }
+}

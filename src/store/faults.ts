@@ -1,0 +1,21 @@
+/**
+ * Named points where the fault-injection tests stop a process (kill -9 itself) to prove that a
+ * crash there loses nothing acknowledged. Not part of the public API; a no-op unless a test
+ * installs a hook.
+ */
+export type FaultPoint =
+  | 'add:before-commit'
+  | 'add:after-commit'
+  | 'checkpoint:after-chunk-txn'
+  | 'checkpoint:before-trim'
+  | 'checkpoint:after-trim';
+
+let hook: ((point: FaultPoint) => void) | undefined;
+
+export function setFaultHook(fn: ((point: FaultPoint) => void) | undefined): void {
+  hook = fn;
+}
+
+export function faultPoint(point: FaultPoint): void {
+  if (hook !== undefined) hook(point);
+}

@@ -1,0 +1,52 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import lockfile from 'proper-lockfile';
+import { asStoreError } from '../errors.js';
+
+/**
+ * A proper-lockfile lock is a directory whose mtime its holder refreshes every `LOCK_UPDATE_MS`.
+ * Another process may take it over once it is `LOCK_STALE_MS` old, so a killed holder blocks the
+ * lock for at most that long. A holder whose event loop stalls longer than that loses the lock
+ * silently; the fencing token in the store (see checkpoint) stops such a holder from writing.
+ */
+export const LOCK_STALE_MS = 10_000;
+export const LOCK_UPDATE_MS = 2_000;
+
+export interface HeldLock {
+  /** False once proper-lockfile reports that the lock was lost (stale, taken over, removed). */
+  readonly held: () => boolean;
+  readonly release: () => Promise<void>;
+}
+
+/** Takes the named lock of the store without waiting; undefined when another process holds it. */
+export async function tryLock(storeDir: string, name: string): Promise<HeldLock | undefined> {
+  const dir = join(storeDir, 'locks');
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (error) {
+    throw asStoreError(error, `creating the lock directory ${dir}`);
+  }
+  let compromised = false;
+  let release: () => Promise<void>;
+  try {
+    release = await lockfile.lock(join(dir, name), {
+      realpath: false,
+      stale: LOCK_STALE_MS,
+      update: LOCK_UPDATE_MS,
+      retries: 0,
+      onCompromised: () => {
+        compromised = true;
+      },
+    });
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ELOCKED') return undefined;
+    throw asStoreError(error, `taking the lock ${name}`);
+  }
+  return {
+    held: () => !compromised,
+    release: async () => {
+      if (compromised) return;
+      await release().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,119 @@
+import { SeenStoreError } from '../errors.js';
+
+/**
+ * Meta records, stored as msgpack maps. Every record carries `v`, its record version; a reader
+ * accepts the versions it knows, refuses newer ones with FORMAT_UNSUPPORTED and malformed ones
+ * with STORE_CORRUPT. Field names are part of the on-disk format (docs/format.md), not code names.
+ */
+
+/** On-disk format of the whole store. Bumped with a migration whenever any record or key changes. */
+export const FORMAT_VERSION = 1;
+
+export interface StoreHeader {
+  readonly v: 1;
+  readonly formatVersion: number;
+  readonly createdAtMs: number;
+}
+
+export interface ScopeRecord {
+  readonly v: 1;
+  readonly name: string;
+  /** Number of the epoch that accepts adds. */
+  readonly openEpoch: number;
+  readonly createdAtMs: number;
+}
+
+export interface FilterSpec {
+  /** The filter's 64-bit xxh64 seed, 16 lower-case hex digits. */
+  readonly seed: string;
+}
+
+export interface SizingDecision {
+  /** Which rule chose the capacity: `explicit` (given by the caller) or `default`. */
+  readonly policy: string;
+  readonly reason: string;
+  readonly inputs: Readonly<Record<string, number | string | null>>;
+}
+
+export interface EpochHeader {
+  readonly v: 1;
+  readonly scope: string;
+  readonly epoch: number;
+  readonly state: 'open' | 'sealed';
+  readonly createdAtMs: number;
+  readonly sealedAtMs: number | null;
+  readonly hashScheme: string;
+  readonly normalize: string;
+  readonly layout: string;
+  readonly mBits: number;
+  readonly k: number;
+  readonly chunkBytes: number;
+  readonly filters: readonly FilterSpec[];
+  readonly capacityUrls: number;
+  readonly fprTarget: number;
+  readonly sizing: SizingDecision;
+}
+
+/** What the stored chunks of an epoch hold: every journal record up to and including `seq`. */
+export interface CheckpointRecord {
+  readonly v: 1;
+  readonly seq: number;
+  /** URLs submitted to add / addIfAbsent, up to `seq`. */
+  readonly submitted: number;
+  /** URLs that were new when added, up to `seq`. */
+  readonly added: number;
+  readonly atMs: number;
+}
+
+/** Fencing token of a scope's checkpointer: a checkpoint writes only while the token is its own. */
+export interface FenceRecord {
+  readonly v: 1;
+  readonly token: number;
+}
+
+type Shape = Record<string, 'number' | 'string' | 'object' | 'numberOrNull'>;
+
+function check<T>(what: string, value: unknown, shape: Shape): T {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new SeenStoreError('STORE_CORRUPT', `${what}: expected a record, found ${value === null ? 'null' : typeof value}`);
+  }
+  const record = value as Record<string, unknown>;
+  if (typeof record.v !== 'number') throw new SeenStoreError('STORE_CORRUPT', `${what}: record has no version`);
+  if (record.v !== 1) {
+    throw new SeenStoreError('FORMAT_UNSUPPORTED', `${what}: record version ${record.v} is newer than this seenstore understands`);
+  }
+  for (const [field, type] of Object.entries(shape)) {
+    const actual = record[field];
+    const ok = type === 'numberOrNull' ? actual === null || typeof actual === 'number' : typeof actual === type && actual !== null;
+    if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${what}: field ${field} should be ${type}`);
+  }
+  return value as T;
+}
+
+export function readStoreHeader(value: unknown): StoreHeader {
+  return check('store header', value, { formatVersion: 'number', createdAtMs: 'number' });
+}
+
+export function readScopeRecord(value: unknown): ScopeRecord {
+  return check('scope record', value, { name: 'string', openEpoch: 'number', createdAtMs: 'number' });
+}
+
+export function readEpochHeader(value: unknown): EpochHeader {
+  const header = check<EpochHeader>('epoch header', value, {
+    scope: 'string', epoch: 'number', state: 'string', createdAtMs: 'number', sealedAtMs: 'numberOrNull',
+    hashScheme: 'string', normalize: 'string', layout: 'string', mBits: 'number', k: 'number',
+    chunkBytes: 'number', filters: 'object', capacityUrls: 'number', fprTarget: 'number', sizing: 'object',
+  });
+  if (!Array.isArray(header.filters) || header.filters.length === 0) {
+    throw new SeenStoreError('STORE_CORRUPT', `epoch header ${header.scope}/${header.epoch}: no filters`);
+  }
+  return header;
+}
+
+export function readCheckpointRecord(value: unknown): CheckpointRecord {
+  return check('checkpoint record', value, { seq: 'number', submitted: 'number', added: 'number', atMs: 'number' });
+}
+
+export function readFenceRecord(value: unknown): FenceRecord {
+  return check('fence record', value, { token: 'number' });
+}
