@@ -66,6 +66,7 @@ export interface ScopeContext {
   readonly hash: XxHash;
   readonly checkpointJournalBytes: number;
   readonly checkpointIntervalMs: number;
+  readonly lockStaleMs: number;
   readonly warn: (message: string) => void;
   readonly assertOpen: () => void;
 }
@@ -270,7 +271,7 @@ export class Scope {
 
   async #runCheckpoint(epoch: EpochFilters): Promise<CheckpointOutcome> {
     this.#lastCheckpointMs = Date.now();
-    return epoch.checkpoint();
+    return epoch.checkpoint(this.#ctx.lockStaleMs);
   }
 
   #epochStats(epoch: EpochFilters): EpochStats {

@@ -1,6 +1,7 @@
 import { SeenStoreError } from '../errors.js';
 import { XxHash } from '../hash/xxhash.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from '../store/env.js';
+import { LOCK_STALE_MS, LOCK_STALE_MS_MIN } from '../store/lock.js';
 import { checkScopeName } from './create.js';
 import { Scope, type ScopeOptions, type ScopeStats } from './scope.js';
 
@@ -16,6 +17,12 @@ export interface SeenStoreOptions {
   readonly checkpointJournalBytes?: number;
   /** Checkpoint at least this often while adds arrive (default 60 s). */
   readonly checkpointIntervalMs?: number;
+  /**
+   * A lock whose holder stopped refreshing it for this long is taken over (default 10 s, at least
+   * 2 s). It bounds how long a killed process blocks checkpoints; a live holder whose event loop
+   * stalls longer loses the lock, and the fencing token then stops its writes.
+   */
+  readonly lockStaleMs?: number;
   /** Receives non-fatal problems, e.g. a background checkpoint that failed (default: process warning). */
   readonly onWarning?: (message: string) => void;
 }
@@ -40,6 +47,7 @@ export class SeenStore {
       hash,
       checkpointJournalBytes: options.checkpointJournalBytes ?? 32 * 2 ** 20,
       checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
+      lockStaleMs: Math.max(LOCK_STALE_MS_MIN, options.lockStaleMs ?? LOCK_STALE_MS),
       warn: options.onWarning ?? ((message: string) => process.emitWarning(message, 'SeenStoreWarning')),
       assertOpen: () => {
         if (this.#closed) throw new SeenStoreError('STORE_CLOSED', `the store at ${dir} is closed`);

@@ -197,9 +197,9 @@ export class EpochFilters {
    * never lose bits), then records the checkpoint and trims the journal it covers. Exclusive per
    * scope through a lock file plus a fencing token checked in every transaction.
    */
-  async checkpoint(): Promise<CheckpointOutcome> {
+  async checkpoint(lockStaleMs: number): Promise<CheckpointOutcome> {
     if (this.#poisoned) this.#loadFresh();
-    const lock = await tryLock(this.#env.dir, `checkpoint-${this.header.scope}`);
+    const lock = await tryLock(this.#env.dir, `checkpoint-${this.header.scope}`, lockStaleMs);
     if (lock === undefined) return 'busy';
     try {
       const token = this.#env.write(() => {

@@ -4,13 +4,14 @@ import lockfile from 'proper-lockfile';
 import { asStoreError } from '../errors.js';
 
 /**
- * A proper-lockfile lock is a directory whose mtime its holder refreshes every `LOCK_UPDATE_MS`.
+ * A proper-lockfile lock is a directory whose mtime its holder refreshes every fifth of the staleness.
  * Another process may take it over once it is `LOCK_STALE_MS` old, so a killed holder blocks the
  * lock for at most that long. A holder whose event loop stalls longer than that loses the lock
  * silently; the fencing token in the store (see checkpoint) stops such a holder from writing.
  */
 export const LOCK_STALE_MS = 10_000;
-export const LOCK_UPDATE_MS = 2_000;
+/** proper-lockfile refuses a staleness below 2 s. */
+export const LOCK_STALE_MS_MIN = 2_000;
 
 export interface HeldLock {
   /** False once proper-lockfile reports that the lock was lost (stale, taken over, removed). */
@@ -19,7 +20,7 @@ export interface HeldLock {
 }
 
 /** Takes the named lock of the store without waiting; undefined when another process holds it. */
-export async function tryLock(storeDir: string, name: string): Promise<HeldLock | undefined> {
+export async function tryLock(storeDir: string, name: string, staleMs: number): Promise<HeldLock | undefined> {
   const dir = join(storeDir, 'locks');
   try {
     mkdirSync(dir, { recursive: true });
@@ -31,8 +32,8 @@ export async function tryLock(storeDir: string, name: string): Promise<HeldLock 
   try {
     release = await lockfile.lock(join(dir, name), {
       realpath: false,
-      stale: LOCK_STALE_MS,
-      update: LOCK_UPDATE_MS,
+      stale: staleMs,
+      update: Math.floor(staleMs / 5),
       retries: 0,
       onCompromised: () => {
         compromised = true;

@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { BloomFilter } from '../src/filters/bloom.js';
+import { Modulus, blockedPositions, classicPositions, seedFromHex, MAX_FILTER_BITS } from '../src/hash/scheme.js';
+import { XxHash } from '../src/hash/xxhash.js';
+
+const MASK64 = (1n << 64n) - 1n;
+const P1 = 0x9e3779b185ebca87n;
+const P2 = 0xc2b2ae3d27d4eb4fn;
+const P3 = 0x165667b19e3779f9n;
+const P4 = 0x85ebca77c2b2ae63n;
+const P5 = 0x27d4eb2f165667c5n;
+const rotl = (x: bigint, r: bigint): bigint => ((x << r) | (x >> (64n - r))) & MASK64;
+const round = (acc: bigint, input: bigint): bigint => (rotl((acc + input * P2) & MASK64, 31n) * P1) & MASK64;
+const merge = (acc: bigint, value: bigint): bigint => (((acc ^ round(0n, value)) * P1 + P4) & MASK64);
+
+/** XXH64 written from its specification with BigInt, independent of xxhash-wasm. */
+function referenceXxh64(bytes: Uint8Array, seed: bigint): bigint {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const len = bytes.length;
+  let at = 0;
+  let h: bigint;
+  if (len >= 32) {
+    let v1 = (seed + P1 + P2) & MASK64;
+    let v2 = (seed + P2) & MASK64;
+    let v3 = seed;
+    let v4 = (seed - P1) & MASK64;
+    for (; at + 32 <= len; at += 32) {
+      v1 = round(v1, view.getBigUint64(at, true));
+      v2 = round(v2, view.getBigUint64(at + 8, true));
+      v3 = round(v3, view.getBigUint64(at + 16, true));
+      v4 = round(v4, view.getBigUint64(at + 24, true));
+    }
+    h = (rotl(v1, 1n) + rotl(v2, 7n) + rotl(v3, 12n) + rotl(v4, 18n)) & MASK64;
+    h = merge(merge(merge(merge(h, v1), v2), v3), v4);
+  } else {
+    h = (seed + P5) & MASK64;
+  }
+  h = (h + BigInt(len)) & MASK64;
+  for (; at + 8 <= len; at += 8) h = (rotl(h ^ round(0n, view.getBigUint64(at, true)), 27n) * P1 + P4) & MASK64;
+  for (; at + 4 <= len; at += 4) h = (rotl(h ^ ((BigInt(view.getUint32(at, true)) * P1) & MASK64), 23n) * P2 + P3) & MASK64;
+  for (; at < len; at++) h = (rotl(h ^ ((BigInt(bytes[at]!) * P5) & MASK64), 11n) * P1) & MASK64;
+  h = ((h ^ (h >> 33n)) * P2) & MASK64;
+  h = ((h ^ (h >> 29n)) * P3) & MASK64;
+  return h ^ (h >> 32n);
+}
+
+/** The scheme as docs/format.md states it, in BigInt: h1 = x mod m, h2 = 1 + (x >> 32) mod (m - 1). */
+function referencePositions(x: bigint, m: number, k: number): number[] {
+  const mm = BigInt(m);
+  const h1 = x % mm;
+  const h2 = 1n + ((x >> 32n) % (mm - 1n));
+  return Array.from({ length: k }, (_, i) => Number((h1 + BigInt(i) * h2) % mm));
+}
+
+/** Pinned vectors (also in docs/format.md). A change here is a new hash scheme id, never an edit. */
+const VECTORS = [
+  { url: 'https://example.com/', seed: '0000000000000000', m: 1024, k: 7, hash: 'a40dbfe31cfba1cf',
+    classic: [463, 870, 253, 660, 43, 450, 857], blocked: [995, 706, 929, 640, 863, 574, 797] },
+  { url: 'https://example.com/', seed: '9e3779b97f4a7c15', m: 9_585_152, k: 7, hash: '9ce4a6f2566ed97f',
+    classic: [8399743, 4713860, 1027977, 6927246, 3241363, 9140632, 5454749],
+    blocked: [7166706, 7166789, 7166872, 7166955, 7166526, 7166609, 7166692] },
+  { url: 'http://www.goal.com/en-ca/', seed: '0123456789abcdef', m: 958_976, k: 7, hash: '59648727dc7525f7',
+    classic: [343031, 266554, 190077, 113600, 37123, 919622, 843145],
+    blocked: [655655, 655722, 655789, 655856, 655411, 655478, 655545] },
+  { url: 'https://bücher.example/straße?q=ü', seed: 'fedcba9876543210', m: 2 ** 33 + 512, k: 10, hash: '12da1abc55353ad0',
+    classic: [6360306384, 6676589965, 6992873546, 7309157127, 7625440708, 7941724289, 8258007870, 8574291451, 300639928, 616923509],
+    blocked: [1786050236, 1786050505, 1786050262, 1786050531, 1786050288, 1786050557, 1786050314, 1786050071, 1786050340, 1786050097] },
+] as const;
+
+const hash = await XxHash.load();
+const words = new Uint32Array(2);
+
+function hashOf(url: string, seed: bigint): { hi: number; lo: number; x: bigint } {
+  hash.hashInto(url, seed, words, 0);
+  return { hi: words[1]!, lo: words[0]!, x: (BigInt(words[1]!) << 32n) | BigInt(words[0]!) };
+}
+
+describe('hash scheme xxh64-km-v1', () => {
+  test('pinned test vectors: hash, classic and blocked positions', () => {
+    for (const v of VECTORS) {
+      const { hi, lo, x } = hashOf(v.url, seedFromHex(v.seed));
+      assert.equal(x.toString(16).padStart(16, '0'), v.hash, v.url);
+      const classic = new Float64Array(v.k);
+      classicPositions(new Modulus(v.m), v.k, hi, lo, classic);
+      assert.deepEqual(Array.from(classic), v.classic);
+      const blocked = new Float64Array(v.k);
+      blockedPositions(v.m / 512, v.k, hi, lo, blocked);
+      assert.deepEqual(Array.from(blocked), v.blocked);
+    }
+  });
+
+  test('xxhash-wasm agrees with an independent XXH64 implementation on real URLs and odd lengths', () => {
+    const encoder = new TextEncoder();
+    const keys = ['', 'a', 'abc', 'https://example.com/', 'x'.repeat(31), 'y'.repeat(32), 'z'.repeat(33), 'https://ü.example/€/😀'.repeat(5)];
+    for (let i = 0; i < 200; i++) keys.push(`https://host${i}.example/path/${'seg/'.repeat(i % 17)}?q=${i}`);
+    for (const seedHex of ['0000000000000000', 'ffffffffffffffff', '0123456789abcdef']) {
+      const seed = seedFromHex(seedHex);
+      for (const key of keys) {
+        if (key === '') continue;
+        assert.equal(hashOf(key, seed).x, referenceXxh64(encoder.encode(key), seed), `${key} / ${seedHex}`);
+      }
+    }
+  });
+
+  test('double-precision positions equal the BigInt statement of the scheme, for m up to 2^40', () => {
+    let state = 0x12345678;
+    const rand32 = (): number => {
+      state ^= state << 13;
+      state ^= state >>> 17;
+      state ^= state << 5;
+      return state >>> 0;
+    };
+    const sizes = [512, 1024, 958_976, 2 ** 31 + 512, 2 ** 32, 2 ** 32 + 512, 2 ** 37 + 1536, MAX_FILTER_BITS];
+    const out = new Float64Array(16);
+    for (const m of sizes) {
+      const modulus = new Modulus(m);
+      for (let i = 0; i < 2000; i++) {
+        const hi = rand32();
+        const lo = rand32();
+        classicPositions(modulus, 16, hi, lo, out);
+        const x = (BigInt(hi) << 32n) | BigInt(lo);
+        assert.deepEqual(Array.from(out), referencePositions(x, m, 16), `m=${m} hi=${hi} lo=${lo}`);
+      }
+    }
+  });
+
+  test('every part of a filter larger than 2^32 bits is reachable', () => {
+    const m = 2 ** 33 + 512 * 3;
+    const modulus = new Modulus(m);
+    const buckets = new Uint32Array(64);
+    const out = new Float64Array(8);
+    const seed = seedFromHex('00000000deadbeef');
+    let above32 = 0;
+    const n = 20_000;
+    for (let i = 0; i < n; i++) {
+      const { hi, lo } = hashOf(`https://reach.example/${i}`, seed);
+      classicPositions(modulus, 8, hi, lo, out);
+      for (const p of out) {
+        assert.ok(p >= 0 && p < m && Number.isInteger(p));
+        if (p >= 2 ** 32) above32++;
+        buckets[Math.floor((p / m) * 64)]!++;
+      }
+    }
+    const expected = (n * 8) / 64;
+    for (const count of buckets) assert.ok(Math.abs(count - expected) < 6 * Math.sqrt(expected), `bucket ${count} vs ${expected}`);
+    assert.ok(above32 > n * 8 * 0.45, `${above32} positions above 2^32`);
+  });
+
+  test('a real filter of more than 2^32 bits sets and finds bits beyond bit 2^32', () => {
+    const mBits = 2 ** 32 + 2 ** 31;
+    for (const layout of ['classic', 'blocked'] as const) {
+      const filter = new BloomFilter({ layout, mBits, k: 7 });
+      const seed = seedFromHex('0badc0de0badc0de');
+      const urls = Array.from({ length: 5000 }, (_, i) => `https://big.example/${layout}/${i}`);
+      for (const url of urls) {
+        const { hi, lo } = hashOf(url, seed);
+        assert.equal(filter.add(hi, lo), true);
+      }
+      for (const url of urls) {
+        const { hi, lo } = hashOf(url, seed);
+        assert.equal(filter.has(hi, lo), true);
+      }
+      const upperBytes = filter.bytes.subarray(2 ** 29);
+      let setBytes = 0;
+      for (const byte of upperBytes) if (byte !== 0) setBytes++;
+      assert.ok(setBytes > 0, `${layout}: no bit set beyond 2^32`);
+    }
+  });
+});

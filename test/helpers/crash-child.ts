@@ -1,0 +1,31 @@
+/**
+ * A child process for fault-injection tests. Usage:
+ *   node crash-child.js STORE SCOPE FILE BATCH_SIZE FAULT_POINT|none [checkpoint-each]
+ * Adds FILE's URLs in batches, printing "ack N" after batch N is acknowledged. The process kills
+ * itself with SIGKILL the first time FAULT_POINT is reached (checkpoints run after each batch with
+ * `checkpoint-each`, else once at the end), so the parent can check what survived.
+ */
+import { readFileSync, writeSync } from 'node:fs';
+import { SeenStore } from '../../src/index.js';
+import { setFaultHook, type FaultPoint } from '../../src/store/faults.js';
+
+const [dir, scopeName, file, batchText, point, mode] = process.argv.slice(2);
+const urls = readFileSync(file!, 'utf8').split('\n').filter((line) => line.length > 0);
+const batchSize = Number(batchText);
+
+if (point !== 'none') {
+  setFaultHook((reached: FaultPoint) => {
+    if (reached === point) process.kill(process.pid, 'SIGKILL');
+  });
+}
+
+const store = await SeenStore.open(dir!, { checkpointJournalBytes: 2 ** 40, checkpointIntervalMs: 2 ** 40 });
+const scope = store.scope(scopeName, { capacityUrls: Number(process.env.CHILD_CAPACITY ?? 100_000), fprTarget: 1e-7 });
+for (let start = 0, n = 0; start < urls.length; start += batchSize, n++) {
+  await scope.add(urls.slice(start, start + batchSize));
+  writeSync(1, `ack ${n}\n`);
+  if (mode === 'checkpoint-each') await scope.checkpoint();
+}
+await scope.checkpoint();
+writeSync(1, 'done\n');
+await store.close();

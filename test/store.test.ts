@@ -1,0 +1,188 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { open } from 'lmdb';
+import { Packr } from 'msgpackr';
+import { SeenStore, SeenStoreError } from '../src/index.js';
+import { allSharedUrls, binomialUpper, sharedUrls } from './helpers/data.js';
+import { tempDir } from './helpers/tmp.js';
+
+const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+
+async function rejectsWith(promise: Promise<unknown> | (() => unknown), code: string): Promise<void> {
+  await assert.rejects(
+    async () => (typeof promise === 'function' ? promise() : promise),
+    (error: unknown) => error instanceof SeenStoreError && error.code === code,
+  );
+}
+
+/** Edits a closed store's LMDB records directly, to simulate other versions or damage. */
+async function editStore(dir: string, edit: (dbs: { meta: any; chunks: any; journal: any }) => void): Promise<void> {
+  const root = open({ path: dir, maxDbs: 8 });
+  const dbs = {
+    meta: root.openDB({ name: 'meta', encoding: 'binary' }),
+    chunks: root.openDB({ name: 'chunks', encoding: 'binary' }),
+    journal: root.openDB({ name: 'journal', encoding: 'binary' }),
+  };
+  root.transactionSync(() => edit(dbs));
+  await root.close();
+}
+
+describe('store API', () => {
+  test('no false negatives: every shared URL is seen, in the same handle and after reopen', async () => {
+    const dir = tempDir();
+    const urls = allSharedUrls();
+    const store = await SeenStore.open(dir);
+    const scope = store.scope('default', { capacityUrls: urls.length, fprTarget: 0.01 });
+    const answers = await scope.addIfAbsent(urls);
+    assert.ok(answers.filter(Boolean).length > urls.length * 0.99);
+    assert.ok(scope.has(urls).every(Boolean));
+    await store.close();
+    const reopened = await SeenStore.open(dir);
+    const seen = reopened.scope().has(urls);
+    assert.equal(seen.filter((s) => !s).length, 0);
+    assert.equal((await reopened.scope().addIfAbsent(urls)).filter(Boolean).length, 0);
+    await reopened.close();
+  });
+
+  test('measured FPR on never-added real URLs stays within a binomial bound of the target', async () => {
+    const dir = tempDir();
+    const inserted = sharedUrls('crawl-benign-35k.txt');
+    const insertedSet = new Set(inserted);
+    const probes = sharedUrls('crawl-sitelist-15k.txt').filter((url) => !insertedSet.has(url));
+    const store = await SeenStore.open(dir);
+    const scope = store.scope('fpr', { capacityUrls: inserted.length, fprTarget: 0.01 });
+    await scope.add(inserted);
+    const falsePositives = scope.has(probes).filter(Boolean).length;
+    const bound = binomialUpper(probes.length, 0.01);
+    assert.ok(falsePositives <= bound, `${falsePositives} of ${probes.length} probes, bound ${bound.toFixed(1)}`);
+    assert.ok(falsePositives > 0, 'a 1% filter at capacity shows some false positives on 15k probes');
+    const stats = scope.stats().epochs[0]!;
+    assert.ok(Math.abs(stats.estimatedFpr - 0.01) < 0.003, `estimated FPR ${stats.estimatedFpr}`);
+    await store.close();
+  });
+
+  test('add-if-absent: duplicates in a batch are new once; answers are exact with a tiny FPR', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    const scope = store.scope('exact', { capacityUrls: 100_000, fprTarget: 1e-9 });
+    const urls = sharedUrls('crawl-sitelist-15k.txt').slice(0, 5000);
+    const batch = [...urls, ...urls.slice(0, 100)];
+    const answers = await scope.addIfAbsent(batch);
+    assert.deepEqual(answers, [...urls.map(() => true), ...urls.slice(0, 100).map(() => false)]);
+    const mixed = await scope.addIfAbsent(['https://new.example/1', urls[7]!, 'https://new.example/1']);
+    assert.deepEqual(mixed, [true, false, false]);
+    const stats = scope.stats().epochs[0]!;
+    assert.equal(stats.submitted, 5103);
+    assert.equal(stats.added, 5001);
+    await store.close();
+  });
+
+  test('large calls are split into several journal records and stay exact', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    const scope = store.scope('big', { capacityUrls: 200_000, fprTarget: 1e-9 });
+    const urls = Array.from({ length: 150_000 }, (_, i) => `https://split.example/${i}`);
+    const summary = await scope.add(urls);
+    assert.deepEqual(summary, { submitted: 150_000, added: 150_000 });
+    assert.equal(scope.stats().epochs[0]!.journalRecords, 3);
+    await store.close();
+  });
+
+  test('invalid URLs and misuse: typed errors, nothing written', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    const scope = store.scope('bad', { capacityUrls: 1000 });
+    await scope.add(['https://ok.example/']);
+    await rejectsWith(scope.addIfAbsent(['https://fine.example/', '']), 'INVALID_URL');
+    await rejectsWith(scope.addIfAbsent(['https://fine.example/', 'bad\uD800surrogate']), 'INVALID_URL');
+    await rejectsWith(scope.addIfAbsent(['x'.repeat(70_000)]), 'INVALID_URL');
+    await assert.rejects(scope.addIfAbsent([42 as unknown as string]), TypeError);
+    assert.deepEqual(scope.has(['https://fine.example/']), [false]);
+    assert.equal(scope.stats().epochs[0]!.submitted, 1);
+    assert.throws(() => store.scope('no/slash'), (e: unknown) => e instanceof SeenStoreError && e.code === 'USAGE');
+    assert.throws(() => store.scope('x', { capacityUrls: 0 }), (e: unknown) => e instanceof SeenStoreError && e.code === 'USAGE');
+    assert.throws(() => store.scope('y', { fprTarget: 1.5 }), (e: unknown) => e instanceof SeenStoreError && e.code === 'USAGE');
+    const whatwg = store.scope('norm', { normalize: 'whatwg' });
+    await rejectsWith(whatwg.add(['not a url']), 'INVALID_URL');
+    await whatwg.add(['HTTPS://Example.COM:443/a/../b']);
+    assert.deepEqual(whatwg.has(['https://example.com/b']), [true]);
+    await store.close();
+    await rejectsWith(() => scope.has(['https://ok.example/']), 'STORE_CLOSED');
+    await rejectsWith(SeenStore.open(join(dir, 'missing'), { create: false }), 'NOT_FOUND');
+  });
+
+  test('a store of another format version is refused with FORMAT_UNSUPPORTED', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    await store.scope().add(['https://a.example/']);
+    await store.close();
+    await editStore(dir, ({ meta }) => {
+      const header = packr.unpack(meta.getBinary('store'));
+      meta.putSync('store', packr.pack({ ...header, formatVersion: 2 }));
+    });
+    await rejectsWith(SeenStore.open(dir), 'FORMAT_UNSUPPORTED');
+  });
+
+  test('an epoch written with an unknown hash scheme is refused, never reinterpreted', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    await store.scope().add(['https://a.example/']);
+    await store.close();
+    await editStore(dir, ({ meta }) => {
+      const header = packr.unpack(meta.getBinary(['epoch', 'default', 1]));
+      meta.putSync(['epoch', 'default', 1], packr.pack({ ...header, hashScheme: 'xxh64-km-v2' }));
+    });
+    const reopened = await SeenStore.open(dir);
+    await rejectsWith(() => reopened.scope().has(['https://a.example/']), 'FORMAT_UNSUPPORTED');
+    await reopened.close();
+  });
+
+  test('a damaged chunk is detected on load, never answered from', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    await store.scope().add(sharedUrls('crawl-sitelist-15k.txt'));
+    await store.close();
+    await editStore(dir, ({ chunks }) => {
+      const key = [...chunks.getKeys({ start: ['default', 1, 0, 0] })][3];
+      const value = Buffer.from(chunks.getBinary(key));
+      value[1000] = value[1000]! ^ 0x10;
+      chunks.putSync(key, value);
+    });
+    const reopened = await SeenStore.open(dir);
+    await rejectsWith(() => reopened.scope().has(['https://a.example/']), 'STORE_CORRUPT');
+    await reopened.close().catch(() => undefined);
+  });
+
+  test('a damaged journal record is detected on replay', async () => {
+    const dir = tempDir();
+    const script = `
+      import { SeenStore } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
+      const store = await SeenStore.open(process.argv[1]);
+      await store.scope().add(['https://j.example/1', 'https://j.example/2']);
+      process.kill(process.pid, 'SIGKILL');`;
+    spawnSync(process.execPath, ['--input-type=module', '-e', script, dir]);
+    await editStore(dir, ({ journal }) => {
+      const key = [...journal.getKeys({})][0];
+      const value = Buffer.from(journal.getBinary(key));
+      value[value.length - 1] = value[value.length - 1]! ^ 0x01;
+      journal.putSync(key, value);
+    });
+    const reopened = await SeenStore.open(dir);
+    await rejectsWith(() => reopened.scope().has(['https://j.example/1']), 'STORE_CORRUPT');
+    await reopened.close().catch(() => undefined);
+  });
+
+  test('the store path being a file, or not a seenstore, gives a typed error', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'plain-file');
+    await import('node:fs').then((fs) => fs.writeFileSync(file, 'hello'));
+    await rejectsWith(SeenStore.open(file), 'IO_ERROR');
+    const foreign = join(dir, 'foreign');
+    const root = open({ path: foreign });
+    await root.put('someone-else', 'data');
+    await root.close();
+    await rejectsWith(SeenStore.open(foreign), 'STORE_CORRUPT');
+  });
+});
