@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { SeenStore } from '../src/index.js';
+import { runCli } from './helpers/cli.js';
+import { allSharedUrls, sharedUrls } from './helpers/data.js';
+import { tempDir } from './helpers/tmp.js';
+
+const CHILD = new URL('./helpers/crash-child.js', import.meta.url).pathname;
+
+function runChild(args: readonly string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`child exited ${code}: ${err}`))));
+  });
+}
+
+/** A deterministic shuffle, so both processes meet the shared URLs in different orders. */
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+  const out = [...items];
+  let state = seed;
+  for (let i = out.length - 1; i > 0; i--) {
+    state = (state * 1103515245 + 12345) % 2 ** 31;
+    const j = state % (i + 1);
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+describe('several processes, one store', () => {
+  test('two filter-new processes on overlapping inputs: each URL printed exactly once across both', async () => {
+    const dir = tempDir();
+    const urls = allSharedUrls();
+    const a = shuffled(urls.slice(0, 32_000), 1);
+    const b = shuffled(urls.slice(16_000), 2);
+    const fileA = join(dir, 'a.txt');
+    const fileB = join(dir, 'b.txt');
+    writeFileSync(fileA, `${a.join('\n')}\n`);
+    writeFileSync(fileB, `${b.join('\n')}\n`);
+    const args = (file: string) => ['filter-new', '--store', dir, '--capacity', '200000', '--fpr', '1e-9', '--batch-size', '500', file];
+    const [outA, outB] = await Promise.all([runCli(args(fileA)), runCli(args(fileB))]);
+    assert.equal(outA.code, 0, outA.stderr);
+    assert.equal(outB.code, 0, outB.stderr);
+    const printedA = outA.stdout.split('\n').filter(Boolean);
+    const printedB = outB.stdout.split('\n').filter(Boolean);
+    const union = new Set([...printedA, ...printedB]);
+    assert.equal(union.size, printedA.length + printedB.length, 'a URL was printed twice');
+    // With FPR 1e-9 no URL is wrongly skipped: the union is every distinct input URL.
+    assert.equal(union.size, urls.length);
+    // The overlap really was contended: both processes printed some of the shared URLs.
+    const shared = new Set(urls.slice(16_000, 32_000));
+    assert.ok(printedA.some((url) => shared.has(url)) && printedB.some((url) => shared.has(url)));
+  });
+
+  test('concurrent checkpoints of two writers never lose bits', async () => {
+    const dir = tempDir();
+    const urls = sharedUrls('crawl-benign-35k.txt');
+    const fileA = join(dir, 'a.txt');
+    const fileB = join(dir, 'b.txt');
+    writeFileSync(fileA, `${urls.slice(0, 17_000).join('\n')}\n`);
+    writeFileSync(fileB, `${urls.slice(17_000).join('\n')}\n`);
+    await Promise.all([
+      runChild([dir, 'default', fileA, '1000', 'none', 'checkpoint-each']),
+      runChild([dir, 'default', fileB, '1000', 'none', 'checkpoint-each']),
+    ]);
+    const store = await SeenStore.open(dir);
+    const stats = store.scope().stats().epochs[0]!;
+    assert.equal(stats.journalRecords, 0, 'both checkpoints completed: the bits live in chunks only');
+    assert.equal(store.scope().has(urls).filter((s) => !s).length, 0);
+    assert.equal(stats.added, urls.length);
+    await store.close();
+  });
+
+  test('a reader in another process sees new adds without reopening', async () => {
+    const dir = tempDir();
+    const urls = sharedUrls('crawl-sitelist-15k.txt');
+    const file = join(dir, 'u.txt');
+    writeFileSync(file, `${urls.join('\n')}\n`);
+    const reader = await SeenStore.open(dir);
+    assert.deepEqual(reader.scope().has(urls.slice(0, 3)), [false, false, false]);
+    await runChild([dir, 'default', file, '5000', 'none']);
+    assert.equal(reader.scope().has(urls).filter((s) => !s).length, 0);
+    assert.equal(reader.scope().stats().epochs[0]!.added, urls.length);
+    await reader.close();
+  });
+});
