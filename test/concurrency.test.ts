@@ -1,25 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
-import { runCli } from './helpers/cli.js';
+import { runCli, runCrashChild } from './helpers/cli.js';
 import { allSharedUrls, sharedUrls } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
 
-const CHILD = new URL('./helpers/crash-child.js', import.meta.url).pathname;
-
-function runChild(args: readonly string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`child exited ${code}: ${err}`))));
-  });
-}
 
 /** A deterministic shuffle, so both processes meet the shared URLs in different orders. */
 function shuffled<T>(items: readonly T[], seed: number): T[] {
@@ -66,8 +53,8 @@ describe('several processes, one store', () => {
     writeFileSync(fileA, `${urls.slice(0, 17_000).join('\n')}\n`);
     writeFileSync(fileB, `${urls.slice(17_000).join('\n')}\n`);
     await Promise.all([
-      runChild([dir, 'default', fileA, '1000', 'none', 'checkpoint-each']),
-      runChild([dir, 'default', fileB, '1000', 'none', 'checkpoint-each']),
+      runCrashChild([dir, 'default', fileA, '1000', 'none', 'checkpoint-each']),
+      runCrashChild([dir, 'default', fileB, '1000', 'none', 'checkpoint-each']),
     ]);
     const store = await SeenStore.open(dir);
     const stats = store.scope().stats().epochs[0]!;
@@ -84,7 +71,7 @@ describe('several processes, one store', () => {
     writeFileSync(file, `${urls.join('\n')}\n`);
     const reader = await SeenStore.open(dir);
     assert.deepEqual(reader.scope().has(urls.slice(0, 3)), [false, false, false]);
-    await runChild([dir, 'default', file, '5000', 'none']);
+    await runCrashChild([dir, 'default', file, '5000', 'none']);
     assert.equal(reader.scope().has(urls).filter((s) => !s).length, 0);
     assert.equal(reader.scope().stats().epochs[0]!.added, urls.length);
     await reader.close();

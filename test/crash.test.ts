@@ -1,15 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStore } from '../src/index.js';
-import { spawnCli } from './helpers/cli.js';
+import { runCrashChild, spawnCli } from './helpers/cli.js';
 import { allSharedUrls, sharedUrls } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
-
-const CHILD = new URL('./helpers/crash-child.js', import.meta.url).pathname;
 
 interface KillTrial {
   readonly printed: string[];
@@ -43,21 +40,6 @@ async function filterNewKilled(dir: string, urls: readonly string[], killAfterMs
   return { printed, killedMidStream };
 }
 
-function runChild(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<{ acked: number; done: boolean; signal: string | null }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      if (code !== 0 && signal !== 'SIGKILL') reject(new Error(`child failed (${code}): ${err}`));
-      const acks = out.split('\n').filter((line) => line.startsWith('ack '));
-      resolve({ acked: acks.length, done: out.includes('done\n'), signal });
-    });
-  });
-}
 
 describe('crash safety', () => {
   test('kill -9 of filter-new mid-stream, 25 times: every printed URL is recorded, none printed twice', async () => {
@@ -115,7 +97,7 @@ describe('crash safety', () => {
       writeFileSync(file, `${urls.join('\n')}\n`);
       // 5M URLs at 1e-7 is a 21 MB filter: more chunks than one 16 MiB checkpoint transaction holds.
       const env = { CHILD_CAPACITY: '5000000' };
-      const crashed = await runChild([dir, 'default', file, '5000', point, 'checkpoint-each'], env);
+      const crashed = await runCrashChild([dir, 'default', file, '5000', point, 'checkpoint-each'], env);
       assert.equal(crashed.signal, 'SIGKILL', `${point} was never reached`);
       const ackedUrls = urls.slice(0, crashed.acked * 5000);
 
@@ -136,7 +118,7 @@ describe('crash safety', () => {
       assert.equal(afterCheckpoint.added, afterCrash.added);
       await again.close();
 
-      const finished = await runChild([dir, 'default', file, '5000', 'none'], env);
+      const finished = await runCrashChild([dir, 'default', file, '5000', 'none'], env);
       assert.ok(finished.done);
       const final = await SeenStore.open(dir);
       assert.equal(final.scope().has(urls).filter((s) => !s).length, 0);

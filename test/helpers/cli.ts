@@ -31,3 +31,30 @@ export function runCli(args: readonly string[], input: string | Buffer = '', env
 export function spawnCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
   return spawn(process.execPath, [CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
 }
+
+const CRASH_CHILD = join(ROOT, 'dist', 'test', 'helpers', 'crash-child.js');
+
+export interface ChildRun {
+  /** Batches the child acknowledged ("ack N" lines). */
+  readonly acked: number;
+  /** The child got through all its work and closed the store. */
+  readonly done: boolean;
+  readonly signal: NodeJS.Signals | null;
+}
+
+/** Runs test/helpers/crash-child with `args`; rejects unless it exits 0 or was SIGKILLed on purpose. */
+export function runCrashChild(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ChildRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CRASH_CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    let out = '';
+    let err = '';
+    child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      if (code !== 0 && signal !== 'SIGKILL') reject(new Error(`child failed (${code}): ${err}`));
+      const acked = out.split('\n').filter((line) => line.startsWith('ack ')).length;
+      resolve({ acked, done: out.includes('done\n'), signal });
+    });
+  });
+}
