@@ -58,8 +58,9 @@ describe('store API', () => {
     const bound = binomialUpper(probes.length, 0.01);
     assert.ok(falsePositives <= bound, `${falsePositives} of ${probes.length} probes, bound ${bound.toFixed(1)}`);
     assert.ok(falsePositives > 0, 'a 1% filter at capacity shows some false positives on 15k probes');
+    // The first slice is sized for half the target, leaving the other half to growth slices.
     const stats = scope.stats().epochs[0]!;
-    assert.ok(Math.abs(stats.estimatedFpr - 0.01) < 0.003, `estimated FPR ${stats.estimatedFpr}`);
+    assert.ok(Math.abs(stats.estimatedFpr - 0.005) < 0.0015, `estimated FPR ${stats.estimatedFpr}`);
     await store.close();
   });
 

@@ -1,12 +1,12 @@
 import { SeenStoreError } from '../errors.js';
 import { LAYOUTS, type Layout } from '../filters/bloom.js';
-import { sizeForFpr } from '../filters/sizing.js';
+import { DEFAULT_GROWTH, planSlice } from '../filters/scalable.js';
 import { HASH_SCHEME_ID, freshSeedHex } from '../hash/scheme.js';
 import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
 import type { StoreEnv } from '../store/env.js';
 import { EpochFilters } from '../store/epoch-filters.js';
 import { checkpointKey, epochKey, scopeKey, SCOPE_NAME_PATTERN } from '../store/keys.js';
-import type { EpochHeader, ScopeRecord, SizingDecision } from '../store/records.js';
+import type { CheckpointRecord, EpochHeader, ScopeRecord, SizingDecision } from '../store/records.js';
 import { NORMALIZE_MODES, type NormalizeMode } from '../url/normalize.js';
 
 /** Capacity of a scope's first epoch when none is given: a mid-sized site crawl. */
@@ -41,33 +41,48 @@ export function checkPlan(plan: Omit<EpochPlan, 'sizing'>): void {
   }
 }
 
-/** A new epoch's header: fresh CSPRNG seeds and the geometry of the plan. */
-export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan, filterCount = 1): EpochHeader {
+/** A new epoch's header: one slice with fresh CSPRNG seeds and the geometry of the plan. */
+export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan, filtersPerSlice = 1): EpochHeader {
   checkPlan(plan);
-  let geometry;
+  let first;
   try {
-    geometry = sizeForFpr(plan.capacityUrls, plan.fprTarget);
+    first = planSlice(0, plan.capacityUrls, plan.fprTarget, DEFAULT_GROWTH);
   } catch (error) {
     throw new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
   }
+  const now = Date.now();
   return {
     v: 1,
     scope,
     epoch,
     state: 'open',
-    createdAtMs: Date.now(),
+    createdAtMs: now,
     sealedAtMs: null,
     hashScheme: HASH_SCHEME_ID,
     normalize: plan.normalize,
-    layout: plan.layout,
-    mBits: geometry.mBits,
-    k: geometry.k,
     chunkBytes: CHUNK_PAYLOAD_BYTES,
-    filters: Array.from({ length: filterCount }, () => ({ seed: freshSeedHex() })),
     capacityUrls: plan.capacityUrls,
     fprTarget: plan.fprTarget,
+    growth: DEFAULT_GROWTH,
+    slices: [
+      {
+        layout: plan.layout,
+        mBits: first.mBits,
+        k: first.k,
+        capacityUrls: first.capacityUrls,
+        fprTarget: first.fprTarget,
+        seeds: Array.from({ length: filtersPerSlice }, () => freshSeedHex()),
+        createdAtMs: now,
+      },
+    ],
     sizing: plan.sizing,
+    final: null,
   };
+}
+
+/** The checkpoint record of an epoch that holds nothing yet. */
+export function emptyCheckpoint(atMs: number): CheckpointRecord {
+  return { v: 1, seq: 0, submitted: 0, added: 0, sliceAdded: [0], atMs };
 }
 
 /**
@@ -84,7 +99,7 @@ export function ensureScope(env: StoreEnv, scope: string, plan: EpochPlan): Scop
     const record: ScopeRecord = { v: 1, name: scope, openEpoch: 1, createdAtMs: now };
     env.putMeta(scopeKey(scope), record);
     env.putMeta(epochKey(scope, 1), newEpochHeader(scope, 1, plan));
-    env.putMeta(checkpointKey(scope, 1), { v: 1, seq: 0, submitted: 0, added: 0, atMs: now });
+    env.putMeta(checkpointKey(scope, 1), emptyCheckpoint(now));
     return record;
   });
 }

@@ -1,12 +1,15 @@
 import { SeenStoreError } from '../errors.js';
 import type { Layout } from '../filters/bloom.js';
 import type { XxHash } from '../hash/xxhash.js';
-import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
 import type { StoreEnv } from '../store/env.js';
-import { EpochFilters, type CheckpointOutcome } from '../store/epoch-filters.js';
-import { chunkKey, journalKey } from '../store/keys.js';
+import { EpochFilters, type CheckpointOutcome, type SliceSummary } from '../store/epoch-filters.js';
+import type { EpochHeader, SizingDecision } from '../store/records.js';
+import { epochUsage } from '../store/usage.js';
 import { toKey, type NormalizeMode } from '../url/normalize.js';
 import { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET, checkPlan, ensureScope, type EpochPlan } from './create.js';
+import { resolveEpochs, type EpochSpec, type MembershipMode } from './epoch-spec.js';
+import { epochNumbers, prune, type Dropped, type PruneOptions } from './retention.js';
+import { rotate, type RotateOptions } from './rotation.js';
 
 /** URLs per journal record: a larger call is split, each part committed in its own transaction. */
 export const MAX_BATCH_URLS = 65_536;
@@ -14,12 +17,27 @@ export const MAX_BATCH_URLS = 65_536;
 export interface ScopeOptions {
   /** URLs the first epoch is sized for (default 1,000,000). Used only when the epoch is created. */
   readonly capacityUrls?: number;
-  /** Target false-positive rate at capacity (default 0.01). Used only when the epoch is created. */
+  /** Target false-positive rate of the epoch (default 0.01). Used only when the epoch is created. */
   readonly fprTarget?: number;
   /** `classic` (default) or `blocked` (one cache line per URL: faster on large filters, slightly higher FPR). */
   readonly layout?: Layout;
   /** How URLs become keys: `none` (default, exact bytes) or `whatwg` (URL-standard serialisation). */
   readonly normalize?: NormalizeMode;
+}
+
+export interface AddOptions {
+  /**
+   * Only add to this epoch: if it is not (or no longer) the open one, fail with EPOCH_SEALED
+   * instead of following a rotation into the next epoch.
+   */
+  readonly epoch?: number;
+}
+
+export interface QueryOptions {
+  /** Epochs to look in (default `current`). */
+  readonly epochs?: EpochSpec;
+  /** `any` (default): seen in at least one of them; `all`: seen in every one. */
+  readonly mode?: MembershipMode;
 }
 
 export interface AddSummary {
@@ -33,13 +51,10 @@ export interface EpochStats {
   readonly epoch: number;
   readonly state: 'open' | 'sealed';
   readonly createdAtMs: number;
+  readonly sealedAtMs: number | null;
   readonly capacityUrls: number;
   readonly fprTarget: number;
-  readonly layout: string;
   readonly normalize: string;
-  readonly mBits: number;
-  readonly k: number;
-  readonly filters: number;
   /** URLs submitted to add / addIfAbsent. */
   readonly submitted: number;
   /** URLs reported new. */
@@ -47,17 +62,41 @@ export interface EpochStats {
   /** Distinct URLs estimated from the fill (close to `added`; differs by false positives). */
   readonly estimatedDistinct: number;
   readonly fillRatio: number;
-  /** False-positive rate of a query right now, from the fill. */
+  /** False-positive rate of a query now, from the fill (the union over slices). */
   readonly estimatedFpr: number;
+  readonly slices: number;
   /** LMDB pages held by the epoch's chunks and journal, in bytes. */
   readonly bytesOnDisk: number;
   readonly journalRecords: number;
+}
+
+export interface EpochDetails extends EpochStats {
+  readonly hashScheme: string;
+  readonly growth: { readonly factor: number; readonly tightening: number };
+  readonly sizing: SizingDecision;
+  /** Per slice: geometry, seeds (hex) and fill. */
+  readonly sliceDetails: readonly (SliceSummary & { readonly layout: string; readonly seeds: readonly string[] })[];
 }
 
 export interface ScopeStats {
   readonly scope: string;
   readonly openEpoch: number | null;
   readonly epochs: readonly EpochStats[];
+}
+
+export type Classification = 'new' | 'revisit';
+export type DiffCategory = 'both' | 'only-from' | 'only-to' | 'neither';
+
+export interface DiffResult {
+  readonly from: number;
+  readonly to: number;
+  readonly categories: DiffCategory[];
+  readonly counts: Readonly<Record<DiffCategory, number>>;
+}
+
+export interface RotateResult {
+  readonly sealed: EpochStats;
+  readonly opened: EpochDetails;
 }
 
 /** What a scope needs from its store. */
@@ -72,15 +111,18 @@ export interface ScopeContext {
 }
 
 /**
- * A handle on one scope of a store. The scope and its first epoch are created on the first add;
- * reads of a scope that does not exist yet answer "not seen".
+ * A handle on one scope of a store: its numbered epochs, exactly one of them open. The scope and
+ * its first epoch are created on the first add; reads of a scope that does not exist yet answer
+ * "not seen".
  */
 export class Scope {
   readonly name: string;
   readonly #ctx: ScopeContext;
   readonly #plan: EpochPlan;
   readonly #explicitNormalize: NormalizeMode | undefined;
-  #epoch: EpochFilters | undefined;
+  /** Loaded epochs: the open one, and sealed ones that queries asked for. */
+  readonly #loaded = new Map<number, EpochFilters>();
+  #openEpoch: number | undefined;
   #words = new Uint32Array(0);
   #lastCheckpointMs = Date.now();
   #checkpointRunning: Promise<unknown> | undefined;
@@ -99,7 +141,7 @@ export class Scope {
         policy: options.capacityUrls === undefined ? 'default' : 'explicit',
         reason: options.capacityUrls === undefined
           ? `first epoch, no capacity given: default ${DEFAULT_CAPACITY_URLS} URLs`
-          : `first epoch, capacity given by the caller`,
+          : 'first epoch, capacity given by the caller',
         inputs: { capacityUrls, fprTarget },
       },
     } as const;
@@ -111,72 +153,171 @@ export class Scope {
   /** The normalisation of the open epoch, or of the first epoch when none exists yet. */
   normalizeMode(): NormalizeMode {
     this.#ctx.assertOpen();
-    const epoch = this.#current(false);
+    const epoch = this.#open(false);
     return (epoch?.header.normalize as NormalizeMode | undefined) ?? this.#plan.normalize;
   }
 
+  /** Number of the open epoch, or null when the scope does not exist yet. */
+  openEpoch(): number | null {
+    this.#ctx.assertOpen();
+    return this.#open(false)?.header.epoch ?? null;
+  }
+
   /**
-   * Records the URLs and answers, per URL, whether it was new (true) or probably seen before
-   * (false). Duplicates within the call are new once. Resolves only when the batch is durable.
+   * Records the URLs in the open epoch and answers, per URL, whether it was new (true) or probably
+   * seen before (false). Duplicates within the call are new once. Resolves when durable. If another
+   * process rotates the scope meanwhile, the rest of the call goes to the new epoch.
    */
-  async addIfAbsent(urls: readonly string[]): Promise<boolean[]> {
+  async addIfAbsent(urls: readonly string[], options: AddOptions = {}): Promise<boolean[]> {
     const answers = new Array<boolean>(urls.length);
-    await this.#add(urls, answers);
+    await this.#add(urls, answers, options);
     return answers;
   }
 
   /** Records the URLs; resolves with counts once durable. */
-  async add(urls: readonly string[]): Promise<AddSummary> {
-    const added = await this.#add(urls, undefined);
+  async add(urls: readonly string[], options: AddOptions = {}): Promise<AddSummary> {
+    const added = await this.#add(urls, undefined, options);
     return { submitted: urls.length, added };
   }
 
-  /** Per URL, whether it is (probably) in the open epoch. Sees adds committed by other processes. */
-  has(urls: readonly string[]): boolean[] {
+  /**
+   * Per URL, whether it is (probably) seen in the given epochs (default: the open one), with `any`
+   * or `all` semantics. Sees adds committed by other processes.
+   */
+  has(urls: readonly string[], options: QueryOptions = {}): boolean[] {
     this.#ctx.assertOpen();
-    const answers = new Array<boolean>(urls.length).fill(false);
-    const epoch = this.#current(false);
-    if (epoch === undefined) return answers;
-    const keys = this.#keys(urls, epoch);
-    epoch.catchUp();
-    for (let start = 0; start < keys.length; start += MAX_BATCH_URLS) {
-      const part = keys.slice(start, start + MAX_BATCH_URLS);
-      const words = this.#scratch(part.length, epoch.filterCount);
-      epoch.hashKeys(part, words);
-      for (let i = 0; i < part.length; i++) answers[start + i] = epoch.has(words, i);
+    const mode = options.mode ?? 'any';
+    if (mode !== 'any' && mode !== 'all') throw new SeenStoreError('USAGE', `mode must be any or all, got ${JSON.stringify(mode)}`);
+    const open = this.#open(false);
+    if (open === undefined) {
+      this.#keys(urls, this.#plan.normalize);
+      return new Array<boolean>(urls.length).fill(false);
+    }
+    this.#keys(urls, open.header.normalize as NormalizeMode);
+    const epochs = this.#resolve(options.epochs ?? 'current');
+    const answers = new Array<boolean>(urls.length).fill(mode === 'all');
+    for (const n of epochs) {
+      const inEpoch = this.#hasIn(this.#epochFilters(n), urls);
+      for (let i = 0; i < urls.length; i++) answers[i] = mode === 'all' ? answers[i]! && inEpoch[i]! : answers[i]! || inEpoch[i]!;
     }
     return answers;
   }
 
+  /** Per URL: `revisit` when the previous epoch holds it, else `new`. Without a previous epoch, all are new. */
+  classify(urls: readonly string[]): Classification[] {
+    this.#ctx.assertOpen();
+    const open = this.#open(false);
+    const previous = open === undefined ? undefined : open.header.epoch - 1;
+    if (previous === undefined || previous < 1 || !epochNumbers(this.#ctx.env, this.name).includes(previous)) {
+      this.#keys(urls, this.normalizeMode());
+      return urls.map(() => 'new');
+    }
+    return this.#hasIn(this.#epochFilters(previous), urls).map((seen) => (seen ? 'revisit' : 'new'));
+  }
+
+  /** Compares two epochs over a URL list: in both, only in `from`, only in `to`, or in neither. */
+  diff(urls: readonly string[], from: EpochSpec, to: EpochSpec): DiffResult {
+    this.#ctx.assertOpen();
+    if (this.#open(false) === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    const single = (spec: EpochSpec, which: string): number => {
+      const numbers = this.#resolve(spec);
+      if (numbers.length !== 1) throw new SeenStoreError('USAGE', `--${which} must name one epoch`);
+      return numbers[0]!;
+    };
+    const a = single(from, 'from');
+    const b = single(to, 'to');
+    const inA = this.#hasIn(this.#epochFilters(a), urls);
+    const inB = this.#hasIn(this.#epochFilters(b), urls);
+    const counts: Record<DiffCategory, number> = { both: 0, 'only-from': 0, 'only-to': 0, neither: 0 };
+    const categories = urls.map((_, i): DiffCategory => {
+      const category = inA[i] ? (inB[i] ? 'both' : 'only-from') : inB[i] ? 'only-to' : 'neither';
+      counts[category]++;
+      return category;
+    });
+    return { from: a, to: b, categories, counts };
+  }
+
+  /**
+   * Seals the open epoch and opens the next with fresh seeds, sized from history unless a
+   * capacity is given. Atomic; adds racing it from other processes land in exactly one epoch.
+   */
+  async rotate(options: RotateOptions = {}): Promise<RotateResult> {
+    this.#ctx.assertOpen();
+    if (options.capacityUrls !== undefined || options.fprTarget !== undefined) {
+      checkPlan({ ...this.#plan, capacityUrls: options.capacityUrls ?? 1, fprTarget: options.fprTarget ?? 0.5 });
+    }
+    await this.#checkpointRunning;
+    const open = this.#open(true)!;
+    let rotation;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        rotation = rotate(this.#ctx.env, this.name, open, options);
+        break;
+      } catch (error) {
+        if (!(error instanceof SeenStoreError && error.code === 'EPOCH_SEALED') || attempt > 0) throw error;
+        this.#open(false);
+      }
+    }
+    await this.#ctx.env.flushed();
+    // The sealed epoch's journal goes into its chunks now, so reading it later loads only chunks.
+    await this.#runCheckpoint(this.#epochFilters(rotation.sealed.epoch)).catch((error: unknown) =>
+      this.#ctx.warn(`checkpoint of sealed epoch ${rotation.sealed.epoch} failed (its journal keeps every add): ${(error as Error).message}`),
+    );
+    const next = this.#open(false)!;
+    return { sealed: this.#stats(rotation.sealed, undefined), opened: this.#details(next.header) };
+  }
+
+  /** Drops old sealed epochs (see PruneOptions); returns what was dropped. */
+  prune(options: PruneOptions): Dropped[] {
+    this.#ctx.assertOpen();
+    const dropped = prune(this.#ctx.env, this.name, options);
+    for (const { epoch } of dropped) this.#loaded.delete(epoch);
+    return dropped;
+  }
+
   stats(): ScopeStats {
     this.#ctx.assertOpen();
-    const epoch = this.#current(false);
-    if (epoch === undefined) return { scope: this.name, openEpoch: null, epochs: [] };
-    epoch.catchUp();
-    return { scope: this.name, openEpoch: epoch.header.epoch, epochs: [this.#epochStats(epoch)] };
+    const open = this.#open(false);
+    if (open === undefined) return { scope: this.name, openEpoch: null, epochs: [] };
+    const epochs = epochNumbers(this.#ctx.env, this.name).map((n) => {
+      const header = n === open.header.epoch ? open.header : EpochFilters.readHeader(this.#ctx.env, this.name, n);
+      return this.#stats(header, n === open.header.epoch ? open : undefined);
+    });
+    return { scope: this.name, openEpoch: open.header.epoch, epochs };
+  }
+
+  /** Header, seeds, geometry, slices and sizing decision of epoch `n`. */
+  epoch(n: number): EpochDetails {
+    this.#ctx.assertOpen();
+    if (this.#open(false) === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    return this.#details(EpochFilters.readHeader(this.#ctx.env, this.name, n));
   }
 
   /** Writes dirty chunks and trims the journal now (normally automatic). */
   async checkpoint(): Promise<CheckpointOutcome> {
     this.#ctx.assertOpen();
     await this.#checkpointRunning;
-    const epoch = this.#current(false);
-    if (epoch === undefined) return 'clean';
-    return this.#runCheckpoint(epoch);
+    const open = this.#open(false);
+    if (open === undefined) return 'clean';
+    return this.#runCheckpoint(open);
   }
 
   /** Waits for a background checkpoint, then checkpoints once more (used by close). */
   async flush(): Promise<void> {
     await this.#checkpointRunning;
-    if (this.#epoch !== undefined) await this.#runCheckpoint(this.#epoch);
+    const open = this.#openEpoch === undefined ? undefined : this.#loaded.get(this.#openEpoch);
+    if (open !== undefined) await this.#runCheckpoint(open);
   }
 
-  async #add(urls: readonly string[], answers: boolean[] | undefined): Promise<number> {
+  async #add(urls: readonly string[], answers: boolean[] | undefined, options: AddOptions): Promise<number> {
     this.#ctx.assertOpen();
     if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
     if (urls.length === 0) return 0;
-    let epoch = this.#current(true)!;
-    const keys = this.#keys(urls, epoch);
+    let epoch = this.#open(true)!;
+    if (options.epoch !== undefined && options.epoch !== epoch.header.epoch) {
+      throw new SeenStoreError('EPOCH_SEALED', `epoch ${this.name}/${options.epoch} is not open (the open epoch is ${epoch.header.epoch})`);
+    }
+    const keys = this.#keys(urls, epoch.header.normalize as NormalizeMode);
     let added = 0;
     for (let start = 0; start < keys.length; ) {
       const part = keys.slice(start, start + MAX_BATCH_URLS);
@@ -184,10 +325,15 @@ export class Scope {
       epoch.hashKeys(part, words);
       const partAnswers = answers === undefined ? undefined : new Array<boolean>(part.length);
       try {
-        added += epoch.addBatch(words, part.length, partAnswers, () => this.#expectOpen(epoch));
+        added += epoch.addBatch(part, words, partAnswers, () => this.#expectOpen(epoch));
       } catch (error) {
-        if (!(error instanceof SeenStoreError && error.code === 'EPOCH_SEALED' && this.#reloadIfRotated())) throw error;
-        epoch = this.#epoch!;
+        const rotated = error instanceof SeenStoreError && error.code === 'EPOCH_SEALED' && options.epoch === undefined;
+        const next = rotated ? this.#open(false) : undefined;
+        if (next === undefined || next === epoch) throw error;
+        if (next.header.normalize !== epoch.header.normalize) {
+          throw new SeenStoreError('EPOCH_SEALED', `epoch ${this.name}/${epoch.header.epoch} was rotated to an epoch with another normalisation`);
+        }
+        epoch = next;
         continue;
       }
       if (answers !== undefined) for (let i = 0; i < part.length; i++) answers[start + i] = partAnswers![i]!;
@@ -206,21 +352,13 @@ export class Scope {
     }
   }
 
-  /** After another process rotated the scope: switch to its new open epoch. */
-  #reloadIfRotated(): boolean {
-    this.#ctx.env.refresh();
-    const record = EpochFilters.readScope(this.#ctx.env, this.name);
-    if (record === undefined || record.openEpoch === this.#epoch?.header.epoch) return false;
-    this.#epoch = EpochFilters.load(this.#ctx.env, this.#ctx.hash, EpochFilters.readHeader(this.#ctx.env, this.name, record.openEpoch));
-    return true;
-  }
-
-  #current(create: boolean): EpochFilters | undefined {
+  /** The open epoch, caught up with the store (created first when `create`). */
+  #open(create: boolean): EpochFilters | undefined {
     const env = this.#ctx.env;
     env.refresh();
     const record = create ? ensureScope(env, this.name, this.#plan) : EpochFilters.readScope(env, this.name);
     if (record === undefined) return undefined;
-    if (this.#epoch === undefined || this.#epoch.header.epoch !== record.openEpoch) {
+    if (this.#openEpoch !== record.openEpoch) {
       const header = EpochFilters.readHeader(env, this.name, record.openEpoch);
       if (this.#explicitNormalize !== undefined && this.#explicitNormalize !== header.normalize) {
         throw new SeenStoreError(
@@ -228,14 +366,55 @@ export class Scope {
           `epoch ${this.name}/${header.epoch} normalises with ${header.normalize}, not ${this.#explicitNormalize}: an epoch never mixes modes`,
         );
       }
-      this.#epoch = EpochFilters.load(env, this.#ctx.hash, header);
+      this.#openEpoch = record.openEpoch;
     }
-    return this.#epoch;
+    const open = this.#epochFilters(record.openEpoch);
+    return open;
+  }
+
+  /** Epoch `n`, loaded once and caught up on every use. */
+  #epochFilters(n: number): EpochFilters {
+    const env = this.#ctx.env;
+    let epoch = this.#loaded.get(n);
+    if (epoch === undefined) {
+      epoch = EpochFilters.load(env, this.#ctx.hash, EpochFilters.readHeader(env, this.name, n));
+      this.#loaded.set(n, epoch);
+    } else {
+      epoch.catchUp();
+    }
+    return epoch;
+  }
+
+  #resolve(spec: EpochSpec): number[] {
+    const open = this.#openEpoch;
+    if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    return resolveEpochs(spec, epochNumbers(this.#ctx.env, this.name), open, this.name);
+  }
+
+  /** Membership of each URL in one epoch, keyed by that epoch's normalisation. */
+  #hasIn(epoch: EpochFilters, urls: readonly string[]): boolean[] {
+    const mode = epoch.header.normalize as NormalizeMode;
+    const answers = new Array<boolean>(urls.length).fill(false);
+    for (let start = 0; start < urls.length; start += MAX_BATCH_URLS) {
+      const part: string[] = [];
+      const at: number[] = [];
+      for (let i = start; i < Math.min(urls.length, start + MAX_BATCH_URLS); i++) {
+        const key = toKey(urls[i]!, mode);
+        if (key !== undefined) {
+          part.push(key);
+          at.push(i);
+        }
+      }
+      const words = this.#scratch(part.length, epoch.filterCount);
+      epoch.hashKeys(part, words);
+      for (let i = 0; i < part.length; i++) answers[at[i]!] = epoch.has(words, i);
+    }
+    return answers;
   }
 
   /** Validates every URL before anything is written: a bad one fails the whole call. */
-  #keys(urls: readonly string[], epoch: EpochFilters): string[] {
-    const mode = epoch.header.normalize as NormalizeMode;
+  #keys(urls: readonly string[], mode: NormalizeMode): string[] {
+    if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
     const keys = new Array<string>(urls.length);
     for (let i = 0; i < urls.length; i++) {
       const url = urls[i];
@@ -274,51 +453,39 @@ export class Scope {
     return epoch.checkpoint(this.#ctx.lockStaleMs);
   }
 
-  #epochStats(epoch: EpochFilters): EpochStats {
-    const { header } = epoch;
-    const filter = epoch.filters[0]!;
-    const env = this.#ctx.env;
-    const chunkRange = { start: chunkKey(this.name, header.epoch, 0, 0), end: chunkKey(this.name, header.epoch + 1, 0, 0) };
-    let bytesOnDisk = 0;
-    for (const key of env.chunksDb.getKeys(chunkRange)) {
-      const region = (key as number[])[3]!;
-      const payload = Math.min(CHUNK_PAYLOAD_BYTES, filter.bytes.length - region * CHUNK_PAYLOAD_BYTES);
-      bytesOnDisk += pageBytes(payload + 8);
-    }
-    let journalRecords = 0;
-    const journalRange = { start: journalKey(this.name, header.epoch, 0), end: [this.name, header.epoch + 1] };
-    for (const { value } of env.journalDb.getRange(journalRange)) {
-      journalRecords++;
-      bytesOnDisk += pageBytes(value.length);
-    }
-    let ones = 0;
-    for (const f of epoch.filters) ones += f.fillRatio;
-    const fillRatio = ones / epoch.filters.length;
-    let estimatedFpr = 1;
-    for (const f of epoch.filters) estimatedFpr *= f.currentFpr;
+  /** Stats of an epoch: live from its filters when loaded and open, else from the sealed header. */
+  #stats(header: EpochHeader, loaded: EpochFilters | undefined): EpochStats {
+    const usage = epochUsage(this.#ctx.env, header);
+    const live = loaded?.summary();
+    const final = header.final;
     return {
       epoch: header.epoch,
       state: header.state,
       createdAtMs: header.createdAtMs,
+      sealedAtMs: header.sealedAtMs,
       capacityUrls: header.capacityUrls,
       fprTarget: header.fprTarget,
-      layout: header.layout,
       normalize: header.normalize,
-      mBits: header.mBits,
-      k: header.k,
-      filters: epoch.filterCount,
-      submitted: epoch.counts.submitted,
-      added: epoch.counts.added,
-      estimatedDistinct: Math.round(filter.estimatedCount),
-      fillRatio,
-      estimatedFpr,
-      bytesOnDisk,
-      journalRecords,
+      submitted: live?.submitted ?? final?.submitted ?? 0,
+      added: live?.added ?? final?.added ?? 0,
+      estimatedDistinct: live?.estimatedDistinct ?? final?.estimatedDistinct ?? 0,
+      fillRatio: live?.fillRatio ?? final?.fillRatio ?? 0,
+      estimatedFpr: live?.estimatedFpr ?? final?.estimatedFpr ?? 0,
+      slices: header.slices.length,
+      bytesOnDisk: usage.bytesOnDisk,
+      journalRecords: usage.journalRecords,
     };
   }
-}
 
-/** LMDB page bytes taken by a value of `bytes` (overflow pages carry a 24-byte header). */
-function pageBytes(bytes: number): number {
-  return Math.ceil((bytes + 24) / 4096) * 4096;
+  #details(header: EpochHeader): EpochDetails {
+    const filters = this.#epochFilters(header.epoch);
+    const summary = filters.summary();
+    return {
+      ...this.#stats(filters.header, filters),
+      hashScheme: header.hashScheme,
+      growth: header.growth,
+      sizing: header.sizing,
+      sliceDetails: summary.slices.map((slice, j) => ({ ...slice, layout: filters.header.slices[j]!.layout, seeds: filters.header.slices[j]!.seeds })),
+    };
+  }
 }

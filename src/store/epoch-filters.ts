@@ -1,7 +1,8 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import { BloomFilter, type Layout } from '../filters/bloom.js';
-import { HASH_SCHEME_ID, seedFromHex } from '../hash/scheme.js';
+import { planSlice, unionFpr } from '../filters/scalable.js';
+import { HASH_SCHEME_ID, freshSeedHex, seedFromHex } from '../hash/scheme.js';
 import type { XxHash } from '../hash/xxhash.js';
 import { CHUNK_PAYLOAD_BYTES, decodeChunk, encodeChunk } from './chunks.js';
 import type { StoreEnv } from './env.js';
@@ -16,10 +17,15 @@ import {
   readScopeRecord,
   type CheckpointRecord,
   type EpochHeader,
+  type ScopeRecord,
+  type SliceSpec,
 } from './records.js';
 
 /** Bytes of chunks written per checkpoint transaction: small transactions let LMDB reuse pages. */
 export const CHECKPOINT_TXN_BYTES = 16 * 2 ** 20;
+
+/** Most slices an epoch may grow to; slice j holds capacity * 2^j URLs, so this is never reached in practice. */
+export const MAX_SLICES = 24;
 
 export interface EpochCounts {
   /** URLs submitted to add / addIfAbsent. */
@@ -28,7 +34,35 @@ export interface EpochCounts {
   readonly added: number;
 }
 
+export interface SliceSummary {
+  readonly capacityUrls: number;
+  readonly fprTarget: number;
+  readonly mBits: number;
+  readonly k: number;
+  readonly filters: number;
+  readonly added: number;
+  readonly fillRatio: number;
+  readonly estimatedFpr: number;
+}
+
+export interface EpochSummary extends EpochCounts {
+  readonly estimatedDistinct: number;
+  /** Set bits over all bits of all slices. */
+  readonly fillRatio: number;
+  /** False-positive rate of a query now: the union over slices of each slice's rate from its fill. */
+  readonly estimatedFpr: number;
+  readonly slices: readonly SliceSummary[];
+}
+
 export type CheckpointOutcome = 'written' | 'clean' | 'busy';
+
+interface Slice {
+  readonly spec: SliceSpec;
+  readonly filters: BloomFilter[];
+  readonly seeds: bigint[];
+  /** Index of the slice's first filter among all filters of the epoch (chunk keys use it). */
+  readonly offset: number;
+}
 
 /**
  * The working copy of one epoch's filters: loaded from its chunks plus the journal tail, kept up
@@ -41,21 +75,22 @@ export type CheckpointOutcome = 'written' | 'clean' | 'busy';
  * a checkpoint or an answer.
  */
 export class EpochFilters {
-  readonly header: EpochHeader;
   readonly #env: StoreEnv;
   readonly #hash: XxHash;
-  readonly #seeds: readonly bigint[];
-  #filters: BloomFilter[] = [];
+  #header: EpochHeader;
+  #slices: Slice[] = [];
+  #filterCount = 0;
   #appliedSeq = 0;
   #counts: EpochCounts = { submitted: 0, added: 0 };
+  #sliceAdded: number[] = [];
   #journalBytesSinceCheckpoint = 0;
   #poisoned = false;
+  #record = new Uint32Array(0);
 
   private constructor(env: StoreEnv, hash: XxHash, header: EpochHeader) {
     this.#env = env;
     this.#hash = hash;
-    this.header = header;
-    this.#seeds = header.filters.map((filter) => seedFromHex(filter.seed));
+    this.#header = header;
   }
 
   /** Loads the epoch's filters from the store: stored chunks, then the journal after the checkpoint. */
@@ -68,8 +103,14 @@ export class EpochFilters {
 
   static readHeader(env: StoreEnv, scope: string, epoch: number): EpochHeader {
     const value = env.getMeta(epochKey(scope, epoch));
-    if (value === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} has no epoch ${epoch}`);
+    if (value === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} has no epoch ${epoch} (never created, or pruned)`);
     return readEpochHeader(value);
+  }
+
+  /** The scope record as of the current read (or write) transaction. */
+  static readScope(env: StoreEnv, scope: string): ScopeRecord | undefined {
+    const value = env.getMeta(scopeKey(scope));
+    return value === undefined ? undefined : readScopeRecord(value);
   }
 
   static #checkSupported(header: EpochHeader): void {
@@ -77,20 +118,27 @@ export class EpochFilters {
     if (header.hashScheme !== HASH_SCHEME_ID) {
       throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} uses hash scheme ${header.hashScheme}, this version knows ${HASH_SCHEME_ID}`);
     }
-    if (header.layout !== 'classic' && header.layout !== 'blocked') {
-      throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} uses filter layout ${header.layout}, unknown to this version`);
+    for (const slice of header.slices) {
+      if (slice.layout !== 'classic' && slice.layout !== 'blocked') {
+        throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} uses filter layout ${slice.layout}, unknown to this version`);
+      }
     }
     if (header.chunkBytes !== CHUNK_PAYLOAD_BYTES) {
       throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} has chunks of ${header.chunkBytes} bytes, expected ${CHUNK_PAYLOAD_BYTES}`);
     }
   }
 
-  get filterCount(): number {
-    return this.#filters.length;
+  get header(): EpochHeader {
+    return this.#header;
   }
 
-  get filters(): readonly BloomFilter[] {
-    return this.#filters;
+  /** Filters over all slices: the number of hashes computed per URL. */
+  get filterCount(): number {
+    return this.#filterCount;
+  }
+
+  get sliceCount(): number {
+    return this.#slices.length;
   }
 
   get appliedSeq(): number {
@@ -105,91 +153,246 @@ export class EpochFilters {
     return this.#journalBytesSinceCheckpoint;
   }
 
+  summary(): EpochSummary {
+    let ones = 0;
+    let bits = 0;
+    let estimatedDistinct = 0;
+    const slices = this.#slices.map((slice, j) => {
+      let sliceFpr = 1;
+      let sliceOnes = 0;
+      for (const filter of slice.filters) {
+        sliceFpr *= filter.currentFpr;
+        sliceOnes += filter.onesBits;
+      }
+      ones += sliceOnes;
+      bits += slice.spec.mBits * slice.filters.length;
+      estimatedDistinct += slice.filters[0]!.estimatedCount;
+      return {
+        capacityUrls: slice.spec.capacityUrls,
+        fprTarget: slice.spec.fprTarget,
+        mBits: slice.spec.mBits,
+        k: slice.spec.k,
+        filters: slice.filters.length,
+        added: this.#sliceAdded[j] ?? 0,
+        fillRatio: sliceOnes / (slice.spec.mBits * slice.filters.length),
+        estimatedFpr: sliceFpr,
+      };
+    });
+    return {
+      ...this.#counts,
+      estimatedDistinct: Math.round(estimatedDistinct),
+      fillRatio: ones / bits,
+      estimatedFpr: unionFpr(slices.map((slice) => slice.estimatedFpr)),
+      slices,
+    };
+  }
+
+  /** Bytes of filter payload in chunk `region` of filter `index` (all filters of all slices). */
+  chunkPayloadBytes(index: number, region: number): number {
+    const filter = this.#filterAt(index);
+    return filter === undefined ? 0 : filter.region(region).length;
+  }
+
   /**
-   * Hashes `keys` with every filter's seed into `words`: for key i and filter f, the low and high
-   * halves of its xxh64 are words[2 * (i * F + f)] and words[2 * (i * F + f) + 1].
+   * Hashes `keys` with the seed of every filter of every slice into `words`: for key i and filter
+   * f (counted over all slices), the low and high halves of its xxh64 are words[2 * (i * F + f)]
+   * and words[2 * (i * F + f) + 1], F = filterCount.
    */
   hashKeys(keys: readonly string[], words: Uint32Array): void {
-    const seeds = this.#seeds;
-    const filterCount = seeds.length;
-    for (let i = 0; i < keys.length; i++) {
-      for (let f = 0; f < filterCount; f++) this.#hash.hashInto(keys[i]!, seeds[f]!, words, 2 * (i * filterCount + f));
+    const stride = 2 * this.#filterCount;
+    for (const slice of this.#slices) {
+      for (let f = 0; f < slice.seeds.length; f++) {
+        const seed = slice.seeds[f]!;
+        const at = 2 * (slice.offset + f);
+        for (let i = 0; i < keys.length; i++) this.#hash.hashInto(keys[i]!, seed, words, i * stride + at);
+      }
     }
   }
 
-  /** True when every filter holds URL i of `words` (all S must agree for the spatial strategy). */
+  /** True when some slice holds URL i of `words` (in a slice, every filter must agree). */
   has(words: Uint32Array, i: number): boolean {
-    const filters = this.#filters;
-    const base = 2 * i * filters.length;
-    for (let f = 0; f < filters.length; f++) {
-      if (!filters[f]!.has(words[base + 2 * f + 1]!, words[base + 2 * f]!)) return false;
+    const base = 2 * i * this.#filterCount;
+    for (const slice of this.#slices) if (EpochFilters.#sliceHas(slice, words, base)) return true;
+    return false;
+  }
+
+  static #sliceHas(slice: Slice, words: Uint32Array, base: number): boolean {
+    const at = base + 2 * slice.offset;
+    for (let f = 0; f < slice.filters.length; f++) {
+      if (!slice.filters[f]!.has(words[at + 2 * f + 1]!, words[at + 2 * f]!)) return false;
     }
     return true;
   }
 
   /** Brings the in-memory copy up to what the store holds now. Call after env.refresh() or inside a write. */
   catchUp(): void {
-    if (this.#poisoned) this.#loadFresh();
+    if (this.#poisoned) {
+      this.#loadFresh();
+      return;
+    }
+    this.#refreshHeader();
     const checkpoint = this.#readCheckpoint();
     if (checkpoint.seq > this.#appliedSeq) {
       // Records up to the checkpoint may already be trimmed from the journal; the chunks hold them.
-      this.#orStoredChunks();
+      this.#orStoredChunks(0);
       this.#appliedSeq = checkpoint.seq;
       this.#counts = { submitted: checkpoint.submitted, added: checkpoint.added };
+      this.#sliceAdded = [...checkpoint.sliceAdded];
     }
     this.#replayJournal();
   }
 
   /**
-   * The add-if-absent decision for `count` hashed URLs, then their journal record, in one LMDB
-   * write transaction (LMDB serialises writers across processes, and catching up first means
-   * every committed batch of every process is seen before deciding). On return the record is
-   * committed and synced; answers[i] is true for URLs that were new. New URLs' words are
-   * compacted to the front of `words`.
+   * The add-if-absent decision for `keys`, hashed into `words` by hashKeys, and its journal
+   * records, in one LMDB write transaction: LMDB serialises writers across processes, and catching
+   * up first means every batch any process committed is seen before deciding. On return the
+   * records are committed and synced; answers[i] is true for URLs that were new.
    */
-  addBatch(words: Uint32Array, count: number, answers: boolean[] | undefined, expectOpen: () => void): number {
+  addBatch(keys: readonly string[], words: Uint32Array, answers: boolean[] | undefined, expectOpen: () => void): number {
     let added = 0;
     let touched = false;
     try {
       this.#env.write(() => {
         expectOpen();
+        const hashedFor = this.#filterCount;
         this.catchUp();
+        if (this.#filterCount !== hashedFor) words = this.#rehash(keys);
         touched = true;
-        added = this.#decide(words, count, answers);
-        const seq = this.#appliedSeq + 1;
-        const record = encodeJournalRecord(this.#hash, count, this.#filters.length, words, added);
-        this.#env.journalDb.putSync(journalKey(this.header.scope, this.header.epoch, seq), record);
+        added = this.#decideAll(keys, words, answers);
         faultPoint('add:before-commit');
-        this.#appliedSeq = seq;
-        this.#counts = { submitted: this.#counts.submitted + count, added: this.#counts.added + added };
-        this.#journalBytesSinceCheckpoint += record.length;
       });
     } catch (error) {
       if (touched) this.#poisoned = true;
-      throw asStoreError(error, `adding a batch to ${this.header.scope}/${this.header.epoch}`);
+      throw asStoreError(error, `adding a batch to ${this.#header.scope}/${this.#header.epoch}`);
     }
     faultPoint('add:after-commit');
     return added;
   }
 
-  #decide(words: Uint32Array, count: number, answers: boolean[] | undefined): number {
-    const filters = this.#filters;
-    const filterCount = filters.length;
-    const stride = 2 * filterCount;
+  #rehash(keys: readonly string[]): Uint32Array {
+    const words = new Uint32Array(2 * keys.length * this.#filterCount);
+    this.hashKeys(keys, words);
+    return words;
+  }
+
+  /** Decides every URL into journal records, starting a new slice whenever the newest one is full. */
+  #decideAll(keys: readonly string[], words: Uint32Array, answers: boolean[] | undefined): number {
     let added = 0;
-    for (let i = 0; i < count; i++) {
-      const base = i * stride;
-      let absent = false;
-      for (let f = 0; f < filterCount; f++) {
-        if (filters[f]!.add(words[base + 2 * f + 1]!, words[base + 2 * f]!)) absent = true;
+    for (let start = 0; start < keys.length; ) {
+      const newest = this.#slices.length - 1;
+      const room = this.#slices[newest]!.spec.capacityUrls - (this.#sliceAdded[newest] ?? 0);
+      if (room <= 0 && this.#slices.length < MAX_SLICES) {
+        this.#growSlice();
+        words = this.#rehash(keys);
+        continue;
       }
-      if (answers !== undefined) answers[i] = absent;
-      if (absent) {
-        if (added !== i) words.copyWithin(added * stride, base, base + stride);
-        added++;
-      }
+      const { consumed, fresh } = this.#decide(words, start, keys.length, room <= 0 ? Infinity : room, answers);
+      this.#appendRecord(newest, consumed, fresh);
+      added += fresh;
+      start += consumed;
     }
     return added;
+  }
+
+  /**
+   * Decides URLs from `start` until `count` or until `room` of them were new; their hashes for
+   * the newest slice go to the record buffer. A URL is new when no slice holds it; it is then
+   * added to the newest slice only.
+   */
+  #decide(words: Uint32Array, start: number, count: number, room: number, answers: boolean[] | undefined): { consumed: number; fresh: number } {
+    const slices = this.#slices;
+    const newest = slices[slices.length - 1]!;
+    const filters = newest.filters;
+    const sliceWords = 2 * filters.length;
+    const stride = 2 * this.#filterCount;
+    if (this.#record.length < sliceWords * (count - start)) this.#record = new Uint32Array(sliceWords * (count - start));
+    const record = this.#record;
+    let fresh = 0;
+    let i = start;
+    for (; i < count && fresh < room; i++) {
+      const base = i * stride;
+      let seenBefore = false;
+      for (let j = 0; j < slices.length - 1 && !seenBefore; j++) seenBefore = EpochFilters.#sliceHas(slices[j]!, words, base);
+      let absent = false;
+      if (!seenBefore) {
+        const at = base + 2 * newest.offset;
+        for (let f = 0; f < filters.length; f++) {
+          if (filters[f]!.add(words[at + 2 * f + 1]!, words[at + 2 * f]!)) absent = true;
+        }
+        if (absent) {
+          const to = fresh * sliceWords;
+          for (let w = 0; w < sliceWords; w++) record[to + w] = words[at + w]!;
+          fresh++;
+        }
+      }
+      if (answers !== undefined) answers[i] = absent;
+    }
+    return { consumed: i - start, fresh };
+  }
+
+  #appendRecord(slice: number, submitted: number, added: number): void {
+    const seq = this.#appliedSeq + 1;
+    const { scope, epoch } = this.#header;
+    const filterCount = this.#slices[slice]!.filters.length;
+    const value = encodeJournalRecord(this.#hash, slice, submitted, filterCount, this.#record, added);
+    this.#env.journalDb.putSync(journalKey(scope, epoch, seq), value);
+    this.#appliedSeq = seq;
+    this.#counts = { submitted: this.#counts.submitted + submitted, added: this.#counts.added + added };
+    this.#sliceAdded[slice] = (this.#sliceAdded[slice] ?? 0) + added;
+    this.#journalBytesSinceCheckpoint += value.length;
+  }
+
+  /** Appends a slice to the epoch header (inside the add's write transaction). */
+  #growSlice(): void {
+    const header = this.#header;
+    const index = header.slices.length;
+    const first = header.slices[0]!;
+    const plan = planSlice(index, header.capacityUrls, header.fprTarget, header.growth);
+    const spec: SliceSpec = {
+      layout: first.layout,
+      mBits: plan.mBits,
+      k: plan.k,
+      capacityUrls: plan.capacityUrls,
+      fprTarget: plan.fprTarget,
+      seeds: first.seeds.map(() => freshSeedHex()),
+      createdAtMs: Date.now(),
+    };
+    const grown: EpochHeader = { ...header, slices: [...header.slices, spec] };
+    this.#env.putMeta(epochKey(header.scope, header.epoch), grown);
+    this.#header = grown;
+    this.#addSlices(index);
+  }
+
+  /** Re-reads the header; slices added by another process are allocated and loaded. */
+  #refreshHeader(): void {
+    const header = EpochFilters.readHeader(this.#env, this.#header.scope, this.#header.epoch);
+    this.#header = header;
+    if (header.slices.length > this.#slices.length) {
+      const from = this.#slices.length;
+      this.#addSlices(from);
+      this.#orStoredChunks(this.#slices[from]!.offset);
+    }
+  }
+
+  #addSlices(from: number): void {
+    for (let j = from; j < this.#header.slices.length; j++) {
+      const spec = this.#header.slices[j]!;
+      const geometry = { layout: spec.layout as Layout, mBits: spec.mBits, k: spec.k };
+      this.#slices.push({
+        spec,
+        filters: spec.seeds.map(() => new BloomFilter(geometry, { regionBytes: CHUNK_PAYLOAD_BYTES })),
+        seeds: spec.seeds.map(seedFromHex),
+        offset: this.#filterCount,
+      });
+      this.#filterCount += spec.seeds.length;
+    }
+  }
+
+  #filterAt(index: number): BloomFilter | undefined {
+    for (const slice of this.#slices) {
+      if (index < slice.offset + slice.filters.length) return slice.filters[index - slice.offset];
+    }
+    return undefined;
   }
 
   /**
@@ -199,113 +402,117 @@ export class EpochFilters {
    */
   async checkpoint(lockStaleMs: number): Promise<CheckpointOutcome> {
     if (this.#poisoned) this.#loadFresh();
-    const lock = await tryLock(this.#env.dir, `checkpoint-${this.header.scope}`, lockStaleMs);
+    const { scope } = this.#header;
+    const lock = await tryLock(this.#env.dir, `checkpoint-${scope}`, lockStaleMs);
     if (lock === undefined) return 'busy';
     try {
       const token = this.#env.write(() => {
-        const current = this.#env.getMeta(fenceKey(this.header.scope));
+        const current = this.#env.getMeta(fenceKey(scope));
         const next = (current === undefined ? 0 : readFenceRecord(current).token) + 1;
-        this.#env.putMeta(fenceKey(this.header.scope), { v: 1, token: next });
+        this.#env.putMeta(fenceKey(scope), { v: 1, token: next });
         return next;
       });
       const fenced = (): void => {
-        const current = this.#env.getMeta(fenceKey(this.header.scope));
+        const current = this.#env.getMeta(fenceKey(scope));
         if (!lock.held() || current === undefined || readFenceRecord(current).token !== token || this.#poisoned) {
-          throw new SeenStoreError('STORE_LOCKED', `checkpoint of ${this.header.scope} lost its lock; another process took over`);
+          throw new SeenStoreError('STORE_LOCKED', `checkpoint of ${scope} lost its lock; another process took over`);
         }
       };
       const seq = this.#appliedSeq;
       const counts = this.#counts;
-      const dirty = this.#filters.flatMap((filter, f) => filter.dirtyRegions().map((region) => [f, region] as const));
+      const sliceAdded = [...this.#sliceAdded];
+      const dirty = this.#slices.flatMap((slice) =>
+        slice.filters.flatMap((filter, f) => filter.dirtyRegions().map((region) => [slice.offset + f, region] as const)),
+      );
       if (dirty.length === 0 && seq <= this.#readCheckpoint().seq) return 'clean';
       const perTxn = Math.max(1, Math.floor(CHECKPOINT_TXN_BYTES / CHUNK_PAYLOAD_BYTES));
       for (let start = 0; start < dirty.length; start += perTxn) {
         const batch = dirty.slice(start, start + perTxn);
         this.#env.write(() => {
           fenced();
-          for (const [f, region] of batch) this.#writeChunkOr(f, region);
+          for (const [index, region] of batch) this.#writeChunkOr(index, region);
         });
-        for (const [f, region] of batch) this.#filters[f]!.markClean(region);
+        for (const [index, region] of batch) this.#filterAt(index)!.markClean(region);
         faultPoint('checkpoint:after-chunk-txn');
         await yieldToLoop();
       }
       faultPoint('checkpoint:before-trim');
       this.#env.write(() => {
         fenced();
-        this.#recordCheckpoint(seq, counts);
+        this.#recordCheckpoint(seq, counts, sliceAdded);
       });
       faultPoint('checkpoint:after-trim');
       this.#journalBytesSinceCheckpoint = 0;
       await this.#env.flushed();
       return 'written';
     } catch (error) {
-      throw asStoreError(error, `checkpointing ${this.header.scope}/${this.header.epoch}`);
+      throw asStoreError(error, `checkpointing ${scope}/${this.#header.epoch}`);
     } finally {
       await lock.release();
     }
   }
 
-  #writeChunkOr(f: number, region: number): void {
-    const key = chunkKey(this.header.scope, this.header.epoch, f, region);
-    const memory = this.#filters[f]!.region(region);
+  #writeChunkOr(index: number, region: number): void {
+    const key = chunkKey(this.#header.scope, this.#header.epoch, index, region);
+    const memory = this.#filterAt(index)!.region(region);
     const merged = Buffer.from(memory);
     const stored = this.#env.chunksDb.getBinary(key);
     if (stored !== undefined) {
-      const payload = decodeChunk(this.#hash, stored, this.#chunkWhere(f, region), memory.length);
+      const payload = decodeChunk(this.#hash, stored, this.#chunkWhere(index, region), memory.length);
       for (let i = 0; i < merged.length; i++) merged[i]! |= payload[i]!;
     }
     this.#env.chunksDb.putSync(key, encodeChunk(this.#hash, merged));
   }
 
-  #recordCheckpoint(seq: number, counts: EpochCounts): void {
-    const { scope, epoch } = this.header;
+  #recordCheckpoint(seq: number, counts: EpochCounts, sliceAdded: readonly number[]): void {
+    const { scope, epoch } = this.#header;
     const previous = this.#readCheckpoint();
     if (seq <= previous.seq) return;
-    const record: CheckpointRecord = { v: 1, seq, submitted: counts.submitted, added: counts.added, atMs: Date.now() };
+    const record: CheckpointRecord = { v: 1, seq, ...counts, sliceAdded, atMs: Date.now() };
     this.#env.putMeta(checkpointKey(scope, epoch), record);
     const trim = this.#env.journalDb.getKeys({ start: journalKey(scope, epoch, 0), end: journalKey(scope, epoch, seq + 1) });
     for (const key of trim) this.#env.journalDb.removeSync(key);
   }
 
   #readCheckpoint(): CheckpointRecord {
-    const value = this.#env.getMeta(checkpointKey(this.header.scope, this.header.epoch));
+    const value = this.#env.getMeta(checkpointKey(this.#header.scope, this.#header.epoch));
     if (value === undefined) {
-      throw new SeenStoreError('STORE_CORRUPT', `epoch ${this.header.scope}/${this.header.epoch} has no checkpoint record`);
+      throw new SeenStoreError('STORE_CORRUPT', `epoch ${this.#header.scope}/${this.#header.epoch} has no checkpoint record`);
     }
     return readCheckpointRecord(value);
   }
 
   #loadFresh(): void {
-    const { mBits, k } = this.header;
-    const geometry = { layout: this.header.layout as Layout, mBits, k };
-    this.#filters = this.#seeds.map(() => new BloomFilter(geometry, { regionBytes: CHUNK_PAYLOAD_BYTES }));
+    this.#header = EpochFilters.readHeader(this.#env, this.#header.scope, this.#header.epoch);
+    this.#slices = [];
+    this.#filterCount = 0;
+    this.#addSlices(0);
     const checkpoint = this.#readCheckpoint();
-    this.#orStoredChunks();
+    this.#orStoredChunks(0);
     this.#appliedSeq = checkpoint.seq;
     this.#counts = { submitted: checkpoint.submitted, added: checkpoint.added };
+    this.#sliceAdded = [...checkpoint.sliceAdded];
     this.#journalBytesSinceCheckpoint = 0;
     this.#poisoned = false;
     this.#replayJournal();
   }
 
-  #orStoredChunks(): void {
-    const { scope, epoch } = this.header;
-    for (let f = 0; f < this.#filters.length; f++) {
-      const filter = this.#filters[f]!;
-      const range = this.#env.chunksDb.getRange({ start: chunkKey(scope, epoch, f, 0), end: chunkKey(scope, epoch, f + 1, 0) });
-      for (const { key, value } of range) {
-        const region = (key as number[])[3]!;
-        if (!Number.isInteger(region) || region < 0 || region >= filter.regionCount) {
-          throw new SeenStoreError('STORE_CORRUPT', `${this.#chunkWhere(f, region)}: chunk number out of range`);
-        }
-        const expected = filter.region(region).length;
-        filter.orRegion(region, decodeChunk(this.#hash, value, this.#chunkWhere(f, region), expected));
+  /** ORs the stored chunks of filters `fromIndex`.. into memory. */
+  #orStoredChunks(fromIndex: number): void {
+    const { scope, epoch } = this.#header;
+    const range = this.#env.chunksDb.getRange({ start: chunkKey(scope, epoch, fromIndex, 0), end: chunkKey(scope, epoch + 1, 0, 0) });
+    for (const { key, value } of range) {
+      const [, , index, region] = key as [string, number, number, number];
+      const filter = this.#filterAt(index);
+      if (filter === undefined || !Number.isInteger(region) || region < 0 || region >= filter.regionCount) {
+        throw new SeenStoreError('STORE_CORRUPT', `${this.#chunkWhere(index, region)}: no such filter or chunk in the epoch`);
       }
+      filter.orRegion(region, decodeChunk(this.#hash, value, this.#chunkWhere(index, region), filter.region(region).length));
     }
   }
 
   #replayJournal(): void {
-    const { scope, epoch } = this.header;
+    const { scope, epoch } = this.#header;
     const range = this.#env.journalDb.getRange({ start: journalKey(scope, epoch, this.#appliedSeq + 1), end: [scope, epoch + 1] });
     for (const { key, value } of range) {
       const seq = (key as number[])[2]!;
@@ -314,31 +521,27 @@ export class EpochFilters {
         throw new SeenStoreError('STORE_CORRUPT', `${where}: expected sequence ${this.#appliedSeq + 1}`);
       }
       const record = decodeJournalRecord(this.#hash, value, where);
-      if (record.filterCount !== this.#filters.length) {
-        throw new SeenStoreError('STORE_CORRUPT', `${where}: holds ${record.filterCount} hashes per URL, epoch has ${this.#filters.length} filters`);
+      const slice = this.#slices[record.slice];
+      if (slice === undefined || record.filterCount !== slice.filters.length) {
+        throw new SeenStoreError('STORE_CORRUPT', `${where}: names slice ${record.slice} with ${record.filterCount} filters, which the epoch does not have`);
       }
-      this.#applyWords(record.words, record.added);
+      this.#apply(slice, record.words, record.added);
       this.#appliedSeq = seq;
       this.#counts = { submitted: this.#counts.submitted + record.submitted, added: this.#counts.added + record.added };
+      this.#sliceAdded[record.slice] = (this.#sliceAdded[record.slice] ?? 0) + record.added;
       this.#journalBytesSinceCheckpoint += JOURNAL_HEADER_BYTES + record.words.byteLength;
     }
   }
 
-  #applyWords(words: Uint32Array, count: number): void {
-    const filters = this.#filters;
+  #apply(slice: Slice, words: Uint32Array, count: number): void {
+    const filters = slice.filters;
     const stride = 2 * filters.length;
     for (let i = 0; i < count; i++) {
       for (let f = 0; f < filters.length; f++) filters[f]!.add(words[i * stride + 2 * f + 1]!, words[i * stride + 2 * f]!);
     }
   }
 
-  #chunkWhere(f: number, region: number): string {
-    return `chunk ${this.header.scope}/${this.header.epoch}/filter ${f}/#${region}`;
-  }
-
-  /** The scope record as of the current read (or write) transaction. */
-  static readScope(env: StoreEnv, scope: string): ReturnType<typeof readScopeRecord> | undefined {
-    const value = env.getMeta(scopeKey(scope));
-    return value === undefined ? undefined : readScopeRecord(value);
+  #chunkWhere(index: number, region: number): string {
+    return `chunk ${this.#header.scope}/${this.#header.epoch}/filter ${index}/#${region}`;
   }
 }

@@ -8,7 +8,11 @@ export type FaultPoint =
   | 'add:after-commit'
   | 'checkpoint:after-chunk-txn'
   | 'checkpoint:before-trim'
-  | 'checkpoint:after-trim';
+  | 'checkpoint:after-trim'
+  | 'rotate:before-commit'
+  | 'rotate:after-commit'
+  | 'prune:after-unlink'
+  | 'prune:mid-delete';
 
 let hook: ((point: FaultPoint) => void) | undefined;
 

@@ -5,18 +5,20 @@ import type { XxHash } from '../hash/xxhash.js';
  * One journal record per acknowledged batch, keyed [scope, epoch, seq] with seq increasing by one
  * per record. Layout (little-endian):
  *
- *   u8  record version (1)      u8 filters per URL     u16 reserved (0)
+ *   u8  record version (1)      u8 filters per URL     u16 slice the URLs were added to
  *   u32 URLs submitted in the batch
  *   u32 URLs that were new (each has `filters` hashes below)
  *   u32 xxh32 of the hash bytes
  *   new * filters * u64 hashes, URL-major
  *
- * Only new URLs are journaled: the others already are in the filter.
+ * Only new URLs are journaled: the others already are in the filter. The hashes are those of the
+ * slice's filters (its seeds).
  */
 export const JOURNAL_HEADER_BYTES = 16;
 const JOURNAL_RECORD_VERSION = 1;
 
 export interface JournalRecord {
+  readonly slice: number;
   readonly submitted: number;
   readonly added: number;
   readonly filterCount: number;
@@ -26,6 +28,7 @@ export interface JournalRecord {
 
 export function encodeJournalRecord(
   hash: XxHash,
+  slice: number,
   submitted: number,
   filterCount: number,
   words: Uint32Array,
@@ -36,7 +39,7 @@ export function encodeJournalRecord(
   const payload = new Uint8Array(words.buffer, words.byteOffset, hashBytes);
   value.writeUInt8(JOURNAL_RECORD_VERSION, 0);
   value.writeUInt8(filterCount, 1);
-  value.writeUInt16LE(0, 2);
+  value.writeUInt16LE(slice, 2);
   value.writeUInt32LE(submitted, 4);
   value.writeUInt32LE(added, 8);
   value.writeUInt32LE(hash.checksum(payload), 12);
@@ -52,6 +55,7 @@ export function decodeJournalRecord(hash: XxHash, value: Uint8Array, where: stri
     throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where}: journal record version ${version} is unknown`);
   }
   const filterCount = view.readUInt8(1);
+  const slice = view.readUInt16LE(2);
   const submitted = view.readUInt32LE(4);
   const added = view.readUInt32LE(8);
   const hashBytes = added * filterCount * 8;
@@ -64,5 +68,5 @@ export function decodeJournalRecord(hash: XxHash, value: Uint8Array, where: stri
   }
   const words = new Uint32Array(hashBytes / 4);
   new Uint8Array(words.buffer).set(payload);
-  return { submitted, added, filterCount, words };
+  return { slice, submitted, added, filterCount, words };
 }

@@ -6,6 +6,7 @@
  *            ['epoch', scope, epoch]      epoch header
  *            ['ckpt', scope, epoch]       checkpoint record
  *            ['fence', scope]             checkpoint fencing token
+ *            ['drop', scope, epoch]       an epoch being pruned (its data is still being deleted)
  *   chunks   [scope, epoch, filter, chunkNo]
  *   journal  [scope, epoch, seq]
  */
@@ -15,6 +16,7 @@ export const scopeKey = (scope: string): MetaKey => ['scope', scope];
 export const epochKey = (scope: string, epoch: number): MetaKey => ['epoch', scope, epoch];
 export const checkpointKey = (scope: string, epoch: number): MetaKey => ['ckpt', scope, epoch];
 export const fenceKey = (scope: string): MetaKey => ['fence', scope];
+export const dropKey = (scope: string, epoch: number): MetaKey => ['drop', scope, epoch];
 
 export const chunkKey = (scope: string, epoch: number, filter: number, chunkNo: number): (string | number)[] => [
   scope,

@@ -23,16 +23,39 @@ export interface ScopeRecord {
   readonly createdAtMs: number;
 }
 
-export interface FilterSpec {
-  /** The filter's 64-bit xxh64 seed, 16 lower-case hex digits. */
-  readonly seed: string;
+/**
+ * One slice of an epoch: a group of filters (one for the classic strategy, S for spatial) with its
+ * own seeds and geometry. An epoch starts with one slice and, when more distinct URLs arrive than
+ * the newest slice was sized for, appends a larger slice with a tighter error (a scalable Bloom
+ * filter), so the epoch's false-positive rate stays within its target. Slices never change once
+ * written; the list only grows.
+ */
+export interface SliceSpec {
+  readonly layout: string;
+  readonly mBits: number;
+  readonly k: number;
+  /** New URLs this slice takes before the next slice is started. */
+  readonly capacityUrls: number;
+  readonly fprTarget: number;
+  /** One 64-bit xxh64 seed per filter, 16 lower-case hex digits each, from a CSPRNG. */
+  readonly seeds: readonly string[];
+  readonly createdAtMs: number;
 }
 
 export interface SizingDecision {
-  /** Which rule chose the capacity: `explicit` (given by the caller) or `default`. */
+  /** Which rule chose the capacity: `explicit`, `default` or `history-v1` (docs/epochs.md). */
   readonly policy: string;
   readonly reason: string;
   readonly inputs: Readonly<Record<string, number | string | null>>;
+}
+
+/** Counts frozen when an epoch is sealed. */
+export interface EpochFinal {
+  readonly submitted: number;
+  readonly added: number;
+  readonly estimatedDistinct: number;
+  readonly fillRatio: number;
+  readonly estimatedFpr: number;
 }
 
 export interface EpochHeader {
@@ -44,14 +67,15 @@ export interface EpochHeader {
   readonly sealedAtMs: number | null;
   readonly hashScheme: string;
   readonly normalize: string;
-  readonly layout: string;
-  readonly mBits: number;
-  readonly k: number;
   readonly chunkBytes: number;
-  readonly filters: readonly FilterSpec[];
+  /** The plan: URLs expected and the false-positive rate promised for the whole epoch. */
   readonly capacityUrls: number;
   readonly fprTarget: number;
+  /** Slice j has capacity capacityUrls * factor^j and FPR fprTarget * (1 - tightening) * tightening^j. */
+  readonly growth: { readonly factor: number; readonly tightening: number };
+  readonly slices: readonly SliceSpec[];
   readonly sizing: SizingDecision;
+  readonly final: EpochFinal | null;
 }
 
 /** What the stored chunks of an epoch hold: every journal record up to and including `seq`. */
@@ -62,6 +86,8 @@ export interface CheckpointRecord {
   readonly submitted: number;
   /** URLs that were new when added, up to `seq`. */
   readonly added: number;
+  /** New URLs per slice, up to `seq`. */
+  readonly sliceAdded: readonly number[];
   readonly atMs: number;
 }
 
@@ -101,17 +127,22 @@ export function readScopeRecord(value: unknown): ScopeRecord {
 export function readEpochHeader(value: unknown): EpochHeader {
   const header = check<EpochHeader>('epoch header', value, {
     scope: 'string', epoch: 'number', state: 'string', createdAtMs: 'number', sealedAtMs: 'numberOrNull',
-    hashScheme: 'string', normalize: 'string', layout: 'string', mBits: 'number', k: 'number',
-    chunkBytes: 'number', filters: 'object', capacityUrls: 'number', fprTarget: 'number', sizing: 'object',
+    hashScheme: 'string', normalize: 'string', chunkBytes: 'number', capacityUrls: 'number',
+    fprTarget: 'number', growth: 'object', slices: 'object', sizing: 'object',
   });
-  if (!Array.isArray(header.filters) || header.filters.length === 0) {
-    throw new SeenStoreError('STORE_CORRUPT', `epoch header ${header.scope}/${header.epoch}: no filters`);
+  const where = `epoch header ${header.scope}/${header.epoch}`;
+  if (!Array.isArray(header.slices) || header.slices.length === 0) throw new SeenStoreError('STORE_CORRUPT', `${where}: no slices`);
+  for (const slice of header.slices) {
+    const ok = typeof slice?.layout === 'string' && Number.isSafeInteger(slice.mBits) && Number.isInteger(slice.k) &&
+      typeof slice.capacityUrls === 'number' && Array.isArray(slice.seeds) && slice.seeds.length > 0 &&
+      slice.seeds.every((seed: unknown) => typeof seed === 'string');
+    if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${where}: malformed slice`);
   }
   return header;
 }
 
 export function readCheckpointRecord(value: unknown): CheckpointRecord {
-  return check('checkpoint record', value, { seq: 'number', submitted: 'number', added: 'number', atMs: 'number' });
+  return check('checkpoint record', value, { seq: 'number', submitted: 'number', added: 'number', sliceAdded: 'object', atMs: 'number' });
 }
 
 export function readFenceRecord(value: unknown): FenceRecord {

@@ -1,0 +1,45 @@
+import { SeenStoreError } from '../errors.js';
+
+/**
+ * Which epochs a query covers: `current` (the open epoch), `previous` (the one before it), one
+ * epoch number, an inclusive range, the K most recent epochs, or every epoch still kept.
+ */
+export type EpochSpec = 'current' | 'previous' | 'all' | number | { readonly from: number; readonly to: number } | { readonly last: number };
+
+export type MembershipMode = 'any' | 'all';
+
+/** Parses the CLI form: current, previous, all, N, N..M, last:K. */
+export function parseEpochSpec(text: string): EpochSpec {
+  if (text === 'current' || text === 'previous' || text === 'all') return text;
+  const whole = (s: string): number | undefined => (/^[1-9][0-9]{0,14}$/.test(s) ? Number(s) : undefined);
+  const single = whole(text);
+  if (single !== undefined) return single;
+  const range = /^([0-9]+)\.\.([0-9]+)$/.exec(text);
+  if (range !== null) {
+    const from = whole(range[1]!);
+    const to = whole(range[2]!);
+    if (from !== undefined && to !== undefined && from <= to) return { from, to };
+  }
+  const last = /^last:([0-9]+)$/.exec(text);
+  if (last !== null && whole(last[1]!) !== undefined) return { last: Number(last[1]) };
+  throw new SeenStoreError('USAGE', `--epochs must be current, previous, all, N, N..M or last:K, got ${JSON.stringify(text)}`);
+}
+
+/** The epoch numbers a spec names, ascending; every one must exist. */
+export function resolveEpochs(spec: EpochSpec, existing: readonly number[], openEpoch: number, scope: string): number[] {
+  const missing = (n: number): SeenStoreError =>
+    new SeenStoreError('NOT_FOUND', `scope ${scope} has no epoch ${n} (${n < openEpoch ? 'it was pruned' : 'not created yet'}); it has ${existing.join(', ')}`);
+  const need = (numbers: number[]): number[] => {
+    for (const n of numbers) if (!existing.includes(n)) throw missing(n);
+    return numbers;
+  };
+  if (spec === 'current') return [openEpoch];
+  if (spec === 'previous') {
+    if (openEpoch === 1) throw new SeenStoreError('NOT_FOUND', `scope ${scope} has no previous epoch: epoch 1 is the first`);
+    return need([openEpoch - 1]);
+  }
+  if (spec === 'all') return [...existing];
+  if (typeof spec === 'number') return need([spec]);
+  if ('last' in spec) return existing.slice(-spec.last);
+  return need(Array.from({ length: spec.to - spec.from + 1 }, (_, i) => spec.from + i));
+}

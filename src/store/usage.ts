@@ -1,0 +1,36 @@
+import { CHUNK_HEADER_BYTES, CHUNK_PAYLOAD_BYTES } from './chunks.js';
+import type { StoreEnv } from './env.js';
+import { chunkKey, journalKey } from './keys.js';
+import type { EpochHeader } from './records.js';
+
+export interface EpochUsage {
+  /** LMDB page bytes held by the epoch's chunks and journal records. */
+  readonly bytesOnDisk: number;
+  readonly chunks: number;
+  readonly journalRecords: number;
+}
+
+/** LMDB page bytes taken by a value of `bytes` (overflow pages carry a 24-byte header). */
+function pageBytes(bytes: number): number {
+  return Math.ceil((bytes + 24) / 4096) * 4096;
+}
+
+/** What an epoch occupies in the store, from its keys and the header's geometry (no filter is loaded). */
+export function epochUsage(env: StoreEnv, header: EpochHeader): EpochUsage {
+  const { scope, epoch } = header;
+  const filterBytes: number[] = header.slices.flatMap((slice) => slice.seeds.map(() => slice.mBits / 8));
+  let bytesOnDisk = 0;
+  let chunks = 0;
+  for (const key of env.chunksDb.getKeys({ start: chunkKey(scope, epoch, 0, 0), end: chunkKey(scope, epoch + 1, 0, 0) })) {
+    const [, , index, region] = key as [string, number, number, number];
+    const payload = Math.min(CHUNK_PAYLOAD_BYTES, (filterBytes[index] ?? 0) - region * CHUNK_PAYLOAD_BYTES);
+    bytesOnDisk += pageBytes(payload + CHUNK_HEADER_BYTES);
+    chunks++;
+  }
+  let journalRecords = 0;
+  for (const { value } of env.journalDb.getRange({ start: journalKey(scope, epoch, 0), end: [scope, epoch + 1] })) {
+    bytesOnDisk += pageBytes(value.length);
+    journalRecords++;
+  }
+  return { bytesOnDisk, chunks, journalRecords };
+}
