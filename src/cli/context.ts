@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { SeenStoreError } from '../errors.js';
 import { SeenStore } from '../epochs/seen-store.js';
 import type { Scope, ScopeOptions } from '../epochs/scope.js';
+import { parseEpochSpec, type EpochSpec, type MembershipMode } from '../epochs/epoch-spec.js';
 import { LAYOUTS, type Layout } from '../filters/bloom.js';
 import { MAX_KEY_BYTES, NORMALIZE_MODES, toKey, type NormalizeMode } from '../url/normalize.js';
 import type { BatchOptions, OnInvalid } from './input.js';
@@ -99,4 +100,27 @@ export function batchOptions(options: InputOptions, scope: Scope): BatchOptions 
     accept: (line) => toKey(line, mode) !== undefined,
     warn,
   };
+}
+
+/** The scope named by --scope, which must exist (commands that only read never create one). */
+export function requireScope(store: SeenStore, options: GlobalOptions): Scope {
+  const name = scopeName(options);
+  if (!store.scopeNames().includes(name)) {
+    throw new SeenStoreError('NOT_FOUND', `scope ${name} does not exist in ${store.dir} (nothing was ever added to it)`);
+  }
+  return store.scope(name);
+}
+
+export function epochSpec(text: string | undefined, fallback: EpochSpec): EpochSpec {
+  return text === undefined ? fallback : parseEpochSpec(text);
+}
+
+export function membershipMode(text: string | undefined): MembershipMode {
+  return parseChoice<MembershipMode>('mode', text, ['any', 'all']) ?? 'any';
+}
+
+/** --epoch N of filter-new and add: only add to that epoch. */
+export function pinnedEpoch(text: string | undefined): { epoch?: number } {
+  const epoch = parseCount('epoch', text);
+  return epoch === undefined ? {} : { epoch };
 }

@@ -48,3 +48,11 @@ export class Progress {
 export function formatCount(n: number): string {
   return n.toLocaleString('en-US');
 }
+
+/** A plain-text table: the first `leftColumns` columns left-aligned, the rest right-aligned. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[], leftColumns: number): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: readonly string[]): string =>
+    cells.map((c, i) => (i < leftColumns ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  return `${[line(header), ...rows.map(line)].join('\n')}\n`;
+}

@@ -1,5 +1,8 @@
 import { Command, Option } from 'commander';
 import { add } from './commands/add.js';
+import { classify } from './commands/classify.js';
+import { diff } from './commands/diff.js';
+import { epochList, epochPrune, epochRotate, epochShow } from './commands/epoch.js';
 import { demo } from './commands/demo.js';
 import { filterNew } from './commands/filter-new.js';
 import { has } from './commands/has.js';
@@ -18,7 +21,8 @@ function planOptions(command: Command): Command {
     .option('--capacity <n>', 'URLs the first epoch is sized for (default 1000000)')
     .option('--fpr <p>', 'target false-positive rate at capacity (default 0.01)')
     .option('--layout <layout>', 'classic (default) or blocked')
-    .option('--normalize <mode>', 'none (default: exact bytes) or whatwg (URL-standard form)');
+    .option('--normalize <mode>', 'none (default: exact bytes) or whatwg (URL-standard form)')
+    .option('--epoch <n>', 'only add to epoch N; fail with EPOCH_SEALED once it is not the open epoch');
 }
 
 export function buildProgram(): Command {
@@ -41,7 +45,36 @@ export function buildProgram(): Command {
     .description('print the input URLs that are (probably) seen')
     .option('--invert', 'print the unseen URLs instead')
     .option('--count', 'print only the counts')
+    .option('--epochs <spec>', 'current (default), previous, N, N..M, last:K or all')
+    .option('--mode <mode>', 'any (default: seen in one of the epochs) or all (seen in every one)')
     .action((file: string | undefined, _options, command: Command) => has(file, command));
+  inputOptions(program.command('diff [file]'))
+    .description('compare two epochs over the input URLs: both, only-from, only-to, neither')
+    .option('--from <epoch>', 'epoch A: N, current or previous')
+    .option('--to <epoch>', 'epoch B: N, current or previous')
+    .option('--print <category>', 'print only the URLs of one category: both, only-from, only-to, neither')
+    .action((file: string | undefined, _options, command: Command) => diff(file, command));
+  inputOptions(program.command('classify [file]'))
+    .description('print new<TAB>URL or revisit<TAB>URL, against the previous epoch (the last crawl)')
+    .action((file: string | undefined, _options, command: Command) => classify(file, command));
+  const epoch = program.command('epoch').description('list, show, rotate and prune the epochs of a scope');
+  epoch.command('list').description('one row per epoch').action((_options, command: Command) => epochList(command));
+  epoch
+    .command('show <n>')
+    .description('header, seeds, geometry, slices, sizing decision and inputs of epoch N')
+    .action((n: string, _options, command: Command) => epochShow(n, command));
+  epoch
+    .command('rotate')
+    .description('seal the open epoch and open the next with fresh seeds, sized from history')
+    .option('--capacity <n>', 'capacity of the new epoch (default: from history)')
+    .option('--fpr <p>', 'target FPR of the new epoch (default: the previous epoch\'s)')
+    .action((_options, command: Command) => epochRotate(command));
+  epoch
+    .command('prune')
+    .description('drop sealed epochs; an epoch is kept if either option keeps it, the open one always')
+    .option('--keep-last <n>', 'keep the N most recent epochs')
+    .option('--sealed-within <duration>', 'keep epochs sealed within DURATION (90s, 30m, 12h, 7d, 2w)')
+    .action((_options, command: Command) => epochPrune(command));
   program
     .command('stats')
     .description('per scope and epoch: capacity, adds, estimated distinct URLs, fill, estimated FPR, bytes on disk')

@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import { batchOptions, openStore, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
+import { batchOptions, openStore, pinnedEpoch, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
 import { forEachBatch, openInput } from '../input.js';
 import { Progress, formatCount } from '../output.js';
 
-type Options = GlobalOptions & InputOptions & PlanOptions;
+type Options = GlobalOptions & InputOptions & PlanOptions & { readonly epoch?: string };
 
 /** Records URLs; prints a summary (stderr, or JSON on stdout). */
 export async function add(file: string | undefined, command: Command): Promise<void> {
@@ -11,10 +11,11 @@ export async function add(file: string | undefined, command: Command): Promise<v
   const store = await openStore(options, true);
   try {
     const scope = store.scope(scopeName(options), scopeOptions(options));
+    const pin = pinnedEpoch(options.epoch);
     const progress = new Progress(true);
     let added = 0;
     const counts = await forEachBatch(openInput(file), batchOptions(options, scope), async (lines) => {
-      added += (await scope.add(lines)).added;
+      added += (await scope.add(lines, pin)).added;
       progress.update(() => `add: ${formatCount(added)} new`);
     });
     progress.done();

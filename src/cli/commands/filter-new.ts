@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import { batchOptions, openStore, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
+import { batchOptions, openStore, pinnedEpoch, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
 import { forEachBatch, openInput } from '../input.js';
 import { Progress, formatCount, writeAll } from '../output.js';
 
-type Options = GlobalOptions & InputOptions & PlanOptions;
+type Options = GlobalOptions & InputOptions & PlanOptions & { readonly epoch?: string };
 
 /**
  * The main job: print each input URL not seen before, and record it. A URL is printed only after
@@ -14,10 +14,11 @@ export async function filterNew(file: string | undefined, command: Command): Pro
   const store = await openStore(options, true);
   try {
     const scope = store.scope(scopeName(options), scopeOptions(options));
+    const pin = pinnedEpoch(options.epoch);
     const progress = new Progress(true);
     let printed = 0;
     const counts = await forEachBatch(openInput(file), batchOptions(options, scope), async (lines) => {
-      const answers = await scope.addIfAbsent(lines);
+      const answers = await scope.addIfAbsent(lines, pin);
       let out = '';
       for (let i = 0; i < lines.length; i++) {
         if (answers[i]) {

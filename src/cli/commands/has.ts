@@ -1,27 +1,29 @@
 import type { Command } from 'commander';
-import { SeenStoreError } from '../../errors.js';
-import { batchOptions, openStore, scopeName, type GlobalOptions, type InputOptions } from '../context.js';
+import { batchOptions, epochSpec, membershipMode, openStore, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
 import { forEachBatch, openInput } from '../input.js';
 import { writeAll } from '../output.js';
 
 interface HasOptions extends GlobalOptions, InputOptions {
   readonly invert?: boolean;
   readonly count?: boolean;
+  readonly epochs?: string;
+  readonly mode?: string;
 }
 
-/** Prints the input URLs that are (probably) seen; --invert prints the unseen ones; --count only counts. */
+/**
+ * Prints the input URLs that are (probably) seen in the chosen epochs (default: the open one);
+ * --invert prints the unseen ones; --count prints only counts.
+ */
 export async function has(file: string | undefined, command: Command): Promise<void> {
   const options = command.optsWithGlobals<HasOptions>();
+  const epochs = epochSpec(options.epochs, 'current');
+  const mode = membershipMode(options.mode);
   const store = await openStore(options, false);
   try {
-    const name = scopeName(options);
-    if (!store.scopeNames().includes(name)) {
-      throw new SeenStoreError('NOT_FOUND', `scope ${name} does not exist in ${store.dir} (nothing was ever added to it)`);
-    }
-    const scope = store.scope(name);
+    const scope = requireScope(store, options);
     let seen = 0;
     const counts = await forEachBatch(openInput(file), batchOptions(options, scope), async (lines) => {
-      const answers = scope.has(lines);
+      const answers = scope.has(lines, { epochs, mode });
       let out = '';
       for (let i = 0; i < lines.length; i++) {
         if (answers[i]) seen++;
@@ -32,8 +34,7 @@ export async function has(file: string | undefined, command: Command): Promise<v
     if (options.count || options.json) {
       const summary = { read: counts.read, seen, unseen: counts.read - seen, invalid: counts.invalid };
       const text = options.json ? JSON.stringify(summary) : `seen ${seen}\nunseen ${summary.unseen}\ninvalid ${summary.invalid}`;
-      const stream = options.count ? process.stdout : process.stderr;
-      await writeAll(stream, `${text}\n`);
+      await writeAll(options.count ? process.stdout : process.stderr, `${text}\n`);
     }
   } finally {
     await store.close();

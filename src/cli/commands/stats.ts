@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
 import type { ScopeStats } from '../../epochs/scope.js';
 import { openStore, type GlobalOptions } from '../context.js';
-import { formatCount } from '../output.js';
+import { formatCount, table } from '../output.js';
 
 /** Per scope and epoch: capacity, adds, estimated distinct URLs, fill, estimated FPR, bytes. */
 export async function stats(command: Command): Promise<void> {
@@ -21,7 +21,7 @@ export async function stats(command: Command): Promise<void> {
 }
 
 function render(dir: string, scopes: readonly ScopeStats[]): string {
-  const header = ['scope', 'epoch', 'state', 'capacity', 'adds', 'new', 'est.distinct', 'fill', 'est.FPR', 'bytes'];
+  const header = ['scope', 'epoch', 'state', 'capacity', 'adds', 'new', 'est.distinct', 'fill', 'est.FPR', 'slices', 'bytes'];
   const rows = scopes.flatMap((scope) =>
     scope.epochs.map((e) => [
       scope.scope,
@@ -33,11 +33,10 @@ function render(dir: string, scopes: readonly ScopeStats[]): string {
       formatCount(e.estimatedDistinct),
       `${(e.fillRatio * 100).toFixed(2)}%`,
       e.estimatedFpr.toExponential(2),
+      String(e.slices),
       formatCount(e.bytesOnDisk),
     ]),
   );
   if (rows.length === 0) return `store ${dir}: no scopes yet\n`;
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  return `${[line(header), ...rows.map(line)].join('\n')}\n`;
+  return table(header, rows, 3);
 }

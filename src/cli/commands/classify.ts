@@ -1,0 +1,26 @@
+import type { Command } from 'commander';
+import { batchOptions, openStore, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
+import { forEachBatch, openInput } from '../input.js';
+import { writeAll } from '../output.js';
+
+/** Prints `new<TAB>URL` or `revisit<TAB>URL`: against the previous epoch (the last crawl). */
+export async function classify(file: string | undefined, command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions & InputOptions>();
+  const store = await openStore(options, false);
+  try {
+    const scope = requireScope(store, options);
+    const totals = { new: 0, revisit: 0 };
+    const counts = await forEachBatch(openInput(file), batchOptions(options, scope), async (lines) => {
+      const classes = scope.classify(lines);
+      let out = '';
+      for (let i = 0; i < lines.length; i++) {
+        totals[classes[i]!]++;
+        if (!options.json) out += `${classes[i]}\t${lines[i]}\n`;
+      }
+      await writeAll(process.stdout, out);
+    });
+    if (options.json) await writeAll(process.stdout, `${JSON.stringify({ read: counts.read, invalid: counts.invalid, ...totals })}\n`);
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,130 @@
+import type { Command } from 'commander';
+import { SeenStoreError } from '../../errors.js';
+import type { EpochDetails, EpochStats } from '../../epochs/scope.js';
+import { openStore, parseCount, parseFpr, requireScope, type GlobalOptions } from '../context.js';
+import { formatCount, table } from '../output.js';
+
+function when(ms: number | null): string {
+  return ms === null ? '-' : new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+function rows(epochs: readonly EpochStats[]): string[][] {
+  return epochs.map((e) => [
+    String(e.epoch),
+    e.state,
+    when(e.createdAtMs),
+    when(e.sealedAtMs),
+    formatCount(e.capacityUrls),
+    formatCount(e.submitted),
+    formatCount(e.estimatedDistinct),
+    `${(e.fillRatio * 100).toFixed(2)}%`,
+    e.estimatedFpr.toExponential(2),
+    String(e.slices),
+    formatCount(e.bytesOnDisk),
+  ]);
+}
+
+const LIST_HEADER = ['epoch', 'state', 'created', 'sealed', 'capacity', 'adds', 'est.distinct', 'fill', 'est.FPR', 'slices', 'bytes'];
+
+/** `epoch list`: one row per epoch. */
+export async function epochList(command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  const store = await openStore(options, false);
+  try {
+    const scope = requireScope(store, options);
+    const { epochs } = scope.stats();
+    process.stdout.write(options.json ? `${JSON.stringify({ scope: scope.name, epochs })}\n` : table(LIST_HEADER, rows(epochs), 4));
+  } finally {
+    await store.close();
+  }
+}
+
+function renderDetails(d: EpochDetails): string {
+  const lines = [
+    `epoch ${d.epoch} (${d.state})`,
+    `  created          ${when(d.createdAtMs)}`,
+    `  sealed           ${when(d.sealedAtMs)}`,
+    `  hash scheme      ${d.hashScheme}, normalisation ${d.normalize}`,
+    `  plan             ${formatCount(d.capacityUrls)} URLs at FPR ${d.fprTarget}; growth x${d.growth.factor} per slice, error x${d.growth.tightening}`,
+    `  sizing           ${d.sizing.policy}: ${d.sizing.reason}`,
+    `  sizing inputs    ${Object.entries(d.sizing.inputs).map(([k, v]) => `${k}=${v}`).join(' ')}`,
+    `  counts           adds ${formatCount(d.submitted)}, new ${formatCount(d.added)}, est. distinct ${formatCount(d.estimatedDistinct)}`,
+    `  now              fill ${(d.fillRatio * 100).toFixed(2)}%, est. FPR ${d.estimatedFpr.toExponential(2)}, ${formatCount(d.bytesOnDisk)} bytes on disk`,
+  ];
+  d.sliceDetails.forEach((s, j) => {
+    lines.push(
+      `  slice ${j}          ${s.layout}, m=${formatCount(s.mBits)} bits, k=${s.k}, capacity ${formatCount(s.capacityUrls)} at ${s.fprTarget.toExponential(2)}, new ${formatCount(s.added)}, fill ${(s.fillRatio * 100).toFixed(2)}%`,
+      `  slice ${j} seeds    ${s.seeds.join(' ')}`,
+    );
+  });
+  return `${lines.join('\n')}\n`;
+}
+
+/** `epoch show N`: header, seeds, geometry, sizing decision and inputs. */
+export async function epochShow(epochText: string, command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  const n = parseCount('epoch', epochText)!;
+  const store = await openStore(options, false);
+  try {
+    const details = requireScope(store, options).epoch(n);
+    process.stdout.write(options.json ? `${JSON.stringify(details)}\n` : renderDetails(details));
+  } finally {
+    await store.close();
+  }
+}
+
+/** `epoch rotate`: seal the open epoch, open the next, and say how it was sized. */
+export async function epochRotate(command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions & { capacity?: string; fpr?: string }>();
+  const capacityUrls = parseCount('capacity', options.capacity);
+  const fprTarget = parseFpr(options.fpr);
+  const store = await openStore(options, false);
+  try {
+    const scope = requireScope(store, options);
+    const result = await scope.rotate({
+      ...(capacityUrls === undefined ? {} : { capacityUrls }),
+      ...(fprTarget === undefined ? {} : { fprTarget }),
+    });
+    if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    else {
+      process.stdout.write(
+        `sealed epoch ${result.sealed.epoch}: ${formatCount(result.sealed.added)} new URLs, ~${formatCount(result.sealed.estimatedDistinct)} distinct\n${renderDetails(result.opened)}`,
+      );
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+/** Durations like 90s, 30m, 12h, 7d, 2w. */
+export function parseDuration(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const match = /^([0-9]+(?:\.[0-9]+)?)(s|m|h|d|w)$/.exec(text);
+  if (match === null) throw new SeenStoreError('USAGE', `--sealed-within must be a duration like 90s, 30m, 12h, 7d or 2w, got ${JSON.stringify(text)}`);
+  const unitMs = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }[match[2] as 's' | 'm' | 'h' | 'd' | 'w'];
+  return Number(match[1]) * unitMs;
+}
+
+/** `epoch prune`: drop sealed epochs beyond the retention, reporting each drop. */
+export async function epochPrune(command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions & { keepLast?: string; sealedWithin?: string }>();
+  const keepLast = parseCount('keep-last', options.keepLast);
+  const sealedWithinMs = parseDuration(options.sealedWithin);
+  const store = await openStore(options, false);
+  try {
+    const scope = requireScope(store, options);
+    const dropped = scope.prune({
+      ...(keepLast === undefined ? {} : { keepLast }),
+      ...(sealedWithinMs === undefined ? {} : { sealedWithinMs }),
+    });
+    if (options.json) process.stdout.write(`${JSON.stringify({ scope: scope.name, dropped })}\n`);
+    else if (dropped.length === 0) process.stdout.write('nothing to drop\n');
+    else {
+      for (const d of dropped) {
+        process.stdout.write(`dropped epoch ${d.epoch} (sealed ${when(d.sealedAtMs)}), freed ${formatCount(d.bytesFreed)} bytes\n`);
+      }
+    }
+  } finally {
+    await store.close();
+  }
+}
