@@ -33,6 +33,7 @@ export function resolveEpochs(spec: EpochSpec, existing: readonly number[], open
     for (const n of numbers) if (!existing.includes(n)) throw missing(n);
     return numbers;
   };
+  checkSpec(spec);
   if (spec === 'current') return [openEpoch];
   if (spec === 'previous') {
     if (openEpoch === 1) throw new SeenStoreError('NOT_FOUND', `scope ${scope} has no previous epoch: epoch 1 is the first`);
@@ -42,4 +43,14 @@ export function resolveEpochs(spec: EpochSpec, existing: readonly number[], open
   if (typeof spec === 'number') return need([spec]);
   if ('last' in spec) return existing.slice(-spec.last);
   return need(Array.from({ length: spec.to - spec.from + 1 }, (_, i) => spec.from + i));
+}
+
+/** API misuse (a spec of the wrong shape) is a TypeError, as for any wrong argument type. */
+function checkSpec(spec: EpochSpec): void {
+  const whole = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 1;
+  const ok =
+    spec === 'current' || spec === 'previous' || spec === 'all' || whole(spec) ||
+    (typeof spec === 'object' && spec !== null &&
+      (('last' in spec && whole(spec.last)) || ('from' in spec && whole(spec.from) && whole(spec.to) && spec.from <= spec.to)));
+  if (!ok) throw new TypeError(`not an epoch spec: ${JSON.stringify(spec)} (use 'current', 'previous', 'all', N, { from, to } or { last })`);
 }

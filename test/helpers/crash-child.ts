@@ -1,9 +1,10 @@
 /**
  * A child process for fault-injection tests. Usage:
- *   node crash-child.js STORE SCOPE FILE BATCH_SIZE FAULT_POINT|none [checkpoint-each]
+ *   node crash-child.js STORE SCOPE FILE BATCH_SIZE FAULT_POINT|none [checkpoint-each|rotate|prune]
  * Adds FILE's URLs in batches, printing "ack N" after batch N is acknowledged. The process kills
- * itself with SIGKILL the first time FAULT_POINT is reached (checkpoints run after each batch with
- * `checkpoint-each`, else once at the end), so the parent can check what survived.
+ * itself with SIGKILL the first time FAULT_POINT is reached, so the parent can check what survived.
+ * Modes: `checkpoint-each` checkpoints after every batch (else once at the end); `rotate` rotates
+ * the scope after the adds; `prune` rotates twice, then prunes all but the open epoch.
  */
 import { readFileSync, writeSync } from 'node:fs';
 import { SeenStore } from '../../src/index.js';
@@ -27,5 +28,13 @@ for (let start = 0, n = 0; start < urls.length; start += batchSize, n++) {
   if (mode === 'checkpoint-each') await scope.checkpoint();
 }
 await scope.checkpoint();
+if (mode === 'rotate' || mode === 'prune') {
+  await scope.rotate();
+  writeSync(1, 'rotated\n');
+}
+if (mode === 'prune') {
+  await scope.rotate();
+  scope.prune({ keepLast: 1 });
+}
 writeSync(1, 'done\n');
 await store.close();

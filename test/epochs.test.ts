@@ -1,0 +1,247 @@
+import assert from 'node:assert/strict';
+import { statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SeenStore, SeenStoreError } from '../src/index.js';
+import { HISTORY_HEADROOM } from '../src/epochs/sizing-policy.js';
+import { runCli, runCrashChild } from './helpers/cli.js';
+import { binomialLower, binomialUpper, sharedUrls } from './helpers/data.js';
+import { tempDir } from './helpers/tmp.js';
+
+const benign = sharedUrls('crawl-benign-35k.txt');
+const benignSet = new Set(benign);
+/** Real URLs never added in these tests: every "seen" answer for them is a false positive. */
+const probes = sharedUrls('crawl-sitelist-15k.txt').filter((url) => !benignSet.has(url));
+
+function positives(answers: readonly boolean[]): Set<number> {
+  const set = new Set<number>();
+  answers.forEach((seen, i) => seen && set.add(i));
+  return set;
+}
+
+function isCode(code: string) {
+  return (error: unknown) => error instanceof SeenStoreError && error.code === code;
+}
+
+describe('epochs', () => {
+  test('rotation gives fresh seeds and independent false positives; `all` over two epochs measures about p^2', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    // A deliberately small filter: 10,000 URLs at a 10 % target, so the first slice runs at ~5 %.
+    const scope = store.scope('temporal', { capacityUrls: 10_000, fprTarget: 0.1 });
+    const inserted = benign.slice(0, 10_000);
+    await scope.add(inserted);
+    const first = positives(scope.has(probes));
+    const rotation = await scope.rotate({ capacityUrls: 10_000 });
+    await scope.add(inserted);
+    const second = positives(scope.has(probes));
+    const seeds1 = scope.epoch(1).sliceDetails[0]!.seeds;
+    const seeds2 = scope.epoch(2).sliceDetails[0]!.seeds;
+    assert.notDeepEqual(seeds1, seeds2);
+    assert.equal(rotation.opened.sliceDetails[0]!.mBits, scope.epoch(1).sliceDetails[0]!.mBits, 'same geometry, new seeds');
+
+    const n = probes.length;
+    const p1 = first.size / n;
+    const p2 = second.size / n;
+    for (const p of [p1, p2]) assert.ok(p > 0.03 && p < 0.075, `per-epoch FPR ${p}`);
+    const overlap = [...first].filter((i) => second.has(i)).length;
+    // Independent seeds: the overlap is binomial(n, p1 * p2); with equal seeds it would be all of it.
+    assert.ok(overlap <= binomialUpper(n, p1 * p2), `overlap ${overlap}, expected ~${(n * p1 * p2).toFixed(1)}`);
+    assert.ok(overlap >= binomialLower(n, p1 * p2), `overlap ${overlap}, expected ~${(n * p1 * p2).toFixed(1)}`);
+    const both = scope.has(probes, { epochs: { last: 2 }, mode: 'all' }).filter(Boolean).length;
+    assert.equal(both, overlap);
+    assert.ok(both / n < p1 / 4, `'all' over two epochs: ${both / n} vs one epoch ${p1}`);
+    assert.ok(scope.has(inserted, { epochs: 'all', mode: 'all' }).every(Boolean), 'no false negatives in either epoch');
+    assert.ok(scope.has(probes.slice(0, 100), { epochs: 'all', mode: 'any' }).filter(Boolean).length <= 100);
+    await store.close();
+  });
+
+  test('sizing from history follows the documented policy', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    const scope = store.scope('sizing', { capacityUrls: 50_000, fprTarget: 0.01 });
+    await scope.add(benign.slice(0, 8_000));
+    const r1 = await scope.rotate();
+    const d1 = r1.sealed.estimatedDistinct;
+    assert.ok(Math.abs(d1 - 8_000) < 80, `estimated distinct ${d1}`);
+    assert.equal(r1.opened.capacityUrls, Math.ceil(d1 * 1 * HISTORY_HEADROOM));
+    assert.equal(r1.opened.sizing.policy, 'history-v1');
+    assert.equal(r1.opened.sizing.inputs.previousDistinct, d1);
+    assert.equal(r1.opened.fprTarget, 0.01);
+
+    await scope.add(benign.slice(0, 12_000));
+    const r2 = await scope.rotate();
+    const d2 = r2.sealed.estimatedDistinct;
+    const growth = Math.min(2, Math.max(0.5, d2 / d1));
+    assert.equal(r2.opened.capacityUrls, Math.ceil(d2 * growth * HISTORY_HEADROOM));
+    assert.equal(r2.opened.sizing.inputs.growth, growth);
+
+    await scope.add(benign.slice(0, 30_000));
+    const r3 = await scope.rotate();
+    const d3 = r3.sealed.estimatedDistinct;
+    assert.ok(d3 / d2 > 2);
+    assert.equal(r3.opened.capacityUrls, Math.ceil(d3 * 2 * HISTORY_HEADROOM), 'growth is clamped to x2');
+
+    const r4 = await scope.rotate();
+    assert.equal(r4.opened.capacityUrls, r3.opened.capacityUrls, 'an empty epoch carries its capacity over');
+    const r5 = await scope.rotate({ capacityUrls: 777, fprTarget: 0.001 });
+    assert.equal(r5.opened.sizing.policy, 'explicit');
+    assert.equal(r5.opened.capacityUrls, 777);
+    assert.equal(r5.opened.fprTarget, 0.001);
+    const shown = await runCli(['epoch', 'show', '3', '--store', dir, '--scope', 'sizing']);
+    assert.match(shown.stdout, /sizing +history-v1: epoch 2 had ~\d+ distinct URLs; growth x/);
+    assert.match(shown.stdout, /slice 0 seeds +[0-9a-f]{16}/);
+    await store.close();
+  });
+
+  test('overfilling an epoch adds slices and keeps the measured FPR within the promise', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    const scope = store.scope('overfill', { capacityUrls: 2_000, fprTarget: 0.01 });
+    const answers = await scope.addIfAbsent(benign);
+    assert.ok(answers.filter(Boolean).length > benign.length * 0.99);
+    const stats = scope.stats().epochs[0]!;
+    assert.ok(stats.slices >= 4, `${stats.slices} slices for 17x the capacity`);
+    assert.ok(stats.estimatedFpr <= 0.01, `estimated FPR ${stats.estimatedFpr}`);
+    const measured = scope.has(probes).filter(Boolean).length;
+    assert.ok(measured <= binomialUpper(probes.length, 0.01), `${measured} false positives of ${probes.length}`);
+    assert.ok(scope.has(benign).every(Boolean));
+    await store.close();
+    const reopened = await SeenStore.open(dir);
+    assert.ok(reopened.scope('overfill').has(benign).every(Boolean), 'slices survive reopen');
+    assert.equal(reopened.scope('overfill').stats().epochs[0]!.slices, stats.slices);
+    await reopened.close();
+  });
+
+  test('a sealed or non-open epoch refuses pinned adds with EPOCH_SEALED', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    const scope = store.scope();
+    await scope.add(['https://a.example/'], { epoch: 1 });
+    await scope.rotate();
+    await assert.rejects(scope.add(['https://b.example/'], { epoch: 1 }), isCode('EPOCH_SEALED'));
+    assert.deepEqual(await scope.addIfAbsent(['https://a.example/'], { epoch: 2 }), [true]);
+    const cli = await runCli(['add', '--store', dir, '--epoch', '1'], 'https://c.example/\n');
+    assert.equal(cli.code, 7);
+    assert.match(cli.stderr, /^seenstore: error EPOCH_SEALED: /);
+    await store.close();
+  });
+
+  for (const point of ['rotate:before-commit', 'rotate:after-commit']) {
+    test(`kill -9 at ${point}: exactly one open epoch, no lost adds`, async () => {
+      const dir = tempDir();
+      const file = join(dir, 'urls.txt');
+      writeFileSync(file, `${benign.slice(0, 6_000).join('\n')}\n`);
+      const run = await runCrashChild([dir, 'default', file, '2000', point, 'rotate']);
+      assert.equal(run.signal, 'SIGKILL');
+      assert.equal(run.acked, 3);
+      const store = await SeenStore.open(dir);
+      const stats = store.scope().stats();
+      const open = stats.epochs.filter((e) => e.state === 'open');
+      assert.equal(open.length, 1);
+      assert.equal(stats.openEpoch, point === 'rotate:before-commit' ? 1 : 2);
+      assert.equal(open[0]!.epoch, stats.openEpoch);
+      assert.ok(store.scope().has(benign.slice(0, 6_000), { epochs: 'all' }).every(Boolean));
+      assert.equal(stats.epochs[0]!.added, 6_000);
+      await store.close();
+    });
+  }
+
+  test('adds racing rotations from another process land in exactly one epoch, none lost', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'urls.txt');
+    writeFileSync(file, `${benign.join('\n')}\n`);
+    const store = await SeenStore.open(dir);
+    const scope = store.scope('default', { capacityUrls: 100_000, fprTarget: 1e-7 });
+    await scope.add(['https://start.example/']);
+    const child = runCrashChild([dir, 'default', file, '500', 'none']);
+    let rotations = 0;
+    for (let settled = false; !settled; ) {
+      settled = await Promise.race([child.then(() => true), sleep(40).then(() => false)]);
+      if (!settled) {
+        await scope.rotate({ capacityUrls: 100_000, fprTarget: 1e-7 });
+        rotations++;
+      }
+    }
+    assert.ok((await child).done);
+    assert.ok(rotations >= 3, `only ${rotations} rotations raced the adds`);
+    const stats = scope.stats();
+    const addedOverEpochs = stats.epochs.reduce((sum, e) => sum + e.added, 0);
+    assert.equal(addedOverEpochs, benign.length + 1, 'each URL was new in exactly one epoch');
+    const perEpoch = stats.epochs.map((e) => scope.has(benign, { epochs: e.epoch }).filter(Boolean).length);
+    assert.equal(perEpoch.reduce((a, b) => a + b, 0), benign.length);
+    assert.equal(stats.epochs.filter((e) => e.state === 'open').length, 1);
+    await store.close();
+  });
+
+  test('prune keeps what it should, frees the pages, and queries over pruned epochs fail clearly', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    const scope = store.scope('default', { capacityUrls: 400_000, fprTarget: 0.01 });
+    for (let e = 0; e < 4; e++) {
+      await scope.add(benign.slice(e * 5_000, (e + 1) * 5_000));
+      if (e < 3) await scope.rotate({ capacityUrls: 400_000 });
+    }
+    assert.throws(() => scope.prune({}), isCode('USAGE'));
+    assert.deepEqual(scope.prune({ keepLast: 2, sealedWithinMs: 3_600_000 }), [], 'all sealed within the hour: kept');
+    const before = scope.stats().epochs;
+    const dropped = scope.prune({ keepLast: 2 });
+    assert.deepEqual(dropped.map((d) => d.epoch), [1, 2]);
+    for (const d of dropped) assert.equal(d.bytesFreed, before.find((e) => e.epoch === d.epoch)!.bytesOnDisk);
+    assert.deepEqual(scope.stats().epochs.map((e) => e.epoch), [3, 4]);
+    assert.throws(() => scope.has(['https://x.example/'], { epochs: 1 }), isCode('NOT_FOUND'));
+    assert.throws(() => scope.has(['https://x.example/'], { epochs: '1..3' as never }), TypeError);
+    assert.throws(() => scope.diff(['https://x.example/'], 2, 4), isCode('NOT_FOUND'));
+    assert.ok(scope.has(benign.slice(10_000, 15_000), { epochs: 3 }).every(Boolean), 'kept epochs untouched');
+    // The freed pages are reused: two more epochs of the same size barely grow the file.
+    const sizeAfterPrune = statSync(join(dir, 'data.mdb')).size;
+    for (let e = 0; e < 2; e++) {
+      await scope.rotate({ capacityUrls: 400_000 });
+      await scope.add(benign.slice(20_000 + e * 5_000, 25_000 + e * 5_000));
+      await scope.checkpoint();
+    }
+    const grown = statSync(join(dir, 'data.mdb')).size - sizeAfterPrune;
+    assert.ok(grown < dropped.reduce((sum, d) => sum + d.bytesFreed, 0) / 2, `file grew ${grown} bytes`);
+    const cli = await runCli(['has', '--store', dir, '--epochs', '1..4'], 'x\n');
+    assert.equal(cli.code, 11);
+    assert.match(cli.stderr, /no epoch 1 \(it was pruned\)/);
+    await store.close();
+  });
+
+  test('kill -9 in the middle of a prune: the epoch is gone at once, the next prune finishes the job', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'urls.txt');
+    writeFileSync(file, `${benign.slice(0, 4_000).join('\n')}\n`);
+    const run = await runCrashChild([dir, 'default', file, '2000', 'prune:after-unlink', 'prune']);
+    assert.equal(run.signal, 'SIGKILL');
+    const store = await SeenStore.open(dir);
+    const scope = store.scope();
+    assert.deepEqual(scope.stats().epochs.map((e) => e.epoch).includes(1), false);
+    const finished = scope.prune({ keepLast: 1 });
+    assert.ok(finished.some((d) => d.epoch === 1));
+    assert.deepEqual(scope.stats().epochs.map((e) => e.epoch), [3]);
+    await store.close();
+  });
+
+  test('the CLI runs a crawl, a rotation and a recrawl, and tells what is new since the last crawl', async () => {
+    const dir = tempDir();
+    const crawl1 = benign.slice(0, 3_000);
+    const crawl2 = benign.slice(2_000, 6_000);
+    const cli = (args: string[], input = '') => runCli(['--store', dir, '--scope', 'site', ...args], input);
+    const first = await cli(['filter-new', '--capacity', '3000', '--fpr', '1e-6'], `${crawl1.join('\n')}\n`);
+    assert.equal(first.stdout.split('\n').filter(Boolean).length, 3_000);
+    const rotated = await cli(['epoch', 'rotate', '--json']);
+    assert.equal(JSON.parse(rotated.stdout).opened.epoch, 2);
+    const second = await cli(['filter-new'], `${crawl2.join('\n')}\n`);
+    assert.equal(second.stdout.split('\n').filter(Boolean).length, 4_000, 'a recrawl fetches everything again in its epoch');
+    const newSince = await cli(['diff', '--from', 'previous', '--to', 'current', '--print', 'only-to'], `${crawl2.join('\n')}\n`);
+    assert.deepEqual(newSince.stdout.split('\n').filter(Boolean), benign.slice(3_000, 6_000));
+    const classes = await cli(['classify', '--json'], `${crawl2.join('\n')}\n`);
+    assert.deepEqual(JSON.parse(classes.stdout), { read: 4_000, invalid: 0, new: 3_000, revisit: 1_000 });
+    const list = await cli(['epoch', 'list', '--json']);
+    assert.deepEqual(JSON.parse(list.stdout).epochs.map((e: { state: string }) => e.state), ['sealed', 'open']);
+    const bad = await cli(['has', '--epochs', 'yesterday'], 'x\n');
+    assert.equal(bad.code, 2);
+  });
+});
