@@ -8,23 +8,25 @@ function when(ms: number | null): string {
   return ms === null ? '-' : new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
-function rows(epochs: readonly EpochStats[]): string[][] {
-  return epochs.map((e) => [
+/** The columns of one epoch in `epoch list` and `stats`. */
+export const EPOCH_COLUMNS = ['epoch', 'state', 'created', 'sealed', 'capacity', 'adds', 'new', 'est.distinct', 'fill', 'est.FPR', 'slices', 'bytes'];
+
+export function epochCells(e: EpochStats): string[] {
+  return [
     String(e.epoch),
     e.state,
     when(e.createdAtMs),
     when(e.sealedAtMs),
     formatCount(e.capacityUrls),
     formatCount(e.submitted),
+    formatCount(e.added),
     formatCount(e.estimatedDistinct),
     `${(e.fillRatio * 100).toFixed(2)}%`,
     e.estimatedFpr.toExponential(2),
     String(e.slices),
     formatCount(e.bytesOnDisk),
-  ]);
+  ];
 }
-
-const LIST_HEADER = ['epoch', 'state', 'created', 'sealed', 'capacity', 'adds', 'est.distinct', 'fill', 'est.FPR', 'slices', 'bytes'];
 
 /** `epoch list`: one row per epoch. */
 export async function epochList(command: Command): Promise<void> {
@@ -33,7 +35,7 @@ export async function epochList(command: Command): Promise<void> {
   try {
     const scope = requireScope(store, options);
     const { epochs } = scope.stats();
-    process.stdout.write(options.json ? `${JSON.stringify({ scope: scope.name, epochs })}\n` : table(LIST_HEADER, rows(epochs), 4));
+    process.stdout.write(options.json ? `${JSON.stringify({ scope: scope.name, epochs })}\n` : table(EPOCH_COLUMNS, epochs.map(epochCells), 4));
   } finally {
     await store.close();
   }

@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
 import type { ScopeStats } from '../../epochs/scope.js';
 import { openStore, type GlobalOptions } from '../context.js';
-import { formatCount, table } from '../output.js';
+import { table } from '../output.js';
+import { EPOCH_COLUMNS, epochCells } from './epoch.js';
 
 /** Per scope and epoch: capacity, adds, estimated distinct URLs, fill, estimated FPR, bytes. */
 export async function stats(command: Command): Promise<void> {
@@ -21,22 +22,7 @@ export async function stats(command: Command): Promise<void> {
 }
 
 function render(dir: string, scopes: readonly ScopeStats[]): string {
-  const header = ['scope', 'epoch', 'state', 'capacity', 'adds', 'new', 'est.distinct', 'fill', 'est.FPR', 'slices', 'bytes'];
-  const rows = scopes.flatMap((scope) =>
-    scope.epochs.map((e) => [
-      scope.scope,
-      String(e.epoch),
-      e.state,
-      formatCount(e.capacityUrls),
-      formatCount(e.submitted),
-      formatCount(e.added),
-      formatCount(e.estimatedDistinct),
-      `${(e.fillRatio * 100).toFixed(2)}%`,
-      e.estimatedFpr.toExponential(2),
-      String(e.slices),
-      formatCount(e.bytesOnDisk),
-    ]),
-  );
+  const rows = scopes.flatMap((scope) => scope.epochs.map((e) => [scope.scope, ...epochCells(e)]));
   if (rows.length === 0) return `store ${dir}: no scopes yet\n`;
-  return table(header, rows, 3);
+  return table(['scope', ...EPOCH_COLUMNS], rows, 5);
 }
