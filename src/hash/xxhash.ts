@@ -1,33 +1,130 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import xxhash from 'xxhash-wasm';
 import type { XXHashAPI } from 'xxhash-wasm';
+import { BATCH_SHIM_WASM } from './batch-shim.js';
+
+/** Keys encoded per call into wasm memory; larger batches are hashed in several rounds. */
+const ROUND_BYTES_MAX = 4 * 2 ** 20;
+const WASM_PAGE_BYTES = 65_536;
+
+interface XxhashExports {
+  readonly mem: WebAssembly.Memory;
+  readonly xxh64: (ptr: number, length: number, seed: bigint) => bigint;
+}
+
+interface ShimExports {
+  readonly hashBatch: (offsets: number, count: number, seed: bigint, out: number) => void;
+}
 
 /**
- * xxHash through xxhash-wasm. URL hashes are xxh64(UTF-8 bytes of the key, seed), handed out as
- * two unsigned 32-bit halves so that callers never do BigInt arithmetic; record checksums are
- * xxh32 with seed 0.
+ * xxHash through xxhash-wasm. URL hashes are xxh64(UTF-8 bytes of the key, seed). For batches, the
+ * keys are UTF-8-encoded once into the wasm memory and every seed's hashes are computed by one call
+ * of a small shim (batch-shim.wat) into xxhash-wasm's own xxh64 export: no BigInt and no
+ * allocation per key. Record checksums are xxh32 with seed 0.
  */
 export class XxHash {
   readonly #api: XXHashAPI;
+  readonly #memory: WebAssembly.Memory;
+  readonly #hashBatch: ShimExports['hashBatch'];
+  #bytes: Buffer;
+  #offsets = new Uint32Array(1024);
+  #encodedCount = 0;
+  #encodedBytes = 0;
   readonly #scratch64 = new BigUint64Array(1);
   readonly #scratch32 = new Uint32Array(this.#scratch64.buffer);
 
-  private constructor(api: XXHashAPI) {
+  private constructor(api: XXHashAPI, core: XxhashExports, shim: ShimExports) {
     this.#api = api;
+    this.#memory = core.mem;
+    this.#hashBatch = shim.hashBatch;
+    this.#bytes = Buffer.from(core.mem.buffer);
   }
 
   static async load(): Promise<XxHash> {
-    return new XxHash(await xxhash());
+    // The same wasm binary that xxhash-wasm embeds, shipped in its package as a file.
+    const entry = createRequire(import.meta.url).resolve('xxhash-wasm');
+    const wasmPath = join(dirname(entry), '..', 'workerd', 'xxhash.wasm');
+    const core = (await WebAssembly.instantiate(readFileSync(wasmPath))).instance.exports as unknown as XxhashExports;
+    const shim = (await WebAssembly.instantiate(BATCH_SHIM_WASM, { xxhash: { mem: core.mem, xxh64: core.xxh64 } })).instance
+      .exports as unknown as ShimExports;
+    return new XxHash(await xxhash(), core, shim);
   }
 
   /**
    * Hashes `key` with `seed` and writes the low half to out[at] and the high half to out[at + 1]:
-   * the little-endian u64 layout the journal stores.
-   * The key must be well-formed UTF-16 (callers validate), so its UTF-8 encoding is exact.
+   * the little-endian u64 layout the journal stores. One key at a time: for tools and tests.
    */
   hashInto(key: string, seed: bigint, out: Uint32Array, at: number): void {
     this.#scratch64[0] = this.#api.h64(key, seed);
     out[at] = this.#scratch32[0]!;
     out[at + 1] = this.#scratch32[1]!;
+  }
+
+  /**
+   * Hashes every key with every seed: the hash of key i with seeds[s] goes to
+   * out[i * stride + at + 2 * s] (low half) and the next word (high half). Keys must be
+   * well-formed UTF-16 (callers validate), so their UTF-8 encoding is exact.
+   */
+  hashKeys(keys: readonly string[], seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): void {
+    for (let start = 0; start < keys.length; ) {
+      const count = this.#encode(keys, start);
+      for (let s = 0; s < seeds.length; s++) this.#hashEncoded(seeds[s]!, count, out, start * stride + at + 2 * s, stride);
+      start += count;
+    }
+  }
+
+  /** UTF-8-encodes keys from `start` into wasm memory, as many as fit in one round; returns how many. */
+  #encode(keys: readonly string[], start: number): number {
+    let position = 0;
+    let count = 0;
+    if (this.#offsets.length < Math.min(keys.length - start, 65_536) + 1) this.#offsets = new Uint32Array(Math.min(keys.length - start, 65_536) + 1);
+    const offsets = this.#offsets;
+    while (start + count < keys.length && count + 1 < offsets.length && (count === 0 || position < ROUND_BYTES_MAX)) {
+      const key = keys[start + count]!;
+      this.#ensure(position + 3 * key.length);
+      offsets[count] = position;
+      position = this.#writeUtf8(key, position);
+      count++;
+    }
+    offsets[count] = position;
+    this.#encodedCount = count;
+    this.#encodedBytes = position;
+    return count;
+  }
+
+  /** Writes `key` as UTF-8 at `position`; a plain loop for ASCII (most URLs), Buffer.write otherwise. */
+  #writeUtf8(key: string, position: number): number {
+    const bytes = this.#bytes;
+    const length = key.length;
+    for (let i = 0; i < length; i++) {
+      const code = key.charCodeAt(i);
+      if (code >= 0x80) return position + this.#bytes.write(key, position, 'utf8');
+      bytes[position + i] = code;
+    }
+    return position + length;
+  }
+
+  #hashEncoded(seed: bigint, count: number, out: Uint32Array, at: number, stride: number): void {
+    const offsetsAt = (this.#encodedBytes + 7) & ~7;
+    const hashesAt = offsetsAt + 8 * (((count + 1) * 4 + 7) >>> 3);
+    this.#ensure(hashesAt + 8 * count);
+    new Uint32Array(this.#memory.buffer, offsetsAt, count + 1).set(this.#offsets.subarray(0, count + 1));
+    this.#hashBatch(offsetsAt, this.#encodedCount, seed, hashesAt);
+    const hashes = new Uint32Array(this.#memory.buffer, hashesAt, 2 * count);
+    for (let i = 0; i < count; i++) {
+      out[at + i * stride] = hashes[2 * i]!;
+      out[at + i * stride + 1] = hashes[2 * i + 1]!;
+    }
+  }
+
+  /** Grows the wasm memory to hold `bytes`; the byte view is renewed after growth. */
+  #ensure(bytes: number): void {
+    if (bytes <= this.#bytes.length) return;
+    const have = this.#memory.buffer.byteLength;
+    this.#memory.grow(Math.ceil((bytes - have) / WASM_PAGE_BYTES));
+    this.#bytes = Buffer.from(this.#memory.buffer);
   }
 
   /** The 64-bit hash as 16 lower-case hex digits (for test vectors and docs). */

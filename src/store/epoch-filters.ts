@@ -200,13 +200,7 @@ export class EpochFilters {
    */
   hashKeys(keys: readonly string[], words: Uint32Array): void {
     const stride = 2 * this.#filterCount;
-    for (const slice of this.#slices) {
-      for (let f = 0; f < slice.seeds.length; f++) {
-        const seed = slice.seeds[f]!;
-        const at = 2 * (slice.offset + f);
-        for (let i = 0; i < keys.length; i++) this.#hash.hashInto(keys[i]!, seed, words, i * stride + at);
-      }
-    }
+    for (const slice of this.#slices) this.#hash.hashKeys(keys, slice.seeds, words, stride, 2 * slice.offset);
   }
 
   /** True when some slice holds URL i of `words` (in a slice, every filter must agree). */
