@@ -58,7 +58,9 @@ describe('several processes, one store', () => {
     ]);
     const store = await SeenStore.open(dir);
     const stats = store.scope().stats().epochs[0]!;
-    assert.equal(stats.journalRecords, 0, 'both checkpoints completed: the bits live in chunks only');
+    // A checkpoint that finds the other process holding the lock skips, so a short journal tail may
+    // remain; everything before it was trimmed and must be in the chunks, which has() then proves.
+    assert.ok(stats.journalRecords < 10, `${stats.journalRecords} of 35 journal records left: checkpoints did not trim`);
     assert.equal(store.scope().has(urls).filter((s) => !s).length, 0);
     assert.equal(stats.added, urls.length);
     await store.close();
