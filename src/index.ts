@@ -1,8 +1,25 @@
 export { SeenStore, type SeenStoreOptions } from './epochs/seen-store.js';
-export { Scope, type ScopeOptions, type ScopeStats, type EpochStats, type AddSummary } from './epochs/scope.js';
+export {
+  Scope,
+  type ScopeOptions,
+  type ScopeStats,
+  type EpochStats,
+  type EpochDetails,
+  type AddSummary,
+  type AddOptions,
+  type QueryOptions,
+  type Classification,
+  type DiffCategory,
+  type DiffResult,
+  type RotateResult,
+} from './epochs/scope.js';
+export type { EpochSpec, MembershipMode } from './epochs/epoch-spec.js';
+export type { RotateOptions } from './epochs/rotation.js';
+export type { PruneOptions, Dropped } from './epochs/retention.js';
 export { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET } from './epochs/create.js';
 export { SeenStoreError, ERROR_CODES, type ErrorCode } from './errors.js';
 export { HASH_SCHEME_ID } from './hash/scheme.js';
 export { FORMAT_VERSION } from './store/records.js';
 export type { Layout } from './filters/bloom.js';
 export type { NormalizeMode } from './url/normalize.js';
+export type { VerifyReport, Damage } from './store/verify.js';

@@ -7,6 +7,7 @@ import { demo } from './commands/demo.js';
 import { filterNew } from './commands/filter-new.js';
 import { has } from './commands/has.js';
 import { stats } from './commands/stats.js';
+import { verify } from './commands/verify.js';
 import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE } from './context.js';
 
 function inputOptions(command: Command): Command {
@@ -79,6 +80,10 @@ export function buildProgram(): Command {
     .command('stats')
     .description('per scope and epoch: capacity, adds, estimated distinct URLs, fill, estimated FPR, bytes on disk')
     .action((_options, command: Command) => stats(command));
+  program
+    .command('verify')
+    .description('check every header, chunk and journal record; exit 6 with the exact place of any damage')
+    .action((_options, command: Command) => verify(command));
   program
     .command('demo')
     .description('run two crawls of a synthetic site through filter-new on the store, and report')

@@ -2,6 +2,7 @@ import { SeenStoreError } from '../errors.js';
 import { XxHash } from '../hash/xxhash.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from '../store/env.js';
 import { LOCK_STALE_MS, LOCK_STALE_MS_MIN } from '../store/lock.js';
+import { verifyStore, type VerifyReport } from '../store/verify.js';
 import { checkScopeName } from './create.js';
 import { Scope, type ScopeOptions, type ScopeStats } from './scope.js';
 
@@ -91,6 +92,15 @@ export class SeenStore {
 
   stats(): ScopeStats[] {
     return this.scopeNames().map((name) => this.scope(name).stats());
+  }
+
+  /**
+   * Checks every header, checkpoint record, chunk (checksum, size, place) and journal record
+   * (checksum, sequence, slice) of the store; reports each damage with its exact place.
+   */
+  verify(): VerifyReport {
+    this.#ctx.assertOpen();
+    return verifyStore(this.#env, this.#ctx.hash);
   }
 
   /** Checkpoints every scope this handle has used. */

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
@@ -8,6 +8,13 @@ import { FORMAT_VERSION, readStoreHeader, type StoreHeader } from './records.js'
 
 /** Key of the store header in the meta DB. */
 export const STORE_HEADER_KEY = 'store';
+
+/** LMDB's on-disk meta pages as this lmdb build writes them (24-byte page header). */
+const LMDB_PAGE_BYTES = 4096;
+const LMDB_PAGE_FLAGS_OFFSET = 18;
+const LMDB_P_META = 0x08;
+const LMDB_META_MAGIC_OFFSET = 24;
+const LMDB_MAGIC = 0xbeefc0de;
 
 /** Default virtual address space reserved for the map. Costs no memory or disk until used. */
 export const DEFAULT_MAP_SIZE_BYTES = 64 * 2 ** 30;
@@ -48,6 +55,7 @@ export class StoreEnv {
       throw new SeenStoreError('INTERNAL', 'seenstore reads and writes filters as little-endian words; this host is big-endian');
     }
     StoreEnv.#prepareDir(dir, options.create);
+    StoreEnv.#checkMetaPages(dir);
     let root: RootDatabase;
     try {
       root = open({ path: dir, mapSize: options.mapSizeBytes, maxDbs: 8, pageSize: 4096 });
@@ -55,10 +63,55 @@ export class StoreEnv {
       throw asStoreError(error, `opening the store at ${dir}`);
     }
     try {
+      StoreEnv.#checkFileSize(dir, root);
       return new StoreEnv(dir, root);
     } catch (error) {
       root.close().catch(() => undefined);
       throw error instanceof SeenStoreError ? error : asStoreError(error, `reading the store at ${dir}`);
+    }
+  }
+
+  /**
+   * A data file shorter than the pages LMDB's meta page says are in use would crash the process
+   * with SIGBUS on the first read past its end: refuse it before any page is touched.
+   */
+  static #checkFileSize(dir: string, root: RootDatabase): void {
+    const { lastPageNumber, pageSize } = root.getStats() as { lastPageNumber: number; pageSize: number };
+    const needed = (lastPageNumber + 1) * pageSize;
+    const actual = statSync(join(dir, 'data.mdb')).size;
+    if (actual < needed) {
+      throw new SeenStoreError('STORE_CORRUPT', `${join(dir, 'data.mdb')} is truncated: LMDB uses ${needed} bytes, the file has ${actual}`);
+    }
+  }
+
+  /**
+   * lmdb-js crashes the process (SIGSEGV) on a data file whose meta pages are not LMDB's, so they
+   * are checked first: pages 0 and 1 carry their own page number, the meta flag and LMDB's magic.
+   */
+  static #checkMetaPages(dir: string): void {
+    const path = join(dir, 'data.mdb');
+    if (!existsSync(path)) return;
+    const head = Buffer.alloc(2 * LMDB_PAGE_BYTES);
+    let read = 0;
+    try {
+      const fd = openSync(path, 'r');
+      try {
+        read = readSync(fd, head, 0, head.length, 0);
+      } finally {
+        closeSync(fd);
+      }
+    } catch (error) {
+      throw asStoreError(error, `reading ${path}`);
+    }
+    if (read === 0) return;
+    for (let page = 0; page < 2; page++) {
+      const at = page * LMDB_PAGE_BYTES;
+      const ok =
+        read >= at + LMDB_META_MAGIC_OFFSET + 4 &&
+        head.readBigUInt64LE(at) === BigInt(page) &&
+        (head.readUInt16LE(at + LMDB_PAGE_FLAGS_OFFSET) & LMDB_P_META) !== 0 &&
+        head.readUInt32LE(at + LMDB_META_MAGIC_OFFSET) === LMDB_MAGIC;
+      if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${path} is not a valid LMDB file: meta page ${page} is damaged or missing`);
     }
   }
 
@@ -112,11 +165,14 @@ export class StoreEnv {
 
   getMeta(key: Key): unknown {
     const bytes = this.metaDb.getBinary(key);
-    if (bytes === undefined) return undefined;
+    return bytes === undefined ? undefined : this.decodeMeta(bytes, `meta record ${JSON.stringify(key)}`);
+  }
+
+  decodeMeta(bytes: Uint8Array, where: string): unknown {
     try {
       return this.#packr.unpack(bytes);
     } catch (error) {
-      throw new SeenStoreError('STORE_CORRUPT', `meta record ${JSON.stringify(key)} is not valid msgpack`, { cause: error });
+      throw new SeenStoreError('STORE_CORRUPT', `${where} is not valid msgpack`, { cause: error });
     }
   }
 

@@ -95,7 +95,7 @@ export class EpochFilters {
 
   /** Loads the epoch's filters from the store: stored chunks, then the journal after the checkpoint. */
   static load(env: StoreEnv, hash: XxHash, header: EpochHeader): EpochFilters {
-    EpochFilters.#checkSupported(header);
+    EpochFilters.checkSupported(header);
     const filters = new EpochFilters(env, hash, header);
     filters.#loadFresh();
     return filters;
@@ -113,7 +113,8 @@ export class EpochFilters {
     return value === undefined ? undefined : readScopeRecord(value);
   }
 
-  static #checkSupported(header: EpochHeader): void {
+  /** Refuses an epoch header whose hash scheme, layout or chunk size this version does not know. */
+  static checkSupported(header: EpochHeader): void {
     const where = `epoch ${header.scope}/${header.epoch}`;
     if (header.hashScheme !== HASH_SCHEME_ID) {
       throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} uses hash scheme ${header.hashScheme}, this version knows ${HASH_SCHEME_ID}`);

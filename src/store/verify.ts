@@ -1,0 +1,155 @@
+import { SeenStoreError } from '../errors.js';
+import type { XxHash } from '../hash/xxhash.js';
+import { CHUNK_PAYLOAD_BYTES, decodeChunk } from './chunks.js';
+import type { StoreEnv } from './env.js';
+import { EpochFilters } from './epoch-filters.js';
+import { decodeJournalRecord } from './journal.js';
+import {
+  readCheckpointRecord,
+  readEpochHeader,
+  readFenceRecord,
+  readScopeRecord,
+  type CheckpointRecord,
+  type EpochHeader,
+} from './records.js';
+
+export interface Damage {
+  /** The exact place: a record key, chunk or journal record. */
+  readonly where: string;
+  readonly problem: string;
+  readonly code: string;
+}
+
+export interface VerifyReport {
+  readonly ok: boolean;
+  readonly scopes: number;
+  readonly epochs: number;
+  readonly chunks: number;
+  readonly journalRecords: number;
+  readonly damage: Damage[];
+  /** Not damage, but worth knowing (e.g. a prune that a crash interrupted). */
+  readonly notes: string[];
+}
+
+interface EpochState {
+  readonly header: EpochHeader;
+  readonly checkpoint: CheckpointRecord | undefined;
+  readonly filterBytes: number[];
+  readonly sliceFilters: number[];
+  nextSeq: number;
+}
+
+const epochId = (scope: string, epoch: number): string => `${scope}/${epoch}`;
+
+/** Checks every record of the store: headers, checkpoint records, every chunk and journal record. */
+export function verifyStore(env: StoreEnv, hash: XxHash): VerifyReport {
+  const damage: Damage[] = [];
+  const notes: string[] = [];
+  const report = (where: string, error: unknown): void => {
+    const code = error instanceof SeenStoreError ? error.code : 'STORE_CORRUPT';
+    damage.push({ where, problem: error instanceof Error ? error.message : String(error), code });
+  };
+  env.refresh();
+  const epochs = new Map<string, EpochState>();
+  const openEpochs = new Map<string, number>();
+  const dropping = new Set<string>();
+  let scopes = 0;
+  for (const { key, value } of env.metaDb.getRange({})) {
+    const where = `meta ${JSON.stringify(key)}`;
+    try {
+      const record = env.decodeMeta(value, where);
+      const parts = Array.isArray(key) ? key : [key];
+      switch (parts[0]) {
+        case 'store':
+          break;
+        case 'scope':
+          openEpochs.set(parts[1] as string, readScopeRecord(record).openEpoch);
+          scopes++;
+          break;
+        case 'epoch': {
+          const header = readEpochHeader(record);
+          EpochFilters.checkSupported(header);
+          const ckpt = env.getMeta(['ckpt', header.scope, header.epoch]);
+          const checkpoint = ckpt === undefined ? undefined : readCheckpointRecord(ckpt);
+          if (checkpoint === undefined) damage.push({ where, problem: 'epoch has no checkpoint record', code: 'STORE_CORRUPT' });
+          epochs.set(epochId(header.scope, header.epoch), {
+            header,
+            checkpoint,
+            filterBytes: header.slices.flatMap((slice) => slice.seeds.map(() => slice.mBits / 8)),
+            sliceFilters: header.slices.map((slice) => slice.seeds.length),
+            nextSeq: (checkpoint?.seq ?? 0) + 1,
+          });
+          break;
+        }
+        case 'ckpt':
+          readCheckpointRecord(record);
+          break;
+        case 'fence':
+          readFenceRecord(record);
+          break;
+        case 'drop':
+          dropping.add(epochId(parts[1] as string, parts[2] as number));
+          notes.push(`epoch ${parts[1]}/${parts[2]} is being pruned (a prune was interrupted; the next prune finishes it)`);
+          break;
+        default:
+          damage.push({ where, problem: 'unknown meta record', code: 'STORE_CORRUPT' });
+      }
+    } catch (error) {
+      report(where, error);
+    }
+  }
+  for (const [scope, open] of openEpochs) {
+    const state = epochs.get(epochId(scope, open));
+    if (state === undefined) damage.push({ where: `scope ${scope}`, problem: `its open epoch ${open} has no header`, code: 'STORE_CORRUPT' });
+    else if (state.header.state !== 'open') damage.push({ where: `scope ${scope}`, problem: `its open epoch ${open} is sealed`, code: 'STORE_CORRUPT' });
+    for (const other of epochs.values()) {
+      if (other.header.scope === scope && other.header.state === 'open' && other.header.epoch !== open) {
+        damage.push({ where: `epoch ${epochId(scope, other.header.epoch)}`, problem: 'open, but not the scope\'s open epoch', code: 'STORE_CORRUPT' });
+      }
+    }
+  }
+  let chunks = 0;
+  for (const { key, value } of env.chunksDb.getRange({})) {
+    chunks++;
+    const [scope, epoch, filter, region] = key as [string, number, number, number];
+    const where = `chunk ${scope}/${epoch}/filter ${filter}/#${region}`;
+    const state = epochs.get(epochId(scope, epoch));
+    if (state === undefined) {
+      if (!dropping.has(epochId(scope, epoch))) damage.push({ where, problem: 'belongs to no epoch', code: 'STORE_CORRUPT' });
+      continue;
+    }
+    const bytes = state.filterBytes[filter];
+    const expected = bytes === undefined ? 0 : Math.min(CHUNK_PAYLOAD_BYTES, bytes - region * CHUNK_PAYLOAD_BYTES);
+    if (!(expected > 0) || !Number.isInteger(region)) {
+      damage.push({ where, problem: 'no such filter or chunk number in the epoch', code: 'STORE_CORRUPT' });
+      continue;
+    }
+    try {
+      decodeChunk(hash, value, where, expected);
+    } catch (error) {
+      report(where, error);
+    }
+  }
+  let journalRecords = 0;
+  for (const { key, value } of env.journalDb.getRange({})) {
+    journalRecords++;
+    const [scope, epoch, seq] = key as [string, number, number];
+    const where = `journal record ${scope}/${epoch}/${seq}`;
+    const state = epochs.get(epochId(scope, epoch));
+    if (state === undefined) {
+      if (!dropping.has(epochId(scope, epoch))) damage.push({ where, problem: 'belongs to no epoch', code: 'STORE_CORRUPT' });
+      continue;
+    }
+    try {
+      if (seq !== state.nextSeq) throw new SeenStoreError('STORE_CORRUPT', `expected sequence ${state.nextSeq} (records missing or left over)`);
+      state.nextSeq = seq + 1;
+      const record = decodeJournalRecord(hash, value, where);
+      if (state.sliceFilters[record.slice] !== record.filterCount) {
+        throw new SeenStoreError('STORE_CORRUPT', `names slice ${record.slice} with ${record.filterCount} filters, which the epoch does not have`);
+      }
+    } catch (error) {
+      report(where, error);
+    }
+  }
+  return { ok: damage.length === 0, scopes, epochs: epochs.size, chunks, journalRecords, damage, notes };
+}
