@@ -23,3 +23,4 @@ export { FORMAT_VERSION } from './store/records.js';
 export type { Layout } from './filters/bloom.js';
 export type { NormalizeMode } from './url/normalize.js';
 export type { VerifyReport, Damage } from './store/verify.js';
+export type { ExportResult, ImportOptions, ImportResult } from './epochs/transfer.js';

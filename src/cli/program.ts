@@ -8,6 +8,7 @@ import { filterNew } from './commands/filter-new.js';
 import { has } from './commands/has.js';
 import { stats } from './commands/stats.js';
 import { verify } from './commands/verify.js';
+import { exportCommand, importCommand } from './commands/transfer.js';
 import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE } from './context.js';
 
 function inputOptions(command: Command): Command {
@@ -80,6 +81,17 @@ export function buildProgram(): Command {
     .command('stats')
     .description('per scope and epoch: capacity, adds, estimated distinct URLs, fill, estimated FPR, bytes on disk')
     .action((_options, command: Command) => stats(command));
+  program
+    .command('export')
+    .description('write one epoch to a portable, checksummed export file')
+    .option('--epoch <n>', 'N, current (default) or previous')
+    .option('--out <file>', 'the file to write (replaced atomically)')
+    .action((_options, command: Command) => exportCommand(command));
+  program
+    .command('import <file>')
+    .description('create a scope from an export file (sealed, followed by a fresh open epoch)')
+    .option('--open', 'keep the imported epoch open with its seeds (parallel crawlers sharing seeds)')
+    .action((file: string, _options, command: Command) => importCommand(file, command));
   program
     .command('verify')
     .description('check every header, chunk and journal record; exit 6 with the exact place of any damage')

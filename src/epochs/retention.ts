@@ -92,7 +92,8 @@ function deleteData(env: StoreEnv, scope: string, epoch: number): void {
   }
 }
 
-function finishPendingDrops(env: StoreEnv, scope: string): Dropped[] {
+/** Finishes drops (and failed imports) that a crash interrupted: their data is deleted. */
+export function finishPendingDrops(env: StoreEnv, scope: string): Dropped[] {
   const finished: Dropped[] = [];
   for (const key of [...env.metaDb.getKeys({ start: dropKey(scope, 0), end: ['drop', scope, Number.MAX_SAFE_INTEGER] })]) {
     const epoch = (key as unknown as unknown[])[2] as number;

@@ -10,6 +10,7 @@ import { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET, checkPlan, ensureScope, type
 import { resolveEpochs, type EpochSpec, type MembershipMode } from './epoch-spec.js';
 import { epochNumbers, prune, type Dropped, type PruneOptions } from './retention.js';
 import { rotate, type RotateOptions } from './rotation.js';
+import { exportEpoch, type ExportResult } from './transfer.js';
 
 /** URLs per journal record: a larger call is split, each part committed in its own transaction. */
 export const MAX_BATCH_URLS = 65_536;
@@ -265,6 +266,18 @@ export class Scope {
     );
     const next = this.#open(false)!;
     return { sealed: this.#stats(rotation.sealed, undefined), opened: this.#details(next.header) };
+  }
+
+  /**
+   * Writes one epoch (default: the open one) to a portable export file (docs/format.md): to move
+   * it to another machine, merge it with other crawlers' exports, or compare against it.
+   */
+  export(path: string, epoch: EpochSpec = 'current'): ExportResult {
+    this.#ctx.assertOpen();
+    if (this.#open(false) === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    const numbers = this.#resolve(epoch);
+    if (numbers.length !== 1) throw new SeenStoreError('USAGE', 'export takes one epoch');
+    return exportEpoch(this.#ctx.hash, this.#epochFilters(numbers[0]!), path);
   }
 
   /** Drops old sealed epochs (see PruneOptions); returns what was dropped. */

@@ -5,6 +5,7 @@ import { LOCK_STALE_MS, LOCK_STALE_MS_MIN } from '../store/lock.js';
 import { verifyStore, type VerifyReport } from '../store/verify.js';
 import { checkScopeName } from './create.js';
 import { Scope, type ScopeOptions, type ScopeStats } from './scope.js';
+import { importEpoch, type ImportOptions, type ImportResult } from './transfer.js';
 
 export interface SeenStoreOptions {
   /** Create the directory and an empty store when missing (default true; false gives NOT_FOUND). */
@@ -92,6 +93,16 @@ export class SeenStore {
 
   stats(): ScopeStats[] {
     return this.scopeNames().map((name) => this.scope(name).stats());
+  }
+
+  /**
+   * Creates a scope from an export file (see ImportOptions): sealed by default, followed by a fresh
+   * open epoch; with `open`, the imported epoch stays open with its seeds.
+   */
+  import(path: string, options: ImportOptions = {}): ImportResult {
+    this.#ctx.assertOpen();
+    const result = importEpoch(this.#env, this.#ctx.hash, path, options);
+    return result;
   }
 
   /**

@@ -132,6 +132,11 @@ export class XxHash {
     return this.#api.h64ToString(key, seed);
   }
 
+  /** A streaming xxh64 with seed 0 (whole-file checksums of export files). */
+  createHash64(): { update(bytes: Uint8Array): { digest(): bigint }; digest(): bigint } {
+    return this.#api.create64(0n);
+  }
+
   /** xxh32 of `bytes` with seed 0: the checksum of stored chunks and journal records. */
   checksum(bytes: Uint8Array): number {
     return this.#api.h32Raw(bytes, 0);

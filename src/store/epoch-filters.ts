@@ -150,6 +150,15 @@ export class EpochFilters {
     return this.#counts;
   }
 
+  get sliceAdded(): readonly number[] {
+    return this.#sliceAdded;
+  }
+
+  /** The bytes of every filter of every slice, in filter order (views, not copies). */
+  filterBytes(): Uint8Array[] {
+    return this.#slices.flatMap((slice) => slice.filters.map((filter) => filter.bytes));
+  }
+
   get journalBytesSinceCheckpoint(): number {
     return this.#journalBytesSinceCheckpoint;
   }

@@ -12,7 +12,8 @@ export type FaultPoint =
   | 'rotate:before-commit'
   | 'rotate:after-commit'
   | 'prune:after-unlink'
-  | 'prune:mid-delete';
+  | 'prune:mid-delete'
+  | 'import:mid-chunks';
 
 let hook: ((point: FaultPoint) => void) | undefined;
 

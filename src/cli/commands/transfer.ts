@@ -1,0 +1,41 @@
+import type { Command } from 'commander';
+import { SeenStoreError } from '../../errors.js';
+import { epochSpec, openStore, requireScope, type GlobalOptions } from '../context.js';
+import { formatCount } from '../output.js';
+
+/** `export --epoch N --out FILE`: one epoch to a portable, checksummed file. */
+export async function exportCommand(command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions & { epoch?: string; out?: string }>();
+  if (options.out === undefined) throw new SeenStoreError('USAGE', 'export needs --out FILE');
+  const store = await openStore(options, false);
+  try {
+    const result = requireScope(store, options).export(options.out, epochSpec(options.epoch, 'current'));
+    if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    else {
+      const ratio = result.rawBytes === 0 ? 0 : (100 * result.fileBytes) / result.rawBytes;
+      process.stdout.write(
+        `exported ${result.scope}/${result.epoch} to ${result.path}: ${formatCount(result.fileBytes)} bytes (${ratio.toFixed(1)}% of the ${formatCount(result.rawBytes)} filter bytes)\n`,
+      );
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+/** `import FILE [--scope S] [--open]`: a new scope from an export file. */
+export async function importCommand(file: string, command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions & { open?: boolean }>();
+  const store = await openStore(options, true);
+  try {
+    const result = store.import(file, {
+      ...(options.scope === undefined ? {} : { scope: options.scope }),
+      ...(options.open ? { open: true } : {}),
+    });
+    if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    else {
+      process.stdout.write(`imported epoch ${result.imported} as scope ${result.scope}${result.openEpoch === result.imported ? ' (open, same seeds)' : ` (sealed; epoch ${result.openEpoch} is open)`}\n`);
+    }
+  } finally {
+    await store.close();
+  }
+}

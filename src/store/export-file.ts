@@ -1,0 +1,228 @@
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { Packr } from 'msgpackr';
+import { SeenStoreError, asStoreError } from '../errors.js';
+import type { XxHash } from '../hash/xxhash.js';
+import { CHUNK_PAYLOAD_BYTES } from './chunks.js';
+import { readEpochHeader, type EpochHeader } from './records.js';
+
+/**
+ * Export file, format 1: one epoch's filters in a portable single file (docs/format.md).
+ *
+ *   magic "\x89SSEX\r\n\x1a" | u32 format version | u32 header length H | msgpack header | u32 xxh32(header)
+ *   blocks: u32 filter | u32 chunk | u8 encoding | 3 zero bytes | u32 raw length | u32 stored length
+ *           | u32 xxh32(stored) | stored bytes             (all-zero chunks are omitted)
+ *   end:    u32 0xffffffff | u32 0xffffffff | u32 block count | u32 0
+ *   trailer: u64 xxh64 (seed 0) of every byte before it
+ */
+export const EXPORT_MAGIC = Buffer.from([0x89, 0x53, 0x53, 0x45, 0x58, 0x0d, 0x0a, 0x1a]);
+export const EXPORT_FORMAT_VERSION = 1;
+const BLOCK_HEADER_BYTES = 24;
+const END_MARK = 0xffffffff;
+
+/** Chunk encodings: the bytes as they are, or the gaps between set bits as LEB128 varints. */
+export const ENCODING_RAW = 0;
+export const ENCODING_GAPS = 1;
+
+export interface ExportHeader {
+  readonly v: 1;
+  readonly exportedAtMs: number;
+  /** The epoch header as stored (scope, epoch, seeds, slices, sizing, ...). */
+  readonly epoch: EpochHeader;
+  readonly counts: { readonly submitted: number; readonly added: number; readonly sliceAdded: readonly number[] };
+  /** Estimates from the fill at export time. */
+  readonly summary: { readonly estimatedDistinct: number; readonly fillRatio: number; readonly estimatedFpr: number };
+}
+
+export interface ExportContents {
+  readonly header: ExportHeader;
+  /** Filter bytes, one array per filter of all slices in order. */
+  readonly filters: Uint8Array[];
+  readonly stats: { readonly fileBytes: number; readonly rawBytes: number; readonly blocks: number };
+}
+
+const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+
+/** Gap coding of the set bits of `bytes`; undefined when it would not be smaller than the bytes. */
+export function encodeGaps(bytes: Uint8Array): Buffer | undefined {
+  const out: number[] = [];
+  let previous = -1;
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]!;
+    if (byte === 0) continue;
+    for (let bit = 0; bit < 8; bit++) {
+      if ((byte & (1 << bit)) === 0) continue;
+      const position = i * 8 + bit;
+      let gap = position - previous - 1;
+      previous = position;
+      while (gap >= 0x80) {
+        out.push((gap & 0x7f) | 0x80);
+        gap >>>= 7;
+      }
+      out.push(gap);
+      if (out.length >= bytes.length) return undefined;
+    }
+  }
+  return Buffer.from(out);
+}
+
+export function decodeGaps(stored: Uint8Array, rawLength: number, where: string): Uint8Array {
+  const bytes = new Uint8Array(rawLength);
+  let position = -1;
+  for (let i = 0; i < stored.length; ) {
+    let gap = 0;
+    let shift = 0;
+    for (;;) {
+      const byte = stored[i++];
+      if (byte === undefined || shift > 28) throw new SeenStoreError('STORE_CORRUPT', `${where}: bad gap coding`);
+      gap += (byte & 0x7f) * 2 ** shift;
+      shift += 7;
+      if (byte < 0x80) break;
+    }
+    position += gap + 1;
+    if (position >= rawLength * 8) throw new SeenStoreError('STORE_CORRUPT', `${where}: a set bit past the chunk`);
+    bytes[position >>> 3]! |= 1 << (position & 7);
+  }
+  return bytes;
+}
+
+function u32(value: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(value >>> 0, 0);
+  return b;
+}
+
+/**
+ * Writes an export file: to a temporary name beside the target, fsynced, then renamed over it and
+ * the directory fsynced, so the target is either the old file or the complete new one.
+ */
+export function writeExport(hash: XxHash, path: string, header: ExportHeader, filters: readonly Uint8Array[]): { fileBytes: number; rawBytes: number } {
+  const temporary = `${path}.tmp-${process.pid}`;
+  let fd: number | undefined;
+  try {
+    fd = openSync(temporary, 'w');
+    const digest = hash.createHash64();
+    let fileBytes = 0;
+    const write = (bytes: Uint8Array): void => {
+      writeSync(fd!, bytes);
+      digest.update(bytes);
+      fileBytes += bytes.length;
+    };
+    const headerBytes = packr.pack(header);
+    write(EXPORT_MAGIC);
+    write(u32(EXPORT_FORMAT_VERSION));
+    write(u32(headerBytes.length));
+    write(headerBytes);
+    write(u32(hash.checksum(headerBytes)));
+    let blocks = 0;
+    let rawBytes = 0;
+    filters.forEach((bytes, filter) => {
+      rawBytes += bytes.length;
+      for (let chunk = 0; chunk * CHUNK_PAYLOAD_BYTES < bytes.length; chunk++) {
+        const raw = bytes.subarray(chunk * CHUNK_PAYLOAD_BYTES, (chunk + 1) * CHUNK_PAYLOAD_BYTES);
+        if (raw.every((b) => b === 0)) continue;
+        const gaps = encodeGaps(raw);
+        const stored = gaps ?? raw;
+        const block = Buffer.alloc(BLOCK_HEADER_BYTES);
+        block.writeUInt32LE(filter, 0);
+        block.writeUInt32LE(chunk, 4);
+        block.writeUInt8(gaps === undefined ? ENCODING_RAW : ENCODING_GAPS, 8);
+        block.writeUInt32LE(raw.length, 12);
+        block.writeUInt32LE(stored.length, 16);
+        block.writeUInt32LE(hash.checksum(stored), 20);
+        write(block);
+        write(stored);
+        blocks++;
+      }
+    });
+    write(Buffer.concat([u32(END_MARK), u32(END_MARK), u32(blocks), u32(0)]));
+    const trailer = Buffer.alloc(8);
+    trailer.writeBigUInt64LE(digest.digest(), 0);
+    writeSync(fd, trailer);
+    fileBytes += 8;
+    fsyncSync(fd);
+    closeSync(fd);
+    fd = undefined;
+    renameSync(temporary, path);
+    const dirFd = openSync(dirname(path), 'r');
+    try {
+      fsyncSync(dirFd);
+    } finally {
+      closeSync(dirFd);
+    }
+    return { fileBytes, rawBytes };
+  } catch (error) {
+    if (fd !== undefined) closeSync(fd);
+    rmSync(temporary, { force: true });
+    throw asStoreError(error, `writing the export file ${path}`);
+  }
+}
+
+/** Reads and fully checks an export file; any damage is a typed error before anything is used. */
+export function readExport(hash: XxHash, path: string): ExportContents {
+  let file: Buffer;
+  try {
+    file = readFileSync(path);
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ENOENT') throw new SeenStoreError('NOT_FOUND', `no such export file: ${path}`, { cause: error });
+    throw asStoreError(error, `reading ${path}`);
+  }
+  const bad = (problem: string): SeenStoreError => new SeenStoreError('STORE_CORRUPT', `export file ${path}: ${problem}`);
+  if (file.length < EXPORT_MAGIC.length + 8 || !file.subarray(0, 8).equals(EXPORT_MAGIC)) throw bad('not a seenstore export file (bad magic)');
+  const version = file.readUInt32LE(8);
+  if (version !== EXPORT_FORMAT_VERSION) {
+    throw new SeenStoreError('FORMAT_UNSUPPORTED', `export file ${path} has format ${version}; this version reads format ${EXPORT_FORMAT_VERSION}`);
+  }
+  if (file.length < 8 + 8 + 8) throw bad('truncated');
+  const expected = file.readBigUInt64LE(file.length - 8);
+  if (hash.createHash64().update(file.subarray(0, file.length - 8)).digest() !== expected) {
+    throw bad('whole-file checksum mismatch (truncated or damaged)');
+  }
+  const headerLength = file.readUInt32LE(12);
+  let at = 16;
+  const headerBytes = file.subarray(at, at + headerLength);
+  at += headerLength;
+  if (at + 4 > file.length || hash.checksum(headerBytes) !== file.readUInt32LE(at)) throw bad('header checksum mismatch');
+  at += 4;
+  let header: ExportHeader;
+  try {
+    header = packr.unpack(headerBytes) as ExportHeader;
+  } catch (error) {
+    throw new SeenStoreError('STORE_CORRUPT', `export file ${path}: header is not msgpack`, { cause: error });
+  }
+  if (header?.v !== 1) throw new SeenStoreError('FORMAT_UNSUPPORTED', `export file ${path}: header version ${String(header?.v)} is unknown`);
+  const epoch = readEpochHeader(header.epoch);
+  const filters = epoch.slices.flatMap((slice) => slice.seeds.map(() => new Uint8Array(slice.mBits / 8)));
+  let blocks = 0;
+  for (;;) {
+    if (at + 16 > file.length - 8) throw bad('truncated before the end mark');
+    const filter = file.readUInt32LE(at);
+    const chunk = file.readUInt32LE(at + 4);
+    if (filter === END_MARK && chunk === END_MARK) {
+      if (file.readUInt32LE(at + 8) !== blocks) throw bad('block count mismatch');
+      at += 16;
+      break;
+    }
+    if (at + BLOCK_HEADER_BYTES > file.length - 8) throw bad('truncated inside a block header');
+    const encoding = file.readUInt8(at + 8);
+    const rawLength = file.readUInt32LE(at + 12);
+    const storedLength = file.readUInt32LE(at + 16);
+    const checksum = file.readUInt32LE(at + 20);
+    const where = `export file ${path}: block ${blocks} (filter ${filter}, chunk ${chunk})`;
+    at += BLOCK_HEADER_BYTES;
+    const stored = file.subarray(at, at + storedLength);
+    at += storedLength;
+    const target = filters[filter];
+    const offset = chunk * CHUNK_PAYLOAD_BYTES;
+    if (target === undefined || stored.length !== storedLength || rawLength !== Math.min(CHUNK_PAYLOAD_BYTES, target.length - offset)) {
+      throw new SeenStoreError('STORE_CORRUPT', `${where}: does not fit the epoch's geometry`);
+    }
+    if (hash.checksum(stored) !== checksum) throw new SeenStoreError('STORE_CORRUPT', `${where}: checksum mismatch`);
+    if (encoding === ENCODING_RAW && storedLength === rawLength) target.set(stored, offset);
+    else if (encoding === ENCODING_GAPS) target.set(decodeGaps(stored, rawLength, where), offset);
+    else throw new SeenStoreError('STORE_CORRUPT', `${where}: unknown encoding ${encoding}`);
+    blocks++;
+  }
+  if (at !== file.length - 8) throw bad('bytes after the end mark');
+  return { header: { ...header, epoch }, filters, stats: { fileBytes: file.length, rawBytes: filters.reduce((n, f) => n + f.length, 0), blocks } };
+}
