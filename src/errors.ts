@@ -25,6 +25,8 @@ export const ERROR_CODES = {
   NOT_FOUND: 11,
   /** The store handle was used after close(). */
   STORE_CLOSED: 12,
+  /** Filters that must share hash scheme, geometry and seeds do not (merge); the message names the mismatch. */
+  INCOMPATIBLE: 13,
   /** A bug: an internal invariant did not hold. Please report it. */
   INTERNAL: 70,
 } as const;

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
-import { cpSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { SeenStore } from '../src/index.js';
+import { open } from 'lmdb';
+import { Packr } from 'msgpackr';
+import { ExportedEpoch, FORMAT_VERSION, SeenStore, SeenStoreError } from '../src/index.js';
 import { ROOT } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -12,44 +14,146 @@ interface Expected {
   epochs: { epoch: number; state: string; capacityUrls: number; fprTarget: number; submitted: number; added: number; slices: number; journalRecords: number }[];
   urls: Record<string, [string, number]>;
   neverSeenInAnyEpoch: number;
+  exportFile?: { file: string; epoch: number; urls: string };
 }
 
-/** Regenerates the URL lists the fixture script used (synthetic, deterministic). */
+const FIXTURES = join(ROOT, 'test', 'fixtures');
+
+/** Regenerates the URL lists the fixture scripts used (synthetic, deterministic). */
 function urls([tag, n]: [string, number]): string[] {
   return Array.from({ length: n }, (_, i) => `https://fixture.example/${tag}/${i}?q=${(i * 7919) % 1000}`);
 }
 
-/** Every released on-disk format keeps a frozen store; the tests open a copy, never the original. */
-for (const format of ['format-1']) {
-  describe(`frozen fixture ${format}`, () => {
-    const fixture = join(ROOT, 'test', 'fixtures', format);
-    const expected = JSON.parse(readFileSync(join(fixture, 'expected.json'), 'utf8')) as Expected;
+function copyOf(format: string): string {
+  const dir = tempDir();
+  cpSync(join(FIXTURES, format, 'store'), dir, { recursive: true });
+  return dir;
+}
 
-    test('opens through a copy and answers as recorded', async () => {
-      const dir = tempDir();
-      cpSync(join(fixture, 'store'), dir, { recursive: true });
-      const store = await SeenStore.open(dir);
-      const scope = store.scope(expected.scope);
-      const stats = scope.stats();
-      for (const want of expected.epochs) {
-        const got = stats.epochs.find((e) => e.epoch === want.epoch);
-        assert.ok(got, `epoch ${want.epoch} missing`);
-        for (const field of ['state', 'capacityUrls', 'fprTarget', 'submitted', 'added', 'slices', 'journalRecords'] as const) {
-          assert.equal(got[field], want[field], `epoch ${want.epoch} ${field}`);
-        }
-      }
-      const byEpoch: [number, string][] = [[1, 'epoch1'], [2, 'epoch2'], [3, 'epoch3']];
-      for (const [epoch, list] of byEpoch) {
-        assert.ok(scope.has(urls(expected.urls[list]!), { epochs: epoch }).every(Boolean), `epoch ${epoch} lost URLs`);
-      }
-      assert.equal(scope.has(urls(expected.urls.never!), { epochs: 'all' }).filter(Boolean).length, expected.neverSeenInAnyEpoch);
-      // Still writable: new adds, a rotation, and the journal tail checkpointed on close.
-      assert.deepEqual(await scope.addIfAbsent(['https://fixture.example/after-upgrade']), [true]);
-      await scope.rotate();
-      await store.close();
-      const reopened = await SeenStore.open(dir);
-      assert.ok(reopened.scope(expected.scope).has(['https://fixture.example/after-upgrade'], { epochs: 'previous' })[0]);
-      await reopened.close();
-    });
+/** Every checkpoint record of a store, decoded, keyed by its meta key. */
+async function checkpointRecords(dir: string): Promise<Record<string, unknown>> {
+  const root = open({ path: dir, maxDbs: 8 });
+  const meta = root.openDB({ name: 'meta', encoding: 'binary' });
+  const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+  const out: Record<string, unknown> = {};
+  for (const { key, value } of meta.getRange({})) {
+    if (Array.isArray(key) && key[0] === 'ckpt') {
+      const { atMs: _atMs, ...record } = packr.unpack(value as Buffer) as Record<string, unknown>;
+      out[JSON.stringify(key)] = record;
+    }
+  }
+  await root.close();
+  return out;
+}
+
+/** Opens the store at `dir` and checks it answers as `expected` records, then that it is still writable. */
+async function answersAsRecorded(dir: string, expected: Expected): Promise<void> {
+  const store = await SeenStore.open(dir);
+  const scope = store.scope(expected.scope);
+  const stats = scope.stats();
+  for (const want of expected.epochs) {
+    const got = stats.epochs.find((e) => e.epoch === want.epoch);
+    assert.ok(got, `epoch ${want.epoch} missing`);
+    for (const field of ['state', 'capacityUrls', 'fprTarget', 'submitted', 'added', 'slices', 'journalRecords'] as const) {
+      assert.equal(got[field], want[field], `epoch ${want.epoch} ${field}`);
+    }
+  }
+  const byEpoch: [number, string][] = [[1, 'epoch1'], [2, 'epoch2'], [3, 'epoch3']];
+  if (expected.urls.merged !== undefined) byEpoch.push([3, 'merged']);
+  for (const [epoch, list] of byEpoch) {
+    assert.ok(scope.has(urls(expected.urls[list]!), { epochs: epoch }).every(Boolean), `epoch ${epoch} lost URLs of ${list}`);
+  }
+  assert.equal(scope.has(urls(expected.urls.never!), { epochs: 'all' }).filter(Boolean).length, expected.neverSeenInAnyEpoch);
+  assert.ok(store.verify().ok);
+  // Still writable: new adds, a rotation, and the journal tail checkpointed on close.
+  assert.deepEqual(await scope.addIfAbsent(['https://fixture.example/after-upgrade']), [true]);
+  await scope.rotate();
+  await store.close();
+  const reopened = await SeenStore.open(dir);
+  assert.ok(reopened.scope(expected.scope).has(['https://fixture.example/after-upgrade'], { epochs: 'previous' })[0]);
+  await reopened.close();
+}
+
+/**
+ * Every released on-disk format keeps a frozen store (and, from format 2, an export file); the
+ * tests open copies, never the originals. Older formats must be refused until migrated, then
+ * answer exactly as recorded.
+ */
+for (const format of ['format-1', 'format-2']) {
+  describe(`frozen fixture ${format}`, () => {
+    const expected = JSON.parse(readFileSync(join(FIXTURES, format, 'expected.json'), 'utf8')) as Expected;
+
+    if (expected.formatVersion < FORMAT_VERSION) {
+      test('is refused with FORMAT_UNSUPPORTED naming `seenstore migrate`, then migrates and answers as recorded', async () => {
+        const dir = copyOf(format);
+        await assert.rejects(SeenStore.open(dir), (error: unknown) => {
+          assert.ok(error instanceof SeenStoreError);
+          assert.equal(error.code, 'FORMAT_UNSUPPORTED');
+          assert.match(error.message, /seenstore migrate/);
+          return true;
+        });
+        const report = await SeenStore.migrate(dir);
+        assert.equal(report.from, expected.formatVersion);
+        assert.equal(report.to, FORMAT_VERSION);
+        assert.ok(report.snapshot !== null && existsSync(join(report.snapshot.path, 'data.mdb')));
+        assert.equal(report.snapshot.formatVersion, expected.formatVersion);
+        await answersAsRecorded(dir, expected);
+      });
+    } else {
+      test('opens through a copy and answers as recorded', async () => {
+        await answersAsRecorded(copyOf(format), expected);
+      });
+    }
+
+    if (expected.exportFile !== undefined) {
+      const { file, epoch, urls: list } = expected.exportFile;
+      test(`export file ${file} reads, imports and answers as recorded`, async () => {
+        const path = join(FIXTURES, format, file);
+        const exported = await ExportedEpoch.open(path);
+        assert.equal(exported.epoch.epoch, epoch);
+        assert.ok(exported.has(urls(expected.urls[list]!)).every(Boolean));
+        const store = await SeenStore.open(tempDir());
+        store.import(path, { scope: 'imported' });
+        assert.ok(store.scope('imported').has(urls(expected.urls[list]!), { epochs: epoch }).every(Boolean));
+        await store.close();
+      });
+    }
   });
 }
+
+describe('migration 1 -> 2 (fixture in, fixture out)', () => {
+  test('rewrites exactly the checkpoint records as frozen in format-1/migrated-to-2.json', async () => {
+    const dir = copyOf('format-1');
+    const before = await checkpointRecords(dir);
+    await SeenStore.migrate(dir, { snapshot: false });
+    const after = await checkpointRecords(dir);
+    const frozen = JSON.parse(readFileSync(join(FIXTURES, 'format-1', 'migrated-to-2.json'), 'utf8')) as Record<string, unknown>;
+    assert.deepEqual(after, frozen);
+    assert.deepEqual(Object.keys(after), Object.keys(before));
+    // A second run finds nothing to do.
+    const again = await SeenStore.migrate(dir);
+    assert.deepEqual(again.steps, []);
+    assert.equal(again.snapshot, null);
+  });
+
+  test('a crash before the migration commits leaves the old format, which migrates later', async () => {
+    const dir = copyOf('format-1');
+    const { spawnSync } = await import('node:child_process');
+    const script = `
+      import { SeenStore } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
+      import { setFaultHook } from ${JSON.stringify(new URL('../src/store/faults.js', import.meta.url).href)};
+      setFaultHook((point) => { if (point === 'migrate:before-commit') process.kill(process.pid, 'SIGKILL'); });
+      await SeenStore.migrate(process.argv[1]);`;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir], { encoding: 'utf8' });
+    assert.equal(child.signal, 'SIGKILL', child.stderr);
+    await assert.rejects(SeenStore.open(dir), /FORMAT_UNSUPPORTED|migrate/);
+    const report = await SeenStore.migrate(dir, { lockStaleMs: 2000 }).catch(async (error: unknown) => {
+      // The killed process's lock goes stale after lockStaleMs; wait it out once.
+      if (!(error instanceof SeenStoreError) || error.code !== 'STORE_LOCKED') throw error;
+      await new Promise((resolve) => setTimeout(resolve, 3500));
+      return SeenStore.migrate(dir, { lockStaleMs: 2000 });
+    });
+    assert.equal(report.to, FORMAT_VERSION);
+    await answersAsRecorded(dir, JSON.parse(readFileSync(join(FIXTURES, 'format-1', 'expected.json'), 'utf8')) as Expected);
+  });
+});

@@ -4,17 +4,23 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { open } from 'lmdb';
 import { Packr } from 'msgpackr';
-import { SeenStore, SeenStoreError } from '../src/index.js';
+import { FORMAT_VERSION, SeenStore, SeenStoreError } from '../src/index.js';
 import { allSharedUrls, binomialUpper, sharedUrls } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 
-async function rejectsWith(promise: Promise<unknown> | (() => unknown), code: string): Promise<void> {
+async function rejectsWith(promise: Promise<unknown> | (() => unknown), code: string): Promise<SeenStoreError> {
+  let caught: SeenStoreError | undefined;
   await assert.rejects(
     async () => (typeof promise === 'function' ? promise() : promise),
-    (error: unknown) => error instanceof SeenStoreError && error.code === code,
+    (error: unknown) => {
+      if (!(error instanceof SeenStoreError) || error.code !== code) return false;
+      caught = error;
+      return true;
+    },
   );
+  return caught!;
 }
 
 /** Edits a closed store's LMDB records directly, to simulate other versions or damage. */
@@ -114,16 +120,18 @@ describe('store API', () => {
     await rejectsWith(SeenStore.open(join(dir, 'missing'), { create: false }), 'NOT_FOUND');
   });
 
-  test('a store of another format version is refused with FORMAT_UNSUPPORTED', async () => {
+  test('a store of a newer format version is refused with FORMAT_UNSUPPORTED, and migrate will not touch it', async () => {
     const dir = tempDir();
     const store = await SeenStore.open(dir);
     await store.scope().add(['https://a.example/']);
     await store.close();
     await editStore(dir, ({ meta }) => {
       const header = packr.unpack(meta.getBinary('store'));
-      meta.putSync('store', packr.pack({ ...header, formatVersion: 2 }));
+      meta.putSync('store', packr.pack({ ...header, formatVersion: FORMAT_VERSION + 1 }));
     });
-    await rejectsWith(SeenStore.open(dir), 'FORMAT_UNSUPPORTED');
+    const error = await rejectsWith(SeenStore.open(dir), 'FORMAT_UNSUPPORTED');
+    assert.match(error.message, /newer seenstore/);
+    await rejectsWith(SeenStore.migrate(dir), 'FORMAT_UNSUPPORTED');
   });
 
   test('an epoch written with an unknown hash scheme is refused, never reinterpreted', async () => {

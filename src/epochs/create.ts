@@ -20,6 +20,11 @@ export interface EpochPlan {
   readonly layout: Layout;
   readonly normalize: NormalizeMode;
   readonly sizing: SizingDecision;
+  /**
+   * Seeds of the epoch's first slice (16 hex digits each, one per filter) instead of fresh ones:
+   * parallel crawlers that share an epoch's seeds can merge their exports.
+   */
+  readonly seeds?: readonly string[];
 }
 
 export function checkScopeName(name: string): void {
@@ -38,6 +43,14 @@ export function checkPlan(plan: Omit<EpochPlan, 'sizing'>): void {
   if (!LAYOUTS.includes(layout)) throw new SeenStoreError('USAGE', `unknown layout ${JSON.stringify(layout)} (classic, blocked)`);
   if (!NORMALIZE_MODES.includes(normalize)) {
     throw new SeenStoreError('USAGE', `unknown normalisation ${JSON.stringify(normalize)} (none, whatwg)`);
+  }
+  if (plan.seeds !== undefined) checkSeeds(plan.seeds, 1);
+}
+
+/** Given seeds: `count` of them, each 16 lower-case hex digits (as `epoch show` prints them). */
+export function checkSeeds(seeds: readonly string[], count: number): void {
+  if (!Array.isArray(seeds) || seeds.length !== count || !seeds.every((seed) => typeof seed === 'string' && /^[0-9a-f]{16}$/.test(seed))) {
+    throw new SeenStoreError('USAGE', `seeds must be ${count} value${count === 1 ? '' : 's'} of 16 lower-case hex digits, as epoch show prints them; got ${JSON.stringify(seeds)}`);
   }
 }
 
@@ -71,7 +84,7 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan, fi
         k: first.k,
         capacityUrls: first.capacityUrls,
         fprTarget: first.fprTarget,
-        seeds: Array.from({ length: filtersPerSlice }, () => freshSeedHex()),
+        seeds: plan.seeds !== undefined ? [...plan.seeds] : Array.from({ length: filtersPerSlice }, () => freshSeedHex()),
         createdAtMs: now,
       },
     ],
@@ -82,7 +95,7 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan, fi
 
 /** The checkpoint record of an epoch that holds nothing yet. */
 export function emptyCheckpoint(atMs: number): CheckpointRecord {
-  return { v: 1, seq: 0, submitted: 0, added: 0, sliceAdded: [0], atMs };
+  return { v: 2, seq: 0, submitted: 0, added: 0, sliceAdded: [0], atMs, merges: 0, mergedSliceAdded: [0] };
 }
 
 /**

@@ -14,6 +14,8 @@ export interface RotateOptions {
   readonly capacityUrls?: number;
   /** Target FPR of the new epoch; default: the sealed epoch's. */
   readonly fprTarget?: number;
+  /** Seeds of the new epoch instead of fresh ones (parallel crawlers that will merge; see ScopeOptions.seeds). */
+  readonly seeds?: readonly string[];
 }
 
 export interface Rotation {
@@ -63,6 +65,7 @@ export function rotate(env: StoreEnv, scope: string, open: EpochFilters, options
         options.capacityUrls === undefined
           ? fromHistory.sizing
           : { policy: 'explicit', reason: 'capacity given by the caller', inputs: { capacityUrls: options.capacityUrls, fprTarget } },
+      ...(options.seeds === undefined ? {} : { seeds: options.seeds }),
     };
     const next = current.epoch + 1;
     const opened = newEpochHeader(scope, next, plan, current.slices[0]!.seeds.length);

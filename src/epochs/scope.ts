@@ -10,7 +10,7 @@ import { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET, checkPlan, ensureScope, type
 import { resolveEpochs, type EpochSpec, type MembershipMode } from './epoch-spec.js';
 import { epochNumbers, prune, type Dropped, type PruneOptions } from './retention.js';
 import { rotate, type RotateOptions } from './rotation.js';
-import { exportEpoch, type ExportResult } from './transfer.js';
+import { exportEpoch, mergeIntoEpoch, type ExportResult, type MergeResult } from './transfer.js';
 
 /** URLs per journal record: a larger call is split, each part committed in its own transaction. */
 export const MAX_BATCH_URLS = 65_536;
@@ -24,6 +24,11 @@ export interface ScopeOptions {
   readonly layout?: Layout;
   /** How URLs become keys: `none` (default, exact bytes) or `whatwg` (URL-standard serialisation). */
   readonly normalize?: NormalizeMode;
+  /**
+   * Seeds of the first epoch (16 hex digits each, as `epoch show` prints them) instead of fresh
+   * ones, so parallel crawlers can merge their exports. Used only when the scope is created.
+   */
+  readonly seeds?: readonly string[];
 }
 
 export interface AddOptions {
@@ -145,6 +150,7 @@ export class Scope {
           : 'first epoch, capacity given by the caller',
         inputs: { capacityUrls, fprTarget },
       },
+      ...(options.seeds === undefined ? {} : { seeds: options.seeds }),
     } as const;
     checkPlan(plan);
     this.#plan = Object.freeze(plan);
@@ -244,8 +250,14 @@ export class Scope {
    */
   async rotate(options: RotateOptions = {}): Promise<RotateResult> {
     this.#ctx.assertOpen();
-    if (options.capacityUrls !== undefined || options.fprTarget !== undefined) {
-      checkPlan({ ...this.#plan, capacityUrls: options.capacityUrls ?? 1, fprTarget: options.fprTarget ?? 0.5 });
+    if (options.capacityUrls !== undefined || options.fprTarget !== undefined || options.seeds !== undefined) {
+      const { seeds: _unused, ...plan } = this.#plan;
+      checkPlan({
+        ...plan,
+        capacityUrls: options.capacityUrls ?? 1,
+        fprTarget: options.fprTarget ?? 0.5,
+        ...(options.seeds === undefined ? {} : { seeds: options.seeds }),
+      });
     }
     await this.#checkpointRunning;
     const open = this.#open(true)!;
@@ -278,6 +290,26 @@ export class Scope {
     const numbers = this.#resolve(epoch);
     if (numbers.length !== 1) throw new SeenStoreError('USAGE', 'export takes one epoch');
     return exportEpoch(this.#ctx.hash, this.#epochFilters(numbers[0]!), path);
+  }
+
+  /**
+   * ORs export files into the open epoch (e.g. parallel crawlers that share its seeds). `epoch`,
+   * when given, must be the open epoch (sealed epochs never change): EPOCH_SEALED otherwise.
+   * Incompatible files (other seeds, geometry, hash scheme) are refused with INCOMPATIBLE before
+   * anything is written; the merge is one transaction.
+   */
+  merge(paths: readonly string[], epoch?: number): MergeResult {
+    this.#ctx.assertOpen();
+    const open = this.#open(false);
+    if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    if (epoch !== undefined && epoch !== open.header.epoch) {
+      if (!epochNumbers(this.#ctx.env, this.name).includes(epoch)) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} has no epoch ${epoch}`);
+      throw new SeenStoreError(
+        'EPOCH_SEALED',
+        `epoch ${this.name}/${epoch} is sealed and never changes; merge into the open epoch ${open.header.epoch}, or merge the files with --out and import the result`,
+      );
+    }
+    return mergeIntoEpoch(this.#ctx.hash, open, paths, () => this.#expectOpen(open));
   }
 
   /** Drops old sealed epochs (see PruneOptions); returns what was dropped. */

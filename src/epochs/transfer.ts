@@ -3,7 +3,8 @@ import type { XxHash } from '../hash/xxhash.js';
 import { CHUNK_PAYLOAD_BYTES, encodeChunk } from '../store/chunks.js';
 import type { StoreEnv } from '../store/env.js';
 import { EpochFilters } from '../store/epoch-filters.js';
-import { readExport, writeExport, type ExportContents } from '../store/export-file.js';
+import { readExport, writeExport, type ExportContents, type ExportHeader } from '../store/export-file.js';
+import { ExportedEpoch } from './exported.js';
 import { faultPoint } from '../store/faults.js';
 import { checkpointKey, chunkKey, dropKey, epochKey, scopeKey } from '../store/keys.js';
 import type { EpochHeader, ScopeRecord } from '../store/records.js';
@@ -131,4 +132,123 @@ function writeChunks(env: StoreEnv, hash: XxHash, scope: string, epoch: number, 
     });
     faultPoint('import:mid-chunks');
   }
+}
+
+/**
+ * Why the filters of `source` cannot be ORed into those of `target`, or undefined when they can:
+ * the same hash scheme, normalisation and chunk size, and every slice of `source` identical in
+ * layout, geometry and seeds to the slice of `target` at the same place. `source` may have fewer
+ * slices than `target` (a crawler that did not grow past its capacity), never more.
+ */
+export function mergeMismatch(target: EpochHeader, source: EpochHeader): string | undefined {
+  const what = `${source.scope}/${source.epoch} into ${target.scope}/${target.epoch}`;
+  if (source.hashScheme !== target.hashScheme) return `${what}: hash scheme ${source.hashScheme} vs ${target.hashScheme}`;
+  if (source.normalize !== target.normalize) return `${what}: normalisation ${source.normalize} vs ${target.normalize}`;
+  if (source.chunkBytes !== target.chunkBytes) return `${what}: chunk size ${source.chunkBytes} vs ${target.chunkBytes}`;
+  if (source.slices.length > target.slices.length) {
+    return `${what}: ${source.slices.length} slices vs ${target.slices.length} (merge the one with more slices into the other, or with --out)`;
+  }
+  for (let j = 0; j < source.slices.length; j++) {
+    const a = source.slices[j]!;
+    const b = target.slices[j]!;
+    if (a.layout !== b.layout) return `${what}: slice ${j} layout ${a.layout} vs ${b.layout}`;
+    if (a.mBits !== b.mBits || a.k !== b.k) return `${what}: slice ${j} geometry m=${a.mBits} k=${a.k} vs m=${b.mBits} k=${b.k}`;
+    if (a.seeds.length !== b.seeds.length || a.seeds.some((seed, f) => seed !== b.seeds[f])) {
+      return `${what}: slice ${j} seeds ${a.seeds.join(',')} vs ${b.seeds.join(',')} (filters hashed with different seeds cannot be merged; share seeds with import --open or --seeds)`;
+    }
+  }
+  return undefined;
+}
+
+function refuseMismatch(target: EpochHeader, source: EpochHeader): void {
+  const mismatch = mergeMismatch(target, source);
+  if (mismatch !== undefined) throw new SeenStoreError('INCOMPATIBLE', `cannot merge ${mismatch}`);
+}
+
+/** ORs the filters of every file into arrays shaped like `target`'s filters (missing slices stay zero). */
+function unionOf(target: EpochHeader, files: readonly ExportContents[]): Uint8Array[] {
+  const union = target.slices.flatMap((slice) => slice.seeds.map(() => new Uint8Array(slice.mBits / 8)));
+  for (const file of files) {
+    file.filters.forEach((bytes, f) => {
+      const into = union[f]!;
+      for (let i = 0; i < bytes.length; i++) into[i]! |= bytes[i]!;
+    });
+  }
+  return union;
+}
+
+export interface MergeResult {
+  readonly scope: string;
+  readonly epoch: number;
+  readonly files: number;
+  /** Distinct URLs the merge brought in that the epoch did not hold, estimated from the fill. */
+  readonly estimatedNewUrls: number;
+  readonly estimatedDistinct: number;
+  readonly estimatedFpr: number;
+}
+
+/**
+ * ORs the filters of export files into the open epoch `epoch` (parallel crawlers sharing its
+ * seeds). Every file is read and checked, and every file's compatibility too, before anything is
+ * written; the merge itself is one transaction.
+ */
+export function mergeIntoEpoch(hash: XxHash, epoch: EpochFilters, paths: readonly string[], expectOpen: () => void): MergeResult {
+  if (paths.length === 0) throw new SeenStoreError('USAGE', 'merge needs at least one export file');
+  const files = paths.map((path) => readExport(hash, path));
+  for (const file of files) refuseMismatch(epoch.header, file.header.epoch);
+  const estimatedNewUrls = epoch.mergeFilters(unionOf(epoch.header, files), (header) => {
+    expectOpen();
+    for (const file of files) refuseMismatch(header, file.header.epoch);
+  });
+  const summary = epoch.summary();
+  return {
+    scope: epoch.header.scope,
+    epoch: epoch.header.epoch,
+    files: files.length,
+    estimatedNewUrls,
+    estimatedDistinct: summary.estimatedDistinct,
+    estimatedFpr: summary.estimatedFpr,
+  };
+}
+
+export interface MergeFilesResult {
+  readonly path: string;
+  readonly files: number;
+  readonly fileBytes: number;
+  readonly rawBytes: number;
+  readonly estimatedDistinct: number;
+  readonly estimatedFpr: number;
+}
+
+/**
+ * Writes the union of export files to a new export file. The file with the most slices gives the
+ * header (seeds, geometry); every other must match it slice for slice.
+ */
+export function mergeFiles(hash: XxHash, paths: readonly string[], out: string): MergeFilesResult {
+  if (paths.length === 0) throw new SeenStoreError('USAGE', 'merge needs at least one export file');
+  const files = paths.map((path) => readExport(hash, path));
+  const base = files.reduce((a, b) => (b.header.epoch.slices.length > a.header.epoch.slices.length ? b : a));
+  for (const file of files) refuseMismatch(base.header.epoch, file.header.epoch);
+  const filters = unionOf(base.header.epoch, files);
+  const exported = new ExportedEpoch(hash, base.header.epoch, filters, base.header);
+  const summary = exported.summary();
+  const counts = files.reduce(
+    (sum, file) => ({ submitted: sum.submitted + file.header.counts.submitted, added: sum.added + file.header.counts.added }),
+    { submitted: 0, added: 0 },
+  );
+  const header: ExportHeader = {
+    v: 1,
+    exportedAtMs: Date.now(),
+    epoch: base.header.epoch,
+    counts: { ...counts, sliceAdded: summary.sliceEstimates },
+    summary: { estimatedDistinct: summary.estimatedDistinct, fillRatio: summary.fillRatio, estimatedFpr: summary.estimatedFpr },
+    mergedFrom: files.map((file) => ({
+      scope: file.header.epoch.scope,
+      epoch: file.header.epoch.epoch,
+      exportedAtMs: file.header.exportedAtMs,
+      estimatedDistinct: file.header.summary.estimatedDistinct,
+    })),
+  };
+  const { fileBytes, rawBytes } = writeExport(hash, out, header, filters);
+  return { path: out, files: files.length, fileBytes, rawBytes, estimatedDistinct: summary.estimatedDistinct, estimatedFpr: summary.estimatedFpr };
 }

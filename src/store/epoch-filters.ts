@@ -82,7 +82,11 @@ export class EpochFilters {
   #filterCount = 0;
   #appliedSeq = 0;
   #counts: EpochCounts = { submitted: 0, added: 0 };
+  /** New URLs per slice from the journal (added by this store's adds). */
   #sliceAdded: number[] = [];
+  /** Merge generation the in-memory copy reflects, and new URLs per slice that merges brought. */
+  #merges = 0;
+  #mergedSliceAdded: number[] = [];
   #journalBytesSinceCheckpoint = 0;
   #poisoned = false;
   #record = new Uint32Array(0);
@@ -150,8 +154,18 @@ export class EpochFilters {
     return this.#counts;
   }
 
+  /** New URLs per slice: from adds, plus the estimate of what merges brought in. */
   get sliceAdded(): readonly number[] {
-    return this.#sliceAdded;
+    return this.#slices.map((_, j) => this.#sliceCount(j));
+  }
+
+  #sliceCount(j: number): number {
+    return (this.#sliceAdded[j] ?? 0) + (this.#mergedSliceAdded[j] ?? 0);
+  }
+
+  /** Distinct URLs merges brought in (estimated from the fill before and after each merge). */
+  get mergedUrls(): number {
+    return this.#mergedSliceAdded.reduce((sum, n) => sum + n, 0);
   }
 
   /** The bytes of every filter of every slice, in filter order (views, not copies). */
@@ -183,7 +197,7 @@ export class EpochFilters {
         mBits: slice.spec.mBits,
         k: slice.spec.k,
         filters: slice.filters.length,
-        added: this.#sliceAdded[j] ?? 0,
+        added: this.#sliceCount(j),
         fillRatio: sliceOnes / (slice.spec.mBits * slice.filters.length),
         estimatedFpr: sliceFpr,
       };
@@ -236,6 +250,11 @@ export class EpochFilters {
     }
     this.#refreshHeader();
     const checkpoint = this.#readCheckpoint();
+    if (checkpoint.merges !== this.#merges) {
+      // A merge ORed bits into the chunks that no journal record carries: start from the chunks.
+      this.#loadFresh();
+      return;
+    }
     if (checkpoint.seq > this.#appliedSeq) {
       // Records up to the checkpoint may already be trimmed from the journal; the chunks hold them.
       this.#orStoredChunks(0);
@@ -284,7 +303,7 @@ export class EpochFilters {
     let added = 0;
     for (let start = 0; start < keys.length; ) {
       const newest = this.#slices.length - 1;
-      const room = this.#slices[newest]!.spec.capacityUrls - (this.#sliceAdded[newest] ?? 0);
+      const room = this.#slices[newest]!.spec.capacityUrls - this.#sliceCount(newest);
       if (room <= 0 && this.#slices.length < MAX_SLICES) {
         this.#growSlice();
         words = this.#rehash(keys);
@@ -400,6 +419,57 @@ export class EpochFilters {
   }
 
   /**
+   * ORs `incoming` (the bytes of every filter of every slice, as filterBytes() gives them) into
+   * the stored chunks and this copy, in one write transaction: the merge is all there or not at
+   * all. `check` runs inside the transaction on the caught-up header and throws to refuse. The
+   * checkpoint record's merge generation is bumped, so other processes reload the chunks, and the
+   * distinct URLs the merge brought in (estimated from the fill) count toward the slices'
+   * capacities. Returns that estimate.
+   */
+  mergeFilters(incoming: readonly Uint8Array[], check: (header: EpochHeader) => void): number {
+    const { scope, epoch } = this.#header;
+    try {
+      return this.#env.write(() => {
+        this.catchUp();
+        check(this.#header);
+        if (incoming.length !== this.#filterCount) {
+          throw new SeenStoreError('USAGE', `merge: ${incoming.length} filters given, epoch ${scope}/${epoch} has ${this.#filterCount}`);
+        }
+        const before = this.#slices.map((slice) => slice.filters[0]!.estimatedCount);
+        this.#poisoned = true;
+        incoming.forEach((bytes, index) => {
+          const filter = this.#filterAt(index)!;
+          for (let region = 0; region < filter.regionCount; region++) {
+            const add = bytes.subarray(region * CHUNK_PAYLOAD_BYTES, (region + 1) * CHUNK_PAYLOAD_BYTES);
+            if (add.every((b) => b === 0)) continue;
+            const key = chunkKey(scope, epoch, index, region);
+            const merged = Buffer.from(add);
+            const stored = this.#env.chunksDb.getBinary(key);
+            if (stored !== undefined) {
+              const payload = decodeChunk(this.#hash, stored, this.#chunkWhere(index, region), merged.length);
+              for (let i = 0; i < merged.length; i++) merged[i]! |= payload[i]!;
+            }
+            this.#env.chunksDb.putSync(key, encodeChunk(this.#hash, merged));
+            filter.orRegion(region, add);
+          }
+        });
+        const gained = this.#slices.map((slice, j) => Math.max(0, Math.round(slice.filters[0]!.estimatedCount - before[j]!)));
+        const previous = this.#readCheckpoint();
+        const mergedSliceAdded = this.#slices.map((_, j) => (previous.mergedSliceAdded[j] ?? 0) + gained[j]!);
+        this.#env.putMeta(checkpointKey(scope, epoch), { ...previous, merges: previous.merges + 1, mergedSliceAdded, atMs: Date.now() });
+        faultPoint('merge:before-commit');
+        this.#merges = previous.merges + 1;
+        this.#mergedSliceAdded = mergedSliceAdded;
+        this.#poisoned = false;
+        return gained.reduce((sum, n) => sum + n, 0);
+      });
+    } catch (error) {
+      this.#poisoned = true;
+      throw asStoreError(error, `merging into ${scope}/${epoch}`);
+    }
+  }
+
+  /**
    * Writes the dirty chunks back (ORed into what is stored, so checkpoints of several processes
    * never lose bits), then records the checkpoint and trims the journal it covers. Exclusive per
    * scope through a lock file plus a fencing token checked in every transaction.
@@ -410,6 +480,8 @@ export class EpochFilters {
     const lock = await tryLock(this.#env.dir, `checkpoint-${scope}`, lockStaleMs);
     if (lock === undefined) return 'busy';
     try {
+      this.#env.refresh();
+      this.catchUp();
       const token = this.#env.write(() => {
         const current = this.#env.getMeta(fenceKey(scope));
         const next = (current === undefined ? 0 : readFenceRecord(current).token) + 1;
@@ -472,7 +544,7 @@ export class EpochFilters {
     const { scope, epoch } = this.#header;
     const previous = this.#readCheckpoint();
     if (seq <= previous.seq) return;
-    const record: CheckpointRecord = { v: 1, seq, ...counts, sliceAdded, atMs: Date.now() };
+    const record: CheckpointRecord = { ...previous, seq, ...counts, sliceAdded, atMs: Date.now() };
     this.#env.putMeta(checkpointKey(scope, epoch), record);
     const trim = this.#env.journalDb.getKeys({ start: journalKey(scope, epoch, 0), end: journalKey(scope, epoch, seq + 1) });
     for (const key of trim) this.#env.journalDb.removeSync(key);
@@ -496,6 +568,8 @@ export class EpochFilters {
     this.#appliedSeq = checkpoint.seq;
     this.#counts = { submitted: checkpoint.submitted, added: checkpoint.added };
     this.#sliceAdded = [...checkpoint.sliceAdded];
+    this.#merges = checkpoint.merges;
+    this.#mergedSliceAdded = [...checkpoint.mergedSliceAdded];
     this.#journalBytesSinceCheckpoint = 0;
     this.#poisoned = false;
     this.#replayJournal();

@@ -13,7 +13,9 @@ export type FaultPoint =
   | 'rotate:after-commit'
   | 'prune:after-unlink'
   | 'prune:mid-delete'
-  | 'import:mid-chunks';
+  | 'import:mid-chunks'
+  | 'merge:before-commit'
+  | 'migrate:before-commit';
 
 let hook: ((point: FaultPoint) => void) | undefined;
 

@@ -7,7 +7,7 @@ import { SeenStoreError } from '../errors.js';
  */
 
 /** On-disk format of the whole store. Bumped with a migration whenever any record or key changes. */
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
 
 export interface StoreHeader {
   readonly v: 1;
@@ -78,9 +78,12 @@ export interface EpochHeader {
   readonly final: EpochFinal | null;
 }
 
-/** What the stored chunks of an epoch hold: every journal record up to and including `seq`. */
+/**
+ * What the stored chunks of an epoch hold: every journal record up to and including `seq`, and
+ * every merge up to `merges`. Record version 2 (store format 2) added `merges` and `mergedSliceAdded`.
+ */
 export interface CheckpointRecord {
-  readonly v: 1;
+  readonly v: 2;
   readonly seq: number;
   /** URLs submitted to add / addIfAbsent, up to `seq`. */
   readonly submitted: number;
@@ -89,7 +92,17 @@ export interface CheckpointRecord {
   /** New URLs per slice, up to `seq`. */
   readonly sliceAdded: readonly number[];
   readonly atMs: number;
+  /**
+   * Generation of changes that reached the chunks without the journal (merges): a process whose
+   * copy was loaded at an older generation reloads the chunks.
+   */
+  readonly merges: number;
+  /** New URLs per slice that merges brought in, estimated from the fill before and after each merge. */
+  readonly mergedSliceAdded: readonly number[];
 }
+
+/** Record version of checkpoint records in this store format. */
+export const CHECKPOINT_RECORD_VERSION = 2;
 
 /** Fencing token of a scope's checkpointer: a checkpoint writes only while the token is its own. */
 export interface FenceRecord {
@@ -99,14 +112,17 @@ export interface FenceRecord {
 
 type Shape = Record<string, 'number' | 'string' | 'object' | 'numberOrNull'>;
 
-function check<T>(what: string, value: unknown, shape: Shape): T {
+function check<T>(what: string, value: unknown, shape: Shape, version = 1): T {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new SeenStoreError('STORE_CORRUPT', `${what}: expected a record, found ${value === null ? 'null' : typeof value}`);
   }
   const record = value as Record<string, unknown>;
   if (typeof record.v !== 'number') throw new SeenStoreError('STORE_CORRUPT', `${what}: record has no version`);
-  if (record.v !== 1) {
+  if (record.v > version) {
     throw new SeenStoreError('FORMAT_UNSUPPORTED', `${what}: record version ${record.v} is newer than this seenstore understands`);
+  }
+  if (record.v !== version) {
+    throw new SeenStoreError('STORE_CORRUPT', `${what}: record version ${record.v} in a format ${FORMAT_VERSION} store (expected ${version}; an interrupted manual change?)`);
   }
   for (const [field, type] of Object.entries(shape)) {
     const actual = record[field];
@@ -142,7 +158,12 @@ export function readEpochHeader(value: unknown): EpochHeader {
 }
 
 export function readCheckpointRecord(value: unknown): CheckpointRecord {
-  return check('checkpoint record', value, { seq: 'number', submitted: 'number', added: 'number', sliceAdded: 'object', atMs: 'number' });
+  return check(
+    'checkpoint record',
+    value,
+    { seq: 'number', submitted: 'number', added: 'number', sliceAdded: 'object', atMs: 'number', merges: 'number', mergedSliceAdded: 'object' },
+    CHECKPOINT_RECORD_VERSION,
+  );
 }
 
 export function readFenceRecord(value: unknown): FenceRecord {

@@ -1,0 +1,124 @@
+import { BloomFilter, type Layout } from '../filters/bloom.js';
+import { unionFpr } from '../filters/scalable.js';
+import { seedFromHex } from '../hash/scheme.js';
+import { XxHash } from '../hash/xxhash.js';
+import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
+import { EpochFilters } from '../store/epoch-filters.js';
+import { readExport, type ExportContents, type ExportHeader } from '../store/export-file.js';
+import type { EpochHeader } from '../store/records.js';
+import { toKey, type NormalizeMode } from '../url/normalize.js';
+
+interface FileSlice {
+  readonly filters: BloomFilter[];
+  readonly seeds: bigint[];
+  readonly offset: number;
+}
+
+export interface ExportedSummary {
+  readonly estimatedDistinct: number;
+  readonly fillRatio: number;
+  readonly estimatedFpr: number;
+  /** Distinct URLs per slice, estimated from its fill. */
+  readonly sliceEstimates: number[];
+}
+
+/**
+ * The filters of an export file in memory, queried the way the store queries an epoch: with the
+ * file's seeds, geometry and normalisation. Used by merge (to sum up a union) and by
+ * `diff --against` (membership in another machine's epoch).
+ */
+export class ExportedEpoch {
+  readonly header: ExportHeader;
+  readonly #hash: XxHash;
+  readonly #slices: FileSlice[] = [];
+  #filterCount = 0;
+
+  constructor(hash: XxHash, epoch: EpochHeader, filters: readonly Uint8Array[], header: ExportHeader) {
+    EpochFilters.checkSupported(epoch);
+    this.#hash = hash;
+    this.header = header;
+    for (const spec of epoch.slices) {
+      const geometry = { layout: spec.layout as Layout, mBits: spec.mBits, k: spec.k };
+      const slice: FileSlice = {
+        filters: spec.seeds.map((_, f) => {
+          const filter = new BloomFilter(geometry, { regionBytes: CHUNK_PAYLOAD_BYTES });
+          const bytes = filters[this.#filterCount + f];
+          if (bytes !== undefined) {
+            for (let region = 0; region < filter.regionCount; region++) {
+              filter.orRegion(region, bytes.subarray(region * CHUNK_PAYLOAD_BYTES, (region + 1) * CHUNK_PAYLOAD_BYTES));
+            }
+          }
+          return filter;
+        }),
+        seeds: spec.seeds.map(seedFromHex),
+        offset: this.#filterCount,
+      };
+      this.#slices.push(slice);
+      this.#filterCount += spec.seeds.length;
+    }
+  }
+
+  /** Reads and fully checks an export file (any damage is a typed error), ready for queries. */
+  static async open(path: string): Promise<ExportedEpoch> {
+    const hash = await XxHash.load();
+    return ExportedEpoch.fromContents(hash, readExport(hash, path));
+  }
+
+  static fromContents(hash: XxHash, contents: ExportContents): ExportedEpoch {
+    return new ExportedEpoch(hash, contents.header.epoch, contents.filters, contents.header);
+  }
+
+  get epoch(): EpochHeader {
+    return this.header.epoch;
+  }
+
+  summary(): ExportedSummary {
+    let ones = 0;
+    let bits = 0;
+    const rates: number[] = [];
+    const sliceEstimates = this.#slices.map((slice) => {
+      let rate = 1;
+      for (const filter of slice.filters) {
+        rate *= filter.currentFpr;
+        ones += filter.onesBits;
+        bits += filter.geometry.mBits;
+      }
+      rates.push(rate);
+      return Math.round(slice.filters[0]!.estimatedCount);
+    });
+    return {
+      estimatedDistinct: sliceEstimates.reduce((sum, n) => sum + n, 0),
+      fillRatio: ones / bits,
+      estimatedFpr: unionFpr(rates),
+      sliceEstimates,
+    };
+  }
+
+  /**
+   * Membership of each URL, keyed by the file's normalisation; undefined for a URL that is not
+   * usable under it (the caller reports those).
+   */
+  has(urls: readonly string[]): (boolean | undefined)[] {
+    const mode = this.epoch.normalize as NormalizeMode;
+    const keys: string[] = [];
+    const at: number[] = [];
+    const answers = new Array<boolean | undefined>(urls.length).fill(undefined);
+    urls.forEach((url, i) => {
+      const key = toKey(url, mode);
+      if (key !== undefined) {
+        keys.push(key);
+        at.push(i);
+      }
+    });
+    const stride = 2 * this.#filterCount;
+    const words = new Uint32Array(stride * keys.length);
+    for (const slice of this.#slices) this.#hash.hashKeys(keys, slice.seeds, words, stride, 2 * slice.offset);
+    for (let i = 0; i < keys.length; i++) {
+      const base = i * stride;
+      answers[at[i]!] = this.#slices.some((slice) =>
+        slice.filters.every((filter, f) => filter.has(words[base + 2 * (slice.offset + f) + 1]!, words[base + 2 * (slice.offset + f)]!)),
+      );
+    }
+    return answers;
+  }
+}

@@ -1,0 +1,71 @@
+import { MIGRATIONS, type MigrationTxn } from '../../migrations/index.js';
+import { SeenStoreError, asStoreError } from '../errors.js';
+import { StoreEnv, STORE_HEADER_KEY } from './env.js';
+import { faultPoint } from './faults.js';
+import { tryLock } from './lock.js';
+import { FORMAT_VERSION, type StoreHeader } from './records.js';
+import { createSnapshot, defaultSnapshotName, EXCLUSIVE_LOCK, requireExclusive, type SnapshotInfo } from './snapshots.js';
+
+export interface MigrateOptions {
+  readonly mapSizeBytes: number;
+  readonly lockStaleMs: number;
+  /** Take a snapshot of the store before changing it (default true). */
+  readonly snapshot?: boolean;
+}
+
+export interface MigrationReport {
+  readonly from: number;
+  readonly to: number;
+  readonly steps: { readonly from: number; readonly to: number; readonly summary: string; readonly changed: number }[];
+  /** The safety snapshot of the old format (null when none was needed or it was declined). */
+  readonly snapshot: SnapshotInfo | null;
+}
+
+/**
+ * Brings the store at `dir` to this version's format: refuses while any other process has it
+ * open, snapshots it, then runs every step it needs and sets the header's format in one LMDB
+ * write transaction, so a crash leaves the old format (and the snapshot) intact.
+ */
+export async function migrateStore(dir: string, options: MigrateOptions): Promise<MigrationReport> {
+  const lock = await tryLock(dir, EXCLUSIVE_LOCK, options.lockStaleMs);
+  if (lock === undefined) throw new SeenStoreError('STORE_LOCKED', `a restore or migration of ${dir} is running`);
+  let env: StoreEnv | undefined;
+  try {
+    env = StoreEnv.open(dir, { create: false, mapSizeBytes: options.mapSizeBytes, anyFormat: true });
+    const from = env.header.formatVersion;
+    if (from === FORMAT_VERSION) return { from, to: from, steps: [], snapshot: null };
+    if (from > FORMAT_VERSION) {
+      throw new SeenStoreError('FORMAT_UNSUPPORTED', `store format ${from} was written by a newer seenstore (this one knows up to ${FORMAT_VERSION})`);
+    }
+    const steps = MIGRATIONS.filter((step) => step.from >= from);
+    steps.forEach((step, i) => {
+      if (step.from !== from + i || step.to !== step.from + 1) throw new SeenStoreError('INTERNAL', `migration steps out of order at format ${step.from}`);
+    });
+    if (steps.length === 0 || steps[steps.length - 1]!.to !== FORMAT_VERSION) {
+      throw new SeenStoreError('INTERNAL', `no migration path from format ${from} to ${FORMAT_VERSION}`);
+    }
+    await requireExclusive(dir, 'migrate');
+    const snapshot = options.snapshot === false ? null : await createSnapshot(env, defaultSnapshotName(`pre-migrate-${from}-to-${FORMAT_VERSION}-`), 'pre-migrate', from);
+    await requireExclusive(dir, 'migrate');
+    const store = env;
+    const txn: MigrationTxn = {
+      metaRecords: () => [...store.metaDb.getRange({})].map(({ key, value }) => ({ key, value: store.decodeMeta(value, `meta record ${JSON.stringify(key)}`) })),
+      putMeta: (key, value) => store.putMeta(key as never, value),
+      chunkRecords: () => [...store.chunksDb.getRange({})].map(({ key, value }) => ({ key, value })),
+      putChunk: (key, value) => store.chunksDb.putSync(key as never, Buffer.from(value)),
+    };
+    const done = env.write(() => {
+      const results = steps.map((step) => ({ from: step.from, to: step.to, summary: step.summary, changed: step.apply(txn) }));
+      const header: StoreHeader = { ...env!.header, formatVersion: FORMAT_VERSION };
+      env!.putMeta(STORE_HEADER_KEY, header);
+      faultPoint('migrate:before-commit');
+      return results;
+    });
+    return { from, to: FORMAT_VERSION, steps: done, snapshot };
+  } catch (error) {
+    throw asStoreError(error, `migrating ${dir}`);
+  } finally {
+    await env?.close();
+    await lock.release();
+  }
+}
