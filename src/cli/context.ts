@@ -6,6 +6,7 @@ import { parseEpochSpec, type EpochSpec, type MembershipMode } from '../epochs/e
 import { LAYOUTS, type Layout } from '../filters/bloom.js';
 import { MAX_KEY_BYTES, NORMALIZE_MODES, toKey, type NormalizeMode } from '../url/normalize.js';
 import type { BatchOptions, OnInvalid } from './input.js';
+import { checkSeeds } from '../epochs/create.js';
 
 /** Options every command accepts (declared on the program). */
 export interface GlobalOptions {
@@ -28,6 +29,7 @@ export interface PlanOptions {
   readonly fpr?: string;
   readonly layout?: string;
   readonly normalize?: string;
+  readonly seeds?: string;
 }
 
 export const DEFAULT_STORE_DIR = '.seenstore';
@@ -82,12 +84,22 @@ export function scopeOptions(options: PlanOptions): ScopeOptions {
   const fprTarget = parseFpr(options.fpr);
   const layout = parseChoice<Layout>('layout', options.layout, LAYOUTS);
   const normalize = parseChoice<NormalizeMode>('normalize', options.normalize, NORMALIZE_MODES);
+  const seeds = parseSeeds(options.seeds);
   return {
+    ...(seeds === undefined ? {} : { seeds }),
     ...(capacityUrls === undefined ? {} : { capacityUrls }),
     ...(fprTarget === undefined ? {} : { fprTarget }),
     ...(layout === undefined ? {} : { layout }),
     ...(normalize === undefined ? {} : { normalize }),
   };
+}
+
+/** --seeds HEX[,HEX...]: as `epoch show` prints them. */
+export function parseSeeds(text: string | undefined): string[] | undefined {
+  if (text === undefined) return undefined;
+  const seeds = text.split(',').map((seed) => seed.trim());
+  checkSeeds(seeds, 1);
+  return seeds;
 }
 
 export function batchOptions(options: InputOptions, scope: Scope): BatchOptions {

@@ -8,7 +8,8 @@ import { filterNew } from './commands/filter-new.js';
 import { has } from './commands/has.js';
 import { stats } from './commands/stats.js';
 import { verify } from './commands/verify.js';
-import { exportCommand, importCommand } from './commands/transfer.js';
+import { exportCommand, importCommand, mergeCommand } from './commands/transfer.js';
+import { migrate, snapshotCreate, snapshotDelete, snapshotList, snapshotRestore } from './commands/snapshot.js';
 import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE } from './context.js';
 
 function inputOptions(command: Command): Command {
@@ -24,6 +25,7 @@ function planOptions(command: Command): Command {
     .option('--fpr <p>', 'target false-positive rate at capacity (default 0.01)')
     .option('--layout <layout>', 'classic (default) or blocked')
     .option('--normalize <mode>', 'none (default: exact bytes) or whatwg (URL-standard form)')
+    .option('--seeds <hex>', "the first epoch's seed (16 hex digits, from epoch show) instead of a fresh one: parallel crawlers that will merge")
     .option('--epoch <n>', 'only add to epoch N; fail with EPOCH_SEALED once it is not the open epoch');
 }
 
@@ -51,7 +53,8 @@ export function buildProgram(): Command {
     .option('--mode <mode>', 'any (default: seen in one of the epochs) or all (seen in every one)')
     .action((file: string | undefined, _options, command: Command) => has(file, command));
   inputOptions(program.command('diff [file]'))
-    .description('compare two epochs over the input URLs: both, only-from, only-to, neither')
+    .description('compare two epochs over the input URLs (both, only-from, only-to, neither), or print the URLs another machine has not seen (--against)')
+    .option('--against <export-file>', "another machine's export: print the input URLs it has not seen")
     .option('--from <epoch>', 'epoch A: N, current or previous')
     .option('--to <epoch>', 'epoch B: N, current or previous')
     .option('--print <category>', 'print only the URLs of one category: both, only-from, only-to, neither')
@@ -70,6 +73,7 @@ export function buildProgram(): Command {
     .description('seal the open epoch and open the next with fresh seeds, sized from history')
     .option('--capacity <n>', 'capacity of the new epoch (default: from history)')
     .option('--fpr <p>', 'target FPR of the new epoch (default: the previous epoch\'s)')
+    .option('--seeds <hex>', 'seed of the new epoch instead of a fresh one (parallel crawlers that will merge)')
     .action((_options, command: Command) => epochRotate(command));
   epoch
     .command('prune')
@@ -93,9 +97,34 @@ export function buildProgram(): Command {
     .option('--open', 'keep the imported epoch open with its seeds (parallel crawlers sharing seeds)')
     .action((file: string, _options, command: Command) => importCommand(file, command));
   program
-    .command('verify')
-    .description('check every header, chunk and journal record; exit 6 with the exact place of any damage')
-    .action((_options, command: Command) => verify(command));
+    .command('merge <files...>')
+    .description('OR export files with identical seeds and geometry into the open epoch (--into-epoch) or a new export file (--out)')
+    .option('--into-epoch <n>', 'the open epoch of --scope to merge into')
+    .option('--out <file>', 'write the union to this export file instead')
+    .action((files: string[], _options, command: Command) => mergeCommand(files, command));
+  program
+    .command('verify [export-files...]')
+    .description('check every header, chunk and journal record of the store (or the given export files); exit 6 with the exact place of any damage')
+    .action((files: string[], _options, command: Command) => verify(files, command));
+  const snapshot = program.command('snapshot').description('consistent copies of the whole store, taken while writers run');
+  snapshot
+    .command('create [name]')
+    .description('snapshot the store into <store>/snapshots/NAME (default name: the UTC time)')
+    .action((name: string | undefined, _options, command: Command) => snapshotCreate(name, command));
+  snapshot.command('list').description('name, time, reason, format and size of every snapshot').action((_options, command: Command) => snapshotList(command));
+  snapshot
+    .command('restore <name>')
+    .description('replace the store with a snapshot (refused while another process has the store open; the current data is kept as a snapshot)')
+    .action((name: string, _options, command: Command) => snapshotRestore(name, command));
+  snapshot
+    .command('delete <name>')
+    .description('delete a snapshot')
+    .action((name: string, _options, command: Command) => snapshotDelete(name, command));
+  program
+    .command('migrate')
+    .description('bring an older store to this version\'s format, after a snapshot (refused while another process has it open)')
+    .option('--no-snapshot', 'do not take the safety snapshot first')
+    .action((_options, command: Command) => migrate(command));
   program
     .command('demo')
     .description('run two crawls of a synthetic site through filter-new on the store, and report')

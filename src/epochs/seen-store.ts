@@ -1,11 +1,22 @@
+import { resolve } from 'node:path';
 import { SeenStoreError } from '../errors.js';
 import { XxHash } from '../hash/xxhash.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from '../store/env.js';
-import { LOCK_STALE_MS, LOCK_STALE_MS_MIN } from '../store/lock.js';
+import { isLocked, LOCK_STALE_MS, LOCK_STALE_MS_MIN } from '../store/lock.js';
+import { migrateStore, type MigrationReport } from '../store/migrate.js';
+import {
+  createSnapshot,
+  defaultSnapshotName,
+  deleteSnapshot,
+  EXCLUSIVE_LOCK,
+  listSnapshots,
+  restoreSnapshot,
+  type SnapshotInfo,
+} from '../store/snapshots.js';
 import { verifyStore, type VerifyReport } from '../store/verify.js';
 import { checkScopeName } from './create.js';
 import { Scope, type ScopeOptions, type ScopeStats } from './scope.js';
-import { importEpoch, type ImportOptions, type ImportResult } from './transfer.js';
+import { importEpoch, mergeFiles, type ImportOptions, type ImportResult, type MergeFilesResult } from './transfer.js';
 
 export interface SeenStoreOptions {
   /** Create the directory and an empty store when missing (default true; false gives NOT_FOUND). */
@@ -49,7 +60,7 @@ export class SeenStore {
       hash,
       checkpointJournalBytes: options.checkpointJournalBytes ?? 32 * 2 ** 20,
       checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
-      lockStaleMs: Math.max(LOCK_STALE_MS_MIN, options.lockStaleMs ?? LOCK_STALE_MS),
+      lockStaleMs: lockStaleMs(options),
       warn: options.onWarning ?? ((message: string) => process.emitWarning(message, 'SeenStoreWarning')),
       assertOpen: () => {
         if (this.#closed) throw new SeenStoreError('STORE_CLOSED', `the store at ${dir} is closed`);
@@ -64,7 +75,46 @@ export class SeenStore {
       create: options.create ?? true,
       mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES,
     });
-    return new SeenStore(dir, env, hash, options);
+    // Checked after opening: a restore or migration that started before this process entered
+    // LMDB's reader table is seen here; one that starts later sees this process and refuses.
+    if (await isLocked(dir, EXCLUSIVE_LOCK, lockStaleMs(options))) {
+      await env.close();
+      throw new SeenStoreError('STORE_LOCKED', `a snapshot restore or a migration of ${dir} is running; open the store when it is done`);
+    }
+    const store = new SeenStore(dir, env, hash, options);
+    openHere.set(resolve(dir), (openHere.get(resolve(dir)) ?? 0) + 1);
+    return store;
+  }
+
+  /**
+   * Brings an older store to this version's format (see migrations/): refuses while any other
+   * process has it open, snapshots it first (unless `snapshot: false`), then migrates in one
+   * transaction. A store of the current format is left as it is.
+   */
+  static async migrate(dir: string, options: Pick<SeenStoreOptions, 'mapSizeBytes' | 'lockStaleMs'> & { snapshot?: boolean } = {}): Promise<MigrationReport> {
+    refuseIfOpenHere(dir, 'migrate');
+    return migrateStore(dir, {
+      mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES,
+      lockStaleMs: lockStaleMs(options),
+      ...(options.snapshot === undefined ? {} : { snapshot: options.snapshot }),
+    });
+  }
+
+  /**
+   * Replaces the store's data with snapshot `name`. Refuses (STORE_LOCKED) while any other process
+   * has the store open; the store must be closed in this process too. The current data is saved
+   * first as a snapshot named `pre-restore-TIME`.
+   */
+  static async restoreSnapshot(dir: string, name: string, options: Pick<SeenStoreOptions, 'mapSizeBytes' | 'lockStaleMs'> = {}): Promise<SnapshotInfo> {
+    refuseIfOpenHere(dir, `restore snapshot ${name}`);
+    return restoreSnapshot(dir, name, lockStaleMs(options), async (safetyName) => {
+      const env = StoreEnv.open(dir, { create: false, mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES, anyFormat: true });
+      try {
+        await createSnapshot(env, safetyName, 'pre-restore');
+      } finally {
+        await env.close();
+      }
+    });
   }
 
   /** The handle of scope `name` (default `default`). Options shape its first epoch only. */
@@ -114,6 +164,27 @@ export class SeenStore {
     return verifyStore(this.#env, this.#ctx.hash);
   }
 
+  /**
+   * A consistent point-in-time copy of the whole store, taken while writers keep running (LMDB's
+   * compacting copy in one read transaction): every add acknowledged before the call is in it.
+   * Stored read-only in `snapshots/NAME` (default name: the UTC time).
+   */
+  async snapshot(name?: string): Promise<SnapshotInfo> {
+    this.#ctx.assertOpen();
+    return createSnapshot(this.#env, name ?? defaultSnapshotName(''));
+  }
+
+  /** The store's snapshots, oldest first, with their time, format and size. */
+  snapshots(): SnapshotInfo[] {
+    this.#ctx.assertOpen();
+    return listSnapshots(this.dir);
+  }
+
+  deleteSnapshot(name: string): void {
+    this.#ctx.assertOpen();
+    deleteSnapshot(this.dir, name);
+  }
+
   /** Checkpoints every scope this handle has used. */
   async checkpoint(): Promise<void> {
     this.#ctx.assertOpen();
@@ -127,7 +198,30 @@ export class SeenStore {
       for (const scope of this.#scopes.values()) await scope.flush();
     } finally {
       this.#closed = true;
+      const count = (openHere.get(resolve(this.dir)) ?? 1) - 1;
+      if (count > 0) openHere.set(resolve(this.dir), count);
+      else openHere.delete(resolve(this.dir));
       await this.#env.close();
     }
   }
+}
+
+/**
+ * Writes the union of export files (identical seeds and geometry; see Scope.merge) to `out`, an
+ * export file again: to combine parallel crawlers' exports without a store.
+ */
+export async function mergeExportFiles(paths: readonly string[], out: string): Promise<MergeFilesResult> {
+  return mergeFiles(await XxHash.load(), paths, out);
+}
+
+/** Store directories with open handles in this process (LMDB's reader table lists processes, not handles). */
+const openHere = new Map<string, number>();
+
+function refuseIfOpenHere(dir: string, doing: string): void {
+  const count = openHere.get(resolve(dir)) ?? 0;
+  if (count > 0) throw new SeenStoreError('STORE_LOCKED', `cannot ${doing}: ${count} handle${count === 1 ? ' is' : 's are'} open on ${dir} in this process; close ${count === 1 ? 'it' : 'them'} first`);
+}
+
+function lockStaleMs(options: { readonly lockStaleMs?: number }): number {
+  return Math.max(LOCK_STALE_MS_MIN, options.lockStaleMs ?? LOCK_STALE_MS);
 }

@@ -32,6 +32,8 @@ export interface ExportHeader {
   readonly counts: { readonly submitted: number; readonly added: number; readonly sliceAdded: readonly number[] };
   /** Estimates from the fill at export time. */
   readonly summary: { readonly estimatedDistinct: number; readonly fillRatio: number; readonly estimatedFpr: number };
+  /** Present on a file written by `merge --out`: the exports it is the union of. */
+  readonly mergedFrom?: readonly { readonly scope: string; readonly epoch: number; readonly exportedAtMs: number; readonly estimatedDistinct: number }[];
 }
 
 export interface ExportContents {

@@ -51,3 +51,14 @@ export async function tryLock(storeDir: string, name: string, staleMs: number): 
     },
   };
 }
+
+/** Whether another process holds the named lock now (a stale lock counts as free). */
+export async function isLocked(storeDir: string, name: string, staleMs: number): Promise<boolean> {
+  const path = join(storeDir, 'locks', name);
+  try {
+    return await lockfile.check(path, { realpath: false, stale: staleMs });
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ENOENT') return false;
+    throw asStoreError(error, `checking the lock ${name}`);
+  }
+}

@@ -4,11 +4,13 @@ import type { DiffCategory } from '../../epochs/scope.js';
 import { batchOptions, epochSpec, openStore, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
 import { forEachBatch, openInput } from '../input.js';
 import { writeAll } from '../output.js';
+import { diffAgainst } from './diff-against.js';
 
 interface DiffOptions extends GlobalOptions, InputOptions {
   readonly from?: string;
   readonly to?: string;
   readonly print?: string;
+  readonly against?: string;
 }
 
 const CATEGORIES: readonly DiffCategory[] = ['both', 'only-from', 'only-to', 'neither'];
@@ -19,6 +21,12 @@ const CATEGORIES: readonly DiffCategory[] = ['both', 'only-from', 'only-to', 'ne
  */
 export async function diff(file: string | undefined, command: Command): Promise<void> {
   const options = command.optsWithGlobals<DiffOptions>();
+  if (options.against !== undefined) {
+    if (options.from !== undefined || options.to !== undefined || options.print !== undefined) {
+      throw new SeenStoreError('USAGE', 'diff --against takes no --from, --to or --print');
+    }
+    return diffAgainst(file, command);
+  }
   if (options.from === undefined || options.to === undefined) throw new SeenStoreError('USAGE', 'diff needs --from A and --to B');
   const from = epochSpec(options.from, 'previous');
   const to = epochSpec(options.to, 'current');

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
 import type { EpochDetails, EpochStats } from '../../epochs/scope.js';
-import { openStore, parseCount, parseFpr, requireScope, type GlobalOptions } from '../context.js';
+import { openStore, parseCount, parseFpr, parseSeeds, requireScope, type GlobalOptions } from '../context.js';
 import { formatCount, table } from '../output.js';
 
 function when(ms: number | null): string {
@@ -77,8 +77,9 @@ export async function epochShow(epochText: string, command: Command): Promise<vo
 
 /** `epoch rotate`: seal the open epoch, open the next, and say how it was sized. */
 export async function epochRotate(command: Command): Promise<void> {
-  const options = command.optsWithGlobals<GlobalOptions & { capacity?: string; fpr?: string }>();
+  const options = command.optsWithGlobals<GlobalOptions & { capacity?: string; fpr?: string; seeds?: string }>();
   const capacityUrls = parseCount('capacity', options.capacity);
+  const seeds = parseSeeds(options.seeds);
   const fprTarget = parseFpr(options.fpr);
   const store = await openStore(options, false);
   try {
@@ -86,6 +87,7 @@ export async function epochRotate(command: Command): Promise<void> {
     const result = await scope.rotate({
       ...(capacityUrls === undefined ? {} : { capacityUrls }),
       ...(fprTarget === undefined ? {} : { fprTarget }),
+      ...(seeds === undefined ? {} : { seeds }),
     });
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else {

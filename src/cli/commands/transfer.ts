@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
-import { epochSpec, openStore, requireScope, type GlobalOptions } from '../context.js';
+import { mergeExportFiles } from '../../epochs/seen-store.js';
+import { epochSpec, openStore, parseCount, requireScope, type GlobalOptions } from '../context.js';
 import { formatCount } from '../output.js';
 
 /** `export --epoch N --out FILE`: one epoch to a portable, checksummed file. */
@@ -34,6 +35,37 @@ export async function importCommand(file: string, command: Command): Promise<voi
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else {
       process.stdout.write(`imported epoch ${result.imported} as scope ${result.scope}${result.openEpoch === result.imported ? ' (open, same seeds)' : ` (sealed; epoch ${result.openEpoch} is open)`}\n`);
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+/** `merge FILE... --into-epoch N` (into the store) or `merge FILE... --out FILE` (into a new export file). */
+export async function mergeCommand(files: string[], command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions & { intoEpoch?: string; out?: string }>();
+  if ((options.intoEpoch === undefined) === (options.out === undefined)) {
+    throw new SeenStoreError('USAGE', 'merge needs exactly one of --into-epoch N (the open epoch of --scope) or --out FILE');
+  }
+  if (options.out !== undefined) {
+    const result = await mergeExportFiles(files, options.out);
+    if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    else {
+      process.stdout.write(
+        `merged ${result.files} files into ${result.path}: ~${formatCount(result.estimatedDistinct)} distinct URLs, estimated FPR ${result.estimatedFpr.toExponential(2)}, ${formatCount(result.fileBytes)} bytes\n`,
+      );
+    }
+    return;
+  }
+  const epoch = parseCount('into-epoch', options.intoEpoch)!;
+  const store = await openStore(options, false);
+  try {
+    const result = requireScope(store, options).merge(files, epoch);
+    if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    else {
+      process.stdout.write(
+        `merged ${result.files} files into ${result.scope}/${result.epoch}: ~${formatCount(result.estimatedNewUrls)} new URLs, ~${formatCount(result.estimatedDistinct)} distinct, estimated FPR ${result.estimatedFpr.toExponential(2)}\n`,
+      );
     }
   } finally {
     await store.close();

@@ -1,0 +1,69 @@
+import type { Command } from 'commander';
+import { SeenStore } from '../../epochs/seen-store.js';
+import { openStore, storeDir, type GlobalOptions } from '../context.js';
+import { formatCount, table } from '../output.js';
+
+/** `snapshot create [NAME]`: a consistent copy of the whole store while writers keep running. */
+export async function snapshotCreate(name: string | undefined, command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  const store = await openStore(options, false);
+  try {
+    const snapshot = await store.snapshot(name);
+    if (options.json) process.stdout.write(`${JSON.stringify(snapshot)}\n`);
+    else process.stdout.write(`snapshot ${snapshot.name}: ${formatCount(snapshot.bytes)} bytes at ${snapshot.path}\n`);
+  } finally {
+    await store.close();
+  }
+}
+
+export async function snapshotList(command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  const store = await openStore(options, false);
+  try {
+    const snapshots = store.snapshots();
+    if (options.json) {
+      process.stdout.write(`${JSON.stringify(snapshots)}\n`);
+      return;
+    }
+    const rows = snapshots.map((s) => [s.name, new Date(s.createdAtMs).toISOString(), s.reason, String(s.formatVersion), formatCount(s.bytes)]);
+    process.stdout.write(table(['name', 'created', 'reason', 'format', 'bytes'], rows, 3));
+  } finally {
+    await store.close();
+  }
+}
+
+/** `snapshot restore NAME`: refuses while another process has the store open. */
+export async function snapshotRestore(name: string, command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  const snapshot = await SeenStore.restoreSnapshot(storeDir(options), name);
+  if (options.json) process.stdout.write(`${JSON.stringify(snapshot)}\n`);
+  else process.stdout.write(`restored snapshot ${snapshot.name} (taken ${new Date(snapshot.createdAtMs).toISOString()}); the data it replaced is snapshot pre-restore-*\n`);
+}
+
+export async function snapshotDelete(name: string, command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  const store = await openStore(options, false);
+  try {
+    store.deleteSnapshot(name);
+    if (options.json) process.stdout.write(`${JSON.stringify({ deleted: name })}\n`);
+    else process.stdout.write(`deleted snapshot ${name}\n`);
+  } finally {
+    await store.close();
+  }
+}
+
+/** `migrate`: the store to this version's format, after a snapshot. */
+export async function migrate(command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions & { snapshot?: boolean }>();
+  const report = await SeenStore.migrate(storeDir(options), { snapshot: options.snapshot !== false });
+  if (options.json) {
+    process.stdout.write(`${JSON.stringify(report)}\n`);
+    return;
+  }
+  if (report.steps.length === 0) {
+    process.stdout.write(`store is at format ${report.to}: nothing to do\n`);
+    return;
+  }
+  for (const step of report.steps) process.stdout.write(`format ${step.from} -> ${step.to}: ${step.summary} (${formatCount(step.changed)} records)\n`);
+  process.stdout.write(`migrated from format ${report.from} to ${report.to}${report.snapshot === null ? ' (no snapshot taken)' : `; the old store is snapshot ${report.snapshot.name}`}\n`);
+}

@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { SeenStore, SeenStoreError } from '../src/index.js';
+import { runCli, spawnCli } from './helpers/cli.js';
+import { ROOT, sharedPath, sharedUrls } from './helpers/data.js';
+import { tempDir } from './helpers/tmp.js';
+
+const SITELIST = sharedUrls('crawl-sitelist-15k.txt');
+const BENIGN = sharedUrls('crawl-benign-35k.txt');
+
+/** A writable copy of a snapshot (its files are read-only), opened as a store. */
+async function openCopy(snapshotPath: string): Promise<SeenStore> {
+  const dir = tempDir();
+  cpSync(snapshotPath, dir, { recursive: true });
+  for (const file of readdirSync(dir)) chmodSync(join(dir, file), 0o644);
+  return SeenStore.open(dir);
+}
+
+describe('snapshots', () => {
+  test('a snapshot taken while another process adds holds every batch acknowledged before it', async () => {
+    const dir = tempDir();
+    const batch = 500;
+    const child = spawn(process.execPath, [join(ROOT, 'dist', 'test', 'helpers', 'crash-child.js'), dir, 'live', sharedPath('crawl-benign-35k.txt'), String(batch), 'none'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let acked = 0;
+    child.stdout.on('data', (chunk: Buffer) => (acked += chunk.toString().split('\n').filter((line) => line.startsWith('ack ')).length));
+    while (acked < 10) await new Promise((resolve) => setTimeout(resolve, 5));
+    const store = await SeenStore.open(dir);
+    const ackedBefore = acked;
+    const snapshot = await store.snapshot('during-adds');
+    const ackedAfter = acked;
+    await store.close();
+    await new Promise((resolve) => child.on('close', resolve));
+    assert.ok(ackedAfter < 70, `the child should still have been adding during the snapshot (${ackedAfter} batches acknowledged of 70)`);
+
+    const copy = await openCopy(snapshot.path);
+    const scope = copy.scope('live');
+    const answers = scope.has(BENIGN.slice(0, ackedBefore * batch));
+    assert.ok(answers.every(Boolean), `batches 0..${ackedBefore - 1}, acknowledged before the snapshot, must all be in it`);
+    const total = scope.stats().epochs[0]!.submitted;
+    assert.equal(total % batch === 0 || total === BENIGN.length, true, 'whole batches only: a batch is in the snapshot entirely or not at all');
+    assert.ok(copy.verify().ok);
+    await copy.close();
+  });
+
+  test('create, list, restore (refused while another process has the store open), delete — from the CLI', async () => {
+    const dir = tempDir();
+    const first = `${SITELIST.slice(0, 2000).join('\n')}\n`;
+    const later = `${SITELIST.slice(2000, 4000).join('\n')}\n`;
+    assert.equal((await runCli(['add', '--store', dir], first)).code, 0);
+    const created = await runCli(['snapshot', 'create', 'before-later', '--store', dir]);
+    assert.equal(created.code, 0, created.stderr);
+    assert.match(created.stdout, /^snapshot before-later: [\d,]+ bytes at /);
+    assert.equal((await runCli(['add', '--store', dir], later)).code, 0);
+    const listed = JSON.parse((await runCli(['snapshot', 'list', '--json', '--store', dir])).stdout);
+    assert.deepEqual(listed.map((s: { name: string; reason: string; formatVersion: number }) => [s.name, s.reason, s.formatVersion]), [['before-later', 'user', 2]]);
+    assert.ok(listed[0].bytes > 0);
+    assert.equal((await runCli(['snapshot', 'create', 'before-later', '--store', dir])).code, 2, 'names are unique');
+
+    // Another process holds the store open (a filter-new waiting for more input).
+    const holder = spawnCli(['filter-new', '--store', dir, '--batch-delay-ms', '1']);
+    const printed = new Promise<void>((resolve) => holder.stdout!.once('data', () => resolve()));
+    holder.stdin!.write('https://holder.example/\n');
+    await printed;
+    const refused = await runCli(['snapshot', 'restore', 'before-later', '--store', dir]);
+    assert.equal(refused.code, 4);
+    assert.match(refused.stderr, new RegExp(`STORE_LOCKED: cannot restore snapshot before-later: the store is open in process ${holder.pid}`));
+    holder.stdin!.end();
+    await new Promise((resolve) => holder.on('close', resolve));
+
+    const restored = await runCli(['snapshot', 'restore', 'before-later', '--store', dir]);
+    assert.equal(restored.code, 0, restored.stderr);
+    const store = await SeenStore.open(dir);
+    const scope = store.scope();
+    assert.ok(scope.has(SITELIST.slice(0, 2000)).every(Boolean), 'what the snapshot held');
+    assert.ok(scope.has(SITELIST.slice(2000, 4000)).filter(Boolean).length < 50, 'what came after the snapshot is gone (up to false positives)');
+    assert.equal(scope.has(['https://holder.example/'])[0], false);
+    assert.equal(scope.stats().epochs[0]!.submitted, 2000);
+    const names = store.snapshots().map((s) => s.name);
+    assert.equal(names.length, 2);
+    assert.ok(names.some((name) => name.startsWith('pre-restore-')), 'the replaced data is kept as a snapshot');
+    assert.ok(store.verify().ok);
+    await store.close();
+
+    assert.equal((await runCli(['snapshot', 'delete', 'before-later', '--store', dir])).code, 0);
+    assert.ok(!existsSync(join(dir, 'snapshots', 'before-later')));
+    assert.equal((await runCli(['snapshot', 'restore', 'before-later', '--store', dir])).code, 11);
+    assert.equal((await runCli(['snapshot', 'create', '../evil', '--store', dir])).code, 2);
+  });
+
+  test('the API restores in-process after close, and refuses while this or another handle is open', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    await store.scope().add(SITELIST.slice(0, 100));
+    await store.snapshot('a');
+    await store.scope().add(SITELIST.slice(100, 200));
+    const other = await SeenStore.open(dir);
+    await store.close();
+    // `other` is in this process: a restore must not pull the file from under it either.
+    await assert.rejects(SeenStore.restoreSnapshot(dir, 'a'), (error: unknown) => error instanceof SeenStoreError && error.code === 'STORE_LOCKED' && /in this process/.test(error.message));
+    await other.close();
+    const info = await SeenStore.restoreSnapshot(dir, 'a');
+    assert.equal(info.name, 'a');
+    const reopened = await SeenStore.open(dir);
+    assert.deepEqual(reopened.scope().has([SITELIST[0]!, SITELIST[150]!]), [true, false]);
+    await reopened.close();
+    await assert.rejects(SeenStore.restoreSnapshot(dir, 'missing'), (error: unknown) => error instanceof SeenStoreError && error.code === 'NOT_FOUND');
+  });
+});
