@@ -7,6 +7,7 @@ import { Packr } from 'msgpackr';
 import { ExportedEpoch, FORMAT_VERSION, SeenStore, SeenStoreError } from '../src/index.js';
 import { ROOT } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
+import { runCli } from './helpers/cli.js';
 
 interface Expected {
   formatVersion: number;
@@ -156,4 +157,20 @@ describe('migration 1 -> 2 (fixture in, fixture out)', () => {
     assert.equal(report.to, FORMAT_VERSION);
     await answersAsRecorded(dir, JSON.parse(readFileSync(join(FIXTURES, 'format-1', 'expected.json'), 'utf8')) as Expected);
   });
+
+  test('CLI: commands on an unmigrated store exit 5 naming `seenstore migrate`; migrate exits 0 and reports the step', async () => {
+    const dir = copyOf('format-1');
+    const refused = await runCli(['has', '--store', dir, '--scope', 'fixture'], 'https://fixture.example/one/0?q=0\n');
+    assert.equal(refused.code, 5);
+    assert.match(refused.stderr, /^seenstore: error FORMAT_UNSUPPORTED: .*run `seenstore migrate`/);
+    const migrated = await runCli(['migrate', '--store', dir]);
+    assert.equal(migrated.code, 0, migrated.stderr);
+    assert.match(migrated.stdout, /format 1 -> 2: checkpoint records gain .* \(3 records\)\nmigrated from format 1 to 2; the old store is snapshot pre-migrate-1-to-2-/);
+    const answered = await runCli(['has', '--store', dir, '--scope', 'fixture', '--epochs', '1'], 'https://fixture.example/one/0?q=0\n');
+    assert.equal(answered.stdout, 'https://fixture.example/one/0?q=0\n');
+    assert.match((await runCli(['migrate', '--store', dir])).stdout, /nothing to do/);
+    const listed = JSON.parse((await runCli(['snapshot', 'list', '--json', '--store', dir])).stdout);
+    assert.deepEqual(listed.map((s: { reason: string; formatVersion: number }) => [s.reason, s.formatVersion]), [['pre-migrate', 1]]);
+  });
 });
+

@@ -154,6 +154,22 @@ describe('merge', () => {
   });
 });
 
+describe('shared seeds from the CLI', () => {
+  test('add --seeds creates the scope with them, epoch rotate --seeds opens the next with them; bad seeds exit 2', async () => {
+    const dir = tempDir();
+    const seed = '00112233445566ff';
+    assert.equal((await runCli(['add', '--store', dir, '--scope', 's', '--seeds', seed], 'https://a.example/\n')).code, 0);
+    assert.match((await runCli(['epoch', 'show', '1', '--store', dir, '--scope', 's'])).stdout, new RegExp(seed));
+    const rotated = await runCli(['epoch', 'rotate', '--store', dir, '--scope', 's', '--seeds', 'ffeeddccbbaa9988', '--json']);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    assert.deepEqual(JSON.parse(rotated.stdout).opened.sliceDetails[0].seeds, ['ffeeddccbbaa9988']);
+    for (const bad of ['xyz', '00112233445566FF', '0011223344556677,8899aabbccddeeff', '']) {
+      const out = await runCli(['add', '--store', dir, '--scope', 't', '--seeds', bad], 'https://a.example/\n');
+      assert.equal(out.code, 2, `${bad}: ${out.stderr}`);
+    }
+  });
+});
+
 describe('diff --against (reconciliation with another machine)', () => {
   test('prints every URL the other side lacks except about its FPR share, never one it has', async () => {
     const dir = tempDir();

@@ -158,4 +158,21 @@ describe('export / import', () => {
     assert.ok(report.ok, JSON.stringify(report.damage));
     await store.close();
   });
+
+  test('CLI verify checks export files: ok exits 0, a flipped byte exits 6 naming the file', async () => {
+    const { exportPath } = await sourceStore();
+    const ok = await runCli(['verify', exportPath]);
+    assert.equal(ok.code, 0, ok.stdout + ok.stderr);
+    assert.match(ok.stdout, /^ok .*: epoch src\/1\n$/);
+    const bytes = readFileSync(exportPath);
+    bytes[Math.floor(bytes.length / 2)]! ^= 0x01;
+    const bad = join(tempDir(), 'flipped.ssx');
+    writeFileSync(bad, bytes);
+    const out = await runCli(['verify', exportPath, bad, '--json']);
+    assert.equal(out.code, 6);
+    const report = JSON.parse(out.stdout);
+    assert.deepEqual(report.files.map((f: { ok: boolean; code?: string }) => [f.ok, f.code]), [[true, undefined], [false, 'STORE_CORRUPT']]);
+    assert.equal((await runCli(['verify', join(tempDir(), 'missing.ssx')])).code, 11);
+  });
 });
+
