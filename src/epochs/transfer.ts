@@ -69,6 +69,7 @@ export interface ImportResult {
 export function importEpoch(env: StoreEnv, hash: XxHash, path: string, options: ImportOptions): ImportResult {
   const contents = readExport(hash, path);
   const source = contents.header.epoch;
+  EpochFilters.checkSupported(source);
   const scope = options.scope ?? source.scope;
   checkScopeName(scope);
   env.refresh();
