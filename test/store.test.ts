@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { open } from 'lmdb';
@@ -36,6 +37,22 @@ async function editStore(dir: string, edit: (dbs: { meta: any; chunks: any; jour
 }
 
 describe('store API', () => {
+  test('a store directory with a dot in its name (mktemp -d, crawl.v2) is a directory, existing or not', async () => {
+    for (const name of ['crawl.v2', 'tmp.AbC123']) {
+      for (const existing of [false, true]) {
+        const dir = join(tempDir(), name);
+        if (existing) mkdirSync(dir);
+        const store = await SeenStore.open(dir);
+        assert.deepEqual(await store.scope().addIfAbsent(['https://a.example/']), [true]);
+        await store.close();
+        assert.ok(statSync(join(dir, 'data.mdb')).isFile(), `${name} (existing: ${existing})`);
+        const reopened = await SeenStore.open(dir);
+        assert.deepEqual(reopened.scope().has(['https://a.example/']), [true]);
+        await reopened.close();
+      }
+    }
+  });
+
   test('no false negatives: every shared URL is seen, in the same handle and after reopen', async () => {
     const dir = tempDir();
     const urls = allSharedUrls();

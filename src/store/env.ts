@@ -63,7 +63,8 @@ export class StoreEnv {
     StoreEnv.#checkMetaPages(dir);
     let root: RootDatabase;
     try {
-      root = open({ path: dir, mapSize: options.mapSizeBytes, maxDbs: 8, pageSize: 4096 });
+      // noSubdir explicitly: lmdb-js otherwise takes a path with a dot in its last segment for a file.
+      root = open({ path: dir, noSubdir: false, mapSize: options.mapSizeBytes, maxDbs: 8, pageSize: 4096 });
     } catch (error) {
       throw asStoreError(error, `opening the store at ${dir}`);
     }

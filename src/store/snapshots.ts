@@ -138,7 +138,7 @@ export function deleteSnapshot(dir: string, name: string): void {
  */
 export async function otherProcesses(dir: string): Promise<number[]> {
   if (!existsSync(join(dir, 'data.mdb'))) return [];
-  const root = open({ path: dir, maxDbs: 8 });
+  const root = open({ path: dir, noSubdir: false, maxDbs: 8 });
   try {
     root.readerCheck();
     const pids = new Set<number>();
