@@ -1,0 +1,64 @@
+import { createRequire } from 'node:module';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** bench/ in the source tree (this file runs from dist/bench/). */
+export const BENCH_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench');
+const SHARED = resolve(BENCH_DIR, '..', '..', 'shared', 'data');
+const CACHE = join(BENCH_DIR, '.data');
+
+export interface Dataset {
+  readonly name: string;
+  /** One URL per line, distinct. */
+  readonly path: string;
+  readonly urls: number;
+  readonly source: string;
+}
+
+/** Every 10th URL is held out: never inserted, queried to measure false positives. */
+export const HOLD_OUT_EVERY = 10;
+
+export function splitUrls(urls: readonly string[]): { insert: string[]; query: string[] } {
+  const insert: string[] = [];
+  const query: string[] = [];
+  urls.forEach((url, i) => (i % HOLD_OUT_EVERY === HOLD_OUT_EVERY - 1 ? query : insert).push(url));
+  return { insert, query };
+}
+
+export function readUrls(path: string): string[] {
+  return readFileSync(path, 'utf8').split('\n').filter((line) => line.length > 0);
+}
+
+function write(name: string, urls: readonly string[], source: string): Dataset {
+  mkdirSync(CACHE, { recursive: true });
+  const path = join(CACHE, `${name}.txt`);
+  if (!existsSync(path)) writeFileSync(path, `${urls.join('\n')}\n`);
+  return { name, path, urls: urls.length, source };
+}
+
+/** The shared real lists, deduplicated (~50k URLs). Fails loudly when ../shared/data is missing. */
+export function sharedDataset(): Dataset {
+  const files = ['crawl-sitelist-15k.txt', 'crawl-benign-35k.txt'].map((file) => join(SHARED, file));
+  for (const file of files) if (!existsSync(file)) throw new Error(`bench data missing: ${file} (../shared/data beside the project)`);
+  const urls = [...new Set(files.flatMap(readUrls))];
+  return write('shared-50k', urls, '../shared/data: crawl-sitelist-15k + crawl-benign-35k, deduplicated');
+}
+
+/**
+ * ~1.7M real repository URLs from the npm package all-the-package-repos (bench/package.json,
+ * pinned): its distinct http(s) values in file order.
+ */
+export function packageReposDataset(): Dataset {
+  const require = createRequire(join(BENCH_DIR, 'package.json'));
+  const packageJson = require.resolve('all-the-package-repos/package.json');
+  const version = (JSON.parse(readFileSync(packageJson, 'utf8')) as { version: string }).version;
+  const name = `package-repos-${version}`;
+  if (existsSync(join(CACHE, `${name}.txt`))) {
+    const path = join(CACHE, `${name}.txt`);
+    return { name, path, urls: readUrls(path).length, source: `all-the-package-repos@${version}` };
+  }
+  const values = Object.values(JSON.parse(readFileSync(join(dirname(packageJson), 'data', 'packages.json'), 'utf8')) as Record<string, unknown>);
+  const urls = [...new Set(values.filter((v): v is string => typeof v === 'string' && /^https?:\/\//.test(v) && !v.includes('\n')))];
+  return write(name, urls, `all-the-package-repos@${version}, data/packages.json values, distinct http(s)`);
+}
