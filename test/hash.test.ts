@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { BloomFilter } from '../src/filters/bloom.js';
 import { Modulus, blockedPositions, classicPositions, seedFromHex, MAX_FILTER_BITS } from '../src/hash/scheme.js';
 import { XxHash } from '../src/hash/xxhash.js';
+import { sharedUrls } from './helpers/data.js';
 
 const MASK64 = (1n << 64n) - 1n;
 const P1 = 0x9e3779b185ebca87n;
@@ -77,6 +78,26 @@ function hashOf(url: string, seed: bigint): { hi: number; lo: number; x: bigint 
 }
 
 describe('hash scheme xxh64-km-v1', () => {
+  test('batch hashing (joined UTF-8 rounds) equals hashing key by key: ASCII, non-ASCII, astral, many rounds', async () => {
+    const hash = await XxHash.load();
+    const real = sharedUrls('crawl-sitelist-15k.txt');
+    const odd = ['https://bücher.example/straße', 'https://例え.jp/パス?q=値', 'https://x.example/😀/🚀?e=🎉', 'é', 'a', `https://long.example/${'ü'.repeat(5000)}`];
+    const keys: string[] = [];
+    for (let i = 0; i < 60_000; i++) keys.push(i % 97 === 0 ? odd[i % odd.length]! : `${real[i % real.length]!}${'/seg'.repeat(i % 40)}`);
+    const seeds = [0n, 0x9e3779b97f4a7c15n, 0xfedcba9876543210n];
+    const stride = 2 * seeds.length + 2;
+    const out = new Uint32Array(stride * keys.length);
+    hash.hashKeys(keys, seeds, out, stride, 2);
+    const one = new Uint32Array(2);
+    for (let i = 0; i < keys.length; i++) {
+      for (let s = 0; s < seeds.length; s++) {
+        hash.hashInto(keys[i]!, seeds[s]!, one, 0);
+        const at = i * stride + 2 + 2 * s;
+        if (out[at] !== one[0] || out[at + 1] !== one[1]) assert.fail(`key ${i} (${JSON.stringify(keys[i]!.slice(0, 40))}) seed ${s} differs`);
+      }
+    }
+  });
+
   test('pinned test vectors: hash, classic and blocked positions', () => {
     for (const v of VECTORS) {
       const { hi, lo, x } = hashOf(v.url, seedFromHex(v.seed));

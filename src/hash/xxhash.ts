@@ -75,18 +75,32 @@ export class XxHash {
     }
   }
 
-  /** UTF-8-encodes keys from `start` into wasm memory, as many as fit in one round; returns how many. */
+  /**
+   * UTF-8-encodes keys from `start` into wasm memory, as many as fit in one round; returns how many.
+   * The round's keys are joined and written by one native call (one string per round, none per
+   * key); key boundaries come from the UTF-16 lengths when the round is ASCII, else from a walk over
+   * the written bytes.
+   */
   #encode(keys: readonly string[], start: number): number {
-    let position = 0;
-    let count = 0;
     if (this.#offsets.length < Math.min(keys.length - start, 65_536) + 1) this.#offsets = new Uint32Array(Math.min(keys.length - start, 65_536) + 1);
     const offsets = this.#offsets;
-    while (start + count < keys.length && count + 1 < offsets.length && (count === 0 || position < ROUND_BYTES_MAX)) {
-      const key = keys[start + count]!;
-      this.#ensure(position + 3 * key.length);
-      offsets[count] = position;
-      position = this.#writeUtf8(key, position);
+    let count = 0;
+    let chars = 0;
+    while (start + count < keys.length && count + 1 < offsets.length && (count === 0 || 3 * chars < ROUND_BYTES_MAX)) {
+      chars += keys[start + count]!.length;
       count++;
+    }
+    this.#ensure(3 * chars);
+    const joined = count === keys.length ? keys.join('') : keys.slice(start, start + count).join('');
+    const written = this.#bytes.write(joined, 0, 'utf8');
+    let position = 0;
+    if (written === chars) {
+      for (let i = 0; i < count; i++) {
+        offsets[i] = position;
+        position += keys[start + i]!.length;
+      }
+    } else {
+      position = this.#boundaries(keys, start, count);
     }
     offsets[count] = position;
     this.#encodedCount = count;
@@ -94,16 +108,25 @@ export class XxHash {
     return count;
   }
 
-  /** Writes `key` as UTF-8 at `position`; a plain loop for ASCII (most URLs), Buffer.write otherwise. */
-  #writeUtf8(key: string, position: number): number {
+  /** Key boundaries in UTF-8 bytes, walking the written bytes: each key spans its UTF-16 length. */
+  #boundaries(keys: readonly string[], start: number, count: number): number {
     const bytes = this.#bytes;
-    const length = key.length;
-    for (let i = 0; i < length; i++) {
-      const code = key.charCodeAt(i);
-      if (code >= 0x80) return position + this.#bytes.write(key, position, 'utf8');
-      bytes[position + i] = code;
+    const offsets = this.#offsets;
+    let position = 0;
+    for (let i = 0; i < count; i++) {
+      offsets[i] = position;
+      // A lead byte of 1-3 bytes encodes one UTF-16 unit, of 4 bytes a surrogate pair (two units).
+      for (let units = keys[start + i]!.length; units > 0; ) {
+        const lead = bytes[position]!;
+        if (lead < 0x80) position += 1;
+        else if (lead >= 0xf0) {
+          position += 4;
+          units--;
+        } else position += lead >= 0xe0 ? 3 : 2;
+        units--;
+      }
     }
-    return position + length;
+    return position;
   }
 
   #hashEncoded(seed: bigint, count: number, out: Uint32Array, at: number, stride: number): void {
