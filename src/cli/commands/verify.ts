@@ -20,7 +20,8 @@ export async function verify(files: string[], command: Command): Promise<void> {
       await store.close().catch(() => undefined);
     }
   } catch (error) {
-    if (!(error instanceof SeenStoreError) || (error.code !== 'STORE_CORRUPT' && error.code !== 'FORMAT_UNSUPPORTED')) throw error;
+    // A store of another format is not damaged: that is FORMAT_UNSUPPORTED (exit 5), naming migrate.
+    if (!(error instanceof SeenStoreError) || error.code !== 'STORE_CORRUPT') throw error;
     report = { ok: false, scopes: 0, epochs: 0, chunks: 0, journalRecords: 0, damage: [{ where: storeDir(options), problem: error.message, code: error.code }], notes: [] };
   }
   if (options.json) process.stdout.write(`${JSON.stringify(report)}\n`);

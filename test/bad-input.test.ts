@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { open } from 'lmdb';
+import { Packr } from 'msgpackr';
+import { ERROR_CODES, SeenStore } from '../src/index.js';
+import { runCli, type CliResult } from './helpers/cli.js';
+import { tempDir } from './helpers/tmp.js';
+
+const DOCUMENTED_EXITS = new Set<number>([0, ...Object.values(ERROR_CODES)]);
+
+/** Bad input never crashes: a documented exit code, no uncaught error or stack trace, one error line when it fails. */
+function assertHandled(out: CliResult, what: string): void {
+  assert.equal(out.signal, null, `${what}: killed by ${out.signal}`);
+  assert.ok(out.code !== null && DOCUMENTED_EXITS.has(out.code), `${what}: exit ${out.code} is not documented\n${out.stderr}`);
+  assert.doesNotMatch(out.stderr, /\n\s+at |Error: .*\n.*node:/, `${what}: stack trace without --debug\n${out.stderr}`);
+  for (const line of out.stderr.split('\n').filter(Boolean)) {
+    assert.doesNotMatch(line, /^(node:|\w*Error\b|file:\/\/)/, `${what}: an uncaught error ${JSON.stringify(line.slice(0, 200))}`);
+  }
+  if (out.code !== 0) assert.equal(out.stderr.split('\n').filter((line) => /error/.test(line)).length, 1, `${what}: one error line\n${out.stderr}`);
+}
+
+/** The input corpus of issue 7: each a buffer, fed on stdin. */
+const CORPUS: Record<string, Buffer> = {
+  empty: Buffer.alloc(0),
+  'only newlines': Buffer.from('\n\n\r\n\n'),
+  'NUL bytes': Buffer.from('https://a.example/\u0000x\n\u0000\u0000\nhttps://b.example/\n'),
+  'invalid UTF-8': Buffer.concat([Buffer.from('https://a.example/'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('\nhttps://c.example/\n')]),
+  'UTF-8 BOM': Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('https://bom.example/\n')]),
+  CRLF: Buffer.from('https://crlf.example/a\r\nhttps://crlf.example/b\r\n'),
+  '10 MB line': Buffer.concat([Buffer.from('https://big.example/'), Buffer.alloc(10 * 2 ** 20, 0x61), Buffer.from('\nhttps://after.example/\n')]),
+  'binary garbage': Buffer.from(Array.from({ length: 65_536 }, (_, i) => (i * 7919 + 13) % 256)),
+  'spaces, IDN, percent-encoding': Buffer.from('https://a.example/with space\nhttps://bücher.example/straße\nhttps://xn--bcher-kva.example/%E2%82%AC?q=%zz\n  https://lead.example/  \n'),
+};
+
+async function storeWithEpoch(): Promise<{ dir: string; exportFile: string }> {
+  const dir = tempDir();
+  const store = await SeenStore.open(dir);
+  const scope = store.scope();
+  await scope.add(['https://seed.example/1', 'https://seed.example/2']);
+  const exportFile = join(tempDir(), 'e.ssx');
+  scope.export(exportFile);
+  await store.close();
+  return { dir, exportFile };
+}
+
+function digest(path: string): string {
+  return createHash('sha256').update(readFileSync(path)).digest('hex');
+}
+
+describe('bad input (issue 7 corpus)', () => {
+  test('every URL-reading command, every corpus input: handled, with skip and with --on-invalid fail', async () => {
+    const { dir, exportFile } = await storeWithEpoch();
+    const commands: string[][] = [
+      ['filter-new'],
+      ['add'],
+      ['has'],
+      ['has', '--epochs', 'all', '--mode', 'all'],
+      ['classify'],
+      ['diff', '--from', '1', '--to', '1'],
+      ['diff', '--against', exportFile],
+    ];
+    for (const [name, input] of Object.entries(CORPUS)) {
+      for (const command of commands) {
+        for (const extra of [[], ['--on-invalid', 'fail']]) {
+          const args = [...command, '--store', dir, ...extra];
+          const out = await runCli(args, input);
+          assertHandled(out, `${args.join(' ')} < ${name}`);
+          assert.ok(out.code === 0 || out.code === ERROR_CODES.INVALID_URL, `${args.join(' ')} < ${name}: exit ${out.code}\n${out.stderr}`);
+        }
+      }
+    }
+    const store = await SeenStore.open(dir);
+    assert.ok(store.verify().ok, 'the store is sound after the whole corpus');
+    await store.close();
+  });
+
+  test('every command on a store of a newer format, a store path that is a file, and a missing store: handled, nothing written', async () => {
+    const { dir, exportFile } = await storeWithEpoch();
+    const root = open({ path: dir, maxDbs: 8 });
+    const meta = root.openDB({ name: 'meta', encoding: 'binary' });
+    const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+    await meta.put('store', packr.pack({ ...(packr.unpack(meta.getBinary('store')!) as object), formatVersion: 99 }));
+    await root.close();
+    const before = digest(join(dir, 'data.mdb'));
+    const file = join(tempDir(), 'a-file');
+    writeFileSync(file, 'not a store');
+    const commands: string[][] = [
+      ['filter-new'], ['add'], ['has'], ['classify'], ['diff', '--from', '1', '--to', '1'],
+      ['epoch', 'list'], ['epoch', 'show', '1'], ['epoch', 'rotate'], ['epoch', 'prune', '--keep-last', '1'],
+      ['stats'], ['export', '--out', join(tempDir(), 'x.ssx')], ['import', exportFile, '--scope', 'new'],
+      ['merge', exportFile, '--into-epoch', '1'], ['verify'], ['snapshot', 'create'], ['snapshot', 'list'],
+      ['snapshot', 'restore', 'none'], ['snapshot', 'delete', 'none'], ['migrate'],
+    ];
+    for (const command of commands) {
+      const newer = await runCli([...command, '--store', dir], 'https://x.example/\n');
+      assertHandled(newer, `${command.join(' ')} on a newer store`);
+      assert.notEqual(newer.code, 0, `${command.join(' ')} must refuse a newer store`);
+      const asFile = await runCli([...command, '--store', file], 'https://x.example/\n');
+      assertHandled(asFile, `${command.join(' ')} on a file`);
+      assert.notEqual(asFile.code, 0);
+      const missing = await runCli([...command, '--store', join(tempDir(), 'nothing', 'here')], 'https://x.example/\n');
+      assertHandled(missing, `${command.join(' ')} on a missing store`);
+    }
+    assert.equal(digest(join(dir, 'data.mdb')), before, 'nothing was written to the newer store');
+    assert.equal(readFileSync(file, 'utf8'), 'not a store');
+  });
+
+  test('invalid option values on every command that takes them: USAGE, one line', async () => {
+    const { dir } = await storeWithEpoch();
+    const cases: string[][] = [
+      ['add', '--capacity', '0'], ['add', '--capacity', '-1'], ['add', '--capacity', '2.5'], ['add', '--fpr', '0'],
+      ['add', '--fpr', '1'], ['add', '--fpr', 'NaN'], ['add', '--layout', 'x'], ['add', '--normalize', 'x'],
+      ['add', '--seeds', 'zz'], ['add', '--batch-size', '0'], ['add', '--on-invalid', 'maybe'],
+      ['has', '--epochs', 'yesterday'], ['has', '--mode', 'some'], ['diff', '--from', '1'], ['diff', '--print', 'x', '--from', '1', '--to', '1'],
+      ['epoch', 'show', 'x'], ['epoch', 'rotate', '--capacity', '0'], ['epoch', 'rotate', '--fpr', '2'],
+      ['epoch', 'prune'], ['epoch', 'prune', '--sealed-within', 'soon'], ['export'], ['merge', 'x.ssx'],
+      ['merge', 'x.ssx', '--into-epoch', '1', '--out', 'y.ssx'], ['snapshot', 'create', '.hidden'], ['--scope', '', 'add'],
+    ];
+    for (const args of cases) {
+      const out = await runCli([...args, '--store', dir], 'https://x.example/\n');
+      assertHandled(out, args.join(' '));
+      assert.equal(out.code, ERROR_CODES.USAGE, `${args.join(' ')}: ${out.stderr}`);
+    }
+    const unknown = await runCli(['has', '--store', dir, '--scope', 'nope', '--epochs', '7'], 'https://x.example/\n');
+    assertHandled(unknown, 'unknown scope');
+    const epoch = await runCli(['epoch', 'show', '9', '--store', dir]);
+    assertHandled(epoch, 'unknown epoch');
+    assert.equal(epoch.code, ERROR_CODES.NOT_FOUND);
+  });
+});
