@@ -55,22 +55,13 @@ const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 export function encodeGaps(bytes: Uint8Array): Buffer | undefined {
   if (popcount(bytes) >= bytes.length) return undefined;
   const out: number[] = [];
-  let previous = -1;
-  for (let i = 0; i < bytes.length; i++) {
-    const byte = bytes[i]!;
-    if (byte === 0) continue;
-    for (let bit = 0; bit < 8; bit++) {
-      if ((byte & (1 << bit)) === 0) continue;
-      const position = i * 8 + bit;
-      let gap = position - previous - 1;
-      previous = position;
-      while (gap >= 0x80) {
-        out.push((gap & 0x7f) | 0x80);
-        gap >>>= 7;
-      }
-      out.push(gap);
-      if (out.length >= bytes.length) return undefined;
+  for (let gap of gapsOf(bytes)) {
+    while (gap >= 0x80) {
+      out.push((gap & 0x7f) | 0x80);
+      gap >>>= 7;
     }
+    out.push(gap);
+    if (out.length >= bytes.length) return undefined;
   }
   return Buffer.from(out);
 }
