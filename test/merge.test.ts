@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import { SeenStore, SeenStoreError } from '../src/index.js';
 import { runCli } from './helpers/cli.js';
 import { binomialUpper, sharedUrls } from './helpers/data.js';
+import { expectCode } from './helpers/errors.js';
 import { tempDir } from './helpers/tmp.js';
 
 const SITELIST = sharedUrls('crawl-sitelist-15k.txt');
@@ -35,17 +36,6 @@ async function coordinator(urls: readonly string[]): Promise<{ dir: string; seed
   const seeds = [...scope.epoch(1).sliceDetails[0]!.seeds];
   await store.close();
   return { dir, seeds };
-}
-
-async function expectCode(code: string, action: () => unknown): Promise<SeenStoreError> {
-  try {
-    await action();
-  } catch (error) {
-    assert.ok(error instanceof SeenStoreError, String(error));
-    assert.equal(error.code, code, error.message);
-    return error;
-  }
-  assert.fail(`expected ${code}`);
 }
 
 describe('merge', () => {

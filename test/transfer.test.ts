@@ -8,6 +8,7 @@ import { CHUNK_PAYLOAD_BYTES } from '../src/store/chunks.js';
 import { decodeGaps, decodeRice, encodeGaps, encodeRice } from '../src/store/export-file.js';
 import { runCli } from './helpers/cli.js';
 import { sharedUrls } from './helpers/data.js';
+import { expectCode } from './helpers/errors.js';
 import { tempDir } from './helpers/tmp.js';
 
 const SITELIST = sharedUrls('crawl-sitelist-15k.txt');
@@ -25,17 +26,6 @@ async function sourceStore(capacityUrls = 1_000_000): Promise<{ dir: string; exp
   scope.export(exportPath, 1);
   await store.close();
   return { dir, exportPath };
-}
-
-async function expectCode(code: string, action: () => unknown): Promise<SeenStoreError> {
-  try {
-    await action();
-  } catch (error) {
-    assert.ok(error instanceof SeenStoreError, `expected a SeenStoreError, got ${String(error)}`);
-    assert.equal(error.code, code, error.message);
-    return error;
-  }
-  assert.fail(`expected ${code}`);
 }
 
 describe('chunk codes of export files', () => {
