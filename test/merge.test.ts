@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { SeenStore, SeenStoreError } from '../src/index.js';
+import { SeenStore } from '../src/index.js';
 import { runCli } from './helpers/cli.js';
 import { binomialUpper, sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
