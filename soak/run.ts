@@ -1,0 +1,201 @@
+/**
+ * `npm run soak`: kill -9 at random moments and several writers at once, then check that nothing
+ * acknowledged was lost and nothing was reported new twice. Not part of `npm test` (the fault-point
+ * versions of these checks are, in test/crash.test.ts and test/concurrency.test.ts).
+ *
+ *   node dist/soak/run.js [--trials N] [--writers N] [--rounds N]
+ *
+ * Part 1, random kills (N trials, default 100): a child adds the shared URL lists in batches,
+ * printing "ack N" after each acknowledged batch, in one of four workloads (checkpoint after every
+ * batch, checkpoint at the end, rotate, import of an export file); the parent SIGKILLs it after a
+ * random delay. Then: the store opens, verifies clean, and every acknowledged URL is seen (for an
+ * import: the scope is absent or answers for all of the file).
+ * Part 2, writers (default 4, 5 rounds): `filter-new` processes on overlapping slices of the lists
+ * share one store, each round on a fresh scope; in each round one of them is SIGKILLed at a random
+ * moment. No URL may be printed twice in a round, and every acknowledged URL (printed, or in the input
+ * of a writer that finished) must be seen.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SeenStore } from '../src/index.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const SHARED = resolve(ROOT, '..', 'shared', 'data');
+const CRASH_CHILD = join(ROOT, 'dist', 'test', 'helpers', 'crash-child.js');
+const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+
+const args = process.argv.slice(2);
+const option = (name: string, fallback: number): number => {
+  const at = args.indexOf(`--${name}`);
+  return at >= 0 ? Number(args[at + 1]) : fallback;
+};
+const TRIALS = option('trials', 100);
+const WRITERS = option('writers', 4);
+const ROUNDS = option('rounds', 5);
+
+function sharedLines(file: string): string[] {
+  const path = join(SHARED, file);
+  if (!existsSync(path)) throw new Error(`soak data missing: ${path} (../shared/data beside the project)`);
+  return readFileSync(path, 'utf8').split('\n').filter((line) => line.length > 0);
+}
+
+const URLS = [...new Set([...sharedLines('crawl-sitelist-15k.txt'), ...sharedLines('crawl-benign-35k.txt')])];
+const failures: string[] = [];
+const fail = (message: string): void => {
+  failures.push(message);
+  process.stderr.write(`soak: FAILURE ${message}\n`);
+};
+
+/** Runs `argv` and SIGKILLs it after `delayMs` (if still running); resolves with its stdout. */
+function killAfter(argv: string[], delayMs: number, input?: string): Promise<{ stdout: string; killed: boolean; code: number | null; stderr: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, argv, { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    if (input !== undefined) {
+      child.stdin!.on('error', () => undefined);
+      child.stdin!.end(input);
+    }
+    const timer = setTimeout(() => child.kill('SIGKILL'), delayMs);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      done({ stdout, stderr, killed: signal === 'SIGKILL', code });
+    });
+  });
+}
+
+async function check(dir: string, what: string, expectSeen: string[], scope: string): Promise<void> {
+  let store: SeenStore;
+  try {
+    store = await SeenStore.open(dir);
+  } catch (error) {
+    fail(`${what}: the store does not open: ${(error as Error).message}`);
+    return;
+  }
+  try {
+    const report = store.verify();
+    if (!report.ok) fail(`${what}: verify: ${report.damage.map((d) => `${d.where}: ${d.problem}`).join('; ')}`);
+    if (expectSeen.length > 0) {
+      const seen = store.scope(scope).has(expectSeen, { epochs: 'all' });
+      const lost = seen.filter((s) => !s).length;
+      if (lost > 0) fail(`${what}: ${lost} acknowledged URLs lost`);
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+async function randomKills(): Promise<{ trials: number; kills: number; acked: number }> {
+  const file = join(mkdtempSync(join(tmpdir(), 'soak-data-')), 'urls.txt');
+  writeFileSync(file, `${URLS.join('\n')}\n`);
+  const exportDir = mkdtempSync(join(tmpdir(), 'soak-export-'));
+  const source = await SeenStore.open(exportDir);
+  await source.scope('src', { capacityUrls: 20_000_000 }).add(URLS);
+  const exportFile = join(exportDir, 'big.ssx');
+  source.scope('src').export(exportFile);
+  await source.close();
+  const batch = 1000;
+  let kills = 0;
+  let acked = 0;
+  for (let trial = 0; trial < TRIALS; trial++) {
+    const dir = mkdtempSync(join(tmpdir(), 'soak-kill-'));
+    const workload = ['checkpoint-each', 'end', 'rotate', 'import'][trial % 4]!;
+    const delay = 30 + Math.floor(Math.random() * 700);
+    if (workload === 'import') {
+      const script = `import { SeenStore } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
+        const store = await SeenStore.open(process.argv[1]); store.import(process.argv[2], { scope: 'imp' }); await store.close();`;
+      const run = await killAfter(['--input-type=module', '-e', script, dir, exportFile], delay);
+      if (run.killed) kills++;
+      else if (run.code !== 0) fail(`trial ${trial} (import): exit ${run.code}: ${run.stderr}`);
+      const store = await SeenStore.open(dir).catch((error: Error) => (fail(`trial ${trial} (import): ${error.message}`), undefined));
+      if (store !== undefined) {
+        const present = store.scopeNames().includes('imp');
+        if (present && !store.scope('imp').has(URLS, { epochs: 1 }).every(Boolean)) fail(`trial ${trial} (import): a partial import is visible`);
+        if (!present && !run.killed) fail(`trial ${trial} (import): finished but no scope`);
+        if (!store.verify().ok) fail(`trial ${trial} (import): verify`);
+        await store.close();
+      }
+    } else {
+      const mode = workload === 'end' ? 'none' : workload;
+      const run = await killAfter([CRASH_CHILD, dir, 'soak', file, String(batch), 'none', mode], delay);
+      if (run.killed) kills++;
+      else if (run.code !== 0) fail(`trial ${trial} (${workload}): exit ${run.code}: ${run.stderr}`);
+      const batches = run.stdout.split('\n').filter((line) => line.startsWith('ack ')).length;
+      acked += batches;
+      await check(dir, `trial ${trial} (${workload}, killed after ${delay} ms, ${batches} batches acked)`, URLS.slice(0, batches * batch), 'soak');
+    }
+    rmSync(dir, { recursive: true, force: true });
+    if ((trial + 1) % 10 === 0) process.stderr.write(`soak: ${trial + 1}/${TRIALS} kill trials, ${failures.length} failures\n`);
+  }
+  rmSync(dirname(file), { recursive: true, force: true });
+  rmSync(exportDir, { recursive: true, force: true });
+  return { trials: TRIALS, kills, acked };
+}
+
+async function writers(): Promise<{ writers: number; rounds: number; kills: number; printed: number; duplicates: number; lost: number }> {
+  const dir = mkdtempSync(join(tmpdir(), 'soak-writers-'));
+  let kills = 0;
+  let printed = 0;
+  let duplicates = 0;
+  let lost = 0;
+  // Writer w reads a window of the list that overlaps its neighbours' by half.
+  const window = Math.ceil((2 * URLS.length) / (WRITERS + 1));
+  const inputs = Array.from({ length: WRITERS }, (_, w) => URLS.slice(Math.floor((w * window) / 2), Math.floor((w * window) / 2) + window));
+  for (let round = 0; round < ROUNDS; round++) {
+    // Each round is a fresh race on its own scope; one writer is killed at a random moment.
+    const scope = `round-${round}`;
+    const victim = round % WRITERS;
+    const runs = await Promise.all(
+      inputs.map((input, w) =>
+        killAfter(
+          [CLI, 'filter-new', '--store', dir, '--scope', scope, '--batch-size', '500'],
+          w === victim ? 100 + Math.floor(Math.random() * 800) : 600_000,
+          `${input.join('\n')}\n`,
+        ),
+      ),
+    );
+    const count = new Map<string, number>();
+    runs.forEach((run, w) => {
+      if (run.killed) kills++;
+      else if (run.code !== 0) fail(`writers round ${round}, writer ${w}: exit ${run.code}: ${run.stderr}`);
+      for (const url of run.stdout.split('\n')) if (url.length > 0) count.set(url, (count.get(url) ?? 0) + 1);
+    });
+    const twice = [...count.values()].filter((n) => n > 1).length;
+    if (twice > 0) fail(`writers round ${round}: ${twice} URLs printed as new more than once`);
+    // Acknowledged: every URL printed, and the whole input of every writer that finished.
+    const acknowledged = new Set(count.keys());
+    runs.forEach((run, w) => {
+      if (!run.killed) for (const url of inputs[w]!) acknowledged.add(url);
+    });
+    const store = await SeenStore.open(dir);
+    const missing = store.scope(scope).has([...acknowledged]).filter((seen) => !seen).length;
+    if (missing > 0) fail(`writers round ${round}: ${missing} acknowledged URLs not seen at the end`);
+    if (!store.verify().ok) fail(`writers round ${round}: verify`);
+    await store.close();
+    printed += count.size;
+    duplicates += twice;
+    lost += missing;
+    process.stderr.write(`soak: writers round ${round + 1}/${ROUNDS}\n`);
+  }
+  rmSync(dir, { recursive: true, force: true });
+  return { writers: WRITERS, rounds: ROUNDS, kills, printed, duplicates, lost };
+}
+
+const started = Date.now();
+const killResults = await randomKills();
+const writerResults = await writers();
+const summary = {
+  date: new Date().toISOString(),
+  seconds: Math.round((Date.now() - started) / 1000),
+  urls: URLS.length,
+  randomKills: killResults,
+  writers: writerResults,
+  failures,
+};
+process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+process.exitCode = failures.length === 0 ? 0 : 1;
