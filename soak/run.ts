@@ -14,8 +14,9 @@
  * share one store, each round on a fresh scope; in each round one of them is SIGKILLed at a random
  * moment. No URL may be printed twice in a round, and every acknowledged URL (printed, or in the input
  * of a writer that finished) must be seen.
+ * Part 3, a full disk (root only, else reported as skipped): see diskFull below.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -186,15 +187,52 @@ async function writers(): Promise<{ writers: number; rounds: number; kills: numb
   return { writers: WRITERS, rounds: ROUNDS, kills, printed, duplicates, lost };
 }
 
+/**
+ * Part 3, a full disk: a 1 MiB tmpfs (needs root; skipped with a message otherwise) takes a store
+ * whose checkpoint cannot fit. The CLI must exit with STORE_FULL (9) and one error line; after the
+ * file system is grown (space freed), the store must open in place, verify and see every URL.
+ */
+async function diskFull(): Promise<{ ran: boolean; exitCode: number | null; lost: number; note: string }> {
+  const mount = mkdtempSync(join(tmpdir(), 'soak-full-'));
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mount], { encoding: 'utf8' });
+  if (mounted.status !== 0) {
+    rmSync(mount, { recursive: true, force: true });
+    const note = `skipped: cannot mount a small tmpfs (${mounted.stderr.trim() || 'needs root'})`;
+    process.stderr.write(`soak: disk full ${note}\n`);
+    return { ran: false, exitCode: null, lost: 0, note };
+  }
+  try {
+    const dir = join(mount, 'store');
+    const input = URLS.slice(0, 30_000);
+    const run = spawnSync(process.execPath, [CLI, 'add', '--store', dir, '--capacity', '1000000'], { input: `${input.join('\n')}\n`, encoding: 'utf8' });
+    const errors = run.stderr.split('\n').filter((line) => line.includes('error'));
+    if (run.status !== 9 || errors.length !== 1 || !/STORE_FULL/.test(errors[0]!)) fail(`disk full: exit ${run.status}, stderr ${run.stderr}`);
+    // The add's summary line says every URL was recorded before the checkpoint failed on close.
+    const acknowledged = /read 30,000, new/.test(run.stderr);
+    spawnSync('mount', ['-o', 'remount,size=64m', mount]);
+    const store = await SeenStore.open(dir);
+    const lost = acknowledged ? store.scope().has(input).filter((seen) => !seen).length : 0;
+    if (lost > 0) fail(`disk full: ${lost} acknowledged URLs lost`);
+    if (!store.verify().ok) fail('disk full: verify after freeing space');
+    await store.close();
+    return { ran: true, exitCode: run.status, lost, note: acknowledged ? '30,000 URLs acknowledged, checkpoint hit the full disk' : 'the adds themselves hit the full disk' };
+  } finally {
+    spawnSync('umount', [mount]);
+    rmSync(mount, { recursive: true, force: true });
+  }
+}
+
 const started = Date.now();
 const killResults = await randomKills();
 const writerResults = await writers();
+const diskResults = await diskFull();
 const summary = {
   date: new Date().toISOString(),
   seconds: Math.round((Date.now() - started) / 1000),
   urls: URLS.length,
   randomKills: killResults,
   writers: writerResults,
+  diskFull: diskResults,
   failures,
 };
 process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync, statfsSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
@@ -197,7 +197,25 @@ export class StoreEnv {
 
   /** Runs `action` in one synchronous, durable LMDB write transaction (serialised across processes). */
   write<T>(action: () => T): T {
-    return this.root.transactionSync(action);
+    try {
+      return this.root.transactionSync(action);
+    } catch (error) {
+      // LMDB may report a write that failed for want of space as EIO: name the real cause.
+      if (!(error instanceof SeenStoreError) && this.#diskFull()) {
+        throw new SeenStoreError('STORE_FULL', `the disk holding ${this.dir} is full (${(error as Error).message})`, { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  /** Less than 1 MiB free for this user on the store's file system. */
+  #diskFull(): boolean {
+    try {
+      const { bavail, bsize } = statfsSync(this.dir);
+      return bavail * bsize < 2 ** 20;
+    } catch {
+      return false;
+    }
   }
 
   /** Makes the next read see everything committed so far, by any process. */
