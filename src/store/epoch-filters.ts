@@ -442,14 +442,7 @@ export class EpochFilters {
           for (let region = 0; region < filter.regionCount; region++) {
             const add = bytes.subarray(region * CHUNK_PAYLOAD_BYTES, (region + 1) * CHUNK_PAYLOAD_BYTES);
             if (add.every((b) => b === 0)) continue;
-            const key = chunkKey(scope, epoch, index, region);
-            const merged = Buffer.from(add);
-            const stored = this.#env.chunksDb.getBinary(key);
-            if (stored !== undefined) {
-              const payload = decodeChunk(this.#hash, stored, this.#chunkWhere(index, region), merged.length);
-              for (let i = 0; i < merged.length; i++) merged[i]! |= payload[i]!;
-            }
-            this.#env.chunksDb.putSync(key, encodeChunk(this.#hash, merged));
+            this.#orIntoStoredChunk(index, region, add);
             filter.orRegion(region, add);
           }
         });
@@ -529,12 +522,16 @@ export class EpochFilters {
   }
 
   #writeChunkOr(index: number, region: number): void {
+    this.#orIntoStoredChunk(index, region, this.#filterAt(index)!.region(region));
+  }
+
+  /** Writes chunk `region` of filter `index` as (stored chunk OR `bytes`); inside a write transaction. */
+  #orIntoStoredChunk(index: number, region: number, bytes: Uint8Array): void {
     const key = chunkKey(this.#header.scope, this.#header.epoch, index, region);
-    const memory = this.#filterAt(index)!.region(region);
-    const merged = Buffer.from(memory);
+    const merged = Buffer.from(bytes);
     const stored = this.#env.chunksDb.getBinary(key);
     if (stored !== undefined) {
-      const payload = decodeChunk(this.#hash, stored, this.#chunkWhere(index, region), memory.length);
+      const payload = decodeChunk(this.#hash, stored, this.#chunkWhere(index, region), merged.length);
       for (let i = 0; i < merged.length; i++) merged[i]! |= payload[i]!;
     }
     this.#env.chunksDb.putSync(key, encodeChunk(this.#hash, merged));
