@@ -109,12 +109,12 @@ describe('bad input (issue 7 corpus)', () => {
   });
 
   test('invalid option values on every command that takes them: USAGE, one line', async () => {
-    const { dir } = await storeWithEpoch();
+    const { dir, exportFile } = await storeWithEpoch();
     const cases: string[][] = [
       ['add', '--capacity', '0'], ['add', '--capacity', '-1'], ['add', '--capacity', '2.5'], ['add', '--fpr', '0'],
       ['add', '--fpr', '1'], ['add', '--fpr', 'NaN'], ['add', '--layout', 'x'], ['add', '--normalize', 'x'],
       ['add', '--seeds', 'zz'], ['add', '--batch-size', '0'], ['add', '--on-invalid', 'maybe'],
-      ['has', '--epochs', 'yesterday'], ['has', '--mode', 'some'], ['diff', '--from', '1'], ['diff', '--print', 'x', '--from', '1', '--to', '1'],
+      ['has', '--epochs', 'yesterday'], ['has', '--mode', 'some'], ['diff', '--against', exportFile, '--on-invalid', 'maybe'], ['diff', '--from', '1'], ['diff', '--print', 'x', '--from', '1', '--to', '1'],
       ['epoch', 'show', 'x'], ['epoch', 'rotate', '--capacity', '0'], ['epoch', 'rotate', '--fpr', '2'],
       ['epoch', 'prune'], ['epoch', 'prune', '--sealed-within', 'soon'], ['export'], ['merge', 'x.ssx'],
       ['merge', 'x.ssx', '--into-epoch', '1', '--out', 'y.ssx'], ['snapshot', 'create', '.hidden'], ['--scope', '', 'add'],

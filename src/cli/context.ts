@@ -102,8 +102,8 @@ export function parseSeeds(text: string | undefined): string[] | undefined {
   return seeds;
 }
 
-export function batchOptions(options: InputOptions, scope: Scope): BatchOptions {
-  const mode = scope.normalizeMode();
+/** How lines are batched and checked; `mode` is the normalisation of the epoch the lines go to. */
+export function batchOptions(options: InputOptions, mode: NormalizeMode): BatchOptions {
   return {
     batchSize: parseCount('batch-size', options.batchSize) ?? DEFAULT_BATCH_SIZE,
     maxDelayMs: parseCount('batch-delay-ms', options.batchDelayMs, 0) ?? DEFAULT_BATCH_DELAY_MS,

@@ -10,7 +10,7 @@ export async function classify(file: string | undefined, command: Command): Prom
   try {
     const scope = requireScope(store, options);
     const totals = { new: 0, revisit: 0 };
-    const counts = await forEachBatch(openInput(file), batchOptions(options, scope), async (lines) => {
+    const counts = await forEachBatch(openInput(file), batchOptions(options, scope.normalizeMode()), async (lines) => {
       const classes = scope.classify(lines);
       let out = '';
       for (let i = 0; i < lines.length; i++) {

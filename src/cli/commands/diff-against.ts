@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { ExportedEpoch } from '../../epochs/exported.js';
-import { MAX_KEY_BYTES, toKey, type NormalizeMode } from '../../url/normalize.js';
-import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE, parseCount, warn, type GlobalOptions, type InputOptions } from '../context.js';
+import type { NormalizeMode } from '../../url/normalize.js';
+import { batchOptions, type GlobalOptions, type InputOptions } from '../context.js';
 import { forEachBatch, openInput } from '../input.js';
 import { formatCount, writeAll } from '../output.js';
 
@@ -19,20 +19,12 @@ interface AgainstOptions extends GlobalOptions, InputOptions {
 export async function diffAgainst(file: string | undefined, command: Command): Promise<void> {
   const options = command.optsWithGlobals<AgainstOptions>();
   const other = await ExportedEpoch.open(options.against);
-  const mode = other.epoch.normalize as NormalizeMode;
   const summary = other.summary();
   let missing = 0;
   let held = 0;
   const counts = await forEachBatch(
     openInput(file),
-    {
-      batchSize: parseCount('batch-size', options.batchSize) ?? DEFAULT_BATCH_SIZE,
-      maxDelayMs: parseCount('batch-delay-ms', options.batchDelayMs, 0) ?? DEFAULT_BATCH_DELAY_MS,
-      maxLineBytes: MAX_KEY_BYTES,
-      onInvalid: options.onInvalid === 'fail' ? 'fail' : 'skip',
-      accept: (line) => toKey(line, mode) !== undefined,
-      warn,
-    },
+    batchOptions(options, other.epoch.normalize as NormalizeMode),
     async (lines) => {
       const answers = other.has(lines);
       let out = '';

@@ -17,7 +17,7 @@ export async function filterNew(file: string | undefined, command: Command): Pro
     const pin = pinnedEpoch(options.epoch);
     const progress = new Progress(true);
     let printed = 0;
-    const counts = await forEachBatch(openInput(file), batchOptions(options, scope), async (lines) => {
+    const counts = await forEachBatch(openInput(file), batchOptions(options, scope.normalizeMode()), async (lines) => {
       const answers = await scope.addIfAbsent(lines, pin);
       let out = '';
       for (let i = 0; i < lines.length; i++) {

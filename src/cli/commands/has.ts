@@ -22,7 +22,7 @@ export async function has(file: string | undefined, command: Command): Promise<v
   try {
     const scope = requireScope(store, options);
     let seen = 0;
-    const counts = await forEachBatch(openInput(file), batchOptions(options, scope), async (lines) => {
+    const counts = await forEachBatch(openInput(file), batchOptions(options, scope.normalizeMode()), async (lines) => {
       const answers = scope.has(lines, { epochs, mode });
       let out = '';
       for (let i = 0; i < lines.length; i++) {
