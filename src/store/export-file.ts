@@ -53,17 +53,38 @@ const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 
 /** Gap coding of the set bits of `bytes`; undefined when it would not be smaller than the bytes. */
 export function encodeGaps(bytes: Uint8Array): Buffer | undefined {
-  if (popcount(bytes) >= bytes.length) return undefined;
+  return popcount(bytes) >= bytes.length ? undefined : leb128Gaps(gapsOf(bytes), bytes.length);
+}
+
+function leb128Gaps(gaps: readonly number[], rawLength: number): Buffer | undefined {
   const out: number[] = [];
-  for (let gap of gapsOf(bytes)) {
+  for (let gap of gaps) {
     while (gap >= 0x80) {
       out.push((gap & 0x7f) | 0x80);
       gap >>>= 7;
     }
     out.push(gap);
-    if (out.length >= bytes.length) return undefined;
+    if (out.length >= rawLength) return undefined;
   }
   return Buffer.from(out);
+}
+
+/**
+ * The smallest stored form of one chunk (raw, LEB128 gaps or Rice gaps), or undefined for a chunk
+ * with no set bit. The set bits are counted and walked once for both gap codes.
+ */
+function encodeForExport(raw: Uint8Array): { encoding: number; stored: Uint8Array } | undefined {
+  const ones = popcount(raw);
+  if (ones === 0) return undefined;
+  let best: { encoding: number; stored: Uint8Array } = { encoding: ENCODING_RAW, stored: raw };
+  // Above ~40 % fill no gap code beats the raw bytes (the entropy of the fill nears 1 bit per bit).
+  if (ones > raw.length * 8 * RICE_MAX_FILL) return best;
+  const gaps = gapsOf(raw);
+  const leb = ones < raw.length ? leb128Gaps(gaps, raw.length) : undefined;
+  if (leb !== undefined && leb.length < best.stored.length) best = { encoding: ENCODING_GAPS, stored: leb };
+  const rice = riceGaps(gaps, raw.length);
+  if (rice !== undefined && rice.length < best.stored.length) best = { encoding: ENCODING_RICE, stored: rice };
+  return best;
 }
 
 const RICE_MAX_FILL = 0.4;
@@ -99,11 +120,12 @@ function gapsOf(bytes: Uint8Array): number[] {
  * best of those near log2 of the mean gap. Undefined when not smaller than the bytes.
  */
 export function encodeRice(bytes: Uint8Array): Buffer | undefined {
-  // Above ~40 % fill no gap code beats the raw bytes (the entropy of the fill nears 1 bit per bit).
-  if (popcount(bytes) > bytes.length * 8 * RICE_MAX_FILL) return undefined;
-  const gaps = gapsOf(bytes);
+  return popcount(bytes) > bytes.length * 8 * RICE_MAX_FILL ? undefined : riceGaps(gapsOf(bytes), bytes.length);
+}
+
+function riceGaps(gaps: readonly number[], rawLength: number): Buffer | undefined {
   if (gaps.length === 0) return undefined;
-  const meanGap = (bytes.length * 8 - gaps.length) / gaps.length;
+  const meanGap = (rawLength * 8 - gaps.length) / gaps.length;
   const guess = Math.max(0, Math.floor(Math.log2(Math.max(1, meanGap * Math.LN2))));
   let best = { r: 0, bits: Infinity };
   for (let r = Math.max(0, guess - 1); r <= Math.min(30, guess + 1); r++) {
@@ -112,7 +134,7 @@ export function encodeRice(bytes: Uint8Array): Buffer | undefined {
     if (bits < best.bits) best = { r, bits };
   }
   const length = 5 + Math.ceil(best.bits / 8);
-  if (length >= bytes.length) return undefined;
+  if (length >= rawLength) return undefined;
   const out = Buffer.alloc(length);
   out.writeUInt32LE(gaps.length, 0);
   out.writeUInt8(best.r, 4);
@@ -214,13 +236,9 @@ export function writeExport(hash: XxHash, path: string, header: ExportHeader, fi
       rawBytes += bytes.length;
       for (let chunk = 0; chunk * CHUNK_PAYLOAD_BYTES < bytes.length; chunk++) {
         const raw = bytes.subarray(chunk * CHUNK_PAYLOAD_BYTES, (chunk + 1) * CHUNK_PAYLOAD_BYTES);
-        if (raw.every((b) => b === 0)) continue;
-        const gaps = encodeGaps(raw);
-        const rice = encodeRice(raw);
-        let stored: Uint8Array = raw;
-        let encoding = ENCODING_RAW;
-        if (gaps !== undefined && gaps.length < stored.length) [stored, encoding] = [gaps, ENCODING_GAPS];
-        if (rice !== undefined && rice.length < stored.length) [stored, encoding] = [rice, ENCODING_RICE];
+        const coded = encodeForExport(raw);
+        if (coded === undefined) continue;
+        const { encoding, stored } = coded;
         const block = Buffer.alloc(BLOCK_HEADER_BYTES);
         block.writeUInt32LE(filter, 0);
         block.writeUInt32LE(chunk, 4);
