@@ -1,4 +1,4 @@
-import { BloomFilter, type Layout } from '../filters/bloom.js';
+import { BloomFilter, allHold, type Layout } from '../filters/bloom.js';
 import { unionFpr } from '../filters/scalable.js';
 import { seedFromHex } from '../hash/scheme.js';
 import { XxHash } from '../hash/xxhash.js';
@@ -115,9 +115,7 @@ export class ExportedEpoch {
     for (const slice of this.#slices) this.#hash.hashKeys(keys, slice.seeds, words, stride, 2 * slice.offset);
     for (let i = 0; i < keys.length; i++) {
       const base = i * stride;
-      answers[at[i]!] = this.#slices.some((slice) =>
-        slice.filters.every((filter, f) => filter.has(words[base + 2 * (slice.offset + f) + 1]!, words[base + 2 * (slice.offset + f)]!)),
-      );
+      answers[at[i]!] = this.#slices.some((slice) => allHold(slice.filters, words, base + 2 * slice.offset));
     }
     return answers;
   }

@@ -205,3 +205,15 @@ function popcount8(x: number): number {
   x = (x & 0x33) + ((x >>> 2) & 0x33);
   return (x + (x >>> 4)) & 0x0f;
 }
+
+/**
+ * True when every filter holds its hash: filter f's hash is words[at + 2f] (low half) and
+ * words[at + 2f + 1] (high half). A group of filters with their own seeds (a slice) holds a URL
+ * only when all of them do.
+ */
+export function allHold(filters: readonly BloomFilter[], words: Uint32Array, at: number): boolean {
+  for (let f = 0; f < filters.length; f++) {
+    if (!filters[f]!.has(words[at + 2 * f + 1]!, words[at + 2 * f]!)) return false;
+  }
+  return true;
+}

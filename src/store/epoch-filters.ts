@@ -1,6 +1,6 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { SeenStoreError, asStoreError } from '../errors.js';
-import { BloomFilter, type Layout } from '../filters/bloom.js';
+import { BloomFilter, allHold, type Layout } from '../filters/bloom.js';
 import { planSlice, unionFpr } from '../filters/scalable.js';
 import { HASH_SCHEME_ID, freshSeedHex, seedFromHex } from '../hash/scheme.js';
 import type { XxHash } from '../hash/xxhash.js';
@@ -235,11 +235,7 @@ export class EpochFilters {
   }
 
   static #sliceHas(slice: Slice, words: Uint32Array, base: number): boolean {
-    const at = base + 2 * slice.offset;
-    for (let f = 0; f < slice.filters.length; f++) {
-      if (!slice.filters[f]!.has(words[at + 2 * f + 1]!, words[at + 2 * f]!)) return false;
-    }
-    return true;
+    return allHold(slice.filters, words, base + 2 * slice.offset);
   }
 
   /** Brings the in-memory copy up to what the store holds now. Call after env.refresh() or inside a write. */
