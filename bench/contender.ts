@@ -64,6 +64,27 @@ function dirBytes(dir: string): number {
     .reduce((sum, entry) => sum + statSync(join(entry.parentPath, entry.name)).size, 0);
 }
 
+/**
+ * The per-URL contenders (no batch API): add-if-absent over `insert` with `test` then `add`, then
+ * `test` over the held-out `query`; the figures all but bits per URL and disk.
+ */
+function perUrl(insert: readonly string[], query: readonly string[], test: (url: string) => boolean, add: (url: string) => void) {
+  let added = 0;
+  let start = process.hrtime.bigint();
+  for (const url of insert) {
+    if (!test(url)) {
+      add(url);
+      added++;
+    }
+  }
+  const addSeconds = seconds(start);
+  start = process.hrtime.bigint();
+  let positives = 0;
+  for (const url of query) if (test(url)) positives++;
+  const querySeconds = seconds(start);
+  return { addsPerSec: insert.length / addSeconds, queriesPerSec: query.length / querySeconds, fpr: positives / query.length, added };
+}
+
 const contenders: Record<string, Run> = {
   /** The product: durable addIfAbsent in batches (journal committed and synced per batch). */
   async 'seenstore-durable'(insert, query) {
@@ -116,60 +137,24 @@ const contenders: Record<string, Run> = {
 
   async 'js-set'(insert, query) {
     const set = new Set<string>();
-    let added = 0;
-    let start = process.hrtime.bigint();
-    for (const url of insert) {
-      if (!set.has(url)) {
-        set.add(url);
-        added++;
-      }
-    }
-    const addSeconds = seconds(start);
-    start = process.hrtime.bigint();
-    let positives = 0;
-    for (const url of query) if (set.has(url)) positives++;
-    const querySeconds = seconds(start);
+    const figures = perUrl(insert, query, (url) => set.has(url), (url) => set.add(url));
     const bytes = insert.reduce((sum, url) => sum + url.length, 0);
-    return { addsPerSec: insert.length / addSeconds, queriesPerSec: query.length / querySeconds, fpr: positives / query.length, bitsPerUrl: (8 * bytes) / insert.length, bytesOnDisk: 0, added };
+    return { ...figures, bitsPerUrl: (8 * bytes) / insert.length, bytesOnDisk: 0 };
   },
 
   async 'bloom-filters'(insert, query) {
     const { BloomFilter: Peer } = await peer<typeof import('bloom-filters')>('bloom-filters');
     const filter = Peer.create(insert.length, FPR);
-    let added = 0;
-    let start = process.hrtime.bigint();
-    for (const url of insert) {
-      if (!filter.has(url)) {
-        filter.add(url);
-        added++;
-      }
-    }
-    const addSeconds = seconds(start);
-    start = process.hrtime.bigint();
-    let positives = 0;
-    for (const url of query) if (filter.has(url)) positives++;
-    const querySeconds = seconds(start);
-    return { addsPerSec: insert.length / addSeconds, queriesPerSec: query.length / querySeconds, fpr: positives / query.length, bitsPerUrl: filter.size / insert.length, bytesOnDisk: 0, added };
+    const figures = perUrl(insert, query, (url) => filter.has(url), (url) => filter.add(url));
+    return { ...figures, bitsPerUrl: filter.size / insert.length, bytesOnDisk: 0 };
   },
 
   async bloomfilter(insert, query) {
     const { BloomFilter: Peer } = await peer<typeof import('bloomfilter')>('bloomfilter');
     const { mBits, k } = sizeForFpr(insert.length, FPR);
     const filter = new Peer(mBits, k);
-    let added = 0;
-    let start = process.hrtime.bigint();
-    for (const url of insert) {
-      if (!filter.test(url)) {
-        filter.add(url);
-        added++;
-      }
-    }
-    const addSeconds = seconds(start);
-    start = process.hrtime.bigint();
-    let positives = 0;
-    for (const url of query) if (filter.test(url)) positives++;
-    const querySeconds = seconds(start);
-    return { addsPerSec: insert.length / addSeconds, queriesPerSec: query.length / querySeconds, fpr: positives / query.length, bitsPerUrl: mBits / insert.length, bytesOnDisk: 0, added };
+    const figures = perUrl(insert, query, (url) => filter.test(url), (url) => filter.add(url));
+    return { ...figures, bitsPerUrl: mBits / insert.length, bytesOnDisk: 0 };
   },
 
   /** An exact set on disk: one LMDB key per URL, put-if-absent in synced transactions of 10k. */
