@@ -8,9 +8,6 @@ export interface MigrationTxn {
   /** Every meta record of the store, decoded: its key and value. */
   metaRecords(): Iterable<{ readonly key: unknown; readonly value: unknown }>;
   putMeta(key: unknown, value: object): void;
-  /** Every chunk record: key and raw bytes. */
-  chunkRecords(): Iterable<{ readonly key: unknown; readonly value: Uint8Array }>;
-  putChunk(key: unknown, value: Uint8Array): void;
 }
 
 export interface MigrationStep {

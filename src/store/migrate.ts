@@ -51,8 +51,6 @@ export async function migrateStore(dir: string, options: MigrateOptions): Promis
     const txn: MigrationTxn = {
       metaRecords: () => [...store.metaDb.getRange({})].map(({ key, value }) => ({ key, value: store.decodeMeta(value, `meta record ${JSON.stringify(key)}`) })),
       putMeta: (key, value) => store.putMeta(key as never, value),
-      chunkRecords: () => [...store.chunksDb.getRange({})].map(({ key, value }) => ({ key, value })),
-      putChunk: (key, value) => store.chunksDb.putSync(key as never, Buffer.from(value)),
     };
     const done = env.write(() => {
       const results = steps.map((step) => ({ from: step.from, to: step.to, summary: step.summary, changed: step.apply(txn) }));
