@@ -3,21 +3,22 @@
  * acknowledged was lost and nothing was reported new twice. Not part of `npm test` (the fault-point
  * versions of these checks are, in test/crash.test.ts and test/concurrency.test.ts).
  *
- *   node dist/soak/run.js [--trials N] [--writers N] [--rounds N]
+ *   node dist/soak/run.js [--trials N] [--writers N] [--rounds N] [--lock-trials N]
  *
  * Part 1, random kills (N trials, default 100): a child adds the shared URL lists in batches,
- * printing "ack N" after each acknowledged batch, in one of four workloads (checkpoint after every
- * batch, checkpoint at the end, rotate, import of an export file); the parent SIGKILLs it after a
- * random delay. Then: the store opens, verifies clean, and every acknowledged URL is seen (for an
+ * printing "ack N" after each acknowledged batch, in one of five workloads (checkpoint after every
+ * batch, checkpoint at the end, rotate, import of an export file, prune of two sealed epochs); the
+ * parent SIGKILLs it after a random delay. Then: the store opens, verifies clean, and every acknowledged URL is seen (for an
  * import: the scope is absent or answers for all of the file).
  * Part 2, writers (default 4, 5 rounds): `filter-new` processes on overlapping slices of the lists
  * share one store, each round on a fresh scope; in each round one of them is SIGKILLed at a random
  * moment. No URL may be printed twice in a round, and every acknowledged URL (printed, or in the input
  * of a writer that finished) must be seen.
- * Part 3, a full disk (root only, else reported as skipped): see diskFull below.
+ * Part 3, stale locks and fencing (default 6 trials): see staleLocks below.
+ * Part 4, a full disk (root only, else reported as skipped): see diskFull below.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +28,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SHARED = resolve(ROOT, '..', 'shared', 'data');
 const CRASH_CHILD = join(ROOT, 'dist', 'test', 'helpers', 'crash-child.js');
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+const LOCK_CHILD = join(ROOT, 'dist', 'soak', 'lock-child.js');
 
 const args = process.argv.slice(2);
 const option = (name: string, fallback: number): number => {
@@ -36,6 +38,15 @@ const option = (name: string, fallback: number): number => {
 const TRIALS = option('trials', 100);
 const WRITERS = option('writers', 4);
 const ROUNDS = option('rounds', 5);
+const LOCK_TRIALS = option('lock-trials', 6);
+/** The soak runs its lock trials at the smallest staleness seenstore accepts, to keep them short. */
+const LOCK_STALE_MS = 2000;
+/**
+ * The documented bound on a takeover is lockStaleMs + 1 s: proper-lockfile stamps a fresh lock up to
+ * a second ahead (it probes the file system's mtime precision), so a holder killed before its first
+ * refresh leaves a lock that turns stale up to a second late. Polls add 100 ms plus an add.
+ */
+const TAKEOVER_SLACK_MS = 1000 + 300;
 
 function sharedLines(file: string): string[] {
   const path = join(SHARED, file);
@@ -91,7 +102,7 @@ async function check(dir: string, what: string, expectSeen: string[], scope: str
   }
 }
 
-async function randomKills(): Promise<{ trials: number; kills: number; acked: number }> {
+async function randomKills(): Promise<{ trials: number; kills: number; killedBy: Record<string, number>; acked: number }> {
   const file = join(mkdtempSync(join(tmpdir(), 'soak-data-')), 'urls.txt');
   writeFileSync(file, `${URLS.join('\n')}\n`);
   const exportDir = mkdtempSync(join(tmpdir(), 'soak-export-'));
@@ -100,18 +111,21 @@ async function randomKills(): Promise<{ trials: number; kills: number; acked: nu
   const exportFile = join(exportDir, 'big.ssx');
   source.scope('src').export(exportFile);
   await source.close();
+  const pruning = await pruneTemplate();
   const batch = 1000;
-  let kills = 0;
+  const killedBy: Record<string, number> = {};
   let acked = 0;
   for (let trial = 0; trial < TRIALS; trial++) {
     const dir = mkdtempSync(join(tmpdir(), 'soak-kill-'));
-    const workload = ['checkpoint-each', 'end', 'rotate', 'import'][trial % 4]!;
+    const workload = ['checkpoint-each', 'end', 'rotate', 'import', 'prune'][trial % 5]!;
     const delay = 30 + Math.floor(Math.random() * 700);
-    if (workload === 'import') {
+    if (workload === 'prune') {
+      if (await prunedAtRandom(pruning, dir, trial)) killedBy[workload] = (killedBy[workload] ?? 0) + 1;
+    } else if (workload === 'import') {
       const script = `import { SeenStore } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
         const store = await SeenStore.open(process.argv[1]); store.import(process.argv[2], { scope: 'imp' }); await store.close();`;
       const run = await killAfter(['--input-type=module', '-e', script, dir, exportFile], delay);
-      if (run.killed) kills++;
+      if (run.killed) killedBy[workload] = (killedBy[workload] ?? 0) + 1;
       else if (run.code !== 0) fail(`trial ${trial} (import): exit ${run.code}: ${run.stderr}`);
       const store = await SeenStore.open(dir).catch((error: Error) => (fail(`trial ${trial} (import): ${error.message}`), undefined));
       if (store !== undefined) {
@@ -124,7 +138,7 @@ async function randomKills(): Promise<{ trials: number; kills: number; acked: nu
     } else {
       const mode = workload === 'end' ? 'none' : workload;
       const run = await killAfter([CRASH_CHILD, dir, 'soak', file, String(batch), 'none', mode], delay);
-      if (run.killed) kills++;
+      if (run.killed) killedBy[workload] = (killedBy[workload] ?? 0) + 1;
       else if (run.code !== 0) fail(`trial ${trial} (${workload}): exit ${run.code}: ${run.stderr}`);
       const batches = run.stdout.split('\n').filter((line) => line.startsWith('ack ')).length;
       acked += batches;
@@ -135,7 +149,82 @@ async function randomKills(): Promise<{ trials: number; kills: number; acked: nu
   }
   rmSync(dirname(file), { recursive: true, force: true });
   rmSync(exportDir, { recursive: true, force: true });
-  return { trials: TRIALS, kills, acked };
+  rmSync(pruning.dir, { recursive: true, force: true });
+  return { trials: TRIALS, kills: Object.values(killedBy).reduce((sum, n) => sum + n, 0), killedBy, acked };
+}
+
+interface PruneTemplate {
+  readonly dir: string;
+  /** URLs of epochs 1, 2 and 3 (3 is open). */
+  readonly epochs: readonly (readonly string[])[];
+  /** Wall time of one prune process that is not killed, so kills spread over all of it. */
+  readonly runMs: number;
+}
+
+const PRUNE_SCRIPT = `import { SeenStore } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
+  const store = await SeenStore.open(process.argv[1]); store.scope('old').prune({ keepLast: 1 }); await store.close();`;
+
+/**
+ * A store whose scope `old` has two sealed epochs (the first a 33 MB filter, so its delete takes
+ * several transactions) and an open third, copied for every prune trial.
+ */
+async function pruneTemplate(): Promise<PruneTemplate> {
+  const dir = mkdtempSync(join(tmpdir(), 'soak-prune-template-'));
+  const third = Math.floor(URLS.length / 3);
+  const epochs = [URLS.slice(0, third), URLS.slice(third, 2 * third), URLS.slice(2 * third)];
+  const store = await SeenStore.open(dir);
+  const scope = store.scope('old', { capacityUrls: 8_000_000, fprTarget: 1e-7 });
+  await scope.add(epochs[0]!);
+  await scope.rotate();
+  await scope.add(epochs[1]!);
+  await scope.rotate();
+  await scope.add(epochs[2]!);
+  await store.close();
+  const probe = mkdtempSync(join(tmpdir(), 'soak-prune-'));
+  cpSync(dir, probe, { recursive: true });
+  const started = Date.now();
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', PRUNE_SCRIPT, probe], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`soak: the prune calibration run failed: ${run.stderr}`);
+  rmSync(probe, { recursive: true, force: true });
+  const runMs = Date.now() - started;
+  process.stderr.write(`soak: a prune process takes ${runMs} ms; prune kills land at random in it\n`);
+  return { dir, epochs, runMs };
+}
+
+/**
+ * One prune killed at a random moment of its process: afterwards every epoch is either whole or
+ * gone, the open epoch is untouched, the store verifies, and the next prune finishes the drop.
+ */
+async function prunedAtRandom(template: PruneTemplate, dir: string, trial: number): Promise<boolean> {
+  cpSync(template.dir, dir, { recursive: true });
+  const delay = Math.floor(Math.random() * template.runMs);
+  const run = await killAfter(['--input-type=module', '-e', PRUNE_SCRIPT, dir], delay);
+  const what = `trial ${trial} (prune, killed after ${delay} of ${template.runMs} ms)`;
+  if (!run.killed && run.code !== 0) fail(`${what}: exit ${run.code}: ${run.stderr}`);
+  let store: SeenStore;
+  try {
+    store = await SeenStore.open(dir);
+  } catch (error) {
+    fail(`${what}: the store does not open: ${(error as Error).message}`);
+    return run.killed;
+  }
+  try {
+    if (!store.verify().ok) fail(`${what}: verify after the kill`);
+    const scope = store.scope('old');
+    const present = scope.stats().epochs.map((e) => e.epoch);
+    if (!present.includes(3)) fail(`${what}: the open epoch is gone`);
+    for (const n of present) {
+      const lost = scope.has(template.epochs[n - 1]!, { epochs: n }).filter((seen) => !seen).length;
+      if (lost > 0) fail(`${what}: epoch ${n} is still listed but ${lost} of its URLs are not seen`);
+    }
+    scope.prune({ keepLast: 1 });
+    const after = scope.stats().epochs.map((e) => e.epoch);
+    if (after.join() !== '3') fail(`${what}: after a second prune the epochs are ${after.join()}`);
+    if (!store.verify().ok) fail(`${what}: verify after the second prune (leftover data?)`);
+  } finally {
+    await store.close();
+  }
+  return run.killed;
 }
 
 async function writers(): Promise<{ writers: number; rounds: number; kills: number; printed: number; duplicates: number; lost: number }> {
@@ -188,7 +277,83 @@ async function writers(): Promise<{ writers: number; rounds: number; kills: numb
 }
 
 /**
- * Part 3, a full disk: a 1 MiB tmpfs (needs root; skipped with a message otherwise) takes a store
+ * Part 3, stale locks and fencing (LOCK_TRIALS trials, alternating): a child adds a third of the
+ * lists and starts a checkpoint big enough for several transactions; after the first it either dies
+ * (kill) or freezes (SIGSTOP: a live holder that stops refreshing its lock). Meanwhile this process
+ * keeps adding fresh URLs and trying to checkpoint; the attempt that gets the lock must start within
+ * LOCK_STALE_MS (plus one poll) of the child's "holding". A frozen child is then continued:
+ * its checkpoint must fail with STORE_LOCKED and commit nothing more. Every acknowledged URL of
+ * both must be seen at the end, and the store must verify.
+ */
+async function staleLocks(): Promise<{ trials: number; worstTakeoverMs: number; fencedWrites: number }> {
+  const file = join(mkdtempSync(join(tmpdir(), 'soak-lock-data-')), 'urls.txt');
+  const third = Math.floor(URLS.length / 3);
+  writeFileSync(file, `${URLS.slice(0, third).join('\n')}\n`);
+  const fresh = URLS.slice(third);
+  let worstTakeoverMs = 0;
+  let fencedWrites = 0;
+  for (let trial = 0; trial < LOCK_TRIALS; trial++) {
+    const mode = trial % 2 === 0 ? 'stall' : 'kill';
+    const what = `lock trial ${trial} (${mode})`;
+    const dir = mkdtempSync(join(tmpdir(), 'soak-lock-'));
+    const child = spawn(process.execPath, [LOCK_CHILD, dir, 'lock', file, String(LOCK_STALE_MS), mode], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const exited = new Promise<void>((done) => child.on('close', () => done()));
+    const holding = await new Promise<number | undefined>((done) => {
+      child.stdout!.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString('utf8');
+        if (stdout.includes('holding\n')) done(Date.now());
+      });
+      void exited.then(() => done(undefined));
+    });
+    if (holding === undefined) {
+      fail(`${what}: the child ended before holding the lock: ${stderr}`);
+      rmSync(dir, { recursive: true, force: true });
+      continue;
+    }
+    // The child refreshes its lock every LOCK_STALE_MS / 5 until it stops, so the lock turns stale
+    // at most LOCK_STALE_MS after `holding`.
+    const store = await SeenStore.open(dir, { checkpointJournalBytes: 2 ** 40, checkpointIntervalMs: 2 ** 40, lockStaleMs: LOCK_STALE_MS });
+    const scope = store.scope('lock');
+    const added: string[] = [];
+    let takeoverMs: number | undefined;
+    for (let start = 0; takeoverMs === undefined; start += 200) {
+      const batch = fresh.slice(start % fresh.length, (start % fresh.length) + 200);
+      await scope.add(batch);
+      added.push(...batch);
+      const attempt = Date.now();
+      if ((await scope.checkpoint()) !== 'busy') takeoverMs = attempt - holding;
+      else if (Date.now() - holding > 10 * LOCK_STALE_MS) break;
+      else await new Promise((wait) => setTimeout(wait, 100));
+    }
+    if (takeoverMs === undefined || takeoverMs > LOCK_STALE_MS + TAKEOVER_SLACK_MS) {
+      fail(`${what}: the lock was taken over after ${takeoverMs ?? 'more than 10×'} ms (bound ${LOCK_STALE_MS} + ${TAKEOVER_SLACK_MS})`);
+    }
+    worstTakeoverMs = Math.max(worstTakeoverMs, takeoverMs ?? Infinity);
+    if (mode === 'stall') child.kill('SIGCONT');
+    await exited;
+    const acked = stdout.split('\n').filter((line) => line.startsWith('ack ')).length;
+    if (mode === 'stall') {
+      const writes = stdout.split('\n').filter((line) => line === 'wrote').length;
+      fencedWrites += writes;
+      if (!stdout.includes('resumed\n')) fail(`${what}: the child never resumed: ${stderr}`);
+      if (writes > 0) fail(`${what}: the child committed ${writes} chunk transactions after losing its lock`);
+      if (!stdout.includes('checkpoint-error STORE_LOCKED\n')) fail(`${what}: the stalled checkpoint did not fail with STORE_LOCKED: ${stdout.split('\n').slice(-3).join(' | ')}`);
+    }
+    await store.close();
+    const expected = [...URLS.slice(0, acked * 1000).slice(0, third), ...added];
+    await check(dir, what, expected, 'lock');
+    rmSync(dir, { recursive: true, force: true });
+    process.stderr.write(`soak: ${what}: taken over after ${takeoverMs} ms\n`);
+  }
+  rmSync(dirname(file), { recursive: true, force: true });
+  return { trials: LOCK_TRIALS, worstTakeoverMs, fencedWrites };
+}
+
+/**
+ * Part 4, a full disk: a 1 MiB tmpfs (needs root; skipped with a message otherwise) takes a store
  * whose checkpoint cannot fit. The CLI must exit with STORE_FULL (9) and one error line; after the
  * file system is grown (space freed), the store must open in place, verify and see every URL.
  */
@@ -225,6 +390,7 @@ async function diskFull(): Promise<{ ran: boolean; exitCode: number | null; lost
 const started = Date.now();
 const killResults = await randomKills();
 const writerResults = await writers();
+const lockResults = await staleLocks();
 const diskResults = await diskFull();
 const summary = {
   date: new Date().toISOString(),
@@ -232,6 +398,7 @@ const summary = {
   urls: URLS.length,
   randomKills: killResults,
   writers: writerResults,
+  staleLocks: lockResults,
   diskFull: diskResults,
   failures,
 };

@@ -32,8 +32,9 @@ export interface SeenStoreOptions {
   readonly checkpointIntervalMs?: number;
   /**
    * A lock whose holder stopped refreshing it for this long is taken over (default 10 s, at least
-   * 2 s). It bounds how long a killed process blocks checkpoints; a live holder whose event loop
-   * stalls longer loses the lock, and the fencing token then stops its writes.
+   * 2 s). A killed process blocks checkpoints for at most this plus 1 s (a fresh lock is stamped up
+   * to a second ahead); a live holder whose event loop stalls longer loses the lock, and the fencing
+   * token then stops its writes.
    */
   readonly lockStaleMs?: number;
   /** Receives non-fatal problems, e.g. a background checkpoint that failed (default: process warning). */

@@ -6,8 +6,11 @@ import { asStoreError } from '../errors.js';
 /**
  * A proper-lockfile lock is a directory whose mtime its holder refreshes every fifth of the staleness.
  * Another process may take it over once it is `LOCK_STALE_MS` old, so a killed holder blocks the
- * lock for at most that long. A holder whose event loop stalls longer than that loses the lock
- * silently; the fencing token in the store (see checkpoint) stops such a holder from writing.
+ * lock for at most that long plus one second: when proper-lockfile takes a lock it probes the file
+ * system's mtime precision by stamping the lock up to a second into the future, and a holder killed
+ * before its first refresh leaves that stamp (measured by the soak). A holder whose event loop
+ * stalls longer than the staleness loses the lock silently; the fencing token in the store (see
+ * checkpoint) stops such a holder from writing.
  */
 export const LOCK_STALE_MS = 10_000;
 /** proper-lockfile refuses a staleness below 2 s. */

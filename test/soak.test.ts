@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ROOT } from './helpers/data.js';
+
+/**
+ * The short version of `npm run soak`: every part with small counts (random kills in all five
+ * workloads, racing writers with a kill, stale-lock takeover and fencing both ways, a full disk when
+ * the run may mount a tmpfs). The soak itself checks its invariants; this test requires a run with
+ * no failure and that each part really ran.
+ */
+test('a short soak: random kills, racing writers, stale locks, full disk — 0 failures', () => {
+  const run = spawnSync(process.execPath, [join(ROOT, 'dist', 'soak', 'run.js'), '--trials', '10', '--writers', '2', '--rounds', '1', '--lock-trials', '2'], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  assert.equal(run.status, 0, `soak exited ${run.status}:\n${run.stderr}`);
+  const summary = JSON.parse(run.stdout) as {
+    failures: string[];
+    randomKills: { trials: number; acked: number };
+    writers: { rounds: number; printed: number; duplicates: number; lost: number };
+    staleLocks: { trials: number; worstTakeoverMs: number; fencedWrites: number };
+    diskFull: { ran: boolean; note: string };
+  };
+  assert.deepEqual(summary.failures, []);
+  assert.equal(summary.randomKills.trials, 10);
+  assert.ok(summary.randomKills.acked > 0);
+  assert.equal(summary.writers.rounds, 1);
+  assert.ok(summary.writers.printed > 0);
+  assert.equal(summary.writers.duplicates + summary.writers.lost, 0);
+  assert.equal(summary.staleLocks.trials, 2);
+  assert.ok(Number.isFinite(summary.staleLocks.worstTakeoverMs));
+  assert.equal(summary.staleLocks.fencedWrites, 0);
+  if (!summary.diskFull.ran) process.stderr.write(`soak test: disk-full part ${summary.diskFull.note}\n`);
+});
