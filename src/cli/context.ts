@@ -6,7 +6,7 @@ import { parseEpochSpec, type EpochSpec, type MembershipMode } from '../epochs/e
 import { LAYOUTS, type Layout } from '../filters/bloom.js';
 import { MAX_KEY_BYTES, NORMALIZE_MODES, toKey, type NormalizeMode } from '../url/normalize.js';
 import type { BatchOptions, OnInvalid } from './input.js';
-import { checkSeeds } from '../epochs/create.js';
+import { parseStrategy, strategyName } from '../filters/strategy.js';
 
 /** Options every command accepts (declared on the program). */
 export interface GlobalOptions {
@@ -28,6 +28,7 @@ export interface PlanOptions {
   readonly capacity?: string;
   readonly fpr?: string;
   readonly layout?: string;
+  readonly strategy?: string;
   readonly normalize?: string;
   readonly seeds?: string;
 }
@@ -90,6 +91,7 @@ export function scopeOptions(options: PlanOptions): ScopeOptions {
     ...(capacityUrls === undefined ? {} : { capacityUrls }),
     ...(fprTarget === undefined ? {} : { fprTarget }),
     ...(layout === undefined ? {} : { layout }),
+    ...(options.strategy === undefined ? {} : { strategy: strategyName(parseStrategy(options.strategy)) }),
     ...(normalize === undefined ? {} : { normalize }),
   };
 }
@@ -98,7 +100,9 @@ export function scopeOptions(options: PlanOptions): ScopeOptions {
 export function parseSeeds(text: string | undefined): string[] | undefined {
   if (text === undefined) return undefined;
   const seeds = text.split(',').map((seed) => seed.trim());
-  checkSeeds(seeds, 1);
+  if (!seeds.every((seed) => /^[0-9a-f]{16}$/.test(seed))) {
+    throw new SeenStoreError('USAGE', `--seeds must be 16 lower-case hex digits per filter, comma-separated, as epoch show prints them; got ${JSON.stringify(text)}`);
+  }
   return seeds;
 }
 

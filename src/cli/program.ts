@@ -11,6 +11,7 @@ import { verify } from './commands/verify.js';
 import { exportCommand, importCommand, mergeCommand } from './commands/transfer.js';
 import { migrate, snapshotCreate, snapshotDelete, snapshotList, snapshotRestore } from './commands/snapshot.js';
 import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE } from './context.js';
+import { simulateCommand } from './commands/simulate.js';
 
 function inputOptions(command: Command): Command {
   return command
@@ -23,9 +24,10 @@ function planOptions(command: Command): Command {
   return command
     .option('--capacity <n>', 'URLs the first epoch is sized for (default 1000000)')
     .option('--fpr <p>', 'target false-positive rate at capacity (default 0.01)')
-    .option('--layout <layout>', 'classic (default) or blocked')
+    .option('--strategy <name>', 'classic (default), blocked, or spatial:S (S filters, seen only if all hold the URL)')
+    .option('--layout <layout>', 'classic or blocked (older spelling of --strategy)')
     .option('--normalize <mode>', 'none (default: exact bytes) or whatwg (URL-standard form)')
-    .option('--seeds <hex>', "the first epoch's seed (16 hex digits, from epoch show) instead of a fresh one: parallel crawlers that will merge")
+    .option('--seeds <hex>', "the first epoch's seeds (16 hex digits per filter, comma-separated, from epoch show) instead of fresh ones: parallel crawlers that will merge")
     .option('--epoch <n>', 'only add to epoch N; fail with EPOCH_SEALED once it is not the open epoch');
 }
 
@@ -73,7 +75,8 @@ export function buildProgram(): Command {
     .description('seal the open epoch and open the next with fresh seeds, sized from history')
     .option('--capacity <n>', 'capacity of the new epoch (default: from history)')
     .option('--fpr <p>', 'target FPR of the new epoch (default: the previous epoch\'s)')
-    .option('--seeds <hex>', 'seed of the new epoch instead of a fresh one (parallel crawlers that will merge)')
+    .option('--strategy <name>', "strategy of the new epoch (default: the previous epoch's)")
+    .option('--seeds <hex>', 'seeds of the new epoch instead of fresh ones (parallel crawlers that will merge)')
     .action((_options, command: Command) => epochRotate(command));
   epoch
     .command('prune')
@@ -125,6 +128,19 @@ export function buildProgram(): Command {
     .description('bring an older store to this version\'s format, after a snapshot (refused while another process has it open)')
     .option('--no-snapshot', 'do not take the safety snapshot first')
     .action((_options, command: Command) => migrate(command));
+  program
+    .command('simulate')
+    .description("measure a filter strategy's false-positive rate on your URLs, next to theory (the thesis's experiments)")
+    .option('--urls <file>', 'distinct URLs, one per line (required)')
+    .option('--insert <n>', 'URLs inserted (default: all, or half for the non-incremental modes)')
+    .option('--query <n>', 'other URLs queried in non-incremental and revisit modes (default: the rest)')
+    .option('--mode <mode>', 'non-incremental (default), incremental, revisit or revisit-incremental')
+    .option('--strategy <name>', 'classic (default), blocked or spatial:S')
+    .option('--hashes <k>', 'hashes per URL per filter (default with --fpr: the optimum)')
+    .option('--bits-per-hash <M>', "each filter m = N·k·M bits (the thesis's equation 5.1)")
+    .option('--fpr <p>', 'size each epoch for this false-positive rate instead (default 0.01)')
+    .option('--runs <r>', 'repetitions with fresh seeds (default 1)')
+    .action((_options, command: Command) => simulateCommand(command));
   program
     .command('demo')
     .description('run two crawls of a synthetic site through filter-new on the store, and report')

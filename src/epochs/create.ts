@@ -1,6 +1,6 @@
 import { SeenStoreError } from '../errors.js';
-import { LAYOUTS, type Layout } from '../filters/bloom.js';
 import { DEFAULT_GROWTH, planSlice } from '../filters/scalable.js';
+import { strategyName, type Strategy } from '../filters/strategy.js';
 import { HASH_SCHEME_ID, freshSeedHex } from '../hash/scheme.js';
 import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
 import type { StoreEnv } from '../store/env.js';
@@ -17,11 +17,11 @@ export const DEFAULT_FPR_TARGET = 0.01;
 export interface EpochPlan {
   readonly capacityUrls: number;
   readonly fprTarget: number;
-  readonly layout: Layout;
+  readonly strategy: Strategy;
   readonly normalize: NormalizeMode;
   readonly sizing: SizingDecision;
   /**
-   * Seeds of the epoch's first slice (16 hex digits each, one per filter) instead of fresh ones:
+   * Seeds of the epoch's first slice (16 hex digits each, one per filter of the strategy) instead of fresh ones:
    * parallel crawlers that share an epoch's seeds can merge their exports.
    */
   readonly seeds?: readonly string[];
@@ -35,31 +35,34 @@ export function checkScopeName(name: string): void {
 }
 
 export function checkPlan(plan: Omit<EpochPlan, 'sizing'>): void {
-  const { capacityUrls, fprTarget, layout, normalize } = plan;
+  const { capacityUrls, fprTarget, strategy, normalize } = plan;
   if (!Number.isSafeInteger(capacityUrls) || capacityUrls < 1) {
     throw new SeenStoreError('USAGE', `capacity must be a whole number of URLs >= 1, got ${capacityUrls}`);
   }
   if (!(fprTarget > 0 && fprTarget < 1)) throw new SeenStoreError('USAGE', `fpr must be in (0, 1), got ${fprTarget}`);
-  if (!LAYOUTS.includes(layout)) throw new SeenStoreError('USAGE', `unknown layout ${JSON.stringify(layout)} (classic, blocked)`);
   if (!NORMALIZE_MODES.includes(normalize)) {
     throw new SeenStoreError('USAGE', `unknown normalisation ${JSON.stringify(normalize)} (none, whatwg)`);
   }
-  if (plan.seeds !== undefined) checkSeeds(plan.seeds, 1);
+  if (plan.seeds !== undefined) checkSeeds(plan.seeds, strategy.filters, strategyName(strategy));
 }
 
 /** Given seeds: `count` of them, each 16 lower-case hex digits (as `epoch show` prints them). */
-export function checkSeeds(seeds: readonly string[], count: number): void {
+export function checkSeeds(seeds: readonly string[], count: number, strategy: string): void {
   if (!Array.isArray(seeds) || seeds.length !== count || !seeds.every((seed) => typeof seed === 'string' && /^[0-9a-f]{16}$/.test(seed))) {
-    throw new SeenStoreError('USAGE', `seeds must be ${count} value${count === 1 ? '' : 's'} of 16 lower-case hex digits, as epoch show prints them; got ${JSON.stringify(seeds)}`);
+    throw new SeenStoreError(
+      'USAGE',
+      `seeds must be ${count} value${count === 1 ? '' : 's'} of 16 lower-case hex digits (one per filter of ${strategy}), as epoch show prints them; got ${JSON.stringify(seeds)}`,
+    );
   }
 }
 
 /** A new epoch's header: one slice with fresh CSPRNG seeds and the geometry of the plan. */
-export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan, filtersPerSlice = 1): EpochHeader {
+export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan): EpochHeader {
   checkPlan(plan);
+  const { layout, filters } = plan.strategy;
   let first;
   try {
-    first = planSlice(0, plan.capacityUrls, plan.fprTarget, DEFAULT_GROWTH);
+    first = planSlice(0, plan.capacityUrls, plan.fprTarget, DEFAULT_GROWTH, filters);
   } catch (error) {
     throw new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
   }
@@ -79,12 +82,12 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan, fi
     growth: DEFAULT_GROWTH,
     slices: [
       {
-        layout: plan.layout,
+        layout,
         mBits: first.mBits,
         k: first.k,
         capacityUrls: first.capacityUrls,
         fprTarget: first.fprTarget,
-        seeds: plan.seeds !== undefined ? [...plan.seeds] : Array.from({ length: filtersPerSlice }, () => freshSeedHex()),
+        seeds: plan.seeds !== undefined ? [...plan.seeds] : Array.from({ length: filters }, () => freshSeedHex()),
         createdAtMs: now,
       },
     ],

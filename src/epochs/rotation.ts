@@ -5,7 +5,7 @@ import { faultPoint } from '../store/faults.js';
 import { checkpointKey, epochKey, scopeKey } from '../store/keys.js';
 import { readEpochHeader, type EpochHeader } from '../store/records.js';
 import type { NormalizeMode } from '../url/normalize.js';
-import type { Layout } from '../filters/bloom.js';
+import { parseStrategy, strategyOf } from '../filters/strategy.js';
 import { emptyCheckpoint, newEpochHeader, type EpochPlan } from './create.js';
 import { capacityFromHistory } from './sizing-policy.js';
 
@@ -14,6 +14,8 @@ export interface RotateOptions {
   readonly capacityUrls?: number;
   /** Target FPR of the new epoch; default: the sealed epoch's. */
   readonly fprTarget?: number;
+  /** Strategy of the new epoch (`classic`, `blocked`, `spatial:S`); default: the sealed epoch's. */
+  readonly strategy?: string;
   /** Seeds of the new epoch instead of fresh ones (parallel crawlers that will merge; see ScopeOptions.seeds). */
   readonly seeds?: readonly string[];
 }
@@ -59,7 +61,7 @@ export function rotate(env: StoreEnv, scope: string, open: EpochFilters, options
     const plan: EpochPlan = {
       capacityUrls: options.capacityUrls ?? fromHistory.capacityUrls,
       fprTarget,
-      layout: current.slices[0]!.layout as Layout,
+      strategy: options.strategy !== undefined ? parseStrategy(options.strategy) : strategyOf(current.slices[0]!.layout, current.slices[0]!.seeds.length),
       normalize: current.normalize as NormalizeMode,
       sizing:
         options.capacityUrls === undefined
@@ -68,7 +70,7 @@ export function rotate(env: StoreEnv, scope: string, open: EpochFilters, options
       ...(options.seeds === undefined ? {} : { seeds: options.seeds }),
     };
     const next = current.epoch + 1;
-    const opened = newEpochHeader(scope, next, plan, current.slices[0]!.seeds.length);
+    const opened = newEpochHeader(scope, next, plan);
     env.putMeta(epochKey(scope, current.epoch), sealed);
     env.putMeta(epochKey(scope, next), opened);
     env.putMeta(checkpointKey(scope, next), emptyCheckpoint(now));

@@ -1,5 +1,6 @@
 import { SeenStoreError } from '../errors.js';
 import type { Layout } from '../filters/bloom.js';
+import { CLASSIC, parseStrategy, strategyName, strategyOf, type Strategy } from '../filters/strategy.js';
 import type { XxHash } from '../hash/xxhash.js';
 import type { StoreEnv } from '../store/env.js';
 import { EpochFilters, type CheckpointOutcome, type SliceSummary } from '../store/epoch-filters.js';
@@ -20,7 +21,14 @@ export interface ScopeOptions {
   readonly capacityUrls?: number;
   /** Target false-positive rate of the epoch (default 0.01). Used only when the epoch is created. */
   readonly fprTarget?: number;
-  /** `classic` (default) or `blocked` (one cache line per URL: faster on large filters, slightly higher FPR). */
+  /**
+   * How the epochs answer (docs/strategies.md): `classic` (default), `blocked` (one cache line per
+   * URL: faster on large filters, slightly higher FPR) or `spatial:S` (S filters with their own
+   * seeds, seen only if all hold the URL). Used when the scope is created; rotations keep it
+   * unless RotateOptions.strategy says otherwise.
+   */
+  readonly strategy?: string;
+  /** The older spelling of `strategy: 'classic' | 'blocked'`. */
   readonly layout?: Layout;
   /** How URLs become keys: `none` (default, exact bytes) or `whatwg` (URL-standard serialisation). */
   readonly normalize?: NormalizeMode;
@@ -60,6 +68,8 @@ export interface EpochStats {
   readonly sealedAtMs: number | null;
   readonly capacityUrls: number;
   readonly fprTarget: number;
+  /** `classic`, `blocked` or `spatial:S` (ScopeOptions.strategy). */
+  readonly strategy: string;
   readonly normalize: string;
   /** URLs submitted to add / addIfAbsent. */
   readonly submitted: number;
@@ -141,7 +151,7 @@ export class Scope {
     const plan = {
       capacityUrls,
       fprTarget,
-      layout: options.layout ?? 'classic',
+      strategy: scopeStrategy(options),
       normalize: options.normalize ?? 'none',
       sizing: {
         policy: options.capacityUrls === undefined ? 'default' : 'explicit',
@@ -250,13 +260,14 @@ export class Scope {
    */
   async rotate(options: RotateOptions = {}): Promise<RotateResult> {
     this.#ctx.assertOpen();
-    if (options.capacityUrls !== undefined || options.fprTarget !== undefined || options.seeds !== undefined) {
+    if (options.capacityUrls !== undefined || options.fprTarget !== undefined || options.strategy !== undefined) {
+      // Checked before anything is touched; seeds are checked against the strategy in the rotation.
       const { seeds: _unused, ...plan } = this.#plan;
       checkPlan({
         ...plan,
         capacityUrls: options.capacityUrls ?? 1,
         fprTarget: options.fprTarget ?? 0.5,
-        ...(options.seeds === undefined ? {} : { seeds: options.seeds }),
+        ...(options.strategy === undefined ? {} : { strategy: parseStrategy(options.strategy) }),
       });
     }
     await this.#checkpointRunning;
@@ -510,6 +521,7 @@ export class Scope {
       sealedAtMs: header.sealedAtMs,
       capacityUrls: header.capacityUrls,
       fprTarget: header.fprTarget,
+      strategy: strategyName(strategyOf(header.slices[0]!.layout, header.slices[0]!.seeds.length)),
       normalize: header.normalize,
       submitted: live?.submitted ?? final?.submitted ?? 0,
       added: live?.added ?? final?.added ?? 0,
@@ -533,4 +545,13 @@ export class Scope {
       sliceDetails: summary.slices.map((slice, j) => ({ ...slice, layout: filters.header.slices[j]!.layout, seeds: filters.header.slices[j]!.seeds })),
     };
   }
+}
+
+function scopeStrategy(options: ScopeOptions): Strategy {
+  if (options.strategy === undefined) return options.layout === undefined ? CLASSIC : parseStrategy(String(options.layout));
+  const strategy = parseStrategy(options.strategy);
+  if (options.layout !== undefined && options.layout !== strategy.layout) {
+    throw new SeenStoreError('USAGE', `layout ${options.layout} contradicts strategy ${options.strategy}; give only the strategy`);
+  }
+  return strategy;
 }

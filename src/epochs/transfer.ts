@@ -9,7 +9,7 @@ import { faultPoint } from '../store/faults.js';
 import { checkpointKey, chunkKey, dropKey, epochKey, scopeKey } from '../store/keys.js';
 import type { EpochHeader, ScopeRecord } from '../store/records.js';
 import type { NormalizeMode } from '../url/normalize.js';
-import type { Layout } from '../filters/bloom.js';
+import { strategyOf } from '../filters/strategy.js';
 import { checkScopeName, emptyCheckpoint, newEpochHeader } from './create.js';
 import { finishPendingDrops } from './retention.js';
 import { capacityFromHistory } from './sizing-policy.js';
@@ -101,10 +101,10 @@ export function importEpoch(env: StoreEnv, hash: XxHash, path: string, options: 
       const next = newEpochHeader(scope, openEpoch, {
         capacityUrls: sizing.capacityUrls,
         fprTarget: source.fprTarget,
-        layout: source.slices[0]!.layout as Layout,
+        strategy: strategyOf(source.slices[0]!.layout, source.slices[0]!.seeds.length),
         normalize: source.normalize as NormalizeMode,
         sizing: sizing.sizing,
-      }, source.slices[0]!.seeds.length);
+      });
       env.putMeta(epochKey(scope, openEpoch), next);
       env.putMeta(checkpointKey(scope, openEpoch), emptyCheckpoint(now));
     }

@@ -18,10 +18,15 @@ export interface SlicePlan extends Sizing {
   readonly fprTarget: number;
 }
 
-export function planSlice(index: number, capacityUrls: number, fprTarget: number, growth: Growth): SlicePlan {
+/**
+ * Slice `index` of an epoch. With `filters` > 1 (the spatial strategy) a URL is seen only if every
+ * filter of the slice holds it, so each filter is sized for the S-th root of the slice's rate:
+ * S filters then cost the same bits in total as one filter at the slice's rate.
+ */
+export function planSlice(index: number, capacityUrls: number, fprTarget: number, growth: Growth, filters = 1): SlicePlan {
   const sliceCapacity = Math.ceil(capacityUrls * growth.factor ** index);
   const sliceFpr = fprTarget * (1 - growth.tightening) * growth.tightening ** index;
-  return { ...sizeForFpr(sliceCapacity, sliceFpr), capacityUrls: sliceCapacity, fprTarget: sliceFpr };
+  return { ...sizeForFpr(sliceCapacity, sliceFpr ** (1 / filters)), capacityUrls: sliceCapacity, fprTarget: sliceFpr };
 }
 
 /** False-positive rate of a union of slices with the given per-slice rates. */

@@ -366,7 +366,7 @@ export class EpochFilters {
     const header = this.#header;
     const index = header.slices.length;
     const first = header.slices[0]!;
-    const plan = planSlice(index, header.capacityUrls, header.fprTarget, header.growth);
+    const plan = planSlice(index, header.capacityUrls, header.fprTarget, header.growth, first.seeds.length);
     const spec: SliceSpec = {
       layout: first.layout,
       mBits: plan.mBits,

@@ -3,6 +3,7 @@ import { SeenStoreError } from '../../errors.js';
 import type { EpochDetails, EpochStats } from '../../epochs/scope.js';
 import { openStore, parseCount, parseFpr, parseSeeds, requireScope, type GlobalOptions } from '../context.js';
 import { formatCount, table } from '../output.js';
+import { parseStrategy, strategyName } from '../../filters/strategy.js';
 
 function when(ms: number | null): string {
   return ms === null ? '-' : new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
@@ -46,6 +47,7 @@ function renderDetails(d: EpochDetails): string {
     `epoch ${d.epoch} (${d.state})`,
     `  created          ${when(d.createdAtMs)}`,
     `  sealed           ${when(d.sealedAtMs)}`,
+    `  strategy         ${d.strategy}`,
     `  hash scheme      ${d.hashScheme}, normalisation ${d.normalize}`,
     `  plan             ${formatCount(d.capacityUrls)} URLs at FPR ${d.fprTarget}; growth x${d.growth.factor} per slice, error x${d.growth.tightening}`,
     `  sizing           ${d.sizing.policy}: ${d.sizing.reason}`,
@@ -77,8 +79,9 @@ export async function epochShow(epochText: string, command: Command): Promise<vo
 
 /** `epoch rotate`: seal the open epoch, open the next, and say how it was sized. */
 export async function epochRotate(command: Command): Promise<void> {
-  const options = command.optsWithGlobals<GlobalOptions & { capacity?: string; fpr?: string; seeds?: string }>();
+  const options = command.optsWithGlobals<GlobalOptions & { capacity?: string; fpr?: string; seeds?: string; strategy?: string }>();
   const capacityUrls = parseCount('capacity', options.capacity);
+  const strategy = options.strategy === undefined ? undefined : strategyName(parseStrategy(options.strategy));
   const seeds = parseSeeds(options.seeds);
   const fprTarget = parseFpr(options.fpr);
   const store = await openStore(options, false);
@@ -88,6 +91,7 @@ export async function epochRotate(command: Command): Promise<void> {
       ...(capacityUrls === undefined ? {} : { capacityUrls }),
       ...(fprTarget === undefined ? {} : { fprTarget }),
       ...(seeds === undefined ? {} : { seeds }),
+      ...(strategy === undefined ? {} : { strategy }),
     });
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else {

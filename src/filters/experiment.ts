@@ -1,0 +1,237 @@
+import { BLOCK_BITS, freshSeedHex, seedFromHex } from '../hash/scheme.js';
+import type { XxHash } from '../hash/xxhash.js';
+import { allHold, BloomFilter } from './bloom.js';
+import { roundBits, sizeByMultiplier, sizeForFpr, type Sizing } from './sizing.js';
+import { strategyName, type Strategy } from './strategy.js';
+
+/**
+ * The thesis's experiments (its chapter 5) on any list of distinct URLs, in memory, with the same
+ * filters and hash scheme as the store:
+ *
+ * - `non-incremental` (5.2.2): insert N URLs, then query Q others; a query that all filters hold is
+ *   a false positive. The worst case: a filter at its capacity.
+ * - `incremental` (5.2.1): query each of the N URLs, then insert it, into initially empty filters:
+ *   what a crawler meets while its filter fills.
+ * - `revisit` (5.7.2): the non-incremental test twice, with fresh seeds the second time (the next
+ *   epoch); a query is a false positive only if it is one in both. With `spatial:S` this is the
+ *   spatio-temporal test (5.9).
+ * - `revisit-incremental` (5.7.1): the incremental test twice, likewise.
+ */
+export type SimulationMode = 'incremental' | 'non-incremental' | 'revisit' | 'revisit-incremental';
+
+export const SIMULATION_MODES: readonly SimulationMode[] = ['incremental', 'non-incremental', 'revisit', 'revisit-incremental'];
+
+export interface SimulationConfig {
+  readonly mode: SimulationMode;
+  readonly strategy: Strategy;
+  /** Hashes (bit positions) per URL per filter; undefined with `fpr` sizing means the optimum. */
+  readonly hashes?: number;
+  /** m = N·k·M bits per filter (the thesis's equation 5.1), or sized for a target FPR. */
+  readonly sizing: { readonly bitsPerHash: number } | { readonly fpr: number };
+  readonly runs: number;
+}
+
+export interface RunMeasurement {
+  readonly falsePositives: number;
+  readonly fpr: number;
+  /** Adds (hash + set bits) per second, and queries per second, of the run's first epoch. */
+  readonly addsPerSecond: number;
+  readonly queriesPerSecond: number;
+}
+
+export interface SimulationResult {
+  readonly mode: SimulationMode;
+  readonly strategy: string;
+  readonly layout: string;
+  readonly filters: number;
+  readonly k: number;
+  readonly mBits: number;
+  readonly sizingRule: string;
+  readonly inserted: number;
+  readonly queried: number;
+  /** Bits of all filters of one epoch per inserted URL. */
+  readonly bitsPerUrl: number;
+  /** Closed-form expectation of the false-positive rate (see theoryFpr). */
+  readonly theory: number;
+  readonly mean: number;
+  readonly sd: number;
+  readonly min: number;
+  readonly max: number;
+  /** (mean - theory) / standard error of the mean under the binomial model. */
+  readonly z: number;
+  readonly addsPerSecond: number;
+  readonly queriesPerSecond: number;
+  readonly runs: readonly RunMeasurement[];
+}
+
+const BATCH = 8192;
+
+/** Filter geometry for N inserted URLs: by the thesis's multiplier, or for a target FPR. */
+export function simulationSizing(config: SimulationConfig, inserted: number): Sizing {
+  const { strategy, hashes, sizing } = config;
+  if ('bitsPerHash' in sizing) {
+    if (hashes === undefined) throw new RangeError('--bits-per-hash needs --hashes');
+    return sizeByMultiplier(inserted, hashes, sizing.bitsPerHash);
+  }
+  // All S filters must hold a URL, so each is sized for the S-th root of the target.
+  const perFilter = sizing.fpr ** (1 / strategy.filters);
+  if (hashes === undefined) return sizeForFpr(inserted, perFilter);
+  // For a given k the smallest m with (1 - e^(-kn/m))^k <= p is m = -kn / ln(1 - p^(1/k)).
+  return { mBits: roundBits(Math.ceil((-hashes * inserted) / Math.log1p(-(perFilter ** (1 / hashes))))), k: hashes };
+}
+
+/**
+ * The expected false-positive rate. One classic filter of m bits and k hashes after n inserts
+ * answers a fresh query falsely with f(n) = (1 - (1 - 1/m)^(kn))^k; a blocked filter with
+ * sum_j Poisson(j; n/B) (1 - (1 - k/512)^j)^k over its B blocks (each URL sets k distinct bits of
+ * one 512-bit block). S independently seeded filters all err with f^S, and two epochs with fresh
+ * seeds with f^(2S). The incremental modes average that over n = 0 .. N-1.
+ */
+export function theoryFpr(mode: SimulationMode, strategy: Strategy, mBits: number, k: number, inserted: number): number {
+  const single = strategy.layout === 'blocked' ? blockedFpr(mBits, k) : classicFpr(mBits, k);
+  const power = strategy.filters * (mode === 'revisit' || mode === 'revisit-incremental' ? 2 : 1);
+  if (mode === 'non-incremental' || mode === 'revisit') return single(inserted) ** power;
+  let sum = 0;
+  for (let n = 0; n < inserted; n++) sum += single(n) ** power;
+  return sum / inserted;
+}
+
+function classicFpr(mBits: number, k: number): (n: number) => number {
+  const keep = Math.log1p(-1 / mBits);
+  return (n) => (-Math.expm1(k * n * keep)) ** k;
+}
+
+function blockedFpr(mBits: number, k: number): (n: number) => number {
+  const blocks = mBits / BLOCK_BITS;
+  const keep = Math.log1p(-k / BLOCK_BITS);
+  return (n) => {
+    const lambda = n / blocks;
+    // Poisson weights from the mode outwards until they vanish.
+    let sum = 0;
+    const top = Math.floor(lambda);
+    const logAt = (j: number): number => -lambda + j * Math.log(lambda || 1) - logFactorial(j);
+    for (const direction of [1, -1]) {
+      for (let j = direction === 1 ? top : top - 1; j >= 0; j += direction) {
+        const weight = lambda === 0 ? (j === 0 ? 1 : 0) : Math.exp(logAt(j));
+        sum += weight * (-Math.expm1(j * keep)) ** k;
+        if (weight < 1e-18 && Math.abs(j - lambda) > 10) break;
+      }
+    }
+    return sum;
+  };
+}
+
+const logFactorials: number[] = [0];
+function logFactorial(j: number): number {
+  for (let i = logFactorials.length; i <= j; i++) logFactorials.push(logFactorials[i - 1]! + Math.log(i));
+  return logFactorials[j]!;
+}
+
+/** One epoch of the experiment: S filters with fresh seeds, hashing in batches. */
+class Epoch {
+  readonly filters: BloomFilter[];
+  readonly #seeds: bigint[];
+  readonly #hash: XxHash;
+  readonly #words: Uint32Array;
+
+  constructor(hash: XxHash, strategy: Strategy, sizing: Sizing) {
+    this.#hash = hash;
+    this.#seeds = Array.from({ length: strategy.filters }, () => seedFromHex(freshSeedHex()));
+    this.filters = this.#seeds.map(() => new BloomFilter({ layout: strategy.layout, mBits: sizing.mBits, k: sizing.k }));
+    this.#words = new Uint32Array(BATCH * 2 * strategy.filters);
+  }
+
+  /**
+   * Walks `urls` in batches: for each URL, optionally records in `falsePositive[i]` whether all
+   * filters held it first, and optionally adds it. Returns how many were held.
+   */
+  run(urls: readonly string[], query: boolean, insert: boolean, flags: Uint8Array | undefined): number {
+    const filters = this.filters;
+    const stride = 2 * filters.length;
+    const words = this.#words;
+    let held = 0;
+    for (let start = 0; start < urls.length; start += BATCH) {
+      const batch = urls.slice(start, start + BATCH);
+      this.#hash.hashKeys(batch, this.#seeds, words, stride, 0);
+      for (let i = 0; i < batch.length; i++) {
+        const at = i * stride;
+        if (query && allHold(filters, words, at)) {
+          held++;
+          if (flags !== undefined) flags[start + i] = 1;
+        }
+        if (insert) for (let f = 0; f < filters.length; f++) filters[f]!.add(words[at + 2 * f + 1]!, words[at + 2 * f]!);
+      }
+    }
+    return held;
+  }
+}
+
+/**
+ * Runs the experiment `config.runs` times with fresh seeds each time. `insert` are the URLs put in
+ * the filters; `query` the distinct others asked about (unused by the incremental modes).
+ */
+export function simulate(
+  hash: XxHash,
+  insert: readonly string[],
+  query: readonly string[],
+  config: SimulationConfig,
+  progress: (run: number) => void = () => undefined,
+): SimulationResult {
+  const { mode, strategy } = config;
+  const incremental = mode === 'incremental' || mode === 'revisit-incremental';
+  const revisit = mode === 'revisit' || mode === 'revisit-incremental';
+  if (insert.length === 0) throw new RangeError('no URLs to insert');
+  if (!incremental && query.length === 0) throw new RangeError('no URLs to query');
+  const sizing = simulationSizing(config, insert.length);
+  const asked = incremental ? insert : query;
+  const runs: RunMeasurement[] = [];
+  for (let r = 0; r < config.runs; r++) {
+    const flags = revisit ? new Uint8Array(asked.length) : undefined;
+    const first = new Epoch(hash, strategy, sizing);
+    const started = performance.now();
+    let held = first.run(insert, incremental, true, flags);
+    const inserted = performance.now();
+    if (!incremental) held = first.run(query, true, false, flags);
+    const queried = performance.now();
+    const addsPerSecond = insert.length / ((inserted - started) / 1000);
+    const queriesPerSecond = incremental ? addsPerSecond : query.length / ((queried - inserted) / 1000);
+    if (revisit) {
+      // The next epoch: fresh seeds, the same URLs. A false positive must recur to count.
+      const second = new Epoch(hash, strategy, sizing);
+      const again = new Uint8Array(asked.length);
+      second.run(insert, incremental, true, again);
+      if (!incremental) second.run(query, true, false, again);
+      held = 0;
+      for (let i = 0; i < asked.length; i++) held += flags![i]! & again[i]!;
+    }
+    runs.push({ falsePositives: held, fpr: held / asked.length, addsPerSecond, queriesPerSecond });
+    progress(r + 1);
+  }
+  const rates = runs.map((run) => run.fpr);
+  const mean = rates.reduce((sum, x) => sum + x, 0) / rates.length;
+  const sd = rates.length > 1 ? Math.sqrt(rates.reduce((sum, x) => sum + (x - mean) ** 2, 0) / (rates.length - 1)) : 0;
+  const theory = theoryFpr(mode, strategy, sizing.mBits, sizing.k, insert.length);
+  const standardError = Math.sqrt((theory * (1 - theory)) / (asked.length * runs.length));
+  const median = (values: number[]): number => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  return {
+    mode,
+    strategy: strategyName(strategy),
+    layout: strategy.layout,
+    filters: strategy.filters,
+    k: sizing.k,
+    mBits: sizing.mBits,
+    sizingRule: 'bitsPerHash' in config.sizing ? `m = N·k·M, M = ${config.sizing.bitsPerHash}` : `sized for FPR ${config.sizing.fpr}`,
+    inserted: insert.length,
+    queried: asked.length,
+    bitsPerUrl: (sizing.mBits * strategy.filters) / insert.length,
+    theory,
+    mean,
+    sd,
+    min: Math.min(...rates),
+    max: Math.max(...rates),
+    z: standardError === 0 ? (mean === theory ? 0 : Infinity) : (mean - theory) / standardError,
+    addsPerSecond: median(runs.map((run) => run.addsPerSecond)),
+    queriesPerSecond: median(runs.map((run) => run.queriesPerSecond)),
+    runs,
+  };
+}
