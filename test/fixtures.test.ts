@@ -12,7 +12,7 @@ import { runCli } from './helpers/cli.js';
 interface Expected {
   formatVersion: number;
   scope: string;
-  epochs: { epoch: number; state: string; capacityUrls: number; fprTarget: number; submitted: number; added: number; slices: number; journalRecords: number }[];
+  epochs: { epoch: number; state: string; capacityUrls: number; fprTarget: number; strategy?: string; submitted: number; added: number; slices: number; journalRecords: number }[];
   urls: Record<string, [string, number]>;
   neverSeenInAnyEpoch: number;
   exportFile?: { file: string; epoch: number; urls: string };
@@ -58,6 +58,8 @@ async function answersAsRecorded(dir: string, expected: Expected): Promise<void>
     for (const field of ['state', 'capacityUrls', 'fprTarget', 'submitted', 'added', 'slices', 'journalRecords'] as const) {
       assert.equal(got[field], want[field], `epoch ${want.epoch} ${field}`);
     }
+    // Fixtures before format 3 predate strategies: every epoch of theirs is classic.
+    assert.equal(got.strategy, want.strategy ?? 'classic', `epoch ${want.epoch} strategy`);
   }
   const byEpoch: [number, string][] = [[1, 'epoch1'], [2, 'epoch2'], [3, 'epoch3']];
   if (expected.urls.merged !== undefined) byEpoch.push([3, 'merged']);
@@ -80,7 +82,7 @@ async function answersAsRecorded(dir: string, expected: Expected): Promise<void>
  * tests open copies, never the originals. Older formats must be refused until migrated, then
  * answer exactly as recorded.
  */
-for (const format of ['format-1', 'format-2']) {
+for (const format of ['format-1', 'format-2', 'format-3']) {
   describe(`frozen fixture ${format}`, () => {
     const expected = JSON.parse(readFileSync(join(FIXTURES, format, 'expected.json'), 'utf8')) as Expected;
 
@@ -165,7 +167,9 @@ describe('migration 1 -> 2 (fixture in, fixture out)', () => {
     assert.match(refused.stderr, /^seenstore: error FORMAT_UNSUPPORTED: .*run `seenstore migrate`/);
     const migrated = await runCli(['migrate', '--store', dir]);
     assert.equal(migrated.code, 0, migrated.stderr);
-    assert.match(migrated.stdout, /format 1 -> 2: checkpoint records gain .* \(3 records\)\nmigrated from format 1 to 2; the old store is snapshot pre-migrate-1-to-2-/);
+    assert.match(migrated.stdout, /^format 1 -> 2: checkpoint records gain .* \(3 records\)\n/);
+    assert.match(migrated.stdout, /\nformat 2 -> 3: slices may carry a keying .* \(0 records\)\n/);
+    assert.match(migrated.stdout, new RegExp(`migrated from format 1 to ${FORMAT_VERSION}; the old store is snapshot pre-migrate-1-to-${FORMAT_VERSION}-`));
     const answered = await runCli(['has', '--store', dir, '--scope', 'fixture', '--epochs', '1'], 'https://fixture.example/one/0?q=0\n');
     assert.equal(answered.stdout, 'https://fixture.example/one/0?q=0\n');
     assert.match((await runCli(['migrate', '--store', dir])).stdout, /nothing to do/);

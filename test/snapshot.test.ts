@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { SeenStore, SeenStoreError } from '../src/index.js';
+import { FORMAT_VERSION, SeenStore, SeenStoreError } from '../src/index.js';
 import { runCli, spawnCli } from './helpers/cli.js';
 import { ROOT, sharedPath, sharedUrls } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
@@ -57,7 +57,7 @@ describe('snapshots', () => {
     assert.match(created.stdout, /^snapshot before-later: [\d,]+ bytes at /);
     assert.equal((await runCli(['add', '--store', dir], later)).code, 0);
     const listed = JSON.parse((await runCli(['snapshot', 'list', '--json', '--store', dir])).stdout);
-    assert.deepEqual(listed.map((s: { name: string; reason: string; formatVersion: number }) => [s.name, s.reason, s.formatVersion]), [['before-later', 'user', 2]]);
+    assert.deepEqual(listed.map((s: { name: string; reason: string; formatVersion: number }) => [s.name, s.reason, s.formatVersion]), [['before-later', 'user', FORMAT_VERSION]]);
     assert.ok(listed[0].bytes > 0);
     assert.equal((await runCli(['snapshot', 'create', 'before-later', '--store', dir])).code, 2, 'names are unique');
 

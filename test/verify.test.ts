@@ -41,7 +41,7 @@ describe('verify', () => {
     assert.equal(report.epochs, 2);
     assert.ok(report.chunks > 0);
     const fixture = tempDir();
-    cpSync(join(ROOT, 'test', 'fixtures', 'format-2', 'store'), fixture, { recursive: true });
+    cpSync(join(ROOT, 'test', 'fixtures', 'format-3', 'store'), fixture, { recursive: true });
     const fixtureReport = JSON.parse((await runCli(['verify', '--store', fixture, '--json'])).stdout);
     assert.equal(fixtureReport.ok, true);
     assert.equal(fixtureReport.journalRecords, 1);

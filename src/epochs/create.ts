@@ -62,7 +62,7 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan): E
   const { layout, filters } = plan.strategy;
   let first;
   try {
-    first = planSlice(0, plan.capacityUrls, plan.fprTarget, DEFAULT_GROWTH, filters);
+    first = planSlice(0, plan.capacityUrls, plan.fprTarget, DEFAULT_GROWTH, plan.strategy);
   } catch (error) {
     throw new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
   }
@@ -88,6 +88,7 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan): E
         capacityUrls: first.capacityUrls,
         fprTarget: first.fprTarget,
         seeds: plan.seeds !== undefined ? [...plan.seeds] : Array.from({ length: filters }, () => freshSeedHex()),
+        ...(first.keying === undefined ? {} : { keying: first.keying }),
         createdAtMs: now,
       },
     ],

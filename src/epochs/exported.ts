@@ -1,4 +1,4 @@
-import { BloomFilter, allHold, type Layout } from '../filters/bloom.js';
+import { BloomFilter, allHold } from '../filters/bloom.js';
 import { unionFpr } from '../filters/scalable.js';
 import { seedFromHex } from '../hash/scheme.js';
 import { XxHash } from '../hash/xxhash.js';
@@ -7,8 +7,10 @@ import { EpochFilters } from '../store/epoch-filters.js';
 import { readExport, type ExportContents, type ExportHeader } from '../store/export-file.js';
 import type { EpochHeader } from '../store/records.js';
 import { toKey, type NormalizeMode } from '../url/normalize.js';
+import { filterGeometries, hashSlice, type Keying } from '../filters/keying.js';
 
 interface FileSlice {
+  readonly keying: Keying | undefined;
   readonly filters: BloomFilter[];
   readonly seeds: bigint[];
   readonly offset: number;
@@ -38,9 +40,9 @@ export class ExportedEpoch {
     this.#hash = hash;
     this.header = header;
     for (const spec of epoch.slices) {
-      const geometry = { layout: spec.layout as Layout, mBits: spec.mBits, k: spec.k };
       const slice: FileSlice = {
-        filters: spec.seeds.map((_, f) => {
+        keying: spec.keying,
+        filters: filterGeometries(spec).map((geometry, f) => {
           const filter = new BloomFilter(geometry, { regionBytes: CHUNK_PAYLOAD_BYTES });
           const bytes = filters[this.#filterCount + f];
           if (bytes !== undefined) {
@@ -112,7 +114,7 @@ export class ExportedEpoch {
     });
     const stride = 2 * this.#filterCount;
     const words = new Uint32Array(stride * keys.length);
-    for (const slice of this.#slices) this.#hash.hashKeys(keys, slice.seeds, words, stride, 2 * slice.offset);
+    for (const slice of this.#slices) hashSlice(this.#hash, slice.keying, keys, slice.seeds, words, stride, 2 * slice.offset);
     for (let i = 0; i < keys.length; i++) {
       const base = i * stride;
       answers[at[i]!] = this.#slices.some((slice) => allHold(slice.filters, words, base + 2 * slice.offset));

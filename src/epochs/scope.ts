@@ -1,5 +1,6 @@
 import { SeenStoreError } from '../errors.js';
 import type { Layout } from '../filters/bloom.js';
+import type { Keying } from '../filters/keying.js';
 import { CLASSIC, parseStrategy, strategyName, strategyOf, type Strategy } from '../filters/strategy.js';
 import type { XxHash } from '../hash/xxhash.js';
 import type { StoreEnv } from '../store/env.js';
@@ -91,7 +92,7 @@ export interface EpochDetails extends EpochStats {
   readonly growth: { readonly factor: number; readonly tightening: number };
   readonly sizing: SizingDecision;
   /** Per slice: geometry, seeds (hex) and fill. */
-  readonly sliceDetails: readonly (SliceSummary & { readonly layout: string; readonly seeds: readonly string[] })[];
+  readonly sliceDetails: readonly (SliceSummary & { readonly layout: string; readonly seeds: readonly string[]; readonly keying?: Keying })[];
 }
 
 export interface ScopeStats {
@@ -521,7 +522,7 @@ export class Scope {
       sealedAtMs: header.sealedAtMs,
       capacityUrls: header.capacityUrls,
       fprTarget: header.fprTarget,
-      strategy: strategyName(strategyOf(header.slices[0]!.layout, header.slices[0]!.seeds.length)),
+      strategy: strategyName(strategyOf(header.slices[0]!)),
       normalize: header.normalize,
       submitted: live?.submitted ?? final?.submitted ?? 0,
       added: live?.added ?? final?.added ?? 0,
@@ -542,7 +543,10 @@ export class Scope {
       hashScheme: header.hashScheme,
       growth: header.growth,
       sizing: header.sizing,
-      sliceDetails: summary.slices.map((slice, j) => ({ ...slice, layout: filters.header.slices[j]!.layout, seeds: filters.header.slices[j]!.seeds })),
+      sliceDetails: summary.slices.map((slice, j) => {
+        const spec = filters.header.slices[j]!;
+        return { ...slice, layout: spec.layout, seeds: spec.seeds, ...(spec.keying === undefined ? {} : { keying: spec.keying }) };
+      }),
     };
   }
 }

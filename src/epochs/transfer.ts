@@ -13,6 +13,7 @@ import { strategyOf } from '../filters/strategy.js';
 import { checkScopeName, emptyCheckpoint, newEpochHeader } from './create.js';
 import { finishPendingDrops } from './retention.js';
 import { capacityFromHistory } from './sizing-policy.js';
+import { filterGeometries } from '../filters/keying.js';
 
 /** Chunks written per transaction while importing. */
 const IMPORT_CHUNKS_PER_TXN = 256;
@@ -101,7 +102,7 @@ export function importEpoch(env: StoreEnv, hash: XxHash, path: string, options: 
       const next = newEpochHeader(scope, openEpoch, {
         capacityUrls: sizing.capacityUrls,
         fprTarget: source.fprTarget,
-        strategy: strategyOf(source.slices[0]!.layout, source.slices[0]!.seeds.length),
+        strategy: strategyOf(source.slices[0]!),
         normalize: source.normalize as NormalizeMode,
         sizing: sizing.sizing,
       });
@@ -154,6 +155,9 @@ export function mergeMismatch(target: EpochHeader, source: EpochHeader): string 
     const b = target.slices[j]!;
     if (a.layout !== b.layout) return `${what}: slice ${j} layout ${a.layout} vs ${b.layout}`;
     if (a.mBits !== b.mBits || a.k !== b.k) return `${what}: slice ${j} geometry m=${a.mBits} k=${a.k} vs m=${b.mBits} k=${b.k}`;
+    if (JSON.stringify(a.keying ?? null) !== JSON.stringify(b.keying ?? null)) {
+      return `${what}: slice ${j} keying ${JSON.stringify(a.keying ?? 'url')} vs ${JSON.stringify(b.keying ?? 'url')}`;
+    }
     if (a.seeds.length !== b.seeds.length || a.seeds.some((seed, f) => seed !== b.seeds[f])) {
       return `${what}: slice ${j} seeds ${a.seeds.join(',')} vs ${b.seeds.join(',')} (filters hashed with different seeds cannot be merged; share seeds with import --open or --seeds)`;
     }
@@ -168,7 +172,7 @@ function refuseMismatch(target: EpochHeader, source: EpochHeader): void {
 
 /** ORs the filters of every file into arrays shaped like `target`'s filters (missing slices stay zero). */
 function unionOf(target: EpochHeader, files: readonly ExportContents[]): Uint8Array[] {
-  const union = target.slices.flatMap((slice) => slice.seeds.map(() => new Uint8Array(slice.mBits / 8)));
+  const union = target.slices.flatMap((slice) => filterGeometries(slice).map((g) => new Uint8Array(g.mBits / 8)));
   for (const file of files) {
     file.filters.forEach((bytes, f) => {
       const into = union[f]!;

@@ -1,8 +1,9 @@
 import { BLOCK_BITS, freshSeedHex, seedFromHex } from '../hash/scheme.js';
 import type { XxHash } from '../hash/xxhash.js';
-import { allHold, BloomFilter } from './bloom.js';
-import { roundBits, sizeByMultiplier, sizeForFpr, type Sizing } from './sizing.js';
-import { strategyName, type Strategy } from './strategy.js';
+import { allHold, BloomFilter, type FilterGeometry } from './bloom.js';
+import { filterGeometries, hashSlice, type Keying } from './keying.js';
+import { roundBits, sizeByMultiplier } from './sizing.js';
+import { sliceShape, strategyName, type SliceShape, type Strategy } from './strategy.js';
 
 /**
  * The thesis's experiments (its chapter 5) on any list of distinct URLs, in memory, with the same
@@ -46,6 +47,8 @@ export interface SimulationResult {
   readonly filters: number;
   readonly k: number;
   readonly mBits: number;
+  /** Every filter of the slice: the URL filter(s), then feature or layer filters. */
+  readonly geometries: readonly FilterGeometry[];
   readonly sizingRule: string;
   readonly inserted: number;
   readonly queried: number;
@@ -66,33 +69,55 @@ export interface SimulationResult {
 
 const BATCH = 8192;
 
-/** Filter geometry for N inserted URLs: by the thesis's multiplier, or for a target FPR. */
-export function simulationSizing(config: SimulationConfig, inserted: number): Sizing {
+/**
+ * Filter geometry for N inserted URLs: by the thesis's multiplier (m = N·k·M for each URL filter;
+ * eigen's feature region m·D/k), or for a target FPR as the store sizes the strategy (with
+ * `hashes`, the smallest m that reaches the per-filter rate with k hashes).
+ */
+export function simulationShape(config: SimulationConfig, inserted: number): SliceShape {
   const { strategy, hashes, sizing } = config;
+  let main;
   if ('bitsPerHash' in sizing) {
     if (hashes === undefined) throw new RangeError('--bits-per-hash needs --hashes');
-    return sizeByMultiplier(inserted, hashes, sizing.bitsPerHash);
+    main = sizeByMultiplier(inserted, hashes, sizing.bitsPerHash);
+  } else {
+    const shape = sliceShape(strategy, inserted, sizing.fpr);
+    if (hashes === undefined) return shape;
+    // The per-filter rate the strategy's sizing aims at, reached with the given k instead:
+    // for a given k the smallest m with (1 - e^(-kn/m))^k <= p is m = -kn / ln(1 - p^(1/k)).
+    const perFilter = strategy.kind === 'spatial' ? sizing.fpr ** (1 / strategy.filters) : sizing.fpr;
+    main = { mBits: roundBits(Math.ceil((-hashes * inserted) / Math.log1p(-(perFilter ** (1 / hashes))))), k: hashes };
   }
-  // All S filters must hold a URL, so each is sized for the S-th root of the target.
-  const perFilter = sizing.fpr ** (1 / strategy.filters);
-  if (hashes === undefined) return sizeForFpr(inserted, perFilter);
-  // For a given k the smallest m with (1 - e^(-kn/m))^k <= p is m = -kn / ln(1 - p^(1/k)).
-  return { mBits: roundBits(Math.ceil((-hashes * inserted) / Math.log1p(-(perFilter ** (1 / hashes))))), k: hashes };
+  if (strategy.kind === 'eigen') {
+    const keying: Keying = { kind: 'eigen-v1', featureMBits: roundBits(Math.ceil((main.mBits * strategy.d!) / main.k)), featureK: strategy.d! };
+    return { ...main, keying };
+  }
+  if (strategy.kind === 'multilayer') return { ...main, keying: { kind: 'multilayer-v1', layers: strategy.layers! } };
+  return main;
+}
+
+function geometriesOf(strategy: Strategy, shape: SliceShape): FilterGeometry[] {
+  return filterGeometries({ layout: strategy.layout, mBits: shape.mBits, k: shape.k, seeds: new Array<string>(strategy.filters).fill(''), ...(shape.keying === undefined ? {} : { keying: shape.keying }) });
 }
 
 /**
- * The expected false-positive rate. One classic filter of m bits and k hashes after n inserts
- * answers a fresh query falsely with f(n) = (1 - (1 - 1/m)^(kn))^k; a blocked filter with
- * sum_j Poisson(j; n/B) (1 - (1 - k/512)^j)^k over its B blocks (each URL sets k distinct bits of
- * one 512-bit block). S independently seeded filters all err with f^S, and two epochs with fresh
- * seeds with f^(2S). The incremental modes average that over n = 0 .. N-1.
+ * The expected false-positive rate if every filter's key were an independent random value per URL.
+ * One classic filter of m bits and k hashes after n inserts answers a fresh query falsely with
+ * f(n) = (1 - (1 - 1/m)^(kn))^k; a blocked filter with sum_j Poisson(j; n/B) (1 - (1 - k/512)^j)^k
+ * over its B blocks (each URL sets k distinct bits of one 512-bit block). A URL is seen only if all
+ * filters of the slice hold it: the product of their rates (S seeded filters: f^S); two epochs with
+ * fresh seeds square it. The incremental modes average over n = 0 .. N-1. Exact for classic,
+ * blocked and spatial; for eigen and multilayer it is the claim of seeds 001 and 002, which
+ * assumes that features and segments of different URLs are independent — they are not (a new URL
+ * on a known host with a known shape passes those filters), and the measurement shows by how much.
  */
-export function theoryFpr(mode: SimulationMode, strategy: Strategy, mBits: number, k: number, inserted: number): number {
-  const single = strategy.layout === 'blocked' ? blockedFpr(mBits, k) : classicFpr(mBits, k);
-  const power = strategy.filters * (mode === 'revisit' || mode === 'revisit-incremental' ? 2 : 1);
-  if (mode === 'non-incremental' || mode === 'revisit') return single(inserted) ** power;
+export function theoryFpr(mode: SimulationMode, geometries: readonly FilterGeometry[], inserted: number): number {
+  const rates = geometries.map((g) => (g.layout === 'blocked' ? blockedFpr(g.mBits, g.k) : classicFpr(g.mBits, g.k)));
+  const epochs = mode === 'revisit' || mode === 'revisit-incremental' ? 2 : 1;
+  const at = (n: number): number => rates.reduce((product, rate) => product * rate(n), 1) ** epochs;
+  if (mode === 'non-incremental' || mode === 'revisit') return at(inserted);
   let sum = 0;
-  for (let n = 0; n < inserted; n++) sum += single(n) ** power;
+  for (let n = 0; n < inserted; n++) sum += at(n);
   return sum / inserted;
 }
 
@@ -132,13 +157,15 @@ class Epoch {
   readonly filters: BloomFilter[];
   readonly #seeds: bigint[];
   readonly #hash: XxHash;
+  readonly #keying: Keying | undefined;
   readonly #words: Uint32Array;
 
-  constructor(hash: XxHash, strategy: Strategy, sizing: Sizing) {
+  constructor(hash: XxHash, geometries: readonly FilterGeometry[], keying: Keying | undefined) {
     this.#hash = hash;
-    this.#seeds = Array.from({ length: strategy.filters }, () => seedFromHex(freshSeedHex()));
-    this.filters = this.#seeds.map(() => new BloomFilter({ layout: strategy.layout, mBits: sizing.mBits, k: sizing.k }));
-    this.#words = new Uint32Array(BATCH * 2 * strategy.filters);
+    this.#keying = keying;
+    this.#seeds = geometries.map(() => seedFromHex(freshSeedHex()));
+    this.filters = geometries.map((geometry) => new BloomFilter(geometry));
+    this.#words = new Uint32Array(BATCH * 2 * geometries.length);
   }
 
   /**
@@ -152,7 +179,7 @@ class Epoch {
     let held = 0;
     for (let start = 0; start < urls.length; start += BATCH) {
       const batch = urls.slice(start, start + BATCH);
-      this.#hash.hashKeys(batch, this.#seeds, words, stride, 0);
+      hashSlice(this.#hash, this.#keying, batch, this.#seeds, words, stride, 0);
       for (let i = 0; i < batch.length; i++) {
         const at = i * stride;
         if (query && allHold(filters, words, at)) {
@@ -182,12 +209,13 @@ export function simulate(
   const revisit = mode === 'revisit' || mode === 'revisit-incremental';
   if (insert.length === 0) throw new RangeError('no URLs to insert');
   if (!incremental && query.length === 0) throw new RangeError('no URLs to query');
-  const sizing = simulationSizing(config, insert.length);
+  const shape = simulationShape(config, insert.length);
+  const geometries = geometriesOf(strategy, shape);
   const asked = incremental ? insert : query;
   const runs: RunMeasurement[] = [];
   for (let r = 0; r < config.runs; r++) {
     const flags = revisit ? new Uint8Array(asked.length) : undefined;
-    const first = new Epoch(hash, strategy, sizing);
+    const first = new Epoch(hash, geometries, shape.keying);
     const started = performance.now();
     let held = first.run(insert, incremental, true, flags);
     const inserted = performance.now();
@@ -197,7 +225,7 @@ export function simulate(
     const queriesPerSecond = incremental ? addsPerSecond : query.length / ((queried - inserted) / 1000);
     if (revisit) {
       // The next epoch: fresh seeds, the same URLs. A false positive must recur to count.
-      const second = new Epoch(hash, strategy, sizing);
+      const second = new Epoch(hash, geometries, shape.keying);
       const again = new Uint8Array(asked.length);
       second.run(insert, incremental, true, again);
       if (!incremental) second.run(query, true, false, again);
@@ -210,7 +238,7 @@ export function simulate(
   const rates = runs.map((run) => run.fpr);
   const mean = rates.reduce((sum, x) => sum + x, 0) / rates.length;
   const sd = rates.length > 1 ? Math.sqrt(rates.reduce((sum, x) => sum + (x - mean) ** 2, 0) / (rates.length - 1)) : 0;
-  const theory = theoryFpr(mode, strategy, sizing.mBits, sizing.k, insert.length);
+  const theory = theoryFpr(mode, geometries, insert.length);
   const standardError = Math.sqrt((theory * (1 - theory)) / (asked.length * runs.length));
   const median = (values: number[]): number => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   return {
@@ -218,12 +246,13 @@ export function simulate(
     strategy: strategyName(strategy),
     layout: strategy.layout,
     filters: strategy.filters,
-    k: sizing.k,
-    mBits: sizing.mBits,
+    k: shape.k,
+    mBits: shape.mBits,
+    geometries,
     sizingRule: 'bitsPerHash' in config.sizing ? `m = N·k·M, M = ${config.sizing.bitsPerHash}` : `sized for FPR ${config.sizing.fpr}`,
     inserted: insert.length,
     queried: asked.length,
-    bitsPerUrl: (sizing.mBits * strategy.filters) / insert.length,
+    bitsPerUrl: geometries.reduce((sum, g) => sum + g.mBits, 0) / insert.length,
     theory,
     mean,
     sd,

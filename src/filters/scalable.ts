@@ -1,4 +1,5 @@
-import { sizeForFpr, type Sizing } from './sizing.js';
+import type { Sizing } from './sizing.js';
+import { CLASSIC, sliceShape, type SliceShape, type Strategy } from './strategy.js';
 
 /**
  * Growth of a scalable Bloom filter (Almeida, Baquero, Preguiça & Hutchison 2007): when a slice
@@ -13,20 +14,16 @@ export interface Growth {
 
 export const DEFAULT_GROWTH: Growth = Object.freeze({ factor: 2, tightening: 0.5 });
 
-export interface SlicePlan extends Sizing {
+export interface SlicePlan extends Sizing, SliceShape {
   readonly capacityUrls: number;
   readonly fprTarget: number;
 }
 
-/**
- * Slice `index` of an epoch. With `filters` > 1 (the spatial strategy) a URL is seen only if every
- * filter of the slice holds it, so each filter is sized for the S-th root of the slice's rate:
- * S filters then cost the same bits in total as one filter at the slice's rate.
- */
-export function planSlice(index: number, capacityUrls: number, fprTarget: number, growth: Growth, filters = 1): SlicePlan {
+/** Slice `index` of an epoch, its filters shaped by the strategy (see sliceShape). */
+export function planSlice(index: number, capacityUrls: number, fprTarget: number, growth: Growth, strategy: Strategy = CLASSIC): SlicePlan {
   const sliceCapacity = Math.ceil(capacityUrls * growth.factor ** index);
   const sliceFpr = fprTarget * (1 - growth.tightening) * growth.tightening ** index;
-  return { ...sizeForFpr(sliceCapacity, sliceFpr ** (1 / filters)), capacityUrls: sliceCapacity, fprTarget: sliceFpr };
+  return { ...sliceShape(strategy, sliceCapacity, sliceFpr), capacityUrls: sliceCapacity, fprTarget: sliceFpr };
 }
 
 /** False-positive rate of a union of slices with the given per-slice rates. */

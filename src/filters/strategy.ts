@@ -1,40 +1,59 @@
 import { SeenStoreError } from '../errors.js';
 import type { Layout } from './bloom.js';
+import type { Keying } from './keying.js';
+import { roundBits, sizeForFpr } from './sizing.js';
 
 /**
  * How an epoch's filters answer "seen?". Every strategy here is a group of seeded Bloom filters per
  * slice, so the store persists them all the same way; the strategy of an epoch is fixed by its
- * header (each slice's layout and number of seeds) and never changes.
+ * header (each slice's layout, seeds and keying) and never changes. docs/strategies.md has the
+ * sizing rules and the measurements.
  *
  * - `classic`: one filter, k positions anywhere in the array.
  * - `blocked`: one filter, the k positions inside one 64-byte block (one cache line per URL).
  * - `spatial:S`: S classic filters with their own seeds; a URL is seen only if all S hold it
  *   (the thesis's spatial strategy, 4.3). Across epochs with fresh seeds it is spatio-temporal (4.4).
+ * - `eigen:D`: a classic filter plus an extension region hashing the URL's features with D
+ *   positions (seed 001); seen only if both hold.
+ * - `multilayer:L`: L filters for the URL's segments by depth plus an XOR layer (seed 002).
  */
 export interface Strategy {
-  readonly kind: 'classic' | 'blocked' | 'spatial';
+  readonly kind: 'classic' | 'blocked' | 'spatial' | 'eigen' | 'multilayer';
   readonly layout: Layout;
   /** Filters per slice, each with its own seed. */
   readonly filters: number;
+  /** eigen: hashes of the feature region. */
+  readonly d?: number;
+  /** multilayer: segment layers (the XOR layer comes on top). */
+  readonly layers?: number;
 }
 
 export const MAX_SPATIAL_FILTERS = 16;
+export const MAX_EIGEN_HASHES = 16;
+export const MAX_LAYERS = 8;
+/** `eigen` without D: two feature hashes (seed 001 suggests d of about k / 3; k is 7 at 1 %). */
+export const DEFAULT_EIGEN_HASHES = 2;
+/** `multilayer` without L: host, two path segments, and the rest. */
+export const DEFAULT_LAYERS = 4;
 
 export const CLASSIC: Strategy = Object.freeze({ kind: 'classic', layout: 'classic', filters: 1 });
+const BLOCKED: Strategy = Object.freeze({ kind: 'blocked', layout: 'blocked', filters: 1 });
 
 /** Named by the design but not available in this version; named so the error can say so. */
-const NOT_BUILT = ['counting', 'eigen', 'multilayer', 'scalable'];
+const NOT_BUILT = ['counting', 'scalable'];
 
-export const STRATEGY_HELP = `classic, blocked or spatial:S (S = 2..${MAX_SPATIAL_FILTERS})`;
+export const STRATEGY_HELP = `classic, blocked, spatial:S (S = 2..${MAX_SPATIAL_FILTERS}), eigen[:D] (D = 1..${MAX_EIGEN_HASHES}) or multilayer[:L] (L = 2..${MAX_LAYERS})`;
 
 export function parseStrategy(text: string): Strategy {
   if (typeof text !== 'string') throw new SeenStoreError('USAGE', `a strategy is a string: ${STRATEGY_HELP}`);
   if (text === 'classic') return CLASSIC;
-  if (text === 'blocked') return Object.freeze({ kind: 'blocked', layout: 'blocked', filters: 1 });
-  const spatial = /^spatial:([0-9]{1,2})$/.exec(text);
-  if (spatial !== null) {
-    const filters = Number(spatial[1]);
-    if (filters >= 2 && filters <= MAX_SPATIAL_FILTERS) return Object.freeze({ kind: 'spatial', layout: 'classic', filters });
+  if (text === 'blocked') return BLOCKED;
+  const match = /^(spatial|eigen|multilayer)(?::([0-9]{1,2}))?$/.exec(text);
+  if (match !== null) {
+    const n = match[2] === undefined ? undefined : Number(match[2]);
+    if (match[1] === 'spatial' && n !== undefined && n >= 2 && n <= MAX_SPATIAL_FILTERS) return spatial(n);
+    if (match[1] === 'eigen' && (n === undefined || (n >= 1 && n <= MAX_EIGEN_HASHES))) return eigen(n ?? DEFAULT_EIGEN_HASHES);
+    if (match[1] === 'multilayer' && (n === undefined || (n >= 2 && n <= MAX_LAYERS))) return multilayer(n ?? DEFAULT_LAYERS);
   }
   const name = text.split(':')[0]!;
   if (NOT_BUILT.includes(name)) {
@@ -43,13 +62,59 @@ export function parseStrategy(text: string): Strategy {
   throw new SeenStoreError('USAGE', `unknown strategy ${JSON.stringify(text)}: use ${STRATEGY_HELP}`);
 }
 
+const spatial = (filters: number): Strategy => Object.freeze({ kind: 'spatial', layout: 'classic', filters });
+const eigen = (d: number): Strategy => Object.freeze({ kind: 'eigen', layout: 'classic', filters: 2, d });
+const multilayer = (layers: number): Strategy => Object.freeze({ kind: 'multilayer', layout: 'classic', filters: layers + 1, layers });
+
 /** The strategy of a slice as its header records it. */
-export function strategyOf(layout: string, filters: number): Strategy {
-  if (filters > 1) return Object.freeze({ kind: 'spatial', layout: layout as Layout, filters });
-  return layout === 'blocked' ? parseStrategy('blocked') : CLASSIC;
+export function strategyOf(slice: { readonly layout: string; readonly seeds: readonly unknown[]; readonly keying?: Keying }): Strategy {
+  if (slice.keying?.kind === 'eigen-v1') return eigen(slice.keying.featureK);
+  if (slice.keying?.kind === 'multilayer-v1') return multilayer(slice.keying.layers);
+  if (slice.seeds.length > 1) return spatial(slice.seeds.length);
+  return slice.layout === 'blocked' ? BLOCKED : CLASSIC;
 }
 
 /** The name as `--strategy` takes it and `epoch show` prints it. */
 export function strategyName(strategy: Strategy): string {
-  return strategy.kind === 'spatial' ? `spatial:${strategy.filters}` : strategy.kind;
+  switch (strategy.kind) {
+    case 'spatial':
+      return `spatial:${strategy.filters}`;
+    case 'eigen':
+      return `eigen:${strategy.d}`;
+    case 'multilayer':
+      return `multilayer:${strategy.layers}`;
+    default:
+      return strategy.kind;
+  }
+}
+
+export interface SliceShape {
+  readonly mBits: number;
+  readonly k: number;
+  readonly keying?: Keying;
+}
+
+/**
+ * Filter geometry of one slice of `capacityUrls` URLs whose union must err at most `fpr`:
+ * - classic, blocked: the classic optimum;
+ * - spatial:S: each filter at the S-th root of `fpr` (all must hold: the same total bits);
+ * - eigen:D: the URL filter alone at `fpr` (so the promise holds whatever the features do), and a
+ *   feature region of m·D/k bits hashed D times, seed 001's recipe;
+ * - multilayer:L: every layer like the XOR layer, which alone is sized for `fpr` (its key is unique
+ *   per URL), so the promise holds however much the segment layers share.
+ */
+export function sliceShape(strategy: Strategy, capacityUrls: number, fpr: number): SliceShape {
+  switch (strategy.kind) {
+    case 'spatial':
+      return sizeForFpr(capacityUrls, fpr ** (1 / strategy.filters));
+    case 'eigen': {
+      const main = sizeForFpr(capacityUrls, fpr);
+      const d = strategy.d!;
+      return { ...main, keying: { kind: 'eigen-v1', featureMBits: roundBits(Math.ceil((main.mBits * d) / main.k)), featureK: d } };
+    }
+    case 'multilayer':
+      return { ...sizeForFpr(capacityUrls, fpr), keying: { kind: 'multilayer-v1', layers: strategy.layers! } };
+    default:
+      return sizeForFpr(capacityUrls, fpr);
+  }
 }

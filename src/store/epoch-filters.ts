@@ -1,6 +1,6 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { SeenStoreError, asStoreError } from '../errors.js';
-import { BloomFilter, allHold, type Layout } from '../filters/bloom.js';
+import { BloomFilter, allHold } from '../filters/bloom.js';
 import { planSlice, unionFpr } from '../filters/scalable.js';
 import { HASH_SCHEME_ID, freshSeedHex, seedFromHex } from '../hash/scheme.js';
 import type { XxHash } from '../hash/xxhash.js';
@@ -20,6 +20,8 @@ import {
   type ScopeRecord,
   type SliceSpec,
 } from './records.js';
+import { filterGeometries, hashSlice } from '../filters/keying.js';
+import { strategyOf } from '../filters/strategy.js';
 
 /** Bytes of chunks written per checkpoint transaction: small transactions let LMDB reuse pages. */
 export const CHECKPOINT_TXN_BYTES = 16 * 2 ** 20;
@@ -184,12 +186,14 @@ export class EpochFilters {
     const slices = this.#slices.map((slice, j) => {
       let sliceFpr = 1;
       let sliceOnes = 0;
+      let sliceBits = 0;
       for (const filter of slice.filters) {
         sliceFpr *= filter.currentFpr;
         sliceOnes += filter.onesBits;
+        sliceBits += filter.geometry.mBits;
       }
       ones += sliceOnes;
-      bits += slice.spec.mBits * slice.filters.length;
+      bits += sliceBits;
       estimatedDistinct += slice.filters[0]!.estimatedCount;
       return {
         capacityUrls: slice.spec.capacityUrls,
@@ -198,7 +202,7 @@ export class EpochFilters {
         k: slice.spec.k,
         filters: slice.filters.length,
         added: this.#sliceCount(j),
-        fillRatio: sliceOnes / (slice.spec.mBits * slice.filters.length),
+        fillRatio: sliceOnes / sliceBits,
         estimatedFpr: sliceFpr,
       };
     });
@@ -218,13 +222,14 @@ export class EpochFilters {
   }
 
   /**
-   * Hashes `keys` with the seed of every filter of every slice into `words`: for key i and filter
-   * f (counted over all slices), the low and high halves of its xxh64 are words[2 * (i * F + f)]
-   * and words[2 * (i * F + f) + 1], F = filterCount.
+   * Hashes `keys` for every filter of every slice into `words`: for key i and filter f (counted
+   * over all slices), the low and high halves of its xxh64 (of the URL key, or of the key the
+   * slice's keying derives for that filter) are words[2 * (i * F + f)] and the next word,
+   * F = filterCount.
    */
   hashKeys(keys: readonly string[], words: Uint32Array): void {
     const stride = 2 * this.#filterCount;
-    for (const slice of this.#slices) this.#hash.hashKeys(keys, slice.seeds, words, stride, 2 * slice.offset);
+    for (const slice of this.#slices) hashSlice(this.#hash, slice.spec.keying, keys, slice.seeds, words, stride, 2 * slice.offset);
   }
 
   /** True when some slice holds URL i of `words` (in a slice, every filter must agree). */
@@ -366,7 +371,7 @@ export class EpochFilters {
     const header = this.#header;
     const index = header.slices.length;
     const first = header.slices[0]!;
-    const plan = planSlice(index, header.capacityUrls, header.fprTarget, header.growth, first.seeds.length);
+    const plan = planSlice(index, header.capacityUrls, header.fprTarget, header.growth, strategyOf(first));
     const spec: SliceSpec = {
       layout: first.layout,
       mBits: plan.mBits,
@@ -374,6 +379,7 @@ export class EpochFilters {
       capacityUrls: plan.capacityUrls,
       fprTarget: plan.fprTarget,
       seeds: first.seeds.map(() => freshSeedHex()),
+      ...(plan.keying === undefined ? {} : { keying: plan.keying }),
       createdAtMs: Date.now(),
     };
     const grown: EpochHeader = { ...header, slices: [...header.slices, spec] };
@@ -396,10 +402,9 @@ export class EpochFilters {
   #addSlices(from: number): void {
     for (let j = from; j < this.#header.slices.length; j++) {
       const spec = this.#header.slices[j]!;
-      const geometry = { layout: spec.layout as Layout, mBits: spec.mBits, k: spec.k };
       this.#slices.push({
         spec,
-        filters: spec.seeds.map(() => new BloomFilter(geometry, { regionBytes: CHUNK_PAYLOAD_BYTES })),
+        filters: filterGeometries(spec).map((geometry) => new BloomFilter(geometry, { regionBytes: CHUNK_PAYLOAD_BYTES })),
         seeds: spec.seeds.map(seedFromHex),
         offset: this.#filterCount,
       });

@@ -5,9 +5,12 @@ import { SeenStoreError, asStoreError } from '../errors.js';
 import type { XxHash } from '../hash/xxhash.js';
 import { CHUNK_PAYLOAD_BYTES } from './chunks.js';
 import { readEpochHeader, type EpochHeader } from './records.js';
+import { filterGeometries } from '../filters/keying.js';
 
 /**
- * Export file, format 1: one epoch's filters in a portable single file (docs/format.md).
+ * Export file, formats 1 and 2: one epoch's filters in a portable single file (docs/format.md).
+ * Format 2 is written only for an epoch whose slices have a keying (eigen, multilayer): the bytes
+ * are laid out alike, but a reader of format 1 would hash every filter's key as the whole URL.
  *
  *   magic "\x89SSEX\r\n\x1a" | u32 format version | u32 header length H | msgpack header | u32 xxh32(header)
  *   blocks: u32 filter | u32 chunk | u8 encoding (0 raw, 1 LEB128 gaps, 2 Rice gaps) | 3 zero bytes
@@ -17,7 +20,9 @@ import { readEpochHeader, type EpochHeader } from './records.js';
  *   trailer: u64 xxh64 (seed 0) of every byte before it
  */
 export const EXPORT_MAGIC = Buffer.from([0x89, 0x53, 0x53, 0x45, 0x58, 0x0d, 0x0a, 0x1a]);
-export const EXPORT_FORMAT_VERSION = 1;
+export const EXPORT_FORMAT_VERSION = 2;
+/** Written when no slice has a keying, so older versions keep reading such exports. */
+const EXPORT_FORMAT_VERSION_PLAIN = 1;
 const BLOCK_HEADER_BYTES = 24;
 const END_MARK = 0xffffffff;
 
@@ -226,7 +231,7 @@ export function writeExport(hash: XxHash, path: string, header: ExportHeader, fi
     };
     const headerBytes = packr.pack(header);
     write(EXPORT_MAGIC);
-    write(u32(EXPORT_FORMAT_VERSION));
+    write(u32(header.epoch.slices.some((slice) => slice.keying !== undefined) ? EXPORT_FORMAT_VERSION : EXPORT_FORMAT_VERSION_PLAIN));
     write(u32(headerBytes.length));
     write(headerBytes);
     write(u32(hash.checksum(headerBytes)));
@@ -286,8 +291,8 @@ export function readExport(hash: XxHash, path: string): ExportContents {
   const bad = (problem: string): SeenStoreError => new SeenStoreError('STORE_CORRUPT', `export file ${path}: ${problem}`);
   if (file.length < EXPORT_MAGIC.length + 8 || !file.subarray(0, 8).equals(EXPORT_MAGIC)) throw bad('not a seenstore export file (bad magic)');
   const version = file.readUInt32LE(8);
-  if (version !== EXPORT_FORMAT_VERSION) {
-    throw new SeenStoreError('FORMAT_UNSUPPORTED', `export file ${path} has format ${version}; this version reads format ${EXPORT_FORMAT_VERSION}`);
+  if (version !== EXPORT_FORMAT_VERSION && version !== EXPORT_FORMAT_VERSION_PLAIN) {
+    throw new SeenStoreError('FORMAT_UNSUPPORTED', `export file ${path} has format ${version}; this version reads formats 1 and ${EXPORT_FORMAT_VERSION}`);
   }
   if (file.length < 8 + 8 + 8) throw bad('truncated');
   const expected = file.readBigUInt64LE(file.length - 8);
@@ -308,7 +313,7 @@ export function readExport(hash: XxHash, path: string): ExportContents {
   }
   if (header?.v !== 1) throw new SeenStoreError('FORMAT_UNSUPPORTED', `export file ${path}: header version ${String(header?.v)} is unknown`);
   const epoch = readEpochHeader(header.epoch);
-  const filters = epoch.slices.flatMap((slice) => slice.seeds.map(() => new Uint8Array(slice.mBits / 8)));
+  const filters = epoch.slices.flatMap((slice) => filterGeometries(slice).map((g) => new Uint8Array(g.mBits / 8)));
   let blocks = 0;
   for (;;) {
     if (at + 16 > file.length - 8) throw bad('truncated before the end mark');

@@ -1,4 +1,5 @@
 import { SeenStoreError } from '../errors.js';
+import type { Keying } from '../filters/keying.js';
 
 /**
  * Meta records, stored as msgpack maps. Every record carries `v`, its record version; a reader
@@ -7,7 +8,7 @@ import { SeenStoreError } from '../errors.js';
  */
 
 /** On-disk format of the whole store. Bumped with a migration whenever any record or key changes. */
-export const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 3;
 
 export interface StoreHeader {
   readonly v: 1;
@@ -39,6 +40,8 @@ export interface SliceSpec {
   readonly fprTarget: number;
   /** One 64-bit xxh64 seed per filter, 16 lower-case hex digits each, from a CSPRNG. */
   readonly seeds: readonly string[];
+  /** Format 3: what the filters hash besides the whole URL (eigen, multilayer); absent: the URL. */
+  readonly keying?: Keying;
   readonly createdAtMs: number;
 }
 
@@ -151,7 +154,7 @@ export function readEpochHeader(value: unknown): EpochHeader {
   for (const slice of header.slices) {
     const ok = typeof slice?.layout === 'string' && Number.isSafeInteger(slice.mBits) && Number.isInteger(slice.k) &&
       typeof slice.capacityUrls === 'number' && Array.isArray(slice.seeds) && slice.seeds.length > 0 &&
-      slice.seeds.every((seed: unknown) => typeof seed === 'string');
+      slice.seeds.every((seed: unknown) => typeof seed === 'string') && keyingFits(slice.keying, slice.seeds.length);
     if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${where}: malformed slice`);
   }
   return header;
@@ -168,4 +171,13 @@ export function readCheckpointRecord(value: unknown): CheckpointRecord {
 
 export function readFenceRecord(value: unknown): FenceRecord {
   return check('fence record', value, { token: 'number' });
+}
+
+/** A slice's keying is absent, or a known kind whose filter count matches the seeds. */
+function keyingFits(keying: unknown, seeds: number): boolean {
+  if (keying === undefined) return true;
+  const k = keying as Partial<Record<string, unknown>>;
+  if (k.kind === 'eigen-v1') return seeds === 2 && Number.isSafeInteger(k.featureMBits) && (k.featureMBits as number) > 0 && (k.featureMBits as number) % 512 === 0 && Number.isInteger(k.featureK) && (k.featureK as number) >= 1;
+  if (k.kind === 'multilayer-v1') return Number.isInteger(k.layers) && (k.layers as number) >= 2 && seeds === (k.layers as number) + 1;
+  return false;
 }

@@ -2,6 +2,7 @@ import { CHUNK_HEADER_BYTES, CHUNK_PAYLOAD_BYTES } from './chunks.js';
 import type { StoreEnv } from './env.js';
 import { chunkKey, journalKey } from './keys.js';
 import type { EpochHeader } from './records.js';
+import { filterGeometries } from '../filters/keying.js';
 
 export interface EpochUsage {
   /** LMDB page bytes held by the epoch's chunks and journal records. */
@@ -18,7 +19,7 @@ function pageBytes(bytes: number): number {
 /** What an epoch occupies in the store, from its keys and the header's geometry (no filter is loaded). */
 export function epochUsage(env: StoreEnv, header: EpochHeader): EpochUsage {
   const { scope, epoch } = header;
-  const filterBytes: number[] = header.slices.flatMap((slice) => slice.seeds.map(() => slice.mBits / 8));
+  const filterBytes: number[] = header.slices.flatMap((slice) => filterGeometries(slice).map((g) => g.mBits / 8));
   let bytesOnDisk = 0;
   let chunks = 0;
   for (const key of env.chunksDb.getKeys({ start: chunkKey(scope, epoch, 0, 0), end: chunkKey(scope, epoch + 1, 0, 0) })) {

@@ -12,6 +12,7 @@ import {
   type CheckpointRecord,
   type EpochHeader,
 } from './records.js';
+import { filterGeometries } from '../filters/keying.js';
 
 export interface Damage {
   /** The exact place: a record key, chunk or journal record. */
@@ -75,7 +76,7 @@ export function verifyStore(env: StoreEnv, hash: XxHash): VerifyReport {
           epochs.set(epochId(header.scope, header.epoch), {
             header,
             checkpoint,
-            filterBytes: header.slices.flatMap((slice) => slice.seeds.map(() => slice.mBits / 8)),
+            filterBytes: header.slices.flatMap((slice) => filterGeometries(slice).map((g) => g.mBits / 8)),
             sliceFilters: header.slices.map((slice) => slice.seeds.length),
             nextSeq: (checkpoint?.seq ?? 0) + 1,
           });

@@ -60,6 +60,8 @@ function renderDetails(d: EpochDetails): string {
       `  slice ${j}          ${s.layout}, m=${formatCount(s.mBits)} bits, k=${s.k}, capacity ${formatCount(s.capacityUrls)} at ${s.fprTarget.toExponential(2)}, new ${formatCount(s.added)}, fill ${(s.fillRatio * 100).toFixed(2)}%`,
       `  slice ${j} seeds    ${s.seeds.join(' ')}`,
     );
+    if (s.keying?.kind === 'eigen-v1') lines.push(`  slice ${j} keying   eigen-v1: filter 0 hashes the URL; filter 1 its features, m=${formatCount(s.keying.featureMBits)} bits, k=${s.keying.featureK}`);
+    if (s.keying?.kind === 'multilayer-v1') lines.push(`  slice ${j} keying   multilayer-v1: filters 0..${s.keying.layers - 1} hash the URL's layers by depth, filter ${s.keying.layers} their XOR`);
   });
   return `${lines.join('\n')}\n`;
 }

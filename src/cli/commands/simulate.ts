@@ -115,11 +115,18 @@ function percent(x: number): string {
   return `${(x * 100).toFixed(Math.min(digits, 8))}%`;
 }
 
+function describeFilters(r: SimulationResult): string {
+  const first = r.geometries[0]!;
+  const same = r.geometries.every((g) => g.mBits === first.mBits && g.k === first.k && g.layout === first.layout);
+  const one = (g: SimulationResult['geometries'][number]): string => `${g.layout} m=${formatCount(g.mBits)} bits k=${g.k}`;
+  return same ? `each ${one(first)}` : r.geometries.map(one).join(', ');
+}
+
 function render(r: SimulationResult): string {
   const perSecond = (x: number): string => `${(x / 1e6).toFixed(2)} M/s`;
   const z = Number.isFinite(r.z) ? `${r.z >= 0 ? '+' : ''}${r.z.toFixed(2)}` : 'inf';
   return [
-    `simulate   ${r.mode}, ${r.strategy} (${r.filters} × ${r.layout} filter), k=${r.k}, m=${formatCount(r.mBits)} bits per filter (${r.sizingRule})`,
+    `simulate   ${r.mode}, ${r.strategy}: ${r.geometries.length} filter${r.geometries.length === 1 ? '' : 's'} (${describeFilters(r)}; ${r.sizingRule})`,
     `urls       ${formatCount(r.inserted)} inserted, ${formatCount(r.queried)} queried per run, ${r.runs.length} run${r.runs.length === 1 ? '' : 's'} with fresh seeds`,
     `measured   FPR ${percent(r.mean)} (sd ${percent(r.sd)}, min ${percent(r.min)}, max ${percent(r.max)}); false positives per run ${r.runs.map((run) => run.falsePositives).join(' ')}`,
     `theory     FPR ${percent(r.theory)}; z = ${z} standard errors`,
