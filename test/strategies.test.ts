@@ -67,6 +67,30 @@ describe('strategies', () => {
     await store.close();
   });
 
+  test('scalable:F,T chooses the growth: slices F times larger, errors tightened by T, the promise kept', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    const scope = store.scope('grow', { strategy: 'scalable:4,0.8', capacityUrls: 1_000, fprTarget: 0.01 });
+    await scope.add(benign);
+    const details = scope.epoch(1);
+    assert.equal(details.strategy, 'scalable:4,0.8');
+    assert.deepEqual(details.growth, { factor: 4, tightening: 0.8 });
+    const capacities = details.sliceDetails.map((s) => s.capacityUrls);
+    assert.ok(capacities.length >= 3, `${capacities.length} slices`);
+    assert.deepEqual(capacities, capacities.map((_, j) => 1_000 * 4 ** j), 'each slice 4x the one before');
+    const rates = details.sliceDetails.map((s) => s.fprTarget);
+    rates.slice(1).forEach((rate, j) => assert.ok(Math.abs(rate / rates[j]! - 0.8) < 1e-9, 'each slice 0.8x the error before'));
+    assert.ok(scope.has(benign).every(Boolean));
+    const measured = scope.has(probes).filter(Boolean).length;
+    assert.ok(measured <= binomialUpper(probes.length, 0.01), `${measured} false positives of ${probes.length}`);
+    const rotated = await scope.rotate();
+    assert.equal(rotated.opened.strategy, 'scalable:4,0.8', 'a rotation keeps the growth');
+    const plain = store.scope('plain', { strategy: 'scalable' });
+    await plain.add(['http://a/']);
+    assert.equal(plain.epoch(1).strategy, 'classic', 'plain scalable is classic: every epoch grows by default');
+    await store.close();
+  });
+
   test('spatial epochs export, import and merge like any other (seeds per filter carried)', async () => {
     const dir = tempDir();
     const store = await SeenStore.open(dir);
@@ -90,14 +114,14 @@ describe('strategies', () => {
   test('unknown and unavailable strategies, and seeds that do not fit, are USAGE errors before anything is written', async () => {
     const dir = tempDir();
     const store = await SeenStore.open(dir);
-    const bad = ['spatial', 'spatial:1', 'spatial:17', 'eigen:0', 'eigen:17', 'multilayer:1', 'multilayer:9', 'bloomier', 'counting', 'Classic'];
+    const bad = ['spatial', 'spatial:1', 'spatial:17', 'eigen:0', 'eigen:17', 'multilayer:1', 'multilayer:9', 'scalable:0.5,0.5', 'scalable:2,1', 'scalable:2', 'bloomier', 'counting', 'Classic'];
     for (const [i, strategy] of bad.entries()) await expectCode('USAGE', () => store.scope(`s${i}`, { strategy }).add(['http://a/']));
     await expectCode('USAGE', () => store.scope('x', { strategy: 'spatial:2', seeds: ['0123456789abcdef'] }).add(['http://a/']));
     await expectCode('USAGE', () => store.scope('y', { strategy: 'spatial:2', layout: 'blocked' }).add(['http://a/']));
     assert.deepEqual(store.scopeNames(), []);
     const scope = store.scope('z');
     await scope.add(['http://a/']);
-    await expectCode('USAGE', () => scope.rotate({ strategy: 'scalable' }));
+    await expectCode('USAGE', () => scope.rotate({ strategy: 'counting:8' }));
     await expectCode('USAGE', () => scope.rotate({ strategy: 'spatial:2', seeds: ['0123456789abcdef'] }));
     assert.equal(scope.stats().epochs.length, 1, 'no rotation happened');
     await store.close();

@@ -1,6 +1,6 @@
 import { SeenStoreError } from '../errors.js';
-import { DEFAULT_GROWTH, planSlice } from '../filters/scalable.js';
-import { strategyName, type Strategy } from '../filters/strategy.js';
+import { planSlice } from '../filters/scalable.js';
+import { growthOf, sliceShape, strategyName, type Strategy } from '../filters/strategy.js';
 import { HASH_SCHEME_ID, freshSeedHex } from '../hash/scheme.js';
 import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
 import type { StoreEnv } from '../store/env.js';
@@ -62,7 +62,7 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan): E
   const { layout, filters } = plan.strategy;
   let first;
   try {
-    first = planSlice(0, plan.capacityUrls, plan.fprTarget, DEFAULT_GROWTH, plan.strategy);
+    first = planSlice(0, plan.capacityUrls, plan.fprTarget, growthOf(plan.strategy), (n, p) => sliceShape(plan.strategy, n, p));
   } catch (error) {
     throw new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
   }
@@ -79,7 +79,7 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan): E
     chunkBytes: CHUNK_PAYLOAD_BYTES,
     capacityUrls: plan.capacityUrls,
     fprTarget: plan.fprTarget,
-    growth: DEFAULT_GROWTH,
+    growth: growthOf(plan.strategy),
     slices: [
       {
         layout,
@@ -88,7 +88,7 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan): E
         capacityUrls: first.capacityUrls,
         fprTarget: first.fprTarget,
         seeds: plan.seeds !== undefined ? [...plan.seeds] : Array.from({ length: filters }, () => freshSeedHex()),
-        ...(first.keying === undefined ? {} : { keying: first.keying }),
+        ...(first.shape.keying === undefined ? {} : { keying: first.shape.keying }),
         createdAtMs: now,
       },
     ],

@@ -61,7 +61,7 @@ export function rotate(env: StoreEnv, scope: string, open: EpochFilters, options
     const plan: EpochPlan = {
       capacityUrls: options.capacityUrls ?? fromHistory.capacityUrls,
       fprTarget,
-      strategy: options.strategy !== undefined ? parseStrategy(options.strategy) : strategyOf(current.slices[0]!),
+      strategy: options.strategy !== undefined ? parseStrategy(options.strategy) : strategyOf(current.slices[0]!, current.growth),
       normalize: current.normalize as NormalizeMode,
       sizing:
         options.capacityUrls === undefined

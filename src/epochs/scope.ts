@@ -522,7 +522,7 @@ export class Scope {
       sealedAtMs: header.sealedAtMs,
       capacityUrls: header.capacityUrls,
       fprTarget: header.fprTarget,
-      strategy: strategyName(strategyOf(header.slices[0]!)),
+      strategy: strategyName(strategyOf(header.slices[0]!, header.growth)),
       normalize: header.normalize,
       submitted: live?.submitted ?? final?.submitted ?? 0,
       added: live?.added ?? final?.added ?? 0,

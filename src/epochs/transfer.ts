@@ -102,7 +102,7 @@ export function importEpoch(env: StoreEnv, hash: XxHash, path: string, options: 
       const next = newEpochHeader(scope, openEpoch, {
         capacityUrls: sizing.capacityUrls,
         fprTarget: source.fprTarget,
-        strategy: strategyOf(source.slices[0]!),
+        strategy: strategyOf(source.slices[0]!, source.growth),
         normalize: source.normalize as NormalizeMode,
         sizing: sizing.sizing,
       });

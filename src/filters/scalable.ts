@@ -1,5 +1,5 @@
-import type { Sizing } from './sizing.js';
-import { CLASSIC, sliceShape, type SliceShape, type Strategy } from './strategy.js';
+import { sizeForFpr, type Sizing } from './sizing.js';
+
 
 /**
  * Growth of a scalable Bloom filter (Almeida, Baquero, Preguiça & Hutchison 2007): when a slice
@@ -14,16 +14,24 @@ export interface Growth {
 
 export const DEFAULT_GROWTH: Growth = Object.freeze({ factor: 2, tightening: 0.5 });
 
-export interface SlicePlan extends Sizing, SliceShape {
+export interface SlicePlan<S extends Sizing = Sizing> extends Sizing {
+  readonly shape: S;
   readonly capacityUrls: number;
   readonly fprTarget: number;
 }
 
-/** Slice `index` of an epoch, its filters shaped by the strategy (see sliceShape). */
-export function planSlice(index: number, capacityUrls: number, fprTarget: number, growth: Growth, strategy: Strategy = CLASSIC): SlicePlan {
+/** Slice `index` of an epoch, its filters shaped by `shapeOf` (default: one classic filter). */
+export function planSlice<S extends Sizing = Sizing>(
+  index: number,
+  capacityUrls: number,
+  fprTarget: number,
+  growth: Growth,
+  shapeOf: (capacityUrls: number, fpr: number) => S = sizeForFpr as unknown as (capacityUrls: number, fpr: number) => S,
+): SlicePlan<S> {
   const sliceCapacity = Math.ceil(capacityUrls * growth.factor ** index);
   const sliceFpr = fprTarget * (1 - growth.tightening) * growth.tightening ** index;
-  return { ...sliceShape(strategy, sliceCapacity, sliceFpr), capacityUrls: sliceCapacity, fprTarget: sliceFpr };
+  const shape = shapeOf(sliceCapacity, sliceFpr);
+  return { mBits: shape.mBits, k: shape.k, shape, capacityUrls: sliceCapacity, fprTarget: sliceFpr };
 }
 
 /** False-positive rate of a union of slices with the given per-slice rates. */

@@ -21,7 +21,7 @@ import {
   type SliceSpec,
 } from './records.js';
 import { filterGeometries, hashSlice } from '../filters/keying.js';
-import { strategyOf } from '../filters/strategy.js';
+import { sliceShape, strategyOf } from '../filters/strategy.js';
 
 /** Bytes of chunks written per checkpoint transaction: small transactions let LMDB reuse pages. */
 export const CHECKPOINT_TXN_BYTES = 16 * 2 ** 20;
@@ -371,7 +371,8 @@ export class EpochFilters {
     const header = this.#header;
     const index = header.slices.length;
     const first = header.slices[0]!;
-    const plan = planSlice(index, header.capacityUrls, header.fprTarget, header.growth, strategyOf(first));
+    const strategy = strategyOf(first, header.growth);
+    const plan = planSlice(index, header.capacityUrls, header.fprTarget, header.growth, (n, p) => sliceShape(strategy, n, p));
     const spec: SliceSpec = {
       layout: first.layout,
       mBits: plan.mBits,
@@ -379,7 +380,7 @@ export class EpochFilters {
       capacityUrls: plan.capacityUrls,
       fprTarget: plan.fprTarget,
       seeds: first.seeds.map(() => freshSeedHex()),
-      ...(plan.keying === undefined ? {} : { keying: plan.keying }),
+      ...(plan.shape.keying === undefined ? {} : { keying: plan.shape.keying }),
       createdAtMs: Date.now(),
     };
     const grown: EpochHeader = { ...header, slices: [...header.slices, spec] };
