@@ -1,0 +1,171 @@
+import { Modulus } from '../hash/scheme.js';
+
+/**
+ * Counters of a spectral Bloom filter: one byte each, saturating at COUNTER_MAX. A saturated
+ * counter is sticky — never incremented past the maximum and never decremented — so a count can be
+ * over-estimated after 255 additions to one cell but a deletion can never produce a false
+ * negative. (Wrapping would turn 256 additions into 0: a URL seen 256 times would read as new.)
+ */
+export const COUNTER_MAX = 255;
+
+/**
+ * A counting filter (Cohen and Matias's spectral Bloom filter, seeds 003/004): m one-byte counters,
+ * k positions per URL by the same Kirsch–Mitzenmacher double hashing as the classic layout. Adding
+ * increments the k counters, deleting decrements them, and the count of a URL is the minimum of its
+ * counters ("minimum selection"): never below the true count, above it only when every counter is
+ * shared with another URL — the Bloom filter's false-positive event. Pure: no I/O.
+ */
+export class CountingFilter {
+  readonly cells: number;
+  readonly k: number;
+  readonly counters: Uint8Array;
+  readonly #modulus: Modulus;
+  #nonZero = 0;
+
+  constructor(cells: number, k: number) {
+    if (!Number.isSafeInteger(cells) || cells < 2) throw new RangeError(`cells must be an integer >= 2, got ${cells}`);
+    if (!Number.isInteger(k) || k < 1 || k > 64) throw new RangeError(`k must be an integer in [1, 64], got ${k}`);
+    this.cells = cells;
+    this.k = k;
+    this.counters = new Uint8Array(cells);
+    this.#modulus = new Modulus(cells);
+  }
+
+  /** Counters that are not zero (the "set bits" of the equivalent Bloom filter). */
+  get nonZero(): number {
+    return this.#nonZero;
+  }
+
+  /** The minimum of the URL's counters: its count, or more (never less). */
+  count(hi: number, lo: number): number {
+    const counters = this.counters;
+    const m = this.cells;
+    const step = 1 + (hi % (m - 1));
+    let p = this.#modulus.reduce(hi, lo);
+    let min = COUNTER_MAX;
+    for (let i = 0; i < this.k; i++) {
+      const c = counters[p]!;
+      if (c < min) min = c;
+      p += step;
+      if (p >= m) p -= m;
+    }
+    return min;
+  }
+
+  /**
+   * True when the minimum occurs at two or more of the URL's counters (a "recurring minimum"): then
+   * the minimum is very likely the true count, since an error needs every minimal counter shared.
+   */
+  recurringMinimum(hi: number, lo: number): boolean {
+    const counters = this.counters;
+    const m = this.cells;
+    const step = 1 + (hi % (m - 1));
+    let p = this.#modulus.reduce(hi, lo);
+    let min = COUNTER_MAX + 1;
+    let times = 0;
+    for (let i = 0; i < this.k; i++) {
+      const c = counters[p]!;
+      if (c < min) {
+        min = c;
+        times = 1;
+      } else if (c === min) {
+        times++;
+      }
+      p += step;
+      if (p >= m) p -= m;
+    }
+    return times >= 2;
+  }
+
+  /** Adds `by` to each of the URL's counters, saturating. */
+  increment(hi: number, lo: number, by = 1): void {
+    const counters = this.counters;
+    const m = this.cells;
+    const step = 1 + (hi % (m - 1));
+    let p = this.#modulus.reduce(hi, lo);
+    for (let i = 0; i < this.k; i++) {
+      const c = counters[p]!;
+      if (c === 0) this.#nonZero++;
+      counters[p] = Math.min(COUNTER_MAX, c + by);
+      p += step;
+      if (p >= m) p -= m;
+    }
+  }
+
+  /**
+   * Takes one from each of the URL's counters that is neither zero nor saturated. Call it only for
+   * a URL whose count is at least one (the caller checks), so no other URL's count can drop.
+   */
+  decrement(hi: number, lo: number): void {
+    const counters = this.counters;
+    const m = this.cells;
+    const step = 1 + (hi % (m - 1));
+    let p = this.#modulus.reduce(hi, lo);
+    for (let i = 0; i < this.k; i++) {
+      const c = counters[p]!;
+      if (c > 0 && c < COUNTER_MAX) {
+        counters[p] = c - 1;
+        if (c === 1) this.#nonZero--;
+      }
+      p += step;
+      if (p >= m) p -= m;
+    }
+  }
+}
+
+/**
+ * A spectral Bloom filter with the recurring-minimum refinement (seed 004): a primary counting
+ * filter and a smaller secondary one for URLs whose minimum in the primary is single (those are
+ * the likely errors).
+ *
+ * - add: increment the URL in the primary; if its minimum there is single, increment it in the
+ *   secondary when the secondary holds it, else put it there with the primary's minimum.
+ * - count: a recurring minimum in the primary is the answer; else the secondary's minimum when it
+ *   is not zero (capped by the primary's, which is never below the truth); else the primary's.
+ *   Zero comes only from the primary, so membership has no false negatives; a count may come out
+ *   low when the secondary missed increments while the URL had a recurring minimum.
+ * - Delete only what was added: deleting a URL that merely looks present (a false positive) takes
+ *   counts from the URLs it collides with, which can then read as absent.
+ * - delete: decrement in the primary; if the minimum there is single and the secondary holds the
+ *   URL, decrement it there too. A URL whose count is zero is not deleted (nothing to take away).
+ *
+ * Both filters hash the same 64-bit value; the secondary's different size makes its positions
+ * unrelated to the primary's. Deterministic: replaying the same operations in the same order from
+ * the same state gives the same counters, which is what the store's journal relies on.
+ */
+export class SpectralFilter {
+  readonly primary: CountingFilter;
+  readonly secondary: CountingFilter;
+
+  constructor(cells: number, k: number, secondaryCells: number) {
+    this.primary = new CountingFilter(cells, k);
+    this.secondary = new CountingFilter(secondaryCells, k);
+  }
+
+  /** Adds one occurrence; true when the URL's count was zero before (it was new). */
+  add(hi: number, lo: number): boolean {
+    const wasNew = this.primary.count(hi, lo) === 0;
+    this.primary.increment(hi, lo);
+    if (!this.primary.recurringMinimum(hi, lo)) {
+      if (this.secondary.count(hi, lo) > 0) this.secondary.increment(hi, lo);
+      else this.secondary.increment(hi, lo, this.primary.count(hi, lo));
+    }
+    return wasNew;
+  }
+
+  /** Estimated occurrences: 0 means certainly never added (or all deleted). */
+  count(hi: number, lo: number): number {
+    const primary = this.primary.count(hi, lo);
+    if (primary === 0 || this.primary.recurringMinimum(hi, lo)) return primary;
+    const secondary = this.secondary.count(hi, lo);
+    return secondary > 0 ? Math.min(secondary, primary) : primary;
+  }
+
+  /** Removes one occurrence; false (and nothing changed) when the count is already zero. */
+  delete(hi: number, lo: number): boolean {
+    if (this.primary.count(hi, lo) === 0) return false;
+    this.primary.decrement(hi, lo);
+    if (!this.primary.recurringMinimum(hi, lo) && this.secondary.count(hi, lo) > 0) this.secondary.decrement(hi, lo);
+    return true;
+  }
+}

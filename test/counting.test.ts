@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { COUNTER_MAX, CountingFilter, SpectralFilter } from '../src/filters/counting.js';
+import { sizeForFpr } from '../src/filters/sizing.js';
+import { XxHash } from '../src/hash/xxhash.js';
+import { binomialUpper, sharedUrls } from './helpers/data.js';
+
+const hash = await XxHash.load();
+const benign = sharedUrls('crawl-benign-35k.txt');
+const benignSet = new Set(benign);
+const probes = sharedUrls('crawl-sitelist-15k.txt').filter((url) => !benignSet.has(url));
+
+function hashes(urls: readonly string[], seed: bigint): Uint32Array {
+  const words = new Uint32Array(2 * urls.length);
+  hash.hashKeys(urls, [seed], words, 2, 0);
+  return words;
+}
+
+/** A deterministic multiplicity 1..5 per URL. */
+const times = (i: number): number => 1 + ((i * 2654435761) >>> 0) % 5;
+
+describe('counting (spectral Bloom filter)', () => {
+  test('minimum selection: never below the true count, exact for most, no false negatives, FPR as a Bloom filter', () => {
+    const urls = benign.slice(0, 20_000);
+    const { mBits, k } = sizeForFpr(urls.length, 0.01);
+    const filter = new CountingFilter(mBits, k);
+    const words = hashes(urls, 0x1234n);
+    urls.forEach((_, i) => {
+      for (let t = 0; t < times(i); t++) filter.increment(words[2 * i + 1]!, words[2 * i]!);
+    });
+    let exact = 0;
+    urls.forEach((_, i) => {
+      const count = filter.count(words[2 * i + 1]!, words[2 * i]!);
+      assert.ok(count >= times(i), `URL ${i}: count ${count} below ${times(i)}`);
+      if (count === times(i)) exact++;
+    });
+    assert.ok(exact / urls.length > 0.95, `exact ${exact} of ${urls.length}`);
+    const probeWords = hashes(probes, 0x1234n);
+    const present = probes.filter((_, i) => filter.count(probeWords[2 * i + 1]!, probeWords[2 * i]!) > 0).length;
+    assert.ok(present <= binomialUpper(probes.length, 0.01), `${present} false positives of ${probes.length}`);
+  });
+
+  test('recurring minimum: membership never false-negative, counts at least as exact as minimum selection alone', () => {
+    const urls = benign.slice(0, 20_000);
+    const { mBits, k } = sizeForFpr(urls.length, 0.05);
+    const spectral = new SpectralFilter(mBits, k, Math.ceil(mBits / 4));
+    const plain = new CountingFilter(mBits, k);
+    const words = hashes(urls, 0x99n);
+    urls.forEach((_, i) => {
+      for (let t = 0; t < times(i); t++) {
+        spectral.add(words[2 * i + 1]!, words[2 * i]!);
+        plain.increment(words[2 * i + 1]!, words[2 * i]!);
+      }
+    });
+    let exactRm = 0;
+    let exactMs = 0;
+    urls.forEach((_, i) => {
+      const rm = spectral.count(words[2 * i + 1]!, words[2 * i]!);
+      assert.ok(rm > 0, 'no false negatives');
+      if (rm === times(i)) exactRm++;
+      if (plain.count(words[2 * i + 1]!, words[2 * i]!) === times(i)) exactMs++;
+    });
+    assert.ok(exactRm >= exactMs, `recurring minimum exact ${exactRm}, minimum selection ${exactMs}`);
+  });
+
+  test('delete takes back exactly what add gave; the remaining URLs keep their counts', () => {
+    const urls = benign.slice(0, 10_000);
+    const { mBits, k } = sizeForFpr(urls.length, 0.001);
+    const spectral = new SpectralFilter(mBits, k, Math.ceil(mBits / 4));
+    const words = hashes(urls, 0x77n);
+    urls.forEach((_, i) => spectral.add(words[2 * i + 1]!, words[2 * i]!));
+    const kept = new Set<number>();
+    urls.forEach((_, i) => {
+      if (i % 2 === 0) assert.ok(spectral.delete(words[2 * i + 1]!, words[2 * i]!));
+      else kept.add(i);
+    });
+    let stillPresent = 0;
+    urls.forEach((_, i) => {
+      const count = spectral.count(words[2 * i + 1]!, words[2 * i]!);
+      if (kept.has(i)) assert.ok(count >= 1, `kept URL ${i} lost`);
+      else if (count > 0) stillPresent++;
+    });
+    // A deleted URL still reads present only through collisions, at about the filter's FPR.
+    assert.ok(stillPresent <= binomialUpper(urls.length / 2, 0.001), `${stillPresent} deleted URLs still present`);
+    // Deleting a URL whose count is zero changes nothing.
+    const probeWords = hashes(probes, 0x77n);
+    const absent = probes.findIndex((_, i) => spectral.count(probeWords[2 * i + 1]!, probeWords[2 * i]!) === 0);
+    const before = Buffer.from(spectral.primary.counters);
+    assert.equal(spectral.delete(probeWords[2 * absent + 1]!, probeWords[2 * absent]!), false);
+    assert.deepEqual(Buffer.from(spectral.primary.counters), before);
+  });
+
+  test('counters saturate at 255 and stay there: never wrap, never drop below the truth by deletion', () => {
+    const filter = new CountingFilter(1024, 4);
+    for (let i = 0; i < 300; i++) filter.increment(7, 11);
+    assert.equal(filter.count(7, 11), COUNTER_MAX);
+    for (let i = 0; i < 10; i++) filter.decrement(7, 11);
+    assert.equal(filter.count(7, 11), COUNTER_MAX, 'a saturated counter no longer knows the truth: it stays');
+    assert.ok(Math.max(...filter.counters) <= COUNTER_MAX);
+  });
+
+  test('the same operations in the same order give the same bytes (what journal replay relies on)', () => {
+    const urls = benign.slice(0, 5_000);
+    const words = hashes(urls, 5n);
+    const run = (): SpectralFilter => {
+      const f = new SpectralFilter(40_000, 5, 10_000);
+      urls.forEach((_, i) => {
+        f.add(words[2 * i + 1]!, words[2 * i]!);
+        if (i % 3 === 0) f.delete(words[2 * i + 1]!, words[2 * i]!);
+      });
+      return f;
+    };
+    const a = run();
+    const b = run();
+    assert.deepEqual(a.primary.counters, b.primary.counters);
+    assert.deepEqual(a.secondary.counters, b.secondary.counters);
+  });
+});
