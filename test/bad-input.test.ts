@@ -119,7 +119,7 @@ describe('bad input (issue 7 corpus)', () => {
       ['epoch', 'prune'], ['epoch', 'prune', '--sealed-within', 'soon'], ['export'], ['merge', 'x.ssx'],
       ['merge', 'x.ssx', '--into-epoch', '1', '--out', 'y.ssx'], ['snapshot', 'create', '.hidden'], ['--scope', '', 'add'],
       ['add', '--scope', 'fresh', '--strategy', 'x'], ['add', '--scope', 'fresh', '--strategy', 'spatial:0'],
-      ['filter-new', '--scope', 'fresh', '--strategy', 'counting'], ['epoch', 'rotate', '--strategy', 'spatial:99'],
+      ['filter-new', '--scope', 'fresh', '--strategy', 'counting:3'], ['epoch', 'rotate', '--strategy', 'spatial:99'],
       ['add', '--scope', 'fresh', '--strategy', 'spatial:2', '--seeds', '0123456789abcdef'],
       ['simulate', '--urls', exportFile, '--mode', 'x'], ['simulate', '--urls', exportFile, '--runs', '-1'],
     ];

@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { SeenStore } from '../src/index.js';
 import { COUNTER_MAX, CountingFilter, SpectralFilter } from '../src/filters/counting.js';
 import { sizeForFpr } from '../src/filters/sizing.js';
 import { XxHash } from '../src/hash/xxhash.js';
+import { runCrashChild } from './helpers/cli.js';
 import { binomialUpper, sharedUrls } from './helpers/data.js';
+import { expectCode } from './helpers/errors.js';
+import { tempDir } from './helpers/tmp.js';
 
 const hash = await XxHash.load();
 const benign = sharedUrls('crawl-benign-35k.txt');
@@ -43,7 +49,7 @@ describe('counting (spectral Bloom filter)', () => {
   test('recurring minimum: membership never false-negative, counts at least as exact as minimum selection alone', () => {
     const urls = benign.slice(0, 20_000);
     const { mBits, k } = sizeForFpr(urls.length, 0.05);
-    const spectral = new SpectralFilter(mBits, k, Math.ceil(mBits / 4));
+    const spectral = SpectralFilter.create(mBits, k, Math.ceil(mBits / 4));
     const plain = new CountingFilter(mBits, k);
     const words = hashes(urls, 0x99n);
     urls.forEach((_, i) => {
@@ -66,7 +72,7 @@ describe('counting (spectral Bloom filter)', () => {
   test('delete takes back exactly what add gave; the remaining URLs keep their counts', () => {
     const urls = benign.slice(0, 10_000);
     const { mBits, k } = sizeForFpr(urls.length, 0.001);
-    const spectral = new SpectralFilter(mBits, k, Math.ceil(mBits / 4));
+    const spectral = SpectralFilter.create(mBits, k, Math.ceil(mBits / 4));
     const words = hashes(urls, 0x77n);
     urls.forEach((_, i) => spectral.add(words[2 * i + 1]!, words[2 * i]!));
     const kept = new Set<number>();
@@ -103,7 +109,7 @@ describe('counting (spectral Bloom filter)', () => {
     const urls = benign.slice(0, 5_000);
     const words = hashes(urls, 5n);
     const run = (): SpectralFilter => {
-      const f = new SpectralFilter(40_000, 5, 10_000);
+      const f = SpectralFilter.create(40_000, 5, 10_000);
       urls.forEach((_, i) => {
         f.add(words[2 * i + 1]!, words[2 * i]!);
         if (i % 3 === 0) f.delete(words[2 * i + 1]!, words[2 * i]!);
@@ -114,5 +120,83 @@ describe('counting (spectral Bloom filter)', () => {
     const b = run();
     assert.deepEqual(a.primary.counters, b.primary.counters);
     assert.deepEqual(a.secondary.counters, b.secondary.counters);
+  });
+});
+
+describe('the counting strategy in the store', () => {
+  test('counts survive reopen exactly; delete takes one back; export and import keep the counts; merge is refused', async () => {
+    const dir = tempDir();
+    const urls = benign.slice(0, 10_000);
+    let store = await SeenStore.open(dir);
+    const scope = store.scope('counts', { strategy: 'counting', capacityUrls: 20_000, fprTarget: 0.001 });
+    for (let round = 1; round <= 5; round++) await scope.add(urls.filter((_, i) => times(i) >= round));
+    const before = scope.count(urls);
+    const exact = before.filter((n, i) => n === times(i)).length;
+    assert.ok(exact / urls.length > 0.99, `exact ${exact} of ${urls.length}`);
+    assert.ok(before.every((n) => n > 0), 'no false negatives');
+    const stats = scope.stats().epochs[0]!;
+    assert.equal(stats.strategy, 'counting');
+    assert.equal(stats.added, urls.length);
+    assert.equal(stats.submitted, urls.reduce((sum, _, i) => sum + times(i), 0));
+    const present = scope.has(probes).filter(Boolean).length;
+    assert.ok(present <= binomialUpper(probes.length, 0.001), `${present} false positives of ${probes.length}`);
+    await store.close();
+
+    store = await SeenStore.open(dir);
+    const again = store.scope('counts');
+    assert.deepEqual(again.count(urls), before, 'the same counts after reopen (checkpointed on close)');
+    assert.equal(await again.delete(urls.slice(0, 1_000)), 1_000);
+    const afterDelete = again.count(urls.slice(0, 1_000));
+    assert.ok(afterDelete.filter((n, i) => n === before[i]! - 1).length > 990, 'one occurrence fewer');
+    assert.ok(store.verify().ok);
+    const file = join(dir, 'counts.ssx');
+    again.export(file);
+    store.import(file, { scope: 'copy' });
+    assert.deepEqual(store.scope('copy').count(urls, { epochs: 1 }), again.count(urls));
+    await expectCode('INCOMPATIBLE', () => again.merge([file]));
+    await expectCode('USAGE', () => store.scope('plain').add(['http://a/']).then(() => store.scope('plain').count(['http://a/'])));
+    await store.close();
+  });
+
+  for (const point of ['add:before-commit', 'add:after-commit', 'checkpoint:before-trim', 'checkpoint:after-trim']) {
+    test(`kill -9 at ${point}: every acknowledged add counted exactly once, also after a second replay`, async () => {
+      const dir = tempDir();
+      const file = join(dir, 'urls.txt');
+      const urls = benign.slice(0, 20_000);
+      writeFileSync(file, `${urls.join('\n')}\n`);
+      const env = { CHILD_CAPACITY: '1000000', CHILD_STRATEGY: 'counting' };
+      const crashed = await runCrashChild([dir, 'default', file, '5000', point, 'checkpoint-each'], env);
+      assert.equal(crashed.signal, 'SIGKILL', `${point} was never reached`);
+      const check = async (): Promise<void> => {
+        const store = await SeenStore.open(dir, { lockStaleMs: 2_000 });
+        const counts = store.scope().count(urls);
+        const acked = crashed.acked * 5000;
+        assert.ok(counts.slice(0, acked).every((n) => n === 1), 'an acknowledged URL is lost or counted twice');
+        // The batch in flight is all there or not at all, each URL once.
+        const inFlight = counts.slice(acked, acked + 5000);
+        assert.ok(inFlight.every((n) => n === inFlight[0]) && inFlight[0]! <= 1, `in-flight batch counted ${[...new Set(inFlight)].join(',')}`);
+        assert.ok(counts.slice(acked + 5000).every((n) => n === 0));
+        assert.ok(store.verify().ok);
+        await store.close();
+      };
+      await check();
+      await check();
+    });
+  }
+
+  test('two processes adding the same URLs with checkpoints racing: every URL counted exactly twice', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'urls.txt');
+    const urls = benign.slice(0, 20_000);
+    writeFileSync(file, `${urls.join('\n')}\n`);
+    const env = { CHILD_CAPACITY: '1000000', CHILD_STRATEGY: 'counting' };
+    const runs = await Promise.all([0, 1].map(() => runCrashChild([dir, 'default', file, '1000', 'none', 'checkpoint-each'], env)));
+    assert.ok(runs.every((run) => run.done));
+    const store = await SeenStore.open(dir);
+    const counts = store.scope().count(urls);
+    const wrong = counts.filter((n) => n !== 2).length;
+    assert.equal(wrong, 0, `${wrong} URLs not counted exactly twice`);
+    assert.equal(store.scope().stats().epochs[0]!.submitted, 40_000);
+    await store.close();
   });
 });

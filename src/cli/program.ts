@@ -12,6 +12,7 @@ import { exportCommand, importCommand, mergeCommand } from './commands/transfer.
 import { migrate, snapshotCreate, snapshotDelete, snapshotList, snapshotRestore } from './commands/snapshot.js';
 import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE } from './context.js';
 import { simulateCommand } from './commands/simulate.js';
+import { countCommand, deleteCommand } from './commands/count.js';
 
 function inputOptions(command: Command): Command {
   return command
@@ -54,6 +55,13 @@ export function buildProgram(): Command {
     .option('--epochs <spec>', 'current (default), previous, N, N..M, last:K or all')
     .option('--mode <mode>', 'any (default: seen in one of the epochs) or all (seen in every one)')
     .action((file: string | undefined, _options, command: Command) => has(file, command));
+  inputOptions(program.command('count [file]'))
+    .description('counting scopes: print N<TAB>URL, how many times each input URL was added (minus deletes)')
+    .option('--epochs <spec>', 'current (default), previous, N, N..M, last:K or all (counts are summed)')
+    .action((file: string | undefined, _options, command: Command) => countCommand(file, command));
+  inputOptions(program.command('delete [file]'))
+    .description('counting scopes: take one occurrence of each input URL out of the open epoch')
+    .action((file: string | undefined, _options, command: Command) => deleteCommand(file, command));
   inputOptions(program.command('diff [file]'))
     .description('compare two epochs over the input URLs (both, only-from, only-to, neither), or print the URLs another machine has not seen (--against)')
     .option('--against <export-file>', "another machine's export: print the input URLs it has not seen")

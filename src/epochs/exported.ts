@@ -8,10 +8,11 @@ import { readExport, type ExportContents, type ExportHeader } from '../store/exp
 import type { EpochHeader } from '../store/records.js';
 import { toKey, type NormalizeMode } from '../url/normalize.js';
 import { filterGeometries, hashSlice, type Keying } from '../filters/keying.js';
+import { CountingFilter } from '../filters/counting.js';
 
 interface FileSlice {
   readonly keying: Keying | undefined;
-  readonly filters: BloomFilter[];
+  readonly filters: (BloomFilter | CountingFilter)[];
   readonly seeds: bigint[];
   readonly offset: number;
 }
@@ -40,10 +41,14 @@ export class ExportedEpoch {
     this.#hash = hash;
     this.header = header;
     for (const spec of epoch.slices) {
+      const counting = spec.keying?.kind === 'counting-v1';
       const slice: FileSlice = {
         keying: spec.keying,
-        filters: filterGeometries(spec).map((geometry, f) => {
-          const filter = new BloomFilter(geometry, { regionBytes: CHUNK_PAYLOAD_BYTES });
+        // A counting slice answers from its primary counters alone (count > 0).
+        filters: filterGeometries(spec).slice(0, counting ? 1 : undefined).map((geometry, f) => {
+          const filter: BloomFilter | CountingFilter = counting
+            ? new CountingFilter(geometry.mBits / 8, geometry.k, { regionBytes: CHUNK_PAYLOAD_BYTES })
+            : new BloomFilter(geometry, { regionBytes: CHUNK_PAYLOAD_BYTES });
           const bytes = filters[this.#filterCount + f];
           if (bytes !== undefined) {
             for (let region = 0; region < filter.regionCount; region++) {
@@ -83,7 +88,7 @@ export class ExportedEpoch {
       for (const filter of slice.filters) {
         rate *= filter.currentFpr;
         ones += filter.onesBits;
-        bits += filter.geometry.mBits;
+        bits += filter instanceof CountingFilter ? filter.cells : filter.geometry.mBits;
       }
       rates.push(rate);
       return Math.round(slice.filters[0]!.estimatedCount);
@@ -117,7 +122,12 @@ export class ExportedEpoch {
     for (const slice of this.#slices) hashSlice(this.#hash, slice.keying, keys, slice.seeds, words, stride, 2 * slice.offset);
     for (let i = 0; i < keys.length; i++) {
       const base = i * stride;
-      answers[at[i]!] = this.#slices.some((slice) => allHold(slice.filters, words, base + 2 * slice.offset));
+      answers[at[i]!] = this.#slices.some((slice) => {
+        const from = base + 2 * slice.offset;
+        const first = slice.filters[0]!;
+        if (first instanceof CountingFilter) return first.count(words[from + 1]!, words[from]!) > 0;
+        return allHold(slice.filters as BloomFilter[], words, from);
+      });
     }
     return answers;
   }

@@ -221,6 +221,59 @@ export class Scope {
     return answers;
   }
 
+  /**
+   * Counting epochs only: per URL, how many times it was added (minus deletes) in the given epochs
+   * (default: the open one), summed. The recurring-minimum estimate: 0 means never added; a count
+   * is rarely off, by collisions (docs/strategies.md).
+   */
+  count(urls: readonly string[], options: { readonly epochs?: EpochSpec } = {}): number[] {
+    this.#ctx.assertOpen();
+    const open = this.#open(false);
+    if (open === undefined) {
+      this.#keys(urls, this.#plan.normalize);
+      return new Array<number>(urls.length).fill(0);
+    }
+    const totals = new Array<number>(urls.length).fill(0);
+    for (const n of this.#resolve(options.epochs ?? 'current')) {
+      const epoch = this.#epochFilters(n);
+      if (!epoch.counting) {
+        throw new SeenStoreError('USAGE', `epoch ${this.name}/${n} is ${strategyName(strategyOf(epoch.header.slices[0]!, epoch.header.growth))}, not counting: it cannot count`);
+      }
+      const mode = epoch.header.normalize as NormalizeMode;
+      const keys = this.#keys(urls, mode);
+      for (let start = 0; start < keys.length; start += MAX_BATCH_URLS) {
+        const part = keys.slice(start, start + MAX_BATCH_URLS);
+        const words = this.#scratch(part.length, epoch.filterCount);
+        epoch.hashKeys(part, words);
+        for (let i = 0; i < part.length; i++) totals[start + i]! += epoch.count(words, i);
+      }
+    }
+    return totals;
+  }
+
+  /**
+   * Counting epochs only: takes one occurrence of each URL out of the open epoch (a URL it does not
+   * hold is skipped). Delete only what was added: deleting a URL that merely looks present takes
+   * counts from the URLs it collides with. Resolves with how many were deleted, once durable.
+   */
+  async delete(urls: readonly string[]): Promise<number> {
+    this.#ctx.assertOpen();
+    const epoch = this.#open(false);
+    if (epoch === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    if (!epoch.counting) throw new SeenStoreError('USAGE', `epoch ${this.name}/${epoch.header.epoch} is not counting: only counting epochs can delete`);
+    const keys = this.#keys(urls, epoch.header.normalize as NormalizeMode);
+    let deleted = 0;
+    for (let start = 0; start < keys.length; start += MAX_BATCH_URLS) {
+      const part = keys.slice(start, start + MAX_BATCH_URLS);
+      const words = this.#scratch(part.length, epoch.filterCount);
+      epoch.hashKeys(part, words);
+      deleted += epoch.deleteBatch(part, words, () => this.#expectOpen(epoch));
+    }
+    await this.#ctx.env.flushed();
+    this.#maybeCheckpoint(epoch);
+    return deleted;
+  }
+
   /** Per URL: `revisit` when the previous epoch holds it, else `new`. Without a previous epoch, all are new. */
   classify(urls: readonly string[]): Classification[] {
     this.#ctx.assertOpen();

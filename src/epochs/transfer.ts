@@ -147,6 +147,9 @@ export function mergeMismatch(target: EpochHeader, source: EpochHeader): string 
   if (source.hashScheme !== target.hashScheme) return `${what}: hash scheme ${source.hashScheme} vs ${target.hashScheme}`;
   if (source.normalize !== target.normalize) return `${what}: normalisation ${source.normalize} vs ${target.normalize}`;
   if (source.chunkBytes !== target.chunkBytes) return `${what}: chunk size ${source.chunkBytes} vs ${target.chunkBytes}`;
+  if (source.slices[0]?.keying?.kind === 'counting-v1' || target.slices[0]?.keying?.kind === 'counting-v1') {
+    return `${what}: counting epochs cannot be merged (their counters would have to be added, not OR-ed)`;
+  }
   if (source.slices.length > target.slices.length) {
     return `${what}: ${source.slices.length} slices vs ${target.slices.length} (merge the one with more slices into the other, or with --out)`;
   }

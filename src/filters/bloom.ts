@@ -22,11 +22,26 @@ export interface BloomFilterOptions {
   readonly regionBytes?: number;
 }
 
+/** What the store persists of a filter: its bytes in regions (chunks), with change tracking. */
+export interface StoredFilter {
+  readonly geometry: FilterGeometry;
+  readonly bytes: Uint8Array;
+  readonly regionCount: number;
+  region(index: number): Uint8Array;
+  dirtyRegions(): number[];
+  markClean(index: number): void;
+  /** Loads stored bytes into a region; returns the set bits (non-zero counters) gained. */
+  orRegion(index: number, stored: Uint8Array): number;
+  readonly onesBits: number;
+  readonly estimatedCount: number;
+  readonly currentFpr: number;
+}
+
 /**
  * A seeded Bloom filter over a byte array, keyed by precomputed 64-bit hashes (hi, lo halves).
  * Bit p is bit (p mod 8) of byte floor(p / 8), least significant bit first. Pure: no I/O.
  */
-export class BloomFilter {
+export class BloomFilter implements StoredFilter {
   readonly geometry: FilterGeometry;
   readonly bytes: Uint8Array;
   readonly regionBytes: number;

@@ -1,4 +1,6 @@
 import { Modulus } from '../hash/scheme.js';
+import type { FilterGeometry, StoredFilter } from './bloom.js';
+import { estimateCardinality, fprFromFill } from './sizing.js';
 
 /**
  * Counters of a spectral Bloom filter: one byte each, saturating at COUNTER_MAX. A saturated
@@ -15,25 +17,87 @@ export const COUNTER_MAX = 255;
  * counters ("minimum selection"): never below the true count, above it only when every counter is
  * shared with another URL — the Bloom filter's false-positive event. Pure: no I/O.
  */
-export class CountingFilter {
+export class CountingFilter implements StoredFilter {
   readonly cells: number;
   readonly k: number;
   readonly counters: Uint8Array;
+  /** Storage geometry: 8 bits per counter (the store sizes chunks by it). */
+  readonly geometry: FilterGeometry;
+  readonly regionBytes: number;
   readonly #modulus: Modulus;
+  readonly #dirty: Uint8Array;
   #nonZero = 0;
 
-  constructor(cells: number, k: number) {
+  constructor(cells: number, k: number, options: { readonly regionBytes?: number } = {}) {
     if (!Number.isSafeInteger(cells) || cells < 2) throw new RangeError(`cells must be an integer >= 2, got ${cells}`);
     if (!Number.isInteger(k) || k < 1 || k > 64) throw new RangeError(`k must be an integer in [1, 64], got ${k}`);
     this.cells = cells;
     this.k = k;
     this.counters = new Uint8Array(cells);
+    this.geometry = Object.freeze({ layout: 'classic', mBits: cells * 8, k });
+    this.regionBytes = options.regionBytes ?? cells;
     this.#modulus = new Modulus(cells);
+    this.#dirty = new Uint8Array(Math.ceil(cells / this.regionBytes));
   }
 
   /** Counters that are not zero (the "set bits" of the equivalent Bloom filter). */
   get nonZero(): number {
     return this.#nonZero;
+  }
+
+  get bytes(): Uint8Array {
+    return this.counters;
+  }
+
+  get onesBits(): number {
+    return this.#nonZero;
+  }
+
+  /** Distinct URLs estimated from the non-zero counters, as a Bloom filter's from its set bits. */
+  get estimatedCount(): number {
+    return estimateCardinality(this.#nonZero, this.cells, this.k);
+  }
+
+  /** Rate at which a URL never added reads as present now. */
+  get currentFpr(): number {
+    return fprFromFill(this.#nonZero / this.cells, this.k);
+  }
+
+  get regionCount(): number {
+    return this.#dirty.length;
+  }
+
+  region(index: number): Uint8Array {
+    const start = index * this.regionBytes;
+    return this.counters.subarray(start, Math.min(start + this.regionBytes, this.cells));
+  }
+
+  dirtyRegions(): number[] {
+    const out: number[] = [];
+    for (let i = 0; i < this.#dirty.length; i++) if (this.#dirty[i] === 1) out.push(i);
+    return out;
+  }
+
+  markClean(index: number): void {
+    this.#dirty[index] = 0;
+  }
+
+  /**
+   * Loads stored counters into region `index`, which must still be all zero (a fresh load: counters
+   * are never OR-ed into live state, where that would double counts). Returns the non-zero counters
+   * gained.
+   */
+  orRegion(index: number, stored: Uint8Array): number {
+    const target = this.region(index);
+    if (stored.length !== target.length) throw new RangeError(`region ${index} holds ${target.length} counters, stored data has ${stored.length}`);
+    let gained = 0;
+    for (let i = 0; i < target.length; i++) {
+      if (target[i] !== 0) throw new RangeError(`region ${index} of a counting filter is loaded twice`);
+      target[i] = stored[i]!;
+      if (stored[i] !== 0) gained++;
+    }
+    this.#nonZero += gained;
+    return gained;
   }
 
   /** The minimum of the URL's counters: its count, or more (never less). */
@@ -87,6 +151,7 @@ export class CountingFilter {
       const c = counters[p]!;
       if (c === 0) this.#nonZero++;
       counters[p] = Math.min(COUNTER_MAX, c + by);
+      this.#dirty[Math.floor(p / this.regionBytes)] = 1;
       p += step;
       if (p >= m) p -= m;
     }
@@ -106,6 +171,7 @@ export class CountingFilter {
       if (c > 0 && c < COUNTER_MAX) {
         counters[p] = c - 1;
         if (c === 1) this.#nonZero--;
+        this.#dirty[Math.floor(p / this.regionBytes)] = 1;
       }
       p += step;
       if (p >= m) p -= m;
@@ -137,35 +203,42 @@ export class SpectralFilter {
   readonly primary: CountingFilter;
   readonly secondary: CountingFilter;
 
-  constructor(cells: number, k: number, secondaryCells: number) {
-    this.primary = new CountingFilter(cells, k);
-    this.secondary = new CountingFilter(secondaryCells, k);
+  constructor(primary: CountingFilter, secondary: CountingFilter) {
+    this.primary = primary;
+    this.secondary = secondary;
   }
 
-  /** Adds one occurrence; true when the URL's count was zero before (it was new). */
-  add(hi: number, lo: number): boolean {
+  static create(cells: number, k: number, secondaryCells: number): SpectralFilter {
+    return new SpectralFilter(new CountingFilter(cells, k), new CountingFilter(secondaryCells, k));
+  }
+
+  /**
+   * Adds one occurrence; true when the URL's count was zero before (it was new). (hi, lo) is the
+   * URL's hash for the primary, (hi2, lo2) for the secondary (its own seed; default the same).
+   */
+  add(hi: number, lo: number, hi2 = hi, lo2 = lo): boolean {
     const wasNew = this.primary.count(hi, lo) === 0;
     this.primary.increment(hi, lo);
     if (!this.primary.recurringMinimum(hi, lo)) {
-      if (this.secondary.count(hi, lo) > 0) this.secondary.increment(hi, lo);
-      else this.secondary.increment(hi, lo, this.primary.count(hi, lo));
+      if (this.secondary.count(hi2, lo2) > 0) this.secondary.increment(hi2, lo2);
+      else this.secondary.increment(hi2, lo2, this.primary.count(hi, lo));
     }
     return wasNew;
   }
 
   /** Estimated occurrences: 0 means certainly never added (or all deleted). */
-  count(hi: number, lo: number): number {
+  count(hi: number, lo: number, hi2 = hi, lo2 = lo): number {
     const primary = this.primary.count(hi, lo);
     if (primary === 0 || this.primary.recurringMinimum(hi, lo)) return primary;
-    const secondary = this.secondary.count(hi, lo);
+    const secondary = this.secondary.count(hi2, lo2);
     return secondary > 0 ? Math.min(secondary, primary) : primary;
   }
 
   /** Removes one occurrence; false (and nothing changed) when the count is already zero. */
-  delete(hi: number, lo: number): boolean {
+  delete(hi: number, lo: number, hi2 = hi, lo2 = lo): boolean {
     if (this.primary.count(hi, lo) === 0) return false;
     this.primary.decrement(hi, lo);
-    if (!this.primary.recurringMinimum(hi, lo) && this.secondary.count(hi, lo) > 0) this.secondary.decrement(hi, lo);
+    if (!this.primary.recurringMinimum(hi, lo) && this.secondary.count(hi2, lo2) > 0) this.secondary.decrement(hi2, lo2);
     return true;
   }
 }

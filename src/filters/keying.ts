@@ -14,12 +14,18 @@ import type { FilterGeometry, Layout } from './bloom.js';
  *   the XOR of every layer's hash of (depth, segment), so segments of different URLs cannot be
  *   mixed into a false "seen".
  *
+ * - `counting-v1` (seeds 003/004, the spectral Bloom filter): not a derivation but a cell type.
+ *   Both filters hash the whole URL with their own seeds, and hold one-byte counters instead of
+ *   bits: filter 0 the primary (mBits / 8 counters), filter 1 the recurring-minimum secondary
+ *   (secondaryCells counters). See filters/counting.ts.
+ *
  * Recorded in the slice header (format 3); the derivations are part of the format and never change
  * under the same name.
  */
 export type Keying =
   | { readonly kind: 'eigen-v1'; readonly featureMBits: number; readonly featureK: number }
-  | { readonly kind: 'multilayer-v1'; readonly layers: number };
+  | { readonly kind: 'multilayer-v1'; readonly layers: number }
+  | { readonly kind: 'counting-v1'; readonly secondaryCells: number };
 
 export interface SliceGeometry {
   readonly layout: string;
@@ -33,6 +39,7 @@ export interface SliceGeometry {
 export function filterGeometries(slice: SliceGeometry): FilterGeometry[] {
   const main: FilterGeometry = { layout: slice.layout as Layout, mBits: slice.mBits, k: slice.k };
   if (slice.keying?.kind === 'eigen-v1') return [main, { layout: 'classic', mBits: slice.keying.featureMBits, k: slice.keying.featureK }];
+  if (slice.keying?.kind === 'counting-v1') return [main, { layout: 'classic', mBits: slice.keying.secondaryCells * 8, k: slice.k }];
   return slice.seeds.map(() => main);
 }
 
@@ -99,7 +106,7 @@ function firstOf(text: string, chars: string, from = 0): number {
  * words[i * stride + at + 2f] (low half) and the next word (high half), as the journal stores it.
  */
 export function hashSlice(hash: XxHash, keying: Keying | undefined, keys: readonly string[], seeds: readonly bigint[], words: Uint32Array, stride: number, at: number): void {
-  if (keying === undefined) {
+  if (keying === undefined || keying.kind === 'counting-v1') {
     hash.hashKeys(keys, seeds, words, stride, at);
     return;
   }

@@ -17,12 +17,14 @@ import { roundBits, sizeForFpr } from './sizing.js';
  * - `eigen:D`: a classic filter plus an extension region hashing the URL's features with D
  *   positions (seed 001); seen only if both hold.
  * - `multilayer:L`: L filters for the URL's segments by depth plus an XOR layer (seed 002).
+ * - `counting`: a spectral Bloom filter (seeds 003/004): one-byte counters, minimum selection, the
+ *   recurring-minimum secondary, deletion; counts how often a URL was added.
  * - `scalable:F,T`: classic, with the epoch's growth chosen: each new slice F times larger with its
  *   error tightened by T (Almeida et al.). Every strategy grows this way; `scalable` names the
  *   growth explicitly, and plain `scalable` is classic with the default growth (2, 0.5).
  */
 export interface Strategy {
-  readonly kind: 'classic' | 'blocked' | 'spatial' | 'eigen' | 'multilayer' | 'scalable';
+  readonly kind: 'classic' | 'blocked' | 'spatial' | 'eigen' | 'multilayer' | 'scalable' | 'counting';
   readonly layout: Layout;
   /** Filters per slice, each with its own seed. */
   readonly filters: number;
@@ -44,20 +46,21 @@ export const DEFAULT_LAYERS = 4;
 
 export const CLASSIC: Strategy = Object.freeze({ kind: 'classic', layout: 'classic', filters: 1 });
 const BLOCKED: Strategy = Object.freeze({ kind: 'blocked', layout: 'blocked', filters: 1 });
-
-/** Named by the design but not available in this version; named so the error can say so. */
-const NOT_BUILT = ['counting'];
+const COUNTING: Strategy = Object.freeze({ kind: 'counting', layout: 'classic', filters: 2 });
+/** Secondary (recurring-minimum) counters per primary counter: seed 004's "much smaller" filter. */
+export const COUNTING_SECONDARY_RATIO = 0.25;
 
 /** Growth factors and tightenings `scalable:F,T` accepts. */
 export const GROWTH_FACTOR_RANGE = [1, 8] as const;
 export const TIGHTENING_RANGE = [0.1, 0.95] as const;
 
-export const STRATEGY_HELP = `classic, blocked, spatial:S (S = 2..${MAX_SPATIAL_FILTERS}), eigen[:D] (D = 1..${MAX_EIGEN_HASHES}), multilayer[:L] (L = 2..${MAX_LAYERS}) or scalable[:F,T] (F = ${GROWTH_FACTOR_RANGE.join('..')}, T = ${TIGHTENING_RANGE.join('..')})`;
+export const STRATEGY_HELP = `classic, blocked, counting, spatial:S (S = 2..${MAX_SPATIAL_FILTERS}), eigen[:D] (D = 1..${MAX_EIGEN_HASHES}), multilayer[:L] (L = 2..${MAX_LAYERS}) or scalable[:F,T] (F = ${GROWTH_FACTOR_RANGE.join('..')}, T = ${TIGHTENING_RANGE.join('..')})`;
 
 export function parseStrategy(text: string): Strategy {
   if (typeof text !== 'string') throw new SeenStoreError('USAGE', `a strategy is a string: ${STRATEGY_HELP}`);
   if (text === 'classic') return CLASSIC;
   if (text === 'blocked') return BLOCKED;
+  if (text === 'counting') return COUNTING;
   const match = /^(spatial|eigen|multilayer)(?::([0-9]{1,2}))?$/.exec(text);
   if (match !== null) {
     const n = match[2] === undefined ? undefined : Number(match[2]);
@@ -71,10 +74,6 @@ export function parseStrategy(text: string): Strategy {
     const tightening = growth[2] === undefined ? DEFAULT_GROWTH.tightening : Number(growth[2]);
     const within = (x: number, [low, high]: readonly [number, number]): boolean => x >= low && x <= high;
     if (within(factor, GROWTH_FACTOR_RANGE) && within(tightening, TIGHTENING_RANGE)) return scalable({ factor, tightening });
-  }
-  const name = text.split(':')[0]!;
-  if (NOT_BUILT.includes(name)) {
-    throw new SeenStoreError('USAGE', `strategy ${name} is not available in this version; use ${STRATEGY_HELP}`);
   }
   throw new SeenStoreError('USAGE', `unknown strategy ${JSON.stringify(text)}: use ${STRATEGY_HELP}`);
 }
@@ -99,6 +98,7 @@ export function strategyOf(
 ): Strategy {
   if (slice.keying?.kind === 'eigen-v1') return eigen(slice.keying.featureK);
   if (slice.keying?.kind === 'multilayer-v1') return multilayer(slice.keying.layers);
+  if (slice.keying?.kind === 'counting-v1') return COUNTING;
   if (slice.seeds.length > 1) return spatial(slice.seeds.length);
   if (slice.layout === 'blocked') return BLOCKED;
   if (growth.factor !== DEFAULT_GROWTH.factor || growth.tightening !== DEFAULT_GROWTH.tightening) return scalable(growth);
@@ -135,6 +135,8 @@ export interface SliceShape {
  *   feature region of m·D/k bits hashed D times, seed 001's recipe;
  * - multilayer:L: every layer like the XOR layer, which alone is sized for `fpr` (its key is unique
  *   per URL), so the promise holds however much the segment layers share.
+ * - counting: m counters where classic has m bits (membership is the primary's minimum > 0, which
+ *   errs exactly as that Bloom filter), and a secondary of m/4 counters.
  */
 export function sliceShape(strategy: Strategy, capacityUrls: number, fpr: number): SliceShape {
   switch (strategy.kind) {
@@ -147,6 +149,13 @@ export function sliceShape(strategy: Strategy, capacityUrls: number, fpr: number
     }
     case 'multilayer':
       return { ...sizeForFpr(capacityUrls, fpr), keying: { kind: 'multilayer-v1', layers: strategy.layers! } };
+    case 'counting': {
+      // One counter per bit of the classic optimum (membership errs as that filter would); mBits
+      // counts the counters' storage bits.
+      const { mBits: cells, k } = sizeForFpr(capacityUrls, fpr);
+      const secondaryCells = roundBits(Math.ceil(cells * COUNTING_SECONDARY_RATIO));
+      return { mBits: cells * 8, k, keying: { kind: 'counting-v1', secondaryCells } };
+    }
     default:
       return sizeForFpr(capacityUrls, fpr);
   }

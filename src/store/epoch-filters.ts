@@ -1,13 +1,14 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { SeenStoreError, asStoreError } from '../errors.js';
-import { BloomFilter, allHold } from '../filters/bloom.js';
+import { BloomFilter, allHold, type StoredFilter } from '../filters/bloom.js';
+import { CountingFilter, SpectralFilter } from '../filters/counting.js';
 import { planSlice, unionFpr } from '../filters/scalable.js';
 import { HASH_SCHEME_ID, freshSeedHex, seedFromHex } from '../hash/scheme.js';
 import type { XxHash } from '../hash/xxhash.js';
 import { CHUNK_PAYLOAD_BYTES, decodeChunk, encodeChunk } from './chunks.js';
 import type { StoreEnv } from './env.js';
 import { faultPoint } from './faults.js';
-import { decodeJournalRecord, encodeJournalRecord, JOURNAL_HEADER_BYTES } from './journal.js';
+import { decodeJournalRecord, encodeCountingRecord, encodeJournalRecord, JOURNAL_HEADER_BYTES } from './journal.js';
 import { checkpointKey, chunkKey, epochKey, fenceKey, journalKey, scopeKey } from './keys.js';
 import { tryLock } from './lock.js';
 import {
@@ -60,7 +61,12 @@ export type CheckpointOutcome = 'written' | 'clean' | 'busy';
 
 interface Slice {
   readonly spec: SliceSpec;
-  readonly filters: BloomFilter[];
+  /** What is stored: the Bloom filters, or a counting slice's primary and secondary counters. */
+  readonly filters: StoredFilter[];
+  /** The Bloom filters (empty for a counting slice). */
+  readonly bloom: BloomFilter[];
+  /** A counting slice's spectral filter over `filters`. */
+  readonly spectral: SpectralFilter | undefined;
   readonly seeds: bigint[];
   /** Index of the slice's first filter among all filters of the epoch (chunk keys use it). */
   readonly offset: number;
@@ -187,10 +193,12 @@ export class EpochFilters {
       let sliceFpr = 1;
       let sliceOnes = 0;
       let sliceBits = 0;
-      for (const filter of slice.filters) {
+      // A counting slice answers from its primary alone; its fill is that of its counters.
+      const answering = slice.spectral === undefined ? slice.filters : [slice.spectral.primary];
+      for (const filter of answering) {
         sliceFpr *= filter.currentFpr;
         sliceOnes += filter.onesBits;
-        sliceBits += filter.geometry.mBits;
+        sliceBits += filter instanceof CountingFilter ? filter.cells : filter.geometry.mBits;
       }
       ones += sliceOnes;
       bits += sliceBits;
@@ -240,7 +248,28 @@ export class EpochFilters {
   }
 
   static #sliceHas(slice: Slice, words: Uint32Array, base: number): boolean {
-    return allHold(slice.filters, words, base + 2 * slice.offset);
+    const at = base + 2 * slice.offset;
+    if (slice.spectral !== undefined) return slice.spectral.primary.count(words[at + 1]!, words[at]!) > 0;
+    return allHold(slice.bloom, words, at);
+  }
+
+  /** True for an epoch of the counting strategy (its slices hold counters). */
+  get counting(): boolean {
+    return this.#header.slices[0]!.keying?.kind === 'counting-v1';
+  }
+
+  /**
+   * How many times URL i of `words` was added (minus deletes), by the slice that holds it: the
+   * recurring-minimum estimate of a counting epoch; 0 when no slice holds it.
+   */
+  count(words: Uint32Array, i: number): number {
+    const base = 2 * i * this.#filterCount;
+    for (const slice of this.#slices) {
+      const at = base + 2 * slice.offset;
+      const n = slice.spectral?.count(words[at + 1]!, words[at]!, words[at + 3]!, words[at + 2]!) ?? 0;
+      if (n > 0) return n;
+    }
+    return 0;
   }
 
   /** Brings the in-memory copy up to what the store holds now. Call after env.refresh() or inside a write. */
@@ -251,6 +280,11 @@ export class EpochFilters {
     }
     this.#refreshHeader();
     const checkpoint = this.#readCheckpoint();
+    if (this.counting && checkpoint.seq > this.#appliedSeq) {
+      // Counters cannot be OR-ed: another process's checkpoint replaced the chunks; start from them.
+      this.#loadFresh();
+      return;
+    }
     if (checkpoint.merges !== this.#merges) {
       // A merge ORed bits into the chunks that no journal record carries: start from the chunks.
       this.#loadFresh();
@@ -282,7 +316,7 @@ export class EpochFilters {
         this.catchUp();
         if (this.#filterCount !== hashedFor) words = this.#rehash(keys);
         touched = true;
-        added = this.#decideAll(keys, words, answers);
+        added = this.counting ? this.#decideCounting(keys, words, answers) : this.#decideAll(keys, words, answers);
         faultPoint('add:before-commit');
       });
     } catch (error) {
@@ -291,6 +325,113 @@ export class EpochFilters {
     }
     faultPoint('add:after-commit');
     return added;
+  }
+
+  /**
+   * Counting epochs: every URL is counted in the slice that holds it (the oldest with a count), a
+   * URL no slice holds goes to the newest, and the slice grows like a Bloom epoch's. One journal
+   * record per slice touched, holding every URL's hashes in order, so replay repeats exactly the
+   * same operations on the same counters.
+   */
+  #decideCounting(keys: readonly string[], words: Uint32Array, answers: boolean[] | undefined): number {
+    let added = 0;
+    for (let start = 0; start < keys.length; ) {
+      const newest = this.#slices.length - 1;
+      let room = this.#slices[newest]!.spec.capacityUrls - this.#sliceCount(newest);
+      if (room <= 0 && this.#slices.length < MAX_SLICES) {
+        this.#growSlice();
+        words = this.#rehash(keys);
+        continue;
+      }
+      const stride = 2 * this.#filterCount;
+      const routed: number[][] = this.#slices.map(() => []);
+      let fresh = 0;
+      let i = start;
+      for (; i < keys.length; i++) {
+        const base = i * stride;
+        let home = this.#slices.findIndex((slice) => EpochFilters.#sliceHas(slice, words, base));
+        if (home < 0) {
+          if (room <= 0 && this.#slices.length < MAX_SLICES) break;
+          home = newest;
+          room--;
+          fresh++;
+        }
+        const slice = this.#slices[home]!;
+        const at = base + 2 * slice.offset;
+        const wasNew = slice.spectral!.add(words[at + 1]!, words[at]!, words[at + 3]!, words[at + 2]!);
+        if (answers !== undefined) answers[i] = wasNew;
+        routed[home]!.push(i);
+      }
+      routed.forEach((urls, j) => {
+        if (urls.length > 0) this.#appendCountingRecord('add', j, urls, j === newest ? fresh : 0, words);
+      });
+      added += fresh;
+      start = i;
+    }
+    return added;
+  }
+
+  /**
+   * Deletes one occurrence of each URL (counting epochs only) from the slice that holds it, in one
+   * write transaction with its journal records; URLs no slice holds are skipped. Returns how many
+   * were deleted.
+   */
+  deleteBatch(keys: readonly string[], words: Uint32Array, expectOpen: () => void): number {
+    let deleted = 0;
+    let touched = false;
+    try {
+      this.#env.write(() => {
+        expectOpen();
+        const hashedFor = this.#filterCount;
+        this.catchUp();
+        if (this.#filterCount !== hashedFor) words = this.#rehash(keys);
+        touched = true;
+        const stride = 2 * this.#filterCount;
+        const routed: number[][] = this.#slices.map(() => []);
+        for (let i = 0; i < keys.length; i++) {
+          const base = i * stride;
+          const home = this.#slices.findIndex((slice) => EpochFilters.#sliceHas(slice, words, base));
+          if (home < 0) continue;
+          const slice = this.#slices[home]!;
+          const at = base + 2 * slice.offset;
+          slice.spectral!.delete(words[at + 1]!, words[at]!, words[at + 3]!, words[at + 2]!);
+          routed[home]!.push(i);
+          deleted++;
+        }
+        routed.forEach((urls, j) => {
+          if (urls.length > 0) this.#appendCountingRecord('delete', j, urls, urls.length, words);
+        });
+        faultPoint('add:before-commit');
+      });
+    } catch (error) {
+      if (touched) this.#poisoned = true;
+      throw asStoreError(error, `deleting from ${this.#header.scope}/${this.#header.epoch}`);
+    }
+    return deleted;
+  }
+
+  /** Journals URLs `urls` of `words` for slice `j` of a counting epoch (inside the write transaction). */
+  #appendCountingRecord(op: 'add' | 'delete', j: number, urls: readonly number[], changed: number, words: Uint32Array): void {
+    const slice = this.#slices[j]!;
+    const sliceWords = 2 * slice.filters.length;
+    const stride = 2 * this.#filterCount;
+    const record = new Uint32Array(sliceWords * urls.length);
+    urls.forEach((i, n) => {
+      for (let w = 0; w < sliceWords; w++) record[n * sliceWords + w] = words[i * stride + 2 * slice.offset + w]!;
+    });
+    const seq = this.#appliedSeq + 1;
+    const { scope, epoch } = this.#header;
+    const value = encodeCountingRecord(this.#hash, op, j, urls.length, changed, slice.filters.length, record);
+    this.#env.journalDb.putSync(journalKey(scope, epoch, seq), value);
+    this.#appliedSeq = seq;
+    this.#countRecord(op, j, op === 'add' ? urls.length : 0, op === 'add' ? changed : 0);
+    this.#journalBytesSinceCheckpoint += value.length;
+  }
+
+  #countRecord(op: string, slice: number, submitted: number, added: number): void {
+    if (op === 'delete') return;
+    this.#counts = { submitted: this.#counts.submitted + submitted, added: this.#counts.added + added };
+    this.#sliceAdded[slice] = (this.#sliceAdded[slice] ?? 0) + added;
   }
 
   #rehash(keys: readonly string[]): Uint32Array {
@@ -326,7 +467,7 @@ export class EpochFilters {
   #decide(words: Uint32Array, start: number, count: number, room: number, answers: boolean[] | undefined): { consumed: number; fresh: number } {
     const slices = this.#slices;
     const newest = slices[slices.length - 1]!;
-    const filters = newest.filters;
+    const filters = newest.bloom;
     const sliceWords = 2 * filters.length;
     const stride = 2 * this.#filterCount;
     if (this.#record.length < sliceWords * (count - start)) this.#record = new Uint32Array(sliceWords * (count - start));
@@ -403,17 +544,28 @@ export class EpochFilters {
   #addSlices(from: number): void {
     for (let j = from; j < this.#header.slices.length; j++) {
       const spec = this.#header.slices[j]!;
+      const seeds = spec.seeds.map(seedFromHex);
+      if (spec.keying?.kind === 'counting-v1') {
+        const primary = new CountingFilter(spec.mBits / 8, spec.k, { regionBytes: CHUNK_PAYLOAD_BYTES });
+        const secondary = new CountingFilter(spec.keying.secondaryCells, spec.k, { regionBytes: CHUNK_PAYLOAD_BYTES });
+        this.#slices.push({ spec, filters: [primary, secondary], bloom: [], spectral: new SpectralFilter(primary, secondary), seeds, offset: this.#filterCount });
+        this.#filterCount += spec.seeds.length;
+        continue;
+      }
+      const bloom = filterGeometries(spec).map((geometry) => new BloomFilter(geometry, { regionBytes: CHUNK_PAYLOAD_BYTES }));
       this.#slices.push({
         spec,
-        filters: filterGeometries(spec).map((geometry) => new BloomFilter(geometry, { regionBytes: CHUNK_PAYLOAD_BYTES })),
-        seeds: spec.seeds.map(seedFromHex),
+        filters: bloom,
+        bloom,
+        spectral: undefined,
+        seeds,
         offset: this.#filterCount,
       });
       this.#filterCount += spec.seeds.length;
     }
   }
 
-  #filterAt(index: number): BloomFilter | undefined {
+  #filterAt(index: number): StoredFilter | undefined {
     for (const slice of this.#slices) {
       if (index < slice.offset + slice.filters.length) return slice.filters[index - slice.offset];
     }
@@ -434,6 +586,7 @@ export class EpochFilters {
       return this.#env.write(() => {
         this.catchUp();
         check(this.#header);
+        if (this.counting) throw new SeenStoreError('INCOMPATIBLE', `epoch ${scope}/${epoch} counts: counting epochs cannot be merged (counters would have to be added, not OR-ed)`);
         if (incoming.length !== this.#filterCount) {
           throw new SeenStoreError('USAGE', `merge: ${incoming.length} filters given, epoch ${scope}/${epoch} has ${this.#filterCount}`);
         }
@@ -489,6 +642,7 @@ export class EpochFilters {
           throw new SeenStoreError('STORE_LOCKED', `checkpoint of ${scope} lost its lock; another process took over`);
         }
       };
+      if (this.counting) return this.#checkpointCounting(fenced);
       const seq = this.#appliedSeq;
       const counts = this.#counts;
       const sliceAdded = [...this.#sliceAdded];
@@ -521,6 +675,39 @@ export class EpochFilters {
     } finally {
       await lock.release();
     }
+  }
+
+  /**
+   * A counting epoch's checkpoint: counters cannot be OR-ed into what is stored, and a record must
+   * never be applied twice, so the chunks, the checkpoint record and the journal trim go in one
+   * write transaction, after catching up inside it: the stored chunks are always exactly the state
+   * at the recorded sequence. (It costs one transaction as large as the dirty chunks.)
+   */
+  async #checkpointCounting(fenced: () => void): Promise<CheckpointOutcome> {
+    let written: (readonly [number, number])[] = [];
+    const outcome = this.#env.write((): CheckpointOutcome => {
+      fenced();
+      this.catchUp();
+      const dirty = this.#slices.flatMap((slice) =>
+        slice.filters.flatMap((filter, f) => filter.dirtyRegions().map((region) => [slice.offset + f, region] as const)),
+      );
+      if (dirty.length === 0 && this.#appliedSeq <= this.#readCheckpoint().seq) return 'clean';
+      const { scope, epoch } = this.#header;
+      for (const [index, region] of dirty) {
+        this.#env.chunksDb.putSync(chunkKey(scope, epoch, index, region), encodeChunk(this.#hash, this.#filterAt(index)!.region(region)));
+      }
+      this.#recordCheckpoint(this.#appliedSeq, this.#counts, [...this.#sliceAdded]);
+      faultPoint('checkpoint:before-trim');
+      written = dirty;
+      return 'written';
+    });
+    for (const [index, region] of written) this.#filterAt(index)!.markClean(region);
+    if (outcome === 'written') {
+      faultPoint('checkpoint:after-trim');
+      this.#journalBytesSinceCheckpoint = 0;
+      await this.#env.flushed();
+    }
+    return outcome;
   }
 
   #writeChunkOr(index: number, region: number): void {
@@ -602,19 +789,30 @@ export class EpochFilters {
       if (slice === undefined || record.filterCount !== slice.filters.length) {
         throw new SeenStoreError('STORE_CORRUPT', `${where}: names slice ${record.slice} with ${record.filterCount} filters, which the epoch does not have`);
       }
-      this.#apply(slice, record.words, record.added);
+      if ((record.op === 'bits') !== (slice.spectral === undefined)) {
+        throw new SeenStoreError('STORE_CORRUPT', `${where}: a ${record.op} record in a ${slice.spectral === undefined ? 'Bloom' : 'counting'} slice`);
+      }
+      if (record.op === 'bits') this.#apply(slice, record.words, record.entries);
+      else this.#applyCounting(slice.spectral!, record.op, record.words, record.entries);
       this.#appliedSeq = seq;
-      this.#counts = { submitted: this.#counts.submitted + record.submitted, added: this.#counts.added + record.added };
-      this.#sliceAdded[record.slice] = (this.#sliceAdded[record.slice] ?? 0) + record.added;
+      this.#countRecord(record.op, record.slice, record.submitted, record.added);
       this.#journalBytesSinceCheckpoint += JOURNAL_HEADER_BYTES + record.words.byteLength;
     }
   }
 
   #apply(slice: Slice, words: Uint32Array, count: number): void {
-    const filters = slice.filters;
+    const filters = slice.bloom;
     const stride = 2 * filters.length;
     for (let i = 0; i < count; i++) {
       for (let f = 0; f < filters.length; f++) filters[f]!.add(words[i * stride + 2 * f + 1]!, words[i * stride + 2 * f]!);
+    }
+  }
+
+  #applyCounting(spectral: SpectralFilter, op: 'add' | 'delete', words: Uint32Array, count: number): void {
+    for (let i = 0; i < count; i++) {
+      const at = 4 * i;
+      if (op === 'add') spectral.add(words[at + 1]!, words[at]!, words[at + 3]!, words[at + 2]!);
+      else spectral.delete(words[at + 1]!, words[at]!, words[at + 3]!, words[at + 2]!);
     }
   }
 

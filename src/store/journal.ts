@@ -16,14 +16,53 @@ import type { XxHash } from '../hash/xxhash.js';
  */
 export const JOURNAL_HEADER_BYTES = 16;
 const JOURNAL_RECORD_VERSION = 1;
+/**
+ * Counting epochs (record version 2): every operation is journaled, since a count changes even
+ * when the URL was seen before. Same 16-byte header, but the word at offset 4 counts the URLs in
+ * the record (each has `filters` hashes) and the word at offset 8 holds the operation in its top
+ * bit (0 add, 1 delete) and, below it, how many of the URLs were new (adds) or deleted (deletes).
+ */
+const COUNTING_RECORD_VERSION = 2;
+const DELETE_BIT = 0x8000_0000;
+
+export type JournalOp = 'bits' | 'add' | 'delete';
 
 export interface JournalRecord {
+  /** `bits`: a Bloom-filter record (new URLs only); `add` / `delete`: a counting record. */
+  readonly op: JournalOp;
   readonly slice: number;
+  /** URLs submitted (bits, add); 0 for delete. */
   readonly submitted: number;
+  /** URLs that were new (bits, add), or were deleted (delete). */
   readonly added: number;
+  /** URLs whose hashes the record holds. */
+  readonly entries: number;
   readonly filterCount: number;
-  /** Hash words, [lo, hi] per hash, `added * filterCount` hashes. Aligned copy. */
+  /** Hash words, [lo, hi] per hash, `entries * filterCount` hashes. Aligned copy. */
   readonly words: Uint32Array;
+}
+
+/** A counting record: `entries` URLs' hashes (all of them), the operation, and how many changed. */
+export function encodeCountingRecord(
+  hash: XxHash,
+  op: 'add' | 'delete',
+  slice: number,
+  entries: number,
+  changed: number,
+  filterCount: number,
+  words: Uint32Array,
+): Buffer {
+  const hashBytes = entries * filterCount * 8;
+  const value = Buffer.allocUnsafe(JOURNAL_HEADER_BYTES + hashBytes);
+  const payload = new Uint8Array(words.buffer, words.byteOffset, hashBytes);
+  value.writeUInt8(COUNTING_RECORD_VERSION, 0);
+  value.writeUInt8(filterCount, 1);
+  value.writeUInt16LE(slice, 2);
+  value.writeUInt32LE(entries, 4);
+  value.writeUInt32LE(((op === 'delete' ? DELETE_BIT : 0) | changed) >>> 0, 8);
+  value.writeUInt32LE(hash.checksum(payload), 12);
+  value.set(payload, JOURNAL_HEADER_BYTES);
+  return value;
 }
 
 export function encodeJournalRecord(
@@ -51,15 +90,23 @@ export function decodeJournalRecord(hash: XxHash, value: Uint8Array, where: stri
   if (value.length < JOURNAL_HEADER_BYTES) throw new SeenStoreError('STORE_CORRUPT', `${where}: journal record truncated`);
   const view = Buffer.from(value.buffer, value.byteOffset, value.length);
   const version = view.readUInt8(0);
-  if (version !== JOURNAL_RECORD_VERSION) {
+  if (version !== JOURNAL_RECORD_VERSION && version !== COUNTING_RECORD_VERSION) {
     throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where}: journal record version ${version} is unknown`);
   }
   const filterCount = view.readUInt8(1);
   const slice = view.readUInt16LE(2);
-  const submitted = view.readUInt32LE(4);
-  const added = view.readUInt32LE(8);
-  const hashBytes = added * filterCount * 8;
-  if (view.length !== JOURNAL_HEADER_BYTES + hashBytes || filterCount === 0 || added > submitted) {
+  let op: JournalOp = 'bits';
+  let submitted = view.readUInt32LE(4);
+  let added = view.readUInt32LE(8);
+  let entries = added;
+  if (version === COUNTING_RECORD_VERSION) {
+    entries = submitted;
+    op = (added & DELETE_BIT) !== 0 ? 'delete' : 'add';
+    added = (added & ~DELETE_BIT) >>> 0;
+    if (op === 'delete') submitted = 0;
+  }
+  const hashBytes = entries * filterCount * 8;
+  if (view.length !== JOURNAL_HEADER_BYTES + hashBytes || filterCount === 0 || added > Math.max(submitted, entries)) {
     throw new SeenStoreError('STORE_CORRUPT', `${where}: journal record of ${view.length} bytes does not match its header`);
   }
   const payload = view.subarray(JOURNAL_HEADER_BYTES);
@@ -68,5 +115,5 @@ export function decodeJournalRecord(hash: XxHash, value: Uint8Array, where: stri
   }
   const words = new Uint32Array(hashBytes / 4);
   new Uint8Array(words.buffer).set(payload);
-  return { slice, submitted, added, filterCount, words };
+  return { op, slice, submitted, added, entries, filterCount, words };
 }

@@ -178,6 +178,7 @@ function keyingFits(keying: unknown, seeds: number): boolean {
   if (keying === undefined) return true;
   const k = keying as Partial<Record<string, unknown>>;
   if (k.kind === 'eigen-v1') return seeds === 2 && Number.isSafeInteger(k.featureMBits) && (k.featureMBits as number) > 0 && (k.featureMBits as number) % 512 === 0 && Number.isInteger(k.featureK) && (k.featureK as number) >= 1;
+  if (k.kind === 'counting-v1') return seeds === 2 && Number.isSafeInteger(k.secondaryCells) && (k.secondaryCells as number) > 0 && (k.secondaryCells as number) % 64 === 0;
   if (k.kind === 'multilayer-v1') return Number.isInteger(k.layers) && (k.layers as number) >= 2 && seeds === (k.layers as number) + 1;
   return false;
 }

@@ -1,0 +1,45 @@
+import type { Command } from 'commander';
+import { batchOptions, epochSpec, openStore, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
+import { forEachBatch, openInput } from '../input.js';
+import { formatCount, writeAll } from '../output.js';
+
+type CountOptions = GlobalOptions & InputOptions & { readonly epochs?: string };
+
+/**
+ * `count`: for a scope of the counting strategy, prints `N<TAB>URL` for each input URL: how many
+ * times it was added (minus deletes) in the chosen epochs (default: the open one).
+ */
+export async function countCommand(file: string | undefined, command: Command): Promise<void> {
+  const options = command.optsWithGlobals<CountOptions>();
+  const epochs = epochSpec(options.epochs, 'current');
+  const store = await openStore(options, false);
+  try {
+    const scope = requireScope(store, options);
+    await forEachBatch(openInput(file), batchOptions(options, scope.normalizeMode()), async (lines) => {
+      const counts = scope.count(lines, { epochs });
+      let out = '';
+      for (let i = 0; i < lines.length; i++) out += `${counts[i]}\t${lines[i]}\n`;
+      await writeAll(process.stdout, out);
+    });
+  } finally {
+    await store.close();
+  }
+}
+
+/** `delete`: takes one occurrence of each input URL out of a counting scope's open epoch. */
+export async function deleteCommand(file: string | undefined, command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions & InputOptions>();
+  const store = await openStore(options, false);
+  try {
+    const scope = requireScope(store, options);
+    let deleted = 0;
+    const counts = await forEachBatch(openInput(file), batchOptions(options, scope.normalizeMode()), async (lines) => {
+      deleted += await scope.delete(lines);
+    });
+    const summary = { read: counts.read, deleted, absent: counts.read - deleted, invalid: counts.invalid };
+    if (options.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
+    else process.stderr.write(`read ${formatCount(summary.read)}, deleted ${formatCount(deleted)}, not held ${formatCount(summary.absent)}, invalid ${formatCount(summary.invalid)}\n`);
+  } finally {
+    await store.close();
+  }
+}
