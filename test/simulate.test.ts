@@ -62,12 +62,17 @@ describe('simulate', () => {
     assert.equal(blocked.mBits, classic.mBits, 'sized alike');
     assert.ok(blocked.theory > classic.theory, 'the blocked layout costs FPR at the same size');
     nearTheory(await simulate('--mode', 'revisit', '--strategy', 'spatial:2', '--hashes', '2', '--bits-per-hash', '1.7'));
+    // Counting answers membership from its primary counters: as a classic filter of as many bits.
+    const counting = await simulate('--strategy', 'counting', '--hashes', '3', '--bits-per-hash', '1.7', '--runs', '2');
+    nearTheory(counting);
+    assert.ok(Math.abs(counting.theory - 0.087) < 0.002, `counting theory ${counting.theory}`);
+    assert.ok(counting.bitsPerUrl > 8 * 5, 'one byte per counter');
   });
 
   test('bad options are USAGE errors with one line', async () => {
     const cases: string[][] = [
       ['--mode', 'sideways'],
-      ['--strategy', 'counting'],
+      ['--strategy', 'counting:2'],
       ['--bits-per-hash', '2'],
       ['--hashes', '3', '--bits-per-hash', '-1'],
       ['--hashes', '3', '--bits-per-hash', '2', '--fpr', '0.01'],

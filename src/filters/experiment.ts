@@ -3,7 +3,8 @@ import type { XxHash } from '../hash/xxhash.js';
 import { allHold, BloomFilter, type FilterGeometry } from './bloom.js';
 import { filterGeometries, hashSlice, type Keying } from './keying.js';
 import { roundBits, sizeByMultiplier } from './sizing.js';
-import { sliceShape, strategyName, type SliceShape, type Strategy } from './strategy.js';
+import { SpectralFilter } from './counting.js';
+import { COUNTING_SECONDARY_RATIO, sliceShape, strategyName, type SliceShape, type Strategy } from './strategy.js';
 
 /**
  * The thesis's experiments (its chapter 5) on any list of distinct URLs, in memory, with the same
@@ -93,6 +94,10 @@ export function simulationShape(config: SimulationConfig, inserted: number): Sli
     return { ...main, keying };
   }
   if (strategy.kind === 'multilayer') return { ...main, keying: { kind: 'multilayer-v1', layers: strategy.layers! } };
+  if (strategy.kind === 'counting') {
+    // main.mBits counters; the slice records their storage bits.
+    return { mBits: main.mBits * 8, k: main.k, keying: { kind: 'counting-v1', secondaryCells: roundBits(Math.ceil(main.mBits * COUNTING_SECONDARY_RATIO)) } };
+  }
   return main;
 }
 
@@ -155,6 +160,8 @@ function logFactorial(j: number): number {
 /** One epoch of the experiment: S filters with fresh seeds, hashing in batches. */
 class Epoch {
   readonly filters: BloomFilter[];
+  /** A counting slice: membership is its primary's minimum counter > 0. */
+  readonly spectral: SpectralFilter | undefined;
   readonly #seeds: bigint[];
   readonly #hash: XxHash;
   readonly #keying: Keying | undefined;
@@ -164,7 +171,13 @@ class Epoch {
     this.#hash = hash;
     this.#keying = keying;
     this.#seeds = geometries.map(() => seedFromHex(freshSeedHex()));
-    this.filters = geometries.map((geometry) => new BloomFilter(geometry));
+    if (keying?.kind === 'counting-v1') {
+      this.filters = [];
+      this.spectral = SpectralFilter.create(geometries[0]!.mBits / 8, geometries[0]!.k, keying.secondaryCells);
+    } else {
+      this.filters = geometries.map((geometry) => new BloomFilter(geometry));
+      this.spectral = undefined;
+    }
     this.#words = new Uint32Array(BATCH * 2 * geometries.length);
   }
 
@@ -174,7 +187,8 @@ class Epoch {
    */
   run(urls: readonly string[], query: boolean, insert: boolean, flags: Uint8Array | undefined): number {
     const filters = this.filters;
-    const stride = 2 * filters.length;
+    const spectral = this.spectral;
+    const stride = 2 * this.#seeds.length;
     const words = this.#words;
     let held = 0;
     for (let start = 0; start < urls.length; start += BATCH) {
@@ -182,11 +196,15 @@ class Epoch {
       hashSlice(this.#hash, this.#keying, batch, this.#seeds, words, stride, 0);
       for (let i = 0; i < batch.length; i++) {
         const at = i * stride;
-        if (query && allHold(filters, words, at)) {
+        const holds = spectral !== undefined ? spectral.primary.count(words[at + 1]!, words[at]!) > 0 : allHold(filters, words, at);
+        if (query && holds) {
           held++;
           if (flags !== undefined) flags[start + i] = 1;
         }
-        if (insert) for (let f = 0; f < filters.length; f++) filters[f]!.add(words[at + 2 * f + 1]!, words[at + 2 * f]!);
+        if (insert) {
+          if (spectral !== undefined) spectral.add(words[at + 1]!, words[at]!, words[at + 3]!, words[at + 2]!);
+          else for (let f = 0; f < filters.length; f++) filters[f]!.add(words[at + 2 * f + 1]!, words[at + 2 * f]!);
+        }
       }
     }
     return held;
@@ -238,7 +256,9 @@ export function simulate(
   const rates = runs.map((run) => run.fpr);
   const mean = rates.reduce((sum, x) => sum + x, 0) / rates.length;
   const sd = rates.length > 1 ? Math.sqrt(rates.reduce((sum, x) => sum + (x - mean) ** 2, 0) / (rates.length - 1)) : 0;
-  const theory = theoryFpr(mode, geometries, insert.length);
+  // A counting slice answers from its primary: m counters err like a Bloom filter of m bits.
+  const answering = shape.keying?.kind === 'counting-v1' ? [{ layout: 'classic' as const, mBits: shape.mBits / 8, k: shape.k }] : geometries;
+  const theory = theoryFpr(mode, answering, insert.length);
   const standardError = Math.sqrt((theory * (1 - theory)) / (asked.length * runs.length));
   const median = (values: number[]): number => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   return {
