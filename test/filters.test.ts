@@ -5,6 +5,7 @@ import { estimateCardinality, expectedFpr, sizeByMultiplier, sizeForFpr } from '
 import { freshSeedHex, seedFromHex } from '../src/hash/scheme.js';
 import { XxHash } from '../src/hash/xxhash.js';
 import { binomialLower, binomialUpper, sharedUrls } from './helpers/data.js';
+import { theoryFpr } from '../src/filters/experiment.js';
 
 const hash = await XxHash.load();
 
@@ -61,8 +62,11 @@ describe('Bloom filters on real URLs', () => {
       for (const url of inserted) assert.equal(has(url), true, url);
       let falsePositives = 0;
       for (const url of probes) if (has(url)) falsePositives++;
-      // The blocked layout pays for its single cache miss with a somewhat higher rate; allow 2x.
-      const bound = binomialUpper(probes.length, layout === 'classic' ? fpr : 2 * fpr);
+      // The blocked layout pays for its single cache miss with a higher rate: its closed form (a
+      // Poisson mixture over block loads) plus the 11-14 % that the correlation of bits inside a
+      // block adds on real URLs (docs/results.md), allowed 25 %.
+      const expected = layout === 'classic' ? fpr : 1.25 * theoryFpr('non-incremental', [filter.geometry], inserted.length);
+      const bound = binomialUpper(probes.length, expected);
       assert.ok(falsePositives <= bound, `${falsePositives} false positives of ${probes.length}, bound ${bound.toFixed(1)}`);
       assert.ok(falsePositives >= binomialLower(probes.length, fpr / 4), `suspiciously few false positives: ${falsePositives}`);
       const estimate = filter.estimatedCount;
