@@ -6,9 +6,9 @@
  *   node dist/soak/run.js [--trials N] [--writers N] [--rounds N] [--lock-trials N]
  *
  * Part 1, random kills (N trials, default 100): a child adds the shared URL lists in batches,
- * printing "ack N" after each acknowledged batch, in one of five workloads (checkpoint after every
- * batch, checkpoint at the end, rotate, import of an export file, prune of two sealed epochs); the
- * parent SIGKILLs it after a random delay. Then: the store opens, verifies clean, and every acknowledged URL is seen (for an
+ * printing "ack N" after each acknowledged batch, in one of six workloads (checkpoint after every
+ * batch, checkpoint at the end, rotate, import of an export file, prune of two sealed epochs, a
+ * counting epoch checkpointed after every batch); the parent SIGKILLs it after a random delay. Then: the store opens, verifies clean, and every acknowledged URL is seen (for an
  * import: the scope is absent or answers for all of the file).
  * Part 2, writers (default 4, 5 rounds): `filter-new` processes on overlapping slices of the lists
  * share one store, each round on a fresh scope; in each round one of them is SIGKILLed at a random
@@ -62,9 +62,9 @@ const fail = (message: string): void => {
 };
 
 /** Runs `argv` and SIGKILLs it after `delayMs` (if still running); resolves with its stdout. */
-function killAfter(argv: string[], delayMs: number, input?: string): Promise<{ stdout: string; killed: boolean; code: number | null; stderr: string }> {
+function killAfter(argv: string[], delayMs: number, input?: string, env: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; killed: boolean; code: number | null; stderr: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, argv, { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, argv, { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
@@ -117,7 +117,7 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
   let acked = 0;
   for (let trial = 0; trial < TRIALS; trial++) {
     const dir = mkdtempSync(join(tmpdir(), 'soak-kill-'));
-    const workload = ['checkpoint-each', 'end', 'rotate', 'import', 'prune'][trial % 5]!;
+    const workload = ['checkpoint-each', 'end', 'rotate', 'import', 'prune', 'counting'][trial % 6]!;
     const delay = 30 + Math.floor(Math.random() * 700);
     if (workload === 'prune') {
       if (await prunedAtRandom(pruning, dir, trial)) killedBy[workload] = (killedBy[workload] ?? 0) + 1;
@@ -133,6 +133,25 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
         if (present && !store.scope('imp').has(URLS, { epochs: 1 }).every(Boolean)) fail(`trial ${trial} (import): a partial import is visible`);
         if (!present && !run.killed) fail(`trial ${trial} (import): finished but no scope`);
         if (!store.verify().ok) fail(`trial ${trial} (import): verify`);
+        await store.close();
+      }
+    } else if (workload === 'counting') {
+      // A counting epoch, checkpointed after every batch: increments are not idempotent, so every
+      // acknowledged URL must count exactly 1 — a lost or a twice-replayed record shows at once.
+      const run = await killAfter([CRASH_CHILD, dir, 'soak', file, String(batch), 'none', 'checkpoint-each'], delay, undefined, { CHILD_STRATEGY: 'counting' });
+      if (run.killed) killedBy[workload] = (killedBy[workload] ?? 0) + 1;
+      else if (run.code !== 0) fail(`trial ${trial} (counting): exit ${run.code}: ${run.stderr}`);
+      const batches = run.stdout.split('\n').filter((line) => line.startsWith('ack ')).length;
+      acked += batches;
+      const what = `trial ${trial} (counting, killed after ${delay} ms, ${batches} batches acked)`;
+      await check(dir, what, URLS.slice(0, batches * batch), 'soak');
+      const store = await SeenStore.open(dir, { lockStaleMs: 2000 }).catch(() => undefined);
+      if (store !== undefined) {
+        const counts = store.scope('soak').count(URLS.slice(0, (batches + 1) * batch));
+        const wrong = counts.slice(0, batches * batch).filter((n) => n !== 1).length;
+        if (wrong > 0) fail(`${what}: ${wrong} acknowledged URLs not counted exactly once`);
+        const inFlight = new Set(counts.slice(batches * batch));
+        if (inFlight.size > 1 || [...inFlight].some((n) => n > 1)) fail(`${what}: the batch in flight is counted ${[...inFlight].join(',')}`);
         await store.close();
       }
     } else {
