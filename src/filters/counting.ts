@@ -26,6 +26,7 @@ export class CountingFilter implements StoredFilter {
   readonly regionBytes: number;
   readonly #modulus: Modulus;
   readonly #dirty: Uint8Array;
+  readonly #at: Float64Array;
   #nonZero = 0;
 
   constructor(cells: number, k: number, options: { readonly regionBytes?: number } = {}) {
@@ -38,6 +39,7 @@ export class CountingFilter implements StoredFilter {
     this.regionBytes = options.regionBytes ?? cells;
     this.#modulus = new Modulus(cells);
     this.#dirty = new Uint8Array(Math.ceil(cells / this.regionBytes));
+    this.#at = new Float64Array(k);
   }
 
   /** Counters that are not zero (the "set bits" of the equivalent Bloom filter). */
@@ -102,17 +104,9 @@ export class CountingFilter implements StoredFilter {
 
   /** The minimum of the URL's counters: its count, or more (never less). */
   count(hi: number, lo: number): number {
-    const counters = this.counters;
-    const m = this.cells;
-    const step = 1 + (hi % (m - 1));
-    let p = this.#modulus.reduce(hi, lo);
+    const at = this.#positions(hi, lo);
     let min = COUNTER_MAX;
-    for (let i = 0; i < this.k; i++) {
-      const c = counters[p]!;
-      if (c < min) min = c;
-      p += step;
-      if (p >= m) p -= m;
-    }
+    for (let i = 0; i < this.k; i++) min = Math.min(min, this.counters[at[i]!]!);
     return min;
   }
 
@@ -121,39 +115,30 @@ export class CountingFilter implements StoredFilter {
    * the minimum is very likely the true count, since an error needs every minimal counter shared.
    */
   recurringMinimum(hi: number, lo: number): boolean {
-    const counters = this.counters;
-    const m = this.cells;
-    const step = 1 + (hi % (m - 1));
-    let p = this.#modulus.reduce(hi, lo);
+    const at = this.#positions(hi, lo);
     let min = COUNTER_MAX + 1;
     let times = 0;
     for (let i = 0; i < this.k; i++) {
-      const c = counters[p]!;
+      const c = this.counters[at[i]!]!;
       if (c < min) {
         min = c;
         times = 1;
       } else if (c === min) {
         times++;
       }
-      p += step;
-      if (p >= m) p -= m;
     }
     return times >= 2;
   }
 
   /** Adds `by` to each of the URL's counters, saturating. */
   increment(hi: number, lo: number, by = 1): void {
-    const counters = this.counters;
-    const m = this.cells;
-    const step = 1 + (hi % (m - 1));
-    let p = this.#modulus.reduce(hi, lo);
+    const at = this.#positions(hi, lo);
     for (let i = 0; i < this.k; i++) {
-      const c = counters[p]!;
+      const p = at[i]!;
+      const c = this.counters[p]!;
       if (c === 0) this.#nonZero++;
-      counters[p] = Math.min(COUNTER_MAX, c + by);
+      this.counters[p] = Math.min(COUNTER_MAX, c + by);
       this.#dirty[Math.floor(p / this.regionBytes)] = 1;
-      p += step;
-      if (p >= m) p -= m;
     }
   }
 
@@ -162,20 +147,33 @@ export class CountingFilter implements StoredFilter {
    * a URL whose count is at least one (the caller checks), so no other URL's count can drop.
    */
   decrement(hi: number, lo: number): void {
-    const counters = this.counters;
+    const at = this.#positions(hi, lo);
+    for (let i = 0; i < this.k; i++) {
+      const p = at[i]!;
+      const c = this.counters[p]!;
+      if (c > 0 && c < COUNTER_MAX) {
+        this.counters[p] = c - 1;
+        if (c === 1) this.#nonZero--;
+        this.#dirty[Math.floor(p / this.regionBytes)] = 1;
+      }
+    }
+  }
+
+  /**
+   * The URL's k counter positions, by the classic layout's double hashing over the cells, into a
+   * scratch array reused by every call (no allocation per URL).
+   */
+  #positions(hi: number, lo: number): Float64Array {
+    const at = this.#at;
     const m = this.cells;
     const step = 1 + (hi % (m - 1));
     let p = this.#modulus.reduce(hi, lo);
     for (let i = 0; i < this.k; i++) {
-      const c = counters[p]!;
-      if (c > 0 && c < COUNTER_MAX) {
-        counters[p] = c - 1;
-        if (c === 1) this.#nonZero--;
-        this.#dirty[Math.floor(p / this.regionBytes)] = 1;
-      }
+      at[i] = p;
       p += step;
       if (p >= m) p -= m;
     }
+    return at;
   }
 }
 

@@ -336,13 +336,12 @@ export class EpochFilters {
   #decideCounting(keys: readonly string[], words: Uint32Array, answers: boolean[] | undefined): number {
     let added = 0;
     for (let start = 0; start < keys.length; ) {
-      const newest = this.#slices.length - 1;
-      let room = this.#slices[newest]!.spec.capacityUrls - this.#sliceCount(newest);
-      if (room <= 0 && this.#slices.length < MAX_SLICES) {
-        this.#growSlice();
+      if (this.#grewForRoom()) {
         words = this.#rehash(keys);
         continue;
       }
+      const newest = this.#slices.length - 1;
+      let room = this.#slices[newest]!.spec.capacityUrls - this.#sliceCount(newest);
       const stride = 2 * this.#filterCount;
       const routed: number[][] = this.#slices.map(() => []);
       let fresh = 0;
@@ -444,13 +443,12 @@ export class EpochFilters {
   #decideAll(keys: readonly string[], words: Uint32Array, answers: boolean[] | undefined): number {
     let added = 0;
     for (let start = 0; start < keys.length; ) {
-      const newest = this.#slices.length - 1;
-      const room = this.#slices[newest]!.spec.capacityUrls - this.#sliceCount(newest);
-      if (room <= 0 && this.#slices.length < MAX_SLICES) {
-        this.#growSlice();
+      if (this.#grewForRoom()) {
         words = this.#rehash(keys);
         continue;
       }
+      const newest = this.#slices.length - 1;
+      const room = this.#slices[newest]!.spec.capacityUrls - this.#sliceCount(newest);
       const { consumed, fresh } = this.#decide(words, start, keys.length, room <= 0 ? Infinity : room, answers);
       this.#appendRecord(newest, consumed, fresh);
       added += fresh;
@@ -505,6 +503,14 @@ export class EpochFilters {
     this.#counts = { submitted: this.#counts.submitted + submitted, added: this.#counts.added + added };
     this.#sliceAdded[slice] = (this.#sliceAdded[slice] ?? 0) + added;
     this.#journalBytesSinceCheckpoint += value.length;
+  }
+
+  /** Starts a new slice when the newest is full (and the epoch may grow); the caller must rehash. */
+  #grewForRoom(): boolean {
+    const newest = this.#slices.length - 1;
+    if (this.#slices[newest]!.spec.capacityUrls - this.#sliceCount(newest) > 0 || this.#slices.length >= MAX_SLICES) return false;
+    this.#growSlice();
+    return true;
   }
 
   /** Appends a slice to the epoch header (inside the add's write transaction). */
