@@ -85,29 +85,33 @@ function perUrl(insert: readonly string[], query: readonly string[], test: (url:
   return { addsPerSec: insert.length / addSeconds, queriesPerSec: query.length / querySeconds, fpr: positives / query.length, added };
 }
 
+/** The product: durable addIfAbsent in batches (journal committed and synced per batch). */
+async function durable(insert: readonly string[], query: readonly string[], hashThreads: number): Promise<Omit<Figures, 'contender' | 'peakRssMB'>> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-seenstore-'));
+  const store = await SeenStore.open(dir, { hashThreads });
+  const scope = store.scope('bench', { capacityUrls: insert.length, fprTarget: FPR });
+  let added = 0;
+  let start = process.hrtime.bigint();
+  for (let i = 0; i < insert.length; i += BATCH) {
+    const answers = await scope.addIfAbsent(insert.slice(i, i + BATCH));
+    for (const isNew of answers) if (isNew) added++;
+  }
+  const addSeconds = seconds(start);
+  start = process.hrtime.bigint();
+  let positives = 0;
+  for (let i = 0; i < query.length; i += BATCH) for (const seen of scope.has(query.slice(i, i + BATCH))) if (seen) positives++;
+  const querySeconds = seconds(start);
+  const bits = scope.epoch(1).sliceDetails.reduce((sum, slice) => sum + slice.mBits * slice.filters, 0);
+  await store.close();
+  const bytesOnDisk = dirBytes(dir);
+  rmSync(dir, { recursive: true, force: true });
+  return { addsPerSec: insert.length / addSeconds, queriesPerSec: query.length / querySeconds, fpr: positives / query.length, bitsPerUrl: bits / insert.length, bytesOnDisk, added };
+}
+
 const contenders: Record<string, Run> = {
-  /** The product: durable addIfAbsent in batches (journal committed and synced per batch). */
-  async 'seenstore-durable'(insert, query) {
-    const dir = mkdtempSync(join(tmpdir(), 'bench-seenstore-'));
-    const store = await SeenStore.open(dir);
-    const scope = store.scope('bench', { capacityUrls: insert.length, fprTarget: FPR });
-    let added = 0;
-    let start = process.hrtime.bigint();
-    for (let i = 0; i < insert.length; i += BATCH) {
-      const answers = await scope.addIfAbsent(insert.slice(i, i + BATCH));
-      for (const isNew of answers) if (isNew) added++;
-    }
-    const addSeconds = seconds(start);
-    start = process.hrtime.bigint();
-    let positives = 0;
-    for (let i = 0; i < query.length; i += BATCH) for (const seen of scope.has(query.slice(i, i + BATCH))) if (seen) positives++;
-    const querySeconds = seconds(start);
-    const bits = scope.epoch(1).sliceDetails.reduce((sum, slice) => sum + slice.mBits * slice.filters, 0);
-    await store.close();
-    const bytesOnDisk = dirBytes(dir);
-    rmSync(dir, { recursive: true, force: true });
-    return { addsPerSec: insert.length / addSeconds, queriesPerSec: query.length / querySeconds, fpr: positives / query.length, bitsPerUrl: bits / insert.length, bytesOnDisk, added };
-  },
+  'seenstore-durable': (insert, query) => durable(insert, query, 1),
+  /** The same with hashing on 2 threads (SeenStoreOptions.hashThreads). */
+  'seenstore-durable-2-threads': (insert, query) => durable(insert, query, 2),
 
   /** The reference: seenstore's own filter and hash, same geometry as the store's, in memory only. */
   async 'seenstore-memory'(insert, query) {

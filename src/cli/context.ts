@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { SeenStoreError } from '../errors.js';
-import { SeenStore } from '../epochs/seen-store.js';
+import { MAX_HASH_THREADS, SeenStore } from '../epochs/seen-store.js';
 import type { Scope, ScopeOptions } from '../epochs/scope.js';
 import { parseEpochSpec, type EpochSpec, type MembershipMode } from '../epochs/epoch-spec.js';
 import { LAYOUTS, type Layout } from '../filters/bloom.js';
@@ -14,6 +14,8 @@ export interface GlobalOptions {
   readonly scope?: string;
   readonly json?: boolean;
   readonly debug?: boolean;
+  /** `--threads N` of the adding commands: hashing threads (SeenStoreOptions.hashThreads). */
+  readonly threads?: string;
 }
 
 /** Options of the commands that read URLs. */
@@ -46,7 +48,9 @@ export function scopeName(options: GlobalOptions): string {
 }
 
 export async function openStore(options: GlobalOptions, create: boolean): Promise<SeenStore> {
-  return SeenStore.open(storeDir(options), { create, onWarning: (message) => warn(message) });
+  const threads = parseCount('threads', options.threads);
+  if (threads !== undefined && threads > MAX_HASH_THREADS) throw new SeenStoreError('USAGE', `--threads must be at most ${MAX_HASH_THREADS}, got ${threads}`);
+  return SeenStore.open(storeDir(options), { create, onWarning: (message) => warn(message), ...(threads === undefined ? {} : { hashThreads: threads }) });
 }
 
 export function warn(message: string): void {

@@ -1,6 +1,7 @@
 import { SeenStoreError } from '../errors.js';
 import type { Layout } from '../filters/bloom.js';
 import type { Keying } from '../filters/keying.js';
+import type { HashPool } from '../hash/pool.js';
 import { CLASSIC, parseStrategy, strategyName, strategyOf, type Strategy } from '../filters/strategy.js';
 import type { XxHash } from '../hash/xxhash.js';
 import type { StoreEnv } from '../store/env.js';
@@ -120,6 +121,8 @@ export interface RotateResult {
 export interface ScopeContext {
   readonly env: StoreEnv;
   readonly hash: XxHash;
+  /** Hashing threads for adds (SeenStoreOptions.hashThreads); undefined: the calling thread. */
+  readonly pool: HashPool | undefined;
   readonly checkpointJournalBytes: number;
   readonly checkpointIntervalMs: number;
   readonly lockStaleMs: number;
@@ -431,8 +434,16 @@ export class Scope {
     let added = 0;
     for (let start = 0; start < keys.length; ) {
       const part = keys.slice(start, start + MAX_BATCH_URLS);
-      const words = this.#scratch(part.length, epoch.filterCount);
-      epoch.hashKeys(part, words);
+      let words: Uint32Array;
+      if (this.#ctx.pool === undefined) {
+        words = this.#scratch(part.length, epoch.filterCount);
+        epoch.hashKeys(part, words);
+      } else {
+        // Hashing on other threads yields to the event loop, where another add of this scope may
+        // run: it gets a buffer of its own, not the shared scratch (one per batch, not per URL).
+        words = new Uint32Array(2 * part.length * epoch.filterCount);
+        await epoch.hashKeysOn(this.#ctx.pool, part, words);
+      }
       const partAnswers = answers === undefined ? undefined : new Array<boolean>(part.length);
       try {
         added += epoch.addBatch(part, words, partAnswers, () => this.#expectOpen(epoch));

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { SeenStoreError } from '../errors.js';
+import { HashPool } from '../hash/pool.js';
 import { XxHash } from '../hash/xxhash.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from '../store/env.js';
 import { isLocked, LOCK_STALE_MS, LOCK_STALE_MS_MIN } from '../store/lock.js';
@@ -39,7 +40,15 @@ export interface SeenStoreOptions {
   readonly lockStaleMs?: number;
   /** Receives non-fatal problems, e.g. a background checkpoint that failed (default: process warning). */
   readonly onWarning?: (message: string) => void;
+  /**
+   * Threads that hash the URLs of adds (default 1: the calling thread only). With N > 1, batches of
+   * at least 4,096 URLs are hashed on N threads (N - 1 worker threads, each with its own
+   * xxhash-wasm); deciding and setting bits stay on the calling thread. At most 16.
+   */
+  readonly hashThreads?: number;
 }
+
+export const MAX_HASH_THREADS = 16;
 
 /**
  * A store: one directory, one LMDB environment, any number of scopes. Several processes may open
@@ -53,12 +62,16 @@ export class SeenStore {
   readonly #ctx;
   #closed = false;
 
-  private constructor(dir: string, env: StoreEnv, hash: XxHash, options: SeenStoreOptions) {
+  readonly #pool: HashPool | undefined;
+
+  private constructor(dir: string, env: StoreEnv, hash: XxHash, pool: HashPool | undefined, options: SeenStoreOptions) {
     this.dir = dir;
     this.#env = env;
+    this.#pool = pool;
     this.#ctx = Object.freeze({
       env,
       hash,
+      pool,
       checkpointJournalBytes: options.checkpointJournalBytes ?? 32 * 2 ** 20,
       checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
       lockStaleMs: lockStaleMs(options),
@@ -71,6 +84,10 @@ export class SeenStore {
 
   static async open(dir: string, options: SeenStoreOptions = {}): Promise<SeenStore> {
     if (typeof dir !== 'string' || dir.length === 0) throw new TypeError('dir must be a non-empty string');
+    const threads = options.hashThreads ?? 1;
+    if (!Number.isInteger(threads) || threads < 1 || threads > MAX_HASH_THREADS) {
+      throw new SeenStoreError('USAGE', `hash threads must be a whole number from 1 to ${MAX_HASH_THREADS}, got ${String(threads)}`);
+    }
     const hash = await XxHash.load();
     const env = StoreEnv.open(dir, {
       create: options.create ?? true,
@@ -82,7 +99,8 @@ export class SeenStore {
       await env.close();
       throw new SeenStoreError('STORE_LOCKED', `a snapshot restore or a migration of ${dir} is running; open the store when it is done`);
     }
-    const store = new SeenStore(dir, env, hash, options);
+    const pool = threads > 1 ? await HashPool.start(hash, threads) : undefined;
+    const store = new SeenStore(dir, env, hash, pool, options);
     openHere.set(resolve(dir), (openHere.get(resolve(dir)) ?? 0) + 1);
     return store;
   }
@@ -203,6 +221,7 @@ export class SeenStore {
       if (count > 0) openHere.set(resolve(this.dir), count);
       else openHere.delete(resolve(this.dir));
       await this.#env.close();
+      await this.#pool?.close();
     }
   }
 }

@@ -108,25 +108,33 @@ export class XxHash {
     return count;
   }
 
-  /** Key boundaries in UTF-8 bytes, walking the written bytes: each key spans its UTF-16 length. */
   #boundaries(keys: readonly string[], start: number, count: number): number {
-    const bytes = this.#bytes;
-    const offsets = this.#offsets;
-    let position = 0;
-    for (let i = 0; i < count; i++) {
-      offsets[i] = position;
-      // A lead byte of 1-3 bytes encodes one UTF-16 unit, of 4 bytes a surrogate pair (two units).
-      for (let units = keys[start + i]!.length; units > 0; ) {
-        const lead = bytes[position]!;
-        if (lead < 0x80) position += 1;
-        else if (lead >= 0xf0) {
-          position += 4;
-          units--;
-        } else position += lead >= 0xe0 ? 3 : 2;
-        units--;
-      }
+    return utf8Boundaries(keys, start, count, this.#bytes, this.#offsets);
+  }
+
+  /**
+   * Hashes keys `from`..`to` of keys already UTF-8-encoded elsewhere (`bytes`, key i spanning
+   * offsets[i]..offsets[i + 1]) with every seed: key i's hash with seeds[s] goes to
+   * out[(i - from) * stride + at + 2 * s] and the next word. Used by the hashing threads, which
+   * share one encoding of the batch.
+   */
+  hashEncodedRange(bytes: Uint8Array, offsets: Uint32Array, from: number, to: number, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): void {
+    for (let start = from; start < to; ) {
+      // As many keys as fit in one round.
+      let end = start + 1;
+      while (end < to && end - start < 65_536 && offsets[end + 1]! - offsets[start]! <= ROUND_BYTES_MAX) end++;
+      const base = offsets[start]!;
+      const length = offsets[end]! - base;
+      this.#ensure(length);
+      this.#bytes.set(bytes.subarray(base, base + length), 0);
+      const count = end - start;
+      if (this.#offsets.length < count + 1) this.#offsets = new Uint32Array(count + 1);
+      for (let i = 0; i <= count; i++) this.#offsets[i] = offsets[start + i]! - base;
+      this.#encodedCount = count;
+      this.#encodedBytes = length;
+      for (let s = 0; s < seeds.length; s++) this.#hashEncoded(seeds[s]!, count, out, (start - from) * stride + at + 2 * s, stride);
+      start = end;
     }
-    return position;
   }
 
   #hashEncoded(seed: bigint, count: number, out: Uint32Array, at: number, stride: number): void {
@@ -164,4 +172,26 @@ export class XxHash {
   checksum(bytes: Uint8Array): number {
     return this.#api.h32Raw(bytes, 0);
   }
+}
+
+/**
+ * Key boundaries in the UTF-8 `bytes` of keys start..start+count written back to back: each key
+ * spans its UTF-16 length (a lead byte of 1-3 bytes encodes one UTF-16 unit, of 4 bytes a surrogate
+ * pair). Writes offsets[0..count-1]; returns the end of the last key.
+ */
+export function utf8Boundaries(keys: readonly string[], start: number, count: number, bytes: Uint8Array, offsets: Uint32Array): number {
+  let position = 0;
+  for (let i = 0; i < count; i++) {
+    offsets[i] = position;
+    for (let units = keys[start + i]!.length; units > 0; ) {
+      const lead = bytes[position]!;
+      if (lead < 0x80) position += 1;
+      else if (lead >= 0xf0) {
+        position += 4;
+        units--;
+      } else position += lead >= 0xe0 ? 3 : 2;
+      units--;
+    }
+  }
+  return position;
 }

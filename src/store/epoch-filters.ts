@@ -4,6 +4,7 @@ import { BloomFilter, allHold, type StoredFilter } from '../filters/bloom.js';
 import { CountingFilter, SpectralFilter } from '../filters/counting.js';
 import { planSlice, unionFpr } from '../filters/scalable.js';
 import { HASH_SCHEME_ID, freshSeedHex, seedFromHex } from '../hash/scheme.js';
+import type { HashPool } from '../hash/pool.js';
 import type { XxHash } from '../hash/xxhash.js';
 import { CHUNK_PAYLOAD_BYTES, decodeChunk, encodeChunk } from './chunks.js';
 import type { StoreEnv } from './env.js';
@@ -238,6 +239,19 @@ export class EpochFilters {
   hashKeys(keys: readonly string[], words: Uint32Array): void {
     const stride = 2 * this.#filterCount;
     for (const slice of this.#slices) hashSlice(this.#hash, slice.spec.keying, keys, slice.seeds, words, stride, 2 * slice.offset);
+  }
+
+  /**
+   * As hashKeys, on the threads of `pool` (slices hashing the whole URL; keyed slices derive their
+   * keys and hash on this thread).
+   */
+  async hashKeysOn(pool: HashPool, keys: readonly string[], words: Uint32Array): Promise<void> {
+    const stride = 2 * this.#filterCount;
+    for (const slice of this.#slices) {
+      const plain = slice.spec.keying === undefined || slice.spec.keying.kind === 'counting-v1';
+      if (plain) await pool.hashKeys(keys, slice.seeds, words, stride, 2 * slice.offset);
+      else hashSlice(this.#hash, slice.spec.keying, keys, slice.seeds, words, stride, 2 * slice.offset);
+    }
   }
 
   /** True when some slice holds URL i of `words` (in a slice, every filter must agree). */
