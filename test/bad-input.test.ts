@@ -40,6 +40,7 @@ async function storeWithEpoch(): Promise<{ dir: string; exportFile: string }> {
   const store = await SeenStore.open(dir);
   const scope = store.scope();
   await scope.add(['https://seed.example/1', 'https://seed.example/2']);
+  await store.scope('counts', { strategy: 'counting', capacityUrls: 1000 }).add(['https://seed.example/1']);
   const exportFile = join(tempDir(), 'e.ssx');
   scope.export(exportFile);
   await store.close();
@@ -61,6 +62,8 @@ describe('bad input (issue 7 corpus)', () => {
       ['classify'],
       ['diff', '--from', '1', '--to', '1'],
       ['diff', '--against', exportFile],
+      ['count', '--scope', 'counts'],
+      ['delete', '--scope', 'counts'],
     ];
     for (const [name, input] of Object.entries(CORPUS)) {
       for (const command of commands) {
