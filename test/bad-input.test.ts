@@ -96,6 +96,7 @@ describe('bad input (issue 7 corpus)', () => {
       ['stats'], ['export', '--out', join(tempDir(), 'x.ssx')], ['import', exportFile, '--scope', 'new'],
       ['merge', exportFile, '--into-epoch', '1'], ['verify'], ['snapshot', 'create'], ['snapshot', 'list'],
       ['snapshot', 'restore', 'none'], ['snapshot', 'delete', 'none'], ['migrate'],
+      ['count', '--scope', 'counts'], ['delete', '--scope', 'counts'],
     ];
     for (const command of commands) {
       const newer = await runCli([...command, '--store', dir], 'https://x.example/\n');

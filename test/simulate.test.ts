@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { runCli } from './helpers/cli.js';
-import { sharedPath } from './helpers/data.js';
+import { binomialLower, binomialUpper, sharedPath } from './helpers/data.js';
 
 const urls = sharedPath('crawl-benign-35k.txt');
 
@@ -57,8 +57,13 @@ describe('simulate', () => {
     assert.ok(Math.abs(spatial.theory - six.theory) / six.theory < 0.02, `theory ${spatial.theory} vs ${six.theory}`);
     const blocked = await simulate('--strategy', 'blocked', '--fpr', '0.01', '--runs', '2');
     const classic = await simulate('--fpr', '0.01', '--runs', '2');
-    nearTheory(blocked);
     nearTheory(classic);
+    // The blocked closed form ignores the correlation of the k bits inside one block: real URLs
+    // measure 11-14 % above it (docs/results.md). Between the closed form and 25 % above it:
+    const queries = blocked.queried * 2;
+    const falsePositives = blocked.mean * queries;
+    assert.ok(falsePositives >= binomialLower(queries, blocked.theory), `blocked ${blocked.mean} below its closed form ${blocked.theory}`);
+    assert.ok(falsePositives <= binomialUpper(queries, 1.25 * blocked.theory), `blocked ${blocked.mean} above 1.25 × ${blocked.theory}`);
     assert.equal(blocked.mBits, classic.mBits, 'sized alike');
     assert.ok(blocked.theory > classic.theory, 'the blocked layout costs FPR at the same size');
     nearTheory(await simulate('--mode', 'revisit', '--strategy', 'spatial:2', '--hashes', '2', '--bits-per-hash', '1.7'));

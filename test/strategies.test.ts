@@ -27,8 +27,10 @@ describe('strategies', () => {
     const slice = details.sliceDetails[0]!;
     assert.equal(slice.seeds.length, 3);
     assert.equal(new Set(slice.seeds).size, 3, 'every filter has its own seed');
-    // All three must hold a URL: the theory is the single-filter rate cubed.
-    const single = expectedFpr(slice.mBits, slice.k, added);
+    // All three must hold a URL: the theory is the single-filter rate cubed. Every inserted URL's
+    // bits are set (a false positive's were set already), so n is the inserted count, not `added`.
+    assert.ok(added <= inserted.length);
+    const single = expectedFpr(slice.mBits, slice.k, inserted.length);
     const p = single ** 3;
     const bits = (3 * slice.mBits) / 20_000;
     assert.ok(bits < 8, `spatial:3 at 20 % costs ${bits.toFixed(2)} bits per URL; one filter at the slice's 10 % costs 4.8`);
