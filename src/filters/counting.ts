@@ -1,4 +1,4 @@
-import { Modulus } from '../hash/scheme.js';
+import { Modulus, classicPositions } from '../hash/scheme.js';
 import type { FilterGeometry, StoredFilter } from './bloom.js';
 import { estimateCardinality, fprFromFill } from './sizing.js';
 
@@ -164,16 +164,8 @@ export class CountingFilter implements StoredFilter {
    * scratch array reused by every call (no allocation per URL).
    */
   #positions(hi: number, lo: number): Float64Array {
-    const at = this.#at;
-    const m = this.cells;
-    const step = 1 + (hi % (m - 1));
-    let p = this.#modulus.reduce(hi, lo);
-    for (let i = 0; i < this.k; i++) {
-      at[i] = p;
-      p += step;
-      if (p >= m) p -= m;
-    }
-    return at;
+    classicPositions(this.#modulus, this.k, hi, lo, this.#at);
+    return this.#at;
   }
 }
 

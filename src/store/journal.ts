@@ -52,17 +52,7 @@ export function encodeCountingRecord(
   filterCount: number,
   words: Uint32Array,
 ): Buffer {
-  const hashBytes = entries * filterCount * 8;
-  const value = Buffer.allocUnsafe(JOURNAL_HEADER_BYTES + hashBytes);
-  const payload = new Uint8Array(words.buffer, words.byteOffset, hashBytes);
-  value.writeUInt8(COUNTING_RECORD_VERSION, 0);
-  value.writeUInt8(filterCount, 1);
-  value.writeUInt16LE(slice, 2);
-  value.writeUInt32LE(entries, 4);
-  value.writeUInt32LE(((op === 'delete' ? DELETE_BIT : 0) | changed) >>> 0, 8);
-  value.writeUInt32LE(hash.checksum(payload), 12);
-  value.set(payload, JOURNAL_HEADER_BYTES);
-  return value;
+  return encodeRecord(hash, COUNTING_RECORD_VERSION, filterCount, slice, entries, ((op === 'delete' ? DELETE_BIT : 0) | changed) >>> 0, words, entries);
 }
 
 export function encodeJournalRecord(
@@ -73,14 +63,19 @@ export function encodeJournalRecord(
   words: Uint32Array,
   added: number,
 ): Buffer {
-  const hashBytes = added * filterCount * 8;
+  return encodeRecord(hash, JOURNAL_RECORD_VERSION, filterCount, slice, submitted, added, words, added);
+}
+
+/** The 16-byte header (the two u32 fields as the record version defines them), then `entries` URLs' hashes. */
+function encodeRecord(hash: XxHash, version: number, filterCount: number, slice: number, word4: number, word8: number, words: Uint32Array, entries: number): Buffer {
+  const hashBytes = entries * filterCount * 8;
   const value = Buffer.allocUnsafe(JOURNAL_HEADER_BYTES + hashBytes);
   const payload = new Uint8Array(words.buffer, words.byteOffset, hashBytes);
-  value.writeUInt8(JOURNAL_RECORD_VERSION, 0);
+  value.writeUInt8(version, 0);
   value.writeUInt8(filterCount, 1);
   value.writeUInt16LE(slice, 2);
-  value.writeUInt32LE(submitted, 4);
-  value.writeUInt32LE(added, 8);
+  value.writeUInt32LE(word4, 4);
+  value.writeUInt32LE(word8, 8);
   value.writeUInt32LE(hash.checksum(payload), 12);
   value.set(payload, JOURNAL_HEADER_BYTES);
   return value;
