@@ -1,4 +1,4 @@
-export { SeenStore, type SeenStoreOptions } from './epochs/seen-store.js';
+export { SeenStore, MAX_HASH_THREADS, type SeenStoreOptions } from './epochs/seen-store.js';
 export {
   Scope,
   type ScopeOptions,
@@ -21,6 +21,10 @@ export { SeenStoreError, ERROR_CODES, type ErrorCode } from './errors.js';
 export { HASH_SCHEME_ID } from './hash/scheme.js';
 export { FORMAT_VERSION } from './store/records.js';
 export type { Layout } from './filters/bloom.js';
+export { STRATEGY_HELP } from './filters/strategy.js';
+export type { Keying } from './filters/keying.js';
+export { simulate, SIMULATION_MODES, type SimulationConfig, type SimulationMode, type SimulationResult } from './filters/experiment.js';
+export { parseStrategy, type Strategy } from './filters/strategy.js';
 export type { NormalizeMode } from './url/normalize.js';
 export type { VerifyReport, Damage } from './store/verify.js';
 export type { ExportResult, ImportOptions, ImportResult, MergeResult, MergeFilesResult } from './epochs/transfer.js';
