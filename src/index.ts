@@ -23,7 +23,6 @@ export { FORMAT_VERSION } from './store/records.js';
 export type { Layout } from './filters/bloom.js';
 export { STRATEGY_HELP } from './filters/strategy.js';
 export type { Keying } from './filters/keying.js';
-export { simulate, SIMULATION_MODES, type SimulationConfig, type SimulationMode, type SimulationResult } from './filters/experiment.js';
 export { parseStrategy, type Strategy } from './filters/strategy.js';
 export type { NormalizeMode } from './url/normalize.js';
 export type { VerifyReport, Damage } from './store/verify.js';
