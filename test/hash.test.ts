@@ -132,7 +132,8 @@ describe('hash scheme xxh64-km-v1', () => {
       state ^= state << 5;
       return state >>> 0;
     };
-    const sizes = [512, 1024, 958_976, 2 ** 31 + 512, 2 ** 32, 2 ** 32 + 512, 2 ** 37 + 1536, MAX_FILTER_BITS];
+    // 2^26 is the largest modulus of the one-multiplication path (scheme.ts Modulus); both sides of it.
+    const sizes = [512, 1024, 958_976, 2 ** 26 - 512, 2 ** 26, 2 ** 26 + 512, 2 ** 31 + 512, 2 ** 32, 2 ** 32 + 512, 2 ** 37 + 1536, MAX_FILTER_BITS];
     const out = new Float64Array(16);
     for (const m of sizes) {
       const modulus = new Modulus(m);
@@ -142,6 +143,10 @@ describe('hash scheme xxh64-km-v1', () => {
         classicPositions(modulus, 16, hi, lo, out);
         const x = (BigInt(hi) << 32n) | BigInt(lo);
         assert.deepEqual(Array.from(out), referencePositions(x, m, 16), `m=${m} hi=${hi} lo=${lo}`);
+      }
+      for (const [hi, lo] of [[0xffffffff, 0xffffffff], [0xffffffff, 0], [0, 0xffffffff], [m % 2 ** 32, 0]] as const) {
+        classicPositions(modulus, 16, hi, lo, out);
+        assert.deepEqual(Array.from(out), referencePositions((BigInt(hi) << 32n) | BigInt(lo), m, 16), `m=${m} hi=${hi} lo=${lo}`);
       }
     }
   });

@@ -14,30 +14,37 @@ export const MAX_FILTER_BITS = 2 ** 40;
 export const BLOCK_BITS = 512;
 
 /**
- * Precomputed constants for reducing a 64-bit hash modulo `m` with doubles only. Multiplying the
- * high half by 2^32 is split into shifts small enough that every intermediate product stays below
- * 2^53, where doubles are exact.
+ * Precomputed constants for reducing a 64-bit hash modulo `m` with doubles only, every
+ * intermediate below 2^53 where doubles are exact. Up to m = 2^26 (filters of 8 MB; the common
+ * case) one multiplication by 2^32 mod m does it; above, multiplying the high half by 2^32 is split
+ * into shifts small enough for the products to stay exact.
  */
 export class Modulus {
   readonly m: number;
-  readonly #shifts: readonly number[];
+  /** 2^32 mod m when m <= 2^26 (then (m - 1) * it + 2^32 < 2^53), else 0. */
+  readonly #twoTo32: number;
+  /** 2^s per shift step, for larger m. */
+  readonly #factors: Float64Array;
 
   constructor(m: number) {
     if (!Number.isSafeInteger(m) || m < 2 || m > MAX_FILTER_BITS) {
       throw new RangeError(`modulus must be an integer in [2, 2^40], got ${m}`);
     }
     this.m = m;
+    this.#twoTo32 = m <= 2 ** 26 ? 2 ** 32 % m : 0;
     const stepBits = 53 - Math.ceil(Math.log2(m));
-    const shifts: number[] = [];
-    for (let left = 32; left > 0; left -= stepBits) shifts.push(Math.min(stepBits, left));
-    this.#shifts = shifts;
+    const factors: number[] = [];
+    for (let left = 32; left > 0; left -= stepBits) factors.push(2 ** Math.min(stepBits, left));
+    this.#factors = Float64Array.from(factors);
   }
 
   /** (hi * 2^32 + lo) mod m, exactly. */
   reduce(hi: number, lo: number): number {
     const m = this.m;
+    if (this.#twoTo32 !== 0) return ((hi % m) * this.#twoTo32 + lo) % m;
     let r = hi % m;
-    for (const s of this.#shifts) r = (r * 2 ** s) % m;
+    const factors = this.#factors;
+    for (let i = 0; i < factors.length; i++) r = (r * factors[i]!) % m;
     return (r + lo) % m;
   }
 }
