@@ -16,6 +16,8 @@ interface Expected {
   urls: Record<string, [string, number]>;
   neverSeenInAnyEpoch: number;
   exportFile?: { file: string; epoch: number; urls: string };
+  /** From format 3: a counting scope, its URLs and the count of each, part of them in the journal. */
+  counting?: { scope: string; urls: [string, number]; counts: number[] };
 }
 
 const FIXTURES = join(ROOT, 'test', 'fixtures');
@@ -67,6 +69,9 @@ async function answersAsRecorded(dir: string, expected: Expected): Promise<void>
     assert.ok(scope.has(urls(expected.urls[list]!), { epochs: epoch }).every(Boolean), `epoch ${epoch} lost URLs of ${list}`);
   }
   assert.equal(scope.has(urls(expected.urls.never!), { epochs: 'all' }).filter(Boolean).length, expected.neverSeenInAnyEpoch);
+  if (expected.counting !== undefined) {
+    assert.deepEqual(store.scope(expected.counting.scope).count(urls(expected.counting.urls)), expected.counting.counts, 'counting scope');
+  }
   assert.ok(store.verify().ok);
   // Still writable: new adds, a rotation, and the journal tail checkpointed on close.
   assert.deepEqual(await scope.addIfAbsent(['https://fixture.example/after-upgrade']), [true]);
