@@ -44,7 +44,7 @@ describe('verify', () => {
     cpSync(join(ROOT, 'test', 'fixtures', 'format-3', 'store'), fixture, { recursive: true });
     const fixtureReport = JSON.parse((await runCli(['verify', '--store', fixture, '--json'])).stdout);
     assert.equal(fixtureReport.ok, true);
-    assert.equal(fixtureReport.journalRecords, 2, 'the fixture scope's tail and the counting scope's');
+    assert.equal(fixtureReport.journalRecords, 2, 'one tail record in the fixture scope, one in the counting scope');
   });
 
   test('finds a flipped byte in a chunk, names the chunk, exits 6; the store refuses to answer from it', async () => {
