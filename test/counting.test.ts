@@ -105,6 +105,20 @@ describe('counting (spectral Bloom filter)', () => {
     assert.ok(Math.max(...filter.counters) <= COUNTER_MAX);
   });
 
+  test('a hash whose positions repeat (a short period of the double-hashing step) still counts once per add', () => {
+    // Found by the soak: with m = 4096 counters and step m / 4, the 8 positions visit 4 cells
+    // twice; counted per position, one add read as 2.
+    const filter = new CountingFilter(4096, 8);
+    const hi = 4096 / 4 - 1; // step = 1 + (hi mod (m - 1)) = 1024: period 4
+    filter.increment(hi, 5);
+    assert.equal(filter.count(hi, 5), 1);
+    assert.equal(filter.nonZero, 4, 'four distinct counters');
+    assert.equal(filter.counters.reduce((sum, c) => sum + c, 0), 4);
+    filter.decrement(hi, 5);
+    assert.equal(filter.count(hi, 5), 0);
+    assert.equal(filter.nonZero, 0);
+  });
+
   test('the same operations in the same order give the same bytes (what journal replay relies on)', () => {
     const urls = benign.slice(0, 5_000);
     const words = hashes(urls, 5n);

@@ -104,9 +104,10 @@ export class CountingFilter implements StoredFilter {
 
   /** The minimum of the URL's counters: its count, or more (never less). */
   count(hi: number, lo: number): number {
-    const at = this.#positions(hi, lo);
+    const n = this.#positions(hi, lo);
+    const at = this.#at;
     let min = COUNTER_MAX;
-    for (let i = 0; i < this.k; i++) min = Math.min(min, this.counters[at[i]!]!);
+    for (let i = 0; i < n; i++) min = Math.min(min, this.counters[at[i]!]!);
     return min;
   }
 
@@ -115,10 +116,11 @@ export class CountingFilter implements StoredFilter {
    * the minimum is very likely the true count, since an error needs every minimal counter shared.
    */
   recurringMinimum(hi: number, lo: number): boolean {
-    const at = this.#positions(hi, lo);
+    const n = this.#positions(hi, lo);
+    const at = this.#at;
     let min = COUNTER_MAX + 1;
     let times = 0;
-    for (let i = 0; i < this.k; i++) {
+    for (let i = 0; i < n; i++) {
       const c = this.counters[at[i]!]!;
       if (c < min) {
         min = c;
@@ -132,8 +134,9 @@ export class CountingFilter implements StoredFilter {
 
   /** Adds `by` to each of the URL's counters, saturating. */
   increment(hi: number, lo: number, by = 1): void {
-    const at = this.#positions(hi, lo);
-    for (let i = 0; i < this.k; i++) {
+    const n = this.#positions(hi, lo);
+    const at = this.#at;
+    for (let i = 0; i < n; i++) {
       const p = at[i]!;
       const c = this.counters[p]!;
       if (c === 0) this.#nonZero++;
@@ -147,8 +150,9 @@ export class CountingFilter implements StoredFilter {
    * a URL whose count is at least one (the caller checks), so no other URL's count can drop.
    */
   decrement(hi: number, lo: number): void {
-    const at = this.#positions(hi, lo);
-    for (let i = 0; i < this.k; i++) {
+    const n = this.#positions(hi, lo);
+    const at = this.#at;
+    for (let i = 0; i < n; i++) {
       const p = at[i]!;
       const c = this.counters[p]!;
       if (c > 0 && c < COUNTER_MAX) {
@@ -160,12 +164,18 @@ export class CountingFilter implements StoredFilter {
   }
 
   /**
-   * The URL's k counter positions, by the classic layout's double hashing over the cells, into a
-   * scratch array reused by every call (no allocation per URL).
+   * The URL's counter positions, by the classic layout's double hashing over the cells, into a
+   * scratch array reused by every call (no allocation per URL); returns how many are distinct.
+   * The positions are an arithmetic progression mod m, so they repeat exactly when the step's
+   * period m / gcd(step, m) is below k, and then from the first return to position 0 on. A Bloom
+   * filter does not mind a repeat; a counter would be counted twice per add, so only the positions
+   * before the first repeat are used.
    */
-  #positions(hi: number, lo: number): Float64Array {
-    classicPositions(this.#modulus, this.k, hi, lo, this.#at);
-    return this.#at;
+  #positions(hi: number, lo: number): number {
+    const at = this.#at;
+    classicPositions(this.#modulus, this.k, hi, lo, at);
+    for (let i = 1; i < this.k; i++) if (at[i] === at[0]) return i;
+    return this.k;
   }
 }
 
