@@ -1,4 +1,5 @@
 import { BLOCK_BITS, Modulus } from '../hash/scheme.js';
+import { RegionedBytes } from './regions.js';
 import { estimateCardinality, fprFromFill } from './sizing.js';
 
 /** How a URL's k positions are laid out: anywhere in the array, or inside one 64-byte block. */
@@ -41,13 +42,10 @@ export interface StoredFilter {
  * A seeded Bloom filter over a byte array, keyed by precomputed 64-bit hashes (hi, lo halves).
  * Bit p is bit (p mod 8) of byte floor(p / 8), least significant bit first. Pure: no I/O.
  */
-export class BloomFilter implements StoredFilter {
+export class BloomFilter extends RegionedBytes implements StoredFilter {
   readonly geometry: FilterGeometry;
-  readonly bytes: Uint8Array;
-  readonly regionBytes: number;
   readonly #modulus: Modulus;
   readonly #blocks: number;
-  readonly #dirty: Uint8Array;
   #onesBits = 0;
 
   constructor(geometry: FilterGeometry, options: BloomFilterOptions = {}) {
@@ -57,19 +55,14 @@ export class BloomFilter implements StoredFilter {
     }
     if (!Number.isInteger(k) || k < 1 || k > 64) throw new RangeError(`k must be an integer in [1, 64], got ${k}`);
     if (layout !== 'classic' && layout !== 'blocked') throw new RangeError(`unknown layout ${String(layout)}`);
-    this.geometry = Object.freeze({ layout, mBits, k });
-    this.bytes = new Uint8Array(mBits / 8);
-    this.regionBytes = options.regionBytes ?? this.bytes.length;
-    if (this.regionBytes % 64 !== 0 && this.regionBytes !== this.bytes.length) {
+    const regionBytes = options.regionBytes ?? mBits / 8;
+    if (regionBytes % 64 !== 0 && regionBytes !== mBits / 8) {
       throw new RangeError('regionBytes must be a multiple of 64 so blocks never straddle regions');
     }
+    super(mBits / 8, regionBytes);
+    this.geometry = Object.freeze({ layout, mBits, k });
     this.#modulus = new Modulus(mBits);
     this.#blocks = mBits / BLOCK_BITS;
-    this.#dirty = new Uint8Array(Math.ceil(this.bytes.length / this.regionBytes));
-  }
-
-  get regionCount(): number {
-    return this.#dirty.length;
   }
 
   get onesBits(): number {
@@ -116,7 +109,7 @@ export class BloomFilter implements StoredFilter {
 
   #addClassic(hi: number, lo: number): boolean {
     const bytes = this.bytes;
-    const dirty = this.#dirty;
+    const dirty = this.dirty;
     const regionBytes = this.regionBytes;
     const m = this.geometry.mBits;
     const k = this.geometry.k;
@@ -169,26 +162,9 @@ export class BloomFilter implements StoredFilter {
         setBits++;
       }
     }
-    if (setBits !== 0) this.#dirty[Math.floor(base / this.regionBytes)] = 1;
+    if (setBits !== 0) this.dirty[Math.floor(base / this.regionBytes)] = 1;
     this.#onesBits += setBits;
     return setBits !== 0;
-  }
-
-  /** The bytes of region `index` (a view, not a copy). */
-  region(index: number): Uint8Array {
-    const start = index * this.regionBytes;
-    return this.bytes.subarray(start, Math.min(start + this.regionBytes, this.bytes.length));
-  }
-
-  /** Indexes of regions changed since they were last marked clean. */
-  dirtyRegions(): number[] {
-    const out: number[] = [];
-    for (let i = 0; i < this.#dirty.length; i++) if (this.#dirty[i] === 1) out.push(i);
-    return out;
-  }
-
-  markClean(index: number): void {
-    this.#dirty[index] = 0;
   }
 
   /**

@@ -1,5 +1,6 @@
 import { Modulus, classicPositions } from '../hash/scheme.js';
 import type { FilterGeometry, StoredFilter } from './bloom.js';
+import { RegionedBytes } from './regions.js';
 import { estimateCardinality, fprFromFill } from './sizing.js';
 
 /**
@@ -17,28 +18,23 @@ export const COUNTER_MAX = 255;
  * counters ("minimum selection"): never below the true count, above it only when every counter is
  * shared with another URL — the Bloom filter's false-positive event. Pure: no I/O.
  */
-export class CountingFilter implements StoredFilter {
+export class CountingFilter extends RegionedBytes implements StoredFilter {
   readonly cells: number;
   readonly k: number;
-  readonly counters: Uint8Array;
   /** Storage geometry: 8 bits per counter (the store sizes chunks by it). */
   readonly geometry: FilterGeometry;
-  readonly regionBytes: number;
   readonly #modulus: Modulus;
-  readonly #dirty: Uint8Array;
   readonly #at: Float64Array;
   #nonZero = 0;
 
   constructor(cells: number, k: number, options: { readonly regionBytes?: number } = {}) {
     if (!Number.isSafeInteger(cells) || cells < 2) throw new RangeError(`cells must be an integer >= 2, got ${cells}`);
     if (!Number.isInteger(k) || k < 1 || k > 64) throw new RangeError(`k must be an integer in [1, 64], got ${k}`);
+    super(cells, options.regionBytes);
     this.cells = cells;
     this.k = k;
-    this.counters = new Uint8Array(cells);
     this.geometry = Object.freeze({ layout: 'classic', mBits: cells * 8, k });
-    this.regionBytes = options.regionBytes ?? cells;
     this.#modulus = new Modulus(cells);
-    this.#dirty = new Uint8Array(Math.ceil(cells / this.regionBytes));
     this.#at = new Float64Array(k);
   }
 
@@ -47,8 +43,9 @@ export class CountingFilter implements StoredFilter {
     return this.#nonZero;
   }
 
-  get bytes(): Uint8Array {
-    return this.counters;
+  /** The counters: one byte each (the stored bytes). */
+  get counters(): Uint8Array {
+    return this.bytes;
   }
 
   get onesBits(): number {
@@ -63,25 +60,6 @@ export class CountingFilter implements StoredFilter {
   /** Rate at which a URL never added reads as present now. */
   get currentFpr(): number {
     return fprFromFill(this.#nonZero / this.cells, this.k);
-  }
-
-  get regionCount(): number {
-    return this.#dirty.length;
-  }
-
-  region(index: number): Uint8Array {
-    const start = index * this.regionBytes;
-    return this.counters.subarray(start, Math.min(start + this.regionBytes, this.cells));
-  }
-
-  dirtyRegions(): number[] {
-    const out: number[] = [];
-    for (let i = 0; i < this.#dirty.length; i++) if (this.#dirty[i] === 1) out.push(i);
-    return out;
-  }
-
-  markClean(index: number): void {
-    this.#dirty[index] = 0;
   }
 
   /**
@@ -141,7 +119,7 @@ export class CountingFilter implements StoredFilter {
       const c = this.counters[p]!;
       if (c === 0) this.#nonZero++;
       this.counters[p] = Math.min(COUNTER_MAX, c + by);
-      this.#dirty[Math.floor(p / this.regionBytes)] = 1;
+      this.dirty[Math.floor(p / this.regionBytes)] = 1;
     }
   }
 
@@ -158,7 +136,7 @@ export class CountingFilter implements StoredFilter {
       if (c > 0 && c < COUNTER_MAX) {
         this.counters[p] = c - 1;
         if (c === 1) this.#nonZero--;
-        this.#dirty[Math.floor(p / this.regionBytes)] = 1;
+        this.dirty[Math.floor(p / this.regionBytes)] = 1;
       }
     }
   }

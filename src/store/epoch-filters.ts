@@ -355,7 +355,7 @@ export class EpochFilters {
         continue;
       }
       const newest = this.#slices.length - 1;
-      let room = this.#slices[newest]!.spec.capacityUrls - this.#sliceCount(newest);
+      let room = this.#roomInNewest();
       const stride = 2 * this.#filterCount;
       const routed: number[][] = this.#slices.map(() => []);
       let fresh = 0;
@@ -462,7 +462,7 @@ export class EpochFilters {
         continue;
       }
       const newest = this.#slices.length - 1;
-      const room = this.#slices[newest]!.spec.capacityUrls - this.#sliceCount(newest);
+      const room = this.#roomInNewest();
       const { consumed, fresh } = this.#decide(words, start, keys.length, room <= 0 ? Infinity : room, answers);
       this.#appendRecord(newest, consumed, fresh);
       added += fresh;
@@ -521,10 +521,15 @@ export class EpochFilters {
 
   /** Starts a new slice when the newest is full (and the epoch may grow); the caller must rehash. */
   #grewForRoom(): boolean {
-    const newest = this.#slices.length - 1;
-    if (this.#slices[newest]!.spec.capacityUrls - this.#sliceCount(newest) > 0 || this.#slices.length >= MAX_SLICES) return false;
+    if (this.#roomInNewest() > 0 || this.#slices.length >= MAX_SLICES) return false;
     this.#growSlice();
     return true;
+  }
+
+  /** New URLs the newest slice still takes before it is full (negative once past it, at MAX_SLICES). */
+  #roomInNewest(): number {
+    const newest = this.#slices.length - 1;
+    return this.#slices[newest]!.spec.capacityUrls - this.#sliceCount(newest);
   }
 
   /** Appends a slice to the epoch header (inside the add's write transaction). */
