@@ -150,7 +150,9 @@ describe('the counting strategy in the store', () => {
     assert.ok(before.every((n) => n > 0), 'no false negatives');
     const stats = scope.stats().epochs[0]!;
     assert.equal(stats.strategy, 'counting');
-    assert.equal(stats.added, urls.length);
+    // New = count 0 before the first add: a URL that is a false positive then is not new (rare at
+    // this fill: about 0.03 expected), so allow a few.
+    assert.ok(stats.added <= urls.length && stats.added >= urls.length - 5, `added ${stats.added}`);
     assert.equal(stats.submitted, urls.reduce((sum, _, i) => sum + times(i), 0));
     const present = scope.has(probes).filter(Boolean).length;
     assert.ok(present <= binomialUpper(probes.length, 0.001), `${present} false positives of ${probes.length}`);
