@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { BloomFilter } from '../src/filters/bloom.js';
-import { Modulus, blockedPositions, classicPositions, seedFromHex, MAX_FILTER_BITS } from '../src/hash/scheme.js';
+import { Modulus, blockedPositions, classicPositions, modFast, seedFromHex, MAX_FILTER_BITS } from '../src/hash/scheme.js';
 import { XxHash } from '../src/hash/xxhash.js';
 import { sharedUrls } from './helpers/data.js';
 
@@ -151,6 +151,20 @@ describe('hash scheme xxh64-km-v1', () => {
     }
   });
 
+  test('modFast equals the exact remainder across its domain, near multiples of m and at the top', () => {
+    for (const m of [3, 511, 512, 958_975, 2 ** 26 - 1, 2 ** 26, 2 ** 31 + 511, 2 ** 32 - 1, 2 ** 37 + 1535, MAX_FILTER_BITS]) {
+      // The whole stated domain, x + m <= 2^53.
+      const top = Math.floor((2 ** 53 - m) / m);
+      for (const q of [0, 1, 2, 12345, top - 1, top, Math.floor(top / 3), Math.floor(top / 7)]) {
+        for (const delta of [-2, -1, 0, 1, 2, m - 1]) {
+          const x = q * m + delta;
+          if (x < 0 || x + m > 2 ** 53) continue;
+          assert.equal(modFast(x, m), Number(BigInt(x) % BigInt(m)), `x=${x} m=${m}`);
+        }
+      }
+    }
+  });
+
   test('every part of a filter larger than 2^32 bits is reachable', () => {
     const m = 2 ** 33 + 512 * 3;
     const modulus = new Modulus(m);
@@ -183,9 +197,14 @@ describe('hash scheme xxh64-km-v1', () => {
         const { hi, lo } = hashOf(url, seed);
         assert.equal(filter.add(hi, lo), true);
       }
+      const positions = new Float64Array(7);
       for (const url of urls) {
         const { hi, lo } = hashOf(url, seed);
         assert.equal(filter.has(hi, lo), true);
+        // The filter's inlined arithmetic sets exactly the scheme's positions.
+        if (layout === 'classic') classicPositions(new Modulus(mBits), 7, hi, lo, positions);
+        else blockedPositions(mBits / 512, 7, hi, lo, positions);
+        for (const p of positions) assert.ok((filter.bytes[Math.floor(p / 8)]! & (1 << (p % 8))) !== 0, `${url}: bit ${p} clear`);
       }
       const upperBytes = filter.bytes.subarray(2 ** 29);
       let setBytes = 0;

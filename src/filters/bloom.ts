@@ -1,4 +1,4 @@
-import { BLOCK_BITS, Modulus } from '../hash/scheme.js';
+import { BLOCK_BITS, Modulus, kmStep, modFast } from '../hash/scheme.js';
 import { RegionedBytes } from './regions.js';
 import { estimateCardinality, fprFromFill } from './sizing.js';
 
@@ -97,10 +97,10 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
     const bytes = this.bytes;
     const m = this.geometry.mBits;
     const k = this.geometry.k;
-    const step = 1 + (hi % (m - 1));
+    const step = kmStep(m, hi);
     let p = this.#modulus.reduce(hi, lo);
     for (let i = 0; i < k; i++) {
-      if ((bytes[Math.floor(p / 8)]! & (1 << (p % 8))) === 0) return false;
+      if ((bytes[Math.floor(p / 8)]! & (1 << (p & 7))) === 0) return false;
       p += step;
       if (p >= m) p -= m;
     }
@@ -113,12 +113,12 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
     const regionBytes = this.regionBytes;
     const m = this.geometry.mBits;
     const k = this.geometry.k;
-    const step = 1 + (hi % (m - 1));
+    const step = kmStep(m, hi);
     let p = this.#modulus.reduce(hi, lo);
     let setBits = 0;
     for (let i = 0; i < k; i++) {
       const at = Math.floor(p / 8);
-      const mask = 1 << (p % 8);
+      const mask = 1 << (p & 7);
       const old = bytes[at]!;
       if ((old & mask) === 0) {
         bytes[at] = old | mask;
@@ -135,7 +135,7 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
   #hasBlocked(hi: number, lo: number): boolean {
     const bytes = this.bytes;
     const k = this.geometry.k;
-    const base = (lo % this.#blocks) * (BLOCK_BITS / 8);
+    const base = modFast(lo, this.#blocks) * (BLOCK_BITS / 8);
     const c = hi & (BLOCK_BITS - 1);
     const d = ((hi >>> 9) & (BLOCK_BITS - 1)) | 1;
     for (let i = 0; i < k; i++) {
@@ -148,7 +148,7 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
   #addBlocked(hi: number, lo: number): boolean {
     const bytes = this.bytes;
     const k = this.geometry.k;
-    const base = (lo % this.#blocks) * (BLOCK_BITS / 8);
+    const base = modFast(lo, this.#blocks) * (BLOCK_BITS / 8);
     const c = hi & (BLOCK_BITS - 1);
     const d = ((hi >>> 9) & (BLOCK_BITS - 1)) | 1;
     let setBits = 0;
