@@ -3,12 +3,12 @@ import type { Layout } from '../filters/bloom.js';
 import type { Keying } from '../filters/keying.js';
 import type { HashPool } from '../hash/pool.js';
 import { CLASSIC, parseStrategy, strategyName, strategyOf, type Strategy } from '../filters/strategy.js';
-import type { XxHash } from '../hash/xxhash.js';
+import { keyCount, isUtf8Keys, keyStrings, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
 import type { StoreEnv } from '../store/env.js';
 import { EpochFilters, type CheckpointOutcome, type SliceSummary } from '../store/epoch-filters.js';
 import type { EpochHeader, SizingDecision } from '../store/records.js';
 import { epochUsage } from '../store/usage.js';
-import { toKey, type NormalizeMode } from '../url/normalize.js';
+import { firstInvalidUtf8Key, toKey, type NormalizeMode } from '../url/normalize.js';
 import { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET, checkPlan, ensureScope, type EpochPlan } from './create.js';
 import { resolveEpochs, type EpochSpec, type MembershipMode } from './epoch-spec.js';
 import { epochNumbers, prune, type Dropped, type PruneOptions } from './retention.js';
@@ -191,6 +191,19 @@ export class Scope {
    */
   async addIfAbsent(urls: readonly string[], options: AddOptions = {}): Promise<boolean[]> {
     const answers = new Array<boolean>(urls.length);
+    await this.#add(urls, answers, options);
+    return answers;
+  }
+
+  /**
+   * As addIfAbsent, for URLs that are UTF-8 bytes already, where they lie (the lines of an input
+   * buffer): URL i is urls.bytes[urls.ranges[2i]] up to urls.ranges[2i + 1], in increasing order.
+   * In an epoch that normalises with `none` the bytes are hashed as they are, without a string per
+   * URL (what `seenstore filter-new` does); with `whatwg` they are decoded and normalised first.
+   * The buffers must not change until the promise settles.
+   */
+  async addIfAbsentUtf8(urls: Utf8Keys, options: AddOptions = {}): Promise<boolean[]> {
+    const answers = new Array<boolean>(urls.count);
     await this.#add(urls, answers, options);
     return answers;
   }
@@ -422,29 +435,31 @@ export class Scope {
     if (open !== undefined) await this.#runCheckpoint(open);
   }
 
-  async #add(urls: readonly string[], answers: boolean[] | undefined, options: AddOptions): Promise<number> {
+  async #add(urls: Keys, answers: boolean[] | undefined, options: AddOptions): Promise<number> {
     this.#ctx.assertOpen();
-    if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
-    if (urls.length === 0) return 0;
+    if (!isUtf8Keys(urls) && !Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
+    if (keyCount(urls) === 0) return 0;
     let epoch = this.#open(true)!;
     if (options.epoch !== undefined && options.epoch !== epoch.header.epoch) {
       throw new SeenStoreError('EPOCH_SEALED', `epoch ${this.name}/${options.epoch} is not open (the open epoch is ${epoch.header.epoch})`);
     }
-    const keys = this.#keys(urls, epoch.header.normalize as NormalizeMode);
+    const keys = this.#anyKeys(urls, epoch.header.normalize as NormalizeMode);
+    const count = keyCount(keys);
     let added = 0;
-    for (let start = 0; start < keys.length; ) {
-      const part = keys.slice(start, start + MAX_BATCH_URLS);
+    for (let start = 0; start < count; ) {
+      const part = sliceKeys(keys, start, Math.min(count, start + MAX_BATCH_URLS));
+      const partCount = keyCount(part);
       let words: Uint32Array;
       if (this.#ctx.pool === undefined) {
-        words = this.#scratch(part.length, epoch.filterCount);
+        words = this.#scratch(partCount, epoch.filterCount);
         epoch.hashKeys(part, words);
       } else {
         // Hashing on other threads yields to the event loop, where another add of this scope may
         // run: it gets a buffer of its own, not the shared scratch (one per batch, not per URL).
-        words = new Uint32Array(2 * part.length * epoch.filterCount);
+        words = new Uint32Array(2 * partCount * epoch.filterCount);
         await epoch.hashKeysOn(this.#ctx.pool, part, words);
       }
-      const partAnswers = answers === undefined ? undefined : new Array<boolean>(part.length);
+      const partAnswers = answers === undefined ? undefined : new Array<boolean>(partCount);
       try {
         added += epoch.addBatch(part, words, partAnswers, () => this.#expectOpen(epoch));
       } catch (error) {
@@ -457,8 +472,8 @@ export class Scope {
         epoch = next;
         continue;
       }
-      if (answers !== undefined) for (let i = 0; i < part.length; i++) answers[start + i] = partAnswers![i]!;
-      start += part.length;
+      if (answers !== undefined) for (let i = 0; i < partCount; i++) answers[start + i] = partAnswers![i]!;
+      start += partCount;
     }
     await this.#ctx.env.flushed();
     this.#maybeCheckpoint(epoch);
@@ -531,6 +546,19 @@ export class Scope {
       for (let i = 0; i < part.length; i++) answers[at[i]!] = epoch.has(words, i);
     }
     return answers;
+  }
+
+  /**
+   * Validates every URL before anything is written. UTF-8 keys stay bytes in mode `none`; with
+   * another normalisation they are decoded and normalised as strings.
+   */
+  #anyKeys(urls: Keys, mode: NormalizeMode): Keys {
+    if (!isUtf8Keys(urls)) return this.#keys(urls, mode);
+    const bad = firstInvalidUtf8Key(urls);
+    if (bad >= 0) {
+      throw new SeenStoreError('INVALID_URL', `URL ${bad} of the UTF-8 batch is not a usable URL (empty, not valid UTF-8, over 64 KiB, or out of order)`);
+    }
+    return mode === 'none' ? urls : this.#keys(keyStrings(urls), mode);
   }
 
   /** Validates every URL before anything is written: a bad one fails the whole call. */

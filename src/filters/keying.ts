@@ -1,4 +1,4 @@
-import type { XxHash } from '../hash/xxhash.js';
+import { keyStrings, type Keys, type XxHash } from '../hash/xxhash.js';
 import type { FilterGeometry, Layout } from './bloom.js';
 
 /**
@@ -102,14 +102,15 @@ function firstOf(text: string, chars: string, from = 0): number {
 }
 
 /**
- * Hashes `keys` for every filter of one slice into `words`: filter f's hash of key i goes to
+ * Hashes the keys of `batch` for every filter of one slice into `words`: filter f's hash of key i goes to
  * words[i * stride + at + 2f] (low half) and the next word (high half), as the journal stores it.
  */
-export function hashSlice(hash: XxHash, keying: Keying | undefined, keys: readonly string[], seeds: readonly bigint[], words: Uint32Array, stride: number, at: number): void {
+export function hashSlice(hash: XxHash, keying: Keying | undefined, batch: Keys, seeds: readonly bigint[], words: Uint32Array, stride: number, at: number): void {
   if (keying === undefined || keying.kind === 'counting-v1') {
-    hash.hashKeys(keys, seeds, words, stride, at);
+    hash.hashKeys(batch, seeds, words, stride, at);
     return;
   }
+  const keys = keyStrings(batch);
   if (keying.kind === 'eigen-v1') {
     hash.hashKeys(keys, [seeds[0]!], words, stride, at);
     hash.hashKeys(keys.map(eigenFeatures), [seeds[1]!], words, stride, at + 2);

@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { utf8Boundaries, type XxHash } from './xxhash.js';
+import { isUtf8Keys, keyCount, utf8Boundaries, type Keys, type Utf8Keys, type XxHash } from './xxhash.js';
 import type { HashJob } from './pool-worker.js';
 
 /** Below this many keys a batch is hashed on the calling thread: a hand-off costs ~0.1 ms. */
@@ -7,7 +7,7 @@ export const MIN_PARALLEL_KEYS = 4096;
 
 /**
  * Hashing on several threads (SeenStoreOptions.hashThreads): the calling thread UTF-8-encodes the
- * batch once into shared memory, each of `threads - 1` workers hashes its share while the calling
+ * batch once into shared memory (or copies keys that are UTF-8 already), each of `threads - 1` workers hashes its share while the calling
  * thread hashes its own, and the hashes land in shared memory, from which they are copied in the
  * caller's layout. Hashing is the part of an add or query that parallelises; deciding and setting
  * bits stays on the calling thread, where the filters are.
@@ -20,7 +20,8 @@ export class HashPool {
   #nextId = 0;
   #queue: Promise<unknown> = Promise.resolve();
   #bytes = new SharedArrayBuffer(1 << 20);
-  #offsets = new SharedArrayBuffer(4 * 8192);
+  #ranges = new SharedArrayBuffer(8 * 8192);
+  #offsets = new Uint32Array(8192);
   #out = new SharedArrayBuffer(8 * 8192);
 
   private constructor(local: XxHash, workers: Worker[]) {
@@ -59,8 +60,8 @@ export class HashPool {
    * As XxHash.hashKeys, on every thread of the pool for batches large enough to be worth it. Calls
    * run one at a time (they share the pool's buffers); small batches are hashed at once.
    */
-  hashKeys(keys: readonly string[], seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): Promise<void> {
-    if (this.#workers.length === 0 || keys.length < MIN_PARALLEL_KEYS) {
+  hashKeys(keys: Keys, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): Promise<void> {
+    if (this.#workers.length === 0 || keyCount(keys) < MIN_PARALLEL_KEYS) {
       this.#local.hashKeys(keys, seeds, out, stride, at);
       return Promise.resolve();
     }
@@ -69,12 +70,12 @@ export class HashPool {
     return run;
   }
 
-  async #hashShared(keys: readonly string[], seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): Promise<void> {
-    const count = keys.length;
-    const { bytes, offsets } = this.#encode(keys);
+  async #hashShared(keys: Keys, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): Promise<void> {
+    const shared = isUtf8Keys(keys) ? this.#copy(keys) : this.#encode(keys);
+    const count = shared.count;
     const wordsPerKey = 2 * seeds.length;
     if (this.#out.byteLength < 4 * wordsPerKey * count) this.#out = new SharedArrayBuffer(4 * wordsPerKey * count * 2);
-    const shared = new Uint32Array(this.#out);
+    const hashes = new Uint32Array(this.#out);
     // Equal shares; the calling thread takes the first.
     const share = Math.ceil(count / this.threads);
     const jobs = this.#workers.map((worker, w) => {
@@ -82,7 +83,7 @@ export class HashPool {
       const to = Math.min(count, from + share);
       if (from >= to) return Promise.resolve();
       const id = this.#nextId++;
-      const job: HashJob = { id, bytes: this.#bytes, offsets: this.#offsets, out: this.#out, from, to, seeds };
+      const job: HashJob = { id, bytes: this.#bytes, ranges: this.#ranges, count, out: this.#out, from, to, seeds };
       return new Promise<void>((resolve) => {
         this.#pending.set(id, () => {
           worker.unref();
@@ -92,21 +93,20 @@ export class HashPool {
         worker.postMessage(job);
       });
     });
-    this.#local.hashEncodedRange(bytes, offsets, 0, Math.min(count, share), seeds, shared, wordsPerKey, 0);
+    this.#local.hashRanges(shared, 0, Math.min(count, share), seeds, hashes, wordsPerKey, 0);
     await Promise.all(jobs);
     for (let i = 0; i < count; i++) {
-      for (let w = 0; w < wordsPerKey; w++) out[i * stride + at + w] = shared[i * wordsPerKey + w]!;
+      for (let w = 0; w < wordsPerKey; w++) out[i * stride + at + w] = hashes[i * wordsPerKey + w]!;
     }
   }
 
   /** UTF-8-encodes the batch into the shared buffer: one native write, boundaries as XxHash finds them. */
-  #encode(keys: readonly string[]): { bytes: Uint8Array; offsets: Uint32Array } {
+  #encode(keys: readonly string[]): Utf8Keys {
     const joined = keys.join('');
-    if (this.#bytes.byteLength < 3 * joined.length) this.#bytes = new SharedArrayBuffer(3 * joined.length * 2);
-    if (this.#offsets.byteLength < 4 * (keys.length + 1)) this.#offsets = new SharedArrayBuffer(4 * (keys.length + 1) * 2);
-    const bytes = new Uint8Array(this.#bytes);
-    const offsets = new Uint32Array(this.#offsets);
+    const { bytes, ranges } = this.#reserve(3 * joined.length, keys.length);
     const written = Buffer.from(this.#bytes).write(joined, 0, 'utf8');
+    if (this.#offsets.length < keys.length + 1) this.#offsets = new Uint32Array(2 * (keys.length + 1));
+    const offsets = this.#offsets;
     let end = 0;
     if (written === joined.length) {
       for (let i = 0; i < keys.length; i++) {
@@ -117,7 +117,27 @@ export class HashPool {
       end = utf8Boundaries(keys, 0, keys.length, bytes, offsets);
     }
     offsets[keys.length] = end;
-    return { bytes, offsets };
+    for (let i = 0; i < keys.length; i++) {
+      ranges[2 * i] = offsets[i]!;
+      ranges[2 * i + 1] = offsets[i + 1]!;
+    }
+    return { bytes, ranges, count: keys.length };
+  }
+
+  /** Copies UTF-8 keys into the shared buffers, their ranges made relative to the first key. */
+  #copy(keys: Utf8Keys): Utf8Keys {
+    const base = keys.ranges[0]!;
+    const span = keys.ranges[2 * keys.count - 1]! - base;
+    const { bytes, ranges } = this.#reserve(span, keys.count);
+    bytes.set(keys.bytes.subarray(base, base + span));
+    for (let i = 0; i < 2 * keys.count; i++) ranges[i] = keys.ranges[i]! - base;
+    return { bytes, ranges, count: keys.count };
+  }
+
+  #reserve(byteCount: number, keyCount: number): { bytes: Uint8Array; ranges: Uint32Array } {
+    if (this.#bytes.byteLength < byteCount) this.#bytes = new SharedArrayBuffer(byteCount * 2);
+    if (this.#ranges.byteLength < 8 * keyCount) this.#ranges = new SharedArrayBuffer(8 * keyCount * 2);
+    return { bytes: new Uint8Array(this.#bytes), ranges: new Uint32Array(this.#ranges) };
   }
 
   async close(): Promise<void> {

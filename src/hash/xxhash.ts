@@ -16,6 +16,43 @@ interface XxhashExports {
 
 interface ShimExports {
   readonly hashBatch: (offsets: number, count: number, seed: bigint, out: number) => void;
+  readonly hashRanges: (ranges: number, count: number, seed: bigint, out: number) => void;
+}
+
+/**
+ * Keys that are already UTF-8, where they lie: key i is bytes[ranges[2i]] up to (not including)
+ * bytes[ranges[2i + 1]]. Keys come in increasing order and do not overlap; bytes between them
+ * (line separators) are ignored. The lines of an input block are keys in this form without a copy.
+ */
+export interface Utf8Keys {
+  readonly bytes: Uint8Array;
+  readonly ranges: Uint32Array;
+  readonly count: number;
+}
+
+/** A batch of keys: strings, or UTF-8 bytes where they lie. */
+export type Keys = readonly string[] | Utf8Keys;
+
+export function keyCount(keys: Keys): number {
+  return isUtf8Keys(keys) ? keys.count : keys.length;
+}
+
+export function isUtf8Keys(keys: Keys): keys is Utf8Keys {
+  return !Array.isArray(keys);
+}
+
+/** Keys start..end of the batch (a view for UTF-8 keys, a copy of the array for strings). */
+export function sliceKeys(keys: Keys, start: number, end: number): Keys {
+  if (!isUtf8Keys(keys)) return start === 0 && end === keys.length ? keys : keys.slice(start, end);
+  return { bytes: keys.bytes, ranges: keys.ranges.subarray(2 * start, 2 * end), count: end - start };
+}
+
+/** The keys as strings (decoding UTF-8 keys: for the strategies that derive keys from the URL text). */
+export function keyStrings(keys: Keys): readonly string[] {
+  if (!isUtf8Keys(keys)) return keys;
+  const { bytes, ranges, count } = keys;
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+  return Array.from({ length: count }, (_, i) => view.toString('utf8', ranges[2 * i], ranges[2 * i + 1]));
 }
 
 /**
@@ -28,6 +65,7 @@ export class XxHash {
   readonly #api: XXHashAPI;
   readonly #memory: WebAssembly.Memory;
   readonly #hashBatch: ShimExports['hashBatch'];
+  readonly #hashRangesShim: ShimExports['hashRanges'];
   #bytes: Buffer;
   #offsets = new Uint32Array(1024);
   #encodedCount = 0;
@@ -39,6 +77,7 @@ export class XxHash {
     this.#api = api;
     this.#memory = core.mem;
     this.#hashBatch = shim.hashBatch;
+    this.#hashRangesShim = shim.hashRanges;
     this.#bytes = Buffer.from(core.mem.buffer);
   }
 
@@ -67,7 +106,11 @@ export class XxHash {
    * out[i * stride + at + 2 * s] (low half) and the next word (high half). Keys must be
    * well-formed UTF-16 (callers validate), so their UTF-8 encoding is exact.
    */
-  hashKeys(keys: readonly string[], seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): void {
+  hashKeys(keys: Keys, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): void {
+    if (isUtf8Keys(keys)) {
+      this.hashRanges(keys, 0, keys.count, seeds, out, stride, at);
+      return;
+    }
     for (let start = 0; start < keys.length; ) {
       const count = this.#encode(keys, start);
       for (let s = 0; s < seeds.length; s++) this.#hashEncoded(seeds[s]!, count, out, start * stride + at + 2 * s, stride);
@@ -113,26 +156,33 @@ export class XxHash {
   }
 
   /**
-   * Hashes keys `from`..`to` of keys already UTF-8-encoded elsewhere (`bytes`, key i spanning
-   * offsets[i]..offsets[i + 1]) with every seed: key i's hash with seeds[s] goes to
-   * out[(i - from) * stride + at + 2 * s] and the next word. Used by the hashing threads, which
-   * share one encoding of the batch.
+   * Hashes keys `from`..`to` of `keys` with every seed: key i's hash with seeds[s] goes to
+   * out[(i - from) * stride + at + 2 * s] and the next word. Each round copies the bytes spanning
+   * its keys into wasm memory at once (separators and all) and hashes them where they lie.
    */
-  hashEncodedRange(bytes: Uint8Array, offsets: Uint32Array, from: number, to: number, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): void {
+  hashRanges(keys: Utf8Keys, from: number, to: number, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): void {
+    const { bytes, ranges } = keys;
     for (let start = from; start < to; ) {
-      // As many keys as fit in one round.
+      const base = ranges[2 * start]!;
       let end = start + 1;
-      while (end < to && end - start < 65_536 && offsets[end + 1]! - offsets[start]! <= ROUND_BYTES_MAX) end++;
-      const base = offsets[start]!;
-      const length = offsets[end]! - base;
-      this.#ensure(length);
-      this.#bytes.set(bytes.subarray(base, base + length), 0);
+      while (end < to && end - start < 65_536 && ranges[2 * end + 1]! - base <= ROUND_BYTES_MAX) end++;
+      const span = ranges[2 * end - 1]! - base;
       const count = end - start;
-      if (this.#offsets.length < count + 1) this.#offsets = new Uint32Array(count + 1);
-      for (let i = 0; i <= count; i++) this.#offsets[i] = offsets[start + i]! - base;
-      this.#encodedCount = count;
-      this.#encodedBytes = length;
-      for (let s = 0; s < seeds.length; s++) this.#hashEncoded(seeds[s]!, count, out, (start - from) * stride + at + 2 * s, stride);
+      const rangesAt = (span + 7) & ~7;
+      const hashesAt = rangesAt + 8 * count;
+      this.#ensure(hashesAt + 8 * count);
+      this.#bytes.set(bytes.subarray(base, base + span), 0);
+      const local = new Uint32Array(this.#memory.buffer, rangesAt, 2 * count);
+      for (let i = 0; i < 2 * count; i++) local[i] = ranges[2 * start + i]! - base;
+      const hashes = new Uint32Array(this.#memory.buffer, hashesAt, 2 * count);
+      for (let s = 0; s < seeds.length; s++) {
+        this.#hashRangesShim(rangesAt, count, seeds[s]!, hashesAt);
+        const to0 = (start - from) * stride + at + 2 * s;
+        for (let i = 0; i < count; i++) {
+          out[to0 + i * stride] = hashes[2 * i]!;
+          out[to0 + i * stride + 1] = hashes[2 * i + 1]!;
+        }
+      }
       start = end;
     }
   }

@@ -5,7 +5,7 @@ import { CountingFilter, SpectralFilter } from '../filters/counting.js';
 import { planSlice, unionFpr } from '../filters/scalable.js';
 import { HASH_SCHEME_ID, freshSeedHex, seedFromHex } from '../hash/scheme.js';
 import type { HashPool } from '../hash/pool.js';
-import type { XxHash } from '../hash/xxhash.js';
+import { keyCount, type Keys, type XxHash } from '../hash/xxhash.js';
 import { CHUNK_PAYLOAD_BYTES, decodeChunk, encodeChunk } from './chunks.js';
 import type { StoreEnv } from './env.js';
 import { faultPoint } from './faults.js';
@@ -236,7 +236,7 @@ export class EpochFilters {
    * slice's keying derives for that filter) are words[2 * (i * F + f)] and the next word,
    * F = filterCount.
    */
-  hashKeys(keys: readonly string[], words: Uint32Array): void {
+  hashKeys(keys: Keys, words: Uint32Array): void {
     const stride = 2 * this.#filterCount;
     for (const slice of this.#slices) hashSlice(this.#hash, slice.spec.keying, keys, slice.seeds, words, stride, 2 * slice.offset);
   }
@@ -245,7 +245,7 @@ export class EpochFilters {
    * As hashKeys, on the threads of `pool` (slices hashing the whole URL; keyed slices derive their
    * keys and hash on this thread).
    */
-  async hashKeysOn(pool: HashPool, keys: readonly string[], words: Uint32Array): Promise<void> {
+  async hashKeysOn(pool: HashPool, keys: Keys, words: Uint32Array): Promise<void> {
     const stride = 2 * this.#filterCount;
     for (const slice of this.#slices) {
       const plain = slice.spec.keying === undefined || slice.spec.keying.kind === 'counting-v1';
@@ -320,7 +320,7 @@ export class EpochFilters {
    * up first means every batch any process committed is seen before deciding. On return the
    * records are committed and synced; answers[i] is true for URLs that were new.
    */
-  addBatch(keys: readonly string[], words: Uint32Array, answers: boolean[] | undefined, expectOpen: () => void): number {
+  addBatch(keys: Keys, words: Uint32Array, answers: boolean[] | undefined, expectOpen: () => void): number {
     let added = 0;
     let touched = false;
     try {
@@ -347,9 +347,10 @@ export class EpochFilters {
    * record per slice touched, holding every URL's hashes in order, so replay repeats exactly the
    * same operations on the same counters.
    */
-  #decideCounting(keys: readonly string[], words: Uint32Array, answers: boolean[] | undefined): number {
+  #decideCounting(keys: Keys, words: Uint32Array, answers: boolean[] | undefined): number {
+    const count = keyCount(keys);
     let added = 0;
-    for (let start = 0; start < keys.length; ) {
+    for (let start = 0; start < count; ) {
       if (this.#grewForRoom()) {
         words = this.#rehash(keys);
         continue;
@@ -360,7 +361,7 @@ export class EpochFilters {
       const routed: number[][] = this.#slices.map(() => []);
       let fresh = 0;
       let i = start;
-      for (; i < keys.length; i++) {
+      for (; i < count; i++) {
         const base = i * stride;
         let home = this.#slices.findIndex((slice) => EpochFilters.#sliceHas(slice, words, base));
         if (home < 0) {
@@ -447,23 +448,24 @@ export class EpochFilters {
     this.#sliceAdded[slice] = (this.#sliceAdded[slice] ?? 0) + added;
   }
 
-  #rehash(keys: readonly string[]): Uint32Array {
-    const words = new Uint32Array(2 * keys.length * this.#filterCount);
+  #rehash(keys: Keys): Uint32Array {
+    const words = new Uint32Array(2 * keyCount(keys) * this.#filterCount);
     this.hashKeys(keys, words);
     return words;
   }
 
   /** Decides every URL into journal records, starting a new slice whenever the newest one is full. */
-  #decideAll(keys: readonly string[], words: Uint32Array, answers: boolean[] | undefined): number {
+  #decideAll(keys: Keys, words: Uint32Array, answers: boolean[] | undefined): number {
+    const count = keyCount(keys);
     let added = 0;
-    for (let start = 0; start < keys.length; ) {
+    for (let start = 0; start < count; ) {
       if (this.#grewForRoom()) {
         words = this.#rehash(keys);
         continue;
       }
       const newest = this.#slices.length - 1;
       const room = this.#roomInNewest();
-      const { consumed, fresh } = this.#decide(words, start, keys.length, room <= 0 ? Infinity : room, answers);
+      const { consumed, fresh } = this.#decide(words, start, count, room <= 0 ? Infinity : room, answers);
       this.#appendRecord(newest, consumed, fresh);
       added += fresh;
       start += consumed;

@@ -1,3 +1,6 @@
+import { isUtf8 } from 'node:buffer';
+import type { Utf8Keys } from '../hash/xxhash.js';
+
 /**
  * How an input line becomes the key that is hashed. The mode is fixed in the epoch header when the
  * epoch is created; an epoch never mixes modes, because the same URL would map to different bits.
@@ -25,6 +28,42 @@ export function toKey(url: string, mode: NormalizeMode): string | undefined {
     return undefined;
   }
   return tooLong(href) ? undefined : href;
+}
+
+/**
+ * Index of the first UTF-8 key that cannot be a key in mode `none` (empty, over MAX_KEY_BYTES, not
+ * valid UTF-8, out of order or out of bounds), or -1 when all can. One native UTF-8 check covers
+ * the whole span when it is valid; a key is then valid when it starts and ends on character
+ * boundaries. No allocation per key unless the span holds invalid bytes somewhere.
+ */
+export function firstInvalidUtf8Key(keys: Utf8Keys): number {
+  const { bytes, ranges, count } = keys;
+  if (!(bytes instanceof Uint8Array) || !(ranges instanceof Uint32Array) || !Number.isSafeInteger(count) || count < 0 || ranges.length < 2 * count) {
+    return count > 0 ? 0 : -1;
+  }
+  if (count === 0) return -1;
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+  let previousEnd = 0;
+  for (let i = 0; i < count; i++) {
+    const start = ranges[2 * i]!;
+    const end = ranges[2 * i + 1]!;
+    if (start < previousEnd || end <= start || end > bytes.length || end - start > MAX_KEY_BYTES) return i;
+    previousEnd = end;
+  }
+  const spanValid = isUtf8(view.subarray(ranges[0]!, previousEnd));
+  for (let i = 0; i < count; i++) {
+    const start = ranges[2 * i]!;
+    const end = ranges[2 * i + 1]!;
+    const ok = spanValid
+      ? !isContinuation(bytes[start]!) && (end === previousEnd || !isContinuation(bytes[end]!))
+      : isUtf8(view.subarray(start, end));
+    if (!ok) return i;
+  }
+  return -1;
+}
+
+function isContinuation(byte: number): boolean {
+  return (byte & 0xc0) === 0x80;
 }
 
 /** Only strings that could reach the limit are measured: UTF-16 length * 3 bounds the UTF-8 length. */
