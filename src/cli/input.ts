@@ -1,7 +1,8 @@
 import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { SeenStoreError } from '../errors.js';
-import { LineSplitter, type InvalidReason } from './lines.js';
+import type { Utf8Keys } from '../hash/xxhash.js';
+import { LineSplitter, Utf8LineBatcher, type InvalidReason } from './lines.js';
 
 export type OnInvalid = 'skip' | 'fail';
 
@@ -16,6 +17,12 @@ export interface BatchOptions {
   readonly accept: (line: string) => boolean;
   /** Called with a message for each invalid line that is skipped (the first few). */
   readonly warn: (message: string) => void;
+  /**
+   * Batches handed over before the oldest one has finished (default 1). With 2, the next batch is
+   * hashed, decided and committed while the previous one's commit is being flushed to disk; the
+   * handler must then wait for `previous` before it acknowledges anything, to keep the order.
+   */
+  readonly inFlight?: number;
 }
 
 export interface InputCounts {
@@ -34,37 +41,81 @@ export function openInput(file: string | undefined): Readable {
   return stream;
 }
 
+/** Where lines collect into a batch until it is taken. */
+interface Batcher<B> {
+  /** Lines in the batch being collected. */
+  readonly count: number;
+  push(chunk: Buffer): void;
+  end(): void;
+  take(): B;
+}
+
+type OnInvalidLine = (lineNo: number, reason: InvalidReason) => void;
+
 /**
- * Streams lines from `input` into batches and hands each batch to `handle`, one at a time and in
- * order. A batch closes when it is full or `maxDelayMs` after its first line, so a slow producer
- * still gets timely answers. With onInvalid `fail`, the first invalid line stops the run before
- * its batch is handled: batches already handled stay recorded, nothing of the failing one is.
+ * Streams lines from `input` into batches of strings and hands each batch to `handle`, one at a
+ * time and in order. A batch closes when it is full or `maxDelayMs` after its first line, so a slow
+ * producer still gets timely answers. With onInvalid `fail`, the first invalid line stops the run
+ * before its batch is handled: batches already handled stay recorded, nothing of the failing one is.
  */
-export async function forEachBatch(
+export function forEachBatch(input: Readable, options: BatchOptions, handle: (lines: string[]) => Promise<void>): Promise<InputCounts> {
+  return runBatches(input, options, handle, (invalid) => {
+    let pending: string[] = [];
+    const splitter = new LineSplitter(
+      {
+        line: (text, lineNo) => {
+          if (options.accept(text)) pending.push(text);
+          else invalid(lineNo, 'not a usable URL');
+        },
+        invalid,
+      },
+      options.maxLineBytes,
+    );
+    return {
+      get count() {
+        return pending.length;
+      },
+      push: (chunk) => splitter.push(chunk),
+      end: () => splitter.end(),
+      take: () => {
+        const batch = pending;
+        pending = [];
+        return batch;
+      },
+    };
+  });
+}
+
+/**
+ * As forEachBatch, with each batch's lines as UTF-8 ranges of one buffer, no string per line: for
+ * epochs that hash lines as they are (normalisation `none`), where `accept` adds nothing to the
+ * UTF-8 and length checks.
+ */
+export function forEachUtf8Batch(
   input: Readable,
   options: BatchOptions,
-  handle: (lines: string[]) => Promise<void>,
+  handle: (lines: Utf8Keys, previous: Promise<void>) => Promise<void>,
+): Promise<InputCounts> {
+  return runBatches(input, options, handle, (invalid) => new Utf8LineBatcher(options.maxLineBytes, invalid));
+}
+
+async function runBatches<B>(
+  input: Readable,
+  options: BatchOptions,
+  handle: (batch: B, previous: Promise<void>) => Promise<void>,
+  makeBatcher: (invalid: OnInvalidLine) => Batcher<B>,
 ): Promise<InputCounts> {
   const counts: InputCounts = { read: 0, invalid: 0 };
-  let pending: string[] = [];
+  const depth = Math.max(1, options.inFlight ?? 1);
   let failure: unknown;
+  // Flushes run one after another; each hands its batch over and waits while `depth` are in flight.
   let chain: Promise<void> = Promise.resolve();
+  const inFlight: Promise<void>[] = [];
+  let last: Promise<void> = Promise.resolve();
   let timer: NodeJS.Timeout | undefined;
-
-  const flush = (): Promise<void> => {
-    if (timer !== undefined) clearTimeout(timer);
-    timer = undefined;
-    chain = chain.then(async () => {
-      if (pending.length === 0 || failure !== undefined) return;
-      const batch = pending;
-      pending = [];
-      await handle(batch);
-    });
-    chain.catch((error: unknown) => {
-      failure ??= error;
-      input.destroy();
-    });
-    return chain;
+  const fail = (error: unknown): void => {
+    failure ??= error;
+    input.destroy();
   };
 
   const invalid = (lineNo: number, reason: InvalidReason): void => {
@@ -74,34 +125,42 @@ export async function forEachBatch(
     }
     if (counts.invalid <= INVALID_LINES_REPORTED) options.warn(`line ${lineNo}: ${reason}, skipped`);
   };
-  const splitter = new LineSplitter(
-    {
-      line: (text, lineNo) => {
-        if (!options.accept(text)) return invalid(lineNo, 'not a usable URL');
-        counts.read++;
-        pending.push(text);
-      },
-      invalid,
-    },
-    options.maxLineBytes,
-  );
+  const batcher = makeBatcher(invalid);
+
+  const flush = (): Promise<void> => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    chain = chain.then(async () => {
+      if (batcher.count === 0 || failure !== undefined) return;
+      counts.read += batcher.count;
+      const done = handle(batcher.take(), last);
+      done.catch(fail);
+      last = done;
+      inFlight.push(done);
+      while (inFlight.length >= depth) await inFlight.shift();
+    });
+    chain.catch(fail);
+    return chain;
+  };
 
   try {
     for await (const chunk of input) {
-      splitter.push(chunk as Buffer);
-      if (pending.length >= options.batchSize) await flush();
-      else if (pending.length > 0 && timer === undefined) timer = setTimeout(() => void flush(), options.maxDelayMs);
+      batcher.push(chunk as Buffer);
+      if (batcher.count >= options.batchSize) await flush();
+      else if (batcher.count > 0 && timer === undefined) timer = setTimeout(() => void flush(), options.maxDelayMs);
       if (failure !== undefined) break;
     }
     if (failure === undefined) {
-      splitter.end();
+      batcher.end();
       await flush();
+      await Promise.all(inFlight);
     }
   } catch (error) {
     failure ??= error;
   } finally {
     if (timer !== undefined) clearTimeout(timer);
     await chain.catch(() => undefined);
+    await Promise.allSettled(inFlight);
   }
   if (failure !== undefined) throw failure;
   if (counts.invalid > INVALID_LINES_REPORTED) options.warn(`${counts.invalid} invalid lines skipped in all`);

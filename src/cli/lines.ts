@@ -9,24 +9,26 @@ export interface LineSink {
 }
 
 const NEWLINE = 0x0a;
+const CR = 0x0d;
 const EMPTY = Buffer.alloc(0);
 
 /**
- * Splits a byte stream into lines without holding more than one line plus one chunk in memory.
- * Handles CRLF, a UTF-8 byte-order mark at the start, empty lines (skipped) and a last line
- * without a newline. A line over `maxLineBytes` is reported and skipped without being buffered.
+ * Splits a byte stream into blocks of whole lines without holding more than one line plus one
+ * chunk in memory. Handles a UTF-8 byte-order mark at the start and a last line without a newline;
+ * a line over `maxLineBytes` is reported and skipped without being buffered. Subclasses split the
+ * blocks into lines (CRLF, empty lines, invalid UTF-8).
  */
-export class LineSplitter {
-  readonly #sink: LineSink;
-  readonly #maxLineBytes: number;
+abstract class BlockSplitter {
+  protected readonly maxLineBytes: number;
+  readonly #onInvalid: (lineNo: number, reason: InvalidReason) => void;
   #carry: Buffer = EMPTY;
   #skippingLongLine = false;
   #lineNo = 0;
   #atStart = true;
 
-  constructor(sink: LineSink, maxLineBytes: number) {
-    this.#sink = sink;
-    this.#maxLineBytes = maxLineBytes;
+  constructor(maxLineBytes: number, onInvalid: (lineNo: number, reason: InvalidReason) => void) {
+    this.maxLineBytes = maxLineBytes;
+    this.#onInvalid = onInvalid;
   }
 
   get linesSeen(): number {
@@ -59,10 +61,20 @@ export class LineSplitter {
     if (rest.length > 0) this.#complete(rest);
   }
 
+  /**
+   * `block` holds whole lines separated by newlines, without the final newline; the first is line
+   * `firstLineNo`. Returns how many lines it held (empty ones included).
+   */
+  protected abstract lines(block: Buffer, firstLineNo: number): number;
+
+  protected invalid(lineNo: number, reason: InvalidReason): void {
+    this.#onInvalid(lineNo, reason);
+  }
+
   #keepPartial(partial: Buffer): void {
-    if (partial.length > this.#maxLineBytes + 1) {
+    if (partial.length > this.maxLineBytes + 1) {
       this.#lineNo++;
-      this.#sink.invalid(this.#lineNo, 'line too long');
+      this.invalid(this.#lineNo, 'line too long');
       this.#carry = EMPTY;
       this.#skippingLongLine = true;
       return;
@@ -70,35 +82,122 @@ export class LineSplitter {
     this.#carry = Buffer.from(partial);
   }
 
-  /** `block` holds whole lines separated by newlines, without the final newline. */
   #complete(block: Buffer): void {
     if (this.#atStart) {
       this.#atStart = false;
       if (block.length >= 3 && block[0] === 0xef && block[1] === 0xbb && block[2] === 0xbf) block = block.subarray(3);
     }
+    this.#lineNo += this.lines(block, this.#lineNo + 1);
+  }
+}
+
+/** Lines as strings, for a LineSink. */
+export class LineSplitter extends BlockSplitter {
+  readonly #sink: LineSink;
+
+  constructor(sink: LineSink, maxLineBytes: number) {
+    super(maxLineBytes, (lineNo, reason) => sink.invalid(lineNo, reason));
+    this.#sink = sink;
+  }
+
+  protected lines(block: Buffer, firstLineNo: number): number {
+    let lineNo = firstLineNo;
     if (isUtf8(block)) {
-      for (const line of block.toString('utf8').split('\n')) this.#emit(line);
-      return;
+      for (const line of block.toString('utf8').split('\n')) this.#emit(line, lineNo++);
+      return lineNo - firstLineNo;
     }
     let start = 0;
     while (start <= block.length) {
       let nl = block.indexOf(NEWLINE, start);
       if (nl < 0) nl = block.length;
       const bytes = block.subarray(start, nl);
-      if (isUtf8(bytes)) this.#emit(bytes.toString('utf8'));
-      else this.#sink.invalid(++this.#lineNo, 'invalid UTF-8');
+      if (isUtf8(bytes)) this.#emit(bytes.toString('utf8'), lineNo);
+      else this.invalid(lineNo, 'invalid UTF-8');
+      lineNo++;
       start = nl + 1;
     }
+    return lineNo - firstLineNo;
   }
 
-  #emit(raw: string): void {
-    this.#lineNo++;
+  #emit(raw: string, lineNo: number): void {
     const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
     if (line.length === 0) return;
-    if (line.length * 3 > this.#maxLineBytes && Buffer.byteLength(line, 'utf8') > this.#maxLineBytes) {
-      this.#sink.invalid(this.#lineNo, 'line too long');
+    if (line.length * 3 > this.maxLineBytes && Buffer.byteLength(line, 'utf8') > this.maxLineBytes) {
+      this.invalid(lineNo, 'line too long');
       return;
     }
-    this.#sink.line(line, this.#lineNo);
+    this.#sink.line(line, lineNo);
+  }
+}
+
+/**
+ * Lines as UTF-8 bytes, never as strings: each block of whole lines is copied once into the
+ * current batch's buffer and its lines are recorded as [start, end) ranges there (CR and empty
+ * lines left out, invalid UTF-8 reported), ready for Scope.addIfAbsentUtf8. The same lines as
+ * LineSplitter, byte for byte.
+ */
+export class Utf8LineBatcher extends BlockSplitter {
+  #bytes = Buffer.allocUnsafe(1 << 20);
+  #used = 0;
+  #ranges = new Uint32Array(2 * 16_384);
+  #count = 0;
+
+  /** Lines in the current batch. */
+  get count(): number {
+    return this.#count;
+  }
+
+  /** Hands over the current batch (its buffers are not reused) and starts an empty one. */
+  take(): { bytes: Buffer; ranges: Uint32Array; count: number } {
+    const batch = { bytes: this.#bytes.subarray(0, this.#used), ranges: this.#ranges.subarray(0, 2 * this.#count), count: this.#count };
+    this.#bytes = Buffer.allocUnsafe(Math.max(1 << 20, this.#bytes.length));
+    this.#ranges = new Uint32Array(this.#ranges.length);
+    this.#used = 0;
+    this.#count = 0;
+    return batch;
+  }
+
+  protected lines(block: Buffer, firstLineNo: number): number {
+    const at = this.#reserve(block.length + 1);
+    block.copy(this.#bytes, at);
+    this.#bytes[at + block.length] = NEWLINE;
+    const bytes = this.#bytes;
+    const valid = isUtf8(block);
+    const stop = at + block.length;
+    let lineNo = firstLineNo;
+    for (let start = at; start <= stop; lineNo++) {
+      const nl = bytes.indexOf(NEWLINE, start);
+      let end = nl;
+      if (end > start && bytes[end - 1] === CR) end--;
+      if (end > start) {
+        if (!valid && !isUtf8(bytes.subarray(start, end))) this.invalid(lineNo, 'invalid UTF-8');
+        else if (end - start > this.maxLineBytes) this.invalid(lineNo, 'line too long');
+        else this.#add(start, end);
+      }
+      start = nl + 1;
+    }
+    this.#used = stop + 1;
+    return lineNo - firstLineNo;
+  }
+
+  #add(start: number, end: number): void {
+    if (2 * this.#count + 2 > this.#ranges.length) {
+      const grown = new Uint32Array(this.#ranges.length * 2);
+      grown.set(this.#ranges);
+      this.#ranges = grown;
+    }
+    this.#ranges[2 * this.#count] = start;
+    this.#ranges[2 * this.#count + 1] = end;
+    this.#count++;
+  }
+
+  /** Room for `n` more bytes; returns where they go. Ranges stay valid: they are offsets. */
+  #reserve(n: number): number {
+    if (this.#used + n > this.#bytes.length) {
+      const grown = Buffer.allocUnsafe(Math.max(2 * this.#bytes.length, this.#used + n));
+      this.#bytes.copy(grown, 0, 0, this.#used);
+      this.#bytes = grown;
+    }
+    return this.#used;
   }
 }

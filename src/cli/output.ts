@@ -1,7 +1,8 @@
+import type { Utf8Keys } from '../hash/xxhash.js';
 import type { Writable } from 'node:stream';
 
 /** Writes to a stream, waiting for 'drain' when its buffer is full, so memory stays bounded. */
-export async function writeAll(stream: Writable, text: string): Promise<void> {
+export async function writeAll(stream: Writable, text: string | Uint8Array): Promise<void> {
   if (text.length === 0) return;
   if (stream.write(text)) return;
   await new Promise<void>((resolve, reject) => {
@@ -16,6 +17,36 @@ export async function writeAll(stream: Writable, text: string): Promise<void> {
     stream.once('drain', onDrain);
     stream.once('error', onError);
   });
+}
+
+/** Runs shorter than this are copied byte by byte rather than through a typed-array view. */
+const SHORT_COPY_BYTES = 64;
+
+/**
+ * The selected lines of a UTF-8 batch, each followed by a newline, as one buffer. Consecutive
+ * selected lines separated by a bare newline in the batch are copied as one run.
+ */
+export function selectedLines(batch: Utf8Keys, selected: readonly boolean[]): Buffer {
+  const { bytes, ranges, count } = batch;
+  const out = Buffer.allocUnsafe(bytes.length + count);
+  let n = 0;
+  for (let i = 0; i < count; ) {
+    if (!selected[i]) {
+      i++;
+      continue;
+    }
+    const start = ranges[2 * i]!;
+    let end = ranges[2 * i + 1]!;
+    for (i++; i < count && selected[i] && ranges[2 * i] === end + 1; i++) end = ranges[2 * i + 1]!;
+    if (end - start < SHORT_COPY_BYTES) {
+      for (let b = start; b < end; b++) out[n++] = bytes[b]!;
+    } else {
+      out.set(bytes.subarray(start, end), n);
+      n += end - start;
+    }
+    out[n++] = 0x0a;
+  }
+  return out.subarray(0, n);
 }
 
 /** A line on stderr that rewrites itself, only when stderr is a terminal. */

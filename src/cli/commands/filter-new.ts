@@ -1,13 +1,15 @@
 import type { Command } from 'commander';
 import { batchOptions, openStore, pinnedEpoch, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
-import { forEachBatch, openInput } from '../input.js';
-import { Progress, formatCount, writeAll } from '../output.js';
+import { forEachBatch, forEachUtf8Batch, openInput, type InputCounts } from '../input.js';
+import { Progress, formatCount, selectedLines, writeAll } from '../output.js';
 
 type Options = GlobalOptions & InputOptions & PlanOptions & { readonly epoch?: string };
 
 /**
  * The main job: print each input URL not seen before, and record it. A URL is printed only after
- * its batch is durable, so what was printed is in the store even if the process is killed.
+ * its batch is durable, so what was printed is in the store even if the process is killed. When
+ * the epoch hashes lines as they are (normalisation `none`), lines stay bytes from input to output:
+ * no string is made per line.
  */
 export async function filterNew(file: string | undefined, command: Command): Promise<void> {
   const options = command.optsWithGlobals<Options>();
@@ -17,18 +19,32 @@ export async function filterNew(file: string | undefined, command: Command): Pro
     const pin = pinnedEpoch(options.epoch);
     const progress = new Progress(true);
     let printed = 0;
-    const counts = await forEachBatch(openInput(file), batchOptions(options, scope.normalizeMode()), async (lines) => {
-      const answers = await scope.addIfAbsent(lines, pin);
-      let out = '';
-      for (let i = 0; i < lines.length; i++) {
-        if (answers[i]) {
-          out += `${lines[i]}\n`;
-          printed++;
+    const mode = scope.normalizeMode();
+    const report = (): void => progress.update(() => `filter-new: ${formatCount(printed)} new`);
+    let counts: InputCounts;
+    if (mode === 'none') {
+      // Two batches in flight: the next one is decided while this one's commit is flushed.
+      counts = await forEachUtf8Batch(openInput(file), { ...batchOptions(options, mode), inFlight: 2 }, async (lines, previous) => {
+        const answers = await scope.addIfAbsentUtf8(lines, pin);
+        await previous;
+        for (const isNew of answers) if (isNew) printed++;
+        await writeAll(process.stdout, selectedLines(lines, answers));
+        report();
+      });
+    } else {
+      counts = await forEachBatch(openInput(file), batchOptions(options, mode), async (lines) => {
+        const answers = await scope.addIfAbsent(lines, pin);
+        let out = '';
+        for (let i = 0; i < lines.length; i++) {
+          if (answers[i]) {
+            out += `${lines[i]}\n`;
+            printed++;
+          }
         }
-      }
-      await writeAll(process.stdout, out);
-      progress.update(() => `filter-new: ${formatCount(printed)} new`);
-    });
+        await writeAll(process.stdout, out);
+        report();
+      });
+    }
     progress.done();
     if (options.json) {
       process.stderr.write(`${JSON.stringify({ read: counts.read, new: printed, seen: counts.read - printed, invalid: counts.invalid })}\n`);

@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { describe, test } from 'node:test';
+import { SeenStore, SeenStoreError, type Utf8Keys } from '../src/index.js';
+import { forEachBatch, forEachUtf8Batch, type BatchOptions } from '../src/cli/input.js';
+import { selectedLines } from '../src/cli/output.js';
+import { firstInvalidUtf8Key, toKey } from '../src/url/normalize.js';
+import { allSharedUrls } from './helpers/data.js';
+import { CLI } from './helpers/cli.js';
+import { tempDir } from './helpers/tmp.js';
+
+/** Keys laid out as lines of one buffer, like an input block (separators kept). */
+function asLines(urls: readonly string[], separator = '\n'): Utf8Keys {
+  const parts: Buffer[] = [];
+  const ranges = new Uint32Array(2 * urls.length);
+  let at = 0;
+  urls.forEach((url, i) => {
+    const bytes = Buffer.from(url, 'utf8');
+    ranges[2 * i] = at;
+    ranges[2 * i + 1] = at + bytes.length;
+    parts.push(bytes, Buffer.from(separator));
+    at += bytes.length + separator.length;
+  });
+  return { bytes: Buffer.concat(parts), ranges, count: urls.length };
+}
+
+function options(overrides: Partial<BatchOptions> = {}): BatchOptions {
+  return { batchSize: 1000, maxDelayMs: 1000, maxLineBytes: 65_536, onInvalid: 'skip', accept: (line) => toKey(line, 'none') !== undefined, warn: () => undefined, ...overrides };
+}
+
+/** A readable that yields `data` in chunks cut at pseudo-random places (inside characters too). */
+function chunked(data: Buffer, seed: number): Readable {
+  const chunks: Buffer[] = [];
+  let state = seed;
+  for (let at = 0; at < data.length; ) {
+    state = (state * 1_103_515_245 + 12_345) >>> 0;
+    const size = 1 + (state % 97);
+    chunks.push(data.subarray(at, at + size));
+    at += size;
+  }
+  return Readable.from(chunks);
+}
+
+describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
+  test('the byte batcher yields the same lines as the string splitter, however the input is chunked', async () => {
+    const input = Buffer.concat([
+      Buffer.from([0xef, 0xbb, 0xbf]),
+      Buffer.from('https://a.example/1\r\n\n\nhttps://b.example/é\nhttps://c.example/😀?q=ü\r\n'),
+      Buffer.from([0x68, 0xff, 0xfe, 0x0a]), // invalid UTF-8
+      Buffer.from(`https://long.example/${'x'.repeat(70_000)}\n`),
+      Buffer.from('https://d.example/after-long\nno-final-newline'),
+    ]);
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const viaStrings: string[] = [];
+      const warned: string[] = [];
+      const stringCounts = await forEachBatch(chunked(input, seed), options({ warn: (m) => warned.push(m) }), async (lines) => {
+        viaStrings.push(...lines);
+      });
+      const viaBytes: string[] = [];
+      const byteWarned: string[] = [];
+      const byteCounts = await forEachUtf8Batch(chunked(input, seed), options({ warn: (m) => byteWarned.push(m) }), async (batch) => {
+        for (let i = 0; i < batch.count; i++) viaBytes.push(Buffer.from(batch.bytes).toString('utf8', batch.ranges[2 * i], batch.ranges[2 * i + 1]));
+      });
+      assert.deepEqual(viaBytes, viaStrings, `seed ${seed}`);
+      assert.deepEqual(byteCounts, stringCounts);
+      assert.deepEqual(byteWarned, warned, 'the same lines are reported, with the same line numbers');
+      assert.deepEqual(viaBytes, ['https://a.example/1', 'https://b.example/é', 'https://c.example/😀?q=ü', 'https://d.example/after-long', 'no-final-newline']);
+      assert.equal(warned.length, 2);
+    }
+  });
+
+  test('batches close at the batch size, and each keeps its own buffer', async () => {
+    const urls = allSharedUrls().slice(0, 5000);
+    const batches: Utf8Keys[] = [];
+    await forEachUtf8Batch(chunked(Buffer.from(`${urls.join('\n')}\n`), 9), options({ batchSize: 700 }), async (batch) => {
+      batches.push(batch);
+    });
+    assert.ok(batches.length >= 5000 / (700 + 100), `${batches.length} batches`);
+    const back = batches.flatMap((b) => Array.from({ length: b.count }, (_, i) => Buffer.from(b.bytes).toString('utf8', b.ranges[2 * i], b.ranges[2 * i + 1])));
+    assert.deepEqual(back, urls, 'earlier batches are intact after later ones were collected');
+  });
+
+  test('firstInvalidUtf8Key finds empty, cut, invalid, over-long and out-of-order keys', () => {
+    const good = asLines(['https://a.example/é', 'https://b.example/😀']);
+    assert.equal(firstInvalidUtf8Key(good), -1);
+    const cut = { ...good, ranges: Uint32Array.from([good.ranges[0]!, good.ranges[1]! - 1, good.ranges[2]!, good.ranges[3]!]) };
+    assert.equal(firstInvalidUtf8Key(cut), 0, 'a key that ends inside a character');
+    const startsInside = { ...good, ranges: Uint32Array.from([good.ranges[0]!, good.ranges[1]!, good.ranges[3]! - 2, good.ranges[3]!]) };
+    assert.equal(firstInvalidUtf8Key(startsInside), 1, 'a key that starts inside a character');
+    const empty = { ...good, ranges: Uint32Array.from([0, 5, 7, 7]) };
+    assert.equal(firstInvalidUtf8Key(empty), 1);
+    const backwards = { ...good, ranges: Uint32Array.from([good.ranges[2]!, good.ranges[3]!, good.ranges[0]!, good.ranges[1]!]) };
+    assert.equal(firstInvalidUtf8Key(backwards), 1);
+    const outside = { ...good, ranges: Uint32Array.from([0, 5, 6, good.bytes.length + 1]) };
+    assert.equal(firstInvalidUtf8Key(outside), 1);
+    const invalid = { bytes: Buffer.from([0x61, 0x0a, 0x62, 0xc3, 0x28, 0x0a]), ranges: Uint32Array.from([0, 1, 2, 5]), count: 2 };
+    assert.equal(firstInvalidUtf8Key(invalid), 1);
+    const long = asLines(['a', 'x'.repeat(65_537)]);
+    assert.equal(firstInvalidUtf8Key(long), 1);
+    // Invalid bytes between keys do not matter.
+    const between = { bytes: Buffer.from([0x61, 0xff, 0x62]), ranges: Uint32Array.from([0, 1, 2, 3]), count: 2 };
+    assert.equal(firstInvalidUtf8Key(between), -1);
+  });
+
+  test('addIfAbsentUtf8 answers exactly as addIfAbsent, with and without hashing threads', async () => {
+    const urls = [...allSharedUrls().slice(0, 30_000), 'https://ü.example/päth', 'https://x.example/😀'];
+    const seeds = ['0123456789abcdef'];
+    for (const hashThreads of [1, 2]) {
+      const dir = tempDir();
+      const store = await SeenStore.open(join(dir, 'a'), { hashThreads });
+      const other = await SeenStore.open(join(dir, 'b'), { hashThreads });
+      try {
+        const plan = { capacityUrls: 20_000, fprTarget: 0.01, seeds };
+        const viaStrings = store.scope('s', plan);
+        const viaBytes = other.scope('s', plan);
+        // Twice over the same URLs: the second round is all seen; 30,000 URLs overflow the first slice.
+        for (let round = 0; round < 2; round++) {
+          for (let start = 0; start < urls.length; start += 9000) {
+            const part = urls.slice(start, start + 9000);
+            assert.deepEqual(await viaBytes.addIfAbsentUtf8(asLines(part, '\r\n')), await viaStrings.addIfAbsent(part), `round ${round} at ${start}, ${hashThreads} thread(s)`);
+          }
+        }
+        assert.deepEqual(viaBytes.stats().epochs[0]!.added, viaStrings.stats().epochs[0]!.added);
+        assert.ok(viaBytes.epoch(1).sliceDetails.length > 1, 'the epoch grew a slice during the byte adds');
+      } finally {
+        await store.close();
+        await other.close();
+      }
+    }
+  });
+
+  test('addIfAbsentUtf8 in a whatwg epoch normalises, and a bad batch writes nothing', async () => {
+    const store = await SeenStore.open(tempDir());
+    try {
+      const scope = store.scope('w', { normalize: 'whatwg' });
+      assert.deepEqual(await scope.addIfAbsentUtf8(asLines(['HTTPS://Example.COM:443/a/../b'])), [true]);
+      assert.deepEqual(scope.has(['https://example.com/b']), [true]);
+      const plain = store.scope('p');
+      await assert.rejects(
+        plain.addIfAbsentUtf8({ bytes: Buffer.from('good\n\xff'), ranges: Uint32Array.from([0, 4, 5, 6]), count: 2 }),
+        (error: unknown) => error instanceof SeenStoreError && error.code === 'INVALID_URL',
+      );
+      assert.deepEqual(plain.has(['good']), [false], 'the valid URL of the refused batch was not recorded');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('selectedLines prints the chosen lines in order, without CRs, in runs or one by one', () => {
+    const long = `https://long.example/${'y'.repeat(200)}`;
+    const batch = asLines(['a', 'bb', long, 'ccc', 'dddd'], '\r\n');
+    assert.equal(selectedLines(batch, [true, false, true, true, false]).toString(), `a\n${long}\nccc\n`);
+    const plain = asLines(['a', 'bb', long, 'ccc', 'dddd']);
+    assert.equal(selectedLines(plain, [true, true, true, false, true]).toString(), `a\nbb\n${long}\ndddd\n`);
+    assert.equal(selectedLines(plain, [false, false, false, false, false]).length, 0);
+  });
+
+  test('filter-new prints what the library decides for the same seeds, byte for byte', async () => {
+    const urls = allSharedUrls();
+    const dir = tempDir();
+    const file = join(dir, 'urls.txt');
+    writeFileSync(file, `${urls.join('\n')}\n${urls.slice(0, 1000).join('\r\n')}\n`);
+    const seeds = 'fedcba9876543210';
+    const run = spawnSync(process.execPath, [CLI, '--store', join(dir, 'cli'), 'filter-new', '--capacity', '100000', '--seeds', seeds, file], { encoding: 'utf8', maxBuffer: 1 << 26 });
+    assert.equal(run.status, 0, run.stderr);
+    const store = await SeenStore.open(join(dir, 'lib'));
+    try {
+      const scope = store.scope('default', { capacityUrls: 100_000, seeds: [seeds] });
+      const all = [...urls, ...urls.slice(0, 1000)];
+      const expected: string[] = [];
+      for (let start = 0; start < all.length; start += 10_000) {
+        const part = all.slice(start, start + 10_000);
+        const answers = await scope.addIfAbsent(part);
+        part.forEach((url, i) => answers[i] && expected.push(url));
+      }
+      assert.equal(run.stdout, `${expected.join('\n')}\n`);
+    } finally {
+      await store.close();
+    }
+  });
+});
