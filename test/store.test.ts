@@ -137,6 +137,30 @@ describe('store API', () => {
     await rejectsWith(SeenStore.open(join(dir, 'missing'), { create: false }), 'NOT_FOUND');
   });
 
+  test('a lone surrogate is refused on every path, wherever it sits; a real U+FFFD is a fine URL', async () => {
+    const dir = tempDir();
+    for (const hashThreads of [1, 2]) {
+      const store = await SeenStore.open(join(dir, `t${hashThreads}`), { hashThreads });
+      const filler = Array.from({ length: 5000 }, (_, i) => `https://filler.example/${i}/é`);
+      for (const strategy of ['classic', 'multilayer:3']) {
+        const scope = store.scope(strategy.replace(':', '-'), { capacityUrls: 100_000, strategy });
+        await scope.add(['https://ok.example/']);
+        // A pair split across two keys is a valid pair in the joined batch, but two lone halves.
+        for (const bad of [['x\uD800', '\uDC00y'], ['\uDFFFlow-first'], ['https://a.example/\uD83D']]) {
+          await rejectsWith(scope.addIfAbsent([...filler, ...bad]), 'INVALID_URL');
+          await rejectsWith(() => scope.has([...filler, ...bad]), 'INVALID_URL');
+        }
+        // A call of several transactions is checked whole before its first part is written.
+        const many = Array.from({ length: 70_000 }, (_, i) => `https://many.example/${i}`);
+        await rejectsWith(scope.add([...many, 'late\uD800']), 'INVALID_URL');
+        assert.deepEqual(scope.has([filler[0]!, many[0]!]), [false, false], `${strategy}: nothing of a refused call was written`);
+        assert.deepEqual(await scope.addIfAbsent(['https://replacement.example/\uFFFD', 'https://pair.example/😀']), [true, true]);
+        assert.equal(scope.stats().epochs[0]!.submitted, 3);
+      }
+      await store.close();
+    }
+  });
+
   test('a store of a newer format version is refused with FORMAT_UNSUPPORTED, and migrate will not touch it', async () => {
     const dir = tempDir();
     const store = await SeenStore.open(dir);

@@ -15,6 +15,9 @@ import { epochNumbers, prune, type Dropped, type PruneOptions } from './retentio
 import { rotate, type RotateOptions } from './rotation.js';
 import { exportEpoch, mergeIntoEpoch, type ExportResult, type MergeResult } from './transfer.js';
 
+/** Chunk bytes read by one load after which the store's map is released (StoreEnv.releaseMappedPages). */
+const RELEASE_MAP_AFTER_BYTES = 32 * 2 ** 20;
+
 /** URLs per journal record: a larger call is split, each part committed in its own transaction. */
 export const MAX_BATCH_URLS = 65_536;
 
@@ -227,7 +230,7 @@ export class Scope {
       this.#keys(urls, this.#plan.normalize);
       return new Array<boolean>(urls.length).fill(false);
     }
-    this.#keys(urls, open.header.normalize as NormalizeMode);
+    this.#keys(urls, open.header.normalize as NormalizeMode, true);
     const epochs = this.#resolve(options.epochs ?? 'current');
     const answers = new Array<boolean>(urls.length).fill(mode === 'all');
     for (const n of epochs) {
@@ -256,7 +259,7 @@ export class Scope {
         throw new SeenStoreError('USAGE', `epoch ${this.name}/${n} is ${strategyName(strategyOf(epoch.header.slices[0]!, epoch.header.growth))}, not counting: it cannot count`);
       }
       const mode = epoch.header.normalize as NormalizeMode;
-      const keys = this.#keys(urls, mode);
+      const keys = this.#keys(urls, mode, true);
       for (let start = 0; start < keys.length; start += MAX_BATCH_URLS) {
         const part = keys.slice(start, start + MAX_BATCH_URLS);
         const words = this.#scratch(part.length, epoch.filterCount);
@@ -277,7 +280,7 @@ export class Scope {
     const epoch = this.#open(false);
     if (epoch === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
     if (!epoch.counting) throw new SeenStoreError('USAGE', `epoch ${this.name}/${epoch.header.epoch} is not counting: only counting epochs can delete`);
-    const keys = this.#keys(urls, epoch.header.normalize as NormalizeMode);
+    const keys = this.#keys(urls, epoch.header.normalize as NormalizeMode, urls.length <= MAX_BATCH_URLS);
     let deleted = 0;
     for (let start = 0; start < keys.length; start += MAX_BATCH_URLS) {
       const part = keys.slice(start, start + MAX_BATCH_URLS);
@@ -518,6 +521,8 @@ export class Scope {
     } else {
       epoch.catchUp();
     }
+    // A large load left the chunks' file pages mapped in this process (RSS): let them go.
+    if (epoch.takeChunkBytesRead() >= RELEASE_MAP_AFTER_BYTES) env.releaseMappedPages();
     return epoch;
   }
 
@@ -535,7 +540,7 @@ export class Scope {
       const part: string[] = [];
       const at: number[] = [];
       for (let i = start; i < Math.min(urls.length, start + MAX_BATCH_URLS); i++) {
-        const key = toKey(urls[i]!, mode);
+        const key = toKey(urls[i]!, mode, false);
         if (key !== undefined) {
           part.push(key);
           at.push(i);
@@ -553,7 +558,7 @@ export class Scope {
    * another normalisation they are decoded and normalised as strings.
    */
   #anyKeys(urls: Keys, mode: NormalizeMode): Keys {
-    if (!isUtf8Keys(urls)) return this.#keys(urls, mode);
+    if (!isUtf8Keys(urls)) return this.#keys(urls, mode, urls.length <= MAX_BATCH_URLS);
     const bad = firstInvalidUtf8Key(urls);
     if (bad >= 0) {
       throw new SeenStoreError('INVALID_URL', `URL ${bad} of the UTF-8 batch is not a usable URL (empty, not valid UTF-8, over 64 KiB, or out of order)`);
@@ -561,14 +566,18 @@ export class Scope {
     return mode === 'none' ? urls : this.#keys(keyStrings(urls), mode);
   }
 
-  /** Validates every URL before anything is written: a bad one fails the whole call. */
-  #keys(urls: readonly string[], mode: NormalizeMode): string[] {
+  /**
+   * Validates every URL before anything is written: a bad one fails the whole call. With
+   * `hashedWhole`, the caller hashes all of the call's keys before it writes anything, and the
+   * hashing refuses a lone surrogate (toKey's checkWellFormed): reads, and writes of one part.
+   */
+  #keys(urls: readonly string[], mode: NormalizeMode, hashedWhole = false): string[] {
     if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
     const keys = new Array<string>(urls.length);
     for (let i = 0; i < urls.length; i++) {
       const url = urls[i];
       if (typeof url !== 'string') throw new TypeError(`urls[${i}] is not a string`);
-      const key = toKey(url, mode);
+      const key = toKey(url, mode, !hashedWhole);
       if (key === undefined) {
         throw new SeenStoreError('INVALID_URL', `urls[${i}] is not a usable URL (empty, ill-formed UTF-16, over 64 KiB${mode === 'whatwg' ? ', or not an absolute URL' : ''})`);
       }

@@ -1,4 +1,4 @@
-import { keyStrings, type Keys, type XxHash } from '../hash/xxhash.js';
+import { illFormedKey, keyStrings, type Keys, type XxHash } from '../hash/xxhash.js';
 import type { FilterGeometry, Layout } from './bloom.js';
 
 /**
@@ -111,6 +111,8 @@ export function hashSlice(hash: XxHash, keying: Keying | undefined, batch: Keys,
     return;
   }
   const keys = keyStrings(batch);
+  // Derived keys need not contain a URL's lone surrogate: refuse it here, as hashing the URL would.
+  for (const key of keys) if (!key.isWellFormed()) throw illFormedKey(key);
   if (keying.kind === 'eigen-v1') {
     hash.hashKeys(keys, [seeds[0]!], words, stride, at);
     hash.hashKeys(keys.map(eigenFeatures), [seeds[1]!], words, stride, at + 2);

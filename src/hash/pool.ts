@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { isUtf8Keys, keyCount, utf8Boundaries, type Keys, type Utf8Keys, type XxHash } from './xxhash.js';
+import { checkEncodedKeys, isUtf8Keys, keyCount, utf8Boundaries, type Keys, type Utf8Keys, type XxHash } from './xxhash.js';
 import type { HashJob } from './pool-worker.js';
 
 /** Below this many keys a batch is hashed on the calling thread: a hand-off costs ~0.1 ms. */
@@ -115,6 +115,7 @@ export class HashPool {
       }
     } else {
       end = utf8Boundaries(keys, 0, keys.length, bytes, offsets);
+      checkEncodedKeys(keys, 0, keys.length, bytes, offsets, end);
     }
     offsets[keys.length] = end;
     for (let i = 0; i < keys.length; i++) {

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import xxhash from 'xxhash-wasm';
 import type { XXHashAPI } from 'xxhash-wasm';
+import { SeenStoreError } from '../errors.js';
 import { BATCH_SHIM_WASM } from './batch-shim.js';
 
 /** Keys encoded per call into wasm memory; larger batches are hashed in several rounds. */
@@ -103,8 +104,9 @@ export class XxHash {
 
   /**
    * Hashes every key with every seed: the hash of key i with seeds[s] goes to
-   * out[i * stride + at + 2 * s] (low half) and the next word (high half). Keys must be
-   * well-formed UTF-16 (callers validate), so their UTF-8 encoding is exact.
+   * out[i * stride + at + 2 * s] (low half) and the next word (high half). A key that is not
+   * well-formed UTF-16 (a lone surrogate, which UTF-8 cannot encode exactly) is refused with
+   * INVALID_URL before anything is hashed.
    */
   hashKeys(keys: Keys, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): void {
     if (isUtf8Keys(keys)) {
@@ -144,6 +146,7 @@ export class XxHash {
       }
     } else {
       position = this.#boundaries(keys, start, count);
+      checkEncodedKeys(keys, start, count, this.#bytes, offsets, position);
     }
     offsets[count] = position;
     this.#encodedCount = count;
@@ -227,7 +230,8 @@ export class XxHash {
 /**
  * Key boundaries in the UTF-8 `bytes` of keys start..start+count written back to back: each key
  * spans its UTF-16 length (a lead byte of 1-3 bytes encodes one UTF-16 unit, of 4 bytes a surrogate
- * pair). Writes offsets[0..count-1]; returns the end of the last key.
+ * pair). Writes offsets[0..count-1]; returns the end of the last key. A key ending in the first
+ * half of a pair whose second half starts the next key is refused (INVALID_URL).
  */
 export function utf8Boundaries(keys: readonly string[], start: number, count: number, bytes: Uint8Array, offsets: Uint32Array): number {
   let position = 0;
@@ -237,6 +241,8 @@ export function utf8Boundaries(keys: readonly string[], start: number, count: nu
       const lead = bytes[position]!;
       if (lead < 0x80) position += 1;
       else if (lead >= 0xf0) {
+        // A pair split across two keys joins up in the joined batch: two lone halves, refused.
+        if (units === 1) throw illFormedKey(keys[start + i]!);
         position += 4;
         units--;
       } else position += lead >= 0xe0 ? 3 : 2;
@@ -244,4 +250,24 @@ export function utf8Boundaries(keys: readonly string[], start: number, count: nu
     }
   }
   return position;
+}
+
+/**
+ * Refuses a key with a lone surrogate, which Buffer#write encodes as U+FFFD (EF BF BD): only keys
+ * whose UTF-8 holds that sequence are checked, so a batch pays nothing unless one does.
+ */
+export function checkEncodedKeys(keys: readonly string[], start: number, count: number, bytes: Uint8Array, offsets: Uint32Array, end: number): void {
+  const written = bytes.subarray(0, end);
+  let i = 0;
+  for (let at = written.indexOf(0xef); at >= 0; at = written.indexOf(0xef, at + 1)) {
+    if (written[at + 1] !== 0xbf || written[at + 2] !== 0xbd) continue;
+    while (i + 1 < count && offsets[i + 1]! <= at) i++;
+    const key = keys[start + i]!;
+    if (!key.isWellFormed()) throw illFormedKey(key);
+  }
+}
+
+/** INVALID_URL for a key with a lone surrogate. */
+export function illFormedKey(key: string): SeenStoreError {
+  return new SeenStoreError('INVALID_URL', `URL ${JSON.stringify(key.slice(0, 100))} is not well-formed UTF-16 (a lone surrogate): it cannot be a key`);
 }

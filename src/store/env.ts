@@ -38,21 +38,76 @@ type Key = string | number | (string | number)[];
  */
 export class StoreEnv {
   readonly dir: string;
-  readonly root: RootDatabase;
-  readonly metaDb: Database<Buffer, Key>;
-  readonly chunksDb: Database<Buffer, Key>;
-  readonly journalDb: Database<Buffer, Key>;
   readonly header: StoreHeader;
   readonly #packr = new Packr({ useRecords: false, mapsAsObjects: true });
+  readonly #mapSizeBytes: number;
+  #handles!: { root: RootDatabase; meta: Database<Buffer, Key>; chunks: Database<Buffer, Key>; journal: Database<Buffer, Key> };
+  /** Earlier handles being closed (releaseMappedPages); close() waits for them. */
+  readonly #closing: Promise<void>[] = [];
+  /** Operations that await while using the handles (backups): the handles must not change meanwhile. */
+  #asyncUsers = 0;
   #closed = false;
 
-  private constructor(dir: string, root: RootDatabase, anyFormat: boolean) {
+  private constructor(dir: string, root: RootDatabase, mapSizeBytes: number, anyFormat: boolean) {
     this.dir = dir;
-    this.root = root;
-    this.metaDb = root.openDB<Buffer, Key>({ name: 'meta', encoding: 'binary' });
-    this.chunksDb = root.openDB<Buffer, Key>({ name: 'chunks', encoding: 'binary' });
-    this.journalDb = root.openDB<Buffer, Key>({ name: 'journal', encoding: 'binary' });
+    this.#mapSizeBytes = mapSizeBytes;
+    this.#attach(root);
     this.header = this.#initHeader(anyFormat);
+  }
+
+  get root(): RootDatabase {
+    return this.#handles.root;
+  }
+
+  get metaDb(): Database<Buffer, Key> {
+    return this.#handles.meta;
+  }
+
+  get chunksDb(): Database<Buffer, Key> {
+    return this.#handles.chunks;
+  }
+
+  get journalDb(): Database<Buffer, Key> {
+    return this.#handles.journal;
+  }
+
+  #attach(root: RootDatabase): void {
+    this.#handles = {
+      root,
+      meta: root.openDB<Buffer, Key>({ name: 'meta', encoding: 'binary' }),
+      chunks: root.openDB<Buffer, Key>({ name: 'chunks', encoding: 'binary' }),
+      journal: root.openDB<Buffer, Key>({ name: 'journal', encoding: 'binary' }),
+    };
+  }
+
+  static #openRoot(dir: string, mapSizeBytes: number): RootDatabase {
+    // noSubdir explicitly: lmdb-js otherwise takes a path with a dot in its last segment for a file.
+    return open({ path: dir, noSubdir: false, mapSize: mapSizeBytes, maxDbs: 8, pageSize: 4096 });
+  }
+
+  /**
+   * Reading a filter's chunks maps their file pages into this process, where they count in its
+   * RSS as long as the map holds them (131 MB at 100M URLs, beside the filter's own copy). Closing
+   * the LMDB environment and opening it again (about 10 ms) unmaps them; they stay in the page cache
+   * for whoever reads them next. lmdb-js closes at once when no commit is still being flushed; else
+   * the new handles share the environment until the flush ends and the pages stay mapped until
+   * the next release. Call between operations (no transaction open, no iterator live).
+   */
+  releaseMappedPages(): void {
+    if (this.#closed || this.#asyncUsers > 0) return;
+    const old = this.#handles.root;
+    this.#closing.push(old.close().catch(() => undefined));
+    this.#attach(StoreEnv.#openRoot(this.dir, this.#mapSizeBytes));
+  }
+
+  /** LMDB's compacting copy of the store into `dir` (one read transaction). */
+  async backup(dir: string): Promise<void> {
+    this.#asyncUsers++;
+    try {
+      await this.root.backup(dir, true);
+    } finally {
+      this.#asyncUsers--;
+    }
   }
 
   static open(dir: string, options: StoreEnvOptions): StoreEnv {
@@ -63,14 +118,13 @@ export class StoreEnv {
     StoreEnv.#checkMetaPages(dir);
     let root: RootDatabase;
     try {
-      // noSubdir explicitly: lmdb-js otherwise takes a path with a dot in its last segment for a file.
-      root = open({ path: dir, noSubdir: false, mapSize: options.mapSizeBytes, maxDbs: 8, pageSize: 4096 });
+      root = StoreEnv.#openRoot(dir, options.mapSizeBytes);
     } catch (error) {
       throw asStoreError(error, `opening the store at ${dir}`);
     }
     try {
       StoreEnv.#checkFileSize(dir, root);
-      return new StoreEnv(dir, root, options.anyFormat ?? false);
+      return new StoreEnv(dir, root, options.mapSizeBytes, options.anyFormat ?? false);
     } catch (error) {
       root.close().catch(() => undefined);
       throw error instanceof SeenStoreError ? error : asStoreError(error, `reading the store at ${dir}`);
@@ -231,5 +285,6 @@ export class StoreEnv {
     if (this.#closed) return;
     this.#closed = true;
     await this.root.close();
+    await Promise.all(this.#closing);
   }
 }

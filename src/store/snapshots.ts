@@ -68,7 +68,7 @@ export async function createSnapshot(env: StoreEnv, name: string, reason = 'user
     mkdirSync(temporary, { recursive: true });
     const createdAtMs = Date.now();
     // Without MDB_NOSUBDIR, LMDB's copy writes data.mdb inside the directory it is given.
-    await env.root.backup(temporary, true);
+    await env.backup(temporary);
     const manifest: SnapshotManifest = { v: 1, name, createdAtMs, formatVersion, reason };
     writeFileSync(join(temporary, 'snapshot.json'), `${JSON.stringify(manifest, null, 2)}\n`);
     for (const file of ['data.mdb', 'snapshot.json']) {

@@ -17,10 +17,16 @@ export const NORMALIZE_MODES: readonly NormalizeMode[] = ['none', 'whatwg'];
 /** Longest key, in UTF-8 bytes, that is accepted. URLs longer than this are rejected, not cut. */
 export const MAX_KEY_BYTES = 65_536;
 
-/** Returns the key for `url`, or undefined when it cannot be a key in this mode. */
-export function toKey(url: string, mode: NormalizeMode): string | undefined {
-  if (url.length === 0 || url.length > MAX_KEY_BYTES || !url.isWellFormed()) return undefined;
-  if (mode === 'none') return tooLong(url) ? undefined : url;
+/**
+ * Returns the key for `url`, or undefined when it cannot be a key in this mode. With
+ * `checkWellFormed` false, mode `none` leaves the lone-surrogate check to the hashing, which refuses
+ * such a key with INVALID_URL while encoding it (free for ASCII batches; `String.isWellFormed`
+ * costs about 100 ns per URL): only for callers that hash every key before writing anything.
+ */
+export function toKey(url: string, mode: NormalizeMode, checkWellFormed = true): string | undefined {
+  if (url.length === 0 || url.length > MAX_KEY_BYTES) return undefined;
+  if (mode === 'none') return (checkWellFormed && !url.isWellFormed()) || tooLong(url) ? undefined : url;
+  if (!url.isWellFormed()) return undefined;
   let href: string;
   try {
     href = new URL(url).href;
