@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { open } from 'lmdb';
@@ -137,6 +137,39 @@ describe('store API', () => {
     await rejectsWith(SeenStore.open(join(dir, 'missing'), { create: false }), 'NOT_FOUND');
   });
 
+  test('loading a large epoch lets its file pages go (RSS), and the store keeps working, also with a commit still being flushed', async () => {
+    const dir = tempDir();
+    const urls = allSharedUrls().slice(0, 20_000);
+    // 26M URLs at 1 %: a 36 MB first slice, over the 32 MB after which the map is released.
+    const plan = { capacityUrls: 26_000_000, fprTarget: 0.01 };
+    let store = await SeenStore.open(dir);
+    await store.scope('big', plan).add(urls.slice(0, 10_000));
+    await store.scope('other', plan).add(urls.slice(10_000));
+    await store.close();
+    store = await SeenStore.open(dir);
+    try {
+      const big = store.scope('big');
+      assert.ok(big.has(urls.slice(0, 10_000)).every(Boolean));
+      if (existsSync('/proc/self/smaps')) assert.ok(mappedStoreKb(dir) < 8 * 1024, `${mappedStoreKb(dir)} kB of the store still mapped`);
+      // A commit whose flush is pending, then another large load (lmdb-js closes the old handles later).
+      const pending = big.addIfAbsent(['https://after-release.example/1']);
+      assert.ok(store.scope('other').has(urls.slice(10_000)).every(Boolean));
+      assert.deepEqual(await pending, [true]);
+      assert.deepEqual(await store.scope('other').addIfAbsent(['https://after-release.example/2', urls[10_000]!]), [true, false]);
+      assert.deepEqual(big.has(['https://after-release.example/1', 'https://after-release.example/2']), [true, false]);
+      await store.snapshot('after');
+    } finally {
+      await store.close();
+    }
+    store = await SeenStore.open(dir);
+    try {
+      assert.deepEqual(store.scope('other').has(['https://after-release.example/2']), [true]);
+      assert.deepEqual((await store.verify()).damage, []);
+    } finally {
+      await store.close();
+    }
+  });
+
   test('a lone surrogate is refused on every path, wherever it sits; a real U+FFFD is a fine URL', async () => {
     const dir = tempDir();
     for (const hashThreads of [1, 2]) {
@@ -236,3 +269,14 @@ describe('store API', () => {
     await rejectsWith(SeenStore.open(foreign), 'STORE_CORRUPT');
   });
 });
+
+/** Resident kB of this process's mappings of the store's data file (from /proc/self/smaps). */
+function mappedStoreKb(dir: string): number {
+  let inStore = false;
+  let kb = 0;
+  for (const line of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) inStore = line.endsWith(join(dir, 'data.mdb'));
+    else if (inStore && line.startsWith('Rss:')) kb += Number(/(\d+)/.exec(line)![1]);
+  }
+  return kb;
+}
