@@ -85,17 +85,33 @@ function perUrl(insert: readonly string[], query: readonly string[], test: (url:
   return { addsPerSec: insert.length / addSeconds, queriesPerSec: query.length / querySeconds, fpr: positives / query.length, added };
 }
 
+interface DurableOptions {
+  readonly hashThreads?: number;
+  readonly strategy?: string;
+  /**
+   * Batches submitted before the oldest is awaited (default 1: each awaited before the next, as
+   * the targets are measured). 2 is a crawler with more than one batch of links on the way: the
+   * next batch is decided while the previous one's commit is flushed, as filter-new does.
+   */
+  readonly inFlight?: number;
+}
+
 /** The product: durable addIfAbsent in batches (journal committed and synced per batch). */
-async function durable(insert: readonly string[], query: readonly string[], hashThreads: number): Promise<Omit<Figures, 'contender' | 'peakRssMB'>> {
+async function durable(insert: readonly string[], query: readonly string[], options: DurableOptions = {}): Promise<Omit<Figures, 'contender' | 'peakRssMB'>> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-seenstore-'));
-  const store = await SeenStore.open(dir, { hashThreads });
-  const scope = store.scope('bench', { capacityUrls: insert.length, fprTarget: FPR });
+  const store = await SeenStore.open(dir, { hashThreads: options.hashThreads ?? 1 });
+  const scope = store.scope('bench', { capacityUrls: insert.length, fprTarget: FPR, strategy: options.strategy ?? 'classic' });
   let added = 0;
+  const inFlight: Promise<boolean[]>[] = [];
+  const settleOldest = async (): Promise<void> => {
+    for (const isNew of await inFlight.shift()!) if (isNew) added++;
+  };
   let start = process.hrtime.bigint();
   for (let i = 0; i < insert.length; i += BATCH) {
-    const answers = await scope.addIfAbsent(insert.slice(i, i + BATCH));
-    for (const isNew of answers) if (isNew) added++;
+    inFlight.push(scope.addIfAbsent(insert.slice(i, i + BATCH)));
+    if (inFlight.length >= (options.inFlight ?? 1)) await settleOldest();
   }
+  while (inFlight.length > 0) await settleOldest();
   const addSeconds = seconds(start);
   start = process.hrtime.bigint();
   let positives = 0;
@@ -109,9 +125,13 @@ async function durable(insert: readonly string[], query: readonly string[], hash
 }
 
 const contenders: Record<string, Run> = {
-  'seenstore-durable': (insert, query) => durable(insert, query, 1),
+  'seenstore-durable': (insert, query) => durable(insert, query),
   /** The same with hashing on 2 threads (SeenStoreOptions.hashThreads). */
-  'seenstore-durable-2-threads': (insert, query) => durable(insert, query, 2),
+  'seenstore-durable-2-threads': (insert, query) => durable(insert, query, { hashThreads: 2 }),
+  /** The same with two batches in flight (decide the next while the previous commit is flushed). */
+  'seenstore-durable-2-in-flight': (insert, query) => durable(insert, query, { inFlight: 2 }),
+  /** The same, one awaited at a time, with the blocked layout (one cache line per URL). */
+  'seenstore-durable-blocked': (insert, query) => durable(insert, query, { strategy: 'blocked' }),
 
   /** The reference: seenstore's own filter and hash, same geometry as the store's, in memory only. */
   async 'seenstore-memory'(insert, query) {
