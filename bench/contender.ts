@@ -246,8 +246,8 @@ async function scale(mode: string, dir: string, capacity: number, count: number)
   const store = await SeenStore.open(dir);
   const [seen] = store.scope('scale').has([syntheticUrl(0)]);
   const openSeconds = seconds(start);
-  const filterBytes = store.scope('scale').epoch(1).sliceDetails.reduce((sum, slice) => sum + (slice.mBits / 8) * slice.filters, 0);
   const rssMB = process.memoryUsage().rss / 2 ** 20;
+  const filterBytes = store.scope('scale').epoch(1).sliceDetails.reduce((sum, slice) => sum + (slice.mBits / 8) * slice.filters, 0);
   const journalRecords = store.scope('scale').epoch(1).journalRecords;
   process.stdout.write(`${JSON.stringify({ openSeconds, seen, filterMB: filterBytes / 2 ** 20, rssMB, peakRssMB: peakRss(), journalRecords })}\n`);
   process.exit(0);

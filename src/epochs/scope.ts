@@ -7,6 +7,7 @@ import { keyCount, isUtf8Keys, keyStrings, sliceKeys, type Keys, type Utf8Keys, 
 import type { StoreEnv } from '../store/env.js';
 import { EpochFilters, type CheckpointOutcome, type SliceSummary } from '../store/epoch-filters.js';
 import type { EpochHeader, SizingDecision } from '../store/records.js';
+import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
 import { epochUsage } from '../store/usage.js';
 import { firstInvalidUtf8Key, toKey, type NormalizeMode } from '../url/normalize.js';
 import { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET, checkPlan, ensureScope, type EpochPlan } from './create.js';
@@ -614,6 +615,8 @@ export class Scope {
   /** Stats of an epoch: live from its filters when loaded and open, else from the sealed header. */
   #stats(header: EpochHeader, loaded: EpochFilters | undefined): EpochStats {
     const usage = epochUsage(this.#ctx.env, header);
+    // Reading each chunk's key maps its first page (LMDB reads an overflow value's header): let them go.
+    if (usage.chunks * CHUNK_PAYLOAD_BYTES >= RELEASE_MAP_AFTER_BYTES) this.#ctx.env.releaseMappedPages();
     const live = loaded?.summary();
     const final = header.final;
     return {

@@ -44,8 +44,8 @@ export class StoreEnv {
   #handles!: { root: RootDatabase; meta: Database<Buffer, Key>; chunks: Database<Buffer, Key>; journal: Database<Buffer, Key> };
   /** Earlier handles being closed (releaseMappedPages); close() waits for them. */
   readonly #closing: Promise<void>[] = [];
-  /** Operations that await while using the handles (backups): the handles must not change meanwhile. */
-  #asyncUsers = 0;
+  /** Write transactions and awaited operations (backups) using the handles: they must not change meanwhile. */
+  #busy = 0;
   #closed = false;
 
   private constructor(dir: string, root: RootDatabase, mapSizeBytes: number, anyFormat: boolean) {
@@ -94,7 +94,7 @@ export class StoreEnv {
    * the next release. Call between operations (no transaction open, no iterator live).
    */
   releaseMappedPages(): void {
-    if (this.#closed || this.#asyncUsers > 0) return;
+    if (this.#closed || this.#busy > 0) return;
     const old = this.#handles.root;
     this.#closing.push(old.close().catch(() => undefined));
     this.#attach(StoreEnv.#openRoot(this.dir, this.#mapSizeBytes));
@@ -102,11 +102,11 @@ export class StoreEnv {
 
   /** LMDB's compacting copy of the store into `dir` (one read transaction). */
   async backup(dir: string): Promise<void> {
-    this.#asyncUsers++;
+    this.#busy++;
     try {
       await this.root.backup(dir, true);
     } finally {
-      this.#asyncUsers--;
+      this.#busy--;
     }
   }
 
@@ -251,6 +251,7 @@ export class StoreEnv {
 
   /** Runs `action` in one synchronous, durable LMDB write transaction (serialised across processes). */
   write<T>(action: () => T): T {
+    this.#busy++;
     try {
       return this.root.transactionSync(action);
     } catch (error) {
@@ -259,6 +260,8 @@ export class StoreEnv {
         throw new SeenStoreError('STORE_FULL', `the disk holding ${this.dir} is full (${(error as Error).message})`, { cause: error });
       }
       throw error;
+    } finally {
+      this.#busy--;
     }
   }
 
