@@ -24,8 +24,10 @@ describe('several processes, one store', () => {
   test('two filter-new processes on overlapping inputs: each URL printed exactly once across both', async () => {
     const dir = tempDir();
     const urls = allSharedUrls();
-    const a = shuffled(urls.slice(0, 32_000), 1);
-    const b = shuffled(urls.slice(16_000), 2);
+    // Both get every URL, in different orders: they contend from their first batch to their last
+    // (half-overlapping inputs let the faster process finish the shared part alone).
+    const a = shuffled(urls, 1);
+    const b = shuffled(urls, 2);
     const fileA = join(dir, 'a.txt');
     const fileB = join(dir, 'b.txt');
     writeFileSync(fileA, `${a.join('\n')}\n`);
@@ -40,9 +42,8 @@ describe('several processes, one store', () => {
     assert.equal(union.size, printedA.length + printedB.length, 'a URL was printed twice');
     // With FPR 1e-9 no URL is wrongly skipped: the union is every distinct input URL.
     assert.equal(union.size, urls.length);
-    // The overlap really was contended: both processes printed some of the shared URLs.
-    const shared = new Set(urls.slice(16_000, 32_000));
-    assert.ok(printedA.some((url) => shared.has(url)) && printedB.some((url) => shared.has(url)));
+    // The overlap really was contended: each process printed a good share.
+    assert.ok(Math.min(printedA.length, printedB.length) > urls.length / 10, `printed ${printedA.length} and ${printedB.length}`);
   });
 
   test('concurrent checkpoints of two writers never lose bits', async () => {

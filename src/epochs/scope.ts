@@ -463,7 +463,8 @@ export class Scope {
         words = new Uint32Array(2 * partCount * epoch.filterCount);
         await epoch.hashKeysOn(this.#ctx.pool, part, words);
       }
-      const partAnswers = answers === undefined ? undefined : new Array<boolean>(partCount);
+      // One part (the usual call): its answers are the call's.
+      const partAnswers = answers === undefined || partCount === count ? answers : new Array<boolean>(partCount);
       try {
         added += epoch.addBatch(part, words, partAnswers, () => this.#expectOpen(epoch));
       } catch (error) {
@@ -476,7 +477,7 @@ export class Scope {
         epoch = next;
         continue;
       }
-      if (answers !== undefined) for (let i = 0; i < partCount; i++) answers[start + i] = partAnswers![i]!;
+      if (answers !== undefined && partAnswers !== answers) for (let i = 0; i < partCount; i++) answers[start + i] = partAnswers![i]!;
       start += partCount;
     }
     await this.#ctx.env.flushed();
@@ -572,9 +573,10 @@ export class Scope {
    * `hashedWhole`, the caller hashes all of the call's keys before it writes anything, and the
    * hashing refuses a lone surrogate (toKey's checkWellFormed): reads, and writes of one part.
    */
-  #keys(urls: readonly string[], mode: NormalizeMode, hashedWhole = false): string[] {
+  #keys(urls: readonly string[], mode: NormalizeMode, hashedWhole = false): readonly string[] {
     if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
-    const keys = new Array<string>(urls.length);
+    // In mode `none` every key is its URL: the caller's array serves, no copy per call.
+    const keys = mode === 'none' ? undefined : new Array<string>(urls.length);
     for (let i = 0; i < urls.length; i++) {
       const url = urls[i];
       if (typeof url !== 'string') throw new TypeError(`urls[${i}] is not a string`);
@@ -582,9 +584,9 @@ export class Scope {
       if (key === undefined) {
         throw new SeenStoreError('INVALID_URL', `urls[${i}] is not a usable URL (empty, ill-formed UTF-16, over 64 KiB${mode === 'whatwg' ? ', or not an absolute URL' : ''})`);
       }
-      keys[i] = key;
+      if (keys !== undefined) keys[i] = key;
     }
-    return keys;
+    return keys ?? urls;
   }
 
   /** A reused word buffer for one batch: no allocation per URL. */

@@ -98,6 +98,8 @@ export class EpochFilters {
   #mergedSliceAdded: number[] = [];
   #journalBytesSinceCheckpoint = 0;
   #chunkBytesRead = 0;
+  /** Reused bytes of the journal record being written. */
+  #recordBytes = Buffer.alloc(0);
   #poisoned = false;
   #record = new Uint32Array(0);
 
@@ -521,7 +523,9 @@ export class EpochFilters {
     const seq = this.#appliedSeq + 1;
     const { scope, epoch } = this.#header;
     const filterCount = this.#slices[slice]!.filters.length;
-    const value = encodeJournalRecord(this.#hash, slice, submitted, filterCount, this.#record, added);
+    if (this.#recordBytes.length < JOURNAL_HEADER_BYTES + 8 * filterCount * added) this.#recordBytes = Buffer.allocUnsafe(JOURNAL_HEADER_BYTES + this.#record.byteLength);
+    // LMDB copies the value into the transaction's pages: the scratch is free again after the put.
+    const value = encodeJournalRecord(this.#hash, slice, submitted, filterCount, this.#record, added, this.#recordBytes);
     this.#env.journalDb.putSync(journalKey(scope, epoch, seq), value);
     this.#appliedSeq = seq;
     this.#counts = { submitted: this.#counts.submitted + submitted, added: this.#counts.added + added };

@@ -55,6 +55,10 @@ export function encodeCountingRecord(
   return encodeRecord(hash, COUNTING_RECORD_VERSION, filterCount, slice, entries, ((op === 'delete' ? DELETE_BIT : 0) | changed) >>> 0, words, entries);
 }
 
+/**
+ * A Bloom-filter record. With `scratch` large enough, the record is written into it (a view of it
+ * is returned), so a writer that puts the record before encoding the next allocates nothing.
+ */
 export function encodeJournalRecord(
   hash: XxHash,
   slice: number,
@@ -62,14 +66,16 @@ export function encodeJournalRecord(
   filterCount: number,
   words: Uint32Array,
   added: number,
+  scratch?: Buffer,
 ): Buffer {
-  return encodeRecord(hash, JOURNAL_RECORD_VERSION, filterCount, slice, submitted, added, words, added);
+  return encodeRecord(hash, JOURNAL_RECORD_VERSION, filterCount, slice, submitted, added, words, added, scratch);
 }
 
 /** The 16-byte header (the two u32 fields as the record version defines them), then `entries` URLs' hashes. */
-function encodeRecord(hash: XxHash, version: number, filterCount: number, slice: number, word4: number, word8: number, words: Uint32Array, entries: number): Buffer {
+function encodeRecord(hash: XxHash, version: number, filterCount: number, slice: number, word4: number, word8: number, words: Uint32Array, entries: number, scratch?: Buffer): Buffer {
   const hashBytes = entries * filterCount * 8;
-  const value = Buffer.allocUnsafe(JOURNAL_HEADER_BYTES + hashBytes);
+  const length = JOURNAL_HEADER_BYTES + hashBytes;
+  const value = scratch !== undefined && scratch.length >= length ? scratch.subarray(0, length) : Buffer.allocUnsafe(length);
   const payload = new Uint8Array(words.buffer, words.byteOffset, hashBytes);
   value.writeUInt8(version, 0);
   value.writeUInt8(filterCount, 1);
