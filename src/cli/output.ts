@@ -19,16 +19,15 @@ export async function writeAll(stream: Writable, text: string | Uint8Array): Pro
   });
 }
 
-/** Runs shorter than this are copied byte by byte rather than through a typed-array view. */
-const SHORT_COPY_BYTES = 64;
-
 /**
- * The selected lines of a UTF-8 batch, each followed by a newline, as one buffer. Consecutive
- * selected lines separated by a bare newline in the batch are copied as one run.
+ * The selected lines of a UTF-8 batch, each followed by a newline, compacted in place to the
+ * front of the batch's own buffer, which is returned (a view): no allocation, whatever the
+ * selection. Consecutive selected lines separated by a bare newline move as one run. Output never
+ * overtakes input (each line keeps at least its separator's byte), so the move is safe; the batch's
+ * bytes are overwritten, so call it last.
  */
-export function selectedLines(batch: Utf8Keys, selected: readonly boolean[]): Buffer {
+export function compactSelectedLines(batch: Utf8Keys, selected: readonly boolean[]): Uint8Array {
   const { bytes, ranges, count } = batch;
-  const out = Buffer.allocUnsafe(bytes.length + count);
   let n = 0;
   for (let i = 0; i < count; ) {
     if (!selected[i]) {
@@ -38,15 +37,11 @@ export function selectedLines(batch: Utf8Keys, selected: readonly boolean[]): Bu
     const start = ranges[2 * i]!;
     let end = ranges[2 * i + 1]!;
     for (i++; i < count && selected[i] && ranges[2 * i] === end + 1; i++) end = ranges[2 * i + 1]!;
-    if (end - start < SHORT_COPY_BYTES) {
-      for (let b = start; b < end; b++) out[n++] = bytes[b]!;
-    } else {
-      out.set(bytes.subarray(start, end), n);
-      n += end - start;
-    }
-    out[n++] = 0x0a;
+    if (n !== start) bytes.copyWithin(n, start, end);
+    n += end - start;
+    bytes[n++] = 0x0a;
   }
-  return out.subarray(0, n);
+  return bytes.subarray(0, n);
 }
 
 /** A line on stderr that rewrites itself, only when stderr is a terminal. */

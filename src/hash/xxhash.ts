@@ -180,10 +180,10 @@ export class XxHash {
       const hashes = new Uint32Array(this.#memory.buffer, hashesAt, 2 * count);
       for (let s = 0; s < seeds.length; s++) {
         this.#hashRangesShim(rangesAt, count, seeds[s]!, hashesAt);
-        const to0 = (start - from) * stride + at + 2 * s;
+        const first = (start - from) * stride + at + 2 * s;
         for (let i = 0; i < count; i++) {
-          out[to0 + i * stride] = hashes[2 * i]!;
-          out[to0 + i * stride + 1] = hashes[2 * i + 1]!;
+          out[first + i * stride] = hashes[2 * i]!;
+          out[first + i * stride + 1] = hashes[2 * i + 1]!;
         }
       }
       start = end;

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { batchOptions, openStore, pinnedEpoch, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
 import { forEachBatch, forEachUtf8Batch, openInput, type InputCounts } from '../input.js';
-import { Progress, formatCount, selectedLines, writeAll } from '../output.js';
+import { Progress, formatCount, compactSelectedLines, writeAll } from '../output.js';
 
 type Options = GlobalOptions & InputOptions & PlanOptions & { readonly epoch?: string };
 
@@ -28,7 +28,7 @@ export async function filterNew(file: string | undefined, command: Command): Pro
         const answers = await scope.addIfAbsentUtf8(lines, pin);
         await previous;
         for (const isNew of answers) if (isNew) printed++;
-        await writeAll(process.stdout, selectedLines(lines, answers));
+        await writeAll(process.stdout, compactSelectedLines(lines, answers));
         report();
       });
     } else {
