@@ -358,13 +358,7 @@ export class EpochFilters {
    * same operations on the same counters.
    */
   #decideCounting(keys: Keys, words: Uint32Array, answers: boolean[] | undefined): number {
-    const count = keyCount(keys);
-    let added = 0;
-    for (let start = 0; start < count; ) {
-      if (this.#grewForRoom()) {
-        words = this.#rehash(keys);
-        continue;
-      }
+    return this.#decideGrowing(keys, words, (hashes, start, count) => {
       const newest = this.#slices.length - 1;
       let room = this.#roomInNewest();
       const stride = 2 * this.#filterCount;
@@ -373,7 +367,7 @@ export class EpochFilters {
       let i = start;
       for (; i < count; i++) {
         const base = i * stride;
-        let home = this.#slices.findIndex((slice) => EpochFilters.#sliceHas(slice, words, base));
+        let home = this.#slices.findIndex((slice) => EpochFilters.#sliceHas(slice, hashes, base));
         if (home < 0) {
           if (room <= 0 && this.#slices.length < MAX_SLICES) break;
           home = newest;
@@ -382,17 +376,15 @@ export class EpochFilters {
         }
         const slice = this.#slices[home]!;
         const at = base + 2 * slice.offset;
-        const wasNew = slice.spectral!.add(words[at + 1]!, words[at]!, words[at + 3]!, words[at + 2]!);
+        const wasNew = slice.spectral!.add(hashes[at + 1]!, hashes[at]!, hashes[at + 3]!, hashes[at + 2]!);
         if (answers !== undefined) answers[i] = wasNew;
         routed[home]!.push(i);
       }
       routed.forEach((urls, j) => {
-        if (urls.length > 0) this.#appendCountingRecord('add', j, urls, j === newest ? fresh : 0, words);
+        if (urls.length > 0) this.#appendCountingRecord('add', j, urls, j === newest ? fresh : 0, hashes);
       });
-      added += fresh;
-      start = i;
-    }
-    return added;
+      return { consumed: i - start, fresh };
+    });
   }
 
   /**
@@ -466,6 +458,22 @@ export class EpochFilters {
 
   /** Decides every URL into journal records, starting a new slice whenever the newest one is full. */
   #decideAll(keys: Keys, words: Uint32Array, answers: boolean[] | undefined): number {
+    return this.#decideGrowing(keys, words, (hashes, start, count) => {
+      const newest = this.#slices.length - 1;
+      const room = this.#roomInNewest();
+      const decided = this.#decide(hashes, start, count, room <= 0 ? Infinity : room, answers);
+      this.#appendRecord(newest, decided.consumed, decided.fresh);
+      return decided;
+    });
+  }
+
+  /**
+   * Runs `step` from the first URL until every URL is decided; before each step, when the newest
+   * slice is full and the epoch may grow, appends a slice and rehashes the keys for it. A step
+   * decides URLs from `start` (stopping when the newest slice fills) and says how many it took and
+   * how many were new.
+   */
+  #decideGrowing(keys: Keys, words: Uint32Array, step: (words: Uint32Array, start: number, count: number) => { consumed: number; fresh: number }): number {
     const count = keyCount(keys);
     let added = 0;
     for (let start = 0; start < count; ) {
@@ -473,10 +481,7 @@ export class EpochFilters {
         words = this.#rehash(keys);
         continue;
       }
-      const newest = this.#slices.length - 1;
-      const room = this.#roomInNewest();
-      const { consumed, fresh } = this.#decide(words, start, count, room <= 0 ? Infinity : room, answers);
-      this.#appendRecord(newest, consumed, fresh);
+      const { consumed, fresh } = step(words, start, count);
       added += fresh;
       start += consumed;
     }
