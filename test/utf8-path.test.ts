@@ -139,6 +139,11 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
       assert.deepEqual(await scope.addIfAbsentUtf8(asLines(['HTTPS://Example.COM:443/a/../b'])), [true]);
       assert.deepEqual(scope.has(['https://example.com/b']), [true]);
       const plain = store.scope('p');
+      for (const bad of [null, 42, {}, { bytes: Buffer.from('a'), ranges: [0, 1], count: 1 }, { bytes: Buffer.from('a'), ranges: Uint32Array.from([0, 1]), count: 2 }]) {
+        await assert.rejects(plain.addIfAbsentUtf8(bad as unknown as Utf8Keys), TypeError);
+      }
+      await assert.rejects(plain.addIfAbsent(42 as unknown as string[]), TypeError);
+      await assert.rejects(plain.add({ count: 1 } as unknown as string[]), TypeError);
       await assert.rejects(
         plain.addIfAbsentUtf8({ bytes: Buffer.from('good\n\xff'), ranges: Uint32Array.from([0, 4, 5, 6]), count: 2 }),
         (error: unknown) => error instanceof SeenStoreError && error.code === 'INVALID_URL',

@@ -194,6 +194,7 @@ export class Scope {
    * process rotates the scope meanwhile, the rest of the call goes to the new epoch.
    */
   async addIfAbsent(urls: readonly string[], options: AddOptions = {}): Promise<boolean[]> {
+    if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
     const answers = new Array<boolean>(urls.length);
     await this.#add(urls, answers, options);
     return answers;
@@ -207,6 +208,9 @@ export class Scope {
    * The buffers must not change until the promise settles.
    */
   async addIfAbsentUtf8(urls: Utf8Keys, options: AddOptions = {}): Promise<boolean[]> {
+    const shaped = typeof urls === 'object' && urls !== null && urls.bytes instanceof Uint8Array && urls.ranges instanceof Uint32Array &&
+      Number.isSafeInteger(urls.count) && urls.count >= 0 && urls.ranges.length >= 2 * urls.count;
+    if (!shaped) throw new TypeError('urls must be { bytes: Uint8Array, ranges: Uint32Array (a start and an end per URL), count }');
     const answers = new Array<boolean>(urls.count);
     await this.#add(urls, answers, options);
     return answers;
@@ -214,6 +218,7 @@ export class Scope {
 
   /** Records the URLs; resolves with counts once durable. */
   async add(urls: readonly string[], options: AddOptions = {}): Promise<AddSummary> {
+    if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
     const added = await this.#add(urls, undefined, options);
     return { submitted: urls.length, added };
   }
@@ -439,9 +444,9 @@ export class Scope {
     if (open !== undefined) await this.#runCheckpoint(open);
   }
 
+  /** `urls`: an array (addIfAbsent and add check) or UTF-8 keys of the right shape (addIfAbsentUtf8 checks). */
   async #add(urls: Keys, answers: boolean[] | undefined, options: AddOptions): Promise<number> {
     this.#ctx.assertOpen();
-    if (!isUtf8Keys(urls) && !Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
     if (keyCount(urls) === 0) return 0;
     let epoch = this.#open(true)!;
     if (options.epoch !== undefined && options.epoch !== epoch.header.epoch) {

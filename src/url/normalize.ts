@@ -38,15 +38,13 @@ export function toKey(url: string, mode: NormalizeMode, checkWellFormed = true):
 
 /**
  * Index of the first UTF-8 key that cannot be a key in mode `none` (empty, over MAX_KEY_BYTES, not
- * valid UTF-8, out of order or out of bounds), or -1 when all can. One native UTF-8 check covers
+ * valid UTF-8, out of order or out of bounds), or -1 when all can. The batch's shape (typed arrays,
+ * two ranges per key) is the caller's to check. One native UTF-8 check covers
  * the whole span when it is valid; a key is then valid when it starts and ends on character
  * boundaries. No allocation per key unless the span holds invalid bytes somewhere.
  */
 export function firstInvalidUtf8Key(keys: Utf8Keys): number {
   const { bytes, ranges, count } = keys;
-  if (!(bytes instanceof Uint8Array) || !(ranges instanceof Uint32Array) || !Number.isSafeInteger(count) || count < 0 || ranges.length < 2 * count) {
-    return count > 0 ? 0 : -1;
-  }
   if (count === 0) return -1;
   const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
   let previousEnd = 0;
