@@ -75,34 +75,6 @@ describe('Bloom filters on real URLs', () => {
     });
   }
 
-  test('addAll (journal replay, positions grouped by stretch) sets exactly the bits of add one by one', () => {
-    let state = 0x9e3779b9;
-    const rand32 = (): number => {
-      state ^= state << 13;
-      state ^= state >>> 17;
-      state ^= state << 5;
-      return state >>> 0;
-    };
-    // Sizes around the 2^19-bit stretches and the 2^26 modulus boundary; counts below and above
-    // the grouping threshold; two filters interleaved in the words (stride 4), as a spatial slice.
-    for (const layout of ['classic', 'blocked'] as const) {
-      for (const mBits of [512, 2 ** 19, 2 ** 19 + 512, 3_000_064 - (3_000_064 % 512), 2 ** 26 + 1024]) {
-        for (const count of [1, 300, 20_000]) {
-          const words = Uint32Array.from({ length: 4 * count }, rand32);
-          for (const at of [0, 2]) {
-            const one = new BloomFilter({ layout, mBits, k: 7 }, { regionBytes: 65_472 - (65_472 % 64) });
-            const all = new BloomFilter({ layout, mBits, k: 7 }, { regionBytes: 65_472 - (65_472 % 64) });
-            for (let i = 0; i < count; i++) one.add(words[4 * i + at + 1]!, words[4 * i + at]!);
-            all.addAll(words, count, 4, at);
-            assert.ok(Buffer.from(all.bytes).equals(Buffer.from(one.bytes)), `${layout} m=${mBits} n=${count} at=${at}`);
-            assert.equal(all.onesBits, one.onesBits);
-            assert.deepEqual(all.dirtyRegions(), one.dirtyRegions());
-          }
-        }
-      }
-    }
-  });
-
   test('add reports absent exactly for URLs not yet added (a tiny FPR makes this exact)', () => {
     const { add } = filled('classic', [], inserted.length * 2, 1e-9);
     for (const url of inserted) assert.equal(add(url), true);

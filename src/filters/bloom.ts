@@ -38,11 +38,6 @@ export interface StoredFilter {
   readonly currentFpr: number;
 }
 
-/** addAll groups positions by stretches of 2^GROUP_SHIFT bits (64 KB of the array). */
-const GROUP_SHIFT = 19;
-/** Below this many positions addAll adds one hash at a time (grouping would not pay). */
-const GROUPED_ADD_MIN_POSITIONS = 4096;
-
 /**
  * A seeded Bloom filter over a byte array, keyed by precomputed 64-bit hashes (hi, lo halves).
  * Bit p is bit (p mod 8) of byte floor(p / 8), least significant bit first. Pure: no I/O.
@@ -54,9 +49,6 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
   #onesBits = 0;
   /** Aligned copy of a stored region being ORed in. */
   #scratch = new Uint8Array(0);
-  /** addAll's positions, and the same grouped by stretch of the array. */
-  #positions = new Uint32Array(0);
-  #grouped = new Uint32Array(0);
 
   constructor(geometry: FilterGeometry, options: BloomFilterOptions = {}) {
     const { mBits, k, layout } = geometry;
@@ -101,61 +93,6 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
   /** Sets every position of the hash; true when at least one was clear (the URL was absent). */
   add(hi: number, lo: number): boolean {
     return this.geometry.layout === 'classic' ? this.#addClassic(hi, lo) : this.#addBlocked(hi, lo);
-  }
-
-  /**
-   * Adds `count` hashes at once (journal replay): hash i is words[i * stride + at] (low half) and
-   * the next word (high half). The same bits as add() one by one, but for a classic filter the
-   * positions are first grouped by 64 KB stretch of the array, so the bit sets of one stretch run
-   * together in cache instead of costing k random memory accesses per hash.
-   */
-  addAll(words: Uint32Array, count: number, stride: number, at: number): void {
-    const { mBits: m, k, layout } = this.geometry;
-    const total = count * k;
-    if (layout !== 'classic' || m > 2 ** 32 || total < GROUPED_ADD_MIN_POSITIONS) {
-      for (let i = 0; i < count; i++) this.add(words[i * stride + at + 1]!, words[i * stride + at]!);
-      return;
-    }
-    if (this.#positions.length < total) {
-      this.#positions = new Uint32Array(total);
-      this.#grouped = new Uint32Array(total);
-    }
-    const positions = this.#positions;
-    const grouped = this.#grouped;
-    const starts = new Uint32Array(Math.ceil(m / 2 ** GROUP_SHIFT) + 1);
-    let n = 0;
-    for (let i = 0; i < count; i++) {
-      const hi = words[i * stride + at + 1]!;
-      const step = kmStep(m, hi);
-      let p = this.#modulus.reduce(hi, words[i * stride + at]!);
-      for (let j = 0; j < k; j++) {
-        positions[n++] = p;
-        starts[(p >>> GROUP_SHIFT) + 1]!++;
-        p += step;
-        if (p >= m) p -= m;
-      }
-    }
-    for (let g = 1; g < starts.length; g++) starts[g]! += starts[g - 1]!;
-    for (let q = 0; q < total; q++) {
-      const p = positions[q]!;
-      grouped[starts[p >>> GROUP_SHIFT]!++] = p;
-    }
-    const bytes = this.bytes;
-    const dirty = this.dirty;
-    const regionBytes = this.regionBytes;
-    let setBits = 0;
-    for (let q = 0; q < total; q++) {
-      const p = grouped[q]!;
-      const byte = p >>> 3;
-      const mask = 1 << (p & 7);
-      const old = bytes[byte]!;
-      if ((old & mask) === 0) {
-        bytes[byte] = old | mask;
-        dirty[Math.floor(byte / regionBytes)] = 1;
-        setBits++;
-      }
-    }
-    this.#onesBits += setBits;
   }
 
   #hasClassic(hi: number, lo: number): boolean {

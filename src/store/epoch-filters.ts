@@ -851,7 +851,10 @@ export class EpochFilters {
 
   #apply(slice: Slice, words: Uint32Array, count: number): void {
     const filters = slice.bloom;
-    for (let f = 0; f < filters.length; f++) filters[f]!.addAll(words, count, 2 * filters.length, 2 * f);
+    const stride = 2 * filters.length;
+    for (let i = 0; i < count; i++) {
+      for (let f = 0; f < filters.length; f++) filters[f]!.add(words[i * stride + 2 * f + 1]!, words[i * stride + 2 * f]!);
+    }
   }
 
   #applyCounting(spectral: SpectralFilter, op: 'add' | 'delete', words: Uint32Array, count: number): void {
