@@ -165,6 +165,7 @@ describe('store API', () => {
     try {
       assert.deepEqual(store.scope('other').has(['https://after-release.example/2']), [true]);
       assert.deepEqual((await store.verify()).damage, []);
+      if (existsSync('/proc/self/smaps')) assert.ok(mappedStoreKb(dir) < 8 * 1024, `${mappedStoreKb(dir)} kB of the store still mapped after verify`);
     } finally {
       await store.close();
     }

@@ -180,7 +180,12 @@ export class SeenStore {
    */
   verify(): VerifyReport {
     this.#ctx.assertOpen();
-    return verifyStore(this.#env, this.#ctx.hash);
+    try {
+      return verifyStore(this.#env, this.#ctx.hash);
+    } finally {
+      // Verifying read every page of the store through the map: let them leave the RSS.
+      this.#env.releaseMappedPages();
+    }
   }
 
   /**
