@@ -399,7 +399,12 @@ export class Scope {
         `epoch ${this.name}/${epoch} is sealed and never changes; merge into the open epoch ${open.header.epoch}, or merge the files with --out and import the result`,
       );
     }
-    return mergeIntoEpoch(this.#ctx.hash, open, paths, () => this.#expectOpen(open));
+    try {
+      return mergeIntoEpoch(this.#ctx.hash, open, paths, () => this.#expectOpen(open));
+    } finally {
+      // The merge read every stored chunk of the epoch through the map: let them leave the RSS.
+      this.#ctx.env.releaseMappedPages();
+    }
   }
 
   /** Drops old sealed epochs (see PruneOptions); returns what was dropped. */
