@@ -331,24 +331,37 @@ export class EpochFilters {
    * records are committed and synced; answers[i] is true for URLs that were new.
    */
   addBatch(keys: Keys, words: Uint32Array, answers: boolean[] | undefined, expectOpen: () => void): number {
-    let added = 0;
+    const added = this.#writeBatch(keys, words, expectOpen, 'adding a batch to', (hashes) =>
+      this.counting ? this.#decideCounting(keys, hashes, answers) : this.#decideAll(keys, hashes, answers),
+    );
+    faultPoint('add:after-commit');
+    return added;
+  }
+
+  /**
+   * One batch's write transaction: the epoch must still be open (`expectOpen`), the copy is caught
+   * up first (rehashing the keys when another process added a slice), then `change` decides and
+   * journals. If anything fails after the copy was touched, it is poisoned and reloaded before its
+   * next use, so bits of an uncommitted batch never stay in memory.
+   */
+  #writeBatch(keys: Keys, words: Uint32Array, expectOpen: () => void, doing: string, change: (words: Uint32Array) => number): number {
+    let result = 0;
     let touched = false;
     try {
       this.#env.write(() => {
         expectOpen();
         const hashedFor = this.#filterCount;
         this.catchUp();
-        if (this.#filterCount !== hashedFor) words = this.#rehash(keys);
+        const hashes = this.#filterCount === hashedFor ? words : this.#rehash(keys);
         touched = true;
-        added = this.counting ? this.#decideCounting(keys, words, answers) : this.#decideAll(keys, words, answers);
+        result = change(hashes);
         faultPoint('add:before-commit');
       });
     } catch (error) {
       if (touched) this.#poisoned = true;
-      throw asStoreError(error, `adding a batch to ${this.#header.scope}/${this.#header.epoch}`);
+      throw asStoreError(error, `${doing} ${this.#header.scope}/${this.#header.epoch}`);
     }
-    faultPoint('add:after-commit');
-    return added;
+    return result;
   }
 
   /**
@@ -393,37 +406,25 @@ export class EpochFilters {
    * were deleted.
    */
   deleteBatch(keys: readonly string[], words: Uint32Array, expectOpen: () => void): number {
-    let deleted = 0;
-    let touched = false;
-    try {
-      this.#env.write(() => {
-        expectOpen();
-        const hashedFor = this.#filterCount;
-        this.catchUp();
-        if (this.#filterCount !== hashedFor) words = this.#rehash(keys);
-        touched = true;
-        const stride = 2 * this.#filterCount;
-        const routed: number[][] = this.#slices.map(() => []);
-        for (let i = 0; i < keys.length; i++) {
-          const base = i * stride;
-          const home = this.#slices.findIndex((slice) => EpochFilters.#sliceHas(slice, words, base));
-          if (home < 0) continue;
-          const slice = this.#slices[home]!;
-          const at = base + 2 * slice.offset;
-          slice.spectral!.delete(words[at + 1]!, words[at]!, words[at + 3]!, words[at + 2]!);
-          routed[home]!.push(i);
-          deleted++;
-        }
-        routed.forEach((urls, j) => {
-          if (urls.length > 0) this.#appendCountingRecord('delete', j, urls, urls.length, words);
-        });
-        faultPoint('add:before-commit');
+    return this.#writeBatch(keys, words, expectOpen, 'deleting from', (hashes) => {
+      let deleted = 0;
+      const stride = 2 * this.#filterCount;
+      const routed: number[][] = this.#slices.map(() => []);
+      for (let i = 0; i < keys.length; i++) {
+        const base = i * stride;
+        const home = this.#slices.findIndex((slice) => EpochFilters.#sliceHas(slice, hashes, base));
+        if (home < 0) continue;
+        const slice = this.#slices[home]!;
+        const at = base + 2 * slice.offset;
+        slice.spectral!.delete(hashes[at + 1]!, hashes[at]!, hashes[at + 3]!, hashes[at + 2]!);
+        routed[home]!.push(i);
+        deleted++;
+      }
+      routed.forEach((urls, j) => {
+        if (urls.length > 0) this.#appendCountingRecord('delete', j, urls, urls.length, hashes);
       });
-    } catch (error) {
-      if (touched) this.#poisoned = true;
-      throw asStoreError(error, `deleting from ${this.#header.scope}/${this.#header.epoch}`);
-    }
-    return deleted;
+      return deleted;
+    });
   }
 
   /** Journals URLs `urls` of `words` for slice `j` of a counting epoch (inside the write transaction). */
