@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { checkEncodedKeys, isUtf8Keys, keyCount, utf8Boundaries, type Keys, type Utf8Keys, type XxHash } from './xxhash.js';
+import { encodeKeys, isUtf8Keys, keyCount, type Keys, type Utf8Keys, type XxHash } from './xxhash.js';
 import type { HashJob } from './pool-worker.js';
 
 /** Below this many keys a batch is hashed on the calling thread: a hand-off costs ~0.1 ms. */
@@ -102,22 +102,12 @@ export class HashPool {
 
   /** UTF-8-encodes the batch into the shared buffer: one native write, boundaries as XxHash finds them. */
   #encode(keys: readonly string[]): Utf8Keys {
-    const joined = keys.join('');
-    const { bytes, ranges } = this.#reserve(3 * joined.length, keys.length);
-    const written = Buffer.from(this.#bytes).write(joined, 0, 'utf8');
+    let units = 0;
+    for (const key of keys) units += key.length;
+    const { bytes, ranges } = this.#reserve(3 * units, keys.length);
     if (this.#offsets.length < keys.length + 1) this.#offsets = new Uint32Array(2 * (keys.length + 1));
     const offsets = this.#offsets;
-    let end = 0;
-    if (written === joined.length) {
-      for (let i = 0; i < keys.length; i++) {
-        offsets[i] = end;
-        end += keys[i]!.length;
-      }
-    } else {
-      end = utf8Boundaries(keys, 0, keys.length, bytes, offsets);
-      checkEncodedKeys(keys, 0, keys.length, bytes, offsets, end);
-    }
-    offsets[keys.length] = end;
+    encodeKeys(keys, 0, keys.length, Buffer.from(this.#bytes), offsets);
     for (let i = 0; i < keys.length; i++) {
       ranges[2 * i] = offsets[i]!;
       ranges[2 * i + 1] = offsets[i + 1]!;

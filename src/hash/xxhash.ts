@@ -136,26 +136,10 @@ export class XxHash {
       count++;
     }
     this.#ensure(3 * chars);
-    const joined = count === keys.length ? keys.join('') : keys.slice(start, start + count).join('');
-    const written = this.#bytes.write(joined, 0, 'utf8');
-    let position = 0;
-    if (written === chars) {
-      for (let i = 0; i < count; i++) {
-        offsets[i] = position;
-        position += keys[start + i]!.length;
-      }
-    } else {
-      position = this.#boundaries(keys, start, count);
-      checkEncodedKeys(keys, start, count, this.#bytes, offsets, position);
-    }
-    offsets[count] = position;
+    const position = encodeKeys(keys, start, count, this.#bytes, offsets);
     this.#encodedCount = count;
     this.#encodedBytes = position;
     return count;
-  }
-
-  #boundaries(keys: readonly string[], start: number, count: number): number {
-    return utf8Boundaries(keys, start, count, this.#bytes, this.#offsets);
   }
 
   /**
@@ -228,6 +212,29 @@ export class XxHash {
 }
 
 /**
+ * UTF-8-encodes keys start..start+count back to back at the start of `target` (room for 3 bytes
+ * per UTF-16 unit) by one native write of the joined keys, and writes their boundaries to
+ * offsets[0..count]: from the UTF-16 lengths when all is ASCII, else from a walk over the bytes.
+ * Returns the bytes written. A key with a lone surrogate is refused (INVALID_URL).
+ */
+export function encodeKeys(keys: readonly string[], start: number, count: number, target: Buffer, offsets: Uint32Array): number {
+  const joined = start === 0 && count === keys.length ? keys.join('') : keys.slice(start, start + count).join('');
+  const written = target.write(joined, 0, 'utf8');
+  let end = 0;
+  if (written === joined.length) {
+    for (let i = 0; i < count; i++) {
+      offsets[i] = end;
+      end += keys[start + i]!.length;
+    }
+  } else {
+    end = utf8Boundaries(keys, start, count, target, offsets);
+    checkEncodedKeys(keys, start, count, target, offsets, end);
+  }
+  offsets[count] = end;
+  return end;
+}
+
+/**
  * Key boundaries in the UTF-8 `bytes` of keys start..start+count written back to back: each key
  * spans its UTF-16 length (a lead byte of 1-3 bytes encodes one UTF-16 unit, of 4 bytes a surrogate
  * pair). Writes offsets[0..count-1]; returns the end of the last key. A key ending in the first
@@ -256,7 +263,7 @@ export function utf8Boundaries(keys: readonly string[], start: number, count: nu
  * Refuses a key with a lone surrogate, which Buffer#write encodes as U+FFFD (EF BF BD): only keys
  * whose UTF-8 holds that sequence are checked, so a batch pays nothing unless one does.
  */
-export function checkEncodedKeys(keys: readonly string[], start: number, count: number, bytes: Uint8Array, offsets: Uint32Array, end: number): void {
+function checkEncodedKeys(keys: readonly string[], start: number, count: number, bytes: Uint8Array, offsets: Uint32Array, end: number): void {
   const written = bytes.subarray(0, end);
   let i = 0;
   for (let at = written.indexOf(0xef); at >= 0; at = written.indexOf(0xef, at + 1)) {
