@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { BloomFilter } from '../src/filters/bloom.js';
+import { regionReciprocal } from '../src/filters/regions.js';
 import { Modulus, blockedPositions, classicPositions, modFast, seedFromHex, MAX_FILTER_BITS } from '../src/hash/scheme.js';
 import { XxHash } from '../src/hash/xxhash.js';
 import { sharedUrls } from './helpers/data.js';
@@ -185,6 +186,48 @@ describe('hash scheme xxh64-km-v1', () => {
     const expected = (n * 8) / 64;
     for (const count of buckets) assert.ok(Math.abs(count - expected) < 6 * Math.sqrt(expected), `bucket ${count} vs ${expected}`);
     assert.ok(above32 > n * 8 * 0.45, `${above32} positions above 2^32`);
+  });
+
+  test('filters on either side of 2^31 bits (int32 and double arithmetic) set exactly the scheme\'s positions and dirty regions', () => {
+    const seed = seedFromHex('5eed5eed5eed5eed');
+    const regionBytes = 65_472;
+    for (const mBits of [2 ** 31 - 512, 2 ** 31, 512 * 1021]) {
+      for (const layout of ['classic', 'blocked'] as const) {
+        const filter = new BloomFilter({ layout, mBits, k: 8 }, { regionBytes });
+        const positions = new Float64Array(8);
+        const expectedBits = new Set<number>();
+        const expectedRegions = new Set<number>();
+        for (let i = 0; i < 3000; i++) {
+          const { hi, lo } = hashOf(`https://edge.example/${mBits}/${layout}/${i}`, seed);
+          if (layout === 'classic') classicPositions(new Modulus(mBits), 8, hi, lo, positions);
+          else blockedPositions(mBits / 512, 8, hi, lo, positions);
+          const fresh = [...positions].some((p) => !expectedBits.has(p));
+          assert.equal(filter.has(hi, lo), !fresh);
+          assert.equal(filter.add(hi, lo), fresh, `add of URL ${i} in a ${mBits}-bit ${layout} filter`);
+          assert.equal(filter.add(hi, lo), false);
+          assert.equal(filter.has(hi, lo), true);
+          for (const p of positions) {
+            if (fresh) expectedRegions.add(Math.floor(Math.floor(p / 8) / regionBytes));
+            expectedBits.add(p);
+          }
+        }
+        assert.equal(filter.onesBits, expectedBits.size);
+        for (const p of expectedBits) assert.ok((filter.bytes[Math.floor(p / 8)]! & (1 << (p % 8))) !== 0, `bit ${p} clear`);
+        if (layout === 'classic') assert.deepEqual(filter.dirtyRegions(), [...expectedRegions].sort((a, b) => a - b));
+      }
+    }
+  });
+
+  test('the region of a byte by multiplication equals the division, at every region boundary', () => {
+    for (const regionBytes of [64, 4096, 65_472, 65_536, 64_000_000]) {
+      const perByte = regionReciprocal(regionBytes);
+      for (let q = 0; q * regionBytes < 2 ** 31; q += regionBytes < 65_472 ? 997 : 1) {
+        for (const at of [q * regionBytes - 1, q * regionBytes, q * regionBytes + 1, q * regionBytes + regionBytes - 1]) {
+          if (at < 0 || at >= 2 ** 31) continue;
+          assert.equal((at * perByte) | 0, Math.floor(at / regionBytes), `byte ${at}, regions of ${regionBytes}`);
+        }
+      }
+    }
   });
 
   test('a real filter of more than 2^32 bits sets and finds bits beyond bit 2^32', () => {
