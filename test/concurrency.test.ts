@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
-import { runCli, runCrashChild } from './helpers/cli.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { collectCli, runCrashChild, spawnCli } from './helpers/cli.js';
 import { allSharedUrls, sharedUrls } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -20,6 +21,24 @@ function shuffled<T>(items: readonly T[], seed: number): T[] {
   return out;
 }
 
+/**
+ * Resolves once process `pid` has mapped the store's data file, i.e. has opened the store (Linux:
+ * /proc/PID/maps). Feeding two processes only then makes them contend from their first batch,
+ * however unequal their start-up times.
+ */
+async function storeOpened(pid: number, dir: string): Promise<void> {
+  const data = join(dir, 'data.mdb');
+  for (let waited = 0; waited < 30_000; waited += 10) {
+    try {
+      if (readFileSync(`/proc/${pid}/maps`, 'utf8').includes(data)) return;
+    } catch {
+      // not started yet, or already gone: keep polling until the deadline
+    }
+    await sleep(10);
+  }
+  throw new Error(`process ${pid} did not open the store at ${dir} within 30 s`);
+}
+
 describe('several processes, one store', () => {
   test('two filter-new processes on overlapping inputs: each URL printed exactly once across both', async () => {
     const dir = tempDir();
@@ -28,12 +47,15 @@ describe('several processes, one store', () => {
     // (half-overlapping inputs let the faster process finish the shared part alone).
     const a = shuffled(urls, 1);
     const b = shuffled(urls, 2);
-    const fileA = join(dir, 'a.txt');
-    const fileB = join(dir, 'b.txt');
-    writeFileSync(fileA, `${a.join('\n')}\n`);
-    writeFileSync(fileB, `${b.join('\n')}\n`);
-    const args = (file: string) => ['filter-new', '--store', dir, '--capacity', '200000', '--fpr', '1e-9', '--batch-size', '500', file];
-    const [outA, outB] = await Promise.all([runCli(args(fileA)), runCli(args(fileB))]);
+    // Both read stdin, fed only once both have the store open.
+    const args = ['filter-new', '--store', dir, '--capacity', '200000', '--fpr', '1e-9', '--batch-size', '500'];
+    const childA = spawnCli(args);
+    const childB = spawnCli(args);
+    const results = Promise.all([collectCli(childA), collectCli(childB)]);
+    await Promise.all([storeOpened(childA.pid!, dir), storeOpened(childB.pid!, dir)]);
+    childA.stdin!.end(`${a.join('\n')}\n`);
+    childB.stdin!.end(`${b.join('\n')}\n`);
+    const [outA, outB] = await results;
     assert.equal(outA.code, 0, outA.stderr);
     assert.equal(outB.code, 0, outB.stderr);
     const printedA = outA.stdout.split('\n').filter(Boolean);

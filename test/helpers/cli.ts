@@ -13,8 +13,14 @@ export interface CliResult {
 
 /** Runs the CLI to completion with `input` on stdin. */
 export function runCli(args: readonly string[], input: string | Buffer = '', env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  const child = spawnCli(args, env);
+  child.stdin!.end(input);
+  return collectCli(child);
+}
+
+/** What a spawned CLI prints and how it exits (its stdin is the caller's to feed and end). */
+export function collectCli(child: ChildProcess): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawnCli(args, env);
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout!.on('data', (chunk: Buffer) => out.push(chunk));
@@ -24,7 +30,6 @@ export function runCli(args: readonly string[], input: string | Buffer = '', env
       resolve({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }),
     );
     child.stdin!.on('error', () => undefined);
-    child.stdin!.end(input);
   });
 }
 
