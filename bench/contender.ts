@@ -88,12 +88,6 @@ function perUrl(insert: readonly string[], query: readonly string[], test: (url:
 interface DurableOptions {
   readonly hashThreads?: number;
   readonly strategy?: string;
-  /**
-   * Batches submitted before the oldest is awaited (default 1: each awaited before the next, as
-   * the targets are measured). 2 is a crawler with more than one batch of links on the way: the
-   * next batch is decided while the previous one's commit is flushed, as filter-new does.
-   */
-  readonly inFlight?: number;
 }
 
 /** The product: durable addIfAbsent in batches (journal committed and synced per batch). */
@@ -102,16 +96,10 @@ async function durable(insert: readonly string[], query: readonly string[], opti
   const store = await SeenStore.open(dir, { hashThreads: options.hashThreads ?? 1 });
   const scope = store.scope('bench', { capacityUrls: insert.length, fprTarget: FPR, strategy: options.strategy ?? 'classic' });
   let added = 0;
-  const inFlight: Promise<boolean[]>[] = [];
-  const settleOldest = async (): Promise<void> => {
-    for (const isNew of await inFlight.shift()!) if (isNew) added++;
-  };
   let start = process.hrtime.bigint();
   for (let i = 0; i < insert.length; i += BATCH) {
-    inFlight.push(scope.addIfAbsent(insert.slice(i, i + BATCH)));
-    if (inFlight.length >= (options.inFlight ?? 1)) await settleOldest();
+    for (const isNew of await scope.addIfAbsent(insert.slice(i, i + BATCH))) if (isNew) added++;
   }
-  while (inFlight.length > 0) await settleOldest();
   const addSeconds = seconds(start);
   start = process.hrtime.bigint();
   let positives = 0;
@@ -128,8 +116,6 @@ const contenders: Record<string, Run> = {
   'seenstore-durable': (insert, query) => durable(insert, query),
   /** The same with hashing on 2 threads (SeenStoreOptions.hashThreads). */
   'seenstore-durable-2-threads': (insert, query) => durable(insert, query, { hashThreads: 2 }),
-  /** The same with two batches in flight (decide the next while the previous commit is flushed). */
-  'seenstore-durable-2-in-flight': (insert, query) => durable(insert, query, { inFlight: 2 }),
   /** The same, one awaited at a time, with the blocked layout (one cache line per URL). */
   'seenstore-durable-blocked': (insert, query) => durable(insert, query, { strategy: 'blocked' }),
 

@@ -19,8 +19,9 @@ export interface BatchOptions {
   readonly warn: (message: string) => void;
   /**
    * Batches handed over before the oldest one has finished (default 1). With 2, the next batch is
-   * hashed, decided and committed while the previous one's commit is being flushed to disk; the
-   * handler must then wait for `previous` before it acknowledges anything, to keep the order.
+   * hashed, decided and committed while the previous one's output is still being written (and the
+   * input read on); the handler must then wait for `previous` before it acknowledges anything, to
+   * keep the order.
    */
   readonly inFlight?: number;
 }

@@ -23,7 +23,7 @@ export async function filterNew(file: string | undefined, command: Command): Pro
     const report = (): void => progress.update(() => `filter-new: ${formatCount(printed)} new`);
     let counts: InputCounts;
     if (mode === 'none') {
-      // Two batches in flight: the next one is decided while this one's commit is flushed.
+      // Two batches in flight: the next one is decided and committed while this one is printed.
       counts = await forEachUtf8Batch(openInput(file), { ...batchOptions(options, mode), inFlight: 2 }, async (lines, previous) => {
         const answers = await scope.addIfAbsentUtf8(lines, pin);
         await previous;
