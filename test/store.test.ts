@@ -137,7 +137,7 @@ describe('store API', () => {
     await rejectsWith(SeenStore.open(join(dir, 'missing'), { create: false }), 'NOT_FOUND');
   });
 
-  test('loading a large epoch lets its file pages go (RSS), and the store keeps working, also with a commit still being flushed', async () => {
+  test('loading a large epoch lets its file pages go (RSS), and the store keeps working, also with an add not yet awaited', async () => {
     const dir = tempDir();
     const urls = allSharedUrls().slice(0, 20_000);
     // 26M URLs at 1 %: a 36 MB first slice, over the 32 MB after which the map is released.
@@ -151,7 +151,8 @@ describe('store API', () => {
       const big = store.scope('big');
       assert.ok(big.has(urls.slice(0, 10_000)).every(Boolean));
       if (existsSync('/proc/self/smaps')) assert.ok(mappedStoreKb(dir) < 8 * 1024, `${mappedStoreKb(dir)} kB of the store still mapped`);
-      // A commit whose flush is pending, then another large load (lmdb-js closes the old handles later).
+      // An add whose promise is not yet awaited (its commit is done, the acknowledgement pending), then
+      // another large load.
       const pending = big.addIfAbsent(['https://after-release.example/1']);
       assert.ok(store.scope('other').has(urls.slice(10_000)).every(Boolean));
       assert.deepEqual(await pending, [true]);

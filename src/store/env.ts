@@ -89,9 +89,10 @@ export class StoreEnv {
    * Reading a filter's chunks maps their file pages into this process, where they count in its
    * RSS as long as the map holds them (131 MB at 100M URLs, beside the filter's own copy). Closing
    * the LMDB environment and opening it again (about 10 ms) unmaps them; they stay in the page cache
-   * for whoever reads them next. lmdb-js closes at once when no commit is still being flushed; else
-   * the new handles share the environment until the flush ends and the pages stay mapped until
-   * the next release. Call between operations (no transaction open, no iterator live).
+   * for whoever reads them next. seenstore's commits are synchronous (the fsync included), so
+   * between operations no write is pending and lmdb-js closes at once; were one pending, the new
+   * handles would share the environment until it ends, and the pages would stay mapped until the
+   * next release. Call between operations (no transaction open, no iterator live).
    */
   releaseMappedPages(): void {
     if (this.#closed || this.#busy > 0) return;
