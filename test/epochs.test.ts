@@ -232,7 +232,7 @@ describe('epochs', () => {
     // The exact answers below need no false positive in ~7,000 queries. The scheme's FPR has a
     // floor near 1 / (4 m) whatever the target (a step of m / 2 gives a URL two positions,
     // docs/strategies.md): at capacity 3,000 and 1e-9 (m = 134,144) that was 3.7e-6 per query, one
-    // failing run in ~50 (a CI run met it). Capacity 3M puts the floor near 2e-9, in both epochs.
+    // failing run in ~90 (a CI run met it). Capacity 3M puts the floor near 2e-9, in both epochs.
     const first = await cli(['filter-new', '--capacity', '3000000', '--fpr', '1e-9'], `${crawl1.join('\n')}\n`);
     assert.equal(first.stdout.split('\n').filter(Boolean).length, 3_000);
     const rotated = await cli(['epoch', 'rotate', '--capacity', '3000000', '--json']);
