@@ -18,7 +18,7 @@ export type { RotateOptions } from './epochs/rotation.js';
 export type { PruneOptions, Dropped } from './epochs/retention.js';
 export { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET } from './epochs/create.js';
 export { SeenStoreError, ERROR_CODES, type ErrorCode } from './errors.js';
-export { HASH_SCHEME_ID } from './hash/scheme.js';
+export { HASH_SCHEME_ID, HASH_SCHEMES, type HashSchemeId } from './hash/scheme.js';
 export type { Utf8Keys } from './hash/xxhash.js';
 export { FORMAT_VERSION } from './store/records.js';
 export type { Layout } from './filters/bloom.js';

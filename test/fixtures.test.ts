@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { open } from 'lmdb';
 import { Packr } from 'msgpackr';
-import { ExportedEpoch, FORMAT_VERSION, SeenStore, SeenStoreError } from '../src/index.js';
+import { ExportedEpoch, FORMAT_VERSION, HASH_SCHEME_ID, SeenStore, SeenStoreError } from '../src/index.js';
 import { ROOT } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
 import { runCli } from './helpers/cli.js';
@@ -73,9 +73,14 @@ async function answersAsRecorded(dir: string, expected: Expected): Promise<void>
     assert.deepEqual(store.scope(expected.counting.scope).count(urls(expected.counting.urls)), expected.counting.counts, 'counting scope');
   }
   assert.ok(store.verify().ok);
+  // Every fixture epoch hashes by xxh64-km-v1, and keeps doing so (the answers above): an epoch's
+  // scheme never changes. Epochs created from now on use the current scheme.
+  for (const want of expected.epochs) assert.equal(scope.epoch(want.epoch).hashScheme, 'xxh64-km-v1');
   // Still writable: new adds, a rotation, and the journal tail checkpointed on close.
   assert.deepEqual(await scope.addIfAbsent(['https://fixture.example/after-upgrade']), [true]);
-  await scope.rotate();
+  const { opened } = await scope.rotate();
+  assert.equal(opened.hashScheme, HASH_SCHEME_ID);
+  assert.notEqual(HASH_SCHEME_ID, 'xxh64-km-v1');
   await store.close();
   const reopened = await SeenStore.open(dir);
   assert.ok(reopened.scope(expected.scope).has(['https://fixture.example/after-upgrade'], { epochs: 'previous' })[0]);

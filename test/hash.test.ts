@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { BloomFilter } from '../src/filters/bloom.js';
 import { regionReciprocal } from '../src/filters/regions.js';
-import { Modulus, blockedPositions, classicPositions, modFast, seedFromHex, MAX_FILTER_BITS } from '../src/hash/scheme.js';
+import { HASH_SCHEMES, Modulus, blockedPositions, classicPositions, modFast, seedFromHex, MAX_FILTER_BITS, type HashSchemeId } from '../src/hash/scheme.js';
 import { XxHash } from '../src/hash/xxhash.js';
-import { sharedUrls } from './helpers/data.js';
+import { sharedUrls, xorshift32 } from './helpers/data.js';
 
 const MASK64 = (1n << 64n) - 1n;
 const P1 = 0x9e3779b185ebca87n;
@@ -47,28 +47,42 @@ function referenceXxh64(bytes: Uint8Array, seed: bigint): bigint {
   return h ^ (h >> 32n);
 }
 
-/** The scheme as docs/format.md states it, in BigInt: h1 = x mod m, h2 = 1 + (x >> 32) mod (m - 1). */
-function referencePositions(x: bigint, m: number, k: number): number[] {
+/**
+ * The schemes as docs/format.md states them, in BigInt: h1 = x mod m, h2 = 1 + (x >> 32) mod (m - 1),
+ * position i = (h1 + i·h2) mod m under v1 and (h1 + i·h2 + (i³ − i)/6) mod m under v2.
+ */
+function referencePositions(x: bigint, m: number, k: number, scheme: HashSchemeId): number[] {
   const mm = BigInt(m);
   const h1 = x % mm;
   const h2 = 1n + ((x >> 32n) % (mm - 1n));
-  return Array.from({ length: k }, (_, i) => Number((h1 + BigInt(i) * h2) % mm));
+  const cubic = (i: bigint): bigint => (scheme === 'xxh64-km-v2' ? (i * i * i - i) / 6n : 0n);
+  return Array.from({ length: k }, (_, i) => Number((h1 + BigInt(i) * h2 + cubic(BigInt(i))) % mm));
 }
 
-/** Pinned vectors (also in docs/format.md). A change here is a new hash scheme id, never an edit. */
-const VECTORS = [
+/**
+ * Pinned vectors (also in docs/format.md). A change here is a new hash scheme id, never an edit.
+ * `classic` is v2's positions, `classicV1` v1's.
+ */
+const VECTORS: readonly { url: string; seed: string; m: number; k: number; hash: string; classic: readonly number[]; classicV1: readonly number[]; blocked: readonly number[] }[] = [
   { url: 'https://example.com/', seed: '0000000000000000', m: 1024, k: 7, hash: 'a40dbfe31cfba1cf',
-    classic: [463, 870, 253, 660, 43, 450, 857], blocked: [995, 706, 929, 640, 863, 574, 797] },
+    classic: [463, 870, 254, 664, 53, 470, 892], classicV1: [463, 870, 253, 660, 43, 450, 857],
+    blocked: [995, 706, 929, 640, 863, 574, 797] },
   { url: 'https://example.com/', seed: '9e3779b97f4a7c15', m: 9_585_152, k: 7, hash: '9ce4a6f2566ed97f',
-    classic: [8399743, 4713860, 1027977, 6927246, 3241363, 9140632, 5454749],
+    classic: [8399743, 4713860, 1027978, 6927250, 3241373, 9140652, 5454784],
+    classicV1: [8399743, 4713860, 1027977, 6927246, 3241363, 9140632, 5454749],
     blocked: [7166706, 7166789, 7166872, 7166955, 7166526, 7166609, 7166692] },
   { url: 'http://www.goal.com/en-ca/', seed: '0123456789abcdef', m: 958_976, k: 7, hash: '59648727dc7525f7',
-    classic: [343031, 266554, 190077, 113600, 37123, 919622, 843145],
+    classic: [343031, 266554, 190078, 113604, 37133, 919642, 843180],
+    classicV1: [343031, 266554, 190077, 113600, 37123, 919622, 843145],
     blocked: [655655, 655722, 655789, 655856, 655411, 655478, 655545] },
   { url: 'https://bücher.example/straße?q=ü', seed: 'fedcba9876543210', m: 2 ** 33 + 512, k: 10, hash: '12da1abc55353ad0',
-    classic: [6360306384, 6676589965, 6992873546, 7309157127, 7625440708, 7941724289, 8258007870, 8574291451, 300639928, 616923509],
+    classic: [6360306384, 6676589965, 6992873547, 7309157131, 7625440718, 7941724309, 8258007905, 8574291507, 300640012, 616923629],
+    classicV1: [6360306384, 6676589965, 6992873546, 7309157127, 7625440708, 7941724289, 8258007870, 8574291451, 300639928, 616923509],
     blocked: [1786050236, 1786050505, 1786050262, 1786050531, 1786050288, 1786050557, 1786050314, 1786050071, 1786050340, 1786050097] },
-] as const;
+  { url: 'https://example.com/y', seed: '0000000000000003', m: 1024, k: 7, hash: 'f4283b62e1931f9d',
+    classic: [925, 85, 270, 457, 647, 841, 16], classicV1: [925, 85, 269, 453, 637, 821, 1005],
+    blocked: [866, 895, 924, 953, 982, 1011, 528] },
+];
 
 const hash = await XxHash.load();
 const words = new Uint32Array(2);
@@ -78,7 +92,7 @@ function hashOf(url: string, seed: bigint): { hi: number; lo: number; x: bigint 
   return { hi: words[1]!, lo: words[0]!, x: (BigInt(words[1]!) << 32n) | BigInt(words[0]!) };
 }
 
-describe('hash scheme xxh64-km-v1', () => {
+describe('hash schemes xxh64-km-v1 and v2', () => {
   test('batch hashing (joined UTF-8 rounds) equals hashing key by key: ASCII, non-ASCII, astral, many rounds', async () => {
     const hash = await XxHash.load();
     const real = sharedUrls('crawl-sitelist-15k.txt');
@@ -104,8 +118,10 @@ describe('hash scheme xxh64-km-v1', () => {
       const { hi, lo, x } = hashOf(v.url, seedFromHex(v.seed));
       assert.equal(x.toString(16).padStart(16, '0'), v.hash, v.url);
       const classic = new Float64Array(v.k);
-      classicPositions(new Modulus(v.m), v.k, hi, lo, classic);
+      classicPositions(new Modulus(v.m), v.k, hi, lo, classic, 'xxh64-km-v2');
       assert.deepEqual(Array.from(classic), v.classic);
+      classicPositions(new Modulus(v.m), v.k, hi, lo, classic, 'xxh64-km-v1');
+      assert.deepEqual(Array.from(classic), v.classicV1);
       const blocked = new Float64Array(v.k);
       blockedPositions(v.m / 512, v.k, hi, lo, blocked);
       assert.deepEqual(Array.from(blocked), v.blocked);
@@ -126,28 +142,25 @@ describe('hash scheme xxh64-km-v1', () => {
   });
 
   test('double-precision positions equal the BigInt statement of the scheme, for m up to 2^40', () => {
-    let state = 0x12345678;
-    const rand32 = (): number => {
-      state ^= state << 13;
-      state ^= state >>> 17;
-      state ^= state << 5;
-      return state >>> 0;
-    };
+    const rand32 = xorshift32(0x12345678);
     // 2^26 is the largest modulus of the one-multiplication path (scheme.ts Modulus); both sides of it.
     const sizes = [512, 1024, 958_976, 2 ** 26 - 512, 2 ** 26, 2 ** 26 + 512, 2 ** 31 + 512, 2 ** 32, 2 ** 32 + 512, 2 ** 37 + 1536, MAX_FILTER_BITS];
     const out = new Float64Array(16);
-    for (const m of sizes) {
-      const modulus = new Modulus(m);
-      for (let i = 0; i < 2000; i++) {
-        const hi = rand32();
-        const lo = rand32();
-        classicPositions(modulus, 16, hi, lo, out);
-        const x = (BigInt(hi) << 32n) | BigInt(lo);
-        assert.deepEqual(Array.from(out), referencePositions(x, m, 16), `m=${m} hi=${hi} lo=${lo}`);
-      }
-      for (const [hi, lo] of [[0xffffffff, 0xffffffff], [0xffffffff, 0], [0, 0xffffffff], [m % 2 ** 32, 0]] as const) {
-        classicPositions(modulus, 16, hi, lo, out);
-        assert.deepEqual(Array.from(out), referencePositions((BigInt(hi) << 32n) | BigInt(lo), m, 16), `m=${m} hi=${hi} lo=${lo}`);
+    for (const scheme of HASH_SCHEMES) {
+      for (const m of sizes) {
+        const modulus = new Modulus(m);
+        for (let i = 0; i < 2000; i++) {
+          const hi = rand32();
+          const lo = rand32();
+          classicPositions(modulus, 16, hi, lo, out, scheme);
+          const x = (BigInt(hi) << 32n) | BigInt(lo);
+          assert.deepEqual(Array.from(out), referencePositions(x, m, 16, scheme), `${scheme} m=${m} hi=${hi} lo=${lo}`);
+        }
+        // Extremes, and the hi whose step is m/2 when m - 1 is below 2^32.
+        for (const [hi, lo] of [[0xffffffff, 0xffffffff], [0xffffffff, 0], [0, 0xffffffff], [m % 2 ** 32, 0], [(m / 2 - 1) % 2 ** 32, 7], [1, 3]] as const) {
+          classicPositions(modulus, 16, hi, lo, out, scheme);
+          assert.deepEqual(Array.from(out), referencePositions((BigInt(hi) << 32n) | BigInt(lo), m, 16, scheme), `${scheme} m=${m} hi=${hi} lo=${lo}`);
+        }
       }
     }
   });
@@ -191,19 +204,20 @@ describe('hash scheme xxh64-km-v1', () => {
   test('filters on either side of 2^31 bits (int32 and double arithmetic) set exactly the scheme\'s positions and dirty regions', () => {
     const seed = seedFromHex('5eed5eed5eed5eed');
     const regionBytes = 65_472;
+    const cases = [['classic', 'xxh64-km-v1'], ['classic', 'xxh64-km-v2'], ['blocked', 'xxh64-km-v2']] as const;
     for (const mBits of [2 ** 31 - 512, 2 ** 31, 512 * 1021]) {
-      for (const layout of ['classic', 'blocked'] as const) {
-        const filter = new BloomFilter({ layout, mBits, k: 8 }, { regionBytes });
+      for (const [layout, scheme] of cases) {
+        const filter = new BloomFilter({ layout, mBits, k: 8 }, { regionBytes, scheme });
         const positions = new Float64Array(8);
         const expectedBits = new Set<number>();
         const expectedRegions = new Set<number>();
         for (let i = 0; i < 3000; i++) {
           const { hi, lo } = hashOf(`https://edge.example/${mBits}/${layout}/${i}`, seed);
-          if (layout === 'classic') classicPositions(new Modulus(mBits), 8, hi, lo, positions);
+          if (layout === 'classic') classicPositions(new Modulus(mBits), 8, hi, lo, positions, scheme);
           else blockedPositions(mBits / 512, 8, hi, lo, positions);
           const fresh = [...positions].some((p) => !expectedBits.has(p));
           assert.equal(filter.has(hi, lo), !fresh);
-          assert.equal(filter.add(hi, lo), fresh, `add of URL ${i} in a ${mBits}-bit ${layout} filter`);
+          assert.equal(filter.add(hi, lo), fresh, `add of URL ${i} in a ${mBits}-bit ${layout} ${scheme} filter`);
           assert.equal(filter.add(hi, lo), false);
           assert.equal(filter.has(hi, lo), true);
           for (const p of positions) {
@@ -216,6 +230,44 @@ describe('hash scheme xxh64-km-v1', () => {
         if (layout === 'classic') assert.deepEqual(filter.dirtyRegions(), [...expectedRegions].sort((a, b) => a - b));
       }
     }
+  });
+
+  test('v1 steps sharing factors with m repeat positions (m/2 gives two); v2 positions stay spread', () => {
+    const m = 1024;
+    const modulus = new Modulus(m);
+    const out = new Float64Array(32);
+    const fewest = { 'xxh64-km-v1': 32, 'xxh64-km-v2': 32 };
+    // hi over every residue mod m - 1: every step the scheme can take.
+    for (let hi = 0; hi < m - 1; hi++) {
+      for (const scheme of HASH_SCHEMES) {
+        classicPositions(modulus, 32, hi, 12345, out, scheme);
+        fewest[scheme] = Math.min(fewest[scheme], new Set(out).size);
+      }
+    }
+    assert.equal(fewest['xxh64-km-v1'], 2);
+    assert.ok(fewest['xxh64-km-v2'] >= 24, `v2: as few as ${fewest['xxh64-km-v2']} distinct positions of 32`);
+  });
+
+  test('v2 removes the false-positive floor that v1 steps sharing factors with m put under small filters', () => {
+    // 16,384 bits, k = 32, filled to half: a query's FPR is 0.5^32 when its positions are distinct
+    // and unrelated to any stored URL's. v1: 15 steps of 16,383 have a period below 32 (m/2 gives
+    // two positions: FPR 0.25), and a query with a stored URL's step and a start j steps off shares
+    // 32 - |j| positions: a floor near 3e-5. v2 leaves only the chance that a query's (h1, h2) pair
+    // equals a stored URL's, n / m^2 ~ 1.3e-6. 1,000,000 queries expect ~28 false positives under
+    // v1 and ~1.3 under v2.
+    let rand32 = xorshift32(0x9e3779b9);
+    const falsePositives = (scheme: HashSchemeId): number => {
+      rand32 = xorshift32(0x9e3779b9);
+      const filter = new BloomFilter({ layout: 'classic', mBits: 16_384, k: 32 }, { scheme });
+      while (filter.fillRatio < 0.5) filter.add(rand32(), rand32());
+      let hits = 0;
+      for (let i = 0; i < 1_000_000; i++) if (filter.has(rand32(), rand32())) hits++;
+      return hits;
+    };
+    const v1 = falsePositives('xxh64-km-v1');
+    const v2 = falsePositives('xxh64-km-v2');
+    assert.ok(v1 >= 12, `v1: ${v1} false positives (the floor this test must see)`);
+    assert.ok(v2 <= 6, `v2: ${v2} false positives`);
   });
 
   test('the region of a byte by multiplication equals the division, at every region boundary', () => {

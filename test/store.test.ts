@@ -217,7 +217,7 @@ describe('store API', () => {
     await store.close();
     await editStore(dir, ({ meta }) => {
       const header = packr.unpack(meta.getBinary(['epoch', 'default', 1]));
-      meta.putSync(['epoch', 'default', 1], packr.pack({ ...header, hashScheme: 'xxh64-km-v2' }));
+      meta.putSync(['epoch', 'default', 1], packr.pack({ ...header, hashScheme: 'xxh64-km-v9' }));
     });
     const reopened = await SeenStore.open(dir);
     await rejectsWith(() => reopened.scope().has(['https://a.example/']), 'FORMAT_UNSUPPORTED');

@@ -1,6 +1,6 @@
 import { BloomFilter, allHold } from '../filters/bloom.js';
 import { unionFpr } from '../filters/scalable.js';
-import { seedFromHex } from '../hash/scheme.js';
+import { seedFromHex, type HashSchemeId } from '../hash/scheme.js';
 import { XxHash } from '../hash/xxhash.js';
 import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
 import { EpochFilters } from '../store/epoch-filters.js';
@@ -40,6 +40,8 @@ export class ExportedEpoch {
     EpochFilters.checkSupported(epoch);
     this.#hash = hash;
     this.header = header;
+    // checkSupported vouched for the scheme.
+    const options = { regionBytes: CHUNK_PAYLOAD_BYTES, scheme: epoch.hashScheme as HashSchemeId };
     for (const spec of epoch.slices) {
       const counting = spec.keying?.kind === 'counting-v1';
       const slice: FileSlice = {
@@ -47,8 +49,8 @@ export class ExportedEpoch {
         // A counting slice answers from its primary counters alone (count > 0).
         filters: filterGeometries(spec).slice(0, counting ? 1 : undefined).map((geometry, f) => {
           const filter: BloomFilter | CountingFilter = counting
-            ? new CountingFilter(geometry.mBits / 8, geometry.k, { regionBytes: CHUNK_PAYLOAD_BYTES })
-            : new BloomFilter(geometry, { regionBytes: CHUNK_PAYLOAD_BYTES });
+            ? new CountingFilter(geometry.mBits / 8, geometry.k, options)
+            : new BloomFilter(geometry, options);
           const bytes = filters[this.#filterCount + f];
           if (bytes !== undefined) {
             for (let region = 0; region < filter.regionCount; region++) {

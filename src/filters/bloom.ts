@@ -1,4 +1,4 @@
-import { BLOCK_BITS, Modulus, kmStep, modFast } from '../hash/scheme.js';
+import { BLOCK_BITS, HASH_SCHEME_ID, Modulus, kmStep, modFast, stepGrowth, type HashSchemeId } from '../hash/scheme.js';
 import { RegionedBytes } from './regions.js';
 import { estimateCardinality, fprFromFill } from './sizing.js';
 
@@ -21,6 +21,8 @@ export interface BloomFilterOptions {
    * Default: the whole array is one region.
    */
   readonly regionBytes?: number;
+  /** The hash scheme mapping hashes to positions (the epoch's). Default: the one new epochs use. */
+  readonly scheme?: HashSchemeId;
 }
 
 /** What the store persists of a filter: its bytes in regions (chunks), with change tracking. */
@@ -48,6 +50,8 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
   readonly #blocks: number;
   /** Below 2^31 bits, positions, steps and p + step - m all fit in int32. */
   readonly #int32: boolean;
+  /** The classic step grows by this times (i + 1) after probe i: 1 under xxh64-km-v2, 0 under v1. */
+  readonly #growth: 0 | 1;
   #onesBits = 0;
   /** Aligned copy of a stored region being ORed in. */
   #scratch = new Uint8Array(0);
@@ -68,6 +72,7 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
     this.#modulus = new Modulus(mBits);
     this.#blocks = mBits / BLOCK_BITS;
     this.#int32 = mBits < 2 ** 31;
+    this.#growth = stepGrowth(options.scheme ?? HASH_SCHEME_ID);
   }
 
   get onesBits(): number {
@@ -103,11 +108,15 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
     const bytes = this.bytes;
     const m = this.geometry.mBits;
     const k = this.geometry.k;
-    const step = kmStep(m, hi) | 0;
+    const growth = this.#growth;
+    let step = kmStep(m, hi) | 0;
     let p = this.#modulus.reduce(hi, lo) | 0;
+    let grow = 0;
     for (let i = 0; i < k; i++) {
       if ((bytes[p >>> 3]! & (1 << (p & 7))) === 0) return false;
       p = nextPosition(p, step, m);
+      grow += growth;
+      step = nextPosition(step, grow, m);
     }
     return true;
   }
@@ -126,8 +135,10 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
     const regionPerByte = this.regionPerByte;
     const m = this.geometry.mBits;
     const k = this.geometry.k;
-    const step = kmStep(m, hi) | 0;
+    const growth = this.#growth;
+    let step = kmStep(m, hi) | 0;
     let p = this.#modulus.reduce(hi, lo) | 0;
+    let grow = 0;
     let setBits = 0;
     for (let i = 0; i < k; i++) {
       const at = p >>> 3;
@@ -138,6 +149,8 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
       dirty[(at * regionPerByte) | 0]! |= wasClear;
       setBits += wasClear;
       p = nextPosition(p, step, m);
+      grow += growth;
+      step = nextPosition(step, grow, m);
     }
     this.#onesBits += setBits;
     return setBits !== 0;
@@ -148,12 +161,15 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
     const bytes = this.bytes;
     const m = this.geometry.mBits;
     const k = this.geometry.k;
-    const step = kmStep(m, hi);
+    const growth = this.#growth;
+    let step = kmStep(m, hi);
     let p = this.#modulus.reduce(hi, lo);
     for (let i = 0; i < k; i++) {
       if ((bytes[Math.floor(p / 8)]! & (1 << (p & 7))) === 0) return false;
       p += step;
       if (p >= m) p -= m;
+      step += growth * (i + 1);
+      if (step >= m) step -= m;
     }
     return true;
   }
@@ -165,7 +181,8 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
     const regionBytes = this.regionBytes;
     const m = this.geometry.mBits;
     const k = this.geometry.k;
-    const step = kmStep(m, hi);
+    const growth = this.#growth;
+    let step = kmStep(m, hi);
     let p = this.#modulus.reduce(hi, lo);
     let setBits = 0;
     for (let i = 0; i < k; i++) {
@@ -179,6 +196,8 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
       }
       p += step;
       if (p >= m) p -= m;
+      step += growth * (i + 1);
+      if (step >= m) step -= m;
     }
     this.#onesBits += setBits;
     return setBits !== 0;
@@ -252,8 +271,8 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
 }
 
 /**
- * The next Kirsch–Mitzenmacher position, (p + step) mod m, for int32 p and step in [0, m) with
- * m < 2^31: p + step - m lies in (-m, m), and is negative exactly when no wrap is due; its sign
+ * (p + step) mod m for int32 p and step in [0, m) with m < 2^31 (the next position, or the next
+ * step of enhanced double hashing): p + step - m lies in (-m, m), and is negative exactly when no wrap is due; its sign
  * bit, spread by >> 31, selects whether m is added back. No branch for the CPU to guess.
  */
 function nextPosition(p: number, step: number, m: number): number {

@@ -1,4 +1,4 @@
-import { Modulus, classicPositions } from '../hash/scheme.js';
+import { HASH_SCHEME_ID, Modulus, classicPositions, type HashSchemeId } from '../hash/scheme.js';
 import type { FilterGeometry, StoredFilter } from './bloom.js';
 import { RegionedBytes } from './regions.js';
 import { estimateCardinality, fprFromFill } from './sizing.js';
@@ -25,9 +25,10 @@ export class CountingFilter extends RegionedBytes implements StoredFilter {
   readonly geometry: FilterGeometry;
   readonly #modulus: Modulus;
   readonly #at: Float64Array;
+  readonly #scheme: HashSchemeId;
   #nonZero = 0;
 
-  constructor(cells: number, k: number, options: { readonly regionBytes?: number } = {}) {
+  constructor(cells: number, k: number, options: { readonly regionBytes?: number; readonly scheme?: HashSchemeId } = {}) {
     if (!Number.isSafeInteger(cells) || cells < 2) throw new RangeError(`cells must be an integer >= 2, got ${cells}`);
     if (!Number.isInteger(k) || k < 1 || k > 64) throw new RangeError(`k must be an integer in [1, 64], got ${k}`);
     super(cells, options.regionBytes);
@@ -36,6 +37,7 @@ export class CountingFilter extends RegionedBytes implements StoredFilter {
     this.geometry = Object.freeze({ layout: 'classic', mBits: cells * 8, k });
     this.#modulus = new Modulus(cells);
     this.#at = new Float64Array(k);
+    this.#scheme = options.scheme ?? HASH_SCHEME_ID;
   }
 
   /** Counters that are not zero (the "set bits" of the equivalent Bloom filter). */
@@ -142,18 +144,24 @@ export class CountingFilter extends RegionedBytes implements StoredFilter {
   }
 
   /**
-   * The URL's counter positions, by the classic layout's double hashing over the cells, into a
-   * scratch array reused by every call (no allocation per URL); returns how many are distinct.
-   * The positions are an arithmetic progression mod m, so they repeat exactly when the step's
-   * period m / gcd(step, m) is below k, and then from the first return to position 0 on. A Bloom
-   * filter does not mind a repeat; a counter would be counted twice per add, so only the positions
-   * before the first repeat are used.
+   * The URL's distinct counter positions, by the classic layout's double hashing over the cells,
+   * into a scratch array reused by every call (no allocation per URL); returns how many there are.
+   * A Bloom filter does not mind a position that repeats; a counter would be counted twice per add,
+   * so a position equal to an earlier one is dropped. (Under xxh64-km-v1 positions repeat when the
+   * step's period m / gcd(step, m) is below k, and then from the first return on, so this keeps
+   * the positions before the first repeat; under v2 a repeat is rare and can fall anywhere.)
    */
   #positions(hi: number, lo: number): number {
     const at = this.#at;
-    classicPositions(this.#modulus, this.k, hi, lo, at);
-    for (let i = 1; i < this.k; i++) if (at[i] === at[0]) return i;
-    return this.k;
+    classicPositions(this.#modulus, this.k, hi, lo, at, this.#scheme);
+    let n = 0;
+    for (let i = 0; i < this.k; i++) {
+      const p = at[i]!;
+      let seen = false;
+      for (let j = 0; j < n; j++) seen ||= at[j] === p;
+      if (!seen) at[n++] = p;
+    }
+    return n;
   }
 }
 

@@ -1,11 +1,34 @@
 import { randomBytes } from 'node:crypto';
 
 /**
- * The id of the only URL-to-bits mapping this version implements. It is written into every epoch
- * header; a store whose header names another scheme is refused, never reinterpreted.
- * docs/format.md specifies the scheme exactly, with test vectors.
+ * The URL-to-bits mappings this version implements; docs/format.md specifies each exactly, with
+ * test vectors. They differ only in the classic layout's positions. v1 is Kirsch–Mitzenmacher
+ * double hashing, h1 + i·h2: a step sharing a large factor with m repeats positions (h2 = m/2
+ * gives two), and a query whose step equals a stored URL's and whose start is a few steps off
+ * shares most of its positions; both put a floor of a few times 1/m under the false-positive
+ * rate. v2 is enhanced double hashing (Dillinger and Manolios), h1 + i·h2 + (i³ − i)/6, whose
+ * cubic term breaks both patterns. An epoch header names its scheme; a header naming another one
+ * is refused, never reinterpreted.
  */
-export const HASH_SCHEME_ID = 'xxh64-km-v1';
+export const HASH_SCHEMES = ['xxh64-km-v1', 'xxh64-km-v2'] as const;
+
+export type HashSchemeId = (typeof HASH_SCHEMES)[number];
+
+/** The scheme new epochs are created with. Epochs keep the scheme they were created with. */
+export const HASH_SCHEME_ID: HashSchemeId = 'xxh64-km-v2';
+
+export function isHashScheme(id: string): id is HashSchemeId {
+  return (HASH_SCHEMES as readonly string[]).includes(id);
+}
+
+/**
+ * How much the classic step grows after probe i (by g·(i + 1)): g = 1 under v2, which makes
+ * position i equal h1 + i·h2 + (i³ − i)/6, and 0 under v1. Filters compute it once, so the hot loop
+ * does the same arithmetic for both schemes instead of branching on the scheme.
+ */
+export function stepGrowth(scheme: HashSchemeId): 0 | 1 {
+  return scheme === 'xxh64-km-v1' ? 0 : 1;
+}
 
 /** Largest filter, in bits, that the scheme addresses exactly with double-precision arithmetic. */
 export const MAX_FILTER_BITS = 2 ** 40;
@@ -74,14 +97,17 @@ export function kmStep(m: number, hi: number): number {
  * Writes the k bit positions of one hash for the classic layout into `out` (for tests, docs and
  * tools; the filters inline the same arithmetic in their loops).
  */
-export function classicPositions(modulus: Modulus, k: number, hi: number, lo: number, out: Float64Array): void {
+export function classicPositions(modulus: Modulus, k: number, hi: number, lo: number, out: Float64Array, scheme: HashSchemeId = HASH_SCHEME_ID): void {
   const m = modulus.m;
-  const step = kmStep(m, hi);
+  const growth = stepGrowth(scheme);
+  let step = kmStep(m, hi);
   let p = kmStart(modulus, hi, lo);
   for (let i = 0; i < k; i++) {
     out[i] = p;
     p += step;
     if (p >= m) p -= m;
+    step += growth * (i + 1);
+    if (step >= m) step -= m;
   }
 }
 

@@ -3,7 +3,7 @@ import { SeenStoreError, asStoreError } from '../errors.js';
 import { BloomFilter, allHold, type StoredFilter } from '../filters/bloom.js';
 import { CountingFilter, SpectralFilter } from '../filters/counting.js';
 import { planSlice, unionFpr } from '../filters/scalable.js';
-import { HASH_SCHEME_ID, freshSeedHex, seedFromHex } from '../hash/scheme.js';
+import { HASH_SCHEMES, freshSeedHex, isHashScheme, seedFromHex, type HashSchemeId } from '../hash/scheme.js';
 import type { HashPool } from '../hash/pool.js';
 import { keyCount, type Keys, type XxHash } from '../hash/xxhash.js';
 import { CHUNK_PAYLOAD_BYTES, decodeChunk, encodeChunk } from './chunks.js';
@@ -87,6 +87,8 @@ export class EpochFilters {
   readonly #env: StoreEnv;
   readonly #hash: XxHash;
   #header: EpochHeader;
+  /** The epoch's hash scheme (checked by checkSupported before construction). */
+  readonly #scheme: HashSchemeId;
   #slices: Slice[] = [];
   #filterCount = 0;
   #appliedSeq = 0;
@@ -107,6 +109,7 @@ export class EpochFilters {
     this.#env = env;
     this.#hash = hash;
     this.#header = header;
+    this.#scheme = header.hashScheme as HashSchemeId;
   }
 
   /** Loads the epoch's filters from the store: stored chunks, then the journal after the checkpoint. */
@@ -132,8 +135,8 @@ export class EpochFilters {
   /** Refuses an epoch header whose hash scheme, layout or chunk size this version does not know. */
   static checkSupported(header: EpochHeader): void {
     const where = `epoch ${header.scope}/${header.epoch}`;
-    if (header.hashScheme !== HASH_SCHEME_ID) {
-      throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} uses hash scheme ${header.hashScheme}, this version knows ${HASH_SCHEME_ID}`);
+    if (!isHashScheme(header.hashScheme)) {
+      throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} uses hash scheme ${header.hashScheme}, this version knows ${HASH_SCHEMES.join(', ')}`);
     }
     for (const slice of header.slices) {
       if (slice.layout !== 'classic' && slice.layout !== 'blocked') {
@@ -590,14 +593,15 @@ export class EpochFilters {
     for (let j = from; j < this.#header.slices.length; j++) {
       const spec = this.#header.slices[j]!;
       const seeds = spec.seeds.map(seedFromHex);
+      const options = { regionBytes: CHUNK_PAYLOAD_BYTES, scheme: this.#scheme };
       if (spec.keying?.kind === 'counting-v1') {
-        const primary = new CountingFilter(spec.mBits / 8, spec.k, { regionBytes: CHUNK_PAYLOAD_BYTES });
-        const secondary = new CountingFilter(spec.keying.secondaryCells, spec.k, { regionBytes: CHUNK_PAYLOAD_BYTES });
+        const primary = new CountingFilter(spec.mBits / 8, spec.k, options);
+        const secondary = new CountingFilter(spec.keying.secondaryCells, spec.k, options);
         this.#slices.push({ spec, filters: [primary, secondary], bloom: [], spectral: new SpectralFilter(primary, secondary), seeds, offset: this.#filterCount });
         this.#filterCount += spec.seeds.length;
         continue;
       }
-      const bloom = filterGeometries(spec).map((geometry) => new BloomFilter(geometry, { regionBytes: CHUNK_PAYLOAD_BYTES }));
+      const bloom = filterGeometries(spec).map((geometry) => new BloomFilter(geometry, options));
       this.#slices.push({
         spec,
         filters: bloom,

@@ -42,3 +42,14 @@ export function binomialUpper(trials: number, p: number, z = 4.5): number {
 export function binomialLower(trials: number, p: number, z = 4.5): number {
   return Math.max(0, trials * p - z * Math.sqrt(trials * p * (1 - p)) - 1);
 }
+
+/** A deterministic stream of uniform 32-bit words (xorshift32): synthetic hash halves for tests. */
+export function xorshift32(seed: number): () => number {
+  let state = seed >>> 0 || 1;
+  return () => {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    return state >>> 0;
+  };
+}
