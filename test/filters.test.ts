@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { BloomFilter, type Layout } from '../src/filters/bloom.js';
-import { estimateCardinality, expectedFpr, sizeByMultiplier, sizeForFpr } from '../src/filters/sizing.js';
+import { estimateCardinality, expectedFpr, pairFloorFpr, sizeByMultiplier, sizeForFpr } from '../src/filters/sizing.js';
 import { freshSeedHex, seedFromHex } from '../src/hash/scheme.js';
 import { XxHash } from '../src/hash/xxhash.js';
-import { binomialLower, binomialUpper, sharedUrls } from './helpers/data.js';
+import { binomialLower, binomialUpper, sharedUrls, xorshift32 } from './helpers/data.js';
 import { theoryFpr } from '../src/filters/experiment.js';
 
 const hash = await XxHash.load();
@@ -34,6 +34,25 @@ describe('sizing', () => {
     assert.equal(k, 7);
     assert.equal(sizeForFpr(1000, 0.001).k, 10);
     assert.ok(Math.abs(expectedFpr(mBits, k, 1_000_000) - 0.01) < 0.0005);
+  });
+
+  test('small filters at low targets grow until the two-value floor is at most a quarter of the target, and meet it', () => {
+    const tiny = sizeForFpr(3000, 1e-9);
+    assert.equal(tiny.k, 30, 'k stays the target\'s (optimal m 129,536)');
+    assert.ok(tiny.mBits >= 2 * Math.sqrt(3000 / 1e-9), `m = ${tiny.mBits}`);
+    assert.ok(pairFloorFpr(tiny.mBits, 3000) <= 1e-9 / 4);
+    // Measured: 300 URLs at 1e-5. With the optimal m (7,680 bits) the floor n / m^2 is half the
+    // target and the rate ~1.0e-5; grown to 11,264 bits, ~2.4e-6.
+    const { mBits, k } = sizeForFpr(300, 1e-5);
+    assert.equal(mBits, 11_264);
+    const rand32 = xorshift32(0x2545f491);
+    let falsePositives = 0;
+    for (let trial = 0; trial < 10; trial++) {
+      const filter = new BloomFilter({ layout: 'classic', mBits, k });
+      for (let i = 0; i < 300; i++) filter.add(rand32(), rand32());
+      for (let i = 0; i < 1_000_000; i++) if (filter.has(rand32(), rand32())) falsePositives++;
+    }
+    assert.ok(falsePositives <= 10_000_000 * 1e-5, `${falsePositives} false positives in 10M queries at a 1e-5 target`);
   });
 
   test('the thesis sizing m = n * k * M', () => {

@@ -23,15 +23,28 @@ function checked(mBits: number, k: number): Sizing {
 }
 
 /**
- * The classic optimum for n items at false-positive rate p:
- * m = -n ln p / (ln 2)^2 and k = (m / n) ln 2, k rounded and clamped to [1, 32].
+ * The classic optimum for n items at false-positive rate p: m = -n ln p / (ln 2)^2 and
+ * k = (m / n) ln 2, k rounded and clamped to [1, 32]; then m grown, if need be, to 2·sqrt(n / p).
+ *
+ * Why the growth: every position of a URL follows from two values, h1 in [0, m) and h2 in [1, m)
+ * (hash scheme xxh64-km-v2), so a query whose pair equals a stored URL's is a false positive
+ * whatever k is: a floor of n / (m (m - 1)) per query, about 1 / (n b^2) at b bits per URL. At
+ * everyday targets it is far below p; at very low targets on small filters it is not (3,000 URLs
+ * at 1e-9 with the optimal m: 1.7e-7). m >= 2·sqrt(n / p) keeps it at most p / 4. k stays the
+ * target's: the larger m only lowers the rate further.
  */
 export function sizeForFpr(capacityUrls: number, fprTarget: number): Sizing {
   if (!(capacityUrls >= 1) || !Number.isFinite(capacityUrls)) throw new RangeError(`capacity must be >= 1, got ${capacityUrls}`);
   if (!(fprTarget > 0 && fprTarget < 1)) throw new RangeError(`fpr must be in (0, 1), got ${fprTarget}`);
-  const mBits = roundBits(Math.ceil((-capacityUrls * Math.log(fprTarget)) / (Math.LN2 * Math.LN2)));
-  const k = Math.min(MAX_HASHES, Math.max(1, Math.round((mBits / capacityUrls) * Math.LN2)));
+  const optimalBits = roundBits(Math.ceil((-capacityUrls * Math.log(fprTarget)) / (Math.LN2 * Math.LN2)));
+  const k = Math.min(MAX_HASHES, Math.max(1, Math.round((optimalBits / capacityUrls) * Math.LN2)));
+  const mBits = Math.max(optimalBits, roundBits(Math.ceil(2 * Math.sqrt(capacityUrls / fprTarget))));
   return checked(mBits, k);
+}
+
+/** The false-positive floor of two-value positions: a query's (h1, h2) equal to a stored URL's. */
+export function pairFloorFpr(mBits: number, n: number): number {
+  return n / (mBits * (mBits - 1));
 }
 
 /**
