@@ -100,6 +100,17 @@ describe('Bloom filters on real URLs', () => {
     for (const url of inserted) assert.equal(add(url), false);
   });
 
+  test('warm() only reads: bits, fill and dirty regions stay as they were', () => {
+    const { filter, add } = filled('classic', inserted.slice(0, 2000), 4000, 0.01);
+    const before = Uint8Array.from(filter.bytes);
+    const dirty = filter.dirtyRegions();
+    filter.warm(Number.MAX_SAFE_INTEGER);
+    filter.warm(0);
+    assert.deepEqual(filter.bytes, before);
+    assert.deepEqual(filter.dirtyRegions(), dirty);
+    assert.equal(add(inserted[0]!), false);
+  });
+
   test('cardinality estimate follows the fill', () => {
     assert.equal(estimateCardinality(0, 1024, 7), 0);
     assert.equal(estimateCardinality(1024, 1024, 7), Number.POSITIVE_INFINITY);

@@ -505,6 +505,7 @@ export class EpochFilters {
     const stride = 2 * this.#filterCount;
     if (this.#record.length < sliceWords * (count - start)) this.#record = new Uint32Array(sliceWords * (count - start));
     const record = this.#record;
+    for (const filter of filters) filter.warm((count - start) * filter.geometry.k);
     let fresh = 0;
     let i = start;
     for (; i < count && fresh < room; i++) {
