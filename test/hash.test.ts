@@ -60,28 +60,50 @@ function referencePositions(x: bigint, m: number, k: number, scheme: HashSchemeI
 }
 
 /**
- * Pinned vectors (also in docs/format.md). A change here is a new hash scheme id, never an edit.
- * `classic` is v2's positions, `classicV1` v1's.
+ * The blocked layout as docs/format.md states it: block = lo mod (m / 512), c, d, e the 9-bit fields
+ * of hi from bit 0, 9, 18; position i = (c + i·d + e·i(i − 1)/2 + (i³ − i)/6) mod 512 under v2,
+ * (c + i·(d | 1)) mod 512 under v1.
  */
-const VECTORS: readonly { url: string; seed: string; m: number; k: number; hash: string; classic: readonly number[]; classicV1: readonly number[]; blocked: readonly number[] }[] = [
+function referenceBlocked(x: bigint, m: number, k: number, scheme: HashSchemeId): number[] {
+  const lo = x & 0xffffffffn;
+  const hi = x >> 32n;
+  const base = (lo % BigInt(m / 512)) * 512n;
+  const [c, d, e] = [hi & 511n, (hi >> 9n) & 511n, (hi >> 18n) & 511n];
+  return Array.from({ length: k }, (_, n) => {
+    const i = BigInt(n);
+    const inBlock = scheme === 'xxh64-km-v2' ? c + i * d + (e * i * (i - 1n)) / 2n + (i * i * i - i) / 6n : c + i * (d | 1n);
+    return Number(base + (inBlock % 512n));
+  });
+}
+
+/**
+ * Pinned vectors (also in docs/format.md). A change here is a new hash scheme id, never an edit.
+ * `classic` and `blocked` are v2's positions, `classicV1` and `blockedV1` v1's.
+ */
+const VECTORS: readonly { url: string; seed: string; m: number; k: number; hash: string; classic: readonly number[]; classicV1: readonly number[]; blocked: readonly number[]; blockedV1: readonly number[] }[] = [
   { url: 'https://example.com/', seed: '0000000000000000', m: 1024, k: 7, hash: 'a40dbfe31cfba1cf',
     classic: [463, 870, 254, 664, 53, 470, 892], classicV1: [463, 870, 253, 660, 43, 450, 857],
-    blocked: [995, 706, 929, 640, 863, 574, 797] },
+    blocked: [995, 706, 677, 909, 891, 624, 621],
+    blockedV1: [995, 706, 929, 640, 863, 574, 797] },
   { url: 'https://example.com/', seed: '9e3779b97f4a7c15', m: 9_585_152, k: 7, hash: '9ce4a6f2566ed97f',
     classic: [8399743, 4713860, 1027978, 6927250, 3241373, 9140652, 5454784],
     classicV1: [8399743, 4713860, 1027977, 6927246, 3241363, 9140632, 5454749],
-    blocked: [7166706, 7166789, 7166872, 7166955, 7166526, 7166609, 7166692] },
+    blocked: [7166706, 7166789, 7166674, 7166874, 7166878, 7166687, 7166814],
+    blockedV1: [7166706, 7166789, 7166872, 7166955, 7166526, 7166609, 7166692] },
   { url: 'http://www.goal.com/en-ca/', seed: '0123456789abcdef', m: 958_976, k: 7, hash: '59648727dc7525f7',
     classic: [343031, 266554, 190078, 113604, 37133, 919642, 843180],
     classicV1: [343031, 266554, 190077, 113600, 37123, 919622, 843145],
-    blocked: [655655, 655722, 655789, 655856, 655411, 655478, 655545] },
+    blocked: [655655, 655722, 655367, 655615, 655443, 655364, 655379],
+    blockedV1: [655655, 655722, 655789, 655856, 655411, 655478, 655545] },
   { url: 'https://bücher.example/straße?q=ü', seed: 'fedcba9876543210', m: 2 ** 33 + 512, k: 10, hash: '12da1abc55353ad0',
     classic: [6360306384, 6676589965, 6992873547, 7309157131, 7625440718, 7941724309, 8258007905, 8574291507, 300640012, 616923629],
     classicV1: [6360306384, 6676589965, 6992873546, 7309157127, 7625440708, 7941724289, 8258007870, 8574291451, 300639928, 616923509],
-    blocked: [1786050236, 1786050505, 1786050262, 1786050531, 1786050288, 1786050557, 1786050314, 1786050071, 1786050340, 1786050097] },
+    blocked: [1786050236, 1786050505, 1786050445, 1786050057, 1786050366, 1786050349, 1786050519, 1786050365, 1786050400, 1786050113],
+    blockedV1: [1786050236, 1786050505, 1786050262, 1786050531, 1786050288, 1786050557, 1786050314, 1786050071, 1786050340, 1786050097] },
   { url: 'https://example.com/y', seed: '0000000000000003', m: 1024, k: 7, hash: 'f4283b62e1931f9d',
     classic: [925, 85, 270, 457, 647, 841, 16], classicV1: [925, 85, 269, 453, 637, 821, 1005],
-    blocked: [866, 895, 924, 953, 982, 1011, 528] },
+    blocked: [866, 895, 679, 731, 540, 619, 969],
+    blockedV1: [866, 895, 924, 953, 982, 1011, 528] },
 ];
 
 const hash = await XxHash.load();
@@ -123,8 +145,12 @@ describe('hash schemes xxh64-km-v1 and v2', () => {
       classicPositions(new Modulus(v.m), v.k, hi, lo, classic, 'xxh64-km-v1');
       assert.deepEqual(Array.from(classic), v.classicV1);
       const blocked = new Float64Array(v.k);
-      blockedPositions(v.m / 512, v.k, hi, lo, blocked);
+      blockedPositions(v.m / 512, v.k, hi, lo, blocked, 'xxh64-km-v2');
       assert.deepEqual(Array.from(blocked), v.blocked);
+      assert.deepEqual(Array.from(blocked), referenceBlocked(x, v.m, v.k, 'xxh64-km-v2'));
+      blockedPositions(v.m / 512, v.k, hi, lo, blocked, 'xxh64-km-v1');
+      assert.deepEqual(Array.from(blocked), v.blockedV1);
+      assert.deepEqual(Array.from(blocked), referenceBlocked(x, v.m, v.k, 'xxh64-km-v1'));
     }
   });
 
@@ -204,7 +230,7 @@ describe('hash schemes xxh64-km-v1 and v2', () => {
   test('filters on either side of 2^31 bits (int32 and double arithmetic) set exactly the scheme\'s positions and dirty regions', () => {
     const seed = seedFromHex('5eed5eed5eed5eed');
     const regionBytes = 65_472;
-    const cases = [['classic', 'xxh64-km-v1'], ['classic', 'xxh64-km-v2'], ['blocked', 'xxh64-km-v2']] as const;
+    const cases = [['classic', 'xxh64-km-v1'], ['classic', 'xxh64-km-v2'], ['blocked', 'xxh64-km-v1'], ['blocked', 'xxh64-km-v2']] as const;
     for (const mBits of [2 ** 31 - 512, 2 ** 31, 512 * 1021]) {
       for (const [layout, scheme] of cases) {
         const filter = new BloomFilter({ layout, mBits, k: 8 }, { regionBytes, scheme });
@@ -214,7 +240,7 @@ describe('hash schemes xxh64-km-v1 and v2', () => {
         for (let i = 0; i < 3000; i++) {
           const { hi, lo } = hashOf(`https://edge.example/${mBits}/${layout}/${i}`, seed);
           if (layout === 'classic') classicPositions(new Modulus(mBits), 8, hi, lo, positions, scheme);
-          else blockedPositions(mBits / 512, 8, hi, lo, positions);
+          else blockedPositions(mBits / 512, 8, hi, lo, positions, scheme);
           const fresh = [...positions].some((p) => !expectedBits.has(p));
           assert.equal(filter.has(hi, lo), !fresh);
           assert.equal(filter.add(hi, lo), fresh, `add of URL ${i} in a ${mBits}-bit ${layout} ${scheme} filter`);

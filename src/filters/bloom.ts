@@ -50,7 +50,7 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
   readonly #blocks: number;
   /** Below 2^31 bits, positions, steps and p + step - m all fit in int32. */
   readonly #int32: boolean;
-  /** The classic step grows by this times (i + 1) after probe i: 1 under xxh64-km-v2, 0 under v1. */
+  /** 1 under xxh64-km-v2, 0 under v1: how the steps grow between probes (scheme.ts stepGrowth). */
   readonly #growth: 0 | 1;
   #onesBits = 0;
   /** Where warm() leaves what it read, so the compiler cannot drop the reads. */
@@ -225,12 +225,15 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
   #hasBlocked(hi: number, lo: number): boolean {
     const bytes = this.bytes;
     const k = this.geometry.k;
+    const growth = this.#growth;
     const base = modFast(lo, this.#blocks) * (BLOCK_BITS / 8);
-    const c = hi & (BLOCK_BITS - 1);
-    const d = ((hi >>> 9) & (BLOCK_BITS - 1)) | 1;
+    const e = ((hi >>> 18) & (BLOCK_BITS - 1)) * growth;
+    let q = hi & (BLOCK_BITS - 1);
+    let step = ((hi >>> 9) & (BLOCK_BITS - 1)) | (1 - growth);
     for (let i = 0; i < k; i++) {
-      const q = (c + i * d) & (BLOCK_BITS - 1);
       if ((bytes[base + (q >>> 3)]! & (1 << (q & 7))) === 0) return false;
+      q = (q + step) & (BLOCK_BITS - 1);
+      step = (step + e + growth * (i + 1)) & (BLOCK_BITS - 1);
     }
     return true;
   }
@@ -239,18 +242,21 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
   #addBlocked(hi: number, lo: number): boolean {
     const bytes = this.bytes;
     const k = this.geometry.k;
+    const growth = this.#growth;
     const base = modFast(lo, this.#blocks) * (BLOCK_BITS / 8);
-    const c = hi & (BLOCK_BITS - 1);
-    const d = ((hi >>> 9) & (BLOCK_BITS - 1)) | 1;
+    const e = ((hi >>> 18) & (BLOCK_BITS - 1)) * growth;
+    let q = hi & (BLOCK_BITS - 1);
+    let step = ((hi >>> 9) & (BLOCK_BITS - 1)) | (1 - growth);
     let setBits = 0;
     for (let i = 0; i < k; i++) {
-      const q = (c + i * d) & (BLOCK_BITS - 1);
       const at = base + (q >>> 3);
       const shift = q & 7;
       const old = bytes[at]!;
       const wasClear = (~old >>> shift) & 1;
       bytes[at] = old | (1 << shift);
       setBits += wasClear;
+      q = (q + step) & (BLOCK_BITS - 1);
+      step = (step + e + growth * (i + 1)) & (BLOCK_BITS - 1);
     }
     if (setBits !== 0) this.dirty[Math.floor(base / this.regionBytes)] = 1;
     this.#onesBits += setBits;

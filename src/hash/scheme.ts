@@ -2,13 +2,14 @@ import { randomBytes } from 'node:crypto';
 
 /**
  * The URL-to-bits mappings this version implements; docs/format.md specifies each exactly, with
- * test vectors. They differ only in the classic layout's positions. v1 is Kirsch–Mitzenmacher
- * double hashing, h1 + i·h2: a step sharing a large factor with m repeats positions (h2 = m/2
- * gives two), and a query whose step equals a stored URL's and whose start is a few steps off
- * shares most of its positions; both put a floor of a few times 1/m under the false-positive
- * rate. v2 is enhanced double hashing (Dillinger and Manolios), h1 + i·h2 + (i³ − i)/6, whose
- * cubic term breaks both patterns. An epoch header names its scheme; a header naming another one
- * is refused, never reinterpreted.
+ * test vectors. They differ in where a URL's positions go once its hash is known. v1's are
+ * arithmetic progressions: classic h1 + i·h2 mod m (Kirsch–Mitzenmacher), blocked c + i·d mod 512.
+ * A step sharing a large factor with m repeats positions (h2 = m/2 gives two), and a query with a
+ * stored URL's step and a start a few steps off shares most of its positions; both put a floor
+ * under the false-positive rate whatever k is (a few times 1/m classic; far worse blocked, where
+ * a block holds only 2^17 progressions). v2 adds (i³ − i)/6 (enhanced double hashing, Dillinger
+ * and Manolios) and, blocked, a third value e·i(i − 1)/2, which breaks both patterns. An epoch
+ * header names its scheme; a header naming another one is refused, never reinterpreted.
  */
 export const HASH_SCHEMES = ['xxh64-km-v1', 'xxh64-km-v2'] as const;
 
@@ -22,9 +23,9 @@ export function isHashScheme(id: string): id is HashSchemeId {
 }
 
 /**
- * How much the classic step grows after probe i (by g·(i + 1)): g = 1 under v2, which makes
- * position i equal h1 + i·h2 + (i³ − i)/6, and 0 under v1. Filters compute it once, so the hot loop
- * does the same arithmetic for both schemes instead of branching on the scheme.
+ * 1 under v2, 0 under v1: the classic step grows by g·(i + 1) after probe i, which makes position i
+ * h1 + i·h2 + (i³ − i)/6 under v2; the blocked step likewise (plus e). Filters compute it once, so
+ * the hot loops do the same arithmetic for both schemes instead of branching on the scheme.
  */
 export function stepGrowth(scheme: HashSchemeId): 0 | 1 {
   return scheme === 'xxh64-km-v1' ? 0 : 1;
@@ -112,14 +113,22 @@ export function classicPositions(modulus: Modulus, k: number, hi: number, lo: nu
 }
 
 /**
- * Blocked layout: the block is lo mod (m / 512); inside it, k positions (c + i*d) mod 512 with
- * c = hi mod 512 and d = ((hi >> 9) mod 512) | 1, odd, so the k positions are distinct for k <= 512.
+ * Blocked layout: the block is lo mod (m / 512); inside it, with c = hi mod 512,
+ * d = (hi >> 9) mod 512 and e = (hi >> 18) mod 512, position i is
+ * (c + i·d + e·i(i − 1)/2 + (i³ − i)/6) mod 512 under v2, and (c + i·(d | 1)) mod 512 under v1.
+ * Computed incrementally: the step starts at d and grows by e + i + 1 after probe i (v1: by 0).
  */
-export function blockedPositions(blocks: number, k: number, hi: number, lo: number, out: Float64Array): void {
+export function blockedPositions(blocks: number, k: number, hi: number, lo: number, out: Float64Array, scheme: HashSchemeId = HASH_SCHEME_ID): void {
+  const growth = stepGrowth(scheme);
   const base = (lo % blocks) * BLOCK_BITS;
-  const c = hi & (BLOCK_BITS - 1);
-  const d = ((hi >>> 9) & (BLOCK_BITS - 1)) | 1;
-  for (let i = 0; i < k; i++) out[i] = base + ((c + i * d) & (BLOCK_BITS - 1));
+  const e = ((hi >>> 18) & (BLOCK_BITS - 1)) * growth;
+  let p = hi & (BLOCK_BITS - 1);
+  let step = ((hi >>> 9) & (BLOCK_BITS - 1)) | (1 - growth);
+  for (let i = 0; i < k; i++) {
+    out[i] = base + p;
+    p = (p + step) & (BLOCK_BITS - 1);
+    step = (step + e + growth * (i + 1)) & (BLOCK_BITS - 1);
+  }
 }
 
 /** A fresh 64-bit seed from the operating system's CSPRNG, as 16 lower-case hex digits. */
