@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { runCli } from './helpers/cli.js';
-import { binomialLower, binomialUpper, sharedPath } from './helpers/data.js';
+import { sharedPath } from './helpers/data.js';
 
 const urls = sharedPath('crawl-benign-35k.txt');
 
@@ -48,7 +48,7 @@ describe('simulate', () => {
     nearTheory(await simulate('--mode', 'revisit-incremental', '--hashes', '4', '--bits-per-hash', '1.7'));
   });
 
-  test('strategies: spatial:2 with k=3 matches one filter with k=6 (the thesis finding); blocked pays a little FPR', async () => {
+  test('strategies: spatial:2 with k=3 matches one filter with k=6 (the thesis finding); blocked meets its target with a few more bits', async () => {
     const spatial = await simulate('--strategy', 'spatial:2', '--hashes', '3', '--bits-per-hash', '2', '--runs', '2');
     const six = await simulate('--hashes', '6', '--bits-per-hash', '2', '--runs', '2');
     nearTheory(spatial);
@@ -58,14 +58,11 @@ describe('simulate', () => {
     const blocked = await simulate('--strategy', 'blocked', '--fpr', '0.01', '--runs', '2');
     const classic = await simulate('--fpr', '0.01', '--runs', '2');
     nearTheory(classic);
-    // The blocked closed form ignores the correlation of the k bits inside one block: real URLs
-    // measure 11-14 % above it (docs/results.md). Between the closed form and 25 % above it:
-    const queries = blocked.queried * 2;
-    const falsePositives = blocked.mean * queries;
-    assert.ok(falsePositives >= binomialLower(queries, blocked.theory), `blocked ${blocked.mean} below its closed form ${blocked.theory}`);
-    assert.ok(falsePositives <= binomialUpper(queries, 1.25 * blocked.theory), `blocked ${blocked.mean} above 1.25 × ${blocked.theory}`);
-    assert.equal(blocked.mBits, classic.mBits, 'sized alike');
-    assert.ok(blocked.theory > classic.theory, 'the blocked layout costs FPR at the same size');
+    // Under xxh64-km-v2 the blocked layout errs as its closed form (block loads) says, and its
+    // sizing uses that closed form: more bits than classic for the same target, which it meets.
+    nearTheory(blocked);
+    assert.ok(blocked.mBits > classic.mBits, 'blocks fill unevenly: more bits for the same rate');
+    assert.ok(blocked.theory <= 0.01, `blocked closed form ${blocked.theory} at a 1 % target`);
     nearTheory(await simulate('--mode', 'revisit', '--strategy', 'spatial:2', '--hashes', '2', '--bits-per-hash', '1.7'));
     // Counting answers membership from its primary counters: as a classic filter of as many bits.
     const counting = await simulate('--strategy', 'counting', '--hashes', '3', '--bits-per-hash', '1.7', '--runs', '2');

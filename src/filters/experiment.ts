@@ -1,8 +1,8 @@
-import { BLOCK_BITS, freshSeedHex, seedFromHex } from '../hash/scheme.js';
+import { freshSeedHex, seedFromHex } from '../hash/scheme.js';
 import type { XxHash } from '../hash/xxhash.js';
 import { allHold, BloomFilter, type FilterGeometry } from './bloom.js';
 import { filterGeometries, hashSlice, type Keying } from './keying.js';
-import { roundBits, sizeByMultiplier } from './sizing.js';
+import { blockedFprCurve, classicFprCurve, roundBits, sizeByMultiplier } from './sizing.js';
 import { SpectralFilter } from './counting.js';
 import { COUNTING_SECONDARY_RATIO, sliceShape, strategyName, type SliceShape, type Strategy } from './strategy.js';
 
@@ -117,7 +117,7 @@ function geometriesOf(strategy: Strategy, shape: SliceShape): FilterGeometry[] {
  * on a known host with a known shape passes those filters), and the measurement shows by how much.
  */
 export function theoryFpr(mode: SimulationMode, geometries: readonly FilterGeometry[], inserted: number): number {
-  const rates = geometries.map((g) => (g.layout === 'blocked' ? blockedFpr(g.mBits, g.k) : classicFpr(g.mBits, g.k)));
+  const rates = geometries.map((g) => (g.layout === 'blocked' ? blockedFprCurve(g.mBits, g.k) : classicFprCurve(g.mBits, g.k)));
   const epochs = mode === 'revisit' || mode === 'revisit-incremental' ? 2 : 1;
   const at = (n: number): number => rates.reduce((product, rate) => product * rate(n), 1) ** epochs;
   if (mode === 'non-incremental' || mode === 'revisit') return at(inserted);
@@ -126,36 +126,6 @@ export function theoryFpr(mode: SimulationMode, geometries: readonly FilterGeome
   return sum / inserted;
 }
 
-function classicFpr(mBits: number, k: number): (n: number) => number {
-  const keep = Math.log1p(-1 / mBits);
-  return (n) => (-Math.expm1(k * n * keep)) ** k;
-}
-
-function blockedFpr(mBits: number, k: number): (n: number) => number {
-  const blocks = mBits / BLOCK_BITS;
-  const keep = Math.log1p(-k / BLOCK_BITS);
-  return (n) => {
-    const lambda = n / blocks;
-    // Poisson weights from the mode outwards until they vanish.
-    let sum = 0;
-    const top = Math.floor(lambda);
-    const logAt = (j: number): number => -lambda + j * Math.log(lambda || 1) - logFactorial(j);
-    for (const direction of [1, -1]) {
-      for (let j = direction === 1 ? top : top - 1; j >= 0; j += direction) {
-        const weight = lambda === 0 ? (j === 0 ? 1 : 0) : Math.exp(logAt(j));
-        sum += weight * (-Math.expm1(j * keep)) ** k;
-        if (weight < 1e-18 && Math.abs(j - lambda) > 10) break;
-      }
-    }
-    return sum;
-  };
-}
-
-const logFactorials: number[] = [0];
-function logFactorial(j: number): number {
-  for (let i = logFactorials.length; i <= j; i++) logFactorials.push(logFactorials[i - 1]! + Math.log(i));
-  return logFactorials[j]!;
-}
 
 /** One epoch of the experiment: S filters with fresh seeds, hashing in batches. */
 class Epoch {

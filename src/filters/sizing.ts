@@ -58,6 +58,71 @@ export function sizeByMultiplier(capacityUrls: number, k: number, bitsPerHash: n
   return checked(roundBits(Math.ceil(capacityUrls * k * bitsPerHash)), k);
 }
 
+/**
+ * The blocked layout's sizing: the smallest m (whole 512-bit blocks, at least the classic m) whose
+ * closed-form rate at capacity is at most p, for k from the classic optimum - 1 to + 2, the k with
+ * the smallest m. Blocks fill unevenly, so the classic m errs above p (1.19 % at a 1 % target);
+ * under xxh64-km-v2 the measured rate equals this closed form (docs/strategies.md), so sizing by it
+ * keeps the promise.
+ */
+export function sizeBlockedForFpr(capacityUrls: number, fprTarget: number): Sizing {
+  const classic = sizeForFpr(capacityUrls, fprTarget);
+  let best: Sizing | undefined;
+  for (let k = Math.max(1, classic.k - 1); k <= Math.min(MAX_HASHES, classic.k + 2); k++) {
+    const errs = (blocks: number): boolean => blockedFprCurve(blocks * BLOCK_BITS, k)(capacityUrls) > fprTarget;
+    let low = classic.mBits / BLOCK_BITS;
+    let high = low;
+    while (errs(high) && high * BLOCK_BITS <= MAX_FILTER_BITS) high *= 2;
+    if (errs(high)) continue;
+    // The smallest block count that does not err lies in (low, high] (or is low itself).
+    if (!errs(low)) high = low;
+    while (high - low > 1) {
+      const mid = Math.floor((low + high) / 2);
+      if (errs(mid)) low = mid;
+      else high = mid;
+    }
+    if (best === undefined || high * BLOCK_BITS < best.mBits) best = { mBits: high * BLOCK_BITS, k };
+  }
+  if (best === undefined) throw new RangeError(`no blocked filter within 2^40 bits reaches ${fprTarget} for ${capacityUrls} URLs`);
+  return checked(best.mBits, best.k);
+}
+
+/** The closed-form FPR of a classic filter of m bits and k hashes, as a function of distinct adds n. */
+export function classicFprCurve(mBits: number, k: number): (n: number) => number {
+  const keep = Math.log1p(-1 / mBits);
+  return (n) => (-Math.expm1(k * n * keep)) ** k;
+}
+
+/**
+ * The closed-form FPR of a blocked filter as a function of n: a Poisson mixture over the number of
+ * URLs in the query's block, each setting k of its 512 bits independently.
+ */
+export function blockedFprCurve(mBits: number, k: number): (n: number) => number {
+  const blocks = mBits / BLOCK_BITS;
+  const keep = Math.log1p(-k / BLOCK_BITS);
+  return (n) => {
+    const lambda = n / blocks;
+    // Poisson weights from the mode outwards until they vanish.
+    let sum = 0;
+    const top = Math.floor(lambda);
+    const logAt = (j: number): number => -lambda + j * Math.log(lambda || 1) - logFactorial(j);
+    for (const direction of [1, -1]) {
+      for (let j = direction === 1 ? top : top - 1; j >= 0; j += direction) {
+        const weight = lambda === 0 ? (j === 0 ? 1 : 0) : Math.exp(logAt(j));
+        sum += weight * (-Math.expm1(j * keep)) ** k;
+        if (weight < 1e-18 && Math.abs(j - lambda) > 10) break;
+      }
+    }
+    return sum;
+  };
+}
+
+const logFactorials: number[] = [0];
+function logFactorial(j: number): number {
+  for (let i = logFactorials.length; i <= j; i++) logFactorials.push(logFactorials[i - 1]! + Math.log(i));
+  return logFactorials[j]!;
+}
+
 /** Expected false-positive rate of a classic filter of m bits and k hashes after n distinct adds. */
 export function expectedFpr(mBits: number, k: number, n: number): number {
   return (1 - Math.exp((-k * n) / mBits)) ** k;

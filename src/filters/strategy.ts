@@ -2,7 +2,7 @@ import { SeenStoreError } from '../errors.js';
 import type { Layout } from './bloom.js';
 import type { Keying } from './keying.js';
 import { DEFAULT_GROWTH, type Growth } from './scalable.js';
-import { roundBits, sizeForFpr } from './sizing.js';
+import { roundBits, sizeBlockedForFpr, sizeForFpr } from './sizing.js';
 
 /**
  * How an epoch's filters answer "seen?". Every strategy here is a group of seeded Bloom filters per
@@ -129,7 +129,7 @@ export interface SliceShape {
 
 /**
  * Filter geometry of one slice of `capacityUrls` URLs whose union must err at most `fpr`:
- * - classic, blocked: the classic optimum;
+ * - classic: the classic optimum; blocked: the smallest m whose closed form (block loads) meets `fpr`;
  * - spatial:S: each filter at the S-th root of `fpr` (all must hold: the same total bits);
  * - eigen:D: the URL filter alone at `fpr` (so the promise holds whatever the features do), and a
  *   feature region of m·D/k bits hashed D times, seed 001's recipe;
@@ -156,6 +156,8 @@ export function sliceShape(strategy: Strategy, capacityUrls: number, fpr: number
       const secondaryCells = roundBits(Math.ceil(cells * COUNTING_SECONDARY_RATIO));
       return { mBits: cells * 8, k, keying: { kind: 'counting-v1', secondaryCells } };
     }
+    case 'blocked':
+      return sizeBlockedForFpr(capacityUrls, fpr);
     default:
       return sizeForFpr(capacityUrls, fpr);
   }
