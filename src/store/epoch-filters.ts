@@ -858,9 +858,8 @@ export class EpochFilters {
   #apply(slice: Slice, words: Uint32Array, count: number): void {
     const filters = slice.bloom;
     const stride = 2 * filters.length;
-    for (let i = 0; i < count; i++) {
-      for (let f = 0; f < filters.length; f++) filters[f]!.add(words[i * stride + 2 * f + 1]!, words[i * stride + 2 * f]!);
-    }
+    // Filter by filter: setting bits is order-free, and each filter's loop stays in its own array.
+    for (let f = 0; f < filters.length; f++) filters[f]!.addAll(words, 2 * f, stride, count);
   }
 
   #applyCounting(spectral: SpectralFilter, op: 'add' | 'delete', words: Uint32Array, count: number): void {
