@@ -296,7 +296,7 @@ describe('hash schemes xxh64-km-v1 and v2', () => {
     assert.ok(v2 <= 6, `v2: ${v2} false positives`);
   });
 
-  test('addAll (journal replay) sets the same bits, fill and dirty regions as add, hash by hash', () => {
+  test('addAll (journal replay) and prepare + addPrepared (durable adds) act exactly as add, hash by hash', () => {
     const rand32 = xorshift32(0xa5a5a5a5);
     const count = 70_000; // more than one run of addAll's position buffer at k = 7
     const words = new Uint32Array(3 * count); // stride 3: hashes at 0 and 1 of each entry
@@ -310,6 +310,31 @@ describe('hash schemes xxh64-km-v1 and v2', () => {
       assert.deepEqual(all.bytes, one.bytes, `${layout} ${scheme}`);
       assert.equal(all.onesBits, one.onesBits);
       assert.deepEqual(all.dirtyRegions(), one.dirtyRegions());
+      // prepare + addPrepared (the durable add's path): the same answers as add, run by run; each
+      // entry repeated so that half the answers are "seen".
+      const viaAdd = new BloomFilter({ layout, mBits: 512 * 4099, k: 7 }, { regionBytes: 4096, scheme });
+      const viaPrepared = new BloomFilter({ layout, mBits: 512 * 4099, k: 7 }, { regionBytes: 4096, scheme });
+      const twice = new Uint32Array(4 * count);
+      for (let i = 0; i < count; i++) {
+        twice.set(words.subarray(3 * i, 3 * i + 2), 4 * i);
+        twice.set(words.subarray(3 * i, 3 * i + 2), 4 * i + 2);
+      }
+      const run = viaPrepared.preparedRun;
+      let seen = 0;
+      for (let first = 0; first < 2 * count; first += run) {
+        const last = Math.min(2 * count, first + run);
+        const prepared = viaPrepared.prepare(twice, 0, 2, first, last);
+        assert.equal(prepared, layout === 'classic');
+        for (let i = first; i < last; i++) {
+          const expected = viaAdd.add(twice[2 * i + 1]!, twice[2 * i]!);
+          if (!expected) seen++;
+          const got = prepared ? viaPrepared.addPrepared(i - first) : viaPrepared.add(twice[2 * i + 1]!, twice[2 * i]!);
+          assert.equal(got, expected, `${layout} ${scheme} entry ${i}`);
+        }
+      }
+      assert.ok(seen >= count, `${seen} repeats answered seen`);
+      assert.deepEqual(viaPrepared.bytes, viaAdd.bytes);
+      assert.deepEqual(viaPrepared.dirtyRegions(), viaAdd.dirtyRegions());
     }
   });
 

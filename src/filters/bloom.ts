@@ -53,7 +53,7 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
   /** 1 under xxh64-km-v2, 0 under v1: how the steps grow between probes (scheme.ts stepGrowth). */
   readonly #growth: 0 | 1;
   #onesBits = 0;
-  /** Positions computed ahead by addAll(), reused. */
+  /** Positions computed ahead by prepare(), reused. */
   #positions = new Int32Array(0);
   /** Where warm() leaves what it read, so the compiler cannot drop the reads. */
   #warmth = 0;
@@ -115,55 +115,82 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
   }
 
   /**
-   * Adds `count` hashes, hash i at words[at + i * stride] (low half) and the word after it (high
-   * half), without telling which were new: journal replay. Classic filters below 2^31 bits go in
-   * two passes per run of entries: every position first (arithmetic only), then every bit. The
-   * bit loop has no arithmetic chain and no dependency between iterations, so the CPU keeps many
-   * more of its cache misses in flight than in add()'s loop, where each position waits on the
-   * step arithmetic. Sets exactly the bits, counts and dirty regions that add() would.
+   * Computes the positions of hashes first..last - 1 ahead, hash i at words[at + i * stride] (low
+   * half) and the word after it (high half), for addPrepared(). Only classic filters below 2^31
+   * bits prepare (false otherwise: use add()), and at most `preparedRun` hashes at a time.
+   *
+   * Why: in add()'s loop each position waits on the step arithmetic before its byte can be
+   * fetched, which limits how many cache misses are in flight. With the positions computed ahead,
+   * setting them has no arithmetic chain, and the CPU overlaps many more misses.
    */
-  addAll(words: Uint32Array, at: number, stride: number, count: number): void {
-    if (this.geometry.layout !== 'classic' || !this.#int32) {
-      for (let i = 0; i < count; i++) this.add(words[at + i * stride + 1]!, words[at + i * stride]!);
-      return;
-    }
+  prepare(words: Uint32Array, at: number, stride: number, first: number, last: number): boolean {
+    if (this.geometry.layout !== 'classic' || !this.#int32) return false;
     const k = this.geometry.k;
+    if (last - first > this.preparedRun) throw new RangeError(`prepare takes at most ${this.preparedRun} hashes, got ${last - first}`);
+    if (this.#positions.length < this.preparedRun * k) this.#positions = new Int32Array(this.preparedRun * k);
+    const positions = this.#positions;
     const m = this.geometry.mBits;
     const growth = this.#growth;
-    const run = Math.max(1, Math.floor(ADD_ALL_POSITIONS / k));
-    if (this.#positions.length < run * k) this.#positions = new Int32Array(run * k);
+    let n = 0;
+    for (let i = first; i < last; i++) {
+      const hi = words[at + i * stride + 1]!;
+      let step = kmStep(m, hi) | 0;
+      let p = this.#modulus.reduce(hi, words[at + i * stride]!) | 0;
+      let grow = 0;
+      for (let j = 0; j < k; j++) {
+        positions[n++] = p;
+        p = nextPosition(p, step, m);
+        grow += growth;
+        step = nextPosition(step, grow, m);
+      }
+    }
+    return true;
+  }
+
+  /** Hashes prepare() takes at once: 64k positions (256 KB, well inside L2). */
+  get preparedRun(): number {
+    return Math.max(1, Math.floor(PREPARED_POSITIONS / this.geometry.k));
+  }
+
+  /** add() of hash `first + j` of the last prepare(): the same bits, count, dirty regions and answer. */
+  addPrepared(j: number): boolean {
+    const k = this.geometry.k;
+    return this.#setPrepared(j * k, j * k + k) !== 0;
+  }
+
+  /**
+   * Adds `count` hashes laid out as for prepare(), without telling which were new: journal
+   * replay. Sets exactly the bits, counts and dirty regions that add() would; the bits of a whole
+   * run go in one flat loop.
+   */
+  addAll(words: Uint32Array, at: number, stride: number, count: number): void {
+    const run = this.preparedRun;
+    for (let first = 0; first < count; first += run) {
+      const last = Math.min(count, first + run);
+      if (this.prepare(words, at, stride, first, last)) this.#setPrepared(0, (last - first) * this.geometry.k);
+      else for (let i = first; i < last; i++) this.add(words[at + i * stride + 1]!, words[at + i * stride]!);
+    }
+  }
+
+  /** Sets prepared positions from..to - 1, branch-free like #addClassic; returns the bits newly set. */
+  #setPrepared(from: number, to: number): number {
     const positions = this.#positions;
     const bytes = this.bytes;
     const dirty = this.dirty;
     const regionPerByte = this.regionPerByte;
-    for (let first = 0; first < count; first += run) {
-      const last = Math.min(count, first + run);
-      let n = 0;
-      for (let i = first; i < last; i++) {
-        const hi = words[at + i * stride + 1]!;
-        let step = kmStep(m, hi) | 0;
-        let p = this.#modulus.reduce(hi, words[at + i * stride]!) | 0;
-        let grow = 0;
-        for (let j = 0; j < k; j++) {
-          positions[n++] = p;
-          p = nextPosition(p, step, m);
-          grow += growth;
-          step = nextPosition(step, grow, m);
-        }
-      }
-      let setBits = 0;
-      for (let j = 0; j < n; j++) {
-        const p = positions[j]!;
-        const byte = p >>> 3;
-        const shift = p & 7;
-        const old = bytes[byte]!;
-        const wasClear = (~old >>> shift) & 1;
-        bytes[byte] = old | (1 << shift);
-        dirty[(byte * regionPerByte) | 0]! |= wasClear;
-        setBits += wasClear;
-      }
-      this.#onesBits += setBits;
+    let setBits = 0;
+    for (let q = from; q < to; q++) {
+      const p = positions[q]!;
+      const at = p >>> 3;
+      const shift = p & 7;
+      const old = bytes[at]!;
+      const wasClear = (~old >>> shift) & 1;
+      bytes[at] = old | (1 << shift);
+      dirty[(at * regionPerByte) | 0]! |= wasClear;
+      setBits += wasClear;
     }
+    this.#onesBits += setBits;
+    return setBits;
   }
 
   /** True when every position of the hash is set (the URL was probably added). */
@@ -349,8 +376,8 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
   }
 }
 
-/** Positions addAll() computes before setting their bits: 256 KB of them, well inside L2. */
-const ADD_ALL_POSITIONS = 65_536;
+/** Positions prepare() computes ahead: 256 KB of them, well inside L2. */
+const PREPARED_POSITIONS = 65_536;
 
 /**
  * (p + step) mod m for int32 p and step in [0, m) with m < 2^31 (the next position, or the next

@@ -506,9 +506,21 @@ export class EpochFilters {
     if (this.#record.length < sliceWords * (count - start)) this.#record = new Uint32Array(sliceWords * (count - start));
     const record = this.#record;
     for (const filter of filters) filter.warm((count - start) * filter.geometry.k);
+    // The newest slice's positions are computed a run ahead where the filters can (BloomFilter
+    // prepare): bits are then set without waiting on the arithmetic. Same answers as add().
+    const run = filters[0]!.preparedRun;
+    let prepared = false;
+    let runStart = start;
+    let runEnd = start;
     let fresh = 0;
     let i = start;
     for (; i < count && fresh < room; i++) {
+      if (i === runEnd) {
+        runStart = i;
+        runEnd = Math.min(count, i + run);
+        prepared = true;
+        for (let f = 0; f < filters.length; f++) prepared = filters[f]!.prepare(words, 2 * (newest.offset + f), stride, runStart, runEnd) && prepared;
+      }
       const base = i * stride;
       let seenBefore = false;
       for (let j = 0; j < slices.length - 1 && !seenBefore; j++) seenBefore = EpochFilters.#sliceHas(slices[j]!, words, base);
@@ -516,7 +528,8 @@ export class EpochFilters {
       if (!seenBefore) {
         const at = base + 2 * newest.offset;
         for (let f = 0; f < filters.length; f++) {
-          if (filters[f]!.add(words[at + 2 * f + 1]!, words[at + 2 * f]!)) absent = true;
+          const wasAbsent = prepared ? filters[f]!.addPrepared(i - runStart) : filters[f]!.add(words[at + 2 * f + 1]!, words[at + 2 * f]!);
+          if (wasAbsent) absent = true;
         }
         if (absent) {
           const to = fresh * sliceWords;
