@@ -2,16 +2,17 @@
  * `npm run bench`: every contender in its own fresh process, on the same URL files, in one run;
  * medians of several runs; a table on stdout and everything as JSON in bench/results/latest.json.
  *
- *   node dist/bench/run.js [--runs N] [--quick]
+ *   node dist/bench/run.js [--runs N] [--quick] [--scale-only]
  *
  * --quick: the shared lists only, one run each, smaller scale runs (a smoke test of the harness).
+ * --scale-only: only the scale runs (open + first query, journal replay), printed as JSON.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { BATCH, CONTENDERS, FPR, type Figures } from './contender.js';
-import { BENCH_DIR, packageReposDataset, sharedDataset, type Dataset } from './data.js';
+import { BENCH_DIR, type Dataset } from './data.js';
 
 const ROOT = resolve(BENCH_DIR, '..');
 const CONTENDER = join(ROOT, 'dist', 'bench', 'contender.js');
@@ -171,7 +172,12 @@ function table(header: string[], rows: string[][]): string {
 }
 
 function main(): void {
-  const datasets = quick ? [sharedDataset()] : [sharedDataset(), packageReposDataset()];
+  if (args.includes('--scale-only')) {
+    process.stdout.write(`${JSON.stringify(quick ? scale(10_000_000, 200_000, 500_000) : scale(100_000_000, 1_000_000, 2_000_000))}\n`);
+    return;
+  }
+  // Prepared in a child process, so the harness never holds the data (bench/data.ts countLines).
+  const datasets = JSON.parse(child([join(ROOT, 'dist', 'bench', 'data.js'), ...(quick ? ['--quick'] : [])])) as Dataset[];
   const machine = {
     cpus: `${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}`,
     memoryGiB: Math.round(totalmem() / 2 ** 30),
