@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { BloomFilter, type Layout } from '../src/filters/bloom.js';
-import { estimateCardinality, expectedFpr, pairFloorFpr, sizeByMultiplier, sizeForFpr } from '../src/filters/sizing.js';
+import { blockedFprCurve, estimateCardinality, expectedFpr, pairFloorFpr, sizeBlockedForFpr, sizeByMultiplier, sizeForFpr } from '../src/filters/sizing.js';
 import { freshSeedHex, seedFromHex } from '../src/hash/scheme.js';
 import { XxHash } from '../src/hash/xxhash.js';
 import { binomialLower, binomialUpper, sharedUrls, xorshift32 } from './helpers/data.js';
@@ -53,6 +53,17 @@ describe('sizing', () => {
       for (let i = 0; i < 1_000_000; i++) if (filter.has(rand32(), rand32())) falsePositives++;
     }
     assert.ok(falsePositives <= 10_000_000 * 1e-5, `${falsePositives} false positives in 10M queries at a 1e-5 target`);
+  });
+
+  test('blocked sizing: the smallest m whose closed form meets the target', () => {
+    for (const [n, p] of [[842_729, 0.01], [100_000, 0.001], [5_000, 1e-6]] as const) {
+      const classic = sizeForFpr(n, p);
+      const { mBits, k } = sizeBlockedForFpr(n, p);
+      assert.ok(mBits >= classic.mBits && mBits % 512 === 0, `m = ${mBits}`);
+      assert.ok(blockedFprCurve(mBits, k)(n) <= p, `closed form ${blockedFprCurve(mBits, k)(n)} at ${p}`);
+      assert.ok(mBits === classic.mBits || blockedFprCurve(mBits - 512, k)(n) > p, 'one block fewer would err');
+    }
+    assert.deepEqual(sizeBlockedForFpr(842_729, 0.01), { mBits: 8_381_952, k: 6 });
   });
 
   test('the thesis sizing m = n * k * M', () => {
