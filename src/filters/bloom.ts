@@ -172,23 +172,14 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
     }
   }
 
-  /** Sets prepared positions from..to - 1, branch-free like #addClassic; returns the bits newly set. */
+  /** Sets prepared positions from..to - 1; returns the bits newly set. */
   #setPrepared(from: number, to: number): number {
     const positions = this.#positions;
     const bytes = this.bytes;
     const dirty = this.dirty;
     const regionPerByte = this.regionPerByte;
     let setBits = 0;
-    for (let q = from; q < to; q++) {
-      const p = positions[q]!;
-      const at = p >>> 3;
-      const shift = p & 7;
-      const old = bytes[at]!;
-      const wasClear = (~old >>> shift) & 1;
-      bytes[at] = old | (1 << shift);
-      dirty[(at * regionPerByte) | 0]! |= wasClear;
-      setBits += wasClear;
-    }
+    for (let q = from; q < to; q++) setBits += setBit(bytes, dirty, regionPerByte, positions[q]!);
     this.#onesBits += setBits;
     return setBits;
   }
@@ -241,13 +232,7 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
     let grow = 0;
     let setBits = 0;
     for (let i = 0; i < k; i++) {
-      const at = p >>> 3;
-      const shift = p & 7;
-      const old = bytes[at]!;
-      const wasClear = (~old >>> shift) & 1;
-      bytes[at] = old | (1 << shift);
-      dirty[(at * regionPerByte) | 0]! |= wasClear;
-      setBits += wasClear;
+      setBits += setBit(bytes, dirty, regionPerByte, p);
       p = nextPosition(p, step, m);
       grow += growth;
       step = nextPosition(step, grow, m);
@@ -378,6 +363,20 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
 
 /** Positions prepare() computes ahead: 256 KB of them, well inside L2. */
 const PREPARED_POSITIONS = 65_536;
+
+/**
+ * Sets bit p (int32) without a data-dependent branch: the byte is written back ORed with its bit,
+ * and the bit's old value marks the byte's region dirty and is returned (1 when it was clear).
+ */
+function setBit(bytes: Uint8Array, dirty: Uint8Array, regionPerByte: number, p: number): number {
+  const at = p >>> 3;
+  const shift = p & 7;
+  const old = bytes[at]!;
+  const wasClear = (~old >>> shift) & 1;
+  bytes[at] = old | (1 << shift);
+  dirty[(at * regionPerByte) | 0]! |= wasClear;
+  return wasClear;
+}
 
 /**
  * (p + step) mod m for int32 p and step in [0, m) with m < 2^31 (the next position, or the next
