@@ -32,6 +32,18 @@ describe('eigen and multilayer keying', () => {
     assert.deepEqual(parts.slice(0, 3), ['https://example.com', '', '']);
   });
 
+  test('eigen with more feature hashes than URL hashes: a large batch is decided in runs that suit both filters', async () => {
+    // eigen:16 at 1 %: the URL filter has k = 7, the feature filter k = 16, so the feature filter
+    // computes fewer positions ahead per run (a run sized for k = 7 would overflow its buffer).
+    const store = await SeenStore.open(tempDir());
+    const scope = store.scope('eigen16', { strategy: 'eigen:16', capacityUrls: 40_000, fprTarget: 0.01 });
+    const urls = allSharedUrls().slice(0, 30_000);
+    const first = await scope.addIfAbsent(urls);
+    assert.ok(first.filter(Boolean).length > 29_000, `${first.filter(Boolean).length} new of 30,000`);
+    assert.ok((await scope.addIfAbsent(urls)).every((isNew) => !isNew));
+    await store.close();
+  });
+
   test('eigen features: scheme, host, depth, path length, extension, query names', () => {
     assert.equal(eigenFeatures('https://Example.com/a/b/page.HTML?id=3&sort=asc#top'), ['https', 'example.com', 3, 14, 'html', 'id&sort'].join('\u001f'));
     assert.equal(eigenFeatures('http://h/'), ['http', 'h', 0, 1, '', ''].join('\u001f'));

@@ -508,7 +508,8 @@ export class EpochFilters {
     for (const filter of filters) filter.warm((count - start) * filter.geometry.k);
     // The newest slice's positions are computed a run ahead where the filters can (BloomFilter
     // prepare): bits are then set without waiting on the arithmetic. Same answers as add().
-    const run = filters[0]!.preparedRun;
+    // (Filters of one slice can differ in k: eigen's feature filter. The run suits them all.)
+    const run = Math.min(...filters.map((filter) => filter.preparedRun));
     let prepared = false;
     let runStart = start;
     let runEnd = start;
