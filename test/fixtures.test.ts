@@ -134,6 +134,21 @@ for (const format of ['format-1', 'format-2', 'format-3']) {
   });
 }
 
+describe('hash schemes across versions', () => {
+  test('an export of a v1 epoch is not merged into a v2 epoch: INCOMPATIBLE naming both schemes, nothing written', async () => {
+    const store = await SeenStore.open(tempDir());
+    const scope = store.scope('fresh');
+    await scope.add(['https://fixture.example/fresh']);
+    assert.equal(scope.epoch(1).hashScheme, HASH_SCHEME_ID);
+    await assert.rejects(
+      async () => scope.merge([join(FIXTURES, 'format-3', 'export-epoch2.ssx')]),
+      (error: unknown) => error instanceof SeenStoreError && error.code === 'INCOMPATIBLE' && /hash scheme xxh64-km-v1 vs xxh64-km-v2/.test(error.message),
+    );
+    assert.equal(scope.stats().epochs[0]!.added, 1);
+    await store.close();
+  });
+});
+
 describe('migration 1 -> 2 (fixture in, fixture out)', () => {
   test('rewrites exactly the checkpoint records as frozen in format-1/migrated-to-2.json', async () => {
     const dir = copyOf('format-1');
