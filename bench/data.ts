@@ -30,23 +30,6 @@ export function readUrls(path: string): string[] {
   return readFileSync(path, 'utf8').split('\n').filter((line) => line.length > 0);
 }
 
-/**
- * Non-empty lines of a file, counted in its bytes, so that the harness process stays small: while
- * it held the 1.7M URLs as strings, journal replay measured 0.78 s in two bench runs and 0.29-0.30 s
- * with the harness small (a parent holding 1.4 GB slowed the first child open after it to 0.71 s).
- * Why a parent blocked in spawnSync slows its child was not pinned down; the harness avoids it.
- */
-function countLines(path: string): number {
-  const bytes = readFileSync(path);
-  let lines = 0;
-  let previous = 10;
-  for (const byte of bytes) {
-    if (byte === 10 && previous !== 10) lines++;
-    previous = byte;
-  }
-  return previous === 10 ? lines : lines + 1;
-}
-
 function write(name: string, urls: readonly string[], source: string): Dataset {
   mkdirSync(CACHE, { recursive: true });
   const path = join(CACHE, `${name}.txt`);
@@ -73,7 +56,7 @@ export function packageReposDataset(): Dataset {
   const name = `package-repos-${version}`;
   if (existsSync(join(CACHE, `${name}.txt`))) {
     const path = join(CACHE, `${name}.txt`);
-    return { name, path, urls: countLines(path), source: `all-the-package-repos@${version}` };
+    return { name, path, urls: readUrls(path).length, source: `all-the-package-repos@${version}` };
   }
   const values = Object.values(JSON.parse(readFileSync(join(dirname(packageJson), 'data', 'packages.json'), 'utf8')) as Record<string, unknown>);
   const urls = [...new Set(values.filter((v): v is string => typeof v === 'string' && /^https?:\/\//.test(v) && !v.includes('\n')))];
@@ -81,9 +64,11 @@ export function packageReposDataset(): Dataset {
 }
 
 /**
- * `node dist/bench/data.js [--quick]` prints the datasets as JSON, preparing them first if need be:
- * the harness runs it as a child, so building the URL file from the 1.4 GB package data never
- * leaves that heap in the harness process (see countLines).
+ * `node dist/bench/data.js [--quick]` prints the datasets as JSON, preparing them first if need be.
+ * The harness runs it as a child so that it never holds the data itself: while the harness held
+ * the 1.7M URLs (or the 1.4 GB package data), journal replay measured 0.78 s in two bench runs,
+ * against 0.29-0.30 s with the harness small (a parent holding 1.4 GB slowed the first child open
+ * after it to 0.71 s). Why a parent blocked in spawnSync slows its child was not pinned down.
  */
 if (process.argv[1]?.endsWith('data.js')) {
   const quick = process.argv.includes('--quick');

@@ -176,7 +176,7 @@ function main(): void {
     process.stdout.write(`${JSON.stringify(quick ? scale(10_000_000, 200_000, 500_000) : scale(100_000_000, 1_000_000, 2_000_000))}\n`);
     return;
   }
-  // Prepared in a child process, so the harness never holds the data (bench/data.ts countLines).
+  // Prepared in a child process, so the harness never holds the data (bench/data.ts says why).
   const datasets = JSON.parse(child([join(ROOT, 'dist', 'bench', 'data.js'), ...(quick ? ['--quick'] : [])])) as Dataset[];
   const machine = {
     cpus: `${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}`,

@@ -380,8 +380,9 @@ function setBit(bytes: Uint8Array, dirty: Uint8Array, regionPerByte: number, p: 
 
 /**
  * (p + step) mod m for int32 p and step in [0, m) with m < 2^31 (the next position, or the next
- * step of enhanced double hashing): p + step - m lies in (-m, m), and is negative exactly when no wrap is due; its sign
- * bit, spread by >> 31, selects whether m is added back. No branch for the CPU to guess.
+ * step of enhanced double hashing): p + step - m lies in (-m, m), and is negative exactly when no
+ * wrap is due; its sign bit, spread by >> 31, selects whether m is added back. No branch for the
+ * CPU to guess.
  */
 function nextPosition(p: number, step: number, m: number): number {
   const q = (p + step - m) | 0;
