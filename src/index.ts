@@ -1,4 +1,4 @@
-export { SeenStore, MAX_HASH_THREADS, type SeenStoreOptions } from './epochs/seen-store.js';
+export { SeenStore, MAX_THREADS, MAX_HASH_THREADS, type SeenStoreOptions } from './epochs/seen-store.js';
 export {
   Scope,
   type ScopeOptions,

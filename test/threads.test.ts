@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { cpSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
 import { runCli } from './helpers/cli.js';
@@ -7,31 +9,109 @@ import { expectCode } from './helpers/errors.js';
 import { tempDir } from './helpers/tmp.js';
 
 const urls = allSharedUrls();
-const SEEDS = ['0123456789abcdef'];
 
-async function answers(hashThreads: number, batches: readonly string[][]): Promise<{ added: boolean[]; probes: boolean[] }> {
-  const store = await SeenStore.open(tempDir(), { hashThreads });
-  const scope = store.scope('t', { capacityUrls: 40_000, fprTarget: 0.01, seeds: SEEDS });
+interface Run {
+  readonly added: boolean[];
+  readonly probes: boolean[];
+  readonly fill: number;
+  readonly seeds: readonly string[];
+}
+
+/** Adds `batches` to a new scope of `strategy` (with `seeds` when given) and probes held-out URLs. */
+async function run(threads: number, strategy: string, batches: readonly string[][], seeds?: readonly string[]): Promise<Run> {
+  const store = await SeenStore.open(tempDir(), { threads });
+  const scope = store.scope('t', { capacityUrls: 40_000, fprTarget: 0.01, strategy, ...(seeds === undefined ? {} : { seeds }) });
   const added: boolean[] = [];
   for (const batch of batches) added.push(...(await scope.addIfAbsent(batch)));
   const probes = scope.has(urls.slice(40_000));
+  const details = scope.epoch(1);
   await store.close();
-  return { added, probes };
+  return { added, probes, fill: details.fillRatio, seeds: details.sliceDetails[0]!.seeds };
 }
 
-describe('hashing threads', () => {
-  test('hashThreads 2 gives exactly the answers of one thread (same seeds), also for non-ASCII URLs', async () => {
-    const inserted = [...urls.slice(0, 40_000), 'https://例え.テスト/パス?q=ü', 'https://x.example/😀'];
-    const batches = [inserted.slice(0, 10_000), inserted.slice(10_000, 13_000), inserted.slice(13_000)];
-    const one = await answers(1, batches);
-    const two = await answers(2, batches);
-    assert.deepEqual(two.added, one.added);
-    assert.deepEqual(two.probes, one.probes);
-    assert.ok(one.added.filter(Boolean).length > 39_000);
+/** Batches with URLs repeated inside a batch and across batches, and non-ASCII URLs. */
+function batchesWithRepeats(): string[][] {
+  const inserted = [...urls.slice(0, 30_000), 'https://例え.テスト/パス?q=ü', 'https://x.example/😀'];
+  return [
+    inserted.slice(0, 10_000),
+    [...inserted.slice(10_000, 13_000), ...inserted.slice(12_000, 12_500), ...inserted.slice(0, 100)],
+    inserted.slice(13_000),
+  ];
+}
+
+describe('threads (a bit thread over filters in shared memory)', () => {
+  for (const strategy of ['classic', 'blocked', 'spatial:2', 'eigen:3']) {
+    test(`threads 2 gives exactly the answers and bits of one thread: ${strategy}`, async () => {
+      const batches = batchesWithRepeats();
+      const one = await run(1, strategy, batches);
+      const two = await run(2, strategy, batches, one.seeds);
+      assert.deepEqual(two.added, one.added);
+      assert.deepEqual(two.probes, one.probes);
+      // The bit thread counts the bits it sets into the calling thread's filters.
+      assert.equal(two.fill, one.fill);
+      const firstTimes = new Set(batches.flat()).size;
+      const fresh = one.added.filter(Boolean).length;
+      assert.ok(fresh <= firstTimes && fresh > firstTimes - 300, `${fresh} new of ${firstTimes} distinct`);
+    });
+  }
+
+  test('an epoch with grown slices: the same answers from a copy of the store, one thread or two', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(join(dir, 'base'));
+    const scope = store.scope('g', { capacityUrls: 4_000, fprTarget: 0.01 });
+    await scope.addIfAbsent(urls.slice(0, 6_000));
+    const slices = scope.epoch(1).sliceDetails;
+    await store.close();
+    assert.equal(slices.length, 2);
+    // Within the second slice's room, so that no slice with fresh seeds is added: 2,000 + 3,000 < 8,000.
+    const more = [urls.slice(5_000, 8_000), [...urls.slice(8_000, 9_000), ...urls.slice(0, 500)]];
+    const answers: boolean[][] = [];
+    for (const threads of [1, 2]) {
+      cpSync(join(dir, 'base'), join(dir, `t${threads}`), { recursive: true });
+      const copy = await SeenStore.open(join(dir, `t${threads}`), { threads });
+      const again = copy.scope('g');
+      const got: boolean[] = [];
+      for (const batch of more) got.push(...(await again.addIfAbsent(batch)));
+      got.push(...again.has(urls.slice(40_000, 45_000)));
+      assert.equal(again.epoch(1).sliceDetails.length, 2);
+      await copy.close();
+      answers.push(got);
+    }
+    assert.deepEqual(answers[1], answers[0]);
+    // URLs the first slice holds are not new; the slices overlap only by false positives.
+    const fresh = answers[0]!.slice(3_000, 4_000).filter(Boolean).length;
+    assert.ok(fresh > 960, `${fresh} of 1,000 unseen URLs new (false positives of two slices near 1 % are ~7 in 1,000)`);
+    assert.ok(answers[0]!.slice(4_000, 4_500).every((isNew) => !isNew));
   });
 
-  test('concurrent adds on one scope with hashing threads: every URL new exactly once', async () => {
-    const store = await SeenStore.open(tempDir(), { hashThreads: 2 });
+  test('bits set by the bit thread are checkpointed and survive a reopen on one thread', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir, { threads: 2 });
+    const scope = store.scope('c', { capacityUrls: 40_000 });
+    for (let i = 0; i < 30_000; i += 7_000) await scope.addIfAbsent(urls.slice(i, Math.min(30_000, i + 7_000)));
+    assert.equal(await scope.checkpoint(), 'written');
+    const probes = scope.has(urls.slice(40_000));
+    await store.close();
+    const reopened = await SeenStore.open(dir, { threads: 1 });
+    const again = reopened.scope('c');
+    assert.ok(again.has(urls.slice(0, 30_000)).every(Boolean));
+    assert.deepEqual(again.has(urls.slice(40_000)), probes);
+    await reopened.close();
+  });
+
+  test('a refused URL in a later chunk fails the whole batch: nothing of it stays in the filter', async () => {
+    const one = await run(1, 'classic', [urls.slice(0, 5_000)]);
+    const store = await SeenStore.open(tempDir(), { threads: 2 });
+    const scope = store.scope('t', { capacityUrls: 40_000, fprTarget: 0.01, seeds: one.seeds });
+    // The lone surrogate sits far past the first chunks the bit thread has already decided.
+    const bad = [...urls.slice(0, 4_000), 'https://x.example/\ud800', ...urls.slice(4_000, 5_000)];
+    await expectCode('INVALID_URL', () => scope.addIfAbsent(bad));
+    assert.deepEqual(await scope.addIfAbsent(urls.slice(0, 5_000)), one.added);
+    await store.close();
+  });
+
+  test('concurrent adds on one scope with two threads: every URL new exactly once', async () => {
+    const store = await SeenStore.open(tempDir(), { threads: 2 });
     const scope = store.scope('race', { capacityUrls: 100_000 });
     const a = urls.slice(0, 30_000);
     const b = urls.slice(15_000, 45_000);
@@ -45,13 +125,16 @@ describe('hashing threads', () => {
     await store.close();
   });
 
-  test('bad thread counts are USAGE errors; the CLI takes --threads and exits when done', async () => {
-    for (const hashThreads of [0, 17, 1.5]) await expectCode('USAGE', () => SeenStore.open(tempDir(), { hashThreads }));
+  test('bad thread counts are USAGE errors (hashThreads, the earlier name, too); the CLI takes --threads and exits when done', async () => {
+    for (const threads of [0, 17, 1.5]) {
+      await expectCode('USAGE', () => SeenStore.open(tempDir(), { threads }));
+      await expectCode('USAGE', () => SeenStore.open(tempDir(), { hashThreads: threads }));
+    }
     const dir = tempDir();
     const input = `${urls.slice(0, 20_000).join('\n')}\n`;
-    const run = await runCli(['filter-new', '--store', dir, '--threads', '2', '--batch-size', '5000'], input);
-    assert.equal(run.code, 0, run.stderr);
-    const printed = run.stdout.split('\n').filter(Boolean);
+    const cli = await runCli(['filter-new', '--store', dir, '--threads', '2', '--batch-size', '5000'], input);
+    assert.equal(cli.code, 0, cli.stderr);
+    const printed = cli.stdout.split('\n').filter(Boolean);
     assert.equal(new Set(printed).size, printed.length);
     assert.ok(printed.length > 19_700);
     const bad = await runCli(['add', '--store', dir, '--threads', '0'], input);

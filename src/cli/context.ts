@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { SeenStoreError } from '../errors.js';
-import { MAX_HASH_THREADS, SeenStore } from '../epochs/seen-store.js';
+import { MAX_THREADS, SeenStore } from '../epochs/seen-store.js';
 import type { Scope, ScopeOptions } from '../epochs/scope.js';
 import { parseEpochSpec, type EpochSpec, type MembershipMode } from '../epochs/epoch-spec.js';
 import { LAYOUTS, type Layout } from '../filters/bloom.js';
@@ -14,7 +14,7 @@ export interface GlobalOptions {
   readonly scope?: string;
   readonly json?: boolean;
   readonly debug?: boolean;
-  /** `--threads N` of the adding commands: hashing threads (SeenStoreOptions.hashThreads). */
+  /** `--threads N` of the adding commands (SeenStoreOptions.threads). */
   readonly threads?: string;
 }
 
@@ -49,8 +49,8 @@ export function scopeName(options: GlobalOptions): string {
 
 export async function openStore(options: GlobalOptions, create: boolean): Promise<SeenStore> {
   const threads = parseCount('threads', options.threads);
-  if (threads !== undefined && threads > MAX_HASH_THREADS) throw new SeenStoreError('USAGE', `--threads must be at most ${MAX_HASH_THREADS}, got ${threads}`);
-  return SeenStore.open(storeDir(options), { create, onWarning: (message) => warn(message), ...(threads === undefined ? {} : { hashThreads: threads }) });
+  if (threads !== undefined && threads > MAX_THREADS) throw new SeenStoreError('USAGE', `--threads must be at most ${MAX_THREADS}, got ${threads}`);
+  return SeenStore.open(storeDir(options), { create, onWarning: (message) => warn(message), ...(threads === undefined ? {} : { threads }) });
 }
 
 export function warn(message: string): void {

@@ -30,7 +30,7 @@ function planOptions(command: Command): Command {
     .option('--normalize <mode>', 'none (default: exact bytes) or whatwg (URL-standard form)')
     .option('--seeds <hex>', "the first epoch's seeds (16 hex digits per filter, comma-separated, from epoch show) instead of fresh ones: parallel crawlers that will merge")
     .option('--epoch <n>', 'only add to epoch N; fail with EPOCH_SEALED once it is not the open epoch')
-    .option('--threads <n>', 'threads that hash the URLs (default 1; batches of 4,096+ URLs are split)');
+    .option('--threads <n>', 'threads for adds (default 1; 2: a second thread sets the bits while this one hashes)');
 }
 
 export function buildProgram(): Command {

@@ -1,7 +1,7 @@
 import { SeenStoreError } from '../errors.js';
 import type { Layout } from '../filters/bloom.js';
 import type { Keying } from '../filters/keying.js';
-import type { HashPool } from '../hash/pool.js';
+import type { BitThread } from '../store/bit-thread.js';
 import { CLASSIC, parseStrategy, strategyName, strategyOf, type Strategy } from '../filters/strategy.js';
 import { keyCount, isUtf8Keys, keyStrings, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
 import type { StoreEnv } from '../store/env.js';
@@ -125,8 +125,8 @@ export interface RotateResult {
 export interface ScopeContext {
   readonly env: StoreEnv;
   readonly hash: XxHash;
-  /** Hashing threads for adds (SeenStoreOptions.hashThreads); undefined: the calling thread. */
-  readonly pool: HashPool | undefined;
+  /** The thread that sets the bits of adds (SeenStoreOptions.threads 2); undefined: the calling thread. */
+  readonly bitThread: BitThread | undefined;
   readonly checkpointJournalBytes: number;
   readonly checkpointIntervalMs: number;
   readonly lockStaleMs: number;
@@ -463,20 +463,18 @@ export class Scope {
     for (let start = 0; start < count; ) {
       const part = sliceKeys(keys, start, Math.min(count, start + MAX_BATCH_URLS));
       const partCount = keyCount(part);
-      let words: Uint32Array;
-      if (this.#ctx.pool === undefined) {
-        words = this.#scratch(partCount, epoch.filterCount);
-        epoch.hashKeys(part, words);
-      } else {
-        // Hashing on other threads yields to the event loop, where another add of this scope may
-        // run: it gets a buffer of its own, not the shared scratch (one per batch, not per URL).
-        words = new Uint32Array(2 * partCount * epoch.filterCount);
-        await epoch.hashKeysOn(this.#ctx.pool, part, words);
-      }
       // One part (the usual call): its answers are the call's.
       const partAnswers = answers === undefined || partCount === count ? answers : new Array<boolean>(partCount);
+      const thread = this.#ctx.bitThread;
+      const expectOpen = (): void => this.#expectOpen(epoch);
       try {
-        added += epoch.addBatch(part, words, partAnswers, () => this.#expectOpen(epoch));
+        if (thread === undefined) {
+          const words = this.#scratch(partCount, epoch.filterCount);
+          epoch.hashKeys(part, words);
+          added += epoch.addBatch(part, words, partAnswers, expectOpen);
+        } else {
+          added += epoch.addBatchOn(thread, part, partAnswers, expectOpen);
+        }
       } catch (error) {
         const rotated = error instanceof SeenStoreError && error.code === 'EPOCH_SEALED' && options.epoch === undefined;
         const next = rotated ? this.#open(false) : undefined;
@@ -528,7 +526,7 @@ export class Scope {
     const env = this.#ctx.env;
     let epoch = this.#loaded.get(n);
     if (epoch === undefined) {
-      epoch = EpochFilters.load(env, this.#ctx.hash, EpochFilters.readHeader(env, this.name, n));
+      epoch = EpochFilters.load(env, this.#ctx.hash, EpochFilters.readHeader(env, this.name, n), { shared: this.#ctx.bitThread !== undefined });
       this.#loaded.set(n, epoch);
     } else {
       epoch.catchUp();

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { SeenStoreError } from '../errors.js';
-import { HashPool } from '../hash/pool.js';
+import { BitThread } from '../store/bit-thread.js';
 import { XxHash } from '../hash/xxhash.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from '../store/env.js';
 import { isLocked, LOCK_STALE_MS, LOCK_STALE_MS_MIN } from '../store/lock.js';
@@ -41,14 +41,20 @@ export interface SeenStoreOptions {
   /** Receives non-fatal problems, e.g. a background checkpoint that failed (default: process warning). */
   readonly onWarning?: (message: string) => void;
   /**
-   * Threads that hash the URLs of adds (default 1: the calling thread only). With N > 1, batches of
-   * at least 4,096 URLs are hashed on N threads (N - 1 worker threads, each with its own
-   * xxhash-wasm); deciding and setting bits stay on the calling thread. At most 16.
+   * Threads for adds (default 1: the calling thread only). With 2, the filters live in shared
+   * memory and a worker thread sets the bits of each batch while the calling thread hashes it
+   * (the two overlap; answers and bits are exactly those of one thread; docs/benchmarks.md has
+   * what it gains). Counts above 2 are accepted (up to 16) and use 2: one thread owns the bits
+   * during a batch, and the strings can only be hashed on the thread that holds them.
    */
+  readonly threads?: number;
+  /** The earlier name of `threads` (taken when `threads` is not given). */
   readonly hashThreads?: number;
 }
 
-export const MAX_HASH_THREADS = 16;
+export const MAX_THREADS = 16;
+/** @deprecated the earlier name of MAX_THREADS. */
+export const MAX_HASH_THREADS = MAX_THREADS;
 
 /**
  * A store: one directory, one LMDB environment, any number of scopes. Several processes may open
@@ -62,16 +68,16 @@ export class SeenStore {
   readonly #ctx;
   #closed = false;
 
-  readonly #pool: HashPool | undefined;
+  readonly #bitThread: BitThread | undefined;
 
-  private constructor(dir: string, env: StoreEnv, hash: XxHash, pool: HashPool | undefined, options: SeenStoreOptions) {
+  private constructor(dir: string, env: StoreEnv, hash: XxHash, bitThread: BitThread | undefined, options: SeenStoreOptions) {
     this.dir = dir;
     this.#env = env;
-    this.#pool = pool;
+    this.#bitThread = bitThread;
     this.#ctx = Object.freeze({
       env,
       hash,
-      pool,
+      bitThread,
       checkpointJournalBytes: options.checkpointJournalBytes ?? 32 * 2 ** 20,
       checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
       lockStaleMs: lockStaleMs(options),
@@ -84,9 +90,9 @@ export class SeenStore {
 
   static async open(dir: string, options: SeenStoreOptions = {}): Promise<SeenStore> {
     if (typeof dir !== 'string' || dir.length === 0) throw new TypeError('dir must be a non-empty string');
-    const threads = options.hashThreads ?? 1;
-    if (!Number.isInteger(threads) || threads < 1 || threads > MAX_HASH_THREADS) {
-      throw new SeenStoreError('USAGE', `hash threads must be a whole number from 1 to ${MAX_HASH_THREADS}, got ${String(threads)}`);
+    const threads = options.threads ?? options.hashThreads ?? 1;
+    if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS) {
+      throw new SeenStoreError('USAGE', `threads must be a whole number from 1 to ${MAX_THREADS}, got ${String(threads)}`);
     }
     const hash = await XxHash.load();
     const env = StoreEnv.open(dir, {
@@ -99,8 +105,8 @@ export class SeenStore {
       await env.close();
       throw new SeenStoreError('STORE_LOCKED', `a snapshot restore or a migration of ${dir} is running; open the store when it is done`);
     }
-    const pool = threads > 1 ? await HashPool.start(hash, threads) : undefined;
-    const store = new SeenStore(dir, env, hash, pool, options);
+    const bitThread = threads > 1 ? await BitThread.start() : undefined;
+    const store = new SeenStore(dir, env, hash, bitThread, options);
     openHere.set(resolve(dir), (openHere.get(resolve(dir)) ?? 0) + 1);
     return store;
   }
@@ -226,7 +232,7 @@ export class SeenStore {
       if (count > 0) openHere.set(resolve(this.dir), count);
       else openHere.delete(resolve(this.dir));
       await this.#env.close();
-      await this.#pool?.close();
+      await this.#bitThread?.close();
     }
   }
 }

@@ -1,5 +1,5 @@
 import { BLOCK_BITS, HASH_SCHEME_ID, Modulus, kmStep, modFast, stepGrowth, type HashSchemeId } from '../hash/scheme.js';
-import { RegionedBytes } from './regions.js';
+import { RegionedBytes, type SharedFilterMemory } from './regions.js';
 import { estimateCardinality, fprFromFill } from './sizing.js';
 
 /** How a URL's k positions are laid out: anywhere in the array, or inside one 64-byte block. */
@@ -23,6 +23,11 @@ export interface BloomFilterOptions {
   readonly regionBytes?: number;
   /** The hash scheme mapping hashes to positions (the epoch's). Default: the one new epochs use. */
   readonly scheme?: HashSchemeId;
+  /**
+   * `true`: bytes and dirty flags in shared memory, so a bit thread can set bits in this filter
+   * (SeenStoreOptions.threads). Shared buffers given: a view of such a filter (in the bit thread).
+   */
+  readonly memory?: boolean | SharedFilterMemory;
 }
 
 /** What the store persists of a filter: its bytes in regions (chunks), with change tracking. */
@@ -46,6 +51,7 @@ export interface StoredFilter {
  */
 export class BloomFilter extends RegionedBytes implements StoredFilter {
   readonly geometry: FilterGeometry;
+  readonly scheme: HashSchemeId;
   readonly #modulus: Modulus;
   readonly #blocks: number;
   /** Below 2^31 bits, positions, steps and p + step - m all fit in int32. */
@@ -71,16 +77,25 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
     if (regionBytes % 64 !== 0 && regionBytes !== mBits / 8) {
       throw new RangeError('regionBytes must be a multiple of 64 so blocks never straddle regions');
     }
-    super(mBits / 8, regionBytes);
+    super(mBits / 8, regionBytes, options.memory ?? false);
     this.geometry = Object.freeze({ layout, mBits, k });
     this.#modulus = new Modulus(mBits);
     this.#blocks = mBits / BLOCK_BITS;
     this.#int32 = mBits < 2 ** 31;
-    this.#growth = stepGrowth(options.scheme ?? HASH_SCHEME_ID);
+    this.scheme = options.scheme ?? HASH_SCHEME_ID;
+    this.#growth = stepGrowth(this.scheme);
   }
 
   get onesBits(): number {
     return this.#onesBits;
+  }
+
+  /**
+   * Counts bits that another thread set in this filter's shared memory (through its own view of
+   * it, which counted them there).
+   */
+  countSetBits(bits: number): void {
+    this.#onesBits += bits;
   }
 
   get fillRatio(): number {

@@ -2,6 +2,15 @@
  * A filter's byte array in fixed-size regions with change tracking: the store persists each
  * changed region as a chunk. Shared by the Bloom filter (bits) and the counting filter (counters).
  */
+/**
+ * A filter's memory as shared buffers, so that a worker thread can work on the same bits (and mark
+ * the same regions dirty) as the thread that owns the filter.
+ */
+export interface SharedFilterMemory {
+  readonly bytes: SharedArrayBuffer;
+  readonly dirty: SharedArrayBuffer;
+}
+
 export abstract class RegionedBytes {
   readonly bytes: Uint8Array;
   readonly regionBytes: number;
@@ -10,11 +19,30 @@ export abstract class RegionedBytes {
   /** regionReciprocal(regionBytes): `(at * regionPerByte) | 0` is at's region, for at < 2^31. */
   protected readonly regionPerByte: number;
 
-  constructor(byteLength: number, regionBytes: number | undefined) {
-    this.bytes = new Uint8Array(byteLength);
+  /**
+   * `memory`: `true` allocates the bytes and the dirty flags in shared memory (for a filter a
+   * worker thread will also work on); shared buffers given are used as they are (the worker's view
+   * of such a filter).
+   */
+  constructor(byteLength: number, regionBytes: number | undefined, memory: boolean | SharedFilterMemory = false) {
     this.regionBytes = regionBytes ?? byteLength;
-    this.dirty = new Uint8Array(Math.ceil(byteLength / this.regionBytes));
+    const regions = Math.ceil(byteLength / this.regionBytes);
+    if (memory === false) {
+      this.bytes = new Uint8Array(byteLength);
+      this.dirty = new Uint8Array(regions);
+    } else {
+      const shared = memory === true ? { bytes: new SharedArrayBuffer(byteLength), dirty: new SharedArrayBuffer(regions) } : memory;
+      this.bytes = new Uint8Array(shared.bytes, 0, byteLength);
+      this.dirty = new Uint8Array(shared.dirty, 0, regions);
+    }
     this.regionPerByte = regionReciprocal(this.regionBytes);
+  }
+
+  /** The shared buffers of a filter allocated in shared memory; undefined otherwise. */
+  get sharedMemory(): SharedFilterMemory | undefined {
+    const { bytes, dirty } = this;
+    if (!(bytes.buffer instanceof SharedArrayBuffer) || !(dirty.buffer instanceof SharedArrayBuffer)) return undefined;
+    return { bytes: bytes.buffer, dirty: dirty.buffer };
   }
 
   get regionCount(): number {

@@ -1,11 +1,12 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import { BloomFilter, allHold, type StoredFilter } from '../filters/bloom.js';
+import { decideRange, type DecideTarget, type Decided } from '../filters/decide.js';
 import { CountingFilter, SpectralFilter } from '../filters/counting.js';
 import { planSlice, unionFpr } from '../filters/scalable.js';
 import { HASH_SCHEMES, freshSeedHex, isHashScheme, seedFromHex, type HashSchemeId } from '../hash/scheme.js';
-import type { HashPool } from '../hash/pool.js';
-import { keyCount, type Keys, type XxHash } from '../hash/xxhash.js';
+import { keyCount, sliceKeys, type Keys, type XxHash } from '../hash/xxhash.js';
+import type { BitThread } from './bit-thread.js';
 import { CHUNK_PAYLOAD_BYTES, decodeChunk, encodeChunk } from './chunks.js';
 import type { StoreEnv } from './env.js';
 import { faultPoint } from './faults.js';
@@ -104,18 +105,27 @@ export class EpochFilters {
   #recordBytes = Buffer.alloc(0);
   #poisoned = false;
   #record = new Uint32Array(0);
+  #flags = new Uint8Array(0);
+  /** Bloom filters in shared memory, for a bit thread (SeenStoreOptions.threads). */
+  readonly #shared: boolean;
+  /** The slices as decideRange sees them; rebuilt when the slices change. */
+  #target: DecideTarget | undefined;
 
-  private constructor(env: StoreEnv, hash: XxHash, header: EpochHeader) {
+  private constructor(env: StoreEnv, hash: XxHash, header: EpochHeader, shared: boolean) {
     this.#env = env;
     this.#hash = hash;
     this.#header = header;
     this.#scheme = header.hashScheme as HashSchemeId;
+    this.#shared = shared;
   }
 
-  /** Loads the epoch's filters from the store: stored chunks, then the journal after the checkpoint. */
-  static load(env: StoreEnv, hash: XxHash, header: EpochHeader): EpochFilters {
+  /**
+   * Loads the epoch's filters from the store: stored chunks, then the journal after the
+   * checkpoint. `shared`: Bloom filters in shared memory, so that a BitThread can take batches.
+   */
+  static load(env: StoreEnv, hash: XxHash, header: EpochHeader, options: { readonly shared?: boolean } = {}): EpochFilters {
     EpochFilters.checkSupported(header);
-    const filters = new EpochFilters(env, hash, header);
+    const filters = new EpochFilters(env, hash, header, options.shared ?? false);
     filters.#loadFresh();
     return filters;
   }
@@ -254,19 +264,6 @@ export class EpochFilters {
     for (const slice of this.#slices) hashSlice(this.#hash, slice.spec.keying, keys, slice.seeds, words, stride, 2 * slice.offset);
   }
 
-  /**
-   * As hashKeys, on the threads of `pool` (slices hashing the whole URL; keyed slices derive their
-   * keys and hash on this thread).
-   */
-  async hashKeysOn(pool: HashPool, keys: Keys, words: Uint32Array): Promise<void> {
-    const stride = 2 * this.#filterCount;
-    for (const slice of this.#slices) {
-      const plain = slice.spec.keying === undefined || slice.spec.keying.kind === 'counting-v1';
-      if (plain) await pool.hashKeys(keys, slice.seeds, words, stride, 2 * slice.offset);
-      else hashSlice(this.#hash, slice.spec.keying, keys, slice.seeds, words, stride, 2 * slice.offset);
-    }
-  }
-
   /** True when some slice holds URL i of `words` (in a slice, every filter must agree). */
   has(words: Uint32Array, i: number): boolean {
     const base = 2 * i * this.#filterCount;
@@ -342,22 +339,57 @@ export class EpochFilters {
   }
 
   /**
-   * One batch's write transaction: the epoch must still be open (`expectOpen`), the copy is caught
-   * up first (rehashing the keys when another process added a slice), then `change` decides and
-   * journals. If anything fails after the copy was touched, it is poisoned and reloaded before its
-   * next use, so bits of an uncommitted batch never stay in memory.
+   * As addBatch, with the bits set on `thread` while this thread hashes the keys (inside the
+   * write transaction, after catching up, so no rehash is ever needed). Batches the bit thread
+   * cannot take (a counting epoch, a newest slice with less room than the batch has URLs, filters
+   * not in shared memory) are hashed and decided here, as by addBatch. A key the hashing refuses
+   * (a lone surrogate) fails the batch after the bit thread may have set bits of earlier chunks:
+   * the transaction is aborted and the copy reloaded, as for any failed batch.
+   */
+  addBatchOn(thread: BitThread, keys: Keys, answers: boolean[] | undefined, expectOpen: () => void): number {
+    const added = this.#inWriteTransaction(expectOpen, 'adding a batch to', () => {
+      const count = keyCount(keys);
+      const target = this.#decideTarget();
+      if (this.counting || this.#roomInNewest() < count || !thread.accepts(target)) {
+        const words = this.#rehash(keys);
+        return this.counting ? this.#decideCounting(keys, words, answers) : this.#decideAll(keys, words, answers);
+      }
+      const stride = target.stride;
+      const { words, flags } = thread.buffers(count * stride, count);
+      const decided = thread.decide(target, count, (from, to) => this.hashKeys(sliceKeys(keys, from, to), words.subarray(from * stride)));
+      target.newest.forEach((filter, f) => filter.countSetBits(decided.setBits[f]!));
+      this.#collect(words, flags, 0, count, answers);
+      this.#appendRecord(this.#slices.length - 1, count, decided.fresh);
+      return decided.fresh;
+    });
+    faultPoint('add:after-commit');
+    return added;
+  }
+
+  /**
+   * One batch's write transaction with keys hashed before it: rehashed when another process
+   * added a slice meanwhile (caught up in #inWriteTransaction), then `change` decides and journals.
    */
   #writeBatch(keys: Keys, words: Uint32Array, expectOpen: () => void, doing: string, change: (words: Uint32Array) => number): number {
+    const hashedFor = this.#filterCount;
+    return this.#inWriteTransaction(expectOpen, doing, () => change(this.#filterCount === hashedFor ? words : this.#rehash(keys)));
+  }
+
+  /**
+   * One batch's write transaction: the epoch must still be open (`expectOpen`), the copy is
+   * caught up first, then `change` decides and journals. If anything fails after the copy was
+   * touched, it is poisoned and reloaded before its next use, so bits of an uncommitted batch
+   * never stay in memory.
+   */
+  #inWriteTransaction(expectOpen: () => void, doing: string, change: () => number): number {
     let result = 0;
     let touched = false;
     try {
       this.#env.write(() => {
         expectOpen();
-        const hashedFor = this.#filterCount;
         this.catchUp();
-        const hashes = this.#filterCount === hashedFor ? words : this.#rehash(keys);
         touched = true;
-        result = change(hashes);
+        result = change();
         faultPoint('add:before-commit');
       });
     } catch (error) {
@@ -493,54 +525,58 @@ export class EpochFilters {
   }
 
   /**
-   * Decides URLs from `start` until `count` or until `room` of them were new; their hashes for
-   * the newest slice go to the record buffer. A URL is new when no slice holds it; it is then
-   * added to the newest slice only.
+   * Decides URLs from `start` until `count` or until `room` of them were new (decideRange); the
+   * new URLs' hashes for the newest slice go to the record buffer, their answers to `answers`.
    */
-  #decide(words: Uint32Array, start: number, count: number, room: number, answers: boolean[] | undefined): { consumed: number; fresh: number } {
+  #decide(words: Uint32Array, start: number, count: number, room: number, answers: boolean[] | undefined): Decided {
+    const target = this.#decideTarget();
+    for (const filter of target.newest) filter.warm((count - start) * filter.geometry.k);
+    const flags = this.#flagsFor(count);
+    const decided = decideRange(target, words, start, count, room, flags);
+    this.#collect(words, flags, start, start + decided.consumed, answers);
+    return decided;
+  }
+
+  /** The slices as decideRange sees them (the same object until the slices change). */
+  #decideTarget(): DecideTarget {
+    if (this.#target !== undefined) return this.#target;
     const slices = this.#slices;
     const newest = slices[slices.length - 1]!;
-    const filters = newest.bloom;
-    const sliceWords = 2 * filters.length;
+    this.#target = {
+      older: slices.slice(0, -1).map((slice) => ({ filters: slice.bloom, at: 2 * slice.offset })),
+      newest: newest.bloom,
+      newestAt: 2 * newest.offset,
+      stride: 2 * this.#filterCount,
+    };
+    return this.#target;
+  }
+
+  /** A reused flag per URL of a batch (decideRange's output). */
+  #flagsFor(count: number): Uint8Array {
+    if (this.#flags.length < count) this.#flags = new Uint8Array(Math.max(count, 1024));
+    return this.#flags;
+  }
+
+  /**
+   * From decideRange's flags for URLs from..to - 1: their answers, and the new URLs' hashes for
+   * the newest slice, in order, into the record buffer (from its start).
+   */
+  #collect(words: Uint32Array, flags: Uint8Array, from: number, to: number, answers: boolean[] | undefined): void {
+    const newest = this.#slices[this.#slices.length - 1]!;
+    const sliceWords = 2 * newest.filters.length;
     const stride = 2 * this.#filterCount;
-    if (this.#record.length < sliceWords * (count - start)) this.#record = new Uint32Array(sliceWords * (count - start));
+    if (this.#record.length < sliceWords * (to - from)) this.#record = new Uint32Array(sliceWords * (to - from));
     const record = this.#record;
-    for (const filter of filters) filter.warm((count - start) * filter.geometry.k);
-    // The newest slice's positions are computed a run ahead where the filters can (BloomFilter
-    // prepare): bits are then set without waiting on the arithmetic. Same answers as add().
-    // (Filters of one slice can differ in k: eigen's feature filter. The run suits them all.)
-    const run = Math.min(...filters.map((filter) => filter.preparedRun));
-    let prepared = false;
-    let runStart = start;
-    let runEnd = start;
     let fresh = 0;
-    let i = start;
-    for (; i < count && fresh < room; i++) {
-      if (i === runEnd) {
-        runStart = i;
-        runEnd = Math.min(count, i + run);
-        prepared = true;
-        for (let f = 0; f < filters.length; f++) prepared = filters[f]!.prepare(words, 2 * (newest.offset + f), stride, runStart, runEnd) && prepared;
-      }
-      const base = i * stride;
-      let seenBefore = false;
-      for (let j = 0; j < slices.length - 1 && !seenBefore; j++) seenBefore = EpochFilters.#sliceHas(slices[j]!, words, base);
-      let absent = false;
-      if (!seenBefore) {
-        const at = base + 2 * newest.offset;
-        for (let f = 0; f < filters.length; f++) {
-          const wasAbsent = prepared ? filters[f]!.addPrepared(i - runStart) : filters[f]!.add(words[at + 2 * f + 1]!, words[at + 2 * f]!);
-          if (wasAbsent) absent = true;
-        }
-        if (absent) {
-          const to = fresh * sliceWords;
-          for (let w = 0; w < sliceWords; w++) record[to + w] = words[at + w]!;
-          fresh++;
-        }
-      }
+    for (let i = from; i < to; i++) {
+      const absent = flags[i] === 1;
       if (answers !== undefined) answers[i] = absent;
+      if (!absent) continue;
+      const at = i * stride + 2 * newest.offset;
+      const into = fresh * sliceWords;
+      for (let w = 0; w < sliceWords; w++) record[into + w] = words[at + w]!;
+      fresh++;
     }
-    return { consumed: i - start, fresh };
   }
 
   #appendRecord(slice: number, submitted: number, added: number): void {
@@ -605,6 +641,7 @@ export class EpochFilters {
   }
 
   #addSlices(from: number): void {
+    this.#target = undefined;
     for (let j = from; j < this.#header.slices.length; j++) {
       const spec = this.#header.slices[j]!;
       const seeds = spec.seeds.map(seedFromHex);
@@ -616,7 +653,7 @@ export class EpochFilters {
         this.#filterCount += spec.seeds.length;
         continue;
       }
-      const bloom = filterGeometries(spec).map((geometry) => new BloomFilter(geometry, options));
+      const bloom = filterGeometries(spec).map((geometry) => new BloomFilter(geometry, { ...options, memory: this.#shared }));
       this.#slices.push({
         spec,
         filters: bloom,
