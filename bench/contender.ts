@@ -86,14 +86,14 @@ function perUrl(insert: readonly string[], query: readonly string[], test: (url:
 }
 
 interface DurableOptions {
-  readonly hashThreads?: number;
+  readonly threads?: number;
   readonly strategy?: string;
 }
 
 /** The product: durable addIfAbsent in batches (journal committed and synced per batch). */
 async function durable(insert: readonly string[], query: readonly string[], options: DurableOptions = {}): Promise<Omit<Figures, 'contender' | 'peakRssMB'>> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-seenstore-'));
-  const store = await SeenStore.open(dir, { hashThreads: options.hashThreads ?? 1 });
+  const store = await SeenStore.open(dir, { threads: options.threads ?? 1 });
   const scope = store.scope('bench', { capacityUrls: insert.length, fprTarget: FPR, strategy: options.strategy ?? 'classic' });
   let added = 0;
   let start = process.hrtime.bigint();
@@ -114,8 +114,8 @@ async function durable(insert: readonly string[], query: readonly string[], opti
 
 const contenders: Record<string, Run> = {
   'seenstore-durable': (insert, query) => durable(insert, query),
-  /** The same with hashing on 2 threads (SeenStoreOptions.hashThreads). */
-  'seenstore-durable-2-threads': (insert, query) => durable(insert, query, { hashThreads: 2 }),
+  /** The same with a bit thread (SeenStoreOptions.threads 2): bits set while the batch is hashed. */
+  'seenstore-durable-2-threads': (insert, query) => durable(insert, query, { threads: 2 }),
   /** The same, one awaited at a time, with the blocked layout (one cache line per URL). */
   'seenstore-durable-blocked': (insert, query) => durable(insert, query, { strategy: 'blocked' }),
 

@@ -161,7 +161,7 @@ function targets(results: Map<string, Figures>, cli: { seenstore: Pipeline; awk:
       target: `≤ filter ${fmt(filterBytesMB)} MB + 64 MB`,
       met: big.rssMB <= filterBytesMB + 64,
     },
-    row('hashing threads: durable addIfAbsent, 2 threads / 1', results.get('seenstore-durable-2-threads')!.addsPerSec / durable.addsPerSec, 1.6),
+    row('threads: durable addIfAbsent, 2 threads / 1', results.get('seenstore-durable-2-threads')!.addsPerSec / durable.addsPerSec, 1.6),
   ];
 }
 

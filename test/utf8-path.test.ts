@@ -105,13 +105,13 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
     assert.equal(firstInvalidUtf8Key(between), -1);
   });
 
-  test('addIfAbsentUtf8 answers exactly as addIfAbsent, with and without hashing threads', async () => {
+  test('addIfAbsentUtf8 answers exactly as addIfAbsent, on one thread and on two', async () => {
     const urls = [...allSharedUrls().slice(0, 30_000), 'https://ü.example/päth', 'https://x.example/😀'];
     const seeds = ['0123456789abcdef'];
-    for (const hashThreads of [1, 2]) {
+    for (const threads of [1, 2]) {
       const dir = tempDir();
-      const store = await SeenStore.open(join(dir, 'a'), { hashThreads });
-      const other = await SeenStore.open(join(dir, 'b'), { hashThreads });
+      const store = await SeenStore.open(join(dir, 'a'), { threads });
+      const other = await SeenStore.open(join(dir, 'b'), { threads });
       try {
         const plan = { capacityUrls: 20_000, fprTarget: 0.01, seeds };
         const viaStrings = store.scope('s', plan);
@@ -120,7 +120,7 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
         for (let round = 0; round < 2; round++) {
           for (let start = 0; start < urls.length; start += 9000) {
             const part = urls.slice(start, start + 9000);
-            assert.deepEqual(await viaBytes.addIfAbsentUtf8(asLines(part, '\r\n')), await viaStrings.addIfAbsent(part), `round ${round} at ${start}, ${hashThreads} thread(s)`);
+            assert.deepEqual(await viaBytes.addIfAbsentUtf8(asLines(part, '\r\n')), await viaStrings.addIfAbsent(part), `round ${round} at ${start}, ${threads} thread(s)`);
           }
         }
         assert.deepEqual(viaBytes.stats().epochs[0]!.added, viaStrings.stats().epochs[0]!.added);
