@@ -139,27 +139,42 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
    * setting them has no arithmetic chain, and the CPU overlaps many more misses.
    */
   prepare(words: Uint32Array, at: number, stride: number, first: number, last: number): boolean {
-    if (this.geometry.layout !== 'classic' || !this.#int32) return false;
-    const k = this.geometry.k;
+    if (!this.positionsAhead) return false;
     if (last - first > this.preparedRun) throw new RangeError(`prepare takes at most ${this.preparedRun} hashes, got ${last - first}`);
+    const k = this.geometry.k;
     if (this.#positions.length < this.preparedRun * k) this.#positions = new Int32Array(this.preparedRun * k);
-    const positions = this.#positions;
+    this.positionsInto(words, at, stride, first, last, this.#positions, 0, k);
+    return true;
+  }
+
+  /** True when positions can be computed ahead (prepare, positionsInto): classic filters below 2^31 bits. */
+  get positionsAhead(): boolean {
+    return this.geometry.layout === 'classic' && this.#int32;
+  }
+
+  /**
+   * The k positions of hashes first..last - 1 (laid out as for prepare) into `out`: hash i's at
+   * out[outAt + (i - first) * outStride] onwards. For filters with positionsAhead only. Pure
+   * arithmetic: a thread that does not set this filter's bits may compute them (the bit thread's
+   * caller does, SeenStoreOptions.threads).
+   */
+  positionsInto(words: Uint32Array, at: number, stride: number, first: number, last: number, out: Int32Array, outAt: number, outStride: number): void {
+    const k = this.geometry.k;
     const m = this.geometry.mBits;
     const growth = this.#growth;
-    let n = 0;
     for (let i = first; i < last; i++) {
       const hi = words[at + i * stride + 1]!;
       let step = kmStep(m, hi) | 0;
       let p = this.#modulus.reduce(hi, words[at + i * stride]!) | 0;
       let grow = 0;
+      let n = outAt + (i - first) * outStride;
       for (let j = 0; j < k; j++) {
-        positions[n++] = p;
+        out[n++] = p;
         p = nextPosition(p, step, m);
         grow += growth;
         step = nextPosition(step, grow, m);
       }
     }
-    return true;
   }
 
   /** Hashes prepare() takes at once: 64k positions (256 KB, well inside L2). */
@@ -170,7 +185,12 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
   /** add() of hash `first + j` of the last prepare(): the same bits, count, dirty regions and answer. */
   addPrepared(j: number): boolean {
     const k = this.geometry.k;
-    return this.#setPrepared(j * k, j * k + k) !== 0;
+    return this.#setPrepared(this.#positions, j * k, j * k + k) !== 0;
+  }
+
+  /** add() of the hash whose k positions positionsInto() wrote at positions[from]: the same bits, count and answer. */
+  addPositions(positions: Int32Array, from: number): boolean {
+    return this.#setPrepared(positions, from, from + this.geometry.k) !== 0;
   }
 
   /**
@@ -182,14 +202,13 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
     const run = this.preparedRun;
     for (let first = 0; first < count; first += run) {
       const last = Math.min(count, first + run);
-      if (this.prepare(words, at, stride, first, last)) this.#setPrepared(0, (last - first) * this.geometry.k);
+      if (this.prepare(words, at, stride, first, last)) this.#setPrepared(this.#positions, 0, (last - first) * this.geometry.k);
       else for (let i = first; i < last; i++) this.add(words[at + i * stride + 1]!, words[at + i * stride]!);
     }
   }
 
-  /** Sets prepared positions from..to - 1; returns the bits newly set. */
-  #setPrepared(from: number, to: number): number {
-    const positions = this.#positions;
+  /** Sets positions[from..to - 1]; returns the bits newly set. */
+  #setPrepared(positions: Int32Array, from: number, to: number): number {
     const bytes = this.bytes;
     const dirty = this.dirty;
     const regionPerByte = this.regionPerByte;

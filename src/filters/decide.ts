@@ -14,6 +14,16 @@ export interface DecideTarget {
   readonly stride: number;
 }
 
+/**
+ * The newest slice's positions computed ahead by another thread (BloomFilter.positionsInto): URL
+ * i's positions in filter f start at positions[i * perUrl + offsets[f]].
+ */
+export interface PositionsAhead {
+  readonly positions: Int32Array;
+  readonly perUrl: number;
+  readonly offsets: readonly number[];
+}
+
 export interface Decided {
   /** URLs decided, from the first one given. */
   readonly consumed: number;
@@ -27,8 +37,9 @@ export interface Decided {
  * input order, so a URL given twice is new the first time only. The same code decides on the
  * calling thread and on the bit thread (SeenStoreOptions.threads).
  */
-export function decideRange(target: DecideTarget, words: Uint32Array, from: number, to: number, room: number, flags: Uint8Array): Decided {
+export function decideRange(target: DecideTarget, words: Uint32Array, from: number, to: number, room: number, flags: Uint8Array, ahead?: PositionsAhead): Decided {
   const { older, newest, newestAt, stride } = target;
+  if (ahead !== undefined) return decideAhead(target, words, from, to, room, flags, ahead);
   // The newest slice's positions are computed a run ahead where its filters can (BloomFilter
   // prepare): bits are then set without waiting on the arithmetic. Same answers as add().
   // (Filters of one slice can differ in k: eigen's feature filter. The run suits them all.)
@@ -56,6 +67,25 @@ export function decideRange(target: DecideTarget, words: Uint32Array, from: numb
         const wasAbsent = prepared ? newest[f]!.addPrepared(i - runStart) : newest[f]!.add(words[at + 2 * f + 1]!, words[at + 2 * f]!);
         if (wasAbsent) absent = true;
       }
+    }
+    if (absent) fresh++;
+    flags[i] = absent ? 1 : 0;
+  }
+  return { consumed: i - from, fresh };
+}
+
+/** decideRange with the newest slice's positions given: only testing and setting bits is left. */
+function decideAhead(target: DecideTarget, words: Uint32Array, from: number, to: number, room: number, flags: Uint8Array, ahead: PositionsAhead): Decided {
+  const { older, newest, stride } = target;
+  const { positions, perUrl, offsets } = ahead;
+  let fresh = 0;
+  let i = from;
+  for (; i < to && fresh < room; i++) {
+    let seenBefore = false;
+    for (let j = 0; j < older.length && !seenBefore; j++) seenBefore = allHold(older[j]!.filters, words, i * stride + older[j]!.at);
+    let absent = false;
+    if (!seenBefore) {
+      for (let f = 0; f < newest.length; f++) if (newest[f]!.addPositions(positions, i * perUrl + offsets[f]!)) absent = true;
     }
     if (absent) fresh++;
     flags[i] = absent ? 1 : 0;

@@ -5,8 +5,8 @@
  */
 import { receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import { BloomFilter } from '../filters/bloom.js';
-import { decideRange, type DecideTarget } from '../filters/decide.js';
-import { ABORTED, CTL, STATUS_FAILED, STATUS_OK, type BitThreadBinding } from './bit-thread-protocol.js';
+import { decideRange, type DecideTarget, type PositionsAhead } from '../filters/decide.js';
+import { ABORTED, CTL, STATUS_FAILED, STATUS_OK, awaitChange, type BitThreadBinding } from './bit-thread-protocol.js';
 
 const { ctl: ctlBuffer, port } = workerData as { ctl: SharedArrayBuffer; port: MessagePort };
 const ctl = new Int32Array(ctlBuffer);
@@ -14,6 +14,7 @@ const ctl = new Int32Array(ctlBuffer);
 let target: DecideTarget | undefined;
 let words: Uint32Array = new Uint32Array(0);
 let flags: Uint8Array = new Uint8Array(0);
+let ahead: PositionsAhead | undefined;
 
 function bind(binding: BitThreadBinding): void {
   const views = binding.slices.map((slice) => ({
@@ -24,22 +25,20 @@ function bind(binding: BitThreadBinding): void {
   target = { older: views, newest: newest.filters, newestAt: newest.at, stride: binding.stride };
   words = new Uint32Array(binding.words);
   flags = new Uint8Array(binding.flags);
+  ahead = { positions: new Int32Array(binding.positions), perUrl: binding.perUrl, offsets: binding.offsets };
 }
 
 /** Decides the job's URLs as their hashes become ready; false when the calling thread aborted it. */
-function decideJob(job: DecideTarget, count: number): boolean {
+function decideJob(job: DecideTarget, count: number, positions: PositionsAhead | undefined): boolean {
   for (const filter of job.newest) filter.warm(count * filter.geometry.k);
   const before = job.newest.map((filter) => filter.onesBits);
   let done = 0;
   let fresh = 0;
   while (done < count) {
     let ready = Atomics.load(ctl, CTL.progress);
-    while (ready === done) {
-      Atomics.wait(ctl, CTL.progress, ready);
-      ready = Atomics.load(ctl, CTL.progress);
-    }
+    while (ready === done) ready = awaitChange(ctl, CTL.progress, ready);
     if (ready === ABORTED) return false;
-    fresh += decideRange(job, words, done, ready, Infinity, flags).fresh;
+    fresh += decideRange(job, words, done, ready, Infinity, flags, positions).fresh;
     done = ready;
   }
   ctl[CTL.fresh] = fresh;
@@ -56,7 +55,7 @@ for (;;) {
   let status = STATUS_OK;
   try {
     if (target === undefined) throw new Error('a batch came before the filters');
-    decideJob(target, ctl[CTL.count]!);
+    decideJob(target, ctl[CTL.count]!, ctl[CTL.ahead] === 1 ? ahead : undefined);
   } catch (error) {
     status = STATUS_FAILED;
     // The calling thread reads it after the batch (it is blocked until then).

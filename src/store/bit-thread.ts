@@ -2,7 +2,7 @@ import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from '
 import { SeenStoreError } from '../errors.js';
 import type { BloomFilter } from '../filters/bloom.js';
 import type { DecideTarget } from '../filters/decide.js';
-import { ABORTED, CTL, CTL_SLOTS, MAX_BIT_THREAD_FILTERS, STATUS_OK, type BitThreadBinding } from './bit-thread-protocol.js';
+import { ABORTED, CTL, CTL_SLOTS, MAX_BIT_THREAD_FILTERS, STATUS_OK, awaitChange, type BitThreadBinding } from './bit-thread-protocol.js';
 
 /** URLs hashed per hand-over: the bit thread starts on a batch after the first of these. */
 export const BIT_THREAD_CHUNK = 1024;
@@ -19,11 +19,12 @@ export interface ThreadDecided {
 /**
  * A second thread that sets the bits of adds (SeenStoreOptions.threads = 2), over filters in
  * shared memory. Per batch, inside the write transaction: the calling thread hashes the URLs
- * chunk by chunk (strings live on it) and hands each chunk over; the bit thread decides the URLs
- * in order as they come, so hashing and deciding overlap. One thread sets the bits, in input
- * order: the answers and the bits are exactly those of one thread. The calling thread waits for
- * the batch (Atomics.wait: it is inside a synchronous LMDB transaction anyway), then builds the
- * journal record from the bit thread's flags.
+ * chunk by chunk (strings live on it), computes the newest slice's positions where its filters
+ * can, and hands each chunk over; the bit thread tests and sets the bits of the URLs in order as
+ * they come, so the two threads overlap. One thread sets the bits, in input order: the answers
+ * and the bits are exactly those of one thread. Hand-overs poll briefly before blocking (see
+ * SPIN_LOADS). The calling thread waits for the batch (it is inside a synchronous LMDB
+ * transaction anyway), then builds the journal record from the bit thread's flags.
  */
 export class BitThread {
   readonly #worker: Worker;
@@ -33,6 +34,7 @@ export class BitThread {
   #bound: DecideTarget | undefined;
   #words = new SharedArrayBuffer(0);
   #flags = new SharedArrayBuffer(0);
+  #positions = new SharedArrayBuffer(0);
   #dead: string | undefined;
 
   private constructor(worker: Worker, port: MessagePort, ctl: Int32Array) {
@@ -80,14 +82,31 @@ export class BitThread {
 
   /**
    * Decides `count` URLs on the bit thread while `hash(from, to)` fills in the hash words of URLs
-   * from..to - 1 on this thread, a chunk at a time. If `hash` throws, the bit thread stops at the
-   * chunks it has and the error is rethrown (the caller must then reload its filters: some bits
-   * of the batch are set).
+   * from..to - 1 (in the buffer buffers() gave) on this thread, a chunk at a time. Where the newest
+   * slice's filters can, this thread also computes their positions (BloomFilter.positionsInto),
+   * so that the bit thread only tests and sets bits: the two then take about as long. If `hash`
+   * throws, the bit thread stops at the chunks it has and the error is rethrown (the caller must
+   * then reload its filters: some bits of the batch are set).
    */
   decide(target: DecideTarget, count: number, hash: (from: number, to: number) => void): ThreadDecided {
-    if (this.#bound !== target) this.#bind(target);
+    const { newest, newestAt, stride } = target;
+    const offsets: number[] = [];
+    let perUrl = 0;
+    for (const filter of newest) {
+      offsets.push(perUrl);
+      perUrl += filter.geometry.k;
+    }
+    const ahead = newest.every((filter) => filter.positionsAhead);
+    if (ahead && this.#positions.byteLength < 4 * count * perUrl) {
+      this.#positions = new SharedArrayBuffer(4 * Math.max(count * perUrl, 2 * this.#positions.byteLength / 4));
+      this.#bound = undefined;
+    }
+    if (this.#bound !== target) this.#bind(target, perUrl, offsets);
+    const words = new Uint32Array(this.#words);
+    const positions = new Int32Array(this.#positions);
     const ctl = this.#ctl;
     ctl[CTL.count] = count;
+    ctl[CTL.ahead] = ahead ? 1 : 0;
     Atomics.store(ctl, CTL.progress, 0);
     const job = ++this.#jobs;
     Atomics.store(ctl, CTL.job, job);
@@ -96,6 +115,7 @@ export class BitThread {
       for (let from = 0; from < count; from += BIT_THREAD_CHUNK) {
         const to = Math.min(count, from + BIT_THREAD_CHUNK);
         hash(from, to);
+        if (ahead) for (let f = 0; f < newest.length; f++) newest[f]!.positionsInto(words, newestAt + 2 * f, stride, from, to, positions, from * perUrl + offsets[f]!, perUrl);
         Atomics.store(ctl, CTL.progress, to);
         Atomics.notify(ctl, CTL.progress);
       }
@@ -117,16 +137,15 @@ export class BitThread {
   #await(job: number): void {
     const ctl = this.#ctl;
     const deadline = Date.now() + BATCH_TIMEOUT_MS;
-    for (let done = Atomics.load(ctl, CTL.done); done !== job; done = Atomics.load(ctl, CTL.done)) {
+    for (let done = Atomics.load(ctl, CTL.done); done !== job; done = awaitChange(ctl, CTL.done, done, 1000)) {
       if (Date.now() > deadline) {
         this.#dead = `the bit thread did not finish a batch in ${BATCH_TIMEOUT_MS / 1000} s`;
         throw new SeenStoreError('INTERNAL', this.#dead);
       }
-      Atomics.wait(ctl, CTL.done, done, 1000);
     }
   }
 
-  #bind(target: DecideTarget): void {
+  #bind(target: DecideTarget, perUrl: number, offsets: readonly number[]): void {
     const describe = (filters: readonly BloomFilter[], at: number): BitThreadBinding['slices'][number] => ({
       at,
       filters: filters.map((filter) => ({ geometry: filter.geometry, regionBytes: filter.regionBytes, scheme: filter.scheme, memory: filter.sharedMemory! })),
@@ -136,6 +155,9 @@ export class BitThread {
       stride: target.stride,
       words: this.#words,
       flags: this.#flags,
+      positions: this.#positions,
+      perUrl,
+      offsets,
     };
     this.#port.postMessage(binding);
     this.#bound = target;
