@@ -10,7 +10,8 @@
  * batch, checkpoint at the end, rotate, import of an export file, prune of two sealed epochs, a
  * counting epoch checkpointed after every batch); the parent SIGKILLs it after a random delay. Then: the store opens, verifies clean, and every acknowledged URL is seen (for an
  * import: the scope is absent or answers for all of the file).
- * Part 2, writers (default 4, 5 rounds): `filter-new` processes on overlapping slices of the lists
+ * Half the rounds of workloads that add plain batches do so with `threads: 2` (the bit thread).
+ * Part 2, writers (default 4, 5 rounds; odd writers with `--threads 2`): `filter-new` processes on overlapping slices of the lists
  * share one store, each round on a fresh scope; in each round one of them is SIGKILLed at a random
  * moment. No URL may be printed twice in a round, and every acknowledged URL (printed, or in the input
  * of a writer that finished) must be seen.
@@ -156,12 +157,15 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
       }
     } else {
       const mode = workload === 'end' ? 'none' : workload;
-      const run = await killAfter([CRASH_CHILD, dir, 'soak', file, String(batch), 'none', mode], delay);
-      if (run.killed) killedBy[workload] = (killedBy[workload] ?? 0) + 1;
-      else if (run.code !== 0) fail(`trial ${trial} (${workload}): exit ${run.code}: ${run.stderr}`);
+      // Every other round of the six workloads adds with the bit thread (threads: 2).
+      const threads = Math.floor(trial / 6) % 2 === 0 ? 1 : 2;
+      const run = await killAfter([CRASH_CHILD, dir, 'soak', file, String(batch), 'none', mode], delay, undefined, { CHILD_THREADS: String(threads) });
+      const label = `${workload}${threads === 2 ? ', 2 threads' : ''}`;
+      if (run.killed) killedBy[label] = (killedBy[label] ?? 0) + 1;
+      else if (run.code !== 0) fail(`trial ${trial} (${label}): exit ${run.code}: ${run.stderr}`);
       const batches = run.stdout.split('\n').filter((line) => line.startsWith('ack ')).length;
       acked += batches;
-      await check(dir, `trial ${trial} (${workload}, killed after ${delay} ms, ${batches} batches acked)`, URLS.slice(0, batches * batch), 'soak');
+      await check(dir, `trial ${trial} (${label}, killed after ${delay} ms, ${batches} batches acked)`, URLS.slice(0, batches * batch), 'soak');
     }
     rmSync(dir, { recursive: true, force: true });
     if ((trial + 1) % 10 === 0) process.stderr.write(`soak: ${trial + 1}/${TRIALS} kill trials, ${failures.length} failures\n`);
@@ -262,7 +266,8 @@ async function writers(): Promise<{ writers: number; rounds: number; kills: numb
     const runs = await Promise.all(
       inputs.map((input, w) =>
         killAfter(
-          [CLI, 'filter-new', '--store', dir, '--scope', scope, '--batch-size', '500'],
+          // Odd writers set their bits on a second thread.
+          [CLI, 'filter-new', '--store', dir, '--scope', scope, '--batch-size', '500', '--threads', String(1 + (w % 2))],
           w === victim ? 100 + Math.floor(Math.random() * 800) : 600_000,
           `${input.join('\n')}\n`,
         ),

@@ -3,7 +3,8 @@
  *   node crash-child.js STORE SCOPE FILE BATCH_SIZE FAULT_POINT|none [checkpoint-each|rotate|prune]
  * Adds FILE's URLs in batches, printing "ack N" after batch N is acknowledged. The process kills
  * itself with SIGKILL the first time FAULT_POINT is reached, so the parent can check what survived.
- * Env: CHILD_CAPACITY (default 100,000) and CHILD_STRATEGY (default classic) shape the scope.
+ * Env: CHILD_CAPACITY (default 100,000) and CHILD_STRATEGY (default classic) shape the scope;
+ * CHILD_THREADS (default 1) is SeenStoreOptions.threads.
  * Modes: `checkpoint-each` checkpoints after every batch (else once at the end); `rotate` rotates
  * the scope after the adds; `prune` rotates twice, then prunes all but the open epoch.
  */
@@ -21,7 +22,7 @@ if (point !== 'none') {
   });
 }
 
-const store = await SeenStore.open(dir!, { checkpointJournalBytes: 2 ** 40, checkpointIntervalMs: 2 ** 40 });
+const store = await SeenStore.open(dir!, { checkpointJournalBytes: 2 ** 40, checkpointIntervalMs: 2 ** 40, threads: Number(process.env.CHILD_THREADS ?? 1) });
 const scope = store.scope(scopeName, {
   capacityUrls: Number(process.env.CHILD_CAPACITY ?? 100_000),
   fprTarget: 1e-7,
