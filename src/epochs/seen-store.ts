@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { SeenStoreError } from '../errors.js';
+import { SeenStoreError, asStoreError } from '../errors.js';
 import { BitThread } from '../store/bit-thread.js';
 import { XxHash } from '../hash/xxhash.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from '../store/env.js';
@@ -105,7 +105,13 @@ export class SeenStore {
       await env.close();
       throw new SeenStoreError('STORE_LOCKED', `a snapshot restore or a migration of ${dir} is running; open the store when it is done`);
     }
-    const bitThread = threads > 1 ? await BitThread.start() : undefined;
+    let bitThread: BitThread | undefined;
+    try {
+      bitThread = threads > 1 ? await BitThread.start() : undefined;
+    } catch (error) {
+      await env.close();
+      throw asStoreError(error, 'starting the bit thread (threads: 2)');
+    }
     const store = new SeenStore(dir, env, hash, bitThread, options);
     openHere.set(resolve(dir), (openHere.get(resolve(dir)) ?? 0) + 1);
     return store;
