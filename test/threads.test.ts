@@ -110,6 +110,27 @@ describe('threads (a bit thread over filters in shared memory)', () => {
     await store.close();
   });
 
+  test('a bit-thread writer and a one-thread writer on one store, the epoch growing under both: every URL new once', async () => {
+    const dir = tempDir();
+    const two = await SeenStore.open(dir, { threads: 2 });
+    const one = await SeenStore.open(dir, { threads: 1 });
+    const scopes = [two.scope('grow', { capacityUrls: 3_000 }), one.scope('grow')];
+    const newCount = new Map<string, number>();
+    // Alternating writers, overlapping batches: each catches up with slices the other added.
+    for (let b = 0; b < 12; b++) {
+      const batch = urls.slice(b * 1_500, b * 1_500 + 2_500);
+      const answers = await scopes[b % 2]!.addIfAbsent(batch);
+      batch.forEach((url, i) => answers[i] && newCount.set(url, (newCount.get(url) ?? 0) + 1));
+    }
+    const distinct = new Set(urls.slice(0, 11 * 1_500 + 2_500));
+    assert.ok([...newCount.values()].every((n) => n === 1), 'a URL reported new twice');
+    assert.ok(newCount.size > distinct.size - 200, `${newCount.size} new of ${distinct.size}`);
+    assert.ok(scopes[0]!.epoch(1).sliceDetails.length >= 3, 'the epoch grew');
+    for (const scope of scopes) assert.ok(scope.has([...distinct]).every(Boolean));
+    await one.close();
+    await two.close();
+  });
+
   test('concurrent adds on one scope with two threads: every URL new exactly once', async () => {
     const store = await SeenStore.open(tempDir(), { threads: 2 });
     const scope = store.scope('race', { capacityUrls: 100_000 });
