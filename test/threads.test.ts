@@ -3,6 +3,7 @@ import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
+import { setFaultHook } from '../src/store/faults.js';
 import { runCli } from './helpers/cli.js';
 import { allSharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
@@ -99,14 +100,24 @@ describe('threads (a bit thread over filters in shared memory)', () => {
     await reopened.close();
   });
 
-  test('a refused URL in a later chunk fails the whole batch: nothing of it stays in the filter', async () => {
-    const one = await run(1, 'classic', [urls.slice(0, 5_000)]);
+  test('a batch that fails after the bit thread set its bits leaves none of them: the copy is reloaded', async () => {
+    const one = await run(1, 'classic', [urls.slice(0, 10_000)]);
     const store = await SeenStore.open(tempDir(), { threads: 2 });
     const scope = store.scope('t', { capacityUrls: 40_000, fprTarget: 0.01, seeds: one.seeds });
-    // The lone surrogate sits far past the first chunks the bit thread has already decided.
-    const bad = [...urls.slice(0, 4_000), 'https://x.example/\ud800', ...urls.slice(4_000, 5_000)];
+    // Inside the write transaction, after the bit thread finished the batch: every bit is set.
+    setFaultHook((point) => {
+      if (point === 'add:before-commit') throw new Error('injected: the commit fails');
+    });
+    try {
+      await assert.rejects(scope.addIfAbsent(urls.slice(0, 10_000)), /injected/);
+    } finally {
+      setFaultHook(undefined);
+    }
+    assert.deepEqual(await scope.addIfAbsent(urls.slice(0, 10_000)), one.added);
+    // A URL the hashing refuses, in a late chunk: the bit thread has usually decided the earlier ones.
+    const bad = [...urls.slice(10_000, 19_000), 'https://x.example/\ud800', ...urls.slice(19_000, 20_000)];
     await expectCode('INVALID_URL', () => scope.addIfAbsent(bad));
-    assert.deepEqual(await scope.addIfAbsent(urls.slice(0, 5_000)), one.added);
+    assert.ok((await scope.addIfAbsent(urls.slice(10_000, 20_000))).filter(Boolean).length > 9_900);
     await store.close();
   });
 
