@@ -453,7 +453,7 @@ export class Scope {
   async #add(urls: Keys, answers: boolean[] | undefined, options: AddOptions): Promise<number> {
     this.#ctx.assertOpen();
     if (keyCount(urls) === 0) return 0;
-    let epoch = this.#open(true)!;
+    let epoch = this.#open(true, false)!;
     if (options.epoch !== undefined && options.epoch !== epoch.header.epoch) {
       throw new SeenStoreError('EPOCH_SEALED', `epoch ${this.name}/${options.epoch} is not open (the open epoch is ${epoch.header.epoch})`);
     }
@@ -502,7 +502,11 @@ export class Scope {
   }
 
   /** The open epoch, caught up with the store (created first when `create`). */
-  #open(create: boolean): EpochFilters | undefined {
+  /**
+   * The open epoch's filters as of now. `catchUp` false: loaded but not caught up, for an add,
+   * which catches up inside its write transaction anyway (rehashing if a slice was added).
+   */
+  #open(create: boolean, catchUp = true): EpochFilters | undefined {
     const env = this.#ctx.env;
     env.refresh();
     const record = create ? ensureScope(env, this.name, this.#plan) : EpochFilters.readScope(env, this.name);
@@ -517,18 +521,17 @@ export class Scope {
       }
       this.#openEpoch = record.openEpoch;
     }
-    const open = this.#epochFilters(record.openEpoch);
-    return open;
+    return this.#epochFilters(record.openEpoch, catchUp);
   }
 
   /** Epoch `n`, loaded once and caught up on every use. */
-  #epochFilters(n: number): EpochFilters {
+  #epochFilters(n: number, catchUp = true): EpochFilters {
     const env = this.#ctx.env;
     let epoch = this.#loaded.get(n);
     if (epoch === undefined) {
       epoch = EpochFilters.load(env, this.#ctx.hash, EpochFilters.readHeader(env, this.name, n), { shared: this.#ctx.bitThread !== undefined });
       this.#loaded.set(n, epoch);
-    } else {
+    } else if (catchUp) {
       epoch.catchUp();
     }
     // A large load left the chunks' file pages mapped in this process (RSS): let them go.

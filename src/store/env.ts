@@ -276,6 +276,14 @@ export class StoreEnv {
     }
   }
 
+  /**
+   * LMDB's id of the write transaction under way (call inside write()): one more than the last
+   * committed one, by any process.
+   */
+  writeTxnId(): number {
+    return this.root.getWriteTxnId();
+  }
+
   /** Makes the next read see everything committed so far, by any process. */
   refresh(): void {
     this.root.resetReadTxn();

@@ -110,6 +110,12 @@ export class EpochFilters {
   readonly #shared: boolean;
   /** The slices as decideRange sees them; rebuilt when the slices change. */
   #target: DecideTarget | undefined;
+  /**
+   * LMDB's id of the write transaction of this copy's last committed batch. A batch whose own
+   * transaction id follows it directly knows that nothing was committed in between, by any
+   * process, and skips catching up.
+   */
+  #batchTxnId = -1;
 
   private constructor(env: StoreEnv, hash: XxHash, header: EpochHeader, shared: boolean) {
     this.#env = env;
@@ -384,14 +390,17 @@ export class EpochFilters {
   #inWriteTransaction(expectOpen: () => void, doing: string, change: () => number): number {
     let result = 0;
     let touched = false;
+    let txnId = -1;
     try {
       this.#env.write(() => {
         expectOpen();
-        this.catchUp();
+        txnId = this.#env.writeTxnId();
+        if (this.#poisoned || txnId !== this.#batchTxnId + 1) this.catchUp();
         touched = true;
         result = change();
         faultPoint('add:before-commit');
       });
+      this.#batchTxnId = txnId;
     } catch (error) {
       if (touched) this.#poisoned = true;
       throw asStoreError(error, `${doing} ${this.#header.scope}/${this.#header.epoch}`);
