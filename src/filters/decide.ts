@@ -39,12 +39,12 @@ export interface Decided {
  */
 export function decideRange(target: DecideTarget, words: Uint32Array, from: number, to: number, room: number, flags: Uint8Array, ahead?: PositionsAhead): Decided {
   const { older, newest, newestAt, stride } = target;
-  if (ahead !== undefined) return decideAhead(target, words, from, to, room, flags, ahead);
-  // The newest slice's positions are computed a run ahead where its filters can (BloomFilter
-  // prepare): bits are then set without waiting on the arithmetic. Same answers as add().
-  // (Filters of one slice can differ in k: eigen's feature filter. The run suits them all.)
+  // Without positions from another thread, the newest slice's positions are computed a run ahead
+  // where its filters can (BloomFilter prepare): bits are then set without waiting on the
+  // arithmetic. Same answers as add(). (Filters of one slice can differ in k: eigen's feature
+  // filter. The run suits them all.)
   let run = Infinity;
-  for (const filter of newest) run = Math.min(run, filter.preparedRun);
+  if (ahead === undefined) for (const filter of newest) run = Math.min(run, filter.preparedRun);
   let prepared = false;
   let runStart = from;
   let runEnd = from;
@@ -54,8 +54,8 @@ export function decideRange(target: DecideTarget, words: Uint32Array, from: numb
     if (i === runEnd) {
       runStart = i;
       runEnd = Math.min(to, i + run);
-      prepared = true;
-      for (let f = 0; f < newest.length; f++) prepared = newest[f]!.prepare(words, newestAt + 2 * f, stride, runStart, runEnd) && prepared;
+      prepared = ahead === undefined;
+      for (let f = 0; f < newest.length && prepared; f++) prepared = newest[f]!.prepare(words, newestAt + 2 * f, stride, runStart, runEnd);
     }
     const base = i * stride;
     let seenBefore = false;
@@ -64,28 +64,15 @@ export function decideRange(target: DecideTarget, words: Uint32Array, from: numb
     if (!seenBefore) {
       const at = base + newestAt;
       for (let f = 0; f < newest.length; f++) {
-        const wasAbsent = prepared ? newest[f]!.addPrepared(i - runStart) : newest[f]!.add(words[at + 2 * f + 1]!, words[at + 2 * f]!);
+        const filter = newest[f]!;
+        const wasAbsent =
+          ahead !== undefined
+            ? filter.addPositions(ahead.positions, i * ahead.perUrl + ahead.offsets[f]!)
+            : prepared
+              ? filter.addPrepared(i - runStart)
+              : filter.add(words[at + 2 * f + 1]!, words[at + 2 * f]!);
         if (wasAbsent) absent = true;
       }
-    }
-    if (absent) fresh++;
-    flags[i] = absent ? 1 : 0;
-  }
-  return { consumed: i - from, fresh };
-}
-
-/** decideRange with the newest slice's positions given: only testing and setting bits is left. */
-function decideAhead(target: DecideTarget, words: Uint32Array, from: number, to: number, room: number, flags: Uint8Array, ahead: PositionsAhead): Decided {
-  const { older, newest, stride } = target;
-  const { positions, perUrl, offsets } = ahead;
-  let fresh = 0;
-  let i = from;
-  for (; i < to && fresh < room; i++) {
-    let seenBefore = false;
-    for (let j = 0; j < older.length && !seenBefore; j++) seenBefore = allHold(older[j]!.filters, words, i * stride + older[j]!.at);
-    let absent = false;
-    if (!seenBefore) {
-      for (let f = 0; f < newest.length; f++) if (newest[f]!.addPositions(positions, i * perUrl + offsets[f]!)) absent = true;
     }
     if (absent) fresh++;
     flags[i] = absent ? 1 : 0;

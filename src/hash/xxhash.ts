@@ -110,7 +110,7 @@ export class XxHash {
    */
   hashKeys(keys: Keys, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): void {
     if (isUtf8Keys(keys)) {
-      this.hashRanges(keys, 0, keys.count, seeds, out, stride, at);
+      this.#hashRanges(keys, 0, keys.count, seeds, out, stride, at);
       return;
     }
     for (let start = 0; start < keys.length; ) {
@@ -147,7 +147,7 @@ export class XxHash {
    * out[(i - from) * stride + at + 2 * s] and the next word. Each round copies the bytes spanning
    * its keys into wasm memory at once (separators and all) and hashes them where they lie.
    */
-  hashRanges(keys: Utf8Keys, from: number, to: number, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): void {
+  #hashRanges(keys: Utf8Keys, from: number, to: number, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): void {
     const { bytes, ranges } = keys;
     for (let start = from; start < to; ) {
       const base = ranges[2 * start]!;
@@ -217,7 +217,7 @@ export class XxHash {
  * offsets[0..count]: from the UTF-16 lengths when all is ASCII, else from a walk over the bytes.
  * Returns the bytes written. A key with a lone surrogate is refused (INVALID_URL).
  */
-export function encodeKeys(keys: readonly string[], start: number, count: number, target: Buffer, offsets: Uint32Array): number {
+function encodeKeys(keys: readonly string[], start: number, count: number, target: Buffer, offsets: Uint32Array): number {
   const joined = start === 0 && count === keys.length ? keys.join('') : keys.slice(start, start + count).join('');
   const written = target.write(joined, 0, 'utf8');
   let end = 0;

@@ -28,8 +28,8 @@ function bind(binding: BitThreadBinding): void {
   ahead = { positions: new Int32Array(binding.positions), perUrl: binding.perUrl, offsets: binding.offsets };
 }
 
-/** Decides the job's URLs as their hashes become ready; false when the calling thread aborted it. */
-function decideJob(job: DecideTarget, count: number, positions: PositionsAhead | undefined): boolean {
+/** Decides the job's URLs as their hashes become ready, until the calling thread aborts it. */
+function decideJob(job: DecideTarget, count: number, positions: PositionsAhead | undefined): void {
   for (const filter of job.newest) filter.warm(count * filter.geometry.k);
   const before = job.newest.map((filter) => filter.onesBits);
   let done = 0;
@@ -37,13 +37,12 @@ function decideJob(job: DecideTarget, count: number, positions: PositionsAhead |
   while (done < count) {
     let ready = Atomics.load(ctl, CTL.progress);
     while (ready === done) ready = awaitChange(ctl, CTL.progress, ready);
-    if (ready === ABORTED) return false;
+    if (ready === ABORTED) return;
     fresh += decideRange(job, words, done, ready, Infinity, flags, positions).fresh;
     done = ready;
   }
   ctl[CTL.fresh] = fresh;
   job.newest.forEach((filter, f) => (ctl[CTL.setBits + f] = filter.onesBits - before[f]!));
-  return true;
 }
 
 let jobs = 0;
