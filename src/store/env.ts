@@ -1,9 +1,10 @@
 import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync, statfsSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
-import { open, type Database, type RootDatabase } from 'lmdb';
+import { ABORT, open, type Database, type RootDatabase } from 'lmdb';
 import { Packr } from 'msgpackr';
 import { SeenStoreError, asStoreError } from '../errors.js';
+import { OpenGuard } from './open-guard.js';
 import { FORMAT_VERSION, readStoreHeader, type StoreHeader } from './records.js';
 
 /** Key of the store header in the meta DB. */
@@ -32,6 +33,14 @@ export interface StoreEnvOptions {
 
 type Key = string | number | (string | number)[];
 
+/** lmdb-js's native environment behind a root database (not in its typings). */
+interface LmdbEnvHandle {
+  readonly env: { info(): { lastTxnId: number } };
+}
+
+/** Write transactions begun behind the newest commit before write() gives up (see #transaction). */
+const STALE_TXN_ATTEMPTS = 3;
+
 /**
  * One LMDB environment per store directory, with three named DBs: `meta` (msgpack records),
  * `chunks` and `journal` (raw bytes). Opening checks the store's format version.
@@ -41,6 +50,8 @@ export class StoreEnv {
   readonly header: StoreHeader;
   readonly #packr = new Packr({ useRecords: false, mapsAsObjects: true });
   readonly #mapSizeBytes: number;
+  /** Serialises this process's opens and commits against other processes' (see OpenGuard). */
+  readonly #guard: OpenGuard;
   #handles!: { root: RootDatabase; meta: Database<Buffer, Key>; chunks: Database<Buffer, Key>; journal: Database<Buffer, Key> };
   /** Earlier handles being closed (releaseMappedPages); close() waits for them. */
   readonly #closing: Promise<void>[] = [];
@@ -48,8 +59,9 @@ export class StoreEnv {
   #busy = 0;
   #closed = false;
 
-  private constructor(dir: string, root: RootDatabase, mapSizeBytes: number, anyFormat: boolean) {
+  private constructor(dir: string, guard: OpenGuard, root: RootDatabase, mapSizeBytes: number, anyFormat: boolean) {
     this.dir = dir;
+    this.#guard = guard;
     this.#mapSizeBytes = mapSizeBytes;
     this.#attach(root);
     this.header = this.#initHeader(anyFormat);
@@ -96,9 +108,14 @@ export class StoreEnv {
    */
   releaseMappedPages(): void {
     if (this.#closed || this.#busy > 0) return;
+    this.#reopen();
+  }
+
+  /** Closes the LMDB environment and opens it again (under the guard: an open is what it guards). */
+  #reopen(): void {
     const old = this.#handles.root;
     this.#closing.push(old.close().catch(() => undefined));
-    this.#attach(StoreEnv.#openRoot(this.dir, this.#mapSizeBytes));
+    this.#attach(this.#guard.hold(() => StoreEnv.#openRoot(this.dir, this.#mapSizeBytes)));
   }
 
   /** LMDB's compacting copy of the store into `dir` (one read transaction). */
@@ -117,18 +134,34 @@ export class StoreEnv {
     }
     StoreEnv.#prepareDir(dir, options.create);
     StoreEnv.#checkMetaPages(dir);
+    const guard = OpenGuard.open(dir);
     let root: RootDatabase;
     try {
-      root = StoreEnv.#openRoot(dir, options.mapSizeBytes);
+      root = guard.hold(() => StoreEnv.#openRoot(dir, options.mapSizeBytes));
     } catch (error) {
+      guard.close().catch(() => undefined);
       throw asStoreError(error, `opening the store at ${dir}`);
     }
     try {
       StoreEnv.#checkFileSize(dir, root);
-      return new StoreEnv(dir, root, options.mapSizeBytes, options.anyFormat ?? false);
+      return new StoreEnv(dir, guard, root, options.mapSizeBytes, options.anyFormat ?? false);
     } catch (error) {
       root.close().catch(() => undefined);
+      guard.close().catch(() => undefined);
       throw error instanceof SeenStoreError ? error : asStoreError(error, `reading the store at ${dir}`);
+    }
+  }
+
+  /**
+   * Runs `action` with the store's open guard held: for code that opens this store's LMDB
+   * environment by other means (see OpenGuard).
+   */
+  static withOpenGuard<T>(dir: string, action: () => T): T {
+    const guard = OpenGuard.open(dir);
+    try {
+      return guard.hold(action);
+    } finally {
+      guard.close().catch(() => undefined);
     }
   }
 
@@ -204,7 +237,7 @@ export class StoreEnv {
     const hasData = this.root.getKeysCount({ limit: 8 }) > 3 || this.metaDb.getKeysCount({ limit: 1 }) > 0;
     if (hasData) throw new SeenStoreError('STORE_CORRUPT', `${this.dir} holds an LMDB environment without a seenstore header`);
     const created: StoreHeader = { v: 1, formatVersion: FORMAT_VERSION, createdAtMs: Date.now() };
-    return this.root.transactionSync(() => {
+    return this.write(() => {
       const raced = this.getMeta(STORE_HEADER_KEY);
       if (raced !== undefined) return StoreEnv.#checkedHeader(raced);
       this.putMeta(STORE_HEADER_KEY, created);
@@ -250,11 +283,14 @@ export class StoreEnv {
     this.metaDb.removeSync(key);
   }
 
-  /** Runs `action` in one synchronous, durable LMDB write transaction (serialised across processes). */
+  /**
+   * Runs `action` in one synchronous, durable LMDB write transaction (serialised across processes,
+   * and against every process's open of the store: see OpenGuard).
+   */
   write<T>(action: () => T): T {
     this.#busy++;
     try {
-      return this.root.transactionSync(action);
+      return this.#guard.hold(() => this.#transaction(action));
     } catch (error) {
       // LMDB may report a write that failed for want of space as EIO: name the real cause.
       if (!(error instanceof SeenStoreError) && this.#diskFull()) {
@@ -264,6 +300,35 @@ export class StoreEnv {
     } finally {
       this.#busy--;
     }
+  }
+
+  /**
+   * The transaction, begun on the newest committed state. LMDB starts a write transaction from the
+   * transaction id in its shared lock region; should that id lag the newest meta page (an opener
+   * without the guard rolled it back: an older seenstore, another LMDB tool), committing would
+   * overwrite the newest commit. So before `action` runs, the transaction's id is compared with the
+   * newest meta page's: a transaction that does not build on it is aborted, the environment is
+   * opened again (which sets the shared id from the newest meta page), and the transaction begins
+   * anew; `action` never runs in a transaction that would be refused.
+   */
+  #transaction<T>(action: () => T): T {
+    for (let attempt = 1; ; attempt++) {
+      let stale = false;
+      const result = this.root.transactionSync(() => {
+        stale = this.root.getWriteTxnId() <= this.#lastCommittedTxnId();
+        return stale ? ABORT : action();
+      });
+      if (!stale) return result as T;
+      if (attempt === STALE_TXN_ATTEMPTS) {
+        throw new SeenStoreError('STORE_CORRUPT', `${this.dir}: LMDB keeps beginning write transactions behind the newest commit; refusing to write (docs/reliability.md)`);
+      }
+      this.#reopen();
+    }
+  }
+
+  /** The id of the newest transaction on the meta pages, whatever the shared lock region says. */
+  #lastCommittedTxnId(): number {
+    return (this.root as unknown as LmdbEnvHandle).env.info().lastTxnId;
   }
 
   /** Less than 1 MiB free for this user on the store's file system. */
@@ -298,5 +363,6 @@ export class StoreEnv {
     this.#closed = true;
     await this.root.close();
     await Promise.all(this.#closing);
+    await this.#guard.close();
   }
 }

@@ -2,7 +2,7 @@ import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, o
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { SeenStoreError, asStoreError } from '../errors.js';
-import type { StoreEnv } from './env.js';
+import { StoreEnv } from './env.js';
 import { tryLock } from './lock.js';
 
 /** Snapshots live in the store directory, one folder each: `snapshots/NAME/{data.mdb,snapshot.json}`. */
@@ -138,7 +138,8 @@ export function deleteSnapshot(dir: string, name: string): void {
  */
 export async function otherProcesses(dir: string): Promise<number[]> {
   if (!existsSync(join(dir, 'data.mdb'))) return [];
-  const root = open({ path: dir, noSubdir: false, maxDbs: 8 });
+  // An open of the store's environment, so it holds the open guard (see OpenGuard).
+  const root = StoreEnv.withOpenGuard(dir, () => open({ path: dir, noSubdir: false, maxDbs: 8 }));
   try {
     root.readerCheck();
     const pids = new Set<number>();
