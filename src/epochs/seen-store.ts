@@ -12,6 +12,7 @@ import {
   EXCLUSIVE_LOCK,
   listSnapshots,
   restoreSnapshot,
+  type RestoreResult,
   type SnapshotInfo,
 } from '../store/snapshots.js';
 import { verifyStore, type VerifyReport } from '../store/verify.js';
@@ -133,19 +134,15 @@ export class SeenStore {
 
   /**
    * Replaces the store's data with snapshot `name`. Refuses (STORE_LOCKED) while any other process
-   * has the store open; the store must be closed in this process too. The current data is saved
-   * first as a snapshot named `pre-restore-TIME`.
+   * has the store open, or when one wrote to it while the restore ran; the store must be closed in
+   * this process too. The current data is saved first as a snapshot named `pre-restore-TIME`,
+   * returned as `preRestore`.
    */
-  static async restoreSnapshot(dir: string, name: string, options: Pick<SeenStoreOptions, 'mapSizeBytes' | 'lockStaleMs'> = {}): Promise<SnapshotInfo> {
+  static async restoreSnapshot(dir: string, name: string, options: Pick<SeenStoreOptions, 'mapSizeBytes' | 'lockStaleMs'> = {}): Promise<RestoreResult> {
     refuseIfOpenHere(dir, `restore snapshot ${name}`);
-    return restoreSnapshot(dir, name, lockStaleMs(options), async (safetyName) => {
-      const env = StoreEnv.open(dir, { create: false, mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES, anyFormat: true });
-      try {
-        await createSnapshot(env, safetyName, 'pre-restore');
-      } finally {
-        await env.close();
-      }
-    });
+    return restoreSnapshot(dir, name, lockStaleMs(options), () =>
+      StoreEnv.open(dir, { create: false, mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES, anyFormat: true }),
+    );
   }
 
   /** The handle of scope `name` (default `default`). Options shape its first epoch only. */

@@ -331,6 +331,35 @@ export class StoreEnv {
     return (this.root as unknown as LmdbEnvHandle).env.info().lastTxnId;
   }
 
+  /** LMDB's id of the newest committed transaction, by any process: it grows with every commit. */
+  lastCommittedTxnId(): number {
+    return this.#lastCommittedTxnId();
+  }
+
+  /**
+   * Runs `action` while no process can open this store or commit to it (see OpenGuard), whatever
+   * this process's event loop does meanwhile: for restore and migrate, which must see that no
+   * other process is in the store and act on that before anyone can enter.
+   */
+  holdGuard<T>(action: () => T): T {
+    return this.#guard.hold(action);
+  }
+
+  /**
+   * Process ids, other than this one, that have this store open: LMDB's reader table, which every
+   * process (of any seenstore version) enters when it opens the store, after clearing the entries
+   * of dead processes.
+   */
+  otherProcessIds(): number[] {
+    this.root.readerCheck();
+    const pids = new Set<number>();
+    for (const line of this.root.readerList().split('\n').slice(1)) {
+      const pid = Number(line.trim().split(/\s+/)[0]);
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid) pids.add(pid);
+    }
+    return [...pids];
+  }
+
   /** Less than 1 MiB free for this user on the store's file system. */
   #diskFull(): boolean {
     try {

@@ -15,7 +15,8 @@ export type FaultPoint =
   | 'prune:mid-delete'
   | 'import:mid-chunks'
   | 'merge:before-commit'
-  | 'migrate:before-commit';
+  | 'migrate:before-commit'
+  | 'restore:before-swap';
 
 let hook: ((point: FaultPoint) => void) | undefined;
 

@@ -4,7 +4,7 @@ import { StoreEnv, STORE_HEADER_KEY } from './env.js';
 import { faultPoint } from './faults.js';
 import { tryLock } from './lock.js';
 import { FORMAT_VERSION, type StoreHeader } from './records.js';
-import { createSnapshot, defaultSnapshotName, EXCLUSIVE_LOCK, requireExclusive, type SnapshotInfo } from './snapshots.js';
+import { createSnapshot, defaultSnapshotName, EXCLUSIVE_LOCK, requireAlone, type SnapshotInfo } from './snapshots.js';
 
 export interface MigrateOptions {
   readonly mapSizeBytes: number;
@@ -44,15 +44,18 @@ export async function migrateStore(dir: string, options: MigrateOptions): Promis
     if (steps.length === 0 || steps[steps.length - 1]!.to !== FORMAT_VERSION) {
       throw new SeenStoreError('INTERNAL', `no migration path from format ${from} to ${FORMAT_VERSION}`);
     }
-    await requireExclusive(dir, 'migrate');
+    requireAlone(env, 'migrate');
     const snapshot = options.snapshot === false ? null : await createSnapshot(env, defaultSnapshotName(`pre-migrate-${from}-to-${FORMAT_VERSION}-`), 'pre-migrate', from);
-    await requireExclusive(dir, 'migrate');
     const store = env;
     const txn: MigrationTxn = {
       metaRecords: () => [...store.metaDb.getRange({})].map(({ key, value }) => ({ key, value: store.decodeMeta(value, `meta record ${JSON.stringify(key)}`) })),
       putMeta: (key, value) => store.putMeta(key as never, value),
     };
+    // write() holds the open guard and LMDB's writer lock: checked inside it, "no other process is
+    // in the store" stays true until the migration commits, whatever this process's event loop
+    // did since the snapshot (its locks/exclusive may have gone stale meanwhile).
     const done = env.write(() => {
+      requireAlone(store, 'migrate');
       const results = steps.map((step) => ({ from: step.from, to: step.to, summary: step.summary, changed: step.apply(txn) }));
       const header: StoreHeader = { ...env!.header, formatVersion: FORMAT_VERSION };
       env!.putMeta(STORE_HEADER_KEY, header);

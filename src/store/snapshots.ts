@@ -1,8 +1,8 @@
 import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { open } from 'lmdb';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import { StoreEnv } from './env.js';
+import { faultPoint } from './faults.js';
 import { tryLock } from './lock.js';
 
 /** Snapshots live in the store directory, one folder each: `snapshots/NAME/{data.mdb,snapshot.json}`. */
@@ -131,65 +131,68 @@ export function deleteSnapshot(dir: string, name: string): void {
   }
 }
 
-/**
- * Process ids, other than this one, that have the store at `dir` open: LMDB's reader table, which
- * every process (of any seenstore version) enters when it opens the store, after clearing the
- * entries of dead processes.
- */
-export async function otherProcesses(dir: string): Promise<number[]> {
-  if (!existsSync(join(dir, 'data.mdb'))) return [];
-  // An open of the store's environment, so it holds the open guard (see OpenGuard).
-  const root = StoreEnv.withOpenGuard(dir, () => open({ path: dir, noSubdir: false, maxDbs: 8 }));
-  try {
-    root.readerCheck();
-    const pids = new Set<number>();
-    for (const line of root.readerList().split('\n').slice(1)) {
-      const pid = Number(line.trim().split(/\s+/)[0]);
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid) pids.add(pid);
-    }
-    return [...pids];
-  } finally {
-    await root.close();
-  }
-}
-
 /** Refuses (STORE_LOCKED) when another process has the store open. */
-export async function requireExclusive(dir: string, doing: string): Promise<void> {
-  const others = await otherProcesses(dir);
+export function requireAlone(env: StoreEnv, doing: string): void {
+  const others = env.otherProcessIds();
   if (others.length > 0) {
     throw new SeenStoreError('STORE_LOCKED', `cannot ${doing}: the store is open in ${others.length === 1 ? 'process' : 'processes'} ${others.join(', ')}; close ${others.length === 1 ? 'it' : 'them'} first`);
   }
 }
 
+export interface RestoreResult extends SnapshotInfo {
+  /** The snapshot of the data the restore replaced (reason `pre-restore`). */
+  readonly preRestore: SnapshotInfo;
+}
+
 /**
- * Replaces the store's data with snapshot `name`. Refuses while any other process has the store
- * open. The current data is first saved as a `pre-restore` snapshot; the snapshot's file is
- * copied beside the data file, fsynced and renamed over it, so a crash leaves either the old
- * store or the restored one. The store must not be open in this process either.
+ * Replaces the store's data with snapshot `name`, refusing while any other process has the store
+ * open. `openEnv` opens the store (any format). The current data is first saved as a
+ * `pre-restore` snapshot and the snapshot's file copied beside the data file and fsynced; then,
+ * holding the store's open guard (no process can open the store or commit to it, whatever this
+ * process's event loop does), the restore checks that no other process has the store open and that
+ * nothing was committed since the pre-restore snapshot began, and only then renames the copy over
+ * the data file: a crash leaves either the old store or the restored one, and a writer that got in
+ * while the restore ran (its `locks/exclusive` gone stale during a long copy) makes the restore
+ * refuse rather than lose the writer's batches. The store must not be open in this process.
  */
-export async function restoreSnapshot(dir: string, name: string, lockStaleMs: number, saveCurrent: (name: string) => Promise<unknown>): Promise<SnapshotInfo> {
+export async function restoreSnapshot(dir: string, name: string, lockStaleMs: number, openEnv: () => StoreEnv): Promise<RestoreResult> {
   const snapshot = findSnapshot(dir, name);
   const lock = await tryLock(dir, EXCLUSIVE_LOCK, lockStaleMs);
   if (lock === undefined) throw new SeenStoreError('STORE_LOCKED', `a restore or migration of ${dir} is running`);
+  const incoming = join(dir, `data.mdb.restoring-${process.pid}`);
+  const doing = `restore snapshot ${name}`;
   try {
-    await requireExclusive(dir, `restore snapshot ${name}`);
-    await saveCurrent(defaultSnapshotName('pre-restore-'));
-    await requireExclusive(dir, `restore snapshot ${name}`);
-    const data = join(dir, 'data.mdb');
-    const incoming = join(dir, `data.mdb.restoring-${process.pid}`);
+    const env = openEnv();
     try {
-      copyFileSync(join(snapshot.path, 'data.mdb'), incoming);
-      chmodSync(incoming, 0o644);
-      fsyncPath(incoming);
-      rmSync(join(dir, 'lock.mdb'), { force: true });
-      renameSync(incoming, data);
-      fsyncPath(dir);
-    } catch (error) {
-      rmSync(incoming, { force: true });
-      throw asStoreError(error, `restoring snapshot ${name}`);
+      requireAlone(env, doing);
+      const savedAtTxnId = env.lastCommittedTxnId();
+      const preRestore = await createSnapshot(env, defaultSnapshotName('pre-restore-'), 'pre-restore');
+      copyDurably(join(snapshot.path, 'data.mdb'), incoming);
+      faultPoint('restore:before-swap');
+      env.holdGuard(() => {
+        requireAlone(env, doing);
+        if (env.lastCommittedTxnId() !== savedAtTxnId) {
+          throw new SeenStoreError('STORE_LOCKED', `cannot ${doing}: the store was written while the restore ran (by a process that has finished); nothing was replaced, the restore can be run again`);
+        }
+        rmSync(join(dir, 'lock.mdb'), { force: true });
+        renameSync(incoming, join(dir, 'data.mdb'));
+        fsyncPath(dir);
+      });
+      return { ...snapshot, preRestore };
+    } finally {
+      await env.close();
     }
-    return snapshot;
+  } catch (error) {
+    throw asStoreError(error, doing);
   } finally {
+    rmSync(incoming, { force: true });
     await lock.release();
   }
+}
+
+/** Copies `from` to `to` (writable) and fsyncs it. */
+function copyDurably(from: string, to: string): void {
+  copyFileSync(from, to);
+  chmodSync(to, 0o644);
+  fsyncPath(to);
 }
