@@ -1,6 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { generatedUrls } from './generated-urls.js';
 
 /** The project root (tests run from dist/test/...). */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -9,21 +11,56 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..',
 export const SHARED_DATA = resolve(ROOT, '..', 'shared', 'data');
 
 export const DATA_FILES = ['crawl-sitelist-15k.txt', 'crawl-benign-35k.txt'] as const;
+type DataFile = (typeof DATA_FILES)[number];
 
-/** Reads a shared URL list; fails loudly when it is missing rather than letting a test pass on nothing. */
-export function sharedUrls(file: (typeof DATA_FILES)[number]): string[] {
-  const path = join(SHARED_DATA, file);
-  if (!existsSync(path)) {
-    throw new Error(`test data missing: ${path} (the tests read ../shared/data/ beside the project checkout)`);
+/** Whether ../shared/data holds the real URL lists (CI does; a bare clone does not). */
+export const HAVE_SHARED_DATA = DATA_FILES.every((file) => existsSync(join(SHARED_DATA, file)));
+
+/**
+ * The `skip` of a test that needs the real lists themselves (a figure measured on them); every
+ * other test runs on generated crawl-like URLs when they are absent.
+ */
+export const NEEDS_SHARED_DATA: string | false = HAVE_SHARED_DATA ? false : `needs the real URL lists in ${SHARED_DATA} (absent in a bare clone)`;
+
+/** Each list's size and a seed for its generated stand-in (disjoint from the other's). */
+const STAND_INS: Record<DataFile, { readonly urls: number; readonly seed: number }> = {
+  'crawl-sitelist-15k.txt': { urls: 15_181, seed: 1 },
+  'crawl-benign-35k.txt': { urls: 35_378, seed: 2 },
+};
+
+let announced = false;
+const cache = new Map<DataFile, string[]>();
+
+/**
+ * A shared URL list, or, in a bare clone, a generated crawl-like list of the same size (said once
+ * per process on stderr, so a run on stand-ins is never mistaken for a run on the real data).
+ */
+export function sharedUrls(file: DataFile): string[] {
+  const cached = cache.get(file);
+  if (cached !== undefined) return cached;
+  let urls: string[];
+  if (HAVE_SHARED_DATA) {
+    const path = join(SHARED_DATA, file);
+    urls = readFileSync(path, 'utf8').split('\n').filter((line) => line.length > 0);
+    if (urls.length < 10_000) throw new Error(`test data ${path} has only ${urls.length} lines`);
+  } else {
+    if (!announced) process.stderr.write(`# ${SHARED_DATA} not found: tests use generated crawl-like URLs in place of the real lists\n`);
+    announced = true;
+    urls = generatedUrls(STAND_INS[file].urls, STAND_INS[file].seed);
   }
-  const urls = readFileSync(path, 'utf8').split('\n').filter((line) => line.length > 0);
-  if (urls.length < 10_000) throw new Error(`test data ${path} has only ${urls.length} lines`);
+  cache.set(file, urls);
   return urls;
 }
 
-export function sharedPath(file: (typeof DATA_FILES)[number]): string {
-  sharedUrls(file);
-  return join(SHARED_DATA, file);
+/** The path of a shared URL list, or of its generated stand-in (written once per process). */
+export function sharedPath(file: DataFile): string {
+  if (HAVE_SHARED_DATA) return join(SHARED_DATA, file);
+  const path = join(tmpdir(), `seenstore-stand-in-${process.pid}-${file}`);
+  if (!existsSync(path)) {
+    writeFileSync(path, `${sharedUrls(file).join('\n')}\n`);
+    process.on('exit', () => rmSync(path, { force: true }));
+  }
+  return path;
 }
 
 /** Every shared URL, deduplicated, in file order. */
