@@ -153,19 +153,6 @@ export class StoreEnv {
   }
 
   /**
-   * Runs `action` with the store's open guard held: for code that opens this store's LMDB
-   * environment by other means (see OpenGuard).
-   */
-  static withOpenGuard<T>(dir: string, action: () => T): T {
-    const guard = OpenGuard.open(dir);
-    try {
-      return guard.hold(action);
-    } finally {
-      guard.close().catch(() => undefined);
-    }
-  }
-
-  /**
    * A data file cut short would crash the process with SIGBUS on the first read past its end:
    * refuse it before any page is touched. LMDB itself may leave the file a little shorter than
    * the pages its meta page counts (pages allocated and freed in one transaction are never
