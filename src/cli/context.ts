@@ -7,6 +7,7 @@ import { LAYOUTS, type Layout } from '../filters/bloom.js';
 import { MAX_KEY_BYTES, NORMALIZE_MODES, toKey, type NormalizeMode } from '../url/normalize.js';
 import type { BatchOptions, OnInvalid } from './input.js';
 import { parseStrategy, strategyName } from '../filters/strategy.js';
+import { isSeedHex } from '../hash/scheme.js';
 
 /** Options every command accepts (declared on the program). */
 export interface GlobalOptions {
@@ -104,7 +105,7 @@ export function scopeOptions(options: PlanOptions): ScopeOptions {
 export function parseSeeds(text: string | undefined): string[] | undefined {
   if (text === undefined) return undefined;
   const seeds = text.split(',').map((seed) => seed.trim());
-  if (!seeds.every((seed) => /^[0-9a-f]{16}$/.test(seed))) {
+  if (!seeds.every(isSeedHex)) {
     throw new SeenStoreError('USAGE', `--seeds must be 16 lower-case hex digits per filter, comma-separated, as epoch show prints them; got ${JSON.stringify(text)}`);
   }
   return seeds;

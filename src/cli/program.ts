@@ -1,4 +1,5 @@
 import { Command, Option } from 'commander';
+import { STRATEGY_HELP } from '../filters/strategy.js';
 import { add } from './commands/add.js';
 import { classify } from './commands/classify.js';
 import { diff } from './commands/diff.js';
@@ -25,7 +26,7 @@ function planOptions(command: Command): Command {
   return command
     .option('--capacity <n>', 'URLs the first epoch is sized for (default 1000000)')
     .option('--fpr <p>', 'target false-positive rate at capacity (default 0.01)')
-    .option('--strategy <name>', 'classic (default), blocked, spatial:S, eigen[:D], multilayer[:L] or scalable[:F,T] (docs/strategies.md)')
+    .option('--strategy <name>', `${STRATEGY_HELP}; default classic (docs/strategies.md)`)
     .option('--layout <layout>', 'classic or blocked (older spelling of --strategy)')
     .option('--normalize <mode>', 'none (default: exact bytes) or whatwg (URL-standard form)')
     .option('--seeds <hex>', "the first epoch's seeds (16 hex digits per filter, comma-separated, from epoch show) instead of fresh ones: parallel crawlers that will merge")
@@ -144,7 +145,7 @@ export function buildProgram(): Command {
     .option('--insert <n>', 'URLs inserted (default: all, or half for the non-incremental modes)')
     .option('--query <n>', 'other URLs queried in non-incremental and revisit modes (default: the rest)')
     .option('--mode <mode>', 'non-incremental (default), incremental, revisit or revisit-incremental')
-    .option('--strategy <name>', 'classic (default), blocked, spatial:S, eigen[:D] or multilayer[:L]')
+    .option('--strategy <name>', `${STRATEGY_HELP}; default classic`)
     .option('--hashes <k>', 'hashes per URL per filter (default with --fpr: the optimum)')
     .option('--bits-per-hash <M>', "each filter m = N·k·M bits (the thesis's equation 5.1)")
     .option('--fpr <p>', 'size each epoch for this false-positive rate instead (default 0.01)')

@@ -1,7 +1,7 @@
 import { SeenStoreError } from '../errors.js';
 import { planSlice } from '../filters/scalable.js';
 import { growthOf, sliceShape, strategyName, type Strategy } from '../filters/strategy.js';
-import { HASH_SCHEME_ID, freshSeedHex } from '../hash/scheme.js';
+import { HASH_SCHEME_ID, freshSeedHex, isSeedHex } from '../hash/scheme.js';
 import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
 import type { StoreEnv } from '../store/env.js';
 import { EpochFilters } from '../store/epoch-filters.js';
@@ -48,7 +48,7 @@ export function checkPlan(plan: Omit<EpochPlan, 'sizing'>): void {
 
 /** Given seeds: `count` of them, each 16 lower-case hex digits (as `epoch show` prints them). */
 export function checkSeeds(seeds: readonly string[], count: number, strategy: string): void {
-  if (!Array.isArray(seeds) || seeds.length !== count || !seeds.every((seed) => typeof seed === 'string' && /^[0-9a-f]{16}$/.test(seed))) {
+  if (!Array.isArray(seeds) || seeds.length !== count || !seeds.every(isSeedHex)) {
     throw new SeenStoreError(
       'USAGE',
       `seeds must be ${count} value${count === 1 ? '' : 's'} of 16 lower-case hex digits (one per filter of ${strategy}), as epoch show prints them; got ${JSON.stringify(seeds)}`,

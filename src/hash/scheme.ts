@@ -136,7 +136,12 @@ export function freshSeedHex(): string {
   return randomBytes(8).toString('hex');
 }
 
+/** Whether `text` is a seed as epoch headers and `epoch show` write it: 16 lower-case hex digits. */
+export function isSeedHex(text: unknown): text is string {
+  return typeof text === 'string' && /^[0-9a-f]{16}$/.test(text);
+}
+
 export function seedFromHex(hex: string): bigint {
-  if (!/^[0-9a-f]{16}$/.test(hex)) throw new RangeError(`a seed is 16 lower-case hex digits, got ${JSON.stringify(hex)}`);
+  if (!isSeedHex(hex)) throw new RangeError(`a seed is 16 lower-case hex digits, got ${JSON.stringify(hex)}`);
   return BigInt(`0x${hex}`);
 }
