@@ -7,22 +7,10 @@ import { open } from 'lmdb';
 import { Packr } from 'msgpackr';
 import { FORMAT_VERSION, SeenStore, SeenStoreError } from '../src/index.js';
 import { allSharedUrls, binomialUpper, sharedUrls } from './helpers/data.js';
+import { expectCode } from './helpers/errors.js';
 import { tempDir } from './helpers/tmp.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
-
-async function rejectsWith(promise: Promise<unknown> | (() => unknown), code: string): Promise<SeenStoreError> {
-  let caught: SeenStoreError | undefined;
-  await assert.rejects(
-    async () => (typeof promise === 'function' ? promise() : promise),
-    (error: unknown) => {
-      if (!(error instanceof SeenStoreError) || error.code !== code) return false;
-      caught = error;
-      return true;
-    },
-  );
-  return caught!;
-}
 
 /** Edits a closed store's LMDB records directly, to simulate other versions or damage. */
 async function editStore(dir: string, edit: (dbs: { meta: any; chunks: any; journal: any }) => void): Promise<void> {
@@ -119,9 +107,9 @@ describe('store API', () => {
     const store = await SeenStore.open(dir);
     const scope = store.scope('bad', { capacityUrls: 1000 });
     await scope.add(['https://ok.example/']);
-    await rejectsWith(scope.addIfAbsent(['https://fine.example/', '']), 'INVALID_URL');
-    await rejectsWith(scope.addIfAbsent(['https://fine.example/', 'bad\uD800surrogate']), 'INVALID_URL');
-    await rejectsWith(scope.addIfAbsent(['x'.repeat(70_000)]), 'INVALID_URL');
+    await expectCode('INVALID_URL', () => scope.addIfAbsent(['https://fine.example/', '']));
+    await expectCode('INVALID_URL', () => scope.addIfAbsent(['https://fine.example/', 'bad\uD800surrogate']));
+    await expectCode('INVALID_URL', () => scope.addIfAbsent(['x'.repeat(70_000)]));
     await assert.rejects(scope.addIfAbsent([42 as unknown as string]), TypeError);
     assert.deepEqual(scope.has(['https://fine.example/']), [false]);
     assert.equal(scope.stats().epochs[0]!.submitted, 1);
@@ -129,12 +117,12 @@ describe('store API', () => {
     assert.throws(() => store.scope('x', { capacityUrls: 0 }), (e: unknown) => e instanceof SeenStoreError && e.code === 'USAGE');
     assert.throws(() => store.scope('y', { fprTarget: 1.5 }), (e: unknown) => e instanceof SeenStoreError && e.code === 'USAGE');
     const whatwg = store.scope('norm', { normalize: 'whatwg' });
-    await rejectsWith(whatwg.add(['not a url']), 'INVALID_URL');
+    await expectCode('INVALID_URL', () => whatwg.add(['not a url']));
     await whatwg.add(['HTTPS://Example.COM:443/a/../b']);
     assert.deepEqual(whatwg.has(['https://example.com/b']), [true]);
     await store.close();
-    await rejectsWith(() => scope.has(['https://ok.example/']), 'STORE_CLOSED');
-    await rejectsWith(SeenStore.open(join(dir, 'missing'), { create: false }), 'NOT_FOUND');
+    await expectCode('STORE_CLOSED', () => scope.has(['https://ok.example/']));
+    await expectCode('NOT_FOUND', () => SeenStore.open(join(dir, 'missing'), { create: false }));
   });
 
   test('loading a large epoch lets its file pages go (RSS), and the store keeps working, also with an add not yet awaited', async () => {
@@ -182,12 +170,12 @@ describe('store API', () => {
         await scope.add(['https://ok.example/']);
         // A pair split across two keys is a valid pair in the joined batch, but two lone halves.
         for (const bad of [['x\uD800', '\uDC00y'], ['\uDFFFlow-first'], ['https://a.example/\uD83D']]) {
-          await rejectsWith(scope.addIfAbsent([...filler, ...bad]), 'INVALID_URL');
-          await rejectsWith(() => scope.has([...filler, ...bad]), 'INVALID_URL');
+          await expectCode('INVALID_URL', () => scope.addIfAbsent([...filler, ...bad]));
+          await expectCode('INVALID_URL', () => scope.has([...filler, ...bad]));
         }
         // A call of several transactions is checked whole before its first part is written.
         const many = Array.from({ length: 70_000 }, (_, i) => `https://many.example/${i}`);
-        await rejectsWith(scope.add([...many, 'late\uD800']), 'INVALID_URL');
+        await expectCode('INVALID_URL', () => scope.add([...many, 'late\uD800']));
         assert.deepEqual(scope.has([filler[0]!, many[0]!]), [false, false], `${strategy}: nothing of a refused call was written`);
         assert.deepEqual(await scope.addIfAbsent(['https://replacement.example/\uFFFD', 'https://pair.example/😀']), [true, true]);
         assert.equal(scope.stats().epochs[0]!.submitted, 3);
@@ -205,9 +193,9 @@ describe('store API', () => {
       const header = packr.unpack(meta.getBinary('store'));
       meta.putSync('store', packr.pack({ ...header, formatVersion: FORMAT_VERSION + 1 }));
     });
-    const error = await rejectsWith(SeenStore.open(dir), 'FORMAT_UNSUPPORTED');
+    const error = await expectCode('FORMAT_UNSUPPORTED', () => SeenStore.open(dir));
     assert.match(error.message, /newer seenstore/);
-    await rejectsWith(SeenStore.migrate(dir), 'FORMAT_UNSUPPORTED');
+    await expectCode('FORMAT_UNSUPPORTED', () => SeenStore.migrate(dir));
   });
 
   test('an epoch written with an unknown hash scheme is refused, never reinterpreted', async () => {
@@ -220,7 +208,7 @@ describe('store API', () => {
       meta.putSync(['epoch', 'default', 1], packr.pack({ ...header, hashScheme: 'xxh64-km-v9' }));
     });
     const reopened = await SeenStore.open(dir);
-    await rejectsWith(() => reopened.scope().has(['https://a.example/']), 'FORMAT_UNSUPPORTED');
+    await expectCode('FORMAT_UNSUPPORTED', () => reopened.scope().has(['https://a.example/']));
     await reopened.close();
   });
 
@@ -236,7 +224,7 @@ describe('store API', () => {
       chunks.putSync(key, value);
     });
     const reopened = await SeenStore.open(dir);
-    await rejectsWith(() => reopened.scope().has(['https://a.example/']), 'STORE_CORRUPT');
+    await expectCode('STORE_CORRUPT', () => reopened.scope().has(['https://a.example/']));
     await reopened.close().catch(() => undefined);
   });
 
@@ -255,7 +243,7 @@ describe('store API', () => {
       journal.putSync(key, value);
     });
     const reopened = await SeenStore.open(dir);
-    await rejectsWith(() => reopened.scope().has(['https://j.example/1']), 'STORE_CORRUPT');
+    await expectCode('STORE_CORRUPT', () => reopened.scope().has(['https://j.example/1']));
     await reopened.close().catch(() => undefined);
   });
 
@@ -263,12 +251,12 @@ describe('store API', () => {
     const dir = tempDir();
     const file = join(dir, 'plain-file');
     await import('node:fs').then((fs) => fs.writeFileSync(file, 'hello'));
-    await rejectsWith(SeenStore.open(file), 'IO_ERROR');
+    await expectCode('IO_ERROR', () => SeenStore.open(file));
     const foreign = join(dir, 'foreign');
     const root = open({ path: foreign });
     await root.put('someone-else', 'data');
     await root.close();
-    await rejectsWith(SeenStore.open(foreign), 'STORE_CORRUPT');
+    await expectCode('STORE_CORRUPT', () => SeenStore.open(foreign));
   });
 });
 
