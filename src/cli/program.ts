@@ -12,6 +12,7 @@ import { verify } from './commands/verify.js';
 import { exportCommand, importCommand, mergeCommand } from './commands/transfer.js';
 import { migrate, snapshotCreate, snapshotDelete, snapshotList, snapshotRestore } from './commands/snapshot.js';
 import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE } from './context.js';
+import { plan } from './commands/plan.js';
 import { simulateCommand } from './commands/simulate.js';
 import { countCommand, deleteCommand } from './commands/count.js';
 
@@ -138,6 +139,14 @@ export function buildProgram(): Command {
     .description('bring an older store to this version\'s format, after a snapshot (refused while another process has it open)')
     .option('--no-snapshot', 'do not take the safety snapshot first')
     .action((_options, command: Command) => migrate(command));
+  program
+    .command('plan')
+    .description('sizing calculator: the bits, bytes and k of an epoch of this plan, and what each growth slice adds past its capacity')
+    .option('--capacity <n>', 'URLs the epoch is sized for (default 1000000)')
+    .option('--fpr <p>', 'target false-positive rate, kept at any size (default 0.01)')
+    .option('--strategy <name>', `${STRATEGY_HELP}; default classic`)
+    .option('--slices <n>', 'slices to list: the first and those growth adds (default 4, at most 12)')
+    .action((_options, command: Command) => plan(command));
   program
     .command('simulate')
     .description("measure a filter strategy's false-positive rate on your URLs, next to theory (the thesis's experiments)")

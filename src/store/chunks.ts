@@ -9,6 +9,8 @@ import type { XxHash } from '../hash/xxhash.js';
  */
 export const CHUNK_PAYLOAD_BYTES = 65_472;
 export const CHUNK_HEADER_BYTES = 8;
+/** What one stored chunk takes in the data file: 16 LMDB pages of 4096 bytes. */
+export const CHUNK_STORED_BYTES = 16 * 4096;
 const CHUNK_RECORD_VERSION = 1;
 
 /** Chunk record: u8 version, 3 reserved zero bytes, u32 LE xxh32 of the payload, payload. */
