@@ -59,8 +59,9 @@ export function asStoreError(error: unknown, doing: string): SeenStoreError {
   if (/MDB_CORRUPTED|MDB_INVALID|MDB_PAGE_NOTFOUND|MDB_VERSION_MISMATCH/.test(message)) {
     return new SeenStoreError('STORE_CORRUPT', `${doing}: LMDB reports damage (${message})`, { cause: error });
   }
-  // LMDB reports a failed page write or sync as the system's message (EIO: "Input/output error").
-  if ((typeof errno === 'string' && /^E[A-Z]+$/.test(errno)) || /Input\/output error|Read-only file system|Permission denied/.test(message)) {
+  // LMDB reports a failed page write or sync, or a directory where it cannot create its files
+  // (ENOENT in /proc), as the system's message.
+  if ((typeof errno === 'string' && /^E[A-Z]+$/.test(errno)) || /Input\/output error|Read-only file system|Permission denied|No such file or directory|Not a directory|Operation not permitted/.test(message)) {
     return new SeenStoreError('IO_ERROR', `${doing}: ${message}`, { cause: error });
   }
   return new SeenStoreError('INTERNAL', `${doing}: ${message}`, { cause: error });

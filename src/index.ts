@@ -31,5 +31,5 @@ export type { ExportResult, ImportOptions, ImportResult, MergeResult, MergeFiles
 export { ExportedEpoch, type ExportedSummary } from './epochs/exported.js';
 export { mergeExportFiles } from './epochs/seen-store.js';
 export type { ExportHeader } from './store/export-file.js';
-export type { SnapshotInfo } from './store/snapshots.js';
+export type { RestoredSnapshot, SnapshotInfo } from './store/snapshots.js';
 export type { MigrationReport } from './store/migrate.js';

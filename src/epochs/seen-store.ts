@@ -12,6 +12,7 @@ import {
   EXCLUSIVE_LOCK,
   listSnapshots,
   restoreSnapshot,
+  type RestoredSnapshot,
   type SnapshotInfo,
 } from '../store/snapshots.js';
 import { verifyStore, type VerifyReport } from '../store/verify.js';
@@ -134,9 +135,9 @@ export class SeenStore {
   /**
    * Replaces the store's data with snapshot `name`. Refuses (STORE_LOCKED) while any other process
    * has the store open; the store must be closed in this process too. The current data is saved
-   * first as a snapshot named `pre-restore-TIME`.
+   * first as a snapshot named `pre-restore-TIME`, whose name the result's `preRestore` gives.
    */
-  static async restoreSnapshot(dir: string, name: string, options: Pick<SeenStoreOptions, 'mapSizeBytes' | 'lockStaleMs'> = {}): Promise<SnapshotInfo> {
+  static async restoreSnapshot(dir: string, name: string, options: Pick<SeenStoreOptions, 'mapSizeBytes' | 'lockStaleMs'> = {}): Promise<RestoredSnapshot> {
     refuseIfOpenHere(dir, `restore snapshot ${name}`);
     return restoreSnapshot(dir, name, lockStaleMs(options), async (safetyName) => {
       const env = StoreEnv.open(dir, { create: false, mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES, anyFormat: true });

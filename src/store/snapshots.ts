@@ -22,6 +22,11 @@ export interface SnapshotInfo {
   readonly path: string;
 }
 
+/** What a restore did: the snapshot restored, and the name of the snapshot that keeps the data it replaced. */
+export interface RestoredSnapshot extends SnapshotInfo {
+  readonly preRestore: string;
+}
+
 interface SnapshotManifest {
   readonly v: 1;
   readonly name: string;
@@ -166,13 +171,14 @@ export async function requireExclusive(dir: string, doing: string): Promise<void
  * copied beside the data file, fsynced and renamed over it, so a crash leaves either the old
  * store or the restored one. The store must not be open in this process either.
  */
-export async function restoreSnapshot(dir: string, name: string, lockStaleMs: number, saveCurrent: (name: string) => Promise<unknown>): Promise<SnapshotInfo> {
+export async function restoreSnapshot(dir: string, name: string, lockStaleMs: number, saveCurrent: (name: string) => Promise<unknown>): Promise<RestoredSnapshot> {
   const snapshot = findSnapshot(dir, name);
   const lock = await tryLock(dir, EXCLUSIVE_LOCK, lockStaleMs);
   if (lock === undefined) throw new SeenStoreError('STORE_LOCKED', `a restore or migration of ${dir} is running`);
   try {
     await requireExclusive(dir, `restore snapshot ${name}`);
-    await saveCurrent(defaultSnapshotName('pre-restore-'));
+    const preRestore = defaultSnapshotName('pre-restore-');
+    await saveCurrent(preRestore);
     await requireExclusive(dir, `restore snapshot ${name}`);
     const data = join(dir, 'data.mdb');
     const incoming = join(dir, `data.mdb.restoring-${process.pid}`);
@@ -187,7 +193,7 @@ export async function restoreSnapshot(dir: string, name: string, lockStaleMs: nu
       rmSync(incoming, { force: true });
       throw asStoreError(error, `restoring snapshot ${name}`);
     }
-    return snapshot;
+    return { ...snapshot, preRestore };
   } finally {
     await lock.release();
   }

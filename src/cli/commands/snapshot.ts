@@ -37,7 +37,7 @@ export async function snapshotRestore(name: string, command: Command): Promise<v
   const options = command.optsWithGlobals<GlobalOptions>();
   const snapshot = await SeenStore.restoreSnapshot(storeDir(options), name);
   if (options.json) process.stdout.write(`${JSON.stringify(snapshot)}\n`);
-  else process.stdout.write(`restored snapshot ${snapshot.name} (taken ${new Date(snapshot.createdAtMs).toISOString()}); the data it replaced is snapshot pre-restore-*\n`);
+  else process.stdout.write(`restored snapshot ${snapshot.name} (taken ${new Date(snapshot.createdAtMs).toISOString()}); the data it replaced is snapshot ${snapshot.preRestore}\n`);
 }
 
 export async function snapshotDelete(name: string, command: Command): Promise<void> {
