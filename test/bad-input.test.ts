@@ -159,4 +159,30 @@ describe('bad input (issue 7 corpus)', () => {
       assert.ok(proc.code === ERROR_CODES.IO_ERROR || proc.code === ERROR_CODES.NOT_FOUND, `${command.join(' ')} --store /proc: ${proc.code} ${proc.stderr}`);
     }
   });
+
+  test('a UTF-16 input (LE or BE, with its byte-order mark) is refused at line 1, nothing of it recorded; a UTF-8 one has its mark removed', async () => {
+    const dir = tempDir();
+    const text = 'https://utf16.example/a\nhttps://utf16.example/b\n';
+    const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
+    const be = Buffer.from(le).swap16();
+    const bom = await runCli(['add', '--store', dir], Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]));
+    assert.equal(bom.code, 0, bom.stderr);
+    for (const [name, input] of [['LE', le], ['BE', be]] as const) {
+      for (const command of [['add'], ['filter-new'], ['has']]) {
+        const out = await runCli([...command, '--store', dir], input);
+        assertHandled(out, `${command.join(' ')} < UTF-16${name}`);
+        assert.equal(out.code, ERROR_CODES.INVALID_URL, out.stderr);
+        assert.match(out.stderr, new RegExp(`line 1: the input is UTF-16${name}`));
+        assert.equal(out.stdout, '');
+      }
+    }
+    const out = await runCli(['add', '--store', dir, '--scope', 'u16'], le);
+    assert.equal(out.code, ERROR_CODES.INVALID_URL, out.stderr);
+    const store = await SeenStore.open(dir);
+    const { epochs } = store.scope().stats();
+    assert.equal(epochs[0]!.submitted, 2, 'only the two lines of the UTF-8 file were ever added');
+    assert.ok(!store.scopeNames().includes('u16'), 'a refused UTF-16 input creates nothing');
+    assert.deepEqual(store.scope().has(['https://utf16.example/a', 'https://utf16.example/b']), [true, true], 'the UTF-8 mark is not part of line 1');
+    await store.close();
+  });
 });
