@@ -29,6 +29,8 @@ export const ERROR_CODES = {
   INCOMPATIBLE: 13,
   /** A bug: an internal invariant did not hold. Please report it. */
   INTERNAL: 70,
+  /** A long operation was stopped at a safe point (its AbortSignal; the CLI's SIGINT or SIGTERM); nothing of it was kept. */
+  INTERRUPTED: 130,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

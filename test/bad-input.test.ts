@@ -42,7 +42,7 @@ async function storeWithEpoch(): Promise<{ dir: string; exportFile: string }> {
   await scope.add(['https://seed.example/1', 'https://seed.example/2']);
   await store.scope('counts', { strategy: 'counting', capacityUrls: 1000 }).add(['https://seed.example/1']);
   const exportFile = join(tempDir(), 'e.ssx');
-  scope.export(exportFile);
+  await scope.export(exportFile);
   await store.close();
   return { dir, exportFile };
 }

@@ -24,6 +24,8 @@ export interface BatchOptions {
    * keep the order.
    */
   readonly inFlight?: number;
+  /** Stops reading at the next line boundary when aborted: batches handled so far stay handled, then INTERRUPTED. */
+  readonly signal?: AbortSignal;
 }
 
 export interface InputCounts {
@@ -127,6 +129,8 @@ async function runBatches<B>(
     if (counts.invalid <= INVALID_LINES_REPORTED) options.warn(`line ${lineNo}: ${reason}, skipped`);
   };
   const batcher = makeBatcher(invalid);
+  const onAbort = (): void => fail(new SeenStoreError('INTERRUPTED', `stopped (${String((options.signal?.reason as Error | undefined)?.message)}) between batches; every batch answered was recorded`));
+  options.signal?.addEventListener('abort', onAbort, { once: true });
 
   const flush = (): Promise<void> => {
     if (timer !== undefined) clearTimeout(timer);
@@ -159,6 +163,7 @@ async function runBatches<B>(
   } catch (error) {
     failure ??= error;
   } finally {
+    options.signal?.removeEventListener('abort', onAbort);
     if (timer !== undefined) clearTimeout(timer);
     await chain.catch(() => undefined);
     await Promise.allSettled(inFlight);

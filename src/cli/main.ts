@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { CommanderError } from 'commander';
 import { ERROR_CODES, SeenStoreError, asStoreError } from '../errors.js';
+import { signalExitCode } from './interrupt.js';
 import { buildProgram } from './program.js';
 
 /** Turns any failure into one line on stderr and a documented exit code (docs/errors.md). */
@@ -14,7 +15,7 @@ function fail(error: unknown, debug: boolean): never {
         : asStoreError(error, 'seenstore');
   process.stderr.write(`seenstore: error ${typed.code}: ${typed.message}\n`);
   if (debug && error instanceof Error) process.stderr.write(`${error.stack ?? ''}\n`);
-  process.exit(typed.exitCode);
+  process.exit(typed.code === 'INTERRUPTED' ? (signalExitCode() ?? typed.exitCode) : typed.exitCode);
 }
 
 async function main(): Promise<void> {

@@ -181,10 +181,9 @@ export class SeenStore {
    * Creates a scope from an export file (see ImportOptions): sealed by default, followed by a fresh
    * open epoch; with `open`, the imported epoch stays open with its seeds.
    */
-  import(path: string, options: ImportOptions = {}): ImportResult {
+  async import(path: string, options: ImportOptions = {}): Promise<ImportResult> {
     this.#ctx.assertOpen();
-    const result = importEpoch(this.#env, this.#ctx.hash, path, options);
-    return result;
+    return importEpoch(this.#env, this.#ctx.hash, path, options);
   }
 
   /**
@@ -204,11 +203,12 @@ export class SeenStore {
   /**
    * A consistent point-in-time copy of the whole store, taken while writers keep running (LMDB's
    * compacting copy in one read transaction): every add acknowledged before the call is in it.
-   * Stored read-only in `snapshots/NAME` (default name: the UTC time).
+   * Stored read-only in `snapshots/NAME` (default name: the UTC time). `signal` stops it after the
+   * copy, before the rename (INTERRUPTED, the copy removed).
    */
-  async snapshot(name?: string): Promise<SnapshotInfo> {
+  async snapshot(name?: string, options: { readonly signal?: AbortSignal } = {}): Promise<SnapshotInfo> {
     this.#ctx.assertOpen();
-    return createSnapshot(this.#env, name ?? defaultSnapshotName(''));
+    return createSnapshot(this.#env, name ?? defaultSnapshotName(''), 'user', this.#env.header.formatVersion, options.signal);
   }
 
   /** The store's snapshots, oldest first, with their time, format and size. */
@@ -248,8 +248,8 @@ export class SeenStore {
  * Writes the union of export files (identical seeds and geometry; see Scope.merge) to `out`, an
  * export file again: to combine parallel crawlers' exports without a store.
  */
-export async function mergeExportFiles(paths: readonly string[], out: string): Promise<MergeFilesResult> {
-  return mergeFiles(await XxHash.load(), paths, out);
+export async function mergeExportFiles(paths: readonly string[], out: string, options: { readonly signal?: AbortSignal } = {}): Promise<MergeFilesResult> {
+  return mergeFiles(await XxHash.load(), paths, out, options.signal);
 }
 
 /** Store directories with open handles in this process (LMDB's reader table lists processes, not handles). */

@@ -15,7 +15,10 @@ export type FaultPoint =
   | 'prune:mid-delete'
   | 'import:mid-chunks'
   | 'merge:before-commit'
-  | 'migrate:before-commit';
+  | 'migrate:before-commit'
+  | 'export:mid-write'
+  | 'export:mid-read'
+  | 'snapshot:after-copy';
 
 let hook: ((point: FaultPoint) => void) | undefined;
 

@@ -4,6 +4,8 @@ import { open } from 'lmdb';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import type { StoreEnv } from './env.js';
 import { tryLock } from './lock.js';
+import { faultPoint } from './faults.js';
+import { safePoint } from './interruption.js';
 
 /** Snapshots live in the store directory, one folder each: `snapshots/NAME/{data.mdb,snapshot.json}`. */
 export const SNAPSHOTS_DIR = 'snapshots';
@@ -63,7 +65,13 @@ function fsyncPath(path: string): void {
  * Written under a temporary name, fsynced and renamed, so a listed snapshot is always complete.
  * The files are made read-only.
  */
-export async function createSnapshot(env: StoreEnv, name: string, reason = 'user', formatVersion = env.header.formatVersion): Promise<SnapshotInfo> {
+export async function createSnapshot(
+  env: StoreEnv,
+  name: string,
+  reason = 'user',
+  formatVersion = env.header.formatVersion,
+  signal?: AbortSignal,
+): Promise<SnapshotInfo> {
   checkName(name);
   const root = join(env.dir, SNAPSHOTS_DIR);
   const target = join(root, name);
@@ -74,6 +82,9 @@ export async function createSnapshot(env: StoreEnv, name: string, reason = 'user
     const createdAtMs = Date.now();
     // Without MDB_NOSUBDIR, LMDB's copy writes data.mdb inside the directory it is given.
     await env.backup(temporary);
+    faultPoint('snapshot:after-copy');
+    // LMDB's copy cannot be stopped midway; its end is the safe point.
+    await safePoint(signal, `creating snapshot ${name}`);
     const manifest: SnapshotManifest = { v: 1, name, createdAtMs, formatVersion, reason };
     writeFileSync(join(temporary, 'snapshot.json'), `${JSON.stringify(manifest, null, 2)}\n`);
     for (const file of ['data.mdb', 'snapshot.json']) {
