@@ -336,9 +336,17 @@ export class Scope {
   /**
    * Seals the open epoch and opens the next with fresh seeds, sized from history unless a
    * capacity is given. Atomic; adds racing it from other processes land in exactly one epoch.
+   * With `ifEpoch`, null when that epoch is no longer the open one (nothing rotated). Without it,
+   * a rotation that loses a race with another rotates the epoch the other opened (once; a second
+   * lost race is EPOCH_SEALED).
    */
-  async rotate(options: RotateOptions = {}): Promise<RotateResult> {
+  async rotate(options: RotateOptions & { readonly ifEpoch: number }): Promise<RotateResult | null>;
+  async rotate(options?: RotateOptions): Promise<RotateResult>;
+  async rotate(options: RotateOptions = {}): Promise<RotateResult | null> {
     this.#ctx.assertOpen();
+    if (options.ifEpoch !== undefined && !(Number.isSafeInteger(options.ifEpoch) && options.ifEpoch >= 1)) {
+      throw new TypeError(`ifEpoch must be a whole number >= 1, got ${String(options.ifEpoch)}`);
+    }
     if (options.capacityUrls !== undefined || options.fprTarget !== undefined || options.strategy !== undefined) {
       // Checked before anything is touched; seeds are checked against the strategy in the rotation.
       const { seeds: _unused, ...plan } = this.#plan;
@@ -361,6 +369,7 @@ export class Scope {
         this.#open(false);
       }
     }
+    if (rotation === null) return null;
     await this.#ctx.env.flushed();
     // The sealed epoch's journal goes into its chunks now, so reading it later loads only chunks.
     await this.#runCheckpoint(this.#epochFilters(rotation.sealed.epoch)).catch((error: unknown) =>

@@ -1,9 +1,10 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import { BitThread } from '../store/bit-thread.js';
 import { XxHash } from '../hash/xxhash.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from '../store/env.js';
 import { isLocked, LOCK_STALE_MS, LOCK_STALE_MS_MIN } from '../store/lock.js';
+import { removeStoreLeftovers } from '../store/leftovers.js';
 import { migrateStore, type MigrationReport } from '../store/migrate.js';
 import {
   createSnapshot,
@@ -11,6 +12,7 @@ import {
   deleteSnapshot,
   EXCLUSIVE_LOCK,
   listSnapshots,
+  SNAPSHOTS_DIR,
   restoreSnapshot,
   type RestoredSnapshot,
   type SnapshotInfo,
@@ -113,6 +115,8 @@ export class SeenStore {
       await env.close();
       throw asStoreError(error, 'starting the bit thread (threads: 2)');
     }
+    // A killed restore's incoming copy is as large as the store: the next open removes it.
+    removeStoreLeftovers(dir, join(dir, SNAPSHOTS_DIR));
     const store = new SeenStore(dir, env, hash, bitThread, options);
     openHere.set(resolve(dir), (openHere.get(resolve(dir)) ?? 0) + 1);
     return store;

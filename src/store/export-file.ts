@@ -9,6 +9,7 @@ import { readEpochHeader, type EpochHeader } from './records.js';
 import { filterGeometries } from '../filters/keying.js';
 import { faultPoint } from './faults.js';
 import { safePoint } from './interruption.js';
+import { removeExportLeftovers } from './leftovers.js';
 
 /**
  * Export file, formats 1 and 2: one epoch's filters in a portable single file (docs/format.md).
@@ -238,6 +239,7 @@ export async function writeExport(
   signal?: AbortSignal,
 ): Promise<{ fileBytes: number; rawBytes: number }> {
   const temporary = `${path}.tmp-${process.pid}`;
+  removeExportLeftovers(path);
   let fd: number | undefined;
   try {
     fd = openSync(temporary, 'w');

@@ -6,6 +6,7 @@ import type { StoreEnv } from './env.js';
 import { tryLock } from './lock.js';
 import { faultPoint } from './faults.js';
 import { safePoint } from './interruption.js';
+import { removeStoreLeftovers } from './leftovers.js';
 
 /** Snapshots live in the store directory, one folder each: `snapshots/NAME/{data.mdb,snapshot.json}`. */
 export const SNAPSHOTS_DIR = 'snapshots';
@@ -77,6 +78,7 @@ export async function createSnapshot(
   const target = join(root, name);
   if (existsSync(target)) throw new SeenStoreError('USAGE', `snapshot ${name} exists`);
   const temporary = join(root, `.tmp-${name}-${process.pid}`);
+  removeStoreLeftovers(env.dir, root);
   try {
     mkdirSync(temporary, { recursive: true });
     const createdAtMs = Date.now();
@@ -122,6 +124,7 @@ function info(root: string, name: string): SnapshotInfo {
 export function listSnapshots(dir: string): SnapshotInfo[] {
   const root = join(dir, SNAPSHOTS_DIR);
   if (!existsSync(root)) return [];
+  removeStoreLeftovers(dir, root);
   return readdirSync(root)
     .filter((name) => NAME_PATTERN.test(name))
     .map((name) => info(root, name))
@@ -184,6 +187,7 @@ export async function requireExclusive(dir: string, doing: string): Promise<void
  */
 export async function restoreSnapshot(dir: string, name: string, lockStaleMs: number, saveCurrent: (name: string) => Promise<unknown>): Promise<RestoredSnapshot> {
   const snapshot = findSnapshot(dir, name);
+  removeStoreLeftovers(dir, join(dir, SNAPSHOTS_DIR));
   const lock = await tryLock(dir, EXCLUSIVE_LOCK, lockStaleMs);
   if (lock === undefined) throw new SeenStoreError('STORE_LOCKED', `a restore or migration of ${dir} is running`);
   try {

@@ -83,8 +83,9 @@ export async function epochShow(epochText: string, command: Command): Promise<vo
 
 /** `epoch rotate`: seal the open epoch, open the next, and say how it was sized. */
 export async function epochRotate(command: Command): Promise<void> {
-  const options = command.optsWithGlobals<GlobalOptions & { capacity?: string; fpr?: string; seeds?: string; strategy?: string }>();
+  const options = command.optsWithGlobals<GlobalOptions & { capacity?: string; fpr?: string; seeds?: string; strategy?: string; ifEpoch?: string }>();
   const capacityUrls = parseCount('capacity', options.capacity);
+  const ifEpoch = parseCount('if-epoch', options.ifEpoch);
   const strategy = options.strategy === undefined ? undefined : strategyName(parseStrategy(options.strategy));
   const seeds = parseSeeds(options.seeds);
   const fprTarget = parseFpr(options.fpr);
@@ -99,7 +100,14 @@ export async function epochRotate(command: Command): Promise<void> {
       ...(fprTarget === undefined ? {} : { fprTarget }),
       ...(seeds === undefined ? {} : { seeds }),
       ...(strategy === undefined ? {} : { strategy }),
+      ...(ifEpoch === undefined ? {} : { ifEpoch }),
     });
+    if (result === null) {
+      const open = scope.openEpoch();
+      const line = `epoch ${ifEpoch} is not the open epoch (${open} is): nothing rotated`;
+      process.stdout.write(options.json ? `${JSON.stringify({ rotated: false, ifEpoch, openEpoch: open })}\n` : `${line}\n`);
+      return;
+    }
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else {
       process.stdout.write(
