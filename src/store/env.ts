@@ -52,7 +52,33 @@ export class StoreEnv {
     this.dir = dir;
     this.#mapSizeBytes = mapSizeBytes;
     this.#attach(root);
+    const { dev, ino } = statSync(join(dir, 'data.mdb'));
+    this.#dataFile = { dev, ino };
     this.header = this.#initHeader(anyFormat);
+  }
+
+  /** The data file this environment opened (see #checkDataFile). */
+  readonly #dataFile: { readonly dev: number; readonly ino: number };
+
+  /**
+   * A data file deleted (or renamed over) under an open environment keeps working through LMDB's
+   * descriptor and map: commits would land in a file no one opens again, and a writer would go on
+   * acknowledging URLs that are lost. Every write transaction first checks that the path still
+   * names the file that was opened (one stat, inside LMDB's write lock).
+   */
+  #checkDataFile(): void {
+    const path = join(this.dir, 'data.mdb');
+    let now: { dev: number; ino: number };
+    try {
+      now = statSync(path);
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw asStoreError(error, `checking ${path}`);
+      throw new SeenStoreError('NOT_FOUND', `the store at ${this.dir} was deleted while this process had it open (${path} is gone); nothing more was written`, { cause: error });
+    }
+    if (now.dev !== this.#dataFile.dev || now.ino !== this.#dataFile.ino) {
+      throw new SeenStoreError('STORE_LOCKED', `${path} was replaced by another file while this process had the store open; nothing more was written`);
+    }
   }
 
   get root(): RootDatabase {
@@ -254,7 +280,10 @@ export class StoreEnv {
   write<T>(action: () => T): T {
     this.#busy++;
     try {
-      return this.root.transactionSync(action);
+      return this.root.transactionSync(() => {
+        this.#checkDataFile();
+        return action();
+      });
     } catch (error) {
       // LMDB may report a write that failed for want of space as EIO: name the real cause.
       if (!(error instanceof SeenStoreError) && this.#diskFull()) {
