@@ -142,6 +142,7 @@ export class StoreEnv {
       throw new SeenStoreError('INTERNAL', 'seenstore reads and writes filters as little-endian words; this host is big-endian');
     }
     StoreEnv.#prepareDir(dir, options.create);
+    StoreEnv.#refuseNewFilesOnFullDisk(dir);
     StoreEnv.#checkMetaPages(dir);
     let root: RootDatabase;
     try {
@@ -203,6 +204,25 @@ export class StoreEnv {
         (head.readUInt16LE(at + LMDB_PAGE_FLAGS_OFFSET) & LMDB_P_META) !== 0 &&
         head.readUInt32LE(at + LMDB_META_MAGIC_OFFSET) === LMDB_MAGIC;
       if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${path} is not a valid LMDB file: meta page ${page} is damaged or missing`);
+    }
+  }
+
+  /**
+   * LMDB creates lock.mdb (and data.mdb) sparse and writes them through a shared map: on a full
+   * tmpfs the first write into the map kills the process with SIGBUS. Refuse to have LMDB create
+   * them when the file system has less than a MiB free.
+   */
+  static #refuseNewFilesOnFullDisk(dir: string): void {
+    if (existsSync(join(dir, 'data.mdb')) && existsSync(join(dir, 'lock.mdb'))) return;
+    let freeBytes: number;
+    try {
+      const { bavail, bsize } = statfsSync(dir);
+      freeBytes = bavail * bsize;
+    } catch {
+      return;
+    }
+    if (freeBytes < 2 ** 20) {
+      throw new SeenStoreError('STORE_FULL', `the disk holding ${dir} is full (${freeBytes} bytes free): LMDB cannot create its files there`);
     }
   }
 
