@@ -24,7 +24,7 @@ export interface BatchOptions {
    * keep the order.
    */
   readonly inFlight?: number;
-  /** Stops reading at the next line boundary when aborted: batches handled so far stay handled, then INTERRUPTED. */
+  /** When aborted, reading stops and the run ends with INTERRUPTED once the batches under way are handled. */
   readonly signal?: AbortSignal;
 }
 
@@ -129,7 +129,10 @@ async function runBatches<B>(
     if (counts.invalid <= INVALID_LINES_REPORTED) options.warn(`line ${lineNo}: ${reason}, skipped`);
   };
   const batcher = makeBatcher(invalid);
-  const onAbort = (): void => fail(new SeenStoreError('INTERRUPTED', `stopped (${String((options.signal?.reason as Error | undefined)?.message)}) between batches; every batch answered was recorded`));
+  const onAbort = (): void => {
+    const why = (options.signal?.reason as Error | undefined)?.message ?? 'aborted';
+    fail(new SeenStoreError('INTERRUPTED', `stopped (${why}) between batches; every line printed before it was answered in full`));
+  };
   options.signal?.addEventListener('abort', onAbort, { once: true });
 
   const flush = (): Promise<void> => {

@@ -216,7 +216,9 @@ export class StoreEnv {
     if (existsSync(join(dir, 'data.mdb')) && existsSync(join(dir, 'lock.mdb'))) return;
     let freeBytes: number;
     try {
-      const { bavail, bsize } = statfsSync(dir);
+      const { bavail, bsize, blocks } = statfsSync(dir);
+      // A pseudo file system (/proc) has no blocks at all: LMDB's own error names it better.
+      if (blocks === 0) return;
       freeBytes = bavail * bsize;
     } catch {
       return;
