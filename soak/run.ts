@@ -110,7 +110,7 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
   const source = await SeenStore.open(exportDir);
   await source.scope('src', { capacityUrls: 20_000_000 }).add(URLS);
   const exportFile = join(exportDir, 'big.ssx');
-  source.scope('src').export(exportFile);
+  await source.scope('src').export(exportFile);
   await source.close();
   const pruning = await pruneTemplate();
   const batch = 1000;
@@ -124,7 +124,7 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
       if (await prunedAtRandom(pruning, dir, trial)) killedBy[workload] = (killedBy[workload] ?? 0) + 1;
     } else if (workload === 'import') {
       const script = `import { SeenStore } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
-        const store = await SeenStore.open(process.argv[1]); store.import(process.argv[2], { scope: 'imp' }); await store.close();`;
+        const store = await SeenStore.open(process.argv[1]); await store.import(process.argv[2], { scope: 'imp' }); await store.close();`;
       const run = await killAfter(['--input-type=module', '-e', script, dir, exportFile], delay);
       if (run.killed) killedBy[workload] = (killedBy[workload] ?? 0) + 1;
       else if (run.code !== 0) fail(`trial ${trial} (import): exit ${run.code}: ${run.stderr}`);
@@ -185,7 +185,7 @@ interface PruneTemplate {
 }
 
 const PRUNE_SCRIPT = `import { SeenStore } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
-  const store = await SeenStore.open(process.argv[1]); store.scope('old').prune({ keepLast: 1 }); await store.close();`;
+  const store = await SeenStore.open(process.argv[1]); await store.scope('old').prune({ keepLast: 1 }); await store.close();`;
 
 /**
  * A store whose scope `old` has two sealed epochs (the first a 33 MB filter, so its delete takes
@@ -240,7 +240,7 @@ async function prunedAtRandom(template: PruneTemplate, dir: string, trial: numbe
       const lost = scope.has(template.epochs[n - 1]!, { epochs: n }).filter((seen) => !seen).length;
       if (lost > 0) fail(`${what}: epoch ${n} is still listed but ${lost} of its URLs are not seen`);
     }
-    scope.prune({ keepLast: 1 });
+    await scope.prune({ keepLast: 1 });
     const after = scope.stats().epochs.map((e) => e.epoch);
     if (after.join() !== '3') fail(`${what}: after a second prune the epochs are ${after.join()}`);
     if (!store.verify().ok) fail(`${what}: verify after the second prune (leftover data?)`);

@@ -29,6 +29,8 @@ export const ERROR_CODES = {
   INCOMPATIBLE: 13,
   /** A bug: an internal invariant did not hold. Please report it. */
   INTERNAL: 70,
+  /** A long operation was stopped at a safe point (its AbortSignal; the CLI's SIGINT or SIGTERM); nothing of it was kept. */
+  INTERRUPTED: 130,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -59,8 +61,9 @@ export function asStoreError(error: unknown, doing: string): SeenStoreError {
   if (/MDB_CORRUPTED|MDB_INVALID|MDB_PAGE_NOTFOUND|MDB_VERSION_MISMATCH/.test(message)) {
     return new SeenStoreError('STORE_CORRUPT', `${doing}: LMDB reports damage (${message})`, { cause: error });
   }
-  // LMDB reports a failed page write or sync as the system's message (EIO: "Input/output error").
-  if ((typeof errno === 'string' && /^E[A-Z]+$/.test(errno)) || /Input\/output error|Read-only file system|Permission denied/.test(message)) {
+  // LMDB reports a failed page write or sync, or a directory where it cannot create its files
+  // (ENOENT in /proc), as the system's message.
+  if ((typeof errno === 'string' && /^E[A-Z]+$/.test(errno)) || /Input\/output error|Read-only file system|Permission denied|No such file or directory|Not a directory|Operation not permitted/.test(message)) {
     return new SeenStoreError('IO_ERROR', `${doing}: ${message}`, { cause: error });
   }
   return new SeenStoreError('INTERNAL', `${doing}: ${message}`, { cause: error });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { open } from 'lmdb';
@@ -42,7 +42,7 @@ async function storeWithEpoch(): Promise<{ dir: string; exportFile: string }> {
   await scope.add(['https://seed.example/1', 'https://seed.example/2']);
   await store.scope('counts', { strategy: 'counting', capacityUrls: 1000 }).add(['https://seed.example/1']);
   const exportFile = join(tempDir(), 'e.ssx');
-  scope.export(exportFile);
+  await scope.export(exportFile);
   await store.close();
   return { dir, exportFile };
 }
@@ -126,16 +126,63 @@ describe('bad input (issue 7 corpus)', () => {
       ['filter-new', '--scope', 'fresh', '--strategy', 'counting:3'], ['epoch', 'rotate', '--strategy', 'spatial:99'],
       ['add', '--scope', 'fresh', '--strategy', 'spatial:2', '--seeds', '0123456789abcdef'],
       ['simulate', '--urls', exportFile, '--mode', 'x'], ['simulate', '--urls', exportFile, '--runs', '-1'],
+      ['has', '--epochs', '1..99999999999999'], ['has', '--epochs', '4294967296'], ['has', '--epochs', 'last:99999999999999'],
+      ['count', '--scope', 'counts', '--epochs', '1..4294967296'],
     ];
     for (const args of cases) {
       const out = await runCli([...args, '--store', dir], 'https://x.example/\n');
       assertHandled(out, args.join(' '));
       assert.equal(out.code, ERROR_CODES.USAGE, `${args.join(' ')}: ${out.stderr}`);
     }
+    const wide = await runCli(['has', '--store', dir, '--epochs', '1..4294967295'], 'https://x.example/\n');
+    assertHandled(wide, 'a range within the bound, past the epochs that exist');
+    assert.equal(wide.code, ERROR_CODES.NOT_FOUND, wide.stderr);
+    assert.match(wide.stderr, /has no epoch 2 /);
     const unknown = await runCli(['has', '--store', dir, '--scope', 'nope', '--epochs', '7'], 'https://x.example/\n');
     assertHandled(unknown, 'unknown scope');
     const epoch = await runCli(['epoch', 'show', '9', '--store', dir]);
     assertHandled(epoch, 'unknown epoch');
     assert.equal(epoch.code, ERROR_CODES.NOT_FOUND);
+  });
+
+  test('store paths: an empty --store is USAGE, a directory where LMDB cannot create files a typed error', async () => {
+    const cwd = tempDir();
+    for (const command of [['stats'], ['add'], ['has']]) {
+      const empty = await runCli([...command, '--store', ''], 'https://x.example/\n', {}, cwd);
+      assertHandled(empty, `${command.join(' ')} --store ""`);
+      assert.equal(empty.code, ERROR_CODES.USAGE, empty.stderr);
+    }
+    assert.deepEqual(readdirSync(cwd), [], 'nothing was created in the current directory');
+    for (const command of [['stats'], ['add'], ['filter-new'], ['snapshot', 'create']]) {
+      const proc = await runCli([...command, '--store', '/proc'], 'https://x.example/\n');
+      assertHandled(proc, `${command.join(' ')} --store /proc`);
+      assert.ok(proc.code === ERROR_CODES.IO_ERROR || proc.code === ERROR_CODES.NOT_FOUND, `${command.join(' ')} --store /proc: ${proc.code} ${proc.stderr}`);
+    }
+  });
+
+  test('a UTF-16 input (LE or BE, with its byte-order mark) is refused at line 1, nothing of it recorded; a UTF-8 one has its mark removed', async () => {
+    const dir = tempDir();
+    const text = 'https://utf16.example/a\nhttps://utf16.example/b\n';
+    const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
+    const be = Buffer.from(le).swap16();
+    const bom = await runCli(['add', '--store', dir], Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]));
+    assert.equal(bom.code, 0, bom.stderr);
+    for (const [name, input] of [['LE', le], ['BE', be]] as const) {
+      for (const command of [['add'], ['filter-new'], ['has']]) {
+        const out = await runCli([...command, '--store', dir], input);
+        assertHandled(out, `${command.join(' ')} < UTF-16${name}`);
+        assert.equal(out.code, ERROR_CODES.INVALID_URL, out.stderr);
+        assert.match(out.stderr, new RegExp(`line 1: the input is UTF-16${name}`));
+        assert.equal(out.stdout, '');
+      }
+    }
+    const out = await runCli(['add', '--store', dir, '--scope', 'u16'], le);
+    assert.equal(out.code, ERROR_CODES.INVALID_URL, out.stderr);
+    const store = await SeenStore.open(dir);
+    const { epochs } = store.scope().stats();
+    assert.equal(epochs[0]!.submitted, 2, 'only the two lines of the UTF-8 file were ever added');
+    assert.ok(!store.scopeNames().includes('u16'), 'a refused UTF-16 input creates nothing');
+    assert.deepEqual(store.scope().has(['https://utf16.example/a', 'https://utf16.example/b']), [true, true], 'the UTF-8 mark is not part of line 1');
+    await store.close();
   });
 });

@@ -174,8 +174,8 @@ describe('the counting strategy in the store', () => {
     assert.ok(afterDelete.filter((n, i) => n === before[i]! - 1).length > 990, 'one occurrence fewer');
     assert.ok(store.verify().ok);
     const file = join(dir, 'counts.ssx');
-    again.export(file);
-    store.import(file, { scope: 'copy' });
+    await again.export(file);
+    await store.import(file, { scope: 'copy' });
     assert.deepEqual(store.scope('copy').count(urls, { epochs: 1 }), again.count(urls));
     await expectCode('INCOMPATIBLE', () => again.merge([file]));
     await expectCode('USAGE', () => store.scope('plain').add(['http://a/']).then(() => store.scope('plain').count(['http://a/'])));

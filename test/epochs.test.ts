@@ -186,10 +186,10 @@ describe('epochs', () => {
       await scope.add(benign.slice(e * 5_000, (e + 1) * 5_000));
       if (e < 3) await scope.rotate({ capacityUrls: 400_000 });
     }
-    assert.throws(() => scope.prune({}), isCode('USAGE'));
-    assert.deepEqual(scope.prune({ keepLast: 2, sealedWithinMs: 3_600_000 }), [], 'all sealed within the hour: kept');
+    await assert.rejects(scope.prune({}), isCode('USAGE'));
+    assert.deepEqual(await scope.prune({ keepLast: 2, sealedWithinMs: 3_600_000 }), [], 'all sealed within the hour: kept');
     const before = scope.stats().epochs;
-    const dropped = scope.prune({ keepLast: 2 });
+    const dropped = await scope.prune({ keepLast: 2 });
     assert.deepEqual(dropped.map((d) => d.epoch), [1, 2]);
     for (const d of dropped) assert.equal(d.bytesFreed, before.find((e) => e.epoch === d.epoch)!.bytesOnDisk);
     assert.deepEqual(scope.stats().epochs.map((e) => e.epoch), [3, 4]);
@@ -221,7 +221,7 @@ describe('epochs', () => {
     const store = await SeenStore.open(dir);
     const scope = store.scope();
     assert.deepEqual(scope.stats().epochs.map((e) => e.epoch).includes(1), false);
-    const finished = scope.prune({ keepLast: 1 });
+    const finished = await scope.prune({ keepLast: 1 });
     assert.ok(finished.some((d) => d.epoch === 1));
     assert.deepEqual(scope.stats().epochs.map((e) => e.epoch), [3]);
     await store.close();

@@ -126,7 +126,7 @@ for (const format of ['format-1', 'format-2', 'format-3']) {
         assert.equal(exported.epoch.epoch, epoch);
         assert.ok(exported.has(urls(expected.urls[list]!)).every(Boolean));
         const store = await SeenStore.open(tempDir());
-        store.import(path, { scope: 'imported' });
+        await store.import(path, { scope: 'imported' });
         assert.ok(store.scope('imported').has(urls(expected.urls[list]!), { epochs: epoch }).every(Boolean));
         await store.close();
       });

@@ -67,14 +67,14 @@ describe('eigen and multilayer keying', () => {
       // The URL filter alone keeps the promise; the derived keys can only lower the rate.
       assert.ok(measured <= binomialUpper(probes.length, 0.02), `${measured} false positives of ${probes.length}`);
       const file = join(dir, 'keyed.ssx');
-      scope.export(file);
+      await scope.export(file);
       await store.close();
 
       store = await SeenStore.open(dir);
       assert.ok(store.scope('keyed').has(inserted).every(Boolean), 'no false negatives after reopen');
       assert.equal(store.scope('keyed').has(probes).filter(Boolean).length, measured);
       assert.ok(store.verify().ok);
-      store.import(file, { scope: 'copy' });
+      await store.import(file, { scope: 'copy' });
       assert.ok(store.scope('copy').has(inserted, { epochs: 1 }).every(Boolean));
       assert.equal(store.scope('copy').has(probes, { epochs: 1 }).filter(Boolean).length, measured);
       assert.equal(store.scope('copy').epoch(2).strategy, strategy, 'the epoch after an import keeps the strategy');

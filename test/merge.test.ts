@@ -22,7 +22,7 @@ async function crawler(urls: readonly string[], seeds: readonly string[]): Promi
   const scope = store.scope('crawl', { ...PLAN, seeds });
   await scope.add(urls);
   const file = join(tempDir(), 'part.ssx');
-  scope.export(file);
+  await scope.export(file);
   await store.close();
   return file;
 }
@@ -47,7 +47,7 @@ describe('merge', () => {
     const watcher = await SeenStore.open(dir);
     assert.equal(watcher.scope('crawl').has(parts[1]!).filter(Boolean).length < 200, true, 'before the merge the watcher lacks part 1');
     const store = await SeenStore.open(dir);
-    const result = store.scope('crawl').merge(files, 1);
+    const result = await store.scope('crawl').merge(files, 1);
     assert.equal(result.files, 2);
     assert.ok(Math.abs(result.estimatedNewUrls - 10_000) < 300, `estimated new URLs ${result.estimatedNewUrls}`);
     // No false negatives for either side, in this handle and in one loaded before the merge.
@@ -94,7 +94,7 @@ describe('merge', () => {
       const scope = s.scope('crawl', { capacityUrls: 80_000, fprTarget: 0.01, seeds });
       await scope.add(SITELIST.slice(1000, 2000));
       const file = join(tempDir(), 'size.ssx');
-      scope.export(file);
+      await scope.export(file);
       await s.close();
       return file;
     })();
@@ -133,12 +133,12 @@ describe('merge', () => {
       import { setFaultHook } from ${JSON.stringify(new URL('../src/store/faults.js', import.meta.url).href)};
       setFaultHook((point) => { if (point === 'merge:before-commit') process.kill(process.pid, 'SIGKILL'); });
       const store = await SeenStore.open(process.argv[1]);
-      store.scope('crawl').merge([process.argv[2]]);`;
+      await store.scope('crawl').merge([process.argv[2]]);`;
     const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir, file], { encoding: 'utf8' });
     assert.equal(child.signal, 'SIGKILL', child.stderr);
     const store = await SeenStore.open(dir);
     assert.ok(store.scope('crawl').has(SITELIST.slice(1000, 6000)).filter(Boolean).length < 100);
-    store.scope('crawl').merge([file]);
+    await store.scope('crawl').merge([file]);
     assert.ok(store.scope('crawl').has(SITELIST.slice(0, 6000)).every(Boolean));
     await store.close();
   });
@@ -167,7 +167,7 @@ describe('diff --against (reconciliation with another machine)', () => {
     const scope = store.scope('remote', { capacityUrls: 12_000, fprTarget: 0.01 });
     await scope.add(SITELIST.slice(0, 10_000));
     const file = join(tempDir(), 'remote.ssx');
-    scope.export(file);
+    await scope.export(file);
     await store.close();
 
     const input = `${SITELIST.join('\n')}\n`;

@@ -82,7 +82,9 @@ describe('snapshots', () => {
     assert.equal(scope.stats().epochs[0]!.submitted, 2000);
     const names = store.snapshots().map((s) => s.name);
     assert.equal(names.length, 2);
-    assert.ok(names.some((name) => name.startsWith('pre-restore-')), 'the replaced data is kept as a snapshot');
+    const preRestore = names.find((name) => name.startsWith('pre-restore-'));
+    assert.ok(preRestore !== undefined, 'the replaced data is kept as a snapshot');
+    assert.match(restored.stdout, new RegExp(`the data it replaced is snapshot ${preRestore}\\n$`), 'the message names the pre-restore snapshot');
     assert.ok(store.verify().ok);
     await store.close();
 
@@ -105,6 +107,8 @@ describe('snapshots', () => {
     await other.close();
     const info = await SeenStore.restoreSnapshot(dir, 'a');
     assert.equal(info.name, 'a');
+    assert.match(info.preRestore.name, /^pre-restore-/);
+    assert.ok(existsSync(join(dir, 'snapshots', info.preRestore.name, 'data.mdb')), 'preRestore is the snapshot of the replaced data');
     const reopened = await SeenStore.open(dir);
     assert.deepEqual(reopened.scope().has([SITELIST[0]!, SITELIST[150]!]), [true, false]);
     await reopened.close();

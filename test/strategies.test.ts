@@ -103,12 +103,12 @@ describe('strategies', () => {
     await b.add(benign.slice(15_000));
     const fileA = join(dir, 'a.ssx');
     const fileB = join(dir, 'b.ssx');
-    a.export(fileA);
-    b.export(fileB);
-    store.import(fileB, { scope: 'copy' });
+    await a.export(fileA);
+    await b.export(fileB);
+    await store.import(fileB, { scope: 'copy' });
     assert.equal(store.scope('copy').epoch(1).strategy, 'spatial:2');
     assert.ok(store.scope('copy').has(benign.slice(15_000), { epochs: 1 }).every(Boolean));
-    a.merge([fileB]);
+    await a.merge([fileB]);
     assert.ok(a.has(benign).every(Boolean), 'the merge holds both crawls');
     await store.close();
   });

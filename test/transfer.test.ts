@@ -23,7 +23,7 @@ async function sourceStore(capacityUrls = 1_000_000): Promise<{ dir: string; exp
   await scope.rotate();
   await scope.add(BENIGN.slice(0, 10_000));
   const exportPath = join(tempDir(), 'epoch1.ssx');
-  scope.export(exportPath, 1);
+  await scope.export(exportPath, 1);
   await store.close();
   return { dir, exportPath };
 }
@@ -62,7 +62,7 @@ describe('export / import', () => {
     const falsePositives = before.slice(SITELIST.length).filter(Boolean).length;
 
     const target = await SeenStore.open(tempDir());
-    const result = target.import(exportPath, { scope: 'copy' });
+    const result = await target.import(exportPath, { scope: 'copy' });
     assert.deepEqual(result, { scope: 'copy', imported: 1, openEpoch: 2 });
     const copy = target.scope('copy');
     assert.deepEqual(copy.has(probe, { epochs: 1 }), before, 'every answer, false positives included, is the same');
@@ -83,7 +83,7 @@ describe('export / import', () => {
     const { exportPath } = await sourceStore(1_000_000);
     const fileBytes = readFileSync(exportPath).length;
     const target = await SeenStore.open(tempDir());
-    target.import(exportPath, { scope: 'x' });
+    await target.import(exportPath, { scope: 'x' });
     const mBits = target.scope('x').epoch(1).sliceDetails[0]!.mBits;
     await target.close();
     // 15k URLs in a filter sized for 1M: ~1 % of the bits set; Rice coding nears the entropy, 8.1 %.
@@ -160,13 +160,13 @@ describe('export / import', () => {
       import { setFaultHook } from ${JSON.stringify(new URL('../src/store/faults.js', import.meta.url).href)};
       setFaultHook((point) => { if (point === 'import:mid-chunks') process.kill(process.pid, 'SIGKILL'); });
       const store = await SeenStore.open(process.argv[1]);
-      store.import(process.argv[2], { scope: 'half' });
+      await store.import(process.argv[2], { scope: 'half' });
       console.log('not killed');`;
     const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir, exportPath], { encoding: 'utf8' });
     assert.equal(child.signal, 'SIGKILL', child.stdout + child.stderr);
     const store = await SeenStore.open(dir);
     assert.deepEqual(store.scopeNames(), []);
-    store.import(exportPath, { scope: 'half' });
+    await store.import(exportPath, { scope: 'half' });
     assert.ok(store.scope('half').has(SITELIST, { epochs: 1 }).every(Boolean));
     const report = store.verify();
     assert.ok(report.ok, JSON.stringify(report.damage));

@@ -40,8 +40,14 @@ export const DEFAULT_STORE_DIR = '.seenstore';
 export const DEFAULT_BATCH_SIZE = 10_000;
 export const DEFAULT_BATCH_DELAY_MS = 50;
 
+/**
+ * The store directory: --store, else $SEENSTORE_DIR (an empty one counts as unset, as shells
+ * leave it), else ./.seenstore. An empty --store is a mistake, not the current directory.
+ */
 export function storeDir(options: GlobalOptions): string {
-  return resolve(options.store ?? process.env.SEENSTORE_DIR ?? DEFAULT_STORE_DIR);
+  if (options.store !== undefined && options.store.trim() === '') throw new SeenStoreError('USAGE', '--store must name a directory, got an empty string');
+  const fromEnv = process.env.SEENSTORE_DIR === '' ? undefined : process.env.SEENSTORE_DIR;
+  return resolve(options.store ?? fromEnv ?? DEFAULT_STORE_DIR);
 }
 
 export function scopeName(options: GlobalOptions): string {

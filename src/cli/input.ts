@@ -24,6 +24,8 @@ export interface BatchOptions {
    * keep the order.
    */
   readonly inFlight?: number;
+  /** When aborted, reading stops and the run ends with INTERRUPTED once the batches under way are handled. */
+  readonly signal?: AbortSignal;
 }
 
 export interface InputCounts {
@@ -127,6 +129,11 @@ async function runBatches<B>(
     if (counts.invalid <= INVALID_LINES_REPORTED) options.warn(`line ${lineNo}: ${reason}, skipped`);
   };
   const batcher = makeBatcher(invalid);
+  const onAbort = (): void => {
+    const why = (options.signal?.reason as Error | undefined)?.message ?? 'aborted';
+    fail(new SeenStoreError('INTERRUPTED', `stopped (${why}) between batches; every line printed before it was answered in full`));
+  };
+  options.signal?.addEventListener('abort', onAbort, { once: true });
 
   const flush = (): Promise<void> => {
     if (timer !== undefined) clearTimeout(timer);
@@ -159,6 +166,7 @@ async function runBatches<B>(
   } catch (error) {
     failure ??= error;
   } finally {
+    options.signal?.removeEventListener('abort', onAbort);
     if (timer !== undefined) clearTimeout(timer);
     await chain.catch(() => undefined);
     await Promise.allSettled(inFlight);

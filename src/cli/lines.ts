@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { SeenStoreError } from '../errors.js';
 
 export type InvalidReason = 'invalid UTF-8' | 'line too long' | 'not a usable URL';
 
@@ -25,6 +26,7 @@ abstract class BlockSplitter {
   #skippingLongLine = false;
   #lineNo = 0;
   #atStart = true;
+  #encodingChecked = false;
 
   constructor(maxLineBytes: number, onInvalid: (lineNo: number, reason: InvalidReason) => void) {
     this.maxLineBytes = maxLineBytes;
@@ -44,6 +46,10 @@ abstract class BlockSplitter {
       data = data.subarray(nl + 1);
     }
     if (this.#carry.length > 0) data = Buffer.concat([this.#carry, data]);
+    if (!this.#encodingChecked && data.length >= 2) {
+      this.#encodingChecked = true;
+      refuseUtf16(data);
+    }
     const lastNl = data.lastIndexOf(NEWLINE);
     if (lastNl < 0) {
       this.#keepPartial(data);
@@ -89,6 +95,21 @@ abstract class BlockSplitter {
     }
     this.#lineNo += this.lines(block, this.#lineNo + 1);
   }
+}
+
+/**
+ * A UTF-16 file (with its byte-order mark) would split into lines full of NUL bytes, every one
+ * accepted as a URL: the whole input is refused at line 1, before anything of it is used, whatever
+ * --on-invalid says. A UTF-8 byte-order mark is common (Windows editors write it) and is removed.
+ */
+function refuseUtf16(start: Buffer): void {
+  const little = start[0] === 0xff && start[1] === 0xfe;
+  const big = start[0] === 0xfe && start[1] === 0xff;
+  if (!little && !big) return;
+  throw new SeenStoreError(
+    'INVALID_URL',
+    `line 1: the input is UTF-16${little ? 'LE' : 'BE'} (it starts with a byte-order mark); seenstore reads UTF-8 lines: convert it first (iconv -f UTF-16 -t UTF-8); nothing of it was recorded`,
+  );
 }
 
 /** Lines as strings, for a LineSink. */

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { CommanderError } from 'commander';
 import { ERROR_CODES, SeenStoreError, asStoreError } from '../errors.js';
+import { signalExitCode } from './interrupt.js';
 import { buildProgram } from './program.js';
 
 /** Turns any failure into one line on stderr and a documented exit code (docs/errors.md). */
@@ -12,9 +13,13 @@ function fail(error: unknown, debug: boolean): never {
       : error instanceof SeenStoreError
         ? error
         : asStoreError(error, 'seenstore');
-  process.stderr.write(`seenstore: error ${typed.code}: ${typed.message}\n`);
+  // When a page write fails with an errno (ENOSPC), LMDB's C code has already printed "Write error:
+  // ..." to stderr itself, without a newline; nothing in JavaScript can hold that back. Its error
+  // then names the page ("Attempting to write page"): start this line on a line of its own.
+  const afterLmdbLine = /Attempting to write page/.test(typed.message) ? '\n' : '';
+  process.stderr.write(`${afterLmdbLine}seenstore: error ${typed.code}: ${typed.message}\n`);
   if (debug && error instanceof Error) process.stderr.write(`${error.stack ?? ''}\n`);
-  process.exit(typed.exitCode);
+  process.exit(typed.code === 'INTERRUPTED' ? (signalExitCode() ?? typed.exitCode) : typed.exitCode);
 }
 
 async function main(): Promise<void> {

@@ -88,6 +88,7 @@ export function buildProgram(): Command {
     .option('--fpr <p>', 'target FPR of the new epoch (default: the previous epoch\'s)')
     .option('--strategy <name>', "strategy of the new epoch (default: the previous epoch's)")
     .option('--seeds <hex>', 'seeds of the new epoch instead of fresh ones (parallel crawlers that will merge)')
+    .option('--if-epoch <n>', 'rotate only if N is the open epoch, else print that nothing was rotated and exit 0 (two schedulers rotate once)')
     .action((_options, command: Command) => epochRotate(command));
   epoch
     .command('prune')

@@ -8,10 +8,21 @@ export type EpochSpec = 'current' | 'previous' | 'all' | number | { readonly fro
 
 export type MembershipMode = 'any' | 'all';
 
+/**
+ * The largest epoch number a spec may name (2^32 - 1: a rotation a second for 136 years). A
+ * bound, so that a mistyped number is a usage error and not an attempt to list trillions of epochs.
+ */
+export const MAX_EPOCH_NUMBER = 2 ** 32 - 1;
+
 /** Parses the CLI form: current, previous, all, N, N..M, last:K. */
 export function parseEpochSpec(text: string): EpochSpec {
   if (text === 'current' || text === 'previous' || text === 'all') return text;
-  const whole = (s: string): number | undefined => (/^[1-9][0-9]{0,14}$/.test(s) ? Number(s) : undefined);
+  const whole = (s: string): number | undefined => {
+    if (!/^[1-9][0-9]*$/.test(s)) return undefined;
+    const n = Number(s);
+    if (n > MAX_EPOCH_NUMBER) throw new SeenStoreError('USAGE', `--epochs: ${s} is past the largest epoch number, ${MAX_EPOCH_NUMBER}`);
+    return n;
+  };
   const single = whole(text);
   if (single !== undefined) return single;
   const range = /^([0-9]+)\.\.([0-9]+)$/.exec(text);
@@ -42,7 +53,22 @@ export function resolveEpochs(spec: EpochSpec, existing: readonly number[], open
   if (spec === 'all') return [...existing];
   if (typeof spec === 'number') return need([spec]);
   if ('last' in spec) return existing.slice(-spec.last);
-  return need(Array.from({ length: spec.to - spec.from + 1 }, (_, i) => spec.from + i));
+  return need(rangeOf(spec.from, spec.to, existing));
+}
+
+/**
+ * The numbers from..to when `existing` holds them all; otherwise the first one it lacks (for the
+ * error). Never builds more numbers than `existing` has, however wide the range.
+ */
+function rangeOf(from: number, to: number, existing: readonly number[]): number[] {
+  const held = existing.filter((n) => n >= from && n <= to);
+  if (held.length === to - from + 1) return held;
+  let n = from;
+  for (const m of held) {
+    if (m !== n) break;
+    n++;
+  }
+  return [n];
 }
 
 /** API misuse (a spec of the wrong shape) is a TypeError, as for any wrong argument type. */

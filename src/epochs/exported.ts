@@ -68,9 +68,9 @@ export class ExportedEpoch {
   }
 
   /** Reads and fully checks an export file (any damage is a typed error), ready for queries. */
-  static async open(path: string): Promise<ExportedEpoch> {
+  static async open(path: string, options: { readonly signal?: AbortSignal } = {}): Promise<ExportedEpoch> {
     const hash = await XxHash.load();
-    return ExportedEpoch.fromContents(hash, readExport(hash, path));
+    return ExportedEpoch.fromContents(hash, await readExport(hash, path, options.signal));
   }
 
   static fromContents(hash: XxHash, contents: ExportContents): ExportedEpoch {

@@ -2,6 +2,7 @@ import { SeenStoreError } from '../errors.js';
 import type { StoreEnv } from '../store/env.js';
 import { EpochFilters } from '../store/epoch-filters.js';
 import { faultPoint } from '../store/faults.js';
+import { safePoint } from '../store/interruption.js';
 import { checkpointKey, chunkKey, dropKey, epochKey, journalKey } from '../store/keys.js';
 import { readEpochHeader, type EpochHeader } from '../store/records.js';
 import { epochUsage } from '../store/usage.js';
@@ -11,6 +12,8 @@ export interface PruneOptions {
   readonly keepLast?: number;
   /** Keep epochs sealed less than this long ago. */
   readonly sealedWithinMs?: number;
+  /** Stops the prune between two epochs (INTERRUPTED): each epoch is dropped whole or kept. */
+  readonly signal?: AbortSignal;
 }
 
 export interface Dropped {
@@ -40,7 +43,7 @@ export function epochNumbers(env: StoreEnv, scope: string): number[] {
  * deleted in bounded transactions and the marker removed. A prune interrupted by a crash finishes
  * on the next prune. Nothing else is touched.
  */
-export function prune(env: StoreEnv, scope: string, options: PruneOptions): Dropped[] {
+export async function prune(env: StoreEnv, scope: string, options: PruneOptions): Promise<Dropped[]> {
   if (options.keepLast === undefined && options.sealedWithinMs === undefined) {
     throw new SeenStoreError('USAGE', 'prune needs --keep-last and/or --sealed-within: with neither it would keep nothing');
   }
@@ -56,6 +59,8 @@ export function prune(env: StoreEnv, scope: string, options: PruneOptions): Drop
     const header = EpochFilters.readHeader(env, scope, n);
     if (header.state !== 'sealed') continue;
     if (options.sealedWithinMs !== undefined && header.sealedAtMs !== null && now - header.sealedAtMs < options.sealedWithinMs) continue;
+    const done = dropped.length === 0 ? '' : ` after dropping epoch${dropped.length === 1 ? '' : 's'} ${dropped.map((d) => d.epoch).join(', ')}`;
+    await safePoint(options.signal, `pruning ${scope}${done}`);
     dropped.push(dropEpoch(env, header));
   }
   return dropped;

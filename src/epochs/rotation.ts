@@ -18,6 +18,12 @@ export interface RotateOptions {
   readonly strategy?: string;
   /** Seeds of the new epoch instead of fresh ones (parallel crawlers that will merge; see ScopeOptions.seeds). */
   readonly seeds?: readonly string[];
+  /**
+   * Rotate only if epoch N is the open epoch, checked inside the rotation's write transaction, so
+   * that two schedulers asking for the same rotation rotate once: the later one finds N sealed and
+   * rotates nothing (Scope.rotate then returns null).
+   */
+  readonly ifEpoch?: number;
 }
 
 export interface Rotation {
@@ -31,10 +37,11 @@ export interface Rotation {
  * never both or neither. `open` must be the loaded open epoch; it is caught up inside the
  * transaction, so the sealed counts include every add committed before the rotation.
  */
-export function rotate(env: StoreEnv, scope: string, open: EpochFilters, options: RotateOptions): Rotation {
+export function rotate(env: StoreEnv, scope: string, open: EpochFilters, options: RotateOptions): Rotation | null {
   const rotation = env.write(() => {
     const record = EpochFilters.readScope(env, scope);
     if (record === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);
+    if (options.ifEpoch !== undefined && record.openEpoch !== options.ifEpoch) return null;
     open.catchUp();
     const current = open.header;
     if (current.state !== 'open' || record.openEpoch !== current.epoch) {

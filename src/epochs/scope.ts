@@ -336,9 +336,17 @@ export class Scope {
   /**
    * Seals the open epoch and opens the next with fresh seeds, sized from history unless a
    * capacity is given. Atomic; adds racing it from other processes land in exactly one epoch.
+   * With `ifEpoch`, null when that epoch is no longer the open one (nothing rotated). Without it,
+   * a rotation that loses a race with another rotates the epoch the other opened (once; a second
+   * lost race is EPOCH_SEALED).
    */
-  async rotate(options: RotateOptions = {}): Promise<RotateResult> {
+  async rotate(options: RotateOptions & { readonly ifEpoch: number }): Promise<RotateResult | null>;
+  async rotate(options?: RotateOptions): Promise<RotateResult>;
+  async rotate(options: RotateOptions = {}): Promise<RotateResult | null> {
     this.#ctx.assertOpen();
+    if (options.ifEpoch !== undefined && !(Number.isSafeInteger(options.ifEpoch) && options.ifEpoch >= 1)) {
+      throw new TypeError(`ifEpoch must be a whole number >= 1, got ${String(options.ifEpoch)}`);
+    }
     if (options.capacityUrls !== undefined || options.fprTarget !== undefined || options.strategy !== undefined) {
       // Checked before anything is touched; seeds are checked against the strategy in the rotation.
       const { seeds: _unused, ...plan } = this.#plan;
@@ -361,6 +369,7 @@ export class Scope {
         this.#open(false);
       }
     }
+    if (rotation === null) return null;
     await this.#ctx.env.flushed();
     // The sealed epoch's journal goes into its chunks now, so reading it later loads only chunks.
     await this.#runCheckpoint(this.#epochFilters(rotation.sealed.epoch)).catch((error: unknown) =>
@@ -374,21 +383,21 @@ export class Scope {
    * Writes one epoch (default: the open one) to a portable export file (docs/format.md): to move
    * it to another machine, merge it with other crawlers' exports, or compare against it.
    */
-  export(path: string, epoch: EpochSpec = 'current'): ExportResult {
+  async export(path: string, epoch: EpochSpec = 'current', options: { readonly signal?: AbortSignal } = {}): Promise<ExportResult> {
     this.#ctx.assertOpen();
     if (this.#open(false) === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
     const numbers = this.#resolve(epoch);
     if (numbers.length !== 1) throw new SeenStoreError('USAGE', 'export takes one epoch');
-    return exportEpoch(this.#ctx.hash, this.#epochFilters(numbers[0]!), path);
+    return exportEpoch(this.#ctx.hash, this.#epochFilters(numbers[0]!), path, options.signal);
   }
 
   /**
    * ORs export files into the open epoch (e.g. parallel crawlers that share its seeds). `epoch`,
    * when given, must be the open epoch (sealed epochs never change): EPOCH_SEALED otherwise.
    * Incompatible files (other seeds, geometry, hash scheme) are refused with INCOMPATIBLE before
-   * anything is written; the merge is one transaction.
+   * anything is written; the merge is one transaction. `signal` stops it before that transaction.
    */
-  merge(paths: readonly string[], epoch?: number): MergeResult {
+  async merge(paths: readonly string[], epoch?: number, options: { readonly signal?: AbortSignal } = {}): Promise<MergeResult> {
     this.#ctx.assertOpen();
     const open = this.#open(false);
     if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
@@ -400,7 +409,7 @@ export class Scope {
       );
     }
     try {
-      return mergeIntoEpoch(this.#ctx.hash, open, paths, () => this.#expectOpen(open));
+      return await mergeIntoEpoch(this.#ctx.hash, open, paths, () => this.#expectOpen(open), options.signal);
     } finally {
       // The merge read every stored chunk of the epoch through the map: let them leave the RSS.
       this.#ctx.env.releaseMappedPages();
@@ -408,9 +417,9 @@ export class Scope {
   }
 
   /** Drops old sealed epochs (see PruneOptions); returns what was dropped. */
-  prune(options: PruneOptions): Dropped[] {
+  async prune(options: PruneOptions): Promise<Dropped[]> {
     this.#ctx.assertOpen();
-    const dropped = prune(this.#ctx.env, this.name, options);
+    const dropped = await prune(this.#ctx.env, this.name, options);
     for (const { epoch } of dropped) this.#loaded.delete(epoch);
     return dropped;
   }

@@ -1,9 +1,10 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import { BitThread } from '../store/bit-thread.js';
 import { XxHash } from '../hash/xxhash.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from '../store/env.js';
 import { isLocked, LOCK_STALE_MS, LOCK_STALE_MS_MIN } from '../store/lock.js';
+import { removeStoreLeftovers } from '../store/leftovers.js';
 import { migrateStore, type MigrationReport } from '../store/migrate.js';
 import {
   createSnapshot,
@@ -11,6 +12,7 @@ import {
   deleteSnapshot,
   EXCLUSIVE_LOCK,
   listSnapshots,
+  SNAPSHOTS_DIR,
   restoreSnapshot,
   type RestoreResult,
   type SnapshotInfo,
@@ -113,6 +115,8 @@ export class SeenStore {
       await env.close();
       throw asStoreError(error, 'starting the bit thread (threads: 2)');
     }
+    // A killed restore's incoming copy is as large as the store: the next open removes it.
+    removeStoreLeftovers(dir, join(dir, SNAPSHOTS_DIR));
     const store = new SeenStore(dir, env, hash, bitThread, options);
     openHere.set(resolve(dir), (openHere.get(resolve(dir)) ?? 0) + 1);
     return store;
@@ -177,10 +181,9 @@ export class SeenStore {
    * Creates a scope from an export file (see ImportOptions): sealed by default, followed by a fresh
    * open epoch; with `open`, the imported epoch stays open with its seeds.
    */
-  import(path: string, options: ImportOptions = {}): ImportResult {
+  async import(path: string, options: ImportOptions = {}): Promise<ImportResult> {
     this.#ctx.assertOpen();
-    const result = importEpoch(this.#env, this.#ctx.hash, path, options);
-    return result;
+    return importEpoch(this.#env, this.#ctx.hash, path, options);
   }
 
   /**
@@ -200,11 +203,12 @@ export class SeenStore {
   /**
    * A consistent point-in-time copy of the whole store, taken while writers keep running (LMDB's
    * compacting copy in one read transaction): every add acknowledged before the call is in it.
-   * Stored read-only in `snapshots/NAME` (default name: the UTC time).
+   * Stored read-only in `snapshots/NAME` (default name: the UTC time). `signal` stops it after the
+   * copy, before the rename (INTERRUPTED, the copy removed).
    */
-  async snapshot(name?: string): Promise<SnapshotInfo> {
+  async snapshot(name?: string, options: { readonly signal?: AbortSignal } = {}): Promise<SnapshotInfo> {
     this.#ctx.assertOpen();
-    return createSnapshot(this.#env, name ?? defaultSnapshotName(''));
+    return createSnapshot(this.#env, name ?? defaultSnapshotName(''), 'user', this.#env.header.formatVersion, options.signal);
   }
 
   /** The store's snapshots, oldest first, with their time, format and size. */
@@ -244,8 +248,8 @@ export class SeenStore {
  * Writes the union of export files (identical seeds and geometry; see Scope.merge) to `out`, an
  * export file again: to combine parallel crawlers' exports without a store.
  */
-export async function mergeExportFiles(paths: readonly string[], out: string): Promise<MergeFilesResult> {
-  return mergeFiles(await XxHash.load(), paths, out);
+export async function mergeExportFiles(paths: readonly string[], out: string, options: { readonly signal?: AbortSignal } = {}): Promise<MergeFilesResult> {
+  return mergeFiles(await XxHash.load(), paths, out, options.signal);
 }
 
 /** Store directories with open handles in this process (LMDB's reader table lists processes, not handles). */

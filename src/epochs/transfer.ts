@@ -6,6 +6,7 @@ import { EpochFilters } from '../store/epoch-filters.js';
 import { readExport, writeExport, type ExportContents, type ExportHeader } from '../store/export-file.js';
 import { ExportedEpoch } from './exported.js';
 import { faultPoint } from '../store/faults.js';
+import { safePoint } from '../store/interruption.js';
 import { checkpointKey, chunkKey, dropKey, epochKey, scopeKey } from '../store/keys.js';
 import type { EpochHeader, ScopeRecord } from '../store/records.js';
 import type { NormalizeMode } from '../url/normalize.js';
@@ -27,9 +28,9 @@ export interface ExportResult {
   readonly rawBytes: number;
 }
 
-export function exportEpoch(hash: XxHash, epoch: EpochFilters, path: string): ExportResult {
+export async function exportEpoch(hash: XxHash, epoch: EpochFilters, path: string, signal?: AbortSignal): Promise<ExportResult> {
   const summary = epoch.summary();
-  const { fileBytes, rawBytes } = writeExport(
+  const { fileBytes, rawBytes } = await writeExport(
     hash,
     path,
     {
@@ -40,6 +41,7 @@ export function exportEpoch(hash: XxHash, epoch: EpochFilters, path: string): Ex
       summary: { estimatedDistinct: summary.estimatedDistinct, fillRatio: summary.fillRatio, estimatedFpr: summary.estimatedFpr },
     },
     epoch.filterBytes(),
+    signal,
   );
   return { path, scope: epoch.header.scope, epoch: epoch.header.epoch, fileBytes, rawBytes };
 }
@@ -53,6 +55,8 @@ export interface ImportOptions {
    * Default: the epoch is imported sealed and a fresh open epoch follows it.
    */
   readonly open?: boolean;
+  /** Stops the import at its next safe point (INTERRUPTED); what it wrote so far is removed. */
+  readonly signal?: AbortSignal;
 }
 
 export interface ImportResult {
@@ -67,8 +71,8 @@ export interface ImportResult {
  * the scope record, so a crash mid-import leaves no scope (the next import or prune clears the
  * leftovers).
  */
-export function importEpoch(env: StoreEnv, hash: XxHash, path: string, options: ImportOptions): ImportResult {
-  const contents = readExport(hash, path);
+export async function importEpoch(env: StoreEnv, hash: XxHash, path: string, options: ImportOptions): Promise<ImportResult> {
+  const contents = await readExport(hash, path, options.signal);
   const source = contents.header.epoch;
   EpochFilters.checkSupported(source);
   const scope = options.scope ?? source.scope;
@@ -90,7 +94,14 @@ export function importEpoch(env: StoreEnv, hash: XxHash, path: string, options: 
         final: source.final ?? { submitted: contents.header.counts.submitted, added: contents.header.counts.added, ...contents.header.summary },
       };
   env.write(() => env.putMeta(dropKey(scope, n), { v: 1, header: imported }));
-  writeChunks(env, hash, scope, n, contents);
+  try {
+    await writeChunks(env, hash, scope, n, contents, options.signal);
+    await safePoint(options.signal, `importing ${path}`);
+  } catch (error) {
+    // Under its drop marker the partial data is no scope yet: remove it now rather than at the next import.
+    finishPendingDrops(env, scope);
+    throw error;
+  }
   env.write(() => {
     env.putMeta(epochKey(scope, n), imported);
     const { counts } = contents.header;
@@ -118,7 +129,7 @@ export function importEpoch(env: StoreEnv, hash: XxHash, path: string, options: 
   return { scope, imported: n, openEpoch: record.openEpoch };
 }
 
-function writeChunks(env: StoreEnv, hash: XxHash, scope: string, epoch: number, contents: ExportContents): void {
+async function writeChunks(env: StoreEnv, hash: XxHash, scope: string, epoch: number, contents: ExportContents, signal: AbortSignal | undefined): Promise<void> {
   const pending: [number, number, Uint8Array][] = [];
   contents.filters.forEach((bytes, filter) => {
     for (let chunk = 0; chunk * CHUNK_PAYLOAD_BYTES < bytes.length; chunk++) {
@@ -133,6 +144,7 @@ function writeChunks(env: StoreEnv, hash: XxHash, scope: string, epoch: number, 
       }
     });
     faultPoint('import:mid-chunks');
+    await safePoint(signal, `importing into ${scope}/${epoch}`);
   }
 }
 
@@ -200,9 +212,16 @@ export interface MergeResult {
  * seeds). Every file is read and checked, and every file's compatibility too, before anything is
  * written; the merge itself is one transaction.
  */
-export function mergeIntoEpoch(hash: XxHash, epoch: EpochFilters, paths: readonly string[], expectOpen: () => void): MergeResult {
+export async function mergeIntoEpoch(
+  hash: XxHash,
+  epoch: EpochFilters,
+  paths: readonly string[],
+  expectOpen: () => void,
+  signal?: AbortSignal,
+): Promise<MergeResult> {
   if (paths.length === 0) throw new SeenStoreError('USAGE', 'merge needs at least one export file');
-  const files = paths.map((path) => readExport(hash, path));
+  const files = await readAll(hash, paths, signal);
+  await safePoint(signal, `merging into ${epoch.header.scope}/${epoch.header.epoch}`);
   for (const file of files) refuseMismatch(epoch.header, file.header.epoch);
   const estimatedNewUrls = epoch.mergeFilters(unionOf(epoch.header, files), (header) => {
     expectOpen();
@@ -232,9 +251,9 @@ export interface MergeFilesResult {
  * Writes the union of export files to a new export file. The file with the most slices gives the
  * header (seeds, geometry); every other must match it slice for slice.
  */
-export function mergeFiles(hash: XxHash, paths: readonly string[], out: string): MergeFilesResult {
+export async function mergeFiles(hash: XxHash, paths: readonly string[], out: string, signal?: AbortSignal): Promise<MergeFilesResult> {
   if (paths.length === 0) throw new SeenStoreError('USAGE', 'merge needs at least one export file');
-  const files = paths.map((path) => readExport(hash, path));
+  const files = await readAll(hash, paths, signal);
   const base = files.reduce((a, b) => (b.header.epoch.slices.length > a.header.epoch.slices.length ? b : a));
   for (const file of files) refuseMismatch(base.header.epoch, file.header.epoch);
   const filters = unionOf(base.header.epoch, files);
@@ -257,6 +276,13 @@ export function mergeFiles(hash: XxHash, paths: readonly string[], out: string):
       estimatedDistinct: file.header.summary.estimatedDistinct,
     })),
   };
-  const { fileBytes, rawBytes } = writeExport(hash, out, header, filters);
+  const { fileBytes, rawBytes } = await writeExport(hash, out, header, filters, signal);
   return { path: out, files: files.length, fileBytes, rawBytes, estimatedDistinct: summary.estimatedDistinct, estimatedFpr: summary.estimatedFpr };
+}
+
+/** Reads and checks export files one after another (each whole before the next). */
+async function readAll(hash: XxHash, paths: readonly string[], signal: AbortSignal | undefined): Promise<ExportContents[]> {
+  const files: ExportContents[] = [];
+  for (const path of paths) files.push(await readExport(hash, path, signal));
+  return files;
 }

@@ -64,7 +64,33 @@ export class StoreEnv {
     this.#guard = guard;
     this.#mapSizeBytes = mapSizeBytes;
     this.#attach(root);
+    const { dev, ino } = statSync(join(dir, 'data.mdb'));
+    this.#dataFile = { dev, ino };
     this.header = this.#initHeader(anyFormat);
+  }
+
+  /** The data file this environment opened (see #checkDataFile). */
+  readonly #dataFile: { readonly dev: number; readonly ino: number };
+
+  /**
+   * A data file deleted (or renamed over) under an open environment keeps working through LMDB's
+   * descriptor and map: commits would land in a file no one opens again, and a writer would go on
+   * acknowledging URLs that are lost. Every write transaction first checks that the path still
+   * names the file that was opened (one stat, inside LMDB's write lock).
+   */
+  #checkDataFile(): void {
+    const path = join(this.dir, 'data.mdb');
+    let now: { dev: number; ino: number };
+    try {
+      now = statSync(path);
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw asStoreError(error, `checking ${path}`);
+      throw new SeenStoreError('NOT_FOUND', `the store at ${this.dir} was deleted while this process had it open (${path} is gone); nothing more was written`, { cause: error });
+    }
+    if (now.dev !== this.#dataFile.dev || now.ino !== this.#dataFile.ino) {
+      throw new SeenStoreError('STORE_LOCKED', `${path} was replaced by another file while this process had the store open; nothing more was written`);
+    }
   }
 
   get root(): RootDatabase {
@@ -133,6 +159,7 @@ export class StoreEnv {
       throw new SeenStoreError('INTERNAL', 'seenstore reads and writes filters as little-endian words; this host is big-endian');
     }
     StoreEnv.#prepareDir(dir, options.create);
+    StoreEnv.#refuseNewFilesOnFullDisk(dir);
     StoreEnv.#checkMetaPages(dir);
     const guard = OpenGuard.open(dir);
     let root: RootDatabase;
@@ -197,6 +224,27 @@ export class StoreEnv {
         (head.readUInt16LE(at + LMDB_PAGE_FLAGS_OFFSET) & LMDB_P_META) !== 0 &&
         head.readUInt32LE(at + LMDB_META_MAGIC_OFFSET) === LMDB_MAGIC;
       if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${path} is not a valid LMDB file: meta page ${page} is damaged or missing`);
+    }
+  }
+
+  /**
+   * LMDB creates lock.mdb (and data.mdb) sparse and writes them through a shared map: on a full
+   * tmpfs the first write into the map kills the process with SIGBUS. Refuse to have LMDB create
+   * them when the file system has less than a MiB free.
+   */
+  static #refuseNewFilesOnFullDisk(dir: string): void {
+    if (existsSync(join(dir, 'data.mdb')) && existsSync(join(dir, 'lock.mdb'))) return;
+    let freeBytes: number;
+    try {
+      const { bavail, bsize, blocks } = statfsSync(dir);
+      // A pseudo file system (/proc) has no blocks at all: LMDB's own error names it better.
+      if (blocks === 0) return;
+      freeBytes = bavail * bsize;
+    } catch {
+      return;
+    }
+    if (freeBytes < 2 ** 20) {
+      throw new SeenStoreError('STORE_FULL', `the disk holding ${dir} is full (${freeBytes} bytes free): LMDB cannot create its files there`);
     }
   }
 
@@ -277,7 +325,12 @@ export class StoreEnv {
   write<T>(action: () => T): T {
     this.#busy++;
     try {
-      return this.#guard.hold(() => this.#transaction(action));
+      return this.#guard.hold(() =>
+        this.#transaction(() => {
+          this.#checkDataFile();
+          return action();
+        }),
+      );
     } catch (error) {
       // LMDB may report a write that failed for want of space as EIO: name the real cause.
       if (!(error instanceof SeenStoreError) && this.#diskFull()) {

@@ -1,4 +1,5 @@
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Packr } from 'msgpackr';
 import { SeenStoreError, asStoreError } from '../errors.js';
@@ -6,6 +7,9 @@ import type { XxHash } from '../hash/xxhash.js';
 import { CHUNK_PAYLOAD_BYTES } from './chunks.js';
 import { readEpochHeader, type EpochHeader } from './records.js';
 import { filterGeometries } from '../filters/keying.js';
+import { faultPoint } from './faults.js';
+import { safePoint } from './interruption.js';
+import { removeExportLeftovers } from './leftovers.js';
 
 /**
  * Export file, formats 1 and 2: one epoch's filters in a portable single file (docs/format.md).
@@ -25,6 +29,16 @@ export const EXPORT_FORMAT_VERSION = 2;
 const EXPORT_FORMAT_VERSION_PLAIN = 1;
 const BLOCK_HEADER_BYTES = 24;
 const END_MARK = 0xffffffff;
+/** Magic, format version and header length: what is read before anything else. */
+const PREAMBLE_BYTES = 16;
+/** End mark (16 bytes) and trailer (8 bytes). */
+const END_BYTES = 24;
+/** An export header is a few KiB (seeds, geometry, sizing); a length past this is not a header. */
+const MAX_HEADER_BYTES = 16 * 2 ** 20;
+/** Bytes per read of an export file; between reads the reader reaches a safe point. */
+const READ_CHUNK_BYTES = 4 * 2 ** 20;
+/** Blocks written between the writer's safe points (at most 4 MiB of chunk payload). */
+const BLOCKS_PER_SAFE_POINT = 64;
 
 /**
  * Chunk encodings: the bytes as they are; the gaps between set bits as LEB128 varints; or the
@@ -217,8 +231,15 @@ function u32(value: number): Buffer {
  * Writes an export file: to a temporary name beside the target, fsynced, then renamed over it and
  * the directory fsynced, so the target is either the old file or the complete new one.
  */
-export function writeExport(hash: XxHash, path: string, header: ExportHeader, filters: readonly Uint8Array[]): { fileBytes: number; rawBytes: number } {
+export async function writeExport(
+  hash: XxHash,
+  path: string,
+  header: ExportHeader,
+  filters: readonly Uint8Array[],
+  signal?: AbortSignal,
+): Promise<{ fileBytes: number; rawBytes: number }> {
   const temporary = `${path}.tmp-${process.pid}`;
+  removeExportLeftovers(path);
   let fd: number | undefined;
   try {
     fd = openSync(temporary, 'w');
@@ -237,9 +258,14 @@ export function writeExport(hash: XxHash, path: string, header: ExportHeader, fi
     write(u32(hash.checksum(headerBytes)));
     let blocks = 0;
     let rawBytes = 0;
-    filters.forEach((bytes, filter) => {
+    for (let filter = 0; filter < filters.length; filter++) {
+      const bytes = filters[filter]!;
       rawBytes += bytes.length;
       for (let chunk = 0; chunk * CHUNK_PAYLOAD_BYTES < bytes.length; chunk++) {
+        if (chunk % BLOCKS_PER_SAFE_POINT === BLOCKS_PER_SAFE_POINT - 1) {
+          faultPoint('export:mid-write');
+          await safePoint(signal, `writing the export file ${path}`);
+        }
         const raw = bytes.subarray(chunk * CHUNK_PAYLOAD_BYTES, (chunk + 1) * CHUNK_PAYLOAD_BYTES);
         const coded = encodeForExport(raw);
         if (coded === undefined) continue;
@@ -255,7 +281,7 @@ export function writeExport(hash: XxHash, path: string, header: ExportHeader, fi
         write(stored);
         blocks++;
       }
-    });
+    }
     write(Buffer.concat([u32(END_MARK), u32(END_MARK), u32(blocks), u32(0)]));
     const trailer = Buffer.alloc(8);
     trailer.writeBigUInt64LE(digest.digest(), 0);
@@ -264,6 +290,7 @@ export function writeExport(hash: XxHash, path: string, header: ExportHeader, fi
     fsyncSync(fd);
     closeSync(fd);
     fd = undefined;
+    await safePoint(signal, `writing the export file ${path}`);
     renameSync(temporary, path);
     const dirFd = openSync(dirname(path), 'r');
     try {
@@ -279,32 +306,77 @@ export function writeExport(hash: XxHash, path: string, header: ExportHeader, fi
   }
 }
 
-/** Reads and fully checks an export file; any damage is a typed error before anything is used. */
-export function readExport(hash: XxHash, path: string): ExportContents {
-  let file: Buffer;
+/**
+ * Reads and fully checks an export file; any damage is a typed error before anything is used.
+ * Only a regular file is read (a device, FIFO or directory is refused without reading), and only
+ * after its header: a file larger than the most its header's geometry can take is refused before
+ * its body is read, so memory stays bounded by the filters it declares. The body is read in
+ * chunks with a safe point between them (`signal`).
+ */
+export async function readExport(hash: XxHash, path: string, signal?: AbortSignal): Promise<ExportContents> {
+  let handle: FileHandle;
   try {
-    file = readFileSync(path);
+    // Non-blocking, so that opening a FIFO without a writer does not hang before it is refused.
+    handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (error) {
     if ((error as { code?: string }).code === 'ENOENT') throw new SeenStoreError('NOT_FOUND', `no such export file: ${path}`, { cause: error });
     throw asStoreError(error, `reading ${path}`);
   }
+  try {
+    return parseExport(hash, path, await readBounded(hash, handle, path, signal));
+  } catch (error) {
+    throw asStoreError(error, `reading ${path}`);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function readBounded(hash: XxHash, handle: FileHandle, path: string, signal: AbortSignal | undefined): Promise<Buffer> {
+  const stats = await handle.stat();
+  if (!stats.isFile()) {
+    const kind = stats.isDirectory() ? 'a directory' : stats.isFIFO() ? 'a FIFO' : stats.isCharacterDevice() || stats.isBlockDevice() ? 'a device' : 'not a regular file';
+    throw new SeenStoreError('USAGE', `export file ${path} is ${kind}; give the path of an export file`);
+  }
+  const size = stats.size;
   const bad = (problem: string): SeenStoreError => new SeenStoreError('STORE_CORRUPT', `export file ${path}: ${problem}`);
-  if (file.length < EXPORT_MAGIC.length + 8 || !file.subarray(0, 8).equals(EXPORT_MAGIC)) throw bad('not a seenstore export file (bad magic)');
-  const version = file.readUInt32LE(8);
+  const preamble = Buffer.alloc(Math.min(size, PREAMBLE_BYTES));
+  await handle.read(preamble, 0, preamble.length, 0);
+  checkPreamble(preamble, path);
+  const headerLength = preamble.readUInt32LE(12);
+  if (headerLength > MAX_HEADER_BYTES || PREAMBLE_BYTES + headerLength + 4 + END_BYTES > size) {
+    throw bad(`a header of ${headerLength} bytes does not fit a file of ${size} bytes (truncated or damaged)`);
+  }
+  const headerBytes = Buffer.alloc(headerLength + 4);
+  await handle.read(headerBytes, 0, headerBytes.length, PREAMBLE_BYTES);
+  const maxBytes = maxExportBytes(headerLength, unpackHeader(hash, path, headerBytes).epoch);
+  if (size > maxBytes) throw bad(`${size} bytes, more than the ${maxBytes} its header's filters can take`);
+  const file = Buffer.alloc(size);
+  for (let at = 0; at < size; ) {
+    const { bytesRead } = await handle.read(file, at, Math.min(READ_CHUNK_BYTES, size - at), at);
+    if (bytesRead === 0) throw bad(`shorter than its ${size} bytes while being read`);
+    at += bytesRead;
+    faultPoint('export:mid-read');
+    await safePoint(signal, `reading the export file ${path}`);
+  }
+  return file;
+}
+
+function checkPreamble(preamble: Buffer, path: string): void {
+  if (preamble.length < EXPORT_MAGIC.length + 8 || !preamble.subarray(0, 8).equals(EXPORT_MAGIC)) {
+    throw new SeenStoreError('STORE_CORRUPT', `export file ${path}: not a seenstore export file (bad magic)`);
+  }
+  const version = preamble.readUInt32LE(8);
   if (version !== EXPORT_FORMAT_VERSION && version !== EXPORT_FORMAT_VERSION_PLAIN) {
     throw new SeenStoreError('FORMAT_UNSUPPORTED', `export file ${path} has format ${version}; this version reads formats 1 and ${EXPORT_FORMAT_VERSION}`);
   }
-  if (file.length < 8 + 8 + 8) throw bad('truncated');
-  const expected = file.readBigUInt64LE(file.length - 8);
-  if (hash.createHash64().update(file.subarray(0, file.length - 8)).digest() !== expected) {
-    throw bad('whole-file checksum mismatch (truncated or damaged)');
+}
+
+/** The header (msgpack, then its u32 checksum), checked and decoded. */
+function unpackHeader(hash: XxHash, path: string, bytes: Buffer): ExportHeader {
+  const headerBytes = bytes.subarray(0, bytes.length - 4);
+  if (hash.checksum(headerBytes) !== bytes.readUInt32LE(bytes.length - 4)) {
+    throw new SeenStoreError('STORE_CORRUPT', `export file ${path}: header checksum mismatch`);
   }
-  const headerLength = file.readUInt32LE(12);
-  let at = 16;
-  const headerBytes = file.subarray(at, at + headerLength);
-  at += headerLength;
-  if (at + 4 > file.length || hash.checksum(headerBytes) !== file.readUInt32LE(at)) throw bad('header checksum mismatch');
-  at += 4;
   let header: ExportHeader;
   try {
     header = packr.unpack(headerBytes) as ExportHeader;
@@ -312,7 +384,39 @@ export function readExport(hash: XxHash, path: string): ExportContents {
     throw new SeenStoreError('STORE_CORRUPT', `export file ${path}: header is not msgpack`, { cause: error });
   }
   if (header?.v !== 1) throw new SeenStoreError('FORMAT_UNSUPPORTED', `export file ${path}: header version ${String(header?.v)} is unknown`);
-  const epoch = readEpochHeader(header.epoch);
+  return { ...header, epoch: readEpochHeader(header.epoch) };
+}
+
+/**
+ * The largest file a writer makes for `epoch`: every chunk of every filter stored raw (the writer
+ * keeps a gap coding only when it is smaller) behind its block header.
+ */
+function maxExportBytes(headerLength: number, epoch: EpochHeader): number {
+  let body = 0;
+  for (const slice of epoch.slices) {
+    for (const geometry of filterGeometries(slice)) {
+      const bytes = geometry.mBits / 8;
+      body += bytes + Math.ceil(bytes / CHUNK_PAYLOAD_BYTES) * BLOCK_HEADER_BYTES;
+    }
+  }
+  return PREAMBLE_BYTES + headerLength + 4 + body + END_BYTES;
+}
+
+/** Checks and decodes the whole file, its bytes in memory. */
+function parseExport(hash: XxHash, path: string, file: Buffer): ExportContents {
+  const bad = (problem: string): SeenStoreError => new SeenStoreError('STORE_CORRUPT', `export file ${path}: ${problem}`);
+  checkPreamble(file, path);
+  if (file.length < 8 + 8 + 8) throw bad('truncated');
+  const expected = file.readBigUInt64LE(file.length - 8);
+  if (hash.createHash64().update(file.subarray(0, file.length - 8)).digest() !== expected) {
+    throw bad('whole-file checksum mismatch (truncated or damaged)');
+  }
+  const headerLength = file.readUInt32LE(12);
+  let at = PREAMBLE_BYTES + headerLength;
+  if (at + 4 > file.length) throw bad('header checksum mismatch');
+  const header = unpackHeader(hash, path, file.subarray(PREAMBLE_BYTES, at + 4));
+  at += 4;
+  const epoch = header.epoch;
   const filters = epoch.slices.flatMap((slice) => filterGeometries(slice).map((g) => new Uint8Array(g.mBits / 8)));
   let blocks = 0;
   for (;;) {

@@ -16,7 +16,10 @@ export type FaultPoint =
   | 'import:mid-chunks'
   | 'merge:before-commit'
   | 'migrate:before-commit'
-  | 'restore:before-swap';
+  | 'restore:before-swap'
+  | 'export:mid-write'
+  | 'export:mid-read'
+  | 'snapshot:after-copy';
 
 let hook: ((point: FaultPoint) => void) | undefined;
 

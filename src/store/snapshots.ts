@@ -4,6 +4,8 @@ import { SeenStoreError, asStoreError } from '../errors.js';
 import { StoreEnv } from './env.js';
 import { faultPoint } from './faults.js';
 import { tryLock } from './lock.js';
+import { safePoint } from './interruption.js';
+import { removeStoreLeftovers } from './leftovers.js';
 
 /** Snapshots live in the store directory, one folder each: `snapshots/NAME/{data.mdb,snapshot.json}`. */
 export const SNAPSHOTS_DIR = 'snapshots';
@@ -58,17 +60,27 @@ function fsyncPath(path: string): void {
  * Written under a temporary name, fsynced and renamed, so a listed snapshot is always complete.
  * The files are made read-only.
  */
-export async function createSnapshot(env: StoreEnv, name: string, reason = 'user', formatVersion = env.header.formatVersion): Promise<SnapshotInfo> {
+export async function createSnapshot(
+  env: StoreEnv,
+  name: string,
+  reason = 'user',
+  formatVersion = env.header.formatVersion,
+  signal?: AbortSignal,
+): Promise<SnapshotInfo> {
   checkName(name);
   const root = join(env.dir, SNAPSHOTS_DIR);
   const target = join(root, name);
   if (existsSync(target)) throw new SeenStoreError('USAGE', `snapshot ${name} exists`);
   const temporary = join(root, `.tmp-${name}-${process.pid}`);
+  removeStoreLeftovers(env.dir, root);
   try {
     mkdirSync(temporary, { recursive: true });
     const createdAtMs = Date.now();
     // Without MDB_NOSUBDIR, LMDB's copy writes data.mdb inside the directory it is given.
     await env.backup(temporary);
+    faultPoint('snapshot:after-copy');
+    // LMDB's copy cannot be stopped midway; its end is the safe point.
+    await safePoint(signal, `creating snapshot ${name}`);
     const manifest: SnapshotManifest = { v: 1, name, createdAtMs, formatVersion, reason };
     writeFileSync(join(temporary, 'snapshot.json'), `${JSON.stringify(manifest, null, 2)}\n`);
     for (const file of ['data.mdb', 'snapshot.json']) {
@@ -106,6 +118,7 @@ function info(root: string, name: string): SnapshotInfo {
 export function listSnapshots(dir: string): SnapshotInfo[] {
   const root = join(dir, SNAPSHOTS_DIR);
   if (!existsSync(root)) return [];
+  removeStoreLeftovers(dir, root);
   return readdirSync(root)
     .filter((name) => NAME_PATTERN.test(name))
     .map((name) => info(root, name))
@@ -157,6 +170,7 @@ export interface RestoreResult extends SnapshotInfo {
  */
 export async function restoreSnapshot(dir: string, name: string, lockStaleMs: number, openEnv: () => StoreEnv): Promise<RestoreResult> {
   const snapshot = findSnapshot(dir, name);
+  removeStoreLeftovers(dir, join(dir, SNAPSHOTS_DIR));
   const lock = await tryLock(dir, EXCLUSIVE_LOCK, lockStaleMs);
   if (lock === undefined) throw new SeenStoreError('STORE_LOCKED', `a restore or migration of ${dir} is running`);
   const incoming = join(dir, `data.mdb.restoring-${process.pid}`);

@@ -12,8 +12,8 @@ export interface CliResult {
 }
 
 /** Runs the CLI to completion with `input` on stdin. */
-export function runCli(args: readonly string[], input: string | Buffer = '', env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
-  const child = spawnCli(args, env);
+export function runCli(args: readonly string[], input: string | Buffer = '', env: NodeJS.ProcessEnv = {}, cwd?: string): Promise<CliResult> {
+  const child = spawnCli(args, env, cwd);
   child.stdin!.end(input);
   return collectCli(child);
 }
@@ -33,8 +33,8 @@ export function collectCli(child: ChildProcess): Promise<CliResult> {
   });
 }
 
-export function spawnCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-  return spawn(process.execPath, [CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+export function spawnCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd?: string): ChildProcess {
+  return spawn(process.execPath, [CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env }, ...(cwd === undefined ? {} : { cwd }) });
 }
 
 const CRASH_CHILD = join(ROOT, 'dist', 'test', 'helpers', 'crash-child.js');

@@ -40,7 +40,7 @@ if (mode === 'rotate' || mode === 'prune') {
 }
 if (mode === 'prune') {
   await scope.rotate();
-  scope.prune({ keepLast: 1 });
+  await scope.prune({ keepLast: 1 });
 }
 writeSync(1, 'done\n');
 await store.close();

@@ -4,6 +4,7 @@ import type { NormalizeMode } from '../../url/normalize.js';
 import { batchOptions, type GlobalOptions, type InputOptions } from '../context.js';
 import { forEachBatch, openInput } from '../input.js';
 import { formatCount, writeAll } from '../output.js';
+import { stopOnSignals } from '../interrupt.js';
 
 interface AgainstOptions extends GlobalOptions, InputOptions {
   readonly against: string;
@@ -18,13 +19,13 @@ interface AgainstOptions extends GlobalOptions, InputOptions {
  */
 export async function diffAgainst(file: string | undefined, command: Command): Promise<void> {
   const options = command.optsWithGlobals<AgainstOptions>();
-  const other = await ExportedEpoch.open(options.against);
+  const other = await ExportedEpoch.open(options.against, { signal: stopOnSignals() });
   const summary = other.summary();
   let missing = 0;
   let held = 0;
   const counts = await forEachBatch(
     openInput(file),
-    batchOptions(options, other.epoch.normalize as NormalizeMode),
+    { ...batchOptions(options, other.epoch.normalize as NormalizeMode), signal: stopOnSignals() },
     async (lines) => {
       const answers = other.has(lines);
       let out = '';

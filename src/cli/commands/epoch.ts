@@ -3,6 +3,8 @@ import { SeenStoreError } from '../../errors.js';
 import type { EpochDetails, EpochStats } from '../../epochs/scope.js';
 import { openStore, parseCount, parseFpr, parseSeeds, requireScope, type GlobalOptions } from '../context.js';
 import { formatCount, table } from '../output.js';
+import { stopOnSignals } from '../interrupt.js';
+import { safePoint } from '../../store/interruption.js';
 import { parseStrategy, strategyName } from '../../filters/strategy.js';
 
 function when(ms: number | null): string {
@@ -81,20 +83,31 @@ export async function epochShow(epochText: string, command: Command): Promise<vo
 
 /** `epoch rotate`: seal the open epoch, open the next, and say how it was sized. */
 export async function epochRotate(command: Command): Promise<void> {
-  const options = command.optsWithGlobals<GlobalOptions & { capacity?: string; fpr?: string; seeds?: string; strategy?: string }>();
+  const options = command.optsWithGlobals<GlobalOptions & { capacity?: string; fpr?: string; seeds?: string; strategy?: string; ifEpoch?: string }>();
   const capacityUrls = parseCount('capacity', options.capacity);
+  const ifEpoch = parseCount('if-epoch', options.ifEpoch);
   const strategy = options.strategy === undefined ? undefined : strategyName(parseStrategy(options.strategy));
   const seeds = parseSeeds(options.seeds);
   const fprTarget = parseFpr(options.fpr);
+  const signal = stopOnSignals();
   const store = await openStore(options, false);
   try {
     const scope = requireScope(store, options);
+    // The rotation is one transaction: the one safe point is before it.
+    await safePoint(signal, `rotating ${scope.name}`);
     const result = await scope.rotate({
       ...(capacityUrls === undefined ? {} : { capacityUrls }),
       ...(fprTarget === undefined ? {} : { fprTarget }),
       ...(seeds === undefined ? {} : { seeds }),
       ...(strategy === undefined ? {} : { strategy }),
+      ...(ifEpoch === undefined ? {} : { ifEpoch }),
     });
+    if (result === null) {
+      const open = scope.openEpoch();
+      const line = `epoch ${ifEpoch} is not the open epoch (${open} is): nothing rotated`;
+      process.stdout.write(options.json ? `${JSON.stringify({ rotated: false, ifEpoch, openEpoch: open })}\n` : `${line}\n`);
+      return;
+    }
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else {
       process.stdout.write(
@@ -120,10 +133,12 @@ export async function epochPrune(command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions & { keepLast?: string; sealedWithin?: string }>();
   const keepLast = parseCount('keep-last', options.keepLast);
   const sealedWithinMs = parseDuration(options.sealedWithin);
+  const signal = stopOnSignals();
   const store = await openStore(options, false);
   try {
     const scope = requireScope(store, options);
-    const dropped = scope.prune({
+    const dropped = await scope.prune({
+      signal,
       ...(keepLast === undefined ? {} : { keepLast }),
       ...(sealedWithinMs === undefined ? {} : { sealedWithinMs }),
     });

@@ -2,13 +2,15 @@ import type { Command } from 'commander';
 import { SeenStore } from '../../epochs/seen-store.js';
 import { openStore, storeDir, type GlobalOptions } from '../context.js';
 import { formatCount, table } from '../output.js';
+import { stopOnSignals } from '../interrupt.js';
 
 /** `snapshot create [NAME]`: a consistent copy of the whole store while writers keep running. */
 export async function snapshotCreate(name: string | undefined, command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions>();
+  const signal = stopOnSignals();
   const store = await openStore(options, false);
   try {
-    const snapshot = await store.snapshot(name);
+    const snapshot = await store.snapshot(name, { signal });
     if (options.json) process.stdout.write(`${JSON.stringify(snapshot)}\n`);
     else process.stdout.write(`snapshot ${snapshot.name}: ${formatCount(snapshot.bytes)} bytes at ${snapshot.path}\n`);
   } finally {
@@ -35,6 +37,8 @@ export async function snapshotList(command: Command): Promise<void> {
 /** `snapshot restore NAME`: refuses while another process has the store open. */
 export async function snapshotRestore(name: string, command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions>();
+  // The copy and rename are not interrupted; a signal during them waits for them to finish.
+  stopOnSignals();
   const snapshot = await SeenStore.restoreSnapshot(storeDir(options), name);
   if (options.json) process.stdout.write(`${JSON.stringify(snapshot)}\n`);
   else process.stdout.write(`restored snapshot ${snapshot.name} (taken ${new Date(snapshot.createdAtMs).toISOString()}); the data it replaced is snapshot ${snapshot.preRestore.name}\n`);
@@ -55,6 +59,8 @@ export async function snapshotDelete(name: string, command: Command): Promise<vo
 /** `migrate`: the store to this version's format, after a snapshot. */
 export async function migrate(command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions & { snapshot?: boolean }>();
+  // The migration is one transaction after its snapshot; a signal waits for it to finish.
+  stopOnSignals();
   const report = await SeenStore.migrate(storeDir(options), { snapshot: options.snapshot !== false });
   if (options.json) {
     process.stdout.write(`${JSON.stringify(report)}\n`);

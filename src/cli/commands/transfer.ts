@@ -2,15 +2,17 @@ import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
 import { mergeExportFiles } from '../../epochs/seen-store.js';
 import { epochSpec, openStore, parseCount, requireScope, type GlobalOptions } from '../context.js';
+import { stopOnSignals } from '../interrupt.js';
 import { formatCount } from '../output.js';
 
 /** `export --epoch N --out FILE`: one epoch to a portable, checksummed file. */
 export async function exportCommand(command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions & { epoch?: string; out?: string }>();
   if (options.out === undefined) throw new SeenStoreError('USAGE', 'export needs --out FILE');
+  const signal = stopOnSignals();
   const store = await openStore(options, false);
   try {
-    const result = requireScope(store, options).export(options.out, epochSpec(options.epoch, 'current'));
+    const result = await requireScope(store, options).export(options.out, epochSpec(options.epoch, 'current'), { signal });
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else {
       const ratio = result.rawBytes === 0 ? 0 : (100 * result.fileBytes) / result.rawBytes;
@@ -26,9 +28,11 @@ export async function exportCommand(command: Command): Promise<void> {
 /** `import FILE [--scope S] [--open]`: a new scope from an export file. */
 export async function importCommand(file: string, command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions & { open?: boolean }>();
+  const signal = stopOnSignals();
   const store = await openStore(options, true);
   try {
-    const result = store.import(file, {
+    const result = await store.import(file, {
+      signal,
       ...(options.scope === undefined ? {} : { scope: options.scope }),
       ...(options.open ? { open: true } : {}),
     });
@@ -47,8 +51,9 @@ export async function mergeCommand(files: string[], command: Command): Promise<v
   if ((options.intoEpoch === undefined) === (options.out === undefined)) {
     throw new SeenStoreError('USAGE', 'merge needs exactly one of --into-epoch N (the open epoch of --scope) or --out FILE');
   }
+  const signal = stopOnSignals();
   if (options.out !== undefined) {
-    const result = await mergeExportFiles(files, options.out);
+    const result = await mergeExportFiles(files, options.out, { signal });
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else {
       process.stdout.write(
@@ -60,7 +65,7 @@ export async function mergeCommand(files: string[], command: Command): Promise<v
   const epoch = parseCount('into-epoch', options.intoEpoch)!;
   const store = await openStore(options, false);
   try {
-    const result = requireScope(store, options).merge(files, epoch);
+    const result = await requireScope(store, options).merge(files, epoch, { signal });
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else {
       process.stdout.write(

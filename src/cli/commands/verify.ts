@@ -3,6 +3,7 @@ import { SeenStoreError } from '../../errors.js';
 import type { VerifyReport } from '../../store/verify.js';
 import { ExportedEpoch } from '../../epochs/exported.js';
 import { openStore, storeDir, type GlobalOptions } from '../context.js';
+import { stopOnSignals } from '../interrupt.js';
 
 /**
  * Checks the whole store and reports every damage with its place; exits with STORE_CORRUPT's code
@@ -38,12 +39,13 @@ export async function verify(files: string[], command: Command): Promise<void> {
 /** Checks export files whole (magic, version, header, every block's checksum, the file checksum). */
 async function verifyFiles(files: readonly string[], options: GlobalOptions): Promise<void> {
   const results: { file: string; ok: boolean; code?: string; problem?: string; scope?: string; epoch?: number }[] = [];
+  const signal = stopOnSignals();
   for (const file of files) {
     try {
-      const exported = await ExportedEpoch.open(file);
+      const exported = await ExportedEpoch.open(file, { signal });
       results.push({ file, ok: true, scope: exported.epoch.scope, epoch: exported.epoch.epoch });
     } catch (error) {
-      if (!(error instanceof SeenStoreError) || error.code === 'NOT_FOUND') throw error;
+      if (!(error instanceof SeenStoreError) || error.code === 'NOT_FOUND' || error.code === 'INTERRUPTED' || error.code === 'USAGE') throw error;
       results.push({ file, ok: false, code: error.code, problem: error.message });
     }
   }

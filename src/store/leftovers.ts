@@ -1,0 +1,57 @@
+import { readdirSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+
+/**
+ * Temporary files of killed processes: a snapshot being written (`snapshots/.tmp-NAME-PID`) or
+ * deleted (`snapshots/.deleting-NAME-PID`), a restore's incoming data file
+ * (`data.mdb.restoring-PID`), an export file being written (`FILE.tmp-PID`). Each carries the pid
+ * of its writer; the next command that meets one removes it when that process is gone, never
+ * while it lives. Like LMDB's own reader table, this takes pids to mean the same processes for
+ * every user of the store (one pid namespace).
+ */
+const STORE_LEFTOVER = /^data\.mdb\.restoring-(\d+)$/;
+const SNAPSHOT_LEFTOVER = /^\.(?:tmp|deleting)-.+-(\d+)$/;
+
+/** Whether process `pid` exists (EPERM: it does, under another user). */
+export function processAlive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === 'EPERM';
+  }
+}
+
+/** Removes the entries of `dir` whose name matches `pattern` and whose pid (group 1) is dead. */
+function removeDead(dir: string, pattern: RegExp): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const pid = pattern.exec(name)?.[1];
+    if (pid === undefined || Number(pid) === process.pid || processAlive(Number(pid))) continue;
+    try {
+      rmSync(join(dir, name), { recursive: true, force: true });
+      removed.push(join(dir, name));
+    } catch {
+      // Removing a leftover is housekeeping: one that cannot be removed now is tried next time.
+    }
+  }
+  return removed;
+}
+
+/** Removes the store's leftovers of dead processes (restores, snapshots); returns their paths. */
+export function removeStoreLeftovers(storeDir: string, snapshotsDir: string): string[] {
+  return [...removeDead(storeDir, STORE_LEFTOVER), ...removeDead(snapshotsDir, SNAPSHOT_LEFTOVER)];
+}
+
+/** Removes the temporary files that dead writers of export file `path` left beside it. */
+export function removeExportLeftovers(path: string): string[] {
+  const prefix = basename(path).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return removeDead(dirname(path), new RegExp(`^${prefix}\\.tmp-(\\d+)$`));
+}
