@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import { BitThread } from '../store/bit-thread.js';
 import { XxHash } from '../hash/xxhash.js';
-import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from '../store/env.js';
+import { DEFAULT_MAP_SIZE_BYTES, StoreEnv, readOnlyError } from '../store/env.js';
 import { isLocked, LOCK_STALE_MS, LOCK_STALE_MS_MIN } from '../store/lock.js';
 import { migrateStore, type MigrationReport } from '../store/migrate.js';
 import {
@@ -50,6 +50,16 @@ export interface SeenStoreOptions {
   readonly threads?: number;
   /** The earlier name of `threads` (taken when `threads` is not given). */
   readonly hashThreads?: number;
+  /**
+   * Open the store read-only (default false). Nothing is ever written: LMDB opens with its
+   * read-only flag, no store header is created, the journal tail is replayed in memory only, and
+   * there is no checkpoint (not even at close); every write (add, delete, rotate, merge, prune,
+   * import, checkpoint, snapshot) fails with USAGE. Reads see everything committed, journal tail
+   * included, and work on a read-only mount or without write permission. The trade-off: a reader
+   * replays the whole journal tail at every open, as a writer's next checkpoint would have folded
+   * it into the chunks; and a missing store is NOT_FOUND, never created (`create` is ignored).
+   */
+  readonly readOnly?: boolean;
 }
 
 export const MAX_THREADS = 16;
@@ -85,6 +95,9 @@ export class SeenStore {
       assertOpen: () => {
         if (this.#closed) throw new SeenStoreError('STORE_CLOSED', `the store at ${dir} is closed`);
       },
+      assertWritable: (doing: string) => {
+        if (env.readOnly) throw readOnlyError(dir, doing);
+      },
     });
   }
 
@@ -98,6 +111,7 @@ export class SeenStore {
     const env = StoreEnv.open(dir, {
       create: options.create ?? true,
       mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES,
+      readOnly: options.readOnly ?? false,
     });
     // Checked after opening: a restore or migration that started before this process entered
     // LMDB's reader table is seen here; one that starts later sees this process and refuses.
@@ -182,6 +196,7 @@ export class SeenStore {
    */
   import(path: string, options: ImportOptions = {}): ImportResult {
     this.#ctx.assertOpen();
+    this.#ctx.assertWritable('import');
     const result = importEpoch(this.#env, this.#ctx.hash, path, options);
     return result;
   }
@@ -207,6 +222,7 @@ export class SeenStore {
    */
   async snapshot(name?: string): Promise<SnapshotInfo> {
     this.#ctx.assertOpen();
+    this.#ctx.assertWritable('take a snapshot');
     return createSnapshot(this.#env, name ?? defaultSnapshotName(''));
   }
 
@@ -218,12 +234,14 @@ export class SeenStore {
 
   deleteSnapshot(name: string): void {
     this.#ctx.assertOpen();
+    this.#ctx.assertWritable('delete a snapshot');
     deleteSnapshot(this.dir, name);
   }
 
   /** Checkpoints every scope this handle has used. */
   async checkpoint(): Promise<void> {
     this.#ctx.assertOpen();
+    this.#ctx.assertWritable('checkpoint');
     for (const scope of this.#scopes.values()) await scope.checkpoint();
   }
 

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
 import type { VerifyReport } from '../../store/verify.js';
 import { ExportedEpoch } from '../../epochs/exported.js';
-import { openStore, storeDir, type GlobalOptions } from '../context.js';
+import { openStoreReadOnly, storeDir, type GlobalOptions } from '../context.js';
 
 /**
  * Checks the whole store and reports every damage with its place; exits with STORE_CORRUPT's code
@@ -13,7 +13,7 @@ export async function verify(files: string[], command: Command): Promise<void> {
   if (files.length > 0) return verifyFiles(files, options);
   let report: VerifyReport;
   try {
-    const store = await openStore(options, false);
+    const store = await openStoreReadOnly(options);
     try {
       report = store.verify();
     } finally {
