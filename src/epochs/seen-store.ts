@@ -14,7 +14,7 @@ import {
   restoreSnapshot,
   type SnapshotInfo,
 } from '../store/snapshots.js';
-import { verifyStore, type VerifyReport } from '../store/verify.js';
+import { verifyPages, verifyStore, type VerifyReport } from '../store/verify.js';
 import { checkScopeName } from './create.js';
 import { Scope, type ScopeOptions, type ScopeStats } from './scope.js';
 import { importEpoch, mergeFiles, type ImportOptions, type ImportResult, type MergeFilesResult } from './transfer.js';
@@ -212,6 +212,32 @@ export class SeenStore {
     } finally {
       // Verifying read every page of the store through the map: let them leave the RSS.
       this.#env.releaseMappedPages();
+    }
+  }
+
+  /**
+   * Verifies the store at `dir` without a handle: its page structure first (every page of every
+   * database, read without mapping the file, so a cut or damaged file is reported, never a crash),
+   * then, when that is sound, every record (verify()). Opens read-only: nothing is written. A store
+   * that cannot be opened for damage is reported as damage; other failures (NOT_FOUND,
+   * FORMAT_UNSUPPORTED) are thrown.
+   */
+  static async verify(dir: string, options: Pick<SeenStoreOptions, 'mapSizeBytes'> = {}): Promise<VerifyReport> {
+    if (typeof dir !== 'string' || dir.length === 0) throw new TypeError('dir must be a non-empty string');
+    const structure = verifyPages(dir);
+    const empty = { scopes: 0, epochs: 0, chunks: 0, journalRecords: 0, notes: [] };
+    if (structure.damage.length > 0) return { ok: false, pages: structure.pages, ...empty, damage: structure.damage };
+    let store: SeenStore;
+    try {
+      store = await SeenStore.open(dir, { create: false, readOnly: true, ...(options.mapSizeBytes === undefined ? {} : { mapSizeBytes: options.mapSizeBytes }) });
+    } catch (error) {
+      if (!(error instanceof SeenStoreError) || error.code !== 'STORE_CORRUPT') throw error;
+      return { ok: false, pages: structure.pages, ...empty, damage: [{ where: dir, problem: error.message, code: error.code }] };
+    }
+    try {
+      return store.verify();
+    } finally {
+      await store.close();
     }
   }
 

@@ -123,6 +123,7 @@ class PageWalk {
   readonly damage: PageDamage[] = [];
   #pageBytes = 4096;
   #lastPage = 0;
+  #txnId = 0n;
   #filePages = 0;
   #pagesRead = 0;
   #highestUsed = 1;
@@ -253,6 +254,7 @@ class PageWalk {
 
   #walkAll(meta: Meta): void {
     this.#lastPage = Number(meta.lastPage);
+    this.#txnId = meta.txnId;
     this.#filePages = Math.floor(this.#fileBytes / this.#pageBytes);
     if (this.#fileBytes % this.#pageBytes !== 0) {
       this.#report(-1, 'file', `the file size ${this.#fileBytes} is not a whole number of ${this.#pageBytes}-byte pages`);
@@ -275,6 +277,10 @@ class PageWalk {
     const named: Tree[] = [];
     if (tree.root === P_INVALID) {
       if (tree.depth !== 0 || tree.entries !== 0n) this.#report(-1, tree.db, `empty, but its record says depth ${tree.depth} and ${tree.entries} entries`);
+      return named;
+    }
+    if (tree.db !== 'free' && tree.flags !== 0) {
+      this.#report(-1, tree.db, `its record has flags 0x${tree.flags.toString(16)}; seenstore's databases have none`);
       return named;
     }
     if (tree.depth < 1 || tree.depth > MAX_DEPTH) {
@@ -381,7 +387,7 @@ class PageWalk {
         this.#report(pgno, tree.db, `${where} names a database with a ${dataBytes}-byte record, not ${DB_RECORD_BYTES}`);
         return;
       }
-      if (named !== undefined && (flags & F_DUPDATA) === 0) named.push(readTree(page, data, page.toString('utf8', at + NODE_HEADER_BYTES, data)));
+      if (named !== undefined && (flags & F_DUPDATA) === 0) named.push(readTree(page, data, page.toString('utf8', at + NODE_HEADER_BYTES, data).replace(/\0+$/, '')));
       else this.#report(pgno, tree.db, `${where} holds a database where seenstore keeps none`);
     } else if (flags & F_DUPDATA) {
       this.#report(pgno, tree.db, `${where} holds duplicate values, which seenstore's databases never have`);
@@ -442,6 +448,12 @@ class PageWalk {
     this.#pagesRead++;
     if (page.readBigUInt64LE(0) !== BigInt(pgno)) {
       this.#report(pgno, db, `carries page number ${page.readBigUInt64LE(0)}`);
+      return undefined;
+    }
+    // A page's txnid is the commit that wrote it. One newer than the snapshot would make a writer
+    // take the mapped page for its own dirty copy and write into the read-only map (SIGSEGV).
+    if (page.readBigUInt64LE(8) > this.#txnId) {
+      this.#report(pgno, db, `was written by txn ${page.readBigUInt64LE(8)}, after the snapshot's txn ${this.#txnId}`);
       return undefined;
     }
     return page;
