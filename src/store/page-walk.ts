@@ -131,6 +131,8 @@ class PageWalk {
   readonly #seen = new Set<number>();
   /** Overflow runs seen, [first, count]: checked for overlaps at the end. */
   readonly #runs: [number, number][] = [];
+  readonly #levels: Buffer[] = [];
+  readonly #runHead = Buffer.alloc(PAGE_HEADER_BYTES);
 
   constructor(fd: number, fileBytes: number, maxDamage: number) {
     this.#fd = fd;
@@ -313,7 +315,7 @@ class PageWalk {
       return;
     }
     this.#seen.add(pgno);
-    const page = this.#readPage(pgno, tree.db);
+    const page = this.#readPage(pgno, tree.db, 1, this.#levelBuffer(level));
     if (page === undefined) return;
     const flags = page.readUInt16LE(18);
     const leaf = level === tree.depth;
@@ -337,6 +339,16 @@ class PageWalk {
     }
   }
 
+  /** mdb.c's me_nodemax: the largest node kept on its page; bigger values go to overflow pages. */
+  #nodeMaxBytes(): number {
+    return Math.floor((this.#pageBytes - PAGE_HEADER_BYTES) / 2) & ~1;
+  }
+
+  /** mdb.c's me_maxkey: the longest key LMDB writes. */
+  #maxKeyBytes(): number {
+    return this.#nodeMaxBytes() - (NODE_HEADER_BYTES + DB_RECORD_BYTES);
+  }
+
   /** The byte offsets of the page's nodes, each checked to lie, with its key, inside the page. */
   #nodeOffsets(page: Buffer, pgno: number, db: string): number[] | undefined {
     const lower = page.readUInt16LE(20);
@@ -355,8 +367,8 @@ class PageWalk {
         return undefined;
       }
       const keyBytes = page.readUInt16LE(at + 6);
-      if (ptr + NODE_HEADER_BYTES + keyBytes > end) {
-        this.#report(pgno, db, `node ${i} has a ${keyBytes}-byte key that runs past the page end`);
+      if (keyBytes > this.#maxKeyBytes() || ptr + NODE_HEADER_BYTES + keyBytes > end) {
+        this.#report(pgno, db, `node ${i} has a ${keyBytes}-byte key (at most ${this.#maxKeyBytes()}, and inside the page)`);
         return undefined;
       }
       offsets.push(at);
@@ -375,11 +387,12 @@ class PageWalk {
       return;
     }
     const inline = flags & F_BIGDATA ? OVERFLOW_REF_BYTES : dataBytes;
-    if (data + inline > this.#pageBytes) {
-      this.#report(pgno, tree.db, `${where} has ${inline} bytes of data that run past the page end`);
+    if (data + inline > this.#pageBytes || (!(flags & F_BIGDATA) && NODE_HEADER_BYTES + keyBytes + dataBytes > this.#nodeMaxBytes())) {
+      this.#report(pgno, tree.db, `${where} has ${inline} bytes of data that run past the page end or belong on overflow pages`);
       return;
     }
     counts.entries++;
+    if (tree.db === 'free') this.#freeRecord(page, pgno, keyBytes, data, flags & F_BIGDATA ? undefined : dataBytes, dataBytes);
     if (flags & F_BIGDATA) {
       counts.overflow += this.#overflowRun(tree.db, pgno, page, data, dataBytes);
     } else if (flags & F_SUBDATA) {
@@ -392,6 +405,26 @@ class PageWalk {
     } else if (flags & F_DUPDATA) {
       this.#report(pgno, tree.db, `${where} holds duplicate values, which seenstore's databases never have`);
     }
+  }
+
+  /**
+   * A free-DB record: an 8-byte transaction id, then a list of page numbers (a u64 count, then the
+   * page entries), which LMDB's writers take pages from.
+   */
+  #freeRecord(page: Buffer, pgno: number, keyBytes: number, at: number, inlineBytes: number | undefined, dataBytes: number): void {
+    if (keyBytes !== 8 || dataBytes % 8 !== 0 || dataBytes < 8) {
+      this.#report(pgno, 'free', `a free-page record has a ${keyBytes}-byte key and ${dataBytes} bytes of data (8, and a whole number of page numbers)`);
+      return;
+    }
+    if (inlineBytes === undefined) return;
+    const count = page.readBigUInt64LE(at);
+    // LMDB reserves a record's room before it knows the final list, which may come out shorter.
+    if (count > BigInt(inlineBytes / 8 - 1)) {
+      this.#report(pgno, 'free', `a free-page record says it lists ${count} pages in ${inlineBytes} bytes`);
+      return;
+    }
+    // The entries themselves are in lmdb-js's sparse list encoding (midl-sparse.c: runs, zero
+    // separators), which readers never follow: they are not checked one by one.
   }
 
   /** Checks the run a big value points to (its first page's header, its place); returns its page count. */
@@ -410,7 +443,7 @@ class PageWalk {
       this.#report(from, db, `the overflow run at page ${start} of ${count} pages ends past the last page ${this.#lastPage}`);
       return 0n;
     }
-    const head = this.#readPage(start, db, count);
+    const head = this.#readPage(start, db, count, this.#runHead);
     if (head === undefined) return 0n;
     const flags = head.readUInt16LE(18);
     const stored = head.readUInt32LE(20);
@@ -434,14 +467,26 @@ class PageWalk {
   }
 
   /** Page `pgno` (its first page when it starts a run of `count`), or undefined when the file lacks it. */
-  #readPage(pgno: number, db: string, count = 1): Buffer | undefined {
+  /**
+   * The page buffer of tree level `level`: a page's buffer stays valid while its children (one
+   * level down) are read. An overflow run's head needs only its header (#runHead).
+   */
+  #levelBuffer(level: number): Buffer {
+    let buffer = this.#levels[level];
+    if (buffer === undefined) {
+      buffer = Buffer.allocUnsafe(this.#pageBytes);
+      this.#levels[level] = buffer;
+    }
+    return buffer;
+  }
+
+  #readPage(pgno: number, db: string, count: number, page: Buffer): Buffer | undefined {
     this.#highestUsed = Math.max(this.#highestUsed, pgno + count - 1);
     if (pgno + count > this.#filePages) {
       this.#report(pgno, db, `lies beyond the end of the file (${this.#filePages} pages): the file is cut short`);
       return undefined;
     }
-    const page = Buffer.allocUnsafe(this.#pageBytes);
-    if (this.#read(page, pgno * this.#pageBytes) < this.#pageBytes) {
+    if (this.#read(page, pgno * this.#pageBytes) < page.length) {
       this.#report(pgno, db, 'could not be read whole');
       return undefined;
     }
