@@ -44,6 +44,8 @@ const F_BIGDATA = 0x01;
 const F_SUBDATA = 0x02;
 const F_DUPDATA = 0x04;
 const P_INVALID = 0xffff_ffff_ffff_ffffn;
+const MDB_INTEGERKEY = 0x08;
+const MDB_OVERLAPPINGSYNC = 0x1000;
 /** mdb.c's CURSOR_STACK: LMDB cannot descend a deeper tree. */
 const MAX_DEPTH = 32;
 const PAGE_SIZES = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536];
@@ -80,6 +82,8 @@ export interface PageWalkReport {
 export interface PageWalkOptions {
   /** Stop after this many findings (default 100; 1 to learn only whether the file is sound). */
   readonly maxDamage?: number;
+  /** Called for each sound page the walk reaches (an overflow run by its first page). */
+  readonly visit?: (page: number, db: string, kind: 'branch' | 'leaf' | 'overflow') => void;
 }
 
 /** Thrown inside the walk when enough damage was found. */
@@ -110,7 +114,7 @@ interface Meta {
 export function walkPages(path: string, options: PageWalkOptions = {}): PageWalkReport {
   const fd = openSync(path, 'r');
   try {
-    return new PageWalk(fd, fstatSync(fd).size, options.maxDamage ?? 100).run();
+    return new PageWalk(fd, fstatSync(fd).size, options.maxDamage ?? 100, options.visit).run();
   } finally {
     closeSync(fd);
   }
@@ -118,7 +122,7 @@ export function walkPages(path: string, options: PageWalkOptions = {}): PageWalk
 
 class PageWalk {
   readonly #fd: number;
-  readonly #fileBytes: number;
+  #fileBytes: number;
   readonly #maxDamage: number;
   readonly damage: PageDamage[] = [];
   #pageBytes = 4096;
@@ -134,8 +138,11 @@ class PageWalk {
   readonly #levels: Buffer[] = [];
   readonly #runHead = Buffer.alloc(PAGE_HEADER_BYTES);
 
-  constructor(fd: number, fileBytes: number, maxDamage: number) {
+  readonly #visit: PageWalkOptions['visit'];
+
+  constructor(fd: number, fileBytes: number, maxDamage: number, visit: PageWalkOptions['visit']) {
     this.#fd = fd;
+    this.#visit = visit;
     this.#fileBytes = fileBytes;
     this.#maxDamage = Math.max(1, maxDamage);
   }
@@ -208,9 +215,13 @@ class PageWalk {
       this.#report(0, 'file', `the synced meta at half of page 0 claims txn ${synced.txnId}, newer than meta page ${newest.page} (txn ${newest.txnId})`);
       return undefined;
     }
-    if (second.pageBytes !== first.pageBytes && second.valid === undefined) {
-      this.#report(1, 'file', `meta page 1 has page size ${second.pageBytes}, meta page 0 ${first.pageBytes}`);
+    // The older meta page is the one the next commit overwrites (from its map size on, never its
+    // header): damage there is not followed, but it is damage.
+    if (second.valid !== undefined) {
+      this.#report(1, 'file', `meta page 1 ${second.valid}`);
+      return undefined;
     }
+    if (second.pageBytes !== first.pageBytes) this.#report(1, 'file', `meta page 1 has page size ${second.pageBytes}, meta page 0 ${first.pageBytes}`);
     return newest;
   }
 
@@ -239,6 +250,11 @@ class PageWalk {
       else if ((head.readUInt32LE(at + 4) & 0xffff) !== LMDB_DATA_VERSION) valid = `has LMDB data version ${head.readUInt32LE(at + 4) & 0xffff}, not ${LMDB_DATA_VERSION}`;
     }
     if (valid === undefined && !PAGE_SIZES.includes(pageBytes)) valid = `has an impossible page size ${pageBytes}`;
+    // The free DB's flags double as the environment's persistent flags (mm_flags): LMDB writes
+    // MDB_INTEGERKEY, plus MDB_OVERLAPPINGSYNC on commits not yet synced; any other bit changes
+    // how LMDB reads the file.
+    const envFlags = head.readUInt16LE(at + META_FREE_DB + 4);
+    if (valid === undefined && (envFlags & ~MDB_OVERLAPPINGSYNC) !== MDB_INTEGERKEY) valid = `has environment flags 0x${envFlags.toString(16)}`;
     if (valid === undefined && (lastPage < 1n || lastPage > BigInt(Number.MAX_SAFE_INTEGER) / BigInt(pageBytes))) {
       valid = `has an impossible last page ${lastPage}`;
     }
@@ -257,6 +273,8 @@ class PageWalk {
   #walkAll(meta: Meta): void {
     this.#lastPage = Number(meta.lastPage);
     this.#txnId = meta.txnId;
+    // Measured after the meta page was read: every page of its snapshot was written before it.
+    this.#fileBytes = fstatSync(this.#fd).size;
     this.#filePages = Math.floor(this.#fileBytes / this.#pageBytes);
     if (this.#fileBytes % this.#pageBytes !== 0) {
       this.#report(-1, 'file', `the file size ${this.#fileBytes} is not a whole number of ${this.#pageBytes}-byte pages`);
@@ -326,6 +344,7 @@ class PageWalk {
     }
     const nodes = this.#nodeOffsets(page, pgno, tree.db);
     if (nodes === undefined) return;
+    this.#visit?.(pgno, tree.db, leaf ? 'leaf' : 'branch');
     if (leaf) {
       counts.leaf++;
       for (const at of nodes) this.#leafNode(tree, page, pgno, at, counts, named);
@@ -341,7 +360,7 @@ class PageWalk {
 
   /** mdb.c's me_nodemax: the largest node kept on its page; bigger values go to overflow pages. */
   #nodeMaxBytes(): number {
-    return Math.floor((this.#pageBytes - PAGE_HEADER_BYTES) / 2) & ~1;
+    return (Math.floor((this.#pageBytes - PAGE_HEADER_BYTES) / 2) & ~1) - 2;
   }
 
   /** mdb.c's me_maxkey: the longest key LMDB writes. */
@@ -452,6 +471,7 @@ class PageWalk {
       return 0n;
     }
     this.#runs.push([start, count]);
+    this.#visit?.(start, db, 'overflow');
     return pages;
   }
 
