@@ -51,8 +51,9 @@ export function stableWalk(path: string, maxDamage: number): PageWalkReport | un
 
 /** One line for a finding: where (page, database) and what. */
 export function describeDamage(damage: PageDamage): string {
-  if (damage.page < 0) return `${damage.db === 'file' ? 'the file' : `database ${damage.db}`}: ${damage.problem}`;
-  return `page ${damage.page}${damage.db === 'file' ? '' : ` (database ${damage.db})`} ${damage.problem}`;
+  // Findings about the file as a whole (meta pages, its size) name their place themselves.
+  if (damage.db === 'file') return damage.problem;
+  return damage.page < 0 ? `database ${damage.db}: ${damage.problem}` : `page ${damage.page} (database ${damage.db}) ${damage.problem}`;
 }
 
 function isDirectory(dir: string): boolean {

@@ -277,7 +277,7 @@ class PageWalk {
     this.#fileBytes = fstatSync(this.#fd).size;
     this.#filePages = Math.floor(this.#fileBytes / this.#pageBytes);
     if (this.#fileBytes % this.#pageBytes !== 0) {
-      this.#report(-1, 'file', `the file size ${this.#fileBytes} is not a whole number of ${this.#pageBytes}-byte pages`);
+      this.#report(-1, 'file', `the file size ${this.#fileBytes} bytes is not a whole number of ${this.#pageBytes}-byte pages`);
     }
     this.#walkTree(meta.free, false);
     const named = this.#walkTree(meta.main, true);
@@ -482,7 +482,7 @@ class PageWalk {
     spans.sort((a, b) => a[0] - b[0]);
     for (let i = 1; i < spans.length; i++) {
       const [start, count] = spans[i - 1]!;
-      if (spans[i]![0] < start + count) this.#report(spans[i]![0], 'file', `is used twice: it lies inside the run of ${count} pages at page ${start}`);
+      if (spans[i]![0] < start + count) this.#report(spans[i]![0], 'file', `page ${spans[i]![0]} is used twice: it lies inside the run of ${count} pages at page ${start}`);
     }
   }
 

@@ -61,7 +61,7 @@ export function verifyPages(dir: string): { pages: number; damage: Damage[] } {
   if (!existsSync(path) || statSync(path).size === 0) return { pages: 0, damage: [] };
   const report = stableWalk(path, MAX_PAGE_DAMAGE);
   const damage = (report?.damage ?? []).map((d) => ({
-    where: d.page < 0 ? `${path}${d.db === 'file' ? '' : ` database ${d.db}`}` : `${path} page ${d.page}${d.db === 'file' ? '' : ` (database ${d.db})`}`,
+    where: `${path}${d.page < 0 ? '' : ` page ${d.page}`}${d.db === 'file' ? '' : ` (database ${d.db})`}`,
     problem: d.problem,
     code: 'STORE_CORRUPT',
   }));
