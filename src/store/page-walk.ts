@@ -197,7 +197,7 @@ class PageWalk {
       this.#report(0, 'file', `the file has ${this.#fileBytes} bytes, too short for an LMDB meta page`);
       return undefined;
     }
-    const first = this.#readMeta(head, 0, 0);
+    const first = this.#readMeta(head, 0);
     if (first.valid !== undefined) {
       this.#report(0, 'file', `meta page 0 ${first.valid}`);
       return undefined;
@@ -222,7 +222,27 @@ class PageWalk {
       return undefined;
     }
     if (second.pageBytes !== first.pageBytes) this.#report(1, 'file', `meta page 1 has page size ${second.pageBytes}, meta page 0 ${first.pageBytes}`);
-    return newest;
+    return this.#txnIdsAgree(first, second) ? newest : undefined;
+  }
+
+  /**
+   * Commit T writes meta page T % 2 (mdb_env_write_meta), so the two pages hold consecutive txnids,
+   * or 0 beside the first (a new file, or a compacting copy: it writes txn T | 1 to page 1 only).
+   * A txnid off that pattern would make LMDB open an older snapshot, silently dropping commits.
+   */
+  #txnIdsAgree(first: Meta, second: Meta): boolean {
+    for (const meta of [first, second]) {
+      if (meta.txnId !== 0n && Number(meta.txnId & 1n) !== meta.page) {
+        this.#report(meta.page, 'file', `meta page ${meta.page} holds txn ${meta.txnId}, which LMDB writes to meta page ${meta.txnId & 1n}`);
+        return false;
+      }
+    }
+    const gap = first.txnId > second.txnId ? first.txnId - second.txnId : second.txnId - first.txnId;
+    if (first.txnId !== 0n && second.txnId !== 0n && gap !== 1n) {
+      this.#report(0, 'file', `the meta pages hold txns ${first.txnId} and ${second.txnId}, not consecutive ones`);
+      return false;
+    }
+    return true;
   }
 
   #readMetaAt(page: number, offset: number): Meta | undefined {
@@ -231,11 +251,11 @@ class PageWalk {
       if (page >= 0) this.#report(page, 'file', `the file has ${this.#fileBytes} bytes: meta page ${page} is missing`);
       return undefined;
     }
-    return this.#readMeta(head, page, offset);
+    return this.#readMeta(head, page);
   }
 
   /** The meta record in `head` (a page header and the meta), and what is wrong with it, if anything. */
-  #readMeta(head: Buffer, page: number, offset: number): Meta {
+  #readMeta(head: Buffer, page: number): Meta {
     const at = META_OFFSET;
     const pageBytes = head.readUInt32LE(at + META_FREE_DB);
     const lastPage = head.readBigUInt64LE(at + META_LAST_PAGE);
@@ -258,7 +278,6 @@ class PageWalk {
     if (valid === undefined && (lastPage < 1n || lastPage > BigInt(Number.MAX_SAFE_INTEGER) / BigInt(pageBytes))) {
       valid = `has an impossible last page ${lastPage}`;
     }
-    void offset;
     return {
       page,
       valid,
