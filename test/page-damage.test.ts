@@ -202,6 +202,20 @@ describe('a damaged data.mdb', () => {
     }
   });
 
+  test('snapshot restore repairs a cut or emptied store, keeping the damaged file as a snapshot', async () => {
+    const dir = await storeWithTail();
+    assert.equal((await runCli(['snapshot', 'create', 'good', '--store', dir])).code, 0);
+    for (const size of [20 * PAGE_BYTES, 0]) {
+      truncateSync(join(dir, 'data.mdb'), size);
+      const restore = await runCli(['snapshot', 'restore', 'good', '--store', dir]);
+      assert.equal(restore.code, 0, restore.stderr);
+      const has = await runCli(['has', '--store', dir, '--scope', 'v'], `${TAIL_URL}\n`);
+      assert.equal(has.stdout, `${TAIL_URL}\n`, has.stderr);
+    }
+    const list = JSON.parse((await runCli(['snapshot', 'list', '--store', dir, '--json'])).stdout) as { reason: string; bytes: number }[];
+    assert.deepEqual(list.filter((s) => s.reason === 'pre-restore (damaged)').map((s) => s.bytes), [20 * PAGE_BYTES, 0]);
+  });
+
   test('flipped bytes at structural places (page headers, node offsets, child pointers, overflow page numbers): an answer or STORE_CORRUPT, never a signal', async () => {
     const source = await storeWithTail();
     const places = structuralPlaces(join(source, 'data.mdb'));

@@ -10,6 +10,7 @@ import {
   defaultSnapshotName,
   deleteSnapshot,
   EXCLUSIVE_LOCK,
+  keepDamagedData,
   listSnapshots,
   restoreSnapshot,
   type SnapshotInfo,
@@ -153,7 +154,15 @@ export class SeenStore {
   static async restoreSnapshot(dir: string, name: string, options: Pick<SeenStoreOptions, 'mapSizeBytes' | 'lockStaleMs'> = {}): Promise<SnapshotInfo> {
     refuseIfOpenHere(dir, `restore snapshot ${name}`);
     return restoreSnapshot(dir, name, lockStaleMs(options), async (safetyName) => {
-      const env = StoreEnv.open(dir, { create: false, mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES, anyFormat: true });
+      let env: StoreEnv;
+      try {
+        env = StoreEnv.open(dir, { create: false, mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES, anyFormat: true });
+      } catch (error) {
+        // A damaged store is what a restore is for: keep its file as it is, and go on.
+        if (!(error instanceof SeenStoreError) || error.code !== 'STORE_CORRUPT') throw error;
+        keepDamagedData(dir, safetyName, error.message);
+        return;
+      }
       try {
         await createSnapshot(env, safetyName, 'pre-restore');
       } finally {

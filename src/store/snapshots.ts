@@ -84,6 +84,35 @@ export async function createSnapshot(env: StoreEnv, name: string, reason = 'user
   }
 }
 
+/**
+ * Keeps a damaged data file as snapshot `name`, byte for byte (LMDB's copy would follow its
+ * damaged pages): a restore replaces a store that cannot be opened, and what it replaced stays for
+ * inspection. Its manifest says `damaged` and format 0 (unknown); restoring it restores the damage.
+ */
+export function keepDamagedData(dir: string, name: string, problem: string): SnapshotInfo {
+  checkName(name);
+  const root = join(dir, SNAPSHOTS_DIR);
+  const temporary = join(root, `.tmp-${name}-${process.pid}`);
+  try {
+    mkdirSync(temporary, { recursive: true });
+    const data = join(dir, 'data.mdb');
+    if (existsSync(data)) copyFileSync(data, join(temporary, 'data.mdb'));
+    else writeFileSync(join(temporary, 'data.mdb'), '');
+    const manifest: SnapshotManifest & { readonly damage: string } = { v: 1, name, createdAtMs: Date.now(), formatVersion: 0, reason: 'pre-restore (damaged)', damage: problem };
+    writeFileSync(join(temporary, 'snapshot.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+    for (const file of ['data.mdb', 'snapshot.json']) {
+      fsyncPath(join(temporary, file));
+      chmodSync(join(temporary, file), 0o444);
+    }
+    renameSync(temporary, join(root, name));
+    fsyncPath(root);
+    return info(root, name);
+  } catch (error) {
+    rmSync(temporary, { recursive: true, force: true });
+    throw asStoreError(error, `keeping the damaged data as snapshot ${name}`);
+  }
+}
+
 function info(root: string, name: string): SnapshotInfo {
   const path = join(root, name);
   let manifest: SnapshotManifest;
