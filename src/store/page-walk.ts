@@ -39,7 +39,6 @@ const P_BRANCH = 0x01;
 const P_LEAF = 0x02;
 const P_OVERFLOW = 0x04;
 const P_META = 0x08;
-const P_LEAF2 = 0x20;
 const F_BIGDATA = 0x01;
 const F_SUBDATA = 0x02;
 const F_DUPDATA = 0x04;
@@ -356,8 +355,8 @@ class PageWalk {
     if (page === undefined) return;
     const flags = page.readUInt16LE(18);
     const leaf = level === tree.depth;
-    const expected = leaf ? P_LEAF | (flags & P_LEAF2) : P_BRANCH;
-    if (flags !== expected || (flags & P_LEAF2) !== 0) {
+    // seenstore's databases hold no duplicates, so no LEAF2 or sub-pages: exactly one type bit.
+    if (flags !== (leaf ? P_LEAF : P_BRANCH)) {
       this.#report(pgno, tree.db, `has flags 0x${flags.toString(16)}, expected a ${leaf ? 'leaf' : 'branch'} page at level ${level} of ${tree.depth}`);
       return;
     }

@@ -166,7 +166,8 @@ export function deleteSnapshot(dir: string, name: string): void {
  * entries of dead processes.
  */
 export async function otherProcesses(dir: string): Promise<number[]> {
-  if (!existsSync(join(dir, 'data.mdb'))) return [];
+  // LMDB would make an empty data file a new environment: no process can be using one.
+  if (!existsSync(join(dir, 'data.mdb')) || statSync(join(dir, 'data.mdb')).size === 0) return [];
   const root = open({ path: dir, noSubdir: false, maxDbs: 8 });
   try {
     root.readerCheck();
