@@ -60,6 +60,14 @@ export async function openStore(options: GlobalOptions, create: boolean): Promis
   return SeenStore.open(storeDir(options), { create, onWarning: (message) => warn(message), ...(threads === undefined ? {} : { threads }) });
 }
 
+/**
+ * Opens an existing store read-only (SeenStoreOptions.readOnly): for the commands that only read,
+ * so that they never write, checkpoint or create anything, and work on a read-only mount.
+ */
+export async function openStoreReadOnly(options: GlobalOptions): Promise<SeenStore> {
+  return SeenStore.open(storeDir(options), { create: false, readOnly: true, onWarning: (message) => warn(message) });
+}
+
 export function warn(message: string): void {
   process.stderr.write(`seenstore: ${message}\n`);
 }

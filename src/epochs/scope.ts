@@ -132,6 +132,8 @@ export interface ScopeContext {
   readonly lockStaleMs: number;
   readonly warn: (message: string) => void;
   readonly assertOpen: () => void;
+  /** Throws USAGE when the store was opened read-only. */
+  readonly assertWritable: (doing: string) => void;
 }
 
 /**
@@ -283,6 +285,7 @@ export class Scope {
    */
   async delete(urls: readonly string[]): Promise<number> {
     this.#ctx.assertOpen();
+    this.#ctx.assertWritable('delete');
     const epoch = this.#open(false);
     if (epoch === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
     if (!epoch.counting) throw new SeenStoreError('USAGE', `epoch ${this.name}/${epoch.header.epoch} is not counting: only counting epochs can delete`);
@@ -347,6 +350,7 @@ export class Scope {
     if (options.ifEpoch !== undefined && !(Number.isSafeInteger(options.ifEpoch) && options.ifEpoch >= 1)) {
       throw new TypeError(`ifEpoch must be a whole number >= 1, got ${String(options.ifEpoch)}`);
     }
+    this.#ctx.assertWritable('rotate');
     if (options.capacityUrls !== undefined || options.fprTarget !== undefined || options.strategy !== undefined) {
       // Checked before anything is touched; seeds are checked against the strategy in the rotation.
       const { seeds: _unused, ...plan } = this.#plan;
@@ -399,6 +403,7 @@ export class Scope {
    */
   async merge(paths: readonly string[], epoch?: number, options: { readonly signal?: AbortSignal } = {}): Promise<MergeResult> {
     this.#ctx.assertOpen();
+    this.#ctx.assertWritable('merge');
     const open = this.#open(false);
     if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
     if (epoch !== undefined && epoch !== open.header.epoch) {
@@ -419,6 +424,7 @@ export class Scope {
   /** Drops old sealed epochs (see PruneOptions); returns what was dropped. */
   async prune(options: PruneOptions): Promise<Dropped[]> {
     this.#ctx.assertOpen();
+    this.#ctx.assertWritable('prune');
     const dropped = await prune(this.#ctx.env, this.name, options);
     for (const { epoch } of dropped) this.#loaded.delete(epoch);
     return dropped;
@@ -445,6 +451,7 @@ export class Scope {
   /** Writes dirty chunks and trims the journal now (normally automatic). */
   async checkpoint(): Promise<CheckpointOutcome> {
     this.#ctx.assertOpen();
+    this.#ctx.assertWritable('checkpoint');
     await this.#checkpointRunning;
     const open = this.#open(false);
     if (open === undefined) return 'clean';
@@ -453,6 +460,8 @@ export class Scope {
 
   /** Waits for a background checkpoint, then checkpoints once more (used by close). */
   async flush(): Promise<void> {
+    // A read-only handle replayed the journal tail in memory only: there is nothing of its own to write.
+    if (this.#ctx.env.readOnly) return;
     await this.#checkpointRunning;
     const open = this.#openEpoch === undefined ? undefined : this.#loaded.get(this.#openEpoch);
     if (open !== undefined) await this.#runCheckpoint(open);
@@ -461,6 +470,7 @@ export class Scope {
   /** `urls`: an array (addIfAbsent and add check) or UTF-8 keys of the right shape (addIfAbsentUtf8 checks). */
   async #add(urls: Keys, answers: boolean[] | undefined, options: AddOptions): Promise<number> {
     this.#ctx.assertOpen();
+    this.#ctx.assertWritable('add');
     if (keyCount(urls) === 0) return 0;
     let epoch = this.#open(true, false)!;
     if (options.epoch !== undefined && options.epoch !== epoch.header.epoch) {

@@ -2,7 +2,7 @@ import { join, resolve } from 'node:path';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import { BitThread } from '../store/bit-thread.js';
 import { XxHash } from '../hash/xxhash.js';
-import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from '../store/env.js';
+import { DEFAULT_MAP_SIZE_BYTES, StoreEnv, readOnlyError } from '../store/env.js';
 import { isLocked, LOCK_STALE_MS, LOCK_STALE_MS_MIN } from '../store/lock.js';
 import { removeStoreLeftovers } from '../store/leftovers.js';
 import { migrateStore, type MigrationReport } from '../store/migrate.js';
@@ -17,7 +17,7 @@ import {
   type RestoreResult,
   type SnapshotInfo,
 } from '../store/snapshots.js';
-import { verifyStore, type VerifyReport } from '../store/verify.js';
+import { verifyPages, verifyStore, type VerifyReport } from '../store/verify.js';
 import { checkScopeName } from './create.js';
 import { Scope, type ScopeOptions, type ScopeStats } from './scope.js';
 import { importEpoch, mergeFiles, type ImportOptions, type ImportResult, type MergeFilesResult } from './transfer.js';
@@ -53,6 +53,16 @@ export interface SeenStoreOptions {
   readonly threads?: number;
   /** The earlier name of `threads` (taken when `threads` is not given). */
   readonly hashThreads?: number;
+  /**
+   * Open the store read-only (default false). Nothing is ever written: LMDB opens with its
+   * read-only flag, no store header is created, the journal tail is replayed in memory only, and
+   * there is no checkpoint (not even at close); every write (add, delete, rotate, merge, prune,
+   * import, checkpoint, snapshot) fails with USAGE. Reads see everything committed, journal tail
+   * included, and work on a read-only mount or without write permission. The trade-off: a reader
+   * replays the whole journal tail at every open, as a writer's next checkpoint would have folded
+   * it into the chunks; and a missing store is NOT_FOUND, never created (`create` is ignored).
+   */
+  readonly readOnly?: boolean;
 }
 
 export const MAX_THREADS = 16;
@@ -88,6 +98,9 @@ export class SeenStore {
       assertOpen: () => {
         if (this.#closed) throw new SeenStoreError('STORE_CLOSED', `the store at ${dir} is closed`);
       },
+      assertWritable: (doing: string) => {
+        if (env.readOnly) throw readOnlyError(dir, doing);
+      },
     });
   }
 
@@ -101,6 +114,7 @@ export class SeenStore {
     const env = StoreEnv.open(dir, {
       create: options.create ?? true,
       mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES,
+      readOnly: options.readOnly ?? false,
     });
     // Checked after opening: a restore or migration that started before this process entered
     // LMDB's reader table is seen here; one that starts later sees this process and refuses.
@@ -183,6 +197,7 @@ export class SeenStore {
    */
   async import(path: string, options: ImportOptions = {}): Promise<ImportResult> {
     this.#ctx.assertOpen();
+    this.#ctx.assertWritable('import');
     return importEpoch(this.#env, this.#ctx.hash, path, options);
   }
 
@@ -201,6 +216,32 @@ export class SeenStore {
   }
 
   /**
+   * Verifies the store at `dir` without a handle: its page structure first (every page of every
+   * database, read without mapping the file, so a cut or damaged file is reported, never a crash),
+   * then, when that is sound, every record (verify()). Opens read-only: nothing is written. A store
+   * that cannot be opened for damage is reported as damage; other failures (NOT_FOUND,
+   * FORMAT_UNSUPPORTED) are thrown.
+   */
+  static async verify(dir: string, options: Pick<SeenStoreOptions, 'mapSizeBytes'> = {}): Promise<VerifyReport> {
+    if (typeof dir !== 'string' || dir.length === 0) throw new TypeError('dir must be a non-empty string');
+    const structure = verifyPages(dir);
+    const empty = { scopes: 0, epochs: 0, chunks: 0, journalRecords: 0, notes: [] };
+    if (structure.damage.length > 0) return { ok: false, pages: structure.pages, ...empty, damage: structure.damage };
+    let store: SeenStore;
+    try {
+      store = await SeenStore.open(dir, { create: false, readOnly: true, ...(options.mapSizeBytes === undefined ? {} : { mapSizeBytes: options.mapSizeBytes }) });
+    } catch (error) {
+      if (!(error instanceof SeenStoreError) || error.code !== 'STORE_CORRUPT') throw error;
+      return { ok: false, pages: structure.pages, ...empty, damage: [{ where: dir, problem: error.message, code: error.code }] };
+    }
+    try {
+      return store.verify();
+    } finally {
+      await store.close();
+    }
+  }
+
+  /**
    * A consistent point-in-time copy of the whole store, taken while writers keep running (LMDB's
    * compacting copy in one read transaction): every add acknowledged before the call is in it.
    * Stored read-only in `snapshots/NAME` (default name: the UTC time). `signal` stops it after the
@@ -208,6 +249,7 @@ export class SeenStore {
    */
   async snapshot(name?: string, options: { readonly signal?: AbortSignal } = {}): Promise<SnapshotInfo> {
     this.#ctx.assertOpen();
+    this.#ctx.assertWritable('take a snapshot');
     return createSnapshot(this.#env, name ?? defaultSnapshotName(''), 'user', this.#env.header.formatVersion, options.signal);
   }
 
@@ -219,12 +261,14 @@ export class SeenStore {
 
   deleteSnapshot(name: string): void {
     this.#ctx.assertOpen();
+    this.#ctx.assertWritable('delete a snapshot');
     deleteSnapshot(this.dir, name);
   }
 
   /** Checkpoints every scope this handle has used. */
   async checkpoint(): Promise<void> {
     this.#ctx.assertOpen();
+    this.#ctx.assertWritable('checkpoint');
     for (const scope of this.#scopes.values()) await scope.checkpoint();
   }
 

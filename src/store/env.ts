@@ -1,24 +1,15 @@
-import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync, statfsSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync, statfsSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { ABORT, open, type Database, type RootDatabase } from 'lmdb';
 import { Packr } from 'msgpackr';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import { OpenGuard } from './open-guard.js';
+import { checkDataFile } from './data-file.js';
 import { FORMAT_VERSION, readStoreHeader, type StoreHeader } from './records.js';
 
 /** Key of the store header in the meta DB. */
 export const STORE_HEADER_KEY = 'store';
-
-/** LMDB's on-disk meta pages as this lmdb build writes them (24-byte page header). */
-const LMDB_PAGE_BYTES = 4096;
-const LMDB_PAGE_FLAGS_OFFSET = 18;
-const LMDB_P_META = 0x08;
-const LMDB_META_MAGIC_OFFSET = 24;
-const LMDB_MAGIC = 0xbeefc0de;
-
-/** Pages at the end of the data file LMDB may legitimately never have written (see #checkFileSize). */
-const UNWRITTEN_TAIL_PAGES = 64;
 
 /** Default virtual address space reserved for the map. Costs no memory or disk until used. */
 export const DEFAULT_MAP_SIZE_BYTES = 64 * 2 ** 30;
@@ -29,6 +20,8 @@ export interface StoreEnvOptions {
   readonly mapSizeBytes: number;
   /** Open a store of any format without checking it (for `migrate` only). */
   readonly anyFormat?: boolean;
+  /** Open LMDB read-only: nothing is ever written (SeenStoreOptions.readOnly). */
+  readonly readOnly?: boolean;
 }
 
 type Key = string | number | (string | number)[];
@@ -36,6 +29,11 @@ type Key = string | number | (string | number)[];
 /** lmdb-js's native environment behind a root database (not in its typings). */
 interface LmdbEnvHandle {
   readonly env: { info(): { lastTxnId: number } };
+}
+
+/** Runs `action` holding `guard`, or at once when there is none (see StoreEnv's #guard). */
+function holding<T>(guard: OpenGuard | undefined, action: () => T): T {
+  return guard === undefined ? action() : guard.hold(action);
 }
 
 /** Write transactions begun behind the newest commit before write() gives up (see #transaction). */
@@ -50,8 +48,13 @@ export class StoreEnv {
   readonly header: StoreHeader;
   readonly #packr = new Packr({ useRecords: false, mapsAsObjects: true });
   readonly #mapSizeBytes: number;
-  /** Serialises this process's opens and commits against other processes' (see OpenGuard). */
-  readonly #guard: OpenGuard;
+  /**
+   * Serialises this process's opens and commits against other processes' (see OpenGuard); absent
+   * only for a read-only open that cannot open it (a read-only mount).
+   */
+  readonly #guard: OpenGuard | undefined;
+  /** Opened with LMDB's read-only flag: write() refuses, and no header is created. */
+  readonly readOnly: boolean;
   #handles!: { root: RootDatabase; meta: Database<Buffer, Key>; chunks: Database<Buffer, Key>; journal: Database<Buffer, Key> };
   /** Earlier handles being closed (releaseMappedPages); close() waits for them. */
   readonly #closing: Promise<void>[] = [];
@@ -59,10 +62,11 @@ export class StoreEnv {
   #busy = 0;
   #closed = false;
 
-  private constructor(dir: string, guard: OpenGuard, root: RootDatabase, mapSizeBytes: number, anyFormat: boolean) {
+  private constructor(dir: string, guard: OpenGuard | undefined, root: RootDatabase, mapSizeBytes: number, anyFormat: boolean, readOnly: boolean) {
     this.dir = dir;
     this.#guard = guard;
     this.#mapSizeBytes = mapSizeBytes;
+    this.readOnly = readOnly;
     this.#attach(root);
     const { dev, ino } = statSync(join(dir, 'data.mdb'));
     this.#dataFile = { dev, ino };
@@ -118,9 +122,9 @@ export class StoreEnv {
     };
   }
 
-  static #openRoot(dir: string, mapSizeBytes: number): RootDatabase {
+  static #openRoot(dir: string, mapSizeBytes: number, readOnly: boolean): RootDatabase {
     // noSubdir explicitly: lmdb-js otherwise takes a path with a dot in its last segment for a file.
-    return open({ path: dir, noSubdir: false, mapSize: mapSizeBytes, maxDbs: 8, pageSize: 4096 });
+    return open({ path: dir, noSubdir: false, mapSize: mapSizeBytes, maxDbs: 8, pageSize: 4096, readOnly });
   }
 
   /**
@@ -141,7 +145,7 @@ export class StoreEnv {
   #reopen(): void {
     const old = this.#handles.root;
     this.#closing.push(old.close().catch(() => undefined));
-    this.#attach(this.#guard.hold(() => StoreEnv.#openRoot(this.dir, this.#mapSizeBytes)));
+    this.#attach(holding(this.#guard, () => StoreEnv.#openRoot(this.dir, this.#mapSizeBytes, this.readOnly)));
   }
 
   /** LMDB's compacting copy of the store into `dir` (one read transaction). */
@@ -158,72 +162,25 @@ export class StoreEnv {
     if (endianness() !== 'LE') {
       throw new SeenStoreError('INTERNAL', 'seenstore reads and writes filters as little-endian words; this host is big-endian');
     }
-    StoreEnv.#prepareDir(dir, options.create);
+    // Before anything maps the file: a cut or damaged data file must not crash this process.
+    checkDataFile(dir);
+    const readOnly = options.readOnly ?? false;
+    StoreEnv.#prepareDir(dir, options.create && !readOnly);
     StoreEnv.#refuseNewFilesOnFullDisk(dir);
-    StoreEnv.#checkMetaPages(dir);
-    const guard = OpenGuard.open(dir);
+    const guard = readOnly ? OpenGuard.openForReading(dir) : OpenGuard.open(dir);
     let root: RootDatabase;
     try {
-      root = guard.hold(() => StoreEnv.#openRoot(dir, options.mapSizeBytes));
+      root = holding(guard, () => StoreEnv.#openRoot(dir, options.mapSizeBytes, readOnly));
     } catch (error) {
-      guard.close().catch(() => undefined);
+      guard?.close().catch(() => undefined);
       throw asStoreError(error, `opening the store at ${dir}`);
     }
     try {
-      StoreEnv.#checkFileSize(dir, root);
-      return new StoreEnv(dir, guard, root, options.mapSizeBytes, options.anyFormat ?? false);
+      return new StoreEnv(dir, guard, root, options.mapSizeBytes, options.anyFormat ?? false, readOnly);
     } catch (error) {
       root.close().catch(() => undefined);
-      guard.close().catch(() => undefined);
+      guard?.close().catch(() => undefined);
       throw error instanceof SeenStoreError ? error : asStoreError(error, `reading the store at ${dir}`);
-    }
-  }
-
-  /**
-   * A data file cut short would crash the process with SIGBUS on the first read past its end:
-   * refuse it before any page is touched. LMDB itself may leave the file a little shorter than
-   * the pages its meta page counts (pages allocated and freed in one transaction are never
-   * written; a kill -9 test found one such page), so only a shortfall beyond that slack counts as
-   * truncation. A cut within the slack is not caught here (docs/errors.md).
-   */
-  static #checkFileSize(dir: string, root: RootDatabase): void {
-    const { lastPageNumber, pageSize } = root.getStats() as { lastPageNumber: number; pageSize: number };
-    const needed = (lastPageNumber + 1) * pageSize;
-    const actual = statSync(join(dir, 'data.mdb')).size;
-    const slack = UNWRITTEN_TAIL_PAGES * pageSize;
-    if (actual < needed - slack) {
-      throw new SeenStoreError('STORE_CORRUPT', `${join(dir, 'data.mdb')} is truncated: LMDB uses ${needed} bytes, the file has ${actual}`);
-    }
-  }
-
-  /**
-   * lmdb-js crashes the process (SIGSEGV) on a data file whose meta pages are not LMDB's, so they
-   * are checked first: pages 0 and 1 carry their own page number, the meta flag and LMDB's magic.
-   */
-  static #checkMetaPages(dir: string): void {
-    const path = join(dir, 'data.mdb');
-    if (!existsSync(path)) return;
-    const head = Buffer.alloc(2 * LMDB_PAGE_BYTES);
-    let read = 0;
-    try {
-      const fd = openSync(path, 'r');
-      try {
-        read = readSync(fd, head, 0, head.length, 0);
-      } finally {
-        closeSync(fd);
-      }
-    } catch (error) {
-      throw asStoreError(error, `reading ${path}`);
-    }
-    if (read === 0) return;
-    for (let page = 0; page < 2; page++) {
-      const at = page * LMDB_PAGE_BYTES;
-      const ok =
-        read >= at + LMDB_META_MAGIC_OFFSET + 4 &&
-        head.readBigUInt64LE(at) === BigInt(page) &&
-        (head.readUInt16LE(at + LMDB_PAGE_FLAGS_OFFSET) & LMDB_P_META) !== 0 &&
-        head.readUInt32LE(at + LMDB_META_MAGIC_OFFSET) === LMDB_MAGIC;
-      if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${path} is not a valid LMDB file: meta page ${page} is damaged or missing`);
     }
   }
 
@@ -271,6 +228,7 @@ export class StoreEnv {
     if (existing !== undefined) return anyFormat ? readStoreHeader(existing) : StoreEnv.#checkedHeader(existing);
     const hasData = this.root.getKeysCount({ limit: 8 }) > 3 || this.metaDb.getKeysCount({ limit: 1 }) > 0;
     if (hasData) throw new SeenStoreError('STORE_CORRUPT', `${this.dir} holds an LMDB environment without a seenstore header`);
+    if (this.readOnly) throw new SeenStoreError('NOT_FOUND', `no seenstore store at ${this.dir} (an LMDB environment nothing was stored in)`);
     const created: StoreHeader = { v: 1, formatVersion: FORMAT_VERSION, createdAtMs: Date.now() };
     return this.write(() => {
       const raced = this.getMeta(STORE_HEADER_KEY);
@@ -323,9 +281,10 @@ export class StoreEnv {
    * and against every process's open of the store: see OpenGuard).
    */
   write<T>(action: () => T): T {
+    if (this.readOnly) throw readOnlyError(this.dir, 'write');
     this.#busy++;
     try {
-      return this.#guard.hold(() =>
+      return holding(this.#guard, () =>
         this.#transaction(() => {
           this.#checkDataFile();
           return action();
@@ -382,7 +341,7 @@ export class StoreEnv {
    * other process is in the store and act on that before anyone can enter.
    */
   holdGuard<T>(action: () => T): T {
-    return this.#guard.hold(action);
+    return holding(this.#guard, action);
   }
 
   /**
@@ -432,6 +391,11 @@ export class StoreEnv {
     this.#closed = true;
     await this.root.close();
     await Promise.all(this.#closing);
-    await this.#guard.close();
+    await this.#guard?.close();
   }
+}
+
+/** The error of every write asked of a store opened read-only. */
+export function readOnlyError(dir: string, doing: string): SeenStoreError {
+  return new SeenStoreError('USAGE', `cannot ${doing}: the store at ${dir} is open read-only (open it without readOnly to write)`);
 }

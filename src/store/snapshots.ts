@@ -1,9 +1,10 @@
 import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../errors.js';
-import { StoreEnv } from './env.js';
+import type { StoreEnv } from './env.js';
 import { faultPoint } from './faults.js';
 import { tryLock } from './lock.js';
+import { OpenGuard } from './open-guard.js';
 import { safePoint } from './interruption.js';
 import { removeStoreLeftovers } from './leftovers.js';
 
@@ -96,6 +97,35 @@ export async function createSnapshot(
   }
 }
 
+/**
+ * Keeps a damaged data file as snapshot `name`, byte for byte (LMDB's copy would follow its
+ * damaged pages): a restore replaces a store that cannot be opened, and what it replaced stays for
+ * inspection. Its manifest says `damaged` and format 0 (unknown); restoring it restores the damage.
+ */
+export function keepDamagedData(dir: string, name: string, problem: string): SnapshotInfo {
+  checkName(name);
+  const root = join(dir, SNAPSHOTS_DIR);
+  const temporary = join(root, `.tmp-${name}-${process.pid}`);
+  try {
+    mkdirSync(temporary, { recursive: true });
+    const data = join(dir, 'data.mdb');
+    if (existsSync(data)) copyFileSync(data, join(temporary, 'data.mdb'));
+    else writeFileSync(join(temporary, 'data.mdb'), '');
+    const manifest: SnapshotManifest & { readonly damage: string } = { v: 1, name, createdAtMs: Date.now(), formatVersion: 0, reason: 'pre-restore (damaged)', damage: problem };
+    writeFileSync(join(temporary, 'snapshot.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+    for (const file of ['data.mdb', 'snapshot.json']) {
+      fsyncPath(join(temporary, file));
+      chmodSync(join(temporary, file), 0o444);
+    }
+    renameSync(temporary, join(root, name));
+    fsyncPath(root);
+    return info(root, name);
+  } catch (error) {
+    rmSync(temporary, { recursive: true, force: true });
+    throw asStoreError(error, `keeping the damaged data as snapshot ${name}`);
+  }
+}
+
 function info(root: string, name: string): SnapshotInfo {
   const path = join(root, name);
   let manifest: SnapshotManifest;
@@ -176,7 +206,14 @@ export async function restoreSnapshot(dir: string, name: string, lockStaleMs: nu
   const incoming = join(dir, `data.mdb.restoring-${process.pid}`);
   const doing = `restore snapshot ${name}`;
   try {
-    const env = openEnv();
+    let env: StoreEnv;
+    try {
+      env = openEnv();
+    } catch (error) {
+      // A damaged store is what a restore is for.
+      if (!(error instanceof SeenStoreError) || error.code !== 'STORE_CORRUPT') throw error;
+      return { ...snapshot, preRestore: await replaceDamaged(dir, snapshot, incoming, error.message) };
+    }
     try {
       requireAlone(env, doing);
       const savedAtTxnId = env.lastCommittedTxnId();
@@ -188,9 +225,7 @@ export async function restoreSnapshot(dir: string, name: string, lockStaleMs: nu
         if (env.lastCommittedTxnId() !== savedAtTxnId) {
           throw new SeenStoreError('STORE_LOCKED', `cannot ${doing}: the store was written while the restore ran (by a process that has finished); nothing was replaced, the restore can be run again`);
         }
-        rmSync(join(dir, 'lock.mdb'), { force: true });
-        renameSync(incoming, join(dir, 'data.mdb'));
-        fsyncPath(dir);
+        swapIn(dir, incoming);
       });
       return { ...snapshot, preRestore };
     } finally {
@@ -202,6 +237,32 @@ export async function restoreSnapshot(dir: string, name: string, lockStaleMs: nu
     rmSync(incoming, { force: true });
     await lock.release();
   }
+}
+
+/**
+ * The restore of a store that open refuses as damaged: no seenstore process can open it, so no
+ * reader table or transaction id is read from it (LMDB would follow its damaged pages). Its file is
+ * kept byte for byte as the pre-restore snapshot, and the copy swapped in holding the open guard. A
+ * process that opened the store before the damage and still runs is not seen (docs/reliability.md).
+ */
+async function replaceDamaged(dir: string, snapshot: SnapshotInfo, incoming: string, problem: string): Promise<SnapshotInfo> {
+  const preRestore = keepDamagedData(dir, defaultSnapshotName('pre-restore-'), problem);
+  copyDurably(join(snapshot.path, 'data.mdb'), incoming);
+  const guard = OpenGuard.open(dir);
+  try {
+    guard.hold(() => swapIn(dir, incoming));
+  } finally {
+    await guard.close();
+  }
+  return preRestore;
+}
+
+/** Replaces the data file with `incoming` (call holding the open guard). */
+function swapIn(dir: string, incoming: string): void {
+  // The lock file holds the old data's transaction ids and reader slots: LMDB makes a new one.
+  rmSync(join(dir, 'lock.mdb'), { force: true });
+  renameSync(incoming, join(dir, 'data.mdb'));
+  fsyncPath(dir);
 }
 
 /** Copies `from` to `to` (writable) and fsyncs it. */

@@ -13,6 +13,9 @@ import {
   type EpochHeader,
 } from './records.js';
 import { filterGeometries } from '../filters/keying.js';
+import { join } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
+import { stableWalk } from './data-file.js';
 
 export interface Damage {
   /** The exact place: a record key, chunk or journal record. */
@@ -23,6 +26,8 @@ export interface Damage {
 
 export interface VerifyReport {
   readonly ok: boolean;
+  /** LMDB pages the structural walk read (page-walk.ts); 0 when the file could not be walked. */
+  readonly pages?: number;
   readonly scopes: number;
   readonly epochs: number;
   readonly chunks: number;
@@ -42,8 +47,40 @@ interface EpochState {
 
 const epochId = (scope: string, epoch: number): string => `${scope}/${epoch}`;
 
-/** Checks every record of the store: headers, checkpoint records, every chunk and journal record. */
+/** The most page damage one walk reports: past it, the file is beyond a list of places anyway. */
+const MAX_PAGE_DAMAGE = 100;
+
+/**
+ * The structural walk of the store's data file (page-walk.ts), as verify damage: each finding
+ * with its page and database. Empty when the structure is sound (or writers kept moving the
+ * snapshot under every walk, which a cut or damaged file does not do).
+ */
+export function verifyPages(dir: string): { pages: number; damage: Damage[] } {
+  const path = join(dir, 'data.mdb');
+  // A missing or empty data file is not a page structure: opening the store says what it is.
+  if (!existsSync(path) || statSync(path).size === 0) return { pages: 0, damage: [] };
+  const report = stableWalk(path, MAX_PAGE_DAMAGE);
+  const damage = (report?.damage ?? []).map((d) => ({
+    where: `${path}${d.page < 0 ? '' : ` page ${d.page}`}${d.db === 'file' ? '' : ` (database ${d.db})`}`,
+    problem: d.problem,
+    code: 'STORE_CORRUPT',
+  }));
+  return { pages: report?.pagesRead ?? 0, damage };
+}
+
+/**
+ * Checks the store's page structure first (verifyPages); when it is sound, every record: headers,
+ * checkpoint records, every chunk and journal record.
+ */
 export function verifyStore(env: StoreEnv, hash: XxHash): VerifyReport {
+  const structure = verifyPages(env.dir);
+  if (structure.damage.length > 0) {
+    return { ok: false, pages: structure.pages, scopes: 0, epochs: 0, chunks: 0, journalRecords: 0, damage: structure.damage, notes: [] };
+  }
+  return { pages: structure.pages, ...verifyRecords(env, hash) };
+}
+
+function verifyRecords(env: StoreEnv, hash: XxHash): VerifyReport {
   const damage: Damage[] = [];
   const notes: string[] = [];
   const report = (where: string, error: unknown): void => {

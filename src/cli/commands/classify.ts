@@ -1,12 +1,12 @@
 import type { Command } from 'commander';
-import { batchOptions, openStore, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
+import { batchOptions, openStoreReadOnly, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
 import { forEachBatch, openInput } from '../input.js';
 import { writeAll } from '../output.js';
 
 /** Prints `new<TAB>URL` or `revisit<TAB>URL`: against the previous epoch (the last crawl). */
 export async function classify(file: string | undefined, command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions & InputOptions>();
-  const store = await openStore(options, false);
+  const store = await openStoreReadOnly(options);
   try {
     const scope = requireScope(store, options);
     const totals = { new: 0, revisit: 0 };

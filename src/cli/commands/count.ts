@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { batchOptions, epochSpec, openStore, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
+import { batchOptions, epochSpec, openStore, openStoreReadOnly, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
 import { forEachBatch, openInput } from '../input.js';
 import { formatCount, writeAll } from '../output.js';
 
@@ -12,7 +12,7 @@ type CountOptions = GlobalOptions & InputOptions & { readonly epochs?: string };
 export async function countCommand(file: string | undefined, command: Command): Promise<void> {
   const options = command.optsWithGlobals<CountOptions>();
   const epochs = epochSpec(options.epochs, 'current');
-  const store = await openStore(options, false);
+  const store = await openStoreReadOnly(options);
   try {
     const scope = requireScope(store, options);
     await forEachBatch(openInput(file), batchOptions(options, scope.normalizeMode()), async (lines) => {

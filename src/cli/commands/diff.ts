@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
 import type { DiffCategory } from '../../epochs/scope.js';
-import { batchOptions, epochSpec, openStore, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
+import { batchOptions, epochSpec, openStoreReadOnly, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
 import { forEachBatch, openInput } from '../input.js';
 import { writeAll } from '../output.js';
 import { diffAgainst } from './diff-against.js';
@@ -34,7 +34,7 @@ export async function diff(file: string | undefined, command: Command): Promise<
   if (only !== undefined && !CATEGORIES.includes(only)) {
     throw new SeenStoreError('USAGE', `--print must be one of ${CATEGORIES.join(', ')}, got ${JSON.stringify(options.print)}`);
   }
-  const store = await openStore(options, false);
+  const store = await openStoreReadOnly(options);
   try {
     const scope = requireScope(store, options);
     const totals: Record<DiffCategory, number> = { both: 0, 'only-from': 0, 'only-to': 0, neither: 0 };

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
 import type { EpochDetails, EpochStats } from '../../epochs/scope.js';
-import { openStore, parseCount, parseFpr, parseSeeds, requireScope, type GlobalOptions } from '../context.js';
+import { openStore, openStoreReadOnly, parseCount, parseFpr, parseSeeds, requireScope, type GlobalOptions } from '../context.js';
 import { formatCount, table } from '../output.js';
 import { stopOnSignals } from '../interrupt.js';
 import { safePoint } from '../../store/interruption.js';
@@ -34,7 +34,7 @@ export function epochCells(e: EpochStats): string[] {
 /** `epoch list`: one row per epoch. */
 export async function epochList(command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions>();
-  const store = await openStore(options, false);
+  const store = await openStoreReadOnly(options);
   try {
     const scope = requireScope(store, options);
     const { epochs } = scope.stats();
@@ -72,7 +72,7 @@ function renderDetails(d: EpochDetails): string {
 export async function epochShow(epochText: string, command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions>();
   const n = parseCount('epoch', epochText)!;
-  const store = await openStore(options, false);
+  const store = await openStoreReadOnly(options);
   try {
     const details = requireScope(store, options).epoch(n);
     process.stdout.write(options.json ? `${JSON.stringify(details)}\n` : renderDetails(details));

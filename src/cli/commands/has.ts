@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { batchOptions, epochSpec, membershipMode, openStore, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
+import { batchOptions, epochSpec, membershipMode, openStoreReadOnly, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
 import { forEachBatch, openInput } from '../input.js';
 import { writeAll } from '../output.js';
 
@@ -18,7 +18,7 @@ export async function has(file: string | undefined, command: Command): Promise<v
   const options = command.optsWithGlobals<HasOptions>();
   const epochs = epochSpec(options.epochs, 'current');
   const mode = membershipMode(options.mode);
-  const store = await openStore(options, false);
+  const store = await openStoreReadOnly(options);
   try {
     const scope = requireScope(store, options);
     let seen = 0;

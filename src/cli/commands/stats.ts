@@ -1,14 +1,14 @@
 import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
 import type { ScopeStats } from '../../epochs/scope.js';
-import { openStore, type GlobalOptions } from '../context.js';
+import { openStoreReadOnly, type GlobalOptions } from '../context.js';
 import { table } from '../output.js';
 import { EPOCH_COLUMNS, epochCells } from './epoch.js';
 
 /** Per scope and epoch: capacity, adds, estimated distinct URLs, fill, estimated FPR, bytes. */
 export async function stats(command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions>();
-  const store = await openStore(options, false);
+  const store = await openStoreReadOnly(options);
   try {
     const names = options.scope === undefined ? store.scopeNames() : [options.scope];
     if (options.scope !== undefined && !store.scopeNames().includes(options.scope)) {

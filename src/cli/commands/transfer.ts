@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
 import { mergeExportFiles } from '../../epochs/seen-store.js';
-import { epochSpec, openStore, parseCount, requireScope, type GlobalOptions } from '../context.js';
+import { epochSpec, openStore, openStoreReadOnly, parseCount, requireScope, type GlobalOptions } from '../context.js';
 import { stopOnSignals } from '../interrupt.js';
 import { formatCount } from '../output.js';
 
@@ -10,7 +10,7 @@ export async function exportCommand(command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions & { epoch?: string; out?: string }>();
   if (options.out === undefined) throw new SeenStoreError('USAGE', 'export needs --out FILE');
   const signal = stopOnSignals();
-  const store = await openStore(options, false);
+  const store = await openStoreReadOnly(options);
   try {
     const result = await requireScope(store, options).export(options.out, epochSpec(options.epoch, 'current'), { signal });
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);

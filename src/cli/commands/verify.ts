@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
-import type { VerifyReport } from '../../store/verify.js';
 import { ExportedEpoch } from '../../epochs/exported.js';
-import { openStore, storeDir, type GlobalOptions } from '../context.js';
+import { SeenStore } from '../../epochs/seen-store.js';
+import { storeDir, type GlobalOptions } from '../context.js';
 import { stopOnSignals } from '../interrupt.js';
 
 /**
@@ -12,25 +12,13 @@ import { stopOnSignals } from '../interrupt.js';
 export async function verify(files: string[], command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions>();
   if (files.length > 0) return verifyFiles(files, options);
-  let report: VerifyReport;
-  try {
-    const store = await openStore(options, false);
-    try {
-      report = store.verify();
-    } finally {
-      await store.close().catch(() => undefined);
-    }
-  } catch (error) {
-    // A store of another format is not damaged: that is FORMAT_UNSUPPORTED (exit 5), naming migrate.
-    if (!(error instanceof SeenStoreError) || error.code !== 'STORE_CORRUPT') throw error;
-    report = { ok: false, scopes: 0, epochs: 0, chunks: 0, journalRecords: 0, damage: [{ where: storeDir(options), problem: error.message, code: error.code }], notes: [] };
-  }
+  const report = await SeenStore.verify(storeDir(options));
   if (options.json) process.stdout.write(`${JSON.stringify(report)}\n`);
   else {
     for (const d of report.damage) process.stdout.write(`DAMAGE ${d.where}: ${d.problem}\n`);
     for (const note of report.notes) process.stdout.write(`note: ${note}\n`);
     process.stdout.write(
-      `${report.ok ? 'ok' : 'DAMAGED'}: ${report.scopes} scopes, ${report.epochs} epochs, ${report.chunks} chunks, ${report.journalRecords} journal records checked, ${report.damage.length} damaged\n`,
+      `${report.ok ? 'ok' : 'DAMAGED'}: ${report.pages ?? 0} LMDB pages, ${report.scopes} scopes, ${report.epochs} epochs, ${report.chunks} chunks, ${report.journalRecords} journal records checked, ${report.damage.length} damaged\n`,
     );
   }
   if (!report.ok) process.exitCode = 6;

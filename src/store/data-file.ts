@@ -1,0 +1,98 @@
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { SeenStoreError, asStoreError } from '../errors.js';
+import { walkPages, type PageDamage, type PageWalkReport } from './page-walk.js';
+
+/** Files and directories that only a store that was opened (lock.mdb) or used (locks/, snapshots/) has. */
+const STORE_TRACES = ['lock.mdb', 'locks', 'snapshots'] as const;
+/** How long an empty data file beside a lock file may be a store another process is creating. */
+const CREATION_GRACE_MS = 1_000;
+const CREATION_POLL_MS = 20;
+/** Walks repeated while writers keep moving the newest snapshot (see PageWalkReport.snapshotMoved). */
+const WALK_ATTEMPTS = 5;
+
+/**
+ * Checks a store's data file before lmdb-js maps it: lmdb-js follows LMDB's pages through its map,
+ * so a page cut off the file's end stops the process with SIGBUS and a damaged page pointer with
+ * SIGSEGV, and an empty data file is taken for a new store. Refuses (STORE_CORRUPT, with the place)
+ * a data file that is missing or empty while the store's other files exist, and one whose page
+ * structure is damaged or cut short (page-walk.ts). A missing directory or data file of a store
+ * that never existed passes: the caller creates it or answers NOT_FOUND.
+ */
+export function checkDataFile(dir: string): void {
+  const path = join(dir, 'data.mdb');
+  if (!isDirectory(dir)) return;
+  if (dataBytes(path) === 0) {
+    refuseLostData(dir, path);
+    return;
+  }
+  const report = stableWalk(path, 1);
+  const first = report?.damage[0];
+  if (first !== undefined) throw new SeenStoreError('STORE_CORRUPT', `${path} is damaged: ${describeDamage(first)}`);
+}
+
+/**
+ * The page walk of `path`, repeated while writers moved the snapshot under it and it found damage;
+ * undefined when every attempt was overtaken (the file then cannot be judged without LMDB's reader
+ * lock, and a file that writers keep committing to is not cut short).
+ */
+export function stableWalk(path: string, maxDamage: number): PageWalkReport | undefined {
+  for (let attempt = 0; attempt < WALK_ATTEMPTS; attempt++) {
+    let report: PageWalkReport;
+    try {
+      report = walkPages(path, { maxDamage });
+    } catch (error) {
+      throw asStoreError(error, `reading ${path}`);
+    }
+    if (report.damage.length === 0 || !report.snapshotMoved) return report;
+  }
+  return undefined;
+}
+
+/** One line for a finding: where (page, database) and what. */
+export function describeDamage(damage: PageDamage): string {
+  // Findings about the file as a whole (meta pages, its size) name their place themselves.
+  if (damage.db === 'file') return damage.problem;
+  return damage.page < 0 ? `database ${damage.db}: ${damage.problem}` : `page ${damage.page} (database ${damage.db}) ${damage.problem}`;
+}
+
+function isDirectory(dir: string): boolean {
+  try {
+    return statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Size of the data file; 0 when it does not exist. */
+function dataBytes(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ENOENT') return 0;
+    throw asStoreError(error, `reading ${path}`);
+  }
+}
+
+/**
+ * LMDB creates lock.mdb, then data.mdb, then writes the meta pages: an empty or missing data file
+ * beside a lock file is a store being created for a moment, and lost data after that. Waits out
+ * the moment, then refuses. A store whose creator was killed inside that moment (it holds nothing)
+ * is refused too: delete its directory.
+ */
+function refuseLostData(dir: string, path: string): void {
+  const traces = STORE_TRACES.filter((name) => existsSync(join(dir, name)));
+  if (traces.length === 0) return;
+  if (traces.length === 1 && traces[0] === 'lock.mdb') {
+    const deadline = Date.now() + CREATION_GRACE_MS;
+    while (Date.now() < deadline) {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, CREATION_POLL_MS);
+      if (dataBytes(path) > 0) return;
+    }
+  }
+  const state = existsSync(path) ? 'is empty' : 'is missing';
+  throw new SeenStoreError(
+    'STORE_CORRUPT',
+    `${path} ${state} while the store's ${traces.join(', ')} exist: its data is lost, not a new store (restore a snapshot, or delete ${dir} to start afresh)`,
+  );
+}
