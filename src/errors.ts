@@ -29,6 +29,8 @@ export const ERROR_CODES = {
   INCOMPATIBLE: 13,
   /** A bug: an internal invariant did not hold. Please report it. */
   INTERNAL: 70,
+  /** Every reader slot of the store is taken: too many processes have it open at once (LMDB's MDB_READERS_FULL). */
+  STORE_BUSY: 14,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -55,6 +57,13 @@ export function asStoreError(error: unknown, doing: string): SeenStoreError {
   const errno = (error as { code?: unknown } | null)?.code;
   if (/MDB_MAP_FULL|ENOSPC|No space left/i.test(message) || errno === 'ENOSPC') {
     return new SeenStoreError('STORE_FULL', `${doing}: the store's map or disk is full (${message})`, { cause: error });
+  }
+  if (/MDB_READERS_FULL/.test(message)) {
+    return new SeenStoreError(
+      'STORE_BUSY',
+      `${doing}: too many processes have the store open (every one of LMDB's reader slots is taken); try again once some have finished (${message})`,
+      { cause: error },
+    );
   }
   if (/MDB_CORRUPTED|MDB_INVALID|MDB_PAGE_NOTFOUND|MDB_VERSION_MISMATCH/.test(message)) {
     return new SeenStoreError('STORE_CORRUPT', `${doing}: LMDB reports damage (${message})`, { cause: error });

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { Packr } from 'msgpackr';
 import { SeenStoreError, asStoreError } from '../errors.js';
+import { LMDB_MAX_READERS } from './reader-slots.js';
 import { FORMAT_VERSION, readStoreHeader, type StoreHeader } from './records.js';
 
 /** Key of the store header in the meta DB. */
@@ -82,7 +83,7 @@ export class StoreEnv {
 
   static #openRoot(dir: string, mapSizeBytes: number): RootDatabase {
     // noSubdir explicitly: lmdb-js otherwise takes a path with a dot in its last segment for a file.
-    return open({ path: dir, noSubdir: false, mapSize: mapSizeBytes, maxDbs: 8, pageSize: 4096 });
+    return open({ path: dir, noSubdir: false, mapSize: mapSizeBytes, maxDbs: 8, pageSize: 4096, maxReaders: LMDB_MAX_READERS });
   }
 
   /**

@@ -4,6 +4,7 @@ import { open } from 'lmdb';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import type { StoreEnv } from './env.js';
 import { tryLock } from './lock.js';
+import { LMDB_MAX_READERS } from './reader-slots.js';
 
 /** Snapshots live in the store directory, one folder each: `snapshots/NAME/{data.mdb,snapshot.json}`. */
 export const SNAPSHOTS_DIR = 'snapshots';
@@ -138,7 +139,7 @@ export function deleteSnapshot(dir: string, name: string): void {
  */
 export async function otherProcesses(dir: string): Promise<number[]> {
   if (!existsSync(join(dir, 'data.mdb'))) return [];
-  const root = open({ path: dir, noSubdir: false, maxDbs: 8 });
+  const root = open({ path: dir, noSubdir: false, maxDbs: 8, maxReaders: LMDB_MAX_READERS });
   try {
     root.readerCheck();
     const pids = new Set<number>();
