@@ -1,0 +1,203 @@
+/**
+ * Part 7, a damaged data file through every command (issue 17, items 3 and 4): a store with two
+ * scopes (a plain one with three epochs, a counting one), a snapshot and an export file beside it;
+ * STORES damaged copies of its data.mdb, half with a few bytes of one random page flipped, half
+ * truncated at a random length (sometimes to 0, sometimes at a page boundary). Every CLI command,
+ * read and write, runs on a fresh copy of each damaged store. No command may end by a signal (or
+ * hang past its time limit): only answers or typed errors. Reported besides, not failures here
+ * (other parts of issue 17): INTERNAL exits, raw lines on stderr, read-only commands that changed
+ * data.mdb.
+ */
+import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ERROR_CODES } from '../src/index.js';
+import { foreignLines, runCli, type CliRun, type SoakContext } from './context.js';
+
+const PAGE_BYTES = 4096;
+/** A command that has not finished by then counts as hung. */
+const COMMAND_LIMIT_MS = 60_000;
+/** Commands in flight at once (the machine has 2 cores). */
+const PARALLEL = 2;
+const SNAPSHOT = 'before-damage';
+/** The exits a command may end with: 0 and the documented codes. */
+const TYPED_EXITS = new Set<number>([0, ...Object.values(ERROR_CODES)]);
+
+interface Command {
+  readonly name: string;
+  readonly args: (store: string, work: string) => string[];
+  readonly input?: string;
+  /** Reads only: data.mdb must stay byte-identical (issue 17, item 2). */
+  readonly readOnly: boolean;
+}
+
+export interface DamageResult {
+  readonly stores: number;
+  readonly flips: number;
+  readonly truncations: number;
+  readonly commands: number;
+  readonly runs: number;
+  /** Exit codes (or `signal SIGBUS`, `hung`) and how often. */
+  readonly outcomes: Record<string, number>;
+  readonly signals: number;
+  readonly hung: number;
+  /** Exits that are neither 0, a documented code nor a signal's (node's 1 for an uncaught exception). */
+  readonly untyped: number;
+  readonly internal: number;
+  readonly rawLines: number;
+  readonly readOnlyChanged: number;
+  /** A few of the raw stderr lines and INTERNAL messages seen, for the report. */
+  readonly examples: string[];
+}
+
+function commands(urls: string, exportFile: string): Command[] {
+  const s = (store: string): string[] => ['--store', store];
+  return [
+    { name: 'filter-new', args: (st) => ['filter-new', ...s(st)], input: urls, readOnly: false },
+    { name: 'add', args: (st) => ['add', ...s(st)], input: urls, readOnly: false },
+    { name: 'has', args: (st) => ['has', ...s(st), '--epochs', 'all'], input: urls, readOnly: true },
+    { name: 'count', args: (st) => ['count', ...s(st), '--scope', 'counting'], input: urls, readOnly: true },
+    { name: 'delete', args: (st) => ['delete', ...s(st), '--scope', 'counting'], input: urls, readOnly: false },
+    { name: 'diff', args: (st) => ['diff', ...s(st), '--from', '1', '--to', '2'], input: urls, readOnly: true },
+    { name: 'diff --against', args: (st) => ['diff', ...s(st), '--against', exportFile], input: urls, readOnly: true },
+    { name: 'classify', args: (st) => ['classify', ...s(st)], input: urls, readOnly: true },
+    { name: 'epoch list', args: (st) => ['epoch', 'list', ...s(st)], readOnly: true },
+    { name: 'epoch show', args: (st) => ['epoch', 'show', '2', ...s(st)], readOnly: true },
+    { name: 'epoch rotate', args: (st) => ['epoch', 'rotate', ...s(st)], readOnly: false },
+    { name: 'epoch prune', args: (st) => ['epoch', 'prune', ...s(st), '--keep-last', '1'], readOnly: false },
+    { name: 'stats', args: (st) => ['stats', ...s(st)], readOnly: true },
+    { name: 'export', args: (st, work) => ['export', ...s(st), '--out', join(work, 'out.ssx')], readOnly: true },
+    { name: 'import', args: (st) => ['import', ...s(st), '--scope', 'imported', exportFile], readOnly: false },
+    { name: 'merge --into-epoch', args: (st) => ['merge', ...s(st), '--scope', 'merged', '--into-epoch', '1', exportFile], readOnly: false },
+    { name: 'merge --out', args: (st, work) => ['merge', ...s(st), '--out', join(work, 'merged.ssx'), exportFile, exportFile], readOnly: true },
+    { name: 'verify', args: (st) => ['verify', ...s(st)], readOnly: true },
+    { name: 'snapshot create', args: (st) => ['snapshot', 'create', ...s(st)], readOnly: false },
+    { name: 'snapshot list', args: (st) => ['snapshot', 'list', ...s(st)], readOnly: true },
+    { name: 'snapshot restore', args: (st) => ['snapshot', 'restore', SNAPSHOT, ...s(st)], readOnly: false },
+    { name: 'snapshot delete', args: (st) => ['snapshot', 'delete', SNAPSHOT, ...s(st)], readOnly: false },
+    { name: 'migrate', args: (st) => ['migrate', ...s(st)], readOnly: false },
+  ];
+}
+
+/** The undamaged store: scope `default` with epochs 1–3, scope `counting`, a snapshot; an export file beside it. */
+async function template(ctx: SoakContext, root: string): Promise<{ store: string; exportFile: string; urls: string }> {
+  const store = join(root, 'store');
+  const exportFile = join(root, 'default-1.ssx');
+  const part = (i: number): string => `${ctx.urls.slice(i * 3000, (i + 1) * 3000).join('\n')}\n`;
+  const steps: [string[], string][] = [
+    [['add', '--store', store, '--capacity', '100000'], part(0)],
+    [['epoch', 'rotate', '--store', store], ''],
+    [['add', '--store', store], part(1)],
+    [['epoch', 'rotate', '--store', store], ''],
+    [['add', '--store', store], part(2)],
+    [['add', '--store', store, '--scope', 'counting', '--strategy', 'counting', '--capacity', '50000'], part(3)],
+    [['export', '--store', store, '--epoch', '1', '--out', exportFile], ''],
+    [['snapshot', 'create', '--store', store, SNAPSHOT], ''],
+  ];
+  for (const [args, input] of steps) {
+    const run = await runCli(ctx, args, input, 120_000);
+    if (run.code !== 0) throw new Error(`soak: building the damage template: ${args.join(' ')}: ${run.stderr}`);
+  }
+  // Some URLs of each epoch and some never added: every command has work to do.
+  const urls = `${[...ctx.urls.slice(0, 50), ...ctx.urls.slice(3000, 3050), ...ctx.urls.slice(6000, 6050), ...ctx.urls.slice(20_000, 20_050)].join('\n')}\n`;
+  return { store, exportFile, urls };
+}
+
+/** Damages `file` in place: a few bytes of one random page flipped, or the file cut short. Says what it did. */
+function damage(file: string, flip: boolean): string {
+  const bytes = statSync(file).size;
+  const pages = Math.max(1, Math.floor(bytes / PAGE_BYTES));
+  if (flip) {
+    const data = readFileSync(file);
+    const page = Math.floor(Math.random() * pages);
+    const count = 1 + Math.floor(Math.random() * 4);
+    const at: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const offset = page * PAGE_BYTES + Math.floor(Math.random() * PAGE_BYTES);
+      if (offset >= data.length) continue;
+      data[offset] = data[offset]! ^ (1 + Math.floor(Math.random() * 255));
+      at.push(offset);
+    }
+    writeFileSync(file, data);
+    return `page ${page} of ${pages}: bytes ${at.join(', ')} flipped`;
+  }
+  const roll = Math.random();
+  const length = roll < 0.1 ? 0 : roll < 0.55 ? Math.floor(Math.random() * pages) * PAGE_BYTES : Math.floor(Math.random() * bytes);
+  truncateSync(file, length);
+  return `truncated from ${bytes} to ${length} bytes`;
+}
+
+function sameFile(path: string, bytes: Buffer): boolean {
+  try {
+    return readFileSync(path).equals(bytes);
+  } catch {
+    return false;
+  }
+}
+
+function outcomeOf(run: CliRun): string {
+  if (run.timedOut) return 'hung';
+  if (run.signal !== null) return `signal ${run.signal}`;
+  return `exit ${run.code}`;
+}
+
+export async function damagedStores(ctx: SoakContext, stores: number): Promise<DamageResult> {
+  const root = mkdtempSync(join(tmpdir(), 'soak-damage-'));
+  const base = await template(ctx, root);
+  const list = commands(base.urls, base.exportFile);
+  const outcomes: Record<string, number> = {};
+  const examples: string[] = [];
+  let runs = 0;
+  let signals = 0;
+  let hung = 0;
+  let untyped = 0;
+  let internal = 0;
+  let rawLines = 0;
+  let readOnlyChanged = 0;
+  let flips = 0;
+  for (let n = 0; n < stores; n++) {
+    const flip = n % 2 === 0;
+    if (flip) flips++;
+    const damaged = join(root, `damaged-${n}`);
+    cpSync(base.store, damaged, { recursive: true });
+    const how = damage(join(damaged, 'data.mdb'), flip);
+    const queue = [...list];
+    const worker = async (): Promise<void> => {
+      for (let command = queue.shift(); command !== undefined; command = queue.shift()) {
+        const work = mkdtempSync(join(root, 'run-'));
+        const store = join(work, 'store');
+        cpSync(damaged, store, { recursive: true });
+        const before = readFileSync(join(store, 'data.mdb'));
+        const run = await runCli(ctx, command.args(store, work), command.input ?? '', COMMAND_LIMIT_MS);
+        const what = `damaged store ${n} (${how}): ${command.name}`;
+        const outcome = outcomeOf(run);
+        runs++;
+        outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+        if (run.timedOut) {
+          hung++;
+          ctx.fail(`${what}: still running after ${COMMAND_LIMIT_MS / 1000} s`);
+        } else if (run.signal !== null || (run.code !== null && run.code >= 128)) {
+          signals++;
+          ctx.fail(`${what}: ended by ${run.signal ?? `exit ${run.code}`}`);
+        } else if (!TYPED_EXITS.has(run.code!)) {
+          untyped++;
+          ctx.fail(`${what}: exit ${run.code}, not a documented code: ${run.stderr.trim().split('\n')[0]}`);
+        }
+        if (run.code === ERROR_CODES.INTERNAL) {
+          internal++;
+          if (examples.length < 12) examples.push(`${command.name}: ${run.stderr.trim().split('\n')[0]!.slice(0, 200)}`);
+        }
+        const raw = foreignLines(run.stderr);
+        rawLines += raw.length;
+        if (raw.length > 0 && examples.length < 12) examples.push(`${command.name} (${outcome}): raw line ${JSON.stringify(raw[0]!.slice(0, 120))}`);
+        if (command.readOnly && !sameFile(join(store, 'data.mdb'), before)) readOnlyChanged++;
+        rmSync(work, { recursive: true, force: true });
+      }
+    };
+    await Promise.all(Array.from({ length: PARALLEL }, worker));
+    rmSync(damaged, { recursive: true, force: true });
+    ctx.note(`damaged store ${n + 1}/${stores} (${how}): ${list.length} commands run`);
+  }
+  rmSync(root, { recursive: true, force: true });
+  return { stores, flips, truncations: stores - flips, commands: list.length, runs, outcomes, signals, hung, untyped, internal, rawLines, readOnlyChanged, examples };
+}
