@@ -1,8 +1,8 @@
 /**
  * Part 7, a damaged data file through every command (issue 17, items 3 and 4): a store with two
  * scopes (a plain one with three epochs, a counting one), a snapshot and an export file beside it;
- * STORES damaged copies of its data.mdb, half with a few bytes of one random page flipped, half
- * truncated at a random length (sometimes to 0, sometimes at a page boundary). Every CLI command,
+ * STORES damaged copies of its data.mdb, half with a few bytes of one page flipped (a meta page's
+ * record, a B-tree page or any page), half truncated (to 0, within the last 64 pages, or anywhere). Every CLI command,
  * read and write, runs on a fresh copy of each damaged store. No command may end by a signal (or
  * hang past its time limit): only answers or typed errors. Reported besides, not failures here
  * (other parts of issue 17): INTERNAL exits, raw lines on stderr, read-only commands that changed
@@ -103,26 +103,69 @@ async function template(ctx: SoakContext, root: string): Promise<{ store: string
   return { store, exportFile, urls };
 }
 
-/** Damages `file` in place: a few bytes of one random page flipped, or the file cut short. Says what it did. */
+/** This lmdb build's page header: the page flags are a little-endian u16 at byte 18. */
+const PAGE_FLAGS_OFFSET = 18;
+const P_BRANCH = 0x01;
+const P_LEAF = 0x02;
+/** LMDB's meta record (txn id, root pages of both B-trees, last page) fits in a page's first 200 bytes. */
+const META_RECORD_BYTES = 200;
+/** Cuts within this many pages of the end are where the open-time check has its slack (docs/errors.md). */
+const SLACK_PAGES = 64;
+
+const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]!;
+
+/**
+ * Which page a flip hits: a quarter of them a meta page's record (the open-time check reads only
+ * its magic and flags), half a branch or leaf page (the B-trees' structure; most other pages are
+ * chunk payloads, which checksums guard), a quarter any page.
+ */
+function flipTarget(data: Buffer, pages: number): { page: number; span: number } {
+  const roll = Math.random();
+  if (roll < 0.25) return { page: Math.floor(Math.random() * 2), span: META_RECORD_BYTES };
+  if (roll < 0.75) {
+    const tree: number[] = [];
+    for (let page = 2; page < pages; page++) {
+      if ((data.readUInt16LE(page * PAGE_BYTES + PAGE_FLAGS_OFFSET) & (P_BRANCH | P_LEAF)) !== 0) tree.push(page);
+    }
+    if (tree.length > 0) return { page: pick(tree), span: PAGE_BYTES };
+  }
+  return { page: Math.floor(Math.random() * pages), span: PAGE_BYTES };
+}
+
+/**
+ * Where a cut lands: a tenth of the time at 0 bytes, four tenths within the last 64 pages (1 to 64
+ * pages short, at a page boundary or inside a page: the open-time check's slack), the rest
+ * anywhere in the file.
+ */
+function cutLength(bytes: number, pages: number): number {
+  const roll = Math.random();
+  if (roll < 0.1) return 0;
+  if (roll < 0.5) {
+    const short = 1 + Math.floor(Math.random() * Math.min(SLACK_PAGES, pages - 1));
+    const inside = Math.random() < 0.5 ? 0 : Math.floor(Math.random() * PAGE_BYTES);
+    return Math.max(0, (pages - short) * PAGE_BYTES + inside);
+  }
+  return Math.floor(Math.random() * bytes);
+}
+
+/** Damages `file` in place: a few bytes of one page flipped, or the file cut short. Says what it did. */
 function damage(file: string, flip: boolean): string {
   const bytes = statSync(file).size;
   const pages = Math.max(1, Math.floor(bytes / PAGE_BYTES));
   if (flip) {
     const data = readFileSync(file);
-    const page = Math.floor(Math.random() * pages);
+    const { page, span } = flipTarget(data, pages);
     const count = 1 + Math.floor(Math.random() * 4);
     const at: number[] = [];
     for (let i = 0; i < count; i++) {
-      const offset = page * PAGE_BYTES + Math.floor(Math.random() * PAGE_BYTES);
-      if (offset >= data.length) continue;
+      const offset = page * PAGE_BYTES + Math.floor(Math.random() * span);
       data[offset] = data[offset]! ^ (1 + Math.floor(Math.random() * 255));
       at.push(offset);
     }
     writeFileSync(file, data);
     return `page ${page} of ${pages}: bytes ${at.join(', ')} flipped`;
   }
-  const roll = Math.random();
-  const length = roll < 0.1 ? 0 : roll < 0.55 ? Math.floor(Math.random() * pages) * PAGE_BYTES : Math.floor(Math.random() * bytes);
+  const length = cutLength(bytes, pages);
   truncateSync(file, length);
   return `truncated from ${bytes} to ${length} bytes`;
 }
