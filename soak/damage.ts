@@ -184,19 +184,68 @@ function outcomeOf(run: CliRun): string {
   return `exit ${run.code}`;
 }
 
+/** The counts of a DamageResult, kept as the commands finish. */
+class Tally {
+  readonly outcomes: Record<string, number> = {};
+  readonly examples: string[] = [];
+  runs = 0;
+  signals = 0;
+  hung = 0;
+  untyped = 0;
+  internal = 0;
+  rawLines = 0;
+  readOnlyChanged = 0;
+
+  constructor(private readonly ctx: SoakContext) {}
+
+  record(what: string, command: Command, run: CliRun, dataChanged: boolean): void {
+    const outcome = outcomeOf(run);
+    this.runs++;
+    this.outcomes[outcome] = (this.outcomes[outcome] ?? 0) + 1;
+    if (run.timedOut) {
+      this.hung++;
+      this.ctx.fail(`${what}: still running after ${COMMAND_LIMIT_MS / 1000} s`);
+    } else if (run.signal !== null || run.code! >= 128) {
+      this.signals++;
+      this.ctx.fail(`${what}: ended by ${run.signal ?? `exit ${run.code}`}`);
+    } else if (!TYPED_EXITS.has(run.code!)) {
+      this.untyped++;
+      this.ctx.fail(`${what}: exit ${run.code}, not a documented code: ${run.stderr.trim().split('\n')[0]}`);
+    }
+    if (run.code === ERROR_CODES.INTERNAL) {
+      this.internal++;
+      this.example(`${command.name}: ${run.stderr.trim().split('\n')[0]!.slice(0, 200)}`);
+    }
+    const raw = foreignLines(run.stderr);
+    this.rawLines += raw.length;
+    if (raw.length > 0) this.example(`${command.name} (${outcome}): raw line ${JSON.stringify(raw[0]!.slice(0, 120))}`);
+    if (command.readOnly && dataChanged) this.readOnlyChanged++;
+  }
+
+  example(text: string): void {
+    if (this.examples.length < 12) this.examples.push(text);
+  }
+}
+
+/** Runs `command` on a fresh copy of the damaged store; says whether data.mdb changed. */
+async function runOnCopy(ctx: SoakContext, root: string, damaged: string, command: Command): Promise<{ run: CliRun; dataChanged: boolean }> {
+  const work = mkdtempSync(join(root, 'run-'));
+  try {
+    const store = join(work, 'store');
+    cpSync(damaged, store, { recursive: true });
+    const before = readFileSync(join(store, 'data.mdb'));
+    const run = await runCli(ctx, command.args(store, work), command.input ?? '', COMMAND_LIMIT_MS);
+    return { run, dataChanged: !sameFile(join(store, 'data.mdb'), before) };
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
 export async function damagedStores(ctx: SoakContext, stores: number): Promise<DamageResult> {
   const root = mkdtempSync(join(tmpdir(), 'soak-damage-'));
   const base = await template(ctx, root);
   const list = commands(base.urls, base.exportFile);
-  const outcomes: Record<string, number> = {};
-  const examples: string[] = [];
-  let runs = 0;
-  let signals = 0;
-  let hung = 0;
-  let untyped = 0;
-  let internal = 0;
-  let rawLines = 0;
-  let readOnlyChanged = 0;
+  const tally = new Tally(ctx);
   let flips = 0;
   for (let n = 0; n < stores; n++) {
     const flip = n % 2 === 0;
@@ -207,34 +256,8 @@ export async function damagedStores(ctx: SoakContext, stores: number): Promise<D
     const queue = [...list];
     const worker = async (): Promise<void> => {
       for (let command = queue.shift(); command !== undefined; command = queue.shift()) {
-        const work = mkdtempSync(join(root, 'run-'));
-        const store = join(work, 'store');
-        cpSync(damaged, store, { recursive: true });
-        const before = readFileSync(join(store, 'data.mdb'));
-        const run = await runCli(ctx, command.args(store, work), command.input ?? '', COMMAND_LIMIT_MS);
-        const what = `damaged store ${n} (${how}): ${command.name}`;
-        const outcome = outcomeOf(run);
-        runs++;
-        outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
-        if (run.timedOut) {
-          hung++;
-          ctx.fail(`${what}: still running after ${COMMAND_LIMIT_MS / 1000} s`);
-        } else if (run.signal !== null || (run.code !== null && run.code >= 128)) {
-          signals++;
-          ctx.fail(`${what}: ended by ${run.signal ?? `exit ${run.code}`}`);
-        } else if (!TYPED_EXITS.has(run.code!)) {
-          untyped++;
-          ctx.fail(`${what}: exit ${run.code}, not a documented code: ${run.stderr.trim().split('\n')[0]}`);
-        }
-        if (run.code === ERROR_CODES.INTERNAL) {
-          internal++;
-          if (examples.length < 12) examples.push(`${command.name}: ${run.stderr.trim().split('\n')[0]!.slice(0, 200)}`);
-        }
-        const raw = foreignLines(run.stderr);
-        rawLines += raw.length;
-        if (raw.length > 0 && examples.length < 12) examples.push(`${command.name} (${outcome}): raw line ${JSON.stringify(raw[0]!.slice(0, 120))}`);
-        if (command.readOnly && !sameFile(join(store, 'data.mdb'), before)) readOnlyChanged++;
-        rmSync(work, { recursive: true, force: true });
+        const { run, dataChanged } = await runOnCopy(ctx, root, damaged, command);
+        tally.record(`damaged store ${n} (${how}): ${command.name}`, command, run, dataChanged);
       }
     };
     await Promise.all(Array.from({ length: PARALLEL }, worker));
@@ -242,5 +265,6 @@ export async function damagedStores(ctx: SoakContext, stores: number): Promise<D
     ctx.note(`damaged store ${n + 1}/${stores} (${how}): ${list.length} commands run`);
   }
   rmSync(root, { recursive: true, force: true });
+  const { outcomes, examples, runs, signals, hung, untyped, internal, rawLines, readOnlyChanged } = tally;
   return { stores, flips, truncations: stores - flips, commands: list.length, runs, outcomes, signals, hung, untyped, internal, rawLines, readOnlyChanged, examples };
 }

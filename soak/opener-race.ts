@@ -125,72 +125,93 @@ async function openerLoop(ctx: SoakContext, dir: string, slowed: boolean, writer
   return runs;
 }
 
+/** What one round found. */
+interface RoundFigures {
+  commits: number;
+  opens: number;
+  lost: number;
+  unreadable: boolean;
+  writerErrors: number;
+  openerErrors: number;
+  signals: number;
+  verifyFailed: boolean;
+  rawLines: number;
+}
+
+/** Writers and openers on a fresh store for `roundMs`; then the checks. */
+async function round(ctx: SoakContext, options: OpenerRaceOptions, slowed: boolean, n: number): Promise<RoundFigures> {
+  const what = `opener race round ${n + 1}`;
+  const dir = mkdtempSync(join(tmpdir(), 'soak-race-'));
+  const created = await runCli(ctx, ['add', '--store', dir], 'https://seed.race.example/\n', 60_000);
+  if (created.code !== 0) ctx.fail(`${what}: creating the store: ${created.stderr}`);
+  let stop!: () => void;
+  const stopped = new Promise<void>((resolve) => (stop = resolve));
+  let finished = false;
+  const writers = Promise.all(Array.from({ length: options.writers }, (_, w) => writer(ctx, dir, `r${n}w${w}`, stopped))).finally(() => (finished = true));
+  const loops = Promise.all(Array.from({ length: options.openers }, () => openerLoop(ctx, dir, slowed, () => finished)));
+  const library = Promise.all(Array.from({ length: options.libraryOpeners }, () => libraryOpener(ctx, dir, options.roundMs)));
+  setTimeout(stop, options.roundMs);
+  const writerRuns = await writers;
+  const libraryRuns = await library;
+  const statsRuns = (await loops).flat();
+  const openerRuns = [...statsRuns, ...libraryRuns.map((opener) => opener.run)];
+  const figures = processFigures(ctx, what, writerRuns, openerRuns);
+  figures.opens = statsRuns.length + libraryRuns.reduce((sum, opener) => sum + opener.opens, 0);
+  const printed = writerRuns.flatMap((run) => run.stdout.split('\n').filter((line) => line.length > 0));
+  figures.commits = printed.length;
+  const missing = await unseen(ctx, dir, printed);
+  if (typeof missing === 'string') {
+    figures.unreadable = true;
+    ctx.fail(`${what}: the store cannot answer for the printed URLs: ${missing}`);
+  } else if (missing.length > 0) {
+    figures.lost = missing.length;
+    ctx.fail(`${what}: ${missing.length} of ${printed.length} acknowledged URLs lost (e.g. ${missing[0]})`);
+  }
+  const verify = await runCli(ctx, ['verify', '--store', dir], '', 120_000);
+  if (verify.code !== 0) {
+    figures.verifyFailed = true;
+    ctx.fail(`${what}: verify exited ${verify.code ?? verify.signal}: ${describe(verify.stderr) || verify.stdout.trim().split('\n')[0]}`);
+  }
+  rmSync(dir, { recursive: true, force: true });
+  ctx.note(`${what}/${options.rounds}: ${figures.commits} commits, ${figures.opens} opens, ${figures.lost} lost, ${figures.writerErrors} writers failed`);
+  return figures;
+}
+
+/** Exit codes, signals and raw lines of a round's writers and openers. */
+function processFigures(ctx: SoakContext, what: string, writerRuns: readonly CliRun[], openerRuns: readonly CliRun[]): RoundFigures {
+  const figures: RoundFigures = { commits: 0, opens: 0, lost: 0, unreadable: false, writerErrors: 0, openerErrors: 0, signals: 0, verifyFailed: false, rawLines: 0 };
+  const check = (run: CliRun, who: string): boolean => {
+    figures.rawLines += foreignLines(run.stderr).filter((line) => !line.startsWith('    at ')).length;
+    if (run.signal !== null) figures.signals++;
+    if (run.code === 0) return true;
+    ctx.fail(`${what}: ${who} ${run.signal !== null ? `ended by ${run.signal}` : `exited ${run.code}`}: ${describe(run.stderr)}`);
+    return false;
+  };
+  writerRuns.forEach((run, w) => {
+    if (!check(run, `writer ${w}`)) figures.writerErrors++;
+  });
+  for (const run of openerRuns) if (!check(run, 'an opener')) figures.openerErrors++;
+  return figures;
+}
+
 export async function openerRace(ctx: SoakContext, options: OpenerRaceOptions): Promise<OpenerRaceResult> {
-  let commits = 0;
-  let opens = 0;
-  let lost = 0;
-  let roundsWithLoss = 0;
-  let roundsUnreadable = 0;
-  let writerErrors = 0;
-  let openerErrors = 0;
-  let signals = 0;
-  let verifyFailures = 0;
-  let rawLines = 0;
   const slowed = straceWorks();
   if (!slowed) ctx.note('opener race: strace cannot run here; the stats openers run unslowed and seldom meet a commit');
-  for (let round = 0; round < options.rounds; round++) {
-    const what = `opener race round ${round + 1}`;
-    const dir = mkdtempSync(join(tmpdir(), 'soak-race-'));
-    const created = await runCli(ctx, ['add', '--store', dir], 'https://seed.race.example/\n', 60_000);
-    if (created.code !== 0) ctx.fail(`${what}: creating the store: ${created.stderr}`);
-    let stop!: () => void;
-    const stopped = new Promise<void>((resolve) => (stop = resolve));
-    let finished = false;
-    const writers = Promise.all(Array.from({ length: options.writers }, (_, w) => writer(ctx, dir, `r${round}w${w}`, stopped))).finally(() => (finished = true));
-    const openers = Promise.all(Array.from({ length: options.openers }, () => openerLoop(ctx, dir, slowed, () => finished)));
-    const library = Promise.all(Array.from({ length: options.libraryOpeners }, () => libraryOpener(ctx, dir, options.roundMs)));
-    setTimeout(stop, options.roundMs);
-    const writerRuns = await writers;
-    const libraryRuns = await library;
-    const openerRuns = [...(await openers).flat(), ...libraryRuns.map((opener) => opener.run)];
-    const roundOpens = (await openers).flat().length + libraryRuns.reduce((sum, opener) => sum + opener.opens, 0);
-    const printed: string[] = [];
-    writerRuns.forEach((run, w) => {
-      printed.push(...run.stdout.split('\n').filter((line) => line.length > 0));
-      if (run.signal !== null) signals++;
-      if (run.code !== 0) {
-        writerErrors++;
-        ctx.fail(`${what}: writer ${w} exited ${run.code ?? run.signal}: ${describe(run.stderr)}`);
-      }
-    });
-    opens += roundOpens;
-    for (const run of [...writerRuns, ...openerRuns]) rawLines += foreignLines(run.stderr).filter((line) => !line.startsWith('    at ')).length;
-    for (const run of openerRuns) {
-      if (run.signal !== null) {
-        signals++;
-        ctx.fail(`${what}: an opener ended by ${run.signal}`);
-      } else if (run.code !== 0) {
-        openerErrors++;
-        ctx.fail(`${what}: an opener exited ${run.code}: ${describe(run.stderr)}`);
-      }
-    }
-    const missing = await unseen(ctx, dir, printed);
-    const roundLost = typeof missing === 'string' ? 0 : missing.length;
-    if (typeof missing === 'string') {
-      roundsUnreadable++;
-      ctx.fail(`${what}: the store cannot answer for the printed URLs: ${missing}`);
-    }
-    else if (roundLost > 0) ctx.fail(`${what}: ${roundLost} of ${printed.length} acknowledged URLs lost (e.g. ${missing[0]})`);
-    const verify = await runCli(ctx, ['verify', '--store', dir], '', 120_000);
-    if (verify.code !== 0) {
-      verifyFailures++;
-      ctx.fail(`${what}: verify exited ${verify.code ?? verify.signal}: ${describe(verify.stderr) || verify.stdout.trim().split('\n')[0]}`);
-    }
-    commits += printed.length;
-    lost += roundLost;
-    if (roundLost > 0) roundsWithLoss++;
-    rmSync(dir, { recursive: true, force: true });
-    ctx.note(`${what}/${options.rounds}: ${printed.length} commits, ${roundOpens} opens, ${roundLost} lost, ${writerRuns.filter((run) => run.code !== 0).length} writers failed`);
-  }
-  return { ...options, openersSlowed: slowed, commits, opens, lost, roundsWithLoss, roundsUnreadable, writerErrors, openerErrors, signals, verifyFailures, rawLines };
+  const rounds: RoundFigures[] = [];
+  for (let n = 0; n < options.rounds; n++) rounds.push(await round(ctx, options, slowed, n));
+  const sum = (pick: (figures: RoundFigures) => number): number => rounds.reduce((total, figures) => total + pick(figures), 0);
+  return {
+    ...options,
+    openersSlowed: slowed,
+    commits: sum((f) => f.commits),
+    opens: sum((f) => f.opens),
+    lost: sum((f) => f.lost),
+    roundsWithLoss: sum((f) => (f.lost > 0 ? 1 : 0)),
+    roundsUnreadable: sum((f) => (f.unreadable ? 1 : 0)),
+    writerErrors: sum((f) => f.writerErrors),
+    openerErrors: sum((f) => f.openerErrors),
+    signals: sum((f) => f.signals),
+    verifyFailures: sum((f) => (f.verifyFailed ? 1 : 0)),
+    rawLines: sum((f) => f.rawLines),
+  };
 }
