@@ -44,14 +44,17 @@ export async function runHeld(commands: readonly HeldCommand[], readyMs: number,
     void ready.then(() => child.stdin!.end(command.lines.length > 1 ? `${command.lines.slice(1).join('\n')}\n` : ''));
     return result;
   });
-  const killer = setTimeout(() => {
+  const killAll = (): void => {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  }, deadlineMs);
+  };
+  const killer = setTimeout(killAll, deadlineMs);
   try {
     const results = await Promise.all(runs);
     return { results, allReady: waiting === 0 };
   } finally {
     clearTimeout(timer);
     clearTimeout(killer);
+    // Only when a spawn failed are some still running: none may outlive the caller.
+    killAll();
   }
 }
