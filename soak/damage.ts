@@ -214,7 +214,7 @@ class Tally {
     }
     if (run.code === ERROR_CODES.INTERNAL) {
       this.internal++;
-      this.example(`${command.name}: ${run.stderr.trim().split('\n')[0]!.slice(0, 200)}`);
+      this.example(`${command.name}: ${(/seenstore: error [^\n]*/.exec(run.stderr)?.[0] ?? run.stderr.trim()).slice(0, 200)}`);
     }
     const raw = foreignLines(run.stderr);
     this.rawLines += raw.length;
