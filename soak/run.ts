@@ -3,7 +3,10 @@
  * acknowledged was lost and nothing was reported new twice. Not part of `npm test` (the fault-point
  * versions of these checks are, in test/crash.test.ts and test/concurrency.test.ts).
  *
- *   node dist/soak/run.js [--trials N] [--writers N] [--rounds N] [--lock-trials N]
+ *   node dist/soak/run.js [--trials N] [--writers N] [--rounds N] [--lock-trials N] [--processes N]
+ *     [--race-rounds N] [--race-writers N] [--race-openers N] [--race-library-openers N] [--race-round-ms MS]
+ *     [--damaged-stores N]
+ *     [--only kills,writers,locks,disk,many,race,damage]
  *
  * Part 1, random kills (N trials, default 100): a child adds the shared URL lists in batches,
  * printing "ack N" after each acknowledged batch, in one of six workloads (checkpoint after every
@@ -17,6 +20,10 @@
  * of a writer that finished) must be seen.
  * Part 3, stale locks and fencing (default 6 trials): see staleLocks below.
  * Part 4, a full disk (root only, else reported as skipped): see diskFull below.
+ * Part 5, many processes (default 200) open on one store at once: soak/many-processes.ts.
+ * Part 6, openers during commits (default 4 rounds of 15 s, 3 writers, 2 `stats` loops, 2 library openers): soak/opener-race.ts.
+ * Part 7, damaged data files (default 16: 8 flipped, 8 truncated) through every command: soak/damage.ts.
+ * With the defaults the whole run takes about six and a half minutes on a 2-core machine (382 s).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,6 +31,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SeenStore } from '../src/index.js';
+import type { SoakContext } from './context.js';
+import { damagedStores } from './damage.js';
+import { manyProcesses } from './many-processes.js';
+import { openerRace } from './opener-race.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SHARED = resolve(ROOT, '..', 'shared', 'data');
@@ -40,6 +51,20 @@ const TRIALS = option('trials', 100);
 const WRITERS = option('writers', 4);
 const ROUNDS = option('rounds', 5);
 const LOCK_TRIALS = option('lock-trials', 6);
+const PROCESSES = option('processes', 200);
+const RACE = {
+  rounds: option('race-rounds', 4),
+  writers: option('race-writers', 3),
+  openers: option('race-openers', 2),
+  libraryOpeners: option('race-library-openers', 2),
+  roundMs: option('race-round-ms', 15_000),
+};
+const DAMAGED_STORES = option('damaged-stores', 16);
+const PARTS = ['kills', 'writers', 'locks', 'disk', 'many', 'race', 'damage'] as const;
+const ONLY = new Set(args.includes('--only') ? args[args.indexOf('--only') + 1]!.split(',') : PARTS);
+for (const part of ONLY) if (!(PARTS as readonly string[]).includes(part)) throw new Error(`soak: unknown part ${part} (${PARTS.join(', ')})`);
+/** Runs `part` if --only asks for it (every part by default); a skipped part is `null` in the summary. */
+const run = <T>(part: (typeof PARTS)[number], action: () => Promise<T>): Promise<T | null> => (ONLY.has(part) ? action() : Promise.resolve(null));
 /** The soak runs its lock trials at the smallest staleness seenstore accepts, to keep them short. */
 const LOCK_STALE_MS = 2000;
 /**
@@ -411,11 +436,15 @@ async function diskFull(): Promise<{ ran: boolean; exitCode: number | null; lost
   }
 }
 
+const ctx: SoakContext = { cli: CLI, urls: URLS, fail, note: (message) => process.stderr.write(`soak: ${message}\n`) };
 const started = Date.now();
-const killResults = await randomKills();
-const writerResults = await writers();
-const lockResults = await staleLocks();
-const diskResults = await diskFull();
+const killResults = await run('kills', randomKills);
+const writerResults = await run('writers', writers);
+const lockResults = await run('locks', staleLocks);
+const diskResults = await run('disk', diskFull);
+const manyResults = await run('many', () => manyProcesses(ctx, PROCESSES));
+const raceResults = await run('race', () => openerRace(ctx, RACE));
+const damageResults = await run('damage', () => damagedStores(ctx, DAMAGED_STORES));
 const summary = {
   date: new Date().toISOString(),
   seconds: Math.round((Date.now() - started) / 1000),
@@ -424,6 +453,9 @@ const summary = {
   writers: writerResults,
   staleLocks: lockResults,
   diskFull: diskResults,
+  manyProcesses: manyResults,
+  openerRace: raceResults,
+  damagedStores: damageResults,
   failures,
 };
 process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);

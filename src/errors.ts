@@ -31,6 +31,8 @@ export const ERROR_CODES = {
   INTERNAL: 70,
   /** A long operation was stopped at a safe point (its AbortSignal; the CLI's SIGINT or SIGTERM); nothing of it was kept. */
   INTERRUPTED: 130,
+  /** Every reader slot of the store is taken: too many processes have it open at once (LMDB's MDB_READERS_FULL). */
+  STORE_BUSY: 14,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -57,6 +59,13 @@ export function asStoreError(error: unknown, doing: string): SeenStoreError {
   const errno = (error as { code?: unknown } | null)?.code;
   if (/MDB_MAP_FULL|ENOSPC|No space left/i.test(message) || errno === 'ENOSPC') {
     return new SeenStoreError('STORE_FULL', `${doing}: the store's map or disk is full (${message})`, { cause: error });
+  }
+  if (/MDB_READERS_FULL/.test(message)) {
+    return new SeenStoreError(
+      'STORE_BUSY',
+      `${doing}: too many processes have the store open (every one of LMDB's reader slots is taken); try again once some have finished (${message})`,
+      { cause: error },
+    );
   }
   if (/MDB_CORRUPTED|MDB_INVALID|MDB_PAGE_NOTFOUND|MDB_VERSION_MISMATCH/.test(message)) {
     return new SeenStoreError('STORE_CORRUPT', `${doing}: LMDB reports damage (${message})`, { cause: error });

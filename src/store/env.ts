@@ -6,6 +6,7 @@ import { Packr } from 'msgpackr';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import { OpenGuard } from './open-guard.js';
 import { checkDataFile } from './data-file.js';
+import { LMDB_MAX_READERS } from './reader-slots.js';
 import { FORMAT_VERSION, readStoreHeader, type StoreHeader } from './records.js';
 
 /** Key of the store header in the meta DB. */
@@ -124,7 +125,7 @@ export class StoreEnv {
 
   static #openRoot(dir: string, mapSizeBytes: number, readOnly: boolean): RootDatabase {
     // noSubdir explicitly: lmdb-js otherwise takes a path with a dot in its last segment for a file.
-    return open({ path: dir, noSubdir: false, mapSize: mapSizeBytes, maxDbs: 8, pageSize: 4096, readOnly });
+    return open({ path: dir, noSubdir: false, mapSize: mapSizeBytes, maxDbs: 8, pageSize: 4096, readOnly, maxReaders: LMDB_MAX_READERS });
   }
 
   /**
