@@ -4,9 +4,9 @@
  * STORES damaged copies of its data.mdb, half with a few bytes of one page flipped (a meta page's
  * record, a B-tree page or any page), half truncated (to 0, within the last 64 pages, or anywhere). Every CLI command,
  * read and write, runs on a fresh copy of each damaged store. No command may end by a signal (or
- * hang past its time limit): only answers or typed errors. Reported besides, not failures here
- * (other parts of issue 17): INTERNAL exits, raw lines on stderr, read-only commands that changed
- * data.mdb.
+ * hang past its time limit), end with INTERNAL, or, when it only reads, change data.mdb: only
+ * answers or typed errors. Reported besides, not failures: raw lines on stderr (LMDB's C code
+ * prints some itself, e.g. `Write error: ...`, which JavaScript cannot hold back).
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -214,12 +214,16 @@ class Tally {
     }
     if (run.code === ERROR_CODES.INTERNAL) {
       this.internal++;
+      this.ctx.fail(`${what}: INTERNAL where damage must be a typed error: ${(/seenstore: error [^\n]*/.exec(run.stderr)?.[0] ?? run.stderr.trim()).slice(0, 200)}`);
       this.example(`${command.name}: ${(/seenstore: error [^\n]*/.exec(run.stderr)?.[0] ?? run.stderr.trim()).slice(0, 200)}`);
     }
     const raw = foreignLines(run.stderr);
     this.rawLines += raw.length;
     if (raw.length > 0) this.example(`${command.name} (${outcome}): raw line ${JSON.stringify(raw[0]!.slice(0, 120))}`);
-    if (command.readOnly && dataChanged) this.readOnlyChanged++;
+    if (command.readOnly && dataChanged) {
+      this.readOnlyChanged++;
+      this.ctx.fail(`${what}: a read-only command changed data.mdb`);
+    }
   }
 
   example(text: string): void {

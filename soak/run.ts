@@ -26,7 +26,7 @@
  * With the defaults the whole run takes about six and a half minutes on a 2-core machine (382 s).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,9 +35,9 @@ import type { SoakContext } from './context.js';
 import { damagedStores } from './damage.js';
 import { manyProcesses } from './many-processes.js';
 import { openerRace } from './opener-race.js';
+import { allSharedUrls } from '../test/helpers/data.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const SHARED = resolve(ROOT, '..', 'shared', 'data');
 const CRASH_CHILD = join(ROOT, 'dist', 'test', 'helpers', 'crash-child.js');
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
 const LOCK_CHILD = join(ROOT, 'dist', 'soak', 'lock-child.js');
@@ -74,13 +74,9 @@ const LOCK_STALE_MS = 2000;
  */
 const TAKEOVER_SLACK_MS = 1000 + 300;
 
-function sharedLines(file: string): string[] {
-  const path = join(SHARED, file);
-  if (!existsSync(path)) throw new Error(`soak data missing: ${path} (../shared/data beside the project)`);
-  return readFileSync(path, 'utf8').split('\n').filter((line) => line.length > 0);
-}
-
-const URLS = [...new Set([...sharedLines('crawl-sitelist-15k.txt'), ...sharedLines('crawl-benign-35k.txt')])];
+// The shared URL lists, deduplicated; in a bare clone (no ../shared/data) the tests' generated
+// crawl-like stand-ins, said on stderr.
+const URLS = allSharedUrls();
 const failures: string[] = [];
 const fail = (message: string): void => {
   failures.push(message);

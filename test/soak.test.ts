@@ -8,15 +8,18 @@ import { ROOT } from './helpers/data.js';
  * The short version of `npm run soak`: its parts with small counts (random kills in all five
  * workloads, racing writers with a kill, stale-lock takeover and fencing both ways, a full disk when
  * the run may mount a tmpfs, 20 processes held open on one store together). The soak itself checks
- * its invariants; this test requires a run with no failure and that each part really ran. The
- * opener-race and damaged-store parts join it once issue 17's fixes of the open/commit race and of
- * damaged data files are in (until then they fail by design, see docs/reliability.md).
+ * its invariants; this test requires a run with no failure and that each part really ran,
+ * including one round of openers racing single-URL writers and two damaged stores through every
+ * command.
  */
-test('a short soak: random kills, racing writers, stale locks, full disk, many processes — 0 failures', () => {
-  const args = ['--trials', '10', '--writers', '2', '--rounds', '1', '--lock-trials', '2', '--processes', '20', '--only', 'kills,writers,locks,disk,many'];
+test('a short soak: random kills, racing writers, stale locks, full disk, many processes, opener race, damaged stores — 0 failures', () => {
+  const args = [
+    '--trials', '10', '--writers', '2', '--rounds', '1', '--lock-trials', '2', '--processes', '20',
+    '--race-rounds', '1', '--race-round-ms', '5000', '--damaged-stores', '2',
+  ];
   const run = spawnSync(process.execPath, [join(ROOT, 'dist', 'soak', 'run.js'), ...args], {
     encoding: 'utf8',
-    timeout: 180_000,
+    timeout: 300_000,
   });
   assert.equal(run.status, 0, `soak exited ${run.status}:\n${run.stderr}`);
   const summary = JSON.parse(run.stdout) as {
@@ -26,6 +29,8 @@ test('a short soak: random kills, racing writers, stale locks, full disk, many p
     staleLocks: { trials: number; worstTakeoverMs: number; fencedWrites: number };
     diskFull: { ran: boolean; note: string };
     manyProcesses: { processes: number; allHeldTogether: boolean; answered: number; busy: number; otherExits: number; lost: number };
+    openerRace: { rounds: number; commits: number; opens: number; lost: number; signals: number };
+    damagedStores: { stores: number; runs: number; signals: number; readOnlyChanged: number };
   };
   assert.deepEqual(summary.failures, []);
   assert.equal(summary.randomKills.trials, 10);
@@ -40,5 +45,11 @@ test('a short soak: random kills, racing writers, stale locks, full disk, many p
   assert.ok(summary.manyProcesses.allHeldTogether);
   assert.equal(summary.manyProcesses.answered + summary.manyProcesses.busy, 20);
   assert.equal(summary.manyProcesses.otherExits + summary.manyProcesses.lost, 0);
+  assert.equal(summary.openerRace.rounds, 1);
+  assert.ok(summary.openerRace.commits > 0 && summary.openerRace.opens > 0, JSON.stringify(summary.openerRace));
+  assert.equal(summary.openerRace.lost + summary.openerRace.signals, 0);
+  assert.equal(summary.damagedStores.stores, 2);
+  assert.ok(summary.damagedStores.runs > 0);
+  assert.equal(summary.damagedStores.signals + summary.damagedStores.readOnlyChanged, 0);
   if (!summary.diskFull.ran) process.stderr.write(`soak test: disk-full part ${summary.diskFull.note}\n`);
 });

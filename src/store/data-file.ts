@@ -3,8 +3,15 @@ import { join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import { walkPages, type PageDamage, type PageWalkReport } from './page-walk.js';
 
-/** Files and directories that only a store that was opened (lock.mdb) or used (locks/, snapshots/) has. */
-const STORE_TRACES = ['lock.mdb', 'locks', 'snapshots'] as const;
+/**
+ * Files and directories that only a store that was opened (lock.mdb) or used (locks/, snapshots/)
+ * has, each of its kind (/proc has a file named `locks`).
+ */
+const STORE_TRACES = [
+  { name: 'lock.mdb', directory: false },
+  { name: 'locks', directory: true },
+  { name: 'snapshots', directory: true },
+] as const;
 /** How long an empty data file beside a lock file may be a store another process is creating. */
 const CREATION_GRACE_MS = 1_000;
 const CREATION_POLL_MS = 20;
@@ -12,20 +19,26 @@ const CREATION_POLL_MS = 20;
 const WALK_ATTEMPTS = 5;
 
 /**
+ * Refuses (STORE_CORRUPT) a store whose data file is missing or empty while the store's other files
+ * exist: lost data, which LMDB would take for a new store. A missing directory or data file of a
+ * store that never existed passes: the caller creates it or answers NOT_FOUND.
+ */
+export function refuseLostDataFile(dir: string): void {
+  const path = join(dir, 'data.mdb');
+  if (isDirectory(dir) && dataBytes(path) === 0) refuseLostData(dir, path);
+}
+
+/**
  * Checks a store's data file before lmdb-js maps it: lmdb-js follows LMDB's pages through its map,
  * so a page cut off the file's end stops the process with SIGBUS and a damaged page pointer with
- * SIGSEGV, and an empty data file is taken for a new store. Refuses (STORE_CORRUPT, with the place)
- * a data file that is missing or empty while the store's other files exist, and one whose page
- * structure is damaged or cut short (page-walk.ts). A missing directory or data file of a store
- * that never existed passes: the caller creates it or answers NOT_FOUND.
+ * SIGSEGV. Refuses (STORE_CORRUPT, with the place) a data file whose page structure is damaged or
+ * cut short (page-walk.ts). Call holding the store's open guard, so that no commit moves the pages
+ * (the meta pages above all) while they are read; an empty or missing file passes (see
+ * refuseLostDataFile).
  */
 export function checkDataFile(dir: string): void {
   const path = join(dir, 'data.mdb');
-  if (!isDirectory(dir)) return;
-  if (dataBytes(path) === 0) {
-    refuseLostData(dir, path);
-    return;
-  }
+  if (!isDirectory(dir) || dataBytes(path) === 0) return;
   const report = stableWalk(path, 1);
   const first = report?.damage[0];
   if (first !== undefined) throw new SeenStoreError('STORE_CORRUPT', `${path} is damaged: ${describeDamage(first)}`);
@@ -74,6 +87,15 @@ function dataBytes(path: string): number {
   }
 }
 
+function isKind(path: string, directory: boolean): boolean {
+  try {
+    const stats = statSync(path);
+    return directory ? stats.isDirectory() : stats.isFile();
+  } catch {
+    return false;
+  }
+}
+
 /**
  * LMDB creates lock.mdb, then data.mdb, then writes the meta pages: an empty or missing data file
  * beside a lock file is a store being created for a moment, and lost data after that. Waits out
@@ -81,7 +103,7 @@ function dataBytes(path: string): number {
  * is refused too: delete its directory.
  */
 function refuseLostData(dir: string, path: string): void {
-  const traces = STORE_TRACES.filter((name) => existsSync(join(dir, name)));
+  const traces = STORE_TRACES.filter((trace) => isKind(join(dir, trace.name), trace.directory)).map((trace) => trace.name);
   if (traces.length === 0) return;
   if (traces.length === 1 && traces[0] === 'lock.mdb') {
     const deadline = Date.now() + CREATION_GRACE_MS;

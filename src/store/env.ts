@@ -5,7 +5,7 @@ import { ABORT, open, type Database, type RootDatabase } from 'lmdb';
 import { Packr } from 'msgpackr';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import { OpenGuard } from './open-guard.js';
-import { checkDataFile } from './data-file.js';
+import { checkDataFile, refuseLostDataFile } from './data-file.js';
 import { LMDB_MAX_READERS } from './reader-slots.js';
 import { FORMAT_VERSION, readStoreHeader, type StoreHeader } from './records.js';
 
@@ -163,15 +163,19 @@ export class StoreEnv {
     if (endianness() !== 'LE') {
       throw new SeenStoreError('INTERNAL', 'seenstore reads and writes filters as little-endian words; this host is big-endian');
     }
-    // Before anything maps the file: a cut or damaged data file must not crash this process.
-    checkDataFile(dir);
+    refuseLostDataFile(dir);
     const readOnly = options.readOnly ?? false;
     StoreEnv.#prepareDir(dir, options.create && !readOnly);
     StoreEnv.#refuseNewFilesOnFullDisk(dir);
     const guard = readOnly ? OpenGuard.openForReading(dir) : OpenGuard.open(dir);
     let root: RootDatabase;
     try {
-      root = holding(guard, () => StoreEnv.#openRoot(dir, options.mapSizeBytes, readOnly));
+      root = holding(guard, () => {
+        // Before anything maps the file (a cut or damaged data file must not crash this process),
+        // and with no commit under way (the walk reads the pages a commit moves).
+        checkDataFile(dir);
+        return StoreEnv.#openRoot(dir, options.mapSizeBytes, readOnly);
+      });
     } catch (error) {
       guard?.close().catch(() => undefined);
       throw asStoreError(error, `opening the store at ${dir}`);
