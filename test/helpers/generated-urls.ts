@@ -3,6 +3,7 @@
  * similar paths, query strings, a few long lines and non-ASCII characters, as a crawl's frontier
  * has them. The same seed always gives the same list; different seeds give disjoint lists.
  */
+import { mulberry32 } from '../../src/cli/commands/demo.js';
 
 const TLDS = ['com', 'org', 'net', 'de', 'co.uk', 'io', 'fr', 'jp', 'com.br', 'edu'];
 const WORDS = [
@@ -12,21 +13,9 @@ const WORDS = [
 ];
 const PARAMS = ['id', 'page', 'q', 'ref', 'utm_source', 'sort', 'lang', 'session', 'offset', 'v'];
 
-/** mulberry32: a small, well-mixed 32-bit generator (enough for test data). */
-function generator(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
-
 /** `count` distinct crawl-like URLs; `seed` picks the list (and its hosts). */
 export function generatedUrls(count: number, seed: number): string[] {
-  const random = generator(seed);
+  const random = mulberry32(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const hosts = Array.from({ length: 300 }, (_, i) => `${random() < 0.5 ? 'www.' : ''}site${seed}-${i}.${pick(TLDS)}`);
   const urls = new Set<string>();

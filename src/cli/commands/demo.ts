@@ -8,7 +8,7 @@ import { formatCount } from '../output.js';
 const MAIN = fileURLToPath(new URL('../main.js', import.meta.url));
 
 /** A small deterministic PRNG so the demo crawl is the same on every machine. */
-function mulberry32(seed: number): () => number {
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
