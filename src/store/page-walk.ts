@@ -186,9 +186,10 @@ class PageWalk {
   /**
    * LMDB opens from the meta page with the larger transaction id, and checks only page 0's type,
    * magic and version before it does (mdb_env_read_header); the chosen one must be sound, or LMDB
-   * would follow its roots wherever they point. A writer of lmdb-js (overlapping sync) also reads
-   * a third, partial meta at half of page 0 (the last synced state): it may never claim a newer
-   * transaction than both full ones.
+   * would follow its roots wherever they point. lmdb-js (overlapping sync) also writes a third,
+   * partial meta at half of page 0 (the last synced state), from another thread and outside the
+   * open guard; LMDB opens from it only with MDB_PREVSNAPSHOT, which seenstore never sets, so it
+   * is not checked (a check refused a store two processes were creating at once).
    */
   #pickMeta(): Meta | undefined {
     const head = Buffer.alloc(PAGE_HEADER_BYTES + META_BYTES);
@@ -203,15 +204,10 @@ class PageWalk {
     }
     this.#pageBytes = first.pageBytes;
     const second = this.#readMetaAt(1, this.#pageBytes);
-    const synced = this.#readMetaAt(-1, this.#pageBytes / 2);
     if (second === undefined) return undefined;
     const newest = second.txnId > first.txnId ? second : first;
     if (newest.valid !== undefined) {
       this.#report(newest.page, 'file', `meta page ${newest.page}, the newest (txn ${newest.txnId}), ${newest.valid}`);
-      return undefined;
-    }
-    if (synced !== undefined && synced.txnId > newest.txnId) {
-      this.#report(0, 'file', `the synced meta at half of page 0 claims txn ${synced.txnId}, newer than meta page ${newest.page} (txn ${newest.txnId})`);
       return undefined;
     }
     // The older meta page is the one the next commit overwrites (from its map size on, never its
