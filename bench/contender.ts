@@ -103,9 +103,9 @@ async function durable(insert: readonly string[], query: readonly string[], opti
   const addSeconds = seconds(start);
   start = process.hrtime.bigint();
   let positives = 0;
-  for (let i = 0; i < query.length; i += BATCH) for (const seen of scope.has(query.slice(i, i + BATCH))) if (seen) positives++;
+  for (let i = 0; i < query.length; i += BATCH) for (const seen of await scope.has(query.slice(i, i + BATCH))) if (seen) positives++;
   const querySeconds = seconds(start);
-  const bits = scope.epoch(1).sliceDetails.reduce((sum, slice) => sum + slice.mBits * slice.filters, 0);
+  const bits = (await scope.epoch(1)).sliceDetails.reduce((sum, slice) => sum + slice.mBits * slice.filters, 0);
   await store.close();
   const bytesOnDisk = dirBytes(dir);
   rmSync(dir, { recursive: true, force: true });
@@ -230,11 +230,11 @@ async function scale(mode: string, dir: string, capacity: number, count: number)
   }
   const start = process.hrtime.bigint();
   const store = await SeenStore.open(dir);
-  const [seen] = store.scope('scale').has([syntheticUrl(0)]);
+  const [seen] = await store.scope('scale').has([syntheticUrl(0)]);
   const openSeconds = seconds(start);
   const rssMB = process.memoryUsage().rss / 2 ** 20;
-  const filterBytes = store.scope('scale').epoch(1).sliceDetails.reduce((sum, slice) => sum + (slice.mBits / 8) * slice.filters, 0);
-  const journalRecords = store.scope('scale').epoch(1).journalRecords;
+  const filterBytes = (await store.scope('scale').epoch(1)).sliceDetails.reduce((sum, slice) => sum + (slice.mBits / 8) * slice.filters, 0);
+  const journalRecords = (await store.scope('scale').epoch(1)).journalRecords;
   process.stdout.write(`${JSON.stringify({ openSeconds, seen, filterMB: filterBytes / 2 ** 20, rssMB, peakRssMB: peakRss(), journalRecords })}\n`);
   process.exit(0);
 }

@@ -115,7 +115,7 @@ async function check(dir: string, what: string, expectSeen: string[], scope: str
     const report = store.verify();
     if (!report.ok) fail(`${what}: verify: ${report.damage.map((d) => `${d.where}: ${d.problem}`).join('; ')}`);
     if (expectSeen.length > 0) {
-      const seen = store.scope(scope).has(expectSeen, { epochs: 'all' });
+      const seen = (await store.scope(scope).has(expectSeen, { epochs: 'all' }));
       const lost = seen.filter((s) => !s).length;
       if (lost > 0) fail(`${what}: ${lost} acknowledged URLs lost`);
     }
@@ -151,8 +151,8 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
       else if (run.code !== 0) fail(`trial ${trial} (import): exit ${run.code}: ${run.stderr}`);
       const store = await SeenStore.open(dir).catch((error: Error) => (fail(`trial ${trial} (import): ${error.message}`), undefined));
       if (store !== undefined) {
-        const present = store.scopeNames().includes('imp');
-        if (present && !store.scope('imp').has(URLS, { epochs: 1 }).every(Boolean)) fail(`trial ${trial} (import): a partial import is visible`);
+        const present = (await store.scopeNames()).includes('imp');
+        if (present && !(await store.scope('imp').has(URLS, { epochs: 1 })).every(Boolean)) fail(`trial ${trial} (import): a partial import is visible`);
         if (!present && !run.killed) fail(`trial ${trial} (import): finished but no scope`);
         if (!store.verify().ok) fail(`trial ${trial} (import): verify`);
         await store.close();
@@ -169,7 +169,7 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
       await check(dir, what, URLS.slice(0, batches * batch), 'soak');
       const store = await SeenStore.open(dir, { lockStaleMs: 2000 }).catch(() => undefined);
       if (store !== undefined) {
-        const counts = store.scope('soak').count(URLS.slice(0, (batches + 1) * batch));
+        const counts = (await store.scope('soak').count(URLS.slice(0, (batches + 1) * batch)));
         const wrong = counts.slice(0, batches * batch).filter((n) => n !== 1).length;
         if (wrong > 0) fail(`${what}: ${wrong} acknowledged URLs not counted exactly once`);
         const inFlight = new Set(counts.slice(batches * batch));
@@ -255,14 +255,14 @@ async function prunedAtRandom(template: PruneTemplate, dir: string, trial: numbe
   try {
     if (!store.verify().ok) fail(`${what}: verify after the kill`);
     const scope = store.scope('old');
-    const present = scope.stats().epochs.map((e) => e.epoch);
+    const present = (await scope.stats()).epochs.map((e) => e.epoch);
     if (!present.includes(3)) fail(`${what}: the open epoch is gone`);
     for (const n of present) {
-      const lost = scope.has(template.epochs[n - 1]!, { epochs: n }).filter((seen) => !seen).length;
+      const lost = (await scope.has(template.epochs[n - 1]!, { epochs: n })).filter((seen) => !seen).length;
       if (lost > 0) fail(`${what}: epoch ${n} is still listed but ${lost} of its URLs are not seen`);
     }
     await scope.prune({ keepLast: 1 });
-    const after = scope.stats().epochs.map((e) => e.epoch);
+    const after = (await scope.stats()).epochs.map((e) => e.epoch);
     if (after.join() !== '3') fail(`${what}: after a second prune the epochs are ${after.join()}`);
     if (!store.verify().ok) fail(`${what}: verify after the second prune (leftover data?)`);
   } finally {
@@ -308,7 +308,7 @@ async function writers(): Promise<{ writers: number; rounds: number; kills: numb
       if (!run.killed) for (const url of inputs[w]!) acknowledged.add(url);
     });
     const store = await SeenStore.open(dir);
-    const missing = store.scope(scope).has([...acknowledged]).filter((seen) => !seen).length;
+    const missing = (await store.scope(scope).has([...acknowledged])).filter((seen) => !seen).length;
     if (missing > 0) fail(`writers round ${round}: ${missing} acknowledged URLs not seen at the end`);
     if (!store.verify().ok) fail(`writers round ${round}: verify`);
     await store.close();
@@ -421,7 +421,7 @@ async function diskFull(): Promise<{ ran: boolean; exitCode: number | null; lost
     const acknowledged = /read 30,000, new/.test(run.stderr);
     spawnSync('mount', ['-o', 'remount,size=64m', mount]);
     const store = await SeenStore.open(dir);
-    const lost = acknowledged ? store.scope().has(input).filter((seen) => !seen).length : 0;
+    const lost = acknowledged ? (await store.scope().has(input)).filter((seen) => !seen).length : 0;
     if (lost > 0) fail(`disk full: ${lost} acknowledged URLs lost`);
     if (!store.verify().ok) fail('disk full: verify after freeing space');
     await store.close();

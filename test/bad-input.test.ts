@@ -179,10 +179,10 @@ describe('bad input (issue 7 corpus)', () => {
     const out = await runCli(['add', '--store', dir, '--scope', 'u16'], le);
     assert.equal(out.code, ERROR_CODES.INVALID_URL, out.stderr);
     const store = await SeenStore.open(dir);
-    const { epochs } = store.scope().stats();
+    const { epochs } = (await store.scope().stats());
     assert.equal(epochs[0]!.submitted, 2, 'only the two lines of the UTF-8 file were ever added');
-    assert.ok(!store.scopeNames().includes('u16'), 'a refused UTF-16 input creates nothing');
-    assert.deepEqual(store.scope().has(['https://utf16.example/a', 'https://utf16.example/b']), [true, true], 'the UTF-8 mark is not part of line 1');
+    assert.ok(!(await store.scopeNames()).includes('u16'), 'a refused UTF-16 input creates nothing');
+    assert.deepEqual((await store.scope().has(['https://utf16.example/a', 'https://utf16.example/b'])), [true, true], 'the UTF-8 mark is not part of line 1');
     await store.close();
   });
 });

@@ -152,31 +152,31 @@ describe('the counting strategy in the store', () => {
     let store = await SeenStore.open(dir);
     const scope = store.scope('counts', { strategy: 'counting', capacityUrls: 20_000, fprTarget: 0.001 });
     for (let round = 1; round <= 5; round++) await scope.add(urls.filter((_, i) => times(i) >= round));
-    const before = scope.count(urls);
+    const before = (await scope.count(urls));
     const exact = before.filter((n, i) => n === times(i)).length;
     assert.ok(exact / urls.length > 0.99, `exact ${exact} of ${urls.length}`);
     assert.ok(before.every((n) => n > 0), 'no false negatives');
-    const stats = scope.stats().epochs[0]!;
+    const stats = (await scope.stats()).epochs[0]!;
     assert.equal(stats.strategy, 'counting');
     // New = count 0 before the first add: a URL that is a false positive then is not new (rare at
     // this fill: about 0.03 expected), so allow a few.
     assert.ok(stats.added <= urls.length && stats.added >= urls.length - 5, `added ${stats.added}`);
     assert.equal(stats.submitted, urls.reduce((sum, _, i) => sum + times(i), 0));
-    const present = scope.has(probes).filter(Boolean).length;
+    const present = (await scope.has(probes)).filter(Boolean).length;
     assert.ok(present <= binomialUpper(probes.length, 0.001), `${present} false positives of ${probes.length}`);
     await store.close();
 
     store = await SeenStore.open(dir);
     const again = store.scope('counts');
-    assert.deepEqual(again.count(urls), before, 'the same counts after reopen (checkpointed on close)');
+    assert.deepEqual((await again.count(urls)), before, 'the same counts after reopen (checkpointed on close)');
     assert.equal(await again.delete(urls.slice(0, 1_000)), 1_000);
-    const afterDelete = again.count(urls.slice(0, 1_000));
+    const afterDelete = (await again.count(urls.slice(0, 1_000)));
     assert.ok(afterDelete.filter((n, i) => n === before[i]! - 1).length > 990, 'one occurrence fewer');
     assert.ok(store.verify().ok);
     const file = join(dir, 'counts.ssx');
     await again.export(file);
     await store.import(file, { scope: 'copy' });
-    assert.deepEqual(store.scope('copy').count(urls, { epochs: 1 }), again.count(urls));
+    assert.deepEqual((await store.scope('copy').count(urls, { epochs: 1 })), (await again.count(urls)));
     await expectCode('INCOMPATIBLE', () => again.merge([file]));
     await expectCode('USAGE', () => store.scope('plain').add(['http://a/']).then(() => store.scope('plain').count(['http://a/'])));
     await store.close();
@@ -193,7 +193,7 @@ describe('the counting strategy in the store', () => {
       assert.equal(crashed.signal, 'SIGKILL', `${point} was never reached`);
       const check = async (): Promise<void> => {
         const store = await SeenStore.open(dir, { lockStaleMs: 2_000 });
-        const counts = store.scope().count(urls);
+        const counts = (await store.scope().count(urls));
         const acked = crashed.acked * 5000;
         assert.ok(counts.slice(0, acked).every((n) => n === 1), 'an acknowledged URL is lost or counted twice');
         // The batch in flight is all there or not at all, each URL once.
@@ -217,10 +217,10 @@ describe('the counting strategy in the store', () => {
     const runs = await Promise.all([0, 1].map(() => runCrashChild([dir, 'default', file, '1000', 'none', 'checkpoint-each'], env)));
     assert.ok(runs.every((run) => run.done));
     const store = await SeenStore.open(dir);
-    const counts = store.scope().count(urls);
+    const counts = (await store.scope().count(urls));
     const wrong = counts.filter((n) => n !== 2).length;
     assert.equal(wrong, 0, `${wrong} URLs not counted exactly twice`);
-    assert.equal(store.scope().stats().epochs[0]!.submitted, 40_000);
+    assert.equal((await store.scope().stats()).epochs[0]!.submitted, 40_000);
     await store.close();
   });
 });

@@ -60,7 +60,7 @@ describe('crash safety', () => {
         printedEver.add(url);
       }
       const store = await SeenStore.open(dir);
-      const seen = store.scope().has(trial.printed);
+      const seen = (await store.scope().has(trial.printed));
       assert.equal(seen.filter((s) => !s).length, 0, `trial ${t}: a printed URL is not recorded`);
       await store.close();
     }
@@ -84,7 +84,7 @@ describe('crash safety', () => {
     const unprinted = urls.slice(0, trials * perTrial).filter((url) => !printedEver.has(url));
     assert.ok(unprinted.length <= kills * 100, `${unprinted.length} URLs were never printed`);
     const store = await SeenStore.open(dir);
-    assert.ok(store.scope().has(unprinted).every(Boolean), 'an unprinted URL is not even recorded: lost');
+    assert.ok((await store.scope().has(unprinted)).every(Boolean), 'an unprinted URL is not even recorded: lost');
     await store.close();
   });
 
@@ -105,14 +105,14 @@ describe('crash safety', () => {
       // may set up to a second ahead; only then can close() checkpoint.
       if (point.startsWith('checkpoint')) await sleep(3_200);
       const store = await SeenStore.open(dir, { lockStaleMs: 2_000 });
-      const afterCrash = store.scope().stats().epochs[0]!;
-      assert.equal(store.scope().has(ackedUrls).filter((s) => !s).length, 0);
+      const afterCrash = (await store.scope().stats()).epochs[0]!;
+      assert.equal((await store.scope().has(ackedUrls)).filter((s) => !s).length, 0);
       assert.ok(afterCrash.added >= ackedUrls.length);
       await store.close();
 
       // Replay is idempotent: a journal replayed over chunks that already hold it adds no bit.
       const again = await SeenStore.open(dir);
-      const afterCheckpoint = again.scope().stats().epochs[0]!;
+      const afterCheckpoint = (await again.scope().stats()).epochs[0]!;
       assert.equal(afterCheckpoint.journalRecords, 0);
       assert.equal(afterCheckpoint.fillRatio, afterCrash.fillRatio);
       assert.equal(afterCheckpoint.added, afterCrash.added);
@@ -121,8 +121,8 @@ describe('crash safety', () => {
       const finished = await runCrashChild([dir, 'default', file, '5000', 'none'], env);
       assert.ok(finished.done);
       const final = await SeenStore.open(dir);
-      assert.equal(final.scope().has(urls).filter((s) => !s).length, 0);
-      assert.equal(final.scope().stats().epochs[0]!.added, urls.length);
+      assert.equal((await final.scope().has(urls)).filter((s) => !s).length, 0);
+      assert.equal((await final.scope().stats()).epochs[0]!.added, urls.length);
       await final.close();
     });
   }

@@ -32,14 +32,14 @@ describe('epochs', () => {
     const scope = store.scope('temporal', { capacityUrls: 10_000, fprTarget: 0.1 });
     const inserted = benign.slice(0, 10_000);
     await scope.add(inserted);
-    const first = positives(scope.has(probes));
+    const first = positives((await scope.has(probes)));
     const rotation = await scope.rotate({ capacityUrls: 10_000 });
     await scope.add(inserted);
-    const second = positives(scope.has(probes));
-    const seeds1 = scope.epoch(1).sliceDetails[0]!.seeds;
-    const seeds2 = scope.epoch(2).sliceDetails[0]!.seeds;
+    const second = positives((await scope.has(probes)));
+    const seeds1 = (await scope.epoch(1)).sliceDetails[0]!.seeds;
+    const seeds2 = (await scope.epoch(2)).sliceDetails[0]!.seeds;
     assert.notDeepEqual(seeds1, seeds2);
-    assert.equal(rotation.opened.sliceDetails[0]!.mBits, scope.epoch(1).sliceDetails[0]!.mBits, 'same geometry, new seeds');
+    assert.equal(rotation.opened.sliceDetails[0]!.mBits, (await scope.epoch(1)).sliceDetails[0]!.mBits, 'same geometry, new seeds');
 
     const n = probes.length;
     const p1 = first.size / n;
@@ -49,13 +49,13 @@ describe('epochs', () => {
     // Independent seeds: the overlap is binomial(n, p1 * p2); with equal seeds it would be all of it.
     assert.ok(overlap <= binomialUpper(n, p1 * p2), `overlap ${overlap}, expected ~${(n * p1 * p2).toFixed(1)}`);
     assert.ok(overlap >= binomialLower(n, p1 * p2), `overlap ${overlap}, expected ~${(n * p1 * p2).toFixed(1)}`);
-    const both = scope.has(probes, { epochs: { last: 2 }, mode: 'all' }).filter(Boolean).length;
+    const both = (await scope.has(probes, { epochs: { last: 2 }, mode: 'all' })).filter(Boolean).length;
     assert.equal(both, overlap);
     assert.ok(both / n < p1 / 4, `'all' over two epochs: ${both / n} vs one epoch ${p1}`);
-    assert.ok(scope.has(inserted, { epochs: 'all', mode: 'all' }).every(Boolean), 'no false negatives in either epoch');
+    assert.ok((await scope.has(inserted, { epochs: 'all', mode: 'all' })).every(Boolean), 'no false negatives in either epoch');
     // `any` over both epochs is the union of each epoch's positives (was: "at most 100 positives
     // among 100 probes", which could not fail).
-    const either = positives(scope.has(probes, { epochs: 'all', mode: 'any' }));
+    const either = positives((await scope.has(probes, { epochs: 'all', mode: 'any' })));
     assert.deepEqual([...either].sort((a, b) => a - b), [...new Set([...first, ...second])].sort((a, b) => a - b));
     await store.close();
   });
@@ -104,16 +104,16 @@ describe('epochs', () => {
     const scope = store.scope('overfill', { capacityUrls: 2_000, fprTarget: 0.01 });
     const answers = await scope.addIfAbsent(benign);
     assert.ok(answers.filter(Boolean).length > benign.length * 0.99);
-    const stats = scope.stats().epochs[0]!;
+    const stats = (await scope.stats()).epochs[0]!;
     assert.ok(stats.slices >= 4, `${stats.slices} slices for 17x the capacity`);
     assert.ok(stats.estimatedFpr <= 0.01, `estimated FPR ${stats.estimatedFpr}`);
-    const measured = scope.has(probes).filter(Boolean).length;
+    const measured = (await scope.has(probes)).filter(Boolean).length;
     assert.ok(measured <= binomialUpper(probes.length, 0.01), `${measured} false positives of ${probes.length}`);
-    assert.ok(scope.has(benign).every(Boolean));
+    assert.ok((await scope.has(benign)).every(Boolean));
     await store.close();
     const reopened = await SeenStore.open(dir);
-    assert.ok(reopened.scope('overfill').has(benign).every(Boolean), 'slices survive reopen');
-    assert.equal(reopened.scope('overfill').stats().epochs[0]!.slices, stats.slices);
+    assert.ok((await reopened.scope('overfill').has(benign)).every(Boolean), 'slices survive reopen');
+    assert.equal((await reopened.scope('overfill').stats()).epochs[0]!.slices, stats.slices);
     await reopened.close();
   });
 
@@ -140,12 +140,12 @@ describe('epochs', () => {
       assert.equal(run.signal, 'SIGKILL');
       assert.equal(run.acked, 3);
       const store = await SeenStore.open(dir);
-      const stats = store.scope().stats();
+      const stats = (await store.scope().stats());
       const open = stats.epochs.filter((e) => e.state === 'open');
       assert.equal(open.length, 1);
       assert.equal(stats.openEpoch, point === 'rotate:before-commit' ? 1 : 2);
       assert.equal(open[0]!.epoch, stats.openEpoch);
-      assert.ok(store.scope().has(benign.slice(0, 6_000), { epochs: 'all' }).every(Boolean));
+      assert.ok((await store.scope().has(benign.slice(0, 6_000), { epochs: 'all' })).every(Boolean));
       assert.equal(stats.epochs[0]!.added, 6_000);
       await store.close();
     });
@@ -169,10 +169,11 @@ describe('epochs', () => {
     }
     assert.ok((await child).done);
     assert.ok(rotations >= 3, `only ${rotations} rotations raced the adds`);
-    const stats = scope.stats();
+    const stats = (await scope.stats());
     const addedOverEpochs = stats.epochs.reduce((sum, e) => sum + e.added, 0);
     assert.equal(addedOverEpochs, benign.length + 1, 'each URL was new in exactly one epoch');
-    const perEpoch = stats.epochs.map((e) => scope.has(benign, { epochs: e.epoch }).filter(Boolean).length);
+    const perEpoch: number[] = [];
+    for (const e of stats.epochs) perEpoch.push((await scope.has(benign, { epochs: e.epoch })).filter(Boolean).length);
     assert.equal(perEpoch.reduce((a, b) => a + b, 0), benign.length);
     assert.equal(stats.epochs.filter((e) => e.state === 'open').length, 1);
     await store.close();
@@ -188,15 +189,15 @@ describe('epochs', () => {
     }
     await assert.rejects(scope.prune({}), isCode('USAGE'));
     assert.deepEqual(await scope.prune({ keepLast: 2, sealedWithinMs: 3_600_000 }), [], 'all sealed within the hour: kept');
-    const before = scope.stats().epochs;
+    const before = (await scope.stats()).epochs;
     const dropped = await scope.prune({ keepLast: 2 });
     assert.deepEqual(dropped.map((d) => d.epoch), [1, 2]);
     for (const d of dropped) assert.equal(d.bytesFreed, before.find((e) => e.epoch === d.epoch)!.bytesOnDisk);
-    assert.deepEqual(scope.stats().epochs.map((e) => e.epoch), [3, 4]);
-    assert.throws(() => scope.has(['https://x.example/'], { epochs: 1 }), isCode('NOT_FOUND'));
-    assert.throws(() => scope.has(['https://x.example/'], { epochs: '1..3' as never }), TypeError);
-    assert.throws(() => scope.diff(['https://x.example/'], 2, 4), isCode('NOT_FOUND'));
-    assert.ok(scope.has(benign.slice(10_000, 15_000), { epochs: 3 }).every(Boolean), 'kept epochs untouched');
+    assert.deepEqual((await scope.stats()).epochs.map((e) => e.epoch), [3, 4]);
+    await assert.rejects(scope.has(['https://x.example/'], { epochs: 1 }), isCode('NOT_FOUND'));
+    await assert.rejects(scope.has(['https://x.example/'], { epochs: '1..3' as never }), TypeError);
+    await assert.rejects(scope.diff(['https://x.example/'], 2, 4), isCode('NOT_FOUND'));
+    assert.ok((await scope.has(benign.slice(10_000, 15_000), { epochs: 3 })).every(Boolean), 'kept epochs untouched');
     // The freed pages are reused: two more epochs of the same size barely grow the file.
     const sizeAfterPrune = statSync(join(dir, 'data.mdb')).size;
     for (let e = 0; e < 2; e++) {
@@ -220,10 +221,10 @@ describe('epochs', () => {
     assert.equal(run.signal, 'SIGKILL');
     const store = await SeenStore.open(dir);
     const scope = store.scope();
-    assert.deepEqual(scope.stats().epochs.map((e) => e.epoch).includes(1), false);
+    assert.deepEqual((await scope.stats()).epochs.map((e) => e.epoch).includes(1), false);
     const finished = await scope.prune({ keepLast: 1 });
     assert.ok(finished.some((d) => d.epoch === 1));
-    assert.deepEqual(scope.stats().epochs.map((e) => e.epoch), [3]);
+    assert.deepEqual((await scope.stats()).epochs.map((e) => e.epoch), [3]);
     await store.close();
   });
 

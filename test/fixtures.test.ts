@@ -53,7 +53,7 @@ async function checkpointRecords(dir: string): Promise<Record<string, unknown>> 
 async function answersAsRecorded(dir: string, expected: Expected): Promise<void> {
   const store = await SeenStore.open(dir);
   const scope = store.scope(expected.scope);
-  const stats = scope.stats();
+  const stats = (await scope.stats());
   for (const want of expected.epochs) {
     const got = stats.epochs.find((e) => e.epoch === want.epoch);
     assert.ok(got, `epoch ${want.epoch} missing`);
@@ -66,16 +66,16 @@ async function answersAsRecorded(dir: string, expected: Expected): Promise<void>
   const byEpoch: [number, string][] = [[1, 'epoch1'], [2, 'epoch2'], [3, 'epoch3']];
   if (expected.urls.merged !== undefined) byEpoch.push([3, 'merged']);
   for (const [epoch, list] of byEpoch) {
-    assert.ok(scope.has(urls(expected.urls[list]!), { epochs: epoch }).every(Boolean), `epoch ${epoch} lost URLs of ${list}`);
+    assert.ok((await scope.has(urls(expected.urls[list]!), { epochs: epoch })).every(Boolean), `epoch ${epoch} lost URLs of ${list}`);
   }
-  assert.equal(scope.has(urls(expected.urls.never!), { epochs: 'all' }).filter(Boolean).length, expected.neverSeenInAnyEpoch);
+  assert.equal((await scope.has(urls(expected.urls.never!), { epochs: 'all' })).filter(Boolean).length, expected.neverSeenInAnyEpoch);
   if (expected.counting !== undefined) {
-    assert.deepEqual(store.scope(expected.counting.scope).count(urls(expected.counting.urls)), expected.counting.counts, 'counting scope');
+    assert.deepEqual((await store.scope(expected.counting.scope).count(urls(expected.counting.urls))), expected.counting.counts, 'counting scope');
   }
   assert.ok(store.verify().ok);
   // Every fixture epoch hashes by xxh64-km-v1, and keeps doing so (the answers above): an epoch's
   // scheme never changes. Epochs created from now on use the current scheme.
-  for (const want of expected.epochs) assert.equal(scope.epoch(want.epoch).hashScheme, 'xxh64-km-v1');
+  for (const want of expected.epochs) assert.equal((await scope.epoch(want.epoch)).hashScheme, 'xxh64-km-v1');
   // Still writable: new adds, a rotation, and the journal tail checkpointed on close.
   assert.deepEqual(await scope.addIfAbsent(['https://fixture.example/after-upgrade']), [true]);
   const { opened } = await scope.rotate();
@@ -83,7 +83,7 @@ async function answersAsRecorded(dir: string, expected: Expected): Promise<void>
   assert.notEqual(HASH_SCHEME_ID, 'xxh64-km-v1');
   await store.close();
   const reopened = await SeenStore.open(dir);
-  assert.ok(reopened.scope(expected.scope).has(['https://fixture.example/after-upgrade'], { epochs: 'previous' })[0]);
+  assert.ok((await reopened.scope(expected.scope).has(['https://fixture.example/after-upgrade'], { epochs: 'previous' }))[0]);
   await reopened.close();
 }
 
@@ -127,7 +127,7 @@ for (const format of ['format-1', 'format-2', 'format-3']) {
         assert.ok(exported.has(urls(expected.urls[list]!)).every(Boolean));
         const store = await SeenStore.open(tempDir());
         await store.import(path, { scope: 'imported' });
-        assert.ok(store.scope('imported').has(urls(expected.urls[list]!), { epochs: epoch }).every(Boolean));
+        assert.ok((await store.scope('imported').has(urls(expected.urls[list]!), { epochs: epoch })).every(Boolean));
         await store.close();
       });
     }
@@ -139,12 +139,12 @@ describe('hash schemes across versions', () => {
     const store = await SeenStore.open(tempDir());
     const scope = store.scope('fresh');
     await scope.add(['https://fixture.example/fresh']);
-    assert.equal(scope.epoch(1).hashScheme, HASH_SCHEME_ID);
+    assert.equal((await scope.epoch(1)).hashScheme, HASH_SCHEME_ID);
     await assert.rejects(
       async () => scope.merge([join(FIXTURES, 'format-3', 'export-epoch2.ssx')]),
       (error: unknown) => error instanceof SeenStoreError && error.code === 'INCOMPATIBLE' && /hash scheme xxh64-km-v1 vs xxh64-km-v2/.test(error.message),
     );
-    assert.equal(scope.stats().epochs[0]!.added, 1);
+    assert.equal((await scope.stats()).epochs[0]!.added, 1);
     await store.close();
   });
 });

@@ -109,7 +109,7 @@ describe('SIGINT and SIGTERM stop admin commands at a safe point', () => {
     const out = await runSignalled('import:mid-chunks', 'SIGTERM', ['import', exportPath, '--scope', 'copy', '--store', dir]);
     assertStopped(out, 'import:mid-chunks', 143);
     const store = await SeenStore.open(dir);
-    assert.deepEqual(store.scopeNames(), ['default']);
+    assert.deepEqual((await store.scopeNames()), ['default']);
     const report = store.verify();
     assert.ok(report.ok, JSON.stringify(report.damage));
     assert.equal(report.chunks, chunksBefore, 'no chunk of the stopped import is left');
@@ -123,7 +123,7 @@ describe('SIGINT and SIGTERM stop admin commands at a safe point', () => {
     assertStopped(await runSignalled('export:mid-read', 'SIGINT', ['import', exportPath, '--scope', 'copy', '--store', dir]), 'export:mid-read', 130);
     assertStopped(await runSignalled('export:mid-read', 'SIGINT', ['verify', exportPath]), 'export:mid-read', 130);
     const store = await SeenStore.open(dir);
-    assert.deepEqual(store.scopeNames(), ['default']);
+    assert.deepEqual((await store.scopeNames()), ['default']);
     await store.close();
   });
 

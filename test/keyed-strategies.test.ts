@@ -58,12 +58,12 @@ describe('eigen and multilayer keying', () => {
       let store = await SeenStore.open(dir);
       const scope = store.scope('keyed', { strategy, capacityUrls: 20_000, fprTarget: 0.02 });
       await scope.add(inserted);
-      const details = scope.epoch(1);
+      const details = (await scope.epoch(1));
       assert.equal(details.strategy, strategy);
       const keying = details.sliceDetails[0]!.keying;
       assert.equal(keying?.kind, strategy.startsWith('eigen') ? 'eigen-v1' : 'multilayer-v1');
-      assert.ok(scope.has(inserted).every(Boolean), 'no false negatives');
-      const measured = scope.has(probes).filter(Boolean).length;
+      assert.ok((await scope.has(inserted)).every(Boolean), 'no false negatives');
+      const measured = (await scope.has(probes)).filter(Boolean).length;
       // The URL filter alone keeps the promise; the derived keys can only lower the rate.
       assert.ok(measured <= binomialUpper(probes.length, 0.02), `${measured} false positives of ${probes.length}`);
       const file = join(dir, 'keyed.ssx');
@@ -71,13 +71,13 @@ describe('eigen and multilayer keying', () => {
       await store.close();
 
       store = await SeenStore.open(dir);
-      assert.ok(store.scope('keyed').has(inserted).every(Boolean), 'no false negatives after reopen');
-      assert.equal(store.scope('keyed').has(probes).filter(Boolean).length, measured);
+      assert.ok((await store.scope('keyed').has(inserted)).every(Boolean), 'no false negatives after reopen');
+      assert.equal((await store.scope('keyed').has(probes)).filter(Boolean).length, measured);
       assert.ok(store.verify().ok);
       await store.import(file, { scope: 'copy' });
-      assert.ok(store.scope('copy').has(inserted, { epochs: 1 }).every(Boolean));
-      assert.equal(store.scope('copy').has(probes, { epochs: 1 }).filter(Boolean).length, measured);
-      assert.equal(store.scope('copy').epoch(2).strategy, strategy, 'the epoch after an import keeps the strategy');
+      assert.ok((await store.scope('copy').has(inserted, { epochs: 1 })).every(Boolean));
+      assert.equal((await store.scope('copy').has(probes, { epochs: 1 })).filter(Boolean).length, measured);
+      assert.equal((await store.scope('copy').epoch(2)).strategy, strategy, 'the epoch after an import keeps the strategy');
       await store.close();
     });
   }
@@ -92,12 +92,12 @@ describe('eigen and multilayer keying', () => {
       const crashed = await runCrashChild([dir, 'default', file, '5000', point, 'checkpoint-each'], env);
       assert.equal(crashed.signal, 'SIGKILL', `${point} was never reached`);
       const store = await SeenStore.open(dir, { lockStaleMs: 2_000 });
-      assert.equal(store.scope().epoch(1).strategy, 'multilayer:3');
-      assert.equal(store.scope().has(urls.slice(0, crashed.acked * 5000)).filter((s) => !s).length, 0);
-      const fill = store.scope().stats().epochs[0]!.fillRatio;
+      assert.equal((await store.scope().epoch(1)).strategy, 'multilayer:3');
+      assert.equal((await store.scope().has(urls.slice(0, crashed.acked * 5000))).filter((s) => !s).length, 0);
+      const fill = (await store.scope().stats()).epochs[0]!.fillRatio;
       await store.close();
       const again = await SeenStore.open(dir);
-      assert.equal(again.scope().stats().epochs[0]!.fillRatio, fill, 'replay over checkpointed chunks sets no new bit');
+      assert.equal((await again.scope().stats()).epochs[0]!.fillRatio, fill, 'replay over checkpointed chunks sets no new bit');
       await again.close();
     });
   }

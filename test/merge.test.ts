@@ -33,7 +33,7 @@ async function coordinator(urls: readonly string[]): Promise<{ dir: string; seed
   const store = await SeenStore.open(dir);
   const scope = store.scope('crawl', PLAN);
   await scope.add(urls);
-  const seeds = [...scope.epoch(1).sliceDetails[0]!.seeds];
+  const seeds = [...(await scope.epoch(1)).sliceDetails[0]!.seeds];
   await store.close();
   return { dir, seeds };
 }
@@ -45,24 +45,24 @@ describe('merge', () => {
     const files = [await crawler(parts[1]!, seeds), await crawler(parts[2]!, seeds)];
 
     const watcher = await SeenStore.open(dir);
-    assert.equal(watcher.scope('crawl').has(parts[1]!).filter(Boolean).length < 200, true, 'before the merge the watcher lacks part 1');
+    assert.equal((await watcher.scope('crawl').has(parts[1]!)).filter(Boolean).length < 200, true, 'before the merge the watcher lacks part 1');
     const store = await SeenStore.open(dir);
     const result = await store.scope('crawl').merge(files, 1);
     assert.equal(result.files, 2);
     assert.ok(Math.abs(result.estimatedNewUrls - 10_000) < 300, `estimated new URLs ${result.estimatedNewUrls}`);
     // No false negatives for either side, in this handle and in one loaded before the merge.
-    assert.ok(store.scope('crawl').has(SITELIST).every(Boolean));
-    assert.ok(watcher.scope('crawl').has(SITELIST).every(Boolean), 'a handle loaded before the merge reloads the merged chunks');
+    assert.ok((await store.scope('crawl').has(SITELIST)).every(Boolean));
+    assert.ok((await watcher.scope('crawl').has(SITELIST)).every(Boolean), 'a handle loaded before the merge reloads the merged chunks');
     assert.deepEqual((await watcher.scope('crawl').addIfAbsent(parts[2]!.slice(0, 100))).filter(Boolean), []);
-    const falsePositives = store.scope('crawl').has(NEVER_ADDED).filter(Boolean).length;
-    const fpr = store.scope('crawl').epoch(1).estimatedFpr;
+    const falsePositives = (await store.scope('crawl').has(NEVER_ADDED)).filter(Boolean).length;
+    const fpr = (await store.scope('crawl').epoch(1)).estimatedFpr;
     assert.ok(falsePositives <= binomialUpper(NEVER_ADDED.length, fpr), `${falsePositives} false positives at estimated FPR ${fpr}`);
     await watcher.close();
     await store.close();
     // Survives reopen, and the merged URLs count toward the epoch's capacity.
     const reopened = await SeenStore.open(dir);
-    assert.ok(reopened.scope('crawl').has(SITELIST).every(Boolean));
-    assert.ok(reopened.scope('crawl').epoch(1).sliceDetails[0]!.added > 14_000);
+    assert.ok((await reopened.scope('crawl').has(SITELIST)).every(Boolean));
+    assert.ok((await reopened.scope('crawl').epoch(1)).sliceDetails[0]!.added > 14_000);
     assert.ok(reopened.verify().ok);
     await reopened.close();
   });
@@ -80,7 +80,7 @@ describe('merge', () => {
     const imported = await runCli(['import', out, '--store', dir, '--scope', 'union']);
     assert.equal(imported.code, 0, imported.stderr);
     const store = await SeenStore.open(dir);
-    assert.ok(store.scope('union').has([...SITELIST, ...NEVER_ADDED.slice(0, 10_000)], { epochs: 1 }).every(Boolean));
+    assert.ok((await store.scope('union').has([...SITELIST, ...NEVER_ADDED.slice(0, 10_000)], { epochs: 1 })).every(Boolean));
     await store.close();
     assert.equal((await runCli(['verify', out])).code, 0);
   });
@@ -101,10 +101,10 @@ describe('merge', () => {
     const good = await crawler(SITELIST.slice(2000, 3000), seeds);
     const store = await SeenStore.open(dir);
     const scope = store.scope('crawl');
-    const before = scope.has(SITELIST);
+    const before = (await scope.has(SITELIST));
     assert.match((await expectCode('INCOMPATIBLE', () => scope.merge([good, otherSeeds]))).message, /slice 0 seeds/);
     assert.match((await expectCode('INCOMPATIBLE', () => scope.merge([otherSize]))).message, /slice 0 geometry/);
-    assert.deepEqual(scope.has(SITELIST), before, 'a refused merge writes nothing, not even the compatible file');
+    assert.deepEqual((await scope.has(SITELIST)), before, 'a refused merge writes nothing, not even the compatible file');
     await store.close();
     const cli = await runCli(['merge', good, otherSeeds, '--into-epoch', '1', '--store', dir, '--scope', 'crawl']);
     assert.equal(cli.code, 13);
@@ -137,9 +137,9 @@ describe('merge', () => {
     const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir, file], { encoding: 'utf8' });
     assert.equal(child.signal, 'SIGKILL', child.stderr);
     const store = await SeenStore.open(dir);
-    assert.ok(store.scope('crawl').has(SITELIST.slice(1000, 6000)).filter(Boolean).length < 100);
+    assert.ok((await store.scope('crawl').has(SITELIST.slice(1000, 6000))).filter(Boolean).length < 100);
     await store.scope('crawl').merge([file]);
-    assert.ok(store.scope('crawl').has(SITELIST.slice(0, 6000)).every(Boolean));
+    assert.ok((await store.scope('crawl').has(SITELIST.slice(0, 6000))).every(Boolean));
     await store.close();
   });
 });

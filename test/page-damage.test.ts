@@ -106,7 +106,7 @@ describe('read-only commands', () => {
     const files = listing(dir);
     const store = await SeenStore.open(dir, { readOnly: true });
     const scope = store.scope('v');
-    assert.deepEqual(scope.has([TAIL_URL]), [true]);
+    assert.deepEqual((await scope.has([TAIL_URL])), [true]);
     const writes: [string, () => unknown][] = [
       ['addIfAbsent', () => scope.addIfAbsent(['https://w.example/'])],
       ['add', () => scope.add(['https://w.example/'])],

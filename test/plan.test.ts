@@ -21,8 +21,8 @@ describe('plan: the sizing calculator', () => {
       // Over 12,000 new URLs fill the first slice (4,000) and the second (8,000): the third starts
       // (12,500 added: a few hundred at most are false positives and not new).
       for (let i = 0; i < 12_500; i += 500) await scope.add(URLS.slice(i, i + 500));
-      assert.ok(scope.epoch(1).added > 12_000);
-      const slices = scope.epoch(1).sliceDetails;
+      assert.ok((await scope.epoch(1)).added > 12_000);
+      const slices = (await scope.epoch(1)).sliceDetails;
       assert.equal(slices.length, 3);
       slices.forEach((slice, i) => {
         const planned = plan.slices[i]!;

@@ -39,9 +39,9 @@ describe('snapshots', () => {
 
     const copy = await openCopy(snapshot.path);
     const scope = copy.scope('live');
-    const answers = scope.has(BENIGN.slice(0, ackedBefore * batch));
+    const answers = (await scope.has(BENIGN.slice(0, ackedBefore * batch)));
     assert.ok(answers.every(Boolean), `batches 0..${ackedBefore - 1}, acknowledged before the snapshot, must all be in it`);
-    const total = scope.stats().epochs[0]!.submitted;
+    const total = (await scope.stats()).epochs[0]!.submitted;
     assert.equal(total % batch === 0 || total === BENIGN.length, true, 'whole batches only: a batch is in the snapshot entirely or not at all');
     assert.ok(copy.verify().ok);
     await copy.close();
@@ -76,10 +76,10 @@ describe('snapshots', () => {
     assert.equal(restored.code, 0, restored.stderr);
     const store = await SeenStore.open(dir);
     const scope = store.scope();
-    assert.ok(scope.has(SITELIST.slice(0, 2000)).every(Boolean), 'what the snapshot held');
-    assert.ok(scope.has(SITELIST.slice(2000, 4000)).filter(Boolean).length < 50, 'what came after the snapshot is gone (up to false positives)');
-    assert.equal(scope.has(['https://holder.example/'])[0], false);
-    assert.equal(scope.stats().epochs[0]!.submitted, 2000);
+    assert.ok((await scope.has(SITELIST.slice(0, 2000))).every(Boolean), 'what the snapshot held');
+    assert.ok((await scope.has(SITELIST.slice(2000, 4000))).filter(Boolean).length < 50, 'what came after the snapshot is gone (up to false positives)');
+    assert.equal((await scope.has(['https://holder.example/']))[0], false);
+    assert.equal((await scope.stats()).epochs[0]!.submitted, 2000);
     const names = store.snapshots().map((s) => s.name);
     assert.equal(names.length, 2);
     const preRestore = names.find((name) => name.startsWith('pre-restore-'));
@@ -110,7 +110,7 @@ describe('snapshots', () => {
     assert.match(info.preRestore.name, /^pre-restore-/);
     assert.ok(existsSync(join(dir, 'snapshots', info.preRestore.name, 'data.mdb')), 'preRestore is the snapshot of the replaced data');
     const reopened = await SeenStore.open(dir);
-    assert.deepEqual(reopened.scope().has([SITELIST[0]!, SITELIST[150]!]), [true, false]);
+    assert.deepEqual((await reopened.scope().has([SITELIST[0]!, SITELIST[150]!])), [true, false]);
     await reopened.close();
     await assert.rejects(SeenStore.restoreSnapshot(dir, 'missing'), (error: unknown) => error instanceof SeenStoreError && error.code === 'NOT_FOUND');
   });

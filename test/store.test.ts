@@ -35,7 +35,7 @@ describe('store API', () => {
         await store.close();
         assert.ok(statSync(join(dir, 'data.mdb')).isFile(), `${name} (existing: ${existing})`);
         const reopened = await SeenStore.open(dir);
-        assert.deepEqual(reopened.scope().has(['https://a.example/']), [true]);
+        assert.deepEqual((await reopened.scope().has(['https://a.example/'])), [true]);
         await reopened.close();
       }
     }
@@ -48,10 +48,10 @@ describe('store API', () => {
     const scope = store.scope('default', { capacityUrls: urls.length, fprTarget: 0.01 });
     const answers = await scope.addIfAbsent(urls);
     assert.ok(answers.filter(Boolean).length > urls.length * 0.99);
-    assert.ok(scope.has(urls).every(Boolean));
+    assert.ok((await scope.has(urls)).every(Boolean));
     await store.close();
     const reopened = await SeenStore.open(dir);
-    const seen = reopened.scope().has(urls);
+    const seen = (await reopened.scope().has(urls));
     assert.equal(seen.filter((s) => !s).length, 0);
     assert.equal((await reopened.scope().addIfAbsent(urls)).filter(Boolean).length, 0);
     await reopened.close();
@@ -65,12 +65,12 @@ describe('store API', () => {
     const store = await SeenStore.open(dir);
     const scope = store.scope('fpr', { capacityUrls: inserted.length, fprTarget: 0.01 });
     await scope.add(inserted);
-    const falsePositives = scope.has(probes).filter(Boolean).length;
+    const falsePositives = (await scope.has(probes)).filter(Boolean).length;
     const bound = binomialUpper(probes.length, 0.01);
     assert.ok(falsePositives <= bound, `${falsePositives} of ${probes.length} probes, bound ${bound.toFixed(1)}`);
     assert.ok(falsePositives > 0, 'a 1% filter at capacity shows some false positives on 15k probes');
     // The first slice is sized for half the target, leaving the other half to growth slices.
-    const stats = scope.stats().epochs[0]!;
+    const stats = (await scope.stats()).epochs[0]!;
     assert.ok(Math.abs(stats.estimatedFpr - 0.005) < 0.0015, `estimated FPR ${stats.estimatedFpr}`);
     await store.close();
   });
@@ -85,7 +85,7 @@ describe('store API', () => {
     assert.deepEqual(answers, [...urls.map(() => true), ...urls.slice(0, 100).map(() => false)]);
     const mixed = await scope.addIfAbsent(['https://new.example/1', urls[7]!, 'https://new.example/1']);
     assert.deepEqual(mixed, [true, false, false]);
-    const stats = scope.stats().epochs[0]!;
+    const stats = (await scope.stats()).epochs[0]!;
     assert.equal(stats.submitted, 5103);
     assert.equal(stats.added, 5001);
     await store.close();
@@ -98,7 +98,7 @@ describe('store API', () => {
     const urls = Array.from({ length: 150_000 }, (_, i) => `https://split.example/${i}`);
     const summary = await scope.add(urls);
     assert.deepEqual(summary, { submitted: 150_000, added: 150_000 });
-    assert.equal(scope.stats().epochs[0]!.journalRecords, 3);
+    assert.equal((await scope.stats()).epochs[0]!.journalRecords, 3);
     await store.close();
   });
 
@@ -111,15 +111,15 @@ describe('store API', () => {
     await expectCode('INVALID_URL', () => scope.addIfAbsent(['https://fine.example/', 'bad\uD800surrogate']));
     await expectCode('INVALID_URL', () => scope.addIfAbsent(['x'.repeat(70_000)]));
     await assert.rejects(scope.addIfAbsent([42 as unknown as string]), TypeError);
-    assert.deepEqual(scope.has(['https://fine.example/']), [false]);
-    assert.equal(scope.stats().epochs[0]!.submitted, 1);
+    assert.deepEqual((await scope.has(['https://fine.example/'])), [false]);
+    assert.equal((await scope.stats()).epochs[0]!.submitted, 1);
     assert.throws(() => store.scope('no/slash'), (e: unknown) => e instanceof SeenStoreError && e.code === 'USAGE');
     assert.throws(() => store.scope('x', { capacityUrls: 0 }), (e: unknown) => e instanceof SeenStoreError && e.code === 'USAGE');
     assert.throws(() => store.scope('y', { fprTarget: 1.5 }), (e: unknown) => e instanceof SeenStoreError && e.code === 'USAGE');
     const whatwg = store.scope('norm', { normalize: 'whatwg' });
     await expectCode('INVALID_URL', () => whatwg.add(['not a url']));
     await whatwg.add(['HTTPS://Example.COM:443/a/../b']);
-    assert.deepEqual(whatwg.has(['https://example.com/b']), [true]);
+    assert.deepEqual((await whatwg.has(['https://example.com/b'])), [true]);
     await store.close();
     await expectCode('STORE_CLOSED', () => scope.has(['https://ok.example/']));
     await expectCode('NOT_FOUND', () => SeenStore.open(join(dir, 'missing'), { create: false }));
@@ -137,22 +137,22 @@ describe('store API', () => {
     store = await SeenStore.open(dir);
     try {
       const big = store.scope('big');
-      assert.ok(big.has(urls.slice(0, 10_000)).every(Boolean));
+      assert.ok((await big.has(urls.slice(0, 10_000))).every(Boolean));
       if (existsSync('/proc/self/smaps')) assert.ok(mappedStoreKb(dir) < 8 * 1024, `${mappedStoreKb(dir)} kB of the store still mapped`);
       // An add whose promise is not yet awaited (its commit is done, the acknowledgement pending), then
       // another large load.
       const pending = big.addIfAbsent(['https://after-release.example/1']);
-      assert.ok(store.scope('other').has(urls.slice(10_000)).every(Boolean));
+      assert.ok((await store.scope('other').has(urls.slice(10_000))).every(Boolean));
       assert.deepEqual(await pending, [true]);
       assert.deepEqual(await store.scope('other').addIfAbsent(['https://after-release.example/2', urls[10_000]!]), [true, false]);
-      assert.deepEqual(big.has(['https://after-release.example/1', 'https://after-release.example/2']), [true, false]);
+      assert.deepEqual((await big.has(['https://after-release.example/1', 'https://after-release.example/2'])), [true, false]);
       await store.snapshot('after');
     } finally {
       await store.close();
     }
     store = await SeenStore.open(dir);
     try {
-      assert.deepEqual(store.scope('other').has(['https://after-release.example/2']), [true]);
+      assert.deepEqual((await store.scope('other').has(['https://after-release.example/2'])), [true]);
       assert.deepEqual((await store.verify()).damage, []);
       if (existsSync('/proc/self/smaps')) assert.ok(mappedStoreKb(dir) < 8 * 1024, `${mappedStoreKb(dir)} kB of the store still mapped after verify`);
     } finally {
@@ -176,9 +176,9 @@ describe('store API', () => {
         // A call of several transactions is checked whole before its first part is written.
         const many = Array.from({ length: 70_000 }, (_, i) => `https://many.example/${i}`);
         await expectCode('INVALID_URL', () => scope.add([...many, 'late\uD800']));
-        assert.deepEqual(scope.has([filler[0]!, many[0]!]), [false, false], `${strategy}: nothing of a refused call was written`);
+        assert.deepEqual((await scope.has([filler[0]!, many[0]!])), [false, false], `${strategy}: nothing of a refused call was written`);
         assert.deepEqual(await scope.addIfAbsent(['https://replacement.example/\uFFFD', 'https://pair.example/😀']), [true, true]);
-        assert.equal(scope.stats().epochs[0]!.submitted, 3);
+        assert.equal((await scope.stats()).epochs[0]!.submitted, 3);
       }
       await store.close();
     }

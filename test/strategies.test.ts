@@ -21,7 +21,7 @@ describe('strategies', () => {
     // 20 % target: each of the three filters runs at the cube root, ~58 %, so every one matters.
     const scope = store.scope('spatial', { strategy: 'spatial:3', capacityUrls: 20_000, fprTarget: 0.2 });
     const added = (await scope.addIfAbsent(inserted)).filter(Boolean).length;
-    const details = scope.epoch(1);
+    const details = (await scope.epoch(1));
     assert.equal(details.strategy, 'spatial:3');
     assert.equal(details.sliceDetails.length, 1);
     const slice = details.sliceDetails[0]!;
@@ -34,16 +34,16 @@ describe('strategies', () => {
     const p = single ** 3;
     const bits = (3 * slice.mBits) / 20_000;
     assert.ok(bits < 8, `spatial:3 at 20 % costs ${bits.toFixed(2)} bits per URL; one filter at the slice's 10 % costs 4.8`);
-    const measured = scope.has(probes).filter(Boolean).length;
+    const measured = (await scope.has(probes)).filter(Boolean).length;
     assert.ok(measured <= binomialUpper(probes.length, p) && measured >= binomialLower(probes.length, p), `${measured} false positives of ${probes.length}, theory ${(p * probes.length).toFixed(0)}`);
-    assert.ok(scope.has(inserted).every(Boolean), 'no false negatives');
+    assert.ok((await scope.has(inserted)).every(Boolean), 'no false negatives');
     await store.close();
 
     store = await SeenStore.open(dir);
     const again = store.scope('spatial');
-    assert.ok(again.has(inserted).every(Boolean), 'no false negatives after reopen');
-    assert.equal(again.has(probes).filter(Boolean).length, measured, 'the same answers after reopen');
-    assert.deepEqual(again.epoch(1).sliceDetails[0]!.seeds, slice.seeds);
+    assert.ok((await again.has(inserted)).every(Boolean), 'no false negatives after reopen');
+    assert.equal((await again.has(probes)).filter(Boolean).length, measured, 'the same answers after reopen');
+    assert.deepEqual((await again.epoch(1)).sliceDetails[0]!.seeds, slice.seeds);
     await store.close();
   });
 
@@ -52,12 +52,12 @@ describe('strategies', () => {
     const store = await SeenStore.open(dir);
     const scope = store.scope('grow', { strategy: 'spatial:2', capacityUrls: 2_000, fprTarget: 0.01 });
     await scope.add(benign);
-    const grown = scope.epoch(1);
+    const grown = (await scope.epoch(1));
     assert.ok(grown.sliceDetails.length >= 4, `${grown.sliceDetails.length} slices for 17x the capacity`);
     assert.ok(grown.sliceDetails.every((s) => s.seeds.length === 2));
-    const measured = scope.has(probes).filter(Boolean).length;
+    const measured = (await scope.has(probes)).filter(Boolean).length;
     assert.ok(measured <= binomialUpper(probes.length, 0.01), `${measured} false positives of ${probes.length} at a 1 % promise`);
-    assert.ok(scope.has(benign).every(Boolean));
+    assert.ok((await scope.has(benign)).every(Boolean));
 
     const kept = await scope.rotate();
     assert.equal(kept.opened.strategy, 'spatial:2');
@@ -65,7 +65,7 @@ describe('strategies', () => {
     const changed = await scope.rotate({ strategy: 'blocked' });
     assert.equal(changed.opened.strategy, 'blocked');
     assert.equal(changed.opened.sliceDetails[0]!.layout, 'blocked');
-    assert.deepEqual(scope.stats().epochs.map((e) => e.strategy), ['spatial:2', 'spatial:2', 'blocked']);
+    assert.deepEqual((await scope.stats()).epochs.map((e) => e.strategy), ['spatial:2', 'spatial:2', 'blocked']);
     await store.close();
   });
 
@@ -74,7 +74,7 @@ describe('strategies', () => {
     const store = await SeenStore.open(dir);
     const scope = store.scope('grow', { strategy: 'scalable:4,0.8', capacityUrls: 1_000, fprTarget: 0.01 });
     await scope.add(benign);
-    const details = scope.epoch(1);
+    const details = (await scope.epoch(1));
     assert.equal(details.strategy, 'scalable:4,0.8');
     assert.deepEqual(details.growth, { factor: 4, tightening: 0.8 });
     const capacities = details.sliceDetails.map((s) => s.capacityUrls);
@@ -82,14 +82,14 @@ describe('strategies', () => {
     assert.deepEqual(capacities, capacities.map((_, j) => 1_000 * 4 ** j), 'each slice 4x the one before');
     const rates = details.sliceDetails.map((s) => s.fprTarget);
     rates.slice(1).forEach((rate, j) => assert.ok(Math.abs(rate / rates[j]! - 0.8) < 1e-9, 'each slice 0.8x the error before'));
-    assert.ok(scope.has(benign).every(Boolean));
-    const measured = scope.has(probes).filter(Boolean).length;
+    assert.ok((await scope.has(benign)).every(Boolean));
+    const measured = (await scope.has(probes)).filter(Boolean).length;
     assert.ok(measured <= binomialUpper(probes.length, 0.01), `${measured} false positives of ${probes.length}`);
     const rotated = await scope.rotate();
     assert.equal(rotated.opened.strategy, 'scalable:4,0.8', 'a rotation keeps the growth');
     const plain = store.scope('plain', { strategy: 'scalable' });
     await plain.add(['http://a/']);
-    assert.equal(plain.epoch(1).strategy, 'classic', 'plain scalable is classic: every epoch grows by default');
+    assert.equal((await plain.epoch(1)).strategy, 'classic', 'plain scalable is classic: every epoch grows by default');
     await store.close();
   });
 
@@ -98,7 +98,7 @@ describe('strategies', () => {
     const store = await SeenStore.open(dir);
     const a = store.scope('a', { strategy: 'spatial:2', capacityUrls: 40_000 });
     await a.add(benign.slice(0, 15_000));
-    const seeds = a.epoch(1).sliceDetails[0]!.seeds;
+    const seeds = (await a.epoch(1)).sliceDetails[0]!.seeds;
     const b = store.scope('b', { strategy: 'spatial:2', capacityUrls: 40_000, seeds });
     await b.add(benign.slice(15_000));
     const fileA = join(dir, 'a.ssx');
@@ -106,10 +106,10 @@ describe('strategies', () => {
     await a.export(fileA);
     await b.export(fileB);
     await store.import(fileB, { scope: 'copy' });
-    assert.equal(store.scope('copy').epoch(1).strategy, 'spatial:2');
-    assert.ok(store.scope('copy').has(benign.slice(15_000), { epochs: 1 }).every(Boolean));
+    assert.equal((await store.scope('copy').epoch(1)).strategy, 'spatial:2');
+    assert.ok((await store.scope('copy').has(benign.slice(15_000), { epochs: 1 })).every(Boolean));
     await a.merge([fileB]);
-    assert.ok(a.has(benign).every(Boolean), 'the merge holds both crawls');
+    assert.ok((await a.has(benign)).every(Boolean), 'the merge holds both crawls');
     await store.close();
   });
 
@@ -120,12 +120,12 @@ describe('strategies', () => {
     for (const [i, strategy] of bad.entries()) await expectCode('USAGE', () => store.scope(`s${i}`, { strategy }).add(['http://a/']));
     await expectCode('USAGE', () => store.scope('x', { strategy: 'spatial:2', seeds: ['0123456789abcdef'] }).add(['http://a/']));
     await expectCode('USAGE', () => store.scope('y', { strategy: 'spatial:2', layout: 'blocked' }).add(['http://a/']));
-    assert.deepEqual(store.scopeNames(), []);
+    assert.deepEqual((await store.scopeNames()), []);
     const scope = store.scope('z');
     await scope.add(['http://a/']);
     await expectCode('USAGE', () => scope.rotate({ strategy: 'counting:8' }));
     await expectCode('USAGE', () => scope.rotate({ strategy: 'spatial:2', seeds: ['0123456789abcdef'] }));
-    assert.equal(scope.stats().epochs.length, 1, 'no rotation happened');
+    assert.equal((await scope.stats()).epochs.length, 1, 'no rotation happened');
     await store.close();
   });
 

@@ -24,8 +24,8 @@ async function run(threads: number, strategy: string, batches: readonly string[]
   const scope = store.scope('t', { capacityUrls: 40_000, fprTarget: 0.01, strategy, ...(seeds === undefined ? {} : { seeds }) });
   const added: boolean[] = [];
   for (const batch of batches) added.push(...(await scope.addIfAbsent(batch)));
-  const probes = scope.has(urls.slice(40_000));
-  const details = scope.epoch(1);
+  const probes = (await scope.has(urls.slice(40_000)));
+  const details = (await scope.epoch(1));
   await store.close();
   return { added, probes, fill: details.fillRatio, seeds: details.sliceDetails[0]!.seeds };
 }
@@ -61,7 +61,7 @@ describe('threads (a bit thread over filters in shared memory)', () => {
     const store = await SeenStore.open(join(dir, 'base'));
     const scope = store.scope('g', { capacityUrls: 4_000, fprTarget: 0.01 });
     await scope.addIfAbsent(urls.slice(0, 6_000));
-    const slices = scope.epoch(1).sliceDetails;
+    const slices = (await scope.epoch(1)).sliceDetails;
     await store.close();
     assert.equal(slices.length, 2);
     // Within the second slice's room, so that no slice with fresh seeds is added: 2,000 + 3,000 < 8,000.
@@ -73,8 +73,8 @@ describe('threads (a bit thread over filters in shared memory)', () => {
       const again = copy.scope('g');
       const got: boolean[] = [];
       for (const batch of more) got.push(...(await again.addIfAbsent(batch)));
-      got.push(...again.has(urls.slice(40_000, 45_000)));
-      assert.equal(again.epoch(1).sliceDetails.length, 2);
+      got.push(...(await again.has(urls.slice(40_000, 45_000))));
+      assert.equal((await again.epoch(1)).sliceDetails.length, 2);
       await copy.close();
       answers.push(got);
     }
@@ -91,12 +91,12 @@ describe('threads (a bit thread over filters in shared memory)', () => {
     const scope = store.scope('c', { capacityUrls: 40_000 });
     for (let i = 0; i < 30_000; i += 7_000) await scope.addIfAbsent(urls.slice(i, Math.min(30_000, i + 7_000)));
     assert.equal(await scope.checkpoint(), 'written');
-    const probes = scope.has(urls.slice(40_000));
+    const probes = (await scope.has(urls.slice(40_000)));
     await store.close();
     const reopened = await SeenStore.open(dir, { threads: 1 });
     const again = reopened.scope('c');
-    assert.ok(again.has(urls.slice(0, 30_000)).every(Boolean));
-    assert.deepEqual(again.has(urls.slice(40_000)), probes);
+    assert.ok((await again.has(urls.slice(0, 30_000))).every(Boolean));
+    assert.deepEqual((await again.has(urls.slice(40_000))), probes);
     await reopened.close();
   });
 
@@ -136,8 +136,8 @@ describe('threads (a bit thread over filters in shared memory)', () => {
     const distinct = new Set(urls.slice(0, 11 * 1_500 + 2_500));
     assert.ok([...newCount.values()].every((n) => n === 1), 'a URL reported new twice');
     assert.ok(newCount.size > distinct.size - 200, `${newCount.size} new of ${distinct.size}`);
-    assert.ok(scopes[0]!.epoch(1).sliceDetails.length >= 3, 'the epoch grew');
-    for (const scope of scopes) assert.ok(scope.has([...distinct]).every(Boolean));
+    assert.ok((await scopes[0]!.epoch(1)).sliceDetails.length >= 3, 'the epoch grew');
+    for (const scope of scopes) assert.ok((await scope.has([...distinct])).every(Boolean));
     await one.close();
     await two.close();
   });
@@ -153,7 +153,7 @@ describe('threads (a bit thread over filters in shared memory)', () => {
     b.forEach((url, i) => rb[i] && newCount.set(url, (newCount.get(url) ?? 0) + 1));
     assert.ok([...newCount.values()].every((n) => n === 1), 'a URL reported new twice');
     assert.ok(newCount.size > 44_000, `${newCount.size} new of 45,000`);
-    assert.ok(scope.has(urls.slice(0, 45_000)).every(Boolean));
+    assert.ok((await scope.has(urls.slice(0, 45_000))).every(Boolean));
     await store.close();
   });
 

@@ -55,8 +55,8 @@ describe('export / import', () => {
     const { dir, exportPath } = await sourceStore(SITELIST.length);
     const source = await SeenStore.open(dir);
     const probe = [...SITELIST, ...BENIGN];
-    const before = source.scope('src').has(probe, { epochs: 1 });
-    const sourceDetails = source.scope('src').epoch(1);
+    const before = (await source.scope('src').has(probe, { epochs: 1 }));
+    const sourceDetails = (await source.scope('src').epoch(1));
     await source.close();
     assert.ok(before.slice(0, SITELIST.length).every(Boolean));
     const falsePositives = before.slice(SITELIST.length).filter(Boolean).length;
@@ -65,13 +65,13 @@ describe('export / import', () => {
     const result = await target.import(exportPath, { scope: 'copy' });
     assert.deepEqual(result, { scope: 'copy', imported: 1, openEpoch: 2 });
     const copy = target.scope('copy');
-    assert.deepEqual(copy.has(probe, { epochs: 1 }), before, 'every answer, false positives included, is the same');
+    assert.deepEqual((await copy.has(probe, { epochs: 1 })), before, 'every answer, false positives included, is the same');
     assert.ok(falsePositives > 0, 'the probe should include some false positives of epoch 1, or the comparison is weak');
-    const details = copy.epoch(1);
+    const details = (await copy.epoch(1));
     assert.equal(details.state, 'sealed');
     assert.deepEqual(details.sliceDetails.map((s) => s.seeds), sourceDetails.sliceDetails.map((s) => s.seeds));
     assert.equal(details.submitted, SITELIST.length);
-    const open = copy.epoch(2);
+    const open = (await copy.epoch(2));
     assert.equal(open.state, 'open');
     assert.equal(open.sizing.policy, 'history-v1');
     assert.notDeepEqual(open.sliceDetails[0]!.seeds, details.sliceDetails[0]!.seeds, 'the next epoch hashes with fresh seeds');
@@ -84,7 +84,7 @@ describe('export / import', () => {
     const fileBytes = readFileSync(exportPath).length;
     const target = await SeenStore.open(tempDir());
     await target.import(exportPath, { scope: 'x' });
-    const mBits = target.scope('x').epoch(1).sliceDetails[0]!.mBits;
+    const mBits = (await target.scope('x').epoch(1)).sliceDetails[0]!.mBits;
     await target.close();
     // 15k URLs in a filter sized for 1M: ~1 % of the bits set; Rice coding nears the entropy, 8.1 %.
     assert.ok(fileBytes < 0.1 * (mBits / 8), `export ${fileBytes} bytes for a ${mBits / 8}-byte filter`);
@@ -92,7 +92,7 @@ describe('export / import', () => {
     const full = await sourceStore(15_000);
     const fullBytes = readFileSync(full.exportPath).length;
     const store = await SeenStore.open(full.dir);
-    const fullFilterBytes = store.scope('src').epoch(1).sliceDetails.reduce((n, s) => n + (s.mBits / 8) * s.filters, 0);
+    const fullFilterBytes = (await store.scope('src').epoch(1)).sliceDetails.reduce((n, s) => n + (s.mBits / 8) * s.filters, 0);
     await store.close();
     assert.ok(fullBytes <= fullFilterBytes + 4096, `${fullBytes} vs ${fullFilterBytes}`);
   });
@@ -137,7 +137,7 @@ describe('export / import', () => {
       writeFileSync(path, bytes);
       const error = await expectCode('STORE_CORRUPT', () => store.import(path, { scope: 'bad' }));
       assert.match(error.message, /export file/, what);
-      assert.deepEqual(store.scopeNames(), [], `${what}: nothing may be imported`);
+      assert.deepEqual((await store.scopeNames()), [], `${what}: nothing may be imported`);
     }
     assert.equal((await expectCode('NOT_FOUND', () => store.import(join(tempDir(), 'missing.ssx')))).code, 'NOT_FOUND');
     await store.close();
@@ -165,9 +165,9 @@ describe('export / import', () => {
     const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir, exportPath], { encoding: 'utf8' });
     assert.equal(child.signal, 'SIGKILL', child.stdout + child.stderr);
     const store = await SeenStore.open(dir);
-    assert.deepEqual(store.scopeNames(), []);
+    assert.deepEqual((await store.scopeNames()), []);
     await store.import(exportPath, { scope: 'half' });
-    assert.ok(store.scope('half').has(SITELIST, { epochs: 1 }).every(Boolean));
+    assert.ok((await store.scope('half').has(SITELIST, { epochs: 1 })).every(Boolean));
     const report = store.verify();
     assert.ok(report.ok, JSON.stringify(report.damage));
     await store.close();

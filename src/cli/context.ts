@@ -138,9 +138,9 @@ export function batchOptions(options: InputOptions, mode: NormalizeMode): BatchO
 }
 
 /** The scope named by --scope, which must exist (commands that only read never create one). */
-export function requireScope(store: SeenStore, options: GlobalOptions): Scope {
+export async function requireScope(store: SeenStore, options: GlobalOptions): Promise<Scope> {
   const name = scopeName(options);
-  if (!store.scopeNames().includes(name)) {
+  if (!(await store.scopeNames()).includes(name)) {
     throw new SeenStoreError('NOT_FOUND', `scope ${name} does not exist in ${store.dir} (nothing was ever added to it)`);
   }
   return store.scope(name);

@@ -178,14 +178,18 @@ export class Scope {
   }
 
   /** The normalisation of the open epoch, or of the first epoch when none exists yet. */
-  normalizeMode(): NormalizeMode {
+  async normalizeMode(): Promise<NormalizeMode> {
     this.#ctx.assertOpen();
+    return this.#normalizeMode();
+  }
+
+  #normalizeMode(): NormalizeMode {
     const epoch = this.#open(false);
     return (epoch?.header.normalize as NormalizeMode | undefined) ?? this.#plan.normalize;
   }
 
   /** Number of the open epoch, or null when the scope does not exist yet. */
-  openEpoch(): number | null {
+  async openEpoch(): Promise<number | null> {
     this.#ctx.assertOpen();
     return this.#open(false)?.header.epoch ?? null;
   }
@@ -229,7 +233,7 @@ export class Scope {
    * Per URL, whether it is (probably) seen in the given epochs (default: the open one), with `any`
    * or `all` semantics. Sees adds committed by other processes.
    */
-  has(urls: readonly string[], options: QueryOptions = {}): boolean[] {
+  async has(urls: readonly string[], options: QueryOptions = {}): Promise<boolean[]> {
     this.#ctx.assertOpen();
     const mode = options.mode ?? 'any';
     if (mode !== 'any' && mode !== 'all') throw new SeenStoreError('USAGE', `mode must be any or all, got ${JSON.stringify(mode)}`);
@@ -253,7 +257,7 @@ export class Scope {
    * (default: the open one), summed. The recurring-minimum estimate: 0 means never added; a count
    * is rarely off, by collisions (docs/strategies.md).
    */
-  count(urls: readonly string[], options: { readonly epochs?: EpochSpec } = {}): number[] {
+  async count(urls: readonly string[], options: { readonly epochs?: EpochSpec } = {}): Promise<number[]> {
     this.#ctx.assertOpen();
     const open = this.#open(false);
     if (open === undefined) {
@@ -303,19 +307,19 @@ export class Scope {
   }
 
   /** Per URL: `revisit` when the previous epoch holds it, else `new`. Without a previous epoch, all are new. */
-  classify(urls: readonly string[]): Classification[] {
+  async classify(urls: readonly string[]): Promise<Classification[]> {
     this.#ctx.assertOpen();
     const open = this.#open(false);
     const previous = open === undefined ? undefined : open.header.epoch - 1;
     if (previous === undefined || previous < 1 || !epochNumbers(this.#ctx.env, this.name).includes(previous)) {
-      this.#keys(urls, this.normalizeMode());
+      this.#keys(urls, this.#normalizeMode());
       return urls.map(() => 'new');
     }
     return this.#hasIn(this.#epochFilters(previous), urls).map((seen) => (seen ? 'revisit' : 'new'));
   }
 
   /** Compares two epochs over a URL list: in both, only in `from`, only in `to`, or in neither. */
-  diff(urls: readonly string[], from: EpochSpec, to: EpochSpec): DiffResult {
+  async diff(urls: readonly string[], from: EpochSpec, to: EpochSpec): Promise<DiffResult> {
     this.#ctx.assertOpen();
     if (this.#open(false) === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
     const single = (spec: EpochSpec, which: string): number => {
@@ -430,7 +434,7 @@ export class Scope {
     return dropped;
   }
 
-  stats(): ScopeStats {
+  async stats(): Promise<ScopeStats> {
     this.#ctx.assertOpen();
     const open = this.#open(false);
     if (open === undefined) return { scope: this.name, openEpoch: null, epochs: [] };
@@ -442,7 +446,7 @@ export class Scope {
   }
 
   /** Header, seeds, geometry, slices and sizing decision of epoch `n`. */
-  epoch(n: number): EpochDetails {
+  async epoch(n: number): Promise<EpochDetails> {
     this.#ctx.assertOpen();
     if (this.#open(false) === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
     return this.#details(EpochFilters.readHeader(this.#ctx.env, this.name, n));

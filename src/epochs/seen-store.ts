@@ -176,7 +176,7 @@ export class SeenStore {
   }
 
   /** Names of the scopes that exist in the store. */
-  scopeNames(): string[] {
+  async scopeNames(): Promise<string[]> {
     this.#ctx.assertOpen();
     this.#env.refresh();
     const names: string[] = [];
@@ -187,8 +187,10 @@ export class SeenStore {
     return names;
   }
 
-  stats(): ScopeStats[] {
-    return this.scopeNames().map((name) => this.scope(name).stats());
+  async stats(): Promise<ScopeStats[]> {
+    const stats: ScopeStats[] = [];
+    for (const name of await this.scopeNames()) stats.push(await this.scope(name).stats());
+    return stats;
   }
 
   /**

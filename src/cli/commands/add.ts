@@ -14,7 +14,7 @@ export async function add(file: string | undefined, command: Command): Promise<v
     const pin = pinnedEpoch(options.epoch);
     const progress = new Progress(true);
     let added = 0;
-    const counts = await forEachBatch(openInput(file), batchOptions(options, scope.normalizeMode()), async (lines) => {
+    const counts = await forEachBatch(openInput(file), batchOptions(options, await scope.normalizeMode()), async (lines) => {
       added += (await scope.add(lines, pin)).added;
       progress.update(() => `add: ${formatCount(added)} new`);
     });

@@ -8,10 +8,10 @@ export async function classify(file: string | undefined, command: Command): Prom
   const options = command.optsWithGlobals<GlobalOptions & InputOptions>();
   const store = await openStoreReadOnly(options);
   try {
-    const scope = requireScope(store, options);
+    const scope = await requireScope(store, options);
     const totals = { new: 0, revisit: 0 };
-    const counts = await forEachBatch(openInput(file), batchOptions(options, scope.normalizeMode()), async (lines) => {
-      const classes = scope.classify(lines);
+    const counts = await forEachBatch(openInput(file), batchOptions(options, await scope.normalizeMode()), async (lines) => {
+      const classes = await scope.classify(lines);
       let out = '';
       for (let i = 0; i < lines.length; i++) {
         totals[classes[i]!]++;

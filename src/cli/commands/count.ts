@@ -14,9 +14,9 @@ export async function countCommand(file: string | undefined, command: Command): 
   const epochs = epochSpec(options.epochs, 'current');
   const store = await openStoreReadOnly(options);
   try {
-    const scope = requireScope(store, options);
-    await forEachBatch(openInput(file), batchOptions(options, scope.normalizeMode()), async (lines) => {
-      const counts = scope.count(lines, { epochs });
+    const scope = await requireScope(store, options);
+    await forEachBatch(openInput(file), batchOptions(options, await scope.normalizeMode()), async (lines) => {
+      const counts = await scope.count(lines, { epochs });
       let out = '';
       for (let i = 0; i < lines.length; i++) out += `${counts[i]}\t${lines[i]}\n`;
       await writeAll(process.stdout, out);
@@ -31,9 +31,9 @@ export async function deleteCommand(file: string | undefined, command: Command):
   const options = command.optsWithGlobals<GlobalOptions & InputOptions>();
   const store = await openStore(options, false);
   try {
-    const scope = requireScope(store, options);
+    const scope = await requireScope(store, options);
     let deleted = 0;
-    const counts = await forEachBatch(openInput(file), batchOptions(options, scope.normalizeMode()), async (lines) => {
+    const counts = await forEachBatch(openInput(file), batchOptions(options, await scope.normalizeMode()), async (lines) => {
       deleted += await scope.delete(lines);
     });
     const summary = { read: counts.read, deleted, absent: counts.read - deleted, invalid: counts.invalid };

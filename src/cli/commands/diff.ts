@@ -36,11 +36,11 @@ export async function diff(file: string | undefined, command: Command): Promise<
   }
   const store = await openStoreReadOnly(options);
   try {
-    const scope = requireScope(store, options);
+    const scope = await requireScope(store, options);
     const totals: Record<DiffCategory, number> = { both: 0, 'only-from': 0, 'only-to': 0, neither: 0 };
     let epochs = { from: 0, to: 0 };
-    const counts = await forEachBatch(openInput(file), batchOptions(options, scope.normalizeMode()), async (lines) => {
-      const result = scope.diff(lines, from, to);
+    const counts = await forEachBatch(openInput(file), batchOptions(options, await scope.normalizeMode()), async (lines) => {
+      const result = await scope.diff(lines, from, to);
       epochs = { from: result.from, to: result.to };
       let out = '';
       for (let i = 0; i < lines.length; i++) {

@@ -36,8 +36,8 @@ export async function epochList(command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions>();
   const store = await openStoreReadOnly(options);
   try {
-    const scope = requireScope(store, options);
-    const { epochs } = scope.stats();
+    const scope = await requireScope(store, options);
+    const { epochs } = await scope.stats();
     process.stdout.write(options.json ? `${JSON.stringify({ scope: scope.name, epochs })}\n` : table(EPOCH_COLUMNS, epochs.map(epochCells), 4));
   } finally {
     await store.close();
@@ -74,7 +74,7 @@ export async function epochShow(epochText: string, command: Command): Promise<vo
   const n = parseCount('epoch', epochText)!;
   const store = await openStoreReadOnly(options);
   try {
-    const details = requireScope(store, options).epoch(n);
+    const details = await (await requireScope(store, options)).epoch(n);
     process.stdout.write(options.json ? `${JSON.stringify(details)}\n` : renderDetails(details));
   } finally {
     await store.close();
@@ -92,7 +92,7 @@ export async function epochRotate(command: Command): Promise<void> {
   const signal = stopOnSignals();
   const store = await openStore(options, false);
   try {
-    const scope = requireScope(store, options);
+    const scope = await requireScope(store, options);
     // The rotation is one transaction: the one safe point is before it.
     await safePoint(signal, `rotating ${scope.name}`);
     const result = await scope.rotate({
@@ -103,7 +103,7 @@ export async function epochRotate(command: Command): Promise<void> {
       ...(ifEpoch === undefined ? {} : { ifEpoch }),
     });
     if (result === null) {
-      const open = scope.openEpoch();
+      const open = await scope.openEpoch();
       const line = `epoch ${ifEpoch} is not the open epoch (${open} is): nothing rotated`;
       process.stdout.write(options.json ? `${JSON.stringify({ rotated: false, ifEpoch, openEpoch: open })}\n` : `${line}\n`);
       return;
@@ -136,7 +136,7 @@ export async function epochPrune(command: Command): Promise<void> {
   const signal = stopOnSignals();
   const store = await openStore(options, false);
   try {
-    const scope = requireScope(store, options);
+    const scope = await requireScope(store, options);
     const dropped = await scope.prune({
       signal,
       ...(keepLast === undefined ? {} : { keepLast }),

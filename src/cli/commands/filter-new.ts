@@ -19,7 +19,7 @@ export async function filterNew(file: string | undefined, command: Command): Pro
     const pin = pinnedEpoch(options.epoch);
     const progress = new Progress(true);
     let printed = 0;
-    const mode = scope.normalizeMode();
+    const mode = await scope.normalizeMode();
     const report = (): void => progress.update(() => `filter-new: ${formatCount(printed)} new`);
     let counts: InputCounts;
     if (mode === 'none') {

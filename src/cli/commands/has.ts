@@ -20,10 +20,10 @@ export async function has(file: string | undefined, command: Command): Promise<v
   const mode = membershipMode(options.mode);
   const store = await openStoreReadOnly(options);
   try {
-    const scope = requireScope(store, options);
+    const scope = await requireScope(store, options);
     let seen = 0;
-    const counts = await forEachBatch(openInput(file), batchOptions(options, scope.normalizeMode()), async (lines) => {
-      const answers = scope.has(lines, { epochs, mode });
+    const counts = await forEachBatch(openInput(file), batchOptions(options, await scope.normalizeMode()), async (lines) => {
+      const answers = await scope.has(lines, { epochs, mode });
       let out = '';
       for (let i = 0; i < lines.length; i++) {
         if (answers[i]) seen++;

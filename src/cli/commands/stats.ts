@@ -10,11 +10,13 @@ export async function stats(command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions>();
   const store = await openStoreReadOnly(options);
   try {
-    const names = options.scope === undefined ? store.scopeNames() : [options.scope];
-    if (options.scope !== undefined && !store.scopeNames().includes(options.scope)) {
+    const existing = await store.scopeNames();
+    const names = options.scope === undefined ? existing : [options.scope];
+    if (options.scope !== undefined && !existing.includes(options.scope)) {
       throw new SeenStoreError('NOT_FOUND', `scope ${options.scope} does not exist in ${store.dir}`);
     }
-    const all = names.map((name) => store.scope(name).stats());
+    const all: ScopeStats[] = [];
+    for (const name of names) all.push(await store.scope(name).stats());
     process.stdout.write(options.json ? `${JSON.stringify({ store: store.dir, scopes: all })}\n` : render(store.dir, all));
   } finally {
     await store.close();

@@ -12,7 +12,7 @@ export async function exportCommand(command: Command): Promise<void> {
   const signal = stopOnSignals();
   const store = await openStoreReadOnly(options);
   try {
-    const result = await requireScope(store, options).export(options.out, epochSpec(options.epoch, 'current'), { signal });
+    const result = await (await requireScope(store, options)).export(options.out, epochSpec(options.epoch, 'current'), { signal });
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else {
       const ratio = result.rawBytes === 0 ? 0 : (100 * result.fileBytes) / result.rawBytes;
@@ -65,7 +65,7 @@ export async function mergeCommand(files: string[], command: Command): Promise<v
   const epoch = parseCount('into-epoch', options.intoEpoch)!;
   const store = await openStore(options, false);
   try {
-    const result = await requireScope(store, options).merge(files, epoch, { signal });
+    const result = await (await requireScope(store, options)).merge(files, epoch, { signal });
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else {
       process.stdout.write(
