@@ -3,10 +3,11 @@ import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SeenStore, SeenStoreError } from '../src/index.js';
+import { SeenStore } from '../src/index.js';
 import { HISTORY_HEADROOM } from '../src/epochs/sizing-policy.js';
 import { runCli, runCrashChild } from './helpers/cli.js';
 import { binomialLower, binomialUpper, sharedUrls } from './helpers/data.js';
+import { expectCode } from './helpers/errors.js';
 import { tempDir } from './helpers/tmp.js';
 
 const benign = sharedUrls('crawl-benign-35k.txt');
@@ -20,9 +21,6 @@ function positives(answers: readonly boolean[]): Set<number> {
   return set;
 }
 
-function isCode(code: string) {
-  return (error: unknown) => error instanceof SeenStoreError && error.code === code;
-}
 
 describe('epochs', () => {
   test('rotation gives fresh seeds and independent false positives; `all` over two epochs measures about p^2', async () => {
@@ -123,7 +121,7 @@ describe('epochs', () => {
     const scope = store.scope();
     await scope.add(['https://a.example/'], { epoch: 1 });
     await scope.rotate();
-    await assert.rejects(scope.add(['https://b.example/'], { epoch: 1 }), isCode('EPOCH_SEALED'));
+    await expectCode('EPOCH_SEALED', () => scope.add(['https://b.example/'], { epoch: 1 }));
     assert.deepEqual(await scope.addIfAbsent(['https://a.example/'], { epoch: 2 }), [true]);
     const cli = await runCli(['add', '--store', dir, '--epoch', '1'], 'https://c.example/\n');
     assert.equal(cli.code, 7);
@@ -187,16 +185,16 @@ describe('epochs', () => {
       await scope.add(benign.slice(e * 5_000, (e + 1) * 5_000));
       if (e < 3) await scope.rotate({ capacityUrls: 400_000 });
     }
-    await assert.rejects(scope.prune({}), isCode('USAGE'));
+    await expectCode('USAGE', () => scope.prune({}));
     assert.deepEqual(await scope.prune({ keepLast: 2, sealedWithinMs: 3_600_000 }), [], 'all sealed within the hour: kept');
     const before = (await scope.stats()).epochs;
     const dropped = await scope.prune({ keepLast: 2 });
     assert.deepEqual(dropped.map((d) => d.epoch), [1, 2]);
     for (const d of dropped) assert.equal(d.bytesFreed, before.find((e) => e.epoch === d.epoch)!.bytesOnDisk);
     assert.deepEqual((await scope.stats()).epochs.map((e) => e.epoch), [3, 4]);
-    await assert.rejects(scope.has(['https://x.example/'], { epochs: 1 }), isCode('NOT_FOUND'));
+    await expectCode('NOT_FOUND', () => scope.has(['https://x.example/'], { epochs: 1 }));
     await assert.rejects(scope.has(['https://x.example/'], { epochs: '1..3' as never }), TypeError);
-    await assert.rejects(scope.diff(['https://x.example/'], 2, 4), isCode('NOT_FOUND'));
+    await expectCode('NOT_FOUND', () => scope.diff(['https://x.example/'], 2, 4));
     assert.ok((await scope.has(benign.slice(10_000, 15_000), { epochs: 3 })).every(Boolean), 'kept epochs untouched');
     // The freed pages are reused: two more epochs of the same size barely grow the file.
     const sizeAfterPrune = statSync(join(dir, 'data.mdb')).size;
