@@ -129,8 +129,9 @@ export class SeenStore {
       await env.close();
       throw asStoreError(error, 'starting the bit thread (threads: 2)');
     }
-    // A killed restore's incoming copy is as large as the store: the next open removes it.
-    removeStoreLeftovers(dir, join(dir, SNAPSHOTS_DIR));
+    // A killed restore's incoming copy is as large as the store: the next open that may write
+    // removes it (a read-only open leaves the directory as it found it).
+    if (!env.readOnly) removeStoreLeftovers(dir, join(dir, SNAPSHOTS_DIR));
     const store = new SeenStore(dir, env, hash, bitThread, options);
     openHere.set(resolve(dir), (openHere.get(resolve(dir)) ?? 0) + 1);
     return store;
@@ -226,15 +227,17 @@ export class SeenStore {
    */
   static async verify(dir: string, options: Pick<SeenStoreOptions, 'mapSizeBytes'> = {}): Promise<VerifyReport> {
     if (typeof dir !== 'string' || dir.length === 0) throw new TypeError('dir must be a non-empty string');
-    const structure = verifyPages(dir);
-    const empty = { scopes: 0, epochs: 0, chunks: 0, journalRecords: 0, notes: [] };
-    if (structure.damage.length > 0) return { ok: false, pages: structure.pages, ...empty, damage: structure.damage };
     let store: SeenStore;
     try {
+      // Opening walks the pages and stops at the first damage; verify() walks them again.
       store = await SeenStore.open(dir, { create: false, readOnly: true, ...(options.mapSizeBytes === undefined ? {} : { mapSizeBytes: options.mapSizeBytes }) });
     } catch (error) {
       if (!(error instanceof SeenStoreError) || error.code !== 'STORE_CORRUPT') throw error;
-      return { ok: false, pages: structure.pages, ...empty, damage: [{ where: dir, problem: error.message, code: error.code }] };
+      // Refused as damaged: list every finding of the walk, or the refusal itself when the walk
+      // has none to list (an empty or missing data file).
+      const structure = verifyPages(dir);
+      const damage = structure.damage.length > 0 ? structure.damage : [{ where: dir, problem: error.message, code: error.code }];
+      return { ok: false, pages: structure.pages, scopes: 0, epochs: 0, chunks: 0, journalRecords: 0, notes: [], damage };
     }
     try {
       return store.verify();

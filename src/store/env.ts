@@ -37,6 +37,9 @@ function holding<T>(guard: OpenGuard | undefined, action: () => T): T {
   return guard === undefined ? action() : guard.hold(action);
 }
 
+/** Below this much free space the store's file system counts as full (failed writes, new files). */
+const FULL_DISK_FREE_BYTES = 2 ** 20;
+
 /** Write transactions begun behind the newest commit before write() gives up (see #transaction). */
 const STALE_TXN_ATTEMPTS = 3;
 
@@ -59,6 +62,8 @@ export class StoreEnv {
   #handles!: { root: RootDatabase; meta: Database<Buffer, Key>; chunks: Database<Buffer, Key>; journal: Database<Buffer, Key> };
   /** Earlier handles being closed (releaseMappedPages); close() waits for them. */
   readonly #closing: Promise<void>[] = [];
+  /** The data file this environment opened (see #checkSameDataFile). */
+  readonly #dataFile: { readonly dev: number; readonly ino: number };
   /** Write transactions and awaited operations (backups) using the handles: they must not change meanwhile. */
   #busy = 0;
   #closed = false;
@@ -74,16 +79,13 @@ export class StoreEnv {
     this.header = this.#initHeader(anyFormat);
   }
 
-  /** The data file this environment opened (see #checkDataFile). */
-  readonly #dataFile: { readonly dev: number; readonly ino: number };
-
   /**
    * A data file deleted (or renamed over) under an open environment keeps working through LMDB's
    * descriptor and map: commits would land in a file no one opens again, and a writer would go on
    * acknowledging URLs that are lost. Every write transaction first checks that the path still
    * names the file that was opened (one stat, inside LMDB's write lock).
    */
-  #checkDataFile(): void {
+  #checkSameDataFile(): void {
     const path = join(this.dir, 'data.mdb');
     let now: { dev: number; ino: number };
     try {
@@ -205,7 +207,7 @@ export class StoreEnv {
     } catch {
       return;
     }
-    if (freeBytes < 2 ** 20) {
+    if (freeBytes < FULL_DISK_FREE_BYTES) {
       throw new SeenStoreError('STORE_FULL', `the disk holding ${dir} is full (${freeBytes} bytes free): LMDB cannot create its files there`);
     }
   }
@@ -291,7 +293,7 @@ export class StoreEnv {
     try {
       return holding(this.#guard, () =>
         this.#transaction(() => {
-          this.#checkDataFile();
+          this.#checkSameDataFile();
           return action();
         }),
       );
@@ -368,7 +370,7 @@ export class StoreEnv {
   #diskFull(): boolean {
     try {
       const { bavail, bsize } = statfsSync(this.dir);
-      return bavail * bsize < 2 ** 20;
+      return bavail * bsize < FULL_DISK_FREE_BYTES;
     } catch {
       return false;
     }
