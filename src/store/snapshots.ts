@@ -70,8 +70,7 @@ export async function createSnapshot(
 ): Promise<SnapshotInfo> {
   checkName(name);
   const root = join(env.dir, SNAPSHOTS_DIR);
-  const target = join(root, name);
-  if (existsSync(target)) throw new SeenStoreError('USAGE', `snapshot ${name} exists`);
+  if (existsSync(join(root, name))) throw new SeenStoreError('USAGE', `snapshot ${name} exists`);
   const temporary = join(root, `.tmp-${name}-${process.pid}`);
   removeStoreLeftovers(env.dir, root);
   try {
@@ -82,19 +81,27 @@ export async function createSnapshot(
     faultPoint('snapshot:after-copy');
     // LMDB's copy cannot be stopped midway; its end is the safe point.
     await safePoint(signal, `creating snapshot ${name}`);
-    const manifest: SnapshotManifest = { v: 1, name, createdAtMs, formatVersion, reason };
-    writeFileSync(join(temporary, 'snapshot.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-    for (const file of ['data.mdb', 'snapshot.json']) {
-      fsyncPath(join(temporary, file));
-      chmodSync(join(temporary, file), 0o444);
-    }
-    renameSync(temporary, target);
-    fsyncPath(root);
-    return info(root, name);
+    return seal(root, temporary, { v: 1, name, createdAtMs, formatVersion, reason });
   } catch (error) {
     rmSync(temporary, { recursive: true, force: true });
     throw asStoreError(error, `creating snapshot ${name}`);
   }
+}
+
+/**
+ * Completes a snapshot written in `temporary` (its data.mdb in place): writes its manifest, makes
+ * both files durable and read-only, and renames the folder to the snapshot's name, so a listed
+ * snapshot is always complete.
+ */
+function seal(root: string, temporary: string, manifest: SnapshotManifest & { readonly damage?: string }): SnapshotInfo {
+  writeFileSync(join(temporary, 'snapshot.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  for (const file of ['data.mdb', 'snapshot.json']) {
+    fsyncPath(join(temporary, file));
+    chmodSync(join(temporary, file), 0o444);
+  }
+  renameSync(temporary, join(root, manifest.name));
+  fsyncPath(root);
+  return info(root, manifest.name);
 }
 
 /**
@@ -111,15 +118,7 @@ export function keepDamagedData(dir: string, name: string, problem: string): Sna
     const data = join(dir, 'data.mdb');
     if (existsSync(data)) copyFileSync(data, join(temporary, 'data.mdb'));
     else writeFileSync(join(temporary, 'data.mdb'), '');
-    const manifest: SnapshotManifest & { readonly damage: string } = { v: 1, name, createdAtMs: Date.now(), formatVersion: 0, reason: 'pre-restore (damaged)', damage: problem };
-    writeFileSync(join(temporary, 'snapshot.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-    for (const file of ['data.mdb', 'snapshot.json']) {
-      fsyncPath(join(temporary, file));
-      chmodSync(join(temporary, file), 0o444);
-    }
-    renameSync(temporary, join(root, name));
-    fsyncPath(root);
-    return info(root, name);
+    return seal(root, temporary, { v: 1, name, createdAtMs: Date.now(), formatVersion: 0, reason: 'pre-restore (damaged)', damage: problem });
   } catch (error) {
     rmSync(temporary, { recursive: true, force: true });
     throw asStoreError(error, `keeping the damaged data as snapshot ${name}`);
