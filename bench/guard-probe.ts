@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import { OpenGuard } from '../src/store/open-guard.js';
+import { OpenGuard } from '../src/store/lmdb/open-guard.js';
 
 const ROUNDS = 5;
 const CALLS = 20_000;

@@ -5,7 +5,7 @@ import { cpSync, existsSync, openSync, readFileSync, readSync, readdirSync, rmSy
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
-import { walkPages } from '../src/store/page-walk.js';
+import { walkPages } from '../src/store/lmdb/page-walk.js';
 import { CLI, runCli, type CliResult } from './helpers/cli.js';
 import { sharedUrls } from './helpers/data.js';
 import { structuralPlaces } from './helpers/lmdb-pages.js';

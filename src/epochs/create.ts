@@ -3,9 +3,9 @@ import { planSlice } from '../filters/scalable.js';
 import { growthOf, sliceShape, strategyName, type Strategy } from '../filters/strategy.js';
 import { HASH_SCHEME_ID, freshSeedHex, isSeedHex } from '../hash/scheme.js';
 import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
-import type { StoreEnv } from '../store/env.js';
-import { EpochFilters } from '../store/epoch-filters.js';
-import { checkpointKey, epochKey, scopeKey, SCOPE_NAME_PATTERN } from '../store/keys.js';
+import type { StoreEnv } from '../store/lmdb/env.js';
+import { EpochFilters } from '../store/lmdb/epoch-filters.js';
+import { checkpointKey, epochKey, scopeKey, SCOPE_NAME_PATTERN } from '../store/lmdb/keys.js';
 import type { CheckpointRecord, EpochHeader, ScopeRecord, SizingDecision } from '../store/records.js';
 import { NORMALIZE_MODES, type NormalizeMode } from '../url/normalize.js';
 

@@ -3,7 +3,7 @@ import { unionFpr } from '../filters/scalable.js';
 import { seedFromHex, type HashSchemeId } from '../hash/scheme.js';
 import { XxHash } from '../hash/xxhash.js';
 import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
-import { EpochFilters } from '../store/epoch-filters.js';
+import { EpochFilters } from '../store/lmdb/epoch-filters.js';
 import { readExport, type ExportContents, type ExportHeader } from '../store/export-file.js';
 import type { EpochHeader } from '../store/records.js';
 import { toKey, type NormalizeMode } from '../url/normalize.js';

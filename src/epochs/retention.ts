@@ -1,11 +1,11 @@
 import { SeenStoreError } from '../errors.js';
-import type { StoreEnv } from '../store/env.js';
-import { EpochFilters } from '../store/epoch-filters.js';
+import type { StoreEnv } from '../store/lmdb/env.js';
+import { EpochFilters } from '../store/lmdb/epoch-filters.js';
 import { faultPoint } from '../store/faults.js';
 import { safePoint } from '../store/interruption.js';
-import { checkpointKey, chunkKey, dropKey, epochKey, journalKey } from '../store/keys.js';
+import { checkpointKey, chunkKey, dropKey, epochKey, journalKey } from '../store/lmdb/keys.js';
 import { readEpochHeader, type EpochHeader } from '../store/records.js';
-import { epochUsage } from '../store/usage.js';
+import { epochUsage } from '../store/lmdb/usage.js';
 
 export interface PruneOptions {
   /** Keep the N most recent epochs (the open one counts). */

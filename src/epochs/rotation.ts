@@ -1,8 +1,8 @@
 import { SeenStoreError } from '../errors.js';
-import type { StoreEnv } from '../store/env.js';
-import { EpochFilters } from '../store/epoch-filters.js';
+import type { StoreEnv } from '../store/lmdb/env.js';
+import { EpochFilters } from '../store/lmdb/epoch-filters.js';
 import { faultPoint } from '../store/faults.js';
-import { checkpointKey, epochKey, scopeKey } from '../store/keys.js';
+import { checkpointKey, epochKey, scopeKey } from '../store/lmdb/keys.js';
 import { readEpochHeader, type EpochHeader } from '../store/records.js';
 import type { NormalizeMode } from '../url/normalize.js';
 import { parseStrategy, strategyOf } from '../filters/strategy.js';

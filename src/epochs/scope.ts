@@ -1,14 +1,14 @@
 import { SeenStoreError } from '../errors.js';
 import type { Layout } from '../filters/bloom.js';
 import type { Keying } from '../filters/keying.js';
-import type { BitThread } from '../store/bit-thread.js';
+import type { BitThread } from '../store/lmdb/bit-thread.js';
 import { CLASSIC, parseStrategy, strategyName, strategyOf, type Strategy } from '../filters/strategy.js';
 import { keyCount, isUtf8Keys, keyStrings, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
-import type { StoreEnv } from '../store/env.js';
-import { EpochFilters, type CheckpointOutcome, type SliceSummary } from '../store/epoch-filters.js';
+import type { StoreEnv } from '../store/lmdb/env.js';
+import { EpochFilters, type CheckpointOutcome, type SliceSummary } from '../store/lmdb/epoch-filters.js';
 import type { EpochHeader, SizingDecision } from '../store/records.js';
 import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
-import { epochUsage } from '../store/usage.js';
+import { epochUsage } from '../store/lmdb/usage.js';
 import { firstInvalidUtf8Key, toKey, type NormalizeMode } from '../url/normalize.js';
 import { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET, checkPlan, ensureScope, type EpochPlan } from './create.js';
 import { resolveEpochs, type EpochSpec, type MembershipMode } from './epoch-spec.js';

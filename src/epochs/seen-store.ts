@@ -1,11 +1,11 @@
 import { join, resolve } from 'node:path';
 import { SeenStoreError, asStoreError } from '../errors.js';
-import { BitThread } from '../store/bit-thread.js';
+import { BitThread } from '../store/lmdb/bit-thread.js';
 import { XxHash } from '../hash/xxhash.js';
-import { DEFAULT_MAP_SIZE_BYTES, StoreEnv, readOnlyError } from '../store/env.js';
-import { isLocked, LOCK_STALE_MS, LOCK_STALE_MS_MIN } from '../store/lock.js';
+import { DEFAULT_MAP_SIZE_BYTES, StoreEnv, readOnlyError } from '../store/lmdb/env.js';
+import { isLocked, LOCK_STALE_MS, LOCK_STALE_MS_MIN } from '../store/lmdb/lock.js';
 import { removeStoreLeftovers } from '../store/leftovers.js';
-import { migrateStore, type MigrationReport } from '../store/migrate.js';
+import { migrateStore, type MigrationReport } from '../store/lmdb/migrate.js';
 import {
   createSnapshot,
   defaultSnapshotName,
@@ -16,8 +16,8 @@ import {
   restoreSnapshot,
   type RestoreResult,
   type SnapshotInfo,
-} from '../store/snapshots.js';
-import { verifyPages, verifyStore, type VerifyReport } from '../store/verify.js';
+} from '../store/lmdb/snapshots.js';
+import { verifyPages, verifyStore, type VerifyReport } from '../store/lmdb/verify.js';
 import { checkScopeName } from './create.js';
 import { Scope, type ScopeOptions, type ScopeStats } from './scope.js';
 import { importEpoch, mergeFiles, type ImportOptions, type ImportResult, type MergeFilesResult } from './transfer.js';

@@ -1,13 +1,13 @@
 import { SeenStoreError } from '../errors.js';
 import type { XxHash } from '../hash/xxhash.js';
 import { CHUNK_PAYLOAD_BYTES, encodeChunk } from '../store/chunks.js';
-import type { StoreEnv } from '../store/env.js';
-import { EpochFilters } from '../store/epoch-filters.js';
+import type { StoreEnv } from '../store/lmdb/env.js';
+import { EpochFilters } from '../store/lmdb/epoch-filters.js';
 import { readExport, writeExport, type ExportContents, type ExportHeader } from '../store/export-file.js';
 import { ExportedEpoch } from './exported.js';
 import { faultPoint } from '../store/faults.js';
 import { safePoint } from '../store/interruption.js';
-import { checkpointKey, chunkKey, dropKey, epochKey, scopeKey } from '../store/keys.js';
+import { checkpointKey, chunkKey, dropKey, epochKey, scopeKey } from '../store/lmdb/keys.js';
 import type { EpochHeader, ScopeRecord } from '../store/records.js';
 import type { NormalizeMode } from '../url/normalize.js';
 import { strategyOf } from '../filters/strategy.js';

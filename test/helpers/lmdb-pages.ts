@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { walkPages } from '../../src/store/page-walk.js';
+import { walkPages } from '../../src/store/lmdb/page-walk.js';
 
 /** A structural byte of an LMDB data file: where it is and what it holds. */
 export interface StructuralPlace {

@@ -1,15 +1,15 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { SeenStoreError, asStoreError } from '../errors.js';
-import { BloomFilter, allHold, type StoredFilter } from '../filters/bloom.js';
-import { decideRange, type DecideTarget, type Decided } from '../filters/decide.js';
-import { CountingFilter, SpectralFilter } from '../filters/counting.js';
-import { planSlice, unionFpr } from '../filters/scalable.js';
-import { HASH_SCHEMES, freshSeedHex, isHashScheme, seedFromHex, type HashSchemeId } from '../hash/scheme.js';
-import { keyCount, sliceKeys, type Keys, type XxHash } from '../hash/xxhash.js';
+import { SeenStoreError, asStoreError } from '../../errors.js';
+import { BloomFilter, allHold, type StoredFilter } from '../../filters/bloom.js';
+import { decideRange, type DecideTarget, type Decided } from '../../filters/decide.js';
+import { CountingFilter, SpectralFilter } from '../../filters/counting.js';
+import { planSlice, unionFpr } from '../../filters/scalable.js';
+import { HASH_SCHEMES, freshSeedHex, isHashScheme, seedFromHex, type HashSchemeId } from '../../hash/scheme.js';
+import { keyCount, sliceKeys, type Keys, type XxHash } from '../../hash/xxhash.js';
 import type { BitThread } from './bit-thread.js';
-import { CHUNK_PAYLOAD_BYTES, decodeChunk, encodeChunk } from './chunks.js';
+import { CHUNK_PAYLOAD_BYTES, decodeChunk, encodeChunk } from '../chunks.js';
 import type { StoreEnv } from './env.js';
-import { faultPoint } from './faults.js';
+import { faultPoint } from '../faults.js';
 import { decodeJournalRecord, encodeCountingRecord, encodeJournalRecord, JOURNAL_HEADER_BYTES } from './journal.js';
 import { checkpointKey, chunkKey, epochKey, fenceKey, journalKey, scopeKey } from './keys.js';
 import { tryLock } from './lock.js';
@@ -22,9 +22,9 @@ import {
   type EpochHeader,
   type ScopeRecord,
   type SliceSpec,
-} from './records.js';
-import { filterGeometries, hashSlice } from '../filters/keying.js';
-import { sliceShape, strategyOf } from '../filters/strategy.js';
+} from '../records.js';
+import { filterGeometries, hashSlice } from '../../filters/keying.js';
+import { sliceShape, strategyOf } from '../../filters/strategy.js';
 
 /** Bytes of chunks written per checkpoint transaction: small transactions let LMDB reuse pages. */
 export const CHECKPOINT_TXN_BYTES = 16 * 2 ** 20;

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
-import { asStoreError } from '../errors.js';
+import { asStoreError } from '../../errors.js';
 
 /**
  * A proper-lockfile lock is a directory whose mtime its holder refreshes every fifth of the staleness.

@@ -1,5 +1,5 @@
-import { SeenStoreError } from '../errors.js';
-import type { XxHash } from '../hash/xxhash.js';
+import { SeenStoreError } from '../../errors.js';
+import type { XxHash } from '../../hash/xxhash.js';
 
 /**
  * One journal record per acknowledged batch, keyed [scope, epoch, seq] with seq increasing by one

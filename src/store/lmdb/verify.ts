@@ -1,6 +1,6 @@
-import { SeenStoreError } from '../errors.js';
-import type { XxHash } from '../hash/xxhash.js';
-import { CHUNK_PAYLOAD_BYTES, decodeChunk } from './chunks.js';
+import { SeenStoreError } from '../../errors.js';
+import type { XxHash } from '../../hash/xxhash.js';
+import { CHUNK_PAYLOAD_BYTES, decodeChunk } from '../chunks.js';
 import type { StoreEnv } from './env.js';
 import { EpochFilters } from './epoch-filters.js';
 import { decodeJournalRecord } from './journal.js';
@@ -11,8 +11,8 @@ import {
   readScopeRecord,
   type CheckpointRecord,
   type EpochHeader,
-} from './records.js';
-import { filterGeometries } from '../filters/keying.js';
+} from '../records.js';
+import { filterGeometries } from '../../filters/keying.js';
 import { join } from 'node:path';
 import { existsSync, statSync } from 'node:fs';
 import { stableWalk } from './data-file.js';

@@ -1,8 +1,8 @@
-import { CHUNK_HEADER_BYTES, CHUNK_PAYLOAD_BYTES } from './chunks.js';
+import { CHUNK_HEADER_BYTES, CHUNK_PAYLOAD_BYTES } from '../chunks.js';
 import type { StoreEnv } from './env.js';
 import { chunkKey, journalKey } from './keys.js';
-import type { EpochHeader } from './records.js';
-import { filterGeometries } from '../filters/keying.js';
+import type { EpochHeader } from '../records.js';
+import { filterGeometries } from '../../filters/keying.js';
 
 export interface EpochUsage {
   /** LMDB page bytes held by the epoch's chunks and journal records. */

@@ -1,9 +1,9 @@
-import { MIGRATIONS, type MigrationTxn } from '../../migrations/index.js';
-import { SeenStoreError, asStoreError } from '../errors.js';
+import { MIGRATIONS, type MigrationTxn } from '../../../migrations/index.js';
+import { SeenStoreError, asStoreError } from '../../errors.js';
 import { StoreEnv, STORE_HEADER_KEY } from './env.js';
-import { faultPoint } from './faults.js';
+import { faultPoint } from '../faults.js';
 import { tryLock } from './lock.js';
-import { FORMAT_VERSION, type StoreHeader } from './records.js';
+import { FORMAT_VERSION, type StoreHeader } from '../records.js';
 import { createSnapshot, defaultSnapshotName, EXCLUSIVE_LOCK, requireAlone, type SnapshotInfo } from './snapshots.js';
 
 export interface MigrateOptions {

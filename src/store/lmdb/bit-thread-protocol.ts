@@ -1,6 +1,6 @@
-import type { FilterGeometry } from '../filters/bloom.js';
-import type { SharedFilterMemory } from '../filters/regions.js';
-import type { HashSchemeId } from '../hash/scheme.js';
+import type { FilterGeometry } from '../../filters/bloom.js';
+import type { SharedFilterMemory } from '../../filters/regions.js';
+import type { HashSchemeId } from '../../hash/scheme.js';
 
 /** Slots of the control words the calling thread and the bit thread share (an Int32Array). */
 export const CTL = {

@@ -4,8 +4,8 @@
  * Blocks in Atomics.wait between batches and between chunks: it has no event loop work.
  */
 import { receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
-import { BloomFilter } from '../filters/bloom.js';
-import { decideRange, type DecideTarget, type PositionsAhead } from '../filters/decide.js';
+import { BloomFilter } from '../../filters/bloom.js';
+import { decideRange, type DecideTarget, type PositionsAhead } from '../../filters/decide.js';
 import { ABORTED, CTL, STATUS_FAILED, STATUS_OK, awaitChange, type BitThreadBinding } from './bit-thread-protocol.js';
 
 const { ctl: ctlBuffer, port } = workerData as { ctl: SharedArrayBuffer; port: MessagePort };

@@ -1,7 +1,7 @@
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import { SeenStoreError } from '../errors.js';
-import type { BloomFilter } from '../filters/bloom.js';
-import type { DecideTarget } from '../filters/decide.js';
+import { SeenStoreError } from '../../errors.js';
+import type { BloomFilter } from '../../filters/bloom.js';
+import type { DecideTarget } from '../../filters/decide.js';
 import { ABORTED, CTL, CTL_SLOTS, MAX_BIT_THREAD_FILTERS, STATUS_OK, awaitChange, type BitThreadBinding } from './bit-thread-protocol.js';
 
 /** URLs hashed per hand-over: the bit thread starts on a batch after the first of these. */

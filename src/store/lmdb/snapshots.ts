@@ -1,12 +1,12 @@
 import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SeenStoreError, asStoreError } from '../errors.js';
+import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { StoreEnv } from './env.js';
-import { faultPoint } from './faults.js';
+import { faultPoint } from '../faults.js';
 import { tryLock } from './lock.js';
 import { OpenGuard } from './open-guard.js';
-import { safePoint } from './interruption.js';
-import { removeStoreLeftovers } from './leftovers.js';
+import { safePoint } from '../interruption.js';
+import { removeStoreLeftovers } from '../leftovers.js';
 
 /** Snapshots live in the store directory, one folder each: `snapshots/NAME/{data.mdb,snapshot.json}`. */
 export const SNAPSHOTS_DIR = 'snapshots';

@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { SeenStoreError, asStoreError } from '../errors.js';
+import { SeenStoreError, asStoreError } from '../../errors.js';
 import { walkPages, type PageDamage, type PageWalkReport } from './page-walk.js';
 
 /**

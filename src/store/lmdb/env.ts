@@ -3,11 +3,11 @@ import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { ABORT, open, type Database, type RootDatabase } from 'lmdb';
 import { Packr } from 'msgpackr';
-import { SeenStoreError, asStoreError } from '../errors.js';
+import { SeenStoreError, asStoreError } from '../../errors.js';
 import { OpenGuard } from './open-guard.js';
 import { checkDataFile, refuseLostDataFile } from './data-file.js';
 import { LMDB_MAX_READERS } from './reader-slots.js';
-import { FORMAT_VERSION, readStoreHeader, type StoreHeader } from './records.js';
+import { FORMAT_VERSION, readStoreHeader, type StoreHeader } from '../records.js';
 
 /** Key of the store header in the meta DB. */
 export const STORE_HEADER_KEY = 'store';
