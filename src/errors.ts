@@ -33,6 +33,10 @@ export const ERROR_CODES = {
   INTERRUPTED: 130,
   /** Every reader slot of the store is taken: too many processes have it open at once (LMDB's MDB_READERS_FULL). */
   STORE_BUSY: 14,
+  /** The store's backend does not have this capability (snapshots, migrate, verify of the store on Redis). */
+  UNSUPPORTED: 15,
+  /** The backend could not be reached, or did not answer within its bounded time; nothing unacknowledged is taken as done. */
+  STORE_UNAVAILABLE: 16,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -76,4 +80,18 @@ export function asStoreError(error: unknown, doing: string): SeenStoreError {
     return new SeenStoreError('IO_ERROR', `${doing}: ${message}`, { cause: error });
   }
   return new SeenStoreError('INTERNAL', `${doing}: ${message}`, { cause: error });
+}
+
+/**
+ * Checks an invariant: a condition that holds unless seenstore has a bug (not an operating error,
+ * which is a typed error of its own). Throws INTERNAL naming the invariant. Meant for function
+ * boundaries, not for loops over URLs.
+ */
+export function assert(condition: unknown, invariant: string): asserts condition {
+  if (!condition) throw new SeenStoreError('INTERNAL', `invariant broken: ${invariant}`);
+}
+
+/** The error of an operation the store's backend does not have. */
+export function unsupported(backend: string, doing: string): SeenStoreError {
+  return new SeenStoreError('UNSUPPORTED', `cannot ${doing}: the ${backend} backend does not support it (docs/architecture.md lists each backend's capabilities)`);
 }

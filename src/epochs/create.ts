@@ -3,10 +3,7 @@ import { planSlice } from '../filters/scalable.js';
 import { growthOf, sliceShape, strategyName, type Strategy } from '../filters/strategy.js';
 import { HASH_SCHEME_ID, freshSeedHex, isSeedHex } from '../hash/scheme.js';
 import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
-import type { StoreEnv } from '../store/lmdb/env.js';
-import { EpochFilters } from '../store/lmdb/epoch-filters.js';
-import { checkpointKey, epochKey, scopeKey, SCOPE_NAME_PATTERN } from '../store/lmdb/keys.js';
-import type { CheckpointRecord, EpochHeader, ScopeRecord, SizingDecision } from '../store/records.js';
+import { SCOPE_NAME_PATTERN, type EpochHeader, type SizingDecision } from '../store/records.js';
 import { NORMALIZE_MODES, type NormalizeMode } from '../url/normalize.js';
 
 /** Capacity of a scope's first epoch when none is given: a mid-sized site crawl. */
@@ -95,28 +92,4 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan): E
     sizing: plan.sizing,
     final: null,
   };
-}
-
-/** The checkpoint record of an epoch that holds nothing yet. */
-export function emptyCheckpoint(atMs: number): CheckpointRecord {
-  return { v: 2, seq: 0, submitted: 0, added: 0, sliceAdded: [0], atMs, merges: 0, mergedSliceAdded: [0] };
-}
-
-/**
- * Returns the scope record, creating the scope and its first epoch in one write transaction when
- * it does not exist yet. When several processes race, the first commit wins and the others use it.
- */
-export function ensureScope(env: StoreEnv, scope: string, plan: EpochPlan): ScopeRecord {
-  const existing = EpochFilters.readScope(env, scope);
-  if (existing !== undefined) return existing;
-  return env.write(() => {
-    const raced = EpochFilters.readScope(env, scope);
-    if (raced !== undefined) return raced;
-    const now = Date.now();
-    const record: ScopeRecord = { v: 1, name: scope, openEpoch: 1, createdAtMs: now };
-    env.putMeta(scopeKey(scope), record);
-    env.putMeta(epochKey(scope, 1), newEpochHeader(scope, 1, plan));
-    env.putMeta(checkpointKey(scope, 1), emptyCheckpoint(now));
-    return record;
-  });
 }

@@ -3,9 +3,8 @@ import { unionFpr } from '../filters/scalable.js';
 import { seedFromHex, type HashSchemeId } from '../hash/scheme.js';
 import { XxHash } from '../hash/xxhash.js';
 import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
-import { EpochFilters } from '../store/lmdb/epoch-filters.js';
 import { readExport, type ExportContents, type ExportHeader } from '../store/export-file.js';
-import type { EpochHeader } from '../store/records.js';
+import { checkEpochSupported, type EpochHeader } from '../store/records.js';
 import { toKey, type NormalizeMode } from '../url/normalize.js';
 import { filterGeometries, hashSlice, type Keying } from '../filters/keying.js';
 import { CountingFilter } from '../filters/counting.js';
@@ -37,7 +36,7 @@ export class ExportedEpoch {
   #filterCount = 0;
 
   constructor(hash: XxHash, epoch: EpochHeader, filters: readonly Uint8Array[], header: ExportHeader) {
-    EpochFilters.checkSupported(epoch);
+    checkEpochSupported(epoch);
     this.#hash = hash;
     this.header = header;
     // checkSupported vouched for the scheme.

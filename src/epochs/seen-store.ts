@@ -1,23 +1,8 @@
-import { join, resolve } from 'node:path';
-import { SeenStoreError, asStoreError } from '../errors.js';
-import { BitThread } from '../store/lmdb/bit-thread.js';
+import { resolve } from 'node:path';
+import { SeenStoreError, unsupported } from '../errors.js';
 import { XxHash } from '../hash/xxhash.js';
-import { DEFAULT_MAP_SIZE_BYTES, StoreEnv, readOnlyError } from '../store/lmdb/env.js';
-import { isLocked, LOCK_STALE_MS, LOCK_STALE_MS_MIN } from '../store/lmdb/lock.js';
-import { removeStoreLeftovers } from '../store/leftovers.js';
-import { migrateStore, type MigrationReport } from '../store/lmdb/migrate.js';
-import {
-  createSnapshot,
-  defaultSnapshotName,
-  deleteSnapshot,
-  EXCLUSIVE_LOCK,
-  listSnapshots,
-  SNAPSHOTS_DIR,
-  restoreSnapshot,
-  type RestoreResult,
-  type SnapshotInfo,
-} from '../store/lmdb/snapshots.js';
-import { verifyPages, verifyStore, type VerifyReport } from '../store/lmdb/verify.js';
+import type { Backend, MigrationReport, RestoreResult, SnapshotInfo, StoreMaintenance, VerifyReport } from '../store/backend.js';
+import { offlineOperations, openBackend, redactLocation } from '../store/open.js';
 import { checkScopeName } from './create.js';
 import { Scope, type ScopeOptions, type ScopeStats } from './scope.js';
 import { importEpoch, mergeFiles, type ImportOptions, type ImportResult, type MergeFilesResult } from './transfer.js';
@@ -70,36 +55,31 @@ export const MAX_THREADS = 16;
 export const MAX_HASH_THREADS = MAX_THREADS;
 
 /**
- * A store: one directory, one LMDB environment, any number of scopes. Several processes may open
- * the same store at once; each add-if-absent decision is made inside LMDB's cross-process write
- * lock after catching up with every committed batch, so a URL is reported new exactly once.
+ * A store: a directory (the LMDB backend) holding any number of scopes. Several processes may open
+ * the same store at once; each add-if-absent decision is made atomically by the backend after
+ * catching up with every committed batch, so a URL is reported new exactly once.
  */
 export class SeenStore {
+  /** The store's location as given to open (a directory). */
   readonly dir: string;
-  readonly #env: StoreEnv;
+  readonly #backend: Backend;
   readonly #scopes = new Map<string, Scope>();
   readonly #ctx;
   #closed = false;
 
-  readonly #bitThread: BitThread | undefined;
-
-  private constructor(dir: string, env: StoreEnv, hash: XxHash, bitThread: BitThread | undefined, options: SeenStoreOptions) {
+  private constructor(dir: string, backend: Backend, hash: XxHash) {
     this.dir = dir;
-    this.#env = env;
-    this.#bitThread = bitThread;
+    this.#backend = backend;
     this.#ctx = Object.freeze({
-      env,
+      backend,
       hash,
-      bitThread,
-      checkpointJournalBytes: options.checkpointJournalBytes ?? 32 * 2 ** 20,
-      checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
-      lockStaleMs: lockStaleMs(options),
-      warn: options.onWarning ?? ((message: string) => process.emitWarning(message, 'SeenStoreWarning')),
       assertOpen: () => {
-        if (this.#closed) throw new SeenStoreError('STORE_CLOSED', `the store at ${dir} is closed`);
+        if (this.#closed) throw new SeenStoreError('STORE_CLOSED', `the store at ${redactLocation(dir)} is closed`);
       },
       assertWritable: (doing: string) => {
-        if (env.readOnly) throw readOnlyError(dir, doing);
+        if (backend.readOnly) {
+          throw new SeenStoreError('USAGE', `cannot ${doing}: the store at ${redactLocation(dir)} is open read-only (open it without readOnly to write)`);
+        }
       },
     });
   }
@@ -111,28 +91,18 @@ export class SeenStore {
       throw new SeenStoreError('USAGE', `threads must be a whole number from 1 to ${MAX_THREADS}, got ${String(threads)}`);
     }
     const hash = await XxHash.load();
-    const env = StoreEnv.open(dir, {
+    const backend = await openBackend(dir, {
+      hash,
       create: options.create ?? true,
-      mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES,
       readOnly: options.readOnly ?? false,
+      threads,
+      ...(options.mapSizeBytes === undefined ? {} : { mapSizeBytes: options.mapSizeBytes }),
+      ...(options.lockStaleMs === undefined ? {} : { lockStaleMs: options.lockStaleMs }),
+      checkpointJournalBytes: options.checkpointJournalBytes ?? 32 * 2 ** 20,
+      checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
+      warn: options.onWarning ?? ((message: string) => process.emitWarning(message, 'SeenStoreWarning')),
     });
-    // Checked after opening: a restore or migration that started before this process entered
-    // LMDB's reader table is seen here; one that starts later sees this process and refuses.
-    if (await isLocked(dir, EXCLUSIVE_LOCK, lockStaleMs(options))) {
-      await env.close();
-      throw new SeenStoreError('STORE_LOCKED', `a snapshot restore or a migration of ${dir} is running; open the store when it is done`);
-    }
-    let bitThread: BitThread | undefined;
-    try {
-      bitThread = threads > 1 ? await BitThread.start() : undefined;
-    } catch (error) {
-      await env.close();
-      throw asStoreError(error, 'starting the bit thread (threads: 2)');
-    }
-    // A killed restore's incoming copy is as large as the store: the next open that may write
-    // removes it (a read-only open leaves the directory as it found it).
-    if (!env.readOnly) removeStoreLeftovers(dir, join(dir, SNAPSHOTS_DIR));
-    const store = new SeenStore(dir, env, hash, bitThread, options);
+    const store = new SeenStore(dir, backend, hash);
     openHere.set(resolve(dir), (openHere.get(resolve(dir)) ?? 0) + 1);
     return store;
   }
@@ -140,28 +110,24 @@ export class SeenStore {
   /**
    * Brings an older store to this version's format (see migrations/): refuses while any other
    * process has it open, snapshots it first (unless `snapshot: false`), then migrates in one
-   * transaction. A store of the current format is left as it is.
+   * transaction. A store of the current format is left as it is. LMDB stores only.
    */
   static async migrate(dir: string, options: Pick<SeenStoreOptions, 'mapSizeBytes' | 'lockStaleMs'> & { snapshot?: boolean } = {}): Promise<MigrationReport> {
+    const offline = await offlineOperations(dir, 'migrate');
     refuseIfOpenHere(dir, 'migrate');
-    return migrateStore(dir, {
-      mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES,
-      lockStaleMs: lockStaleMs(options),
-      ...(options.snapshot === undefined ? {} : { snapshot: options.snapshot }),
-    });
+    return offline.migrate(dir, options);
   }
 
   /**
    * Replaces the store's data with snapshot `name`. Refuses (STORE_LOCKED) while any other process
    * has the store open, or when one wrote to it while the restore ran; the store must be closed in
    * this process too. The current data is saved first as a snapshot named `pre-restore-TIME`,
-   * returned as `preRestore`.
+   * returned as `preRestore`. LMDB stores only.
    */
   static async restoreSnapshot(dir: string, name: string, options: Pick<SeenStoreOptions, 'mapSizeBytes' | 'lockStaleMs'> = {}): Promise<RestoreResult> {
+    const offline = await offlineOperations(dir, 'restore a snapshot of');
     refuseIfOpenHere(dir, `restore snapshot ${name}`);
-    return restoreSnapshot(dir, name, lockStaleMs(options), () =>
-      StoreEnv.open(dir, { create: false, mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES, anyFormat: true }),
-    );
+    return offline.restore(dir, name, options);
   }
 
   /** The handle of scope `name` (default `default`). Options shape its first epoch only. */
@@ -179,13 +145,7 @@ export class SeenStore {
   /** Names of the scopes that exist in the store. */
   async scopeNames(): Promise<string[]> {
     this.#ctx.assertOpen();
-    this.#env.refresh();
-    const names: string[] = [];
-    for (const key of this.#env.metaDb.getKeys({ start: ['scope'], end: ['scope\u0000'] })) {
-      const parts = key as unknown as unknown[];
-      if (Array.isArray(parts) && parts[0] === 'scope' && typeof parts[1] === 'string') names.push(parts[1]);
-    }
-    return names;
+    return this.#backend.scopeNames();
   }
 
   async stats(): Promise<ScopeStats[]> {
@@ -201,7 +161,7 @@ export class SeenStore {
   async import(path: string, options: ImportOptions = {}): Promise<ImportResult> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('import');
-    return importEpoch(this.#env, this.#ctx.hash, path, options);
+    return importEpoch(this.#backend, this.#ctx.hash, path, options);
   }
 
   /**
@@ -210,12 +170,7 @@ export class SeenStore {
    */
   verify(): VerifyReport {
     this.#ctx.assertOpen();
-    try {
-      return verifyStore(this.#env, this.#ctx.hash);
-    } finally {
-      // Verifying read every page of the store through the map: let them leave the RSS.
-      this.#env.releaseMappedPages();
-    }
+    return this.#maintenance('verify').verify();
   }
 
   /**
@@ -227,17 +182,14 @@ export class SeenStore {
    */
   static async verify(dir: string, options: Pick<SeenStoreOptions, 'mapSizeBytes'> = {}): Promise<VerifyReport> {
     if (typeof dir !== 'string' || dir.length === 0) throw new TypeError('dir must be a non-empty string');
+    const offline = await offlineOperations(dir, 'verify');
     let store: SeenStore;
     try {
       // Opening walks the pages and stops at the first damage; verify() walks them again.
       store = await SeenStore.open(dir, { create: false, readOnly: true, ...(options.mapSizeBytes === undefined ? {} : { mapSizeBytes: options.mapSizeBytes }) });
     } catch (error) {
       if (!(error instanceof SeenStoreError) || error.code !== 'STORE_CORRUPT') throw error;
-      // Refused as damaged: list every finding of the walk, or the refusal itself when the walk
-      // has none to list (an empty or missing data file).
-      const structure = verifyPages(dir);
-      const damage = structure.damage.length > 0 ? structure.damage : [{ where: dir, problem: error.message, code: error.code }];
-      return { ok: false, pages: structure.pages, scopes: 0, epochs: 0, chunks: 0, journalRecords: 0, notes: [], damage };
+      return offline.damagedStoreReport(dir, error);
     }
     try {
       return store.verify();
@@ -254,20 +206,22 @@ export class SeenStore {
    */
   async snapshot(name?: string, options: { readonly signal?: AbortSignal } = {}): Promise<SnapshotInfo> {
     this.#ctx.assertOpen();
+    const maintenance = this.#maintenance('take a snapshot');
     this.#ctx.assertWritable('take a snapshot');
-    return createSnapshot(this.#env, name ?? defaultSnapshotName(''), 'user', this.#env.header.formatVersion, options.signal);
+    return maintenance.snapshot(name, options.signal);
   }
 
   /** The store's snapshots, oldest first, with their time, format and size. */
   snapshots(): SnapshotInfo[] {
     this.#ctx.assertOpen();
-    return listSnapshots(this.dir);
+    return this.#maintenance('list snapshots').snapshots();
   }
 
   deleteSnapshot(name: string): void {
     this.#ctx.assertOpen();
+    const maintenance = this.#maintenance('delete a snapshot');
     this.#ctx.assertWritable('delete a snapshot');
-    deleteSnapshot(this.dir, name);
+    maintenance.deleteSnapshot(name);
   }
 
   /** Checkpoints every scope this handle has used. */
@@ -277,19 +231,20 @@ export class SeenStore {
     for (const scope of this.#scopes.values()) await scope.checkpoint();
   }
 
-  /** Checkpoints, then closes the environment. Further calls fail with STORE_CLOSED. */
+  /** Checkpoints, then closes the store. Further calls fail with STORE_CLOSED. */
   async close(): Promise<void> {
     if (this.#closed) return;
-    try {
-      for (const scope of this.#scopes.values()) await scope.flush();
-    } finally {
-      this.#closed = true;
-      const count = (openHere.get(resolve(this.dir)) ?? 1) - 1;
-      if (count > 0) openHere.set(resolve(this.dir), count);
-      else openHere.delete(resolve(this.dir));
-      await this.#env.close();
-      await this.#bitThread?.close();
-    }
+    this.#closed = true;
+    const count = (openHere.get(resolve(this.dir)) ?? 1) - 1;
+    if (count > 0) openHere.set(resolve(this.dir), count);
+    else openHere.delete(resolve(this.dir));
+    await this.#backend.close();
+  }
+
+  #maintenance(doing: string): StoreMaintenance {
+    const maintenance = this.#backend.maintenance;
+    if (maintenance === undefined) throw unsupported(this.#backend.kind, doing);
+    return maintenance;
   }
 }
 
@@ -307,8 +262,4 @@ const openHere = new Map<string, number>();
 function refuseIfOpenHere(dir: string, doing: string): void {
   const count = openHere.get(resolve(dir)) ?? 0;
   if (count > 0) throw new SeenStoreError('STORE_LOCKED', `cannot ${doing}: ${count} handle${count === 1 ? ' is' : 's are'} open on ${dir} in this process; close ${count === 1 ? 'it' : 'them'} first`);
-}
-
-function lockStaleMs(options: { readonly lockStaleMs?: number }): number {
-  return Math.max(LOCK_STALE_MS_MIN, options.lockStaleMs ?? LOCK_STALE_MS);
 }

@@ -1,23 +1,15 @@
 import { SeenStoreError } from '../errors.js';
 import type { XxHash } from '../hash/xxhash.js';
-import { CHUNK_PAYLOAD_BYTES, encodeChunk } from '../store/chunks.js';
-import type { StoreEnv } from '../store/lmdb/env.js';
-import { EpochFilters } from '../store/lmdb/epoch-filters.js';
+import type { Backend, EpochBits } from '../store/backend.js';
 import { readExport, writeExport, type ExportContents, type ExportHeader } from '../store/export-file.js';
-import { ExportedEpoch } from './exported.js';
-import { faultPoint } from '../store/faults.js';
 import { safePoint } from '../store/interruption.js';
-import { checkpointKey, chunkKey, dropKey, epochKey, scopeKey } from '../store/lmdb/keys.js';
-import type { EpochHeader, ScopeRecord } from '../store/records.js';
+import { checkEpochSupported, type EpochHeader } from '../store/records.js';
 import type { NormalizeMode } from '../url/normalize.js';
 import { strategyOf } from '../filters/strategy.js';
-import { checkScopeName, emptyCheckpoint, newEpochHeader } from './create.js';
-import { finishPendingDrops } from './retention.js';
-import { capacityFromHistory } from './sizing-policy.js';
 import { filterGeometries } from '../filters/keying.js';
-
-/** Chunks written per transaction while importing. */
-const IMPORT_CHUNKS_PER_TXN = 256;
+import { ExportedEpoch } from './exported.js';
+import { checkScopeName, newEpochHeader } from './create.js';
+import { capacityFromHistory } from './sizing-policy.js';
 
 export interface ExportResult {
   readonly path: string;
@@ -28,22 +20,22 @@ export interface ExportResult {
   readonly rawBytes: number;
 }
 
-export async function exportEpoch(hash: XxHash, epoch: EpochFilters, path: string, signal?: AbortSignal): Promise<ExportResult> {
-  const summary = epoch.summary();
+export async function exportEpoch(hash: XxHash, epoch: EpochBits, path: string, signal?: AbortSignal): Promise<ExportResult> {
+  const { header, summary, sliceAdded, filters } = await epoch.contents();
   const { fileBytes, rawBytes } = await writeExport(
     hash,
     path,
     {
       v: 1,
       exportedAtMs: Date.now(),
-      epoch: epoch.header,
-      counts: { submitted: summary.submitted, added: summary.added, sliceAdded: [...epoch.sliceAdded] },
+      epoch: header,
+      counts: { submitted: summary.submitted, added: summary.added, sliceAdded: [...sliceAdded] },
       summary: { estimatedDistinct: summary.estimatedDistinct, fillRatio: summary.fillRatio, estimatedFpr: summary.estimatedFpr },
     },
-    epoch.filterBytes(),
+    filters,
     signal,
   );
-  return { path, scope: epoch.header.scope, epoch: epoch.header.epoch, fileBytes, rawBytes };
+  return { path, scope: header.scope, epoch: header.epoch, fileBytes, rawBytes };
 }
 
 export interface ImportOptions {
@@ -67,85 +59,49 @@ export interface ImportResult {
 
 /**
  * Creates a scope from an export file. The file is read and checked whole before anything is
- * written. The data goes in under a drop marker, and one last transaction writes the headers and
- * the scope record, so a crash mid-import leaves no scope (the next import or prune clears the
- * leftovers).
+ * written; the backend then writes the data and makes the scope appear in one atomic step, so a
+ * crash mid-import leaves no scope.
  */
-export async function importEpoch(env: StoreEnv, hash: XxHash, path: string, options: ImportOptions): Promise<ImportResult> {
+export async function importEpoch(backend: Backend, hash: XxHash, path: string, options: ImportOptions): Promise<ImportResult> {
   const contents = await readExport(hash, path, options.signal);
   const source = contents.header.epoch;
-  EpochFilters.checkSupported(source);
+  checkEpochSupported(source);
   const scope = options.scope ?? source.scope;
   checkScopeName(scope);
-  env.refresh();
-  if (EpochFilters.readScope(env, scope) !== undefined) {
+  if ((await backend.scopeRecord(scope)) !== undefined) {
     throw new SeenStoreError('USAGE', `scope ${scope} exists; import into a new scope (--scope NAME), or merge into an epoch (merge --into-epoch)`);
   }
-  finishPendingDrops(env, scope);
   const n = source.epoch;
-  const now = Date.now();
+  const { counts } = contents.header;
   const imported: EpochHeader = options.open
     ? { ...source, scope, state: 'open', sealedAtMs: null, final: null }
     : {
         ...source,
         scope,
         state: 'sealed',
-        sealedAtMs: source.sealedAtMs ?? now,
-        final: source.final ?? { submitted: contents.header.counts.submitted, added: contents.header.counts.added, ...contents.header.summary },
+        sealedAtMs: source.sealedAtMs ?? Date.now(),
+        final: source.final ?? { submitted: counts.submitted, added: counts.added, ...contents.header.summary },
       };
-  env.write(() => env.putMeta(dropKey(scope, n), { v: 1, header: imported }));
-  try {
-    await writeChunks(env, hash, scope, n, contents, options.signal);
-    await safePoint(options.signal, `importing ${path}`);
-  } catch (error) {
-    // Under its drop marker the partial data is no scope yet: remove it now rather than at the next import.
-    finishPendingDrops(env, scope);
-    throw error;
-  }
-  env.write(() => {
-    env.putMeta(epochKey(scope, n), imported);
-    const { counts } = contents.header;
-    env.putMeta(checkpointKey(scope, n), { ...emptyCheckpoint(now), submitted: counts.submitted, added: counts.added, sliceAdded: [...counts.sliceAdded] });
-    let openEpoch = n;
-    if (!options.open) {
-      openEpoch = n + 1;
-      const sizing = capacityFromHistory(imported, contents.header.summary.estimatedDistinct, undefined);
-      const next = newEpochHeader(scope, openEpoch, {
-        capacityUrls: sizing.capacityUrls,
-        fprTarget: source.fprTarget,
-        strategy: strategyOf(source.slices[0]!, source.growth),
-        normalize: source.normalize as NormalizeMode,
-        sizing: sizing.sizing,
-      });
-      env.putMeta(epochKey(scope, openEpoch), next);
-      env.putMeta(checkpointKey(scope, openEpoch), emptyCheckpoint(now));
-    }
-    const record: ScopeRecord = { v: 1, name: scope, openEpoch, createdAtMs: now };
-    env.putMeta(scopeKey(scope), record);
-    env.removeMeta(dropKey(scope, n));
-    return openEpoch;
+  const sizing = options.open ? undefined : capacityFromHistory(imported, contents.header.summary.estimatedDistinct, undefined);
+  const next =
+    sizing === undefined
+      ? undefined
+      : newEpochHeader(scope, n + 1, {
+          capacityUrls: sizing.capacityUrls,
+          fprTarget: source.fprTarget,
+          strategy: strategyOf(source.slices[0]!, source.growth),
+          normalize: source.normalize as NormalizeMode,
+          sizing: sizing.sizing,
+        });
+  const record = await backend.importEpoch({
+    scope,
+    epoch: imported,
+    counts: { submitted: counts.submitted, added: counts.added, sliceAdded: counts.sliceAdded },
+    filters: contents.filters,
+    ...(next === undefined ? {} : { next }),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
-  const record = EpochFilters.readScope(env, scope)!;
   return { scope, imported: n, openEpoch: record.openEpoch };
-}
-
-async function writeChunks(env: StoreEnv, hash: XxHash, scope: string, epoch: number, contents: ExportContents, signal: AbortSignal | undefined): Promise<void> {
-  const pending: [number, number, Uint8Array][] = [];
-  contents.filters.forEach((bytes, filter) => {
-    for (let chunk = 0; chunk * CHUNK_PAYLOAD_BYTES < bytes.length; chunk++) {
-      const payload = bytes.subarray(chunk * CHUNK_PAYLOAD_BYTES, (chunk + 1) * CHUNK_PAYLOAD_BYTES);
-      if (payload.some((b) => b !== 0)) pending.push([filter, chunk, payload]);
-    }
-  });
-  for (let start = 0; start < pending.length; start += IMPORT_CHUNKS_PER_TXN) {
-    env.write(() => {
-      for (const [filter, chunk, payload] of pending.slice(start, start + IMPORT_CHUNKS_PER_TXN)) {
-        env.chunksDb.putSync(chunkKey(scope, epoch, filter, chunk), encodeChunk(hash, payload));
-      }
-    });
-    faultPoint('import:mid-chunks');
-    await safePoint(signal, `importing into ${scope}/${epoch}`);
-  }
 }
 
 /**
@@ -212,22 +168,15 @@ export interface MergeResult {
  * seeds). Every file is read and checked, and every file's compatibility too, before anything is
  * written; the merge itself is one transaction.
  */
-export async function mergeIntoEpoch(
-  hash: XxHash,
-  epoch: EpochFilters,
-  paths: readonly string[],
-  expectOpen: () => void,
-  signal?: AbortSignal,
-): Promise<MergeResult> {
+export async function mergeIntoEpoch(hash: XxHash, epoch: EpochBits, paths: readonly string[], signal?: AbortSignal): Promise<MergeResult> {
   if (paths.length === 0) throw new SeenStoreError('USAGE', 'merge needs at least one export file');
   const files = await readAll(hash, paths, signal);
   await safePoint(signal, `merging into ${epoch.header.scope}/${epoch.header.epoch}`);
   for (const file of files) refuseMismatch(epoch.header, file.header.epoch);
-  const estimatedNewUrls = epoch.mergeFilters(unionOf(epoch.header, files), (header) => {
-    expectOpen();
+  const estimatedNewUrls = await epoch.merge(unionOf(epoch.header, files), (header) => {
     for (const file of files) refuseMismatch(header, file.header.epoch);
   });
-  const summary = epoch.summary();
+  const summary = await epoch.summary();
   return {
     scope: epoch.header.scope,
     epoch: epoch.header.epoch,

@@ -1,4 +1,5 @@
 import { HASH_SCHEME_ID, Modulus, classicPositions, type HashSchemeId } from '../hash/scheme.js';
+import { hashHigh, hashLow } from './epoch-hasher.js';
 import type { FilterGeometry, StoredFilter } from './bloom.js';
 import { RegionedBytes } from './regions.js';
 import { estimateCardinality, fprFromFill } from './sizing.js';
@@ -218,6 +219,27 @@ export class SpectralFilter {
     if (primary === 0 || this.primary.recurringMinimum(hi, lo)) return primary;
     const secondary = this.secondary.count(hi2, lo2);
     return secondary > 0 ? Math.min(secondary, primary) : primary;
+  }
+
+  /**
+   * The same three operations on a URL's hashes as an epoch hasher lays them out: the primary's
+   * hash at `at`, the secondary's right after it (see filters/epoch-hasher.ts).
+   */
+  addAt(words: Uint32Array, at: number): boolean {
+    return this.add(hashHigh(words, at), hashLow(words, at), hashHigh(words, at + 2), hashLow(words, at + 2));
+  }
+
+  countAt(words: Uint32Array, at: number): number {
+    return this.count(hashHigh(words, at), hashLow(words, at), hashHigh(words, at + 2), hashLow(words, at + 2));
+  }
+
+  deleteAt(words: Uint32Array, at: number): boolean {
+    return this.delete(hashHigh(words, at), hashLow(words, at), hashHigh(words, at + 2), hashLow(words, at + 2));
+  }
+
+  /** True when the primary holds the URL whose hashes start at `at` (how a counting slice answers "seen"). */
+  holdsAt(words: Uint32Array, at: number): boolean {
+    return this.primary.count(hashHigh(words, at), hashLow(words, at)) > 0;
   }
 
   /** Removes one occurrence; false (and nothing changed) when the count is already zero. */

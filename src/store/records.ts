@@ -1,11 +1,16 @@
 import { SeenStoreError } from '../errors.js';
 import type { Keying } from '../filters/keying.js';
+import { HASH_SCHEMES, isHashScheme } from '../hash/scheme.js';
+import { CHUNK_PAYLOAD_BYTES } from './chunks.js';
 
 /**
  * Meta records, stored as msgpack maps. Every record carries `v`, its record version; a reader
  * accepts the versions it knows, refuses newer ones with FORMAT_UNSUPPORTED and malformed ones
  * with STORE_CORRUPT. Field names are part of the on-disk format (docs/format.md), not code names.
  */
+
+/** Scope names are also file names (lock files) and CLI arguments: keep them plain. */
+export const SCOPE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /** On-disk format of the whole store. Bumped with a migration whenever any record or key changes. */
 export const FORMAT_VERSION = 3;
@@ -181,4 +186,28 @@ function keyingFits(keying: unknown, seeds: number): boolean {
   if (k.kind === 'counting-v1') return seeds === 2 && Number.isSafeInteger(k.secondaryCells) && (k.secondaryCells as number) > 0 && (k.secondaryCells as number) % 64 === 0;
   if (k.kind === 'multilayer-v1') return Number.isInteger(k.layers) && (k.layers as number) >= 2 && seeds === (k.layers as number) + 1;
   return false;
+}
+
+/**
+ * Refuses an epoch header whose hash scheme, layout or chunk size this version does not know
+ * (FORMAT_UNSUPPORTED): checked before any of its bits are read, from a store or an export file.
+ */
+export function checkEpochSupported(header: EpochHeader): void {
+  const where = `epoch ${header.scope}/${header.epoch}`;
+  if (!isHashScheme(header.hashScheme)) {
+    throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} uses hash scheme ${header.hashScheme}, this version knows ${HASH_SCHEMES.join(', ')}`);
+  }
+  for (const slice of header.slices) {
+    if (slice.layout !== 'classic' && slice.layout !== 'blocked') {
+      throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} uses filter layout ${slice.layout}, unknown to this version`);
+    }
+  }
+  if (header.chunkBytes !== CHUNK_PAYLOAD_BYTES) {
+    throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} has chunks of ${header.chunkBytes} bytes, expected ${CHUNK_PAYLOAD_BYTES}`);
+  }
+}
+
+/** True for an epoch of the counting strategy (its slices hold one-byte counters). */
+export function isCountingEpoch(header: EpochHeader): boolean {
+  return header.slices[0]?.keying?.kind === 'counting-v1';
 }

@@ -11,16 +11,15 @@ import { CHUNK_PAYLOAD_BYTES, decodeChunk, encodeChunk } from '../chunks.js';
 import type { StoreEnv } from './env.js';
 import { faultPoint } from '../faults.js';
 import { decodeJournalRecord, encodeCountingRecord, encodeJournalRecord, JOURNAL_HEADER_BYTES } from './journal.js';
-import { checkpointKey, chunkKey, epochKey, fenceKey, journalKey, scopeKey } from './keys.js';
+import { checkpointKey, chunkEpochRange, chunkKey, chunkKeyParts, epochKey, fenceKey, journalEpochRange, journalKey, journalKeySeq } from './keys.js';
 import { tryLock } from './lock.js';
+import { readHeader } from './metadata.js';
 import {
+  checkEpochSupported,
   readCheckpointRecord,
-  readEpochHeader,
   readFenceRecord,
-  readScopeRecord,
   type CheckpointRecord,
   type EpochHeader,
-  type ScopeRecord,
   type SliceSpec,
 } from '../records.js';
 import { filterGeometries, hashSlice } from '../../filters/keying.js';
@@ -130,38 +129,10 @@ export class EpochFilters {
    * checkpoint. `shared`: Bloom filters in shared memory, so that a BitThread can take batches.
    */
   static load(env: StoreEnv, hash: XxHash, header: EpochHeader, options: { readonly shared?: boolean } = {}): EpochFilters {
-    EpochFilters.checkSupported(header);
+    checkEpochSupported(header);
     const filters = new EpochFilters(env, hash, header, options.shared ?? false);
     filters.#loadFresh();
     return filters;
-  }
-
-  static readHeader(env: StoreEnv, scope: string, epoch: number): EpochHeader {
-    const value = env.getMeta(epochKey(scope, epoch));
-    if (value === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} has no epoch ${epoch} (never created, or pruned)`);
-    return readEpochHeader(value);
-  }
-
-  /** The scope record as of the current read (or write) transaction. */
-  static readScope(env: StoreEnv, scope: string): ScopeRecord | undefined {
-    const value = env.getMeta(scopeKey(scope));
-    return value === undefined ? undefined : readScopeRecord(value);
-  }
-
-  /** Refuses an epoch header whose hash scheme, layout or chunk size this version does not know. */
-  static checkSupported(header: EpochHeader): void {
-    const where = `epoch ${header.scope}/${header.epoch}`;
-    if (!isHashScheme(header.hashScheme)) {
-      throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} uses hash scheme ${header.hashScheme}, this version knows ${HASH_SCHEMES.join(', ')}`);
-    }
-    for (const slice of header.slices) {
-      if (slice.layout !== 'classic' && slice.layout !== 'blocked') {
-        throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} uses filter layout ${slice.layout}, unknown to this version`);
-      }
-    }
-    if (header.chunkBytes !== CHUNK_PAYLOAD_BYTES) {
-      throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} has chunks of ${header.chunkBytes} bytes, expected ${CHUNK_PAYLOAD_BYTES}`);
-    }
   }
 
   get header(): EpochHeader {
@@ -640,7 +611,7 @@ export class EpochFilters {
 
   /** Re-reads the header; slices added by another process are allocated and loaded. */
   #refreshHeader(): void {
-    const header = EpochFilters.readHeader(this.#env, this.#header.scope, this.#header.epoch);
+    const header = readHeader(this.#env, this.#header.scope, this.#header.epoch);
     this.#header = header;
     if (header.slices.length > this.#slices.length) {
       const from = this.#slices.length;
@@ -842,7 +813,7 @@ export class EpochFilters {
     if (seq <= previous.seq) return;
     const record: CheckpointRecord = { ...previous, seq, ...counts, sliceAdded, atMs: Date.now() };
     this.#env.putMeta(checkpointKey(scope, epoch), record);
-    const trim = this.#env.journalDb.getKeys({ start: journalKey(scope, epoch, 0), end: journalKey(scope, epoch, seq + 1) });
+    const trim = this.#env.journalDb.getKeys(journalEpochRange(scope, epoch, 0, seq + 1));
     for (const key of trim) this.#env.journalDb.removeSync(key);
   }
 
@@ -855,7 +826,7 @@ export class EpochFilters {
   }
 
   #loadFresh(): void {
-    this.#header = EpochFilters.readHeader(this.#env, this.#header.scope, this.#header.epoch);
+    this.#header = readHeader(this.#env, this.#header.scope, this.#header.epoch);
     this.#slices = [];
     this.#filterCount = 0;
     this.#addSlices(0);
@@ -877,8 +848,8 @@ export class EpochFilters {
     const chunks = this.#env.chunksDb;
     // Keys, then each value through lmdb's reused buffer: no 64 KB garbage per chunk (a 131 MB
     // filter would leave 131 MB of it behind, in the RSS until collected).
-    for (const key of chunks.getKeys({ start: chunkKey(scope, epoch, fromIndex, 0), end: chunkKey(scope, epoch + 1, 0, 0) })) {
-      const [, , index, region] = key as [string, number, number, number];
+    for (const key of chunks.getKeys(chunkEpochRange(scope, epoch, fromIndex))) {
+      const { filter: index, chunk: region } = chunkKeyParts(key);
       const filter = this.#filterAt(index);
       if (filter === undefined || !Number.isInteger(region) || region < 0 || region >= filter.regionCount) {
         throw new SeenStoreError('STORE_CORRUPT', `${this.#chunkWhere(index, region)}: no such filter or chunk in the epoch`);
@@ -892,9 +863,9 @@ export class EpochFilters {
 
   #replayJournal(): void {
     const { scope, epoch } = this.#header;
-    const range = this.#env.journalDb.getRange({ start: journalKey(scope, epoch, this.#appliedSeq + 1), end: [scope, epoch + 1] });
+    const range = this.#env.journalDb.getRange(journalEpochRange(scope, epoch, this.#appliedSeq + 1));
     for (const { key, value } of range) {
-      const seq = (key as number[])[2]!;
+      const seq = journalKeySeq(key);
       const where = `journal record ${scope}/${epoch}/${seq}`;
       if (seq !== this.#appliedSeq + 1) {
         throw new SeenStoreError('STORE_CORRUPT', `${where}: expected sequence ${this.#appliedSeq + 1}`);

@@ -65,3 +65,8 @@ export async function isLocked(storeDir: string, name: string, staleMs: number):
     throw asStoreError(error, `checking the lock ${name}`);
   }
 }
+
+/** The staleness a store uses: the option, else LOCK_STALE_MS, never below LOCK_STALE_MS_MIN. */
+export function effectiveLockStaleMs(lockStaleMs: number | undefined): number {
+  return Math.max(LOCK_STALE_MS_MIN, lockStaleMs ?? LOCK_STALE_MS);
+}

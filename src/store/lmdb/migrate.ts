@@ -4,7 +4,10 @@ import { StoreEnv, STORE_HEADER_KEY } from './env.js';
 import { faultPoint } from '../faults.js';
 import { tryLock } from './lock.js';
 import { FORMAT_VERSION, type StoreHeader } from '../records.js';
-import { createSnapshot, defaultSnapshotName, EXCLUSIVE_LOCK, requireAlone, type SnapshotInfo } from './snapshots.js';
+import { createSnapshot, defaultSnapshotName, EXCLUSIVE_LOCK, requireAlone } from './snapshots.js';
+import type { MigrationReport } from '../backend.js';
+
+export type { MigrationReport };
 
 export interface MigrateOptions {
   readonly mapSizeBytes: number;
@@ -13,13 +16,6 @@ export interface MigrateOptions {
   readonly snapshot?: boolean;
 }
 
-export interface MigrationReport {
-  readonly from: number;
-  readonly to: number;
-  readonly steps: { readonly from: number; readonly to: number; readonly summary: string; readonly changed: number }[];
-  /** The safety snapshot of the old format (null when none was needed or it was declined). */
-  readonly snapshot: SnapshotInfo | null;
-}
 
 /**
  * Brings the store at `dir` to this version's format: refuses while any other process has it

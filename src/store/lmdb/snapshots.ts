@@ -7,23 +7,15 @@ import { tryLock } from './lock.js';
 import { OpenGuard } from './open-guard.js';
 import { safePoint } from '../interruption.js';
 import { removeStoreLeftovers } from '../leftovers.js';
+import type { RestoreResult, SnapshotInfo } from '../backend.js';
+
+export type { RestoreResult, SnapshotInfo };
 
 /** Snapshots live in the store directory, one folder each: `snapshots/NAME/{data.mdb,snapshot.json}`. */
 export const SNAPSHOTS_DIR = 'snapshots';
 /** Held while a restore or a migration runs; SeenStore.open refuses while it is held. */
 export const EXCLUSIVE_LOCK = 'exclusive';
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-
-export interface SnapshotInfo {
-  readonly name: string;
-  readonly createdAtMs: number;
-  /** The store format the snapshot holds (a migration's safety snapshot holds the old one). */
-  readonly formatVersion: number;
-  readonly bytes: number;
-  /** Why it was made: `user`, `pre-migrate` or `pre-restore`. */
-  readonly reason: string;
-  readonly path: string;
-}
 
 interface SnapshotManifest {
   readonly v: 1;
@@ -181,10 +173,6 @@ export function requireAlone(env: StoreEnv, doing: string): void {
   }
 }
 
-export interface RestoreResult extends SnapshotInfo {
-  /** The snapshot of the data the restore replaced (reason `pre-restore`). */
-  readonly preRestore: SnapshotInfo;
-}
 
 /**
  * Replaces the store's data with snapshot `name`, refusing while any other process has the store

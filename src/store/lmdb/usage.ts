@@ -1,6 +1,6 @@
 import { CHUNK_HEADER_BYTES, CHUNK_PAYLOAD_BYTES } from '../chunks.js';
 import type { StoreEnv } from './env.js';
-import { chunkKey, journalKey } from './keys.js';
+import { chunkEpochRange, chunkKeyParts, journalEpochRange } from './keys.js';
 import type { EpochHeader } from '../records.js';
 import { filterGeometries } from '../../filters/keying.js';
 
@@ -22,14 +22,14 @@ export function epochUsage(env: StoreEnv, header: EpochHeader): EpochUsage {
   const filterBytes: number[] = header.slices.flatMap((slice) => filterGeometries(slice).map((g) => g.mBits / 8));
   let bytesOnDisk = 0;
   let chunks = 0;
-  for (const key of env.chunksDb.getKeys({ start: chunkKey(scope, epoch, 0, 0), end: chunkKey(scope, epoch + 1, 0, 0) })) {
-    const [, , index, region] = key as [string, number, number, number];
+  for (const key of env.chunksDb.getKeys(chunkEpochRange(scope, epoch))) {
+    const { filter: index, chunk: region } = chunkKeyParts(key);
     const payload = Math.min(CHUNK_PAYLOAD_BYTES, (filterBytes[index] ?? 0) - region * CHUNK_PAYLOAD_BYTES);
     bytesOnDisk += pageBytes(payload + CHUNK_HEADER_BYTES);
     chunks++;
   }
   let journalRecords = 0;
-  for (const { value } of env.journalDb.getRange({ start: journalKey(scope, epoch, 0), end: [scope, epoch + 1] })) {
+  for (const { value } of env.journalDb.getRange(journalEpochRange(scope, epoch))) {
     bytesOnDisk += pageBytes(value.length);
     journalRecords++;
   }

@@ -2,9 +2,10 @@ import { SeenStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
 import { CHUNK_PAYLOAD_BYTES, decodeChunk } from '../chunks.js';
 import type { StoreEnv } from './env.js';
-import { EpochFilters } from './epoch-filters.js';
+
 import { decodeJournalRecord } from './journal.js';
 import {
+  checkEpochSupported,
   readCheckpointRecord,
   readEpochHeader,
   readFenceRecord,
@@ -16,26 +17,9 @@ import { filterGeometries } from '../../filters/keying.js';
 import { join } from 'node:path';
 import { existsSync, statSync } from 'node:fs';
 import { stableWalk } from './data-file.js';
+import type { Damage, VerifyReport } from '../backend.js';
 
-export interface Damage {
-  /** The exact place: a record key, chunk or journal record. */
-  readonly where: string;
-  readonly problem: string;
-  readonly code: string;
-}
-
-export interface VerifyReport {
-  readonly ok: boolean;
-  /** LMDB pages the structural walk read (page-walk.ts); 0 when the file could not be walked. */
-  readonly pages?: number;
-  readonly scopes: number;
-  readonly epochs: number;
-  readonly chunks: number;
-  readonly journalRecords: number;
-  readonly damage: Damage[];
-  /** Not damage, but worth knowing (e.g. a prune that a crash interrupted). */
-  readonly notes: string[];
-}
+export type { Damage, VerifyReport };
 
 interface EpochState {
   readonly header: EpochHeader;
@@ -106,7 +90,7 @@ function verifyRecords(env: StoreEnv, hash: XxHash): VerifyReport {
           break;
         case 'epoch': {
           const header = readEpochHeader(record);
-          EpochFilters.checkSupported(header);
+          checkEpochSupported(header);
           const ckpt = env.getMeta(['ckpt', header.scope, header.epoch]);
           const checkpoint = ckpt === undefined ? undefined : readCheckpointRecord(ckpt);
           if (checkpoint === undefined) damage.push({ where, problem: 'epoch has no checkpoint record', code: 'STORE_CORRUPT' });

@@ -1,0 +1,80 @@
+import type { Keying } from '../filters/keying.js';
+import { strategyName, strategyOf } from '../filters/strategy.js';
+import type { EpochSummary, EpochUsage, SliceSummary } from '../store/backend.js';
+import type { EpochHeader, SizingDecision } from '../store/records.js';
+
+export interface EpochStats {
+  readonly epoch: number;
+  readonly state: 'open' | 'sealed';
+  readonly createdAtMs: number;
+  readonly sealedAtMs: number | null;
+  readonly capacityUrls: number;
+  readonly fprTarget: number;
+  /** `classic`, `blocked` or `spatial:S` (ScopeOptions.strategy). */
+  readonly strategy: string;
+  readonly normalize: string;
+  /** URLs submitted to add / addIfAbsent. */
+  readonly submitted: number;
+  /** URLs reported new. */
+  readonly added: number;
+  /** Distinct URLs estimated from the fill (close to `added`; differs by false positives). */
+  readonly estimatedDistinct: number;
+  readonly fillRatio: number;
+  /** False-positive rate of a query now, from the fill (the union over slices). */
+  readonly estimatedFpr: number;
+  readonly slices: number;
+  /** Bytes the backend holds for the epoch's bits and log (LMDB: pages of its chunks and journal). */
+  readonly bytesOnDisk: number;
+  readonly journalRecords: number;
+}
+
+export interface EpochDetails extends EpochStats {
+  readonly hashScheme: string;
+  readonly growth: { readonly factor: number; readonly tightening: number };
+  readonly sizing: SizingDecision;
+  /** Per slice: geometry, seeds (hex) and fill. */
+  readonly sliceDetails: readonly (SliceSummary & { readonly layout: string; readonly seeds: readonly string[]; readonly keying?: Keying })[];
+}
+
+export interface ScopeStats {
+  readonly scope: string;
+  readonly openEpoch: number | null;
+  readonly epochs: readonly EpochStats[];
+}
+
+/** Stats of an epoch: live from `summary` when given (the open epoch), else from the sealed header's final counts. */
+export function epochStats(header: EpochHeader, summary: EpochSummary | undefined, usage: EpochUsage): EpochStats {
+  const final = header.final;
+  return {
+    epoch: header.epoch,
+    state: header.state,
+    createdAtMs: header.createdAtMs,
+    sealedAtMs: header.sealedAtMs,
+    capacityUrls: header.capacityUrls,
+    fprTarget: header.fprTarget,
+    strategy: strategyName(strategyOf(header.slices[0]!, header.growth)),
+    normalize: header.normalize,
+    submitted: summary?.submitted ?? final?.submitted ?? 0,
+    added: summary?.added ?? final?.added ?? 0,
+    estimatedDistinct: summary?.estimatedDistinct ?? final?.estimatedDistinct ?? 0,
+    fillRatio: summary?.fillRatio ?? final?.fillRatio ?? 0,
+    estimatedFpr: summary?.estimatedFpr ?? final?.estimatedFpr ?? 0,
+    slices: header.slices.length,
+    bytesOnDisk: usage.bytesOnDisk,
+    journalRecords: usage.journalRecords,
+  };
+}
+
+/** Stats plus the header's identity: hash scheme, growth, sizing decision, and each slice's geometry, seeds and fill. */
+export function epochDetails(header: EpochHeader, summary: EpochSummary, usage: EpochUsage): EpochDetails {
+  return {
+    ...epochStats(header, summary, usage),
+    hashScheme: header.hashScheme,
+    growth: header.growth,
+    sizing: header.sizing,
+    sliceDetails: summary.slices.map((slice, j) => {
+      const spec = header.slices[j]!;
+      return { ...slice, layout: spec.layout, seeds: spec.seeds, ...(spec.keying === undefined ? {} : { keying: spec.keying }) };
+    }),
+  };
+}

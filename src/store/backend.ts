@@ -1,0 +1,239 @@
+import type { Keys } from '../hash/xxhash.js';
+import type { EpochHeader, ScopeRecord } from './records.js';
+
+/**
+ * The storage seam: what the epoch engine (src/epochs) needs from wherever the bits live. Above it
+ * nothing knows LMDB or Redis; below it each backend keeps its own durability tactics (LMDB: a
+ * journal committed per batch plus checkpoints; Redis: its AOF, and WAIT for replicas).
+ *
+ * Rules of the seam (docs/architecture.md):
+ * - Every method may be remote, so every method returns a promise.
+ * - A decision that must be atomic (add-if-absent with slice growth and the "still open?" check,
+ *   a rotation, the creation of a scope, an import, a merge) is one call; what the engine must
+ *   decide inside it is passed as data, or as a pure function of the backend's caught-up state
+ *   (`RotateRequest.next`, the `check` of `EpochBits.merge`) that does no I/O of its own.
+ * - The backend receives validated, normalised keys, never raw input; it hashes them with the
+ *   one epoch hasher (filters/epoch-hasher.ts) for the epoch's seeds, because an add that grows
+ *   the epoch must hash again for the new slice inside its atomic step.
+ * - Errors are SeenStoreErrors with the documented codes; a capability a backend lacks is
+ *   UNSUPPORTED (see `Backend.maintenance`).
+ */
+export interface Backend {
+  /** `lmdb` or `redis`: for messages and INFO lines. */
+  readonly kind: string;
+  /** Where the store is (a directory, or a redis:// address without its password). */
+  readonly location: string;
+  readonly readOnly: boolean;
+  /** The backend's own operations on a whole store (snapshots, verify), where it has them. */
+  readonly maintenance: StoreMaintenance | undefined;
+
+  /** Names of the scopes that exist. */
+  scopeNames(): Promise<string[]>;
+  /** The scope record, or undefined when the scope does not exist (yet). */
+  scopeRecord(scope: string): Promise<ScopeRecord | undefined>;
+  /** Epoch `n`'s header as stored now; NOT_FOUND when it does not exist (never created, or pruned). */
+  epochHeader(scope: string, n: number): Promise<EpochHeader>;
+  /** Numbers of the scope's epochs that exist, ascending. */
+  epochNumbers(scope: string): Promise<number[]>;
+
+  /**
+   * Creates the scope with `first` as its open epoch 1, unless it exists: of racing creators
+   * (processes, machines), the first to commit wins and every caller gets the winner's record.
+   */
+  createScope(scope: string, first: EpochHeader): Promise<ScopeRecord>;
+  /**
+   * Seals the open epoch and opens the one `request.next` plans, atomically: adds racing the
+   * rotation land in exactly one epoch, and the sealed epoch's final counts include all of them.
+   * Resolves null when `request.ifEpoch` is given and is not the open epoch.
+   */
+  rotate(scope: string, request: RotateRequest): Promise<Rotation | null>;
+  /**
+   * Creates a scope from an exported epoch: the data goes in first, then one atomic step makes the
+   * scope appear with the imported epoch (and `next`, when given, as its open epoch). The scope
+   * must not exist (USAGE). Interrupted or failed, it leaves no scope.
+   */
+  importEpoch(request: ImportRequest): Promise<ScopeRecord>;
+  /**
+   * Drops a sealed epoch: gone for every reader at once, then its data deleted. A drop that a
+   * crash interrupted is finished by `finishDrops`. Resolves with the bytes it gave back.
+   */
+  dropEpoch(header: EpochHeader): Promise<number>;
+  /** Finishes drops (and failed imports) that a crash interrupted; their epochs, with what was recorded of them. */
+  finishDrops(scope: string): Promise<EpochHeader[]>;
+  /** What an epoch occupies in the backend, without loading its filters. */
+  usage(header: EpochHeader): Promise<EpochUsage>;
+
+  /** The bits of epoch `n` (NOT_FOUND when it does not exist). */
+  epoch(scope: string, n: number): Promise<EpochBits>;
+
+  /** Writes what must be written (checkpoints) and releases everything. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * One epoch's bits. Reads see every add that any process (or machine) had acknowledged when
+ * the read began.
+ */
+export interface EpochBits {
+  /** The header as of the last call: slices grow while the epoch is open, and a rotation seals it. */
+  readonly header: EpochHeader;
+  /** True for a counting epoch (one-byte counters: `count` and `delete` work). */
+  readonly counting: boolean;
+
+  /**
+   * The atomic add-if-absent of a batch of keys (at most MAX_BATCH_URLS), in order: answers[i]
+   * (when given) is true for the keys that were new; duplicates within the batch are new once.
+   * Grows the epoch when its newest slice is full. EPOCH_SEALED, with nothing added, when the
+   * epoch is no longer the scope's open epoch. Resolves when the batch is durable, with the number
+   * of new keys.
+   */
+  addIfAbsent(keys: Keys, answers: boolean[] | undefined): Promise<number>;
+  /** Membership of each key: out[i] = 1 when the epoch (probably) holds key i, else 0. */
+  has(keys: readonly string[], out: Uint8Array): Promise<void>;
+  /** Counting epochs: out[i] += the count of key i (recurring minimum), 0 when absent. */
+  count(keys: readonly string[], out: number[]): Promise<void>;
+  /** Counting epochs: one occurrence of each key out of the open epoch; resolves durable, with how many. */
+  delete(keys: readonly string[]): Promise<number>;
+
+  /** Counts and fill of the epoch now. */
+  summary(): Promise<EpochSummary>;
+  /** The whole epoch as an export file holds it: header, counts, and every filter's bytes. */
+  contents(): Promise<EpochContents>;
+  /**
+   * ORs `filters` (one per filter of every slice, shaped like `contents().filters`) into the open
+   * epoch, atomically. `check` runs inside the atomic step on the caught-up header and throws to
+   * refuse. Resolves with the distinct URLs the merge brought in, estimated from the fill.
+   */
+  merge(filters: readonly Uint8Array[], check: (header: EpochHeader) => void): Promise<number>;
+
+  /** Makes the epoch's durable form compact now (LMDB: writes the journal into chunks); 'clean' where there is nothing to do. */
+  checkpoint(): Promise<CheckpointOutcome>;
+}
+
+export type CheckpointOutcome = 'written' | 'clean' | 'busy';
+
+export interface RotateRequest {
+  /** The epoch the caller found open; EPOCH_SEALED when it no longer is (another rotation won). */
+  readonly epoch: number;
+  /** Rotate only if this epoch is the open one, else resolve null (two schedulers rotate once). */
+  readonly ifEpoch?: number;
+  /**
+   * The next epoch's header, planned from the epoch being sealed, its final summary and the epoch
+   * before it (undefined when there is none). Pure; called inside the backend's atomic step.
+   */
+  readonly next: (sealing: EpochHeader, summary: EpochSummary, previous: EpochHeader | undefined) => EpochHeader;
+}
+
+export interface Rotation {
+  readonly sealed: EpochHeader;
+  readonly opened: EpochHeader;
+}
+
+export interface ImportRequest {
+  readonly scope: string;
+  /** The imported epoch's header as it will be stored (its scope, state and final counts set). */
+  readonly epoch: EpochHeader;
+  readonly counts: EpochCounts & { readonly sliceAdded: readonly number[] };
+  /** One byte array per filter of every slice of `epoch`. */
+  readonly filters: readonly Uint8Array[];
+  /** A fresh open epoch after the imported one; absent when the imported epoch stays open. */
+  readonly next?: EpochHeader;
+  /** Stops the import at a safe point (INTERRUPTED); what it wrote is removed. */
+  readonly signal?: AbortSignal;
+}
+
+export interface EpochCounts {
+  /** URLs submitted to add / addIfAbsent. */
+  readonly submitted: number;
+  /** URLs that were new when added. */
+  readonly added: number;
+}
+
+export interface SliceSummary {
+  readonly capacityUrls: number;
+  readonly fprTarget: number;
+  readonly mBits: number;
+  readonly k: number;
+  readonly filters: number;
+  readonly added: number;
+  readonly fillRatio: number;
+  readonly estimatedFpr: number;
+}
+
+export interface EpochSummary extends EpochCounts {
+  readonly estimatedDistinct: number;
+  /** Set bits over all bits of all slices. */
+  readonly fillRatio: number;
+  /** False-positive rate of a query now: the union over slices of each slice's rate from its fill. */
+  readonly estimatedFpr: number;
+  readonly slices: readonly SliceSummary[];
+}
+
+export interface EpochContents {
+  readonly header: EpochHeader;
+  readonly summary: EpochSummary;
+  /** New URLs per slice (from adds, plus what merges brought in). */
+  readonly sliceAdded: readonly number[];
+  /** The bytes of every filter of every slice, in filter order. */
+  readonly filters: readonly Uint8Array[];
+}
+
+export interface EpochUsage {
+  /** Bytes the backend holds for the epoch's bits and log. */
+  readonly bytesOnDisk: number;
+  /** Records of its log not yet folded into its bits (LMDB: journal records). */
+  readonly journalRecords: number;
+}
+
+/** Whole-store operations of a backend that has them (LMDB); elsewhere UNSUPPORTED. */
+export interface StoreMaintenance {
+  snapshot(name: string | undefined, signal: AbortSignal | undefined): Promise<SnapshotInfo>;
+  snapshots(): SnapshotInfo[];
+  deleteSnapshot(name: string): void;
+  verify(): VerifyReport;
+}
+
+/** A snapshot: a consistent, read-only, point-in-time copy of a whole store. */
+export interface SnapshotInfo {
+  readonly name: string;
+  readonly createdAtMs: number;
+  /** The store format the snapshot holds (a migration's safety snapshot holds the old one). */
+  readonly formatVersion: number;
+  readonly bytes: number;
+  /** Why it was made: `user`, `pre-migrate` or `pre-restore`. */
+  readonly reason: string;
+  readonly path: string;
+}
+
+export interface Damage {
+  /** The exact place: a record key, chunk or journal record. */
+  readonly where: string;
+  readonly problem: string;
+  readonly code: string;
+}
+
+export interface VerifyReport {
+  readonly ok: boolean;
+  /** Pages the structural walk read (LMDB's page walk); 0 when the file could not be walked. */
+  readonly pages?: number;
+  readonly scopes: number;
+  readonly epochs: number;
+  readonly chunks: number;
+  readonly journalRecords: number;
+  readonly damage: Damage[];
+  /** Not damage, but worth knowing (e.g. a prune that a crash interrupted). */
+  readonly notes: string[];
+}
+
+export interface RestoreResult extends SnapshotInfo {
+  /** The snapshot of the data the restore replaced (reason `pre-restore`). */
+  readonly preRestore: SnapshotInfo;
+}
+
+export interface MigrationReport {
+  readonly from: number;
+  readonly to: number;
+  readonly steps: { readonly from: number; readonly to: number; readonly summary: string; readonly changed: number }[];
+  /** The safety snapshot of the old format (null when none was needed or it was declined). */
+  readonly snapshot: SnapshotInfo | null;
+}

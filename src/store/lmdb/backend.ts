@@ -1,0 +1,228 @@
+import { join } from 'node:path';
+import { SeenStoreError, asStoreError } from '../../errors.js';
+import type { XxHash } from '../../hash/xxhash.js';
+import type { Backend, EpochBits, EpochUsage, ImportRequest, Rotation, RotateRequest, StoreMaintenance } from '../backend.js';
+import { faultPoint } from '../faults.js';
+import { removeStoreLeftovers } from '../leftovers.js';
+import type { EpochHeader, ScopeRecord } from '../records.js';
+import { BitThread } from './bit-thread.js';
+import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from './env.js';
+import type { BackendOptions } from '../open.js';
+import { LmdbEpoch, RELEASE_MAP_AFTER_BYTES, type LmdbEpochContext } from './epoch.js';
+import { EpochFilters } from './epoch-filters.js';
+import { scopeKey, epochKey } from './keys.js';
+import { effectiveLockStaleMs, isLocked } from './lock.js';
+import * as meta from './metadata.js';
+import { createSnapshot, defaultSnapshotName, deleteSnapshot, EXCLUSIVE_LOCK, listSnapshots, SNAPSHOTS_DIR } from './snapshots.js';
+import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
+import { epochUsage } from './usage.js';
+import { verifyStore } from './verify.js';
+
+
+/**
+ * The LMDB backend: one store directory, one LMDB environment, any number of scopes, shared by
+ * any number of processes. Each epoch's bits live in process memory, loaded from chunks plus the
+ * journal; every add-if-absent is decided inside LMDB's cross-process write lock after catching
+ * up with every committed batch, and acknowledged once its journal record is synced.
+ */
+export class LmdbBackend implements Backend {
+  readonly kind = 'lmdb';
+  readonly location: string;
+  readonly maintenance: StoreMaintenance;
+  readonly #env: StoreEnv;
+  readonly #ctx: LmdbEpochContext;
+  readonly #bitThread: BitThread | undefined;
+  /** Loaded epochs, by `scope/epoch`: the open ones, and sealed ones that were read. */
+  readonly #epochs = new Map<string, LmdbEpoch>();
+  #words = new Uint32Array(0);
+  #closed = false;
+
+  private constructor(env: StoreEnv, bitThread: BitThread | undefined, options: BackendOptions) {
+    this.location = env.dir;
+    this.#env = env;
+    this.#bitThread = bitThread;
+    this.#ctx = Object.freeze({
+      env,
+      hash: options.hash,
+      bitThread,
+      checkpointJournalBytes: options.checkpointJournalBytes,
+      checkpointIntervalMs: options.checkpointIntervalMs,
+      lockStaleMs: effectiveLockStaleMs(options.lockStaleMs),
+      warn: options.warn,
+      scratch: (words: number) => {
+        if (this.#words.length < words) this.#words = new Uint32Array(Math.max(words, 2048));
+        return this.#words;
+      },
+    });
+    this.maintenance = lmdbMaintenance(env, options.hash);
+  }
+
+  static async open(dir: string, options: BackendOptions): Promise<LmdbBackend> {
+    const env = StoreEnv.open(dir, { create: options.create, mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES, readOnly: options.readOnly });
+    // Checked after opening: a restore or migration that started before this process entered
+    // LMDB's reader table is seen here; one that starts later sees this process and refuses.
+    if (await isLocked(dir, EXCLUSIVE_LOCK, effectiveLockStaleMs(options.lockStaleMs))) {
+      await env.close();
+      throw new SeenStoreError('STORE_LOCKED', `a snapshot restore or a migration of ${dir} is running; open the store when it is done`);
+    }
+    let bitThread: BitThread | undefined;
+    try {
+      bitThread = options.threads > 1 ? await BitThread.start() : undefined;
+    } catch (error) {
+      await env.close();
+      throw asStoreError(error, 'starting the bit thread (threads: 2)');
+    }
+    // A killed restore's incoming copy is as large as the store: the next open that may write
+    // removes it (a read-only open leaves the directory as it found it).
+    if (!env.readOnly) removeStoreLeftovers(dir, join(dir, SNAPSHOTS_DIR));
+    return new LmdbBackend(env, bitThread, options);
+  }
+
+  get readOnly(): boolean {
+    return this.#env.readOnly;
+  }
+
+  /** The store's on-disk format version. */
+  get formatVersion(): number {
+    return this.#env.header.formatVersion;
+  }
+
+  async scopeNames(): Promise<string[]> {
+    this.#env.refresh();
+    return meta.scopeNames(this.#env);
+  }
+
+  async scopeRecord(scope: string): Promise<ScopeRecord | undefined> {
+    this.#env.refresh();
+    return meta.readScope(this.#env, scope);
+  }
+
+  async epochHeader(scope: string, n: number): Promise<EpochHeader> {
+    return meta.readHeader(this.#env, scope, n);
+  }
+
+  async epochNumbers(scope: string): Promise<number[]> {
+    return meta.epochNumbers(this.#env, scope);
+  }
+
+  async createScope(scope: string, first: EpochHeader): Promise<ScopeRecord> {
+    return meta.createScope(this.#env, scope, first);
+  }
+
+  /**
+   * In one LMDB write transaction: a crash leaves either the old epoch open or the new one, never
+   * both or neither. The open epoch's copy is caught up inside it, so the sealed counts include
+   * every add committed before the rotation; its journal goes into its chunks afterwards, so
+   * reading it later loads only chunks.
+   */
+  async rotate(scope: string, request: RotateRequest): Promise<Rotation | null> {
+    const env = this.#env;
+    const open = this.#load(scope, request.epoch);
+    const rotation = env.write(() => {
+      const record = meta.readScope(env, scope);
+      if (record === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);
+      if (request.ifEpoch !== undefined && record.openEpoch !== request.ifEpoch) return null;
+      open.filters.catchUp();
+      const current = open.filters.header;
+      if (current.state !== 'open' || record.openEpoch !== current.epoch) {
+        throw new SeenStoreError('EPOCH_SEALED', `epoch ${scope}/${current.epoch} is no longer open`);
+      }
+      const summary = open.filters.summary();
+      const now = Date.now();
+      const sealed: EpochHeader = {
+        ...current,
+        state: 'sealed',
+        sealedAtMs: now,
+        final: {
+          submitted: summary.submitted,
+          added: summary.added,
+          estimatedDistinct: summary.estimatedDistinct,
+          fillRatio: summary.fillRatio,
+          estimatedFpr: summary.estimatedFpr,
+        },
+      };
+      const before = meta.findHeader(env, scope, current.epoch - 1);
+      const opened = request.next(current, summary, before);
+      env.putMeta(epochKey(scope, current.epoch), sealed);
+      meta.putNewEpoch(env, opened, now);
+      env.putMeta(scopeKey(scope), { ...record, openEpoch: opened.epoch });
+      faultPoint('rotate:before-commit');
+      return { sealed, opened };
+    });
+    faultPoint('rotate:after-commit');
+    if (rotation === null) return null;
+    await env.flushed();
+    await open.epoch.checkpoint().catch((error: unknown) =>
+      this.#ctx.warn(`checkpoint of sealed epoch ${rotation.sealed.epoch} failed (its journal keeps every add): ${(error as Error).message}`),
+    );
+    return rotation;
+  }
+
+  async importEpoch(request: ImportRequest): Promise<ScopeRecord> {
+    return meta.importEpoch(this.#env, this.#ctx.hash, request);
+  }
+
+  async dropEpoch(header: EpochHeader): Promise<number> {
+    const { bytesOnDisk } = epochUsage(this.#env, header);
+    this.#epochs.delete(`${header.scope}/${header.epoch}`);
+    meta.dropEpoch(this.#env, header);
+    return bytesOnDisk;
+  }
+
+  async finishDrops(scope: string): Promise<EpochHeader[]> {
+    return meta.finishDrops(this.#env, scope);
+  }
+
+  async usage(header: EpochHeader): Promise<EpochUsage> {
+    const usage = epochUsage(this.#env, header);
+    // Reading each chunk's key maps its first page (LMDB reads an overflow value's header): let them go.
+    if (usage.chunks * CHUNK_PAYLOAD_BYTES >= RELEASE_MAP_AFTER_BYTES) this.#env.releaseMappedPages();
+    return usage;
+  }
+
+  async epoch(scope: string, n: number): Promise<EpochBits> {
+    return this.#load(scope, n).epoch;
+  }
+
+  /** Epoch `n`'s copy, loaded once per handle; later uses catch it up. */
+  #load(scope: string, n: number): { epoch: LmdbEpoch; filters: EpochFilters } {
+    const id = `${scope}/${n}`;
+    let epoch = this.#epochs.get(id);
+    if (epoch === undefined) {
+      const filters = EpochFilters.load(this.#env, this.#ctx.hash, meta.readHeader(this.#env, scope, n), { shared: this.#bitThread !== undefined });
+      epoch = new LmdbEpoch(this.#ctx, filters);
+      this.#epochs.set(id, epoch);
+    }
+    return { epoch, filters: epoch.workingCopy };
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      // A read-only handle replayed the journal tail in memory only: there is nothing of its own to write.
+      if (!this.#env.readOnly) {
+        for (const epoch of this.#epochs.values()) if (epoch.header.state === 'open') await epoch.flush();
+      }
+    } finally {
+      await this.#env.close();
+      await this.#bitThread?.close();
+    }
+  }
+}
+
+function lmdbMaintenance(env: StoreEnv, hash: XxHash): StoreMaintenance {
+  return {
+    snapshot: async (name, signal) => createSnapshot(env, name ?? defaultSnapshotName(''), 'user', env.header.formatVersion, signal),
+    snapshots: () => listSnapshots(env.dir),
+    deleteSnapshot: (name) => deleteSnapshot(env.dir, name),
+    verify: () => {
+      try {
+        return verifyStore(env, hash);
+      } finally {
+        // Verifying read every page of the store through the map: let them leave the RSS.
+        env.releaseMappedPages();
+      }
+    },
+  };
+}

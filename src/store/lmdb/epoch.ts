@@ -1,0 +1,172 @@
+import { SeenStoreError } from '../../errors.js';
+import { keyCount, type Keys, type XxHash } from '../../hash/xxhash.js';
+import type { CheckpointOutcome, EpochBits, EpochContents, EpochSummary } from '../backend.js';
+import type { EpochHeader } from '../records.js';
+import type { BitThread } from './bit-thread.js';
+import type { StoreEnv } from './env.js';
+import type { EpochFilters } from './epoch-filters.js';
+import { expectOpenEpoch } from './metadata.js';
+
+/** Chunk bytes read by one load after which the store's map is released (StoreEnv.releaseMappedPages). */
+export const RELEASE_MAP_AFTER_BYTES = 32 * 2 ** 20;
+
+/** What every loaded epoch of one LMDB store shares. */
+export interface LmdbEpochContext {
+  readonly env: StoreEnv;
+  readonly hash: XxHash;
+  /** The thread that sets the bits of adds (SeenStoreOptions.threads 2); undefined: the calling thread. */
+  readonly bitThread: BitThread | undefined;
+  readonly checkpointJournalBytes: number;
+  readonly checkpointIntervalMs: number;
+  readonly lockStaleMs: number;
+  readonly warn: (message: string) => void;
+  /** A reused word buffer of at least `words` words: one per store, no allocation per batch. */
+  readonly scratch: (words: number) => Uint32Array;
+}
+
+/**
+ * One epoch of an LMDB store behind the seam: its working copy (EpochFilters: the bits in process
+ * memory, the journal in LMDB) plus when to checkpoint it. Reads catch up with every commit of
+ * every process first; adds catch up inside their write transaction.
+ */
+export class LmdbEpoch implements EpochBits {
+  readonly #ctx: LmdbEpochContext;
+  readonly #filters: EpochFilters;
+  #lastCheckpointMs = Date.now();
+  #checkpointRunning: Promise<unknown> | undefined;
+
+  constructor(ctx: LmdbEpochContext, filters: EpochFilters) {
+    this.#ctx = ctx;
+    this.#filters = filters;
+    this.#releaseIfLarge();
+  }
+
+  get header(): EpochHeader {
+    return this.#filters.header;
+  }
+
+  /** The working copy itself, for the backend's own atomic steps (rotation). */
+  get workingCopy(): EpochFilters {
+    return this.#filters;
+  }
+
+  get counting(): boolean {
+    return this.#filters.counting;
+  }
+
+  async addIfAbsent(keys: Keys, answers: boolean[] | undefined): Promise<number> {
+    const filters = this.#filters;
+    const { scope, epoch } = filters.header;
+    const expectOpen = (): void => expectOpenEpoch(this.#ctx.env, scope, epoch);
+    const thread = this.#ctx.bitThread;
+    let added: number;
+    if (thread === undefined) {
+      const words = this.#ctx.scratch(2 * keyCount(keys) * filters.filterCount);
+      filters.hashKeys(keys, words);
+      added = filters.addBatch(keys, words, answers, expectOpen);
+    } else {
+      added = filters.addBatchOn(thread, keys, answers, expectOpen);
+    }
+    await this.#ctx.env.flushed();
+    this.#maybeCheckpoint();
+    return added;
+  }
+
+  async has(keys: readonly string[], out: Uint8Array): Promise<void> {
+    const filters = this.#caughtUp();
+    const words = this.#ctx.scratch(2 * keys.length * filters.filterCount);
+    filters.hashKeys(keys, words);
+    for (let i = 0; i < keys.length; i++) out[i] = filters.has(words, i) ? 1 : 0;
+  }
+
+  async count(keys: readonly string[], out: number[]): Promise<void> {
+    const filters = this.#caughtUp();
+    this.#requireCounting('count');
+    const words = this.#ctx.scratch(2 * keys.length * filters.filterCount);
+    filters.hashKeys(keys, words);
+    for (let i = 0; i < keys.length; i++) out[i]! += filters.count(words, i);
+  }
+
+  async delete(keys: readonly string[]): Promise<number> {
+    const filters = this.#filters;
+    this.#requireCounting('delete');
+    const { scope, epoch } = filters.header;
+    const words = this.#ctx.scratch(2 * keys.length * filters.filterCount);
+    filters.hashKeys(keys, words);
+    const deleted = filters.deleteBatch(keys, words, () => expectOpenEpoch(this.#ctx.env, scope, epoch));
+    await this.#ctx.env.flushed();
+    this.#maybeCheckpoint();
+    return deleted;
+  }
+
+  async summary(): Promise<EpochSummary> {
+    return this.#caughtUp().summary();
+  }
+
+  async contents(): Promise<EpochContents> {
+    const filters = this.#caughtUp();
+    return { header: filters.header, summary: filters.summary(), sliceAdded: filters.sliceAdded, filters: filters.filterBytes() };
+  }
+
+  async merge(incoming: readonly Uint8Array[], check: (header: EpochHeader) => void): Promise<number> {
+    const { scope, epoch } = this.#filters.header;
+    try {
+      return this.#filters.mergeFilters(incoming, (header) => {
+        expectOpenEpoch(this.#ctx.env, scope, epoch);
+        check(header);
+      });
+    } finally {
+      // The merge read every stored chunk of the epoch through the map: let them leave the RSS.
+      this.#ctx.env.releaseMappedPages();
+    }
+  }
+
+  async checkpoint(): Promise<CheckpointOutcome> {
+    await this.#checkpointRunning;
+    return this.#runCheckpoint();
+  }
+
+  /** Waits for a background checkpoint, then checkpoints once more (at close). */
+  async flush(): Promise<void> {
+    await this.#checkpointRunning;
+    await this.#runCheckpoint();
+  }
+
+  /** Catches up with every commit of every process. */
+  #caughtUp(): EpochFilters {
+    this.#ctx.env.refresh();
+    this.#filters.catchUp();
+    this.#releaseIfLarge();
+    return this.#filters;
+  }
+
+  /** A large load left the chunks' file pages mapped in this process (RSS): let them go. */
+  #releaseIfLarge(): void {
+    if (this.#filters.takeChunkBytesRead() >= RELEASE_MAP_AFTER_BYTES) this.#ctx.env.releaseMappedPages();
+  }
+
+  #requireCounting(doing: string): void {
+    if (this.#filters.counting) return;
+    const { scope, epoch } = this.#filters.header;
+    throw new SeenStoreError('USAGE', `epoch ${scope}/${epoch} is not counting: only counting epochs can ${doing}`);
+  }
+
+  #maybeCheckpoint(): void {
+    if (this.#checkpointRunning !== undefined) return;
+    const journalBytes = this.#filters.journalBytesSinceCheckpoint;
+    const due =
+      journalBytes >= this.#ctx.checkpointJournalBytes ||
+      (journalBytes > 0 && Date.now() - this.#lastCheckpointMs >= this.#ctx.checkpointIntervalMs);
+    if (!due) return;
+    this.#checkpointRunning = this.#runCheckpoint()
+      .catch((error: unknown) => this.#ctx.warn(`background checkpoint failed (the journal keeps every add): ${(error as Error).message}`))
+      .finally(() => {
+        this.#checkpointRunning = undefined;
+      });
+  }
+
+  async #runCheckpoint(): Promise<CheckpointOutcome> {
+    this.#lastCheckpointMs = Date.now();
+    return this.#filters.checkpoint(this.#ctx.lockStaleMs);
+  }
+}
