@@ -8,8 +8,8 @@ import type { EpochHeader, ScopeRecord } from '../records.js';
 import { BitThread } from './bit-thread.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from './env.js';
 import type { BackendOptions } from '../open.js';
-import { LmdbEpoch, RELEASE_MAP_AFTER_BYTES, type LmdbEpochContext } from './epoch.js';
-import { EpochFilters } from './epoch-filters.js';
+import { LmdbEpoch, RELEASE_MAP_AFTER_BYTES, loadEpochCopy, type LmdbEpochContext } from './epoch.js';
+import type { EpochCopy } from './epoch-copy.js';
 import { scopeKey, epochKey } from './keys.js';
 import { effectiveLockStaleMs, isLocked } from './lock.js';
 import * as meta from './metadata.js';
@@ -185,11 +185,11 @@ export class LmdbBackend implements Backend {
   }
 
   /** Epoch `n`'s copy, loaded once per handle; later uses catch it up. */
-  #load(scope: string, n: number): { epoch: LmdbEpoch; filters: EpochFilters } {
+  #load(scope: string, n: number): { epoch: LmdbEpoch; filters: EpochCopy } {
     const id = `${scope}/${n}`;
     let epoch = this.#epochs.get(id);
     if (epoch === undefined) {
-      const filters = EpochFilters.load(this.#env, this.#ctx.hash, meta.readHeader(this.#env, scope, n), { shared: this.#bitThread !== undefined });
+      const filters = loadEpochCopy(this.#env, this.#ctx.hash, meta.readHeader(this.#env, scope, n), this.#bitThread !== undefined);
       epoch = new LmdbEpoch(this.#ctx, filters);
       this.#epochs.set(id, epoch);
     }

@@ -1,14 +1,21 @@
 import { SeenStoreError } from '../../errors.js';
 import { keyCount, type Keys, type XxHash } from '../../hash/xxhash.js';
 import type { CheckpointOutcome, EpochBits, EpochContents, EpochSummary } from '../backend.js';
-import type { EpochHeader } from '../records.js';
+import { isCountingEpoch, type EpochHeader } from '../records.js';
 import type { BitThread } from './bit-thread.js';
 import type { StoreEnv } from './env.js';
-import type { EpochFilters } from './epoch-filters.js';
+import { BloomCopy } from './bloom-copy.js';
+import { CountingCopy } from './counting-copy.js';
+import type { EpochCopy } from './epoch-copy.js';
 import { expectOpenEpoch } from './metadata.js';
 
 /** Chunk bytes read by one load after which the store's map is released (StoreEnv.releaseMappedPages). */
 export const RELEASE_MAP_AFTER_BYTES = 32 * 2 ** 20;
+
+/** Loads an epoch's working copy: counters for a counting epoch, bits for every other. */
+export function loadEpochCopy(env: StoreEnv, hash: XxHash, header: EpochHeader, shared: boolean): EpochCopy {
+  return isCountingEpoch(header) ? CountingCopy.load(env, hash, header) : BloomCopy.load(env, hash, header, shared);
+}
 
 /** What every loaded epoch of one LMDB store shares. */
 export interface LmdbEpochContext {
@@ -25,17 +32,17 @@ export interface LmdbEpochContext {
 }
 
 /**
- * One epoch of an LMDB store behind the seam: its working copy (EpochFilters: the bits in process
+ * One epoch of an LMDB store behind the seam: its working copy (EpochCopy: the bits in process
  * memory, the journal in LMDB) plus when to checkpoint it. Reads catch up with every commit of
  * every process first; adds catch up inside their write transaction.
  */
 export class LmdbEpoch implements EpochBits {
   readonly #ctx: LmdbEpochContext;
-  readonly #filters: EpochFilters;
+  readonly #filters: EpochCopy;
   #lastCheckpointMs = Date.now();
   #checkpointRunning: Promise<unknown> | undefined;
 
-  constructor(ctx: LmdbEpochContext, filters: EpochFilters) {
+  constructor(ctx: LmdbEpochContext, filters: EpochCopy) {
     this.#ctx = ctx;
     this.#filters = filters;
     this.#releaseIfLarge();
@@ -46,7 +53,7 @@ export class LmdbEpoch implements EpochBits {
   }
 
   /** The working copy itself, for the backend's own atomic steps (rotation). */
-  get workingCopy(): EpochFilters {
+  get workingCopy(): EpochCopy {
     return this.#filters;
   }
 
@@ -80,16 +87,15 @@ export class LmdbEpoch implements EpochBits {
   }
 
   async count(keys: readonly string[], out: number[]): Promise<void> {
-    const filters = this.#caughtUp();
-    this.#requireCounting('count');
+    const filters = this.#counting('count');
+    this.#caughtUp();
     const words = this.#ctx.scratch(2 * keys.length * filters.filterCount);
     filters.hashKeys(keys, words);
     for (let i = 0; i < keys.length; i++) out[i]! += filters.count(words, i);
   }
 
   async delete(keys: readonly string[]): Promise<number> {
-    const filters = this.#filters;
-    this.#requireCounting('delete');
+    const filters = this.#counting('delete');
     const { scope, epoch } = filters.header;
     const words = this.#ctx.scratch(2 * keys.length * filters.filterCount);
     filters.hashKeys(keys, words);
@@ -110,6 +116,9 @@ export class LmdbEpoch implements EpochBits {
 
   async merge(incoming: readonly Uint8Array[], check: (header: EpochHeader) => void): Promise<number> {
     const { scope, epoch } = this.#filters.header;
+    if (!(this.#filters instanceof BloomCopy)) {
+      throw new SeenStoreError('INCOMPATIBLE', `epoch ${scope}/${epoch} counts: counting epochs cannot be merged (counters would have to be added, not OR-ed)`);
+    }
     try {
       return this.#filters.mergeFilters(incoming, (header) => {
         expectOpenEpoch(this.#ctx.env, scope, epoch);
@@ -133,7 +142,7 @@ export class LmdbEpoch implements EpochBits {
   }
 
   /** Catches up with every commit of every process. */
-  #caughtUp(): EpochFilters {
+  #caughtUp(): EpochCopy {
     this.#ctx.env.refresh();
     this.#filters.catchUp();
     this.#releaseIfLarge();
@@ -145,8 +154,8 @@ export class LmdbEpoch implements EpochBits {
     if (this.#filters.takeChunkBytesRead() >= RELEASE_MAP_AFTER_BYTES) this.#ctx.env.releaseMappedPages();
   }
 
-  #requireCounting(doing: string): void {
-    if (this.#filters.counting) return;
+  #counting(doing: string): CountingCopy {
+    if (this.#filters instanceof CountingCopy) return this.#filters;
     const { scope, epoch } = this.#filters.header;
     throw new SeenStoreError('USAGE', `epoch ${scope}/${epoch} is not counting: only counting epochs can ${doing}`);
   }

@@ -1,4 +1,12 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import {
+  PAGE_HEADER_BYTES, NODE_HEADER_BYTES, DB_RECORD_BYTES, OVERFLOW_REF_BYTES, META_OFFSET, META_MAIN_DB,
+  META_FREE_DB, META_LAST_PAGE, META_TXNID, META_BYTES, LMDB_MAGIC, LMDB_DATA_VERSION, P_BRANCH, P_LEAF,
+  P_OVERFLOW, P_META, F_BIGDATA, F_SUBDATA, F_DUPDATA, P_INVALID, MDB_INTEGERKEY, MDB_OVERLAPPINGSYNC,
+  MAX_DEPTH, PAGE_SIZES, readTree, type Tree, type Meta,
+} from './page-format.js';
+
+export { PAGE_HEADER_BYTES };
 
 /**
  * A structural walk of an LMDB data file as the lmdb build bundled with lmdb-js 3.5.x writes it
@@ -9,47 +17,9 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
  * offsets, key and data sizes, child page numbers and overflow runs. It does not look at the
  * bytes of keys and values: the records' own checksums do that (verify.ts).
  *
- * Layouts (64-bit build, little-endian; offsets in bytes):
- *   page header (24): pgno u64 @0, txnid u64 @8, pad u16 @16, flags u16 @18,
- *                     lower u16 @20, upper u16 @22 (an overflow page: page count u32 @20)
- *   branch/leaf page: u16 node offsets from @24 (lower / 2 of them); lower and upper and every
- *                     offset count from byte 24; nodes lie between upper and the page end
- *   node (8 + key + data): lo u16 @0, hi u16 @2, flags u16 @4, key size u16 @6, key @8, data;
- *                     branch: child = lo | hi << 16 | flags << 32; leaf: data size = lo | hi << 16
- *   F_BIGDATA leaf data (24): overflow pgno u64, txnid u64, page count u64
- *   MDB_db (48): pad u32 @0 (page size in the free DB's copy), flags u16 @4, depth u16 @6,
- *                branch u64 @8, leaf u64 @16, overflow u64 @24, entries u64 @32, root u64 @40
- *   meta (at page offset 24): magic u32 @0, version u32 @4, address @8, map size u64 @16,
- *                free DB @24, main DB @72, last page u64 @120, txnid u64 @128
+ * The page layouts are in page-format.ts.
  */
 
-export const PAGE_HEADER_BYTES = 24;
-const NODE_HEADER_BYTES = 8;
-const DB_RECORD_BYTES = 48;
-const OVERFLOW_REF_BYTES = 24;
-const META_OFFSET = PAGE_HEADER_BYTES;
-const META_MAIN_DB = 72;
-const META_FREE_DB = 24;
-const META_LAST_PAGE = 120;
-const META_TXNID = 128;
-const META_BYTES = 144;
-const LMDB_MAGIC = 0xbeefc0de;
-const LMDB_DATA_VERSION = 2;
-const P_BRANCH = 0x01;
-const P_LEAF = 0x02;
-const P_OVERFLOW = 0x04;
-const P_META = 0x08;
-const F_BIGDATA = 0x01;
-const F_SUBDATA = 0x02;
-const F_DUPDATA = 0x04;
-const P_INVALID = 0xffff_ffff_ffff_ffffn;
-const MDB_INTEGERKEY = 0x08;
-const MDB_OVERLAPPINGSYNC = 0x1000;
-/** mdb.c's CURSOR_STACK: LMDB cannot descend a deeper tree. */
-const MAX_DEPTH = 32;
-const PAGE_SIZES = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536];
-
-/** One structural fault, with its place. */
 export interface PageDamage {
   /** The page the fault was found on (or points into); -1 for the file as a whole. */
   readonly page: number;
@@ -87,27 +57,6 @@ export interface PageWalkOptions {
 
 /** Thrown inside the walk when enough damage was found. */
 class WalkStop extends Error {}
-
-interface Tree {
-  readonly db: string;
-  readonly depth: number;
-  readonly root: bigint;
-  readonly branchPages: bigint;
-  readonly leafPages: bigint;
-  readonly overflowPages: bigint;
-  readonly entries: bigint;
-  readonly flags: number;
-}
-
-interface Meta {
-  readonly page: number;
-  readonly valid: string | undefined;
-  readonly txnId: bigint;
-  readonly pageBytes: number;
-  readonly lastPage: bigint;
-  readonly free: Tree;
-  readonly main: Tree;
-}
 
 /** Walks the data file at `path`. Never throws for damage (it is reported); throws for I/O errors. */
 export function walkPages(path: string, options: PageWalkOptions = {}): PageWalkReport {
@@ -547,17 +496,4 @@ class PageWalk {
     }
     return done;
   }
-}
-
-function readTree(buffer: Buffer, at: number, db: string): Tree {
-  return {
-    db,
-    flags: buffer.readUInt16LE(at + 4),
-    depth: buffer.readUInt16LE(at + 6),
-    branchPages: buffer.readBigUInt64LE(at + 8),
-    leafPages: buffer.readBigUInt64LE(at + 16),
-    overflowPages: buffer.readBigUInt64LE(at + 24),
-    entries: buffer.readBigUInt64LE(at + 32),
-    root: buffer.readBigUInt64LE(at + 40),
-  };
 }
