@@ -400,12 +400,18 @@ export class Scope {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('add');
     if (keyCount(urls) === 0) return 0;
-    let epoch = (await this.#open(true))!;
+    const count = keyCount(urls);
+    const existing = await this.#open(false);
+    // Every URL is checked before anything is written, the scope's creation included.
+    let keys = anyUrlKeys(urls, this.#normalizeOf(existing), count <= MAX_BATCH_URLS);
+    let epoch = existing ?? (await this.#open(true))!;
+    if (existing === undefined && epoch.header.normalize !== this.#plan.normalize) {
+      // Another process created the scope meanwhile, normalising otherwise.
+      keys = anyUrlKeys(urls, epoch.header.normalize as NormalizeMode, count <= MAX_BATCH_URLS);
+    }
     if (options.epoch !== undefined && options.epoch !== epoch.header.epoch) {
       throw new SeenStoreError('EPOCH_SEALED', `epoch ${this.name}/${options.epoch} is not open (the open epoch is ${epoch.header.epoch})`);
     }
-    const count = keyCount(urls);
-    const keys = anyUrlKeys(urls, epoch.header.normalize as NormalizeMode, count <= MAX_BATCH_URLS);
     let added = 0;
     for (let start = 0; start < count; ) {
       const part = sliceKeys(keys, start, Math.min(count, start + MAX_BATCH_URLS));
