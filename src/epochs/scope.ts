@@ -1,4 +1,4 @@
-import { SeenStoreError } from '../errors.js';
+import { SeenStoreError, assert } from '../errors.js';
 import type { Layout } from '../filters/bloom.js';
 import { CLASSIC, parseStrategy, strategyName, strategyOf, type Strategy } from '../filters/strategy.js';
 import { keyCount, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
@@ -305,7 +305,7 @@ export class Scope {
       });
     }
     const backend = this.#ctx.backend;
-    let open = (await this.#open(true))!;
+    let open = await this.#created();
     const next = planNextEpoch(options);
     for (let attempt = 0; ; attempt++) {
       try {
@@ -318,7 +318,7 @@ export class Scope {
         };
       } catch (error) {
         if (!(error instanceof SeenStoreError && error.code === 'EPOCH_SEALED') || attempt > 0) throw error;
-        open = (await this.#open(false))!;
+        open = await this.#created();
       }
     }
   }
@@ -404,7 +404,7 @@ export class Scope {
     const existing = await this.#open(false);
     // Every URL is checked before anything is written, the scope's creation included.
     let keys = anyUrlKeys(urls, this.#normalizeOf(existing), count <= MAX_BATCH_URLS);
-    let epoch = existing ?? (await this.#open(true))!;
+    let epoch = existing ?? (await this.#created());
     if (existing === undefined && epoch.header.normalize !== this.#plan.normalize) {
       // Another process created the scope meanwhile, normalising otherwise.
       keys = anyUrlKeys(urls, epoch.header.normalize as NormalizeMode, count <= MAX_BATCH_URLS);
@@ -450,6 +450,13 @@ export class Scope {
       }
       this.#openEpoch = record.openEpoch;
     }
+    return open;
+  }
+
+  /** The open epoch's bits, the scope created first when it does not exist yet. */
+  async #created(): Promise<EpochBits> {
+    const open = await this.#open(true);
+    assert(open !== undefined, `scope ${this.name} exists once created`);
     return open;
   }
 

@@ -1,5 +1,5 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { SeenStoreError, asStoreError } from '../../errors.js';
+import { SeenStoreError, asStoreError, assert } from '../../errors.js';
 import { BloomFilter, allHold, type StoredFilter } from '../../filters/bloom.js';
 import { decideRange, type DecideTarget, type Decided } from '../../filters/decide.js';
 import { filterGeometries } from '../../filters/keying.js';
@@ -117,7 +117,8 @@ export class BloomCopy extends EpochCopy {
       const { words, flags } = thread.buffers(count * stride, count);
       const decided = thread.decide(target, count, (from, to) => this.hashKeys(sliceKeys(keys, from, to), words.subarray(from * stride)));
       target.newest.forEach((filter, f) => filter.countSetBits(decided.setBits[f]!));
-      this.#collect(words, flags, 0, count, answers);
+      const fresh = this.#collect(words, flags, 0, count, answers);
+      assert(fresh === decided.fresh, 'the bit thread counts as many new URLs as it flags');
       this.#appendRecord(this.slices.length - 1, count, decided.fresh);
       return decided.fresh;
     });
@@ -145,7 +146,8 @@ export class BloomCopy extends EpochCopy {
     for (const filter of target.newest) filter.warm((count - start) * filter.geometry.k);
     if (this.#flags.length < count) this.#flags = new Uint8Array(Math.max(count, 1024));
     const decided = decideRange(target, words, start, count, room, this.#flags);
-    this.#collect(words, this.#flags, start, start + decided.consumed, answers);
+    const fresh = this.#collect(words, this.#flags, start, start + decided.consumed, answers);
+    assert(fresh === decided.fresh, 'decideRange counts as many new URLs as it flags');
     return decided;
   }
 
@@ -166,7 +168,7 @@ export class BloomCopy extends EpochCopy {
    * From decideRange's flags for URLs from..to - 1: their answers, and the new URLs' hashes for
    * the newest slice, in order, into the record buffer (from its start).
    */
-  #collect(words: Uint32Array, flags: Uint8Array, from: number, to: number, answers: boolean[] | undefined): void {
+  #collect(words: Uint32Array, flags: Uint8Array, from: number, to: number, answers: boolean[] | undefined): number {
     const newest = this.slices.length - 1;
     const sliceWords = 2 * this.slices[newest]!.filters.length;
     const at0 = this.hasher.sliceAt(newest);
@@ -183,6 +185,7 @@ export class BloomCopy extends EpochCopy {
       for (let w = 0; w < sliceWords; w++) record[into + w] = words[at + w]!;
       fresh++;
     }
+    return fresh;
   }
 
   #appendRecord(slice: number, submitted: number, added: number): void {
@@ -212,7 +215,7 @@ export class BloomCopy extends EpochCopy {
         const before = this.slices.map((slice) => slice.filters[0]!.estimatedCount);
         this.poisoned = true;
         incoming.forEach((bytes, index) => {
-          const filter = this.filterAt(index)!;
+          const filter = this.storedFilter(index);
           for (let region = 0; region < filter.regionCount; region++) {
             const add = bytes.subarray(region * CHUNK_PAYLOAD_BYTES, (region + 1) * CHUNK_PAYLOAD_BYTES);
             if (add.every((b) => b === 0)) continue;
@@ -252,7 +255,7 @@ export class BloomCopy extends EpochCopy {
       const batch = dirty.slice(start, start + perTxn);
       this.env.write(() => {
         fence();
-        for (const [index, region] of batch) this.#orIntoStoredChunk(index, region, this.filterAt(index)!.region(region));
+        for (const [index, region] of batch) this.#orIntoStoredChunk(index, region, this.storedFilter(index).region(region));
       });
       this.markClean(batch);
       faultPoint('checkpoint:after-chunk-txn');

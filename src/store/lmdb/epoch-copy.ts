@@ -312,6 +312,13 @@ export abstract class EpochCopy {
   /** Called when the slices changed: subclasses drop what they derived from them. */
   protected slicesChanged(): void {}
 
+  /** Filter `index` of the epoch, which the caller knows exists (a dirty chunk, an incoming filter of the right count). */
+  protected storedFilter(index: number): StoredFilter {
+    const filter = this.filterAt(index);
+    assert(filter !== undefined, `filter ${index} exists in epoch ${this.currentHeader.scope}/${this.currentHeader.epoch}`);
+    return filter;
+  }
+
   protected filterAt(index: number): StoredFilter | undefined {
     for (const slice of this.slices) {
       if (index < slice.offset + slice.filters.length) return slice.filters[index - slice.offset];
@@ -391,7 +398,7 @@ export abstract class EpochCopy {
   }
 
   protected markClean(chunks: readonly (readonly [number, number])[]): void {
-    for (const [index, region] of chunks) this.filterAt(index)!.markClean(region);
+    for (const [index, region] of chunks) this.storedFilter(index).markClean(region);
   }
 
   protected loadFresh(): void {

@@ -1,5 +1,5 @@
 import { MIGRATIONS, type MigrationTxn } from '../../../migrations/index.js';
-import { SeenStoreError, asStoreError } from '../../errors.js';
+import { SeenStoreError, asStoreError, assert } from '../../errors.js';
 import { StoreEnv, STORE_HEADER_KEY } from './env.js';
 import { faultPoint } from '../faults.js';
 import { tryLock } from './lock.js';
@@ -34,9 +34,7 @@ export async function migrateStore(dir: string, options: MigrateOptions): Promis
       throw new SeenStoreError('FORMAT_UNSUPPORTED', `store format ${from} was written by a newer seenstore (this one knows up to ${FORMAT_VERSION})`);
     }
     const steps = MIGRATIONS.filter((step) => step.from >= from);
-    steps.forEach((step, i) => {
-      if (step.from !== from + i || step.to !== step.from + 1) throw new SeenStoreError('INTERNAL', `migration steps out of order at format ${step.from}`);
-    });
+    steps.forEach((step, i) => assert(step.from === from + i && step.to === step.from + 1, `migration steps in order (at format ${step.from})`));
     if (steps.length === 0 || steps[steps.length - 1]!.to !== FORMAT_VERSION) {
       throw new SeenStoreError('INTERNAL', `no migration path from format ${from} to ${FORMAT_VERSION}`);
     }

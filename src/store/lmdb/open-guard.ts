@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { ABORT, open, type RootDatabase } from 'lmdb';
-import { SeenStoreError, asStoreError } from '../../errors.js';
+import { SeenStoreError, assert, asStoreError } from '../../errors.js';
 
 /**
  * The guard's own LMDB environment: one file beside the store's data (plus LMDB's `-lock` file).
@@ -75,7 +75,7 @@ export class OpenGuard {
    * is done). Re-entrant within this process.
    */
   hold<T>(action: () => T): T {
-    if (this.#closed) throw new SeenStoreError('INTERNAL', 'the open guard was used after close');
+    assert(!this.#closed, 'the open guard is not used after close');
     if (this.#depth > 0) return action();
     let result: T | undefined;
     this.#depth++;
