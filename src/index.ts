@@ -29,5 +29,6 @@ export type { NormalizeMode } from './url/normalize.js';
 export type { VerifyReport, Damage, SnapshotInfo, RestoreResult, MigrationReport, CheckpointOutcome, SliceSummary } from './store/backend.js';
 export type { ExportResult, ImportOptions, ImportResult, MergeResult, MergeFilesResult } from './epochs/transfer.js';
 export { ExportedEpoch, type ExportedSummary } from './epochs/exported.js';
+export { ScopeFrontier, DEFAULT_LEASE_MS, type TakeOptions, type LeasedUrl, type FrontierStats } from './epochs/frontier.js';
 export { mergeExportFiles } from './epochs/seen-store.js';
 export type { ExportHeader } from './store/export-file.js';

@@ -15,6 +15,7 @@ import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE } from './context.js';
 import { plan } from './commands/plan.js';
 import { simulateCommand } from './commands/simulate.js';
 import { countCommand, deleteCommand } from './commands/count.js';
+import { frontierFinish, frontierPush, frontierStats, frontierTake } from './commands/frontier.js';
 
 function inputOptions(command: Command): Command {
   return command
@@ -121,6 +122,25 @@ export function buildProgram(): Command {
     .command('verify [export-files...]')
     .description('check every header, chunk and journal record of the store (or the given export files); exit 6 with the exact place of any damage')
     .action((files: string[], _options, command: Command) => verify(files, command));
+  const frontier = program.command('frontier').description("the scope's durable queue of URLs found new and not yet finished (docs/frontier.md)");
+  planOptions(inputOptions(frontier.command('push [file]')))
+    .description('queue the URLs not seen before (recording them as seen, in one step) and print them')
+    .action((file: string | undefined, _options, command: Command) => frontierPush(file, command));
+  frontier
+    .command('take')
+    .description('lease up to --count queued URLs; prints ID<TAB>URL per URL')
+    .option('--count <n>', 'URLs to take (default 1)')
+    .option('--lease-ms <ms>', 'lease length in milliseconds (default 300000): unfinished URLs come back after it')
+    .action((_options, command: Command) => frontierTake(command));
+  frontier
+    .command('done [ids...]')
+    .description('finish leased URLs: IDs as arguments, or take\'s lines on stdin')
+    .action((ids: string[], _options, command: Command) => frontierFinish('done', ids, command));
+  frontier
+    .command('release [ids...]')
+    .description('give leased URLs back before their lease runs out: IDs as arguments, or on stdin')
+    .action((ids: string[], _options, command: Command) => frontierFinish('release', ids, command));
+  frontier.command('stats').description('URLs pending, leased and done').action((_options, command: Command) => frontierStats(command));
   const snapshot = program.command('snapshot').description('consistent copies of the whole store, taken while writers run');
   snapshot
     .command('create [name]')

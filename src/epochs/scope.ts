@@ -1,81 +1,23 @@
 import { SeenStoreError, assert } from '../errors.js';
-import type { Layout } from '../filters/bloom.js';
 import { CLASSIC, parseStrategy, strategyName, strategyOf, type Strategy } from '../filters/strategy.js';
 import { keyCount, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
 import type { Backend, CheckpointOutcome, EpochBits } from '../store/backend.js';
 import type { NormalizeMode } from '../url/normalize.js';
 import { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET, checkPlan, newEpochHeader, type EpochPlan } from './create.js';
-import { resolveEpochs, type EpochSpec, type MembershipMode } from './epoch-spec.js';
+import { resolveEpochs, type EpochSpec } from './epoch-spec.js';
 import { epochDetails, epochStats, type EpochDetails, type EpochStats, type ScopeStats } from './epoch-stats.js';
 import { prune, type Dropped, type PruneOptions } from './retention.js';
 import { planNextEpoch, type RotateOptions } from './rotation.js';
 import { exportEpoch, mergeIntoEpoch, type ExportResult, type MergeResult } from './transfer.js';
 import { anyUrlKeys, urlKeys, usableKeys } from './url-keys.js';
+import { ScopeFrontier } from './frontier.js';
+import type { AddOptions, AddSummary, Classification, DiffCategory, DiffResult, QueryOptions, RotateResult, ScopeOptions } from './scope-types.js';
 
 export type { EpochDetails, EpochStats, ScopeStats };
+export type { AddOptions, AddSummary, Classification, DiffCategory, DiffResult, QueryOptions, RotateResult, ScopeOptions };
 
 /** URLs per journal record: a larger call is split, each part committed in its own transaction. */
 export const MAX_BATCH_URLS = 65_536;
-
-export interface ScopeOptions {
-  /** URLs the first epoch is sized for (default 1,000,000). Used only when the epoch is created. */
-  readonly capacityUrls?: number;
-  /** Target false-positive rate of the epoch (default 0.01). Used only when the epoch is created. */
-  readonly fprTarget?: number;
-  /**
-   * How the epochs answer (docs/strategies.md): `classic` (default), `blocked` (one cache line per
-   * URL: faster on large filters, slightly higher FPR) or `spatial:S` (S filters with their own
-   * seeds, seen only if all hold the URL). Used when the scope is created; rotations keep it
-   * unless RotateOptions.strategy says otherwise.
-   */
-  readonly strategy?: string;
-  /** The older spelling of `strategy: 'classic' | 'blocked'`. */
-  readonly layout?: Layout;
-  /** How URLs become keys: `none` (default, exact bytes) or `whatwg` (URL-standard serialisation). */
-  readonly normalize?: NormalizeMode;
-  /**
-   * Seeds of the first epoch (16 hex digits each, as `epoch show` prints them) instead of fresh
-   * ones, so parallel crawlers can merge their exports. Used only when the scope is created.
-   */
-  readonly seeds?: readonly string[];
-}
-
-export interface AddOptions {
-  /**
-   * Only add to this epoch: if it is not (or no longer) the open one, fail with EPOCH_SEALED
-   * instead of following a rotation into the next epoch.
-   */
-  readonly epoch?: number;
-}
-
-export interface QueryOptions {
-  /** Epochs to look in (default `current`). */
-  readonly epochs?: EpochSpec;
-  /** `any` (default): seen in at least one of them; `all`: seen in every one. */
-  readonly mode?: MembershipMode;
-}
-
-export interface AddSummary {
-  /** URLs in the call. */
-  readonly submitted: number;
-  /** URLs that were new. */
-  readonly added: number;
-}
-
-export type Classification = 'new' | 'revisit';
-export type DiffCategory = 'both' | 'only-from' | 'only-to' | 'neither';
-
-export interface DiffResult {
-  readonly from: number;
-  readonly to: number;
-  readonly categories: DiffCategory[];
-  readonly counts: Readonly<Record<DiffCategory, number>>;
-}
-
-export interface RotateResult {
-  readonly sealed: EpochStats;
-  readonly opened: EpochDetails;
-}
 
 /** What a scope needs from its store. */
 export interface ScopeContext {
@@ -165,6 +107,23 @@ export class Scope {
     const answers = new Array<boolean>(urls.count);
     await this.#add(urls, answers, options);
     return answers;
+  }
+
+  /**
+   * As addIfAbsent, and the URLs that were new join the scope's frontier in the same atomic step
+   * (exactly-once discovery): a crawler takes them from `frontier()`. Resolves when durable.
+   */
+  async enqueue(urls: readonly string[], options: AddOptions = {}): Promise<boolean[]> {
+    if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
+    const answers = new Array<boolean>(urls.length);
+    await this.#add(urls, answers, options, urls);
+    return answers;
+  }
+
+  /** The scope's frontier: take, done, release and stats of its queued URLs (docs/frontier.md). */
+  frontier(): ScopeFrontier {
+    this.#ctx.assertOpen();
+    return new ScopeFrontier(this.#ctx, this.name);
   }
 
   /** Records the URLs; resolves with counts once durable. */
@@ -396,7 +355,7 @@ export class Scope {
   }
 
   /** `urls`: an array (addIfAbsent and add check) or UTF-8 keys of the right shape (addIfAbsentUtf8 checks). */
-  async #add(urls: Keys, answers: boolean[] | undefined, options: AddOptions): Promise<number> {
+  async #add(urls: Keys, answers: boolean[] | undefined, options: AddOptions, enqueue?: readonly string[]): Promise<number> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('add');
     if (keyCount(urls) === 0) return 0;
@@ -419,7 +378,7 @@ export class Scope {
       // One part (the usual call): its answers are the call's.
       const partAnswers = answers === undefined || partCount === count ? answers : new Array<boolean>(partCount);
       try {
-        added += await epoch.addIfAbsent(part, partAnswers);
+        added += await epoch.addIfAbsent(part, partAnswers, enqueue === undefined ? undefined : partCount === count ? enqueue : enqueue.slice(start, start + partCount));
       } catch (error) {
         const rotated = error instanceof SeenStoreError && error.code === 'EPOCH_SEALED' && options.epoch === undefined;
         const next = rotated ? await this.#open(false) : undefined;

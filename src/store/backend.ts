@@ -66,6 +66,9 @@ export interface Backend {
   /** The bits of epoch `n` (NOT_FOUND when it does not exist). */
   epoch(scope: string, n: number): Promise<EpochBits>;
 
+  /** The scope's frontier: its queue of discovered, not yet finished URLs. */
+  frontier(scope: string): Promise<Frontier>;
+
   /** Writes what must be written (checkpoints) and releases everything. Idempotent. */
   close(): Promise<void>;
 }
@@ -85,9 +88,10 @@ export interface EpochBits {
    * (when given) is true for the keys that were new; duplicates within the batch are new once.
    * Grows the epoch when its newest slice is full. EPOCH_SEALED, with nothing added, when the
    * epoch is no longer the scope's open epoch. Resolves when the batch is durable, with the number
-   * of new keys.
+   * of new keys. With `enqueue` (one URL per key, and `answers` given), the URLs of the new keys
+   * join the scope's frontier in the same atomic step: a URL is queued exactly when it is new.
    */
-  addIfAbsent(keys: Keys, answers: boolean[] | undefined): Promise<number>;
+  addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: readonly string[]): Promise<number>;
   /** Membership of each key: out[i] = 1 when the epoch (probably) holds key i, else 0. */
   has(keys: readonly string[], out: Uint8Array): Promise<void>;
   /** Counting epochs: out[i] += the count of key i (recurring minimum), 0 when absent. */
@@ -111,6 +115,44 @@ export interface EpochBits {
 }
 
 export type CheckpointOutcome = 'written' | 'clean' | 'busy';
+
+/**
+ * A scope's frontier: URLs found new (EpochBits.addIfAbsent with `enqueue`) wait here until a
+ * crawler takes them under a lease and reports them done. A lease that runs out (the crawler
+ * died) makes its URLs takeable again: delivery is at least once, discovery exactly once.
+ */
+export interface Frontier {
+  /**
+   * Up to `count` waiting URLs, oldest first, each leased for `leaseMs` from now (a URL whose
+   * lease ran out waits again). Atomic: two takers never hold one URL's lease at once. Durable.
+   */
+  take(count: number, leaseMs: number): Promise<LeasedUrl[]>;
+  /** Finishes leased or waiting URLs by id; unknown ids (finished already) are skipped. Resolves with how many were finished. */
+  done(ids: readonly string[]): Promise<number>;
+  /** Gives leased URLs back before their lease runs out (to be taken again); resolves with how many. */
+  release(ids: readonly string[]): Promise<number>;
+  stats(): Promise<FrontierStats>;
+}
+
+export interface LeasedUrl {
+  /** The frontier's id of the entry: what done and release take. */
+  readonly id: string;
+  readonly url: string;
+  /** The epoch the URL was found new in. */
+  readonly epoch: number;
+  /** Times it was taken, this one included (more than 1: an earlier taker's lease ran out). */
+  readonly attempts: number;
+  readonly leaseUntilMs: number;
+}
+
+export interface FrontierStats {
+  /** Waiting to be taken (including those whose lease ran out). */
+  readonly pending: number;
+  /** Taken, lease still running. */
+  readonly leased: number;
+  /** Finished since the frontier began. */
+  readonly done: number;
+}
 
 export interface RotateRequest {
   /** The epoch the caller found open; EPOCH_SEALED when it no longer is (another rotation won). */

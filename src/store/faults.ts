@@ -19,7 +19,10 @@ export type FaultPoint =
   | 'restore:before-swap'
   | 'export:mid-write'
   | 'export:mid-read'
-  | 'snapshot:after-copy';
+  | 'snapshot:after-copy'
+  | 'frontier:take-before-commit'
+  | 'frontier:take-after-commit'
+  | 'frontier:change-before-commit';
 
 let hook: ((point: FaultPoint) => void) | undefined;
 

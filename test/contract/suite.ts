@@ -205,6 +205,39 @@ export function contractSuite(factory: BackendFactory): void {
       }
     });
 
+    test('frontier: discovery exactly once, leases that run out, done and release, queued URLs kept across rotation', async () => {
+      const { store } = await open();
+      try {
+        const scope = store.scope('f', EXACT);
+        const input = [...urls.slice(0, 1_000), ...urls.slice(0, 200)];
+        assert.equal((await scope.enqueue(input)).filter(Boolean).length, 1_000);
+        assert.equal((await scope.enqueue(urls.slice(0, 1_000))).filter(Boolean).length, 0, 'a URL was queued twice');
+        const frontier = scope.frontier();
+        const short = await frontier.take(300, { leaseMs: 200 });
+        assert.deepEqual(short.map((entry) => entry.url), urls.slice(0, 300), 'not taken oldest first');
+        assert.ok(short.every((entry) => entry.attempts === 1 && entry.epoch === 1));
+        const [rest, none] = await Promise.all([frontier.take(1_000, { leaseMs: 60_000 }), frontier.take(1_000, { leaseMs: 60_000 })]);
+        assert.equal(rest.length + none.length, 700, 'two takes handed out one URL twice, or lost one');
+        assert.equal(new Set([...short, ...rest, ...none].map((entry) => entry.id)).size, 1_000);
+        assert.deepEqual(await frontier.take(10), [], 'a leased URL was taken again before its lease ran out');
+        await new Promise((resolve) => setTimeout(resolve, 260));
+        const retried = await frontier.take(1_000, { leaseMs: 60_000 });
+        assert.deepEqual(retried.map((entry) => entry.url), urls.slice(0, 300), 'URLs whose lease ran out did not come back');
+        assert.ok(retried.every((entry) => entry.attempts === 2));
+        const finished = [...rest, ...none].map((entry) => entry.id);
+        assert.equal(await frontier.done(finished), 700);
+        assert.equal(await frontier.done(finished), 0, 'a URL was finished twice');
+        assert.equal(await frontier.release(retried.map((entry) => entry.id)), 300);
+        assert.deepEqual(await frontier.stats(), { pending: 300, leased: 0, done: 700 });
+        await scope.rotate();
+        assert.deepEqual(await frontier.stats(), { pending: 300, leased: 0, done: 700 }, 'rotation changed the frontier');
+        await expectCode('USAGE', () => frontier.take(0));
+        await expectCode('USAGE', () => frontier.done(['not-an-id']));
+      } finally {
+        await store.close();
+      }
+    });
+
     test('every documented error code that does not depend on the backend is reachable', async () => {
       const { store } = await open();
       const dir = tempDir('seenstore-contract-');
@@ -263,6 +296,8 @@ export function contractSuite(factory: BackendFactory): void {
         ['epoch', () => scope.epoch(1)],
         ['openEpoch', () => scope.openEpoch()],
         ['checkpoint', () => scope.checkpoint()],
+        ['enqueue', () => scope.enqueue(['https://a.example/'])],
+        ['frontier', () => scope.frontier()],
       ];
       for (const [name, call] of calls) {
         const error = await expectCode('STORE_CLOSED', call);

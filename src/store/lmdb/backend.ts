@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
-import type { Backend, EpochBits, EpochUsage, ImportRequest, Rotation, RotateRequest, StoreMaintenance } from '../backend.js';
+import type { Backend, EpochBits, Frontier, EpochUsage, ImportRequest, Rotation, RotateRequest, StoreMaintenance } from '../backend.js';
 import { faultPoint } from '../faults.js';
 import { removeStoreLeftovers } from '../leftovers.js';
 import type { EpochHeader, ScopeRecord } from '../records.js';
@@ -12,6 +12,7 @@ import { LmdbEpoch, RELEASE_MAP_AFTER_BYTES, loadEpochCopy, type LmdbEpochContex
 import type { EpochCopy } from './epoch-copy.js';
 import { scopeKey, epochKey } from './keys.js';
 import { effectiveLockStaleMs, isLocked } from './lock.js';
+import { LmdbFrontier } from './frontier.js';
 import * as meta from './metadata.js';
 import { createSnapshot, defaultSnapshotName, deleteSnapshot, EXCLUSIVE_LOCK, listSnapshots, SNAPSHOTS_DIR } from './snapshots.js';
 import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
@@ -178,6 +179,10 @@ export class LmdbBackend implements Backend {
     // Reading each chunk's key maps its first page (LMDB reads an overflow value's header): let them go.
     if (usage.chunks * CHUNK_PAYLOAD_BYTES >= RELEASE_MAP_AFTER_BYTES) this.#env.releaseMappedPages();
     return usage;
+  }
+
+  async frontier(scope: string): Promise<Frontier> {
+    return new LmdbFrontier(this.#env, scope);
   }
 
   async epoch(scope: string, n: number): Promise<EpochBits> {

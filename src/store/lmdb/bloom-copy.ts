@@ -11,7 +11,7 @@ import type { EpochHeader, SliceSpec } from '../records.js';
 import type { BitThread } from './bit-thread.js';
 import { CHECKPOINT_TXN_BYTES, type Fence } from './checkpoint.js';
 import type { StoreEnv } from './env.js';
-import { EpochCopy } from './epoch-copy.js';
+import { EpochCopy, type AfterDecide } from './epoch-copy.js';
 import { encodeJournalRecord, JOURNAL_HEADER_BYTES, type JournalRecord } from './journal.js';
 import { checkpointKey } from './keys.js';
 
@@ -94,8 +94,8 @@ export class BloomCopy extends EpochCopy {
    * up first means every batch any process committed is seen before deciding. On return the
    * records are committed; answers[i] is true for URLs that were new.
    */
-  addBatch(keys: Keys, words: Uint32Array, answers: boolean[] | undefined, expectOpen: () => void): number {
-    const added = this.writeBatch(keys, words, expectOpen, 'adding a batch to', (hashes) => this.#decideAll(keys, hashes, answers));
+  addBatch(keys: Keys, words: Uint32Array, answers: boolean[] | undefined, expectOpen: () => void, afterDecide?: AfterDecide): number {
+    const added = this.writeBatch(keys, words, expectOpen, 'adding a batch to', (hashes) => this.#decideAll(keys, hashes, answers), afterDecide);
     faultPoint('add:after-commit');
     return added;
   }
@@ -108,7 +108,7 @@ export class BloomCopy extends EpochCopy {
    * surrogate) fails the batch after the bit thread may have set bits of earlier chunks: the
    * transaction is aborted and the copy reloaded, as for any failed batch.
    */
-  addBatchOn(thread: BitThread, keys: Keys, answers: boolean[] | undefined, expectOpen: () => void): number {
+  addBatchOn(thread: BitThread, keys: Keys, answers: boolean[] | undefined, expectOpen: () => void, afterDecide?: AfterDecide): number {
     const added = this.inWriteTransaction(expectOpen, 'adding a batch to', () => {
       const count = keyCount(keys);
       const target = this.#decideTarget();
@@ -121,7 +121,7 @@ export class BloomCopy extends EpochCopy {
       assert(fresh === decided.fresh, 'the bit thread counts as many new URLs as it flags');
       this.#appendRecord(this.slices.length - 1, count, decided.fresh);
       return decided.fresh;
-    });
+    }, afterDecide);
     faultPoint('add:after-commit');
     return added;
   }

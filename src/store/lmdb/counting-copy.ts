@@ -8,7 +8,7 @@ import type { CheckpointRecord, EpochHeader, SliceSpec } from '../records.js';
 import type { BitThread } from './bit-thread.js';
 import type { Fence } from './checkpoint.js';
 import type { StoreEnv } from './env.js';
-import { EpochCopy, MAX_SLICES } from './epoch-copy.js';
+import { EpochCopy, MAX_SLICES, type AfterDecide } from './epoch-copy.js';
 import { encodeCountingRecord, type JournalRecord } from './journal.js';
 
 /**
@@ -98,15 +98,15 @@ export class CountingCopy extends EpochCopy {
    * slice touched, holding every URL's hashes in order, so replay repeats exactly the same
    * operations on the same counters.
    */
-  addBatch(keys: Keys, words: Uint32Array, answers: boolean[] | undefined, expectOpen: () => void): number {
-    const added = this.writeBatch(keys, words, expectOpen, 'adding a batch to', (hashes) => this.#decide(keys, hashes, answers));
+  addBatch(keys: Keys, words: Uint32Array, answers: boolean[] | undefined, expectOpen: () => void, afterDecide?: AfterDecide): number {
+    const added = this.writeBatch(keys, words, expectOpen, 'adding a batch to', (hashes) => this.#decide(keys, hashes, answers), afterDecide);
     faultPoint('add:after-commit');
     return added;
   }
 
   /** Counting epochs stay on the calling thread (counters are not bits a thread can OR). */
-  addBatchOn(_thread: BitThread, keys: Keys, answers: boolean[] | undefined, expectOpen: () => void): number {
-    return this.addBatch(keys, this.rehash(keys), answers, expectOpen);
+  addBatchOn(_thread: BitThread, keys: Keys, answers: boolean[] | undefined, expectOpen: () => void, afterDecide?: AfterDecide): number {
+    return this.addBatch(keys, this.rehash(keys), answers, expectOpen, afterDecide);
   }
 
   #decide(keys: Keys, words: Uint32Array, answers: boolean[] | undefined): number {

@@ -37,6 +37,15 @@ function holding<T>(guard: OpenGuard | undefined, action: () => T): T {
   return guard === undefined ? action() : guard.hold(action);
 }
 
+/** The named database of the frontier (docs/format.md). */
+const FRONTIER_DB = 'frontier';
+
+/** Whether the environment has the named database `name` (named databases are keys of the root). */
+function namedDbExists(root: RootDatabase, name: string): boolean {
+  for (const key of root.getKeys({ start: name })) return key === name;
+  return false;
+}
+
 /** Below this much free space the store's file system counts as full (failed writes, new files). */
 const FULL_DISK_FREE_BYTES = 2 ** 20;
 
@@ -59,7 +68,14 @@ export class StoreEnv {
   readonly #guard: OpenGuard | undefined;
   /** Opened with LMDB's read-only flag: write() refuses, and no header is created. */
   readonly readOnly: boolean;
-  #handles!: { root: RootDatabase; meta: Database<Buffer, Key>; chunks: Database<Buffer, Key>; journal: Database<Buffer, Key> };
+  #handles!: {
+    root: RootDatabase;
+    meta: Database<Buffer, Key>;
+    chunks: Database<Buffer, Key>;
+    journal: Database<Buffer, Key>;
+    /** Created by the first frontier write (ensureFrontierDb): a store without a frontier has none. */
+    frontier: Database<Buffer, Key> | undefined;
+  };
   /** Earlier handles being closed (releaseMappedPages); close() waits for them. */
   readonly #closing: Promise<void>[] = [];
   /** The data file this environment opened (see #checkSameDataFile). */
@@ -116,12 +132,31 @@ export class StoreEnv {
     return this.#handles.journal;
   }
 
+  /** The frontier's database (pending URLs of every scope), or undefined while no frontier was ever written. */
+  get frontierDb(): Database<Buffer, Key> | undefined {
+    return this.#handles.frontier;
+  }
+
+  /**
+   * The frontier's database, created by the first frontier write of the store. Creating a named
+   * database is a commit of its own, so it happens holding the open guard, never inside another
+   * write transaction.
+   */
+  ensureFrontierDb(): Database<Buffer, Key> {
+    if (this.#handles.frontier !== undefined) return this.#handles.frontier;
+    if (this.readOnly) throw readOnlyError(this.dir, 'write to the frontier');
+    const root = this.#handles.root;
+    this.#handles.frontier = holding(this.#guard, () => root.openDB<Buffer, Key>({ name: FRONTIER_DB, encoding: 'binary' }));
+    return this.#handles.frontier;
+  }
+
   #attach(root: RootDatabase): void {
     this.#handles = {
       root,
       meta: root.openDB<Buffer, Key>({ name: 'meta', encoding: 'binary' }),
       chunks: root.openDB<Buffer, Key>({ name: 'chunks', encoding: 'binary' }),
       journal: root.openDB<Buffer, Key>({ name: 'journal', encoding: 'binary' }),
+      frontier: namedDbExists(root, FRONTIER_DB) ? root.openDB<Buffer, Key>({ name: FRONTIER_DB, encoding: 'binary' }) : undefined,
     };
   }
 
@@ -277,6 +312,11 @@ export class StoreEnv {
   /** Writes a meta record; call inside a write transaction. */
   putMeta(key: Key, value: object): void {
     this.metaDb.putSync(key, this.#packr.pack(value));
+  }
+
+  /** A record as msgpack, as meta records are stored (for the other databases that hold records: the frontier). */
+  encodeRecord(value: object): Buffer {
+    return this.#packr.pack(value);
   }
 
   removeMeta(key: Key): void {

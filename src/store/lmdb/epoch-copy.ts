@@ -19,6 +19,9 @@ import { fencedCheckpoint, type Fence } from './checkpoint.js';
 /** Most slices an epoch may grow to; slice j holds capacity * 2^j URLs, so this is never reached in practice. */
 export const MAX_SLICES = 24;
 
+/** Runs inside an add's write transaction once its answers are decided. */
+export type AfterDecide = () => void;
+
 /** One slice as stored: its spec, the filters its chunks hold, and where its filters start. */
 export interface StoredSlice {
   readonly spec: SliceSpec;
@@ -124,11 +127,14 @@ export abstract class EpochCopy {
   /** Applies one journal record to the filters (its slice and kind already checked). */
   protected abstract applyRecord(record: JournalRecord, slice: number, where: string): void;
 
-  /** The add-if-absent of a batch hashed by hashKeys, in one write transaction; see BloomCopy / CountingCopy. */
-  abstract addBatch(keys: Keys, words: Uint32Array, answers: boolean[] | undefined, expectOpen: () => void): number;
+  /**
+   * The add-if-absent of a batch hashed by hashKeys, in one write transaction (see BloomCopy,
+   * CountingCopy); `afterDecide` runs inside it once the answers are known (the frontier's entries).
+   */
+  abstract addBatch(keys: Keys, words: Uint32Array, answers: boolean[] | undefined, expectOpen: () => void, afterDecide?: AfterDecide): number;
 
   /** As addBatch, with a bit thread setting the bits where the copy allows it. */
-  abstract addBatchOn(thread: BitThread, keys: Keys, answers: boolean[] | undefined, expectOpen: () => void): number;
+  abstract addBatchOn(thread: BitThread, keys: Keys, answers: boolean[] | undefined, expectOpen: () => void, afterDecide?: AfterDecide): number;
 
   /** Writes the copy's state back (inside the checkpoint's lock and fence). */
   protected abstract writeCheckpoint(fence: Fence): Promise<CheckpointOutcome>;
@@ -197,7 +203,7 @@ export abstract class EpochCopy {
    * caught up first, then `change` decides and journals. If anything fails after the copy was
    * touched, it is poisoned and reloaded before its next use.
    */
-  protected inWriteTransaction(expectOpen: () => void, doing: string, change: () => number): number {
+  protected inWriteTransaction(expectOpen: () => void, doing: string, change: () => number, afterDecide?: AfterDecide): number {
     let result = 0;
     let touched = false;
     let txnId = -1;
@@ -208,6 +214,7 @@ export abstract class EpochCopy {
         if (this.poisoned || txnId !== this.#batchTxnId + 1) this.catchUp();
         touched = true;
         result = change();
+        afterDecide?.();
         faultPoint('add:before-commit');
       });
       this.#batchTxnId = txnId;
@@ -219,9 +226,9 @@ export abstract class EpochCopy {
   }
 
   /** As inWriteTransaction, with keys hashed before it: rehashed when another process added a slice meanwhile. */
-  protected writeBatch(keys: Keys, words: Uint32Array, expectOpen: () => void, doing: string, change: (words: Uint32Array) => number): number {
+  protected writeBatch(keys: Keys, words: Uint32Array, expectOpen: () => void, doing: string, change: (words: Uint32Array) => number, afterDecide?: AfterDecide): number {
     const hashedFor = this.filterCount;
-    return this.inWriteTransaction(expectOpen, doing, () => change(this.filterCount === hashedFor ? words : this.rehash(keys)));
+    return this.inWriteTransaction(expectOpen, doing, () => change(this.filterCount === hashedFor ? words : this.rehash(keys)), afterDecide);
   }
 
   protected rehash(keys: Keys): Uint32Array {

@@ -1,4 +1,5 @@
-import { SeenStoreError } from '../../errors.js';
+import { SeenStoreError, assert } from '../../errors.js';
+import { queueNew } from './frontier.js';
 import { keyCount, type Keys, type XxHash } from '../../hash/xxhash.js';
 import type { CheckpointOutcome, EpochBits, EpochContents, EpochSummary } from '../backend.js';
 import { isCountingEpoch, type EpochHeader } from '../records.js';
@@ -61,18 +62,25 @@ export class LmdbEpoch implements EpochBits {
     return this.#filters.counting;
   }
 
-  async addIfAbsent(keys: Keys, answers: boolean[] | undefined): Promise<number> {
+  async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: readonly string[]): Promise<number> {
     const filters = this.#filters;
     const { scope, epoch } = filters.header;
-    const expectOpen = (): void => expectOpenEpoch(this.#ctx.env, scope, epoch);
+    const env = this.#ctx.env;
+    const expectOpen = (): void => expectOpenEpoch(env, scope, epoch);
+    let afterDecide: (() => void) | undefined;
+    if (enqueue !== undefined) {
+      assert(answers !== undefined && enqueue.length === keyCount(keys), 'an enqueue gives one URL per key and wants the answers');
+      env.ensureFrontierDb();
+      afterDecide = () => queueNew(env, scope, epoch, enqueue, answers);
+    }
     const thread = this.#ctx.bitThread;
     let added: number;
     if (thread === undefined) {
       const words = this.#ctx.scratch(2 * keyCount(keys) * filters.filterCount);
       filters.hashKeys(keys, words);
-      added = filters.addBatch(keys, words, answers, expectOpen);
+      added = filters.addBatch(keys, words, answers, expectOpen, afterDecide);
     } else {
-      added = filters.addBatchOn(thread, keys, answers, expectOpen);
+      added = filters.addBatchOn(thread, keys, answers, expectOpen, afterDecide);
     }
     await this.#ctx.env.flushed();
     this.#maybeCheckpoint();

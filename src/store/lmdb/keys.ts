@@ -56,3 +56,17 @@ export function chunkKeyParts(key: unknown): { readonly filter: number; readonly
 export function journalKeySeq(key: unknown): number {
   return (key as [string, number, number])[2];
 }
+
+/**
+ * The frontier database (created by the first frontier write):
+ *   [scope, 0]     the scope's frontier state (next id, URLs finished)
+ *   [scope, id]    one queued URL, id >= 1 in the order found
+ */
+export const frontierStateKey = (scope: string): DataKey => [scope, 0];
+export const frontierEntryKey = (scope: string, id: number): DataKey => [scope, id];
+/** The queued URLs of a scope from id `fromId` on. */
+export const frontierRange = (scope: string, fromId = 1): KeyRange => ({ start: [scope, fromId], end: [scope, Number.MAX_SAFE_INTEGER] });
+/** The id of a frontier entry key. */
+export function frontierKeyId(key: unknown): number {
+  return (key as [string, number])[1];
+}

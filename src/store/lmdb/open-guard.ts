@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { ABORT, open, type RootDatabase } from 'lmdb';
-import { SeenStoreError, assert, asStoreError } from '../../errors.js';
+import { assert, asStoreError } from '../../errors.js';
 
 /**
  * The guard's own LMDB environment: one file beside the store's data (plus LMDB's `-lock` file).

@@ -1,0 +1,82 @@
+import type { Command } from 'commander';
+import { batchOptions, openStore, parseCount, requireScope, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
+import { forEachBatch, openInput } from '../input.js';
+import { formatCount, writeAll } from '../output.js';
+
+type PushOptions = GlobalOptions & InputOptions & PlanOptions;
+type TakeOptions = GlobalOptions & { readonly count?: string; readonly leaseMs?: string };
+
+/**
+ * `frontier push [FILE]`: the URLs not seen before join the scope's frontier (and are recorded as
+ * seen) in one step per batch; prints the queued URLs, like filter-new, so pipes compose.
+ */
+export async function frontierPush(file: string | undefined, command: Command): Promise<void> {
+  const options = command.optsWithGlobals<PushOptions>();
+  const store = await openStore(options, true);
+  try {
+    const scope = store.scope(scopeName(options), scopeOptions(options));
+    let queued = 0;
+    const counts = await forEachBatch(openInput(file), batchOptions(options, await scope.normalizeMode()), async (lines) => {
+      const fresh = await scope.enqueue(lines);
+      const out = lines.filter((_, i) => fresh[i]);
+      queued += out.length;
+      if (out.length > 0) await writeAll(process.stdout, `${out.join('\n')}\n`);
+    });
+    const summary = { read: counts.read, queued, seen: counts.read - queued, invalid: counts.invalid };
+    process.stderr.write(options.json ? `${JSON.stringify(summary)}\n` : `read ${formatCount(summary.read)}, queued ${formatCount(queued)}, already seen ${formatCount(summary.seen)}, invalid ${formatCount(summary.invalid)}\n`);
+  } finally {
+    await store.close();
+  }
+}
+
+/** `frontier take [--count N] [--lease-ms MS]`: prints `ID<TAB>URL` per leased URL (JSON lines with --json). */
+export async function frontierTake(command: Command): Promise<void> {
+  const options = command.optsWithGlobals<TakeOptions>();
+  const count = parseCount('count', options.count) ?? 1;
+  const leaseMs = parseCount('lease-ms', options.leaseMs);
+  const store = await openStore(options, false);
+  try {
+    const frontier = (await requireScope(store, options)).frontier();
+    const leased = await frontier.take(count, leaseMs === undefined ? {} : { leaseMs });
+    const lines = leased.map((entry) => (options.json ? JSON.stringify(entry) : `${entry.id}\t${entry.url}`));
+    if (lines.length > 0) await writeAll(process.stdout, `${lines.join('\n')}\n`);
+  } finally {
+    await store.close();
+  }
+}
+
+/** `frontier done|release [IDS...]`: ids from the arguments, else the first field of each stdin line (take's output). */
+export async function frontierFinish(which: 'done' | 'release', ids: string[], command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  const given = ids.length > 0 ? ids : await idsFromStdin();
+  const store = await openStore(options, false);
+  try {
+    const frontier = (await requireScope(store, options)).frontier();
+    const changed = which === 'done' ? await frontier.done(given) : await frontier.release(given);
+    const summary = { given: given.length, [which === 'done' ? 'done' : 'released']: changed };
+    process.stderr.write(options.json ? `${JSON.stringify(summary)}\n` : `${which === 'done' ? 'done' : 'released'} ${formatCount(changed)} of ${formatCount(given.length)}\n`);
+  } finally {
+    await store.close();
+  }
+}
+
+/** `frontier stats`: pending, leased and done. */
+export async function frontierStats(command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  const store = await openStore(options, false);
+  try {
+    const stats = await (await requireScope(store, options)).frontier().stats();
+    process.stdout.write(options.json ? `${JSON.stringify({ scope: scopeName(options), ...stats })}\n` : `pending ${formatCount(stats.pending)}, leased ${formatCount(stats.leased)}, done ${formatCount(stats.done)}\n`);
+  } finally {
+    await store.close();
+  }
+}
+
+async function idsFromStdin(): Promise<string[]> {
+  let text = '';
+  for await (const chunk of process.stdin) text += (chunk as Buffer).toString('utf8');
+  return text
+    .split('\n')
+    .map((line) => line.split('\t')[0]!.trim())
+    .filter((id) => id.length > 0);
+}

@@ -1,0 +1,66 @@
+import type { Layout } from '../filters/bloom.js';
+import type { NormalizeMode } from '../url/normalize.js';
+import type { EpochDetails, EpochStats } from './epoch-stats.js';
+import type { EpochSpec, MembershipMode } from './epoch-spec.js';
+
+/** The options and results of Scope's methods. */
+
+export interface ScopeOptions {
+  /** URLs the first epoch is sized for (default 1,000,000). Used only when the epoch is created. */
+  readonly capacityUrls?: number;
+  /** Target false-positive rate of the epoch (default 0.01). Used only when the epoch is created. */
+  readonly fprTarget?: number;
+  /**
+   * How the epochs answer (docs/strategies.md): `classic` (default), `blocked` (one cache line per
+   * URL: faster on large filters, slightly higher FPR) or `spatial:S` (S filters with their own
+   * seeds, seen only if all hold the URL). Used when the scope is created; rotations keep it
+   * unless RotateOptions.strategy says otherwise.
+   */
+  readonly strategy?: string;
+  /** The older spelling of `strategy: 'classic' | 'blocked'`. */
+  readonly layout?: Layout;
+  /** How URLs become keys: `none` (default, exact bytes) or `whatwg` (URL-standard serialisation). */
+  readonly normalize?: NormalizeMode;
+  /**
+   * Seeds of the first epoch (16 hex digits each, as `epoch show` prints them) instead of fresh
+   * ones, so parallel crawlers can merge their exports. Used only when the scope is created.
+   */
+  readonly seeds?: readonly string[];
+}
+
+export interface AddOptions {
+  /**
+   * Only add to this epoch: if it is not (or no longer) the open one, fail with EPOCH_SEALED
+   * instead of following a rotation into the next epoch.
+   */
+  readonly epoch?: number;
+}
+
+export interface QueryOptions {
+  /** Epochs to look in (default `current`). */
+  readonly epochs?: EpochSpec;
+  /** `any` (default): seen in at least one of them; `all`: seen in every one. */
+  readonly mode?: MembershipMode;
+}
+
+export interface AddSummary {
+  /** URLs in the call. */
+  readonly submitted: number;
+  /** URLs that were new. */
+  readonly added: number;
+}
+
+export type Classification = 'new' | 'revisit';
+export type DiffCategory = 'both' | 'only-from' | 'only-to' | 'neither';
+
+export interface DiffResult {
+  readonly from: number;
+  readonly to: number;
+  readonly categories: DiffCategory[];
+  readonly counts: Readonly<Record<DiffCategory, number>>;
+}
+
+export interface RotateResult {
+  readonly sealed: EpochStats;
+  readonly opened: EpochDetails;
+}

@@ -1,0 +1,165 @@
+import { SeenStoreError } from '../../errors.js';
+import type { Frontier, FrontierStats, LeasedUrl } from '../backend.js';
+import { faultPoint } from '../faults.js';
+import type { StoreEnv } from './env.js';
+import { frontierEntryKey, frontierKeyId, frontierRange, frontierStateKey } from './keys.js';
+
+/** A scope's frontier state record (docs/format.md). */
+interface FrontierState {
+  readonly v: 1;
+  /** Id of the next URL queued. */
+  readonly nextId: number;
+  /** URLs finished since the frontier began. */
+  readonly done: number;
+}
+
+/** One queued URL (docs/format.md). `leaseUntilMs` 0: waiting. */
+interface FrontierEntry {
+  readonly v: 1;
+  readonly url: string;
+  readonly epoch: number;
+  readonly atMs: number;
+  readonly leaseUntilMs: number;
+  readonly attempts: number;
+}
+
+/** Most entries one take looks at past the ones it hands out (leased ones at the head): bounds a take's transaction. */
+const TAKE_SCAN_MAX = 1_000_000;
+
+function readState(env: StoreEnv, scope: string): FrontierState {
+  const db = env.frontierDb;
+  const bytes = db?.getBinary(frontierStateKey(scope));
+  if (bytes === undefined) return { v: 1, nextId: 1, done: 0 };
+  const state = env.decodeMeta(bytes, `frontier state of ${scope}`) as Partial<FrontierState>;
+  if (state.v !== 1 || !Number.isSafeInteger(state.nextId) || !Number.isSafeInteger(state.done)) {
+    throw new SeenStoreError(state.v !== undefined && state.v > 1 ? 'FORMAT_UNSUPPORTED' : 'STORE_CORRUPT', `frontier state of ${scope}: malformed or of an unknown version`);
+  }
+  return state as FrontierState;
+}
+
+function readEntry(env: StoreEnv, scope: string, id: number, bytes: Uint8Array): FrontierEntry {
+  const entry = env.decodeMeta(bytes, `frontier entry ${scope}/${id}`) as Partial<FrontierEntry>;
+  if (entry.v !== 1 || typeof entry.url !== 'string' || !Number.isSafeInteger(entry.epoch) || typeof entry.leaseUntilMs !== 'number' || !Number.isSafeInteger(entry.attempts)) {
+    throw new SeenStoreError(entry.v !== undefined && entry.v > 1 ? 'FORMAT_UNSUPPORTED' : 'STORE_CORRUPT', `frontier entry ${scope}/${id}: malformed or of an unknown version`);
+  }
+  return entry as FrontierEntry;
+}
+
+/**
+ * Queues the URLs whose answer is true (inside the add's write transaction, after deciding): the
+ * entries commit with the batch's journal record, or neither does.
+ */
+export function queueNew(env: StoreEnv, scope: string, epoch: number, urls: readonly string[], answers: readonly boolean[]): void {
+  const db = env.frontierDb;
+  if (db === undefined) throw new SeenStoreError('INTERNAL', 'invariant broken: the frontier database exists before an enqueue writes');
+  const state = readState(env, scope);
+  const atMs = Date.now();
+  let id = state.nextId;
+  for (let i = 0; i < urls.length; i++) {
+    if (!answers[i]) continue;
+    const entry: FrontierEntry = { v: 1, url: urls[i]!, epoch, atMs, leaseUntilMs: 0, attempts: 0 };
+    db.putSync(frontierEntryKey(scope, id), env.encodeRecord(entry));
+    id++;
+  }
+  if (id !== state.nextId) db.putSync(frontierStateKey(scope), env.encodeRecord({ ...state, nextId: id }));
+}
+
+/** The LMDB backend's frontier of one scope: entries in the frontier database, every change one write transaction. */
+export class LmdbFrontier implements Frontier {
+  readonly #env: StoreEnv;
+  readonly #scope: string;
+
+  constructor(env: StoreEnv, scope: string) {
+    this.#env = env;
+    this.#scope = scope;
+  }
+
+  async take(count: number, leaseMs: number): Promise<LeasedUrl[]> {
+    const env = this.#env;
+    const db = env.ensureFrontierDb();
+    const taken = env.write(() => {
+      const now = Date.now();
+      const out: LeasedUrl[] = [];
+      let looked = 0;
+      for (const { key, value } of db.getRange(frontierRange(this.#scope))) {
+        if (out.length >= count || looked++ >= count + TAKE_SCAN_MAX) break;
+        const id = frontierKeyId(key);
+        const entry = readEntry(env, this.#scope, id, value);
+        if (entry.leaseUntilMs > now) continue;
+        const leased: FrontierEntry = { ...entry, leaseUntilMs: now + leaseMs, attempts: entry.attempts + 1 };
+        db.putSync(key, env.encodeRecord(leased));
+        out.push({ id: String(id), url: entry.url, epoch: entry.epoch, attempts: leased.attempts, leaseUntilMs: leased.leaseUntilMs });
+      }
+      faultPoint('frontier:take-before-commit');
+      return out;
+    });
+    await env.flushed();
+    faultPoint('frontier:take-after-commit');
+    return taken;
+  }
+
+  async done(ids: readonly string[]): Promise<number> {
+    return this.#change(ids, 'done', (db, key) => {
+      db.removeSync(key);
+      return true;
+    });
+  }
+
+  async release(ids: readonly string[]): Promise<number> {
+    return this.#change(ids, 'release', (db, key, entry) => {
+      if (entry.leaseUntilMs === 0) return false;
+      db.putSync(key, this.#env.encodeRecord({ ...entry, leaseUntilMs: 0 }));
+      return true;
+    });
+  }
+
+  async stats(): Promise<FrontierStats> {
+    const env = this.#env;
+    env.refresh();
+    const db = env.frontierDb;
+    if (db === undefined) return { pending: 0, leased: 0, done: 0 };
+    const now = Date.now();
+    let pending = 0;
+    let leased = 0;
+    for (const { key, value } of db.getRange(frontierRange(this.#scope))) {
+      if (readEntry(env, this.#scope, frontierKeyId(key), value).leaseUntilMs > now) leased++;
+      else pending++;
+    }
+    return { pending, leased, done: readState(env, this.#scope).done };
+  }
+
+  /** Applies `change` to each entry named by `ids` that exists, in one write transaction; counts finished ones. */
+  async #change(
+    ids: readonly string[],
+    doing: 'done' | 'release',
+    change: (db: NonNullable<StoreEnv['frontierDb']>, key: (string | number)[], entry: FrontierEntry) => boolean,
+  ): Promise<number> {
+    const numbers = ids.map((id) => parseId(id));
+    const env = this.#env;
+    const db = env.ensureFrontierDb();
+    const changed = env.write(() => {
+      let n = 0;
+      for (const id of numbers) {
+        const key = frontierEntryKey(this.#scope, id);
+        const bytes = db.getBinary(key);
+        if (bytes === undefined) continue;
+        if (change(db, key, readEntry(env, this.#scope, id, bytes))) n++;
+      }
+      if (doing === 'done' && n > 0) {
+        const state = readState(env, this.#scope);
+        db.putSync(frontierStateKey(this.#scope), env.encodeRecord({ ...state, done: state.done + n }));
+      }
+      faultPoint('frontier:change-before-commit');
+      return n;
+    });
+    await env.flushed();
+    return changed;
+  }
+}
+
+/** A frontier id as take gave it: a whole number >= 1 in decimal. */
+function parseId(id: string): number {
+  const n = typeof id === 'string' && /^[1-9][0-9]{0,15}$/.test(id) ? Number(id) : NaN;
+  if (!Number.isSafeInteger(n)) throw new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
+  return n;
+}

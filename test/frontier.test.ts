@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SeenStore } from '../src/index.js';
+import { runCli } from './helpers/cli.js';
+import { ROOT, sharedUrls } from './helpers/data.js';
+import { tempDir } from './helpers/tmp.js';
+
+const CHILD = join(ROOT, 'dist', 'test', 'helpers', 'frontier-child.js');
+
+interface ChildOut {
+  readonly lines: string[];
+  readonly killed: boolean;
+}
+
+/** Runs the frontier child; resolves with its output lines and whether it killed itself at the fault point. */
+function child(args: readonly string[]): Promise<ChildOut> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    proc.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    proc.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+    proc.on('error', reject);
+    proc.on('close', (code, signal) => {
+      if (code !== 0 && signal !== 'SIGKILL') reject(new Error(`frontier child failed (${code}): ${err}`));
+      else resolve({ lines: out.split('\n').filter((line) => line.length > 0), killed: signal === 'SIGKILL' });
+    });
+  });
+}
+
+/** Everything queued in scope `f` of `dir`, taken with a short lease (ids and URLs), and the stats before. */
+async function drain(dir: string): Promise<{ urls: string[]; pending: number; leased: number; done: number }> {
+  const store = await SeenStore.open(dir);
+  try {
+    const frontier = store.scope('f').frontier();
+    const stats = await frontier.stats();
+    const urls: string[] = [];
+    for (;;) {
+      const taken = await frontier.take(1_000, { leaseMs: 60_000 });
+      if (taken.length === 0) break;
+      urls.push(...taken.map((entry) => entry.url));
+    }
+    return { urls, ...stats };
+  } finally {
+    await store.close();
+  }
+}
+
+describe('frontier: kill -9 at every named point loses nothing acknowledged', () => {
+  const urls = sharedUrls('crawl-sitelist-15k.txt').slice(0, 2_000);
+
+  for (const point of ['add:before-commit', 'add:after-commit']) {
+    test(`enqueue killed at ${point}: every acknowledged URL queued once, the killed batch queued exactly when it was recorded`, async () => {
+      const dir = tempDir();
+      const file = join(dir, 'urls.txt');
+      writeFileSync(file, `${urls.join('\n')}\n`);
+      const run = await child([dir, file, '500', point, 'enqueue']);
+      assert.ok(run.killed, 'the child was not killed at the fault point');
+      const acked = run.lines.filter((line) => line.startsWith('ack ')).length;
+      const { urls: queued, pending } = await drain(dir);
+      assert.equal(new Set(queued).size, queued.length, 'a URL was queued twice');
+      assert.equal(pending, queued.length);
+      const ackedUrls = urls.slice(0, acked * 500);
+      const queuedSet = new Set(queued);
+      assert.ok(ackedUrls.every((url) => queuedSet.has(url)), 'an acknowledged URL is missing from the frontier');
+      // Queued exactly when recorded as seen: the queue and the bits commit together.
+      const store = await SeenStore.open(dir);
+      try {
+        const seen = await store.scope('f').has(urls);
+        urls.forEach((url, i) => assert.equal(queuedSet.has(url), seen[i], `URL ${i}: queued ${queuedSet.has(url)}, seen ${seen[i]}`));
+      } finally {
+        await store.close();
+      }
+      if (point === 'add:before-commit') assert.equal(queued.length, acked * 500, 'the killed batch reached the frontier');
+      else assert.equal(queued.length, (acked + 1) * 500, 'the committed batch is missing from the frontier');
+    });
+  }
+
+  for (const point of ['frontier:take-before-commit', 'frontier:take-after-commit', 'frontier:change-before-commit']) {
+    test(`take/done killed at ${point}: no URL lost, leases run out, nothing finished twice`, async () => {
+      const dir = tempDir();
+      const file = join(dir, 'urls.txt');
+      writeFileSync(file, `${urls.join('\n')}\n`);
+      assert.equal((await child([dir, file, '500', 'none', 'enqueue'])).lines.at(-1), 'finished');
+      const run = await child([dir, file, '300', point, point.includes('change') ? 'done' : 'take', '400']);
+      assert.ok(run.killed, 'the child was not killed at the fault point');
+      const store = await SeenStore.open(dir);
+      try {
+        const frontier = store.scope('f').frontier();
+        const stats = await frontier.stats();
+        assert.equal(stats.pending + stats.leased + stats.done, urls.length, `${JSON.stringify(stats)}: URLs went missing`);
+        // take-after-commit and change-before-commit: the take committed, the done (if any) did not.
+        const tookCommitted = point !== 'frontier:take-before-commit';
+        assert.equal(stats.done, 0, `${JSON.stringify(stats)}: an uncommitted done took effect`);
+        assert.equal(stats.leased, tookCommitted ? 300 : 0, `${JSON.stringify(stats)}: leases are not what was committed`);
+        await sleep(450);
+        const again = await frontier.take(65_536, { leaseMs: 60_000 });
+        assert.equal(again.length, urls.length, 'URLs of a dead taker did not come back after the lease');
+        assert.equal(again.filter((entry) => entry.attempts === 2).length, tookCommitted ? 300 : 0);
+        assert.equal(new Set(again.map((entry) => entry.url)).size, urls.length);
+      } finally {
+        await store.close();
+      }
+    });
+  }
+});
+
+describe('frontier CLI', () => {
+  test('push | take | done compose in pipes; stats counts each state', async () => {
+    const dir = tempDir();
+    const input = `${sharedUrls('crawl-sitelist-15k.txt').slice(0, 50).join('\n')}\nhttps://a.example/x\nhttps://a.example/x\n`;
+    const push = await runCli(['--store', dir, '--scope', 'c', 'frontier', 'push'], input);
+    assert.equal(push.code, 0, push.stderr);
+    assert.equal(push.stdout.split('\n').filter(Boolean).length, 51);
+    assert.match(push.stderr, /queued 51/);
+    const again = await runCli(['--store', dir, '--scope', 'c', 'frontier', 'push'], input);
+    assert.equal(again.stdout, '', 'a URL was queued twice');
+    const take = await runCli(['--store', dir, '--scope', 'c', 'frontier', 'take', '--count', '20']);
+    assert.equal(take.code, 0, take.stderr);
+    const taken = take.stdout.split('\n').filter(Boolean);
+    assert.equal(taken.length, 20);
+    assert.ok(taken.every((line) => /^\d+\thttps?:\/\//.test(line)));
+    const done = await runCli(['--store', dir, '--scope', 'c', 'frontier', 'done'], take.stdout);
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stderr, /done 20 of 20/);
+    const stats = await runCli(['--store', dir, '--scope', 'c', '--json', 'frontier', 'stats']);
+    assert.deepEqual(JSON.parse(stats.stdout), { scope: 'c', pending: 31, leased: 0, done: 20 });
+    const bad = await runCli(['--store', dir, '--scope', 'c', 'frontier', 'done', 'abc']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /seenstore: error USAGE: not a frontier id/);
+  });
+});
