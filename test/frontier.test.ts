@@ -4,7 +4,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { open } from 'lmdb';
 import { SeenStore } from '../src/index.js';
+import { expectCode } from './helpers/errors.js';
 import { runCli } from './helpers/cli.js';
 import { ROOT, sharedUrls } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
@@ -107,6 +109,28 @@ describe('frontier: kill -9 at every named point loses nothing acknowledged', ()
       }
     });
   }
+});
+
+describe('frontier records in verify', () => {
+  test('a damaged frontier entry is reported with its place; take refuses it with STORE_CORRUPT', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    await store.scope('f').enqueue(['https://a.example/1', 'https://a.example/2']);
+    await store.close();
+    const root = open({ path: dir, noSubdir: false, maxDbs: 8 });
+    const db = root.openDB<Buffer, (string | number)[]>({ name: 'frontier', encoding: 'binary' });
+    await db.put(['f', 2], Buffer.from([0xc1]));
+    await root.close();
+    const report = await SeenStore.verify(dir);
+    assert.equal(report.ok, false);
+    assert.deepEqual(report.damage.map((d) => d.where), ['frontier ["f",2]']);
+    const again = await SeenStore.open(dir);
+    try {
+      await expectCode('STORE_CORRUPT', () => again.scope('f').frontier().take(5));
+    } finally {
+      await again.close();
+    }
+  });
 });
 
 describe('frontier CLI', () => {

@@ -157,6 +157,25 @@ export class LmdbFrontier implements Frontier {
   }
 }
 
+/** Every frontier record that does not read back (for verify): each with its place and the error. */
+export function verifyFrontier(env: StoreEnv): { where: string; error: unknown }[] {
+  const db = env.frontierDb;
+  if (db === undefined) return [];
+  const found: { where: string; error: unknown }[] = [];
+  for (const { key, value } of db.getRange({})) {
+    const [scope, id] = key as unknown as [string, number];
+    const where = `frontier ${JSON.stringify(key)}`;
+    try {
+      if (typeof scope !== 'string' || !Number.isSafeInteger(id) || id < 0) throw new SeenStoreError('STORE_CORRUPT', 'not a frontier key');
+      if (id === 0) readState(env, scope);
+      else readEntry(env, scope, id, value);
+    } catch (error) {
+      found.push({ where, error });
+    }
+  }
+  return found;
+}
+
 /** A frontier id as take gave it: a whole number >= 1 in decimal. */
 function parseId(id: string): number {
   const n = typeof id === 'string' && /^[1-9][0-9]{0,15}$/.test(id) ? Number(id) : NaN;

@@ -17,6 +17,7 @@ import { filterGeometries } from '../../filters/keying.js';
 import { join } from 'node:path';
 import { existsSync, statSync } from 'node:fs';
 import { stableWalk } from './data-file.js';
+import { verifyFrontier } from './frontier.js';
 import type { Damage, VerifyReport } from '../backend.js';
 
 export type { Damage, VerifyReport };
@@ -173,5 +174,6 @@ function verifyRecords(env: StoreEnv, hash: XxHash): VerifyReport {
       report(where, error);
     }
   }
+  for (const { where, error } of verifyFrontier(env)) report(where, error);
   return { ok: damage.length === 0, scopes, epochs: epochs.size, chunks, journalRecords, damage, notes };
 }
