@@ -7,6 +7,7 @@ export {
   type EpochDetails,
   type AddSummary,
   type AddOptions,
+  type EnqueueOptions,
   type QueryOptions,
   type Classification,
   type DiffCategory,

@@ -1,6 +1,6 @@
 import { SeenStoreError } from '../errors.js';
 import type { XxHash } from '../hash/xxhash.js';
-import type { Backend, FrontierStats, LeasedUrl } from '../store/backend.js';
+import type { Backend, FrontierStats, LeasedUrl, QueueItems } from '../store/backend.js';
 
 export type { FrontierStats, LeasedUrl };
 
@@ -8,6 +8,10 @@ export type { FrontierStats, LeasedUrl };
 export const DEFAULT_LEASE_MS = 5 * 60_000;
 /** Most URLs one take hands out. */
 export const MAX_TAKE = 65_536;
+/** Largest payload kept with one queued URL, as JSON text. */
+export const MAX_DATA_BYTES = 64 * 1024;
+/** An owner name: what a crawler keeps across restarts to take back its own leases. */
+const OWNER_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
 interface FrontierContext {
   readonly backend: Backend;
@@ -19,6 +23,12 @@ interface FrontierContext {
 export interface TakeOptions {
   /** How long the URLs are the taker's (default 5 minutes): past it, unfinished URLs are taken again. */
   readonly leaseMs?: number;
+  /**
+   * Who takes (1-128 of A-Z a-z 0-9 . _ : -): a crawler that keeps its owner name across restarts
+   * gives its dead predecessor's leases back at once with `reclaim(owner)` instead of waiting
+   * for them to run out.
+   */
+  readonly owner?: string;
 }
 
 /**
@@ -46,7 +56,16 @@ export class ScopeFrontier {
     }
     const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     if (!Number.isSafeInteger(leaseMs) || leaseMs < 1) throw new SeenStoreError('USAGE', `leaseMs must be a whole number of milliseconds >= 1, got ${String(leaseMs)}`);
-    return (await this.#frontier()).take(count, leaseMs);
+    if (options.owner !== undefined) checkOwner(options.owner);
+    return (await this.#frontier()).take(count, leaseMs, options.owner);
+  }
+
+  /** Gives back at once every running lease that `owner` took; resolves with how many. */
+  async reclaim(owner: string): Promise<number> {
+    this.#ctx.assertOpen();
+    this.#ctx.assertWritable('reclaim frontier leases');
+    checkOwner(owner);
+    return (await this.#frontier()).reclaim(owner);
   }
 
   /** Finishes URLs by the ids take gave; resolves with how many were still there to finish. */
@@ -57,12 +76,16 @@ export class ScopeFrontier {
     return (await this.#frontier()).done(ids);
   }
 
-  /** Gives leased URLs back before their lease runs out, to be taken again (a crawler that stops early). */
-  async release(ids: readonly string[]): Promise<number> {
+  /**
+   * Gives leased URLs back before their lease runs out, to be taken again (a crawler that stops
+   * early, or retries a failed page later); `data[i]`, when given, replaces what is kept with
+   * URL i (a retry count, an error message).
+   */
+  async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('release frontier URLs');
     if (!Array.isArray(ids)) throw new TypeError('ids must be an array of strings');
-    return (await this.#frontier()).release(ids);
+    return (await this.#frontier()).release(ids, data === undefined ? undefined : checkedData(data, ids.length));
   }
 
   async stats(): Promise<FrontierStats> {
@@ -73,4 +96,30 @@ export class ScopeFrontier {
   async #frontier() {
     return this.#ctx.backend.frontier(this.scope);
   }
+}
+
+function checkOwner(owner: string): void {
+  if (typeof owner !== 'string' || !OWNER_PATTERN.test(owner)) {
+    throw new SeenStoreError('USAGE', `owner must be 1-128 of A-Z a-z 0-9 . _ : -, got ${JSON.stringify(owner)}`);
+  }
+}
+
+/** Payloads, one per URL, each JSON-like and at most MAX_DATA_BYTES as JSON: checked before anything is written. */
+export function checkedData(data: readonly unknown[], count: number): readonly unknown[] {
+  if (!Array.isArray(data) || data.length !== count) throw new SeenStoreError('USAGE', `data must be an array of ${count} payloads, one per URL`);
+  data.forEach((item, i) => {
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(item);
+    } catch (error) {
+      throw new SeenStoreError('USAGE', `data[${i}] is not JSON-like: ${(error as Error).message}`);
+    }
+    if (text !== undefined && Buffer.byteLength(text) > MAX_DATA_BYTES) throw new SeenStoreError('USAGE', `data[${i}] is over ${MAX_DATA_BYTES} bytes as JSON`);
+  });
+  return data;
+}
+
+/** Items start..end - 1 of a call's queue items (one part of a call split into batches). */
+export function queuePart(items: QueueItems, start: number, end: number): QueueItems {
+  return { urls: items.urls.slice(start, end), ...(items.data === undefined ? {} : { data: items.data.slice(start, end) }) };
 }

@@ -64,3 +64,11 @@ export interface RotateResult {
   readonly sealed: EpochStats;
   readonly opened: EpochDetails;
 }
+
+export interface EnqueueOptions extends AddOptions {
+  /**
+   * data[i] is kept with URL i in the frontier and handed back by take (e.g. a crawler's request:
+   * its label, depth and retries). JSON-like values (msgpack), at most 64 KiB each.
+   */
+  readonly data?: readonly unknown[];
+}

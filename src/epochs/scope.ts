@@ -1,7 +1,7 @@
 import { SeenStoreError, assert } from '../errors.js';
 import { CLASSIC, parseStrategy, strategyName, strategyOf, type Strategy } from '../filters/strategy.js';
 import { keyCount, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
-import type { Backend, CheckpointOutcome, EpochBits } from '../store/backend.js';
+import type { Backend, CheckpointOutcome, EpochBits, QueueItems } from '../store/backend.js';
 import type { NormalizeMode } from '../url/normalize.js';
 import { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET, checkPlan, newEpochHeader, type EpochPlan } from './create.js';
 import { resolveEpochs, type EpochSpec } from './epoch-spec.js';
@@ -10,11 +10,11 @@ import { prune, type Dropped, type PruneOptions } from './retention.js';
 import { planNextEpoch, type RotateOptions } from './rotation.js';
 import { exportEpoch, mergeIntoEpoch, type ExportResult, type MergeResult } from './transfer.js';
 import { anyUrlKeys, urlKeys, usableKeys } from './url-keys.js';
-import { ScopeFrontier } from './frontier.js';
-import type { AddOptions, AddSummary, Classification, DiffCategory, DiffResult, QueryOptions, RotateResult, ScopeOptions } from './scope-types.js';
+import { ScopeFrontier, checkedData, queuePart } from './frontier.js';
+import type { AddOptions, AddSummary, EnqueueOptions, Classification, DiffCategory, DiffResult, QueryOptions, RotateResult, ScopeOptions } from './scope-types.js';
 
 export type { EpochDetails, EpochStats, ScopeStats };
-export type { AddOptions, AddSummary, Classification, DiffCategory, DiffResult, QueryOptions, RotateResult, ScopeOptions };
+export type { AddOptions, AddSummary, EnqueueOptions, Classification, DiffCategory, DiffResult, QueryOptions, RotateResult, ScopeOptions };
 
 /** URLs per journal record: a larger call is split, each part committed in its own transaction. */
 export const MAX_BATCH_URLS = 65_536;
@@ -113,10 +113,11 @@ export class Scope {
    * As addIfAbsent, and the URLs that were new join the scope's frontier in the same atomic step
    * (exactly-once discovery): a crawler takes them from `frontier()`. Resolves when durable.
    */
-  async enqueue(urls: readonly string[], options: AddOptions = {}): Promise<boolean[]> {
+  async enqueue(urls: readonly string[], options: EnqueueOptions = {}): Promise<boolean[]> {
     if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
+    const { data, ...addOptions } = options;
     const answers = new Array<boolean>(urls.length);
-    await this.#add(urls, answers, options, urls);
+    await this.#add(urls, answers, addOptions, { urls, ...(data === undefined ? {} : { data: checkedData(data, urls.length) }) });
     return answers;
   }
 
@@ -355,7 +356,7 @@ export class Scope {
   }
 
   /** `urls`: an array (addIfAbsent and add check) or UTF-8 keys of the right shape (addIfAbsentUtf8 checks). */
-  async #add(urls: Keys, answers: boolean[] | undefined, options: AddOptions, enqueue?: readonly string[]): Promise<number> {
+  async #add(urls: Keys, answers: boolean[] | undefined, options: AddOptions, enqueue?: QueueItems): Promise<number> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('add');
     if (keyCount(urls) === 0) return 0;
@@ -378,7 +379,7 @@ export class Scope {
       // One part (the usual call): its answers are the call's.
       const partAnswers = answers === undefined || partCount === count ? answers : new Array<boolean>(partCount);
       try {
-        added += await epoch.addIfAbsent(part, partAnswers, enqueue === undefined ? undefined : partCount === count ? enqueue : enqueue.slice(start, start + partCount));
+        added += await epoch.addIfAbsent(part, partAnswers, enqueue === undefined || partCount === count ? enqueue : queuePart(enqueue, start, start + partCount));
       } catch (error) {
         const rotated = error instanceof SeenStoreError && error.code === 'EPOCH_SEALED' && options.epoch === undefined;
         const next = rotated ? await this.#open(false) : undefined;

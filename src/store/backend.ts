@@ -91,7 +91,7 @@ export interface EpochBits {
    * of new keys. With `enqueue` (one URL per key, and `answers` given), the URLs of the new keys
    * join the scope's frontier in the same atomic step: a URL is queued exactly when it is new.
    */
-  addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: readonly string[]): Promise<number>;
+  addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems): Promise<number>;
   /** Membership of each key: out[i] = 1 when the epoch (probably) holds key i, else 0. */
   has(keys: readonly string[], out: Uint8Array): Promise<void>;
   /** Counting epochs: out[i] += the count of key i (recurring minimum), 0 when absent. */
@@ -126,12 +126,24 @@ export interface Frontier {
    * Up to `count` waiting URLs, oldest first, each leased for `leaseMs` from now (a URL whose
    * lease ran out waits again). Atomic: two takers never hold one URL's lease at once. Durable.
    */
-  take(count: number, leaseMs: number): Promise<LeasedUrl[]>;
+  take(count: number, leaseMs: number, owner?: string): Promise<LeasedUrl[]>;
   /** Finishes leased or waiting URLs by id; unknown ids (finished already) are skipped. Resolves with how many were finished. */
   done(ids: readonly string[]): Promise<number>;
-  /** Gives leased URLs back before their lease runs out (to be taken again); resolves with how many. */
-  release(ids: readonly string[]): Promise<number>;
+  /**
+   * Gives leased URLs back before their lease runs out (to be taken again); `data[i]`, when given,
+   * replaces what is kept with URL i. Resolves with how many were leased.
+   */
+  release(ids: readonly string[], data?: readonly unknown[]): Promise<number>;
+  /** Gives back at once every lease that `owner` took (a restarted crawler taking back its predecessor's). */
+  reclaim(owner: string): Promise<number>;
   stats(): Promise<FrontierStats>;
+}
+
+/** What an enqueue queues for each key: its URL, and optionally a payload kept with it. */
+export interface QueueItems {
+  readonly urls: readonly string[];
+  /** data[i] is kept with URL i and handed back by take (a crawler's request: label, depth, retries). */
+  readonly data?: readonly unknown[];
 }
 
 export interface LeasedUrl {
@@ -143,6 +155,8 @@ export interface LeasedUrl {
   /** Times it was taken, this one included (more than 1: an earlier taker's lease ran out). */
   readonly attempts: number;
   readonly leaseUntilMs: number;
+  /** What was queued with the URL (or given by the last release), if anything. */
+  readonly data?: unknown;
 }
 
 export interface FrontierStats {

@@ -238,6 +238,33 @@ export function contractSuite(factory: BackendFactory): void {
       }
     });
 
+    test('frontier: payloads kept with queued URLs and replaced by release; an owner takes back its own leases at once', async () => {
+      const { store } = await open();
+      try {
+        const scope = store.scope('p', EXACT);
+        const queued = urls.slice(0, 4);
+        const data = queued.map((url, i) => ({ label: i % 2 === 0 ? 'list' : 'detail', depth: i, from: url }));
+        assert.deepEqual(await scope.enqueue(queued, { data }), [true, true, true, true]);
+        const frontier = scope.frontier();
+        const first = await frontier.take(4, { leaseMs: 60_000, owner: 'crawler-1' });
+        assert.deepEqual(first.map((entry) => entry.data), data);
+        assert.equal(await frontier.release([first[0]!.id], [{ ...data[0], retries: 1 }]), 1);
+        const retried = await frontier.take(4, { leaseMs: 60_000 });
+        assert.deepEqual(retried.map((entry) => entry.data), [{ ...data[0], retries: 1 }]);
+        // crawler-1 "died" holding three leases: its successor takes them back without waiting.
+        assert.equal(await frontier.reclaim('crawler-1'), 3);
+        assert.equal(await frontier.reclaim('crawler-1'), 0);
+        const back = await frontier.take(10, { leaseMs: 60_000, owner: 'crawler-2' });
+        assert.deepEqual(back.map((entry) => entry.url), queued.slice(1));
+        await expectCode('USAGE', () => scope.enqueue(['https://a.example/'], { data: [] }));
+        await expectCode('USAGE', () => scope.enqueue(['https://a.example/'], { data: ['x'.repeat(70_000)] }));
+        await expectCode('USAGE', () => frontier.take(1, { owner: 'bad owner' }));
+        assert.deepEqual(await scope.has(['https://a.example/']), [false], 'a refused enqueue recorded its URL');
+      } finally {
+        await store.close();
+      }
+    });
+
     test('every documented error code that does not depend on the backend is reachable', async () => {
       const { store } = await open();
       const dir = tempDir('seenstore-contract-');

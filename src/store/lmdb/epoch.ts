@@ -1,7 +1,7 @@
 import { SeenStoreError, assert } from '../../errors.js';
 import { queueNew } from './frontier.js';
 import { keyCount, type Keys, type XxHash } from '../../hash/xxhash.js';
-import type { CheckpointOutcome, EpochBits, EpochContents, EpochSummary } from '../backend.js';
+import type { CheckpointOutcome, EpochBits, EpochContents, EpochSummary, QueueItems } from '../backend.js';
 import { isCountingEpoch, type EpochHeader } from '../records.js';
 import type { BitThread } from './bit-thread.js';
 import type { StoreEnv } from './env.js';
@@ -62,14 +62,14 @@ export class LmdbEpoch implements EpochBits {
     return this.#filters.counting;
   }
 
-  async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: readonly string[]): Promise<number> {
+  async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems): Promise<number> {
     const filters = this.#filters;
     const { scope, epoch } = filters.header;
     const env = this.#ctx.env;
     const expectOpen = (): void => expectOpenEpoch(env, scope, epoch);
     let afterDecide: (() => void) | undefined;
     if (enqueue !== undefined) {
-      assert(answers !== undefined && enqueue.length === keyCount(keys), 'an enqueue gives one URL per key and wants the answers');
+      assert(answers !== undefined && enqueue.urls.length === keyCount(keys), 'an enqueue gives one URL per key and wants the answers');
       env.ensureFrontierDb();
       afterDecide = () => queueNew(env, scope, epoch, enqueue, answers);
     }

@@ -1,5 +1,5 @@
 import { SeenStoreError } from '../../errors.js';
-import type { Frontier, FrontierStats, LeasedUrl } from '../backend.js';
+import type { Frontier, FrontierStats, LeasedUrl, QueueItems } from '../backend.js';
 import { faultPoint } from '../faults.js';
 import type { StoreEnv } from './env.js';
 import { frontierEntryKey, frontierKeyId, frontierRange, frontierStateKey } from './keys.js';
@@ -21,6 +21,9 @@ interface FrontierEntry {
   readonly atMs: number;
   readonly leaseUntilMs: number;
   readonly attempts: number;
+  /** Who holds the lease (take's owner), when one was given. */
+  readonly owner?: string;
+  readonly data?: unknown;
 }
 
 /** Most entries one take looks at past the ones it hands out (leased ones at the head): bounds a take's transaction. */
@@ -49,7 +52,8 @@ function readEntry(env: StoreEnv, scope: string, id: number, bytes: Uint8Array):
  * Queues the URLs whose answer is true (inside the add's write transaction, after deciding): the
  * entries commit with the batch's journal record, or neither does.
  */
-export function queueNew(env: StoreEnv, scope: string, epoch: number, urls: readonly string[], answers: readonly boolean[]): void {
+export function queueNew(env: StoreEnv, scope: string, epoch: number, items: QueueItems, answers: readonly boolean[]): void {
+  const { urls, data } = items;
   const db = env.frontierDb;
   if (db === undefined) throw new SeenStoreError('INTERNAL', 'invariant broken: the frontier database exists before an enqueue writes');
   const state = readState(env, scope);
@@ -57,7 +61,7 @@ export function queueNew(env: StoreEnv, scope: string, epoch: number, urls: read
   let id = state.nextId;
   for (let i = 0; i < urls.length; i++) {
     if (!answers[i]) continue;
-    const entry: FrontierEntry = { v: 1, url: urls[i]!, epoch, atMs, leaseUntilMs: 0, attempts: 0 };
+    const entry: FrontierEntry = { v: 1, url: urls[i]!, epoch, atMs, leaseUntilMs: 0, attempts: 0, ...(data?.[i] === undefined ? {} : { data: data[i] }) };
     db.putSync(frontierEntryKey(scope, id), env.encodeRecord(entry));
     id++;
   }
@@ -74,7 +78,7 @@ export class LmdbFrontier implements Frontier {
     this.#scope = scope;
   }
 
-  async take(count: number, leaseMs: number): Promise<LeasedUrl[]> {
+  async take(count: number, leaseMs: number, owner?: string): Promise<LeasedUrl[]> {
     const env = this.#env;
     const db = env.ensureFrontierDb();
     const taken = env.write(() => {
@@ -86,9 +90,17 @@ export class LmdbFrontier implements Frontier {
         const id = frontierKeyId(key);
         const entry = readEntry(env, this.#scope, id, value);
         if (entry.leaseUntilMs > now) continue;
-        const leased: FrontierEntry = { ...entry, leaseUntilMs: now + leaseMs, attempts: entry.attempts + 1 };
+        const { owner: _previous, ...free } = entry;
+        const leased: FrontierEntry = { ...free, leaseUntilMs: now + leaseMs, attempts: entry.attempts + 1, ...(owner === undefined ? {} : { owner }) };
         db.putSync(key, env.encodeRecord(leased));
-        out.push({ id: String(id), url: entry.url, epoch: entry.epoch, attempts: leased.attempts, leaseUntilMs: leased.leaseUntilMs });
+        out.push({
+          id: String(id),
+          url: entry.url,
+          epoch: entry.epoch,
+          attempts: leased.attempts,
+          leaseUntilMs: leased.leaseUntilMs,
+          ...(entry.data === undefined ? {} : { data: entry.data }),
+        });
       }
       faultPoint('frontier:take-before-commit');
       return out;
@@ -105,12 +117,32 @@ export class LmdbFrontier implements Frontier {
     });
   }
 
-  async release(ids: readonly string[]): Promise<number> {
-    return this.#change(ids, 'release', (db, key, entry) => {
+  async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
+    if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
+    return this.#change(ids, 'release', (db, key, entry, i) => {
       if (entry.leaseUntilMs === 0) return false;
-      db.putSync(key, this.#env.encodeRecord({ ...entry, leaseUntilMs: 0 }));
+      db.putSync(key, this.#env.encodeRecord(unleased(entry, data?.[i])));
       return true;
     });
+  }
+
+  async reclaim(owner: string): Promise<number> {
+    const env = this.#env;
+    const db = env.frontierDb;
+    if (db === undefined) return 0;
+    const released = env.write(() => {
+      const now = Date.now();
+      let n = 0;
+      for (const { key, value } of db.getRange(frontierRange(this.#scope))) {
+        const entry = readEntry(env, this.#scope, frontierKeyId(key), value);
+        if (entry.owner !== owner || entry.leaseUntilMs <= now) continue;
+        db.putSync(key, env.encodeRecord(unleased(entry, undefined)));
+        n++;
+      }
+      return n;
+    });
+    await env.flushed();
+    return released;
   }
 
   async stats(): Promise<FrontierStats> {
@@ -132,19 +164,18 @@ export class LmdbFrontier implements Frontier {
   async #change(
     ids: readonly string[],
     doing: 'done' | 'release',
-    change: (db: NonNullable<StoreEnv['frontierDb']>, key: (string | number)[], entry: FrontierEntry) => boolean,
+    change: (db: NonNullable<StoreEnv['frontierDb']>, key: (string | number)[], entry: FrontierEntry, index: number) => boolean,
   ): Promise<number> {
     const numbers = ids.map((id) => parseId(id));
     const env = this.#env;
     const db = env.ensureFrontierDb();
     const changed = env.write(() => {
       let n = 0;
-      for (const id of numbers) {
+      numbers.forEach((id, index) => {
         const key = frontierEntryKey(this.#scope, id);
         const bytes = db.getBinary(key);
-        if (bytes === undefined) continue;
-        if (change(db, key, readEntry(env, this.#scope, id, bytes))) n++;
-      }
+        if (bytes !== undefined && change(db, key, readEntry(env, this.#scope, id, bytes), index)) n++;
+      });
       if (doing === 'done' && n > 0) {
         const state = readState(env, this.#scope);
         db.putSync(frontierStateKey(this.#scope), env.encodeRecord({ ...state, done: state.done + n }));
@@ -174,6 +205,12 @@ export function verifyFrontier(env: StoreEnv): { where: string; error: unknown }
     }
   }
   return found;
+}
+
+/** The entry waiting again, its lease and owner gone; `data` replaces its payload when given. */
+function unleased(entry: FrontierEntry, data: unknown): FrontierEntry {
+  const { owner: _owner, ...rest } = entry;
+  return { ...rest, leaseUntilMs: 0, ...(data === undefined ? {} : { data }) };
 }
 
 /** A frontier id as take gave it: a whole number >= 1 in decimal. */
