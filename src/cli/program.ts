@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { STRATEGY_HELP } from '../filters/strategy.js';
 import { add } from './commands/add.js';
@@ -35,8 +36,15 @@ function planOptions(command: Command): Command {
     .option('--threads <n>', 'threads for adds (default 1; 2: a second thread sets the bits while this one hashes)');
 }
 
+/** The package's version, from the package.json this file ships in (dist/src/cli -> the package root). */
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
 export function buildProgram(): Command {
   const program = new Command('seenstore')
+    .version(packageVersion(), '-V, --version', 'print the version and exit')
     .description('A durable "have we seen this URL?" store for web crawlers: seeded Bloom filters in LMDB, per crawl epoch.')
     .option('--store <dir>', 'store directory (default $SEENSTORE_DIR or ./.seenstore)')
     .option('--scope <name>', 'scope: a site or crawl job (default "default")')

@@ -153,6 +153,7 @@ export class Scope {
   #lastCheckpointMs = Date.now();
   #checkpointRunning: Promise<unknown> | undefined;
 
+  /** @internal Scopes come from SeenStore.scope(); the context holds the store's internals. */
   constructor(ctx: ScopeContext, name: string, options: ScopeOptions) {
     this.#ctx = ctx;
     this.name = name;
