@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import { SeenStoreError } from '../../errors.js';
 import type { EpochDetails, EpochStats } from '../../epochs/scope.js';
 import { openStore, openStoreReadOnly, parseCount, parseFpr, parseSeeds, requireScope, type GlobalOptions } from '../context.js';
 import { formatCount, table } from '../output.js';
 import { stopOnSignals } from '../interrupt.js';
+import { parseDuration } from '../duration.js';
 import { safePoint } from '../../store/interruption.js';
 import { parseStrategy, strategyName } from '../../filters/strategy.js';
 
@@ -119,20 +119,11 @@ export async function epochRotate(command: Command): Promise<void> {
   }
 }
 
-/** Durations like 90s, 30m, 12h, 7d, 2w. */
-export function parseDuration(text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  const match = /^([0-9]+(?:\.[0-9]+)?)(s|m|h|d|w)$/.exec(text);
-  if (match === null) throw new SeenStoreError('USAGE', `--sealed-within must be a duration like 90s, 30m, 12h, 7d or 2w, got ${JSON.stringify(text)}`);
-  const unitMs = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }[match[2] as 's' | 'm' | 'h' | 'd' | 'w'];
-  return Number(match[1]) * unitMs;
-}
-
 /** `epoch prune`: drop sealed epochs beyond the retention, reporting each drop. */
 export async function epochPrune(command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions & { keepLast?: string; sealedWithin?: string }>();
   const keepLast = parseCount('keep-last', options.keepLast);
-  const sealedWithinMs = parseDuration(options.sealedWithin);
+  const sealedWithinMs = options.sealedWithin === undefined ? undefined : parseDuration('sealed-within', options.sealedWithin);
   const signal = stopOnSignals();
   const store = await openStore(options, false);
   try {
