@@ -194,6 +194,14 @@ function addStoreCommands(program: Command): void {
       .action(async (files: string[], _o, command: Command) => (await import('./commands/verify.js')).verify(files, command)),
     ['seenstore --store /var/lib/crawler/seen verify', 'seenstore verify shop-prev.ssx'],
   );
+  examples(
+    program
+      .command('report')
+      .description('write one self-contained HTML page with charts of every epoch (or --scope\'s): URLs added and new, distinct vs capacity, fill, FPR vs target, slices, sizing, prunes')
+      .option('--out <file>', 'write the page to FILE (default: stdout)')
+      .action(async (_o, command: Command) => (await import('./commands/report.js')).report(command)),
+    ['seenstore report --out crawl-report.html', 'seenstore --scope example.org report > example.html'],
+  );
   addSnapshotCommands(program);
   examples(
     program
