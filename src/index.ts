@@ -33,3 +33,4 @@ export { mergeExportFiles } from './epochs/seen-store.js';
 export type { ExportHeader } from './store/export-file.js';
 export type { RestoreResult, SnapshotInfo } from './store/snapshots.js';
 export type { MigrationReport } from './store/migrate.js';
+export type { DiskUsage } from './store/disk-usage.js';

@@ -139,8 +139,18 @@ function addEpochCommands(program: Command): void {
       .addOption(new Option('--strategy <name>', `strategy of the new epoch (default: the previous epoch's): ${STRATEGY_HELP}`).argParser(validated(parseStrategy)))
       .addOption(new Option('--seeds <hex>', 'seeds of the new epoch instead of fresh ones (parallel crawlers that will merge)').argParser(validated(parseSeeds)))
       .addOption(new Option('--if-epoch <n>', 'rotate only if N is the open epoch, else print that nothing was rotated and exit 0 (two schedulers rotate once)').argParser(count('if-epoch')))
+      .addOption(
+        new Option('--if-older-than <duration>', `rotate only if the open epoch was created longer ago than DURATION, else print its age and exit 0 (for cron): ${DURATION_HELP}`).argParser(
+          validated((text) => parseDuration('if-older-than', text)),
+        ),
+      )
       .action(async (_o, command: Command) => (await import('./commands/epoch.js')).epochRotate(command)),
-    ['seenstore --scope example.org epoch rotate', 'seenstore --scope example.org epoch rotate --capacity 2e6 --strategy blocked', 'seenstore --scope example.org epoch rotate --if-epoch 4'],
+    [
+      'seenstore --scope example.org epoch rotate',
+      'seenstore --scope example.org epoch rotate --capacity 2e6 --strategy blocked',
+      'seenstore --scope example.org epoch rotate --if-epoch 4',
+      'seenstore --scope example.org epoch rotate --if-older-than 7d   # from cron, daily',
+    ],
   );
   examples(
     epoch
@@ -157,9 +167,16 @@ function addStoreCommands(program: Command): void {
   examples(
     program
       .command('stats')
-      .description('per scope and epoch: capacity, adds, estimated distinct URLs, fill, estimated FPR, bytes on disk')
+      .description('per scope and epoch: capacity, adds, estimated distinct URLs, fill, estimated FPR, bytes on disk; or metrics for Prometheus; or a health check')
+      .addOption(new Option('--format <format>', 'text (default), json (as --json) or prometheus (node_exporter textfile format)').choices(['text', 'json', 'prometheus']))
+      .option('--check', 'print what is wrong and exit 1 if an open epoch is past its capacity or any epoch\'s estimated FPR is above its target')
       .action(async (_o, command: Command) => (await import('./commands/stats.js')).stats(command)),
-    ['seenstore stats', 'seenstore --scope example.org --json stats'],
+    [
+      'seenstore stats',
+      'seenstore --scope example.org --json stats',
+      'seenstore stats --format prometheus > /var/lib/node_exporter/seenstore.prom.$$ && mv /var/lib/node_exporter/seenstore.prom.$$ /var/lib/node_exporter/seenstore.prom',
+      'seenstore stats --check || alert "seenstore needs attention"',
+    ],
   );
   examples(
     program
@@ -222,9 +239,18 @@ function addSnapshotCommands(program: Command): void {
   examples(
     snapshot
       .command('create [name]')
-      .description('snapshot the store into <store>/snapshots/NAME (default name: the UTC time)')
+      .description('snapshot the store into <store>/snapshots/NAME (default name: the UTC time), or into a new directory elsewhere (--out)')
+      .option('--out <dir>', 'write the snapshot to DIR, a new directory (a backup on another disk); its last part is the snapshot name')
       .action(async (name: string | undefined, _o, command: Command) => (await import('./commands/snapshot.js')).snapshotCreate(name, command)),
-    ['seenstore snapshot create nightly'],
+    ['seenstore snapshot create nightly', 'seenstore snapshot create --out /mnt/backup/seen-$(date +%F)'],
+  );
+  examples(
+    snapshot
+      .command('prune')
+      .description('delete all but the N newest snapshots in the store (pre-restore and pre-migrate snapshots count too)')
+      .addOption(new Option('--keep-last <n>', 'snapshots to keep, newest first').argParser(count('keep-last', 0)))
+      .action(async (_o, command: Command) => (await import('./commands/snapshot.js')).snapshotPrune(command)),
+    ['seenstore snapshot prune --keep-last 7'],
   );
   examples(
     snapshot

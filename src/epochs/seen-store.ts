@@ -8,6 +8,7 @@ import { removeStoreLeftovers } from '../store/leftovers.js';
 import { migrateStore, type MigrationReport } from '../store/migrate.js';
 import {
   createSnapshot,
+  createSnapshotAt,
   defaultSnapshotName,
   deleteSnapshot,
   EXCLUSIVE_LOCK,
@@ -18,6 +19,7 @@ import {
   type SnapshotInfo,
 } from '../store/snapshots.js';
 import { verifyPages, verifyStore, type VerifyReport } from '../store/verify.js';
+import { diskUsage, type DiskUsage } from '../store/disk-usage.js';
 import { checkScopeName } from './create.js';
 import { Scope, type ScopeOptions, type ScopeStats } from './scope.js';
 import { importEpoch, mergeFiles, type ImportOptions, type ImportResult, type MergeFilesResult } from './transfer.js';
@@ -256,6 +258,23 @@ export class SeenStore {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('take a snapshot');
     return createSnapshot(this.#env, name ?? defaultSnapshotName(''), 'user', this.#env.header.formatVersion, options.signal);
+  }
+
+  /**
+   * The same consistent copy as snapshot(), written to `dir` outside the store (which must not
+   * exist; its last path component is the snapshot's name): a backup on another disk. Complete or
+   * absent, never half-written.
+   */
+  async snapshotTo(dir: string, options: { readonly signal?: AbortSignal } = {}): Promise<SnapshotInfo> {
+    this.#ctx.assertOpen();
+    this.#ctx.assertWritable('take a snapshot');
+    return createSnapshotAt(this.#env, resolve(dir), this.#env.header.formatVersion, options.signal);
+  }
+
+  /** How much of its file and LMDB map the store uses, and what a compacting copy would give back. */
+  async diskUsage(): Promise<DiskUsage> {
+    this.#ctx.assertOpen();
+    return diskUsage(this.#env);
   }
 
   /** The store's snapshots, oldest first, with their time, format and size. */

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { EpochDetails, EpochStats } from '../../epochs/scope.js';
+import type { EpochDetails, EpochStats, Scope } from '../../epochs/scope.js';
 import { openStore, openStoreReadOnly, parseCount, parseFpr, parseSeeds, requireScope, type GlobalOptions } from '../context.js';
 import { formatCount, table } from '../output.js';
 import { stopOnSignals } from '../interrupt.js';
@@ -83,9 +83,10 @@ export async function epochShow(epochText: string, command: Command): Promise<vo
 
 /** `epoch rotate`: seal the open epoch, open the next, and say how it was sized. */
 export async function epochRotate(command: Command): Promise<void> {
-  const options = command.optsWithGlobals<GlobalOptions & { capacity?: string; fpr?: string; seeds?: string; strategy?: string; ifEpoch?: string }>();
+  const options = command.optsWithGlobals<GlobalOptions & { capacity?: string; fpr?: string; seeds?: string; strategy?: string; ifEpoch?: string; ifOlderThan?: string }>();
   const capacityUrls = parseCount('capacity', options.capacity);
-  const ifEpoch = parseCount('if-epoch', options.ifEpoch);
+  let ifEpoch = parseCount('if-epoch', options.ifEpoch);
+  const olderThanMs = options.ifOlderThan === undefined ? undefined : parseDuration('if-older-than', options.ifOlderThan);
   const strategy = options.strategy === undefined ? undefined : strategyName(parseStrategy(options.strategy));
   const seeds = parseSeeds(options.seeds);
   const fprTarget = parseFpr(options.fpr);
@@ -93,6 +94,15 @@ export async function epochRotate(command: Command): Promise<void> {
   const store = await openStore(options, false);
   try {
     const scope = await requireScope(store, options);
+    if (olderThanMs !== undefined) {
+      const young = await youngOpenEpoch(scope, olderThanMs, ifEpoch);
+      if (young !== undefined) {
+        process.stdout.write(options.json ? `${JSON.stringify({ rotated: false, openEpoch: young.epoch, ageMs: young.ageMs, ifOlderThanMs: olderThanMs })}\n` : `${young.line}\n`);
+        return;
+      }
+      // Old enough: rotate that epoch and no other, so that two schedulers rotate once.
+      ifEpoch ??= (await scope.openEpoch()) ?? undefined;
+    }
     // The rotation is one transaction: the one safe point is before it.
     await safePoint(signal, `rotating ${scope.name}`);
     const result = await scope.rotate({
@@ -117,6 +127,30 @@ export async function epochRotate(command: Command): Promise<void> {
   } finally {
     await store.close();
   }
+}
+
+/** 3d 4h, 2h 5m, 40s: an age for a human. */
+function age(ms: number): string {
+  const parts: string[] = [];
+  let rest = Math.max(0, Math.floor(ms / 1000));
+  for (const [unit, seconds] of [['d', 86_400], ['h', 3_600], ['m', 60], ['s', 1]] as const) {
+    if (rest >= seconds || (unit === 's' && parts.length === 0)) parts.push(`${Math.floor(rest / seconds)}${unit}`);
+    rest %= seconds;
+  }
+  return parts.slice(0, 2).join(' ');
+}
+
+/**
+ * For --if-older-than: the open epoch when it is younger than `olderThanMs` (nothing to rotate),
+ * with the line that says so; undefined when it is old enough. An --if-epoch that is not the open
+ * epoch is left to the rotation to answer.
+ */
+async function youngOpenEpoch(scope: Scope, olderThanMs: number, ifEpoch: number | undefined): Promise<{ epoch: number; ageMs: number; line: string } | undefined> {
+  const open = await scope.openEpoch();
+  if (open === null || (ifEpoch !== undefined && ifEpoch !== open)) return undefined;
+  const ageMs = Date.now() - (await scope.epoch(open)).createdAtMs;
+  if (ageMs > olderThanMs) return undefined;
+  return { epoch: open, ageMs, line: `epoch ${open} is ${age(ageMs)} old, not older than ${age(olderThanMs)}: nothing rotated` };
 }
 
 /** `epoch prune`: drop sealed epochs beyond the retention, reporting each drop. */
