@@ -318,7 +318,7 @@ export function buildProgram(): Command {
     .version(packageVersion(), '-V, --version', 'print the version and exit')
     .option('--store <dir>', 'store directory (default $SEENSTORE_DIR or ./.seenstore)')
     .option('--scope <name>', 'scope: a site or crawl job (default "default")')
-    .option('--no-create', 'fail with NOT_FOUND instead of creating a store that does not exist (filter-new, add)')
+    .option('--no-create', 'fail with NOT_FOUND instead of creating a store that does not exist (filter-new, add, import)')
     .option('--json', 'machine-readable output; errors as one JSON object on stderr')
     .addOption(new Option('--debug', 'print stack traces of errors'))
     .exitOverride()
