@@ -1,4 +1,3 @@
-import { InvalidArgumentError } from 'commander';
 import { SeenStoreError } from '../errors.js';
 import { isSeedHex } from '../hash/scheme.js';
 
@@ -47,16 +46,12 @@ export function parseSeeds(text: string | undefined): string[] | undefined {
 
 /**
  * An argParser for commander that checks a value with `check` and keeps the text as given (the
- * command parses it again, the same way): a value `check` refuses becomes commander's usage error,
- * with the parser's message.
+ * command parses it again, the same way). The parsers throw SeenStoreError USAGE, which commander
+ * lets through (it rewords only its own InvalidArgumentError), so the message is the parser's own.
  */
 export function validated(check: (text: string) => unknown): (text: string) => string {
   return (text) => {
-    try {
-      check(text);
-    } catch (error) {
-      throw new InvalidArgumentError(error instanceof Error ? error.message : String(error));
-    }
+    check(text);
     return text;
   };
 }

@@ -31,7 +31,7 @@ function examples(command: Command, lines: readonly string[]): Command {
 function inputOptions(command: Command, writes: boolean): Command {
   const batch = writes ? 'URLs per durable commit' : 'URLs looked up together';
   return command
-    .addOption(new Option('--on-invalid <mode>', 'skip: count and report invalid lines; fail: stop at the first one').choices(['skip', 'fail']).default(undefined, 'skip'))
+    .addOption(new Option('--on-invalid <mode>', 'skip (default): count and report invalid lines; fail: stop at the first one').choices(['skip', 'fail']))
     .addOption(new Option('--batch-size <n>', `${batch} (default ${DEFAULT_BATCH_SIZE})`).argParser(count('batch-size')))
     .addOption(new Option('--batch-delay-ms <ms>', `close a partial batch this long after its first line (default ${DEFAULT_BATCH_DELAY_MS})`).argParser(count('batch-delay-ms', 0)));
 }
@@ -43,7 +43,7 @@ function planOptions(command: Command): Command {
     .addOption(new Option('--fpr <p>', 'target false-positive rate at capacity (default 0.01)').argParser(validated(parseFpr)))
     .addOption(new Option('--strategy <name>', `${STRATEGY_HELP}; default classic (docs/strategies.md)`).argParser(validated(parseStrategy)))
     .addOption(new Option('--layout <layout>', 'older spelling of --strategy classic|blocked').choices(LAYOUTS))
-    .addOption(new Option('--normalize <mode>', 'none: the exact bytes; whatwg: the URL-standard form').choices(NORMALIZE_MODES).default(undefined, 'none'))
+    .addOption(new Option('--normalize <mode>', 'none (default): the exact bytes; whatwg: the URL-standard form').choices(NORMALIZE_MODES))
     .addOption(
       new Option('--seeds <hex>', "the first epoch's seeds (16 hex digits per filter, comma-separated, from epoch show) instead of fresh ones: parallel crawlers that will merge").argParser(
         validated(parseSeeds),
@@ -78,7 +78,7 @@ function addUrlCommands(program: Command): void {
       .option('--invert', 'print the unseen URLs instead')
       .option('--count', 'print only the seen, unseen and invalid counts (on stdout)')
       .addOption(epochsOption(''))
-      .addOption(new Option('--mode <mode>', 'any: seen in one of the epochs; all: seen in every one').choices(['any', 'all']).default(undefined, 'any'))
+      .addOption(new Option('--mode <mode>', 'any (default): seen in one of the epochs; all: seen in every one').choices(['any', 'all']))
       .action(async (file: string | undefined, _o, command: Command) => (await import('./commands/has.js')).has(file, command)),
     ['seenstore --scope example.org has --invert < candidates.txt', 'seenstore --scope example.org has --epochs last:3 --count links.txt'],
   );
@@ -294,7 +294,7 @@ function addToolCommands(program: Command): void {
       .option('--urls <file>', 'distinct URLs, one per line (required)')
       .addOption(new Option('--insert <n>', 'URLs inserted (default: all, or half for the non-incremental modes)').argParser(count('insert')))
       .addOption(new Option('--query <n>', 'other URLs queried in non-incremental and revisit modes (default: the rest)').argParser(count('query')))
-      .addOption(new Option('--mode <mode>', 'the experiment').choices(['non-incremental', 'incremental', 'revisit', 'revisit-incremental']).default(undefined, 'non-incremental'))
+      .addOption(new Option('--mode <mode>', 'the experiment (default non-incremental)').choices(['non-incremental', 'incremental', 'revisit', 'revisit-incremental']))
       .addOption(new Option('--strategy <name>', `${STRATEGY_HELP}; default classic`).argParser(validated(parseStrategy)))
       .addOption(new Option('--hashes <k>', 'hashes per URL per filter (default with --fpr: the optimum)').argParser(count('hashes')))
       .option('--bits-per-hash <M>', "each filter m = N·k·M bits (the thesis's equation 5.1)")
