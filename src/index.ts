@@ -33,3 +33,4 @@ export { ExportedEpoch, type ExportedSummary } from './epochs/exported.js';
 export { ScopeFrontier, DEFAULT_LEASE_MS, type TakeOptions, type LeasedUrl, type FrontierStats } from './epochs/frontier.js';
 export { mergeExportFiles } from './epochs/seen-store.js';
 export type { ExportHeader } from './store/export-file.js';
+export type { DiskUsage } from './store/backend.js';

@@ -1,4 +1,5 @@
-import { resolve } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { SeenStoreError } from '../errors.js';
 import { MAX_THREADS, SeenStore } from '../epochs/seen-store.js';
 import type { Scope, ScopeOptions } from '../epochs/scope.js';
@@ -6,8 +7,13 @@ import { parseEpochSpec, type EpochSpec, type MembershipMode } from '../epochs/e
 import { LAYOUTS, type Layout } from '../filters/bloom.js';
 import { MAX_KEY_BYTES, NORMALIZE_MODES, toKey, type NormalizeMode } from '../url/normalize.js';
 import type { BatchOptions, OnInvalid } from './input.js';
+import { InputProgress } from './output.js';
 import { parseStrategy, strategyName } from '../filters/strategy.js';
-import { isSeedHex } from '../hash/scheme.js';
+import { parseChoice, parseCount, parseFpr, parseSeeds } from './parse.js';
+import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE, DEFAULT_STORE_DIR } from './defaults.js';
+
+export { parseCount, parseFpr, parseSeeds } from './parse.js';
+export { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE, DEFAULT_STORE_DIR } from './defaults.js';
 
 /** Options every command accepts (declared on the program). */
 export interface GlobalOptions {
@@ -15,6 +21,8 @@ export interface GlobalOptions {
   readonly scope?: string;
   readonly json?: boolean;
   readonly debug?: boolean;
+  /** false with --no-create: a store that does not exist is NOT_FOUND, never created. */
+  readonly create?: boolean;
   /** `--threads N` of the adding commands (SeenStoreOptions.threads). */
   readonly threads?: string;
 }
@@ -36,10 +44,6 @@ export interface PlanOptions {
   readonly seeds?: string;
 }
 
-export const DEFAULT_STORE_DIR = '.seenstore';
-export const DEFAULT_BATCH_SIZE = 10_000;
-export const DEFAULT_BATCH_DELAY_MS = 50;
-
 /**
  * The store directory: --store, else $SEENSTORE_DIR (an empty one counts as unset, as shells
  * leave it), else ./.seenstore. An empty --store is a mistake, not the current directory.
@@ -54,10 +58,34 @@ export function scopeName(options: GlobalOptions): string {
   return options.scope ?? 'default';
 }
 
+/**
+ * Opens the store for writing. `create`: whether this command may create it (filter-new, add,
+ * import), unless --no-create says not to; creating one says so in a line on stderr when stderr
+ * is a terminal (a mistyped --store would otherwise start a whole re-crawl in silence).
+ */
 export async function openStore(options: GlobalOptions, create: boolean): Promise<SeenStore> {
   const threads = parseCount('threads', options.threads);
   if (threads !== undefined && threads > MAX_THREADS) throw new SeenStoreError('USAGE', `--threads must be at most ${MAX_THREADS}, got ${threads}`);
-  return SeenStore.open(storeDir(options), { create, onWarning: (message) => warn(message), ...(threads === undefined ? {} : { threads }) });
+  const dir = storeDir(options);
+  const mayCreate = create && options.create !== false;
+  const existed = existsSync(join(dir, 'data.mdb'));
+  const store = await SeenStore.open(dir, { create: mayCreate, onWarning: (message) => warn(message), ...(threads === undefined ? {} : { threads }) });
+  if (mayCreate && !existed && process.stderr.isTTY === true) warn(`created store at ${dir}`);
+  return store;
+}
+
+/** The progress line of a command reading `file` (stdin when undefined or `-`), with a percentage for a regular file. */
+export function inputProgress(label: string, file: string | undefined, extra: () => string): InputProgress {
+  let totalBytes: number | undefined;
+  if (file !== undefined && file !== '-') {
+    try {
+      const stats = statSync(file);
+      if (stats.isFile()) totalBytes = stats.size;
+    } catch {
+      // Opening the input reports a missing file as NOT_FOUND.
+    }
+  }
+  return new InputProgress(label, totalBytes, extra);
 }
 
 /**
@@ -70,33 +98,6 @@ export async function openStoreReadOnly(options: GlobalOptions): Promise<SeenSto
 
 export function warn(message: string): void {
   process.stderr.write(`seenstore: ${message}\n`);
-}
-
-/** A whole number >= min, written as digits or in exponent form (1e6). */
-export function parseCount(name: string, text: string | undefined, min = 1): number | undefined {
-  if (text === undefined) return undefined;
-  const value = Number(text);
-  if (!/^\s*[0-9.eE+]+\s*$/.test(text) || !Number.isSafeInteger(value) || value < min) {
-    throw new SeenStoreError('USAGE', `--${name} must be a whole number >= ${min}, got ${JSON.stringify(text)}`);
-  }
-  return value;
-}
-
-export function parseFpr(text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  const value = Number(text);
-  if (text.trim() === '' || !(value > 0 && value < 1)) {
-    throw new SeenStoreError('USAGE', `--fpr must be a probability strictly between 0 and 1, got ${JSON.stringify(text)}`);
-  }
-  return value;
-}
-
-function parseChoice<T extends string>(name: string, text: string | undefined, choices: readonly T[]): T | undefined {
-  if (text === undefined) return undefined;
-  if (!(choices as readonly string[]).includes(text)) {
-    throw new SeenStoreError('USAGE', `--${name} must be one of ${choices.join(', ')}, got ${JSON.stringify(text)}`);
-  }
-  return text as T;
 }
 
 export function scopeOptions(options: PlanOptions): ScopeOptions {
@@ -113,16 +114,6 @@ export function scopeOptions(options: PlanOptions): ScopeOptions {
     ...(options.strategy === undefined ? {} : { strategy: strategyName(parseStrategy(options.strategy)) }),
     ...(normalize === undefined ? {} : { normalize }),
   };
-}
-
-/** --seeds HEX[,HEX...]: as `epoch show` prints them. */
-export function parseSeeds(text: string | undefined): string[] | undefined {
-  if (text === undefined) return undefined;
-  const seeds = text.split(',').map((seed) => seed.trim());
-  if (!seeds.every(isSeedHex)) {
-    throw new SeenStoreError('USAGE', `--seeds must be 16 lower-case hex digits per filter, comma-separated, as epoch show prints them; got ${JSON.stringify(text)}`);
-  }
-  return seeds;
 }
 
 /** How lines are batched and checked; `mode` is the normalisation of the epoch the lines go to. */

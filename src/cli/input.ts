@@ -26,6 +26,13 @@ export interface BatchOptions {
   readonly inFlight?: number;
   /** When aborted, reading stops and the run ends with INTERRUPTED once the batches under way are handled. */
   readonly signal?: AbortSignal;
+  /** Told the lines and bytes read so far after each chunk of input, and `done` at the end. */
+  readonly progress?: ProgressSink;
+}
+
+export interface ProgressSink {
+  update(linesRead: number, bytesRead: number): void;
+  done(): void;
 }
 
 export interface InputCounts {
@@ -151,9 +158,12 @@ async function runBatches<B>(
     return chain;
   };
 
+  let bytesRead = 0;
   try {
     for await (const chunk of input) {
       batcher.push(chunk as Buffer);
+      bytesRead += (chunk as Buffer).length;
+      options.progress?.update(counts.read + batcher.count, bytesRead);
       if (batcher.count >= options.batchSize) await flush();
       else if (batcher.count > 0 && timer === undefined) timer = setTimeout(() => void flush(), options.maxDelayMs);
       if (failure !== undefined) break;
@@ -166,6 +176,7 @@ async function runBatches<B>(
   } catch (error) {
     failure ??= error;
   } finally {
+    options.progress?.done();
     options.signal?.removeEventListener('abort', onAbort);
     if (timer !== undefined) clearTimeout(timer);
     await chain.catch(() => undefined);

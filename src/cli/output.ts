@@ -71,6 +71,38 @@ export class Progress {
   }
 }
 
+/**
+ * The progress of a command that reads URLs, on a terminal: lines read, their rate, the command's
+ * own count (`extra`: new, seen, ...), and the percentage of the input when it is a file of known
+ * size. Rendered at most twice a second; costs nothing when stderr is not a terminal.
+ */
+export class InputProgress {
+  readonly #line = new Progress(true);
+  readonly #label: string;
+  readonly #totalBytes: number | undefined;
+  readonly #extra: () => string;
+  readonly #startMs = Date.now();
+
+  constructor(label: string, totalBytes: number | undefined, extra: () => string) {
+    this.#label = label;
+    this.#totalBytes = totalBytes;
+    this.#extra = extra;
+  }
+
+  update(linesRead: number, bytesRead: number): void {
+    this.#line.update(() => {
+      const seconds = Math.max((Date.now() - this.#startMs) / 1000, 0.001);
+      const parts = [`${formatCount(linesRead)} lines read (${formatCount(Math.round(linesRead / seconds))}/s)`, this.#extra()];
+      if (this.#totalBytes !== undefined && this.#totalBytes > 0) parts.push(`${Math.min(100, (100 * bytesRead) / this.#totalBytes).toFixed(1)}%`);
+      return `${this.#label}: ${parts.join(', ')}`;
+    });
+  }
+
+  done(): void {
+    this.#line.done();
+  }
+}
+
 export function formatCount(n: number): string {
   return n.toLocaleString('en-US');
 }

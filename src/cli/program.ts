@@ -1,189 +1,376 @@
+import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { STRATEGY_HELP } from '../filters/strategy.js';
-import { add } from './commands/add.js';
-import { classify } from './commands/classify.js';
-import { diff } from './commands/diff.js';
-import { epochList, epochPrune, epochRotate, epochShow } from './commands/epoch.js';
-import { demo } from './commands/demo.js';
-import { filterNew } from './commands/filter-new.js';
-import { has } from './commands/has.js';
-import { stats } from './commands/stats.js';
-import { verify } from './commands/verify.js';
-import { exportCommand, importCommand, mergeCommand } from './commands/transfer.js';
-import { migrate, snapshotCreate, snapshotDelete, snapshotList, snapshotRestore } from './commands/snapshot.js';
-import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE } from './context.js';
-import { plan } from './commands/plan.js';
-import { simulateCommand } from './commands/simulate.js';
-import { countCommand, deleteCommand } from './commands/count.js';
-import { frontierFinish, frontierPush, frontierStats, frontierTake } from './commands/frontier.js';
+import { parseEpochSpec } from '../epochs/epoch-spec.js';
+import { LAYOUTS } from '../filters/bloom.js';
+import { STRATEGY_HELP, parseStrategy } from '../filters/strategy.js';
+import { NORMALIZE_MODES } from '../url/normalize.js';
+import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE } from './defaults.js';
+import { DURATION_HELP, parseDuration } from './duration.js';
+import { parseCount, parseFpr, parseSeeds, validated } from './parse.js';
 
-function inputOptions(command: Command): Command {
-  return command
-    .option('--on-invalid <mode>', 'skip (default: count and report) or fail (stop at the first invalid line)')
-    .option('--batch-size <n>', `URLs per durable commit (default ${DEFAULT_BATCH_SIZE})`)
-    .option('--batch-delay-ms <ms>', `close a partial batch this long after its first line (default ${DEFAULT_BATCH_DELAY_MS})`);
+/*
+ * The command line. Command modules (and through them the store and LMDB) are imported only when
+ * their command runs, so `--version`, `--help` and usage errors cost no more than commander.
+ * Settings made on the program before its commands are added (exitOverride, output, help) are
+ * inherited by every subcommand.
+ */
+
+/** The package's version, from the package.json this file ships in (dist/src/cli -> the package root). */
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
 }
 
+const count = (name: string, min = 1): ((text: string) => string) => validated((text) => parseCount(name, text, min));
+
+function examples(command: Command, lines: readonly string[]): Command {
+  return command.addHelpText('after', `\nExamples:\n${lines.map((line) => `  ${line}`).join('\n')}\n`);
+}
+
+/** Options of the commands that read URLs; `writes`: whether each batch is a durable commit. */
+function inputOptions(command: Command, writes: boolean): Command {
+  const batch = writes ? 'URLs per durable commit' : 'URLs looked up together';
+  return command
+    .addOption(new Option('--on-invalid <mode>', 'skip (default): count and report invalid lines; fail: stop at the first one').choices(['skip', 'fail']))
+    .addOption(new Option('--batch-size <n>', `${batch} (default ${DEFAULT_BATCH_SIZE})`).argParser(count('batch-size')))
+    .addOption(new Option('--batch-delay-ms <ms>', `close a partial batch this long after its first line (default ${DEFAULT_BATCH_DELAY_MS})`).argParser(count('batch-delay-ms', 0)));
+}
+
+/** Options that shape a scope's first epoch (filter-new, add). */
 function planOptions(command: Command): Command {
   return command
-    .option('--capacity <n>', 'URLs the first epoch is sized for (default 1000000)')
-    .option('--fpr <p>', 'target false-positive rate at capacity (default 0.01)')
-    .option('--strategy <name>', `${STRATEGY_HELP}; default classic (docs/strategies.md)`)
-    .option('--layout <layout>', 'classic or blocked (older spelling of --strategy)')
-    .option('--normalize <mode>', 'none (default: exact bytes) or whatwg (URL-standard form)')
-    .option('--seeds <hex>', "the first epoch's seeds (16 hex digits per filter, comma-separated, from epoch show) instead of fresh ones: parallel crawlers that will merge")
-    .option('--epoch <n>', 'only add to epoch N; fail with EPOCH_SEALED once it is not the open epoch')
-    .option('--threads <n>', 'threads for adds (default 1; 2: a second thread sets the bits while this one hashes)');
+    .addOption(new Option('--capacity <n>', "URLs the scope's first epoch is sized for (default 1000000; ignored, with a warning, once the scope exists)").argParser(count('capacity')))
+    .addOption(new Option('--fpr <p>', 'target false-positive rate at capacity (default 0.01)').argParser(validated(parseFpr)))
+    .addOption(new Option('--strategy <name>', `${STRATEGY_HELP}; default classic (docs/strategies.md)`).argParser(validated(parseStrategy)))
+    .addOption(new Option('--layout <layout>', 'older spelling of --strategy classic|blocked').choices(LAYOUTS))
+    .addOption(new Option('--normalize <mode>', 'none (default): the exact bytes; whatwg: the URL-standard form').choices(NORMALIZE_MODES))
+    .addOption(
+      new Option('--seeds <hex>', "the first epoch's seeds (16 hex digits per filter, comma-separated, from epoch show) instead of fresh ones: parallel crawlers that will merge").argParser(
+        validated(parseSeeds),
+      ),
+    )
+    .addOption(new Option('--epoch <n>', 'only add to epoch N; fail with EPOCH_SEALED once it is not the open epoch').argParser(count('epoch')))
+    .addOption(new Option('--threads <n>', 'threads for adds (default 1; 2: a second thread sets the bits while this one hashes)').argParser(count('threads')));
+}
+
+const epochsOption = (what: string): Option =>
+  new Option('--epochs <spec>', `current (default), previous, N, N..M, last:K or all${what}`).argParser(validated(parseEpochSpec));
+
+function addUrlCommands(program: Command): void {
+  examples(
+    planOptions(inputOptions(program.command('filter-new [file]'), true))
+      .description('print each URL (FILE or stdin, one per line) not seen before, and record it')
+      .action(async (file: string | undefined, _o, command: Command) => (await import('./commands/filter-new.js')).filterNew(file, command)),
+    [
+      'extract-links pages/*.html | seenstore --scope example.org filter-new | fetcher',
+      'seenstore --scope example.org filter-new --capacity 5e6 --fpr 0.001 links.txt > to-fetch.txt',
+    ],
+  );
+  examples(
+    planOptions(inputOptions(program.command('add [file]'), true))
+      .description('record URLs; prints read, new, already seen and invalid counts (stderr; --json: stdout)')
+      .action(async (file: string | undefined, _o, command: Command) => (await import('./commands/add.js')).add(file, command)),
+    ['seenstore --scope example.org add fetched.txt', 'cat fetched-*.txt | seenstore --scope example.org --json add'],
+  );
+  examples(
+    inputOptions(program.command('has [file]'), false)
+      .description('print the input URLs that are (probably) seen; never creates a store or scope')
+      .option('--invert', 'print the unseen URLs instead')
+      .option('--count', 'print only the seen, unseen and invalid counts (on stdout)')
+      .addOption(epochsOption(''))
+      .addOption(new Option('--mode <mode>', 'any (default): seen in one of the epochs; all: seen in every one').choices(['any', 'all']))
+      .action(async (file: string | undefined, _o, command: Command) => (await import('./commands/has.js')).has(file, command)),
+    ['seenstore --scope example.org has --invert < candidates.txt', 'seenstore --scope example.org has --epochs last:3 --count links.txt'],
+  );
+  examples(
+    inputOptions(program.command('count [file]'), false)
+      .description('counting scopes: print N<TAB>URL, how many times each input URL was added (minus deletes)')
+      .addOption(epochsOption(' (counts are summed)'))
+      .action(async (file: string | undefined, _o, command: Command) => (await import('./commands/count.js')).countCommand(file, command)),
+    ['seenstore --scope jobs count --epochs all urls.txt'],
+  );
+  examples(
+    inputOptions(program.command('delete [file]'), true)
+      .description('counting scopes: take one occurrence of each input URL out of the open epoch')
+      .action(async (file: string | undefined, _o, command: Command) => (await import('./commands/count.js')).deleteCommand(file, command)),
+    ['seenstore --scope jobs delete finished.txt'],
+  );
+  const epochArg = validated(parseEpochSpec);
+  examples(
+    inputOptions(program.command('diff [file]'), false)
+      .description('compare two epochs over the input URLs (both, only-from, only-to, neither), or print the URLs another machine has not seen (--against)')
+      .option('--against <export-file>', "another machine's export: print the input URLs it has not seen")
+      .addOption(new Option('--from <epoch>', 'epoch A: N, current or previous').argParser(epochArg))
+      .addOption(new Option('--to <epoch>', 'epoch B: N, current or previous').argParser(epochArg))
+      .addOption(new Option('--print <category>', 'print only the URLs of one category').choices(['both', 'only-from', 'only-to', 'neither']))
+      .action(async (file: string | undefined, _o, command: Command) => (await import('./commands/diff.js')).diff(file, command)),
+    [
+      'seenstore --scope example.org diff --from previous --to current --print only-to < crawl-2.txt',
+      'seenstore diff --against their-epoch.ssx < our-urls.txt > send-them.txt',
+    ],
+  );
+  examples(
+    inputOptions(program.command('classify [file]'), false)
+      .description('print new<TAB>URL or revisit<TAB>URL, against the previous epoch (the last crawl)')
+      .action(async (file: string | undefined, _o, command: Command) => (await import('./commands/classify.js')).classify(file, command)),
+    ['seenstore --scope example.org classify links.txt | grep ^new'],
+  );
+}
+
+function addEpochCommands(program: Command): void {
+  const epoch = program.command('epoch').description('list, show, rotate and prune the epochs of a scope');
+  examples(epoch.command('list').description('one row per epoch').action(async (_o, command: Command) => (await import('./commands/epoch.js')).epochList(command)), [
+    'seenstore --scope example.org epoch list',
+  ]);
+  examples(
+    epoch
+      .command('show')
+      .argument('<n>', 'the epoch number', count('epoch'))
+      .description('header, seeds, geometry, slices, sizing decision and inputs of epoch N')
+      .action(async (n: string, _o, command: Command) => (await import('./commands/epoch.js')).epochShow(n, command)),
+    ['seenstore --scope example.org epoch show 3', "seenstore --scope shop --json epoch show 1 | jq -r '.sliceDetails[0].seeds[0]'"],
+  );
+  examples(
+    epoch
+      .command('rotate')
+      .description('seal the open epoch and open the next with fresh seeds, sized from history')
+      .addOption(new Option('--capacity <n>', 'capacity of the new epoch (default: from history)').argParser(count('capacity')))
+      .addOption(new Option('--fpr <p>', "target FPR of the new epoch (default: the previous epoch's)").argParser(validated(parseFpr)))
+      .addOption(new Option('--strategy <name>', `strategy of the new epoch (default: the previous epoch's): ${STRATEGY_HELP}`).argParser(validated(parseStrategy)))
+      .addOption(new Option('--seeds <hex>', 'seeds of the new epoch instead of fresh ones (parallel crawlers that will merge)').argParser(validated(parseSeeds)))
+      .addOption(new Option('--if-epoch <n>', 'rotate only if N is the open epoch, else print that nothing was rotated and exit 0 (two schedulers rotate once)').argParser(count('if-epoch')))
+      .addOption(
+        new Option('--if-older-than <duration>', `rotate only if the open epoch was created longer ago than DURATION, else print its age and exit 0 (for cron): ${DURATION_HELP}`).argParser(
+          validated((text) => parseDuration('if-older-than', text)),
+        ),
+      )
+      .action(async (_o, command: Command) => (await import('./commands/epoch.js')).epochRotate(command)),
+    [
+      'seenstore --scope example.org epoch rotate',
+      'seenstore --scope example.org epoch rotate --capacity 2e6 --strategy blocked',
+      'seenstore --scope example.org epoch rotate --if-epoch 4',
+      'seenstore --scope example.org epoch rotate --if-older-than 7d   # from cron, daily',
+    ],
+  );
+  examples(
+    epoch
+      .command('prune')
+      .description('drop sealed epochs; an epoch is kept if either option keeps it, the open one always')
+      .addOption(new Option('--keep-last <n>', 'keep the N most recent epochs').argParser(count('keep-last')))
+      .addOption(new Option('--sealed-within <duration>', `keep epochs sealed within DURATION: ${DURATION_HELP}`).argParser(validated((text) => parseDuration('sealed-within', text))))
+      .action(async (_o, command: Command) => (await import('./commands/epoch.js')).epochPrune(command)),
+    ['seenstore --scope example.org epoch prune --keep-last 3', 'seenstore --scope example.org epoch prune --keep-last 2 --sealed-within 30d'],
+  );
+}
+
+function addStoreCommands(program: Command): void {
+  examples(
+    program
+      .command('stats')
+      .description('per scope and epoch: capacity, adds, estimated distinct URLs, fill, estimated FPR, bytes on disk; or metrics for Prometheus; or a health check')
+      .addOption(new Option('--format <format>', 'text (default), json (as --json) or prometheus (node_exporter textfile format)').choices(['text', 'json', 'prometheus']))
+      .option('--check', 'print what is wrong and exit 1 if an open epoch is past its capacity or any epoch\'s estimated FPR is above its target')
+      .action(async (_o, command: Command) => (await import('./commands/stats.js')).stats(command)),
+    [
+      'seenstore stats',
+      'seenstore --scope example.org --json stats',
+      'seenstore stats --format prometheus > /var/lib/node_exporter/seenstore.prom.$$ && mv /var/lib/node_exporter/seenstore.prom.$$ /var/lib/node_exporter/seenstore.prom',
+      'seenstore stats --check || alert "seenstore needs attention"',
+    ],
+  );
+  examples(
+    program
+      .command('export')
+      .description('write one epoch to a portable, checksummed export file')
+      .addOption(new Option('--epoch <n>', 'N, current (default) or previous').argParser(epochArgParser()))
+      .option('--out <file>', 'the file to write (replaced atomically)')
+      .action(async (_o, command: Command) => (await import('./commands/transfer.js')).exportCommand(command)),
+    ['seenstore --scope shop export --epoch previous --out shop-prev.ssx'],
+  );
+  examples(
+    program
+      .command('import <file>')
+      .description('create a scope from an export file (sealed, followed by a fresh open epoch)')
+      .option('--open', 'keep the imported epoch open with its seeds (parallel crawlers sharing seeds)')
+      .action(async (file: string, _o, command: Command) => (await import('./commands/transfer.js')).importCommand(file, command)),
+    ['seenstore --scope shop import shop-prev.ssx', 'seenstore --scope shop import part1.ssx --open'],
+  );
+  examples(
+    program
+      .command('merge <files...>')
+      .description('OR export files with identical seeds and geometry into the open epoch (--into-epoch) or a new export file (--out)')
+      .addOption(new Option('--into-epoch <n>', 'the open epoch of --scope to merge into').argParser(count('into-epoch')))
+      .option('--out <file>', 'write the union to this export file instead')
+      .action(async (files: string[], _o, command: Command) => (await import('./commands/transfer.js')).mergeCommand(files, command)),
+    ['seenstore --scope shop merge part2.ssx part3.ssx --into-epoch 1', 'seenstore merge a.ssx b.ssx --out union.ssx'],
+  );
+  examples(
+    program
+      .command('verify [export-files...]')
+      .description('check every header, chunk and journal record of the store (or the given export files); exit 6 with the exact place of any damage')
+      .action(async (files: string[], _o, command: Command) => (await import('./commands/verify.js')).verify(files, command)),
+    ['seenstore --store /var/lib/crawler/seen verify', 'seenstore verify shop-prev.ssx'],
+  );
+  examples(
+    program
+      .command('report')
+      .description('write one self-contained HTML page with charts of every epoch (or --scope\'s): URLs added and new, distinct vs capacity, fill, FPR vs target, slices, sizing, prunes')
+      .option('--out <file>', 'write the page to FILE (default: stdout)')
+      .action(async (_o, command: Command) => (await import('./commands/report.js')).report(command)),
+    ['seenstore report --out crawl-report.html', 'seenstore --scope example.org report > example.html'],
+  );
+  addSnapshotCommands(program);
+  examples(
+    program
+      .command('migrate')
+      .description("bring an older store to this version's format, after a snapshot (refused while another process has it open)")
+      .option('--no-snapshot', 'do not take the safety snapshot first')
+      .action(async (_o, command: Command) => (await import('./commands/snapshot.js')).migrate(command)),
+    ['seenstore --store /var/lib/crawler/seen migrate'],
+  );
+}
+
+function epochArgParser(): (text: string) => string {
+  return validated(parseEpochSpec);
+}
+
+function addSnapshotCommands(program: Command): void {
+  const snapshot = program.command('snapshot').description('consistent copies of the whole store, taken while writers run');
+  examples(
+    snapshot
+      .command('create [name]')
+      .description('snapshot the store into <store>/snapshots/NAME (default name: the UTC time), or into a new directory elsewhere (--out)')
+      .option('--out <dir>', 'write the snapshot to DIR, a new directory (a backup on another disk); its last part is the snapshot name')
+      .action(async (name: string | undefined, _o, command: Command) => (await import('./commands/snapshot.js')).snapshotCreate(name, command)),
+    ['seenstore snapshot create nightly', 'seenstore snapshot create --out /mnt/backup/seen-$(date +%F)'],
+  );
+  examples(
+    snapshot
+      .command('prune')
+      .description('delete all but the N newest snapshots in the store (pre-restore and pre-migrate snapshots count too)')
+      .addOption(new Option('--keep-last <n>', 'snapshots to keep, newest first').argParser(count('keep-last', 0)))
+      .action(async (_o, command: Command) => (await import('./commands/snapshot.js')).snapshotPrune(command)),
+    ['seenstore snapshot prune --keep-last 7'],
+  );
+  examples(
+    snapshot
+      .command('list')
+      .description('name, time, reason, format and size of every snapshot')
+      .action(async (_o, command: Command) => (await import('./commands/snapshot.js')).snapshotList(command)),
+    ['seenstore snapshot list'],
+  );
+  examples(
+    snapshot
+      .command('restore <name>')
+      .description('replace the store with a snapshot (refused while another process has the store open; the current data is kept as a snapshot)')
+      .action(async (name: string, _o, command: Command) => (await import('./commands/snapshot.js')).snapshotRestore(name, command)),
+    ['seenstore snapshot restore nightly'],
+  );
+  examples(
+    snapshot
+      .command('delete <name>')
+      .description('delete a snapshot')
+      .action(async (name: string, _o, command: Command) => (await import('./commands/snapshot.js')).snapshotDelete(name, command)),
+    ['seenstore snapshot delete pre-restore-2026-11-01T00-00-00Z'],
+  );
+}
+
+function addFrontierCommands(program: Command): void {
+  const frontier = program.command('frontier').description("the scope's durable queue of URLs found new and not yet finished (docs/frontier.md)");
+  const load = async () => import('./commands/frontier.js');
+  examples(
+    planOptions(inputOptions(frontier.command('push [file]'), true))
+      .description('queue the URLs not seen before (recording them as seen, in one step) and print them')
+      .action(async (file: string | undefined, _o, command: Command) => (await load()).frontierPush(file, command)),
+    ['extract-links page.html | seenstore --scope example.org frontier push > /dev/null'],
+  );
+  examples(
+    frontier
+      .command('take')
+      .description('lease up to --count queued URLs, oldest first; prints ID<TAB>URL per URL')
+      .addOption(new Option('--count <n>', 'URLs to take (default 1)').argParser(count('count')))
+      .addOption(new Option('--lease-ms <ms>', 'lease length in milliseconds (default 300000): unfinished URLs come back after it').argParser(count('lease-ms')))
+      .action(async (_o, command: Command) => (await load()).frontierTake(command)),
+    ['seenstore --scope example.org frontier take --count 100 > batch.tsv'],
+  );
+  examples(
+    frontier
+      .command('done [ids...]')
+      .description("finish leased URLs: IDs as arguments, or take's lines on stdin")
+      .action(async (ids: string[], _o, command: Command) => (await load()).frontierFinish('done', ids, command)),
+    ['seenstore --scope example.org frontier done < batch.tsv'],
+  );
+  examples(
+    frontier
+      .command('release [ids...]')
+      .description('give leased URLs back before their lease runs out: IDs as arguments, or on stdin')
+      .action(async (ids: string[], _o, command: Command) => (await load()).frontierFinish('release', ids, command)),
+    ['seenstore --scope example.org frontier release 17 18'],
+  );
+  examples(
+    frontier
+      .command('stats')
+      .description('URLs pending, leased and done')
+      .action(async (_o, command: Command) => (await load()).frontierStats(command)),
+    ['seenstore --scope example.org --json frontier stats'],
+  );
+}
+
+function addToolCommands(program: Command): void {
+  examples(
+    program
+      .command('plan')
+      .description('sizing calculator: the bits, bytes and k of an epoch of this plan, and what each growth slice adds past its capacity')
+      .addOption(new Option('--capacity <n>', 'URLs the epoch is sized for (default 1000000)').argParser(count('capacity')))
+      .addOption(new Option('--fpr <p>', 'target false-positive rate, kept at any size (default 0.01)').argParser(validated(parseFpr)))
+      .addOption(new Option('--strategy <name>', `${STRATEGY_HELP}; default classic`).argParser(validated(parseStrategy)))
+      .addOption(new Option('--slices <n>', 'slices to list: the first and those growth adds (default 4, at most 12)').argParser(count('slices')))
+      .action(async (_o, command: Command) => (await import('./commands/plan.js')).plan(command)),
+    ['seenstore plan --capacity 5e6 --fpr 0.001', 'seenstore plan --capacity 1e8 --strategy blocked --slices 6'],
+  );
+  examples(
+    program
+      .command('simulate')
+      .description("measure a filter strategy's false-positive rate on your URLs, next to theory (the thesis's experiments)")
+      .option('--urls <file>', 'distinct URLs, one per line (required)')
+      .addOption(new Option('--insert <n>', 'URLs inserted (default: all, or half for the non-incremental modes)').argParser(count('insert')))
+      .addOption(new Option('--query <n>', 'other URLs queried in non-incremental and revisit modes (default: the rest)').argParser(count('query')))
+      .addOption(new Option('--mode <mode>', 'the experiment (default non-incremental)').choices(['non-incremental', 'incremental', 'revisit', 'revisit-incremental']))
+      .addOption(new Option('--strategy <name>', `${STRATEGY_HELP}; default classic`).argParser(validated(parseStrategy)))
+      .addOption(new Option('--hashes <k>', 'hashes per URL per filter (default with --fpr: the optimum)').argParser(count('hashes')))
+      .option('--bits-per-hash <M>', "each filter m = N·k·M bits (the thesis's equation 5.1)")
+      .addOption(new Option('--fpr <p>', 'size each epoch for this false-positive rate instead (default 0.01)').argParser(validated(parseFpr)))
+      .addOption(new Option('--runs <r>', 'repetitions with fresh seeds (default 1)').argParser(count('runs')))
+      .action(async (_o, command: Command) => (await import('./commands/simulate.js')).simulateCommand(command)),
+    ['seenstore simulate --urls urls.txt --fpr 0.01 --runs 5', 'seenstore simulate --urls urls.txt --mode revisit --strategy spatial:2 --fpr 0.01'],
+  );
+  examples(
+    program
+      .command('demo')
+      .description('run two crawls of a synthetic site through filter-new on the store, and report')
+      .action(async (_o, command: Command) => (await import('./commands/demo.js')).demo(command)),
+    ['seenstore --store /tmp/demo-store demo'],
+  );
 }
 
 export function buildProgram(): Command {
   const program = new Command('seenstore')
     .description('A durable "have we seen this URL?" store for web crawlers: seeded Bloom filters in LMDB, per crawl epoch.')
+    .version(packageVersion(), '-V, --version', 'print the version and exit')
     .option('--store <dir>', 'store directory (default $SEENSTORE_DIR or ./.seenstore)')
     .option('--scope <name>', 'scope: a site or crawl job (default "default")')
-    .option('--json', 'machine-readable output')
+    .option('--no-create', 'fail with NOT_FOUND instead of creating a store that does not exist (filter-new, add, import)')
+    .option('--json', 'machine-readable output; errors as one JSON object on stderr')
     .addOption(new Option('--debug', 'print stack traces of errors'))
+    .exitOverride()
     .showHelpAfterError(false)
-    .configureOutput({ outputError: (text, write) => write(text) });
-
-  planOptions(inputOptions(program.command('filter-new [file]')))
-    .description('print each URL (FILE or stdin, one per line) not seen before, and record it')
-    .action((file: string | undefined, _options, command: Command) => filterNew(file, command));
-  planOptions(inputOptions(program.command('add [file]')))
-    .description('record URLs; summary on stderr (or JSON on stdout)')
-    .action((file: string | undefined, _options, command: Command) => add(file, command));
-  inputOptions(program.command('has [file]'))
-    .description('print the input URLs that are (probably) seen')
-    .option('--invert', 'print the unseen URLs instead')
-    .option('--count', 'print only the counts')
-    .option('--epochs <spec>', 'current (default), previous, N, N..M, last:K or all')
-    .option('--mode <mode>', 'any (default: seen in one of the epochs) or all (seen in every one)')
-    .action((file: string | undefined, _options, command: Command) => has(file, command));
-  inputOptions(program.command('count [file]'))
-    .description('counting scopes: print N<TAB>URL, how many times each input URL was added (minus deletes)')
-    .option('--epochs <spec>', 'current (default), previous, N, N..M, last:K or all (counts are summed)')
-    .action((file: string | undefined, _options, command: Command) => countCommand(file, command));
-  inputOptions(program.command('delete [file]'))
-    .description('counting scopes: take one occurrence of each input URL out of the open epoch')
-    .action((file: string | undefined, _options, command: Command) => deleteCommand(file, command));
-  inputOptions(program.command('diff [file]'))
-    .description('compare two epochs over the input URLs (both, only-from, only-to, neither), or print the URLs another machine has not seen (--against)')
-    .option('--against <export-file>', "another machine's export: print the input URLs it has not seen")
-    .option('--from <epoch>', 'epoch A: N, current or previous')
-    .option('--to <epoch>', 'epoch B: N, current or previous')
-    .option('--print <category>', 'print only the URLs of one category: both, only-from, only-to, neither')
-    .action((file: string | undefined, _options, command: Command) => diff(file, command));
-  inputOptions(program.command('classify [file]'))
-    .description('print new<TAB>URL or revisit<TAB>URL, against the previous epoch (the last crawl)')
-    .action((file: string | undefined, _options, command: Command) => classify(file, command));
-  const epoch = program.command('epoch').description('list, show, rotate and prune the epochs of a scope');
-  epoch.command('list').description('one row per epoch').action((_options, command: Command) => epochList(command));
-  epoch
-    .command('show <n>')
-    .description('header, seeds, geometry, slices, sizing decision and inputs of epoch N')
-    .action((n: string, _options, command: Command) => epochShow(n, command));
-  epoch
-    .command('rotate')
-    .description('seal the open epoch and open the next with fresh seeds, sized from history')
-    .option('--capacity <n>', 'capacity of the new epoch (default: from history)')
-    .option('--fpr <p>', 'target FPR of the new epoch (default: the previous epoch\'s)')
-    .option('--strategy <name>', "strategy of the new epoch (default: the previous epoch's)")
-    .option('--seeds <hex>', 'seeds of the new epoch instead of fresh ones (parallel crawlers that will merge)')
-    .option('--if-epoch <n>', 'rotate only if N is the open epoch, else print that nothing was rotated and exit 0 (two schedulers rotate once)')
-    .action((_options, command: Command) => epochRotate(command));
-  epoch
-    .command('prune')
-    .description('drop sealed epochs; an epoch is kept if either option keeps it, the open one always')
-    .option('--keep-last <n>', 'keep the N most recent epochs')
-    .option('--sealed-within <duration>', 'keep epochs sealed within DURATION (90s, 30m, 12h, 7d, 2w)')
-    .action((_options, command: Command) => epochPrune(command));
-  program
-    .command('stats')
-    .description('per scope and epoch: capacity, adds, estimated distinct URLs, fill, estimated FPR, bytes on disk')
-    .action((_options, command: Command) => stats(command));
-  program
-    .command('export')
-    .description('write one epoch to a portable, checksummed export file')
-    .option('--epoch <n>', 'N, current (default) or previous')
-    .option('--out <file>', 'the file to write (replaced atomically)')
-    .action((_options, command: Command) => exportCommand(command));
-  program
-    .command('import <file>')
-    .description('create a scope from an export file (sealed, followed by a fresh open epoch)')
-    .option('--open', 'keep the imported epoch open with its seeds (parallel crawlers sharing seeds)')
-    .action((file: string, _options, command: Command) => importCommand(file, command));
-  program
-    .command('merge <files...>')
-    .description('OR export files with identical seeds and geometry into the open epoch (--into-epoch) or a new export file (--out)')
-    .option('--into-epoch <n>', 'the open epoch of --scope to merge into')
-    .option('--out <file>', 'write the union to this export file instead')
-    .action((files: string[], _options, command: Command) => mergeCommand(files, command));
-  program
-    .command('verify [export-files...]')
-    .description('check every header, chunk and journal record of the store (or the given export files); exit 6 with the exact place of any damage')
-    .action((files: string[], _options, command: Command) => verify(files, command));
-  const frontier = program.command('frontier').description("the scope's durable queue of URLs found new and not yet finished (docs/frontier.md)");
-  planOptions(inputOptions(frontier.command('push [file]')))
-    .description('queue the URLs not seen before (recording them as seen, in one step) and print them')
-    .action((file: string | undefined, _options, command: Command) => frontierPush(file, command));
-  frontier
-    .command('take')
-    .description('lease up to --count queued URLs; prints ID<TAB>URL per URL')
-    .option('--count <n>', 'URLs to take (default 1)')
-    .option('--lease-ms <ms>', 'lease length in milliseconds (default 300000): unfinished URLs come back after it')
-    .action((_options, command: Command) => frontierTake(command));
-  frontier
-    .command('done [ids...]')
-    .description('finish leased URLs: IDs as arguments, or take\'s lines on stdin')
-    .action((ids: string[], _options, command: Command) => frontierFinish('done', ids, command));
-  frontier
-    .command('release [ids...]')
-    .description('give leased URLs back before their lease runs out: IDs as arguments, or on stdin')
-    .action((ids: string[], _options, command: Command) => frontierFinish('release', ids, command));
-  frontier.command('stats').description('URLs pending, leased and done').action((_options, command: Command) => frontierStats(command));
-  const snapshot = program.command('snapshot').description('consistent copies of the whole store, taken while writers run');
-  snapshot
-    .command('create [name]')
-    .description('snapshot the store into <store>/snapshots/NAME (default name: the UTC time)')
-    .action((name: string | undefined, _options, command: Command) => snapshotCreate(name, command));
-  snapshot.command('list').description('name, time, reason, format and size of every snapshot').action((_options, command: Command) => snapshotList(command));
-  snapshot
-    .command('restore <name>')
-    .description('replace the store with a snapshot (refused while another process has the store open; the current data is kept as a snapshot)')
-    .action((name: string, _options, command: Command) => snapshotRestore(name, command));
-  snapshot
-    .command('delete <name>')
-    .description('delete a snapshot')
-    .action((name: string, _options, command: Command) => snapshotDelete(name, command));
-  program
-    .command('migrate')
-    .description('bring an older store to this version\'s format, after a snapshot (refused while another process has it open)')
-    .option('--no-snapshot', 'do not take the safety snapshot first')
-    .action((_options, command: Command) => migrate(command));
-  program
-    .command('plan')
-    .description('sizing calculator: the bits, bytes and k of an epoch of this plan, and what each growth slice adds past its capacity')
-    .option('--capacity <n>', 'URLs the epoch is sized for (default 1000000)')
-    .option('--fpr <p>', 'target false-positive rate, kept at any size (default 0.01)')
-    .option('--strategy <name>', `${STRATEGY_HELP}; default classic`)
-    .option('--slices <n>', 'slices to list: the first and those growth adds (default 4, at most 12)')
-    .action((_options, command: Command) => plan(command));
-  program
-    .command('simulate')
-    .description("measure a filter strategy's false-positive rate on your URLs, next to theory (the thesis's experiments)")
-    .option('--urls <file>', 'distinct URLs, one per line (required)')
-    .option('--insert <n>', 'URLs inserted (default: all, or half for the non-incremental modes)')
-    .option('--query <n>', 'other URLs queried in non-incremental and revisit modes (default: the rest)')
-    .option('--mode <mode>', 'non-incremental (default), incremental, revisit or revisit-incremental')
-    .option('--strategy <name>', `${STRATEGY_HELP}; default classic`)
-    .option('--hashes <k>', 'hashes per URL per filter (default with --fpr: the optimum)')
-    .option('--bits-per-hash <M>', "each filter m = N·k·M bits (the thesis's equation 5.1)")
-    .option('--fpr <p>', 'size each epoch for this false-positive rate instead (default 0.01)')
-    .option('--runs <r>', 'repetitions with fresh seeds (default 1)')
-    .action((_options, command: Command) => simulateCommand(command));
-  program
-    .command('demo')
-    .description('run two crawls of a synthetic site through filter-new on the store, and report')
-    .action((_options, command: Command) => demo(command));
+    .configureHelp({ showGlobalOptions: true })
+    // main.ts prints commander's errors itself, in seenstore's format.
+    .configureOutput({ outputError: () => undefined });
+  addUrlCommands(program);
+  addEpochCommands(program);
+  addStoreCommands(program);
+  addFrontierCommands(program);
+  addToolCommands(program);
   return program;
 }

@@ -42,6 +42,7 @@ export class ScopeFrontier {
   readonly scope: string;
   readonly #ctx: FrontierContext;
 
+  /** @internal Frontiers come from Scope.frontier(). */
   constructor(ctx: FrontierContext, scope: string) {
     this.#ctx = ctx;
     this.scope = scope;

@@ -41,6 +41,7 @@ export class Scope {
   /** The open epoch this handle last saw (to check an explicit normalisation against it once). */
   #openEpoch: number | undefined;
 
+  /** @internal Scopes come from SeenStore.scope(); the context holds the store's internals. */
   constructor(ctx: ScopeContext, name: string, options: ScopeOptions) {
     this.#ctx = ctx;
     this.name = name;

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { SeenStoreError, unsupported } from '../errors.js';
 import { XxHash } from '../hash/xxhash.js';
-import type { Backend, MigrationReport, RestoreResult, SnapshotInfo, StoreMaintenance, VerifyReport } from '../store/backend.js';
+import type { Backend, DiskUsage, MigrationReport, RestoreResult, SnapshotInfo, StoreMaintenance, VerifyReport } from '../store/backend.js';
 import { offlineOperations, openBackend, redactLocation } from '../store/open.js';
 import { checkScopeName } from './create.js';
 import { Scope, type ScopeOptions, type ScopeStats } from './scope.js';
@@ -209,6 +209,24 @@ export class SeenStore {
     const maintenance = this.#maintenance('take a snapshot');
     this.#ctx.assertWritable('take a snapshot');
     return maintenance.snapshot(name, options.signal);
+  }
+
+  /**
+   * The same consistent copy as snapshot(), written to `dir` outside the store (which must not
+   * exist; its last path component is the snapshot's name): a backup on another disk. Complete or
+   * absent, never half-written.
+   */
+  async snapshotTo(dir: string, options: { readonly signal?: AbortSignal } = {}): Promise<SnapshotInfo> {
+    this.#ctx.assertOpen();
+    const maintenance = this.#maintenance('take a snapshot');
+    this.#ctx.assertWritable('take a snapshot');
+    return maintenance.snapshotTo(resolve(dir), options.signal);
+  }
+
+  /** How much of its file and LMDB map the store uses, and what a compacting copy would give back. */
+  async diskUsage(): Promise<DiskUsage> {
+    this.#ctx.assertOpen();
+    return this.#maintenance('measure disk usage').diskUsage();
   }
 
   /** The store's snapshots, oldest first, with their time, format and size. */

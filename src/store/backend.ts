@@ -244,6 +244,9 @@ export interface EpochUsage {
 /** Whole-store operations of a backend that has them (LMDB); elsewhere UNSUPPORTED. */
 export interface StoreMaintenance {
   snapshot(name: string | undefined, signal: AbortSignal | undefined): Promise<SnapshotInfo>;
+  /** The same copy, written to `dir` outside the store (which must not exist): a backup on another disk. */
+  snapshotTo(dir: string, signal: AbortSignal | undefined): Promise<SnapshotInfo>;
+  diskUsage(): DiskUsage;
   snapshots(): SnapshotInfo[];
   deleteSnapshot(name: string): void;
   verify(): VerifyReport;
@@ -292,4 +295,21 @@ export interface MigrationReport {
   readonly steps: { readonly from: number; readonly to: number; readonly summary: string; readonly changed: number }[];
   /** The safety snapshot of the old format (null when none was needed or it was declined). */
   readonly snapshot: SnapshotInfo | null;
+}
+
+/** How much of its LMDB file and map a store uses (SeenStore.diskUsage; the LMDB backend's). */
+export interface DiskUsage {
+  /** The size of data.mdb. */
+  readonly fileBytes: number;
+  /** Pages up to the highest one LMDB has handed out (its "last page"), in bytes: the file grows to this. */
+  readonly usedBytes: number;
+  /** The LMDB map (SeenStoreOptions.mapSizeBytes): the most the file can grow to. */
+  readonly mapSizeBytes: number;
+  /**
+   * Of usedBytes, the pages no database holds (LMDB's free list: freed by dropped epochs, trimmed
+   * journals and rewritten chunks). LMDB reuses them for new writes; a snapshot (a compacting copy)
+   * leaves them out, so this is what a snapshot and restore would give back.
+   */
+  readonly reclaimableBytes: number;
+  readonly pageBytes: number;
 }

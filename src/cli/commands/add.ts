@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
-import { batchOptions, openStore, pinnedEpoch, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
+import { batchOptions, inputProgress, openStore, pinnedEpoch, scopeName, scopeOptions, warn, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
 import { forEachBatch, openInput } from '../input.js';
-import { Progress, formatCount } from '../output.js';
+import { formatCount } from '../output.js';
+import { noteGrowth, noteIgnoredPlan } from '../scope-notes.js';
 
 type Options = GlobalOptions & InputOptions & PlanOptions & { readonly epoch?: string };
 
@@ -10,15 +11,16 @@ export async function add(file: string | undefined, command: Command): Promise<v
   const options = command.optsWithGlobals<Options>();
   const store = await openStore(options, true);
   try {
-    const scope = store.scope(scopeName(options), scopeOptions(options));
+    const requested = scopeOptions(options);
+    const scope = store.scope(scopeName(options), requested);
     const pin = pinnedEpoch(options.epoch);
-    const progress = new Progress(true);
+    const watch = await noteIgnoredPlan(scope, requested, warn);
     let added = 0;
-    const counts = await forEachBatch(openInput(file), batchOptions(options, await scope.normalizeMode()), async (lines) => {
+    const progress = inputProgress('add', file, () => `${formatCount(added)} new`);
+    const counts = await forEachBatch(openInput(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
       added += (await scope.add(lines, pin)).added;
-      progress.update(() => `add: ${formatCount(added)} new`);
     });
-    progress.done();
+    await noteGrowth(scope, watch, warn);
     const summary = { read: counts.read, new: added, seen: counts.read - added, invalid: counts.invalid };
     if (options.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
     else {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { batchOptions, epochSpec, openStore, openStoreReadOnly, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
+import { batchOptions, epochSpec, inputProgress, openStore, openStoreReadOnly, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
 import { forEachBatch, openInput } from '../input.js';
 import { formatCount, writeAll } from '../output.js';
 
@@ -15,10 +15,15 @@ export async function countCommand(file: string | undefined, command: Command): 
   const store = await openStoreReadOnly(options);
   try {
     const scope = await requireScope(store, options);
-    await forEachBatch(openInput(file), batchOptions(options, await scope.normalizeMode()), async (lines) => {
+    let held = 0;
+    const progress = inputProgress('count', file, () => `${formatCount(held)} held`);
+    await forEachBatch(openInput(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
       const counts = await scope.count(lines, { epochs });
       let out = '';
-      for (let i = 0; i < lines.length; i++) out += `${counts[i]}\t${lines[i]}\n`;
+      for (let i = 0; i < lines.length; i++) {
+        if (counts[i]! > 0) held++;
+        out += `${counts[i]}\t${lines[i]}\n`;
+      }
       await writeAll(process.stdout, out);
     });
   } finally {
@@ -33,7 +38,8 @@ export async function deleteCommand(file: string | undefined, command: Command):
   try {
     const scope = await requireScope(store, options);
     let deleted = 0;
-    const counts = await forEachBatch(openInput(file), batchOptions(options, await scope.normalizeMode()), async (lines) => {
+    const progress = inputProgress('delete', file, () => `${formatCount(deleted)} deleted`);
+    const counts = await forEachBatch(openInput(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
       deleted += await scope.delete(lines);
     });
     const summary = { read: counts.read, deleted, absent: counts.read - deleted, invalid: counts.invalid };

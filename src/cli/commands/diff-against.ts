@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { ExportedEpoch } from '../../epochs/exported.js';
 import type { NormalizeMode } from '../../url/normalize.js';
-import { batchOptions, type GlobalOptions, type InputOptions } from '../context.js';
+import { batchOptions, inputProgress, type GlobalOptions, type InputOptions } from '../context.js';
 import { forEachBatch, openInput } from '../input.js';
 import { formatCount, writeAll } from '../output.js';
 import { stopOnSignals } from '../interrupt.js';
@@ -25,7 +25,7 @@ export async function diffAgainst(file: string | undefined, command: Command): P
   let held = 0;
   const counts = await forEachBatch(
     openInput(file),
-    { ...batchOptions(options, other.epoch.normalize as NormalizeMode), signal: stopOnSignals() },
+    { ...batchOptions(options, other.epoch.normalize as NormalizeMode), signal: stopOnSignals(), progress: inputProgress('diff --against', file, () => `${formatCount(missing)} not seen there`) },
     async (lines) => {
       const answers = other.has(lines);
       let out = '';

@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import { SeenStoreError } from '../../errors.js';
-import type { EpochDetails, EpochStats } from '../../epochs/scope.js';
+import type { EpochDetails, EpochStats, Scope } from '../../epochs/scope.js';
 import { openStore, openStoreReadOnly, parseCount, parseFpr, parseSeeds, requireScope, type GlobalOptions } from '../context.js';
 import { formatCount, table } from '../output.js';
 import { stopOnSignals } from '../interrupt.js';
+import { parseDuration } from '../duration.js';
 import { safePoint } from '../../store/interruption.js';
 import { parseStrategy, strategyName } from '../../filters/strategy.js';
 
@@ -83,9 +83,10 @@ export async function epochShow(epochText: string, command: Command): Promise<vo
 
 /** `epoch rotate`: seal the open epoch, open the next, and say how it was sized. */
 export async function epochRotate(command: Command): Promise<void> {
-  const options = command.optsWithGlobals<GlobalOptions & { capacity?: string; fpr?: string; seeds?: string; strategy?: string; ifEpoch?: string }>();
+  const options = command.optsWithGlobals<GlobalOptions & { capacity?: string; fpr?: string; seeds?: string; strategy?: string; ifEpoch?: string; ifOlderThan?: string }>();
   const capacityUrls = parseCount('capacity', options.capacity);
-  const ifEpoch = parseCount('if-epoch', options.ifEpoch);
+  let ifEpoch = parseCount('if-epoch', options.ifEpoch);
+  const olderThanMs = options.ifOlderThan === undefined ? undefined : parseDuration('if-older-than', options.ifOlderThan);
   const strategy = options.strategy === undefined ? undefined : strategyName(parseStrategy(options.strategy));
   const seeds = parseSeeds(options.seeds);
   const fprTarget = parseFpr(options.fpr);
@@ -93,6 +94,17 @@ export async function epochRotate(command: Command): Promise<void> {
   const store = await openStore(options, false);
   try {
     const scope = await requireScope(store, options);
+    if (olderThanMs !== undefined) {
+      const judged = await judgeOpenEpoch(scope, olderThanMs, ifEpoch);
+      if (judged.young !== undefined) {
+        const young = judged.young;
+        process.stdout.write(options.json ? `${JSON.stringify({ rotated: false, openEpoch: young.epoch, ageMs: young.ageMs, ifOlderThanMs: olderThanMs })}\n` : `${young.line}\n`);
+        return;
+      }
+      // Old enough: rotate the epoch that was judged and no other (not the open epoch read again,
+      // which another scheduler may have rotated meanwhile), so that two schedulers rotate once.
+      ifEpoch ??= judged.epoch;
+    }
     // The rotation is one transaction: the one safe point is before it.
     await safePoint(signal, `rotating ${scope.name}`);
     const result = await scope.rotate({
@@ -119,20 +131,39 @@ export async function epochRotate(command: Command): Promise<void> {
   }
 }
 
-/** Durations like 90s, 30m, 12h, 7d, 2w. */
-export function parseDuration(text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  const match = /^([0-9]+(?:\.[0-9]+)?)(s|m|h|d|w)$/.exec(text);
-  if (match === null) throw new SeenStoreError('USAGE', `--sealed-within must be a duration like 90s, 30m, 12h, 7d or 2w, got ${JSON.stringify(text)}`);
-  const unitMs = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }[match[2] as 's' | 'm' | 'h' | 'd' | 'w'];
-  return Number(match[1]) * unitMs;
+/** 3d 4h, 2h 5m, 40s: an age for a human. */
+function age(ms: number): string {
+  const parts: string[] = [];
+  let rest = Math.max(0, Math.floor(ms / 1000));
+  for (const [unit, seconds] of [['d', 86_400], ['h', 3_600], ['m', 60], ['s', 1]] as const) {
+    if (rest >= seconds || (unit === 's' && parts.length === 0)) parts.push(`${Math.floor(rest / seconds)}${unit}`);
+    rest %= seconds;
+  }
+  return parts.slice(0, 2).join(' ');
+}
+
+/**
+ * For --if-older-than: the open epoch as read once, and, when it is younger than `olderThanMs`
+ * (nothing to rotate), the line that says so. An --if-epoch that is not the open epoch is left to
+ * the rotation to answer.
+ */
+async function judgeOpenEpoch(
+  scope: Scope,
+  olderThanMs: number,
+  ifEpoch: number | undefined,
+): Promise<{ epoch: number | undefined; young?: { epoch: number; ageMs: number; line: string } }> {
+  const open = await scope.openEpoch();
+  if (open === null || (ifEpoch !== undefined && ifEpoch !== open)) return { epoch: open ?? undefined };
+  const ageMs = Date.now() - (await scope.epoch(open)).createdAtMs;
+  if (ageMs > olderThanMs) return { epoch: open };
+  return { epoch: open, young: { epoch: open, ageMs, line: `epoch ${open} is ${age(ageMs)} old, not older than ${age(olderThanMs)}: nothing rotated` } };
 }
 
 /** `epoch prune`: drop sealed epochs beyond the retention, reporting each drop. */
 export async function epochPrune(command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions & { keepLast?: string; sealedWithin?: string }>();
   const keepLast = parseCount('keep-last', options.keepLast);
-  const sealedWithinMs = parseDuration(options.sealedWithin);
+  const sealedWithinMs = options.sealedWithin === undefined ? undefined : parseDuration('sealed-within', options.sealedWithin);
   const signal = stopOnSignals();
   const store = await openStore(options, false);
   try {

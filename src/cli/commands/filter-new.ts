@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
-import { batchOptions, openStore, pinnedEpoch, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
+import { batchOptions, inputProgress, openStore, pinnedEpoch, scopeName, scopeOptions, warn, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
 import { forEachBatch, forEachUtf8Batch, openInput, type InputCounts } from '../input.js';
-import { Progress, formatCount, compactSelectedLines, writeAll } from '../output.js';
+import { formatCount, compactSelectedLines, writeAll } from '../output.js';
+import { noteGrowth, noteIgnoredPlan } from '../scope-notes.js';
 
 type Options = GlobalOptions & InputOptions & PlanOptions & { readonly epoch?: string };
 
@@ -15,24 +16,24 @@ export async function filterNew(file: string | undefined, command: Command): Pro
   const options = command.optsWithGlobals<Options>();
   const store = await openStore(options, true);
   try {
-    const scope = store.scope(scopeName(options), scopeOptions(options));
+    const requested = scopeOptions(options);
+    const scope = store.scope(scopeName(options), requested);
     const pin = pinnedEpoch(options.epoch);
-    const progress = new Progress(true);
+    const watch = await noteIgnoredPlan(scope, requested, warn);
     let printed = 0;
     const mode = await scope.normalizeMode();
-    const report = (): void => progress.update(() => `filter-new: ${formatCount(printed)} new`);
+    const progress = inputProgress('filter-new', file, () => `${formatCount(printed)} new`);
     let counts: InputCounts;
     if (mode === 'none') {
       // Two batches in flight: the next one is decided and committed while this one is printed.
-      counts = await forEachUtf8Batch(openInput(file), { ...batchOptions(options, mode), inFlight: 2 }, async (lines, previous) => {
+      counts = await forEachUtf8Batch(openInput(file), { ...batchOptions(options, mode), inFlight: 2, progress }, async (lines, previous) => {
         const answers = await scope.addIfAbsentUtf8(lines, pin);
         await previous;
         for (const isNew of answers) if (isNew) printed++;
         await writeAll(process.stdout, compactSelectedLines(lines, answers));
-        report();
       });
     } else {
-      counts = await forEachBatch(openInput(file), batchOptions(options, mode), async (lines) => {
+      counts = await forEachBatch(openInput(file), { ...batchOptions(options, mode), progress }, async (lines) => {
         const answers = await scope.addIfAbsent(lines, pin);
         let out = '';
         for (let i = 0; i < lines.length; i++) {
@@ -42,10 +43,9 @@ export async function filterNew(file: string | undefined, command: Command): Pro
           }
         }
         await writeAll(process.stdout, out);
-        report();
       });
     }
-    progress.done();
+    await noteGrowth(scope, watch, warn);
     if (options.json) {
       process.stderr.write(`${JSON.stringify({ read: counts.read, new: printed, seen: counts.read - printed, invalid: counts.invalid })}\n`);
     }

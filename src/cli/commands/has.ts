@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { batchOptions, epochSpec, membershipMode, openStoreReadOnly, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
+import { batchOptions, epochSpec, inputProgress, membershipMode, openStoreReadOnly, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
 import { forEachBatch, openInput } from '../input.js';
-import { writeAll } from '../output.js';
+import { formatCount, writeAll } from '../output.js';
 
 interface HasOptions extends GlobalOptions, InputOptions {
   readonly invert?: boolean;
@@ -22,7 +22,8 @@ export async function has(file: string | undefined, command: Command): Promise<v
   try {
     const scope = await requireScope(store, options);
     let seen = 0;
-    const counts = await forEachBatch(openInput(file), batchOptions(options, await scope.normalizeMode()), async (lines) => {
+    const progress = inputProgress('has', file, () => `${formatCount(seen)} seen`);
+    const counts = await forEachBatch(openInput(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
       const answers = await scope.has(lines, { epochs, mode });
       let out = '';
       for (let i = 0; i < lines.length; i++) {

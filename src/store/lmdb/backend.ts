@@ -14,7 +14,8 @@ import { scopeKey, epochKey } from './keys.js';
 import { effectiveLockStaleMs, isLocked } from './lock.js';
 import { LmdbFrontier } from './frontier.js';
 import * as meta from './metadata.js';
-import { createSnapshot, defaultSnapshotName, deleteSnapshot, EXCLUSIVE_LOCK, listSnapshots, SNAPSHOTS_DIR } from './snapshots.js';
+import { diskUsage } from './disk-usage.js';
+import { createSnapshot, createSnapshotAt, defaultSnapshotName, deleteSnapshot, EXCLUSIVE_LOCK, listSnapshots, SNAPSHOTS_DIR } from './snapshots.js';
 import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
 import { epochUsage } from './usage.js';
 import { verifyStore } from './verify.js';
@@ -219,6 +220,8 @@ export class LmdbBackend implements Backend {
 function lmdbMaintenance(env: StoreEnv, hash: XxHash): StoreMaintenance {
   return {
     snapshot: async (name, signal) => createSnapshot(env, name ?? defaultSnapshotName(''), 'user', env.header.formatVersion, signal),
+    snapshotTo: async (dir, signal) => createSnapshotAt(env, dir, env.header.formatVersion, signal),
+    diskUsage: () => diskUsage(env),
     snapshots: () => listSnapshots(env.dir),
     deleteSnapshot: (name) => deleteSnapshot(env.dir, name),
     verify: () => {

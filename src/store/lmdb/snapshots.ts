@@ -1,5 +1,5 @@
 import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { StoreEnv } from './env.js';
 import { faultPoint } from '../faults.js';
@@ -257,4 +257,31 @@ function copyDurably(from: string, to: string): void {
   copyFileSync(from, to);
   chmodSync(to, 0o644);
   fsyncPath(to);
+}
+
+/**
+ * A snapshot written outside the store, at `out` (which must not exist): a backup on another disk.
+ * The same consistent copy as createSnapshot, written beside `out` under a temporary name on the
+ * target's own file system, then sealed (manifest, fsync, read-only) and renamed to `out`, so
+ * `out` is always complete or absent. To restore it, copy the folder into the store's
+ * `snapshots/` and run `snapshot restore` with its name. `out`'s last path component is the
+ * snapshot's name and follows the same rule.
+ */
+export async function createSnapshotAt(env: StoreEnv, out: string, formatVersion = env.header.formatVersion, signal?: AbortSignal): Promise<SnapshotInfo> {
+  const name = basename(out);
+  checkName(name);
+  const root = dirname(out);
+  if (!existsSync(root)) throw new SeenStoreError('NOT_FOUND', `no directory ${root} to write snapshot ${name} into`);
+  if (existsSync(out)) throw new SeenStoreError('USAGE', `${out} exists: a snapshot is written to a new directory`);
+  const temporary = join(root, `.tmp-${name}-${process.pid}`);
+  try {
+    mkdirSync(temporary);
+    const createdAtMs = Date.now();
+    await env.backup(temporary);
+    await safePoint(signal, `creating snapshot ${out}`);
+    return seal(root, temporary, { v: 1, name, createdAtMs, formatVersion, reason: 'user (outside the store)' });
+  } catch (error) {
+    rmSync(temporary, { recursive: true, force: true });
+    throw asStoreError(error, `creating snapshot ${out}`);
+  }
 }

@@ -1,0 +1,61 @@
+import type { Scope } from '../epochs/scope.js';
+import { formatCount } from './output.js';
+
+/** The values of a scope's first epoch given on the command line (scopeOptions' result). */
+export interface RequestedPlan {
+  readonly capacityUrls?: number;
+  readonly fprTarget?: number;
+  readonly strategy?: string;
+  readonly layout?: string;
+  readonly seeds?: readonly string[];
+}
+
+/** What an adding command remembers of the open epoch before it runs, to notice growth after. */
+export interface EpochWatch {
+  readonly epoch: number | null;
+  readonly slices: number;
+}
+
+/**
+ * Before an add: when the scope exists, the plan options (--capacity, --fpr, --strategy, --layout,
+ * --seeds) shape nothing, since they apply to a scope's first epoch only. Say so for each one that
+ * differs from the open epoch, instead of ignoring it silently. Returns what `noteGrowth` needs.
+ */
+export async function noteIgnoredPlan(scope: Scope, requested: RequestedPlan, warn: (message: string) => void): Promise<EpochWatch> {
+  const open = await scope.openEpoch();
+  if (open === null) return { epoch: null, slices: 0 };
+  const epoch = await scope.epoch(open);
+  const ignored: string[] = [];
+  if (requested.capacityUrls !== undefined && requested.capacityUrls !== epoch.capacityUrls) {
+    ignored.push(`--capacity ${requested.capacityUrls} (epoch ${open} has ${epoch.capacityUrls})`);
+  }
+  if (requested.fprTarget !== undefined && requested.fprTarget !== epoch.fprTarget) ignored.push(`--fpr ${requested.fprTarget} (it has ${epoch.fprTarget})`);
+  if (requested.strategy !== undefined && requested.strategy !== epoch.strategy) ignored.push(`--strategy ${requested.strategy} (it has ${epoch.strategy})`);
+  if (requested.layout !== undefined && requested.layout !== epoch.strategy) ignored.push(`--layout ${requested.layout} (it has ${epoch.strategy})`);
+  const seeds = epoch.sliceDetails[0]?.seeds.join(',');
+  if (requested.seeds !== undefined && requested.seeds.join(',') !== seeds) ignored.push(`--seeds (it has ${seeds})`);
+  if (ignored.length > 0) {
+    warn(
+      `warning: scope ${scope.name} exists, so ${ignored.join(', ')} ${ignored.length === 1 ? 'is' : 'are'} ignored: ` +
+        'they shape only the first epoch of a new scope (epoch rotate --capacity/--fpr/--strategy/--seeds set the next one)',
+    );
+  }
+  return { epoch: open, slices: epoch.slices };
+}
+
+/**
+ * After an add: an epoch that outgrew its capacity grew slices to keep its FPR promise. Say so,
+ * with the slice count, once per run that grew it.
+ */
+export async function noteGrowth(scope: Scope, before: EpochWatch, warn: (message: string) => void): Promise<void> {
+  const n = before.epoch ?? (await scope.openEpoch());
+  if (n === null) return;
+  const epoch = await scope.epoch(n);
+  const slicesBefore = before.epoch === null ? 1 : before.slices;
+  if (epoch.slices <= slicesBefore) return;
+  warn(
+    `warning: epoch ${n} of scope ${scope.name} grew past its capacity of ${formatCount(epoch.capacityUrls)} URLs ` +
+      `(~${formatCount(epoch.estimatedDistinct)} distinct now): ${epoch.slices} slices (was ${slicesBefore}); its FPR target ${epoch.fprTarget} still holds, ` +
+      'at more bytes and hashes per URL. Rotate with a larger --capacity (seenstore plan shows the cost of growth)',
+  );
+}

@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { cpSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { ROOT } from './helpers/data.js';
+import { tempDir } from './helpers/tmp.js';
+
+const run = promisify(execFile);
+const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
+/** What a fresh clone holds that `npm pack` needs: sources and files, no dist/. */
+const CLONE_ENTRIES = ['package.json', 'package-lock.json', 'tsconfig.json', 'src', 'migrations', 'cjs', 'docs', 'README.md', 'CHANGELOG.md', 'LICENSE'];
+
+/** A TypeScript file that uses the public API with its types; any leaked or broken type fails it. */
+const CONSUMER_TS = `import { SeenStore, SeenStoreError, type EpochDetails, type Scope, type ScopeStats } from 'seenstore';
+const store: SeenStore = await SeenStore.open('./store', { create: true });
+const scope: Scope = store.scope('example.org', { capacityUrls: 1000, fprTarget: 0.01 });
+const fresh: boolean[] = await scope.addIfAbsent(['https://example.org/a']);
+const stats: ScopeStats = await scope.stats();
+const details: EpochDetails = await scope.epoch(1);
+const code: string = new SeenStoreError('USAGE', 'x').code;
+console.log(fresh, stats.epochs.length, details.sizing.policy, code);
+await store.close();
+`;
+
+/** The same API misused: the type check must fail on it, or it checks nothing. */
+const WRONG_TS = `import { SeenStore } from 'seenstore';
+const store = await SeenStore.open('./store');
+const n: number = await store.scope('s').addIfAbsent(['a']);
+console.log(n);
+`;
+
+const RESOLUTIONS = [
+  { module: 'node16', moduleResolution: 'node16' },
+  { module: 'nodenext', moduleResolution: 'nodenext' },
+  { module: 'esnext', moduleResolution: 'bundler' },
+] as const;
+
+async function sh(command: string, args: readonly string[], cwd: string): Promise<{ stdout: string; stderr: string }> {
+  return run(command, args, { cwd, env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' }, maxBuffer: 16 << 20 });
+}
+
+async function typeCheck(dir: string, file: string, resolution: (typeof RESOLUTIONS)[number]): Promise<{ ok: boolean; output: string }> {
+  const config = join(dir, `tsconfig.${resolution.moduleResolution}.${file.replace(/\W/g, '-')}.json`);
+  writeFileSync(
+    config,
+    JSON.stringify({
+      compilerOptions: { ...resolution, target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, types: ['node'], typeRoots: [join(ROOT, 'node_modules', '@types')] },
+      files: [file],
+    }),
+  );
+  try {
+    const { stdout } = await sh(process.execPath, [TSC, '-p', config], dir);
+    return { ok: true, output: stdout };
+  } catch (error) {
+    return { ok: false, output: String((error as { stdout?: string }).stdout ?? error) };
+  }
+}
+
+describe('the npm package, packed from a fresh clone and installed elsewhere', () => {
+  test('prepack builds; the tarball installs; the CLI, ESM import, require() and types work', { timeout: 300_000 }, async () => {
+    // A fresh clone: no dist/. The repository's node_modules stands in for `npm install` there.
+    const clone = tempDir('seenstore-clone-');
+    for (const entry of CLONE_ENTRIES) cpSync(join(ROOT, entry), join(clone, entry), { recursive: true });
+    symlinkSync(join(ROOT, 'node_modules'), join(clone, 'node_modules'), 'dir');
+    const packed = tempDir('seenstore-tarball-');
+    await sh(NPM, ['pack', '--silent', '--pack-destination', packed], clone);
+    const tarballs = readdirSync(packed).filter((name) => name.endsWith('.tgz'));
+    assert.deepEqual(tarballs, [`seenstore-${VERSION}.tgz`]);
+    const tarball = join(packed, tarballs[0]!);
+
+    const { stdout: listing } = await sh('tar', ['-tzf', tarball], packed);
+    const files = listing.trim().split('\n');
+    for (const needed of ['package/dist/src/cli/main.js', 'package/dist/src/index.js', 'package/dist/seenstore.d.ts', 'package/cjs/index.cjs', 'package/LICENSE', 'package/dist/migrations/index.js']) {
+      assert.ok(files.includes(needed), `${needed} is in the tarball`);
+    }
+    assert.deepEqual(files.filter((f) => f.endsWith('.map')), [], 'no source maps pointing at sources the tarball lacks');
+    assert.deepEqual(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')), [], 'no TypeScript sources');
+
+    const project = tempDir('seenstore-consumer-');
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }));
+    await sh(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund', '--no-package-lock', tarball], project);
+
+    const { stdout: version } = await sh(NPM, ['exec', '--offline', '--', 'seenstore', '--version'], project);
+    assert.equal(version.trim(), VERSION);
+
+    const esm = `import { SeenStore } from 'seenstore';
+const store = await SeenStore.open('./store');
+const scope = store.scope('s');
+console.log(JSON.stringify([await scope.addIfAbsent(['https://a/', 'https://a/']), await scope.has(['https://a/', 'https://b/'])]));
+await store.close();`;
+    const { stdout: answers } = await sh(process.execPath, ['--input-type=module', '-e', esm], project);
+    assert.equal(answers.trim(), JSON.stringify([[true, false], [true, false]]));
+
+    // require(esm): this Node (>= 20.19) takes the module-sync condition; with require(esm) turned
+    // off, as on older Node, the require condition's stub says what to do instead.
+    const cjs = "try { console.log(typeof require('seenstore').SeenStore); } catch (e) { console.log(e.code + ': ' + e.message); }";
+    assert.equal((await sh(process.execPath, ['-e', cjs], project)).stdout.trim(), 'function');
+    const old = (await sh(process.execPath, ['--no-experimental-require-module', '-e', cjs], project)).stdout.trim();
+    assert.match(old, /^ERR_REQUIRE_ESM: seenstore is an ES module.*await import\('seenstore'\)/);
+
+    mkdirSync(join(project, 'src'));
+    writeFileSync(join(project, 'src', 'consumer.ts'), CONSUMER_TS);
+    writeFileSync(join(project, 'src', 'wrong.ts'), WRONG_TS);
+    for (const resolution of RESOLUTIONS) {
+      const good = await typeCheck(project, 'src/consumer.ts', resolution);
+      assert.ok(good.ok, `${resolution.moduleResolution}, skipLibCheck false:\n${good.output}`);
+      const bad = await typeCheck(project, 'src/wrong.ts', resolution);
+      assert.ok(!bad.ok && /TS2322/.test(bad.output), `${resolution.moduleResolution}: the misuse is caught:\n${bad.output}`);
+    }
+  });
+});
