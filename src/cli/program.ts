@@ -15,6 +15,7 @@ import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE } from './context.js';
 import { plan } from './commands/plan.js';
 import { simulateCommand } from './commands/simulate.js';
 import { countCommand, deleteCommand } from './commands/count.js';
+import { serve, SERVE_OPTIONS } from './commands/serve.js';
 
 function inputOptions(command: Command): Command {
   return command
@@ -161,6 +162,11 @@ export function buildProgram(): Command {
     .option('--fpr <p>', 'size each epoch for this false-positive rate instead (default 0.01)')
     .option('--runs <r>', 'repetitions with fresh seeds (default 1)')
     .action((_options, command: Command) => simulateCommand(command));
+  const serveCommand = program
+    .command('serve')
+    .description('a RedisBloom-compatible RESP server over the store, with epoch commands and durable group-committed adds (docs/server.md)');
+  for (const [flags, help] of SERVE_OPTIONS) serveCommand.option(flags, help);
+  serveCommand.action((_options, command: Command) => serve(command));
   program
     .command('demo')
     .description('run two crawls of a synthetic site through filter-new on the store, and report')

@@ -195,6 +195,22 @@ export class Scope {
   }
 
   /**
+   * Creates the scope with its first epoch when it does not exist yet, without adding a URL; true
+   * when it did not exist. `options` (default: this handle's ScopeOptions) shape the first epoch:
+   * for a caller that reserves a scope's plan before its first add (the server's BF.RESERVE). Durable
+   * when the promise resolves.
+   */
+  async create(options?: ScopeOptions): Promise<boolean> {
+    this.#ctx.assertOpen();
+    this.#ctx.assertWritable('create a scope');
+    if (this.#open(false) !== undefined) return false;
+    const plan = options === undefined ? this.#plan : new Scope(this.#ctx, this.name, options).#plan;
+    ensureScope(this.#ctx.env, this.name, plan);
+    await this.#ctx.env.flushed();
+    return true;
+  }
+
+  /**
    * Records the URLs in the open epoch and answers, per URL, whether it was new (true) or probably
    * seen before (false). Duplicates within the call are new once. Resolves when durable. If another
    * process rotates the scope meanwhile, the rest of the call goes to the new epoch.
