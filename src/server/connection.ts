@@ -122,7 +122,7 @@ export class Connection implements ClientState {
     const name = argText(request, 0).toUpperCase();
     const spec = this.#table.get(name);
     this.lastCommand = spec === undefined ? 'unknown' : name;
-    server.metrics.commands.inc({ command: this.lastCommand });
+    server.metrics.countCommand(this.lastCommand);
     const refusal = this.#refusal(spec, name, request);
     if (refusal !== undefined) {
       server.counters.errorReplies++;

@@ -22,6 +22,9 @@ export interface AddEntry {
  */
 export const BATCH_URLS_MAX = 65_536;
 
+/** Longest wait for a batch to fill to the size of the one before (see GroupCommit.#gather). */
+const GATHER_MS_MAX = 1;
+
 /**
  * Group commit for one scope. Write commands of every connection join the pending batch; the
  * batch starts on the next event-loop turn (all the requests that arrived in this one join it),
@@ -35,6 +38,9 @@ export class GroupCommit {
   #pending: AddEntry[] = [];
   #running: Promise<void> | undefined;
   #scheduled = false;
+  /** Commands the last batch held: the next one waits for as many (see #gather). */
+  #target = 0;
+  #wake: (() => void) | undefined;
 
   constructor(scope: Scope, metrics: ServerMetrics) {
     this.#scope = scope;
@@ -43,10 +49,12 @@ export class GroupCommit {
 
   add(entry: AddEntry): void {
     this.#pending.push(entry);
+    if (this.#wake !== undefined && this.#pending.length >= this.#target) this.#release();
     if (this.#running === undefined && !this.#scheduled) {
       this.#scheduled = true;
       setImmediate(() => {
         this.#scheduled = false;
+        this.#target = 0;
         this.#running = this.#run().finally(() => {
           this.#running = undefined;
         });
@@ -62,10 +70,39 @@ export class GroupCommit {
   }
 
   async #run(): Promise<void> {
-    while (this.#pending.length > 0) {
+    for (;;) {
+      if (this.#pending.length < this.#target) await this.#gather();
+      if (this.#pending.length === 0) return;
       const batch = this.#take();
+      this.#target = batch.length;
       await this.#commit(batch, true);
     }
+  }
+
+  /**
+   * Waits, after a batch, until as many commands are pending as that batch held (its clients were
+   * just answered and usually send their next request at once), or GATHER_MS_MAX. Starting the
+   * next batch with whatever arrived during the commit would halve the batches: the library's
+   * cost per commit (~0.45 ms here, whatever the size) is what group commit amortises.
+   */
+  #gather(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.#release(), GATHER_MS_MAX);
+      this.#wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  /**
+   * Ends the wait on the next turn of the event loop, never inside the I/O callback that filled
+   * the batch: the other sockets that became readable in the same poll still join it.
+   */
+  #release(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    if (wake !== undefined) setImmediate(wake);
   }
 
   #take(): AddEntry[] {

@@ -15,6 +15,7 @@ export class ServerMetrics {
   readonly commitSeconds: Histogram;
   readonly connections: Gauge;
   readonly connectionsTotal: Counter;
+  readonly #commandCounters = new Map<string, { inc(): void }>();
 
   /** `scopeStats` is read at each scrape: the open epochs' figures. */
   constructor(scopeStats: () => Promise<readonly ScopeStats[]>) {
@@ -60,5 +61,15 @@ export class ServerMetrics {
     epochGauge('seenstore_epoch_fpr_target', 'Target false-positive rate of the open epoch', (e) => e.fprTarget);
     epochGauge('seenstore_epoch_capacity_urls', 'URLs the open epoch is sized for', (e) => e.capacityUrls);
     epochGauge('seenstore_epoch_slices', 'Slices of the open epoch (more than 1: it grew past its capacity)', (e) => e.slices);
+  }
+
+  /** Counts one command (the labelled child is looked up once per name). */
+  countCommand(name: string): void {
+    let counter = this.#commandCounters.get(name);
+    if (counter === undefined) {
+      counter = this.commands.labels({ command: name });
+      this.#commandCounters.set(name, counter);
+    }
+    counter.inc();
   }
 }
