@@ -49,7 +49,7 @@ export function bloomCommands(): CommandSpec[] {
     }),
     bf('BF.INFO', -2, 'ordered', "The open epoch's capacity, size, slices, items and expansion", 'BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]', bloomInfo),
     bf('BF.CARD', 2, 'ordered', 'Items added to the open epoch (0 when the key does not exist)', 'BF.CARD key', async (server, _client, request) => {
-      const stats = await server.scope(argText(request, 1)).scope.stats();
+      const stats = await (await server.scope(argText(request, 1))).scope.stats();
       return integer(stats.epochs.find((epoch) => epoch.epoch === stats.openEpoch)?.added ?? 0);
     }),
   ];
@@ -102,7 +102,7 @@ async function reserve(server: ServerContext, _client: ClientState, request: Req
     else throw new ReplyError('ERR syntax error');
   }
   checkPlan(plan);
-  const created = await server.scope(argText(request, 1)).scope.create(planOptions(plan));
+  const created = await (await server.scope(argText(request, 1))).scope.create(planOptions(plan));
   if (!created) throw new ReplyError('ERR item exists');
   return OK;
 }
@@ -130,14 +130,15 @@ function checkItems(server: ServerContext, request: Request, firstArg: number): 
 }
 
 /** Joins the items to their scope's group commit; resolves with `encode`'s reply once the batch is durable. */
-function addItems(
+async function addItems(
   server: ServerContext,
   request: Request,
   firstArg: number,
   encode: (answers: readonly boolean[], from: number, count: number) => Encoded,
-  handle: ScopeHandle = server.scope(argText(request, 1)),
+  known?: ScopeHandle,
 ): Promise<Encoded> {
   checkItems(server, request, firstArg);
+  const handle = known ?? (await server.scope(argText(request, 1)));
   const count = request.argc - firstArg;
   return new Promise((resolve) => {
     handle.commit.add({
@@ -166,7 +167,7 @@ async function insert(server: ServerContext, _client: ClientState, request: Requ
   if (i + 1 >= request.argc) throw wrongArity('bf.insert');
   checkPlan(plan);
   checkItems(server, request, i + 1);
-  const handle = server.scope(argText(request, 1));
+  const handle = await server.scope(argText(request, 1));
   if ((await handle.scope.openEpoch()) === null) {
     if (noCreate) throw new ReplyError('ERR not found');
     const options = planOptions(plan);
@@ -179,7 +180,7 @@ async function exists(server: ServerContext, request: Request, firstArg: number)
   checkItemCount(server, request, firstArg);
   const urls = argTexts(request, firstArg);
   server.metrics.urls.inc({ op: 'queried' }, urls.length);
-  return server.scope(argText(request, 1)).scope.has(urls);
+  return (await server.scope(argText(request, 1))).scope.has(urls);
 }
 
 const INFO_FIELDS: Readonly<Record<string, string>> = {
@@ -194,7 +195,7 @@ async function bloomInfo(server: ServerContext, _client: ClientState, request: R
   if (request.argc > 3) throw wrongArity('bf.info');
   const field = request.argc === 3 ? INFO_FIELDS[argKeyword(request, 2)] : undefined;
   if (request.argc === 3 && field === undefined) throw new ReplyError('ERR Invalid information value');
-  const scope = server.scope(argText(request, 1)).scope;
+  const scope = (await server.scope(argText(request, 1))).scope;
   const openEpoch = await scope.openEpoch();
   if (openEpoch === null) throw new ReplyError('ERR not found');
   const epoch = await scope.epoch(openEpoch);

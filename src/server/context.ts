@@ -1,9 +1,9 @@
-import type { Scope, SeenStore } from '../index.js';
 import type { GroupCommit } from './group-commit.js';
 import type { ServerLimits } from './limits.js';
 import type { Logger } from './logger.js';
 import type { ServerMetrics } from './metrics.js';
 import type { Protocol } from './reply.js';
+import type { ServedScope, ServedStore } from './served-store.js';
 
 /** One client connection, as commands see it (CLIENT, HELLO, AUTH, INFO). */
 export interface ClientState {
@@ -24,7 +24,7 @@ export interface ClientState {
 
 /** A scope and its group commit. */
 export interface ScopeHandle {
-  readonly scope: Scope;
+  readonly scope: ServedScope;
   readonly commit: GroupCommit;
 }
 
@@ -39,7 +39,7 @@ export interface ServerCounters {
 
 /** What commands may use of the server. */
 export interface ServerContext {
-  readonly store: SeenStore;
+  readonly store: ServedStore;
   /** The --store argument, as given (a directory; later a redis:// URL). */
   readonly storeSpec: string;
   readonly limits: ServerLimits;
@@ -53,7 +53,8 @@ export interface ServerContext {
   readonly counters: ServerCounters;
   /** SHA-256 of the password, when one is required. */
   readonly passwordDigest: Buffer | undefined;
-  scope(name: string): ScopeHandle;
+  /** The scope `name` and its group commit; USAGE when `name` is not a scope name. */
+  scope(name: string): Promise<ScopeHandle>;
   clients(): Iterable<ClientState>;
 }
 

@@ -77,7 +77,7 @@ async function rotate(server: ServerContext, _client: ClientState, request: Requ
     else throw new ReplyError('ERR syntax error');
   }
   const key = argText(request, 1);
-  const scope = server.scope(key).scope;
+  const scope = (await server.scope(key)).scope;
   if ((await scope.openEpoch()) === null) throw new ReplyError('ERR not found');
   const result = options.ifEpoch === undefined ? await scope.rotate(options as RotateOptions) : await scope.rotate({ ...options, ifEpoch: options.ifEpoch });
   if (result === null) return nil(proto);
@@ -95,7 +95,7 @@ async function rotate(server: ServerContext, _client: ClientState, request: Requ
 }
 
 async function epochs(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
-  const stats = await server.scope(argText(request, 1)).scope.stats();
+  const stats = await (await server.scope(argText(request, 1))).scope.stats();
   return array(stats.epochs.map((epoch) => epochMap(epoch, proto)));
 }
 
@@ -126,7 +126,7 @@ async function mexists(server: ServerContext, _client: ClientState, request: Req
   });
   const urls = argTexts(request, first);
   server.metrics.urls.inc({ op: 'queried' }, urls.length);
-  const answers = await server.scope(argText(request, 1)).scope.has(urls, { epochs: epochsSpec, mode });
+  const answers = await (await server.scope(argText(request, 1))).scope.has(urls, { epochs: epochsSpec, mode });
   return boolArray(answers, 0, answers.length, proto);
 }
 
@@ -134,7 +134,7 @@ async function classify(server: ServerContext, _client: ClientState, request: Re
   checkItemCount(server, request, 2);
   const urls = argTexts(request, 2);
   server.metrics.urls.inc({ op: 'queried' }, urls.length);
-  const classes = await server.scope(argText(request, 1)).scope.classify(urls);
+  const classes = await (await server.scope(argText(request, 1))).scope.classify(urls);
   return array(classes.map((c) => bulk(c)));
 }
 
@@ -149,7 +149,7 @@ async function diff(server: ServerContext, _client: ClientState, request: Reques
   if (from === undefined || to === undefined) throw new ReplyError('ERR SEEN.DIFF needs FROM and TO');
   const urls = argTexts(request, first);
   server.metrics.urls.inc({ op: 'queried' }, urls.length);
-  const result = await server.scope(argText(request, 1)).scope.diff(urls, from, to);
+  const result = await (await server.scope(argText(request, 1))).scope.diff(urls, from, to);
   return array(result.categories.map((c) => bulk(c)));
 }
 
@@ -166,13 +166,13 @@ async function prune(server: ServerContext, _client: ClientState, request: Reque
   }
   if (options.keepLast === undefined && options.sealedWithinMs === undefined) throw wrongArity('seen.prune');
   const key = argText(request, 1);
-  const dropped = await server.scope(key).scope.prune(options);
+  const dropped = await (await server.scope(key)).scope.prune(options);
   for (const { epoch } of dropped) server.logger.log('prune', { scope: key, epoch });
   return array(dropped.map(({ epoch }) => integer(epoch)));
 }
 
 async function stats(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
-  const scopeStats = await server.scope(argText(request, 1)).scope.stats();
+  const scopeStats = await (await server.scope(argText(request, 1))).scope.stats();
   const open = scopeStats.epochs.find((epoch) => epoch.epoch === scopeStats.openEpoch);
   if (open === undefined) throw new ReplyError('ERR not found');
   return epochMap(open, proto);

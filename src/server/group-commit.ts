@@ -1,6 +1,7 @@
-import { SeenStoreError, type Scope } from '../index.js';
+import { SeenStoreError } from '../index.js';
 import type { ServerMetrics } from './metrics.js';
 import type { Request } from './resp-parser.js';
+import type { ServedScope } from './served-store.js';
 
 /**
  * The items of one write command (BF.ADD, BF.MADD, BF.INSERT) waiting for its scope's next group
@@ -33,7 +34,7 @@ const GATHER_MS_MAX = 1;
  * span at a time, into one buffer, and handed to the library as UTF-8 ranges: no string per URL.
  */
 export class GroupCommit {
-  readonly #scope: Scope;
+  readonly #scope: ServedScope;
   readonly #metrics: ServerMetrics;
   #pending: AddEntry[] = [];
   #running: Promise<void> | undefined;
@@ -42,7 +43,7 @@ export class GroupCommit {
   #target = 0;
   #wake: (() => void) | undefined;
 
-  constructor(scope: Scope, metrics: ServerMetrics) {
+  constructor(scope: ServedScope, metrics: ServerMetrics) {
     this.#scope = scope;
     this.#metrics = metrics;
   }
@@ -154,7 +155,8 @@ function gather(batch: readonly AddEntry[]): { bytes: Buffer; ranges: Uint32Arra
     totalBytes += offsets[2 * (entry.firstArg + entry.count - 1) + 1]! - offsets[2 * entry.firstArg]!;
     count += entry.count;
   }
-  const bytes = Buffer.allocUnsafe(totalBytes);
+  // Its own ArrayBuffer (never a slice of Buffer's shared pool): it is moved to the store thread.
+  const bytes = Buffer.from(new ArrayBuffer(totalBytes));
   const ranges = new Uint32Array(2 * count);
   let at = 0;
   let r = 0;

@@ -69,7 +69,7 @@ async function sectionFields(server: ServerContext, section: Section): Promise<[
         ['format_version', FORMAT_VERSION],
         ['hash_scheme', HASH_SCHEME_ID],
         ['durability', 'journal-commit-per-batch'],
-        ['snapshots', server.store.snapshots().length],
+        ['snapshots', await server.store.snapshotCount()],
       ];
     case 'scopes':
       return (await server.store.stats()).map((scope) => {

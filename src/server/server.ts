@@ -1,12 +1,12 @@
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
-import type { SeenStore } from '../index.js';
 import { bloomCommands } from './bloom-commands.js';
 import { CommandTable } from './command-table.js';
 import { Connection } from './connection.js';
 import type { ScopeHandle, ServerContext, ServerCounters } from './context.js';
 import { epochCommands } from './epoch-commands.js';
 import { GroupCommit } from './group-commit.js';
+import type { ServedStore } from './served-store.js';
 import { serverLimits, type ServerLimits } from './limits.js';
 import { createLogger, type Logger } from './logger.js';
 import { ServerMetrics } from './metrics.js';
@@ -45,7 +45,7 @@ export function isLoopback(address: string): boolean {
  * the caller opens it before and closes it after stop().
  */
 export class SeenServer implements ServerContext {
-  readonly store: SeenStore;
+  readonly store: ServedStore;
   readonly storeSpec: string;
   readonly limits: ServerLimits;
   readonly metrics: ServerMetrics;
@@ -58,7 +58,7 @@ export class SeenServer implements ServerContext {
 
   readonly #options: ServeOptions;
   readonly #table: CommandTable;
-  readonly #scopes = new Map<string, ScopeHandle>();
+  readonly #scopes = new Map<string, Promise<ScopeHandle>>();
   readonly #connections = new Set<Connection>();
   readonly #net: Server;
   #http: HttpServer | undefined;
@@ -66,7 +66,7 @@ export class SeenServer implements ServerContext {
   #port = 0;
   #stopping: Promise<void> | undefined;
 
-  constructor(store: SeenStore, options: ServeOptions) {
+  constructor(store: ServedStore, options: ServeOptions) {
     this.store = store;
     this.#options = options;
     this.storeSpec = options.storeSpec;
@@ -91,11 +91,12 @@ export class SeenServer implements ServerContext {
     return typeof address === 'object' && address !== null ? address.port : 0;
   }
 
-  scope(name: string): ScopeHandle {
+  scope(name: string): Promise<ScopeHandle> {
     let handle = this.#scopes.get(name);
     if (handle === undefined) {
-      const scope = this.store.scope(name, this.autoCreate);
-      handle = { scope, commit: new GroupCommit(scope, this.metrics) };
+      handle = this.store.scope(name, this.autoCreate).then((scope) => ({ scope, commit: new GroupCommit(scope, this.metrics) }));
+      // A refused name is not kept (an attacker could otherwise fill the map with refusals).
+      handle.catch(() => this.#scopes.delete(name));
       this.#scopes.set(name, handle);
     }
     return handle;
@@ -139,7 +140,7 @@ export class SeenServer implements ServerContext {
     this.#stopping ??= (async () => {
       const closed = new Promise<void>((resolve) => this.#net.close(() => resolve()));
       await Promise.all([...this.#connections].map((connection) => connection.finish()));
-      for (const handle of this.#scopes.values()) await handle.commit.idle();
+      for (const handle of this.#scopes.values()) await handle.then((h) => h.commit.idle(), () => undefined);
       await closed;
       await new Promise<void>((resolve) => (this.#http === undefined ? resolve() : this.#http.close(() => resolve())));
       this.logger.log('stop', { reason, commands: this.counters.commandsProcessed, connections: this.counters.connectionsReceived });
