@@ -100,11 +100,16 @@ export class Connection implements ClientState {
         if (!this.#closing) this.#dispatch(request);
       });
     } catch (thrown) {
-      if (!(thrown instanceof ProtocolError)) throw thrown;
-      this.#server.counters.protocolErrors++;
-      this.#server.metrics.errors.inc({ kind: 'protocol' });
-      this.#server.logger.log('error', { event: 'protocol-error', client: this.id, addr: this.remoteAddress, message: thrown.message });
-      this.#fill(this.#nextSlot++, error(`ERR Protocol error: ${thrown.message}`));
+      // A protocol error ends the connection after the replies before it. Anything else is a bug:
+      // it ends this connection too (with errorReply's log line and no stack to the client), never the server.
+      if (thrown instanceof ProtocolError) {
+        this.#server.counters.protocolErrors++;
+        this.#server.metrics.errors.inc({ kind: 'protocol' });
+        this.#server.logger.log('error', { event: 'protocol-error', client: this.id, addr: this.remoteAddress, message: thrown.message });
+        this.#fill(this.#nextSlot++, error(`ERR Protocol error: ${thrown.message}`));
+      } else {
+        this.#fill(this.#nextSlot++, errorReply(this.#server, thrown, 'connection'));
+      }
       this.#closing = true;
     }
     this.#flush();

@@ -44,4 +44,6 @@ export interface ServedStore {
   snapshotCount(): Promise<number>;
   /** Checkpoints and closes the store (and its thread). */
   close(): Promise<void>;
+  /** Settles with the error if the store fails underneath the server (its thread died); never otherwise. */
+  readonly failed: Promise<Error>;
 }

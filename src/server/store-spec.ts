@@ -24,5 +24,6 @@ export async function openServedStore(spec: string, options: SeenStoreOptions = 
     snapshot: (name) => store.snapshot(name),
     snapshotCount: async () => store.snapshots().length,
     close: () => store.close(),
+    failed: new Promise<Error>(() => undefined),
   };
 }

@@ -34,6 +34,11 @@ export class StoreThread implements ServedStore {
   readonly #scopes = new Map<string, Promise<ServedScope>>();
   #nextId = 1;
   #exited: Error | undefined;
+  #closing = false;
+  #fail: (error: Error) => void = () => undefined;
+  readonly failed = new Promise<Error>((resolve) => {
+    this.#fail = resolve;
+  });
 
   private constructor(data: StoreThreadData, onWarning: (message: string) => void) {
     this.#worker = new Worker(new URL('./store-worker.js', import.meta.url), { workerData: data });
@@ -49,6 +54,7 @@ export class StoreThread implements ServedStore {
       else call.resolve(message.value);
     });
     const fail = (error: Error): void => {
+      if (!this.#closing && this.#exited === undefined) this.#fail(error);
       this.#exited = error;
       for (const call of this.#calls.values()) call.reject(error);
       this.#calls.clear();
@@ -103,6 +109,7 @@ export class StoreThread implements ServedStore {
   }
 
   async close(): Promise<void> {
+    this.#closing = true;
     await this.call('close', undefined, []);
     await new Promise((resolve) => this.#worker.once('exit', resolve));
   }

@@ -118,7 +118,13 @@ export async function serve(command: Command): Promise<void> {
     process.once('SIGTERM', onSignal);
     process.once('SIGINT', onSignal);
   });
-  const signal = await stopped;
+  const signal = await Promise.race([stopped, store.failed]);
+  if (signal instanceof Error) {
+    // The store failed underneath (its thread died): nothing more can be acknowledged.
+    logger.log('error', { event: 'store-failed', message: signal.message });
+    await server.stop('store failed');
+    throw signal;
+  }
   await server.stop(signal);
   try {
     await store.close();
