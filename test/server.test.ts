@@ -118,6 +118,17 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     assert.ok(server.log.some((line) => line.includes('"event":"stop"')));
   });
 
+  it('takes a redis-cli --pipe mass insert and answers every command', async () => {
+    const dir = tempDir();
+    const server = await startServer(join(dir, 'store'));
+    const commands = Array.from({ length: 3000 }, (_, i) => encodeCommand(i % 3 === 2 ? ['BF.MADD', 'mass', `http://m/${i}`, `http://m/${i - 1}`] : ['BF.ADD', 'mass', `http://m/${i}`]));
+    writeFileSync(join(dir, 'mass.resp'), Buffer.concat(commands));
+    const { stdout } = await exec('sh', ['-c', `redis-cli -p ${server.port} --pipe < ${join(dir, 'mass.resp')}`]);
+    assert.match(stdout, /errors: 0, replies: 3000/);
+    assert.equal(await redisCli(server.port, 'BF.CARD', 'mass'), '3000');
+    assert.equal(await redisCli(server.port, 'BF.MEXISTS', 'mass', 'http://m/0', 'http://m/2999', 'http://m/3000'), '1\n1\n0');
+  });
+
   it('works over inline commands and RESP3 (HELLO 3)', async () => {
     const server = await startServer(join(tempDir(), 'store'));
     const client = await RawClient.connect(server.port);
@@ -173,6 +184,16 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     assert.match(metrics, /^seenstore_epoch_estimated_fpr\{scope="g",epoch="1"\} /m);
     assert.match(metrics, /^seenstore_connections 32$/m);
     for (const client of clients) client.close();
+  });
+
+  it('refuses a redis:// store until the Redis backend exists, and a port in use', async () => {
+    const refused = await runCli(['--store', 'redis://127.0.0.1:7000/0', 'serve', '--port', '0']);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /error USAGE: --store redis:\/\/127\.0\.0\.1:7000\/0: Redis-backed stores come with the storage backend seam/);
+    const server = await startServer(join(tempDir(), 'store'));
+    const taken = await runCli(['--store', join(tempDir(), 'other'), 'serve', '--port', String(server.port)]);
+    assert.equal(taken.code, 10);
+    assert.match(taken.stderr, /error IO_ERROR: cannot listen on 127\.0\.0\.1:\d+/);
   });
 
   it('requires a password off loopback and compares AUTH', async () => {
