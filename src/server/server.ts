@@ -142,6 +142,8 @@ export class SeenServer implements ServerContext {
       await Promise.all([...this.#connections].map((connection) => connection.finish()));
       for (const handle of this.#scopes.values()) await handle.then((h) => h.commit.idle(), () => undefined);
       await closed;
+      // A scraper's keep-alive connection would hold close() open: end them.
+      this.#http?.closeAllConnections();
       await new Promise<void>((resolve) => (this.#http === undefined ? resolve() : this.#http.close(() => resolve())));
       this.logger.log('stop', { reason, commands: this.counters.commandsProcessed, connections: this.counters.connectionsReceived });
     })();
