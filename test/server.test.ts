@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -116,6 +116,20 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     assert.equal(code, 0);
     assert.ok(server.log.some((line) => line.includes('"event":"rotation"')));
     assert.ok(server.log.some((line) => line.includes('"event":"stop"')));
+  });
+
+  it('serves redis-cli in interactive mode, which loads COMMAND DOCS first', { skip: spawnSync('script', ['--version']).status === 0 ? false : 'script (util-linux) is not installed' }, async () => {
+    const server = await startServer(join(tempDir(), 'store'));
+    // A terminal for redis-cli (script), TERM=dumb so that its line editor asks the terminal nothing.
+    const session = spawnSync('script', ['-qc', `redis-cli -p ${server.port}`, '/dev/null'], {
+      input: 'BF.MADD k http://a/ http://b/\nBF.INFO k CAPACITY\nquit\n',
+      env: { ...process.env, TERM: 'dumb' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    assert.doesNotMatch(session.stdout, /Assertion/);
+    assert.match(session.stdout, /1\) \(integer\) 1\r?\n2\) \(integer\) 1/);
+    assert.match(session.stdout, /1\) \(integer\) 1000000/);
   });
 
   it('takes a redis-cli --pipe mass insert and answers every command', async () => {

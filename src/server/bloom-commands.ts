@@ -210,5 +210,5 @@ async function bloomInfo(server: ServerContext, _client: ClientState, request: R
     'Expansion rate': Number.isInteger(factor) ? integer(factor) : double(factor, proto),
   };
   if (field !== undefined) return array([values[field]!]);
-  return map(Object.entries(values), proto);
+  return map(Object.entries(values), proto, 'simple');
 }
