@@ -269,6 +269,25 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
   });
 });
 
+describe('seenstore serve group commit', () => {
+  it('fails only the command the library refuses, not the others in its batch', async () => {
+    const store = join(tempDir(), 'store');
+    // A scope that normalises with whatwg: the library refuses what is not an absolute URL.
+    const created = await runCli(['--store', store, '--scope', 'w', 'add', '--normalize', 'whatwg'], 'https://first.example/\n');
+    assert.equal(created.code, 0, created.stderr);
+    const server = await startServer(store);
+    const clients = await Promise.all(Array.from({ length: 8 }, () => RawClient.connect(server.port)));
+    for (const [i, client] of clients.entries()) client.send('BF.MADD', 'w', `https://ok.example/${i}`, i === 3 ? 'not a url' : `https://ok.example/${i}/b`);
+    const replies = await Promise.all(clients.map((client) => client.read()));
+    replies.forEach((reply, i) => {
+      if (i === 3) assert.match(String(reply), /^Error: INVALID_URL /);
+      else assert.deepEqual(reply, [1, 1], `client ${i}`);
+    });
+    assert.deepEqual(await clients[0]!.command('BF.MEXISTS', 'w', 'https://ok.example/3', 'https://ok.example/2/b', 'HTTPS://FIRST.example'), [0, 1, 1]);
+    for (const client of clients) client.close();
+  });
+});
+
 describe('seenstore serve durability', () => {
   it('SIGTERM answers every request it took, closes the store and exits 0', async () => {
     const store = join(tempDir(), 'store');
