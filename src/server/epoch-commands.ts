@@ -67,7 +67,7 @@ function epochMap(epoch: EpochStats, proto: Protocol): Encoded {
 }
 
 async function rotate(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
-  const options: { capacityUrls?: number; fprTarget?: number; ifEpoch?: number } = {};
+  const options: { -readonly [K in keyof RotateOptions]: RotateOptions[K] } = {};
   for (let i = 2; i < request.argc; i++) {
     const option = argKeyword(request, i);
     if (i + 1 >= request.argc) throw new ReplyError('ERR syntax error');
@@ -79,7 +79,7 @@ async function rotate(server: ServerContext, _client: ClientState, request: Requ
   const key = argText(request, 1);
   const scope = (await server.scope(key)).scope;
   if ((await scope.openEpoch()) === null) throw new ReplyError('ERR not found');
-  const result = options.ifEpoch === undefined ? await scope.rotate(options as RotateOptions) : await scope.rotate({ ...options, ifEpoch: options.ifEpoch });
+  const result = await scope.rotate(options);
   if (result === null) return nil(proto);
   server.logger.log('rotation', { scope: key, sealed: result.sealed.epoch, opened: result.opened.epoch, capacity: result.opened.capacityUrls, reason: result.opened.sizing.reason });
   return map(

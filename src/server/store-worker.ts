@@ -11,6 +11,9 @@ const data = workerData as StoreThreadData;
 const scopes = new Map<string, Scope>();
 let store: SeenStore | undefined;
 
+/** The Scope methods the server calls (ServedScope): nothing else is run by name. */
+const SCOPE_METHODS = new Set(['addIfAbsentUtf8', 'has', 'stats', 'openEpoch', 'epoch', 'create', 'rotate', 'prune', 'classify', 'diff']);
+
 function reply(message: StoreReply, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
 }
@@ -23,7 +26,8 @@ async function run(call: StoreCall): Promise<unknown> {
   }
   const opened = store!;
   if (call.scope !== undefined) {
-    const scope = scopes.get(call.scope)!;
+    const scope = scopes.get(call.scope);
+    if (scope === undefined || !SCOPE_METHODS.has(call.method)) throw new TypeError(`no scope method ${call.method} on ${call.scope}`);
     const method = (scope as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[call.method]!;
     return method.apply(scope, [...call.args]);
   }
@@ -50,12 +54,9 @@ async function run(call: StoreCall): Promise<unknown> {
 port.on('message', (call: StoreCall) => {
   run(call).then(
     (value) => {
-      if (call.method === 'close') {
-        reply({ id: call.id, value });
-        port.close();
-        return;
-      }
       reply({ id: call.id, value });
+      // Closed: the thread exits once the reply is out.
+      if (call.method === 'close') port.close();
     },
     (error: unknown) => {
       const e = error as Error & { code?: unknown };
