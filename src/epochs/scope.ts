@@ -196,7 +196,8 @@ export class Scope {
 
   /**
    * Creates the scope with its first epoch when it does not exist yet, without adding a URL; true
-   * when it did not exist. `options` (default: this handle's ScopeOptions) shape the first epoch:
+   * when it did not exist (should another process create it in the same instant, its plan wins and
+   * both may answer true). `options` (default: this handle's ScopeOptions) shape the first epoch:
    * for a caller that reserves a scope's plan before its first add (the server's BF.RESERVE). Durable
    * when the promise resolves.
    */
