@@ -293,15 +293,21 @@ describe('seenstore serve durability', () => {
     const store = join(tempDir(), 'store');
     const server = await startServer(store);
     const client = await RawClient.connect(server.port);
-    const urls = Array.from({ length: 5000 }, (_, i) => `http://term.example/${i}`);
-    for (let i = 0; i < urls.length; i += 500) client.send('BF.MADD', 'k', ...urls.slice(i, i + 500));
-    // The first reply means the requests are in; the signal lands while the rest are in flight.
-    const first = await client.read();
+    const observer = await RawClient.connect(server.port);
+    const commands = 20;
+    const urls = Array.from({ length: commands * 2000 }, (_, i) => `http://term.example/${i}`);
+    for (let i = 0; i < urls.length; i += 2000) client.send('BF.MADD', 'k', ...urls.slice(i, i + 2000));
+    // The signal lands once the server has taken every request (counted when parsed, before any
+    // is answered), while most of them are still in their batches.
+    let polls = 0;
+    const taken = async (): Promise<number> => Number(/total_commands_processed:(\d+)/.exec(String(await observer.command('INFO', 'stats')))![1]) - ++polls;
+    while ((await taken()) < commands) await new Promise((resolve) => setTimeout(resolve, 1));
     const stopping = server.stop('SIGTERM');
-    const replies = [first];
-    for (let i = 1; i < 10; i++) replies.push(await client.read());
+    const replies: unknown[] = [];
+    for (let i = 0; i < commands; i++) replies.push(await client.read());
     assert.deepEqual(replies.flat(), urls.map(() => 1));
     assert.deepEqual(await stopping, { code: 0, signal: null });
+    assert.ok(server.log.some((line) => line.includes('"event":"stop"') && line.includes('"reason":"SIGTERM"')));
     const reopened = await SeenStore.open(store);
     assert.ok((await reopened.scope('k').has(urls)).every(Boolean));
     await reopened.close();
