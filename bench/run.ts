@@ -228,9 +228,15 @@ function main(): void {
   text += '\n';
   // The server benchmark (issue 20) in its own process: it starts its servers and load itself.
   progress('server: seenstore serve vs Redis (appendfsync always)');
-  const server = JSON.parse(child([join(ROOT, 'dist', 'bench', 'server.js'), ...(quick ? ['--quick'] : ['--runs', String(RUNS)])])) as { text: string };
-  report.server = server;
-  text += `\n${server.text}\n`;
+  try {
+    const server = JSON.parse(child([join(ROOT, 'dist', 'bench', 'server.js'), ...(quick ? ['--quick'] : ['--runs', String(RUNS)])])) as { text: string };
+    report.server = server;
+    text += `\n${server.text}\n`;
+  } catch (error) {
+    // Without redis-server / redis-benchmark (apt-get install redis-server redis-tools) the rest still stands.
+    report.server = { failed: (error as Error).message };
+    text += `\nserver benchmark not run: ${(error as Error).message.split('\n')[0]}\n`;
+  }
   process.stdout.write(text);
   mkdirSync(join(BENCH_DIR, 'results'), { recursive: true });
   writeFileSync(join(BENCH_DIR, 'results', 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
