@@ -6,6 +6,7 @@
  *
  * --quick: the shared lists only, one run each, smaller scale runs (a smoke test of the harness).
  * --scale-only: only the scale runs (open + first query, journal replay), printed as JSON.
+ * The server benchmark (bench/server.ts) runs last, in its own process.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -225,6 +226,17 @@ function main(): void {
   text += `\ntargets (issue 6), on ${datasets[datasets.length - 1]!.name}:\n\n`;
   text += table(['target', 'measured', 'wanted', 'met'], checked.map((t) => [t.what, t.measured, t.target, t.met ? 'yes' : 'MISSED']));
   text += '\n';
+  // The server benchmark (issue 20) in its own process: it starts its servers and load itself.
+  progress('server: seenstore serve vs Redis (appendfsync always)');
+  try {
+    const server = JSON.parse(child([join(ROOT, 'dist', 'bench', 'server.js'), ...(quick ? ['--quick'] : ['--runs', String(RUNS)])])) as { text: string };
+    report.server = server;
+    text += `\n${server.text}\n`;
+  } catch (error) {
+    // Without redis-server / redis-benchmark (apt-get install redis-server redis-tools) the rest still stands.
+    report.server = { failed: (error as Error).message };
+    text += `\nserver benchmark not run: ${(error as Error).message.split('\n')[0]}\n`;
+  }
   process.stdout.write(text);
   mkdirSync(join(BENCH_DIR, 'results'), { recursive: true });
   writeFileSync(join(BENCH_DIR, 'results', 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);

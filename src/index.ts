@@ -14,7 +14,7 @@ export {
   type DiffResult,
   type RotateResult,
 } from './epochs/scope.js';
-export type { EpochSpec, MembershipMode } from './epochs/epoch-spec.js';
+export { parseEpochSpec, type EpochSpec, type MembershipMode } from './epochs/epoch-spec.js';
 export type { RotateOptions } from './epochs/rotation.js';
 export type { PruneOptions, Dropped } from './epochs/retention.js';
 export { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET } from './epochs/create.js';

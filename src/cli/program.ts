@@ -7,6 +7,7 @@ import { NORMALIZE_MODES } from '../url/normalize.js';
 import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE } from './defaults.js';
 import { DURATION_HELP, parseDuration } from './duration.js';
 import { parseCount, parseFpr, parseSeeds, validated } from './parse.js';
+import { SERVE_FLAGS } from './serve-flags.js';
 
 /*
  * The command line. Command modules (and through them the store and LMDB) are imported only when
@@ -316,6 +317,18 @@ function addFrontierCommands(program: Command): void {
   );
 }
 
+function addServeCommand(program: Command): void {
+  const serveCommand = program
+    .command('serve')
+    .description('a RedisBloom-compatible RESP server over the store, with epoch and frontier commands and durable group-committed adds (docs/server.md)');
+  // The option list lives with the command, which is loaded only when it runs: the flags are repeated here for help and parsing.
+  for (const [flags, help] of SERVE_FLAGS) serveCommand.option(flags, help);
+  examples(serveCommand.action(async (_o, command: Command) => (await import('./commands/serve.js')).serve(command)), [
+    'seenstore --store /var/lib/seenstore serve --port 6380',
+    "redis-cli -p 6380 BF.MADD example.org https://example.org/a https://example.org/b",
+  ]);
+}
+
 function addToolCommands(program: Command): void {
   examples(
     program
@@ -371,6 +384,7 @@ export function buildProgram(): Command {
   addEpochCommands(program);
   addStoreCommands(program);
   addFrontierCommands(program);
+  addServeCommand(program);
   addToolCommands(program);
   return program;
 }

@@ -83,6 +83,22 @@ export class Scope {
   }
 
   /**
+   * Creates the scope with its first epoch when it does not exist yet, without adding a URL; true
+   * when it did not exist (should another process create it in the same instant, its plan wins and
+   * both may answer true). `options` (default: this handle's ScopeOptions) shape the first epoch:
+   * for a caller that reserves a scope's plan before its first add (the server's BF.RESERVE). Durable
+   * when the promise resolves.
+   */
+  async create(options?: ScopeOptions): Promise<boolean> {
+    this.#ctx.assertOpen();
+    this.#ctx.assertWritable('create a scope');
+    if ((await this.#ctx.backend.scopeRecord(this.name)) !== undefined) return false;
+    const plan = options === undefined ? this.#plan : new Scope(this.#ctx, this.name, options).#plan;
+    await this.#ctx.backend.createScope(this.name, newEpochHeader(this.name, 1, plan));
+    return true;
+  }
+
+  /**
    * Records the URLs in the open epoch and answers, per URL, whether it was new (true) or probably
    * seen before (false). Duplicates within the call are new once. Resolves when durable. If another
    * process rotates the scope meanwhile, the rest of the call goes to the new epoch.

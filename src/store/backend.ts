@@ -39,6 +39,7 @@ export interface Backend {
   /**
    * Creates the scope with `first` as its open epoch 1, unless it exists: of racing creators
    * (processes, machines), the first to commit wins and every caller gets the winner's record.
+   * Durable when it resolves (as are rotate, importEpoch and dropEpoch).
    */
   createScope(scope: string, first: EpochHeader): Promise<ScopeRecord>;
   /**

@@ -108,7 +108,9 @@ export class LmdbBackend implements Backend {
   }
 
   async createScope(scope: string, first: EpochHeader): Promise<ScopeRecord> {
-    return meta.createScope(this.#env, scope, first);
+    const record = meta.createScope(this.#env, scope, first);
+    await this.#env.flushed();
+    return record;
   }
 
   /**
@@ -161,13 +163,16 @@ export class LmdbBackend implements Backend {
   }
 
   async importEpoch(request: ImportRequest): Promise<ScopeRecord> {
-    return meta.importEpoch(this.#env, this.#ctx.hash, request);
+    const record = await meta.importEpoch(this.#env, this.#ctx.hash, request);
+    await this.#env.flushed();
+    return record;
   }
 
   async dropEpoch(header: EpochHeader): Promise<number> {
     const { bytesOnDisk } = epochUsage(this.#env, header);
     this.#epochs.delete(`${header.scope}/${header.epoch}`);
     meta.dropEpoch(this.#env, header);
+    await this.#env.flushed();
     return bytesOnDisk;
   }
 

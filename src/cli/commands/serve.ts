@@ -1,0 +1,121 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { SeenStoreError } from '../../errors.js';
+import { MAX_THREADS } from '../../epochs/seen-store.js';
+import { createLogger } from '../../server/logger.js';
+import { DEFAULT_LIMITS, type ServerLimits } from '../../server/limits.js';
+import { DEFAULT_BIND, DEFAULT_PORT, isLoopback, SeenServer } from '../../server/server.js';
+import { isStoreUrl, openServedStore } from '../../server/store-spec.js';
+import { parseCount, parseFpr, storeDir, warn, type GlobalOptions } from '../context.js';
+
+interface ServeCliOptions extends GlobalOptions {
+  readonly port?: string;
+  readonly bind?: string;
+  readonly requirepassFile?: string;
+  readonly metricsPort?: string;
+  readonly metricsBind?: string;
+  readonly logJson?: boolean;
+  readonly maxClients?: string;
+  readonly maxItems?: string;
+  readonly maxBulkBytes?: string;
+  readonly maxPendingReplies?: string;
+  readonly idleTimeout?: string;
+  readonly defaultCapacity?: string;
+  readonly defaultFpr?: string;
+}
+
+
+
+/** The password: --requirepass-file's first line, else $SEENSTORE_PASSWORD; none when neither is given. */
+function password(options: ServeCliOptions): string | undefined {
+  if (options.requirepassFile !== undefined) {
+    const text = readFileSync(options.requirepassFile, 'utf8').split(/\r?\n/)[0] ?? '';
+    if (text === '') throw new SeenStoreError('USAGE', `--requirepass-file ${options.requirepassFile} holds no password on its first line`);
+    return text;
+  }
+  const fromEnv = process.env.SEENSTORE_PASSWORD;
+  return fromEnv === undefined || fromEnv === '' ? undefined : fromEnv;
+}
+
+function limits(options: ServeCliOptions): Partial<ServerLimits> {
+  const idle = parseCount('idle-timeout', options.idleTimeout, 0);
+  const pick = <K extends keyof ServerLimits>(key: K, value: number | undefined): Partial<ServerLimits> => (value === undefined ? {} : { [key]: value });
+  return {
+    ...pick('clientsMax', parseCount('max-clients', options.maxClients)),
+    ...pick('itemsMax', parseCount('max-items', options.maxItems)),
+    ...pick('bulkBytesMax', parseCount('max-bulk-bytes', options.maxBulkBytes)),
+    ...pick('pendingRepliesMax', parseCount('max-pending-replies', options.maxPendingReplies)),
+    ...pick('idleTimeoutMs', idle === undefined ? undefined : idle * 1000),
+  };
+}
+
+/**
+ * `seenstore serve`: a RedisBloom-compatible RESP server over the store (docs/server.md). Runs
+ * until SIGTERM or SIGINT, then answers every request it took, closes the store (a checkpoint)
+ * and exits 0.
+ */
+export async function serve(command: Command): Promise<void> {
+  const options = command.optsWithGlobals<ServeCliOptions>();
+  const port = parseCount('port', options.port, 0) ?? DEFAULT_PORT;
+  if (port > 65_535) throw new SeenStoreError('USAGE', `--port must be at most 65535, got ${port}`);
+  const metricsPort = parseCount('metrics-port', options.metricsPort, 0);
+  const bind = options.bind ?? DEFAULT_BIND;
+  const secret = password(options);
+  if (secret === undefined && !isLoopback(bind)) {
+    throw new SeenStoreError('USAGE', `refusing to listen on ${bind} without a password: give --requirepass-file FILE or SEENSTORE_PASSWORD, or bind 127.0.0.1`);
+  }
+  const threads = parseCount('threads', options.threads);
+  if (threads !== undefined && threads > MAX_THREADS) throw new SeenStoreError('USAGE', `--threads must be at most ${MAX_THREADS}, got ${threads}`);
+  const spec = options.store !== undefined && isStoreUrl(options.store) ? options.store : storeDir(options);
+  const logger = createLogger(options.logJson === true);
+  const serverLimits = limits(options);
+  const capacityUrls = parseCount('default-capacity', options.defaultCapacity) ?? 1_000_000;
+  const fprTarget = parseFpr(options.defaultFpr) ?? 0.01;
+  const store = await openServedStore(spec, { onWarning: (message) => logger.log('warning', { message }), ...(threads === undefined ? {} : { threads }) });
+  const server = new SeenServer(store, {
+    port,
+    bind,
+    storeSpec: spec,
+    limits: serverLimits,
+    autoCreate: { capacityUrls, fprTarget },
+    logger,
+    ...(secret === undefined ? {} : { password: secret }),
+    ...(metricsPort === undefined ? {} : { metricsPort }),
+    ...(options.metricsBind === undefined ? {} : { metricsBind: options.metricsBind }),
+  });
+  try {
+    await server.start();
+  } catch (error) {
+    await store.close();
+    const errno = (error as NodeJS.ErrnoException).code;
+    if (errno === 'EADDRINUSE' || errno === 'EACCES' || errno === 'EADDRNOTAVAIL') {
+      throw new SeenStoreError('IO_ERROR', `cannot listen on ${bind}:${port}: ${(error as Error).message}`, { cause: error });
+    }
+    throw error;
+  }
+  const stopped = new Promise<string>((resolve) => {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      resolve(signal);
+      // A second signal while stopping: the operator insists; exit without waiting (acknowledged
+      // writes are durable already; unacknowledged ones were never promised).
+      process.once(signal, () => process.exit(signal === 'SIGINT' ? 130 : 143));
+    };
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+  });
+  const signal = await Promise.race([stopped, store.failed]);
+  if (signal instanceof Error) {
+    // The store failed underneath (its thread died): nothing more can be acknowledged.
+    logger.log('error', { event: 'store-failed', message: signal.message });
+    await server.stop('store failed');
+    throw signal;
+  }
+  await server.stop(signal);
+  try {
+    await store.close();
+  } catch (error) {
+    warn(`closing the store failed (the journal keeps every acknowledged add): ${(error as Error).message}`);
+    throw error;
+  }
+  process.exit(0);
+}

@@ -1,0 +1,193 @@
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { after } from 'node:test';
+import { spawnCli } from './cli.js';
+
+/** Why the tests that need redis-cli / redis-py skip, or false when the tool is there. */
+export const NEEDS_REDIS_CLI: string | false = spawnSync('redis-cli', ['--version']).status === 0 ? false : 'redis-cli is not installed (apt-get install redis-tools; CI installs it)';
+export const NEEDS_REDIS_PY: string | false =
+  existsSync('/usr/bin/python3') && spawnSync('/usr/bin/python3', ['-c', 'import redis']).status === 0
+    ? false
+    : 'redis-py is not installed for /usr/bin/python3 (apt-get install python3-redis; CI installs it)';
+
+export interface RunningServer {
+  readonly port: number;
+  readonly metricsPort: number | null;
+  readonly child: ChildProcess;
+  /** Every stderr line so far (the log). */
+  readonly log: string[];
+  /** Sends `signal` and resolves with the exit code and signal. */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Starts `seenstore serve` on a free loopback port (--port 0, read back from the JSON start line)
+ * over `store`; stopped by its pid when the test file ends, whatever happened.
+ */
+export async function startServer(store: string, args: readonly string[] = [], env: NodeJS.ProcessEnv = {}): Promise<RunningServer> {
+  const child = spawnCli(['--store', store, 'serve', '--port', '0', '--log-json', ...args], env);
+  child.stdin!.end();
+  const log: string[] = [];
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  let pending = '';
+  const started = new Promise<{ port: number; metrics_port: number | null }>((resolve, reject) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('utf8');
+      const lines = pending.split('\n');
+      pending = lines.pop()!;
+      for (const line of lines) {
+        log.push(line);
+        if (line.includes('"event":"start"')) resolve(JSON.parse(line) as { port: number; metrics_port: number | null });
+      }
+    });
+    void exited.then(({ code, signal }) => reject(new Error(`serve exited (${code ?? signal}) before starting: ${log.join('\n')}${pending}`)));
+  });
+  const start = await started;
+  return {
+    port: start.port,
+    metricsPort: start.metrics_port,
+    child,
+    log,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/**
+ * A minimal RESP client for tests that need raw bytes on the wire: send anything, read replies
+ * as parsed values (errors as Error, RESP3 types included).
+ */
+export class RawClient {
+  readonly socket: Socket;
+  #buffer = Buffer.alloc(0);
+  #waiters: (() => void)[] = [];
+  #closed = false;
+
+  private constructor(socket: Socket) {
+    this.socket = socket;
+    socket.on('data', (chunk: Buffer) => {
+      this.#buffer = Buffer.concat([this.#buffer, chunk]);
+      this.#wake();
+    });
+    socket.on('close', () => {
+      this.#closed = true;
+      this.#wake();
+    });
+    socket.on('error', () => undefined);
+  }
+
+  static connect(port: number): Promise<RawClient> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => resolve(new RawClient(socket)));
+      socket.once('error', reject);
+    });
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  write(data: string | Buffer): void {
+    this.socket.write(data);
+  }
+
+  /** Sends one command as a RESP array of bulk strings. */
+  send(...args: (string | Buffer)[]): void {
+    this.write(encodeCommand(args));
+  }
+
+  async command(...args: (string | Buffer)[]): Promise<unknown> {
+    this.send(...args);
+    return this.read();
+  }
+
+  /** The next reply; rejects if the connection closes first. */
+  async read(): Promise<unknown> {
+    for (;;) {
+      const parsed = parseReply(this.#buffer, 0);
+      if (parsed !== undefined) {
+        this.#buffer = this.#buffer.subarray(parsed.end);
+        return parsed.value;
+      }
+      if (this.#closed) throw new Error('connection closed');
+      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    }
+  }
+
+  /** Resolves once the server has closed the connection. */
+  async waitClosed(): Promise<void> {
+    while (!this.#closed) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+
+  #wake(): void {
+    for (const wake of this.#waiters.splice(0)) wake();
+  }
+}
+
+export function encodeCommand(args: readonly (string | Buffer)[]): Buffer {
+  const parts: Buffer[] = [Buffer.from(`*${args.length}\r\n`)];
+  for (const arg of args) {
+    const bytes = typeof arg === 'string' ? Buffer.from(arg) : arg;
+    parts.push(Buffer.from(`$${bytes.length}\r\n`), bytes, Buffer.from('\r\n'));
+  }
+  return Buffer.concat(parts);
+}
+
+/** One RESP2/RESP3 reply at `at`, or undefined when incomplete. Maps become Map objects. */
+export function parseReply(buf: Buffer, at: number): { value: unknown; end: number } | undefined {
+  const lineEnd = buf.indexOf('\r\n', at);
+  if (lineEnd === -1) return undefined;
+  const type = String.fromCharCode(buf[at]!);
+  const line = buf.toString('utf8', at + 1, lineEnd);
+  const next = lineEnd + 2;
+  switch (type) {
+    case '+':
+      return { value: line, end: next };
+    case '-':
+      return { value: new Error(line), end: next };
+    case ':':
+      return { value: Number(line), end: next };
+    case ',':
+      return { value: Number(line), end: next };
+    case '#':
+      return { value: line === 't', end: next };
+    case '_':
+      return { value: null, end: next };
+    case '$':
+    case '=': {
+      const length = Number(line);
+      if (length < 0) return { value: null, end: next };
+      if (buf.length < next + length + 2) return undefined;
+      return { value: buf.toString('utf8', next, next + length), end: next + length + 2 };
+    }
+    case '*':
+    case '%': {
+      const count = Number(line);
+      if (count < 0) return { value: null, end: next };
+      const items: unknown[] = [];
+      let end = next;
+      for (let i = 0; i < (type === '%' ? 2 * count : count); i++) {
+        const item = parseReply(buf, end);
+        if (item === undefined) return undefined;
+        items.push(item.value);
+        end = item.end;
+      }
+      if (type === '*') return { value: items, end };
+      const map = new Map<unknown, unknown>();
+      for (let i = 0; i < items.length; i += 2) map.set(items[i], items[i + 1]);
+      return { value: map, end };
+    }
+    default:
+      throw new Error(`unexpected reply type ${JSON.stringify(type)}`);
+  }
+}
