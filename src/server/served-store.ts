@@ -2,8 +2,12 @@ import type {
   Classification,
   DiffResult,
   Dropped,
+  EnqueueOptions,
   EpochDetails,
   EpochSpec,
+  FrontierStats,
+  LeasedUrl,
+  TakeOptions,
   PruneOptions,
   QueryOptions,
   RotateOptions,
@@ -33,6 +37,17 @@ export interface ServedScope {
   prune(options: PruneOptions): Promise<Dropped[]>;
   classify(urls: readonly string[]): Promise<Classification[]>;
   diff(urls: readonly string[], from: EpochSpec, to: EpochSpec): Promise<DiffResult>;
+  enqueue(urls: readonly string[], options?: EnqueueOptions): Promise<boolean[]>;
+  frontier(): ServedFrontier;
+}
+
+/** What the server uses of a scope's frontier (Scope.frontier()). */
+export interface ServedFrontier {
+  take(count: number, options?: TakeOptions): Promise<LeasedUrl[]>;
+  done(ids: readonly string[]): Promise<number>;
+  release(ids: readonly string[], data?: readonly unknown[]): Promise<number>;
+  reclaim(owner: string): Promise<number>;
+  stats(): Promise<FrontierStats>;
 }
 
 /** What the server uses of a store. */

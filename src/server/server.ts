@@ -6,6 +6,7 @@ import { CommandTable } from './command-table.js';
 import { Connection } from './connection.js';
 import type { ScopeHandle, ServerContext, ServerCounters } from './context.js';
 import { epochCommands } from './epoch-commands.js';
+import { frontierCommands } from './frontier-commands.js';
 import { GroupCommit } from './group-commit.js';
 import type { ServedStore } from './served-store.js';
 import { serverLimits, type ServerLimits } from './limits.js';
@@ -76,7 +77,7 @@ export class SeenServer implements ServerContext {
     this.bind = options.bind ?? DEFAULT_BIND;
     this.passwordDigest = options.password === undefined ? undefined : passwordDigest(options.password);
     this.metrics = new ServerMetrics(() => this.store.stats());
-    const table: CommandTable = new CommandTable([...serverCommands(() => table), ...bloomCommands(), ...epochCommands()]);
+    const table: CommandTable = new CommandTable([...serverCommands(() => table), ...bloomCommands(), ...epochCommands(), ...frontierCommands()]);
     this.#table = table;
     this.#net = createServer({ noDelay: true }, (socket) => this.#accept(socket));
   }

@@ -133,6 +133,14 @@ function remoteScope(thread: StoreThread, name: string): ServedScope {
     prune: (options) => call('prune', options),
     classify: (urls) => call('classify', urls),
     diff: (urls, from, to) => call('diff', urls, from, to),
+    enqueue: (urls, options) => call('enqueue', urls, options),
+    frontier: () => ({
+      take: (count, options) => call('frontier.take', count, options),
+      done: (ids) => call('frontier.done', ids),
+      release: (ids, data) => call('frontier.release', ids, data),
+      reclaim: (owner) => call('frontier.reclaim', owner),
+      stats: () => call('frontier.stats'),
+    }),
   };
 }
 

@@ -12,7 +12,9 @@ const scopes = new Map<string, Scope>();
 let store: SeenStore | undefined;
 
 /** The Scope methods the server calls (ServedScope): nothing else is run by name. */
-const SCOPE_METHODS = new Set(['addIfAbsentUtf8', 'has', 'stats', 'openEpoch', 'epoch', 'create', 'rotate', 'prune', 'classify', 'diff']);
+const SCOPE_METHODS = new Set(['addIfAbsentUtf8', 'has', 'stats', 'openEpoch', 'epoch', 'create', 'rotate', 'prune', 'classify', 'diff', 'enqueue']);
+/** The frontier methods (ServedFrontier), called as `frontier.NAME`. */
+const FRONTIER_METHODS = new Set(['take', 'done', 'release', 'reclaim', 'stats']);
 
 function reply(message: StoreReply, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
@@ -27,6 +29,11 @@ async function run(call: StoreCall): Promise<unknown> {
   const opened = store!;
   if (call.scope !== undefined) {
     const scope = scopes.get(call.scope);
+    const frontierMethod = call.method.startsWith('frontier.') ? call.method.slice('frontier.'.length) : undefined;
+    if (scope !== undefined && frontierMethod !== undefined && FRONTIER_METHODS.has(frontierMethod)) {
+      const frontier = scope.frontier() as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+      return frontier[frontierMethod]!.apply(frontier, [...call.args]);
+    }
     if (scope === undefined || !SCOPE_METHODS.has(call.method)) throw new TypeError(`no scope method ${call.method} on ${call.scope}`);
     const method = (scope as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[call.method]!;
     return method.apply(scope, [...call.args]);
