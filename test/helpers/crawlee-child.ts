@@ -1,0 +1,32 @@
+/**
+ * A Crawlee crawl on a seenstore frontier, in a process of its own (so that it can be killed):
+ *   node crawlee-child.js STORE SITE_URL CONCURRENCY
+ * A real CheerioCrawler, its request manager seenstore's (seenstore/crawlee), follows every link of
+ * the site from its root; it prints `fetched URL` for each page handled. Run again after a kill,
+ * it resumes from the store. Crawlee's own storage goes to STORE/crawlee (CRAWLEE_STORAGE_DIR).
+ */
+import { join } from 'node:path';
+import { writeSync } from 'node:fs';
+
+const [storeDir, siteUrl, concurrencyText] = process.argv.slice(2);
+process.env.CRAWLEE_STORAGE_DIR = join(storeDir!, 'crawlee');
+const { CheerioCrawler, Configuration } = await import('crawlee');
+const { SeenStore } = await import('../../src/index.js');
+const { SeenstoreRequestManager, crawlerOptions } = await import('../../src/crawlee/index.js');
+
+const store = await SeenStore.open(join(storeDir!, 'seen'));
+const manager = new SeenstoreRequestManager(store.scope('site', { capacityUrls: 100_000 }), { owner: 'crawler-1', leaseMs: 60_000 });
+const crawler = new CheerioCrawler(
+  {
+    ...crawlerOptions(manager),
+    maxConcurrency: Number(concurrencyText ?? 10),
+    async requestHandler({ request, enqueueLinks }) {
+      await enqueueLinks();
+      writeSync(1, `fetched ${request.url}\n`);
+    },
+  },
+  new Configuration({ persistStorage: false }),
+);
+await crawler.run([`${siteUrl}/`]);
+await store.close();
+writeSync(1, 'finished\n');
