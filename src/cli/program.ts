@@ -29,7 +29,7 @@ function planOptions(command: Command): Command {
     .option('--fpr <p>', 'target false-positive rate at capacity (default 0.01)')
     .option('--strategy <name>', `${STRATEGY_HELP}; default classic (docs/strategies.md)`)
     .option('--layout <layout>', 'classic or blocked (older spelling of --strategy)')
-    .option('--normalize <mode>', 'none (default: exact bytes) or whatwg (URL-standard form)')
+    .option('--normalize <mode>', 'none (default: exact bytes), whatwg (URL-standard form) or crawler (whatwg, no fragment, query sorted)')
     .option('--seeds <hex>', "the first epoch's seeds (16 hex digits per filter, comma-separated, from epoch show) instead of fresh ones: parallel crawlers that will merge")
     .option('--epoch <n>', 'only add to epoch N; fail with EPOCH_SEALED once it is not the open epoch')
     .option('--threads <n>', 'threads for adds (default 1; 2: a second thread sets the bits while this one hashes)');

@@ -36,7 +36,7 @@ export interface ScopeOptions {
   readonly strategy?: string;
   /** The older spelling of `strategy: 'classic' | 'blocked'`. */
   readonly layout?: Layout;
-  /** How URLs become keys: `none` (default, exact bytes) or `whatwg` (URL-standard serialisation). */
+  /** How URLs become keys: `none` (default, exact bytes), `whatwg` (URL-standard serialisation) or `crawler` (whatwg, no fragment, query sorted). */
   readonly normalize?: NormalizeMode;
   /**
    * Seeds of the first epoch (16 hex digits each, as `epoch show` prints them) instead of fresh
@@ -616,7 +616,7 @@ export class Scope {
       if (typeof url !== 'string') throw new TypeError(`urls[${i}] is not a string`);
       const key = toKey(url, mode, !hashedWhole);
       if (key === undefined) {
-        throw new SeenStoreError('INVALID_URL', `urls[${i}] is not a usable URL (empty, ill-formed UTF-16, over 64 KiB${mode === 'whatwg' ? ', or not an absolute URL' : ''})`);
+        throw new SeenStoreError('INVALID_URL', `urls[${i}] is not a usable URL (empty, ill-formed UTF-16, over 64 KiB${mode === 'none' ? '' : ', or not an absolute URL'})`);
       }
       if (keys !== undefined) keys[i] = key;
     }
