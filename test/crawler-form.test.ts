@@ -7,7 +7,7 @@ import { Packr } from 'msgpackr';
 import { SeenStore } from '../src/index.js';
 import { toKey } from '../src/url/normalize.js';
 import { runCli } from './helpers/cli.js';
-import { ROOT, sharedUrls } from './helpers/data.js';
+import { ROOT, sharedUrls, xorshift32 } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -39,8 +39,8 @@ describe('crawler URL form', () => {
   const vectors = docVectors();
 
   test('every vector of the docs/format.md table gives its key', () => {
-    // A parser that found no rows would pass vacuously: the table has 40 rows.
-    assert.ok(vectors.length >= 40, `only ${vectors.length} vectors parsed`);
+    // A parser that found no rows would pass vacuously: the table has 42 rows.
+    assert.ok(vectors.length >= 42, `only ${vectors.length} vectors parsed`);
     for (const { input, key } of vectors) assert.equal(toKey(input, 'crawler'), key, input);
     const issuePair = ['https://example.com/b?y=2&x=1#top', 'https://example.com/b?x=1&y=2'];
     assert.equal(toKey(issuePair[0]!, 'crawler'), toKey(issuePair[1]!, 'crawler'));
@@ -57,6 +57,23 @@ describe('crawler URL form', () => {
       assert.equal(toKey(key, 'whatwg'), key, `${url}: a key is a WHATWG serialisation`);
     }
     assert.ok(keyed > urls.length / 2, `only ${keyed} of ${urls.length} URLs keyed`);
+  });
+
+  test('the key of a key is the key itself for generated URLs: escapes, stray %, queries, fragments, opaque paths', () => {
+    const bases = ['http://a.example/', 'https://a.example:443/x', 'foo://h/', 'mailto:', 'http://a.example/p?', 'http://u:p%41ss@h/', 'file:///', 'data:', 'foo:/', 'HTTP://xn--bcher-kva.EXAMPLE', 'http://[::1]'];
+    const pieces = ['%', '2', 'e', 'E', 'f', '4', '1', '7', '?', '&', '=', '#', '/', '.', '..', 'a', 'A', '~', '+', ' ', 'é', ';', '_', '%2e', '%2E', '%25', '%7e', ':', '@'];
+    const next = xorshift32(21);
+    let keyed = 0;
+    for (let i = 0; i < 50_000; i++) {
+      let url = bases[i % bases.length]!;
+      for (let n = next() % 16; n > 0; n--) url += pieces[next() % pieces.length];
+      const key = toKey(url, 'crawler');
+      if (key === undefined) continue;
+      keyed++;
+      assert.equal(toKey(key, 'crawler'), key, url);
+      assert.equal(toKey(key, 'whatwg'), key, url);
+    }
+    assert.ok(keyed > 40_000, `only ${keyed} generated URLs keyed`);
   });
 
   test('mode none and mode whatwg are unchanged by the crawler mode', () => {

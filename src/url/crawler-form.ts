@@ -20,9 +20,17 @@ export function crawlerForm(href: string): string {
   const text = withoutFragment.includes('%') ? canonicalEscapes(withoutFragment) : withoutFragment;
   // In a WHATWG serialisation, the first `?` starts the query: the parts before it encode theirs.
   const queryAt = text.indexOf('?');
-  if (queryAt < 0) return text;
-  const query = sortedQuery(text.slice(queryAt + 1));
-  return query.length === 0 ? text.slice(0, queryAt) : `${text.slice(0, queryAt)}?${query}`;
+  const query = queryAt < 0 ? '' : sortedQuery(text.slice(queryAt + 1));
+  if (query.length > 0) return `${text.slice(0, queryAt)}?${query}`;
+  const head = queryAt < 0 ? text : text.slice(0, queryAt);
+  // WHATWG keeps trailing spaces of an opaque path (`mailto:a `) only while a query or fragment
+  // follows; without both, parsing the key again would strip them: strip them now.
+  return hasOpaquePath(head) ? head.replace(/ +$/, '') : head;
+}
+
+/** `scheme:` not followed by `/`: a path that is not a list of segments (`mailto:`, `data:`). */
+function hasOpaquePath(href: string): boolean {
+  return href.charCodeAt(href.indexOf(':') + 1) !== 0x2f;
 }
 
 const ESCAPE = /%([0-9A-Fa-f]{2})/g;
