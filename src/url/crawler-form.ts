@@ -8,7 +8,9 @@
  *    digit next to it could form a new escape;
  * 3. the query split on `&`, empty pieces dropped, the pieces sorted by key (the text before the
  *    first `=`, compared code unit by code unit, which is byte order since the serialisation is
- *    ASCII), stable: pieces with the same key keep their order; no query left means no `?`.
+ *    ASCII), stable: pieces with the same key keep their order; no query left means no `?`;
+ * 4. then, with neither query nor fragment left, an opaque path's trailing spaces (`mailto:a `)
+ *    dropped, as parsing the key again would drop them.
  *
  * Nothing else is rewritten: `+` and `%20`, `/` and `%2F`, `a` and `a=` stay distinct, because a
  * server may tell them apart and a false merge means a page never fetched. docs/format.md has the

@@ -31,6 +31,7 @@ export const MAX_KEY_BYTES = 65_536;
 export function toKey(url: string, mode: NormalizeMode, checkWellFormed = true): string | undefined {
   if (url.length === 0 || url.length > MAX_KEY_BYTES) return undefined;
   if (mode === 'none') return (checkWellFormed && !url.isWellFormed()) || tooLong(url) ? undefined : url;
+  if (mode !== 'whatwg' && mode !== 'crawler') unknownMode(mode);
   if (!url.isWellFormed()) return undefined;
   let href: string;
   try {
@@ -38,7 +39,7 @@ export function toKey(url: string, mode: NormalizeMode, checkWellFormed = true):
   } catch {
     return undefined;
   }
-  const key = mode === 'whatwg' ? href : mode === 'crawler' ? crawlerForm(href) : unknownMode(mode);
+  const key = mode === 'whatwg' ? href : crawlerForm(href);
   return tooLong(key) ? undefined : key;
 }
 
