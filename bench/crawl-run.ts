@@ -24,6 +24,8 @@ export interface RunResult {
   readonly firstFetchMs: number | null;
   /** Milliseconds from the start until the site served this run's last page (the rest is waiting). */
   readonly lastFetchMs: number | null;
+  /** Milliseconds from the start until the site had served 99 % of this run's pages. */
+  readonly mostFetchedMs: number | null;
   /** False when the run was killed (at `killAtFetches` or after the time limit). */
   readonly finished: boolean;
   /** Pages the site has served in all, this run and earlier ones. */
@@ -49,6 +51,7 @@ export async function runCrawler(site: SiteProcess, crawler: CrawlerCommand, kil
   let lastFetchMs: number | null = null;
   let fetchesSeen = before;
   let killed = false;
+  const samples: { ms: number; fetches: number }[] = [];
   while (!exited) {
     await new Promise((done) => setTimeout(done, POLL_MS));
     const fetchesNow = coverage(await site.stats()).pageFetches;
@@ -57,6 +60,7 @@ export async function runCrawler(site: SiteProcess, crawler: CrawlerCommand, kil
       firstFetchMs ??= lastFetchMs;
     }
     fetchesSeen = fetchesNow;
+    samples.push({ ms: performance.now() - started, fetches: fetchesNow - before });
     const overTime = performance.now() - started > RUN_LIMIT_MS;
     if (!killed && !exited && ((killAtFetches !== undefined && fetchesSeen >= killAtFetches) || overTime)) {
       process.kill(child.pid!, 'SIGKILL');
@@ -72,7 +76,9 @@ export async function runCrawler(site: SiteProcess, crawler: CrawlerCommand, kil
   }
   fetchesSeen = fetchesAtExit;
   if (!killed && code !== 0) throw new Error(`the crawler exited with ${code}; see ${crawler.logFile}`);
-  return { exitedMs, firstFetchMs, lastFetchMs, finished: !killed, fetchesSeen };
+  samples.push({ ms: exitedMs, fetches: fetchesSeen - before });
+  const mostFetchedMs = samples.find(({ fetches }) => fetches > 0 && fetches >= 0.99 * (fetchesSeen - before))?.ms ?? null;
+  return { exitedMs, firstFetchMs, lastFetchMs, mostFetchedMs, finished: !killed, fetchesSeen };
 }
 
 export function option(name: string, fallback: number): number {

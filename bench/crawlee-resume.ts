@@ -124,6 +124,7 @@ async function trial(options: Options, work: string, index: number): Promise<Rec
       resumedCrawlMs: Math.round(resumed.exitedMs),
       resumedFirstFetchMs: roundOrNull(resumed.firstFetchMs),
       resumedLastFetchMs: roundOrNull(resumed.lastFetchMs),
+      resumedMostFetchedMs: roundOrNull(resumed.mostFetchedMs),
       resumedFetches: end.pageFetches - atKill.pageFetches,
       totalPageFetches: end.pageFetches,
       duplicateFetches: end.duplicateFetches,

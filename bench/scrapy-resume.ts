@@ -60,6 +60,7 @@ async function trial(pages: number, killAt: number, work: string, index: number)
     resumedCrawlMs: Math.round(resume.resumed.exitedMs),
     resumedFirstFetchMs: roundOrNull(resume.resumed.firstFetchMs),
     resumedLastFetchMs: roundOrNull(resume.resumed.lastFetchMs),
+    resumedMostFetchedMs: roundOrNull(resume.resumed.mostFetchedMs),
     resumedFetches: resume.end.pageFetches - resume.atKill.pageFetches,
     duplicateFetches: resume.end.duplicateFetches,
     missedPages: resume.end.missedPages.length,
