@@ -205,8 +205,10 @@ export async function startSite(options: SiteOptions = {}): Promise<Site> {
 /** Serves the site from a child process (this file run as a program); stop() kills it by its pid. */
 export async function spawnSite(options: SiteOptions = {}): Promise<SiteProcess> {
   const pages = options.pages ?? DEFAULT_SITE_PAGES;
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--pages', String(pages)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+  // The site's stdin is a pipe from this process: when this process dies (kill -9 included), the
+  // pipe closes and the site exits, so a failed test never leaves it running.
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--pages', String(pages), '--exit-with-parent'], {
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const first = await firstLine(child);
@@ -264,6 +266,7 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+  if (process.argv.includes('--exit-with-parent')) process.stdin.once('close', stop).resume();
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) await main();
