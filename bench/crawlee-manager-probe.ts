@@ -9,7 +9,7 @@
  *
  * Prints one JSON line: the calls by method, the options seen, and the site's coverage.
  */
-import { BasicCrawler, CheerioCrawler, Request, type RequestQueue, type IRequestManager, type RequestsLike, type Source } from 'crawlee';
+import { BasicCrawler, CheerioCrawler, Configuration, Request, type RequestQueue, type IRequestManager, type RequestsLike, type Source } from 'crawlee';
 import { coverage, startSite } from '../test/helpers/site.js';
 import { option } from './crawl-run.js';
 
@@ -145,7 +145,8 @@ try {
     failedRequestHandler() {
       failures++;
     },
-  });
+    // Statistics and session state in memory: the probe leaves no ./storage behind.
+  }, new Configuration({ persistStorage: false }));
   await crawler.run([`${site.url}/`]);
   const result = coverage(await site.stats());
   process.stdout.write(`${JSON.stringify({
