@@ -44,7 +44,7 @@ function planOptions(command: Command): Command {
     .addOption(new Option('--fpr <p>', 'target false-positive rate at capacity (default 0.01)').argParser(validated(parseFpr)))
     .addOption(new Option('--strategy <name>', `${STRATEGY_HELP}; default classic (docs/strategies.md)`).argParser(validated(parseStrategy)))
     .addOption(new Option('--layout <layout>', 'older spelling of --strategy classic|blocked').choices(LAYOUTS))
-    .addOption(new Option('--normalize <mode>', 'none (default): the exact bytes; whatwg: the URL-standard form').choices(NORMALIZE_MODES))
+    .addOption(new Option('--normalize <mode>', 'none (default): the exact bytes; whatwg: the URL-standard form; crawler: whatwg without the fragment, query parameters sorted').choices(NORMALIZE_MODES))
     .addOption(
       new Option('--seeds <hex>', "the first epoch's seeds (16 hex digits per filter, comma-separated, from epoch show) instead of fresh ones: parallel crawlers that will merge").argParser(
         validated(parseSeeds),

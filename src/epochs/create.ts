@@ -38,7 +38,7 @@ export function checkPlan(plan: Omit<EpochPlan, 'sizing'>): void {
   }
   if (!(fprTarget > 0 && fprTarget < 1)) throw new SeenStoreError('USAGE', `fpr must be in (0, 1), got ${fprTarget}`);
   if (!NORMALIZE_MODES.includes(normalize)) {
-    throw new SeenStoreError('USAGE', `unknown normalisation ${JSON.stringify(normalize)} (none, whatwg)`);
+    throw new SeenStoreError('USAGE', `unknown normalisation ${JSON.stringify(normalize)} (${NORMALIZE_MODES.join(', ')})`);
   }
   if (plan.seeds !== undefined) checkSeeds(plan.seeds, strategy.filters, strategyName(strategy));
 }

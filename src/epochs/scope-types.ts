@@ -19,7 +19,7 @@ export interface ScopeOptions {
   readonly strategy?: string;
   /** The older spelling of `strategy: 'classic' | 'blocked'`. */
   readonly layout?: Layout;
-  /** How URLs become keys: `none` (default, exact bytes) or `whatwg` (URL-standard serialisation). */
+  /** How URLs become keys: `none` (default, exact bytes), `whatwg` (URL-standard serialisation) or `crawler` (whatwg, no fragment, query sorted). */
   readonly normalize?: NormalizeMode;
   /**
    * Seeds of the first epoch (16 hex digits each, as `epoch show` prints them) instead of fresh

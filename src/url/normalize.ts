@@ -1,5 +1,7 @@
 import { isUtf8 } from 'node:buffer';
+import { SeenStoreError } from '../errors.js';
 import type { Utf8Keys } from '../hash/xxhash.js';
+import { crawlerForm } from './crawler-form.js';
 
 /**
  * How an input line becomes the key that is hashed. The mode is fixed in the epoch header when the
@@ -9,10 +11,13 @@ import type { Utf8Keys } from '../hash/xxhash.js';
  * - `whatwg`: the WHATWG URL serialisation (`new URL(line).href`): lower-cased scheme and host,
  *   punycode IDNs, default ports dropped, dot segments resolved, percent-encoding made canonical.
  *   Lines that do not parse as absolute URLs are invalid.
+ * - `crawler`: the `whatwg` form without its fragment, with canonical percent-escapes and the query
+ *   parameters sorted by key (src/url/crawler-form.ts), so that the links a crawler finds in
+ *   different orders or with different fragments are one key.
  */
-export type NormalizeMode = 'none' | 'whatwg';
+export type NormalizeMode = 'none' | 'whatwg' | 'crawler';
 
-export const NORMALIZE_MODES: readonly NormalizeMode[] = ['none', 'whatwg'];
+export const NORMALIZE_MODES: readonly NormalizeMode[] = ['none', 'whatwg', 'crawler'];
 
 /** Longest key, in UTF-8 bytes, that is accepted. URLs longer than this are rejected, not cut. */
 export const MAX_KEY_BYTES = 65_536;
@@ -26,6 +31,7 @@ export const MAX_KEY_BYTES = 65_536;
 export function toKey(url: string, mode: NormalizeMode, checkWellFormed = true): string | undefined {
   if (url.length === 0 || url.length > MAX_KEY_BYTES) return undefined;
   if (mode === 'none') return (checkWellFormed && !url.isWellFormed()) || tooLong(url) ? undefined : url;
+  if (mode !== 'whatwg' && mode !== 'crawler') unknownMode(mode);
   if (!url.isWellFormed()) return undefined;
   let href: string;
   try {
@@ -33,7 +39,13 @@ export function toKey(url: string, mode: NormalizeMode, checkWellFormed = true):
   } catch {
     return undefined;
   }
-  return tooLong(href) ? undefined : href;
+  const key = mode === 'whatwg' ? href : crawlerForm(href);
+  return tooLong(key) ? undefined : key;
+}
+
+/** A mode this version does not know (an epoch header from a newer one) must not hash as another. */
+function unknownMode(mode: never): never {
+  throw new SeenStoreError('FORMAT_UNSUPPORTED', `unknown normalisation ${JSON.stringify(mode)} (this version knows ${NORMALIZE_MODES.join(', ')})`);
 }
 
 /**
