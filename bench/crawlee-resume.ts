@@ -6,12 +6,12 @@
  * uninterrupted crawl, the time the resumed run takes to finish and to fetch its first page,
  * duplicate fetches and missed pages over both runs, and the bytes Crawlee's queue stores per URL.
  *
- *   node dist/bench/crawlee-resume.js [--pages 3000] [--kill-at 1200] [--concurrency 10] [--trials 1]
+ *   node dist/bench/crawlee-resume.js [--manager crawlee|seenstore] [--pages 3000] [--kill-at 1200] [--concurrency 10] [--trials 1]
  *
  * Prints a JSON line per trial and writes them all to bench/results/crawlee-resume.json.
  * Not part of `npm test`: a resumed run can wait minutes for the dead process's request locks.
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,8 @@ import { option, roundOrNull, runCrawler, type CrawlerCommand, type RunResult } 
 const BENCH_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench');
 
 interface Options {
+  /** `crawlee`: Crawlee's own persisted queue; `seenstore`: seenstore's frontier as the request manager. */
+  readonly manager: string;
   readonly pages: number;
   readonly killAt: number;
   readonly concurrency: number;
@@ -28,15 +30,27 @@ interface Options {
 }
 
 /** The crawler process: Crawlee's defaults, its own request queue in CRAWLEE_STORAGE_DIR. */
-async function crawlerMain(siteUrl: string, concurrency: number): Promise<void> {
+async function crawlerMain(siteUrl: string, concurrency: number, manager: string): Promise<void> {
   const { CheerioCrawler } = await import('crawlee');
+  // --manager seenstore: the request manager is seenstore's frontier (seenstore/crawlee), its store in the storage dir.
+  let seenstore: { close(): Promise<void> } | undefined;
+  let queueOptions = {};
+  if (manager === 'seenstore') {
+    const { SeenStore } = await import('../src/index.js');
+    const { SeenstoreRequestManager, crawlerOptions } = await import('../src/crawlee/index.js');
+    const store = await SeenStore.open(join(process.env.CRAWLEE_STORAGE_DIR!, 'seenstore'));
+    seenstore = store;
+    queueOptions = crawlerOptions(new SeenstoreRequestManager(store.scope('site'), { owner: 'bench' }));
+  }
   const crawler = new CheerioCrawler({
+    ...queueOptions,
     maxConcurrency: concurrency,
     async requestHandler({ enqueueLinks }) {
       await enqueueLinks();
     },
   });
   await crawler.run([`${siteUrl}/`]);
+  await seenstore?.close();
 }
 
 interface QueueBytes {
@@ -52,6 +66,8 @@ interface QueueBytes {
 /** Crawlee's persisted request queue: one JSON file per request under request_queues/default. */
 function queueBytes(storageDir: string): QueueBytes {
   const dir = join(storageDir, 'request_queues', 'default');
+  // With --manager seenstore, Crawlee keeps no queue of its own.
+  if (!existsSync(dir)) return { requests: 0, locked: 0, maxLockRemainingMs: 0, bytes: 0, diskBytes: 0 };
   let requests = 0;
   let bytes = 0;
   let diskBytes = 0;
@@ -78,7 +94,7 @@ function queueBytes(storageDir: string): QueueBytes {
 function crawleeCommand(siteUrl: string, storageDir: string, options: Options, logFile: string): CrawlerCommand {
   return {
     command: process.execPath,
-    args: [fileURLToPath(import.meta.url), '--crawler', siteUrl, String(options.concurrency)],
+    args: [fileURLToPath(import.meta.url), '--crawler', siteUrl, String(options.concurrency), options.manager],
     env: { CRAWLEE_STORAGE_DIR: storageDir, CRAWLEE_PURGE_ON_START: 'false', CRAWLEE_LOG_LEVEL: 'WARNING' },
     logFile,
   };
@@ -108,6 +124,7 @@ async function trial(options: Options, work: string, index: number): Promise<Rec
     const end = coverage(await site.stats());
     const queueAtEnd = queueBytes(storage);
     return {
+      manager: options.manager,
       pages: options.pages,
       concurrency: options.concurrency,
       fullCrawlMs: Math.round(full.exitedMs),
@@ -140,7 +157,9 @@ async function trial(options: Options, work: string, index: number): Promise<Rec
 }
 
 async function main(): Promise<void> {
+  const managerAt = process.argv.indexOf('--manager');
   const options: Options = {
+    manager: managerAt >= 0 ? process.argv[managerAt + 1]! : 'crawlee',
     pages: option('pages', 3_000),
     killAt: option('kill-at', 1_200),
     concurrency: option('concurrency', 10),
@@ -159,9 +178,9 @@ async function main(): Promise<void> {
     else process.stderr.write(`kept ${work}\n`);
   }
   mkdirSync(join(BENCH_DIR, 'results'), { recursive: true });
-  writeFileSync(join(BENCH_DIR, 'results', 'crawlee-resume.json'), `${JSON.stringify({ node: process.version, results }, null, 2)}\n`);
+  writeFileSync(join(BENCH_DIR, 'results', `crawlee-resume-${options.manager}.json`), `${JSON.stringify({ node: process.version, results }, null, 2)}\n`);
 }
 
 const crawlerAt = process.argv.indexOf('--crawler');
-if (crawlerAt >= 0) await crawlerMain(process.argv[crawlerAt + 1]!, Number(process.argv[crawlerAt + 2]));
+if (crawlerAt >= 0) await crawlerMain(process.argv[crawlerAt + 1]!, Number(process.argv[crawlerAt + 2]), process.argv[crawlerAt + 3] ?? 'crawlee');
 else await main();

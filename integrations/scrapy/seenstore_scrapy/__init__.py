@@ -1,0 +1,1 @@
+"""seenstore for Scrapy: a frontier scheduler and a dupefilter over `seenstore serve` (redis-py)."""
