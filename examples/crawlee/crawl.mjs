@@ -1,0 +1,27 @@
+// A resumable Crawlee crawl on seenstore (docs/crawlee.md):
+//   node examples/crawlee/crawl.mjs https://example.org/ [STORE_DIR]
+// Kill it (Ctrl-C, kill -9) and run it again: it resumes where it stopped. To crawl everything
+// again later: `seenstore --store STORE_DIR --scope HOST epoch rotate`, then run it again.
+import { CheerioCrawler } from 'crawlee';
+import { SeenStore } from 'seenstore';
+import { SeenstoreRequestManager, crawlerOptions } from 'seenstore/crawlee';
+
+const [start, storeDir = './crawl-store'] = process.argv.slice(2);
+if (start === undefined) {
+  process.stderr.write('usage: node crawl.mjs START_URL [STORE_DIR]\n');
+  process.exit(2);
+}
+const store = await SeenStore.open(storeDir);
+const scope = store.scope(new URL(start).hostname.replace(/[^A-Za-z0-9._-]/g, '_'));
+const manager = new SeenstoreRequestManager(scope, { owner: 'example-crawler' });
+const crawler = new CheerioCrawler({
+  ...crawlerOptions(manager),
+  maxConcurrency: 10,
+  async requestHandler({ request, $, enqueueLinks }) {
+    console.log(`${request.url}\t${$('title').text().trim()}`);
+    await enqueueLinks();
+  },
+});
+await crawler.run([start]);
+console.error(`frontier: ${JSON.stringify(await scope.frontier().stats())}`);
+await store.close();
