@@ -15,12 +15,6 @@ export const SCOPE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** On-disk format of the whole store. Bumped with a migration whenever any record or key changes. */
 export const FORMAT_VERSION = 3;
 
-export interface StoreHeader {
-  readonly v: 1;
-  readonly formatVersion: number;
-  readonly createdAtMs: number;
-}
-
 export interface ScopeRecord {
   readonly v: 1;
   readonly name: string;
@@ -86,41 +80,10 @@ export interface EpochHeader {
   readonly final: EpochFinal | null;
 }
 
-/**
- * What the stored chunks of an epoch hold: every journal record up to and including `seq`, and
- * every merge up to `merges`. Record version 2 (store format 2) added `merges` and `mergedSliceAdded`.
- */
-export interface CheckpointRecord {
-  readonly v: 2;
-  readonly seq: number;
-  /** URLs submitted to add / addIfAbsent, up to `seq`. */
-  readonly submitted: number;
-  /** URLs that were new when added, up to `seq`. */
-  readonly added: number;
-  /** New URLs per slice, up to `seq`. */
-  readonly sliceAdded: readonly number[];
-  readonly atMs: number;
-  /**
-   * Generation of changes that reached the chunks without the journal (merges): a process whose
-   * copy was loaded at an older generation reloads the chunks.
-   */
-  readonly merges: number;
-  /** New URLs per slice that merges brought in, estimated from the fill before and after each merge. */
-  readonly mergedSliceAdded: readonly number[];
-}
+export type Shape = Record<string, 'number' | 'string' | 'object' | 'numberOrNull'>;
 
-/** Record version of checkpoint records in this store format. */
-export const CHECKPOINT_RECORD_VERSION = 2;
-
-/** Fencing token of a scope's checkpointer: a checkpoint writes only while the token is its own. */
-export interface FenceRecord {
-  readonly v: 1;
-  readonly token: number;
-}
-
-type Shape = Record<string, 'number' | 'string' | 'object' | 'numberOrNull'>;
-
-function check<T>(what: string, value: unknown, shape: Shape, version = 1): T {
+/** Checks a record read back: its version and the types of its fields (STORE_CORRUPT / FORMAT_UNSUPPORTED). */
+export function checkRecord<T>(what: string, value: unknown, shape: Shape, version = 1): T {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new SeenStoreError('STORE_CORRUPT', `${what}: expected a record, found ${value === null ? 'null' : typeof value}`);
   }
@@ -140,16 +103,12 @@ function check<T>(what: string, value: unknown, shape: Shape, version = 1): T {
   return value as T;
 }
 
-export function readStoreHeader(value: unknown): StoreHeader {
-  return check('store header', value, { formatVersion: 'number', createdAtMs: 'number' });
-}
-
 export function readScopeRecord(value: unknown): ScopeRecord {
-  return check('scope record', value, { name: 'string', openEpoch: 'number', createdAtMs: 'number' });
+  return checkRecord('scope record', value, { name: 'string', openEpoch: 'number', createdAtMs: 'number' });
 }
 
 export function readEpochHeader(value: unknown): EpochHeader {
-  const header = check<EpochHeader>('epoch header', value, {
+  const header = checkRecord<EpochHeader>('epoch header', value, {
     scope: 'string', epoch: 'number', state: 'string', createdAtMs: 'number', sealedAtMs: 'numberOrNull',
     hashScheme: 'string', normalize: 'string', chunkBytes: 'number', capacityUrls: 'number',
     fprTarget: 'number', growth: 'object', slices: 'object', sizing: 'object',
@@ -163,19 +122,6 @@ export function readEpochHeader(value: unknown): EpochHeader {
     if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${where}: malformed slice`);
   }
   return header;
-}
-
-export function readCheckpointRecord(value: unknown): CheckpointRecord {
-  return check(
-    'checkpoint record',
-    value,
-    { seq: 'number', submitted: 'number', added: 'number', sliceAdded: 'object', atMs: 'number', merges: 'number', mergedSliceAdded: 'object' },
-    CHECKPOINT_RECORD_VERSION,
-  );
-}
-
-export function readFenceRecord(value: unknown): FenceRecord {
-  return check('fence record', value, { token: 'number' });
 }
 
 /** A slice's keying is absent, or a known kind whose filter count matches the seeds. */

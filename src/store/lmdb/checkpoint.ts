@@ -3,7 +3,7 @@ import type { CheckpointOutcome } from '../backend.js';
 import type { StoreEnv } from './env.js';
 import { fenceKey } from './keys.js';
 import { tryLock } from './lock.js';
-import { readFenceRecord } from '../records.js';
+import { readFenceRecord } from './records.js';
 
 /** Bytes of chunks written per checkpoint transaction: small transactions let LMDB reuse pages. */
 export const CHECKPOINT_TXN_BYTES = 16 * 2 ** 20;

@@ -7,7 +7,8 @@ import { SeenStoreError, asStoreError } from '../../errors.js';
 import { OpenGuard } from './open-guard.js';
 import { checkDataFile, refuseLostDataFile } from './data-file.js';
 import { LMDB_MAX_READERS } from './reader-slots.js';
-import { FORMAT_VERSION, readStoreHeader, type StoreHeader } from '../records.js';
+import { FORMAT_VERSION } from '../records.js';
+import { readStoreHeader, type StoreHeader } from './records.js';
 
 /** Key of the store header in the meta DB. */
 export const STORE_HEADER_KEY = 'store';

@@ -13,7 +13,8 @@ import { faultPoint } from '../faults.js';
 import { decodeJournalRecord, JOURNAL_HEADER_BYTES, type JournalRecord } from './journal.js';
 import { checkpointKey, chunkEpochRange, chunkKey, chunkKeyParts, epochKey, journalEpochRange, journalKey, journalKeySeq } from './keys.js';
 import { readHeader } from './metadata.js';
-import { checkEpochSupported, readCheckpointRecord, type CheckpointRecord, type EpochHeader, type SliceSpec } from '../records.js';
+import { checkEpochSupported, type EpochHeader, type SliceSpec } from '../records.js';
+import { readCheckpointRecord, type CheckpointRecord } from './records.js';
 import { fencedCheckpoint, type Fence } from './checkpoint.js';
 
 /** Most slices an epoch may grow to; slice j holds capacity * 2^j URLs, so this is never reached in practice. */

@@ -4,7 +4,8 @@ import type { ImportRequest } from '../backend.js';
 import { CHUNK_PAYLOAD_BYTES, encodeChunk } from '../chunks.js';
 import { faultPoint } from '../faults.js';
 import { safePoint } from '../interruption.js';
-import { readEpochHeader, readScopeRecord, type CheckpointRecord, type EpochHeader, type ScopeRecord } from '../records.js';
+import { readEpochHeader, readScopeRecord, type EpochHeader, type ScopeRecord } from '../records.js';
+import type { CheckpointRecord } from './records.js';
 import type { StoreEnv } from './env.js';
 import { checkpointKey, chunkKey, chunkEpochRange, dropKey, dropRange, epochKey, epochRange, journalEpochRange, scopeKey, scopeRange } from './keys.js';
 

@@ -4,15 +4,8 @@ import { CHUNK_PAYLOAD_BYTES, decodeChunk } from '../chunks.js';
 import type { StoreEnv } from './env.js';
 
 import { decodeJournalRecord } from './journal.js';
-import {
-  checkEpochSupported,
-  readCheckpointRecord,
-  readEpochHeader,
-  readFenceRecord,
-  readScopeRecord,
-  type CheckpointRecord,
-  type EpochHeader,
-} from '../records.js';
+import { checkEpochSupported, readEpochHeader, readScopeRecord, type EpochHeader } from '../records.js';
+import { readCheckpointRecord, readFenceRecord, type CheckpointRecord } from './records.js';
 import { filterGeometries } from '../../filters/keying.js';
 import { join } from 'node:path';
 import { existsSync, statSync } from 'node:fs';
