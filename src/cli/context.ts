@@ -8,6 +8,7 @@ import { MAX_KEY_BYTES, NORMALIZE_MODES, toKey, type NormalizeMode } from '../ur
 import type { BatchOptions, OnInvalid } from './input.js';
 import { parseStrategy, strategyName } from '../filters/strategy.js';
 import { isSeedHex } from '../hash/scheme.js';
+import { isRedisLocation } from '../store/open.js';
 
 /** Options every command accepts (declared on the program). */
 export interface GlobalOptions {
@@ -17,6 +18,8 @@ export interface GlobalOptions {
   readonly debug?: boolean;
   /** `--threads N` of the adding commands (SeenStoreOptions.threads). */
   readonly threads?: string;
+  /** `--wait-replicas N`: Redis stores, replicas that confirm each write (SeenStoreOptions.waitReplicas). */
+  readonly waitReplicas?: string;
 }
 
 /** Options of the commands that read URLs. */
@@ -47,7 +50,15 @@ export const DEFAULT_BATCH_DELAY_MS = 50;
 export function storeDir(options: GlobalOptions): string {
   if (options.store !== undefined && options.store.trim() === '') throw new SeenStoreError('USAGE', '--store must name a directory, got an empty string');
   const fromEnv = process.env.SEENSTORE_DIR === '' ? undefined : process.env.SEENSTORE_DIR;
-  return resolve(options.store ?? fromEnv ?? DEFAULT_STORE_DIR);
+  const location = options.store ?? fromEnv ?? DEFAULT_STORE_DIR;
+  // A redis:// or rediss:// location names a server, not a path: it passes through as given.
+  return isRedisLocation(location) ? location : resolve(location);
+}
+
+/** Options of every open from the global flags (SeenStoreOptions). */
+function storeOptions(options: GlobalOptions): { waitReplicas?: number } {
+  const waitReplicas = parseCount('wait-replicas', options.waitReplicas, 0);
+  return waitReplicas === undefined ? {} : { waitReplicas };
 }
 
 export function scopeName(options: GlobalOptions): string {
@@ -57,7 +68,7 @@ export function scopeName(options: GlobalOptions): string {
 export async function openStore(options: GlobalOptions, create: boolean): Promise<SeenStore> {
   const threads = parseCount('threads', options.threads);
   if (threads !== undefined && threads > MAX_THREADS) throw new SeenStoreError('USAGE', `--threads must be at most ${MAX_THREADS}, got ${threads}`);
-  return SeenStore.open(storeDir(options), { create, onWarning: (message) => warn(message), ...(threads === undefined ? {} : { threads }) });
+  return SeenStore.open(storeDir(options), { create, onWarning: (message) => warn(message), ...storeOptions(options), ...(threads === undefined ? {} : { threads }) });
 }
 
 /**
@@ -65,7 +76,7 @@ export async function openStore(options: GlobalOptions, create: boolean): Promis
  * so that they never write, checkpoint or create anything, and work on a read-only mount.
  */
 export async function openStoreReadOnly(options: GlobalOptions): Promise<SeenStore> {
-  return SeenStore.open(storeDir(options), { create: false, readOnly: true, onWarning: (message) => warn(message) });
+  return SeenStore.open(storeDir(options), { create: false, readOnly: true, onWarning: (message) => warn(message), ...storeOptions(options) });
 }
 
 export function warn(message: string): void {

@@ -38,7 +38,8 @@ function planOptions(command: Command): Command {
 export function buildProgram(): Command {
   const program = new Command('seenstore')
     .description('A durable "have we seen this URL?" store for web crawlers: seeded Bloom filters in LMDB, per crawl epoch.')
-    .option('--store <dir>', 'store directory (default $SEENSTORE_DIR or ./.seenstore)')
+    .option('--store <dir>', 'store directory, or redis://HOST:PORT[,HOST:PORT...][?prefix=NAME] (default $SEENSTORE_DIR or ./.seenstore)')
+    .option('--wait-replicas <n>', 'Redis stores: replicas that must confirm each write before it is acknowledged (default 0)')
     .option('--scope <name>', 'scope: a site or crawl job (default "default")')
     .option('--json', 'machine-readable output')
     .addOption(new Option('--debug', 'print stack traces of errors'))

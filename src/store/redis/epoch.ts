@@ -60,7 +60,11 @@ export class RedisEpoch implements EpochBits {
   #newestAdded = 0;
   #previousBatch = '';
   #words = new Uint32Array(0);
-  #positions = Buffer.alloc(0);
+  /**
+   * Position buffers not in use: a buffer is an argument of a call in flight until it resolves,
+   * and calls may overlap (a caller need not wait for one batch before sending the next).
+   */
+  readonly #spare: Buffer[] = [];
   #plan: { readonly key: string; readonly hasher: EpochHasher; readonly positions: PositionPlan } | undefined;
 
   constructor(ctx: RedisContext, entry: EpochEntry, slices: SliceSpec[]) {
@@ -92,13 +96,23 @@ export class RedisEpoch implements EpochBits {
     if (count === 0) return 0;
     const batch = freshId(12);
     const doing = `adding a batch to ${this.#where}`;
+    const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
+    try {
+      return await this.#addWith(keys, answers, count, batch, doing, buffer);
+    } finally {
+      this.#spare.push(buffer.bytes);
+    }
+  }
+
+  async #addWith(keys: Keys, answers: boolean[] | undefined, count: number, batch: string, doing: string, buffer: { bytes: Buffer }): Promise<number> {
     for (let attempt = 0; ; attempt++) {
       if (attempt > 50) throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing under 50 attempts`);
       this.#planGrowth(count);
       const all = [...this.#slices, ...this.#planned];
-      const { positions, perKey } = this.#positionsOf(all, keys, count);
+      const { positions, perKey } = this.#positionsOf(all, keys, count, buffer);
       const geometry = JSON.stringify({
         filters: this.#plan!.positions.filters.map((filter) => [filter.slice, filter.geometry.k]),
+        bytes: this.#plan!.positions.filters.map((filter) => filter.geometry.mBits / 8),
         caps: all.map((slice) => slice.capacityUrls),
         planned: this.#planned.map((slice) => JSON.stringify(slice)),
         max: MAX_SLICES,
@@ -143,10 +157,19 @@ export class RedisEpoch implements EpochBits {
 
   async has(keys: readonly string[], out: Uint8Array): Promise<void> {
     const step = 16_384;
+    const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
+    try {
+      await this.#hasWith(keys, out, step, buffer);
+    } finally {
+      this.#spare.push(buffer.bytes);
+    }
+  }
+
+  async #hasWith(keys: readonly string[], out: Uint8Array, step: number, buffer: { bytes: Buffer }): Promise<void> {
     for (let from = 0; from < keys.length; from += step) {
       const part = keys.slice(from, from + step);
       for (let attempt = 0; ; attempt++) {
-        const { positions, perKey } = this.#positionsOf(this.#slices, part, part.length);
+        const { positions, perKey } = this.#positionsOf(this.#slices, part, part.length, buffer);
         const geometry = JSON.stringify({ filters: this.#plan!.positions.filters.map((filter) => [filter.slice, filter.geometry.k]) });
         const reply = list(
           await this.#ctx.fcall('ss_has', [this.#keys.state, this.#keys.slices], [String(this.#slices.length), String(part.length), geometry, positions.subarray(0, part.length * perKey * 4), this.#keys.filterBase], `reading ${this.#where}`),
@@ -304,8 +327,8 @@ export class RedisEpoch implements EpochBits {
     this.#plan = undefined;
   }
 
-  /** Hashes and positions of `keys` for `slices`, into buffers reused from batch to batch. */
-  #positionsOf(slices: readonly SliceSpec[], keys: Keys, count: number): { positions: Buffer; perKey: number } {
+  /** Hashes and positions of `keys` for `slices`, into `buffer` (grown when too small; reused from batch to batch). */
+  #positionsOf(slices: readonly SliceSpec[], keys: Keys, count: number, buffer: { bytes: Buffer }): { positions: Buffer; perKey: number } {
     const key = slices.map((slice) => slice.seeds.join()).join('|');
     if (this.#plan?.key !== key) {
       this.#plan = { key, hasher: new EpochHasher(this.#ctx.hash, slices), positions: new PositionPlan(slices, this.#header.hashScheme as HashSchemeId) };
@@ -314,14 +337,16 @@ export class RedisEpoch implements EpochBits {
     const stride = hasher.stride;
     if (this.#words.length < count * stride) this.#words = new Uint32Array(count * stride);
     const bytes = count * positions.perKey * 4;
-    if (this.#positions.length < bytes) this.#positions = Buffer.alloc(bytes);
+    if (buffer.bytes.length < bytes) buffer.bytes = Buffer.alloc(bytes);
     hasher.hash(count === keyCount(keys) ? keys : sliceKeys(keys, 0, count), this.#words);
-    positions.writeU32(this.#words, stride, count, this.#positions, redisBit);
-    return { positions: this.#positions, perKey: positions.perKey };
+    positions.writeU32(this.#words, stride, count, buffer.bytes, redisBit);
+    return { positions: buffer.bytes, perKey: positions.perKey };
   }
 
   async #init(): Promise<void> {
-    await this.#ctx.fcall('ss_init', [this.#keys.state, this.#keys.slices], [JSON.stringify(this.#header.slices[0]), this.#header.state === 'open' ? '1' : '0'], `creating ${this.#where}`);
+    const first = this.#header.slices[0]!;
+    const sizes = filterGeometries(first).map((geometry) => String(geometry.mBits / 8));
+    await this.#ctx.fcall('ss_init', [this.#keys.state, this.#keys.slices], [JSON.stringify(first), this.#header.state === 'open' ? '1' : '0', this.#keys.filterBase, ...sizes], `creating ${this.#where}`);
   }
 
   async #reloadSlices(): Promise<void> {
@@ -405,7 +430,7 @@ export function checkRedisSlice(header: EpochHeader, slice: SliceSpec): void {
 /** Writes bytes to a key in pieces (a Redis request stays well below its 512 MB limit). */
 export async function writeBytes(ctx: RedisContext, key: string, bytes: Uint8Array, doing: string): Promise<void> {
   const piece = 8 * 2 ** 20;
-  await ctx.call(key, ['DEL', key], doing);
+  await ctx.fcall('ss_alloc', [key], [String(bytes.length)], doing);
   for (let at = 0; at < bytes.length; at += piece) {
     const part = Buffer.from(bytes.buffer, bytes.byteOffset + at, Math.min(piece, bytes.length - at));
     if (part.every((b) => b === 0)) continue;

@@ -15,7 +15,7 @@
  *
  * Scope slot: scope record (string, JSON), epochs (hash n -> JSON entry), drops (hash n -> JSON entry).
  */
-export const LIBRARY_VERSION = '1';
+export const LIBRARY_VERSION = '2';
 
 export const LIBRARY = `#!lua name=seenstore
 local VERSION = '${LIBRARY_VERSION}'
@@ -25,7 +25,7 @@ local function u32(blob, at)
   return a + b * 256 + c * 65536 + d * 16777216
 end
 
--- geometry: {filters = {{slice, k}, ...}, caps = {capacity of slice j, ...}, planned = {json, ...}, max = most slices}
+-- geometry: {filters = {{slice, k}, ...}, bytes = {size of filter f, ...}, caps = {capacity of slice j, ...}, planned = {json, ...}, max = most slices}
 local function layout(geo)
   local perUrl = 0
   local first, count, ks, offs = {}, {}, {}, {}
@@ -50,6 +50,12 @@ local function holds(fbase, blob, at, f0, fn, ks, offs)
     end
   end
   return true
+end
+
+-- A filter's string at its exact size: SET of a full-length value allocates exactly that much,
+-- where SETBIT or SETRANGE past the end would grow the string greedily (up to twice the size).
+local function allocate(key, bytes)
+  if redis.call('EXISTS', key) == 0 then redis.call('SET', key, string.rep('\0', bytes)) end
 end
 
 local function ss_version(keys, args)
@@ -94,6 +100,7 @@ local function ss_add(keys, args)
       if added[cur] >= geo.caps[cur] and cur < planned then
         redis.call('RPUSH', slices, geo.planned[cur - have + 1])
         cur = cur + 1
+        for f = first[cur], first[cur] + count[cur] - 1 do allocate(fbase .. (f - 1), geo.bytes[f]) end
       end
       for f = first[cur], first[cur] + count[cur] - 1 do
         local key = fbase .. (f - 1)
@@ -143,13 +150,22 @@ local function ss_has(keys, args)
   return {'ok', table.concat(flags)}
 end
 
--- KEYS: state, slices. ARGV: first slice json, open flag. Creates the epoch's state unless it exists.
+-- KEYS: state, slices. ARGV: first slice json, open flag, filter key base, then the byte size of each
+-- filter of the first slice. Creates the epoch's state and filters unless it exists.
 local function ss_init(keys, args)
   if redis.call('EXISTS', keys[1]) == 1 then return 'exists' end
   redis.call('HSET', keys[1], 'open', args[2], 'submitted', 0, 'added', 0, 'a0', 0)
   redis.call('DEL', keys[2])
   redis.call('RPUSH', keys[2], args[1])
+  for i = 4, #args do allocate(args[3] .. (i - 4), tonumber(args[i])) end
   return 'created'
+end
+
+-- KEYS: one key. ARGV: bytes. A zero string of exactly that size (before writing it in pieces).
+local function ss_alloc(keys, args)
+  redis.call('DEL', keys[1])
+  allocate(keys[1], tonumber(args[1]))
+  return 'ok'
 end
 
 -- KEYS: state, slices. ARGV: filter key base, filter count. Counts and bit counts of every filter.
@@ -238,6 +254,7 @@ redis.register_function('ss_version', ss_version)
 redis.register_function('ss_add', ss_add)
 redis.register_function{function_name = 'ss_has', callback = ss_has, flags = {'no-writes'}}
 redis.register_function('ss_init', ss_init)
+redis.register_function('ss_alloc', ss_alloc)
 redis.register_function{function_name = 'ss_state', callback = ss_state, flags = {'no-writes'}}
 redis.register_function('ss_seal', ss_seal)
 redis.register_function('ss_create', ss_create)
