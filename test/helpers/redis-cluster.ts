@@ -1,10 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after } from 'node:test';
-import { tempDir } from './tmp.js';
 
 /** One redis-server the harness started: its port, pid and directory. */
 export interface RedisNode {
@@ -39,16 +38,25 @@ export function redisMissing(): string | undefined {
   return undefined;
 }
 
-/** A free loopback port (the kernel's choice). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** A free loopback port: the kernel's choice (port 0), or `port` when it is free (else 0). */
+export async function freePort(port = 0): Promise<number> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => resolve(port));
+    server.once('error', () => resolve(0));
+    server.listen(port, '127.0.0.1', () => {
+      const chosen = (server.address() as { port: number }).port;
+      server.close(() => resolve(chosen));
     });
   });
+}
+
+/** A free port whose cluster bus port (port + 10000, below 65536) is free too. */
+async function freeNodePort(cluster: boolean): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (!cluster) return port;
+    if (port + 10_000 <= 65_535 && (await freePort(port + 10_000)) !== 0) return port;
+  }
 }
 
 let prefixes = 0;
@@ -57,14 +65,15 @@ let prefixes = 0;
  * Starts `masters` masters with `replicas` replicas each of Debian's redis-server on free loopback
  * ports, in a temporary directory, with AOF on and fsynced before every reply (appendfsync always),
  * makes them one cluster (redis-cli --cluster create) and waits for cluster_state:ok. Every node is
- * stopped by its own pid when the test file ends, also when it fails (node:test `after`).
+ * killed by its own pid and the directory removed when the test process exits, however it ends
+ * (a process 'exit' handler: synchronous, so it runs after a failure too); `stop()` does it sooner.
  * `cluster: false` starts one plain (non-cluster) server instead.
  */
 export async function startRedisCluster(options: { masters?: number; replicas?: number; cluster?: boolean } = {}): Promise<RedisCluster> {
   const clusterMode = options.cluster ?? true;
   const masterCount = clusterMode ? (options.masters ?? 3) : 1;
   const replicaCount = clusterMode ? (options.replicas ?? 1) : 0;
-  const root = tempDir('seenstore-redis-');
+  const root = mkdtempSync(join(tmpdir(), 'seenstore-redis-'));
   const nodes: RedisNode[] = [];
   const cli = (port: number, ...args: string[]): string => {
     const result = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8', timeout: 30_000 });
@@ -76,7 +85,7 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
     child.stderr!.resume();
     return child;
   };
-  const stopAll = async (): Promise<void> => {
+  const killAll = (): void => {
     for (const node of nodes) {
       const pid = node.process.pid;
       if (pid !== undefined && node.process.exitCode === null && node.process.signalCode === null) {
@@ -87,11 +96,20 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
         }
       }
     }
-    await Promise.all(nodes.map((node) => exited(node.process)));
   };
-  after(stopAll);
+  const removeAll = (): void => {
+    killAll();
+    rmSync(root, { recursive: true, force: true });
+  };
+  process.once('exit', removeAll);
+  const stopAll = async (): Promise<void> => {
+    killAll();
+    await Promise.all(nodes.map((node) => exited(node.process)));
+    process.removeListener('exit', removeAll);
+    rmSync(root, { recursive: true, force: true });
+  };
   for (let i = 0; i < masterCount * (1 + replicaCount); i++) {
-    const port = await freePort();
+    const port = await freeNodePort(clusterMode);
     const dir = join(root, `node-${port}`);
     mkdirSync(dir);
     const conf = [

@@ -83,8 +83,7 @@ export class RedisBackend implements Backend {
     const doing = `creating scope ${scope}`;
     await this.#ctx.call(keys.scopes(), ['SADD', keys.scopes(), scope], doing);
     const entry: EpochEntry = { uid: freshId(), header: first };
-    const reply = list(await this.#ctx.fcall('ss_create', [keys.scope(scope), keys.epochs(scope)], [JSON.stringify(record), String(first.epoch), JSON.stringify(entry)], doing));
-    await this.#ctx.replicated(keys.scope(scope), doing);
+    const reply = list(await this.#ctx.fcallDurable('ss_create', [keys.scope(scope), keys.epochs(scope)], [JSON.stringify(record), String(first.epoch), JSON.stringify(entry)], doing));
     return readScopeRecord(parse(text(reply[1]), `scope record ${scope}`));
   }
 
@@ -118,7 +117,7 @@ export class RedisBackend implements Backend {
     const next: EpochEntry = { uid: freshId(), header: opened };
     const doing = `rotating ${scope}/${current.epoch}`;
     const reply = list(
-      await this.#ctx.fcall(
+      await this.#ctx.fcallDurable(
         'ss_rotate',
         [keys.scope(scope), keys.epochs(scope)],
         [String(current.epoch), JSON.stringify({ uid: epoch.uid, header: sealed }), String(opened.epoch), JSON.stringify(next), JSON.stringify({ ...record, openEpoch: opened.epoch })],
@@ -135,7 +134,6 @@ export class RedisBackend implements Backend {
         throw new SeenStoreError('EPOCH_SEALED', `epoch ${scope}/${current.epoch} is no longer open (another rotation won)`);
       }
     }
-    await this.#ctx.replicated(keys.scope(scope), doing);
     this.#epochs.delete(`${scope}/${current.epoch}`);
     return { sealed, opened };
   }
@@ -168,7 +166,7 @@ export class RedisBackend implements Backend {
       const entries = [String(header.epoch), JSON.stringify(entry)];
       if (next !== undefined) entries.push(String(next.epoch), JSON.stringify({ uid: freshId(), header: next } satisfies EpochEntry));
       await this.#ctx.call(keys.scopes(), ['SADD', keys.scopes(), scope], doing);
-      const outcome = text(await this.#ctx.fcall('ss_create_many', [keys.scope(scope), keys.epochs(scope)], [JSON.stringify(record), ...entries], doing));
+      const outcome = text(await this.#ctx.fcallDurable('ss_create_many', [keys.scope(scope), keys.epochs(scope)], [JSON.stringify(record), ...entries], doing));
       if (outcome === 'exists') throw new SeenStoreError('USAGE', `scope ${scope} exists: import into a new scope (--scope)`);
       await this.#ctx.replicated(keys.scope(scope), doing);
       await this.#ctx.replicated(epochKeys.state, doing);
@@ -182,7 +180,7 @@ export class RedisBackend implements Backend {
   async dropEpoch(header: EpochHeader): Promise<number> {
     const keys = this.#ctx.keys;
     const doing = `dropping ${header.scope}/${header.epoch}`;
-    const reply = await this.#ctx.fcall('ss_drop', [keys.epochs(header.scope), keys.drops(header.scope)], [String(header.epoch)], doing);
+    const reply = await this.#ctx.fcallDurable('ss_drop', [keys.epochs(header.scope), keys.drops(header.scope)], [String(header.epoch)], doing);
     if (reply === null) return 0;
     this.#epochs.delete(`${header.scope}/${header.epoch}`);
     return this.#deleteData(header.scope, parseEntry(text(reply), header.scope, header.epoch));

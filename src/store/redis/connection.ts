@@ -12,6 +12,13 @@ export interface RedisConnection {
   readonly cluster: boolean;
   /** Sends one command to the master of `key`'s slot (a read-only one may go there too). */
   send(key: string, args: readonly Arg[]): Promise<Reply>;
+  /**
+   * Sends `args`, then `WAIT replicas timeout`, on the one connection to `key`'s master, in order:
+   * WAIT then counts the replicas that have this very write. Resolves with the reply and that count.
+   * MOVED or ASK (the slot moved since the client learned the map) is an error here: the caller
+   * retries, and the map is refreshed first.
+   */
+  sendReplicated(key: string, args: readonly Arg[], replicas: number, timeoutMs: number): Promise<{ reply: Reply; acked: number }>;
   /** Sends one command to every master: FUNCTION LOAD, CONFIG GET, INFO. */
   eachMaster(args: readonly Arg[]): Promise<{ readonly node: string; readonly reply: Reply }[]>;
   close(): Promise<void>;
@@ -55,6 +62,10 @@ async function single(node: { host: string; port: number }, socket: object, auth
   return {
     cluster: false,
     send: (_key, args) => client.sendCommand(args as Arg[]) as Promise<Reply>,
+    sendReplicated: async (_key, args, replicas, timeoutMs) => {
+      const [reply, acked] = await Promise.all([client.sendCommand(args as Arg[]), client.sendCommand(['WAIT', String(replicas), String(timeoutMs)])]);
+      return { reply: reply as unknown as Reply, acked: Number(acked) };
+    },
     eachMaster: async (args) => [{ node: `${node.host}:${node.port}`, reply: (await client.sendCommand(args as Arg[])) as Reply }],
     close: async () => {
       await client.quit().catch(() => client.destroy());
@@ -74,10 +85,24 @@ async function cluster(location: RedisLocation, socket: object, auth: object): P
   return {
     cluster: true,
     send: (key, args) => client.sendCommand(key, false, args as Arg[]) as Promise<Reply>,
+    sendReplicated: async (key, args, replicas, timeoutMs) => {
+      const shard = client.slots[keySlot(key)];
+      if (shard === undefined) throw new Error(`no node serves the slot of ${key}`);
+      let node;
+      try {
+        node = (await client.nodeClient(shard.master)).withTypeMapping(BUFFERS);
+        const [reply, acked] = await Promise.all([node.sendCommand(args as Arg[]), node.sendCommand(['WAIT', String(replicas), String(timeoutMs)])]);
+        return { reply: reply as unknown as Reply, acked: Number(acked) };
+      } catch (error) {
+        // A key command through the cluster client follows MOVED and refreshes its slot map.
+        await client.sendCommand(key, true, ['EXISTS', key]).catch(() => undefined);
+        throw error;
+      }
+    },
     eachMaster: async (args) =>
       Promise.all(
         client.masters.map(async (master) => {
-          const node = await client.nodeClient(master);
+          const node = (await client.nodeClient(master)).withTypeMapping(BUFFERS);
           return { node: `${master.host}:${master.port}`, reply: (await node.sendCommand(args as Arg[])) as Reply };
         }),
       ),
@@ -89,7 +114,25 @@ async function cluster(location: RedisLocation, socket: object, auth: object): P
 
 /** True for a reply error that a retry may cure: a failover or resharding in progress. */
 export function isTransientReply(error: unknown): boolean {
-  return error instanceof ErrorReply && /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY|NOREPLICAS|BUSY)/.test(error.message);
+  return error instanceof ErrorReply && /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY|NOREPLICAS|BUSY|MOVED|ASK)/.test(error.message);
+}
+
+/** CRC16-XMODEM, the hash of Redis Cluster key slots. */
+function crc16(bytes: Buffer): number {
+  let crc = 0;
+  for (const byte of bytes) {
+    crc ^= byte << 8;
+    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc;
+}
+
+/** The cluster slot of a key: CRC16 of its hash tag (the first non-empty `{...}`), else of the whole key, mod 16384. */
+export function keySlot(key: string): number {
+  const open = key.indexOf('{');
+  const close = open < 0 ? -1 : key.indexOf('}', open + 1);
+  const tagged = close > open + 1 ? key.slice(open + 1, close) : key;
+  return crc16(Buffer.from(tagged, 'utf8')) % 16384;
 }
 
 export function isReplyError(error: unknown): error is Error {

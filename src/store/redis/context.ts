@@ -54,6 +54,33 @@ export class RedisContext {
   }
 
   /**
+   * A write function: FCALL, and with waitReplicas > 0, WAIT on the same connection right behind
+   * it; fewer replicas than asked, a lost connection or a failover repeat both (every write
+   * function may run again: a batch by its id, the others being idempotent or compare-and-set)
+   * until unavailableAfterMs, then STORE_UNAVAILABLE. Without waitReplicas: `fcall`.
+   */
+  async fcallDurable(name: string, keys: readonly string[], args: readonly (string | Buffer)[], doing: string): Promise<Reply> {
+    if (this.waitReplicas === 0) return this.fcall(name, keys, args, doing);
+    const command = ['FCALL', name, String(keys.length), ...keys, ...args];
+    const deadline = Date.now() + this.unavailableAfterMs;
+    let why = '';
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const { reply, acked } = await this.conn.sendReplicated(keys[0]!, command, this.waitReplicas, Math.max(100, Math.min(2_000, deadline - Date.now())));
+        if (acked >= this.waitReplicas) return reply;
+        why = `only ${acked} of the ${this.waitReplicas} replicas asked for (waitReplicas) confirmed the write; it may be on the master, not acknowledged`;
+      } catch (error) {
+        if (isReplyError(error) && !isTransientReply(error)) throw new SeenStoreError('IO_ERROR', `${doing}: Redis replied ${error.message}`, { cause: error });
+        why = (error as Error).message;
+      }
+      if (Date.now() >= deadline) {
+        throw new SeenStoreError('STORE_UNAVAILABLE', `${doing}: not confirmed within ${Math.round(this.unavailableAfterMs / 1000)} s (${why})`);
+      }
+      await sleep(Math.min(25 * 2 ** attempt, 500));
+    }
+  }
+
+  /**
    * Waits until `waitReplicas` replicas of `key`'s master have every write made through this
    * connection to it (WAIT), within the bounded time; a write is acknowledged only then.
    */

@@ -118,7 +118,7 @@ export class RedisEpoch implements EpochBits {
         max: MAX_SLICES,
       });
       const reply = list(
-        await this.#ctx.fcall(
+        await this.#ctx.fcallDurable(
           'ss_add',
           [this.#keys.state, this.#keys.slices, this.#keys.batch(batch)],
           [String(this.#slices.length), String(count), geometry, positions.subarray(0, count * perKey * 4), this.#keys.filterBase, String(BATCH_ANSWERS_TTL_S), this.#previousBatch],
@@ -138,7 +138,6 @@ export class RedisEpoch implements EpochBits {
           }
         }
         this.#previousBatch = this.#keys.batch(batch);
-        await this.#ctx.replicated(this.#keys.state, doing);
         let fresh = 0;
         for (let i = 0; i < count; i++) {
           const isNew = flags[i] === 0x31;
@@ -226,7 +225,7 @@ export class RedisEpoch implements EpochBits {
         if (bytes.every((b) => b === 0)) continue;
         await writeBytes(this.#ctx, temporary[index]!, bytes, doing);
       }
-      const reply = list(await this.#ctx.fcall('ss_merge', [this.#keys.state, this.#keys.slices], [String(this.#slices.length), String(incoming.length), this.#keys.filterBase, ...temporary], doing));
+      const reply = list(await this.#ctx.fcallDurable('ss_merge', [this.#keys.state, this.#keys.slices], [String(this.#slices.length), String(incoming.length), this.#keys.filterBase, ...temporary], doing));
       const outcome = text(reply[0]);
       if (outcome === 'sealed') {
         await this.#ctx.call(temporary[0]!, ['DEL', ...temporary], doing);
@@ -263,8 +262,7 @@ export class RedisEpoch implements EpochBits {
   /** Seals the epoch (idempotent; adds are refused from here on) and returns its final state. */
   async seal(): Promise<EpochSummary & { readonly header: EpochHeader; readonly sliceAdded: number[] }> {
     const doing = `sealing ${this.#where}`;
-    await this.#ctx.fcall('ss_seal', [this.#keys.state, this.#keys.slices], [this.#keys.filterBase, '0', JSON.stringify(this.#header.slices[0])], doing);
-    await this.#ctx.replicated(this.#keys.state, doing);
+    await this.#ctx.fcallDurable('ss_seal', [this.#keys.state, this.#keys.slices], [this.#keys.filterBase, '0', JSON.stringify(this.#header.slices[0])], doing);
     const state = await this.#state();
     return { ...summarize(state), header: this.header, sliceAdded: state.sliceAdded };
   }

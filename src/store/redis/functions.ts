@@ -15,7 +15,7 @@
  *
  * Scope slot: scope record (string, JSON), epochs (hash n -> JSON entry), drops (hash n -> JSON entry).
  */
-export const LIBRARY_VERSION = '2';
+export const LIBRARY_VERSION = '3';
 
 export const LIBRARY = `#!lua name=seenstore
 local VERSION = '${LIBRARY_VERSION}'
@@ -67,7 +67,11 @@ local function ss_add(keys, args)
   local state, slices, batch = keys[1], keys[2], keys[3]
   if args[7] ~= '' then redis.call('DEL', args[7]) end
   local done = redis.call('GET', batch)
-  if done then return {'done', done} end
+  if done then
+    -- A write, so that a WAIT behind this call covers the batch (replication is in order).
+    redis.call('EXPIRE', batch, tonumber(args[6]))
+    return {'done', done}
+  end
   local open = redis.call('HGET', state, 'open')
   if not open then return {'missing'} end
   if open ~= '1' then return {'sealed'} end
@@ -195,7 +199,11 @@ end
 -- KEYS: scope record, epochs. ARGV: record json, epoch number, entry json. First creator wins.
 local function ss_create(keys, args)
   local existing = redis.call('GET', keys[1])
-  if existing then return {'exists', existing} end
+  if existing then
+    -- Rewritten as it is: a write, so that a WAIT behind this call covers the record.
+    redis.call('SET', keys[1], existing)
+    return {'exists', existing}
+  end
   redis.call('SET', keys[1], args[1])
   redis.call('HSET', keys[2], args[2], args[3])
   return {'created', args[1]}
