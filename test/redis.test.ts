@@ -9,6 +9,7 @@ import { runCli } from './helpers/cli.js';
 import { ROOT, sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
 import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
+import { failoverRun } from './helpers/redis-failover.js';
 import { tempDir } from './helpers/tmp.js';
 
 /**
@@ -183,57 +184,10 @@ describe('redis backend', { skip: missing }, () => {
 describe('redis backend: failover', { skip: missing }, () => {
   test('kill -9 of the master holding the epoch during a stream with waitReplicas 1: 0 acknowledged URLs lost', async () => {
     const own = await startRedisCluster();
-    const lost = await failoverRun(own, 1).finally(() => own.stop());
+    const lost = await failoverRun(own, urls.slice(0, 30_000), 1, 2).finally(() => own.stop());
     assert.deepEqual(lost, { lost: 0, acknowledged: lost.acknowledged });
   });
 });
-
-/**
- * Streams URLs through a writer with `waitReplicas`, kills the master of the epoch's slot with
- * SIGKILL once part is acknowledged, lets the writer finish through the failover, and counts the
- * acknowledged URLs the promoted replica does not hold.
- */
-export async function failoverRun(cluster: RedisCluster, waitReplicas: number): Promise<{ lost: number; acknowledged: number }> {
-  const location = cluster.location();
-  const prefix = /prefix=([^&]+)/.exec(location)![1]!;
-  const dir = tempDir('seenstore-redis-');
-  const input = urls.slice(0, 30_000);
-  const child = startWriter(location, 's', writeInput(dir, 0, input), 500, { waitReplicas }, 2);
-  const out = collect(child);
-  while (out.lines().length < 4_000) {
-    if (child.exitCode !== null) throw new Error(`the writer ended early: ${out.errors()}`);
-    await sleep(20);
-  }
-  const anyPort = cluster.masters()[0]!;
-  const entry = JSON.parse(cluster.cli(anyPort, '-c', 'HGET', `{${prefix}/s}:epochs`, '1')) as { uid: string };
-  const slot = Number(cluster.cli(anyPort, 'CLUSTER', 'KEYSLOT', `{${prefix}/s/${entry.uid}}:state`));
-  const owner = cluster.nodes.find((node) => {
-    const shards = cluster.cli(anyPort, 'CLUSTER', 'NODES').split('\n').find((line) => line.includes(`:${node.port}@`) && / master|,master/.test(line));
-    return shards !== undefined && shards.split(' ').slice(8).some((range) => {
-      const [from, to] = range.split('-').map(Number);
-      return slot >= from! && slot <= (to ?? from)!;
-    });
-  })!;
-  const portOf = (n: { port: number }): number => n.port;
-  await cluster.kill(owner);
-  // A supervisor restarts the crashed node: it rejoins as a replica of the promoted one, so that
-  // waitReplicas 1 can be met again (with one replica per master, nothing else could meet it).
-  const survivor = cluster.nodes.find((node) => node !== owner)!;
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline && !cluster.masters().includes(portOf(owner)) && cluster.cli(survivor.port, 'CLUSTER', 'INFO').includes('cluster_state:fail')) await sleep(100);
-  while (Date.now() < deadline && !cluster.cli(survivor.port, 'CLUSTER', 'INFO').includes('cluster_state:ok')) await sleep(100);
-  await cluster.restart(owner);
-  const code = await exited(child);
-  assert.equal(code, 0, `the writer failed through the failover: ${out.errors()}`);
-  const acknowledged = out.lines();
-  const store = await SeenStore.open(location, quiet);
-  try {
-    const held = await store.scope('s').has(acknowledged);
-    return { lost: held.filter((h) => !h).length, acknowledged: acknowledged.length };
-  } finally {
-    await store.close();
-  }
-}
 
 function writeInput(dir: string, p: number, input: readonly string[]): string {
   const file = join(dir, `input-${p}.txt`);
