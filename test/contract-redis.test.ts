@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { contractSuite } from './contract/suite.js';
 import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
 
@@ -10,6 +10,10 @@ if (missing !== undefined) {
 } else {
   let cluster: RedisCluster | undefined;
   const started = startRedisCluster().then((c) => (cluster = c));
+  after(async () => {
+    await started.catch(() => undefined);
+    await cluster?.stop();
+  });
   contractSuite({
     name: 'redis cluster',
     location: async () => {

@@ -131,8 +131,18 @@ describe('redis backend', { skip: missing }, () => {
     try {
       const scope = store.scope('s', EXACT);
       await scope.add([input[0]!]);
-      const writers = halves.map((half, p) => writer(location, 's', writeInput(dir, p, half.slice(1)), 200, {}, 3));
-      await sleep(300);
+      const children = halves.map((half, p) => startWriter(location, 's', writeInput(dir, p, half.slice(1)), 200, {}, 3));
+      const outs = children.map((child) => collect(child));
+      // Rotate once both writers are adding.
+      while (outs.some((out) => out.lines().length === 0)) {
+        if (children.some((child) => child.exitCode !== null)) throw new Error(`a writer ended early: ${outs.map((out) => out.errors()).join('')}`);
+        await sleep(20);
+      }
+      const writers = children.map(async (child, p) => {
+        const code = await exited(child);
+        if (code !== 0) throw new Error(`writer exited ${code}: ${outs[p]!.errors()}`);
+        return { stdout: outs[p]!.lines() };
+      });
       const other = await SeenStore.open(location, quiet);
       const outcomes = await Promise.all([scope.rotate({ ifEpoch: 1 }), other.scope('s').rotate({ ifEpoch: 1 })]);
       await other.close();

@@ -81,8 +81,9 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
     return result.stdout.trim();
   };
   const launch = (node: RedisNode): ChildProcess => {
-    const child = spawn('redis-server', [join(node.dir, 'redis.conf')], { cwd: node.dir, stdio: ['ignore', 'ignore', 'pipe'] });
-    child.stderr!.resume();
+    const child = spawn('redis-server', [join(node.dir, 'redis.conf')], { cwd: node.dir, stdio: ['ignore', 'ignore', 'ignore'] });
+    // The nodes never keep a test process alive: they are killed when it exits.
+    child.unref();
     return child;
   };
   const killAll = (): void => {
@@ -102,10 +103,19 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
     rmSync(root, { recursive: true, force: true });
   };
   process.once('exit', removeAll);
+  // 'exit' does not run when a signal ends the process (a test runner's timeout sends SIGTERM).
+  const onSignal = (signal: NodeJS.Signals): void => {
+    removeAll();
+    process.kill(process.pid, signal);
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
   const stopAll = async (): Promise<void> => {
     killAll();
     await Promise.all(nodes.map((node) => exited(node.process)));
     process.removeListener('exit', removeAll);
+    process.removeListener('SIGTERM', onSignal);
+    process.removeListener('SIGINT', onSignal);
     rmSync(root, { recursive: true, force: true });
   };
   for (let i = 0; i < masterCount * (1 + replicaCount); i++) {
@@ -177,7 +187,9 @@ async function waitFor(ok: () => boolean, what: string, timeoutMs = 30_000): Pro
   }
 }
 
+/** Resolves when the child has exited (held referenced meanwhile, so the wait keeps the process alive). */
 function exited(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  child.ref();
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }

@@ -8,7 +8,7 @@ import { sliceShape, strategyOf } from '../../filters/strategy.js';
 import { freshSeedHex, type HashSchemeId } from '../../hash/scheme.js';
 import { keyCount, sliceKeys, type Keys } from '../../hash/xxhash.js';
 import type { CheckpointOutcome, EpochBits, EpochContents, EpochSummary } from '../backend.js';
-import type { EpochHeader, SliceSpec } from '../records.js';
+import { isCountingEpoch, type EpochHeader, type SliceSpec } from '../records.js';
 import { freshId, list, pairs, text, type RedisContext } from './context.js';
 import type { Reply } from './connection.js';
 import type { EpochKeys } from './keys.js';
@@ -84,7 +84,7 @@ export class RedisEpoch implements EpochBits {
   }
 
   get counting(): boolean {
-    return false;
+    return isCountingEpoch(this.#header);
   }
 
   get #where(): string {
@@ -119,7 +119,7 @@ export class RedisEpoch implements EpochBits {
       });
       const reply = list(
         await this.#ctx.fcallDurable(
-          'ss_add',
+          this.counting ? 'ss_count_add' : 'ss_add',
           [this.#keys.state, this.#keys.slices, this.#keys.batch(batch)],
           [String(this.#slices.length), String(count), geometry, positions.subarray(0, count * perKey * 4), this.#keys.filterBase, String(BATCH_ANSWERS_TTL_S), this.#previousBatch],
           doing,
@@ -155,6 +155,12 @@ export class RedisEpoch implements EpochBits {
   }
 
   async has(keys: readonly string[], out: Uint8Array): Promise<void> {
+    if (this.counting) {
+      const counts = new Array<number>(keys.length).fill(0);
+      await this.#countInto(keys, counts);
+      for (let i = 0; i < keys.length; i++) out[i] = counts[i]! > 0 ? 1 : 0;
+      return;
+    }
     const step = 16_384;
     const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
     try {
@@ -184,12 +190,72 @@ export class RedisEpoch implements EpochBits {
     }
   }
 
-  async count(): Promise<void> {
-    throw this.#notCounting('count');
+  async count(keys: readonly string[], out: number[]): Promise<void> {
+    if (!this.counting) throw this.#notCounting('count');
+    await this.#countInto(keys, out);
   }
 
-  async delete(): Promise<number> {
-    throw this.#notCounting('delete');
+  /** out[i] += key i's count (the spectral estimate of the slice that holds it), by ss_count. */
+  async #countInto(keys: readonly string[], out: number[]): Promise<void> {
+    const step = 16_384;
+    const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
+    try {
+      for (let from = 0; from < keys.length; from += step) {
+        const part = keys.slice(from, from + step);
+        for (let attempt = 0; ; attempt++) {
+          const { positions, perKey } = this.#positionsOf(this.#slices, part, part.length, buffer);
+          const reply = list(await this.#ctx.fcall('ss_count', [this.#keys.state, this.#keys.slices], [String(this.#slices.length), String(part.length), this.#geometry(this.#slices), positions.subarray(0, part.length * perKey * 4), this.#keys.filterBase], `reading ${this.#where}`));
+          if (text(reply[0]) === 'ok') {
+            const counts = reply[1] as Buffer;
+            for (let i = 0; i < part.length; i++) out[from + i]! += counts[i]!;
+            break;
+          }
+          if (attempt > 50) throw new SeenStoreError('STORE_BUSY', `reading ${this.#where}: the epoch's slices kept changing`);
+          await this.#reloadSlices();
+        }
+      }
+    } finally {
+      this.#spare.push(buffer.bytes);
+    }
+  }
+
+  async delete(keys: readonly string[]): Promise<number> {
+    if (!this.counting) throw this.#notCounting('delete');
+    const doing = `deleting from ${this.#where}`;
+    const batch = freshId(12);
+    const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
+    try {
+      for (let attempt = 0; attempt < 50; attempt++) {
+        const { positions, perKey } = this.#positionsOf(this.#slices, keys, keys.length, buffer);
+        const reply = list(
+          await this.#ctx.fcallDurable(
+            'ss_count_delete',
+            [this.#keys.state, this.#keys.slices, this.#keys.batch(batch)],
+            [String(this.#slices.length), String(keys.length), this.#geometry(this.#slices), positions.subarray(0, keys.length * perKey * 4), this.#keys.filterBase, String(BATCH_ANSWERS_TTL_S), this.#previousBatch],
+            doing,
+          ),
+        );
+        const outcome = text(reply[0]);
+        if (outcome === 'ok' || outcome === 'done') {
+          this.#previousBatch = this.#keys.batch(batch);
+          return Number(text(reply[1]));
+        }
+        if (outcome === 'sealed') throw await this.#sealedError();
+        await this.#reloadSlices();
+      }
+      throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing`);
+    } finally {
+      this.#spare.push(buffer.bytes);
+    }
+  }
+
+  /** What the functions need of the filters' layout: slice and k per filter, and byte sizes. */
+  #geometry(slices: readonly SliceSpec[]): string {
+    this.#positionPlan(slices);
+    return JSON.stringify({
+      filters: this.#plan!.positions.filters.map((filter) => [filter.slice, filter.geometry.k]),
+      bytes: this.#plan!.positions.filters.map((filter) => filter.geometry.mBits / 8),
+    });
   }
 
   async summary(): Promise<EpochSummary> {
@@ -212,6 +278,9 @@ export class RedisEpoch implements EpochBits {
 
   async merge(incoming: readonly Uint8Array[], check: (header: EpochHeader) => void): Promise<number> {
     const doing = `merging into ${this.#where}`;
+    if (this.counting) {
+      throw new SeenStoreError('INCOMPATIBLE', `${this.#where} counts: counting epochs cannot be merged (counters would have to be added, not OR-ed)`);
+    }
     const id = freshId();
     for (let attempt = 0; attempt < 50; attempt++) {
       await this.#reloadSlices();
@@ -290,10 +359,23 @@ export class RedisEpoch implements EpochBits {
         submitted: Number(hash.get('submitted') ?? 0),
         added: Number(hash.get('added') ?? 0),
         sliceAdded: current.map((_, j) => Number(hash.get(`a${j}`) ?? 0)),
-        ones: list(reply[2]).map(Number),
+        ones: this.counting ? await this.#nonZeroCounters(current) : list(reply[2]).map(Number),
       };
     }
     throw new SeenStoreError('STORE_BUSY', `reading ${this.#where}: the epoch's slices kept changing`);
+  }
+
+  /** Counting epochs: the counters that are not zero, per filter (their "set bits"). */
+  async #nonZeroCounters(slices: readonly SliceSpec[]): Promise<number[]> {
+    const filters = slices.reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
+    return Promise.all(
+      Array.from({ length: filters }, async (_, index) => {
+        const stored = await this.#ctx.call(this.#keys.filter(index), ['GET', this.#keys.filter(index)], `reading ${this.#where}`);
+        let nonZero = 0;
+        if (Buffer.isBuffer(stored)) for (const byte of stored) if (byte !== 0) nonZero++;
+        return nonZero;
+      }),
+    );
   }
 
   /** Plans slices for growth inside the next add, enough for `count` new URLs past the newest's room. */
@@ -327,11 +409,7 @@ export class RedisEpoch implements EpochBits {
 
   /** Hashes and positions of `keys` for `slices`, into `buffer` (grown when too small; reused from batch to batch). */
   #positionsOf(slices: readonly SliceSpec[], keys: Keys, count: number, buffer: { bytes: Buffer }): { positions: Buffer; perKey: number } {
-    const key = slices.map((slice) => slice.seeds.join()).join('|');
-    if (this.#plan?.key !== key) {
-      this.#plan = { key, hasher: new EpochHasher(this.#ctx.hash, slices), positions: new PositionPlan(slices, this.#header.hashScheme as HashSchemeId) };
-    }
-    const { hasher, positions } = this.#plan;
+    const { hasher, positions } = this.#positionPlan(slices);
     const stride = hasher.stride;
     if (this.#words.length < count * stride) this.#words = new Uint32Array(count * stride);
     const bytes = count * positions.perKey * 4;
@@ -339,6 +417,14 @@ export class RedisEpoch implements EpochBits {
     hasher.hash(count === keyCount(keys) ? keys : sliceKeys(keys, 0, count), this.#words);
     positions.writeU32(this.#words, stride, count, buffer.bytes, redisBit);
     return { positions: buffer.bytes, perKey: positions.perKey };
+  }
+
+  #positionPlan(slices: readonly SliceSpec[]): { readonly hasher: EpochHasher; readonly positions: PositionPlan } {
+    const key = slices.map((slice) => slice.seeds.join()).join('|');
+    if (this.#plan?.key !== key) {
+      this.#plan = { key, hasher: new EpochHasher(this.#ctx.hash, slices), positions: new PositionPlan(slices, this.#header.hashScheme as HashSchemeId) };
+    }
+    return this.#plan;
   }
 
   async #init(): Promise<void> {
@@ -391,6 +477,17 @@ function summarize(state: EpochState): EpochSummary {
   let estimatedDistinct = 0;
   let filter = 0;
   const slices = state.slices.map((spec, j) => {
+    if (spec.keying?.kind === 'counting-v1') {
+      // A counting slice answers from its primary's counters alone (as the LMDB backend's CountingCopy).
+      const cells = spec.mBits / 8;
+      const nonZero = state.ones[filter] ?? 0;
+      filter += 2;
+      ones += nonZero;
+      bits += cells;
+      estimatedDistinct += estimateCardinality(nonZero, cells, spec.k);
+      const fpr = fprFromFill(nonZero / cells, spec.k);
+      return { capacityUrls: spec.capacityUrls, fprTarget: spec.fprTarget, mBits: spec.mBits, k: spec.k, filters: 2, added: state.sliceAdded[j] ?? 0, fillRatio: nonZero / cells, estimatedFpr: fpr };
+    }
     const geometries = filterGeometries(spec);
     let fpr = 1;
     let sliceOnes = 0;
@@ -413,11 +510,8 @@ function summarize(state: EpochState): EpochSummary {
 /** Largest filter a Redis string holds: 512 MiB. */
 export const MAX_REDIS_FILTER_BITS = 2 ** 32;
 
-/** Refuses a slice this backend cannot hold: counters (not yet), or a filter past a Redis string. */
+/** Refuses a slice this backend cannot hold: a filter past a Redis string. */
 export function checkRedisSlice(header: EpochHeader, slice: SliceSpec): void {
-  if (slice.keying?.kind === 'counting-v1') {
-    throw new SeenStoreError('UNSUPPORTED', `epoch ${header.scope}/${header.epoch} counts (strategy counting): counting epochs are not on the Redis backend yet; use a directory store`);
-  }
   for (const geometry of filterGeometries(slice)) {
     if (geometry.mBits > MAX_REDIS_FILTER_BITS) {
       throw new SeenStoreError('CAPACITY_EXCEEDED', `epoch ${header.scope}/${header.epoch}: a filter of ${geometry.mBits} bits is larger than a Redis string (512 MiB); plan a smaller capacity or a higher fpr`);

@@ -15,7 +15,7 @@
  *
  * Scope slot: scope record (string, JSON), epochs (hash n -> JSON entry), drops (hash n -> JSON entry).
  */
-export const LIBRARY_VERSION = '3';
+export const LIBRARY_VERSION = '4';
 
 export const LIBRARY = `#!lua name=seenstore
 local VERSION = '${LIBRARY_VERSION}'
@@ -56,6 +56,199 @@ end
 -- where SETBIT or SETRANGE past the end would grow the string greedily (up to twice the size).
 local function allocate(key, bytes)
   if redis.call('EXISTS', key) == 0 then redis.call('SET', key, string.rep('\0', bytes)) end
+end
+
+-- Counting slices (counting-v1, filters/counting.ts SpectralFilter): one byte per counter, counter p
+-- at byte p; filter f of slice s is its primary, f + 1 its secondary. Positions as for bits, a
+-- repeated cell written as 4294967295 (skipped), so each cell counts once per URL.
+local NONE = 4294967295
+
+local function cget(key, p)
+  local v = redis.call('GETRANGE', key, p, p)
+  if v == '' then return 0 end
+  return string.byte(v)
+end
+
+-- The minimum of the URL's counters and how many times it occurs.
+local function cmin(key, blob, at, k)
+  local min, times = 256, 0
+  for j = 0, k - 1 do
+    local p = u32(blob, at + j * 4)
+    if p ~= NONE then
+      local c = cget(key, p)
+      if c < min then min = c; times = 1 elseif c == min then times = times + 1 end
+    end
+  end
+  return min, times
+end
+
+local function cadd(key, blob, at, k, by)
+  for j = 0, k - 1 do
+    local p = u32(blob, at + j * 4)
+    if p ~= NONE then redis.call('SETRANGE', key, p, string.char(math.min(255, cget(key, p) + by))) end
+  end
+end
+
+local function csub(key, blob, at, k)
+  for j = 0, k - 1 do
+    local p = u32(blob, at + j * 4)
+    if p ~= NONE then
+      local c = cget(key, p)
+      if c > 0 and c < 255 then redis.call('SETRANGE', key, p, string.char(c - 1)) end
+    end
+  end
+end
+
+-- Spectral count of a URL in slice s (recurring minimum, then the secondary).
+local function scount(fbase, blob, at, f, ks, offs)
+  local primary, times = cmin(fbase .. (f - 1), blob, at + offs[f] * 4, ks[f])
+  if primary == 0 or times >= 2 then return primary end
+  local secondary = cmin(fbase .. f, blob, at + offs[f + 1] * 4, ks[f + 1])
+  if secondary > 0 then return math.min(secondary, primary) end
+  return primary
+end
+
+local function sholds(fbase, blob, at, f, ks, offs)
+  local primary = cmin(fbase .. (f - 1), blob, at + offs[f] * 4, ks[f])
+  return primary > 0
+end
+
+local function sadd(fbase, blob, at, f, ks, offs)
+  local pkey, skey = fbase .. (f - 1), fbase .. f
+  local pat, sat = at + offs[f] * 4, at + offs[f + 1] * 4
+  cadd(pkey, blob, pat, ks[f], 1)
+  local pmin, times = cmin(pkey, blob, pat, ks[f])
+  if times < 2 then
+    local smin = cmin(skey, blob, sat, ks[f + 1])
+    if smin > 0 then cadd(skey, blob, sat, ks[f + 1], 1) else cadd(skey, blob, sat, ks[f + 1], pmin) end
+  end
+end
+
+-- As ss_add, for a counting epoch: each URL is counted in the oldest slice that holds it; a URL no
+-- slice holds goes to the newest (growing first when it is full) and is new.
+local function ss_count_add(keys, args)
+  local state, slices, batch = keys[1], keys[2], keys[3]
+  if args[7] ~= '' then redis.call('DEL', args[7]) end
+  local done = redis.call('GET', batch)
+  if done then
+    redis.call('EXPIRE', batch, tonumber(args[6]))
+    return {'done', done}
+  end
+  local open = redis.call('HGET', state, 'open')
+  if not open then return {'missing'} end
+  if open ~= '1' then return {'sealed'} end
+  local have = redis.call('LLEN', slices)
+  if have ~= tonumber(args[1]) then return {'stale', have} end
+  local n = tonumber(args[2])
+  local geo = cjson.decode(args[3])
+  local blob = args[4]
+  local fbase = args[5]
+  local perUrl, first, count, ks, offs = layout(geo)
+  local planned = #geo.caps
+  local cur = have
+  local added = {}
+  for j = 1, planned do added[j] = 0 end
+  for j = 1, cur do added[j] = tonumber(redis.call('HGET', state, 'a' .. (j - 1)) or '0') end
+  local spare = 0
+  for j = have + 1, planned do spare = spare + geo.caps[j] end
+  if n > geo.caps[have] - added[have] + spare and planned < geo.max then return {'short', added[have]} end
+  local flags = {}
+  local fresh = 0
+  for i = 0, n - 1 do
+    local at = i * perUrl * 4 + 1
+    local home = 0
+    for s = 1, cur do
+      if sholds(fbase, blob, at, first[s], ks, offs) then home = s; break end
+    end
+    if home == 0 then
+      if added[cur] >= geo.caps[cur] and cur < planned then
+        redis.call('RPUSH', slices, geo.planned[cur - have + 1])
+        cur = cur + 1
+        for f = first[cur], first[cur] + count[cur] - 1 do allocate(fbase .. (f - 1), geo.bytes[f]) end
+      end
+      home = cur
+      flags[i + 1] = '1'
+      fresh = fresh + 1
+      added[cur] = added[cur] + 1
+    else
+      flags[i + 1] = '0'
+    end
+    sadd(fbase, blob, at, first[home], ks, offs)
+  end
+  local counts = {}
+  for j = 1, cur do
+    counts[#counts + 1] = 'a' .. (j - 1)
+    counts[#counts + 1] = added[j]
+  end
+  redis.call('HSET', state, unpack(counts))
+  redis.call('HINCRBY', state, 'submitted', n)
+  redis.call('HINCRBY', state, 'added', fresh)
+  local answers = table.concat(flags)
+  redis.call('SET', batch, answers, 'EX', tonumber(args[6]))
+  return {'ok', answers, cur, added[cur]}
+end
+
+-- KEYS: state, slices. ARGV: slices assumed, n, geometry, positions, filter key base. Per URL its
+-- count in the slice that holds it (0: none), as one byte each (saturating at 255).
+local function ss_count(keys, args)
+  local n = tonumber(args[2])
+  local open = redis.call('HGET', keys[1], 'open')
+  if not open then return {'ok', string.rep(string.char(0), n)} end
+  local have = redis.call('LLEN', keys[2])
+  if have ~= tonumber(args[1]) then return {'stale', have} end
+  local geo = cjson.decode(args[3])
+  local blob = args[4]
+  local perUrl, first, count, ks, offs = layout(geo)
+  local out = {}
+  for i = 0, n - 1 do
+    local at = i * perUrl * 4 + 1
+    local c = 0
+    for s = 1, have do
+      c = scount(args[5], blob, at, first[s], ks, offs)
+      if c > 0 then break end
+    end
+    out[i + 1] = string.char(c)
+  end
+  return {'ok', table.concat(out)}
+end
+
+-- KEYS: state, slices, batch. ARGV as ss_count, then batch ttl, previous batch. One occurrence of each
+-- URL out of the slice that holds it; returns how many were deleted.
+local function ss_count_delete(keys, args)
+  if args[7] ~= '' then redis.call('DEL', args[7]) end
+  local done = redis.call('GET', keys[3])
+  if done then
+    redis.call('EXPIRE', keys[3], tonumber(args[6]))
+    return {'done', done}
+  end
+  local open = redis.call('HGET', keys[1], 'open')
+  if not open then return {'ok', '0'} end
+  if open ~= '1' then return {'sealed'} end
+  local have = redis.call('LLEN', keys[2])
+  if have ~= tonumber(args[1]) then return {'stale', have} end
+  local n = tonumber(args[2])
+  local geo = cjson.decode(args[3])
+  local blob = args[4]
+  local fbase = args[5]
+  local perUrl, first, count, ks, offs = layout(geo)
+  local deleted = 0
+  for i = 0, n - 1 do
+    local at = i * perUrl * 4 + 1
+    for s = 1, have do
+      local f = first[s]
+      if sholds(fbase, blob, at, f, ks, offs) then
+        local pkey, pat = fbase .. (f - 1), at + offs[f] * 4
+        csub(pkey, blob, pat, ks[f])
+        local _, times = cmin(pkey, blob, pat, ks[f])
+        local sat = at + offs[f + 1] * 4
+        if times < 2 and cmin(fbase .. f, blob, sat, ks[f + 1]) > 0 then csub(fbase .. f, blob, sat, ks[f + 1]) end
+        deleted = deleted + 1
+        break
+      end
+    end
+  end
+  redis.call('SET', keys[3], tostring(deleted), 'EX', tonumber(args[6]))
+  return {'ok', tostring(deleted)}
 end
 
 local function ss_version(keys, args)
@@ -262,6 +455,9 @@ redis.register_function('ss_version', ss_version)
 redis.register_function('ss_add', ss_add)
 redis.register_function{function_name = 'ss_has', callback = ss_has, flags = {'no-writes'}}
 redis.register_function('ss_init', ss_init)
+redis.register_function('ss_count_add', ss_count_add)
+redis.register_function{function_name = 'ss_count', callback = ss_count, flags = {'no-writes'}}
+redis.register_function('ss_count_delete', ss_count_delete)
 redis.register_function('ss_alloc', ss_alloc)
 redis.register_function{function_name = 'ss_state', callback = ss_state, flags = {'no-writes'}}
 redis.register_function('ss_seal', ss_seal)
