@@ -220,10 +220,10 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     for (const client of clients) client.close();
   });
 
-  it('a redis:// store goes to SeenStore.open (no Redis backend in this build: UNSUPPORTED), and a port in use is refused', async () => {
-    const refused = await runCli(['--store', 'redis://127.0.0.1:7000/0', 'serve', '--port', '0']);
-    assert.equal(refused.code, 15, refused.stderr);
-    assert.match(refused.stderr, /error UNSUPPORTED: redis:\/\/127\.0\.0\.1:7000\/0: this version has no Redis backend yet/);
+  it('a redis:// store goes to SeenStore.open (nothing listening: STORE_UNAVAILABLE), and a port in use is refused', async () => {
+    const refused = await runCli(['--store', 'redis://127.0.0.1:7/', 'serve', '--port', '0']);
+    assert.equal(refused.code, 16, refused.stderr);
+    assert.match(refused.stderr, /error STORE_UNAVAILABLE: no Redis node of 127\.0\.0\.1:7 answered/);
     const server = await startServer(join(tempDir(), 'store'));
     const taken = await runCli(['--store', join(tempDir(), 'other'), 'serve', '--port', String(server.port)]);
     assert.equal(taken.code, 10);

@@ -14,6 +14,7 @@ import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE, DEFAULT_STORE_DIR } from '.
 
 export { parseCount, parseFpr, parseSeeds } from './parse.js';
 export { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE, DEFAULT_STORE_DIR } from './defaults.js';
+import { isRedisLocation } from '../store/open.js';
 
 /** Options every command accepts (declared on the program). */
 export interface GlobalOptions {
@@ -25,6 +26,8 @@ export interface GlobalOptions {
   readonly create?: boolean;
   /** `--threads N` of the adding commands (SeenStoreOptions.threads). */
   readonly threads?: string;
+  /** `--wait-replicas N`: Redis stores, replicas that confirm each write (SeenStoreOptions.waitReplicas). */
+  readonly waitReplicas?: string;
 }
 
 /** Options of the commands that read URLs. */
@@ -51,7 +54,15 @@ export interface PlanOptions {
 export function storeDir(options: GlobalOptions): string {
   if (options.store !== undefined && options.store.trim() === '') throw new SeenStoreError('USAGE', '--store must name a directory, got an empty string');
   const fromEnv = process.env.SEENSTORE_DIR === '' ? undefined : process.env.SEENSTORE_DIR;
-  return resolve(options.store ?? fromEnv ?? DEFAULT_STORE_DIR);
+  const location = options.store ?? fromEnv ?? DEFAULT_STORE_DIR;
+  // A redis:// or rediss:// location names a server, not a path: it passes through as given.
+  return isRedisLocation(location) ? location : resolve(location);
+}
+
+/** Options of every open from the global flags (SeenStoreOptions). */
+function storeOptions(options: GlobalOptions): { waitReplicas?: number } {
+  const waitReplicas = parseCount('wait-replicas', options.waitReplicas, 0);
+  return waitReplicas === undefined ? {} : { waitReplicas };
 }
 
 export function scopeName(options: GlobalOptions): string {
@@ -68,8 +79,8 @@ export async function openStore(options: GlobalOptions, create: boolean): Promis
   if (threads !== undefined && threads > MAX_THREADS) throw new SeenStoreError('USAGE', `--threads must be at most ${MAX_THREADS}, got ${threads}`);
   const dir = storeDir(options);
   const mayCreate = create && options.create !== false;
-  const existed = existsSync(join(dir, 'data.mdb'));
-  const store = await SeenStore.open(dir, { create: mayCreate, onWarning: (message) => warn(message), ...(threads === undefined ? {} : { threads }) });
+  const existed = isRedisLocation(dir) || existsSync(join(dir, 'data.mdb'));
+  const store = await SeenStore.open(dir, { create: mayCreate, onWarning: (message) => warn(message), ...storeOptions(options), ...(threads === undefined ? {} : { threads }) });
   if (mayCreate && !existed && process.stderr.isTTY === true) warn(`created store at ${dir}`);
   return store;
 }
@@ -93,7 +104,7 @@ export function inputProgress(label: string, file: string | undefined, extra: ()
  * so that they never write, checkpoint or create anything, and work on a read-only mount.
  */
 export async function openStoreReadOnly(options: GlobalOptions): Promise<SeenStore> {
-  return SeenStore.open(storeDir(options), { create: false, readOnly: true, onWarning: (message) => warn(message) });
+  return SeenStore.open(storeDir(options), { create: false, readOnly: true, onWarning: (message) => warn(message), ...storeOptions(options) });
 }
 
 export function warn(message: string): void {

@@ -48,6 +48,17 @@ export interface SeenStoreOptions {
    * it into the chunks; and a missing store is NOT_FOUND, never created (`create` is ignored).
    */
   readonly readOnly?: boolean;
+  /**
+   * Redis stores (docs/redis.md): replicas that must confirm each write (Redis WAIT) before it is
+   * acknowledged, so that a failover keeps every acknowledged add (default 0: the master's AOF).
+   * Ignored by directory stores.
+   */
+  readonly waitReplicas?: number;
+  /**
+   * Redis stores: how long a call keeps retrying through a failover or a lost connection before it
+   * fails with STORE_UNAVAILABLE (default 30,000 ms). Ignored by directory stores.
+   */
+  readonly unavailableAfterMs?: number;
 }
 
 export const MAX_THREADS = 16;
@@ -98,6 +109,8 @@ export class SeenStore {
       threads,
       ...(options.mapSizeBytes === undefined ? {} : { mapSizeBytes: options.mapSizeBytes }),
       ...(options.lockStaleMs === undefined ? {} : { lockStaleMs: options.lockStaleMs }),
+      ...(options.waitReplicas === undefined ? {} : { waitReplicas: options.waitReplicas }),
+      ...(options.unavailableAfterMs === undefined ? {} : { unavailableAfterMs: options.unavailableAfterMs }),
       checkpointJournalBytes: options.checkpointJournalBytes ?? 32 * 2 ** 20,
       checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
       warn: options.onWarning ?? ((message: string) => process.emitWarning(message, 'SeenStoreWarning')),

@@ -13,6 +13,10 @@ export interface BackendOptions {
   readonly checkpointJournalBytes: number;
   readonly checkpointIntervalMs: number;
   readonly warn: (message: string) => void;
+  /** Redis: replicas that must confirm a write (WAIT) before it is acknowledged; default 0. */
+  readonly waitReplicas?: number;
+  /** Redis: how long calls retry through failovers before STORE_UNAVAILABLE; default 30 s. */
+  readonly unavailableAfterMs?: number;
 }
 
 /** A store location that names a Redis server rather than a directory. */
@@ -27,7 +31,8 @@ export function isRedisLocation(location: string): boolean {
  */
 export async function openBackend(location: string, options: BackendOptions): Promise<Backend> {
   if (isRedisLocation(location)) {
-    throw new SeenStoreError('UNSUPPORTED', `${redactLocation(location)}: this version has no Redis backend yet; give a directory`);
+    const { RedisBackend } = await import('./redis/backend.js');
+    return RedisBackend.open(location, redactLocation(location), options);
   }
   const { LmdbBackend } = await import('./lmdb/backend.js');
   return LmdbBackend.open(location, options);

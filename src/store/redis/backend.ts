@@ -1,0 +1,309 @@
+import { SeenStoreError, unsupported } from '../../errors.js';
+import type { Backend, EpochBits, EpochUsage, Frontier, ImportRequest, Rotation, RotateRequest } from '../backend.js';
+import type { BackendOptions } from '../open.js';
+import { readEpochHeader, readScopeRecord, type EpochHeader, type ScopeRecord, type SliceSpec } from '../records.js';
+import { connectRedis } from './connection.js';
+import { RedisContext, freshId, list, pairs, text } from './context.js';
+import { RedisEpoch, checkRedisSlice, writeBytes, type EpochEntry } from './epoch.js';
+import { LIBRARY, LIBRARY_VERSION } from './functions.js';
+import { parseRedisLocation } from './location.js';
+import { filterGeometries } from '../../filters/keying.js';
+
+/** How long calls retry through failovers before STORE_UNAVAILABLE, unless the options say otherwise. */
+export const DEFAULT_UNAVAILABLE_AFTER_MS = 30_000;
+
+/**
+ * The Redis backend (docs/redis.md): a Redis server or Redis Cluster holds the scopes. A scope's
+ * metadata lives in its own slot; each epoch's bits in the slot of its own tag. Every atomic step
+ * is one call of the seenstore function library on one slot; nothing is cached between calls that
+ * another machine could change, except slice specs, which only grow and are checked by every call.
+ */
+export class RedisBackend implements Backend {
+  readonly kind = 'redis';
+  readonly location: string;
+  readonly readOnly: boolean;
+  readonly maintenance = undefined;
+  readonly #ctx: RedisContext;
+  readonly #epochs = new Map<string, RedisEpoch>();
+  #closed = false;
+
+  private constructor(location: string, readOnly: boolean, ctx: RedisContext) {
+    this.location = location;
+    this.readOnly = readOnly;
+    this.#ctx = ctx;
+  }
+
+  static async open(location: string, redacted: string, options: BackendOptions): Promise<RedisBackend> {
+    const parsed = parseRedisLocation(location);
+    const waitReplicas = options.waitReplicas ?? 0;
+    if (!Number.isInteger(waitReplicas) || waitReplicas < 0) throw new SeenStoreError('USAGE', `waitReplicas must be a whole number >= 0, got ${waitReplicas}`);
+    const conn = await connectRedis(parsed, 5_000);
+    const ctx = new RedisContext(conn, parsed.prefix, options.hash, waitReplicas, options.unavailableAfterMs ?? DEFAULT_UNAVAILABLE_AFTER_MS, options.warn);
+    try {
+      await loadLibrary(ctx);
+      if (!options.readOnly) await checkDurability(ctx, redacted);
+    } catch (error) {
+      await conn.close();
+      throw error instanceof SeenStoreError ? error : new SeenStoreError('STORE_UNAVAILABLE', `${redacted}: ${(error as Error).message}`, { cause: error });
+    }
+    return new RedisBackend(redacted, options.readOnly, ctx);
+  }
+
+  async scopeNames(): Promise<string[]> {
+    const keys = this.#ctx.keys;
+    const names = list(await this.#ctx.call(keys.scopes(), ['SMEMBERS', keys.scopes()], 'listing scopes')).map((name) => text(name));
+    const exists = await Promise.all(names.map(async (name) => Number(await this.#ctx.call(keys.scope(name), ['EXISTS', keys.scope(name)], 'listing scopes')) === 1));
+    return names.filter((_, i) => exists[i]).sort();
+  }
+
+  async scopeRecord(scope: string): Promise<ScopeRecord | undefined> {
+    const key = this.#ctx.keys.scope(scope);
+    const value = await this.#ctx.call(key, ['GET', key], `reading scope ${scope}`);
+    return value === null ? undefined : readScopeRecord(parse(text(value), `scope record ${scope}`));
+  }
+
+  async epochHeader(scope: string, n: number): Promise<EpochHeader> {
+    const entry = await this.#entry(scope, n);
+    if (entry.header.state !== 'open') return entry.header;
+    const slices = await this.#grownSlices(scope, entry);
+    return slices.length > entry.header.slices.length ? { ...entry.header, slices } : entry.header;
+  }
+
+  async epochNumbers(scope: string): Promise<number[]> {
+    const key = this.#ctx.keys.epochs(scope);
+    return list(await this.#ctx.call(key, ['HKEYS', key], `listing epochs of ${scope}`))
+      .map((n) => Number(text(n)))
+      .sort((a, b) => a - b);
+  }
+
+  async createScope(scope: string, first: EpochHeader): Promise<ScopeRecord> {
+    for (const slice of first.slices) checkRedisSlice(first, slice);
+    const keys = this.#ctx.keys;
+    const record: ScopeRecord = { v: 1, name: scope, openEpoch: first.epoch, createdAtMs: Date.now() };
+    const doing = `creating scope ${scope}`;
+    await this.#ctx.call(keys.scopes(), ['SADD', keys.scopes(), scope], doing);
+    const entry: EpochEntry = { uid: freshId(), header: first };
+    const reply = list(await this.#ctx.fcallDurable('ss_create', [keys.scope(scope), keys.epochs(scope)], [JSON.stringify(record), String(first.epoch), JSON.stringify(entry)], doing));
+    return readScopeRecord(parse(text(reply[1]), `scope record ${scope}`));
+  }
+
+  /**
+   * Seals the open epoch first (its function refuses adds from then on, so the counts read after
+   * it are final), plans the next epoch from them, then publishes both in one call on the scope's
+   * slot, which checks that the sealed epoch is still the open one (compare-and-set). Two
+   * rotators: both seal (idempotent), one publishes, the other gets EPOCH_SEALED (or null with
+   * ifEpoch). A rotation interrupted between the two steps leaves the epoch sealed but open:
+   * adds wait, then fail STORE_UNAVAILABLE, and the next rotation finishes it.
+   */
+  async rotate(scope: string, request: RotateRequest): Promise<Rotation | null> {
+    const keys = this.#ctx.keys;
+    const record = await this.scopeRecord(scope);
+    if (record === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);
+    if (request.ifEpoch !== undefined && record.openEpoch !== request.ifEpoch) return null;
+    if (record.openEpoch !== request.epoch) throw new SeenStoreError('EPOCH_SEALED', `epoch ${scope}/${request.epoch} is no longer open`);
+    const epoch = await this.#load(scope, request.epoch);
+    const final = await epoch.seal();
+    const current = final.header;
+    const before = await this.#entry(scope, current.epoch - 1).then((entry) => entry.header, () => undefined);
+    const opened = request.next(current, final, before);
+    for (const slice of opened.slices) checkRedisSlice(opened, slice);
+    const now = Date.now();
+    const sealed: EpochHeader = {
+      ...current,
+      state: 'sealed',
+      sealedAtMs: now,
+      final: { submitted: final.submitted, added: final.added, estimatedDistinct: final.estimatedDistinct, fillRatio: final.fillRatio, estimatedFpr: final.estimatedFpr },
+    };
+    const next: EpochEntry = { uid: freshId(), header: opened };
+    const doing = `rotating ${scope}/${current.epoch}`;
+    const reply = list(
+      await this.#ctx.fcallDurable(
+        'ss_rotate',
+        [keys.scope(scope), keys.epochs(scope)],
+        [String(current.epoch), JSON.stringify({ uid: epoch.uid, header: sealed }), String(opened.epoch), JSON.stringify(next), JSON.stringify({ ...record, openEpoch: opened.epoch })],
+        doing,
+      ),
+    );
+    const outcome = text(reply[0]);
+    if (outcome === 'missing') throw new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);
+    if (outcome === 'moved') {
+      // A retry of this very call after a lost reply finds its own next epoch published.
+      const published = await this.#entry(scope, opened.epoch).catch(() => undefined);
+      if (published?.uid !== next.uid) {
+        if (request.ifEpoch !== undefined) return null;
+        throw new SeenStoreError('EPOCH_SEALED', `epoch ${scope}/${current.epoch} is no longer open (another rotation won)`);
+      }
+    }
+    this.#epochs.delete(`${scope}/${current.epoch}`);
+    return { sealed, opened };
+  }
+
+  async importEpoch(request: ImportRequest): Promise<ScopeRecord> {
+    const { scope, epoch: header, counts, filters, next, signal } = request;
+    const keys = this.#ctx.keys;
+    const doing = `importing into scope ${scope}`;
+    for (const slice of header.slices) checkRedisSlice(header, slice);
+    if (next !== undefined) for (const slice of next.slices) checkRedisSlice(next, slice);
+    if ((await this.scopeRecord(scope)) !== undefined) throw new SeenStoreError('USAGE', `scope ${scope} exists: import into a new scope (--scope)`);
+    const entry: EpochEntry = { uid: freshId(), header };
+    const epochKeys = keys.epoch(scope, entry.uid);
+    const written = [epochKeys.state, epochKeys.slices];
+    const interrupted = (): void => {
+      if (signal?.aborted === true) throw new SeenStoreError('INTERRUPTED', `${doing}: interrupted; nothing imported`);
+    };
+    try {
+      interrupted();
+      const sliceAdded = header.slices.flatMap((_, j) => [`a${j}`, String(counts.sliceAdded[j] ?? 0)]);
+      await this.#ctx.call(epochKeys.state, ['HSET', epochKeys.state, 'open', next === undefined ? '1' : '0', 'submitted', String(counts.submitted), 'added', String(counts.added), ...sliceAdded], doing);
+      await this.#ctx.call(epochKeys.slices, ['RPUSH', epochKeys.slices, ...header.slices.map((slice) => JSON.stringify(slice))], doing);
+      for (const [index, bytes] of filters.entries()) {
+        interrupted();
+        written.push(epochKeys.filter(index));
+        await writeBytes(this.#ctx, epochKeys.filter(index), bytes, doing);
+      }
+      interrupted();
+      const record: ScopeRecord = { v: 1, name: scope, openEpoch: next?.epoch ?? header.epoch, createdAtMs: Date.now() };
+      const entries = [String(header.epoch), JSON.stringify(entry)];
+      if (next !== undefined) entries.push(String(next.epoch), JSON.stringify({ uid: freshId(), header: next } satisfies EpochEntry));
+      await this.#ctx.call(keys.scopes(), ['SADD', keys.scopes(), scope], doing);
+      const outcome = text(await this.#ctx.fcallDurable('ss_create_many', [keys.scope(scope), keys.epochs(scope)], [JSON.stringify(record), ...entries], doing));
+      if (outcome === 'exists') throw new SeenStoreError('USAGE', `scope ${scope} exists: import into a new scope (--scope)`);
+      await this.#ctx.replicated(keys.scope(scope), doing);
+      await this.#ctx.replicated(epochKeys.state, doing);
+      return record;
+    } catch (error) {
+      await this.#ctx.call(epochKeys.state, ['DEL', ...written], `removing a failed import of ${scope}`).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async dropEpoch(header: EpochHeader): Promise<number> {
+    const keys = this.#ctx.keys;
+    const doing = `dropping ${header.scope}/${header.epoch}`;
+    const reply = await this.#ctx.fcallDurable('ss_drop', [keys.epochs(header.scope), keys.drops(header.scope)], [String(header.epoch)], doing);
+    if (reply === null) return 0;
+    this.#epochs.delete(`${header.scope}/${header.epoch}`);
+    return this.#deleteData(header.scope, parseEntry(text(reply), header.scope, header.epoch));
+  }
+
+  async finishDrops(scope: string): Promise<EpochHeader[]> {
+    const key = this.#ctx.keys.drops(scope);
+    const drops = pairs(await this.#ctx.call(key, ['HGETALL', key], `reading drops of ${scope}`));
+    const finished: EpochHeader[] = [];
+    for (const [n, json] of drops) {
+      const entry = parseEntry(json, scope, Number(n));
+      await this.#deleteData(scope, entry);
+      finished.push(entry.header);
+    }
+    return finished;
+  }
+
+  async usage(header: EpochHeader): Promise<EpochUsage> {
+    const entry = await this.#entry(header.scope, header.epoch);
+    const keys = this.#dataKeys(header.scope, entry.uid, header.epoch === entry.header.epoch ? await this.epochHeader(header.scope, header.epoch) : header);
+    return { bytesOnDisk: await this.#memory(keys), journalRecords: 0 };
+  }
+
+  async epoch(scope: string, n: number): Promise<EpochBits> {
+    return this.#load(scope, n);
+  }
+
+  /** The frontier on Redis (Redis Streams with a consumer group) is not built yet: UNSUPPORTED. */
+  async frontier(_scope: string): Promise<Frontier> {
+    throw unsupported('redis', 'use a frontier (the Redis frontier, on Redis Streams, is not built yet)');
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#epochs.clear();
+    await this.#ctx.conn.close();
+  }
+
+  async #load(scope: string, n: number): Promise<RedisEpoch> {
+    const entry = await this.#entry(scope, n);
+    const id = `${scope}/${n}`;
+    const cached = this.#epochs.get(id);
+    if (cached !== undefined && cached.uid === entry.uid) return cached;
+    const slices = entry.header.state === 'open' ? await this.#grownSlices(scope, entry) : [...entry.header.slices];
+    const epoch = new RedisEpoch(this.#ctx, entry, slices.length >= entry.header.slices.length ? slices : [...entry.header.slices]);
+    this.#epochs.set(id, epoch);
+    return epoch;
+  }
+
+  async #entry(scope: string, n: number): Promise<EpochEntry> {
+    const key = this.#ctx.keys.epochs(scope);
+    const value = await this.#ctx.call(key, ['HGET', key, String(n)], `reading epoch ${scope}/${n}`);
+    if (value === null) throw new SeenStoreError('NOT_FOUND', `epoch ${scope}/${n} does not exist`);
+    return parseEntry(text(value), scope, n);
+  }
+
+  /** The slices of an open epoch as its own keys hold them (growth is recorded there). */
+  async #grownSlices(scope: string, entry: EpochEntry): Promise<SliceSpec[]> {
+    const key = this.#ctx.keys.epoch(scope, entry.uid).slices;
+    const reply = list(await this.#ctx.call(key, ['LRANGE', key, '0', '-1'], `reading epoch ${scope}/${entry.header.epoch}`));
+    return reply.length === 0 ? [...entry.header.slices] : reply.map((value) => parse(text(value), `slice of ${scope}/${entry.header.epoch}`) as SliceSpec);
+  }
+
+  #dataKeys(scope: string, uid: string, header: EpochHeader): string[] {
+    const epochKeys = this.#ctx.keys.epoch(scope, uid);
+    const filters = header.slices.reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
+    return [epochKeys.state, epochKeys.slices, ...Array.from({ length: filters }, (_, index) => epochKeys.filter(index))];
+  }
+
+  async #memory(keys: readonly string[]): Promise<number> {
+    let bytes = 0;
+    for (const key of keys) bytes += Number((await this.#ctx.call(key, ['MEMORY', 'USAGE', key, 'SAMPLES', '0'], 'measuring memory')) ?? 0);
+    return bytes;
+  }
+
+  /** Deletes a dropped epoch's keys (UNLINK: freed in the background), then its drop record. */
+  async #deleteData(scope: string, entry: EpochEntry): Promise<number> {
+    const doing = `deleting ${scope}/${entry.header.epoch}`;
+    // A drop of an open epoch cannot happen (the engine drops sealed ones); its grown slices are in the sealed header.
+    const keys = this.#dataKeys(scope, entry.uid, entry.header);
+    const bytes = await this.#memory(keys);
+    await this.#ctx.call(keys[0]!, ['UNLINK', ...keys], doing);
+    const drops = this.#ctx.keys.drops(scope);
+    await this.#ctx.call(drops, ['HDEL', drops, String(entry.header.epoch)], doing);
+    return bytes;
+  }
+}
+
+function parse(json: string, what: string): unknown {
+  try {
+    return JSON.parse(json);
+  } catch (error) {
+    throw new SeenStoreError('STORE_CORRUPT', `${what}: not JSON (${(error as Error).message})`, { cause: error });
+  }
+}
+
+function parseEntry(json: string, scope: string, n: number): EpochEntry {
+  const value = parse(json, `epoch entry ${scope}/${n}`) as Partial<EpochEntry>;
+  if (typeof value?.uid !== 'string' || !/^[0-9a-f]{16}$/.test(value.uid)) throw new SeenStoreError('STORE_CORRUPT', `epoch entry ${scope}/${n}: no epoch id`);
+  return { uid: value.uid, header: readEpochHeader(value.header) };
+}
+
+/** Loads the function library on every master unless it already has this version (FUNCTION LOAD REPLACE). */
+async function loadLibrary(ctx: RedisContext): Promise<void> {
+  const versions = await ctx.conn.eachMaster(['FCALL', 'ss_version', '0']).catch(() => []);
+  const current = versions.length > 0 && versions.every(({ reply }) => Buffer.isBuffer(reply) && reply.toString() === LIBRARY_VERSION);
+  if (!current) await ctx.conn.eachMaster(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY]);
+}
+
+/**
+ * An add is acknowledged once its function replied, and a master replies after writing its AOF:
+ * durable only with appendonly yes and appendfsync always. Anything else is said on stderr.
+ */
+async function checkDurability(ctx: RedisContext, location: string): Promise<void> {
+  const replies = await ctx.conn.eachMaster(['CONFIG', 'GET', 'append*']);
+  for (const { node, reply } of replies) {
+    const values = pairs(reply);
+    if (values.get('appendonly') !== 'yes' || values.get('appendfsync') !== 'always') {
+      ctx.warn(
+        `${location}: Redis node ${node} has appendonly ${values.get('appendonly') ?? '?'}, appendfsync ${values.get('appendfsync') ?? '?'}: ` +
+          'acknowledged adds can be lost in a crash of that node (set appendonly yes, appendfsync always; docs/redis.md)',
+      );
+    }
+  }
+}

@@ -1,0 +1,124 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SeenStoreError } from '../../errors.js';
+import type { XxHash } from '../../hash/xxhash.js';
+import { isReplyError, isTransientReply, type RedisConnection, type Reply } from './connection.js';
+import { RedisKeys } from './keys.js';
+
+/** What every part of one Redis store handle shares. */
+export class RedisContext {
+  readonly conn: RedisConnection;
+  readonly keys: RedisKeys;
+  readonly hash: XxHash;
+  /** Replicas that must have a write before it is acknowledged (WAIT), 0: the master's AOF alone. */
+  readonly waitReplicas: number;
+  /** How long a call keeps retrying through failovers and lost connections before STORE_UNAVAILABLE. */
+  readonly unavailableAfterMs: number;
+  readonly warn: (message: string) => void;
+
+  constructor(conn: RedisConnection, prefix: string, hash: XxHash, waitReplicas: number, unavailableAfterMs: number, warn: (message: string) => void) {
+    this.conn = conn;
+    this.keys = new RedisKeys(prefix);
+    this.hash = hash;
+    this.waitReplicas = waitReplicas;
+    this.unavailableAfterMs = unavailableAfterMs;
+    this.warn = warn;
+  }
+
+  /**
+   * One command on `key`'s master, retried through a failover, a MOVED/ASK the client could not
+   * follow, or a lost connection, until unavailableAfterMs: then STORE_UNAVAILABLE. Only commands
+   * whose repetition is harmless come here (every function of the library is, by its batch id or
+   * by being idempotent). An error reply that no retry cures is IO_ERROR.
+   */
+  async call(key: string, args: readonly (string | Buffer)[], doing: string): Promise<Reply> {
+    const deadline = Date.now() + this.unavailableAfterMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.conn.send(key, args);
+      } catch (error) {
+        if (isReplyError(error) && !isTransientReply(error)) {
+          throw new SeenStoreError('IO_ERROR', `${doing}: Redis replied ${error.message}`, { cause: error });
+        }
+        if (Date.now() >= deadline) {
+          throw new SeenStoreError('STORE_UNAVAILABLE', `${doing}: Redis did not answer for ${Math.round(this.unavailableAfterMs / 1000)} s (${(error as Error).message})`, { cause: error });
+        }
+        await sleep(Math.min(25 * 2 ** attempt, 500));
+      }
+    }
+  }
+
+  /** FCALL of a library function on keys of one slot. */
+  async fcall(name: string, keys: readonly string[], args: readonly (string | Buffer)[], doing: string): Promise<Reply> {
+    return this.call(keys[0]!, ['FCALL', name, String(keys.length), ...keys, ...args], doing);
+  }
+
+  /**
+   * A write function: FCALL, and with waitReplicas > 0, WAIT on the same connection right behind
+   * it; fewer replicas than asked, a lost connection or a failover repeat both (every write
+   * function may run again: a batch by its id, the others being idempotent or compare-and-set)
+   * until unavailableAfterMs, then STORE_UNAVAILABLE. Without waitReplicas: `fcall`.
+   */
+  async fcallDurable(name: string, keys: readonly string[], args: readonly (string | Buffer)[], doing: string): Promise<Reply> {
+    if (this.waitReplicas === 0) return this.fcall(name, keys, args, doing);
+    const command = ['FCALL', name, String(keys.length), ...keys, ...args];
+    const deadline = Date.now() + this.unavailableAfterMs;
+    let why = '';
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const { reply, acked } = await this.conn.sendReplicated(keys[0]!, command, this.waitReplicas, Math.max(100, Math.min(2_000, deadline - Date.now())));
+        if (acked >= this.waitReplicas) return reply;
+        why = `only ${acked} of the ${this.waitReplicas} replicas asked for (waitReplicas) confirmed the write; it may be on the master, not acknowledged`;
+      } catch (error) {
+        if (isReplyError(error) && !isTransientReply(error)) throw new SeenStoreError('IO_ERROR', `${doing}: Redis replied ${error.message}`, { cause: error });
+        why = (error as Error).message;
+      }
+      if (Date.now() >= deadline) {
+        throw new SeenStoreError('STORE_UNAVAILABLE', `${doing}: not confirmed within ${Math.round(this.unavailableAfterMs / 1000)} s (${why})`);
+      }
+      await sleep(Math.min(25 * 2 ** attempt, 500));
+    }
+  }
+
+  /**
+   * Waits until `waitReplicas` replicas of `key`'s master have every write made through this
+   * connection to it (WAIT), within the bounded time; a write is acknowledged only then.
+   */
+  async replicated(key: string, doing: string): Promise<void> {
+    if (this.waitReplicas === 0) return;
+    const deadline = Date.now() + this.unavailableAfterMs;
+    for (;;) {
+      const acked = Number(await this.call(key, ['WAIT', String(this.waitReplicas), String(Math.max(1, deadline - Date.now()))], doing));
+      if (acked >= this.waitReplicas) return;
+      if (Date.now() >= deadline) {
+        throw new SeenStoreError('STORE_UNAVAILABLE', `${doing}: only ${acked} of the ${this.waitReplicas} replicas asked for (waitReplicas) confirmed the write within ${Math.round(this.unavailableAfterMs / 1000)} s; it is on the master, not acknowledged`);
+      }
+    }
+  }
+}
+
+/** A fresh id: an epoch's key tag, a batch's id. */
+export function freshId(bytes = 8): string {
+  return randomBytes(bytes).toString('hex');
+}
+
+export function text(reply: Reply | undefined): string {
+  if (Buffer.isBuffer(reply)) return reply.toString('utf8');
+  if (typeof reply === 'number') return String(reply);
+  throw new SeenStoreError('IO_ERROR', `unexpected reply from Redis: ${JSON.stringify(reply)}`);
+}
+
+export function list(reply: Reply | undefined): Reply[] {
+  if (Array.isArray(reply)) return reply;
+  throw new SeenStoreError('IO_ERROR', `unexpected reply from Redis: ${JSON.stringify(reply)}`);
+}
+
+/** Field-value pairs of a map reply (HGETALL, CONFIG GET), whether it arrives flat, as a Map or as an object. */
+export function pairs(reply: unknown): Map<string, string> {
+  const out = new Map<string, string>();
+  const str = (value: unknown): string => (Buffer.isBuffer(value) ? value.toString('utf8') : String(value));
+  if (Array.isArray(reply)) for (let i = 0; i + 1 < reply.length; i += 2) out.set(str(reply[i]), str(reply[i + 1]));
+  else if (reply instanceof Map) for (const [key, value] of reply) out.set(str(key), str(value));
+  else if (reply !== null && typeof reply === 'object') for (const [key, value] of Object.entries(reply)) out.set(key, str(value));
+  return out;
+}

@@ -1,0 +1,25 @@
+import { after, test } from 'node:test';
+import { contractSuite } from './contract/suite.js';
+import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
+
+// The storage contract on the Redis backend: one local cluster (3 masters, 3 replicas, AOF fsynced
+// always) for the whole file; a store is a fresh key prefix on it (redis://HOST:PORT/?prefix=NAME).
+const missing = redisMissing();
+if (missing !== undefined) {
+  test(`storage contract: redis (skipped: ${missing})`, { skip: missing }, () => {});
+} else {
+  let cluster: RedisCluster | undefined;
+  const started = startRedisCluster().then((c) => (cluster = c));
+  after(async () => {
+    await started.catch(() => undefined);
+    await cluster?.stop();
+  });
+  contractSuite({
+    name: 'redis cluster',
+    noFrontier: 'the Redis backend has no frontier yet (Redis Streams, issue 21): its calls are UNSUPPORTED',
+    location: async () => {
+      await started;
+      return cluster!.location();
+    },
+  });
+}

@@ -1,0 +1,71 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SeenStore } from '../../src/index.js';
+import { ROOT } from './data.js';
+import type { RedisCluster } from './redis-cluster.js';
+
+const WRITER = join(ROOT, 'dist', 'test', 'helpers', 'redis-writer.js');
+
+/**
+ * Streams `input` through a writer process (helpers/redis-writer.ts) with `waitReplicas`, kills
+ * the master of the epoch's slot with SIGKILL once part of it is acknowledged, restarts the killed
+ * node after the failover (as a supervisor would: it rejoins as a replica), lets the writer finish
+ * and counts the acknowledged URLs that the store no longer holds. Used by test/redis.test.ts and
+ * soak/redis-failover.ts (which measures waitReplicas 0).
+ */
+export async function failoverRun(cluster: RedisCluster, input: readonly string[], waitReplicas: number, pauseMs: number): Promise<{ lost: number; acknowledged: number }> {
+  const location = cluster.location();
+  const prefix = /prefix=([^&]+)/.exec(location)![1]!;
+  const dir = mkdtempSync(join(tmpdir(), 'seenstore-failover-'));
+  try {
+    const file = join(dir, 'input.txt');
+    writeFileSync(file, `${input.join('\n')}\n`);
+    const child = spawn(process.execPath, [WRITER, location, 's', file, '500', JSON.stringify({ waitReplicas }), String(pauseMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+    const lines = (): string[] => out.split('\n').slice(0, -1);
+    while (lines().length < Math.min(4_000, input.length / 4)) {
+      if (child.exitCode !== null) throw new Error(`the writer ended early: ${err}`);
+      await sleep(20);
+    }
+    const anyPort = cluster.masters()[0]!;
+    const entry = JSON.parse(cluster.cli(anyPort, '-c', 'HGET', `{${prefix}/s}:epochs`, '1')) as { uid: string };
+    const slot = Number(cluster.cli(anyPort, 'CLUSTER', 'KEYSLOT', `{${prefix}/s/${entry.uid}}:state`));
+    const nodes = cluster.cli(anyPort, 'CLUSTER', 'NODES').split('\n');
+    const owner = cluster.nodes.find((node) => {
+      const line = nodes.find((l) => l.includes(`:${node.port}@`) && / master|,master/.test(l));
+      return line !== undefined && line.split(' ').slice(8).some((range) => {
+        const [from, to] = range.split('-').map(Number);
+        return slot >= from! && slot <= (to ?? from)!;
+      });
+    })!;
+    await cluster.kill(owner);
+    const survivor = cluster.nodes.find((node) => node !== owner)!;
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline && !cluster.cli(survivor.port, 'CLUSTER', 'INFO').includes('cluster_state:fail')) await sleep(50);
+    while (Date.now() < deadline && !cluster.cli(survivor.port, 'CLUSTER', 'INFO').includes('cluster_state:ok')) await sleep(50);
+    await cluster.restart(owner);
+    const code = await exited(child);
+    if (code !== 0) throw new Error(`the writer failed through the failover: ${err}`);
+    const acknowledged = lines();
+    const store = await SeenStore.open(location, { onWarning: () => {} });
+    try {
+      const held = await store.scope('s').has(acknowledged);
+      return { lost: held.filter((h) => !h).length, acknowledged: acknowledged.length };
+    } finally {
+      await store.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}

@@ -1,0 +1,233 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, describe, test } from 'node:test';
+import { SeenStore } from '../src/index.js';
+import { runCli } from './helpers/cli.js';
+import { ROOT, sharedUrls } from './helpers/data.js';
+import { expectCode } from './helpers/errors.js';
+import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
+import { failoverRun } from './helpers/redis-failover.js';
+import { tempDir } from './helpers/tmp.js';
+
+/**
+ * What only the Redis backend does, against real redis-server processes (the storage contract runs
+ * in contract-redis.test.ts): a plain server, the CLI, many writers, kill -9 of a writer and of a
+ * master, rotation under writers, memory given back by prune.
+ */
+const missing = redisMissing();
+const WRITER = join(ROOT, 'dist', 'test', 'helpers', 'redis-writer.js');
+const EXACT = { capacityUrls: 200_000, fprTarget: 1e-9 } as const;
+const urls = sharedUrls('crawl-benign-35k.txt');
+const quiet = { onWarning: () => {} };
+
+// One cluster for the file (the failover test has its own: it kills a master).
+const cluster = missing === undefined ? await startRedisCluster() : (undefined as unknown as RedisCluster);
+after(() => cluster?.stop());
+
+describe('redis backend', { skip: missing }, () => {
+  test('a single non-cluster Redis works too, and warns when acknowledged adds could be lost', async () => {
+    const single = await startRedisCluster({ cluster: false });
+    // This server fsyncs always; turn it down to see the warning.
+    single.cli(single.nodes[0]!.port, 'CONFIG', 'SET', 'appendfsync', 'everysec');
+    const warnings: string[] = [];
+    const store = await SeenStore.open(single.location(), { onWarning: (message) => warnings.push(message) });
+    try {
+      assert.equal(warnings.length, 1, warnings.join('\n'));
+      assert.match(warnings[0]!, /appendfsync everysec/);
+      const scope = store.scope('s', EXACT);
+      const first = await scope.addIfAbsent(urls.slice(0, 3_000));
+      assert.equal(first.filter(Boolean).length, 3_000);
+      assert.equal((await scope.addIfAbsent(urls.slice(0, 3_000))).filter(Boolean).length, 0);
+      await scope.rotate();
+      assert.ok((await scope.has(urls.slice(0, 3_000), { epochs: 1 })).every(Boolean));
+    } finally {
+      await store.close();
+      await single.stop();
+    }
+  });
+
+  test('the CLI: filter-new prints each URL once, nothing the second time; a password is never printed', async () => {
+    const dir = tempDir('seenstore-redis-cli-');
+    const file = join(dir, 'urls.txt');
+    writeFileSync(file, `${urls.slice(0, 20_000).join('\n')}\n`);
+    const store = cluster.location();
+    const first = await runCli(['--store', store, 'filter-new', file]);
+    assert.equal(first.code, 0, first.stderr);
+    assert.equal(first.stdout.split('\n').filter(Boolean).length, 20_000);
+    const again = await runCli(['--store', store, 'filter-new', file]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(again.stdout, '');
+    const unsupported = await runCli(['--store', store, 'snapshot', 'create']);
+    assert.equal(unsupported.code, 15, unsupported.stderr);
+    // Nothing listens on port 1: the error names the location without its password.
+    const secret = 'hunter2-secret';
+    const down = await runCli(['--store', `redis://:${secret}@127.0.0.1:1`, 'stats']);
+    assert.equal(down.code, 16, down.stderr);
+    assert.ok(!down.stderr.includes(secret) && !down.stdout.includes(secret), down.stderr);
+  });
+
+  test('4 processes on overlapping inputs: every URL new exactly once', async () => {
+    const location = cluster.location();
+    const dir = tempDir('seenstore-redis-');
+    const all = urls.slice(0, 16_000);
+    // Every URL is offered by 2 or 3 of the processes, each in an order of its own.
+    const inputs = [0, 1, 2, 3].map((p) => {
+      const mine = all.filter((_, i) => i % 4 !== p || i % 8 === p);
+      return p % 2 === 0 ? mine : mine.reverse();
+    });
+    const printed = await Promise.all(inputs.map((input, p) => writer(location, 's', writeInput(dir, p, input), 300)));
+    const seen = new Map<string, number>();
+    for (const lines of printed) for (const url of lines.stdout) seen.set(url, (seen.get(url) ?? 0) + 1);
+    assert.equal(seen.size, all.length, 'some URL was never reported new');
+    assert.deepEqual([...seen].filter(([, n]) => n > 1), [], 'URLs reported new by more than one process');
+    const store = await SeenStore.open(location, quiet);
+    try {
+      assert.equal((await store.scope('s').stats()).epochs[0]!.added, all.length);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('kill -9 of a writer mid-batch: every acknowledged URL is there, and no URL is new twice', async () => {
+    const location = cluster.location();
+    const dir = tempDir('seenstore-redis-');
+    const input = urls.slice(0, 30_000);
+    const child = startWriter(location, 's', writeInput(dir, 0, input), 1_000, {}, 5);
+    const out = collect(child);
+    while (out.lines().length < 5_000) {
+      if (child.exitCode !== null) throw new Error(`the writer ended early: ${out.errors()}`);
+      await sleep(20);
+    }
+    child.kill('SIGKILL');
+    await exited(child);
+    const acknowledged = out.lines();
+    assert.ok(acknowledged.length < input.length, 'the writer finished before it was killed: the test proves nothing');
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('s');
+      assert.ok((await scope.has(acknowledged)).every(Boolean), 'an acknowledged URL is missing');
+      const rest = await scope.addIfAbsent(input);
+      const acked = new Set(acknowledged);
+      input.forEach((url, i) => {
+        if (acked.has(url)) assert.equal(rest[i], false, `${url} was new twice`);
+      });
+      // What the killed batch recorded without acknowledging is "seen" now (at most one batch in flight).
+      const neverNew = input.filter((url, i) => !acked.has(url) && !rest[i]);
+      assert.ok(neverNew.length <= 1_000, `${neverNew.length} URLs recorded by the killed writer without an answer`);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('two writers racing two rotations: one rotation wins, each URL lands in exactly one epoch, the sealed counts are exact', async () => {
+    const location = cluster.location();
+    const dir = tempDir('seenstore-redis-');
+    const input = urls.slice(0, 24_000);
+    const halves = [input.filter((_, i) => i % 2 === 0), input.filter((_, i) => i % 2 === 1)];
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('s', EXACT);
+      await scope.add([input[0]!]);
+      const children = halves.map((half, p) => startWriter(location, 's', writeInput(dir, p, half.slice(1)), 200, {}, 3));
+      const outs = children.map((child) => collect(child));
+      // Rotate once both writers are adding.
+      while (outs.some((out) => out.lines().length === 0)) {
+        if (children.some((child) => child.exitCode !== null)) throw new Error(`a writer ended early: ${outs.map((out) => out.errors()).join('')}`);
+        await sleep(20);
+      }
+      const writers = children.map(async (child, p) => {
+        const code = await exited(child);
+        if (code !== 0) throw new Error(`writer exited ${code}: ${outs[p]!.errors()}`);
+        return { stdout: outs[p]!.lines() };
+      });
+      const other = await SeenStore.open(location, quiet);
+      const outcomes = await Promise.all([scope.rotate({ ifEpoch: 1 }), other.scope('s').rotate({ ifEpoch: 1 })]);
+      await other.close();
+      assert.equal(outcomes.filter((outcome) => outcome !== null).length, 1, 'not exactly one rotation');
+      const reported = (await Promise.all(writers)).flatMap((result) => result.stdout);
+      assert.equal(new Set(reported).size, reported.length, 'a URL was new twice');
+      const stats = (await scope.stats()).epochs;
+      assert.deepEqual(stats.map((epoch) => epoch.epoch), [1, 2]);
+      assert.ok(stats[1]!.added > 0 && stats[0]!.added > 1, `the rotation did not fall among the adds (${stats[0]!.added}, ${stats[1]!.added})`);
+      const probe = [input[0]!, ...reported];
+      const inOne = await scope.has(probe, { epochs: 1 });
+      const inTwo = await scope.has(probe, { epochs: 2 });
+      probe.forEach((url, i) => assert.ok(inOne[i] !== inTwo[i], `${url} is in ${inOne[i] ? 'both epochs' : 'neither epoch'}`));
+      assert.equal(stats[0]!.added, inOne.filter(Boolean).length, 'the sealed count is not exact');
+      assert.equal(stats[1]!.added, inTwo.filter(Boolean).length);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('prune gives the dropped epochs\' Redis memory back', async () => {
+    const location = cluster.location();
+    const used = (): number => cluster.masters().reduce((sum, port) => sum + Number(/used_memory:(\d+)/.exec(cluster.cli(port, 'INFO', 'memory'))![1]), 0);
+    const baseline = used();
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('s', { capacityUrls: 2_000_000, fprTarget: 0.01 });
+      await scope.add(urls.slice(0, 10_000));
+      await scope.rotate({ capacityUrls: 2_000_000 });
+      await scope.add(urls.slice(10_000, 20_000));
+      await scope.rotate({ capacityUrls: 1_000 });
+      const filled = used();
+      assert.ok(filled - baseline > 4_000_000, `two 2M-URL epochs took only ${filled - baseline} bytes`);
+      const dropped = await scope.prune({ keepLast: 1 });
+      assert.deepEqual(dropped.map((d) => d.epoch), [1, 2]);
+      // UNLINK frees in the background: give it a moment.
+      let after = used();
+      for (let i = 0; i < 50 && after - baseline > 0.1 * (filled - baseline); i++) {
+        await sleep(100);
+        after = used();
+      }
+      assert.ok(after - baseline <= 0.1 * (filled - baseline), `memory: baseline ${baseline}, filled ${filled}, after prune ${after}`);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('redis backend: failover', { skip: missing }, () => {
+  test('kill -9 of the master holding the epoch during a stream with waitReplicas 1: 0 acknowledged URLs lost', async () => {
+    const own = await startRedisCluster();
+    const lost = await failoverRun(own, urls.slice(0, 30_000), 1, 2).finally(() => own.stop());
+    assert.deepEqual(lost, { lost: 0, acknowledged: lost.acknowledged });
+  });
+});
+
+function writeInput(dir: string, p: number, input: readonly string[]): string {
+  const file = join(dir, `input-${p}.txt`);
+  writeFileSync(file, `${input.join('\n')}\n`);
+  return file;
+}
+
+function startWriter(location: string, scope: string, file: string, batch: number, options: object = {}, pauseMs = 0): ChildProcess {
+  return spawn(process.execPath, [WRITER, location, scope, file, String(batch), JSON.stringify(options), String(pauseMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+function collect(child: ChildProcess): { lines: () => string[]; errors: () => string } {
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+  return { lines: () => out.split('\n').slice(0, -1), errors: () => err };
+}
+
+async function writer(location: string, scope: string, file: string, batch: number, options: object = {}, pauseMs = 0): Promise<{ stdout: string[] }> {
+  const child = startWriter(location, scope, file, batch, options, pauseMs);
+  const out = collect(child);
+  const code = await exited(child);
+  if (code !== 0) throw new Error(`writer exited ${code}: ${out.errors()}`);
+  return { stdout: out.lines() };
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+void expectCode;
