@@ -45,6 +45,19 @@ describe('redis backend', { skip: missing }, () => {
       assert.ok((await scope.has(urls.slice(0, 3_000), { epochs: 1 })).every(Boolean));
     } finally {
       await store.close();
+    }
+    // A password from SEENSTORE_REDIS_PASSWORD when the location has none; a wrong one is refused.
+    const port = single.nodes[0]!.port;
+    single.cli(port, 'CONFIG', 'SET', 'requirepass', 'pw-from-env');
+    process.env.SEENSTORE_REDIS_PASSWORD = 'pw-from-env';
+    try {
+      const withEnv = await SeenStore.open(`redis://127.0.0.1:${port}/?prefix=envpw`, quiet);
+      await withEnv.scope('s').add([urls[0]!]);
+      await withEnv.close();
+      const refused = await expectCode('STORE_UNAVAILABLE', () => SeenStore.open(`redis://:wrong-secret@127.0.0.1:${port}`, quiet));
+      assert.ok(!refused.message.includes('wrong-secret'), refused.message);
+    } finally {
+      delete process.env.SEENSTORE_REDIS_PASSWORD;
       await single.stop();
     }
   });
@@ -230,4 +243,3 @@ function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
-void expectCode;

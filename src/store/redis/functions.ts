@@ -15,7 +15,7 @@
  *
  * Scope slot: scope record (string, JSON), epochs (hash n -> JSON entry), drops (hash n -> JSON entry).
  */
-export const LIBRARY_VERSION = '4';
+export const LIBRARY_VERSION = '5';
 
 export const LIBRARY = `#!lua name=seenstore
 local VERSION = '${LIBRARY_VERSION}'
@@ -300,12 +300,17 @@ local function ss_add(keys, args)
         for f = first[cur], first[cur] + count[cur] - 1 do allocate(fbase .. (f - 1), geo.bytes[f]) end
       end
       for f = first[cur], first[cur] + count[cur] - 1 do
-        local key = fbase .. (f - 1)
+        -- One BITFIELD call sets the filter's k bits (a call per bit cost most of the script).
         local p = at + offs[f] * 4
+        local ops = {}
         for j = 1, ks[f] do
-          redis.call('SETBIT', key, u32(blob, p), 1)
+          ops[#ops + 1] = 'SET'
+          ops[#ops + 1] = 'u1'
+          ops[#ops + 1] = u32(blob, p)
+          ops[#ops + 1] = 1
           p = p + 4
         end
+        redis.call('BITFIELD', fbase .. (f - 1), unpack(ops))
       end
       flags[i + 1] = '1'
       fresh = fresh + 1
