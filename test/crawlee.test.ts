@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ROOT } from './helpers/data.js';
+import { runKillable, type KillableRun } from './helpers/killable.js';
 import { coverage, spawnSite } from './helpers/site.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -12,38 +12,9 @@ const CONCURRENCY = 8;
 /** Requests the manager takes ahead of the crawler (its default). */
 const PREFETCH = 5;
 
-interface Crawl {
-  readonly fetched: number;
-  readonly finished: boolean;
-  readonly seconds: number;
-}
-
 /** Runs the Crawlee child; kills it with SIGKILL once it has printed `killAfter` fetches. */
-function crawl(store: string, siteUrl: string, killAfter = Infinity): Promise<Crawl> {
-  return new Promise((resolve, reject) => {
-    const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, [CHILD, store, siteUrl, String(CONCURRENCY)], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let fetched = 0;
-    let finished = false;
-    let err = '';
-    let rest = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      const lines = (rest + chunk.toString('utf8')).split('\n');
-      rest = lines.pop()!;
-      for (const line of lines) {
-        if (line.startsWith('fetched ')) fetched++;
-        if (line === 'finished') finished = true;
-      }
-      if (fetched >= killAfter && child.exitCode === null) child.kill('SIGKILL');
-    });
-    child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      if (code !== 0 && signal !== 'SIGKILL') reject(new Error(`crawlee child failed (${code}): ${err.slice(-2000)}`));
-      else resolve({ fetched, finished, seconds });
-    });
-  });
+function crawl(store: string, siteUrl: string, killAfter = Infinity): Promise<KillableRun> {
+  return runKillable(process.execPath, [CHILD, store, siteUrl, String(CONCURRENCY)], 'fetched ', killAfter);
 }
 
 describe('Crawlee on the seenstore frontier (a real CheerioCrawler, a local site)', () => {

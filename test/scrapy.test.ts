@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ROOT } from './helpers/data.js';
+import { runKillable, type KillableRun } from './helpers/killable.js';
 import { startServer } from './helpers/server.js';
 import { coverage, spawnSite } from './helpers/site.js';
 import { tempDir } from './helpers/tmp.js';
@@ -13,35 +14,9 @@ const NEEDS_SCRAPY: string | false =
   spawnSync(PYTHON, ['-c', 'import scrapy, redis']).status === 0 ? false : 'needs Debian python3-scrapy and python3-redis (CI installs them)';
 const PAGES = 600;
 
-interface SpiderRun {
-  readonly fetched: number;
-  readonly finished: boolean;
-}
-
 /** Runs the spider; kills it with SIGKILL once it has printed `killAfter` pages. */
-function spider(siteUrl: string, seenstoreUrl: string, killAfter = Infinity): Promise<SpiderRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, [SPIDER, siteUrl, seenstoreUrl], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let fetched = 0;
-    let finished = false;
-    let rest = '';
-    let err = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      const lines = (rest + chunk.toString('utf8')).split('\n');
-      rest = lines.pop()!;
-      for (const line of lines) {
-        if (line.startsWith('fetched ')) fetched++;
-        if (line === 'finished') finished = true;
-      }
-      if (fetched >= killAfter && child.exitCode === null) child.kill('SIGKILL');
-    });
-    child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      if (code !== 0 && signal !== 'SIGKILL') reject(new Error(`spider failed (${code}): ${err.slice(-3000)}`));
-      else resolve({ fetched, finished });
-    });
-  });
+function spider(siteUrl: string, seenstoreUrl: string, killAfter = Infinity): Promise<KillableRun> {
+  return runKillable(PYTHON, [SPIDER, siteUrl, seenstoreUrl], 'fetched ', killAfter);
 }
 
 describe('Scrapy on the seenstore frontier (Debian Scrapy, redis-py, seenstore serve, a local site)', { skip: NEEDS_SCRAPY }, () => {

@@ -11,18 +11,13 @@ import type { Request } from './resp-parser.js';
  * fresh seeds, list its epochs, membership over several epochs, new/revisit against the last crawl,
  * diff of two epochs, prune, stats, and a snapshot of the whole store.
  */
+/** A seenstore command of the command table (group `seenstore`, run in request order). */
+export function seenCommand(name: string, arity: number, write: boolean, summary: string, syntax: string, run: CommandSpec['run'], firstKey = 1): CommandSpec {
+  return { name, arity, flags: write ? ['write'] : ['readonly'], firstKey, group: 'seenstore', summary, syntax, kind: 'ordered', run };
+}
+
 export function epochCommands(): CommandSpec[] {
-  const seen = (name: string, arity: number, write: boolean, summary: string, syntax: string, run: CommandSpec['run'], firstKey = 1): CommandSpec => ({
-    name,
-    arity,
-    flags: write ? ['write'] : ['readonly'],
-    firstKey,
-    group: 'seenstore',
-    summary,
-    syntax,
-    kind: 'ordered',
-    run,
-  });
+  const seen = seenCommand;
   return [
     seen('SEEN.ROTATE', -2, true, 'Seals the open epoch and opens the next with fresh seeds', 'SEEN.ROTATE key [CAPACITY capacity] [ERROR error_rate] [IFEPOCH n]', rotate),
     seen('SEEN.EPOCHS', 2, false, 'One map per epoch: state, times, capacity, adds, fill, estimated FPR', 'SEEN.EPOCHS key', epochs),

@@ -1,6 +1,7 @@
 import type { LeasedUrl } from '../index.js';
 import { argInteger, argKeyword, argText, argTexts, wrongArity } from './args.js';
 import { checkItemCount } from './bloom-commands.js';
+import { seenCommand } from './epoch-commands.js';
 import type { CommandSpec } from './command-table.js';
 import { ReplyError, type ClientState, type ServerContext } from './context.js';
 import { array, boolArray, bulk, integer, map, nil, type Encoded, type Protocol } from './reply.js';
@@ -14,17 +15,7 @@ import type { Request } from './resp-parser.js';
  * lease an owner holds. Data travels as JSON text.
  */
 export function frontierCommands(): CommandSpec[] {
-  const seen = (name: string, arity: number, write: boolean, summary: string, syntax: string, run: CommandSpec['run']): CommandSpec => ({
-    name,
-    arity,
-    flags: write ? ['write'] : ['readonly'],
-    firstKey: 1,
-    group: 'seenstore',
-    summary,
-    syntax,
-    kind: 'ordered',
-    run,
-  });
+  const seen = seenCommand;
   return [
     seen('SEEN.ENQUEUE', -3, true, 'Adds the items; queues the new ones in the same step; 1 per queued item', 'SEEN.ENQUEUE key item [item ...]', enqueue),
     seen('SEEN.ENQUEUEDATA', -4, true, 'As SEEN.ENQUEUE, each item with its JSON data', 'SEEN.ENQUEUEDATA key item data [item data ...]', enqueueData),

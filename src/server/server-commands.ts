@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { argBytes, argInteger, argKeyword, argText, wrongArity } from './args.js';
 import type { CommandSpec, CommandTable } from './command-table.js';
 import { ReplyError, type ClientState, type ServerContext } from './context.js';
-import { array, bulk, integer, map, nil, OK, PONG, simple, type Encoded, type Protocol } from './reply.js';
+import { array, bulk, integer, map, nil, OK, PONG, type Encoded, type Protocol } from './reply.js';
 import type { Request } from './resp-parser.js';
 import { SERVER_VERSION, serverInfo } from './info.js';
 

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
 import { MAX_THREADS } from '../../epochs/seen-store.js';
 import { createLogger } from '../../server/logger.js';
-import { DEFAULT_LIMITS, type ServerLimits } from '../../server/limits.js';
+import type { ServerLimits } from '../../server/limits.js';
 import { DEFAULT_BIND, DEFAULT_PORT, isLoopback, SeenServer } from '../../server/server.js';
 import { isStoreUrl, openServedStore } from '../../server/store-spec.js';
 import { parseCount, parseFpr, storeDir, warn, type GlobalOptions } from '../context.js';

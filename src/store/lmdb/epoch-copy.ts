@@ -1,9 +1,9 @@
 import { SeenStoreError, asStoreError, assert } from '../../errors.js';
 import type { StoredFilter } from '../../filters/bloom.js';
 import { EpochHasher } from '../../filters/epoch-hasher.js';
-import { planSlice, unionFpr } from '../../filters/scalable.js';
-import { sliceShape, strategyOf } from '../../filters/strategy.js';
-import { freshSeedHex, type HashSchemeId } from '../../hash/scheme.js';
+import { unionFpr } from '../../filters/scalable.js';
+import type { HashSchemeId } from '../../hash/scheme.js';
+import { nextSliceSpec } from '../slice-plan.js';
 import { keyCount, type Keys, type XxHash } from '../../hash/xxhash.js';
 import type { CheckpointOutcome, EpochCounts, EpochSummary } from '../backend.js';
 import type { BitThread } from './bit-thread.js';
@@ -276,20 +276,7 @@ export abstract class EpochCopy {
   #growSlice(): void {
     const header = this.currentHeader;
     const index = header.slices.length;
-    const first = header.slices[0]!;
-    const strategy = strategyOf(first, header.growth);
-    const plan = planSlice(index, header.capacityUrls, header.fprTarget, header.growth, (n, p) => sliceShape(strategy, n, p));
-    const spec: SliceSpec = {
-      layout: first.layout,
-      mBits: plan.mBits,
-      k: plan.k,
-      capacityUrls: plan.capacityUrls,
-      fprTarget: plan.fprTarget,
-      seeds: first.seeds.map(() => freshSeedHex()),
-      ...(plan.shape.keying === undefined ? {} : { keying: plan.shape.keying }),
-      createdAtMs: Date.now(),
-    };
-    const grown: EpochHeader = { ...header, slices: [...header.slices, spec] };
+    const grown: EpochHeader = { ...header, slices: [...header.slices, nextSliceSpec(header, index)] };
     this.env.putMeta(epochKey(header.scope, header.epoch), grown);
     this.currentHeader = grown;
     this.#addSlices(index);

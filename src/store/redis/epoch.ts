@@ -2,16 +2,19 @@ import { SeenStoreError, unsupported } from '../../errors.js';
 import { EpochHasher } from '../../filters/epoch-hasher.js';
 import { filterGeometries } from '../../filters/keying.js';
 import { PositionPlan } from '../../filters/positions.js';
-import { planSlice, unionFpr } from '../../filters/scalable.js';
-import { estimateCardinality, fprFromFill } from '../../filters/sizing.js';
-import { sliceShape, strategyOf } from '../../filters/strategy.js';
-import { freshSeedHex, type HashSchemeId } from '../../hash/scheme.js';
+import { estimateCardinality } from '../../filters/sizing.js';
+import type { HashSchemeId } from '../../hash/scheme.js';
 import { keyCount, sliceKeys, type Keys } from '../../hash/xxhash.js';
 import type { CheckpointOutcome, EpochBits, EpochContents, EpochSummary, QueueItems } from '../backend.js';
 import { isCountingEpoch, type EpochHeader, type SliceSpec } from '../records.js';
 import { freshId, list, pairs, text, type RedisContext } from './context.js';
 import type { Reply } from './connection.js';
 import type { EpochKeys } from './keys.js';
+import { checkRedisSlice, redisBit, summarize, writeBytes, type EpochState } from './epoch-state.js';
+import { nextSliceSpec } from '../slice-plan.js';
+
+export { checkRedisSlice, MAX_REDIS_FILTER_BITS, writeBytes } from './epoch-state.js';
+export type { Reply };
 
 /** Most slices an epoch grows to (as on LMDB: slice j holds capacity × factor^j URLs). */
 export const MAX_SLICES = 24;
@@ -20,25 +23,10 @@ export const BATCH_ANSWERS_TTL_S = 300;
 /** How long an add waits for a rotation that sealed its epoch to publish the next one. */
 const ROTATION_WAIT_MS = 10_000;
 
-/** Redis bit offset of seenstore bit p: Redis numbers a byte's bits from the most significant. */
-function redisBit(p: number): number {
-  const low = p % 8;
-  return p - low + (7 - low);
-}
-
 /** An epoch's entry in its scope's `epochs` hash. */
 export interface EpochEntry {
   readonly uid: string;
   readonly header: EpochHeader;
-}
-
-/** The epoch's counters and bits as one call read them. */
-interface EpochState {
-  readonly slices: SliceSpec[];
-  readonly submitted: number;
-  readonly added: number;
-  readonly sliceAdded: number[];
-  readonly ones: number[];
 }
 
 /**
@@ -386,20 +374,8 @@ export class RedisEpoch implements EpochBits {
     for (const slice of this.#planned) room += slice.capacityUrls;
     if (room >= count || all.length >= MAX_SLICES) return;
     const header = this.#header;
-    const first = header.slices[0]!;
-    const strategy = strategyOf(first, header.growth);
     while (room < count && all.length < MAX_SLICES) {
-      const plan = planSlice(all.length, header.capacityUrls, header.fprTarget, header.growth, (n, p) => sliceShape(strategy, n, p));
-      const spec: SliceSpec = {
-        layout: first.layout,
-        mBits: plan.mBits,
-        k: plan.k,
-        capacityUrls: plan.capacityUrls,
-        fprTarget: plan.fprTarget,
-        seeds: first.seeds.map(() => freshSeedHex()),
-        ...(plan.shape.keying === undefined ? {} : { keying: plan.shape.keying }),
-        createdAtMs: Date.now(),
-      };
+      const spec = nextSliceSpec(header, all.length);
       checkRedisSlice(header, spec);
       all.push(spec);
       this.#planned.push(spec);
@@ -470,65 +446,3 @@ export class RedisEpoch implements EpochBits {
     return new SeenStoreError('USAGE', `${this.#where} is not counting: only counting epochs can ${doing}`);
   }
 }
-
-/** An epoch's summary from its counters and the set bits of each filter (as the LMDB backend sums its filters). */
-function summarize(state: EpochState): EpochSummary {
-  let ones = 0;
-  let bits = 0;
-  let estimatedDistinct = 0;
-  let filter = 0;
-  const slices = state.slices.map((spec, j) => {
-    if (spec.keying?.kind === 'counting-v1') {
-      // A counting slice answers from its primary's counters alone (as the LMDB backend's CountingCopy).
-      const cells = spec.mBits / 8;
-      const nonZero = state.ones[filter] ?? 0;
-      filter += 2;
-      ones += nonZero;
-      bits += cells;
-      estimatedDistinct += estimateCardinality(nonZero, cells, spec.k);
-      const fpr = fprFromFill(nonZero / cells, spec.k);
-      return { capacityUrls: spec.capacityUrls, fprTarget: spec.fprTarget, mBits: spec.mBits, k: spec.k, filters: 2, added: state.sliceAdded[j] ?? 0, fillRatio: nonZero / cells, estimatedFpr: fpr };
-    }
-    const geometries = filterGeometries(spec);
-    let fpr = 1;
-    let sliceOnes = 0;
-    let cells = 0;
-    for (const [f, geometry] of geometries.entries()) {
-      const set = state.ones[filter + f] ?? 0;
-      fpr *= fprFromFill(set / geometry.mBits, geometry.k);
-      sliceOnes += set;
-      cells += geometry.mBits;
-    }
-    estimatedDistinct += estimateCardinality(state.ones[filter] ?? 0, geometries[0]!.mBits, geometries[0]!.k);
-    filter += geometries.length;
-    ones += sliceOnes;
-    bits += cells;
-    return { capacityUrls: spec.capacityUrls, fprTarget: spec.fprTarget, mBits: spec.mBits, k: spec.k, filters: geometries.length, added: state.sliceAdded[j] ?? 0, fillRatio: sliceOnes / cells, estimatedFpr: fpr };
-  });
-  return { submitted: state.submitted, added: state.added, estimatedDistinct: Math.round(estimatedDistinct), fillRatio: ones / bits, estimatedFpr: unionFpr(slices.map((slice) => slice.estimatedFpr)), slices };
-}
-
-/** Largest filter a Redis string holds: 512 MiB. */
-export const MAX_REDIS_FILTER_BITS = 2 ** 32;
-
-/** Refuses a slice this backend cannot hold: a filter past a Redis string. */
-export function checkRedisSlice(header: EpochHeader, slice: SliceSpec): void {
-  for (const geometry of filterGeometries(slice)) {
-    if (geometry.mBits > MAX_REDIS_FILTER_BITS) {
-      throw new SeenStoreError('CAPACITY_EXCEEDED', `epoch ${header.scope}/${header.epoch}: a filter of ${geometry.mBits} bits is larger than a Redis string (512 MiB); plan a smaller capacity or a higher fpr`);
-    }
-  }
-}
-
-/** Writes bytes to a key in pieces (a Redis request stays well below its 512 MB limit). */
-export async function writeBytes(ctx: RedisContext, key: string, bytes: Uint8Array, doing: string): Promise<void> {
-  const piece = 8 * 2 ** 20;
-  await ctx.fcall('ss_alloc', [key], [String(bytes.length)], doing);
-  for (let at = 0; at < bytes.length; at += piece) {
-    const part = Buffer.from(bytes.buffer, bytes.byteOffset + at, Math.min(piece, bytes.length - at));
-    if (part.every((b) => b === 0)) continue;
-    await ctx.call(key, ['SETRANGE', key, String(at), part], doing);
-  }
-}
-
-export type { Reply };

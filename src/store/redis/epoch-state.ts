@@ -1,0 +1,82 @@
+import { SeenStoreError } from '../../errors.js';
+import { filterGeometries } from '../../filters/keying.js';
+import { unionFpr } from '../../filters/scalable.js';
+import { estimateCardinality, fprFromFill } from '../../filters/sizing.js';
+import type { EpochSummary } from '../backend.js';
+import type { EpochHeader, SliceSpec } from '../records.js';
+import type { RedisContext } from './context.js';
+
+/** Redis bit offset of seenstore bit p: Redis numbers a byte's bits from the most significant. */
+export function redisBit(p: number): number {
+  const low = p % 8;
+  return p - low + (7 - low);
+}
+
+/** The epoch's counters and bits as one call read them. */
+export interface EpochState {
+  readonly slices: SliceSpec[];
+  readonly submitted: number;
+  readonly added: number;
+  readonly sliceAdded: number[];
+  readonly ones: number[];
+}
+
+/** An epoch's summary from its counters and the set bits of each filter (as the LMDB backend sums its filters). */
+export function summarize(state: EpochState): EpochSummary {
+  let ones = 0;
+  let bits = 0;
+  let estimatedDistinct = 0;
+  let filter = 0;
+  const slices = state.slices.map((spec, j) => {
+    if (spec.keying?.kind === 'counting-v1') {
+      // A counting slice answers from its primary's counters alone (as the LMDB backend's CountingCopy).
+      const cells = spec.mBits / 8;
+      const nonZero = state.ones[filter] ?? 0;
+      filter += 2;
+      ones += nonZero;
+      bits += cells;
+      estimatedDistinct += estimateCardinality(nonZero, cells, spec.k);
+      const fpr = fprFromFill(nonZero / cells, spec.k);
+      return { capacityUrls: spec.capacityUrls, fprTarget: spec.fprTarget, mBits: spec.mBits, k: spec.k, filters: 2, added: state.sliceAdded[j] ?? 0, fillRatio: nonZero / cells, estimatedFpr: fpr };
+    }
+    const geometries = filterGeometries(spec);
+    let fpr = 1;
+    let sliceOnes = 0;
+    let cells = 0;
+    for (const [f, geometry] of geometries.entries()) {
+      const set = state.ones[filter + f] ?? 0;
+      fpr *= fprFromFill(set / geometry.mBits, geometry.k);
+      sliceOnes += set;
+      cells += geometry.mBits;
+    }
+    estimatedDistinct += estimateCardinality(state.ones[filter] ?? 0, geometries[0]!.mBits, geometries[0]!.k);
+    filter += geometries.length;
+    ones += sliceOnes;
+    bits += cells;
+    return { capacityUrls: spec.capacityUrls, fprTarget: spec.fprTarget, mBits: spec.mBits, k: spec.k, filters: geometries.length, added: state.sliceAdded[j] ?? 0, fillRatio: sliceOnes / cells, estimatedFpr: fpr };
+  });
+  return { submitted: state.submitted, added: state.added, estimatedDistinct: Math.round(estimatedDistinct), fillRatio: ones / bits, estimatedFpr: unionFpr(slices.map((slice) => slice.estimatedFpr)), slices };
+}
+
+/** Largest filter a Redis string holds: 512 MiB. */
+export const MAX_REDIS_FILTER_BITS = 2 ** 32;
+
+/** Refuses a slice this backend cannot hold: a filter past a Redis string. */
+export function checkRedisSlice(header: EpochHeader, slice: SliceSpec): void {
+  for (const geometry of filterGeometries(slice)) {
+    if (geometry.mBits > MAX_REDIS_FILTER_BITS) {
+      throw new SeenStoreError('CAPACITY_EXCEEDED', `epoch ${header.scope}/${header.epoch}: a filter of ${geometry.mBits} bits is larger than a Redis string (512 MiB); plan a smaller capacity or a higher fpr`);
+    }
+  }
+}
+
+/** Writes bytes to a key in pieces (a Redis request stays well below its 512 MB limit). */
+export async function writeBytes(ctx: RedisContext, key: string, bytes: Uint8Array, doing: string): Promise<void> {
+  const piece = 8 * 2 ** 20;
+  await ctx.fcall('ss_alloc', [key], [String(bytes.length)], doing);
+  for (let at = 0; at < bytes.length; at += piece) {
+    const part = Buffer.from(bytes.buffer, bytes.byteOffset + at, Math.min(piece, bytes.length - at));
+    if (part.every((b) => b === 0)) continue;
+    await ctx.call(key, ['SETRANGE', key, String(at), part], doing);
+  }
+}
