@@ -1,24 +1,8 @@
-import type { EpochDetails, SeenStore } from '../index.js';
+import type { EpochDetails, EpochStats, SeenStore } from '../index.js';
 
-/** One epoch as the report shows it: its stats, sizing decision and slices (from Scope.epoch). */
-export interface ReportEpoch {
-  readonly epoch: number;
-  readonly state: 'open' | 'sealed';
-  readonly createdAtMs: number;
-  readonly sealedAtMs: number | null;
-  readonly strategy: string;
-  readonly capacityUrls: number;
-  readonly fprTarget: number;
-  /** URLs submitted (adds, with repeats). */
-  readonly submitted: number;
-  /** URLs new in this epoch: the add-if-absent answers that were "new" (the epoch's own filter). */
-  readonly added: number;
-  readonly estimatedDistinct: number;
-  readonly fillRatio: number;
-  readonly estimatedFpr: number;
-  readonly slices: number;
+/** One epoch as the report shows it: its stats (Scope.stats), sizing decision and slices (from Scope.epoch). */
+export interface ReportEpoch extends EpochStats {
   readonly sliceCapacities: readonly number[];
-  readonly bytesOnDisk: number;
   readonly sizing: EpochDetails['sizing'];
   /**
    * A lower bound of the URLs new since the previous epoch that still exists: a set B has at least
@@ -69,21 +53,8 @@ async function collectScope(store: SeenStore, name: string): Promise<ReportScope
     const previous = epochs.at(-1);
     const adjacent = previous !== undefined && previous.epoch === e.epoch - 1;
     epochs.push({
-      epoch: e.epoch,
-      state: e.state,
-      createdAtMs: e.createdAtMs,
-      sealedAtMs: e.sealedAtMs,
-      strategy: e.strategy,
-      capacityUrls: e.capacityUrls,
-      fprTarget: e.fprTarget,
-      submitted: e.submitted,
-      added: e.added,
-      estimatedDistinct: e.estimatedDistinct,
-      fillRatio: e.fillRatio,
-      estimatedFpr: e.estimatedFpr,
-      slices: e.slices,
+      ...e,
       sliceCapacities: details.sliceDetails.map((s) => s.capacityUrls),
-      bytesOnDisk: e.bytesOnDisk,
       sizing: details.sizing,
       newSincePreviousAtLeast: adjacent ? Math.max(0, e.estimatedDistinct - previous.estimatedDistinct) : null,
     });

@@ -15,7 +15,7 @@
  *
  * Scope slot: scope record (string, JSON), epochs (hash n -> JSON entry), drops (hash n -> JSON entry).
  */
-export const LIBRARY_VERSION = '5';
+export const LIBRARY_VERSION = '6';
 
 export const LIBRARY = `#!lua name=seenstore
 local VERSION = '${LIBRARY_VERSION}'
@@ -124,13 +124,15 @@ local function sadd(fbase, blob, at, f, ks, offs)
   end
 end
 
--- As ss_add, for a counting epoch: each URL is counted in the oldest slice that holds it; a URL no
--- slice holds goes to the newest (growing first when it is full) and is new.
-local function ss_count_add(keys, args)
+-- What ss_add and ss_count_add do first: a retried batch gets its first answers back; a sealed,
+-- missing or changed epoch, or a batch larger than the planned slices can take, is refused; else
+-- the batch's decoded arguments and each slice's added count. Returns (reply) or (nil, batch).
+local function batch_begin(keys, args)
   local state, slices, batch = keys[1], keys[2], keys[3]
   if args[7] ~= '' then redis.call('DEL', args[7]) end
   local done = redis.call('GET', batch)
   if done then
+    -- A write, so that a WAIT behind this call covers the batch (replication is in order).
     redis.call('EXPIRE', batch, tonumber(args[6]))
     return {'done', done}
   end
@@ -141,17 +143,26 @@ local function ss_count_add(keys, args)
   if have ~= tonumber(args[1]) then return {'stale', have} end
   local n = tonumber(args[2])
   local geo = cjson.decode(args[3])
-  local blob = args[4]
-  local fbase = args[5]
-  local perUrl, first, count, ks, offs = layout(geo)
   local planned = #geo.caps
-  local cur = have
   local added = {}
   for j = 1, planned do added[j] = 0 end
-  for j = 1, cur do added[j] = tonumber(redis.call('HGET', state, 'a' .. (j - 1)) or '0') end
+  for j = 1, have do added[j] = tonumber(redis.call('HGET', state, 'a' .. (j - 1)) or '0') end
   local spare = 0
   for j = have + 1, planned do spare = spare + geo.caps[j] end
   if n > geo.caps[have] - added[have] + spare and planned < geo.max then return {'short', added[have]} end
+  return nil, { state = state, slices = slices, batch = batch, have = have, n = n, geo = geo, planned = planned, added = added }
+end
+
+-- As ss_add, for a counting epoch: each URL is counted in the oldest slice that holds it; a URL no
+-- slice holds goes to the newest (growing first when it is full) and is new.
+local function ss_count_add(keys, args)
+  local early, b = batch_begin(keys, args)
+  if early then return early end
+  local state, slices, batch, have, n, geo, planned, added = b.state, b.slices, b.batch, b.have, b.n, b.geo, b.planned, b.added
+  local blob = args[4]
+  local fbase = args[5]
+  local perUrl, first, count, ks, offs = layout(geo)
+  local cur = have
   local flags = {}
   local fresh = 0
   for i = 0, n - 1 do
@@ -257,32 +268,13 @@ end
 
 -- KEYS: state, slices, batch. ARGV: slices assumed, n, geometry json, positions, filter key base, batch ttl s, previous batch key or ''
 local function ss_add(keys, args)
-  local state, slices, batch = keys[1], keys[2], keys[3]
-  if args[7] ~= '' then redis.call('DEL', args[7]) end
-  local done = redis.call('GET', batch)
-  if done then
-    -- A write, so that a WAIT behind this call covers the batch (replication is in order).
-    redis.call('EXPIRE', batch, tonumber(args[6]))
-    return {'done', done}
-  end
-  local open = redis.call('HGET', state, 'open')
-  if not open then return {'missing'} end
-  if open ~= '1' then return {'sealed'} end
-  local have = redis.call('LLEN', slices)
-  if have ~= tonumber(args[1]) then return {'stale', have} end
-  local n = tonumber(args[2])
-  local geo = cjson.decode(args[3])
+  local early, b = batch_begin(keys, args)
+  if early then return early end
+  local state, slices, batch, have, n, geo, planned, added = b.state, b.slices, b.batch, b.have, b.n, b.geo, b.planned, b.added
   local blob = args[4]
   local fbase = args[5]
   local perUrl, first, count, ks, offs = layout(geo)
-  local planned = #geo.caps
   local cur = have
-  local added = {}
-  for j = 1, planned do added[j] = 0 end
-  for j = 1, cur do added[j] = tonumber(redis.call('HGET', state, 'a' .. (j - 1)) or '0') end
-  local spare = 0
-  for j = have + 1, planned do spare = spare + geo.caps[j] end
-  if n > geo.caps[have] - added[have] + spare and planned < geo.max then return {'short', added[have]} end
   local flags = {}
   local fresh = 0
   for i = 0, n - 1 do
