@@ -2,6 +2,7 @@ import { SeenStoreError } from '../errors.js';
 import { planSlice } from '../filters/scalable.js';
 import { growthOf, sliceShape, strategyName, type Strategy } from '../filters/strategy.js';
 import { HASH_SCHEME_ID, freshSeedHex, isSeedHex } from '../hash/scheme.js';
+import { defaultPartitionCount, partitionedBits, partitionSeedFor } from '../filters/partitions.js';
 import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
 import { SCOPE_NAME_PATTERN, type EpochHeader, type SizingDecision } from '../store/records.js';
 import { NORMALIZE_MODES, type NormalizeMode } from '../url/normalize.js';
@@ -64,6 +65,9 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan): E
     throw new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
   }
   const now = Date.now();
+  const seeds = plan.seeds !== undefined ? [...plan.seeds] : Array.from({ length: filters }, () => freshSeedHex());
+  // partitioned: P given or from the first slice's size; whole blocks in every partition.
+  const partitions = plan.strategy.kind === 'partitioned' ? (plan.strategy.partitions ?? defaultPartitionCount(first.mBits)) : undefined;
   return {
     v: 1,
     scope,
@@ -80,16 +84,17 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan): E
     slices: [
       {
         layout,
-        mBits: first.mBits,
+        mBits: partitions === undefined ? first.mBits : partitionedBits(first.mBits, partitions),
         k: first.k,
         capacityUrls: first.capacityUrls,
         fprTarget: first.fprTarget,
-        seeds: plan.seeds !== undefined ? [...plan.seeds] : Array.from({ length: filters }, () => freshSeedHex()),
+        seeds,
         ...(first.shape.keying === undefined ? {} : { keying: first.shape.keying }),
         createdAtMs: now,
       },
     ],
     sizing: plan.sizing,
     final: null,
+    ...(partitions === undefined ? {} : { partitions: { count: partitions, seed: partitionSeedFor(seeds[0]!) } }),
   };
 }

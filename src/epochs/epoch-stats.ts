@@ -1,3 +1,4 @@
+import type { Partitioning } from '../filters/partitions.js';
 import type { Keying } from '../filters/keying.js';
 import { strategyName, strategyOf } from '../filters/strategy.js';
 import type { EpochSummary, EpochUsage, SliceSummary } from '../store/backend.js';
@@ -32,6 +33,8 @@ export interface EpochDetails extends EpochStats {
   readonly hashScheme: string;
   readonly growth: { readonly factor: number; readonly tightening: number };
   readonly sizing: SizingDecision;
+  /** A partitioned epoch's partition count and seed (docs/format.md "Partitioned epochs"). */
+  readonly partitions?: Partitioning;
   /** Per slice: geometry, seeds (hex) and fill. */
   readonly sliceDetails: readonly (SliceSummary & { readonly layout: string; readonly seeds: readonly string[]; readonly keying?: Keying })[];
 }
@@ -72,6 +75,7 @@ export function epochDetails(header: EpochHeader, summary: EpochSummary, usage: 
     hashScheme: header.hashScheme,
     growth: header.growth,
     sizing: header.sizing,
+    ...(header.partitions === undefined ? {} : { partitions: header.partitions }),
     sliceDetails: summary.slices.map((slice, j) => {
       const spec = header.slices[j]!;
       return { ...slice, layout: spec.layout, seeds: spec.seeds, ...(spec.keying === undefined ? {} : { keying: spec.keying }) };

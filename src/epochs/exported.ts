@@ -1,18 +1,17 @@
 import { BloomFilter, allHold } from '../filters/bloom.js';
 import { unionFpr } from '../filters/scalable.js';
-import { seedFromHex, type HashSchemeId } from '../hash/scheme.js';
+import type { HashSchemeId } from '../hash/scheme.js';
 import { XxHash } from '../hash/xxhash.js';
 import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
 import { readExport, type ExportContents, type ExportHeader } from '../store/export-file.js';
 import { checkEpochSupported, type EpochHeader } from '../store/records.js';
 import { toKey, type NormalizeMode } from '../url/normalize.js';
-import { filterGeometries, hashSlice, type Keying } from '../filters/keying.js';
+import { filterGeometries } from '../filters/keying.js';
+import { EpochHasher } from '../filters/epoch-hasher.js';
 import { CountingFilter } from '../filters/counting.js';
 
 interface FileSlice {
-  readonly keying: Keying | undefined;
   readonly filters: (BloomFilter | CountingFilter)[];
-  readonly seeds: bigint[];
   readonly offset: number;
 }
 
@@ -31,20 +30,20 @@ export interface ExportedSummary {
  */
 export class ExportedEpoch {
   readonly header: ExportHeader;
-  readonly #hash: XxHash;
+  /** The one mapping of keys to hash words (filters/epoch-hasher.ts), partitioned epochs included. */
+  readonly #hasher: EpochHasher;
   readonly #slices: FileSlice[] = [];
   #filterCount = 0;
 
   constructor(hash: XxHash, epoch: EpochHeader, filters: readonly Uint8Array[], header: ExportHeader) {
     checkEpochSupported(epoch);
-    this.#hash = hash;
+    this.#hasher = new EpochHasher(hash, epoch.slices, epoch.partitions);
     this.header = header;
     // checkSupported vouched for the scheme.
     const options = { regionBytes: CHUNK_PAYLOAD_BYTES, scheme: epoch.hashScheme as HashSchemeId };
     for (const spec of epoch.slices) {
       const counting = spec.keying?.kind === 'counting-v1';
       const slice: FileSlice = {
-        keying: spec.keying,
         // A counting slice answers from its primary counters alone (count > 0).
         filters: filterGeometries(spec).slice(0, counting ? 1 : undefined).map((geometry, f) => {
           const filter: BloomFilter | CountingFilter = counting
@@ -58,7 +57,6 @@ export class ExportedEpoch {
           }
           return filter;
         }),
-        seeds: spec.seeds.map(seedFromHex),
         offset: this.#filterCount,
       };
       this.#slices.push(slice);
@@ -120,7 +118,7 @@ export class ExportedEpoch {
     });
     const stride = 2 * this.#filterCount;
     const words = new Uint32Array(stride * keys.length);
-    for (const slice of this.#slices) hashSlice(this.#hash, slice.keying, keys, slice.seeds, words, stride, 2 * slice.offset);
+    this.#hasher.hash(keys, words);
     for (let i = 0; i < keys.length; i++) {
       const base = i * stride;
       answers[at[i]!] = this.#slices.some((slice) => {

@@ -121,6 +121,11 @@ export function checkedData(data: readonly unknown[], count: number): readonly u
 }
 
 /** Items start..end - 1 of a call's queue items (one part of a call split into batches). */
+/** The items of the keys at `indices`, in that order. */
+export function pickQueue(items: QueueItems, indices: readonly number[]): QueueItems {
+  return { urls: indices.map((i) => items.urls[i]!), ...(items.data === undefined ? {} : { data: indices.map((i) => items.data![i]) }) };
+}
+
 export function queuePart(items: QueueItems, start: number, end: number): QueueItems {
   return { urls: items.urls.slice(start, end), ...(items.data === undefined ? {} : { data: items.data.slice(start, end) }) };
 }

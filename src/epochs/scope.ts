@@ -1,7 +1,7 @@
 import { SeenStoreError, assert } from '../errors.js';
 import { CLASSIC, parseStrategy, strategyName, strategyOf, type Strategy } from '../filters/strategy.js';
-import { keyCount, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
-import type { Backend, CheckpointOutcome, EpochBits, QueueItems } from '../store/backend.js';
+import { keyCount, pickKeys, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
+import { PartlyDecided, type Backend, type CheckpointOutcome, type EpochBits, type QueueItems } from '../store/backend.js';
 import type { NormalizeMode } from '../url/normalize.js';
 import { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET, checkPlan, newEpochHeader, type EpochPlan } from './create.js';
 import { resolveEpochs, type EpochSpec } from './epoch-spec.js';
@@ -10,7 +10,7 @@ import { prune, type Dropped, type PruneOptions } from './retention.js';
 import { planNextEpoch, type RotateOptions } from './rotation.js';
 import { exportEpoch, mergeIntoEpoch, type ExportResult, type MergeResult } from './transfer.js';
 import { anyUrlKeys, urlKeys, usableKeys } from './url-keys.js';
-import { ScopeFrontier, checkedData, queuePart } from './frontier.js';
+import { ScopeFrontier, checkedData, pickQueue, queuePart } from './frontier.js';
 import type { AddOptions, AddSummary, EnqueueOptions, Classification, DiffCategory, DiffResult, QueryOptions, RotateResult, ScopeOptions } from './scope-types.js';
 
 export type { EpochDetails, EpochStats, ScopeStats };
@@ -50,7 +50,7 @@ export class Scope {
     const plan = {
       capacityUrls,
       fprTarget,
-      strategy: scopeStrategy(options),
+      strategy: scopeStrategy(options, ctx.backend.defaultStrategy),
       normalize: options.normalize ?? 'none',
       sizing: {
         policy: options.capacityUrls === undefined ? 'default' : 'explicit',
@@ -390,27 +390,56 @@ export class Scope {
       throw new SeenStoreError('EPOCH_SEALED', `epoch ${this.name}/${options.epoch} is not open (the open epoch is ${epoch.header.epoch})`);
     }
     let added = 0;
+    const current = { epoch };
     for (let start = 0; start < count; ) {
       const part = sliceKeys(keys, start, Math.min(count, start + MAX_BATCH_URLS));
       const partCount = keyCount(part);
       // One part (the usual call): its answers are the call's.
       const partAnswers = answers === undefined || partCount === count ? answers : new Array<boolean>(partCount);
-      try {
-        added += await epoch.addIfAbsent(part, partAnswers, enqueue === undefined || partCount === count ? enqueue : queuePart(enqueue, start, start + partCount));
-      } catch (error) {
-        const rotated = error instanceof SeenStoreError && error.code === 'EPOCH_SEALED' && options.epoch === undefined;
-        const next = rotated ? await this.#open(false) : undefined;
-        if (next === undefined || next === epoch) throw error;
-        if (next.header.normalize !== epoch.header.normalize) {
-          throw new SeenStoreError('EPOCH_SEALED', `epoch ${this.name}/${epoch.header.epoch} was rotated to an epoch with another normalisation`);
-        }
-        epoch = next;
-        continue;
-      }
+      added += await this.#addPart(current, part, partAnswers, enqueue === undefined || partCount === count ? enqueue : queuePart(enqueue, start, start + partCount), options);
       if (answers !== undefined && partAnswers !== answers) for (let i = 0; i < partCount; i++) answers[start + i] = partAnswers![i]!;
       start += partCount;
     }
     return added;
+  }
+
+  /**
+   * One batch into the open epoch. A rotation that sealed it first (EPOCH_SEALED) sends the batch
+   * to the next epoch — or only its undecided keys, when a partitioned epoch had decided some
+   * (PartlyDecided): each key lands in exactly one epoch and keeps the answer it got there.
+   */
+  async #addPart(current: { epoch: EpochBits }, keys: Keys, answers: boolean[] | undefined, enqueue: QueueItems | undefined, options: AddOptions): Promise<number> {
+    let added = 0;
+    /** Indices of the keys still to decide (undefined: all of them). */
+    let rest: number[] | undefined;
+    for (;;) {
+      const restAnswers = rest === undefined || answers === undefined ? answers : new Array<boolean>(rest.length);
+      const copyBack = (decided?: Uint8Array): void => {
+        if (rest === undefined || answers === undefined) return;
+        rest.forEach((i, t) => {
+          if (decided === undefined || decided[t] === 1) answers[i] = restAnswers![t]!;
+        });
+      };
+      try {
+        const restQueue = enqueue === undefined || rest === undefined ? enqueue : pickQueue(enqueue, rest);
+        added += await current.epoch.addIfAbsent(rest === undefined ? keys : pickKeys(keys, rest), restAnswers, restQueue);
+        copyBack();
+        return added;
+      } catch (error) {
+        const rotated = error instanceof SeenStoreError && error.code === 'EPOCH_SEALED' && options.epoch === undefined;
+        const next = rotated ? await this.#open(false) : undefined;
+        if (next === undefined || next === current.epoch) throw error;
+        if (next.header.normalize !== current.epoch.header.normalize) {
+          throw new SeenStoreError('EPOCH_SEALED', `epoch ${this.name}/${current.epoch.header.epoch} was rotated to an epoch with another normalisation`);
+        }
+        current.epoch = next;
+        if (error instanceof PartlyDecided) {
+          added += error.added;
+          copyBack(error.decided);
+          rest = (rest ?? Array.from({ length: keyCount(keys) }, (_, i) => i)).filter((_, t) => error.decided[t] !== 1);
+        }
+      }
+    }
   }
 
   /** The open epoch's bits, the scope created first when `create`; undefined when the scope does not exist. */
@@ -461,8 +490,12 @@ export class Scope {
   }
 }
 
-function scopeStrategy(options: ScopeOptions): Strategy {
-  if (options.strategy === undefined) return options.layout === undefined ? CLASSIC : parseStrategy(String(options.layout));
+/** The strategy asked for, else the backend's default (Redis: `partitioned`), else classic. */
+function scopeStrategy(options: ScopeOptions, backendDefault: string | undefined): Strategy {
+  if (options.strategy === undefined) {
+    if (options.layout !== undefined) return parseStrategy(String(options.layout));
+    return backendDefault === undefined ? CLASSIC : parseStrategy(backendDefault);
+  }
   const strategy = parseStrategy(options.strategy);
   if (options.layout !== undefined && options.layout !== strategy.layout) {
     throw new SeenStoreError('USAGE', `layout ${options.layout} contradicts strategy ${options.strategy}; give only the strategy`);

@@ -1,5 +1,6 @@
 import { illFormedKey, keyStrings, type Keys, type XxHash } from '../hash/xxhash.js';
 import type { FilterGeometry, Layout } from './bloom.js';
+import { PARTITIONED_LAYOUT } from './partitions.js';
 
 /**
  * What each filter of a slice is keyed by. Without a keying (classic, blocked, spatial) every
@@ -37,7 +38,9 @@ export interface SliceGeometry {
 
 /** The geometry of each filter of a slice, in filter order. */
 export function filterGeometries(slice: SliceGeometry): FilterGeometry[] {
-  const main: FilterGeometry = { layout: slice.layout as Layout, mBits: slice.mBits, k: slice.k };
+  // A partitioned slice's filter is a blocked filter: its hash words are folded (filters/partitions.ts).
+  const layout = slice.layout === PARTITIONED_LAYOUT ? 'blocked' : (slice.layout as Layout);
+  const main: FilterGeometry = { layout, mBits: slice.mBits, k: slice.k };
   if (slice.keying?.kind === 'eigen-v1') return [main, { layout: 'classic', mBits: slice.keying.featureMBits, k: slice.keying.featureK }];
   if (slice.keying?.kind === 'counting-v1') return [main, { layout: 'classic', mBits: slice.keying.secondaryCells * 8, k: slice.k }];
   return slice.seeds.map(() => main);

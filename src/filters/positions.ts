@@ -19,16 +19,30 @@ export class PositionPlan {
    * filters (counting-v1) have one position per counter: the classic arithmetic over their cells,
    * a repeated cell dropped (written as NO_POSITION), as CountingFilter does.
    */
-  readonly filters: readonly { readonly slice: number; readonly geometry: FilterGeometry; readonly modulus: Modulus; readonly counters: boolean }[];
+  readonly filters: readonly {
+    readonly slice: number;
+    readonly geometry: FilterGeometry;
+    readonly modulus: Modulus;
+    readonly counters: boolean;
+    /** Partitioned epochs: bits per partition of the filter (positions are written within it); else 0. */
+    readonly partitionBits: number;
+  }[];
   /** Positions per key over every filter. */
   readonly perKey: number;
   readonly #scheme: HashSchemeId;
   readonly #scratch: Float64Array;
 
-  constructor(slices: readonly SliceGeometry[], scheme: HashSchemeId) {
+  /** `partitions`: a partitioned epoch's P (positions are then each partition's own, from 0). */
+  constructor(slices: readonly SliceGeometry[], scheme: HashSchemeId, partitions = 1) {
     const filters = slices.flatMap((slice, s) => {
       const counters = slice.keying?.kind === 'counting-v1';
-      return filterGeometries(slice).map((geometry) => ({ slice: s, geometry, counters, modulus: new Modulus(counters ? geometry.mBits / 8 : geometry.mBits) }));
+      return filterGeometries(slice).map((geometry) => ({
+        slice: s,
+        geometry,
+        counters,
+        modulus: new Modulus(counters ? geometry.mBits / 8 : geometry.mBits),
+        partitionBits: partitions > 1 ? geometry.mBits / partitions : 0,
+      }));
     });
     this.filters = filters;
     this.perKey = filters.reduce((sum, filter) => sum + filter.geometry.k, 0);
@@ -40,21 +54,23 @@ export class PositionPlan {
    * Writes the positions of keys 0..count-1, whose hashes are in `words` (stride words per key,
    * filter f's hash at 2f: low half, then high half), as u32 little-endian into `out` from byte 0,
    * each passed through `map` (e.g. a store's own bit order). `out` holds count × perKey × 4 bytes.
+   * With `order`, the i-th URL written is key order[i] (a partition's keys, say), else key i. A
+   * partitioned epoch's positions are within the key's partition (position mod the partition's bits).
    */
-  writeU32(words: Uint32Array, stride: number, count: number, out: Buffer, map: (position: number) => number): void {
+  writeU32(words: Uint32Array, stride: number, count: number, out: Buffer, map: (position: number) => number, order?: Uint32Array): void {
     const filters = this.filters;
     const scratch = this.#scratch;
     let at = 0;
     for (let i = 0; i < count; i++) {
-      const base = i * stride;
+      const base = (order === undefined ? i : order[i]!) * stride;
       for (let f = 0; f < filters.length; f++) {
-        const { geometry, modulus, counters } = filters[f]!;
+        const { geometry, modulus, counters, partitionBits } = filters[f]!;
         const lo = words[base + 2 * f]!;
         const hi = words[base + 2 * f + 1]!;
         if (geometry.layout === 'blocked') blockedPositions(geometry.mBits / BLOCK_BITS, geometry.k, hi, lo, scratch, this.#scheme);
         else classicPositions(modulus, geometry.k, hi, lo, scratch, this.#scheme);
         for (let j = 0; j < geometry.k; j++) {
-          const p = scratch[j]!;
+          const p = partitionBits === 0 ? scratch[j]! : scratch[j]! % partitionBits;
           let repeat = false;
           if (counters) for (let e = 0; e < j && !repeat; e++) repeat = scratch[e] === p;
           out.writeUInt32LE(repeat ? NO_POSITION : counters ? p : map(p), at);

@@ -1,6 +1,7 @@
 import { SeenStoreError } from '../errors.js';
 import type { Layout } from './bloom.js';
 import type { Keying } from './keying.js';
+import { MAX_PARTITIONS, PARTITIONED_LAYOUT } from './partitions.js';
 import { DEFAULT_GROWTH, type Growth } from './scalable.js';
 import { roundBits, sizeBlockedForFpr, sizeForFpr } from './sizing.js';
 
@@ -19,13 +20,16 @@ import { roundBits, sizeBlockedForFpr, sizeForFpr } from './sizing.js';
  * - `multilayer:L`: L filters for the URL's segments by depth plus an XOR layer (seed 002).
  * - `counting`: a spectral Bloom filter (seeds 003/004): one-byte counters, minimum selection, the
  *   recurring-minimum secondary, deletion; counts how often a URL was added.
+ * - `partitioned[:P]`: blocked, with the blocks cut into P partitions and each URL's blocks in one
+ *   of them (filters/partitions.ts): what lets the Redis backend spread one epoch over a cluster's
+ *   slots. P by default from the first slice's size (defaultPartitionCount).
  * - `scalable:F,T`: classic, with the epoch's growth chosen: each new slice F times larger with its
  *   error tightened by T (Almeida et al.). Every strategy grows this way; `scalable` names the
  *   growth explicitly, and plain `scalable` is classic with the default growth (2, 0.5).
  */
 export interface Strategy {
-  readonly kind: 'classic' | 'blocked' | 'spatial' | 'eigen' | 'multilayer' | 'scalable' | 'counting';
-  readonly layout: Layout;
+  readonly kind: 'classic' | 'blocked' | 'spatial' | 'eigen' | 'multilayer' | 'scalable' | 'counting' | 'partitioned';
+  readonly layout: Layout | typeof PARTITIONED_LAYOUT;
   /** Filters per slice, each with its own seed. */
   readonly filters: number;
   /** eigen: hashes of the feature region. */
@@ -34,6 +38,8 @@ export interface Strategy {
   readonly layers?: number;
   /** scalable: the growth of the epoch's slices (others use the default). */
   readonly growth?: Growth;
+  /** partitioned: P as given (`partitioned:P`); absent: chosen from the first slice's size. */
+  readonly partitions?: number;
 }
 
 export const MAX_SPATIAL_FILTERS = 16;
@@ -54,13 +60,18 @@ export const COUNTING_SECONDARY_RATIO = 0.25;
 export const GROWTH_FACTOR_RANGE = [1, 8] as const;
 export const TIGHTENING_RANGE = [0.1, 0.95] as const;
 
-export const STRATEGY_HELP = `classic, blocked, counting, spatial:S (S = 2..${MAX_SPATIAL_FILTERS}), eigen[:D] (D = 1..${MAX_EIGEN_HASHES}), multilayer[:L] (L = 2..${MAX_LAYERS}) or scalable[:F,T] (F = ${GROWTH_FACTOR_RANGE.join('..')}, T = ${TIGHTENING_RANGE.join('..')})`;
+export const STRATEGY_HELP = `classic, blocked, partitioned[:P] (P = 1..${MAX_PARTITIONS}), counting, spatial:S (S = 2..${MAX_SPATIAL_FILTERS}), eigen[:D] (D = 1..${MAX_EIGEN_HASHES}), multilayer[:L] (L = 2..${MAX_LAYERS}) or scalable[:F,T] (F = ${GROWTH_FACTOR_RANGE.join('..')}, T = ${TIGHTENING_RANGE.join('..')})`;
 
 export function parseStrategy(text: string): Strategy {
   if (typeof text !== 'string') throw new SeenStoreError('USAGE', `a strategy is a string: ${STRATEGY_HELP}`);
   if (text === 'classic') return CLASSIC;
   if (text === 'blocked') return BLOCKED;
   if (text === 'counting') return COUNTING;
+  const parts = /^partitioned(?::([0-9]{1,4}))?$/.exec(text);
+  if (parts !== null) {
+    const n = parts[1] === undefined ? undefined : Number(parts[1]);
+    if (n === undefined || (n >= 1 && n <= MAX_PARTITIONS)) return partitioned(n);
+  }
   const match = /^(spatial|eigen|multilayer)(?::([0-9]{1,2}))?$/.exec(text);
   if (match !== null) {
     const n = match[2] === undefined ? undefined : Number(match[2]);
@@ -81,6 +92,8 @@ export function parseStrategy(text: string): Strategy {
 const spatial = (filters: number): Strategy => Object.freeze({ kind: 'spatial', layout: 'classic', filters });
 const eigen = (d: number): Strategy => Object.freeze({ kind: 'eigen', layout: 'classic', filters: 2, d });
 const multilayer = (layers: number): Strategy => Object.freeze({ kind: 'multilayer', layout: 'classic', filters: layers + 1, layers });
+const partitioned = (partitions?: number): Strategy =>
+  Object.freeze({ kind: 'partitioned', layout: PARTITIONED_LAYOUT, filters: 1, ...(partitions === undefined ? {} : { partitions }) });
 const scalable = (growth: Growth): Strategy => Object.freeze({ kind: 'scalable', layout: 'classic', filters: 1, growth: Object.freeze({ ...growth }) });
 
 /** The growth an epoch of this strategy gets. */
@@ -99,6 +112,7 @@ export function strategyOf(
   if (slice.keying?.kind === 'eigen-v1') return eigen(slice.keying.featureK);
   if (slice.keying?.kind === 'multilayer-v1') return multilayer(slice.keying.layers);
   if (slice.keying?.kind === 'counting-v1') return COUNTING;
+  if (slice.layout === PARTITIONED_LAYOUT) return partitioned();
   if (slice.seeds.length > 1) return spatial(slice.seeds.length);
   if (slice.layout === 'blocked') return BLOCKED;
   if (growth.factor !== DEFAULT_GROWTH.factor || growth.tightening !== DEFAULT_GROWTH.tightening) return scalable(growth);
@@ -114,6 +128,8 @@ export function strategyName(strategy: Strategy): string {
       return `eigen:${strategy.d}`;
     case 'multilayer':
       return `multilayer:${strategy.layers}`;
+    case 'partitioned':
+      return strategy.partitions === undefined ? 'partitioned' : `partitioned:${strategy.partitions}`;
     case 'scalable':
       return `scalable:${strategy.growth!.factor},${strategy.growth!.tightening}`;
     default:
@@ -157,6 +173,8 @@ export function sliceShape(strategy: Strategy, capacityUrls: number, fpr: number
       return { mBits: cells * 8, k, keying: { kind: 'counting-v1', secondaryCells } };
     }
     case 'blocked':
+    case 'partitioned':
+      // partitioned: rounded up to whole blocks per partition where P is known (newEpochHeader, nextSliceSpec).
       return sizeBlockedForFpr(capacityUrls, fpr);
     default:
       return sizeForFpr(capacityUrls, fpr);

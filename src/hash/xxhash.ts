@@ -48,6 +48,17 @@ export function sliceKeys(keys: Keys, start: number, end: number): Keys {
   return { bytes: keys.bytes, ranges: keys.ranges.subarray(2 * start, 2 * end), count: end - start };
 }
 
+/** The keys at `indices`, in that order (UTF-8 keys keep their bytes; only the ranges are picked). */
+export function pickKeys(keys: Keys, indices: readonly number[]): Keys {
+  if (!isUtf8Keys(keys)) return indices.map((i) => keys[i]!);
+  const ranges = new Uint32Array(2 * indices.length);
+  indices.forEach((i, t) => {
+    ranges[2 * t] = keys.ranges[2 * i]!;
+    ranges[2 * t + 1] = keys.ranges[2 * i + 1]!;
+  });
+  return { bytes: keys.bytes, ranges, count: indices.length };
+}
+
 /** The keys as strings (decoding UTF-8 keys: for the strategies that derive keys from the URL text). */
 export function keyStrings(keys: Keys): readonly string[] {
   if (!isUtf8Keys(keys)) return keys;

@@ -1,3 +1,4 @@
+import { SeenStoreError } from '../errors.js';
 import type { Keys } from '../hash/xxhash.js';
 import type { EpochHeader, ScopeRecord } from './records.js';
 
@@ -26,6 +27,8 @@ export interface Backend {
   readonly readOnly: boolean;
   /** The backend's own operations on a whole store (snapshots, verify), where it has them. */
   readonly maintenance: StoreMaintenance | undefined;
+  /** The strategy of new scopes that name none, when not `classic` (Redis: `partitioned`, which spreads over a cluster). */
+  readonly defaultStrategy?: string;
 
   /** Names of the scopes that exist. */
   scopeNames(): Promise<string[]>;
@@ -88,7 +91,9 @@ export interface EpochBits {
    * The atomic add-if-absent of a batch of keys (at most MAX_BATCH_URLS), in order: answers[i]
    * (when given) is true for the keys that were new; duplicates within the batch are new once.
    * Grows the epoch when its newest slice is full. EPOCH_SEALED, with nothing added, when the
-   * epoch is no longer the scope's open epoch. Resolves when the batch is durable, with the number
+   * epoch is no longer the scope's open epoch — or {@link PartlyDecided} when a backend whose
+   * epoch is partitioned had decided some keys before a rotation sealed the rest (each key
+   * lands in exactly one epoch). Resolves when the batch is durable, with the number
    * of new keys. With `enqueue` (one URL per key, and `answers` given), the URLs of the new keys
    * join the scope's frontier in the same atomic step: a URL is queued exactly when it is new.
    */
@@ -116,6 +121,23 @@ export interface EpochBits {
 }
 
 export type CheckpointOutcome = 'written' | 'clean' | 'busy';
+
+/**
+ * EPOCH_SEALED for part of a batch: a rotation sealed the epoch while the batch was being decided
+ * partition by partition. The keys with decided[i] = 1 were decided in this epoch (their answers
+ * are set, `added` of them were new, durably); the others were not touched and belong to the next
+ * epoch.
+ */
+export class PartlyDecided extends SeenStoreError {
+  readonly decided: Uint8Array;
+  readonly added: number;
+
+  constructor(message: string, decided: Uint8Array, added: number) {
+    super('EPOCH_SEALED', message);
+    this.decided = decided;
+    this.added = added;
+  }
+}
 
 /**
  * A scope's frontier: URLs found new (EpochBits.addIfAbsent with `enqueue`) wait here until a

@@ -1,5 +1,6 @@
 import { SeenStoreError } from '../errors.js';
 import type { Keying } from '../filters/keying.js';
+import { isPartitioning, PARTITIONED_LAYOUT, type Partitioning } from '../filters/partitions.js';
 import { HASH_SCHEMES, isHashScheme } from '../hash/scheme.js';
 import { CHUNK_PAYLOAD_BYTES } from './chunks.js';
 
@@ -78,6 +79,11 @@ export interface EpochHeader {
   readonly slices: readonly SliceSpec[];
   readonly sizing: SizingDecision;
   readonly final: EpochFinal | null;
+  /**
+   * Present exactly when the slices have the `partitioned-blocked` layout: the epoch's partition
+   * count and partition seed (filters/partitions.ts, docs/format.md "Partitioned epochs").
+   */
+  readonly partitions?: Partitioning;
 }
 
 export type Shape = Record<string, 'number' | 'string' | 'object' | 'numberOrNull'>;
@@ -121,6 +127,7 @@ export function readEpochHeader(value: unknown): EpochHeader {
       slice.seeds.every((seed: unknown) => typeof seed === 'string') && keyingFits(slice.keying, slice.seeds.length);
     if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${where}: malformed slice`);
   }
+  if (header.partitions !== undefined && !isPartitioning(header.partitions)) throw new SeenStoreError('STORE_CORRUPT', `${where}: malformed partitions`);
   return header;
 }
 
@@ -144,12 +151,30 @@ export function checkEpochSupported(header: EpochHeader): void {
     throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} uses hash scheme ${header.hashScheme}, this version knows ${HASH_SCHEMES.join(', ')}`);
   }
   for (const slice of header.slices) {
-    if (slice.layout !== 'classic' && slice.layout !== 'blocked') {
+    if (slice.layout !== 'classic' && slice.layout !== 'blocked' && slice.layout !== PARTITIONED_LAYOUT) {
       throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} uses filter layout ${slice.layout}, unknown to this version`);
     }
   }
+  checkPartitions(header, where);
   if (header.chunkBytes !== CHUNK_PAYLOAD_BYTES) {
     throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} has chunks of ${header.chunkBytes} bytes, expected ${CHUNK_PAYLOAD_BYTES}`);
+  }
+}
+
+/**
+ * A partitioned epoch's slices are all `partitioned-blocked`, one filter each, no keying, with
+ * whole blocks in each of its partitions; an epoch without `partitions` has no such slice.
+ */
+function checkPartitions(header: EpochHeader, where: string): void {
+  const partitioned = header.slices.map((slice) => slice.layout === PARTITIONED_LAYOUT);
+  const count = header.partitions?.count;
+  if (count === undefined) {
+    if (partitioned.some(Boolean)) throw new SeenStoreError('STORE_CORRUPT', `${where}: ${PARTITIONED_LAYOUT} slices without partitions`);
+    return;
+  }
+  for (const slice of header.slices) {
+    const fits = slice.layout === PARTITIONED_LAYOUT && slice.seeds.length === 1 && slice.keying === undefined && slice.mBits % (count * 512) === 0;
+    if (!fits) throw new SeenStoreError('STORE_CORRUPT', `${where}: a slice does not fit its ${count} partitions (layout ${slice.layout}, ${slice.mBits} bits)`);
   }
 }
 

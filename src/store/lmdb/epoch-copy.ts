@@ -72,7 +72,7 @@ export abstract class EpochCopy {
     this.hash = hash;
     this.currentHeader = header;
     this.scheme = header.hashScheme as HashSchemeId;
-    this.hasher = new EpochHasher(hash);
+    this.hasher = new EpochHasher(hash, [], header.partitions);
   }
 
   get header(): EpochHeader {
@@ -399,7 +399,7 @@ export abstract class EpochCopy {
   protected loadFresh(): void {
     this.currentHeader = readHeader(this.env, this.currentHeader.scope, this.currentHeader.epoch);
     this.slices = [];
-    this.hasher = new EpochHasher(this.hash);
+    this.hasher = new EpochHasher(this.hash, [], this.currentHeader.partitions);
     this.#addSlices(0);
     const checkpoint = this.readCheckpoint();
     this.orStoredChunks(0);

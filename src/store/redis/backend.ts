@@ -41,6 +41,7 @@ export class RedisBackend implements Backend {
     const ctx = new RedisContext(conn, parsed.prefix, options.hash, waitReplicas, options.unavailableAfterMs ?? DEFAULT_UNAVAILABLE_AFTER_MS, options.warn);
     try {
       await loadLibrary(ctx);
+      await checkFormat(ctx, redacted);
       if (!options.readOnly) await checkDurability(ctx, redacted);
     } catch (error) {
       await conn.close();
@@ -69,6 +70,11 @@ export class RedisBackend implements Backend {
     return slices.length > entry.header.slices.length ? { ...entry.header, slices } : entry.header;
   }
 
+  /** Epochs created on Redis spread over the cluster unless a strategy is given: `partitioned`. */
+  get defaultStrategy(): string {
+    return 'partitioned';
+  }
+
   async epochNumbers(scope: string): Promise<number[]> {
     const key = this.#ctx.keys.epochs(scope);
     return list(await this.#ctx.call(key, ['HKEYS', key], `listing epochs of ${scope}`))
@@ -83,7 +89,9 @@ export class RedisBackend implements Backend {
     const doing = `creating scope ${scope}`;
     await this.#ctx.call(keys.scopes(), ['SADD', keys.scopes(), scope], doing);
     const entry: EpochEntry = { uid: freshId(), header: first };
-    const reply = list(await this.#ctx.fcallDurable('ss_create', [keys.scope(scope), keys.epochs(scope)], [JSON.stringify(record), String(first.epoch), JSON.stringify(entry)], doing));
+    const reply = list(
+      await this.#ctx.fcallDurable('ss_create', [keys.scope(scope), keys.epochs(scope), keys.queues(scope)], [JSON.stringify(record), String(first.epoch), JSON.stringify(entry), String(partitionsOf(first))], doing),
+    );
     return readScopeRecord(parse(text(reply[1]), `scope record ${scope}`));
   }
 
@@ -119,8 +127,8 @@ export class RedisBackend implements Backend {
     const reply = list(
       await this.#ctx.fcallDurable(
         'ss_rotate',
-        [keys.scope(scope), keys.epochs(scope)],
-        [String(current.epoch), JSON.stringify({ uid: epoch.uid, header: sealed }), String(opened.epoch), JSON.stringify(next), JSON.stringify({ ...record, openEpoch: opened.epoch })],
+        [keys.scope(scope), keys.epochs(scope), keys.queues(scope)],
+        [String(current.epoch), JSON.stringify({ uid: epoch.uid, header: sealed }), String(opened.epoch), JSON.stringify(next), JSON.stringify({ ...record, openEpoch: opened.epoch }), String(partitionsOf(opened))],
         doing,
       ),
     );
@@ -146,33 +154,41 @@ export class RedisBackend implements Backend {
     if (next !== undefined) for (const slice of next.slices) checkRedisSlice(next, slice);
     if ((await this.scopeRecord(scope)) !== undefined) throw new SeenStoreError('USAGE', `scope ${scope} exists: import into a new scope (--scope)`);
     const entry: EpochEntry = { uid: freshId(), header };
-    const epochKeys = keys.epoch(scope, entry.uid);
-    const written = [epochKeys.state, epochKeys.slices];
+    const count = partitionsOf(header);
+    const parts = Array.from({ length: count }, (_, p) => keys.epoch(scope, entry.uid, p));
+    const written: string[][] = parts.map((epochKeys) => [epochKeys.state, epochKeys.slices]);
     const interrupted = (): void => {
       if (signal?.aborted === true) throw new SeenStoreError('INTERRUPTED', `${doing}: interrupted; nothing imported`);
     };
     try {
-      interrupted();
-      const sliceAdded = header.slices.flatMap((_, j) => [`a${j}`, String(counts.sliceAdded[j] ?? 0)]);
-      await this.#ctx.call(epochKeys.state, ['HSET', epochKeys.state, 'open', next === undefined ? '1' : '0', 'submitted', String(counts.submitted), 'added', String(counts.added), ...sliceAdded], doing);
-      await this.#ctx.call(epochKeys.slices, ['RPUSH', epochKeys.slices, ...header.slices.map((slice) => JSON.stringify(slice))], doing);
-      for (const [index, bytes] of filters.entries()) {
+      // Each partition holds its share of every filter, every slice, and of the counts (URLs
+      // spread evenly over partitions; the totals are exact). docs/redis.md "Partitions".
+      for (const [p, epochKeys] of parts.entries()) {
         interrupted();
-        written.push(epochKeys.filter(index));
-        await writeBytes(this.#ctx, epochKeys.filter(index), bytes, doing);
+        const share = (total: number): string => String(Math.floor(total / count) + (p < total % count ? 1 : 0));
+        const sliceAdded = header.slices.flatMap((_, j) => [`a${j}`, share(counts.sliceAdded[j] ?? 0)]);
+        await this.#ctx.call(epochKeys.state, ['HSET', epochKeys.state, 'open', next === undefined ? '1' : '0', 'submitted', share(counts.submitted), 'added', share(counts.added), ...sliceAdded], doing);
+        await this.#ctx.call(epochKeys.slices, ['RPUSH', epochKeys.slices, ...header.slices.map((slice) => JSON.stringify(slice))], doing);
+        for (const [index, bytes] of filters.entries()) {
+          interrupted();
+          const size = bytes.length / count;
+          written[p]!.push(epochKeys.filter(index));
+          await writeBytes(this.#ctx, epochKeys.filter(index), bytes.subarray(p * size, (p + 1) * size), doing);
+        }
       }
       interrupted();
       const record: ScopeRecord = { v: 1, name: scope, openEpoch: next?.epoch ?? header.epoch, createdAtMs: Date.now() };
       const entries = [String(header.epoch), JSON.stringify(entry)];
       if (next !== undefined) entries.push(String(next.epoch), JSON.stringify({ uid: freshId(), header: next } satisfies EpochEntry));
+      const queues = Math.max(count, next === undefined ? 1 : partitionsOf(next));
       await this.#ctx.call(keys.scopes(), ['SADD', keys.scopes(), scope], doing);
-      const outcome = text(await this.#ctx.fcallDurable('ss_create_many', [keys.scope(scope), keys.epochs(scope)], [JSON.stringify(record), ...entries], doing));
+      const outcome = text(await this.#ctx.fcallDurable('ss_create_many', [keys.scope(scope), keys.epochs(scope), keys.queues(scope)], [JSON.stringify(record), String(queues), ...entries], doing));
       if (outcome === 'exists') throw new SeenStoreError('USAGE', `scope ${scope} exists: import into a new scope (--scope)`);
       await this.#ctx.replicated(keys.scope(scope), doing);
-      await this.#ctx.replicated(epochKeys.state, doing);
+      for (const epochKeys of parts) await this.#ctx.replicated(epochKeys.state, doing);
       return record;
     } catch (error) {
-      await this.#ctx.call(epochKeys.state, ['DEL', ...written], `removing a failed import of ${scope}`).catch(() => undefined);
+      await Promise.all(written.map((group) => this.#ctx.call(group[0]!, ['DEL', ...group], `removing a failed import of ${scope}`).catch(() => undefined)));
       throw error;
     }
   }
@@ -226,7 +242,7 @@ export class RedisBackend implements Backend {
     const cached = this.#epochs.get(id);
     if (cached !== undefined && cached.uid === entry.uid) return cached;
     const slices = entry.header.state === 'open' ? await this.#grownSlices(scope, entry) : [...entry.header.slices];
-    const epoch = new RedisEpoch(this.#ctx, entry, slices.length >= entry.header.slices.length ? slices : [...entry.header.slices]);
+    const epoch = new RedisEpoch(this.#ctx, entry, slices);
     this.#epochs.set(id, epoch);
     return epoch;
   }
@@ -238,36 +254,46 @@ export class RedisBackend implements Backend {
     return parseEntry(text(value), scope, n);
   }
 
-  /** The slices of an open epoch as its own keys hold them (growth is recorded there). */
+  /** The slices of an open epoch: its header's and its plan's (the slices its partitions grow into). */
   async #grownSlices(scope: string, entry: EpochEntry): Promise<SliceSpec[]> {
-    const key = this.#ctx.keys.epoch(scope, entry.uid).slices;
+    const key = this.#ctx.keys.plan(scope, entry.uid);
     const reply = list(await this.#ctx.call(key, ['LRANGE', key, '0', '-1'], `reading epoch ${scope}/${entry.header.epoch}`));
-    return reply.length === 0 ? [...entry.header.slices] : reply.map((value) => parse(text(value), `slice of ${scope}/${entry.header.epoch}`) as SliceSpec);
+    return [...entry.header.slices, ...reply.map((value) => parse(text(value), `slice of ${scope}/${entry.header.epoch}`) as SliceSpec)];
   }
 
-  #dataKeys(scope: string, uid: string, header: EpochHeader): string[] {
-    const epochKeys = this.#ctx.keys.epoch(scope, uid);
+  /** Every key of an epoch, grouped by slot: one group per partition, then the plan (in the scope's slot). */
+  #dataKeys(scope: string, uid: string, header: EpochHeader): string[][] {
+    const keys = this.#ctx.keys;
     const filters = header.slices.reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
-    return [epochKeys.state, epochKeys.slices, ...Array.from({ length: filters }, (_, index) => epochKeys.filter(index))];
+    const partitions = Array.from({ length: partitionsOf(header) }, (_, p) => {
+      const epochKeys = keys.epoch(scope, uid, p);
+      return [epochKeys.state, epochKeys.slices, ...Array.from({ length: filters }, (_, index) => epochKeys.filter(index))];
+    });
+    return [...partitions, [keys.plan(scope, uid)]];
   }
 
-  async #memory(keys: readonly string[]): Promise<number> {
-    let bytes = 0;
-    for (const key of keys) bytes += Number((await this.#ctx.call(key, ['MEMORY', 'USAGE', key, 'SAMPLES', '0'], 'measuring memory')) ?? 0);
-    return bytes;
+  async #memory(groups: readonly (readonly string[])[]): Promise<number> {
+    const sizes = await Promise.all(
+      groups.flat().map(async (key) => Number((await this.#ctx.call(key, ['MEMORY', 'USAGE', key, 'SAMPLES', '0'], 'measuring memory')) ?? 0)),
+    );
+    return sizes.reduce((sum, bytes) => sum + bytes, 0);
   }
 
-  /** Deletes a dropped epoch's keys (UNLINK: freed in the background), then its drop record. */
+  /** Deletes a dropped epoch's keys (UNLINK, one call per slot: freed in the background), then its drop record. */
   async #deleteData(scope: string, entry: EpochEntry): Promise<number> {
     const doing = `deleting ${scope}/${entry.header.epoch}`;
     // A drop of an open epoch cannot happen (the engine drops sealed ones); its grown slices are in the sealed header.
-    const keys = this.#dataKeys(scope, entry.uid, entry.header);
-    const bytes = await this.#memory(keys);
-    await this.#ctx.call(keys[0]!, ['UNLINK', ...keys], doing);
+    const groups = this.#dataKeys(scope, entry.uid, entry.header);
+    const bytes = await this.#memory(groups);
+    await Promise.all(groups.map((keys) => this.#ctx.call(keys[0]!, ['UNLINK', ...keys], doing)));
     const drops = this.#ctx.keys.drops(scope);
     await this.#ctx.call(drops, ['HDEL', drops, String(entry.header.epoch)], doing);
     return bytes;
   }
+}
+
+function partitionsOf(header: EpochHeader): number {
+  return header.partitions?.count ?? 1;
 }
 
 function parse(json: string, what: string): unknown {
@@ -289,6 +315,20 @@ async function loadLibrary(ctx: RedisContext): Promise<void> {
   const versions = await ctx.conn.eachMaster(['FCALL', 'ss_version', '0']).catch(() => []);
   const current = versions.length > 0 && versions.every(({ reply }) => Buffer.isBuffer(reply) && reply.toString() === LIBRARY_VERSION);
   if (!current) await ctx.conn.eachMaster(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY]);
+}
+
+/**
+ * The store's key layout (docs/redis.md "Store format"): 2 since epochs are kept by partition.
+ * Set by the first open of an empty store; a store of another layout is refused, never misread.
+ */
+export const REDIS_STORE_FORMAT = '2';
+
+async function checkFormat(ctx: RedisContext, location: string): Promise<void> {
+  const keys = ctx.keys;
+  const format = text(await ctx.fcall('ss_format', [keys.format(), keys.scopes()], [REDIS_STORE_FORMAT], 'reading the store format'));
+  if (format === REDIS_STORE_FORMAT) return;
+  const what = format === 'none' ? 'an earlier, unversioned key layout (a development build of the Redis backend)' : `key layout ${format}`;
+  throw new SeenStoreError('FORMAT_UNSUPPORTED', `${location}: the store (prefix) has ${what}; this seenstore reads layout ${REDIS_STORE_FORMAT}. Export its epochs with the seenstore that wrote them and import them here`);
 }
 
 /**

@@ -61,11 +61,12 @@ export function summarize(state: EpochState): EpochSummary {
 /** Largest filter a Redis string holds: 512 MiB. */
 export const MAX_REDIS_FILTER_BITS = 2 ** 32;
 
-/** Refuses a slice this backend cannot hold: a filter past a Redis string. */
+/** Refuses a slice this backend cannot hold: a filter's part in one partition past a Redis string. */
 export function checkRedisSlice(header: EpochHeader, slice: SliceSpec): void {
+  const partitions = header.partitions?.count ?? 1;
   for (const geometry of filterGeometries(slice)) {
-    if (geometry.mBits > MAX_REDIS_FILTER_BITS) {
-      throw new SeenStoreError('CAPACITY_EXCEEDED', `epoch ${header.scope}/${header.epoch}: a filter of ${geometry.mBits} bits is larger than a Redis string (512 MiB); plan a smaller capacity or a higher fpr`);
+    if (geometry.mBits / partitions > MAX_REDIS_FILTER_BITS) {
+      throw new SeenStoreError('CAPACITY_EXCEEDED', `epoch ${header.scope}/${header.epoch}: a filter of ${geometry.mBits / partitions} bits per partition is larger than a Redis string (512 MiB); plan a smaller capacity, a higher fpr or more partitions`);
     }
   }
 }

@@ -5,13 +5,13 @@ import { PositionPlan } from '../../filters/positions.js';
 import { estimateCardinality } from '../../filters/sizing.js';
 import type { HashSchemeId } from '../../hash/scheme.js';
 import { keyCount, sliceKeys, type Keys } from '../../hash/xxhash.js';
-import type { CheckpointOutcome, EpochBits, EpochContents, EpochSummary, QueueItems } from '../backend.js';
+import { PartlyDecided, type CheckpointOutcome, type EpochBits, type EpochContents, type EpochSummary, type QueueItems } from '../backend.js';
 import { isCountingEpoch, type EpochHeader, type SliceSpec } from '../records.js';
-import { freshId, list, pairs, text, type RedisContext } from './context.js';
-import type { Reply } from './connection.js';
-import type { EpochKeys } from './keys.js';
-import { checkRedisSlice, redisBit, summarize, writeBytes, type EpochState } from './epoch-state.js';
 import { nextSliceSpec } from '../slice-plan.js';
+import type { Reply } from './connection.js';
+import { freshId, list, pairs, text, type RedisContext } from './context.js';
+import { checkRedisSlice, redisBit, summarize, writeBytes, type EpochState } from './epoch-state.js';
+import { groupByPartition, keyAt, partitionCapacity, partitionFilterBytes, partitionGeometry, type Grouping, type Partition } from './partition.js';
 
 export { checkRedisSlice, MAX_REDIS_FILTER_BITS, writeBytes } from './epoch-state.js';
 export type { Reply };
@@ -22,6 +22,8 @@ export const MAX_SLICES = 24;
 export const BATCH_ANSWERS_TTL_S = 300;
 /** How long an add waits for a rotation that sealed its epoch to publish the next one. */
 const ROTATION_WAIT_MS = 10_000;
+/** Keys per ss_has / ss_count call. */
+const READ_STEP = 16_384;
 
 /** An epoch's entry in its scope's `epochs` hash. */
 export interface EpochEntry {
@@ -29,38 +31,54 @@ export interface EpochEntry {
   readonly header: EpochHeader;
 }
 
+/** How the handle hashes and positions keys for the slices it knows (rebuilt when the plan grows), and the geometry argument per slice count. */
+interface Planning {
+  readonly key: number;
+  readonly slices: readonly SliceSpec[];
+  readonly hasher: EpochHasher;
+  readonly positions: PositionPlan;
+  readonly geometry: Map<number, string>;
+}
+
+/** What one partition's call of a batch answered. */
+type Outcome = { readonly kind: 'decided'; readonly flags: Buffer; readonly fresh: number } | { readonly kind: 'retry' } | { readonly kind: 'sealed' };
+
 /**
- * One epoch on Redis: its state hash, slice list and one bit string per filter, all in the slot
- * of the epoch's tag. Every add is one FCALL of ss_add (functions.ts) with the positions computed
- * here: it refuses a sealed epoch, tests every slice, sets the newest's bits for new URLs, grows
- * into a slice planned here when the newest is full, counts, and keeps the answers under the
- * batch id so that a retry returns them.
+ * One epoch on Redis: P partitions (1 unless the epoch is partitioned, docs/redis.md
+ * "Partitions"), each a self-contained scalable filter in its own slot, and the epoch's growth
+ * plan in the scope's slot. A batch is hashed once, grouped by partition, and each partition's
+ * keys are decided by one FCALL of ss_add there, all partitions at once: in order, testing every
+ * slice, setting the newest's bits for new URLs, growing into the planned slices, counting, and
+ * keeping the answers under the batch id so that a retry returns them. Every partition grows into
+ * the same slices (the plan), so the epoch's bits are those of one filter.
  */
 export class RedisEpoch implements EpochBits {
   readonly #ctx: RedisContext;
-  readonly #keys: EpochKeys;
   readonly #uid: string;
-  #header: EpochHeader;
+  readonly #header: EpochHeader;
+  readonly #planKey: string;
+  /** The header's slices and the plan's, as last read: every slice any partition may have. */
   #slices: SliceSpec[];
-  /** Slices planned ahead for growth inside an add (used by whichever add grows first). */
-  #planned: SliceSpec[] = [];
-  /** New URLs in the newest slice as of the last add's reply: how many planned slices a batch needs. */
-  #newestAdded = 0;
-  #previousBatch = '';
+  readonly #partitions: Partition[];
   #words = new Uint32Array(0);
-  /**
-   * Position buffers not in use: a buffer is an argument of a call in flight until it resolves,
-   * and calls may overlap (a caller need not wait for one batch before sending the next).
-   */
+  /** Position buffers not in use (a buffer is an argument of calls in flight until they resolve; batches may overlap). */
   readonly #spare: Buffer[] = [];
-  #plan: { readonly key: string; readonly hasher: EpochHasher; readonly positions: PositionPlan } | undefined;
+  #plan: Planning | undefined;
 
   constructor(ctx: RedisContext, entry: EpochEntry, slices: SliceSpec[]) {
     this.#ctx = ctx;
     this.#uid = entry.uid;
-    this.#keys = ctx.keys.epoch(entry.header.scope, entry.uid);
     this.#header = entry.header;
     this.#slices = slices;
+    this.#planKey = ctx.keys.plan(entry.header.scope, entry.uid);
+    const count = entry.header.partitions?.count ?? 1;
+    this.#partitions = Array.from({ length: count }, (_, index) => ({
+      index,
+      keys: ctx.keys.epoch(entry.header.scope, entry.uid, index),
+      have: 1,
+      newestAdded: 0,
+      previousBatch: '',
+    }));
   }
 
   get uid(): string {
@@ -75,6 +93,10 @@ export class RedisEpoch implements EpochBits {
     return isCountingEpoch(this.#header);
   }
 
+  get partitionCount(): number {
+    return this.#partitions.length;
+  }
+
   get #where(): string {
     return `epoch ${this.#header.scope}/${this.#header.epoch}`;
   }
@@ -85,62 +107,130 @@ export class RedisEpoch implements EpochBits {
     if (count === 0) return 0;
     const batch = freshId(12);
     const doing = `adding a batch to ${this.#where}`;
+    const decided = new Uint8Array(count);
+    const pending = new Set<number>();
+    const sealed: number[] = [];
+    let fresh = 0;
     const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
     try {
-      return await this.#addWith(keys, answers, count, batch, doing, buffer);
+      for (let attempt = 0; ; attempt++) {
+        if (attempt > 50) throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing under 50 attempts`);
+        let { planning, grouping, positions, perKey } = this.#positionsOf(keys, count, buffer);
+        if (attempt === 0) for (let p = 0; p < this.#partitions.length; p++) if (grouping.starts[p + 1]! > grouping.starts[p]!) pending.add(p);
+        // Growth planned now (a plan grown meanwhile, by this handle or another) needs positions for the new slices too.
+        await this.#planGrowth(grouping, pending);
+        if (this.#positionPlan() !== planning) ({ planning, grouping, positions, perKey } = this.#positionsOf(keys, count, buffer));
+        const calls = [...pending].map(async (p) => {
+          const from = grouping.starts[p]!;
+          const n = grouping.starts[p + 1]! - from;
+          const outcome = await this.#addTo(this.#partitions[p]!, planning, positions.subarray(from * perKey * 4, (from + n) * perKey * 4), n, batch, doing);
+          return { p, outcome };
+        });
+        for (const { p, outcome } of await settleAll(calls)) {
+          if (outcome.kind === 'retry') continue;
+          pending.delete(p);
+          if (outcome.kind === 'sealed') {
+            sealed.push(p);
+            continue;
+          }
+          fresh += outcome.fresh;
+          const n = grouping.starts[p + 1]! - grouping.starts[p]!;
+          for (let t = 0; t < n; t++) {
+            const i = keyAt(grouping, p, t);
+            decided[i] = 1;
+            if (answers !== undefined) answers[i] = outcome.flags[t] === 0x31;
+          }
+        }
+        if (pending.size === 0) break;
+      }
     } finally {
       this.#spare.push(buffer.bytes);
     }
+    if (sealed.length === 0) return fresh;
+    const refusal = await this.#sealedError();
+    if (refusal.code !== 'EPOCH_SEALED' || !decided.includes(1)) throw refusal;
+    throw new PartlyDecided(`${refusal.message}; ${sealed.length} of its partitions were sealed before this batch reached them`, decided, fresh);
   }
 
-  async #addWith(keys: Keys, answers: boolean[] | undefined, count: number, batch: string, doing: string, buffer: { bytes: Buffer }): Promise<number> {
-    for (let attempt = 0; ; attempt++) {
-      if (attempt > 50) throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing under 50 attempts`);
-      this.#planGrowth(count);
-      const all = [...this.#slices, ...this.#planned];
-      const { positions, perKey } = this.#positionsOf(all, keys, count, buffer);
-      const geometry = JSON.stringify({
-        filters: this.#plan!.positions.filters.map((filter) => [filter.slice, filter.geometry.k]),
-        bytes: this.#plan!.positions.filters.map((filter) => filter.geometry.mBits / 8),
-        caps: all.map((slice) => slice.capacityUrls),
-        planned: this.#planned.map((slice) => JSON.stringify(slice)),
-        max: MAX_SLICES,
-      });
-      const reply = list(
-        await this.#ctx.fcallDurable(
-          this.counting ? 'ss_count_add' : 'ss_add',
-          [this.#keys.state, this.#keys.slices, this.#keys.batch(batch)],
-          [String(this.#slices.length), String(count), geometry, positions.subarray(0, count * perKey * 4), this.#keys.filterBase, String(BATCH_ANSWERS_TTL_S), this.#previousBatch],
-          doing,
-        ),
-      );
-      const outcome = text(reply[0]);
-      if (outcome === 'ok' || outcome === 'done') {
-        const flags = reply[1] as Buffer;
-        if (outcome === 'ok') {
-          const sliceCount = Number(reply[2]);
-          this.#newestAdded = Number(reply[3]);
-          if (sliceCount > this.#slices.length) {
-            this.#slices = all.slice(0, sliceCount);
-            this.#planned = [];
-            this.#plan = undefined;
-          }
-        }
-        this.#previousBatch = this.#keys.batch(batch);
-        let fresh = 0;
-        for (let i = 0; i < count; i++) {
-          const isNew = flags[i] === 0x31;
-          if (isNew) fresh++;
-          if (answers !== undefined) answers[i] = isNew;
-        }
-        return fresh;
+  /** One partition's ss_add (or ss_count_add) of its keys' positions; a refusal that a retry cures updates what the handle knows. */
+  async #addTo(part: Partition, planning: Planning, positions: Buffer, n: number, batch: string, doing: string): Promise<Outcome> {
+    // The partition grew past the slices these positions are for (another batch learned it): position anew.
+    if (part.have > planning.slices.length) return { kind: 'retry' };
+    const reply = list(
+      await this.#ctx.fcallDurable(
+        this.counting ? 'ss_count_add' : 'ss_add',
+        [part.keys.state, part.keys.slices, part.keys.batch(batch)],
+        [String(part.have), String(n), this.#geometryFor(planning, part.have), positions, part.keys.filterBase, String(BATCH_ANSWERS_TTL_S), part.previousBatch],
+        doing,
+      ),
+    );
+    const outcome = text(reply[0]);
+    if (outcome === 'ok' || outcome === 'done') {
+      if (outcome === 'ok') {
+        part.have = Number(reply[2]);
+        part.newestAdded = Number(reply[3]);
       }
-      if (outcome === 'missing') await this.#init();
-      else if (outcome === 'stale') await this.#reloadSlices();
-      else if (outcome === 'short') this.#newestAdded = Number(reply[1]);
-      else if (outcome === 'sealed') throw await this.#sealedError();
-      else throw new SeenStoreError('IO_ERROR', `${doing}: unexpected answer ${outcome}`);
+      part.previousBatch = part.keys.batch(batch);
+      const flags = reply[1] as Buffer;
+      let fresh = 0;
+      for (let t = 0; t < n; t++) if (flags[t] === 0x31) fresh++;
+      return { kind: 'decided', flags, fresh };
     }
+    if (outcome === 'missing') await this.#init(part);
+    else if (outcome === 'stale') await this.#stale(part, Number(reply[1]));
+    else if (outcome === 'short') part.newestAdded = Number(reply[1]);
+    else if (outcome === 'sealed') return { kind: 'sealed' };
+    else throw new SeenStoreError('IO_ERROR', `${doing}: unexpected answer ${outcome}`);
+    return { kind: 'retry' };
+  }
+
+  /**
+   * Before a batch: makes the plan hold enough slices for every pending partition's keys past its
+   * newest slice's room (ss_plan on the scope's slot: the first planner of a slice wins, and every
+   * partition grows into that one), so that a full partition rarely has to refuse a batch `short`.
+   */
+  async #planGrowth(grouping: Grouping, pending: ReadonlySet<number>): Promise<void> {
+    const count = this.#partitions.length;
+    for (const p of pending) {
+      const part = this.#partitions[p]!;
+      const need = grouping.starts[p + 1]! - grouping.starts[p]!;
+      const roomIn = (j: number): number => partitionCapacity(this.#slices[j]!, count);
+      let room = roomIn(part.have - 1) - part.newestAdded;
+      for (let j = part.have; j < this.#slices.length; j++) room += roomIn(j);
+      while (room < need && this.#slices.length < MAX_SLICES) {
+        await this.#extendPlan();
+        room += roomIn(this.#slices.length - 1);
+      }
+    }
+  }
+
+  /** Plans the epoch's next slice (fresh seeds), unless another handle planned it first: adopts the plan either way. */
+  async #extendPlan(): Promise<void> {
+    const base = this.#header.slices.length;
+    const spec = nextSliceSpec(this.#header, this.#slices.length);
+    checkRedisSlice(this.#header, spec);
+    const reply = list(await this.#ctx.fcallDurable('ss_plan', [this.#planKey], [String(this.#slices.length - base), JSON.stringify(spec)], `planning growth of ${this.#where}`));
+    this.#adoptPlan(reply.map((value) => JSON.parse(text(value)) as SliceSpec));
+  }
+
+  async #reloadPlan(): Promise<void> {
+    const reply = list(await this.#ctx.call(this.#planKey, ['LRANGE', this.#planKey, '0', '-1'], `reading ${this.#where}`));
+    this.#adoptPlan(reply.map((value) => JSON.parse(text(value)) as SliceSpec));
+  }
+
+  #adoptPlan(planned: SliceSpec[]): void {
+    const slices = [...this.#header.slices, ...planned];
+    if (slices.length <= this.#slices.length) return;
+    this.#slices = slices;
+    this.#plan = undefined;
+  }
+
+  /** A partition answered `stale`: it has `have` slices; a slice this handle does not know means the plan grew. */
+  async #stale(part: Partition, have: number): Promise<void> {
+    part.have = Math.max(1, have);
+    part.newestAdded = 0;
+    if (have > this.#slices.length) await this.#reloadPlan();
+    if (have > this.#slices.length) throw new SeenStoreError('STORE_CORRUPT', `${this.#where}: partition ${part.index} has ${have} slices, its plan ${this.#slices.length}`);
   }
 
   async has(keys: readonly string[], out: Uint8Array): Promise<void> {
@@ -150,33 +240,9 @@ export class RedisEpoch implements EpochBits {
       for (let i = 0; i < keys.length; i++) out[i] = counts[i]! > 0 ? 1 : 0;
       return;
     }
-    const step = 16_384;
-    const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
-    try {
-      await this.#hasWith(keys, out, step, buffer);
-    } finally {
-      this.#spare.push(buffer.bytes);
-    }
-  }
-
-  async #hasWith(keys: readonly string[], out: Uint8Array, step: number, buffer: { bytes: Buffer }): Promise<void> {
-    for (let from = 0; from < keys.length; from += step) {
-      const part = keys.slice(from, from + step);
-      for (let attempt = 0; ; attempt++) {
-        const { positions, perKey } = this.#positionsOf(this.#slices, part, part.length, buffer);
-        const geometry = JSON.stringify({ filters: this.#plan!.positions.filters.map((filter) => [filter.slice, filter.geometry.k]) });
-        const reply = list(
-          await this.#ctx.fcall('ss_has', [this.#keys.state, this.#keys.slices], [String(this.#slices.length), String(part.length), geometry, positions.subarray(0, part.length * perKey * 4), this.#keys.filterBase], `reading ${this.#where}`),
-        );
-        if (text(reply[0]) === 'ok') {
-          const flags = reply[1] as Buffer;
-          for (let i = 0; i < part.length; i++) out[from + i] = flags[i] === 0x31 ? 1 : 0;
-          break;
-        }
-        if (attempt > 50) throw new SeenStoreError('STORE_BUSY', `reading ${this.#where}: the epoch's slices kept changing`);
-        await this.#reloadSlices();
-      }
-    }
+    await this.#readEach(keys, 'ss_has', (flags, i, t) => {
+      out[i] = flags[t] === 0x31 ? 1 : 0;
+    });
   }
 
   async count(keys: readonly string[], out: number[]): Promise<void> {
@@ -186,21 +252,44 @@ export class RedisEpoch implements EpochBits {
 
   /** out[i] += key i's count (the spectral estimate of the slice that holds it), by ss_count. */
   async #countInto(keys: readonly string[], out: number[]): Promise<void> {
-    const step = 16_384;
+    await this.#readEach(keys, 'ss_count', (counts, i, t) => {
+      out[i]! += counts[t]!;
+    });
+  }
+
+  /**
+   * A read-only function over `keys` in steps, each partition's keys in one call (in parallel):
+   * `take(reply, i, t)` for key i, the t-th of its partition's call.
+   */
+  async #readEach(keys: readonly string[], name: 'ss_has' | 'ss_count', take: (reply: Buffer, i: number, t: number) => void): Promise<void> {
     const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
+    const doing = `reading ${this.#where}`;
     try {
-      for (let from = 0; from < keys.length; from += step) {
-        const part = keys.slice(from, from + step);
+      for (let from = 0; from < keys.length; from += READ_STEP) {
+        const part = keys.slice(from, from + READ_STEP);
+        const pending = new Set<number>();
         for (let attempt = 0; ; attempt++) {
-          const { positions, perKey } = this.#positionsOf(this.#slices, part, part.length, buffer);
-          const reply = list(await this.#ctx.fcall('ss_count', [this.#keys.state, this.#keys.slices], [String(this.#slices.length), String(part.length), this.#geometry(this.#slices), positions.subarray(0, part.length * perKey * 4), this.#keys.filterBase], `reading ${this.#where}`));
-          if (text(reply[0]) === 'ok') {
-            const counts = reply[1] as Buffer;
-            for (let i = 0; i < part.length; i++) out[from + i]! += counts[i]!;
-            break;
-          }
-          if (attempt > 50) throw new SeenStoreError('STORE_BUSY', `reading ${this.#where}: the epoch's slices kept changing`);
-          await this.#reloadSlices();
+          if (attempt > 50) throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing`);
+          const { planning, grouping, positions, perKey } = this.#positionsOf(part, part.length, buffer);
+          if (attempt === 0) for (let p = 0; p < this.#partitions.length; p++) if (grouping.starts[p + 1]! > grouping.starts[p]!) pending.add(p);
+          const calls = [...pending].map(async (p) => {
+            const partition = this.#partitions[p]!;
+            if (partition.have > planning.slices.length) return;
+            const start = grouping.starts[p]!;
+            const n = grouping.starts[p + 1]! - start;
+            const reply = list(
+              await this.#ctx.fcall(name, [partition.keys.state, partition.keys.slices], [String(partition.have), String(n), this.#geometryFor(planning, partition.have), positions.subarray(start * perKey * 4, (start + n) * perKey * 4), partition.keys.filterBase], doing),
+            );
+            if (text(reply[0]) === 'ok') {
+              const answers = reply[1] as Buffer;
+              for (let t = 0; t < n; t++) take(answers, from + keyAt(grouping, p, t), t);
+              pending.delete(p);
+            } else {
+              await this.#stale(partition, Number(reply[1]));
+            }
+          });
+          await settleAll(calls);
+          if (pending.size === 0) break;
         }
       }
     } finally {
@@ -212,39 +301,32 @@ export class RedisEpoch implements EpochBits {
     if (!this.counting) throw this.#notCounting('delete');
     const doing = `deleting from ${this.#where}`;
     const batch = freshId(12);
+    // Counting epochs are never partitioned (strategy `counting` is not `partitioned`).
+    const part = this.#partitions[0]!;
     const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
     try {
       for (let attempt = 0; attempt < 50; attempt++) {
-        const { positions, perKey } = this.#positionsOf(this.#slices, keys, keys.length, buffer);
+        const { planning, positions, perKey } = this.#positionsOf(keys, keys.length, buffer);
         const reply = list(
           await this.#ctx.fcallDurable(
             'ss_count_delete',
-            [this.#keys.state, this.#keys.slices, this.#keys.batch(batch)],
-            [String(this.#slices.length), String(keys.length), this.#geometry(this.#slices), positions.subarray(0, keys.length * perKey * 4), this.#keys.filterBase, String(BATCH_ANSWERS_TTL_S), this.#previousBatch],
+            [part.keys.state, part.keys.slices, part.keys.batch(batch)],
+            [String(part.have), String(keys.length), this.#geometryFor(planning, part.have), positions.subarray(0, keys.length * perKey * 4), part.keys.filterBase, String(BATCH_ANSWERS_TTL_S), part.previousBatch],
             doing,
           ),
         );
         const outcome = text(reply[0]);
         if (outcome === 'ok' || outcome === 'done') {
-          this.#previousBatch = this.#keys.batch(batch);
+          part.previousBatch = part.keys.batch(batch);
           return Number(text(reply[1]));
         }
         if (outcome === 'sealed') throw await this.#sealedError();
-        await this.#reloadSlices();
+        await this.#stale(part, Number(reply[1]));
       }
       throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing`);
     } finally {
       this.#spare.push(buffer.bytes);
     }
-  }
-
-  /** What the functions need of the filters' layout: slice and k per filter, and byte sizes. */
-  #geometry(slices: readonly SliceSpec[]): string {
-    this.#positionPlan(slices);
-    return JSON.stringify({
-      filters: this.#plan!.positions.filters.map((filter) => [filter.slice, filter.geometry.k]),
-      bytes: this.#plan!.positions.filters.map((filter) => filter.geometry.mBits / 8),
-    });
   }
 
   async summary(): Promise<EpochSummary> {
@@ -253,63 +335,104 @@ export class RedisEpoch implements EpochBits {
 
   async contents(): Promise<EpochContents> {
     const state = await this.#state();
-    const geometries = state.slices.flatMap((slice) => filterGeometries(slice));
-    const filters = await Promise.all(
-      geometries.map(async (geometry, index) => {
-        const bytes = new Uint8Array(geometry.mBits / 8);
-        const stored = await this.#ctx.call(this.#keys.filter(index), ['GET', this.#keys.filter(index)], `reading ${this.#where}`);
-        if (Buffer.isBuffer(stored)) bytes.set(stored.subarray(0, bytes.length));
-        return bytes;
-      }),
-    );
+    const filters: Uint8Array[] = [];
+    for (const slice of state.slices) {
+      const sizes = partitionFilterBytes(slice, this.#partitions.length);
+      for (const size of sizes) {
+        const index = filters.length;
+        const bytes = new Uint8Array(size * this.#partitions.length);
+        await Promise.all(
+          this.#partitions.map(async (part) => {
+            const key = part.keys.filter(index);
+            const stored = await this.#ctx.call(key, ['GET', key], `reading ${this.#where}`);
+            if (Buffer.isBuffer(stored)) bytes.set(stored.subarray(0, size), part.index * size);
+          }),
+        );
+        filters.push(bytes);
+      }
+    }
     return { header: this.header, summary: summarize(state), sliceAdded: state.sliceAdded, filters };
   }
 
+  /**
+   * ORs `incoming` (every filter of every slice, whole) into the epoch, partition by partition:
+   * each partition first grows into the slices the incoming bits reach (ss_extend), then ORs its
+   * part of each filter in one ss_merge. The distinct URLs brought in are estimated per partition
+   * from its fill, and count toward its slices' capacities.
+   */
   async merge(incoming: readonly Uint8Array[], check: (header: EpochHeader) => void): Promise<number> {
     const doing = `merging into ${this.#where}`;
     if (this.counting) {
       throw new SeenStoreError('INCOMPATIBLE', `${this.#where} counts: counting epochs cannot be merged (counters would have to be added, not OR-ed)`);
     }
+    await this.#reloadPlan();
+    check(this.header);
+    const geometries = this.#slices.flatMap((slice) => filterGeometries(slice));
+    if (incoming.length !== geometries.length) {
+      throw new SeenStoreError('USAGE', `merge: ${incoming.length} filters given, ${this.#where} has ${geometries.length}`);
+    }
+    const gains = await settleAll(this.#partitions.map((part) => this.#mergeInto(part, incoming, doing)));
+    return gains.reduce((sum, n) => sum + n, 0);
+  }
+
+  async #mergeInto(part: Partition, incoming: readonly Uint8Array[], doing: string): Promise<number> {
+    const count = this.#partitions.length;
+    const regions = incoming.map((bytes) => {
+      const size = bytes.length / count;
+      return bytes.subarray(part.index * size, (part.index + 1) * size);
+    });
+    const firstFilter = (j: number): number => this.#slices.slice(0, j).reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
+    let reach = 0;
+    for (let j = 0; j < this.#slices.length; j++) {
+      const filters = filterGeometries(this.#slices[j]!).length;
+      if (regions.slice(firstFilter(j), firstFilter(j) + filters).some((bytes) => bytes.some((b) => b !== 0))) reach = j + 1;
+    }
+    if (reach === 0) return 0;
     const id = freshId();
     for (let attempt = 0; attempt < 50; attempt++) {
-      await this.#reloadSlices();
-      check(this.header);
-      const geometries = this.#slices.flatMap((slice) => filterGeometries(slice));
-      if (incoming.length !== geometries.length) {
-        throw new SeenStoreError('USAGE', `merge: ${incoming.length} filters given, ${this.#where} has ${geometries.length}`);
-      }
-      const temporary = incoming.map((_, index) => this.#keys.merging(id, index));
-      for (const [index, bytes] of incoming.entries()) {
-        if (bytes.every((b) => b === 0)) continue;
-        await writeBytes(this.#ctx, temporary[index]!, bytes, doing);
-      }
-      const reply = list(await this.#ctx.fcallDurable('ss_merge', [this.#keys.state, this.#keys.slices], [String(this.#slices.length), String(incoming.length), this.#keys.filterBase, ...temporary], doing));
-      const outcome = text(reply[0]);
-      if (outcome === 'sealed') {
-        await this.#ctx.call(temporary[0]!, ['DEL', ...temporary], doing);
-        throw new SeenStoreError('EPOCH_SEALED', `${this.#where} is no longer open`);
-      }
-      if (outcome === 'stale') {
-        await this.#ctx.call(temporary[0]!, ['DEL', ...temporary], doing);
+      if (part.have < reach) {
+        const grow = this.#slices.slice(part.have, reach).map((slice, n) => [JSON.stringify(slice), firstFilter(part.have + n), partitionFilterBytes(slice, count)]);
+        const reply = list(await this.#ctx.fcallDurable('ss_extend', [part.keys.state, part.keys.slices], [String(part.have), part.keys.filterBase, JSON.stringify(grow)], doing));
+        const outcome = text(reply[0]);
+        if (outcome === 'missing') await this.#init(part);
+        else if (outcome === 'stale') await this.#stale(part, Number(reply[1]));
+        else part.have = reach;
         continue;
       }
-      const before = list(reply[1]).map(Number);
-      const after = list(reply[2]).map(Number);
-      let gained = 0;
-      let first = 0;
-      const increments: string[] = [];
-      for (const [j, slice] of this.#slices.entries()) {
-        const geometry = filterGeometries(slice)[0]!;
-        const more = Math.max(0, Math.round(estimateCardinality(after[first]!, geometry.mBits, geometry.k) - estimateCardinality(before[first]!, geometry.mBits, geometry.k)));
-        if (more > 0) increments.push(`a${j}`, String(more));
-        gained += more;
-        first += filterGeometries(slice).length;
+      const filters = firstFilter(part.have);
+      const temporary = regions.slice(0, filters).map((_, index) => part.keys.merging(id, index));
+      for (const [index, bytes] of regions.slice(0, filters).entries()) {
+        if (bytes.some((b) => b !== 0)) await writeBytes(this.#ctx, temporary[index]!, bytes, doing);
       }
-      for (let i = 0; i < increments.length; i += 2) await this.#ctx.call(this.#keys.state, ['HINCRBY', this.#keys.state, increments[i]!, increments[i + 1]!], doing);
-      await this.#ctx.replicated(this.#keys.state, doing);
-      return gained;
+      const reply = list(await this.#ctx.fcallDurable('ss_merge', [part.keys.state, part.keys.slices], [String(part.have), String(filters), part.keys.filterBase, ...temporary], doing));
+      const outcome = text(reply[0]);
+      if (outcome === 'sealed' || outcome === 'stale') {
+        await this.#ctx.call(temporary[0]!, ['DEL', ...temporary], doing);
+        if (outcome === 'sealed') throw new SeenStoreError('EPOCH_SEALED', `${this.#where} is no longer open`);
+        await this.#stale(part, Number(reply[1]));
+        continue;
+      }
+      return this.#countMerged(part, list(reply[1]).map(Number), list(reply[2]).map(Number), doing);
     }
     throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing`);
+  }
+
+  /** Adds the URLs a merge brought into a partition (estimated from each slice's first filter's fill) to its slices' counts. */
+  async #countMerged(part: Partition, before: readonly number[], after: readonly number[], doing: string): Promise<number> {
+    let gained = 0;
+    let first = 0;
+    const increments: string[] = [];
+    for (const [j, slice] of this.#slices.slice(0, part.have).entries()) {
+      const geometry = filterGeometries(slice)[0]!;
+      const mBits = geometry.mBits / this.#partitions.length;
+      const more = Math.max(0, Math.round(estimateCardinality(after[first]!, mBits, geometry.k) - estimateCardinality(before[first]!, mBits, geometry.k)));
+      if (more > 0) increments.push(`a${j}`, String(more));
+      gained += more;
+      first += filterGeometries(slice).length;
+    }
+    for (let i = 0; i < increments.length; i += 2) await this.#ctx.call(part.keys.state, ['HINCRBY', part.keys.state, increments[i]!, increments[i + 1]!], doing);
+    await this.#ctx.replicated(part.keys.state, doing);
+    return gained;
   }
 
   async checkpoint(): Promise<CheckpointOutcome> {
@@ -317,49 +440,51 @@ export class RedisEpoch implements EpochBits {
     return 'clean';
   }
 
-  /** Seals the epoch (idempotent; adds are refused from here on) and returns its final state. */
+  /** Seals every partition (idempotent; each refuses adds from then on) and returns the epoch's final state. */
   async seal(): Promise<EpochSummary & { readonly header: EpochHeader; readonly sliceAdded: number[] }> {
     const doing = `sealing ${this.#where}`;
-    await this.#ctx.fcallDurable('ss_seal', [this.#keys.state, this.#keys.slices], [this.#keys.filterBase, '0', JSON.stringify(this.#header.slices[0])], doing);
+    const first = JSON.stringify(this.#header.slices[0]);
+    await settleAll(this.#partitions.map((part) => this.#ctx.fcallDurable('ss_seal', [part.keys.state, part.keys.slices], [part.keys.filterBase, '0', first], doing)));
     const state = await this.#state();
     return { ...summarize(state), header: this.header, sliceAdded: state.sliceAdded };
   }
 
-  /** Every key of the epoch (for usage and drops). */
-  keysOf(header: EpochHeader): string[] {
-    const filters = header.slices.reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
-    return [this.#keys.state, this.#keys.slices, ...Array.from({ length: filters }, (_, index) => this.#keys.filter(index))];
-  }
-
+  /** The epoch's counts and set bits: every partition's, summed (a partition's filter f is part of the epoch's filter f). */
   async #state(): Promise<EpochState> {
-    await this.#reloadSlices();
-    for (let attempt = 0; attempt < 50; attempt++) {
-      const filters = this.#slices.reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
-      const reply = list(await this.#ctx.fcall('ss_state', [this.#keys.state, this.#keys.slices], [this.#keys.filterBase, String(filters)], `reading ${this.#where}`));
-      const hash = pairs(reply[0]);
-      const slices = list(reply[1]).map((value) => JSON.parse(text(value)) as SliceSpec);
-      if (slices.length > this.#slices.length) {
-        this.#adoptSlices(slices);
-        continue;
-      }
-      const current = slices.length === 0 ? this.#slices : slices;
-      return {
-        slices: current,
-        submitted: Number(hash.get('submitted') ?? 0),
-        added: Number(hash.get('added') ?? 0),
-        sliceAdded: current.map((_, j) => Number(hash.get(`a${j}`) ?? 0)),
-        ones: this.counting ? await this.#nonZeroCounters(current) : list(reply[2]).map(Number),
-      };
-    }
-    throw new SeenStoreError('STORE_BUSY', `reading ${this.#where}: the epoch's slices kept changing`);
+    await this.#reloadPlan();
+    const slices = this.#slices;
+    const filters = slices.reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
+    const doing = `reading ${this.#where}`;
+    const states = await settleAll(
+      this.#partitions.map(async (part) => {
+        const reply = list(await this.#ctx.fcall('ss_state', [part.keys.state, part.keys.slices], [part.keys.filterBase, String(filters)], doing));
+        const hash = pairs(reply[0]);
+        const have = list(reply[1]).length;
+        if (have > slices.length) throw new SeenStoreError('STORE_CORRUPT', `${this.#where}: partition ${part.index} has ${have} slices, its plan ${slices.length}`);
+        part.have = Math.max(1, have);
+        return {
+          submitted: Number(hash.get('submitted') ?? 0),
+          added: Number(hash.get('added') ?? 0),
+          sliceAdded: slices.map((_, j) => Number(hash.get(`a${j}`) ?? 0)),
+          ones: this.counting ? await this.#nonZeroCounters(part, filters) : list(reply[2]).map(Number),
+        };
+      }),
+    );
+    const sum = (values: readonly number[][]): number[] => values[0]!.map((_, i) => values.reduce((total, row) => total + row[i]!, 0));
+    return {
+      slices,
+      submitted: states.reduce((total, state) => total + state.submitted, 0),
+      added: states.reduce((total, state) => total + state.added, 0),
+      sliceAdded: sum(states.map((state) => state.sliceAdded)),
+      ones: sum(states.map((state) => state.ones)),
+    };
   }
 
   /** Counting epochs: the counters that are not zero, per filter (their "set bits"). */
-  async #nonZeroCounters(slices: readonly SliceSpec[]): Promise<number[]> {
-    const filters = slices.reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
+  async #nonZeroCounters(part: Partition, filters: number): Promise<number[]> {
     return Promise.all(
       Array.from({ length: filters }, async (_, index) => {
-        const stored = await this.#ctx.call(this.#keys.filter(index), ['GET', this.#keys.filter(index)], `reading ${this.#where}`);
+        const stored = await this.#ctx.call(part.keys.filter(index), ['GET', part.keys.filter(index)], `reading ${this.#where}`);
         let nonZero = 0;
         if (Buffer.isBuffer(stored)) for (const byte of stored) if (byte !== 0) nonZero++;
         return nonZero;
@@ -367,60 +492,61 @@ export class RedisEpoch implements EpochBits {
     );
   }
 
-  /** Plans slices for growth inside the next add, enough for `count` new URLs past the newest's room. */
-  #planGrowth(count: number): void {
-    const all = [...this.#slices, ...this.#planned];
-    let room = this.#slices[this.#slices.length - 1]!.capacityUrls - this.#newestAdded;
-    for (const slice of this.#planned) room += slice.capacityUrls;
-    if (room >= count || all.length >= MAX_SLICES) return;
-    const header = this.#header;
-    while (room < count && all.length < MAX_SLICES) {
-      const spec = nextSliceSpec(header, all.length);
-      checkRedisSlice(header, spec);
-      all.push(spec);
-      this.#planned.push(spec);
-      room += spec.capacityUrls;
-    }
-    this.#plan = undefined;
+  /** Every key of the epoch's partitions (for usage and drops), grouped by partition (one slot each). */
+  keysOf(header: EpochHeader): string[][] {
+    const filters = header.slices.reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
+    return this.#partitions.map((part) => [part.keys.state, part.keys.slices, ...Array.from({ length: filters }, (_, index) => part.keys.filter(index))]);
   }
 
-  /** Hashes and positions of `keys` for `slices`, into `buffer` (grown when too small; reused from batch to batch). */
-  #positionsOf(slices: readonly SliceSpec[], keys: Keys, count: number, buffer: { bytes: Buffer }): { positions: Buffer; perKey: number } {
-    const { hasher, positions } = this.#positionPlan(slices);
+  /**
+   * Hashes `keys` for every planned slice, groups them by partition, and writes their positions
+   * (each within its partition, in the functions' bit order) into `buffer`, partition after
+   * partition: partition p's are keys starts[p]..starts[p + 1] - 1 of the grouping's order.
+   */
+  #positionsOf(keys: Keys, count: number, buffer: { bytes: Buffer }): { planning: Planning; grouping: Grouping; positions: Buffer; perKey: number } {
+    const planning = this.#positionPlan();
+    const { hasher, positions } = planning;
     const stride = hasher.stride;
     if (this.#words.length < count * stride) this.#words = new Uint32Array(count * stride);
     const bytes = count * positions.perKey * 4;
     if (buffer.bytes.length < bytes) buffer.bytes = Buffer.alloc(bytes);
     hasher.hash(count === keyCount(keys) ? keys : sliceKeys(keys, 0, count), this.#words);
-    positions.writeU32(this.#words, stride, count, buffer.bytes, redisBit);
-    return { positions: buffer.bytes, perKey: positions.perKey };
+    const grouping = groupByPartition(hasher, count);
+    positions.writeU32(this.#words, stride, count, buffer.bytes, redisBit, grouping.order);
+    return { planning, grouping, positions: buffer.bytes, perKey: positions.perKey };
   }
 
-  #positionPlan(slices: readonly SliceSpec[]): { readonly hasher: EpochHasher; readonly positions: PositionPlan } {
-    const key = slices.map((slice) => slice.seeds.join()).join('|');
-    if (this.#plan?.key !== key) {
-      this.#plan = { key, hasher: new EpochHasher(this.#ctx.hash, slices), positions: new PositionPlan(slices, this.#header.hashScheme as HashSchemeId) };
+  #positionPlan(): Planning {
+    if (this.#plan?.key !== this.#slices.length) {
+      const partitions = this.#header.partitions;
+      this.#plan = {
+        key: this.#slices.length,
+        slices: this.#slices,
+        hasher: new EpochHasher(this.#ctx.hash, this.#slices, partitions),
+        positions: new PositionPlan(this.#slices, this.#header.hashScheme as HashSchemeId, partitions?.count ?? 1),
+        geometry: new Map(),
+      };
     }
     return this.#plan;
   }
 
-  async #init(): Promise<void> {
+  /** What the functions need of the layout `planning` positions for, for a partition that has `have` slices (cached). */
+  #geometryFor(planning: Planning, have: number): string {
+    let geometry = planning.geometry.get(have);
+    if (geometry === undefined) {
+      geometry = partitionGeometry(planning.slices, this.#partitions.length, have, MAX_SLICES);
+      planning.geometry.set(have, geometry);
+    }
+    return geometry;
+  }
+
+  /** Creates a partition's state and first slice's filters (at the partition's size), unless they exist. */
+  async #init(part: Partition): Promise<void> {
     const first = this.#header.slices[0]!;
-    const sizes = filterGeometries(first).map((geometry) => String(geometry.mBits / 8));
-    await this.#ctx.fcall('ss_init', [this.#keys.state, this.#keys.slices], [JSON.stringify(first), this.#header.state === 'open' ? '1' : '0', this.#keys.filterBase, ...sizes], `creating ${this.#where}`);
-  }
-
-  async #reloadSlices(): Promise<void> {
-    const reply = list(await this.#ctx.call(this.#keys.slices, ['LRANGE', this.#keys.slices, '0', '-1'], `reading ${this.#where}`));
-    if (reply.length > 0) this.#adoptSlices(reply.map((value) => JSON.parse(text(value)) as SliceSpec));
-  }
-
-  #adoptSlices(slices: SliceSpec[]): void {
-    if (slices.length === this.#slices.length) return;
-    this.#slices = slices;
-    this.#planned = [];
-    this.#newestAdded = 0;
-    this.#plan = undefined;
+    const sizes = partitionFilterBytes(first, this.#partitions.length).map(String);
+    await this.#ctx.fcall('ss_init', [part.keys.state, part.keys.slices], [JSON.stringify(first), this.#header.state === 'open' ? '1' : '0', part.keys.filterBase, ...sizes], `creating ${this.#where}`);
+    part.have = 1;
+    part.newestAdded = 0;
   }
 
   /**
@@ -445,4 +571,12 @@ export class RedisEpoch implements EpochBits {
   #notCounting(doing: string): SeenStoreError {
     return new SeenStoreError('USAGE', `${this.#where} is not counting: only counting epochs can ${doing}`);
   }
+}
+
+/** Every promise settled, then the first failure thrown (no call is left running behind an error), else the values. */
+async function settleAll<T>(calls: readonly Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(calls);
+  const failed = settled.find((result) => result.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+  return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
 }

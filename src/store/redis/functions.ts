@@ -6,16 +6,19 @@
  * The functions never hash and never compute a bit position: positions arrive computed in JS
  * (src/filters/positions.ts, the one implementation of every layout) as one binary argument, u32
  * little-endian Redis bit offsets, URL-major: for URL i, every filter of every slice in filter
- * order, k of them per filter. Keys (docs/redis.md):
+ * order, k of them per filter. A partitioned epoch's positions are within the URL's partition, and
+ * each partition is a self-contained scalable filter with the keys below in its own slot: a
+ * function never sees another partition. Keys (docs/redis.md):
  *
  *   epoch state  hash  open (1|0), submitted, added, a<j> (new URLs of slice j)
  *   epoch slices list  one JSON slice spec per slice, appended verbatim (never re-encoded here)
  *   filter i     string of bits, Redis bit offset = seenstore bit p with the bit order in a byte reversed
  *   batch id     string, the answers of a decided batch (one byte per URL, '1' new), with a TTL
  *
- * Scope slot: scope record (string, JSON), epochs (hash n -> JSON entry), drops (hash n -> JSON entry).
+ * Scope slot: scope record (string, JSON), epochs (hash n -> JSON entry), drops (hash n -> JSON entry),
+ * plan:<uid> (list: an open epoch's grown slices, the specs every partition grows into), queues.
  */
-export const LIBRARY_VERSION = '6';
+export const LIBRARY_VERSION = '7';
 
 export const LIBRARY = `#!lua name=seenstore
 local VERSION = '${LIBRARY_VERSION}'
@@ -386,7 +389,12 @@ local function ss_seal(keys, args)
   return state_of(keys, args)
 end
 
--- KEYS: scope record, epochs. ARGV: record json, epoch number, entry json. First creator wins.
+-- The frontier's partition streams of a scope: at least n of them (KEYS of the scope's slot).
+local function raise_queues(key, n)
+  if tonumber(redis.call('GET', key) or '1') < n then redis.call('SET', key, n) end
+end
+
+-- KEYS: scope record, epochs, queues. ARGV: record json, epoch number, entry json, partitions. First creator wins.
 local function ss_create(keys, args)
   local existing = redis.call('GET', keys[1])
   if existing then
@@ -394,28 +402,63 @@ local function ss_create(keys, args)
     redis.call('SET', keys[1], existing)
     return {'exists', existing}
   end
+  raise_queues(keys[3], tonumber(args[4]))
   redis.call('SET', keys[1], args[1])
   redis.call('HSET', keys[2], args[2], args[3])
   return {'created', args[1]}
 end
 
--- KEYS: scope record, epochs. ARGV: record json, then pairs of epoch number and entry json.
+-- KEYS: scope record, epochs, queues. ARGV: record json, most partitions, then pairs of epoch number and entry json.
 local function ss_create_many(keys, args)
   if redis.call('EXISTS', keys[1]) == 1 then return 'exists' end
+  raise_queues(keys[3], tonumber(args[2]))
   redis.call('SET', keys[1], args[1])
-  for i = 2, #args, 2 do redis.call('HSET', keys[2], args[i], args[i + 1]) end
+  for i = 3, #args, 2 do redis.call('HSET', keys[2], args[i], args[i + 1]) end
   return 'created'
 end
 
--- KEYS: scope record, epochs. ARGV: epoch the caller rotates, sealed entry, next number, next entry, new record.
+-- KEYS: scope record, epochs, queues. ARGV: epoch the caller rotates, sealed entry, next number, next entry, new record, next's partitions.
 local function ss_rotate(keys, args)
   local record = redis.call('GET', keys[1])
   if not record then return {'missing'} end
   local open = cjson.decode(record).openEpoch
   if open ~= tonumber(args[1]) then return {'moved', open} end
+  raise_queues(keys[3], tonumber(args[6]))
   redis.call('HSET', keys[2], args[1], args[2], args[3], args[4])
   redis.call('SET', keys[1], args[5])
   return {'ok'}
+end
+
+-- KEYS: an open epoch's plan list. ARGV: slices the caller found in it, the spec (JSON) of the next.
+-- Appends it unless another caller planned that slice first (every partition grows into the same
+-- slices); returns the whole plan.
+local function ss_plan(keys, args)
+  if redis.call('LLEN', keys[1]) == tonumber(args[1]) then redis.call('RPUSH', keys[1], args[2]) end
+  return redis.call('LRANGE', keys[1], 0, -1)
+end
+
+-- KEYS: state, slices of a partition. ARGV: slices assumed, filter key base, then JSON
+-- [[slice spec json, index of its first filter, [bytes of each of its filters]], ...]: the partition
+-- grows into those slices (a merge bringing bits of slices it had not grown into).
+local function ss_extend(keys, args)
+  if redis.call('EXISTS', keys[1]) == 0 then return {'missing'} end
+  local have = redis.call('LLEN', keys[2])
+  if have ~= tonumber(args[1]) then return {'stale', have} end
+  for _, slice in ipairs(cjson.decode(args[3])) do
+    redis.call('RPUSH', keys[2], slice[1])
+    for f, bytes in ipairs(slice[3]) do allocate(args[2] .. (slice[2] + f - 1), bytes) end
+  end
+  return {'ok'}
+end
+
+-- KEYS: format, scopes. ARGV: the key layout this version writes. The store's layout version:
+-- set on first use; 'none' for a store whose scopes were created before layouts were versioned.
+local function ss_format(keys, args)
+  local v = redis.call('GET', keys[1])
+  if v then return v end
+  if redis.call('SCARD', keys[2]) > 0 then return 'none' end
+  redis.call('SET', keys[1], args[1])
+  return args[1]
 end
 
 -- KEYS: epochs, drops. ARGV: epoch number. Moves the entry to the drops (gone for readers).
@@ -463,4 +506,7 @@ redis.register_function('ss_create_many', ss_create_many)
 redis.register_function('ss_rotate', ss_rotate)
 redis.register_function('ss_drop', ss_drop)
 redis.register_function('ss_merge', ss_merge)
+redis.register_function('ss_plan', ss_plan)
+redis.register_function('ss_extend', ss_extend)
+redis.register_function('ss_format', ss_format)
 `;

@@ -1,14 +1,21 @@
 /**
  * Every key of the Redis backend (docs/redis.md "Keys"): the only place one is built. A scope's
- * metadata shares the hash tag `{PREFIX/SCOPE}` (one slot: its atomic steps are one call); each
- * epoch's data shares `{PREFIX/SCOPE/UID}`, UID being fresh per epoch (an imported or re-created
- * epoch never meets the keys of an earlier one), so epochs spread over the cluster's slots.
+ * metadata shares the hash tag `{PREFIX/SCOPE}` (one slot: its atomic steps are one call); the
+ * data of partition p of any of its epochs shares `{PREFIX/SCOPE/p}`, so a partitioned epoch
+ * spreads over P slots (and the cluster's masters), and the frontier stream of partition p can sit
+ * in the same slot as the bits its enqueues test. Each epoch's key names carry its UID, fresh per
+ * epoch (an imported or re-created epoch never meets the keys of an earlier one).
  */
 export class RedisKeys {
   readonly #prefix: string;
 
   constructor(prefix: string) {
     this.#prefix = prefix;
+  }
+
+  /** The store's key-layout version (docs/redis.md "Store format"). */
+  format(): string {
+    return `{${this.#prefix}}:format`;
   }
 
   /** The set of scope names (its own slot). */
@@ -30,19 +37,32 @@ export class RedisKeys {
     return `{${this.#prefix}/${scope}}:drops`;
   }
 
-  epoch(scope: string, uid: string): EpochKeys {
-    const tag = `{${this.#prefix}/${scope}/${uid}}`;
+  /** List: the specs (JSON) of the slices an open epoch grew into past its header's, in order (its growth plan). */
+  plan(scope: string, uid: string): string {
+    return `{${this.#prefix}/${scope}}:plan:${uid}`;
+  }
+
+  /** The number of partition streams the scope's frontier may have (the most partitions of any of its epochs). */
+  queues(scope: string): string {
+    return `{${this.#prefix}/${scope}}:queues`;
+  }
+
+  /** Partition p of an epoch: a self-contained scalable filter in the slot of `{PREFIX/SCOPE/p}`. */
+  epoch(scope: string, uid: string, partition: number): EpochKeys {
+    const tag = `{${this.#prefix}/${scope}/${partition}}`;
+    const base = `${tag}:${uid}`;
     return {
-      state: `${tag}:state`,
-      slices: `${tag}:slices`,
-      filterBase: `${tag}:f:`,
-      filter: (index: number) => `${tag}:f:${index}`,
-      batch: (id: string) => `${tag}:b:${id}`,
-      merging: (id: string, index: number) => `${tag}:m:${id}:${index}`,
+      state: `${base}:state`,
+      slices: `${base}:slices`,
+      filterBase: `${base}:f:`,
+      filter: (index: number) => `${base}:f:${index}`,
+      batch: (id: string) => `${base}:b:${id}`,
+      merging: (id: string, index: number) => `${base}:m:${id}:${index}`,
     };
   }
 }
 
+/** The keys of one partition of an epoch (an unpartitioned epoch is its partition 0). */
 export interface EpochKeys {
   readonly state: string;
   readonly slices: string;
