@@ -176,6 +176,69 @@ describe('redis backend', { skip: missing }, () => {
     }
   });
 
+  test('a partitioned epoch spreads over every master, its partitions grow on their own, and it keeps its promise', async () => {
+    const location = cluster.location();
+    const prefix = /prefix=([^&]+)/.exec(location)![1]!;
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('spread', { capacityUrls: 8_000, fprTarget: 0.01 });
+      const inserted = urls.slice(0, 20_000);
+      const first = await scope.addIfAbsent(inserted);
+      assert.ok((await scope.addIfAbsent(inserted)).every((isNew) => !isNew), 'a URL was new twice');
+      const details = await scope.epoch(1);
+      assert.equal(details.strategy, 'partitioned', 'the Redis default');
+      const partitions = details.partitions!.count;
+      assert.ok(partitions >= 16, `${partitions} partitions`);
+      assert.ok(details.sliceDetails.length >= 2, 'the epoch grew past its capacity');
+      assert.ok(first.filter(Boolean).length > inserted.length * 0.98);
+      // Every master holds some of the epoch's partitions (their keys carry the scope's tag).
+      for (const port of cluster.masters()) {
+        const keys = cluster.cli(port, '--scan', '--pattern', `{${prefix}/spread/*`).split('\n').filter(Boolean);
+        assert.ok(keys.length >= 3, `master ${port} holds ${keys.length} of the epoch's keys`);
+      }
+      const probes = sharedUrls('crawl-sitelist-15k.txt').filter((url) => !new Set(inserted).has(url));
+      const falsePositives = (await scope.has(probes)).filter(Boolean).length;
+      assert.ok(falsePositives < probes.length * 0.02, `${falsePositives} false positives of ${probes.length} at a 1 % promise`);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('an epoch moves Redis -> directory -> Redis by export and import, and answers identically each time', async () => {
+    const dir = tempDir('seenstore-redis-');
+    const redis = await SeenStore.open(cluster.location(), quiet);
+    const lmdb = await SeenStore.open(join(dir, 'store'));
+    const back = await SeenStore.open(cluster.location(), quiet);
+    try {
+      const scope = redis.scope('moving', { capacityUrls: 6_000, fprTarget: 0.01 });
+      await scope.add(urls.slice(0, 9_000));
+      // Grown partly: some partitions are in their second slice, others not yet.
+      assert.ok((await scope.epoch(1)).sliceDetails.length >= 2);
+      const probes = [...urls.slice(0, 9_000), ...urls.slice(20_000, 30_000)];
+      const onRedis = await scope.has(probes);
+      await scope.export(join(dir, 'from-redis.ssx'));
+      await lmdb.import(join(dir, 'from-redis.ssx'), { scope: 'moving', open: true });
+      const onDisk = lmdb.scope('moving');
+      assert.deepEqual(await onDisk.has(probes), onRedis, 'the directory store answers as Redis did');
+      // The directory store goes on with the same epoch, then hands it back.
+      const more = await onDisk.addIfAbsent(urls.slice(9_000, 12_000));
+      await onDisk.export(join(dir, 'from-disk.ssx'));
+      await back.import(join(dir, 'from-disk.ssx'), { scope: 'moved', open: true });
+      const returned = back.scope('moved');
+      const everything = [...probes, ...urls.slice(9_000, 12_000)];
+      assert.deepEqual(await returned.has(everything), await onDisk.has(everything), 'Redis answers as the directory store did');
+      // And keeps deciding exactly: what the directory store added is seen, fresh URLs are new once.
+      assert.ok((await returned.addIfAbsent(urls.slice(9_000, 12_000))).every((isNew) => !isNew));
+      assert.ok(more.filter(Boolean).length > 2_900);
+      const fresh = urls.slice(12_000, 15_000);
+      const once = await returned.addIfAbsent(fresh);
+      assert.ok(once.filter(Boolean).length > 2_900);
+      assert.ok((await returned.addIfAbsent(fresh)).every((isNew) => !isNew));
+    } finally {
+      await Promise.all([redis.close(), lmdb.close(), back.close()]);
+    }
+  });
+
   test('prune gives the dropped epochs\' Redis memory back', async () => {
     const location = cluster.location();
     const used = (): number => cluster.masters().reduce((sum, port) => sum + Number(/used_memory:(\d+)/.exec(cluster.cli(port, 'INFO', 'memory'))![1]), 0);

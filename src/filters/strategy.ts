@@ -60,7 +60,7 @@ export const COUNTING_SECONDARY_RATIO = 0.25;
 export const GROWTH_FACTOR_RANGE = [1, 8] as const;
 export const TIGHTENING_RANGE = [0.1, 0.95] as const;
 
-export const STRATEGY_HELP = `classic, blocked, partitioned[:P] (P = 1..${MAX_PARTITIONS}), counting, spatial:S (S = 2..${MAX_SPATIAL_FILTERS}), eigen[:D] (D = 1..${MAX_EIGEN_HASHES}), multilayer[:L] (L = 2..${MAX_LAYERS}) or scalable[:F,T] (F = ${GROWTH_FACTOR_RANGE.join('..')}, T = ${TIGHTENING_RANGE.join('..')})`;
+export const STRATEGY_HELP = `classic, blocked, counting, partitioned[:P] (P = 1..${MAX_PARTITIONS}), spatial:S (S = 2..${MAX_SPATIAL_FILTERS}), eigen[:D] (D = 1..${MAX_EIGEN_HASHES}), multilayer[:L] (L = 2..${MAX_LAYERS}) or scalable[:F,T] (F = ${GROWTH_FACTOR_RANGE.join('..')}, T = ${TIGHTENING_RANGE.join('..')})`;
 
 export function parseStrategy(text: string): Strategy {
   if (typeof text !== 'string') throw new SeenStoreError('USAGE', `a strategy is a string: ${STRATEGY_HELP}`);
