@@ -18,7 +18,7 @@
  * Scope slot: scope record (string, JSON), epochs (hash n -> JSON entry), drops (hash n -> JSON entry),
  * plan:<uid> (list: an open epoch's grown slices, the specs every partition grows into), queues.
  */
-export const LIBRARY_VERSION = '7';
+export const LIBRARY_VERSION = '8';
 
 export const LIBRARY = `#!lua name=seenstore
 local VERSION = '${LIBRARY_VERSION}'
@@ -28,28 +28,45 @@ local function u32(blob, at)
   return a + b * 256 + c * 65536 + d * 16777216
 end
 
--- geometry: {filters = {{slice, k}, ...}, bytes = {size of filter f, ...}, caps = {capacity of slice j, ...}, planned = {json, ...}, max = most slices}
+-- geometry: {filters = {{slice, k, blocked}, ...}, bytes = {size of filter f, ...}, caps = {capacity of slice j, ...}, planned = {json, ...}, max = most slices}
+-- blocked = 1: the filter's k positions for a URL lie in one 512-bit block (blocked and partitioned layouts).
 local function layout(geo)
   local perUrl = 0
-  local first, count, ks, offs = {}, {}, {}, {}
+  local first, count, ks, offs, blk = {}, {}, {}, {}, {}
   for f, fk in ipairs(geo.filters) do
     local s = fk[1] + 1
     if first[s] == nil then first[s] = f; count[s] = 0 end
     count[s] = count[s] + 1
     ks[f] = fk[2]
+    blk[f] = fk[3] == 1
     offs[f] = perUrl
     perUrl = perUrl + fk[2]
   end
-  return perUrl, first, count, ks, offs
+  return perUrl, first, count, ks, offs, blk
 end
 
-local function holds(fbase, blob, at, f0, fn, ks, offs)
+-- Whether every filter f0 .. f0 + fn - 1 holds the URL whose positions start at blob byte at. A
+-- blocked filter's block is read once (GETRANGE of its 64 bytes) and its bits tested here; a
+-- classic filter's bits one GETBIT each, stopping at the first unset one.
+local function holds(fbase, blob, at, f0, fn, ks, offs, blk)
   for f = f0, f0 + fn - 1 do
     local key = fbase .. (f - 1)
     local p = at + offs[f] * 4
-    for j = 1, ks[f] do
-      if redis.call('GETBIT', key, u32(blob, p)) == 0 then return false end
-      p = p + 4
+    if blk[f] then
+      local first = u32(blob, p)
+      local base = first - first % 512
+      local block = redis.call('GETRANGE', key, base / 8, base / 8 + 63)
+      for j = 1, ks[f] do
+        local q = u32(blob, p) - base
+        local byte = string.byte(block, (q - q % 8) / 8 + 1) or 0
+        if bit.band(byte, bit.lshift(1, 7 - q % 8)) == 0 then return false end
+        p = p + 4
+      end
+    else
+      for j = 1, ks[f] do
+        if redis.call('GETBIT', key, u32(blob, p)) == 0 then return false end
+        p = p + 4
+      end
     end
   end
   return true
@@ -164,7 +181,7 @@ local function ss_count_add(keys, args)
   local state, slices, batch, have, n, geo, planned, added = b.state, b.slices, b.batch, b.have, b.n, b.geo, b.planned, b.added
   local blob = args[4]
   local fbase = args[5]
-  local perUrl, first, count, ks, offs = layout(geo)
+  local perUrl, first, count, ks, offs, blk = layout(geo)
   local cur = have
   local flags = {}
   local fresh = 0
@@ -212,7 +229,7 @@ local function ss_count(keys, args)
   if have ~= tonumber(args[1]) then return {'stale', have} end
   local geo = cjson.decode(args[3])
   local blob = args[4]
-  local perUrl, first, count, ks, offs = layout(geo)
+  local perUrl, first, count, ks, offs, blk = layout(geo)
   local out = {}
   for i = 0, n - 1 do
     local at = i * perUrl * 4 + 1
@@ -244,7 +261,7 @@ local function ss_count_delete(keys, args)
   local geo = cjson.decode(args[3])
   local blob = args[4]
   local fbase = args[5]
-  local perUrl, first, count, ks, offs = layout(geo)
+  local perUrl, first, count, ks, offs, blk = layout(geo)
   local deleted = 0
   for i = 0, n - 1 do
     local at = i * perUrl * 4 + 1
@@ -276,7 +293,7 @@ local function ss_add(keys, args)
   local state, slices, batch, have, n, geo, planned, added = b.state, b.slices, b.batch, b.have, b.n, b.geo, b.planned, b.added
   local blob = args[4]
   local fbase = args[5]
-  local perUrl, first, count, ks, offs = layout(geo)
+  local perUrl, first, count, ks, offs, blk = layout(geo)
   local cur = have
   local flags = {}
   local fresh = 0
@@ -284,7 +301,7 @@ local function ss_add(keys, args)
     local at = i * perUrl * 4 + 1
     local seen = false
     for s = 1, cur do
-      if holds(fbase, blob, at, first[s], count[s], ks, offs) then seen = true; break end
+      if holds(fbase, blob, at, first[s], count[s], ks, offs, blk) then seen = true; break end
     end
     if seen then
       flags[i + 1] = '0'
@@ -334,13 +351,13 @@ local function ss_has(keys, args)
   if have ~= tonumber(args[1]) then return {'stale', have} end
   local geo = cjson.decode(args[3])
   local blob = args[4]
-  local perUrl, first, count, ks, offs = layout(geo)
+  local perUrl, first, count, ks, offs, blk = layout(geo)
   local flags = {}
   for i = 0, n - 1 do
     local at = i * perUrl * 4 + 1
     local seen = '0'
     for s = 1, have do
-      if holds(args[5], blob, at, first[s], count[s], ks, offs) then seen = '1'; break end
+      if holds(args[5], blob, at, first[s], count[s], ks, offs, blk) then seen = '1'; break end
     end
     flags[i + 1] = seen
   end

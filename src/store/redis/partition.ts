@@ -62,12 +62,12 @@ export function partitionFilterBytes(slice: SliceSpec, partitions: number): numb
  * epoch's `slices` and may grow into the rest (docs/redis.md "How an add works").
  */
 export function partitionGeometry(slices: readonly SliceSpec[], partitions: number, have: number, maxSlices: number): string {
-  const filters: [number, number][] = [];
+  const filters: [number, number, number][] = [];
   const bytes: number[] = [];
   for (const [j, slice] of slices.entries()) {
     const sizes = partitionFilterBytes(slice, partitions);
     for (const [f, geometry] of filterGeometries(slice).entries()) {
-      filters.push([j, geometry.k]);
+      filters.push([j, geometry.k, geometry.layout === 'blocked' ? 1 : 0]);
       bytes.push(sizes[f]!);
     }
   }
