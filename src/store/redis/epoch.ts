@@ -78,6 +78,7 @@ export class RedisEpoch implements EpochBits {
       have: 1,
       newestAdded: 0,
       previousBatch: '',
+      tail: Promise.resolve(),
     }));
   }
 
@@ -110,25 +111,32 @@ export class RedisEpoch implements EpochBits {
     const decided = new Uint8Array(count);
     const pending = new Set<number>();
     const sealed: number[] = [];
+    /** This batch's turn in each partition it touches: its calls there follow the earlier batches' (see takeTurn). */
+    const turns = new Map<number, Turn>();
     let fresh = 0;
     const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
     try {
       for (let attempt = 0; ; attempt++) {
         if (attempt > 50) throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing under 50 attempts`);
         let { planning, grouping, positions, perKey } = this.#positionsOf(keys, count, buffer);
-        if (attempt === 0) for (let p = 0; p < this.#partitions.length; p++) if (grouping.starts[p + 1]! > grouping.starts[p]!) pending.add(p);
+        if (attempt === 0) {
+          for (let p = 0; p < this.#partitions.length; p++) if (grouping.starts[p + 1]! > grouping.starts[p]!) pending.add(p);
+          for (const p of pending) turns.set(p, takeTurn(this.#partitions[p]!));
+        }
         // Growth planned now (a plan grown meanwhile, by this handle or another) needs positions for the new slices too.
         await this.#planGrowth(grouping, pending);
         if (this.#positionPlan() !== planning) ({ planning, grouping, positions, perKey } = this.#positionsOf(keys, count, buffer));
         const calls = [...pending].map(async (p) => {
           const from = grouping.starts[p]!;
           const n = grouping.starts[p + 1]! - from;
+          await turns.get(p)!.ready;
           const outcome = await this.#addTo(this.#partitions[p]!, planning, positions.subarray(from * perKey * 4, (from + n) * perKey * 4), n, batch, doing);
           return { p, outcome };
         });
         for (const { p, outcome } of await settleAll(calls)) {
           if (outcome.kind === 'retry') continue;
           pending.delete(p);
+          turns.get(p)!.done();
           if (outcome.kind === 'sealed') {
             sealed.push(p);
             continue;
@@ -144,6 +152,7 @@ export class RedisEpoch implements EpochBits {
         if (pending.size === 0) break;
       }
     } finally {
+      for (const turn of turns.values()) turn.done();
       this.#spare.push(buffer.bytes);
     }
     if (sealed.length === 0) return fresh;
@@ -571,6 +580,27 @@ export class RedisEpoch implements EpochBits {
   #notCounting(doing: string): SeenStoreError {
     return new SeenStoreError('USAGE', `${this.#where} is not counting: only counting epochs can ${doing}`);
   }
+}
+
+/** A batch's place in a partition's order: `ready` once the earlier batches are decided there; `done` lets the next one go. */
+interface Turn {
+  readonly ready: Promise<void>;
+  done(): void;
+}
+
+/**
+ * Takes the next turn in a partition: batches of one handle are decided in each partition in the
+ * order they were given, also when one is refused and retried (a partition not created yet, a
+ * growth) — else a URL in two batches in flight could be answered new at its later occurrence.
+ * Other partitions go on meanwhile.
+ */
+function takeTurn(part: Partition): Turn {
+  const ready = part.tail;
+  let done!: () => void;
+  part.tail = new Promise<void>((resolve) => {
+    done = resolve;
+  });
+  return { ready, done };
 }
 
 /** Every promise settled, then the first failure thrown (no call is left running behind an error), else the values. */

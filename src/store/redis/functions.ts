@@ -18,7 +18,7 @@
  * Scope slot: scope record (string, JSON), epochs (hash n -> JSON entry), drops (hash n -> JSON entry),
  * plan:<uid> (list: an open epoch's grown slices, the specs every partition grows into), queues.
  */
-export const LIBRARY_VERSION = '8';
+export const LIBRARY_VERSION = '9';
 
 export const LIBRARY = `#!lua name=seenstore
 local VERSION = '${LIBRARY_VERSION}'
@@ -70,6 +70,34 @@ local function holds(fbase, blob, at, f0, fn, ks, offs, blk)
     end
   end
   return true
+end
+
+-- Sets a URL's k bits in a filter: a blocked filter's block is read, changed in Lua and written
+-- back whole (GETRANGE + SETRANGE of 64 bytes: two calls whatever k, and a short AOF record); a
+-- classic filter's bits by one BITFIELD of k SETs (a call per bit cost most of the script).
+local function set_bits(key, blob, p, k, blocked)
+  if blocked then
+    local first = u32(blob, p)
+    local base = first - first % 512
+    local bytes = {string.byte(redis.call('GETRANGE', key, base / 8, base / 8 + 63), 1, 64)}
+    for j = 1, k do
+      local q = u32(blob, p) - base
+      local b = (q - q % 8) / 8 + 1
+      bytes[b] = bit.bor(bytes[b], bit.lshift(1, 7 - q % 8))
+      p = p + 4
+    end
+    redis.call('SETRANGE', key, base / 8, string.char(unpack(bytes)))
+    return
+  end
+  local ops = {}
+  for j = 1, k do
+    ops[#ops + 1] = 'SET'
+    ops[#ops + 1] = 'u1'
+    ops[#ops + 1] = u32(blob, p)
+    ops[#ops + 1] = 1
+    p = p + 4
+  end
+  redis.call('BITFIELD', key, unpack(ops))
 end
 
 -- A filter's string at its exact size: SET of a full-length value allocates exactly that much,
@@ -312,17 +340,7 @@ local function ss_add(keys, args)
         for f = first[cur], first[cur] + count[cur] - 1 do allocate(fbase .. (f - 1), geo.bytes[f]) end
       end
       for f = first[cur], first[cur] + count[cur] - 1 do
-        -- One BITFIELD call sets the filter's k bits (a call per bit cost most of the script).
-        local p = at + offs[f] * 4
-        local ops = {}
-        for j = 1, ks[f] do
-          ops[#ops + 1] = 'SET'
-          ops[#ops + 1] = 'u1'
-          ops[#ops + 1] = u32(blob, p)
-          ops[#ops + 1] = 1
-          p = p + 4
-        end
-        redis.call('BITFIELD', fbase .. (f - 1), unpack(ops))
+        set_bits(fbase .. (f - 1), blob, at + offs[f] * 4, ks[f], blk[f])
       end
       flags[i + 1] = '1'
       fresh = fresh + 1

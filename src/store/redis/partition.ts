@@ -17,6 +17,8 @@ export interface Partition {
   newestAdded: number;
   /** Its last batch's answers key, deleted by its next batch ('' for none). */
   previousBatch: string;
+  /** Settles when the handle's latest batch is decided here: the next batch's turn (epoch.ts takeTurn). */
+  tail: Promise<void>;
 }
 
 /** A batch's keys grouped by partition: keys order[starts[p]] .. order[starts[p + 1] - 1] are partition p's, in input order. */
