@@ -133,13 +133,16 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
     },
     async () => {
       const dir = tempDir('seenstore-rscale-');
-      // 200,000 URLs in an epoch planned for 20,000: it grows slices on the way.
-      const input = writeUrls(join(dir, 'grow.txt'), withRepeats(crawled.slice(0, 200_000)));
-      const run = await runCli(['--store', cluster.location(), '--scope', 'grow', 'filter-new', '--capacity', '20000', join(dir, 'grow.txt')]);
-      assert.equal(run.code, 0, run.stderr);
-      const printed = lines(run.stdout);
-      assert.equal(new Set(printed).size, printed.length, 'a URL was printed twice');
-      assert.equal(printedLate(printed, input), 0, 'URLs printed at a later occurrence: their first was answered "seen" before anything added them');
+      // 100,000 URLs in an epoch planned for 10,000: it grows three slices on the way. The
+      // overtaking is a race (it was seen in about 5 runs of 6): three scopes give it three chances.
+      const input = writeUrls(join(dir, 'grow.txt'), withRepeats(crawled.slice(0, 100_000)));
+      for (const scope of ['grow-1', 'grow-2', 'grow-3']) {
+        const run = await runCli(['--store', cluster.location(), '--scope', scope, 'filter-new', '--capacity', '10000', join(dir, 'grow.txt')]);
+        assert.equal(run.code, 0, run.stderr);
+        const printed = lines(run.stdout);
+        assert.equal(new Set(printed).size, printed.length, 'a URL was printed twice');
+        assert.equal(printedLate(printed, input), 0, `${scope}: URLs printed at a later occurrence: their first was answered "seen" before anything added them`);
+      }
     },
   );
 
