@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -89,4 +89,45 @@ export function xorshift32(seed: number): () => number {
     state ^= state << 5;
     return state >>> 0;
   };
+}
+
+/** bench/'s large real data set (bench/package.json pins it; `npm install --prefix bench` installs it). */
+const PACKAGE_REPOS = join(ROOT, 'bench', 'node_modules', 'all-the-package-repos');
+/** Where bench/data.ts keeps the data set as one URL per line (the same file is written here). */
+const BENCH_CACHE = join(ROOT, 'bench', '.data');
+
+/** A large URL list: its lines, and where they came from (for a test's report). */
+export interface LargeUrls {
+  readonly urls: string[];
+  readonly source: string;
+}
+
+/**
+ * `count` distinct real repository URLs from bench's all-the-package-repos data set (its distinct
+ * http(s) values in file order, as bench/data.ts lists them, read from bench's cache of that list
+ * when it is there); without it, generated crawl-like URLs stand in (said once on stderr). The
+ * shared lists are too small (50k URLs) for a test at 10^6.
+ */
+export function largeUrls(count: number): LargeUrls {
+  const repos = packageRepoUrls();
+  if (repos !== undefined && repos.urls.length >= count) return { urls: repos.urls.slice(0, count), source: repos.source };
+  process.stderr.write(`# ${PACKAGE_REPOS} not installed (npm install --prefix bench): ${count.toLocaleString('en-US')} generated crawl-like URLs stand in for real ones\n`);
+  return { urls: generatedUrls(count, 3), source: `${count} generated crawl-like URLs (test/helpers/generated-urls.ts, seed 3)` };
+}
+
+function packageRepoUrls(): LargeUrls | undefined {
+  const packageJson = join(PACKAGE_REPOS, 'package.json');
+  if (!existsSync(packageJson)) return undefined;
+  const version = (JSON.parse(readFileSync(packageJson, 'utf8')) as { version: string }).version;
+  const source = `all-the-package-repos@${version} (bench's data set)`;
+  const cache = join(BENCH_CACHE, `package-repos-${version}.txt`);
+  if (existsSync(cache)) return { urls: readFileSync(cache, 'utf8').split('\n').filter((line) => line.length > 0), source };
+  const values = Object.values(JSON.parse(readFileSync(join(PACKAGE_REPOS, 'data', 'packages.json'), 'utf8')) as Record<string, unknown>);
+  const urls = [...new Set(values.filter((v): v is string => typeof v === 'string' && /^https?:\/\//.test(v) && !v.includes('\n')))];
+  // The same file bench/data.ts writes, complete or absent (renamed into place): parsing the
+  // 257 MB package list takes ~12 s, reading this file well under one.
+  mkdirSync(BENCH_CACHE, { recursive: true });
+  writeFileSync(`${cache}.${process.pid}`, `${urls.join('\n')}\n`);
+  renameSync(`${cache}.${process.pid}`, cache);
+  return { urls, source };
 }
