@@ -40,6 +40,8 @@ export class Scope {
   readonly #explicitNormalize: NormalizeMode | undefined;
   /** The open epoch this handle last saw (to check an explicit normalisation against it once). */
   #openEpoch: number | undefined;
+  /** Settles when the handle's latest add has issued its last batch to the backend (#add). */
+  #addOrder: Promise<void> = Promise.resolve();
 
   /** @internal Scopes come from SeenStore.scope(); the context holds the store's internals. */
   constructor(ctx: ScopeContext, name: string, options: ScopeOptions) {
@@ -377,6 +379,23 @@ export class Scope {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('add');
     if (keyCount(urls) === 0) return 0;
+    // Calls of one handle reach the backend in the order they were made: the next waits until this
+    // one has issued its last batch (a backend deciding batches in flight out of order would answer
+    // a URL given in two of them "new" at its later occurrence).
+    const turn = this.#addOrder;
+    let issued!: () => void;
+    this.#addOrder = new Promise<void>((resolve) => {
+      issued = resolve;
+    });
+    try {
+      await turn;
+      return await this.#addInTurn(urls, answers, options, enqueue, issued);
+    } finally {
+      issued();
+    }
+  }
+
+  async #addInTurn(urls: Keys, answers: boolean[] | undefined, options: AddOptions, enqueue: QueueItems | undefined, issued: () => void): Promise<number> {
     const count = keyCount(urls);
     const existing = await this.#open(false);
     // Every URL is checked before anything is written, the scope's creation included.
@@ -396,7 +415,8 @@ export class Scope {
       const partCount = keyCount(part);
       // One part (the usual call): its answers are the call's.
       const partAnswers = answers === undefined || partCount === count ? answers : new Array<boolean>(partCount);
-      added += await this.#addPart(current, part, partAnswers, enqueue === undefined || partCount === count ? enqueue : queuePart(enqueue, start, start + partCount), options);
+      const last = start + partCount === count;
+      added += await this.#addPart(current, part, partAnswers, enqueue === undefined || partCount === count ? enqueue : queuePart(enqueue, start, start + partCount), options, last ? issued : undefined);
       if (answers !== undefined && partAnswers !== answers) for (let i = 0; i < partCount; i++) answers[start + i] = partAnswers![i]!;
       start += partCount;
     }
@@ -408,7 +428,7 @@ export class Scope {
    * to the next epoch — or only its undecided keys, when a partitioned epoch had decided some
    * (PartlyDecided): each key lands in exactly one epoch and keeps the answer it got there.
    */
-  async #addPart(current: { epoch: EpochBits }, keys: Keys, answers: boolean[] | undefined, enqueue: QueueItems | undefined, options: AddOptions): Promise<number> {
+  async #addPart(current: { epoch: EpochBits }, keys: Keys, answers: boolean[] | undefined, enqueue: QueueItems | undefined, options: AddOptions, issued?: () => void): Promise<number> {
     let added = 0;
     /** Indices of the keys still to decide (undefined: all of them). */
     let rest: number[] | undefined;
@@ -422,7 +442,9 @@ export class Scope {
       };
       try {
         const restQueue = enqueue === undefined || rest === undefined ? enqueue : pickQueue(enqueue, rest);
-        added += await current.epoch.addIfAbsent(rest === undefined ? keys : pickKeys(keys, rest), restAnswers, restQueue);
+        const adding = current.epoch.addIfAbsent(rest === undefined ? keys : pickKeys(keys, rest), restAnswers, restQueue);
+        issued?.();
+        added += await adding;
         copyBack();
         return added;
       } catch (error) {

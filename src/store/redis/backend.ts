@@ -242,6 +242,9 @@ export class RedisBackend implements Backend {
     const cached = this.#epochs.get(id);
     if (cached !== undefined && cached.uid === entry.uid) return cached;
     const slices = entry.header.state === 'open' ? await this.#grownSlices(scope, entry) : [...entry.header.slices];
+    // One handle per epoch: a load that raced this one may have made it meanwhile (its batches' order lives in it).
+    const made = this.#epochs.get(id);
+    if (made !== undefined && made.uid === entry.uid) return made;
     const epoch = new RedisEpoch(this.#ctx, entry, slices);
     this.#epochs.set(id, epoch);
     return epoch;
