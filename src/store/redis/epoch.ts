@@ -1,4 +1,4 @@
-import { SeenStoreError, unsupported } from '../../errors.js';
+import { SeenStoreError } from '../../errors.js';
 import { EpochHasher } from '../../filters/epoch-hasher.js';
 import { filterGeometries } from '../../filters/keying.js';
 import { PositionPlan } from '../../filters/positions.js';
@@ -10,6 +10,7 @@ import { isCountingEpoch, type EpochHeader, type SliceSpec } from '../records.js
 import { freshId, list, pairs, text, type RedisContext } from './context.js';
 import type { Reply } from './connection.js';
 import type { EpochKeys } from './keys.js';
+import { encodeQueueItems } from './frontier.js';
 import { checkRedisSlice, redisBit, summarize, writeBytes, type EpochState } from './epoch-state.js';
 import { nextSliceSpec } from '../slice-plan.js';
 
@@ -80,20 +81,39 @@ export class RedisEpoch implements EpochBits {
   }
 
   async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems): Promise<number> {
-    if (enqueue !== undefined) throw unsupported('redis', 'enqueue to a frontier (the Redis frontier, on Redis Streams, is not built yet)');
     const count = keyCount(keys);
     if (count === 0) return 0;
+    if (enqueue !== undefined && (answers === undefined || enqueue.urls.length !== count)) throw new TypeError('enqueue needs answers and one URL per key');
     const batch = freshId(12);
     const doing = `adding a batch to ${this.#where}`;
     const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
     try {
-      return await this.#addWith(keys, answers, count, batch, doing, buffer);
+      return await this.#addWith(keys, answers, count, batch, doing, buffer, enqueue === undefined ? undefined : this.#queueArgs(enqueue, count));
     } finally {
       this.#spare.push(buffer.bytes);
     }
   }
 
-  async #addWith(keys: Keys, answers: boolean[] | undefined, count: number, batch: string, doing: string, buffer: { bytes: Buffer }): Promise<number> {
+  /**
+   * What ss_add needs to enqueue the new URLs in the same call: the frontier stream of the add's
+   * slot as a fourth key, the items and the epoch as two more arguments. Interim wiring while every
+   * epoch is partition 0: the partitioned layout sends each partition's items (encodeQueueItems of
+   * its URLs' indices) with that partition's stream.
+   */
+  #queueArgs(enqueue: QueueItems, count: number): { readonly keys: readonly string[]; readonly args: readonly (string | Buffer)[] } {
+    const all = Array.from({ length: count }, (_, i) => i);
+    return { keys: [this.#keys.queue], args: [encodeQueueItems(enqueue, all), String(this.#header.epoch)] };
+  }
+
+  async #addWith(
+    keys: Keys,
+    answers: boolean[] | undefined,
+    count: number,
+    batch: string,
+    doing: string,
+    buffer: { bytes: Buffer },
+    queue: { readonly keys: readonly string[]; readonly args: readonly (string | Buffer)[] } | undefined,
+  ): Promise<number> {
     for (let attempt = 0; ; attempt++) {
       if (attempt > 50) throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing under 50 attempts`);
       this.#planGrowth(count);
@@ -109,12 +129,13 @@ export class RedisEpoch implements EpochBits {
       const reply = list(
         await this.#ctx.fcallDurable(
           this.counting ? 'ss_count_add' : 'ss_add',
-          [this.#keys.state, this.#keys.slices, this.#keys.batch(batch)],
-          [String(this.#slices.length), String(count), geometry, positions.subarray(0, count * perKey * 4), this.#keys.filterBase, String(BATCH_ANSWERS_TTL_S), this.#previousBatch],
+          [this.#keys.state, this.#keys.slices, this.#keys.batch(batch), ...(queue?.keys ?? [])],
+          [String(this.#slices.length), String(count), geometry, positions.subarray(0, count * perKey * 4), this.#keys.filterBase, String(BATCH_ANSWERS_TTL_S), this.#previousBatch, ...(queue?.args ?? [])],
           doing,
         ),
       );
       const outcome = text(reply[0]);
+      if (outcome === 'malformed') throw new SeenStoreError('INTERNAL', `invariant broken: ss_add could not read the queue items sent (${doing})`);
       if (outcome === 'ok' || outcome === 'done') {
         const flags = reply[1] as Buffer;
         if (outcome === 'ok') {
