@@ -1,5 +1,6 @@
 import { SeenStoreError } from '../../errors.js';
 import type { Frontier, FrontierStats, LeasedUrl, QueueItems } from '../backend.js';
+import { faultPoint } from '../faults.js';
 import type { Reply } from './connection.js';
 import { freshId, list, text, type RedisContext } from './context.js';
 import type { QueueKeys } from './keys.js';
@@ -69,6 +70,7 @@ export class RedisFrontier implements Frontier {
     for (let visited = 0; visited < streams && out.length < count; visited++) {
       const p = (start + visited) % streams;
       const reply = await this.#write(p, 'ss_q_take', [String(count - out.length), String(leaseMs), owner ?? this.#consumer], 'taking from');
+      faultPoint('frontier:take-after-commit');
       for (const entry of list(reply)) out.push(this.#leased(p, list(entry)));
     }
     return out;
