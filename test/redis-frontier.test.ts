@@ -88,6 +88,62 @@ describe('redis frontier', { skip: missing }, () => {
     }
   });
 
+  test('an enqueuer killed -9 mid-stream: every acknowledged URL queued once, a URL queued exactly when it is recorded as seen', async () => {
+    const location = cluster.location();
+    const dir = tempDir('seenstore-redis-frontier-');
+    const input = urls.slice(10_000, 30_000);
+    const file = join(dir, 'in.txt');
+    writeFileSync(file, `${input.join('\n')}\n`);
+    const killed = await new Promise<string[]>((resolve, reject) => {
+      const proc = spawn(process.execPath, [CHILD, location, 'enqueue', file, '500'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      let out = '';
+      proc.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString('utf8');
+        // Killed at once after its 10th acknowledgement: somewhere in the batches after it.
+        if (out.includes('ack 9\n') && proc.exitCode === null) proc.kill('SIGKILL');
+      });
+      proc.on('error', reject);
+      proc.on('close', () => resolve(out.split('\n').filter((line) => line.startsWith('ack '))));
+    });
+    assert.ok(killed.length >= 10 && killed.length < 40, `the enqueuer was not killed mid-stream (${killed.length} batches acknowledged)`);
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('f');
+      const frontier = scope.frontier();
+      const queued: string[] = [];
+      for (let got = await frontier.take(5_000, { leaseMs: 60_000 }); got.length > 0; got = await frontier.take(5_000, { leaseMs: 60_000 })) {
+        queued.push(...got.map((entry) => entry.url));
+      }
+      assert.equal(new Set(queued).size, queued.length, 'a URL was queued twice');
+      const acknowledged = input.slice(0, killed.length * 500);
+      const queuedSet = new Set(queued);
+      assert.deepEqual(acknowledged.filter((url) => !queuedSet.has(url)), [], 'an acknowledged URL is not queued');
+      const seen = await scope.has(input);
+      assert.deepEqual(input.filter((url, i) => seen[i] !== queuedSet.has(url)), [], 'a URL recorded as seen and not queued, or queued and not seen');
+      assert.equal(queued.length % 500, 0, 'part of a batch was queued');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('rotation and prune leave the frontier alone; a URL found again in a new epoch is queued again with that epoch', async () => {
+    const location = cluster.location();
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('f', EXACT);
+      const some = urls.slice(8_500, 8_505);
+      await scope.enqueue(some);
+      await scope.rotate();
+      await scope.rotate();
+      assert.equal((await scope.prune({ keepLast: 1 })).length, 2);
+      assert.deepEqual(await scope.enqueue(some), [true, true, true, true, true]);
+      const taken = await scope.frontier().take(20, { leaseMs: 60_000 });
+      assert.deepEqual(taken.map((entry) => [entry.url, entry.epoch]), [...some.map((url) => [url, 1]), ...some.map((url) => [url, 3])]);
+    } finally {
+      await store.close();
+    }
+  });
+
   test('a taker killed -9 right after its take: its URLs come back when the lease runs out, with attempts 2', async () => {
     const location = cluster.location();
     const queued = urls.slice(6_000, 6_500);
@@ -159,6 +215,28 @@ describe('redis frontier', { skip: missing }, () => {
       const stream = `{${prefixOf(location)}/f/0}`;
       assert.equal(redis('ZCARD', `${stream}:l`), '0', 'a lease outlived its entry');
       assert.equal(redis('XLEN', `${stream}:q`), '0');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a call repeated with its call id (a retry after a lost reply) gets its first answer: a take leases nothing new', async () => {
+    const location = cluster.location();
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('f', EXACT);
+      await scope.enqueue(urls.slice(7_500, 7_510));
+      const tag = `{${prefixOf(location)}/f/0}`;
+      const call = (name: string, id: string, ...args: string[]): string => redis('FCALL', name, '4', `${tag}:q`, `${tag}:l`, `${tag}:qdone`, `${tag}:qa:${id}`, '300', '', ...args);
+      const taken = call('ss_q_take', 'take-1', '4', '60000', 'retrier');
+      assert.equal(call('ss_q_take', 'take-1', '4', '60000', 'retrier'), taken);
+      assert.match(taken, new RegExp(urls[7_503]!.replace(/[.?*+^$[\]\\(){}|]/g, '\\$&')));
+      assert.deepEqual(await scope.frontier().stats(), { pending: 6, leased: 4, done: 0 });
+      const id = taken.split('\n')[0]!;
+      assert.equal(call('ss_q_done', 'done-1', id), '1');
+      assert.equal(call('ss_q_done', 'done-1', id), '1', 'a retried done answered otherwise');
+      assert.equal(call('ss_q_done', 'done-2', id), '0');
+      assert.deepEqual(await scope.frontier().stats(), { pending: 6, leased: 3, done: 1 });
     } finally {
       await store.close();
     }
