@@ -242,6 +242,25 @@ describe('redis frontier', { skip: missing }, () => {
     }
   });
 
+  test('a stream entry of a newer version is FORMAT_UNSUPPORTED, one seenstore did not write STORE_CORRUPT', async () => {
+    const location = cluster.location();
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('f', EXACT);
+      await scope.enqueue(urls.slice(8_600, 8_601));
+      const stream = `{${prefixOf(location)}/f/0}:q`;
+      const frontier = scope.frontier();
+      const newer = redis('XADD', stream, '*', 'v', '2', 'u', 'https://newer.example/', 'e', '1');
+      await expectCode('FORMAT_UNSUPPORTED', () => frontier.take(10, { leaseMs: 200 }));
+      assert.equal(await frontier.done([`0-${newer}`]), 1);
+      redis('XADD', stream, '*', 'url', 'https://foreign.example/');
+      await sleep(250);
+      await expectCode('STORE_CORRUPT', () => frontier.take(10, { leaseMs: 200 }));
+    } finally {
+      await store.close();
+    }
+  });
+
   test('several partition streams: a take visits them round robin and never leases more than asked', async () => {
     const location = cluster.location();
     const prefix = prefixOf(location);
@@ -253,7 +272,7 @@ describe('redis frontier', { skip: missing }, () => {
       redis('SET', `{${prefix}/f}:queues`, '3');
       for (const p of [1, 2]) {
         redis('XGROUP', 'CREATE', `{${prefix}/f/${p}}:q`, 'ss', '0', 'MKSTREAM');
-        for (let i = 0; i < 3; i++) redis('XADD', `{${prefix}/f/${p}}:q`, '*', 'u', `https://p${p}.example/${i}`, 'e', '1');
+        for (let i = 0; i < 3; i++) redis('XADD', `{${prefix}/f/${p}}:q`, '*', 'v', '1', 'u', `https://p${p}.example/${i}`, 'e', '1');
       }
       const frontier = scope.frontier();
       assert.deepEqual(await frontier.stats(), { pending: 9, leased: 0, done: 0 });

@@ -7,6 +7,8 @@ import type { QueueKeys } from './keys.js';
 
 /** Seconds a frontier call's answer stays for a retry of the same call (deleted by the handle's next call on that stream). */
 export const FRONTIER_ANSWER_TTL_S = 300;
+/** The version of the stream entries this seenstore writes and reads (field `v`; functions.ts ENTRY_VERSION). */
+const QUEUE_ENTRY_VERSION = '1';
 /** Most partition streams a scope's frontier may have (`{PREFIX/SCOPE}:queues`). */
 export const MAX_QUEUES = 65_536;
 /** Most ids one done or release call sends to one stream: bounds a call's arguments and its time in Redis. */
@@ -168,16 +170,29 @@ export class RedisFrontier implements Frontier {
     return out;
   }
 
-  /** A take's entry (functions.ts `leased`: id, attempts, lease end, URL, epoch, data or ''). */
+  /**
+   * A take's entry (functions.ts `leased`: id, attempts, lease end, URL, epoch, data or '', entry
+   * version), checked right after reading: an entry of a newer version is FORMAT_UNSUPPORTED, a
+   * malformed one STORE_CORRUPT (the take's leases then run out: nothing is lost).
+   */
   #leased(p: number, entry: Reply[]): LeasedUrl {
-    const data = text(entry[5]);
+    const id = `${p}-${text(entry[0])}`;
+    const version = text(entry[6]);
     const url = text(entry[3]);
-    const leasedUrl = { id: `${p}-${text(entry[0])}`, url, epoch: Number(text(entry[4])), attempts: Number(entry[1]), leaseUntilMs: Number(entry[2]) };
+    const epoch = Number(text(entry[4]));
+    const where = `frontier of ${this.#scope}, entry ${id}`;
+    if (version !== QUEUE_ENTRY_VERSION) {
+      const newer = /^[0-9]+$/.test(version) && Number(version) > Number(QUEUE_ENTRY_VERSION);
+      throw new SeenStoreError(newer ? 'FORMAT_UNSUPPORTED' : 'STORE_CORRUPT', `${where}: ${newer ? `of entry version ${version}, newer than this seenstore's` : 'not an entry seenstore wrote'}`);
+    }
+    if (url === '' || !Number.isSafeInteger(epoch) || epoch < 1) throw new SeenStoreError('STORE_CORRUPT', `${where}: no URL or no epoch`);
+    const leasedUrl = { id, url, epoch, attempts: Number(entry[1]), leaseUntilMs: Number(entry[2]) };
+    const data = text(entry[5]);
     if (data === '') return leasedUrl;
     try {
       return { ...leasedUrl, data: JSON.parse(data) as unknown };
     } catch (error) {
-      throw new SeenStoreError('STORE_CORRUPT', `frontier of ${this.#scope}, entry ${leasedUrl.id} (${url}): its data is not JSON`, { cause: error });
+      throw new SeenStoreError('STORE_CORRUPT', `${where} (${url}): its data is not JSON`, { cause: error });
     }
   }
 }

@@ -130,12 +130,13 @@ local function sadd(fbase, blob, at, f, ks, offs)
 end
 
 -- The frontier (docs/frontier.md "On Redis"). A partition's stream holds one entry per queued URL:
--- u (the URL), e (the epoch it was found new in), d (its data as JSON, when it has some), a (the
--- attempts it had before a release with data queued it again). The consumer group GROUP delivers
+-- v (ENTRY_VERSION), u (the URL), e (the epoch it was found new in), d (its data as JSON, when it
+-- has some), a (the attempts it had before a release with data queued it again). The consumer group GROUP delivers
 -- each entry once (XREADGROUP '>'); a delivered entry stays pending until done. The lease set holds
 -- one member per pending entry, its id padded to sort as it orders (padded), scored by the end of
 -- its lease in ms (Redis TIME); 0 when it was given back (release, reclaim).
 local GROUP = 'ss'
+local ENTRY_VERSION = '1'
 
 -- Queue items (encodeQueueItems in redis/frontier.ts): per URL of the batch, a u32 little-endian
 -- byte length and the URL, a u32 length and the data (0: none). Decoded before anything is written;
@@ -166,8 +167,8 @@ local function queue_new(qkey, flags, items, epoch)
       if not ready and redis.call('EXISTS', qkey) == 0 then redis.call('XGROUP', 'CREATE', qkey, GROUP, '0', 'MKSTREAM') end
       ready = true
       local url, data = items[i][1], items[i][2]
-      if data == '' then redis.call('XADD', qkey, '*', 'u', url, 'e', epoch)
-      else redis.call('XADD', qkey, '*', 'u', url, 'e', epoch, 'd', data) end
+      if data == '' then redis.call('XADD', qkey, '*', 'v', ENTRY_VERSION, 'u', url, 'e', epoch)
+      else redis.call('XADD', qkey, '*', 'v', ENTRY_VERSION, 'u', url, 'e', epoch, 'd', data) end
     end
   end
 end
@@ -200,9 +201,10 @@ local function fields_of(list)
   return f
 end
 
--- One leased entry as take replies it: id, attempts, lease end ms, URL, epoch, data ('' none).
+-- One leased entry as take replies it: id, attempts, lease end ms, URL, epoch, data ('' none),
+-- entry version ('' none: not an entry these functions wrote).
 local function leased(id, f, attempts, untilMs)
-  return {id, attempts, untilMs, f.u or '', f.e or '0', f.d or ''}
+  return {id, attempts, untilMs, f.u or '', f.e or '', f.d or '', f.v or ''}
 end
 
 -- The pending record of an entry: {id, consumer, idle ms, deliveries}, or nil.
@@ -340,7 +342,7 @@ local function ss_q_release(keys, args)
         local found = redis.call('XRANGE', qkey, id, id)[1]
         if p and found then
           local f = fields_of(found[2])
-          redis.call('XADD', qkey, '*', 'u', f.u, 'e', f.e, 'd', data, 'a', int(p[4] + tonumber(f.a or '0')))
+          redis.call('XADD', qkey, '*', 'v', ENTRY_VERSION, 'u', f.u, 'e', f.e, 'd', data, 'a', int(p[4] + tonumber(f.a or '0')))
           redis.call('XACK', qkey, GROUP, id)
           redis.call('XDEL', qkey, id)
           owners[p[2]] = true
