@@ -8,6 +8,7 @@ import { SeenStore } from '../src/index.js';
 import { runCli } from './helpers/cli.js';
 import { ROOT, sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
+import { failOver } from './helpers/redis-failover.js';
 import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -296,25 +297,53 @@ describe('redis frontier', { skip: missing }, () => {
 
   test('the CLI: push, take, done, release and stats round trip on Redis', async () => {
     const store = cluster.location();
+    const durable = ['--store', store, '--wait-replicas', '1'];
     const input = `${urls.slice(9_000, 9_050).join('\n')}\n${urls[9_000]}\n`;
-    const push = await runCli(['--store', store, '--scope', 'c', 'frontier', 'push'], input);
+    const push = await runCli([...durable, '--scope', 'c', 'frontier', 'push'], input);
     assert.equal(push.code, 0, push.stderr);
     assert.equal(push.stdout.split('\n').filter(Boolean).length, 50);
     const again = await runCli(['--store', store, '--scope', 'c', 'frontier', 'push'], input);
     assert.equal(again.stdout, '', 'a URL was queued twice');
-    const take = await runCli(['--store', store, '--scope', 'c', 'frontier', 'take', '--count', '20']);
+    const take = await runCli([...durable, '--scope', 'c', 'frontier', 'take', '--count', '20']);
     assert.equal(take.code, 0, take.stderr);
     const lines = take.stdout.split('\n').filter(Boolean);
     assert.deepEqual(lines.map((line) => line.split('\t')[1]), urls.slice(9_000, 9_020));
     assert.ok(lines.every((line) => /^0-\d+-\d+\thttps?:\/\//.test(line)));
-    const done = await runCli(['--store', store, '--scope', 'c', 'frontier', 'done'], lines.slice(0, 15).join('\n'));
+    const done = await runCli([...durable, '--scope', 'c', 'frontier', 'done'], lines.slice(0, 15).join('\n'));
     assert.match(done.stderr, /done 15 of 15/);
-    const release = await runCli(['--store', store, '--scope', 'c', 'frontier', 'release', ...lines.slice(15).map((line) => line.split('\t')[0]!)]);
+    const release = await runCli([...durable, '--scope', 'c', 'frontier', 'release', ...lines.slice(15).map((line) => line.split('\t')[0]!)]);
     assert.match(release.stderr, /released 5 of 5/);
     const stats = await runCli(['--store', store, '--scope', 'c', '--json', 'frontier', 'stats']);
     assert.deepEqual(JSON.parse(stats.stdout), { scope: 'c', pending: 35, leased: 0, done: 15 });
     const bad = await runCli(['--store', store, '--scope', 'c', 'frontier', 'done', '17']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /seenstore: error USAGE: not a frontier id/);
+  });
+
+  // Last: it kills a master of the file's cluster (which recovers: the killed node rejoins as a replica).
+  test('kill -9 of the master holding the frontier while a crawler takes and finishes, waitReplicas 1: every URL taken once, every done counted', async () => {
+    const location = cluster.location();
+    const all = urls.slice(12_000, 15_000);
+    const store = await SeenStore.open(location, { ...quiet, waitReplicas: 1 });
+    try {
+      const scope = store.scope('f', EXACT);
+      await scope.enqueue(all);
+      const frontier = scope.frontier();
+      const taken: string[] = [];
+      let failing: Promise<void> | undefined;
+      for (let got = await frontier.take(25, { leaseMs: 120_000 }); got.length > 0; got = await frontier.take(25, { leaseMs: 120_000 })) {
+        taken.push(...got.map((entry) => entry.url));
+        assert.equal(await frontier.done(got.map((entry) => entry.id)), got.length, 'a retried done answered otherwise');
+        // The kill happens at once (failOver's first step), with 2,500 URLs still to take.
+        if (failing === undefined && taken.length >= 500) failing = failOver(cluster, `{${prefixOf(location)}/f/0}:q`);
+      }
+      await failing;
+      assert.ok(failing !== undefined);
+      assert.equal(new Set(taken).size, taken.length, 'a URL was taken twice');
+      assert.deepEqual(new Set(taken), new Set(all), 'a queued URL was lost');
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: all.length });
+    } finally {
+      await store.close();
+    }
   });
 });
