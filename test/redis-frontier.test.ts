@@ -243,6 +243,25 @@ describe('redis frontier', { skip: missing }, () => {
     }
   });
 
+  test('an enqueue too large for one call (URLs and data over 64 MiB) is split: each URL queued once, with its data', async () => {
+    const location = cluster.location();
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('f', EXACT);
+      const some = urls.slice(16_000, 17_100);
+      const input = [...some, some[0]!, some[1_099]!];
+      const data = input.map((url) => ({ url, pad: 'x'.repeat(61_000) }));
+      const answers = await scope.enqueue(input, { data });
+      assert.deepEqual(answers, [...some.map(() => true), false, false]);
+      const taken = await scope.frontier().take(2_000, { leaseMs: 60_000 });
+      assert.deepEqual(taken.map((entry) => entry.url), some);
+      assert.ok(taken.every((entry) => (entry.data as { url: string }).url === entry.url && (entry.data as { pad: string }).pad.length === 61_000));
+      assert.equal(await scope.frontier().done(taken.map((entry) => entry.id)), some.length);
+    } finally {
+      await store.close();
+    }
+  });
+
   test('a stream entry of a newer version is FORMAT_UNSUPPORTED, one seenstore did not write STORE_CORRUPT', async () => {
     const location = cluster.location();
     const store = await SeenStore.open(location, quiet);

@@ -24,6 +24,19 @@ export const BATCH_ANSWERS_TTL_S = 300;
 /** How long an add waits for a rotation that sealed its epoch to publish the next one. */
 const ROTATION_WAIT_MS = 10_000;
 
+/**
+ * Most bytes of queue items (URLs and data) one add sends: a larger enqueue is split (Redis takes
+ * at most 512 MiB in one argument, and one call holds its master for as long as it runs).
+ */
+const QUEUE_ITEMS_BYTES_PER_CALL = 64 * 1024 * 1024;
+
+/** What an enqueuing add sends beyond a plain add: the frontier stream as a key, the items and the epoch as arguments. */
+interface QueueArgs {
+  readonly keys: readonly string[];
+  readonly args: readonly (string | Buffer)[];
+  readonly bytes: number;
+}
+
 /** An epoch's entry in its scope's `epochs` hash. */
 export interface EpochEntry {
   readonly uid: string;
@@ -84,14 +97,32 @@ export class RedisEpoch implements EpochBits {
     const count = keyCount(keys);
     if (count === 0) return 0;
     if (enqueue !== undefined && (answers === undefined || enqueue.urls.length !== count)) throw new TypeError('enqueue needs answers and one URL per key');
+    const queue = enqueue === undefined ? undefined : this.#queueArgs(enqueue, count);
+    if (queue !== undefined && queue.bytes > QUEUE_ITEMS_BYTES_PER_CALL && count > 1) return this.#addHalves(keys, answers!, enqueue!, count);
     const batch = freshId(12);
     const doing = `adding a batch to ${this.#where}`;
     const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
     try {
-      return await this.#addWith(keys, answers, count, batch, doing, buffer, enqueue === undefined ? undefined : this.#queueArgs(enqueue, count));
+      return await this.#addWith(keys, answers, count, batch, doing, buffer, queue);
     } finally {
       this.#spare.push(buffer.bytes);
     }
+  }
+
+  /**
+   * An enqueue whose URLs and data are too large for one call, as two (each atomic: a URL is still
+   * queued exactly when it is new, and a URL in both halves is new in the first only).
+   */
+  async #addHalves(keys: Keys, answers: boolean[], enqueue: QueueItems, count: number): Promise<number> {
+    let fresh = 0;
+    const middle = count >> 1;
+    for (const [start, end] of [[0, middle], [middle, count]] as const) {
+      const part = new Array<boolean>(end - start);
+      const items = { urls: enqueue.urls.slice(start, end), ...(enqueue.data === undefined ? {} : { data: enqueue.data.slice(start, end) }) };
+      fresh += await this.addIfAbsent(sliceKeys(keys, start, end), part, items);
+      for (let i = start; i < end; i++) answers[i] = part[i - start]!;
+    }
+    return fresh;
   }
 
   /**
@@ -100,9 +131,10 @@ export class RedisEpoch implements EpochBits {
    * epoch is partition 0: the partitioned layout sends each partition's items (encodeQueueItems of
    * its URLs' indices) with that partition's stream.
    */
-  #queueArgs(enqueue: QueueItems, count: number): { readonly keys: readonly string[]; readonly args: readonly (string | Buffer)[] } {
+  #queueArgs(enqueue: QueueItems, count: number): QueueArgs {
     const all = Array.from({ length: count }, (_, i) => i);
-    return { keys: [this.#keys.queue], args: [encodeQueueItems(enqueue, all), String(this.#header.epoch)] };
+    const items = encodeQueueItems(enqueue, all);
+    return { keys: [this.#keys.queue], args: [items, String(this.#header.epoch)], bytes: items.length };
   }
 
   async #addWith(
@@ -112,7 +144,7 @@ export class RedisEpoch implements EpochBits {
     batch: string,
     doing: string,
     buffer: { bytes: Buffer },
-    queue: { readonly keys: readonly string[]; readonly args: readonly (string | Buffer)[] } | undefined,
+    queue: QueueArgs | undefined,
   ): Promise<number> {
     for (let attempt = 0; ; attempt++) {
       if (attempt > 50) throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing under 50 attempts`);
