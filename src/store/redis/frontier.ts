@@ -80,7 +80,7 @@ export class RedisFrontier implements Frontier {
 
   async done(ids: readonly string[]): Promise<number> {
     const byStream = this.#grouped(ids);
-    const streams = await this.#streams();
+    const streams = await this.#streamsFor(byStream);
     let finished = 0;
     for (const [p, entries] of byStream) {
       if (p >= streams) continue;
@@ -95,7 +95,7 @@ export class RedisFrontier implements Frontier {
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
     if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
     const byStream = this.#grouped(ids);
-    const streams = await this.#streams();
+    const streams = await this.#streamsFor(byStream);
     let released = 0;
     for (const [p, entries] of byStream) {
       if (p >= streams) continue;
@@ -138,6 +138,11 @@ export class RedisFrontier implements Frontier {
     const n = Number(text(value));
     if (!Number.isSafeInteger(n) || n < 1 || n > MAX_QUEUES) throw new SeenStoreError('STORE_CORRUPT', `${key}: not a stream count from 1 to ${MAX_QUEUES} (${text(value)})`);
     return n;
+  }
+
+  /** The stream count, read only when some id names a partition past 0 (every scope has stream 0). */
+  async #streamsFor(byStream: ReadonlyMap<number, unknown>): Promise<number> {
+    return Math.max(...byStream.keys(), 0) > 0 ? this.#streams() : 1;
   }
 
   #queueKeys(p: number): QueueKeys {

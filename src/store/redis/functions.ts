@@ -131,10 +131,11 @@ end
 
 -- The frontier (docs/frontier.md "On Redis"). A partition's stream holds one entry per queued URL:
 -- v (ENTRY_VERSION), u (the URL), e (the epoch it was found new in), d (its data as JSON, when it
--- has some), a (the attempts it had before a release with data queued it again). The consumer group GROUP delivers
--- each entry once (XREADGROUP '>'); a delivered entry stays pending until done. The lease set holds
--- one member per pending entry, its id padded to sort as it orders (padded), scored by the end of
--- its lease in ms (Redis TIME); 0 when it was given back (release, reclaim).
+-- has some), a (the attempts it had before a release with data queued it again). The consumer
+-- group GROUP delivers each entry once (XREADGROUP '>'); a delivered entry stays pending until
+-- done. The lease set holds one member per pending entry, its id padded to sort as it orders
+-- (padded), scored by the end of its lease in ms (Redis TIME); 0 when it was given back (release,
+-- reclaim).
 local GROUP = 'ss'
 local ENTRY_VERSION = '1'
 
