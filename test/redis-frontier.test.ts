@@ -140,6 +140,11 @@ describe('redis frontier', { skip: missing }, () => {
       assert.deepEqual(await scope.enqueue(some), [true, true, true, true, true]);
       const taken = await scope.frontier().take(20, { leaseMs: 60_000 });
       assert.deepEqual(taken.map((entry) => [entry.url, entry.epoch]), [...some.map((url) => [url, 1]), ...some.map((url) => [url, 3])]);
+      // A counting epoch's add (ss_count_add) enqueues the same way.
+      const counting = store.scope('counting', { strategy: 'counting', capacityUrls: 10_000 });
+      assert.deepEqual(await counting.enqueue([...some, some[0]!]), [true, true, true, true, true, false]);
+      assert.deepEqual(await counting.enqueue(some), [false, false, false, false, false]);
+      assert.deepEqual((await counting.frontier().take(20, { leaseMs: 60_000 })).map((entry) => entry.url), some);
     } finally {
       await store.close();
     }
