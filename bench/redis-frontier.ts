@@ -19,6 +19,20 @@ function memory(cluster: RedisCluster, key: string): number {
   return Number(cluster.cli(cluster.nodes[0]!.port, '-c', 'MEMORY', 'USAGE', key, 'SAMPLES', '0') || 0);
 }
 
+/** The same URLs through addIfAbsent alone (no frontier): what an enqueue adds to an add. */
+async function baseline(cluster: RedisCluster, name: string, urls: readonly string[]): Promise<void> {
+  const store = await SeenStore.open(cluster.location(), { onWarning: () => {} });
+  try {
+    const scope = store.scope('m', { capacityUrls: urls.length * 2, fprTarget: 1e-6 });
+    const started = process.hrtime.bigint();
+    for (let i = 0; i < urls.length; i += BATCH) await scope.addIfAbsent(urls.slice(i, i + BATCH));
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    console.log(`${name}, addIfAbsent alone: ${Math.round(urls.length / seconds)} URLs/s`);
+  } finally {
+    await store.close();
+  }
+}
+
 async function measure(cluster: RedisCluster, name: string, urls: readonly string[], data: boolean): Promise<void> {
   const location = cluster.location();
   const prefix = new URL(location).searchParams.get('prefix')!;
@@ -61,8 +75,10 @@ if (missing !== undefined) {
   try {
     const real = [...sharedUrls('crawl-sitelist-15k.txt'), ...sharedUrls('crawl-benign-35k.txt')];
     const distinct = [...new Set(real)];
-    await measure(cluster, HAVE_SHARED_DATA ? 'shared lists (real)' : 'shared lists (generated stand-ins)', distinct, false);
-    await measure(cluster, HAVE_SHARED_DATA ? 'shared lists (real)' : 'shared lists (generated stand-ins)', distinct, true);
+    const name = HAVE_SHARED_DATA ? 'shared lists (real)' : 'shared lists (generated stand-ins)';
+    await baseline(cluster, name, distinct);
+    await measure(cluster, name, distinct, false);
+    await measure(cluster, name, distinct, true);
     await measure(cluster, 'generated', generatedUrls(100_000, 7), false);
   } finally {
     await cluster.stop();
