@@ -16,7 +16,6 @@ if (missing !== undefined) {
   });
   contractSuite({
     name: 'redis cluster',
-    noFrontier: 'the Redis backend has no frontier yet (Redis Streams, issue 21): its calls are UNSUPPORTED',
     location: async () => {
       await started;
       return cluster!.location();

@@ -21,8 +21,6 @@ export interface BackendFactory {
   readonly location: () => Promise<string>;
   /** Options every open of this backend takes. */
   readonly options?: SeenStoreOptions;
-  /** Why the frontier cases are skipped on this backend (it has no frontier yet); undefined: they run. */
-  readonly noFrontier?: string;
 }
 
 /** The library's own entry, for child processes. */
@@ -207,8 +205,7 @@ export function contractSuite(factory: BackendFactory): void {
       }
     });
 
-    const frontierSkip = factory.noFrontier ?? false;
-    test('frontier: discovery exactly once, leases that run out, done and release, queued URLs kept across rotation', { skip: frontierSkip }, async () => {
+    test('frontier: discovery exactly once, leases that run out, done and release, queued URLs kept across rotation', async () => {
       const { store } = await open();
       try {
         const scope = store.scope('f', EXACT);
@@ -241,7 +238,7 @@ export function contractSuite(factory: BackendFactory): void {
       }
     });
 
-    test('frontier: payloads kept with queued URLs and replaced by release; an owner takes back its own leases at once', { skip: frontierSkip }, async () => {
+    test('frontier: payloads kept with queued URLs and replaced by release; an owner takes back its own leases at once', async () => {
       const { store } = await open();
       try {
         const scope = store.scope('p', EXACT);

@@ -33,23 +33,9 @@ export async function failoverRun(cluster: RedisCluster, input: readonly string[
       if (child.exitCode !== null) throw new Error(`the writer ended early: ${err}`);
       await sleep(20);
     }
-    const anyPort = cluster.masters()[0]!;
-    const entry = JSON.parse(cluster.cli(anyPort, '-c', 'HGET', `{${prefix}/s}:epochs`, '1')) as { uid: string };
-    const slot = Number(cluster.cli(anyPort, 'CLUSTER', 'KEYSLOT', `{${prefix}/s/${entry.uid}}:state`));
-    const nodes = cluster.cli(anyPort, 'CLUSTER', 'NODES').split('\n');
-    const owner = cluster.nodes.find((node) => {
-      const line = nodes.find((l) => l.includes(`:${node.port}@`) && / master|,master/.test(l));
-      return line !== undefined && line.split(' ').slice(8).some((range) => {
-        const [from, to] = range.split('-').map(Number);
-        return slot >= from! && slot <= (to ?? from)!;
-      });
-    })!;
-    await cluster.kill(owner);
-    const survivor = cluster.nodes.find((node) => node !== owner)!;
-    const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline && !cluster.cli(survivor.port, 'CLUSTER', 'INFO').includes('cluster_state:fail')) await sleep(50);
-    while (Date.now() < deadline && !cluster.cli(survivor.port, 'CLUSTER', 'INFO').includes('cluster_state:ok')) await sleep(50);
-    await cluster.restart(owner);
+    const entry = JSON.parse(cluster.cli(cluster.masters()[0]!, '-c', 'HGET', `{${prefix}/s}:epochs`, '1')) as { uid: string };
+    // The master of partition 0 (a partitioned epoch has partitions on every master: any one is hit).
+    await failOver(cluster, `{${prefix}/s/0}:${entry.uid}:state`);
     const code = await exited(child);
     if (code !== 0) throw new Error(`the writer failed through the failover: ${err}`);
     const acknowledged = lines();
@@ -68,4 +54,28 @@ export async function failoverRun(cluster: RedisCluster, input: readonly string[
 function exited(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+/**
+ * Kills the master that holds `key`'s slot with SIGKILL, waits for the cluster to fail over (a
+ * replica promoted: cluster_state fail, then ok), and restarts the killed node as a supervisor
+ * would (it rejoins as a replica).
+ */
+export async function failOver(cluster: RedisCluster, key: string): Promise<void> {
+  const anyPort = cluster.masters()[0]!;
+  const slot = Number(cluster.cli(anyPort, 'CLUSTER', 'KEYSLOT', key));
+  const nodes = cluster.cli(anyPort, 'CLUSTER', 'NODES').split('\n');
+  const owner = cluster.nodes.find((node) => {
+    const line = nodes.find((l) => l.includes(`:${node.port}@`) && / master|,master/.test(l));
+    return line !== undefined && line.split(' ').slice(8).some((range) => {
+      const [from, to] = range.split('-').map(Number);
+      return slot >= from! && slot <= (to ?? from)!;
+    });
+  })!;
+  await cluster.kill(owner);
+  const survivor = cluster.nodes.find((node) => node !== owner)!;
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline && !cluster.cli(survivor.port, 'CLUSTER', 'INFO').includes('cluster_state:fail')) await sleep(50);
+  while (Date.now() < deadline && !cluster.cli(survivor.port, 'CLUSTER', 'INFO').includes('cluster_state:ok')) await sleep(50);
+  await cluster.restart(owner);
 }

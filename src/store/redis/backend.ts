@@ -1,10 +1,11 @@
-import { SeenStoreError, unsupported } from '../../errors.js';
+import { SeenStoreError } from '../../errors.js';
 import type { Backend, EpochBits, EpochUsage, Frontier, ImportRequest, Rotation, RotateRequest } from '../backend.js';
 import type { BackendOptions } from '../open.js';
 import { readEpochHeader, readScopeRecord, type EpochHeader, type ScopeRecord, type SliceSpec } from '../records.js';
 import { connectRedis } from './connection.js';
 import { RedisContext, freshId, list, pairs, text } from './context.js';
 import { RedisEpoch, checkRedisSlice, writeBytes, type EpochEntry } from './epoch.js';
+import { RedisFrontier } from './frontier.js';
 import { LIBRARY, LIBRARY_VERSION } from './functions.js';
 import { parseRedisLocation } from './location.js';
 import { filterGeometries } from '../../filters/keying.js';
@@ -25,6 +26,9 @@ export class RedisBackend implements Backend {
   readonly maintenance = undefined;
   readonly #ctx: RedisContext;
   readonly #epochs = new Map<string, RedisEpoch>();
+  readonly #frontiers = new Map<string, RedisFrontier>();
+  /** The frontier consumer of this handle's takes that name no owner (`~` is not in owner names: never a user's). */
+  readonly #consumer = `~${freshId(6)}`;
   #closed = false;
 
   private constructor(location: string, readOnly: boolean, ctx: RedisContext) {
@@ -224,15 +228,20 @@ export class RedisBackend implements Backend {
     return this.#load(scope, n);
   }
 
-  /** The frontier on Redis (Redis Streams with a consumer group) is not built yet: UNSUPPORTED. */
-  async frontier(_scope: string): Promise<Frontier> {
-    throw unsupported('redis', 'use a frontier (the Redis frontier, on Redis Streams, is not built yet)');
+  async frontier(scope: string): Promise<Frontier> {
+    let frontier = this.#frontiers.get(scope);
+    if (frontier === undefined) {
+      frontier = new RedisFrontier(this.#ctx, scope, this.#consumer);
+      this.#frontiers.set(scope, frontier);
+    }
+    return frontier;
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#epochs.clear();
+    this.#frontiers.clear();
     await this.#ctx.conn.close();
   }
 

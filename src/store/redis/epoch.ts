@@ -1,4 +1,4 @@
-import { SeenStoreError, unsupported } from '../../errors.js';
+import { SeenStoreError } from '../../errors.js';
 import { EpochHasher } from '../../filters/epoch-hasher.js';
 import { filterGeometries } from '../../filters/keying.js';
 import { PositionPlan } from '../../filters/positions.js';
@@ -10,6 +10,7 @@ import { isCountingEpoch, type EpochHeader, type SliceSpec } from '../records.js
 import { nextSliceSpec } from '../slice-plan.js';
 import type { Reply } from './connection.js';
 import { freshId, list, pairs, text, type RedisContext } from './context.js';
+import { encodeQueueItems } from './frontier.js';
 import { checkRedisSlice, redisBit, summarize, writeBytes, type EpochState } from './epoch-state.js';
 import { groupByPartition, keyAt, partitionCapacity, partitionFilterBytes, partitionGeometry, type Grouping, type Partition } from './partition.js';
 
@@ -24,6 +25,11 @@ export const BATCH_ANSWERS_TTL_S = 300;
 const ROTATION_WAIT_MS = 10_000;
 /** Keys per ss_has / ss_count call. */
 const READ_STEP = 16_384;
+/**
+ * Most bytes of queue items (URLs and data) one add sends: a larger enqueue is split (Redis takes
+ * at most 512 MiB in one argument, and one call holds its master for as long as it runs).
+ */
+const QUEUE_ITEMS_BYTES_PER_CALL = 64 * 1024 * 1024;
 
 /** An epoch's entry in its scope's `epochs` hash. */
 export interface EpochEntry {
@@ -38,6 +44,12 @@ interface Planning {
   readonly hasher: EpochHasher;
   readonly positions: PositionPlan;
   readonly geometry: Map<number, string>;
+}
+
+/** What an enqueuing add sends beyond a plain add: the frontier stream as a key, the items and the epoch as arguments. */
+interface QueueArgs {
+  readonly keys: readonly string[];
+  readonly args: readonly (string | Buffer)[];
 }
 
 /** What one partition's call of a batch answered. */
@@ -103,9 +115,10 @@ export class RedisEpoch implements EpochBits {
   }
 
   async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems): Promise<number> {
-    if (enqueue !== undefined) throw unsupported('redis', 'enqueue to a frontier (the Redis frontier, on Redis Streams, is not built yet)');
     const count = keyCount(keys);
     if (count === 0) return 0;
+    if (enqueue !== undefined && (answers === undefined || enqueue.urls.length !== count)) throw new TypeError('enqueue needs answers and one URL per key');
+    if (enqueue !== undefined && count > 1 && queueBytes(enqueue) > QUEUE_ITEMS_BYTES_PER_CALL) return this.#addHalves(keys, answers!, enqueue, count);
     const batch = freshId(12);
     const doing = `adding a batch to ${this.#where}`;
     const decided = new Uint8Array(count);
@@ -130,7 +143,8 @@ export class RedisEpoch implements EpochBits {
           const from = grouping.starts[p]!;
           const n = grouping.starts[p + 1]! - from;
           await turns.get(p)!.ready;
-          const outcome = await this.#addTo(this.#partitions[p]!, planning, positions.subarray(from * perKey * 4, (from + n) * perKey * 4), n, batch, doing);
+          const queue = enqueue === undefined ? undefined : this.#queueArgs(this.#partitions[p]!, enqueue, grouping, p, n);
+          const outcome = await this.#addTo(this.#partitions[p]!, planning, positions.subarray(from * perKey * 4, (from + n) * perKey * 4), n, batch, doing, queue);
           return { p, outcome };
         });
         for (const { p, outcome } of await settleAll(calls)) {
@@ -162,18 +176,45 @@ export class RedisEpoch implements EpochBits {
   }
 
   /** One partition's ss_add (or ss_count_add) of its keys' positions; a refusal that a retry cures updates what the handle knows. */
-  async #addTo(part: Partition, planning: Planning, positions: Buffer, n: number, batch: string, doing: string): Promise<Outcome> {
+  /**
+   * An enqueuing add, an enqueue too large for one call: as two adds (each atomic: a URL is still
+   * queued exactly when it is new, and a URL in both halves is new in the first only).
+   */
+  async #addHalves(keys: Keys, answers: boolean[], enqueue: QueueItems, count: number): Promise<number> {
+    let fresh = 0;
+    const middle = count >> 1;
+    for (const [start, end] of [[0, middle], [middle, count]] as const) {
+      const part = new Array<boolean>(end - start);
+      const items = { urls: enqueue.urls.slice(start, end), ...(enqueue.data === undefined ? {} : { data: enqueue.data.slice(start, end) }) };
+      fresh += await this.addIfAbsent(sliceKeys(keys, start, end), part, items);
+      for (let i = start; i < end; i++) answers[i] = part[i - start]!;
+    }
+    return fresh;
+  }
+
+  /**
+   * What partition p's ss_add needs to queue the URLs it finds new in the same call: its frontier
+   * stream (same slot) as a fourth key, its URLs' items (in its order) and the epoch as two more
+   * arguments.
+   */
+  #queueArgs(part: Partition, enqueue: QueueItems, grouping: Grouping, p: number, n: number): QueueArgs {
+    const indices = Array.from({ length: n }, (_, t) => keyAt(grouping, p, t));
+    return { keys: [part.keys.queue], args: [encodeQueueItems(enqueue, indices), String(this.#header.epoch)] };
+  }
+
+  async #addTo(part: Partition, planning: Planning, positions: Buffer, n: number, batch: string, doing: string, queue?: QueueArgs): Promise<Outcome> {
     // The partition grew past the slices these positions are for (another batch learned it): position anew.
     if (part.have > planning.slices.length) return { kind: 'retry' };
     const reply = list(
       await this.#ctx.fcallDurable(
         this.counting ? 'ss_count_add' : 'ss_add',
-        [part.keys.state, part.keys.slices, part.keys.batch(batch)],
-        [String(part.have), String(n), this.#geometryFor(planning, part.have), positions, part.keys.filterBase, String(BATCH_ANSWERS_TTL_S), part.previousBatch],
+        [part.keys.state, part.keys.slices, part.keys.batch(batch), ...(queue?.keys ?? [])],
+        [String(part.have), String(n), this.#geometryFor(planning, part.have), positions, part.keys.filterBase, String(BATCH_ANSWERS_TTL_S), part.previousBatch, ...(queue?.args ?? [])],
         doing,
       ),
     );
     const outcome = text(reply[0]);
+    if (outcome === 'malformed') throw new SeenStoreError('INTERNAL', `invariant broken: ss_add could not read the queue items sent (${doing})`);
     if (outcome === 'ok' || outcome === 'done') {
       if (outcome === 'ok') {
         part.have = Number(reply[2]);
@@ -580,6 +621,14 @@ export class RedisEpoch implements EpochBits {
   #notCounting(doing: string): SeenStoreError {
     return new SeenStoreError('USAGE', `${this.#where} is not counting: only counting epochs can ${doing}`);
   }
+}
+
+/** Bytes the queue items of an enqueue take as ss_add arguments (URLs and JSON data, UTF-8), roughly. */
+function queueBytes(items: QueueItems): number {
+  let bytes = 0;
+  for (const url of items.urls) bytes += 3 * url.length + 8;
+  if (items.data !== undefined) for (const data of items.data) bytes += data === undefined ? 0 : 3 * JSON.stringify(data).length;
+  return bytes;
 }
 
 /** A batch's place in a partition's order: `ready` once the earlier batches are decided there; `done` lets the next one go. */

@@ -17,8 +17,13 @@
  *
  * Scope slot: scope record (string, JSON), epochs (hash n -> JSON entry), drops (hash n -> JSON entry),
  * plan:<uid> (list: an open epoch's grown slices, the specs every partition grows into), queues.
+ *
+ * The frontier (docs/frontier.md "On Redis"): one stream per partition in the partition's slot,
+ * consumer group `ss`, a lease sorted set beside it, a done counter, and the answers of frontier
+ * calls kept for a retry. ss_add and ss_count_add enqueue what they found new into the stream of
+ * their slot in the same call.
  */
-export const LIBRARY_VERSION = '9';
+export const LIBRARY_VERSION = '10';
 
 export const LIBRARY = `#!lua name=seenstore
 local VERSION = '${LIBRARY_VERSION}'
@@ -172,6 +177,270 @@ local function sadd(fbase, blob, at, f, ks, offs)
   end
 end
 
+-- The frontier (docs/frontier.md "On Redis"). A partition's stream holds one entry per queued URL:
+-- v (ENTRY_VERSION), u (the URL), e (the epoch it was found new in), d (its data as JSON, when it
+-- has some), a (the attempts it had before a release with data queued it again). The consumer
+-- group GROUP delivers each entry once (XREADGROUP '>'); a delivered entry stays pending until
+-- done. The lease set holds one member per pending entry, its id padded to sort as it orders
+-- (padded), scored by the end of its lease in ms (Redis TIME); 0 when it was given back (release,
+-- reclaim).
+local GROUP = 'ss'
+local ENTRY_VERSION = '1'
+
+-- Queue items (encodeQueueItems in redis/frontier.ts): per URL of the batch, a u32 little-endian
+-- byte length and the URL, a u32 length and the data (0: none). Decoded before anything is written;
+-- nil when the blob does not hold exactly n items.
+local function queue_items(blob, n)
+  local items, at = {}, 1
+  for i = 1, n do
+    if at + 3 > #blob then return nil end
+    local urlBytes = u32(blob, at)
+    local url = string.sub(blob, at + 4, at + 3 + urlBytes)
+    at = at + 4 + urlBytes
+    if at + 3 > #blob then return nil end
+    local dataBytes = u32(blob, at)
+    local data = string.sub(blob, at + 4, at + 3 + dataBytes)
+    at = at + 4 + dataBytes
+    items[i] = {url, data}
+  end
+  if at ~= #blob + 1 then return nil end
+  return items
+end
+
+-- Appends the items whose flag is '1' (found new by this batch) to the stream, in batch order;
+-- creates the stream and its group with the first.
+local function queue_new(qkey, flags, items, epoch)
+  local ready = false
+  for i = 1, #items do
+    if flags[i] == '1' then
+      if not ready and redis.call('EXISTS', qkey) == 0 then redis.call('XGROUP', 'CREATE', qkey, GROUP, '0', 'MKSTREAM') end
+      ready = true
+      local url, data = items[i][1], items[i][2]
+      if data == '' then redis.call('XADD', qkey, '*', 'v', ENTRY_VERSION, 'u', url, 'e', epoch)
+      else redis.call('XADD', qkey, '*', 'v', ENTRY_VERSION, 'u', url, 'e', epoch, 'd', data) end
+    end
+  end
+end
+
+-- Numbers as whole decimals (Lua's tostring turns large ones into exponent notation).
+local function int(x)
+  return string.format('%.0f', x)
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- A stream id as a lease member: both parts zero-padded to 20 digits, so that members of one score
+-- sort in stream order; and back.
+local function padded(id)
+  local ms, seq = string.match(id, '^(%d+)%-(%d+)$')
+  return string.rep('0', 20 - #ms) .. ms .. '-' .. string.rep('0', 20 - #seq) .. seq
+end
+
+local function unpadded(member)
+  local ms, seq = string.match(member, '^0*(%d-%d)%-0*(%d-%d)$')
+  return ms .. '-' .. seq
+end
+
+local function fields_of(list)
+  local f = {}
+  for i = 1, #list, 2 do f[list[i]] = list[i + 1] end
+  return f
+end
+
+-- One leased entry as take replies it: id, attempts, lease end ms, URL, epoch, data ('' none),
+-- entry version ('' none: not an entry these functions wrote).
+local function leased(id, f, attempts, untilMs)
+  return {id, attempts, untilMs, f.u or '', f.e or '', f.d or '', f.v or ''}
+end
+
+-- The pending record of an entry: {id, consumer, idle ms, deliveries}, or nil.
+local function pending_of(qkey, id)
+  return redis.call('XPENDING', qkey, GROUP, id, id, 1)[1]
+end
+
+-- Deletes a consumer that holds nothing (consumers are created by every taker and would pile up).
+local function forget_idle(qkey, consumer)
+  if #redis.call('XPENDING', qkey, GROUP, '-', '+', 1, consumer) == 0 then redis.call('XGROUP', 'DELCONSUMER', qkey, GROUP, consumer) end
+end
+
+-- What every frontier write does first (KEYS[4] its answer key, ARGV[1] the answer's ttl s,
+-- ARGV[2] the caller's previous answer key or ''): the first answer when this call ran already.
+local function replayed(keys, args)
+  if args[2] ~= '' then redis.call('DEL', args[2]) end
+  local first = redis.call('GET', keys[4])
+  -- A write, so that a WAIT behind this call covers the first one (replication is in order).
+  if first then redis.call('EXPIRE', keys[4], tonumber(args[1])) end
+  return first
+end
+
+local function remember(keys, args, answer)
+  redis.call('SET', keys[4], answer, 'EX', tonumber(args[1]))
+end
+
+-- A take's entries again, from its remembered answer (id:attempts:lease end per entry), for a retry.
+local function retake(qkey, first)
+  local out = {}
+  for id, attempts, untilMs in string.gmatch(first, '([%d-]+):(%d+):(%d+)') do
+    local found = redis.call('XRANGE', qkey, id, id)[1]
+    if found then out[#out + 1] = leased(id, fields_of(found[2]), tonumber(attempts), tonumber(untilMs)) end
+  end
+  return out
+end
+
+-- Leases the entries whose lease ran out or was given back, earliest end first (then oldest),
+-- claiming each to the consumer (its delivery count is its attempts); at most count.
+local function take_expired(qkey, lkey, consumer, count, now, untilMs, out)
+  local owners = {}
+  for _, member in ipairs(redis.call('ZRANGEBYSCORE', lkey, '-inf', int(now), 'LIMIT', 0, count)) do
+    local id = unpadded(member)
+    local p = pending_of(qkey, id)
+    local claimed = p and redis.call('XCLAIM', qkey, GROUP, consumer, 0, id)[1]
+    if type(claimed) == 'table' then
+      local f = fields_of(claimed[2])
+      out[#out + 1] = leased(id, f, p[4] + 1 + tonumber(f.a or '0'), untilMs)
+      redis.call('ZADD', lkey, int(untilMs), member)
+      if p[2] ~= consumer then owners[#owners + 1] = p[2] end
+    else
+      -- Not pending or gone from the stream: never so when every change goes through these functions.
+      redis.call('ZREM', lkey, member)
+    end
+  end
+  for _, owner in ipairs(owners) do forget_idle(qkey, owner) end
+end
+
+-- KEYS: stream, leases, done counter, answer. ARGV: answer ttl s, previous answer key, count,
+-- lease ms, consumer. Leases up to count entries: first those waiting again (take_expired), then
+-- never delivered ones in stream order. Replies the leased entries (see leased).
+local function ss_q_take(keys, args)
+  local qkey, lkey = keys[1], keys[2]
+  local first = replayed(keys, args)
+  if first then return retake(qkey, first) end
+  local out = {}
+  if redis.call('EXISTS', qkey) == 1 then
+    local count, consumer = tonumber(args[3]), args[5]
+    local now = now_ms()
+    local untilMs = now + tonumber(args[4])
+    take_expired(qkey, lkey, consumer, count, now, untilMs, out)
+    if #out < count then
+      local read = redis.call('XREADGROUP', 'GROUP', GROUP, consumer, 'COUNT', count - #out, 'STREAMS', qkey, '>')
+      if read then
+        for _, e in ipairs(read[1][2]) do
+          local f = fields_of(e[2])
+          out[#out + 1] = leased(e[1], f, 1 + tonumber(f.a or '0'), untilMs)
+          redis.call('ZADD', lkey, int(untilMs), padded(e[1]))
+        end
+      end
+    end
+    forget_idle(qkey, consumer)
+  end
+  local ids = {}
+  for i, e in ipairs(out) do ids[i] = e[1] .. ':' .. int(e[2]) .. ':' .. int(e[3]) end
+  remember(keys, args, table.concat(ids, ','))
+  return out
+end
+
+-- KEYS: stream, leases, done counter, answer. ARGV: answer ttl s, previous answer key, ids. Finishes
+-- the entries that are queued (waiting or leased): acknowledged, deleted, their lease gone; counts them.
+local function ss_q_done(keys, args)
+  local qkey, lkey = keys[1], keys[2]
+  local first = replayed(keys, args)
+  if first then return tonumber(first) end
+  local n = 0
+  if redis.call('EXISTS', qkey) == 1 then
+    local owners = {}
+    for i = 3, #args do
+      local id = args[i]
+      local p = pending_of(qkey, id)
+      if p then
+        redis.call('XACK', qkey, GROUP, id)
+        owners[p[2]] = true
+      end
+      if redis.call('XDEL', qkey, id) == 1 then n = n + 1 end
+      redis.call('ZREM', lkey, padded(id))
+    end
+    for owner in pairs(owners) do forget_idle(qkey, owner) end
+    if n > 0 then redis.call('INCRBY', keys[3], n) end
+  end
+  remember(keys, args, n)
+  return n
+end
+
+-- KEYS: stream, leases, done counter, answer. ARGV: answer ttl s, previous answer key, n, n ids, n data
+-- ('' keeps the entry's). Gives back entries taken and not given back since: waiting at once. With
+-- data, the entry is queued again with it at the end of the stream (a stream entry cannot change),
+-- carrying its attempts, and the old one acknowledged and deleted. Counts them.
+local function ss_q_release(keys, args)
+  local qkey, lkey = keys[1], keys[2]
+  local first = replayed(keys, args)
+  if first then return tonumber(first) end
+  local n, count = 0, tonumber(args[3])
+  local owners = {}
+  for i = 1, count do
+    local id, data = args[3 + i], args[3 + count + i]
+    local member = padded(id)
+    local score = redis.call('ZSCORE', lkey, member)
+    if score and tonumber(score) > 0 then
+      n = n + 1
+      if data == '' then
+        redis.call('ZADD', lkey, 0, member)
+      else
+        local p = pending_of(qkey, id)
+        local found = redis.call('XRANGE', qkey, id, id)[1]
+        if p and found then
+          local f = fields_of(found[2])
+          redis.call('XADD', qkey, '*', 'v', ENTRY_VERSION, 'u', f.u, 'e', f.e, 'd', data, 'a', int(p[4] + tonumber(f.a or '0')))
+          redis.call('XACK', qkey, GROUP, id)
+          redis.call('XDEL', qkey, id)
+          owners[p[2]] = true
+        end
+        redis.call('ZREM', lkey, member)
+      end
+    end
+  end
+  for owner in pairs(owners) do forget_idle(qkey, owner) end
+  remember(keys, args, n)
+  return n
+end
+
+-- KEYS: stream, leases, done counter, answer. ARGV: answer ttl s, previous answer key, consumer.
+-- Every running lease of the consumer ends now (given back); counts them.
+local function ss_q_reclaim(keys, args)
+  local qkey, lkey = keys[1], keys[2]
+  local first = replayed(keys, args)
+  if first then return tonumber(first) end
+  local n = 0
+  if redis.call('EXISTS', qkey) == 1 then
+    local now = now_ms()
+    local from = '-'
+    repeat
+      local page = redis.call('XPENDING', qkey, GROUP, from, '+', 1000, args[3])
+      for _, p in ipairs(page) do
+        local member = padded(p[1])
+        local score = redis.call('ZSCORE', lkey, member)
+        if score and tonumber(score) > now then
+          redis.call('ZADD', lkey, 0, member)
+          n = n + 1
+        end
+      end
+      if #page > 0 then from = '(' .. page[#page][1] end
+    until #page < 1000
+  end
+  remember(keys, args, n)
+  return n
+end
+
+-- KEYS: stream, leases, done counter. Waiting (never taken, given back, or lease run out), leased
+-- (lease running), done: from the stream's length, a count over the lease set and the counter.
+local function ss_q_stats(keys, args)
+  local queued = 0
+  if redis.call('EXISTS', keys[1]) == 1 then queued = redis.call('XLEN', keys[1]) end
+  local leases = redis.call('ZCOUNT', keys[2], '(' .. int(now_ms()), '+inf')
+  return {queued - leases, leases, tonumber(redis.call('GET', keys[3]) or '0')}
+end
+
 -- What ss_add and ss_count_add do first: a retried batch gets its first answers back; a sealed,
 -- missing or changed epoch, or a batch larger than the planned slices can take, is refused; else
 -- the batch's decoded arguments and each slice's added count. Returns (reply) or (nil, batch).
@@ -198,7 +467,29 @@ local function batch_begin(keys, args)
   local spare = 0
   for j = have + 1, planned do spare = spare + geo.caps[j] end
   if n > geo.caps[have] - added[have] + spare and planned < geo.max then return {'short', added[have]} end
-  return nil, { state = state, slices = slices, batch = batch, have = have, n = n, geo = geo, planned = planned, added = added }
+  local items = nil
+  if keys[4] then
+    items = queue_items(args[8], n)
+    if not items then return {'malformed'} end
+  end
+  return nil, { state = state, slices = slices, batch = batch, have = have, n = n, geo = geo, planned = planned, added = added, items = items }
+end
+
+-- What ss_add and ss_count_add do last: the batch's counts, the enqueue of its new URLs (when
+-- asked: KEYS[4] the stream, ARGV[8] the items, ARGV[9] the epoch), its answers kept for a retry.
+local function batch_end(keys, args, b, cur, flags, fresh)
+  local counts = {}
+  for j = 1, cur do
+    counts[#counts + 1] = 'a' .. (j - 1)
+    counts[#counts + 1] = b.added[j]
+  end
+  redis.call('HSET', b.state, unpack(counts))
+  redis.call('HINCRBY', b.state, 'submitted', b.n)
+  redis.call('HINCRBY', b.state, 'added', fresh)
+  if b.items then queue_new(keys[4], flags, b.items, args[9]) end
+  local answers = table.concat(flags)
+  redis.call('SET', b.batch, answers, 'EX', tonumber(args[6]))
+  return {'ok', answers, cur, b.added[cur]}
 end
 
 -- As ss_add, for a counting epoch: each URL is counted in the oldest slice that holds it; a URL no
@@ -206,7 +497,7 @@ end
 local function ss_count_add(keys, args)
   local early, b = batch_begin(keys, args)
   if early then return early end
-  local state, slices, batch, have, n, geo, planned, added = b.state, b.slices, b.batch, b.have, b.n, b.geo, b.planned, b.added
+  local slices, have, n, geo, planned, added = b.slices, b.have, b.n, b.geo, b.planned, b.added
   local blob = args[4]
   local fbase = args[5]
   local perUrl, first, count, ks, offs, blk = layout(geo)
@@ -234,17 +525,7 @@ local function ss_count_add(keys, args)
     end
     sadd(fbase, blob, at, first[home], ks, offs)
   end
-  local counts = {}
-  for j = 1, cur do
-    counts[#counts + 1] = 'a' .. (j - 1)
-    counts[#counts + 1] = added[j]
-  end
-  redis.call('HSET', state, unpack(counts))
-  redis.call('HINCRBY', state, 'submitted', n)
-  redis.call('HINCRBY', state, 'added', fresh)
-  local answers = table.concat(flags)
-  redis.call('SET', batch, answers, 'EX', tonumber(args[6]))
-  return {'ok', answers, cur, added[cur]}
+  return batch_end(keys, args, b, cur, flags, fresh)
 end
 
 -- KEYS: state, slices. ARGV: slices assumed, n, geometry, positions, filter key base. Per URL its
@@ -314,11 +595,12 @@ local function ss_version(keys, args)
   return VERSION
 end
 
--- KEYS: state, slices, batch. ARGV: slices assumed, n, geometry json, positions, filter key base, batch ttl s, previous batch key or ''
+-- KEYS: state, slices, batch[, stream]. ARGV: slices assumed, n, geometry json, positions, filter key base, batch ttl s,
+-- previous batch key or ''[, queue items, epoch number]: with the stream, the new URLs are enqueued (queue_new).
 local function ss_add(keys, args)
   local early, b = batch_begin(keys, args)
   if early then return early end
-  local state, slices, batch, have, n, geo, planned, added = b.state, b.slices, b.batch, b.have, b.n, b.geo, b.planned, b.added
+  local slices, have, n, geo, planned, added = b.slices, b.have, b.n, b.geo, b.planned, b.added
   local blob = args[4]
   local fbase = args[5]
   local perUrl, first, count, ks, offs, blk = layout(geo)
@@ -347,17 +629,7 @@ local function ss_add(keys, args)
       added[cur] = added[cur] + 1
     end
   end
-  local counts = {}
-  for j = 1, cur do
-    counts[#counts + 1] = 'a' .. (j - 1)
-    counts[#counts + 1] = added[j]
-  end
-  redis.call('HSET', state, unpack(counts))
-  redis.call('HINCRBY', state, 'submitted', n)
-  redis.call('HINCRBY', state, 'added', fresh)
-  local answers = table.concat(flags)
-  redis.call('SET', batch, answers, 'EX', tonumber(args[6]))
-  return {'ok', answers, cur, added[cur]}
+  return batch_end(keys, args, b, cur, flags, fresh)
 end
 
 -- KEYS: state, slices. ARGV: slices assumed, n, geometry json, positions, filter key base
@@ -544,4 +816,9 @@ redis.register_function('ss_merge', ss_merge)
 redis.register_function('ss_plan', ss_plan)
 redis.register_function('ss_extend', ss_extend)
 redis.register_function('ss_format', ss_format)
+redis.register_function('ss_q_take', ss_q_take)
+redis.register_function('ss_q_done', ss_q_done)
+redis.register_function('ss_q_release', ss_q_release)
+redis.register_function('ss_q_reclaim', ss_q_reclaim)
+redis.register_function{function_name = 'ss_q_stats', callback = ss_q_stats, flags = {'no-writes'}}
 `;

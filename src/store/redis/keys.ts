@@ -58,8 +58,37 @@ export class RedisKeys {
       filter: (index: number) => `${base}:f:${index}`,
       batch: (id: string) => `${base}:b:${id}`,
       merging: (id: string, index: number) => `${base}:m:${id}:${index}`,
+      queue: this.queue(scope, partition),
     };
   }
+
+  /** Stream: partition p's frontier (consumer group `ss`), in the slot of the epochs' partition p. */
+  queue(scope: string, p: number): string {
+    return `{${this.#prefix}/${scope}/${p}}:q`;
+  }
+
+  /** Every key of partition p's frontier; all in the slot of its stream. */
+  queueKeys(scope: string, p: number): QueueKeys {
+    const tag = `{${this.#prefix}/${scope}/${p}}`;
+    return {
+      stream: this.queue(scope, p),
+      leases: `${tag}:l`,
+      done: `${tag}:qdone`,
+      answer: (id: string) => `${tag}:qa:${id}`,
+    };
+  }
+}
+
+/** A partition's frontier keys (docs/redis.md "Keys"). */
+export interface QueueKeys {
+  /** Stream of queued entries, consumer group `ss`. */
+  readonly stream: string;
+  /** Sorted set: id of each delivered entry (padded, functions.ts) scored by its lease's end in ms; 0: given back. */
+  readonly leases: string;
+  /** String: entries finished since the frontier began. */
+  readonly done: string;
+  /** A frontier call's answer, kept for a retry of the same call. */
+  answer(id: string): string;
 }
 
 /** The keys of one partition of an epoch (an unpartitioned epoch is its partition 0). */
@@ -71,4 +100,6 @@ export interface EpochKeys {
   filter(index: number): string;
   batch(id: string): string;
   merging(id: string, index: number): string;
+  /** The frontier stream an add in this partition enqueues to (same slot). */
+  readonly queue: string;
 }

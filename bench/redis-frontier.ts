@@ -1,0 +1,86 @@
+/**
+ * What the Redis frontier costs (docs/frontier.md "On Redis"): bytes of Redis memory per queued
+ * URL (MEMORY USAGE of the partition stream, SAMPLES 0: every node counted), waiting and leased
+ * (stream plus lease set), with and without a small payload, and enqueue and take rates, on a local
+ * cluster of 3 masters without replicas (appendonly yes, appendfsync always), in one process.
+ *   npm run build && tsc -p bench/tsconfig.json && node dist/bench/redis-frontier.js
+ * The URLs: the shared lists (../shared/data, about 50k real crawl URLs) and 100k generated
+ * crawl-like ones (the real lists hold fewer than 100k).
+ */
+import { SeenStore } from '../src/index.js';
+import { HAVE_SHARED_DATA, sharedUrls } from '../test/helpers/data.js';
+import { generatedUrls } from '../test/helpers/generated-urls.js';
+import { redisMissing, startRedisCluster, type RedisCluster } from '../test/helpers/redis-cluster.js';
+
+const BATCH = 10_000;
+const TAKE = 1_000;
+
+function memory(cluster: RedisCluster, key: string): number {
+  return Number(cluster.cli(cluster.nodes[0]!.port, '-c', 'MEMORY', 'USAGE', key, 'SAMPLES', '0') || 0);
+}
+
+/** The same URLs through addIfAbsent alone (no frontier): what an enqueue adds to an add. */
+async function baseline(cluster: RedisCluster, name: string, urls: readonly string[]): Promise<void> {
+  const store = await SeenStore.open(cluster.location(), { onWarning: () => {} });
+  try {
+    const scope = store.scope('m', { capacityUrls: urls.length * 2, fprTarget: 1e-6 });
+    const started = process.hrtime.bigint();
+    for (let i = 0; i < urls.length; i += BATCH) await scope.addIfAbsent(urls.slice(i, i + BATCH));
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    console.log(`${name}, addIfAbsent alone: ${Math.round(urls.length / seconds)} URLs/s`);
+  } finally {
+    await store.close();
+  }
+}
+
+async function measure(cluster: RedisCluster, name: string, urls: readonly string[], data: boolean): Promise<void> {
+  const location = cluster.location();
+  const prefix = new URL(location).searchParams.get('prefix')!;
+  const store = await SeenStore.open(location, { onWarning: () => {} });
+  try {
+    const scope = store.scope('m', { capacityUrls: urls.length * 2, fprTarget: 1e-6 });
+    let started = process.hrtime.bigint();
+    for (let i = 0; i < urls.length; i += BATCH) {
+      const part = urls.slice(i, i + BATCH);
+      await scope.enqueue(part, data ? { data: part.map((_, j) => ({ label: 'detail', depth: (i + j) % 7 })) } : {});
+    }
+    const enqueueSec = Number(process.hrtime.bigint() - started) / 1e9;
+    const tag = `{${prefix}/m/0}`;
+    const waiting = memory(cluster, `${tag}:q`);
+    const frontier = scope.frontier();
+    started = process.hrtime.bigint();
+    let taken = 0;
+    for (;;) {
+      const got = await frontier.take(TAKE, { leaseMs: 600_000 });
+      if (got.length === 0) break;
+      taken += got.length;
+    }
+    const takeSec = Number(process.hrtime.bigint() - started) / 1e9;
+    const leased = memory(cluster, `${tag}:q`) + memory(cluster, `${tag}:l`);
+    const urlBytes = urls.reduce((sum, url) => sum + Buffer.byteLength(url), 0) / urls.length;
+    console.log(
+      `${name}${data ? ' + data' : ''}: ${urls.length} URLs (mean ${urlBytes.toFixed(1)} bytes), waiting ${(waiting / urls.length).toFixed(1)} B/URL, ` +
+        `leased ${(leased / taken).toFixed(1)} B/URL; enqueue ${Math.round(urls.length / enqueueSec)} URLs/s, take ${Math.round(taken / takeSec)} URLs/s (${TAKE} per take)`,
+    );
+  } finally {
+    await store.close();
+  }
+}
+
+const missing = redisMissing();
+if (missing !== undefined) {
+  console.log(`redis frontier bench skipped: ${missing}`);
+} else {
+  const cluster = await startRedisCluster({ masters: 3, replicas: 0 });
+  try {
+    const real = [...sharedUrls('crawl-sitelist-15k.txt'), ...sharedUrls('crawl-benign-35k.txt')];
+    const distinct = [...new Set(real)];
+    const name = HAVE_SHARED_DATA ? 'shared lists (real)' : 'shared lists (generated stand-ins)';
+    await baseline(cluster, name, distinct);
+    await measure(cluster, name, distinct, false);
+    await measure(cluster, name, distinct, true);
+    await measure(cluster, 'generated', generatedUrls(100_000, 7), false);
+  } finally {
+    await cluster.stop();
+  }
+}

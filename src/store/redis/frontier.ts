@@ -1,0 +1,212 @@
+import { SeenStoreError } from '../../errors.js';
+import type { Frontier, FrontierStats, LeasedUrl, QueueItems } from '../backend.js';
+import { faultPoint } from '../faults.js';
+import type { Reply } from './connection.js';
+import { freshId, list, text, type RedisContext } from './context.js';
+import type { QueueKeys } from './keys.js';
+
+/** Seconds a frontier call's answer stays for a retry of the same call (deleted by the handle's next call on that stream). */
+export const FRONTIER_ANSWER_TTL_S = 300;
+/** The version of the stream entries this seenstore writes and reads (field `v`; functions.ts ENTRY_VERSION). */
+const QUEUE_ENTRY_VERSION = '1';
+/** Most partition streams a scope's frontier may have (`{PREFIX/SCOPE}:queues`). */
+export const MAX_QUEUES = 65_536;
+/** Most ids one done or release call sends to one stream: bounds a call's arguments and its time in Redis. */
+const IDS_PER_CALL = 10_000;
+/** A frontier id: partition, then the stream id (two unsigned 64-bit numbers). */
+const ID_PATTERN = /^(0|[1-9][0-9]{0,4})-([0-9]{1,20})-([0-9]{1,20})$/;
+const U64_MAX = 2n ** 64n - 1n;
+
+/**
+ * Queue items `indices` of a batch as ss_add reads them (functions.ts queue_items): per item, a
+ * u32 little-endian byte length and the URL (UTF-8), a u32 length and the data as JSON (length 0:
+ * none). An add sends the items of exactly the URLs it sends, in the same order.
+ */
+export function encodeQueueItems(items: QueueItems, indices: readonly number[]): Buffer {
+  const json = indices.map((i) => (items.data?.[i] === undefined ? '' : (JSON.stringify(items.data[i]) ?? '')));
+  let bytes = 0;
+  for (const [j, i] of indices.entries()) bytes += 8 + Buffer.byteLength(items.urls[i]!, 'utf8') + Buffer.byteLength(json[j]!, 'utf8');
+  const out = Buffer.allocUnsafe(bytes);
+  let at = 0;
+  for (const [j, i] of indices.entries()) {
+    at = putString(out, at, items.urls[i]!);
+    at = putString(out, at, json[j]!);
+  }
+  return out;
+}
+
+function putString(out: Buffer, at: number, value: string): number {
+  const length = out.write(value, at + 4, 'utf8');
+  out.writeUInt32LE(length, at);
+  return at + 4 + length;
+}
+
+/**
+ * The Redis backend's frontier of one scope (docs/frontier.md "On Redis"): one stream per partition,
+ * consumer group `ss`, leases in a sorted set beside each stream, every change one call of the
+ * function library on the stream's slot (functions.ts ss_q_*), remembered under a fresh call id so
+ * that a retry after a lost reply gets the first answer (a take never leases new URLs twice).
+ * Entries are taken oldest first within a stream; across streams a round-robin cursor picks the
+ * stream a take starts from.
+ */
+export class RedisFrontier implements Frontier {
+  readonly #ctx: RedisContext;
+  readonly #scope: string;
+  /** The consumer of takes that name no owner: one per store handle. */
+  readonly #consumer: string;
+  #cursor = 0;
+  /** Per partition, the answer key of this handle's last call there (deleted by the next). */
+  readonly #previous = new Map<number, string>();
+
+  constructor(ctx: RedisContext, scope: string, consumer: string) {
+    this.#ctx = ctx;
+    this.#scope = scope;
+    this.#consumer = consumer;
+  }
+
+  async take(count: number, leaseMs: number, owner?: string): Promise<LeasedUrl[]> {
+    const streams = await this.#streams();
+    const start = this.#cursor % streams;
+    this.#cursor = start + 1;
+    const out: LeasedUrl[] = [];
+    for (let visited = 0; visited < streams && out.length < count; visited++) {
+      const p = (start + visited) % streams;
+      const reply = await this.#write(p, 'ss_q_take', [String(count - out.length), String(leaseMs), owner ?? this.#consumer], 'taking from');
+      faultPoint('frontier:take-after-commit');
+      for (const entry of list(reply)) out.push(this.#leased(p, list(entry)));
+    }
+    return out;
+  }
+
+  async done(ids: readonly string[]): Promise<number> {
+    const byStream = this.#grouped(ids);
+    const streams = await this.#streamsFor(byStream);
+    let finished = 0;
+    for (const [p, entries] of byStream) {
+      if (p >= streams) continue;
+      for (let from = 0; from < entries.length; from += IDS_PER_CALL) {
+        const part = entries.slice(from, from + IDS_PER_CALL).map(({ id }) => id);
+        finished += Number(await this.#write(p, 'ss_q_done', part, 'finishing URLs of'));
+      }
+    }
+    return finished;
+  }
+
+  async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
+    if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
+    const byStream = this.#grouped(ids);
+    const streams = await this.#streamsFor(byStream);
+    let released = 0;
+    for (const [p, entries] of byStream) {
+      if (p >= streams) continue;
+      for (let from = 0; from < entries.length; from += IDS_PER_CALL) {
+        const part = entries.slice(from, from + IDS_PER_CALL);
+        const payloads = part.map(({ index }) => (data?.[index] === undefined ? '' : (JSON.stringify(data[index]) ?? '')));
+        released += Number(await this.#write(p, 'ss_q_release', [String(part.length), ...part.map(({ id }) => id), ...payloads], 'releasing URLs of'));
+      }
+    }
+    return released;
+  }
+
+  async reclaim(owner: string): Promise<number> {
+    const streams = await this.#streams();
+    let reclaimed = 0;
+    for (let p = 0; p < streams; p++) reclaimed += Number(await this.#write(p, 'ss_q_reclaim', [owner], 'reclaiming leases of'));
+    return reclaimed;
+  }
+
+  async stats(): Promise<FrontierStats> {
+    const streams = await this.#streams();
+    let pending = 0;
+    let leased = 0;
+    let done = 0;
+    for (let p = 0; p < streams; p++) {
+      const keys = this.#queueKeys(p);
+      const reply = list(await this.#ctx.fcall('ss_q_stats', [keys.stream, keys.leases, keys.done], [], `reading the frontier of ${this.#scope}`)).map(Number);
+      pending += reply[0]!;
+      leased += reply[1]!;
+      done += reply[2]!;
+    }
+    return { pending, leased, done };
+  }
+
+  /** How many partition streams the scope's frontier has (`{PREFIX/SCOPE}:queues`, absent: 1). */
+  async #streams(): Promise<number> {
+    const key = this.#ctx.keys.queues(this.#scope);
+    const value = await this.#ctx.call(key, ['GET', key], `reading the frontier of ${this.#scope}`);
+    if (value === null) return 1;
+    const n = Number(text(value));
+    if (!Number.isSafeInteger(n) || n < 1 || n > MAX_QUEUES) throw new SeenStoreError('STORE_CORRUPT', `${key}: not a stream count from 1 to ${MAX_QUEUES} (${text(value)})`);
+    return n;
+  }
+
+  /** The stream count, read only when some id names a partition past 0 (every scope has stream 0). */
+  async #streamsFor(byStream: ReadonlyMap<number, unknown>): Promise<number> {
+    return Math.max(...byStream.keys(), 0) > 0 ? this.#streams() : 1;
+  }
+
+  #queueKeys(p: number): QueueKeys {
+    return this.#ctx.keys.queueKeys(this.#scope, p);
+  }
+
+  /** One frontier write on partition p's stream under a fresh call id, durable (and retried) as every write. */
+  async #write(p: number, name: string, args: readonly string[], doing: string): Promise<Reply> {
+    const keys = this.#queueKeys(p);
+    const answer = keys.answer(freshId(12));
+    const reply = await this.#ctx.fcallDurable(
+      name,
+      [keys.stream, keys.leases, keys.done, answer],
+      [String(FRONTIER_ANSWER_TTL_S), this.#previous.get(p) ?? '', ...args],
+      `${doing} the frontier of ${this.#scope}`,
+    );
+    this.#previous.set(p, answer);
+    return reply;
+  }
+
+  /** Ids by partition, each with its index in the call; every id checked before anything is written. */
+  #grouped(ids: readonly string[]): Map<number, { id: string; index: number }[]> {
+    const out = new Map<number, { id: string; index: number }[]>();
+    ids.forEach((id, index) => {
+      const { partition, streamId } = parseFrontierId(id);
+      const entries = out.get(partition) ?? [];
+      entries.push({ id: streamId, index });
+      out.set(partition, entries);
+    });
+    return out;
+  }
+
+  /**
+   * A take's entry (functions.ts `leased`: id, attempts, lease end, URL, epoch, data or '', entry
+   * version), checked right after reading: an entry of a newer version is FORMAT_UNSUPPORTED, a
+   * malformed one STORE_CORRUPT (the take's leases then run out: nothing is lost).
+   */
+  #leased(p: number, entry: Reply[]): LeasedUrl {
+    const id = `${p}-${text(entry[0])}`;
+    const version = text(entry[6]);
+    const url = text(entry[3]);
+    const epoch = Number(text(entry[4]));
+    const where = `frontier of ${this.#scope}, entry ${id}`;
+    if (version !== QUEUE_ENTRY_VERSION) {
+      const newer = /^[0-9]+$/.test(version) && Number(version) > Number(QUEUE_ENTRY_VERSION);
+      throw new SeenStoreError(newer ? 'FORMAT_UNSUPPORTED' : 'STORE_CORRUPT', `${where}: ${newer ? `of entry version ${version}, newer than this seenstore's` : 'not an entry seenstore wrote'}`);
+    }
+    if (url === '' || !Number.isSafeInteger(epoch) || epoch < 1) throw new SeenStoreError('STORE_CORRUPT', `${where}: no URL or no epoch`);
+    const leasedUrl = { id, url, epoch, attempts: Number(entry[1]), leaseUntilMs: Number(entry[2]) };
+    const data = text(entry[5]);
+    if (data === '') return leasedUrl;
+    try {
+      return { ...leasedUrl, data: JSON.parse(data) as unknown };
+    } catch (error) {
+      throw new SeenStoreError('STORE_CORRUPT', `${where} (${url}): its data is not JSON`, { cause: error });
+    }
+  }
+}
+
+/** A frontier id as take gave it (`P-MS-SEQ`: partition, stream id); USAGE for anything else. */
+export function parseFrontierId(id: string): { partition: number; streamId: string } {
+  const match = typeof id === 'string' ? ID_PATTERN.exec(id) : null;
+  if (match === null || BigInt(match[2]!) > U64_MAX || BigInt(match[3]!) > U64_MAX) {
+    throw new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
+  }
+  return { partition: Number(match[1]), streamId: `${BigInt(match[2]!)}-${BigInt(match[3]!)}` };
+}

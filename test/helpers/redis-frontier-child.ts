@@ -1,0 +1,38 @@
+/**
+ * A child process for the Redis frontier tests. Usage:
+ *   node redis-frontier-child.js LOCATION enqueue FILE BATCH
+ *   node redis-frontier-child.js LOCATION take BATCH LEASE_MS [FAULT_POINT]
+ * `enqueue`: enqueues FILE's URLs to scope `f` in batches, printing "ack N" after batch N.
+ * `take`: takes BATCH URLs at a time until none is left, printing "took ID<TAB>URL" for each once
+ * the take resolved. With FAULT_POINT, the process kills itself with SIGKILL when it is first reached.
+ */
+import { readFileSync, writeSync } from 'node:fs';
+import { SeenStore } from '../../src/index.js';
+import { setFaultHook, type FaultPoint } from '../../src/store/faults.js';
+
+const [location, mode, ...rest] = process.argv.slice(2);
+const store = await SeenStore.open(location!, { onWarning: () => {} });
+const scope = store.scope('f', { capacityUrls: 100_000, fprTarget: 1e-9 });
+if (mode === 'enqueue') {
+  const urls = readFileSync(rest[0]!, 'utf8').split('\n').filter((line) => line.length > 0);
+  const batch = Number(rest[1]);
+  for (let start = 0, n = 0; start < urls.length; start += batch, n++) {
+    await scope.enqueue(urls.slice(start, start + batch));
+    writeSync(1, `ack ${n}\n`);
+  }
+} else {
+  const [batch, leaseMs, point] = [Number(rest[0]), Number(rest[1]), rest[2]];
+  if (point !== undefined) {
+    setFaultHook((reached: FaultPoint) => {
+      if (reached === point) process.kill(process.pid, 'SIGKILL');
+    });
+  }
+  const frontier = scope.frontier();
+  for (;;) {
+    const taken = await frontier.take(batch, { leaseMs });
+    if (taken.length === 0) break;
+    writeSync(1, taken.map((entry) => `took ${entry.id}\t${entry.url}\n`).join(''));
+  }
+}
+writeSync(1, 'finished\n');
+await store.close();

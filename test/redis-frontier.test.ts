@@ -1,0 +1,373 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SeenStore } from '../src/index.js';
+import { runCli } from './helpers/cli.js';
+import { ROOT, sharedUrls } from './helpers/data.js';
+import { expectCode } from './helpers/errors.js';
+import { failOver } from './helpers/redis-failover.js';
+import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
+import { tempDir } from './helpers/tmp.js';
+
+/**
+ * The frontier on the Redis backend, on a real 3-master, 3-replica cluster (the storage contract's
+ * frontier cases run in contract-redis.test.ts): processes enqueueing and taking at once, a taker
+ * killed -9, reclaim, release with data, stats, bad ids, several partition streams, the CLI.
+ */
+const missing = redisMissing();
+const CHILD = join(ROOT, 'dist', 'test', 'helpers', 'redis-frontier-child.js');
+const urls = sharedUrls('crawl-benign-35k.txt');
+const quiet = { onWarning: () => {} };
+const EXACT = { capacityUrls: 100_000, fprTarget: 1e-9 } as const;
+
+const cluster = missing === undefined ? await startRedisCluster() : (undefined as unknown as RedisCluster);
+after(() => cluster?.stop());
+
+/** Runs the child to its end (or its kill -9); resolves with its output lines. */
+function child(args: readonly string[]): Promise<{ lines: string[]; killed: boolean }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    proc.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    proc.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+    proc.on('error', reject);
+    proc.on('close', (code, signal) => {
+      if (code !== 0 && signal !== 'SIGKILL') reject(new Error(`redis frontier child failed (${code}): ${err}`));
+      else resolve({ lines: out.split('\n').filter((line) => line.length > 0), killed: signal === 'SIGKILL' });
+    });
+  });
+}
+
+/** `took ID<TAB>URL` lines of a taker: id -> URL. */
+function tookOf(lines: readonly string[]): Map<string, string> {
+  return new Map(lines.filter((line) => line.startsWith('took ')).map((line) => line.slice(5).split('\t') as [string, string]));
+}
+
+/** The store's key prefix (location `...?prefix=NAME`). */
+function prefixOf(location: string): string {
+  return new URL(location).searchParams.get('prefix')!;
+}
+
+/** A command through redis-cli in cluster mode (follows MOVED). */
+function redis(...args: string[]): string {
+  return cluster.cli(cluster.nodes[0]!.port, '-c', ...args);
+}
+
+describe('redis frontier', { skip: missing }, () => {
+  test('3 processes enqueue overlapping URLs: each queued once; 2 takers at once never share a lease', async () => {
+    const location = cluster.location();
+    const dir = tempDir('seenstore-redis-frontier-');
+    const all = urls.slice(0, 3_000);
+    // Every URL is offered by 2 of the 3 processes, in orders of their own.
+    const inputs = [0, 1, 2].map((p) => {
+      const mine = all.filter((_, i) => i % 3 !== p);
+      return p === 1 ? mine.reverse() : mine;
+    });
+    await Promise.all(
+      inputs.map((input, p) => {
+        const file = join(dir, `in-${p}.txt`);
+        writeFileSync(file, `${input.join('\n')}\n`);
+        return child([location, 'enqueue', file, '250']);
+      }),
+    );
+    const takers = await Promise.all([child([location, 'take', '25', '60000']), child([location, 'take', '25', '60000'])]);
+    const [a, b] = takers.map((run) => tookOf(run.lines));
+    assert.ok(a!.size > 0 && b!.size > 0, 'one taker got nothing: the test shows nothing about sharing');
+    assert.deepEqual([...a!.keys()].filter((id) => b!.has(id)), [], 'two takers held one lease');
+    const taken = [...a!.values(), ...b!.values()];
+    assert.equal(taken.length, all.length, 'a URL was queued twice, or not at all');
+    assert.deepEqual(new Set(taken), new Set(all));
+    const store = await SeenStore.open(location, quiet);
+    try {
+      assert.deepEqual(await store.scope('f').frontier().stats(), { pending: 0, leased: all.length, done: 0 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('an enqueuer killed -9 mid-stream: every acknowledged URL queued once, a URL queued exactly when it is recorded as seen', async () => {
+    const location = cluster.location();
+    const dir = tempDir('seenstore-redis-frontier-');
+    const input = urls.slice(10_000, 30_000);
+    const file = join(dir, 'in.txt');
+    writeFileSync(file, `${input.join('\n')}\n`);
+    const killed = await new Promise<string[]>((resolve, reject) => {
+      const proc = spawn(process.execPath, [CHILD, location, 'enqueue', file, '500'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      let out = '';
+      proc.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString('utf8');
+        // Killed at once after its 10th acknowledgement: somewhere in the batches after it.
+        if (out.includes('ack 9\n') && proc.exitCode === null) proc.kill('SIGKILL');
+      });
+      proc.on('error', reject);
+      proc.on('close', () => resolve(out.split('\n').filter((line) => line.startsWith('ack '))));
+    });
+    assert.ok(killed.length >= 10 && killed.length < 40, `the enqueuer was not killed mid-stream (${killed.length} batches acknowledged)`);
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('f');
+      const frontier = scope.frontier();
+      const queued: string[] = [];
+      for (let got = await frontier.take(5_000, { leaseMs: 60_000 }); got.length > 0; got = await frontier.take(5_000, { leaseMs: 60_000 })) {
+        queued.push(...got.map((entry) => entry.url));
+      }
+      assert.equal(new Set(queued).size, queued.length, 'a URL was queued twice');
+      const acknowledged = input.slice(0, killed.length * 500);
+      const queuedSet = new Set(queued);
+      assert.deepEqual(acknowledged.filter((url) => !queuedSet.has(url)), [], 'an acknowledged URL is not queued');
+      const seen = await scope.has(input);
+      assert.deepEqual(input.filter((url, i) => seen[i] !== queuedSet.has(url)), [], 'a URL recorded as seen and not queued, or queued and not seen');
+      assert.equal(queued.length % 500, 0, 'part of a batch was queued');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('rotation and prune leave the frontier alone; a URL found again in a new epoch is queued again with that epoch', async () => {
+    const location = cluster.location();
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('f', EXACT);
+      const some = urls.slice(8_500, 8_505);
+      await scope.enqueue(some);
+      await scope.rotate();
+      await scope.rotate();
+      assert.equal((await scope.prune({ keepLast: 1 })).length, 2);
+      assert.deepEqual(await scope.enqueue(some), [true, true, true, true, true]);
+      const taken = await scope.frontier().take(20, { leaseMs: 60_000 });
+      assert.deepEqual(taken.map((entry) => [entry.url, entry.epoch]), [...some.map((url) => [url, 1]), ...some.map((url) => [url, 3])]);
+      // A counting epoch's add (ss_count_add) enqueues the same way.
+      const counting = store.scope('counting', { strategy: 'counting', capacityUrls: 10_000 });
+      assert.deepEqual(await counting.enqueue([...some, some[0]!]), [true, true, true, true, true, false]);
+      assert.deepEqual(await counting.enqueue(some), [false, false, false, false, false]);
+      assert.deepEqual((await counting.frontier().take(20, { leaseMs: 60_000 })).map((entry) => entry.url), some);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a taker killed -9 right after its take: its URLs come back when the lease runs out, with attempts 2', async () => {
+    const location = cluster.location();
+    const queued = urls.slice(6_000, 6_500);
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('f', EXACT);
+      await scope.enqueue(queued);
+      const dead = await child([location, 'take', '100', '1500', 'frontier:take-after-commit']);
+      assert.ok(dead.killed && tookOf(dead.lines).size === 0, 'the taker was not killed at its take');
+      const frontier = scope.frontier();
+      assert.deepEqual(await frontier.stats(), { pending: 400, leased: 100, done: 0 });
+      const rest = await frontier.take(1_000, { leaseMs: 60_000 });
+      assert.deepEqual(rest.map((entry) => entry.url), queued.slice(100), 'the dead taker\'s URLs were handed out under its lease');
+      await sleep(1_600);
+      const back = await frontier.take(1_000, { leaseMs: 60_000 });
+      assert.deepEqual(back.map((entry) => entry.url), queued.slice(0, 100));
+      assert.ok(back.every((entry) => entry.attempts === 2));
+      assert.equal(await frontier.done([...rest, ...back].map((entry) => entry.id)), 500);
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 500 });
+      // Every consumer (the dead one's too) is deleted once it holds nothing.
+      const stream = `{${prefixOf(location)}/f/0}:q`;
+      assert.equal(redis('XINFO', 'GROUPS', stream).split('\n')[3], '0', 'consumers left behind');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('reclaim, release with data (attempts carried, queued again at the end), stats, bad ids', async () => {
+    const location = cluster.location();
+    const queued = urls.slice(7_000, 7_010);
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('f', EXACT);
+      await scope.enqueue(queued, { data: queued.map((_, i) => ({ depth: i })) });
+      const frontier = scope.frontier();
+      const first = await frontier.take(4, { leaseMs: 60_000, owner: 'c1' });
+      const second = await frontier.take(3, { leaseMs: 60_000, owner: 'c2' });
+      assert.deepEqual([...first, ...second].map((entry) => entry.url), queued.slice(0, 7));
+      assert.deepEqual(await frontier.stats(), { pending: 3, leased: 7, done: 0 });
+      assert.equal(await frontier.reclaim('c1'), 4);
+      assert.deepEqual(await frontier.stats(), { pending: 7, leased: 3, done: 0 });
+      // Released with data: a new entry at the end of the stream, after the URLs waiting now.
+      assert.equal(await frontier.release([second[0]!.id, second[1]!.id], [{ depth: 4, retries: 1 }, undefined]), 2);
+      assert.equal(await frontier.release([second[0]!.id], [{ depth: 4, retries: 2 }]), 0, 'a re-queued entry was released again under its old id');
+      const next = await frontier.take(20, { leaseMs: 60_000, owner: 'c3' });
+      assert.deepEqual(
+        next.map((entry) => [entry.url, entry.attempts, entry.data]),
+        [
+          [queued[0], 2, { depth: 0 }],
+          [queued[1], 2, { depth: 1 }],
+          [queued[2], 2, { depth: 2 }],
+          [queued[3], 2, { depth: 3 }],
+          [queued[5], 2, { depth: 5 }],
+          [queued[7], 1, { depth: 7 }],
+          [queued[8], 1, { depth: 8 }],
+          [queued[9], 1, { depth: 9 }],
+          [queued[4], 2, { depth: 4, retries: 1 }],
+        ],
+      );
+      assert.ok(next.every((entry) => /^0-\d+-\d+$/.test(entry.id)));
+      for (const bad of ['x', '1-2', '0-1-2-3', '-0-1-1', '00-1-1', '0-99999999999999999999-1', '0-1-18446744073709551616']) {
+        await expectCode('USAGE', () => frontier.done([next[0]!.id, bad]));
+      }
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 10, done: 0 }, 'a call with a bad id changed something');
+      // Well-formed ids of nothing (another stream id, a partition the scope does not have) are skipped.
+      assert.equal(await frontier.done(['0-1-1', '7-1-1', '0-18446744073709551615-18446744073709551615']), 0);
+      assert.equal(await frontier.done([...next, second[2]!].map((entry) => entry.id)), 10);
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 10 });
+      const stream = `{${prefixOf(location)}/f/0}`;
+      assert.equal(redis('ZCARD', `${stream}:l`), '0', 'a lease outlived its entry');
+      assert.equal(redis('XLEN', `${stream}:q`), '0');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a call repeated with its call id (a retry after a lost reply) gets its first answer: a take leases nothing new', async () => {
+    const location = cluster.location();
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('f', EXACT);
+      await scope.enqueue(urls.slice(7_500, 7_510));
+      const tag = `{${prefixOf(location)}/f/0}`;
+      const call = (name: string, id: string, ...args: string[]): string => redis('FCALL', name, '4', `${tag}:q`, `${tag}:l`, `${tag}:qdone`, `${tag}:qa:${id}`, '300', '', ...args);
+      const taken = call('ss_q_take', 'take-1', '4', '60000', 'retrier');
+      assert.equal(call('ss_q_take', 'take-1', '4', '60000', 'retrier'), taken);
+      assert.match(taken, new RegExp(urls[7_503]!.replace(/[.?*+^$[\]\\(){}|]/g, '\\$&')));
+      assert.deepEqual(await scope.frontier().stats(), { pending: 6, leased: 4, done: 0 });
+      const id = taken.split('\n')[0]!;
+      assert.equal(call('ss_q_done', 'done-1', id), '1');
+      assert.equal(call('ss_q_done', 'done-1', id), '1', 'a retried done answered otherwise');
+      assert.equal(call('ss_q_done', 'done-2', id), '0');
+      assert.deepEqual(await scope.frontier().stats(), { pending: 6, leased: 3, done: 1 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('an enqueue too large for one call (URLs and data over 64 MiB) is split: each URL queued once, with its data', async () => {
+    const location = cluster.location();
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('f', EXACT);
+      const some = urls.slice(16_000, 17_100);
+      const input = [...some, some[0]!, some[1_099]!];
+      const data = input.map((url) => ({ url, pad: 'x'.repeat(61_000) }));
+      const answers = await scope.enqueue(input, { data });
+      assert.deepEqual(answers, [...some.map(() => true), false, false]);
+      const taken = await scope.frontier().take(2_000, { leaseMs: 60_000 });
+      assert.deepEqual(taken.map((entry) => entry.url), some);
+      assert.ok(taken.every((entry) => (entry.data as { url: string }).url === entry.url && (entry.data as { pad: string }).pad.length === 61_000));
+      assert.equal(await scope.frontier().done(taken.map((entry) => entry.id)), some.length);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a stream entry of a newer version is FORMAT_UNSUPPORTED, one seenstore did not write STORE_CORRUPT', async () => {
+    const location = cluster.location();
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('f', EXACT);
+      await scope.enqueue(urls.slice(8_600, 8_601));
+      const stream = `{${prefixOf(location)}/f/0}:q`;
+      const frontier = scope.frontier();
+      const newer = redis('XADD', stream, '*', 'v', '2', 'u', 'https://newer.example/', 'e', '1');
+      await expectCode('FORMAT_UNSUPPORTED', () => frontier.take(10, { leaseMs: 200 }));
+      assert.equal(await frontier.done([`0-${newer}`]), 1);
+      redis('XADD', stream, '*', 'url', 'https://foreign.example/');
+      await sleep(250);
+      await expectCode('STORE_CORRUPT', () => frontier.take(10, { leaseMs: 200 }));
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('several partition streams: a take visits them round robin and never leases more than asked', async () => {
+    const location = cluster.location();
+    const prefix = prefixOf(location);
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('f', EXACT);
+      await scope.enqueue(urls.slice(8_000, 8_003));
+      // Streams 1 and 2 filled as the partitioned layout's adds will (until then only stream 0 is written to).
+      redis('SET', `{${prefix}/f}:queues`, '3');
+      for (const p of [1, 2]) {
+        redis('XGROUP', 'CREATE', `{${prefix}/f/${p}}:q`, 'ss', '0', 'MKSTREAM');
+        for (let i = 0; i < 3; i++) redis('XADD', `{${prefix}/f/${p}}:q`, '*', 'v', '1', 'u', `https://p${p}.example/${i}`, 'e', '1');
+      }
+      const frontier = scope.frontier();
+      assert.deepEqual(await frontier.stats(), { pending: 9, leased: 0, done: 0 });
+      const first = await frontier.take(4, { leaseMs: 60_000 });
+      assert.equal(first.length, 4);
+      const second = await frontier.take(4, { leaseMs: 60_000 });
+      assert.equal(second.length, 4);
+      const third = await frontier.take(4, { leaseMs: 60_000 });
+      const all = [...first, ...second, ...third];
+      assert.equal(all.length, 9);
+      assert.equal(new Set(all.map((entry) => entry.url)).size, 9);
+      assert.deepEqual(first.map((entry) => entry.id.split('-')[0]), ['0', '0', '0', '1'], 'the first take did not start at stream 0 and go on to stream 1');
+      assert.equal(second[0]!.id.split('-')[0], '1', 'the second take did not start at the next stream');
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 9, done: 0 });
+      assert.equal(await frontier.done(all.map((entry) => entry.id)), 9);
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 9 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('the CLI: push, take, done, release and stats round trip on Redis', async () => {
+    const store = cluster.location();
+    const durable = ['--store', store, '--wait-replicas', '1'];
+    const input = `${urls.slice(9_000, 9_050).join('\n')}\n${urls[9_000]}\n`;
+    const push = await runCli([...durable, '--scope', 'c', 'frontier', 'push'], input);
+    assert.equal(push.code, 0, push.stderr);
+    assert.equal(push.stdout.split('\n').filter(Boolean).length, 50);
+    const again = await runCli(['--store', store, '--scope', 'c', 'frontier', 'push'], input);
+    assert.equal(again.stdout, '', 'a URL was queued twice');
+    const take = await runCli([...durable, '--scope', 'c', 'frontier', 'take', '--count', '20']);
+    assert.equal(take.code, 0, take.stderr);
+    const lines = take.stdout.split('\n').filter(Boolean);
+    assert.deepEqual(lines.map((line) => line.split('\t')[1]), urls.slice(9_000, 9_020));
+    assert.ok(lines.every((line) => /^0-\d+-\d+\thttps?:\/\//.test(line)));
+    const done = await runCli([...durable, '--scope', 'c', 'frontier', 'done'], lines.slice(0, 15).join('\n'));
+    assert.match(done.stderr, /done 15 of 15/);
+    const release = await runCli([...durable, '--scope', 'c', 'frontier', 'release', ...lines.slice(15).map((line) => line.split('\t')[0]!)]);
+    assert.match(release.stderr, /released 5 of 5/);
+    const stats = await runCli(['--store', store, '--scope', 'c', '--json', 'frontier', 'stats']);
+    assert.deepEqual(JSON.parse(stats.stdout), { scope: 'c', pending: 35, leased: 0, done: 15 });
+    const bad = await runCli(['--store', store, '--scope', 'c', 'frontier', 'done', '17']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /seenstore: error USAGE: not a frontier id/);
+  });
+
+  // Last: it kills a master of the file's cluster (which recovers: the killed node rejoins as a replica).
+  test('kill -9 of the master holding the frontier while a crawler takes and finishes, waitReplicas 1: every URL taken once, every done counted', async () => {
+    const location = cluster.location();
+    const all = urls.slice(12_000, 15_000);
+    const store = await SeenStore.open(location, { ...quiet, waitReplicas: 1 });
+    try {
+      const scope = store.scope('f', EXACT);
+      await scope.enqueue(all);
+      const frontier = scope.frontier();
+      const taken: string[] = [];
+      let failing: Promise<void> | undefined;
+      for (let got = await frontier.take(25, { leaseMs: 120_000 }); got.length > 0; got = await frontier.take(25, { leaseMs: 120_000 })) {
+        taken.push(...got.map((entry) => entry.url));
+        assert.equal(await frontier.done(got.map((entry) => entry.id)), got.length, 'a retried done answered otherwise');
+        // The kill happens at once (failOver's first step), with 2,500 URLs still to take.
+        if (failing === undefined && taken.length >= 500) failing = failOver(cluster, `{${prefixOf(location)}/f/0}:q`);
+      }
+      await failing;
+      assert.ok(failing !== undefined);
+      assert.equal(new Set(taken).size, taken.length, 'a URL was taken twice');
+      assert.deepEqual(new Set(taken), new Set(all), 'a queued URL was lost');
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: all.length });
+    } finally {
+      await store.close();
+    }
+  });
+});
