@@ -16,6 +16,7 @@ if (missing !== undefined) {
   });
   contractSuite({
     name: 'redis cluster',
+    frontierOrder: 'per-partition',
     location: async () => {
       await started;
       return cluster!.location();

@@ -146,7 +146,8 @@ export class PartlyDecided extends SeenStoreError {
  */
 export interface Frontier {
   /**
-   * Up to `count` waiting URLs, oldest first, each leased for `leaseMs` from now (a URL whose
+   * Up to `count` waiting URLs, oldest first (a backend that keeps the frontier in partitions:
+   * oldest first within each, the partitions in turn), each leased for `leaseMs` from now (a URL whose
    * lease ran out waits again). Atomic: two takers never hold one URL's lease at once. Durable.
    */
   take(count: number, leaseMs: number, owner?: string): Promise<LeasedUrl[]>;
