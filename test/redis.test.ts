@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -10,6 +10,7 @@ import { ROOT, sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
 import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
 import { failoverRun } from './helpers/redis-failover.js';
+import { NEEDS_REDIS_CLI, startServer } from './helpers/server.js';
 import { tempDir } from './helpers/tmp.js';
 
 /**
@@ -236,6 +237,35 @@ describe('redis backend', { skip: missing }, () => {
       assert.ok((await returned.addIfAbsent(fresh)).every((isNew) => !isNew));
     } finally {
       await Promise.all([redis.close(), lmdb.close(), back.close()]);
+    }
+  });
+
+  test('seenstore serve over the cluster: redis-cli\'s BF.* and the frontier\'s SEEN.* commands, answers shared with the library', { skip: NEEDS_REDIS_CLI }, async () => {
+    const location = cluster.location();
+    const server = await startServer(location);
+    try {
+      const cli = (...args: string[]): string => {
+        const run = spawnSync('redis-cli', ['-p', String(server.port), ...args], { encoding: 'utf8' });
+        assert.equal(run.status, 0, run.stderr);
+        return run.stdout.trim();
+      };
+      const batch = urls.slice(0, 50);
+      assert.deepEqual(cli('BF.MADD', 'served', ...batch).split('\n'), batch.map(() => '1'));
+      assert.deepEqual(cli('BF.MADD', 'served', ...batch.slice(0, 5), 'https://new.example/x').split('\n'), ['0', '0', '0', '0', '0', '1']);
+      assert.equal(cli('SEEN.ENQUEUE', 'crawl', urls[100]!, urls[101]!, urls[100]!), '1\n1\n0');
+      const taken = cli('SEEN.TAKE', 'crawl', '5').split('\n');
+      assert.ok(taken.includes(urls[100]!) && taken.includes(urls[101]!), `taken: ${taken.join(' ')}`);
+      // The library on the same cluster sees what the server added.
+      const store = await SeenStore.open(location, quiet);
+      try {
+        assert.ok((await store.scope('served').has(batch)).every(Boolean));
+        assert.equal((await store.scope('served').epoch(1)).strategy, 'partitioned');
+        assert.deepEqual(await store.scope('crawl').frontier().stats(), { pending: 0, leased: 2, done: 0 });
+      } finally {
+        await store.close();
+      }
+    } finally {
+      assert.equal((await server.stop()).code, 0);
     }
   });
 
