@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -9,29 +8,14 @@ import { SeenStore } from '../src/index.js';
 import { expectCode } from './helpers/errors.js';
 import { runCli } from './helpers/cli.js';
 import { ROOT, sharedUrls } from './helpers/data.js';
+import { runChild, type ChildOut } from './helpers/child-run.js';
 import { tempDir } from './helpers/tmp.js';
 
 const CHILD = join(ROOT, 'dist', 'test', 'helpers', 'frontier-child.js');
 
-interface ChildOut {
-  readonly lines: string[];
-  readonly killed: boolean;
-}
-
-/** Runs the frontier child; resolves with its output lines and whether it killed itself at the fault point. */
+/** Runs the child script; resolves with its output lines and whether it was killed -9. */
 function child(args: readonly string[]): Promise<ChildOut> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    proc.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-    proc.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-    proc.on('error', reject);
-    proc.on('close', (code, signal) => {
-      if (code !== 0 && signal !== 'SIGKILL') reject(new Error(`frontier child failed (${code}): ${err}`));
-      else resolve({ lines: out.split('\n').filter((line) => line.length > 0), killed: signal === 'SIGKILL' });
-    });
-  });
+  return runChild(CHILD, args, 'frontier child');
 }
 
 /** Everything queued in scope `f` of `dir`, taken with a short lease (ids and URLs), and the stats before. */

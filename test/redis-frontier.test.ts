@@ -10,6 +10,7 @@ import { ROOT, sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
 import { failOver } from './helpers/redis-failover.js';
 import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
+import { runChild, type ChildOut } from './helpers/child-run.js';
 import { tempDir } from './helpers/tmp.js';
 
 /**
@@ -26,20 +27,9 @@ const EXACT = { capacityUrls: 100_000, fprTarget: 1e-9, strategy: 'partitioned:1
 const cluster = missing === undefined ? await startRedisCluster() : (undefined as unknown as RedisCluster);
 after(() => cluster?.stop());
 
-/** Runs the child to its end (or its kill -9); resolves with its output lines. */
-function child(args: readonly string[]): Promise<{ lines: string[]; killed: boolean }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    proc.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-    proc.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-    proc.on('error', reject);
-    proc.on('close', (code, signal) => {
-      if (code !== 0 && signal !== 'SIGKILL') reject(new Error(`redis frontier child failed (${code}): ${err}`));
-      else resolve({ lines: out.split('\n').filter((line) => line.length > 0), killed: signal === 'SIGKILL' });
-    });
-  });
+/** Runs the child script; resolves with its output lines and whether it was killed -9. */
+function child(args: readonly string[]): Promise<ChildOut> {
+  return runChild(CHILD, args, 'redis frontier child');
 }
 
 /** `took ID<TAB>URL` lines of a taker: id -> URL. */

@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore, type SeenStoreOptions } from '../../src/index.js';
-import { ROOT, binomialUpper, sharedUrls } from '../helpers/data.js';
+import { ROOT, binomialLower, binomialUpper, sharedUrls } from '../helpers/data.js';
 import { expectCode } from '../helpers/errors.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -124,6 +124,42 @@ export function contractSuite(factory: BackendFactory): void {
         assert.deepEqual(classes, probe.slice(3_000, 5_000).map((_, i) => (3_000 + i < 4_000 ? 'revisit' : 'new')));
         const diff = await scope.diff(probe, 1, 2);
         assert.deepEqual(diff.counts, { both: 2_000, 'only-from': 2_000, 'only-to': 2_000, neither: 2_000 });
+      } finally {
+        await store.close();
+      }
+    });
+
+    test('rotation gives fresh seeds and independent false positives; `all` over two epochs measures about p^2', async () => {
+      const benign = new Set(others);
+      const probes = urls.filter((url) => !benign.has(url));
+      const positives = (answers: readonly boolean[]): Set<number> => new Set(answers.flatMap((seen, i) => (seen ? [i] : [])));
+      const { store } = await open();
+      try {
+        // A deliberately small filter: 10,000 URLs at a 10 % target, so the first slice runs at ~5 %.
+        const scope = store.scope('temporal', { capacityUrls: 10_000, fprTarget: 0.1 });
+        const inserted = others.slice(0, 10_000);
+        await scope.add(inserted);
+        const first = positives(await scope.has(probes));
+        const rotation = await scope.rotate({ capacityUrls: 10_000 });
+        await scope.add(inserted);
+        const second = positives(await scope.has(probes));
+        const one = await scope.epoch(1);
+        assert.notDeepEqual(one.sliceDetails[0]!.seeds, (await scope.epoch(2)).sliceDetails[0]!.seeds);
+        assert.equal(rotation.opened.sliceDetails[0]!.mBits, one.sliceDetails[0]!.mBits, 'same geometry, new seeds');
+        const n = probes.length;
+        const [p1, p2] = [first.size / n, second.size / n];
+        for (const p of [p1, p2]) assert.ok(p > 0.03 && p < 0.075, `per-epoch FPR ${p}`);
+        const overlap = [...first].filter((i) => second.has(i)).length;
+        // Independent seeds: the overlap is binomial(n, p1 * p2); with equal seeds it would be all of it.
+        assert.ok(overlap <= binomialUpper(n, p1 * p2), `overlap ${overlap}, expected ~${(n * p1 * p2).toFixed(1)}`);
+        assert.ok(overlap >= binomialLower(n, p1 * p2), `overlap ${overlap}, expected ~${(n * p1 * p2).toFixed(1)}`);
+        const both = (await scope.has(probes, { epochs: { last: 2 }, mode: 'all' })).filter(Boolean).length;
+        assert.equal(both, overlap);
+        assert.ok(both / n < p1 / 4, `'all' over two epochs: ${both / n} vs one epoch ${p1}`);
+        assert.ok((await scope.has(inserted, { epochs: 'all', mode: 'all' })).every(Boolean), 'no false negatives in either epoch');
+        // `any` over both epochs is the union of each epoch's positives.
+        const either = positives(await scope.has(probes, { epochs: 'all', mode: 'any' }));
+        assert.deepEqual([...either].sort((a, b) => a - b), [...new Set([...first, ...second])].sort((a, b) => a - b));
       } finally {
         await store.close();
       }
