@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ROOT } from './helpers/data.js';
 import { runKillable, type KillableRun } from './helpers/killable.js';
+import { redisMissing, startRedisCluster } from './helpers/redis-cluster.js';
 import { coverage, spawnSite } from './helpers/site.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -46,6 +47,25 @@ describe('Crawlee on the seenstore frontier (a real CheerioCrawler, a local site
       assert.ok(resumed.seconds < 45, `the resumed crawl took ${resumed.seconds.toFixed(1)} s: it waited for leases`);
     } finally {
       await site.stop();
+    }
+  });
+
+  test('two crawler processes sharing one frontier on a Redis cluster: every page fetched exactly once between them', { skip: redisMissing() }, async () => {
+    const site = await spawnSite({ pages: PAGES });
+    const cluster = await startRedisCluster();
+    try {
+      const location = cluster.location();
+      const machines = ['machine-a', 'machine-b'].map((owner) =>
+        runKillable(process.execPath, [CHILD, tempDir(), site.url, String(CONCURRENCY), owner, location], 'fetched ', Infinity),
+      );
+      const runs = await Promise.all(machines);
+      assert.ok(runs.every((run) => run.finished), 'a crawler did not finish');
+      const seen = coverage(await site.stats());
+      assert.deepEqual(seen.missedPages, []);
+      assert.equal(seen.duplicateFetches, 0, 'a page was fetched by both crawlers, or twice by one');
+      assert.ok(runs.every((run) => run.counted > PAGES / 10), `the work was not shared: ${runs.map((run) => run.counted).join(' + ')} pages`);
+    } finally {
+      await Promise.all([site.stop(), cluster.stop()]);
     }
   });
 });

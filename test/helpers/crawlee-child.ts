@@ -1,21 +1,23 @@
 /**
  * A Crawlee crawl on a seenstore frontier, in a process of its own (so that it can be killed):
- *   node crawlee-child.js STORE SITE_URL CONCURRENCY
+ *   node crawlee-child.js STORE SITE_URL CONCURRENCY [OWNER] [REDIS_LOCATION]
  * A real CheerioCrawler, its request manager seenstore's (seenstore/crawlee), follows every link of
  * the site from its root; it prints `fetched URL` for each page handled. Run again after a kill,
  * it resumes from the store. Crawlee's own storage goes to STORE/crawlee (CRAWLEE_STORAGE_DIR).
+ * With REDIS_LOCATION the frontier is that Redis store's (several crawler processes share it, each
+ * with its own OWNER); STORE is then only the crawler's own scratch directory.
  */
 import { join } from 'node:path';
 import { writeSync } from 'node:fs';
 
-const [storeDir, siteUrl, concurrencyText] = process.argv.slice(2);
+const [storeDir, siteUrl, concurrencyText, owner = 'crawler-1', redisLocation] = process.argv.slice(2);
 process.env.CRAWLEE_STORAGE_DIR = join(storeDir!, 'crawlee');
 const { CheerioCrawler, Configuration } = await import('crawlee');
 const { SeenStore } = await import('../../src/index.js');
 const { SeenstoreRequestManager, crawlerOptions } = await import('../../src/crawlee/index.js');
 
-const store = await SeenStore.open(join(storeDir!, 'seen'));
-const manager = new SeenstoreRequestManager(store.scope('site', { capacityUrls: 100_000 }), { owner: 'crawler-1', leaseMs: 60_000 });
+const store = await SeenStore.open(redisLocation ?? join(storeDir!, 'seen'), { onWarning: () => {} });
+const manager = new SeenstoreRequestManager(store.scope('site', { capacityUrls: 100_000 }), { owner, leaseMs: 60_000 });
 const crawler = new CheerioCrawler(
   {
     ...crawlerOptions(manager),
