@@ -23,7 +23,7 @@
  * calls kept for a retry. ss_add and ss_count_add enqueue what they found new into the stream of
  * their slot in the same call.
  */
-export const LIBRARY_VERSION = '10';
+export const LIBRARY_VERSION = '11';
 
 export const LIBRARY = `#!lua name=seenstore
 local VERSION = '${LIBRARY_VERSION}'
@@ -52,7 +52,8 @@ end
 
 -- Whether every filter f0 .. f0 + fn - 1 holds the URL whose positions start at blob byte at. A
 -- blocked filter's block is read once (GETRANGE of its 64 bytes) and its bits tested here; a
--- classic filter's bits one GETBIT each, stopping at the first unset one.
+-- classic filter's bits one GETBIT each, stopping at the first unset one. Not held by a blocked
+-- filter: false and the block read (set_bits writes it back changed).
 local function holds(fbase, blob, at, f0, fn, ks, offs, blk)
   for f = f0, f0 + fn - 1 do
     local key = fbase .. (f - 1)
@@ -64,7 +65,7 @@ local function holds(fbase, blob, at, f0, fn, ks, offs, blk)
       for j = 1, ks[f] do
         local q = u32(blob, p) - base
         local byte = string.byte(block, (q - q % 8) / 8 + 1) or 0
-        if bit.band(byte, bit.lshift(1, 7 - q % 8)) == 0 then return false end
+        if bit.band(byte, bit.lshift(1, 7 - q % 8)) == 0 then return false, block end
         p = p + 4
       end
     else
@@ -80,11 +81,12 @@ end
 -- Sets a URL's k bits in a filter: a blocked filter's block is read, changed in Lua and written
 -- back whole (GETRANGE + SETRANGE of 64 bytes: two calls whatever k, and a short AOF record); a
 -- classic filter's bits by one BITFIELD of k SETs (a call per bit cost most of the script).
-local function set_bits(key, blob, p, k, blocked)
+-- block: the block as holds just read it, when nothing was written since (else nil: read here).
+local function set_bits(key, blob, p, k, blocked, block)
   if blocked then
     local first = u32(blob, p)
     local base = first - first % 512
-    local bytes = {string.byte(redis.call('GETRANGE', key, base / 8, base / 8 + 63), 1, 64)}
+    local bytes = {string.byte(block or redis.call('GETRANGE', key, base / 8, base / 8 + 63), 1, 64)}
     for j = 1, k do
       local q = u32(blob, p) - base
       local b = (q - q % 8) / 8 + 1
@@ -609,9 +611,12 @@ local function ss_add(keys, args)
   local fresh = 0
   for i = 0, n - 1 do
     local at = i * perUrl * 4 + 1
-    local seen = false
+    local seen, newest = false, nil
     for s = 1, cur do
-      if holds(fbase, blob, at, first[s], count[s], ks, offs, blk) then seen = true; break end
+      local held, block = holds(fbase, blob, at, first[s], count[s], ks, offs, blk)
+      if held then seen = true; break end
+      -- The newest slice's block, when it is one filter: the set below needs no second read.
+      if s == cur and count[s] == 1 then newest = block end
     end
     if seen then
       flags[i + 1] = '0'
@@ -619,10 +624,11 @@ local function ss_add(keys, args)
       if added[cur] >= geo.caps[cur] and cur < planned then
         redis.call('RPUSH', slices, geo.planned[cur - have + 1])
         cur = cur + 1
+        newest = nil
         for f = first[cur], first[cur] + count[cur] - 1 do allocate(fbase .. (f - 1), geo.bytes[f]) end
       end
       for f = first[cur], first[cur] + count[cur] - 1 do
-        set_bits(fbase .. (f - 1), blob, at + offs[f] * 4, ks[f], blk[f])
+        set_bits(fbase .. (f - 1), blob, at + offs[f] * 4, ks[f], blk[f], newest)
       end
       flags[i + 1] = '1'
       fresh = fresh + 1
