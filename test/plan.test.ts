@@ -12,7 +12,7 @@ import { tempDir } from './helpers/tmp.js';
 const URLS = sharedUrls('crawl-benign-35k.txt');
 
 describe('plan: the sizing calculator', () => {
-  for (const strategy of ['classic', 'blocked', 'spatial:2', 'eigen:2', 'counting']) {
+  for (const strategy of ['classic', 'blocked', 'partitioned', 'partitioned:4', 'spatial:2', 'eigen:2', 'counting']) {
     test(`${strategy}: the plan is the geometry an epoch gets, first slice and growth slices`, async () => {
       const capacityUrls = 4_000;
       const plan = planSizing(capacityUrls, 0.01, parseStrategy(strategy), 3);

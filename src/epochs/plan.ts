@@ -1,9 +1,10 @@
 import { SeenStoreError } from '../errors.js';
 import { filterGeometries } from '../filters/keying.js';
-import { planSlice, unionFpr } from '../filters/scalable.js';
-import { growthOf, sliceShape, strategyName, type Strategy } from '../filters/strategy.js';
+import { unionFpr } from '../filters/scalable.js';
+import { growthOf, strategyName, type Strategy } from '../filters/strategy.js';
+import { nextSliceSpec } from '../store/slice-plan.js';
 import { CHUNK_PAYLOAD_BYTES, CHUNK_STORED_BYTES } from '../store/chunks.js';
-import { checkPlan } from './create.js';
+import { checkPlan, newEpochHeader } from './create.js';
 
 /** Slices a sizing plan lists by default: the first, and what three rounds of growth add. */
 export const DEFAULT_PLANNED_SLICES = 4;
@@ -37,6 +38,8 @@ export interface SizingPlan {
   readonly capacityUrls: number;
   readonly fprTarget: number;
   readonly growth: { readonly factor: number; readonly tightening: number };
+  /** A partitioned epoch's partition count (its slices are rounded up to whole blocks in each). */
+  readonly partitions?: number;
   readonly slices: readonly PlannedSlice[];
 }
 
@@ -55,20 +58,21 @@ export function planSizing(capacityUrls: number, fprTarget: number, strategy: St
   const rates: number[] = [];
   let totalCapacityUrls = 0;
   let totalStoredBytes = 0;
+  // The epoch's own header and growth slices (fresh seeds, unused here): what creation makes, partitions included.
+  let header;
+  try {
+    header = newEpochHeader('plan', 1, { capacityUrls, fprTarget, strategy, normalize: 'none', sizing: { policy: 'explicit', reason: 'plan', inputs: {} } });
+  } catch (error) {
+    throw error instanceof SeenStoreError ? error : new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
+  }
   for (let index = 0; index < slices; index++) {
     let slice;
     try {
-      slice = planSlice(index, capacityUrls, fprTarget, growth, (n, p) => sliceShape(strategy, n, p));
+      slice = index === 0 ? header.slices[0]! : nextSliceSpec(header, index);
     } catch (error) {
       throw new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
     }
-    const filters = filterGeometries({
-      layout: strategy.layout,
-      mBits: slice.mBits,
-      k: slice.k,
-      seeds: Array.from({ length: strategy.filters }, () => ''),
-      ...(slice.shape.keying === undefined ? {} : { keying: slice.shape.keying }),
-    });
+    const filters = filterGeometries(slice);
     const bits = filters.reduce((sum, filter) => sum + filter.mBits, 0);
     const storedBytes = filters.reduce((sum, filter) => sum + Math.ceil(filter.mBits / 8 / CHUNK_PAYLOAD_BYTES) * CHUNK_STORED_BYTES, 0);
     totalCapacityUrls += slice.capacityUrls;
@@ -87,5 +91,12 @@ export function planSizing(capacityUrls: number, fprTarget: number, strategy: St
       bitsPerUrl: (totalStoredBytes * 8) / totalCapacityUrls,
     });
   }
-  return { strategy: strategyName(strategy), capacityUrls, fprTarget, growth: { ...growth }, slices: rows };
+  return {
+    strategy: strategyName(strategy),
+    capacityUrls,
+    fprTarget,
+    growth: { ...growth },
+    ...(header.partitions === undefined ? {} : { partitions: header.partitions.count }),
+    slices: rows,
+  };
 }

@@ -38,7 +38,7 @@ function render(plan: SizingPlan): string {
     s.totalFpr.toExponential(2),
   ]);
   return (
-    `${plan.strategy}, ${formatCount(plan.capacityUrls)} URLs at FPR ${plan.fprTarget}; past the capacity each new slice ` +
+    `${plan.strategy}${plan.partitions === undefined ? '' : ` (${plan.partitions} partitions)`}, ${formatCount(plan.capacityUrls)} URLs at FPR ${plan.fprTarget}; past the capacity each new slice ` +
     `takes x${plan.growth.factor} the URLs at x${plan.growth.tightening} the error, so the epoch keeps its promise at any size\n` +
     table(['slice', 'urls', 'total urls', 'k', 'bits', 'bytes', 'total bytes', 'bits/url', 'slice fpr', 'epoch fpr'], rows, 1)
   );
