@@ -46,9 +46,8 @@ interface Planning {
   readonly geometry: Map<number, string>;
 }
 
-/** What an enqueuing add sends beyond a plain add: the frontier stream as a key, the items and the epoch as arguments. */
+/** What an enqueuing add sends beyond a plain add (whose keys always include its partition's stream): the items and the epoch. */
 interface QueueArgs {
-  readonly keys: readonly string[];
   readonly args: readonly (string | Buffer)[];
 }
 
@@ -199,7 +198,7 @@ export class RedisEpoch implements EpochBits {
    */
   #queueArgs(part: Partition, enqueue: QueueItems, grouping: Grouping, p: number, n: number): QueueArgs {
     const indices = Array.from({ length: n }, (_, t) => keyAt(grouping, p, t));
-    return { keys: [part.keys.queue], args: [encodeQueueItems(enqueue, indices), String(this.#header.epoch)] };
+    return { args: [encodeQueueItems(enqueue, indices), String(this.#header.epoch)] };
   }
 
   async #addTo(part: Partition, planning: Planning, positions: Buffer, n: number, batch: string, doing: string, queue?: QueueArgs): Promise<Outcome> {
@@ -208,8 +207,8 @@ export class RedisEpoch implements EpochBits {
     const reply = list(
       await this.#ctx.fcallDurable(
         this.counting ? 'ss_count_add' : 'ss_add',
-        [part.keys.state, part.keys.slices, part.keys.batch(batch), ...(queue?.keys ?? [])],
-        [String(part.have), String(n), this.#geometryFor(planning, part.have), positions, part.keys.filterBase, String(BATCH_ANSWERS_TTL_S), part.previousBatch, ...(queue?.args ?? [])],
+        [part.keys.state, part.keys.slices, part.keys.batch(batch), part.previousBatch || part.keys.batch(batch), part.keys.queue, ...filterKeys(part, planning.positions.filters.length)],
+        [String(part.have), String(n), this.#geometryFor(planning, part.have), positions, String(BATCH_ANSWERS_TTL_S), part.previousBatch === '' ? '' : '1', ...(queue?.args ?? [])],
         doing,
       ),
     );
@@ -328,7 +327,12 @@ export class RedisEpoch implements EpochBits {
             const start = grouping.starts[p]!;
             const n = grouping.starts[p + 1]! - start;
             const reply = list(
-              await this.#ctx.fcall(name, [partition.keys.state, partition.keys.slices], [String(partition.have), String(n), this.#geometryFor(planning, partition.have), positions.subarray(start * perKey * 4, (start + n) * perKey * 4), partition.keys.filterBase], doing),
+              await this.#ctx.fcall(
+                name,
+                [partition.keys.state, partition.keys.slices, ...filterKeys(partition, planning.positions.filters.length)],
+                [String(partition.have), String(n), this.#geometryFor(planning, partition.have), positions.subarray(start * perKey * 4, (start + n) * perKey * 4)],
+                doing,
+              ),
             );
             if (text(reply[0]) === 'ok') {
               const answers = reply[1] as Buffer;
@@ -360,8 +364,8 @@ export class RedisEpoch implements EpochBits {
         const reply = list(
           await this.#ctx.fcallDurable(
             'ss_count_delete',
-            [part.keys.state, part.keys.slices, part.keys.batch(batch)],
-            [String(part.have), String(keys.length), this.#geometryFor(planning, part.have), positions.subarray(0, keys.length * perKey * 4), part.keys.filterBase, String(BATCH_ANSWERS_TTL_S), part.previousBatch],
+            [part.keys.state, part.keys.slices, part.keys.batch(batch), part.previousBatch || part.keys.batch(batch), ...filterKeys(part, planning.positions.filters.length)],
+            [String(part.have), String(keys.length), this.#geometryFor(planning, part.have), positions.subarray(0, keys.length * perKey * 4), String(BATCH_ANSWERS_TTL_S), part.previousBatch === '' ? '' : '1'],
             doing,
           ),
         );
@@ -442,7 +446,7 @@ export class RedisEpoch implements EpochBits {
     for (let attempt = 0; attempt < 50; attempt++) {
       if (part.have < reach) {
         const grow = this.#slices.slice(part.have, reach).map((slice, n) => [JSON.stringify(slice), firstFilter(part.have + n), partitionFilterBytes(slice, count)]);
-        const reply = list(await this.#ctx.fcallDurable('ss_extend', [part.keys.state, part.keys.slices], [String(part.have), part.keys.filterBase, JSON.stringify(grow)], doing));
+        const reply = list(await this.#ctx.fcallDurable('ss_extend', [part.keys.state, part.keys.slices, ...filterKeys(part, firstFilter(reach))], [String(part.have), JSON.stringify(grow)], doing));
         const outcome = text(reply[0]);
         if (outcome === 'missing') await this.#init(part);
         else if (outcome === 'stale') await this.#stale(part, Number(reply[1]));
@@ -454,7 +458,7 @@ export class RedisEpoch implements EpochBits {
       for (const [index, bytes] of regions.slice(0, filters).entries()) {
         if (bytes.some((b) => b !== 0)) await writeBytes(this.#ctx, temporary[index]!, bytes, doing);
       }
-      const reply = list(await this.#ctx.fcallDurable('ss_merge', [part.keys.state, part.keys.slices], [String(part.have), String(filters), part.keys.filterBase, ...temporary], doing));
+      const reply = list(await this.#ctx.fcallDurable('ss_merge', [part.keys.state, part.keys.slices, ...filterKeys(part, filters), ...temporary], [String(part.have), String(filters)], doing));
       const outcome = text(reply[0]);
       if (outcome === 'sealed' || outcome === 'stale') {
         await this.#ctx.call(temporary[0]!, ['DEL', ...temporary], doing);
@@ -494,7 +498,7 @@ export class RedisEpoch implements EpochBits {
   async seal(): Promise<EpochSummary & { readonly header: EpochHeader; readonly sliceAdded: number[] }> {
     const doing = `sealing ${this.#where}`;
     const first = JSON.stringify(this.#header.slices[0]);
-    await settleAll(this.#partitions.map((part) => this.#ctx.fcallDurable('ss_seal', [part.keys.state, part.keys.slices], [part.keys.filterBase, '0', first], doing)));
+    await settleAll(this.#partitions.map((part) => this.#ctx.fcallDurable('ss_seal', [part.keys.state, part.keys.slices], [first], doing)));
     const state = await this.#state();
     return { ...summarize(state), header: this.header, sliceAdded: state.sliceAdded };
   }
@@ -507,7 +511,7 @@ export class RedisEpoch implements EpochBits {
     const doing = `reading ${this.#where}`;
     const states = await settleAll(
       this.#partitions.map(async (part) => {
-        const reply = list(await this.#ctx.fcall('ss_state', [part.keys.state, part.keys.slices], [part.keys.filterBase, String(filters)], doing));
+        const reply = list(await this.#ctx.fcall('ss_state', [part.keys.state, part.keys.slices, ...filterKeys(part, filters)], [], doing));
         const hash = pairs(reply[0]);
         const have = list(reply[1]).length;
         if (have > slices.length) throw new SeenStoreError('STORE_CORRUPT', `${this.#where}: partition ${part.index} has ${have} slices, its plan ${slices.length}`);
@@ -594,7 +598,7 @@ export class RedisEpoch implements EpochBits {
   async #init(part: Partition): Promise<void> {
     const first = this.#header.slices[0]!;
     const sizes = partitionFilterBytes(first, this.#partitions.length).map(String);
-    await this.#ctx.fcall('ss_init', [part.keys.state, part.keys.slices], [JSON.stringify(first), this.#header.state === 'open' ? '1' : '0', part.keys.filterBase, ...sizes], `creating ${this.#where}`);
+    await this.#ctx.fcall('ss_init', [part.keys.state, part.keys.slices, ...filterKeys(part, sizes.length)], [JSON.stringify(first), this.#header.state === 'open' ? '1' : '0', ...sizes], `creating ${this.#where}`);
     part.have = 1;
     part.newestAdded = 0;
   }
@@ -621,6 +625,11 @@ export class RedisEpoch implements EpochBits {
   #notCounting(doing: string): SeenStoreError {
     return new SeenStoreError('USAGE', `${this.#where} is not counting: only counting epochs can ${doing}`);
   }
+}
+
+/** The keys of a partition's first `count` filters (over all slices, in filter order): every key a function touches is declared. */
+function filterKeys(part: Partition, count: number): string[] {
+  return Array.from({ length: count }, (_, index) => part.keys.filter(index));
 }
 
 /** Bytes the queue items of an enqueue take as ss_add arguments (URLs and JSON data, UTF-8), roughly. */

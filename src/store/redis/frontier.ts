@@ -155,8 +155,8 @@ export class RedisFrontier implements Frontier {
     const answer = keys.answer(freshId(12));
     const reply = await this.#ctx.fcallDurable(
       name,
-      [keys.stream, keys.leases, keys.done, answer],
-      [String(FRONTIER_ANSWER_TTL_S), this.#previous.get(p) ?? '', ...args],
+      [keys.stream, keys.leases, keys.done, answer, this.#previous.get(p) ?? answer],
+      [String(FRONTIER_ANSWER_TTL_S), this.#previous.has(p) ? '1' : '', ...args],
       `${doing} the frontier of ${this.#scope}`,
     );
     this.#previous.set(p, answer);

@@ -23,7 +23,7 @@
  * calls kept for a retry. ss_add and ss_count_add enqueue what they found new into the stream of
  * their slot in the same call.
  */
-export const LIBRARY_VERSION = '11';
+export const LIBRARY_VERSION = '12';
 
 export const LIBRARY = `#!lua name=seenstore
 local VERSION = '${LIBRARY_VERSION}'
@@ -38,25 +38,33 @@ end
 local function layout(geo)
   local perUrl = 0
   local first, count, ks, offs, blk = {}, {}, {}, {}, {}
-  for f, fk in ipairs(geo.filters) do
-    local s = fk[1] + 1
+  for f, spec in ipairs(geo.filters) do
+    local s = spec[1] + 1
     if first[s] == nil then first[s] = f; count[s] = 0 end
     count[s] = count[s] + 1
-    ks[f] = fk[2]
-    blk[f] = fk[3] == 1
+    ks[f] = spec[2]
+    blk[f] = spec[3] == 1
     offs[f] = perUrl
-    perUrl = perUrl + fk[2]
+    perUrl = perUrl + spec[2]
   end
   return perUrl, first, count, ks, offs, blk
+end
+
+-- The filter keys a call declared, KEYS[from] onwards, by filter index from 0: every key a function
+-- touches is declared in KEYS (Redis's rule for scripts, which a cluster relies on).
+local function filter_keys(keys, from)
+  local fk = {}
+  for i = from, #keys do fk[i - from] = keys[i] end
+  return fk
 end
 
 -- Whether every filter f0 .. f0 + fn - 1 holds the URL whose positions start at blob byte at. A
 -- blocked filter's block is read once (GETRANGE of its 64 bytes) and its bits tested here; a
 -- classic filter's bits one GETBIT each, stopping at the first unset one. Not held by a blocked
 -- filter: false and the block read (set_bits writes it back changed).
-local function holds(fbase, blob, at, f0, fn, ks, offs, blk)
+local function holds(fk, blob, at, f0, fn, ks, offs, blk)
   for f = f0, f0 + fn - 1 do
-    local key = fbase .. (f - 1)
+    local key = fk[f - 1]
     local p = at + offs[f] * 4
     if blk[f] then
       local first = u32(blob, p)
@@ -155,21 +163,21 @@ local function csub(key, blob, at, k)
 end
 
 -- Spectral count of a URL in slice s (recurring minimum, then the secondary).
-local function scount(fbase, blob, at, f, ks, offs)
-  local primary, times = cmin(fbase .. (f - 1), blob, at + offs[f] * 4, ks[f])
+local function scount(fk, blob, at, f, ks, offs)
+  local primary, times = cmin(fk[f - 1], blob, at + offs[f] * 4, ks[f])
   if primary == 0 or times >= 2 then return primary end
-  local secondary = cmin(fbase .. f, blob, at + offs[f + 1] * 4, ks[f + 1])
+  local secondary = cmin(fk[f], blob, at + offs[f + 1] * 4, ks[f + 1])
   if secondary > 0 then return math.min(secondary, primary) end
   return primary
 end
 
-local function sholds(fbase, blob, at, f, ks, offs)
-  local primary = cmin(fbase .. (f - 1), blob, at + offs[f] * 4, ks[f])
+local function sholds(fk, blob, at, f, ks, offs)
+  local primary = cmin(fk[f - 1], blob, at + offs[f] * 4, ks[f])
   return primary > 0
 end
 
-local function sadd(fbase, blob, at, f, ks, offs)
-  local pkey, skey = fbase .. (f - 1), fbase .. f
+local function sadd(fk, blob, at, f, ks, offs)
+  local pkey, skey = fk[f - 1], fk[f]
   local pat, sat = at + offs[f] * 4, at + offs[f + 1] * 4
   cadd(pkey, blob, pat, ks[f], 1)
   local pmin, times = cmin(pkey, blob, pat, ks[f])
@@ -268,10 +276,11 @@ local function forget_idle(qkey, consumer)
   if #redis.call('XPENDING', qkey, GROUP, '-', '+', 1, consumer) == 0 then redis.call('XGROUP', 'DELCONSUMER', qkey, GROUP, consumer) end
 end
 
--- What every frontier write does first (KEYS[4] its answer key, ARGV[1] the answer's ttl s,
--- ARGV[2] the caller's previous answer key or ''): the first answer when this call ran already.
+-- What every frontier write does first (KEYS[4] its answer key, KEYS[5] the caller's previous
+-- answer key, deleted when ARGV[2] is '1'; ARGV[1] the answer's ttl s): the first answer when this
+-- call ran already.
 local function replayed(keys, args)
-  if args[2] ~= '' then redis.call('DEL', args[2]) end
+  if args[2] == '1' and keys[5] ~= keys[4] then redis.call('DEL', keys[5]) end
   local first = redis.call('GET', keys[4])
   -- A write, so that a WAIT behind this call covers the first one (replication is in order).
   if first then redis.call('EXPIRE', keys[4], tonumber(args[1])) end
@@ -313,7 +322,7 @@ local function take_expired(qkey, lkey, consumer, count, now, untilMs, out)
   for _, owner in ipairs(owners) do forget_idle(qkey, owner) end
 end
 
--- KEYS: stream, leases, done counter, answer. ARGV: answer ttl s, previous answer key, count,
+-- KEYS: stream, leases, done counter, answer, previous answer. ARGV: answer ttl s, '1' to delete the previous answer, count,
 -- lease ms, consumer. Leases up to count entries: first those waiting again (take_expired), then
 -- never delivered ones in stream order. Replies the leased entries (see leased).
 local function ss_q_take(keys, args)
@@ -344,7 +353,7 @@ local function ss_q_take(keys, args)
   return out
 end
 
--- KEYS: stream, leases, done counter, answer. ARGV: answer ttl s, previous answer key, ids. Finishes
+-- KEYS: stream, leases, done counter, answer, previous answer. ARGV: answer ttl s, '1' to delete the previous answer, ids. Finishes
 -- the entries that are queued (waiting or leased): acknowledged, deleted, their lease gone; counts them.
 local function ss_q_done(keys, args)
   local qkey, lkey = keys[1], keys[2]
@@ -370,7 +379,7 @@ local function ss_q_done(keys, args)
   return n
 end
 
--- KEYS: stream, leases, done counter, answer. ARGV: answer ttl s, previous answer key, n, n ids, n data
+-- KEYS: stream, leases, done counter, answer, previous answer. ARGV: answer ttl s, '1' to delete the previous answer, n, n ids, n data
 -- ('' keeps the entry's). Gives back entries taken and not given back since: waiting at once. With
 -- data, the entry is queued again with it at the end of the stream (a stream entry cannot change),
 -- carrying its attempts, and the old one acknowledged and deleted. Counts them.
@@ -407,7 +416,7 @@ local function ss_q_release(keys, args)
   return n
 end
 
--- KEYS: stream, leases, done counter, answer. ARGV: answer ttl s, previous answer key, consumer.
+-- KEYS: stream, leases, done counter, answer, previous answer. ARGV: answer ttl s, '1' to delete the previous answer, consumer.
 -- Every running lease of the consumer ends now (given back); counts them.
 local function ss_q_reclaim(keys, args)
   local qkey, lkey = keys[1], keys[2]
@@ -448,11 +457,11 @@ end
 -- the batch's decoded arguments and each slice's added count. Returns (reply) or (nil, batch).
 local function batch_begin(keys, args)
   local state, slices, batch = keys[1], keys[2], keys[3]
-  if args[7] ~= '' then redis.call('DEL', args[7]) end
+  if args[6] == '1' and keys[4] ~= batch then redis.call('DEL', keys[4]) end
   local done = redis.call('GET', batch)
   if done then
     -- A write, so that a WAIT behind this call covers the batch (replication is in order).
-    redis.call('EXPIRE', batch, tonumber(args[6]))
+    redis.call('EXPIRE', batch, tonumber(args[5]))
     return {'done', done}
   end
   local open = redis.call('HGET', state, 'open')
@@ -470,15 +479,15 @@ local function batch_begin(keys, args)
   for j = have + 1, planned do spare = spare + geo.caps[j] end
   if n > geo.caps[have] - added[have] + spare and planned < geo.max then return {'short', added[have]} end
   local items = nil
-  if keys[4] then
-    items = queue_items(args[8], n)
+  if args[7] then
+    items = queue_items(args[7], n)
     if not items then return {'malformed'} end
   end
   return nil, { state = state, slices = slices, batch = batch, have = have, n = n, geo = geo, planned = planned, added = added, items = items }
 end
 
 -- What ss_add and ss_count_add do last: the batch's counts, the enqueue of its new URLs (when
--- asked: KEYS[4] the stream, ARGV[8] the items, ARGV[9] the epoch), its answers kept for a retry.
+-- asked: KEYS[5] the stream, ARGV[7] the items, ARGV[8] the epoch), its answers kept for a retry.
 local function batch_end(keys, args, b, cur, flags, fresh)
   local counts = {}
   for j = 1, cur do
@@ -488,9 +497,9 @@ local function batch_end(keys, args, b, cur, flags, fresh)
   redis.call('HSET', b.state, unpack(counts))
   redis.call('HINCRBY', b.state, 'submitted', b.n)
   redis.call('HINCRBY', b.state, 'added', fresh)
-  if b.items then queue_new(keys[4], flags, b.items, args[9]) end
+  if b.items then queue_new(keys[5], flags, b.items, args[8]) end
   local answers = table.concat(flags)
-  redis.call('SET', b.batch, answers, 'EX', tonumber(args[6]))
+  redis.call('SET', b.batch, answers, 'EX', tonumber(args[5]))
   return {'ok', answers, cur, b.added[cur]}
 end
 
@@ -501,7 +510,7 @@ local function ss_count_add(keys, args)
   if early then return early end
   local slices, have, n, geo, planned, added = b.slices, b.have, b.n, b.geo, b.planned, b.added
   local blob = args[4]
-  local fbase = args[5]
+  local fk = filter_keys(keys, 6)
   local perUrl, first, count, ks, offs, blk = layout(geo)
   local cur = have
   local flags = {}
@@ -510,13 +519,13 @@ local function ss_count_add(keys, args)
     local at = i * perUrl * 4 + 1
     local home = 0
     for s = 1, cur do
-      if sholds(fbase, blob, at, first[s], ks, offs) then home = s; break end
+      if sholds(fk, blob, at, first[s], ks, offs) then home = s; break end
     end
     if home == 0 then
       if added[cur] >= geo.caps[cur] and cur < planned then
         redis.call('RPUSH', slices, geo.planned[cur - have + 1])
         cur = cur + 1
-        for f = first[cur], first[cur] + count[cur] - 1 do allocate(fbase .. (f - 1), geo.bytes[f]) end
+        for f = first[cur], first[cur] + count[cur] - 1 do allocate(fk[f - 1], geo.bytes[f]) end
       end
       home = cur
       flags[i + 1] = '1'
@@ -525,12 +534,12 @@ local function ss_count_add(keys, args)
     else
       flags[i + 1] = '0'
     end
-    sadd(fbase, blob, at, first[home], ks, offs)
+    sadd(fk, blob, at, first[home], ks, offs)
   end
   return batch_end(keys, args, b, cur, flags, fresh)
 end
 
--- KEYS: state, slices. ARGV: slices assumed, n, geometry, positions, filter key base. Per URL its
+-- KEYS: state, slices, the filters. ARGV: slices assumed, n, geometry, positions. Per URL its
 -- count in the slice that holds it (0: none), as one byte each (saturating at 255).
 local function ss_count(keys, args)
   local n = tonumber(args[2])
@@ -541,12 +550,13 @@ local function ss_count(keys, args)
   local geo = cjson.decode(args[3])
   local blob = args[4]
   local perUrl, first, count, ks, offs, blk = layout(geo)
+  local fk = filter_keys(keys, 3)
   local out = {}
   for i = 0, n - 1 do
     local at = i * perUrl * 4 + 1
     local c = 0
     for s = 1, have do
-      c = scount(args[5], blob, at, first[s], ks, offs)
+      c = scount(fk, blob, at, first[s], ks, offs)
       if c > 0 then break end
     end
     out[i + 1] = string.char(c)
@@ -554,13 +564,14 @@ local function ss_count(keys, args)
   return {'ok', table.concat(out)}
 end
 
--- KEYS: state, slices, batch. ARGV as ss_count, then batch ttl, previous batch. One occurrence of each
+-- KEYS: state, slices, batch, previous batch, the filters. ARGV as ss_count, then batch ttl, '1' to
+-- delete the previous batch's answers. One occurrence of each
 -- URL out of the slice that holds it; returns how many were deleted.
 local function ss_count_delete(keys, args)
-  if args[7] ~= '' then redis.call('DEL', args[7]) end
+  if args[6] == '1' and keys[4] ~= keys[3] then redis.call('DEL', keys[4]) end
   local done = redis.call('GET', keys[3])
   if done then
-    redis.call('EXPIRE', keys[3], tonumber(args[6]))
+    redis.call('EXPIRE', keys[3], tonumber(args[5]))
     return {'done', done}
   end
   local open = redis.call('HGET', keys[1], 'open')
@@ -571,25 +582,25 @@ local function ss_count_delete(keys, args)
   local n = tonumber(args[2])
   local geo = cjson.decode(args[3])
   local blob = args[4]
-  local fbase = args[5]
+  local fk = filter_keys(keys, 5)
   local perUrl, first, count, ks, offs, blk = layout(geo)
   local deleted = 0
   for i = 0, n - 1 do
     local at = i * perUrl * 4 + 1
     for s = 1, have do
       local f = first[s]
-      if sholds(fbase, blob, at, f, ks, offs) then
-        local pkey, pat = fbase .. (f - 1), at + offs[f] * 4
+      if sholds(fk, blob, at, f, ks, offs) then
+        local pkey, pat = fk[f - 1], at + offs[f] * 4
         csub(pkey, blob, pat, ks[f])
         local _, times = cmin(pkey, blob, pat, ks[f])
         local sat = at + offs[f + 1] * 4
-        if times < 2 and cmin(fbase .. f, blob, sat, ks[f + 1]) > 0 then csub(fbase .. f, blob, sat, ks[f + 1]) end
+        if times < 2 and cmin(fk[f], blob, sat, ks[f + 1]) > 0 then csub(fk[f], blob, sat, ks[f + 1]) end
         deleted = deleted + 1
         break
       end
     end
   end
-  redis.call('SET', keys[3], tostring(deleted), 'EX', tonumber(args[6]))
+  redis.call('SET', keys[3], tostring(deleted), 'EX', tonumber(args[5]))
   return {'ok', tostring(deleted)}
 end
 
@@ -597,14 +608,16 @@ local function ss_version(keys, args)
   return VERSION
 end
 
--- KEYS: state, slices, batch[, stream]. ARGV: slices assumed, n, geometry json, positions, filter key base, batch ttl s,
--- previous batch key or ''[, queue items, epoch number]: with the stream, the new URLs are enqueued (queue_new).
+-- KEYS: state, slices, batch, previous batch, the partition's stream, the filters (of every slice the
+-- geometry names). ARGV: slices assumed, n, geometry json, positions, batch ttl s, '1' to delete the
+-- previous batch's answers[, queue items, epoch number]: with the items, the new URLs are enqueued
+-- (queue_new).
 local function ss_add(keys, args)
   local early, b = batch_begin(keys, args)
   if early then return early end
   local slices, have, n, geo, planned, added = b.slices, b.have, b.n, b.geo, b.planned, b.added
   local blob = args[4]
-  local fbase = args[5]
+  local fk = filter_keys(keys, 6)
   local perUrl, first, count, ks, offs, blk = layout(geo)
   local cur = have
   local flags = {}
@@ -613,7 +626,7 @@ local function ss_add(keys, args)
     local at = i * perUrl * 4 + 1
     local seen, newest = false, nil
     for s = 1, cur do
-      local held, block = holds(fbase, blob, at, first[s], count[s], ks, offs, blk)
+      local held, block = holds(fk, blob, at, first[s], count[s], ks, offs, blk)
       if held then seen = true; break end
       -- The newest slice's block, when it is one filter: the set below needs no second read.
       if s == cur and count[s] == 1 then newest = block end
@@ -625,10 +638,10 @@ local function ss_add(keys, args)
         redis.call('RPUSH', slices, geo.planned[cur - have + 1])
         cur = cur + 1
         newest = nil
-        for f = first[cur], first[cur] + count[cur] - 1 do allocate(fbase .. (f - 1), geo.bytes[f]) end
+        for f = first[cur], first[cur] + count[cur] - 1 do allocate(fk[f - 1], geo.bytes[f]) end
       end
       for f = first[cur], first[cur] + count[cur] - 1 do
-        set_bits(fbase .. (f - 1), blob, at + offs[f] * 4, ks[f], blk[f], newest)
+        set_bits(fk[f - 1], blob, at + offs[f] * 4, ks[f], blk[f], newest)
       end
       flags[i + 1] = '1'
       fresh = fresh + 1
@@ -638,7 +651,7 @@ local function ss_add(keys, args)
   return batch_end(keys, args, b, cur, flags, fresh)
 end
 
--- KEYS: state, slices. ARGV: slices assumed, n, geometry json, positions, filter key base
+-- KEYS: state, slices, the filters. ARGV: slices assumed, n, geometry json, positions
 local function ss_has(keys, args)
   local n = tonumber(args[2])
   local open = redis.call('HGET', keys[1], 'open')
@@ -648,26 +661,27 @@ local function ss_has(keys, args)
   local geo = cjson.decode(args[3])
   local blob = args[4]
   local perUrl, first, count, ks, offs, blk = layout(geo)
+  local fk = filter_keys(keys, 3)
   local flags = {}
   for i = 0, n - 1 do
     local at = i * perUrl * 4 + 1
     local seen = '0'
     for s = 1, have do
-      if holds(args[5], blob, at, first[s], count[s], ks, offs, blk) then seen = '1'; break end
+      if holds(fk, blob, at, first[s], count[s], ks, offs, blk) then seen = '1'; break end
     end
     flags[i + 1] = seen
   end
   return {'ok', table.concat(flags)}
 end
 
--- KEYS: state, slices. ARGV: first slice json, open flag, filter key base, then the byte size of each
--- filter of the first slice. Creates the epoch's state and filters unless it exists.
+-- KEYS: state, slices, the first slice's filters. ARGV: first slice json, open flag, then the byte
+-- size of each of those filters. Creates the partition's state and filters unless it exists.
 local function ss_init(keys, args)
   if redis.call('EXISTS', keys[1]) == 1 then return 'exists' end
   redis.call('HSET', keys[1], 'open', args[2], 'submitted', 0, 'added', 0, 'a0', 0)
   redis.call('DEL', keys[2])
   redis.call('RPUSH', keys[2], args[1])
-  for i = 4, #args do allocate(args[3] .. (i - 4), tonumber(args[i])) end
+  for i = 3, #args do allocate(keys[i], tonumber(args[i])) end
   return 'created'
 end
 
@@ -678,11 +692,11 @@ local function ss_alloc(keys, args)
   return 'ok'
 end
 
--- KEYS: state, slices. ARGV: filter key base, filter count. Counts and bit counts of every filter.
+-- KEYS: state, slices, the filters. Counts and bit counts of every filter.
 local function state_of(keys, args)
   local v = redis.call('HGETALL', keys[1])
   local ones = {}
-  for f = 0, tonumber(args[2]) - 1 do ones[#ones + 1] = redis.call('BITCOUNT', args[1] .. f) end
+  for i = 3, #keys do ones[#ones + 1] = redis.call('BITCOUNT', keys[i]) end
   return {v, redis.call('LRANGE', keys[2], 0, -1), ones}
 end
 
@@ -690,12 +704,12 @@ local function ss_state(keys, args)
   return state_of(keys, args)
 end
 
--- KEYS: state, slices. ARGV: filter key base, filter count, first slice json. Seals (idempotent) and returns the final state.
+-- KEYS: state, slices, the filters whose bit counts to return. ARGV: first slice json. Seals (idempotent) and returns the final state.
 local function ss_seal(keys, args)
   if redis.call('EXISTS', keys[1]) == 0 then
     redis.call('HSET', keys[1], 'open', '0', 'submitted', 0, 'added', 0, 'a0', 0)
     redis.call('DEL', keys[2])
-    redis.call('RPUSH', keys[2], args[3])
+    redis.call('RPUSH', keys[2], args[1])
   else
     redis.call('HSET', keys[1], 'open', '0')
   end
@@ -750,16 +764,18 @@ local function ss_plan(keys, args)
   return redis.call('LRANGE', keys[1], 0, -1)
 end
 
--- KEYS: state, slices of a partition. ARGV: slices assumed, filter key base, then JSON
+-- KEYS: state, slices of a partition, its filters (of every slice up to the last it grows into).
+-- ARGV: slices assumed, then JSON
 -- [[slice spec json, index of its first filter, [bytes of each of its filters]], ...]: the partition
 -- grows into those slices (a merge bringing bits of slices it had not grown into).
 local function ss_extend(keys, args)
   if redis.call('EXISTS', keys[1]) == 0 then return {'missing'} end
   local have = redis.call('LLEN', keys[2])
   if have ~= tonumber(args[1]) then return {'stale', have} end
-  for _, slice in ipairs(cjson.decode(args[3])) do
+  local fk = filter_keys(keys, 3)
+  for _, slice in ipairs(cjson.decode(args[2])) do
     redis.call('RPUSH', keys[2], slice[1])
-    for f, bytes in ipairs(slice[3]) do allocate(args[2] .. (slice[2] + f - 1), bytes) end
+    for f, bytes in ipairs(slice[3]) do allocate(fk[slice[2] + f - 1], bytes) end
   end
   return {'ok'}
 end
@@ -783,7 +799,7 @@ local function ss_drop(keys, args)
   return entry
 end
 
--- KEYS: state, slices. ARGV: slices assumed, filter count, filter key base, then one temporary key per filter.
+-- KEYS: state, slices, the F filters, then one temporary key per filter. ARGV: slices assumed, F.
 -- ORs each temporary key into its filter, deletes them; returns the bit counts before and after.
 local function ss_merge(keys, args)
   local open = redis.call('HGET', keys[1], 'open')
@@ -791,9 +807,10 @@ local function ss_merge(keys, args)
   local have = redis.call('LLEN', keys[2])
   if have ~= tonumber(args[1]) then return {'stale', have} end
   local before, after = {}, {}
-  for f = 0, tonumber(args[2]) - 1 do
-    local key = args[3] .. f
-    local tmp = args[4 + f]
+  local filters = tonumber(args[2])
+  for f = 1, filters do
+    local key = keys[2 + f]
+    local tmp = keys[2 + filters + f]
     before[#before + 1] = redis.call('BITCOUNT', key)
     if redis.call('EXISTS', tmp) == 1 then
       redis.call('BITOP', 'OR', key, key, tmp)

@@ -54,7 +54,6 @@ export class RedisKeys {
     return {
       state: `${base}:state`,
       slices: `${base}:slices`,
-      filterBase: `${base}:f:`,
       filter: (index: number) => `${base}:f:${index}`,
       batch: (id: string) => `${base}:b:${id}`,
       merging: (id: string, index: number) => `${base}:m:${id}:${index}`,
@@ -95,8 +94,6 @@ export interface QueueKeys {
 export interface EpochKeys {
   readonly state: string;
   readonly slices: string;
-  /** Filter i's key is filterBase + i (the functions build it so). */
-  readonly filterBase: string;
   filter(index: number): string;
   batch(id: string): string;
   merging(id: string, index: number): string;
