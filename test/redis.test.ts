@@ -269,6 +269,18 @@ describe('redis backend', { skip: missing }, () => {
     }
   });
 
+  test('stats --format prometheus on a Redis store: the epochs\' metrics (their keys\' memory), no LMDB file metrics', async () => {
+    const location = cluster.location();
+    const added = await runCli(['--store', location, '--scope', 'metrics', 'add'], `${urls.slice(0, 100).join('\n')}\n`);
+    assert.equal(added.code, 0, added.stderr);
+    const out = await runCli(['--store', location, 'stats', '--format', 'prometheus']);
+    assert.equal(out.code, 0, out.stderr);
+    const bytes = /^seenstore_epoch_bytes\{[^}]*scope="metrics"[^}]*\} (\d+)$/m.exec(out.stdout);
+    assert.ok(bytes !== null && Number(bytes[1]) > 0, out.stdout);
+    assert.match(out.stdout, /^seenstore_epoch_new_urls\{[^}]*scope="metrics"[^}]*\} 100$/m);
+    assert.doesNotMatch(out.stdout, /seenstore_store_file_bytes/);
+  });
+
   test('prune gives the dropped epochs\' Redis memory back', async () => {
     const location = cluster.location();
     const used = (): number => cluster.masters().reduce((sum, port) => sum + Number(/used_memory:(\d+)/.exec(cluster.cli(port, 'INFO', 'memory'))![1]), 0);

@@ -23,7 +23,7 @@ const EPOCH_METRICS: readonly Metric[] = [
   { name: 'seenstore_epoch_estimated_fpr', help: 'False-positive rate of a query now, estimated from the fill.', value: (e) => e.estimatedFpr },
   { name: 'seenstore_epoch_fpr_target', help: 'The false-positive rate the epoch promises.', value: (e) => e.fprTarget },
   { name: 'seenstore_epoch_slices', help: 'Filter slices: 1, plus one per growth past the capacity.', value: (e) => e.slices },
-  { name: 'seenstore_epoch_bytes', help: 'LMDB page bytes held by the epoch\'s chunks and journal.', value: (e) => e.bytesOnDisk },
+  { name: 'seenstore_epoch_bytes', help: 'Bytes the epoch holds: LMDB pages of its chunks and journal, or on Redis the MEMORY USAGE of its keys.', value: (e) => e.bytesOnDisk },
   { name: 'seenstore_epoch_open', help: '1 for the open epoch of its scope, 0 for a sealed one.', value: (e) => (e.state === 'open' ? 1 : 0) },
   { name: 'seenstore_epoch_created_timestamp_seconds', help: 'When the epoch was created (Unix time).', value: (e) => e.createdAtMs / 1000 },
   { name: 'seenstore_epoch_past_capacity', help: '1 when the epoch grew a slice or its estimated distinct URLs exceed the capacity.', value: (e) => (pastCapacity(e) ? 1 : 0) },
@@ -46,13 +46,15 @@ function family(name: string, help: string, samples: readonly string[]): string[
   return [`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, ...samples];
 }
 
-export function renderPrometheus(store: string, scopes: readonly ScopeStats[], usage: DiskUsage): string {
+/** `usage`: the LMDB file's figures; undefined for a store that has no file (Redis), whose store metrics are left out. */
+export function renderPrometheus(store: string, scopes: readonly ScopeStats[], usage: DiskUsage | undefined): string {
   const lines: string[] = [];
   for (const metric of EPOCH_METRICS) {
     const samples = scopes.flatMap((s) => s.epochs.map((e) => sample(metric.name, { store, scope: s.scope, epoch: String(e.epoch) }, metric.value(e))));
     lines.push(...family(metric.name, metric.help, samples));
   }
   lines.push(...family('seenstore_scope_epochs', 'Epochs the scope keeps (pruned ones are gone).', scopes.map((s) => sample('seenstore_scope_epochs', { store, scope: s.scope }, s.epochs.length))));
+  if (usage === undefined) return `${lines.join('\n')}\n`;
   const storeMetrics: [string, string, number][] = [
     ['seenstore_store_file_bytes', 'Size of the LMDB data file.', usage.fileBytes],
     ['seenstore_store_used_bytes', 'LMDB pages handed out so far (the file grows to this).', usage.usedBytes],

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
 import type { ScopeStats } from '../../epochs/scope.js';
+import type { DiskUsage, SeenStore } from '../../index.js';
 import { openStoreReadOnly, type GlobalOptions } from '../context.js';
 import { checkScopes } from '../health.js';
 import { table } from '../output.js';
@@ -33,7 +34,7 @@ export async function stats(command: Command): Promise<void> {
       check(all, format === 'json');
       return;
     }
-    if (format === 'prometheus') process.stdout.write(renderPrometheus(store.dir, all, await store.diskUsage()));
+    if (format === 'prometheus') process.stdout.write(renderPrometheus(store.dir, all, await fileUsage(store)));
     else process.stdout.write(format === 'json' ? `${JSON.stringify({ store: store.dir, scopes: all })}\n` : render(store.dir, all));
   } finally {
     await store.close();
@@ -53,4 +54,14 @@ function render(dir: string, scopes: readonly ScopeStats[]): string {
   const rows = scopes.flatMap((scope) => scope.epochs.map((e) => [scope.scope, ...epochCells(e)]));
   if (rows.length === 0) return `store ${dir}: no scopes yet\n`;
   return table(['scope', ...EPOCH_COLUMNS], rows, 5);
+}
+
+/** The store file's usage, or undefined for a backend without a file (Redis: UNSUPPORTED). */
+async function fileUsage(store: SeenStore): Promise<DiskUsage | undefined> {
+  try {
+    return await store.diskUsage();
+  } catch (error) {
+    if (error instanceof SeenStoreError && error.code === 'UNSUPPORTED') return undefined;
+    throw error;
+  }
 }
