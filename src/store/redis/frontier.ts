@@ -64,13 +64,20 @@ export class RedisFrontier implements Frontier {
     this.#consumer = consumer;
   }
 
+  /**
+   * Reads every stream's waiting count first (no writes, all streams at once), then takes from the
+   * streams that have some, one at a time from the handle's cursor, until `count`: a take on an
+   * empty or nearly empty frontier costs one round of reads, not a durable write per stream.
+   */
   async take(count: number, leaseMs: number, owner?: string): Promise<LeasedUrl[]> {
     const streams = await this.#streams();
+    const waiting = streams === 1 ? [1] : (await this.#statsOf(streams)).map((stats) => stats[0]);
     const start = this.#cursor % streams;
     this.#cursor = start + 1;
     const out: LeasedUrl[] = [];
     for (let visited = 0; visited < streams && out.length < count; visited++) {
       const p = (start + visited) % streams;
+      if (waiting[p]! <= 0) continue;
       const reply = await this.#write(p, 'ss_q_take', [String(count - out.length), String(leaseMs), owner ?? this.#consumer], 'taking from');
       faultPoint('frontier:take-after-commit');
       for (const entry of list(reply)) out.push(this.#leased(p, list(entry)));
@@ -110,24 +117,28 @@ export class RedisFrontier implements Frontier {
 
   async reclaim(owner: string): Promise<number> {
     const streams = await this.#streams();
-    let reclaimed = 0;
-    for (let p = 0; p < streams; p++) reclaimed += Number(await this.#write(p, 'ss_q_reclaim', [owner], 'reclaiming leases of'));
-    return reclaimed;
+    const counts = await Promise.all(Array.from({ length: streams }, (_, p) => this.#write(p, 'ss_q_reclaim', [owner], 'reclaiming leases of')));
+    return counts.reduce((sum: number, n) => sum + Number(n), 0);
   }
 
   async stats(): Promise<FrontierStats> {
-    const streams = await this.#streams();
-    let pending = 0;
-    let leased = 0;
-    let done = 0;
-    for (let p = 0; p < streams; p++) {
-      const keys = this.#queueKeys(p);
-      const reply = list(await this.#ctx.fcall('ss_q_stats', [keys.stream, keys.leases, keys.done], [], `reading the frontier of ${this.#scope}`)).map(Number);
-      pending += reply[0]!;
-      leased += reply[1]!;
-      done += reply[2]!;
-    }
-    return { pending, leased, done };
+    const all = await this.#statsOf(await this.#streams());
+    return {
+      pending: all.reduce((sum, stats) => sum + stats[0], 0),
+      leased: all.reduce((sum, stats) => sum + stats[1], 0),
+      done: all.reduce((sum, stats) => sum + stats[2], 0),
+    };
+  }
+
+  /** [waiting, leased, done] of each of the first `streams` streams (read-only calls, all at once). */
+  async #statsOf(streams: number): Promise<(readonly [number, number, number])[]> {
+    return Promise.all(
+      Array.from({ length: streams }, async (_, p) => {
+        const keys = this.#queueKeys(p);
+        const reply = list(await this.#ctx.fcall('ss_q_stats', [keys.stream, keys.leases, keys.done], [], `reading the frontier of ${this.#scope}`)).map(Number);
+        return [reply[0]!, reply[1]!, reply[2]!] as const;
+      }),
+    );
   }
 
   /** How many partition streams the scope's frontier has (`{PREFIX/SCOPE}:queues`, absent: 1). */
