@@ -118,28 +118,40 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
     process.removeListener('SIGINT', onSignal);
     rmSync(root, { recursive: true, force: true });
   };
-  for (let i = 0; i < masterCount * (1 + replicaCount); i++) {
-    const port = await freeNodePort(clusterMode);
-    const dir = join(root, `node-${port}`);
-    mkdirSync(dir);
-    const conf = [
-      'bind 127.0.0.1',
-      `port ${port}`,
-      'protected-mode yes',
-      `dir ${dir}`,
-      'appendonly yes',
-      'appendfsync always',
-      'save ""',
-      'daemonize no',
-      'logfile ""',
-      ...(clusterMode ? ['cluster-enabled yes', 'cluster-config-file nodes.conf', 'cluster-node-timeout 2000'] : []),
-    ];
-    writeFileSync(join(dir, 'redis.conf'), `${conf.join('\n')}\n`);
-    const node: RedisNode = { port, dir, process: undefined as unknown as ChildProcess };
-    node.process = launch(node);
-    nodes.push(node);
-  }
-  for (const node of nodes) await waitFor(() => ping(cli, node.port), `redis-server on port ${node.port}`);
+  /**
+   * A node on a free port, answering PING. A port found free can be taken before redis-server binds
+   * it (another test run's node, or a client socket's ephemeral port on its bus port): a node that
+   * exits before it answers is started again on another port.
+   */
+  const startNode = async (): Promise<RedisNode> => {
+    for (let attempt = 1; ; attempt++) {
+      const port = await freeNodePort(clusterMode);
+      const dir = join(root, `node-${port}`);
+      mkdirSync(dir, { recursive: true });
+      const conf = [
+        'bind 127.0.0.1',
+        `port ${port}`,
+        'protected-mode yes',
+        `dir ${dir}`,
+        'appendonly yes',
+        'appendfsync always',
+        'save ""',
+        'daemonize no',
+        'logfile ""',
+        ...(clusterMode ? ['cluster-enabled yes', 'cluster-config-file nodes.conf', 'cluster-node-timeout 2000'] : []),
+      ];
+      writeFileSync(join(dir, 'redis.conf'), `${conf.join('\n')}\n`);
+      const node: RedisNode = { port, dir, process: undefined as unknown as ChildProcess };
+      node.process = launch(node);
+      nodes.push(node);
+      const gone = (): boolean => node.process.exitCode !== null || node.process.signalCode !== null;
+      await waitFor(() => gone() || ping(cli, node.port), `redis-server on port ${node.port}`);
+      if (!gone()) return node;
+      nodes.pop();
+      if (attempt === 5) throw new Error(`redis-server exited at start 5 times (last on port ${port})`);
+    }
+  };
+  for (let i = 0; i < masterCount * (1 + replicaCount); i++) await startNode();
   if (clusterMode) {
     cli(nodes[0]!.port, '--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', String(replicaCount), '--cluster-yes');
     for (const node of nodes) await waitFor(() => cli(node.port, 'CLUSTER', 'INFO').includes('cluster_state:ok'), `cluster_state:ok on ${node.port}`);
@@ -179,7 +191,7 @@ function ping(cli: (port: number, ...args: string[]) => string, port: number): b
   }
 }
 
-async function waitFor(ok: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+async function waitFor(ok: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!ok()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

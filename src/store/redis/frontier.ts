@@ -86,33 +86,30 @@ export class RedisFrontier implements Frontier {
   }
 
   async done(ids: readonly string[]): Promise<number> {
-    const byStream = this.#grouped(ids);
-    const streams = await this.#streamsFor(byStream);
-    let finished = 0;
-    for (const [p, entries] of byStream) {
-      if (p >= streams) continue;
-      for (let from = 0; from < entries.length; from += IDS_PER_CALL) {
-        const part = entries.slice(from, from + IDS_PER_CALL).map(({ id }) => id);
-        finished += Number(await this.#write(p, 'ss_q_done', part, 'finishing URLs of'));
-      }
-    }
-    return finished;
+    return this.#eachPart(ids, (p, part) => this.#write(p, 'ss_q_done', part.map(({ id }) => id), 'finishing URLs of'));
   }
 
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
     if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
+    return this.#eachPart(ids, (p, part) => {
+      const payloads = part.map(({ index }) => (data?.[index] === undefined ? '' : (JSON.stringify(data[index]) ?? '')));
+      return this.#write(p, 'ss_q_release', [String(part.length), ...part.map(({ id }) => id), ...payloads], 'releasing URLs of');
+    });
+  }
+
+  /**
+   * `ids` (every one checked first) by stream, IDS_PER_CALL at a time: `call` for each part of a
+   * stream the scope has (ids of other streams name nothing); the sum of what the calls answered.
+   */
+  async #eachPart(ids: readonly string[], call: (p: number, part: { id: string; index: number }[]) => Promise<Reply>): Promise<number> {
     const byStream = this.#grouped(ids);
     const streams = await this.#streamsFor(byStream);
-    let released = 0;
+    let total = 0;
     for (const [p, entries] of byStream) {
       if (p >= streams) continue;
-      for (let from = 0; from < entries.length; from += IDS_PER_CALL) {
-        const part = entries.slice(from, from + IDS_PER_CALL);
-        const payloads = part.map(({ index }) => (data?.[index] === undefined ? '' : (JSON.stringify(data[index]) ?? '')));
-        released += Number(await this.#write(p, 'ss_q_release', [String(part.length), ...part.map(({ id }) => id), ...payloads], 'releasing URLs of'));
-      }
+      for (let from = 0; from < entries.length; from += IDS_PER_CALL) total += Number(await call(p, entries.slice(from, from + IDS_PER_CALL)));
     }
-    return released;
+    return total;
   }
 
   async reclaim(owner: string): Promise<number> {
