@@ -1,6 +1,6 @@
 /**
  * What the Redis frontier costs (docs/frontier.md "On Redis"): bytes of Redis memory per queued
- * URL (MEMORY USAGE of the partition stream, SAMPLES 0: every node counted), waiting and leased
+ * URL (MEMORY USAGE of every partition stream, SAMPLES 0: every node counted), waiting and leased
  * (stream plus lease set), with and without a small payload, and enqueue and take rates, on a local
  * cluster of 3 masters without replicas (appendonly yes, appendfsync always), in one process.
  *   npm run build && tsc -p bench/tsconfig.json && node dist/bench/redis-frontier.js
@@ -45,8 +45,10 @@ async function measure(cluster: RedisCluster, name: string, urls: readonly strin
       await scope.enqueue(part, data ? { data: part.map((_, j) => ({ label: 'detail', depth: (i + j) % 7 })) } : {});
     }
     const enqueueSec = Number(process.hrtime.bigint() - started) / 1e9;
-    const tag = `{${prefix}/m/0}`;
-    const waiting = memory(cluster, `${tag}:q`);
+    // Every partition's stream (and lease set): the scope's queues key says how many there are.
+    const streams = Number(cluster.cli(cluster.nodes[0]!.port, '-c', 'GET', `{${prefix}/m}:queues`) || 1);
+    const tags = Array.from({ length: streams }, (_, p) => `{${prefix}/m/${p}}`);
+    const waiting = tags.reduce((sum, tag) => sum + memory(cluster, `${tag}:q`), 0);
     const frontier = scope.frontier();
     started = process.hrtime.bigint();
     let taken = 0;
@@ -56,11 +58,11 @@ async function measure(cluster: RedisCluster, name: string, urls: readonly strin
       taken += got.length;
     }
     const takeSec = Number(process.hrtime.bigint() - started) / 1e9;
-    const leased = memory(cluster, `${tag}:q`) + memory(cluster, `${tag}:l`);
+    const leased = tags.reduce((sum, tag) => sum + memory(cluster, `${tag}:q`) + memory(cluster, `${tag}:l`), 0);
     const urlBytes = urls.reduce((sum, url) => sum + Buffer.byteLength(url), 0) / urls.length;
     console.log(
       `${name}${data ? ' + data' : ''}: ${urls.length} URLs (mean ${urlBytes.toFixed(1)} bytes), waiting ${(waiting / urls.length).toFixed(1)} B/URL, ` +
-        `leased ${(leased / taken).toFixed(1)} B/URL; enqueue ${Math.round(urls.length / enqueueSec)} URLs/s, take ${Math.round(taken / takeSec)} URLs/s (${TAKE} per take)`,
+        `leased ${(leased / taken).toFixed(1)} B/URL (${streams} streams); enqueue ${Math.round(urls.length / enqueueSec)} URLs/s, take ${Math.round(taken / takeSec)} URLs/s (${TAKE} per take)`,
     );
   } finally {
     await store.close();
