@@ -12,6 +12,9 @@ import { XxHash } from '../src/hash/xxhash.js';
 import { binomialUpper, sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
 import { tempDir } from './helpers/tmp.js';
+import { newEpochHeader } from '../src/epochs/create.js';
+import { parseStrategy } from '../src/filters/strategy.js';
+import { checkEpochSupported, readEpochHeader } from '../src/store/records.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const hash = await XxHash.load();
@@ -130,6 +133,19 @@ describe('partitioned layout', () => {
     const big = 8 * 2 ** 30 * 8; // 8 GiB of bits: 4096 partitions of 2 MiB
     assert.equal(defaultPartitionCount(big), 4096);
     assert.equal(defaultPartitionCount(big * 4), 4096);
+  });
+
+  test('a header that does not fit its partitions is STORE_CORRUPT; the layout id is what an older reader refuses', async () => {
+    const header = newEpochHeader('s', 1, { capacityUrls: 100_000, fprTarget: 0.01, strategy: parseStrategy('partitioned:8'), normalize: 'none', sizing: { policy: 'explicit', reason: 'test', inputs: {} } });
+    assert.equal(header.partitions?.count, 8);
+    assert.equal(header.slices[0]!.mBits % (8 * 512), 0);
+    checkEpochSupported(readEpochHeader(JSON.parse(JSON.stringify(header))));
+    const { partitions: _, ...without } = header;
+    await expectCode('STORE_CORRUPT', async () => checkEpochSupported(without));
+    await expectCode('STORE_CORRUPT', async () => checkEpochSupported({ ...header, slices: [{ ...header.slices[0]!, mBits: header.slices[0]!.mBits + 512 }] }));
+    await expectCode('STORE_CORRUPT', async () => readEpochHeader({ ...header, partitions: { count: 0, seed: 'x' } }));
+    // A version without the layout sees an unknown layout id: FORMAT_UNSUPPORTED (as this one does for a made-up one).
+    await expectCode('FORMAT_UNSUPPORTED', async () => checkEpochSupported({ ...header, slices: [{ ...header.slices[0]!, layout: 'partitioned-blocked-v9' }] }));
   });
 
   test('a directory store holds partitioned epochs: exact add-if-absent, growth within the promise, rotation keeps the layout, an export answers alike', async () => {

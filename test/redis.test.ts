@@ -281,6 +281,20 @@ describe('redis backend', { skip: missing }, () => {
     assert.doesNotMatch(out.stdout, /seenstore_store_file_bytes/);
   });
 
+  test('a store of another key layout is refused FORMAT_UNSUPPORTED, never misread', async () => {
+    const unversioned = cluster.location();
+    const prefix = /prefix=([^&]+)/.exec(unversioned)![1]!;
+    // Scopes without a layout record: what the unversioned development layout left.
+    cluster.cli(cluster.masters()[0]!, '-c', 'SADD', `{${prefix}}:scopes`, 'old');
+    await expectCode('FORMAT_UNSUPPORTED', () => SeenStore.open(unversioned, quiet));
+    const newer = cluster.location();
+    cluster.cli(cluster.masters()[0]!, '-c', 'SET', `{${/prefix=([^&]+)/.exec(newer)![1]!}}:format`, '3');
+    await expectCode('FORMAT_UNSUPPORTED', () => SeenStore.open(newer, quiet));
+    // A fresh prefix gets the current layout and opens.
+    const store = await SeenStore.open(cluster.location(), quiet);
+    await store.close();
+  });
+
   test('prune gives the dropped epochs\' Redis memory back', async () => {
     const location = cluster.location();
     const used = (): number => cluster.masters().reduce((sum, port) => sum + Number(/used_memory:(\d+)/.exec(cluster.cli(port, 'INFO', 'memory'))![1]), 0);
