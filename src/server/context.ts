@@ -40,7 +40,7 @@ export interface ServerCounters {
 /** What commands may use of the server. */
 export interface ServerContext {
   readonly store: ServedStore;
-  /** The --store argument, as given (a directory; later a redis:// URL). */
+  /** The --store argument, as given (a directory or a redis:// URL). */
   readonly storeSpec: string;
   readonly limits: ServerLimits;
   readonly metrics: ServerMetrics;

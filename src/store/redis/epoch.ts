@@ -14,7 +14,7 @@ import { encodeQueueItems } from './frontier.js';
 import { checkRedisSlice, redisBit, summarize, writeBytes, type EpochState } from './epoch-state.js';
 import { groupByPartition, keyAt, partitionCapacity, partitionFilterBytes, partitionGeometry, type Grouping, type Partition } from './partition.js';
 
-export { checkRedisSlice, MAX_REDIS_FILTER_BITS, writeBytes } from './epoch-state.js';
+export { checkRedisSlice, writeBytes } from './epoch-state.js';
 export type { Reply };
 
 /** Most slices an epoch grows to (as on LMDB: slice j holds capacity × factor^j URLs). */
@@ -44,11 +44,6 @@ interface Planning {
   readonly hasher: EpochHasher;
   readonly positions: PositionPlan;
   readonly geometry: Map<number, string>;
-}
-
-/** What an enqueuing add sends beyond a plain add (whose keys always include its partition's stream): the items and the epoch. */
-interface QueueArgs {
-  readonly args: readonly (string | Buffer)[];
 }
 
 /** What one partition's call of a batch answered. */
@@ -105,10 +100,6 @@ export class RedisEpoch implements EpochBits {
     return isCountingEpoch(this.#header);
   }
 
-  get partitionCount(): number {
-    return this.#partitions.length;
-  }
-
   get #where(): string {
     return `epoch ${this.#header.scope}/${this.#header.epoch}`;
   }
@@ -117,7 +108,6 @@ export class RedisEpoch implements EpochBits {
     const count = keyCount(keys);
     if (count === 0) return 0;
     if (enqueue !== undefined && (answers === undefined || enqueue.urls.length !== count)) throw new TypeError('enqueue needs answers and one URL per key');
-    if (enqueue !== undefined && count > 1 && queueBytes(enqueue) > QUEUE_ITEMS_BYTES_PER_CALL) return this.#addHalves(keys, answers!, enqueue, count);
     const batch = freshId(12);
     const doing = `adding a batch to ${this.#where}`;
     const decided = new Uint8Array(count);
@@ -125,6 +115,8 @@ export class RedisEpoch implements EpochBits {
     const sealed: number[] = [];
     /** This batch's turn in each partition it touches: its calls there follow the earlier batches' (see takeTurn). */
     const turns = new Map<number, Turn>();
+    /** An enqueue's items of each partition's URLs, encoded once (ss_add's arguments on every attempt). */
+    const queued = new Map<number, Buffer>();
     let fresh = 0;
     const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
     try {
@@ -134,6 +126,20 @@ export class RedisEpoch implements EpochBits {
         if (attempt === 0) {
           for (let p = 0; p < this.#partitions.length; p++) if (grouping.starts[p + 1]! > grouping.starts[p]!) pending.add(p);
           for (const p of pending) turns.set(p, takeTurn(this.#partitions[p]!));
+          if (enqueue !== undefined) {
+            let bytes = 0;
+            for (const p of pending) {
+              const items = encodeQueueItems(enqueue, Array.from({ length: grouping.starts[p + 1]! - grouping.starts[p]! }, (_, t) => keyAt(grouping, p, t)));
+              queued.set(p, items);
+              bytes += items.length;
+            }
+            if (bytes > QUEUE_ITEMS_BYTES_PER_CALL && count > 1) {
+              // Nothing sent yet: too large for one call, the batch goes as two, which take turns after this one's.
+              for (const turn of turns.values()) turn.done();
+              turns.clear();
+              return await this.#addHalves(keys, answers!, enqueue, count);
+            }
+          }
         }
         // Growth planned now (a plan grown meanwhile, by this handle or another) needs positions for the new slices too.
         await this.#planGrowth(grouping, pending);
@@ -142,7 +148,8 @@ export class RedisEpoch implements EpochBits {
           const from = grouping.starts[p]!;
           const n = grouping.starts[p + 1]! - from;
           await turns.get(p)!.ready;
-          const queue = enqueue === undefined ? undefined : this.#queueArgs(this.#partitions[p]!, enqueue, grouping, p, n);
+          const items = queued.get(p);
+          const queue = items === undefined ? undefined : [items, String(this.#header.epoch)];
           const outcome = await this.#addTo(this.#partitions[p]!, planning, positions.subarray(from * perKey * 4, (from + n) * perKey * 4), n, batch, doing, queue);
           return { p, outcome };
         });
@@ -174,7 +181,6 @@ export class RedisEpoch implements EpochBits {
     throw new PartlyDecided(`${refusal.message}; ${sealed.length} of its partitions were sealed before this batch reached them`, decided, fresh);
   }
 
-  /** One partition's ss_add (or ss_count_add) of its keys' positions; a refusal that a retry cures updates what the handle knows. */
   /**
    * An enqueuing add, an enqueue too large for one call: as two adds (each atomic: a URL is still
    * queued exactly when it is new, and a URL in both halves is new in the first only).
@@ -192,23 +198,18 @@ export class RedisEpoch implements EpochBits {
   }
 
   /**
-   * What partition p's ss_add needs to queue the URLs it finds new in the same call: its frontier
-   * stream (same slot) as a fourth key, its URLs' items (in its order) and the epoch as two more
-   * arguments.
+   * One partition's ss_add (or ss_count_add) of its keys' positions, and with `queue` (its URLs'
+   * items and the epoch) the enqueue of those it finds new, in the same call; a refusal that a retry
+   * cures updates what the handle knows.
    */
-  #queueArgs(part: Partition, enqueue: QueueItems, grouping: Grouping, p: number, n: number): QueueArgs {
-    const indices = Array.from({ length: n }, (_, t) => keyAt(grouping, p, t));
-    return { args: [encodeQueueItems(enqueue, indices), String(this.#header.epoch)] };
-  }
-
-  async #addTo(part: Partition, planning: Planning, positions: Buffer, n: number, batch: string, doing: string, queue?: QueueArgs): Promise<Outcome> {
+  async #addTo(part: Partition, planning: Planning, positions: Buffer, n: number, batch: string, doing: string, queue?: readonly (string | Buffer)[]): Promise<Outcome> {
     // The partition grew past the slices these positions are for (another batch learned it): position anew.
     if (part.have > planning.slices.length) return { kind: 'retry' };
     const reply = list(
       await this.#ctx.fcallDurable(
         this.counting ? 'ss_count_add' : 'ss_add',
         [part.keys.state, part.keys.slices, part.keys.batch(batch), part.previousBatch || part.keys.batch(batch), part.keys.queue, ...filterKeys(part, planning.positions.filters.length)],
-        [String(part.have), String(n), this.#geometryFor(planning, part.have), positions, String(BATCH_ANSWERS_TTL_S), part.previousBatch === '' ? '' : '1', ...(queue?.args ?? [])],
+        [String(part.have), String(n), this.#geometryFor(planning, part.have), positions, String(BATCH_ANSWERS_TTL_S), part.previousBatch === '' ? '' : '1', ...(queue ?? [])],
         doing,
       ),
     );
@@ -546,12 +547,6 @@ export class RedisEpoch implements EpochBits {
     );
   }
 
-  /** Every key of the epoch's partitions (for usage and drops), grouped by partition (one slot each). */
-  keysOf(header: EpochHeader): string[][] {
-    const filters = header.slices.reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
-    return this.#partitions.map((part) => [part.keys.state, part.keys.slices, ...Array.from({ length: filters }, (_, index) => part.keys.filter(index))]);
-  }
-
   /**
    * Hashes `keys` for every planned slice, groups them by partition, and writes their positions
    * (each within its partition, in the functions' bit order) into `buffer`, partition after
@@ -630,14 +625,6 @@ export class RedisEpoch implements EpochBits {
 /** The keys of a partition's first `count` filters (over all slices, in filter order): every key a function touches is declared. */
 function filterKeys(part: Partition, count: number): string[] {
   return Array.from({ length: count }, (_, index) => part.keys.filter(index));
-}
-
-/** Bytes the queue items of an enqueue take as ss_add arguments (URLs and JSON data, UTF-8), roughly. */
-function queueBytes(items: QueueItems): number {
-  let bytes = 0;
-  for (const url of items.urls) bytes += 3 * url.length + 8;
-  if (items.data !== undefined) for (const data of items.data) bytes += data === undefined ? 0 : 3 * JSON.stringify(data).length;
-  return bytes;
 }
 
 /** A batch's place in a partition's order: `ready` once the earlier batches are decided there; `done` lets the next one go. */

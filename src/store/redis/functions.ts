@@ -23,7 +23,7 @@
  * calls kept for a retry. ss_add and ss_count_add enqueue what they found new into the stream of
  * their slot in the same call.
  */
-export const LIBRARY_VERSION = '12';
+export const LIBRARY_VERSION = '13';
 
 export const LIBRARY = `#!lua name=seenstore
 local VERSION = '${LIBRARY_VERSION}'
@@ -483,7 +483,21 @@ local function batch_begin(keys, args)
     items = queue_items(args[7], n)
     if not items then return {'malformed'} end
   end
-  return nil, { state = state, slices = slices, batch = batch, have = have, n = n, geo = geo, planned = planned, added = added, items = items }
+  local perUrl, first, count, ks, offs, blk = layout(geo)
+  return nil, {
+    state = state, slices = slices, batch = batch, have = have, n = n, geo = geo, planned = planned, added = added, items = items,
+    blob = args[4], fk = filter_keys(keys, 6), perUrl = perUrl, first = first, count = count, ks = ks, offs = offs, blk = blk,
+  }
+end
+
+-- A batch's newest slice (cur) when it is full and a planned slice is left: the next is appended to
+-- the partition's slices and its filters allocated. Returns the slice new URLs now go to.
+local function grow_if_full(b, cur)
+  if b.added[cur] < b.geo.caps[cur] or cur >= b.planned then return cur end
+  redis.call('RPUSH', b.slices, b.geo.planned[cur - b.have + 1])
+  cur = cur + 1
+  for f = b.first[cur], b.first[cur] + b.count[cur] - 1 do allocate(b.fk[f - 1], b.geo.bytes[f]) end
+  return cur
 end
 
 -- What ss_add and ss_count_add do last: the batch's counts, the enqueue of its new URLs (when
@@ -508,25 +522,16 @@ end
 local function ss_count_add(keys, args)
   local early, b = batch_begin(keys, args)
   if early then return early end
-  local slices, have, n, geo, planned, added = b.slices, b.have, b.n, b.geo, b.planned, b.added
-  local blob = args[4]
-  local fk = filter_keys(keys, 6)
-  local perUrl, first, count, ks, offs, blk = layout(geo)
-  local cur = have
-  local flags = {}
-  local fresh = 0
-  for i = 0, n - 1 do
+  local blob, fk, perUrl, first, ks, offs, added = b.blob, b.fk, b.perUrl, b.first, b.ks, b.offs, b.added
+  local cur, flags, fresh = b.have, {}, 0
+  for i = 0, b.n - 1 do
     local at = i * perUrl * 4 + 1
     local home = 0
     for s = 1, cur do
       if sholds(fk, blob, at, first[s], ks, offs) then home = s; break end
     end
     if home == 0 then
-      if added[cur] >= geo.caps[cur] and cur < planned then
-        redis.call('RPUSH', slices, geo.planned[cur - have + 1])
-        cur = cur + 1
-        for f = first[cur], first[cur] + count[cur] - 1 do allocate(fk[f - 1], geo.bytes[f]) end
-      end
+      cur = grow_if_full(b, cur)
       home = cur
       flags[i + 1] = '1'
       fresh = fresh + 1
@@ -615,14 +620,9 @@ end
 local function ss_add(keys, args)
   local early, b = batch_begin(keys, args)
   if early then return early end
-  local slices, have, n, geo, planned, added = b.slices, b.have, b.n, b.geo, b.planned, b.added
-  local blob = args[4]
-  local fk = filter_keys(keys, 6)
-  local perUrl, first, count, ks, offs, blk = layout(geo)
-  local cur = have
-  local flags = {}
-  local fresh = 0
-  for i = 0, n - 1 do
+  local blob, fk, perUrl, first, count, ks, offs, blk, added = b.blob, b.fk, b.perUrl, b.first, b.count, b.ks, b.offs, b.blk, b.added
+  local cur, flags, fresh = b.have, {}, 0
+  for i = 0, b.n - 1 do
     local at = i * perUrl * 4 + 1
     local seen, newest = false, nil
     for s = 1, cur do
@@ -634,12 +634,10 @@ local function ss_add(keys, args)
     if seen then
       flags[i + 1] = '0'
     else
-      if added[cur] >= geo.caps[cur] and cur < planned then
-        redis.call('RPUSH', slices, geo.planned[cur - have + 1])
-        cur = cur + 1
-        newest = nil
-        for f = first[cur], first[cur] + count[cur] - 1 do allocate(fk[f - 1], geo.bytes[f]) end
-      end
+      local grown = grow_if_full(b, cur)
+      -- A new slice: its block is all zeros, not the one read above.
+      if grown ~= cur then newest = nil end
+      cur = grown
       for f = first[cur], first[cur] + count[cur] - 1 do
         set_bits(fk[f - 1], blob, at + offs[f] * 4, ks[f], blk[f], newest)
       end
