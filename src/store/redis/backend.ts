@@ -3,15 +3,13 @@ import type { Backend, EpochBits, EpochUsage, Frontier, ImportRequest, Rotation,
 import type { BackendOptions } from '../open.js';
 import { readEpochHeader, readScopeRecord, type EpochHeader, type ScopeRecord, type SliceSpec } from '../records.js';
 import { connectRedis } from './connection.js';
+import { redisDeadlines } from './deadline.js';
 import { RedisContext, freshId, list, pairs, text } from './context.js';
 import { RedisEpoch, checkRedisSlice, writeBytes, type EpochEntry } from './epoch.js';
 import { RedisFrontier } from './frontier.js';
 import { LIBRARY, LIBRARY_VERSION } from './functions.js';
 import { parseRedisLocation } from './location.js';
 import { filterGeometries } from '../../filters/keying.js';
-
-/** How long calls retry through failovers before STORE_UNAVAILABLE, unless the options say otherwise. */
-export const DEFAULT_UNAVAILABLE_AFTER_MS = 30_000;
 
 /**
  * The Redis backend (docs/redis.md): a Redis server or Redis Cluster holds the scopes. A scope's
@@ -41,8 +39,10 @@ export class RedisBackend implements Backend {
     const parsed = parseRedisLocation(location);
     const waitReplicas = options.waitReplicas ?? 0;
     if (!Number.isInteger(waitReplicas) || waitReplicas < 0) throw new SeenStoreError('USAGE', `waitReplicas must be a whole number >= 0, got ${waitReplicas}`);
-    const conn = await connectRedis(parsed, 5_000);
-    const ctx = new RedisContext(conn, parsed.prefix, options.hash, waitReplicas, options.unavailableAfterMs ?? DEFAULT_UNAVAILABLE_AFTER_MS, options.warn);
+    // The location's timeout-ms= wins over the option: it reaches every program the location is given to.
+    const deadlines = redisDeadlines(parsed.timeoutMs ?? options.unavailableAfterMs);
+    const conn = await connectRedis(parsed, deadlines);
+    const ctx = new RedisContext(conn, parsed.prefix, options.hash, waitReplicas, deadlines, options.warn);
     try {
       await loadLibrary(ctx);
       await checkFormat(ctx, redacted);
@@ -324,9 +324,13 @@ function parseEntry(json: string, scope: string, n: number): EpochEntry {
 
 /** Loads the function library on every master unless it already has this version (FUNCTION LOAD REPLACE). */
 async function loadLibrary(ctx: RedisContext): Promise<void> {
-  const versions = await ctx.conn.eachMaster(['FCALL', 'ss_version', '0']).catch(() => []);
+  const versions = await ctx.eachMaster(['FCALL', 'ss_version', '0'], 'reading the function library version').catch((error: unknown) => {
+    // A master without the library (or an older one) answers with an error: load it.
+    if (error instanceof SeenStoreError && error.code === 'IO_ERROR') return [];
+    throw error;
+  });
   const current = versions.length > 0 && versions.every(({ reply }) => Buffer.isBuffer(reply) && reply.toString() === LIBRARY_VERSION);
-  if (!current) await ctx.conn.eachMaster(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY]);
+  if (!current) await ctx.eachMaster(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY], 'loading the function library');
 }
 
 /**
@@ -348,7 +352,7 @@ async function checkFormat(ctx: RedisContext, location: string): Promise<void> {
  * durable only with appendonly yes and appendfsync always. Anything else is said on stderr.
  */
 async function checkDurability(ctx: RedisContext, location: string): Promise<void> {
-  const replies = await ctx.conn.eachMaster(['CONFIG', 'GET', 'append*']);
+  const replies = await ctx.eachMaster(['CONFIG', 'GET', 'append*'], 'reading the masters\' durability settings');
   for (const { node, reply } of replies) {
     const values = pairs(reply);
     if (values.get('appendonly') !== 'yes' || values.get('appendfsync') !== 'always') {

@@ -1,5 +1,7 @@
 import { createClient, createCluster, ErrorReply, RESP_TYPES } from 'redis';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStoreError } from '../../errors.js';
+import { within, type RedisDeadlines } from './deadline.js';
 import type { RedisLocation } from './location.js';
 
 type Arg = string | Buffer;
@@ -29,92 +31,150 @@ const BUFFERS = { [RESP_TYPES.BLOB_STRING]: Buffer, [RESP_TYPES.SIMPLE_STRING]: 
 /**
  * Connects to the location's nodes: a cluster when the first reachable node says
  * cluster_enabled:1 (discovered from it: slots, masters, replicas; MOVED and ASK followed by the
- * client), else that single server. `connectTimeoutMs` bounds each attempt.
+ * client), else that single server. Every node is tried in turn, again and again, until one
+ * answers or `deadlines.unavailableAfterMs` has passed (a start during a failover finds the
+ * cluster once it has a master for every slot): then STORE_UNAVAILABLE.
  */
-export async function connectRedis(location: RedisLocation, connectTimeoutMs: number): Promise<RedisConnection> {
-  const socket = { connectTimeout: connectTimeoutMs, tls: location.tls as false, reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 1_000) };
-  const auth = { ...(location.username === undefined ? {} : { username: location.username }), ...(location.password === undefined ? {} : { password: location.password }) };
+export async function connectRedis(location: RedisLocation, deadlines: RedisDeadlines): Promise<RedisConnection> {
+  const socket = {
+    connectTimeout: deadlines.attemptMs,
+    socketTimeout: deadlines.attemptMs,
+    tls: location.tls as false,
+    reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 1_000),
+  };
+  const auth = authOf(location);
+  const options = { ...auth, pingInterval: Math.floor(deadlines.attemptMs / 2) };
+  const deadlineAtMs = Date.now() + deadlines.unavailableAfterMs;
   let probeError: unknown;
-  for (const node of location.nodes) {
-    const client = createClient({ socket: { ...socket, host: node.host, port: node.port, reconnectStrategy: false }, ...auth });
-    client.on('error', () => {});
-    try {
-      await client.connect();
-      const info = String(await client.sendCommand(['INFO', 'cluster']));
-      if (!/cluster_enabled:1/.test(info)) {
-        await client.quit();
-        return single(node, socket, auth);
-      }
-      await client.quit();
-      return cluster(location, socket, auth);
-    } catch (error) {
-      probeError = error;
-      client.destroy();
+  for (let round = 0; Date.now() < deadlineAtMs; round++) {
+    for (const node of location.nodes) {
+      const kind = await probe(node, socket, auth, Math.min(deadlines.attemptMs, deadlineAtMs - Date.now())).catch((error: unknown) => {
+        probeError = error;
+        return undefined;
+      });
+      if (kind === undefined) continue;
+      const remainingMs = Math.max(1, deadlineAtMs - Date.now());
+      return kind === 'single' ? single(node, socket, options, deadlines, remainingMs) : cluster(location, socket, options, deadlines, remainingMs);
     }
+    await sleep(Math.max(0, Math.min(250 * 2 ** round, 1_000, deadlineAtMs - Date.now())));
   }
-  throw new SeenStoreError('STORE_UNAVAILABLE', `no Redis node of ${location.nodes.map((n) => `${n.host}:${n.port}`).join(',')} answered: ${(probeError as Error)?.message}`, { cause: probeError });
+  const nodes = location.nodes.map((n) => `${n.host}:${n.port}`).join(',');
+  throw new SeenStoreError('STORE_UNAVAILABLE', `no Redis node of ${nodes} answered within ${Math.round(deadlines.unavailableAfterMs / 1000)} s: ${(probeError as Error)?.message}`, {
+    cause: probeError,
+  });
 }
 
-async function single(node: { host: string; port: number }, socket: object, auth: object): Promise<RedisConnection> {
-  const client = createClient({ socket: { ...socket, host: node.host, port: node.port }, ...auth, disableOfflineQueue: true }).withTypeMapping(BUFFERS);
+function authOf(location: RedisLocation): object {
+  return { ...(location.username === undefined ? {} : { username: location.username }), ...(location.password === undefined ? {} : { password: location.password }) };
+}
+
+/** Whether one node answers, within one attempt, and whether it is part of a cluster. */
+async function probe(node: Node, socket: object, auth: object, attemptMs: number): Promise<'single' | 'cluster'> {
+  const client = createClient({ socket: { ...socket, host: node.host, port: node.port, reconnectStrategy: false }, ...auth });
   client.on('error', () => {});
-  await client.connect();
+  try {
+    const info = await within(
+      client.connect().then(async () => String(await client.sendCommand(['INFO', 'cluster']))),
+      attemptMs,
+      `${node.host}:${node.port}`,
+    );
+    return /cluster_enabled:1/.test(info) ? 'cluster' : 'single';
+  } finally {
+    client.destroy();
+  }
+}
+
+type Node = { readonly host: string; readonly port: number };
+
+async function single(node: Node, socket: object, options: object, deadlines: RedisDeadlines, connectMs: number): Promise<RedisConnection> {
+  const client = createClient({ socket: { ...socket, host: node.host, port: node.port }, ...options, disableOfflineQueue: true }).withTypeMapping(BUFFERS);
+  client.on('error', () => {});
+  await within(client.connect(), connectMs, `connecting to ${node.host}:${node.port}`, () => client.destroy());
+  const where = `${node.host}:${node.port}`;
+  const attempt = <T>(work: Promise<T>): Promise<T> => within(work, deadlines.attemptMs, where);
   return {
     cluster: false,
-    send: (_key, args) => client.sendCommand(args as Arg[]) as Promise<Reply>,
+    send: (_key, args) => attempt(client.sendCommand(args as Arg[]) as Promise<Reply>),
     sendReplicated: async (_key, args, replicas, timeoutMs) => {
-      const [reply, acked] = await Promise.all([client.sendCommand(args as Arg[]), client.sendCommand(['WAIT', String(replicas), String(timeoutMs)])]);
+      const [reply, acked] = await attempt(Promise.all([client.sendCommand(args as Arg[]), client.sendCommand(['WAIT', String(replicas), String(timeoutMs)])]));
       return { reply: reply as unknown as Reply, acked: Number(acked) };
     },
-    eachMaster: async (args) => [{ node: `${node.host}:${node.port}`, reply: (await client.sendCommand(args as Arg[])) as Reply }],
-    close: async () => {
-      await client.quit().catch(() => client.destroy());
-    },
+    eachMaster: async (args) => [{ node: where, reply: (await attempt(client.sendCommand(args as Arg[]))) as Reply }],
+    close: () => closeWithin(client, deadlines),
   };
 }
 
-async function cluster(location: RedisLocation, socket: object, auth: object): Promise<RedisConnection> {
+async function cluster(location: RedisLocation, socket: object, options: object, deadlines: RedisDeadlines, connectMs: number): Promise<RedisConnection> {
   const client = createCluster({
     rootNodes: location.nodes.map((node) => ({ socket: { ...socket, host: node.host, port: node.port } })),
-    defaults: { socket, ...auth, disableOfflineQueue: true },
+    defaults: { socket, ...options, disableOfflineQueue: true },
     // Loopback or in-datacentre addresses as the nodes announce them.
     useReplicas: false,
+    // Connecting to every master up front never ends while one refuses connections (a failover).
+    minimizeConnections: true,
+    // A node that reconnects twice (a paused or dead master) makes the client read the slot map again.
+    topologyRefreshOnReconnectionAttemptStrategy: 1,
   }).withTypeMapping(BUFFERS);
   client.on('error', () => {});
-  await client.connect();
+  await within(client.connect(), connectMs, 'discovering the Redis cluster', () => client.destroy());
+  const attempt = <T>(work: Promise<T>, where: string): Promise<T> =>
+    within(work, deadlines.attemptMs, where).catch((error: unknown) => {
+      // A master that stopped answering or refuses connections may have been replaced.
+      if (!isReplyError(error)) refreshSlots(client, deadlines);
+      throw error;
+    });
   return {
     cluster: true,
-    send: (key, args) => client.sendCommand(key, false, args as Arg[]) as Promise<Reply>,
+    send: (key, args) => attempt(client.sendCommand(key, false, args as Arg[]) as Promise<Reply>, `the master of ${key}`),
     sendReplicated: async (key, args, replicas, timeoutMs) => {
       const shard = client.slots[keySlot(key)];
       if (shard === undefined) throw new Error(`no node serves the slot of ${key}`);
-      let node;
       try {
-        node = (await client.nodeClient(shard.master)).withTypeMapping(BUFFERS);
-        const [reply, acked] = await Promise.all([node.sendCommand(args as Arg[]), node.sendCommand(['WAIT', String(replicas), String(timeoutMs)])]);
-        return { reply: reply as unknown as Reply, acked: Number(acked) };
+        return await attempt(
+          (async () => {
+            const node = (await client.nodeClient(shard.master)).withTypeMapping(BUFFERS);
+            const [reply, acked] = await Promise.all([node.sendCommand(args as Arg[]), node.sendCommand(['WAIT', String(replicas), String(timeoutMs)])]);
+            return { reply: reply as unknown as Reply, acked: Number(acked) };
+          })(),
+          `${shard.master.host}:${shard.master.port}`,
+        );
       } catch (error) {
         // A key command through the cluster client follows MOVED and refreshes its slot map.
-        await client.sendCommand(key, true, ['EXISTS', key]).catch(() => undefined);
+        if (isReplyError(error)) await attempt(client.sendCommand(key, true, ['EXISTS', key]), `the master of ${key}`).catch(() => undefined);
         throw error;
       }
     },
     eachMaster: async (args) =>
       Promise.all(
         client.masters.map(async (master) => {
-          const node = (await client.nodeClient(master)).withTypeMapping(BUFFERS);
-          return { node: `${master.host}:${master.port}`, reply: (await node.sendCommand(args as Arg[])) as Reply };
+          const where = `${master.host}:${master.port}`;
+          const reply = await attempt((async () => (await client.nodeClient(master)).withTypeMapping(BUFFERS).sendCommand(args as Arg[]))(), where);
+          return { node: where, reply: reply as unknown as Reply };
         }),
       ),
-    close: async () => {
-      await client.close().catch(() => client.destroy());
-    },
+    close: () => closeWithin(client, deadlines),
   };
+}
+
+/**
+ * Reads the cluster's slot map again, in the background and bounded. node-redis does so itself
+ * only on MOVED/ASK (the same internal call) or when a node that once answered reconnects: never
+ * for a master that has refused every connection since this process started.
+ */
+function refreshSlots(client: unknown, deadlines: RedisDeadlines): void {
+  const slots = (client as { _slots?: { rediscover?: () => Promise<void> } })._slots;
+  if (typeof slots?.rediscover !== 'function') return;
+  within(slots.rediscover(), deadlines.attemptMs, 'reading the cluster slot map').catch(() => undefined);
+}
+
+/** Closes politely within one attempt (QUIT waits for answers a paused node never sends), else drops the sockets. */
+async function closeWithin(client: { close(): Promise<unknown>; destroy(): unknown }, deadlines: RedisDeadlines): Promise<void> {
+  await within(client.close(), deadlines.attemptMs, 'closing').catch(() => client.destroy());
 }
 
 /** True for a reply error that a retry may cure: a failover or resharding in progress. */
 export function isTransientReply(error: unknown): boolean {
-  return error instanceof ErrorReply && /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY|NOREPLICAS|BUSY|MOVED|ASK)/.test(error.message);
+  return error instanceof ErrorReply && /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY|NOREPLICAS|BUSY|MOVED|ASK|UNBLOCKED)/.test(error.message);
 }
 
 /** CRC16-XMODEM, the hash of Redis Cluster key slots. */

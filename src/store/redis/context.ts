@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
 import { isReplyError, isTransientReply, type RedisConnection, type Reply } from './connection.js';
+import { within, type RedisDeadlines } from './deadline.js';
 import { RedisKeys } from './keys.js';
 
 /** What every part of one Redis store handle shares. */
@@ -12,17 +13,21 @@ export class RedisContext {
   readonly hash: XxHash;
   /** Replicas that must have a write before it is acknowledged (WAIT), 0: the master's AOF alone. */
   readonly waitReplicas: number;
-  /** How long a call keeps retrying through failovers and lost connections before STORE_UNAVAILABLE. */
-  readonly unavailableAfterMs: number;
+  /** How long a call keeps retrying through failovers and lost connections before STORE_UNAVAILABLE, and how long one attempt may take. */
+  readonly deadlines: RedisDeadlines;
   readonly warn: (message: string) => void;
 
-  constructor(conn: RedisConnection, prefix: string, hash: XxHash, waitReplicas: number, unavailableAfterMs: number, warn: (message: string) => void) {
+  constructor(conn: RedisConnection, prefix: string, hash: XxHash, waitReplicas: number, deadlines: RedisDeadlines, warn: (message: string) => void) {
     this.conn = conn;
     this.keys = new RedisKeys(prefix);
     this.hash = hash;
     this.waitReplicas = waitReplicas;
-    this.unavailableAfterMs = unavailableAfterMs;
+    this.deadlines = deadlines;
     this.warn = warn;
+  }
+
+  get unavailableAfterMs(): number {
+    return this.deadlines.unavailableAfterMs;
   }
 
   /**
@@ -32,18 +37,25 @@ export class RedisContext {
    * by being idempotent). An error reply that no retry cures is IO_ERROR.
    */
   async call(key: string, args: readonly (string | Buffer)[], doing: string): Promise<Reply> {
+    return this.#retried(() => this.conn.send(key, args), doing);
+  }
+
+  /** One command on every master (FUNCTION LOAD, CONFIG GET), retried as `call` is; the masters as they are once all answered. */
+  async eachMaster(args: readonly (string | Buffer)[], doing: string): Promise<{ readonly node: string; readonly reply: Reply }[]> {
+    return this.#retried(() => this.conn.eachMaster(args), doing);
+  }
+
+  async #retried<T>(send: () => Promise<T>, doing: string): Promise<T> {
     const deadline = Date.now() + this.unavailableAfterMs;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.conn.send(key, args);
+        return await within(send(), deadline - Date.now(), doing);
       } catch (error) {
-        if (isReplyError(error) && !isTransientReply(error)) {
-          throw new SeenStoreError('IO_ERROR', `${doing}: Redis replied ${error.message}`, { cause: error });
-        }
+        if (isReplyError(error) && !isTransientReply(error)) throw failedReply(error, doing);
         if (Date.now() >= deadline) {
           throw new SeenStoreError('STORE_UNAVAILABLE', `${doing}: Redis did not answer for ${Math.round(this.unavailableAfterMs / 1000)} s (${(error as Error).message})`, { cause: error });
         }
-        await sleep(Math.min(25 * 2 ** attempt, 500));
+        await pause(attempt, deadline);
       }
     }
   }
@@ -66,17 +78,18 @@ export class RedisContext {
     let why = '';
     for (let attempt = 0; ; attempt++) {
       try {
-        const { reply, acked } = await this.conn.sendReplicated(keys[0]!, command, this.waitReplicas, Math.max(100, Math.min(2_000, deadline - Date.now())));
+        const waitMs = Math.max(1, Math.min(this.deadlines.waitTimeoutMs, deadline - Date.now()));
+        const { reply, acked } = await within(this.conn.sendReplicated(keys[0]!, command, this.waitReplicas, waitMs), deadline - Date.now(), doing);
         if (acked >= this.waitReplicas) return reply;
-        why = `only ${acked} of the ${this.waitReplicas} replicas asked for (waitReplicas) confirmed the write; it may be on the master, not acknowledged`;
+        why = `only ${acked} of the ${this.waitReplicas} replicas asked for (waitReplicas) confirmed the write`;
       } catch (error) {
-        if (isReplyError(error) && !isTransientReply(error)) throw new SeenStoreError('IO_ERROR', `${doing}: Redis replied ${error.message}`, { cause: error });
+        if (isReplyError(error) && !isTransientReply(error)) throw failedReply(error, doing);
         why = (error as Error).message;
       }
       if (Date.now() >= deadline) {
-        throw new SeenStoreError('STORE_UNAVAILABLE', `${doing}: not confirmed within ${Math.round(this.unavailableAfterMs / 1000)} s (${why})`);
+        throw new SeenStoreError('STORE_UNAVAILABLE', `${doing}: not confirmed within ${Math.round(this.unavailableAfterMs / 1000)} s (${why}); not acknowledged, but it may be on the master: its URLs may read as seen`);
       }
-      await sleep(Math.min(25 * 2 ** attempt, 500));
+      await pause(attempt, deadline);
     }
   }
 
@@ -88,13 +101,28 @@ export class RedisContext {
     if (this.waitReplicas === 0) return;
     const deadline = Date.now() + this.unavailableAfterMs;
     for (;;) {
-      const acked = Number(await this.call(key, ['WAIT', String(this.waitReplicas), String(Math.max(1, deadline - Date.now()))], doing));
+      const waitMs = Math.max(1, Math.min(this.deadlines.waitTimeoutMs, deadline - Date.now()));
+      const acked = Number(await this.call(key, ['WAIT', String(this.waitReplicas), String(waitMs)], doing));
       if (acked >= this.waitReplicas) return;
       if (Date.now() >= deadline) {
         throw new SeenStoreError('STORE_UNAVAILABLE', `${doing}: only ${acked} of the ${this.waitReplicas} replicas asked for (waitReplicas) confirmed the write within ${Math.round(this.unavailableAfterMs / 1000)} s; it is on the master, not acknowledged`);
       }
     }
   }
+}
+
+/** The pause before a retry: growing, never past the deadline. */
+async function pause(attempt: number, deadlineAtMs: number): Promise<void> {
+  await sleep(Math.max(0, Math.min(25 * 2 ** attempt, 500, deadlineAtMs - Date.now())));
+}
+
+/**
+ * An error reply no retry cures: out of memory (maxmemory reached under noeviction) is STORE_FULL,
+ * as a full LMDB map is; anything else IO_ERROR.
+ */
+function failedReply(error: Error, doing: string): SeenStoreError {
+  if (/^OOM /.test(error.message)) return new SeenStoreError('STORE_FULL', `${doing}: Redis is out of memory (maxmemory): ${error.message}`, { cause: error });
+  return new SeenStoreError('IO_ERROR', `${doing}: Redis replied ${error.message}`, { cause: error });
 }
 
 /** A fresh id: an epoch's key tag, a batch's id. */

@@ -9,12 +9,14 @@ export interface RedisLocation {
   readonly password: string | undefined;
   /** The key prefix: every key of this store starts with `{PREFIX/` (default `seenstore`). */
   readonly prefix: string;
+  /** `timeout-ms=N`: the deadline of every call (deadline.ts), overriding the `unavailableAfterMs` option. */
+  readonly timeoutMs: number | undefined;
 }
 
 const PREFIX_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /**
- * Parses `redis[s]://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...][/][?prefix=NAME]`. The password
+ * Parses `redis[s]://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...][/][?prefix=NAME][&timeout-ms=N]`. The password
  * comes from the location or else from SEENSTORE_REDIS_PASSWORD; it is never part of a message
  * (store/open.ts redactLocation). `prefix` lets several independent stores share one Redis.
  */
@@ -40,12 +42,14 @@ export function parseRedisLocation(location: string, env: NodeJS.ProcessEnv = pr
     return { host: at[1]!.replace(/^\[|\]$/g, ''), port };
   });
   let prefix = 'seenstore';
+  let timeoutMs: number | undefined;
   for (const pair of (query ?? '').split('&').filter((part) => part !== '')) {
     const [name, value] = pair.split('=');
     if (name === 'prefix' && value !== undefined && PREFIX_PATTERN.test(decodeURIComponent(value))) prefix = decodeURIComponent(value);
-    else throw usage(`unknown or invalid option ${JSON.stringify(name)} (known: prefix=NAME, 1-64 of A-Z a-z 0-9 . _ -)`);
+    else if (name === 'timeout-ms' && value !== undefined && /^[1-9][0-9]{2,8}$/.test(value)) timeoutMs = Number(value);
+    else throw usage(`unknown or invalid option ${JSON.stringify(name)} (known: prefix=NAME, 1-64 of A-Z a-z 0-9 . _ -; timeout-ms=N, 100 to 999999999)`);
   }
-  return { tls: scheme!.toLowerCase() === 'rediss', nodes, username, password, prefix };
+  return { tls: scheme!.toLowerCase() === 'rediss', nodes, username, password, prefix, timeoutMs };
 }
 
 function usage(why: string): SeenStoreError {

@@ -1,0 +1,99 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { RedisCluster, RedisNode } from './redis-cluster.js';
+
+/**
+ * Runs `work` with `nodes` paused (SIGSTOP): a node that holds its connections and never answers.
+ * Every paused node is resumed (SIGCONT) when `work` ends, however it ends.
+ */
+export async function whilePaused<T>(nodes: readonly RedisNode[], work: () => Promise<T>): Promise<T> {
+  const paused: number[] = [];
+  try {
+    for (const node of nodes) {
+      process.kill(node.process.pid!, 'SIGSTOP');
+      paused.push(node.process.pid!);
+    }
+    return await work();
+  } finally {
+    for (const pid of paused) resume(pid);
+  }
+}
+
+export function resume(pid: number): void {
+  try {
+    process.kill(pid, 'SIGCONT');
+  } catch {
+    // already gone
+  }
+}
+
+/** A TCP listener on a free loopback port that accepts connections and never answers. */
+export async function silentListener(): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** The cluster node listed as `port`'s replica (CLUSTER NODES), or undefined. */
+export function replicaOf(cluster: RedisCluster, port: number): RedisNode | undefined {
+  const lines = cluster.cli(cluster.masters().find((p) => p !== port) ?? port, 'CLUSTER', 'NODES').split('\n');
+  const master = lines.find((line) => line.includes(`:${port}@`));
+  if (master === undefined) return undefined;
+  const id = master.split(' ')[0]!;
+  const replica = lines.find((line) => line.split(' ')[3] === id);
+  if (replica === undefined) return undefined;
+  const replicaPort = Number(replica.split(' ')[1]!.split('@')[0]!.split(':')[1]);
+  return cluster.nodes.find((node) => node.port === replicaPort);
+}
+
+/** The master that serves `key`'s slot now. */
+export function masterOf(cluster: RedisCluster, key: string): RedisNode {
+  const anyPort = cluster.masters()[0]!;
+  const slot = Number(cluster.cli(anyPort, 'CLUSTER', 'KEYSLOT', key));
+  const lines = cluster.cli(anyPort, 'CLUSTER', 'NODES').split('\n');
+  const node = cluster.nodes.find((candidate) => {
+    const line = lines.find((l) => l.includes(`:${candidate.port}@`) && / master|,master/.test(l) && !l.includes('fail'));
+    return (
+      line !== undefined &&
+      line
+        .split(' ')
+        .slice(8)
+        .some((range) => {
+          const [from, to] = range.split('-').map(Number);
+          return slot >= from! && slot <= (to ?? from)!;
+        })
+    );
+  });
+  if (node === undefined) throw new Error(`no master serves the slot of ${key}`);
+  return node;
+}
+
+/** Polls `ok` every 50 ms until it holds, failing after `timeoutMs`. */
+export async function until(ok: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** The node's role as it reports it (`master` / `slave`), or '' when it does not answer. */
+export function roleOf(cluster: RedisCluster, node: RedisNode): string {
+  try {
+    return /role:(\w+)/.exec(cluster.cli(node.port, 'INFO', 'replication'))?.[1] ?? '';
+  } catch {
+    return '';
+  }
+}
