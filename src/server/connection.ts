@@ -16,6 +16,12 @@ interface Deferred {
 
 /** Slots flushed from the front of the reply queue before the array is compacted. */
 const COMPACT_AFTER_SLOTS = 1024;
+/**
+ * How long a connection whose replies are all written and whose end is sent waits for the client
+ * to close its side before it is dropped: a client that keeps its socket open cannot hold a
+ * shutdown (or a closing connection) for longer than this.
+ */
+export const CLOSE_LINGER_MS = 2_000;
 
 /**
  * One client connection: parses requests as bytes arrive, runs them in order (writes join their
@@ -51,6 +57,8 @@ export class Connection implements ClientState {
   #deferredStart = 0;
   /** No more requests are taken (QUIT, a protocol error, shutdown); close once replies are out. */
   #closing = false;
+  /** Our end of the socket is sent (every reply written). */
+  #ended = false;
   #paused = false;
   #flushScheduled = false;
   #idleWaiters: (() => void)[] = [];
@@ -87,7 +95,6 @@ export class Connection implements ClientState {
    */
   async finish(): Promise<void> {
     this.#closing = true;
-    this.#socket.pause();
     this.#maybeEnd();
     if (this.#socket.destroyed) return;
     await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
@@ -245,7 +252,14 @@ export class Connection implements ClientState {
 
   #maybeEnd(): void {
     if (!this.#closing || this.pendingReplies > 0 || this.#running > 0) return;
-    if (!this.#socket.destroyed) this.#socket.end();
+    if (!this.#socket.destroyed && !this.#ended) {
+      this.#ended = true;
+      // Read on, dropping what the client still sends (#receive), so that its close is seen: a
+      // paused socket never reads the client's end, and would stay open (holding server.close()).
+      this.#socket.resume();
+      this.#socket.end();
+      setTimeout(() => this.#socket.destroy(), CLOSE_LINGER_MS).unref();
+    }
     this.#wakeIdleWaiters();
   }
 
