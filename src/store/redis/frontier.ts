@@ -78,9 +78,12 @@ export class RedisFrontier implements Frontier {
     for (let visited = 0; visited < streams && out.length < count; visited++) {
       const p = (start + visited) % streams;
       if (waiting[p]! <= 0) continue;
+      const sentAtMs = Date.now();
       const reply = await this.#write(p, 'ss_q_take', [String(count - out.length), String(leaseMs), owner ?? this.#consumer], 'taking from');
       faultPoint('frontier:take-after-commit');
-      for (const entry of list(reply)) out.push(this.#leased(p, list(entry)));
+      const entries = list(reply);
+      if (leaseOutlived(sentAtMs, leaseMs, entries.length, this.#ctx)) continue;
+      for (const entry of entries) out.push(this.#leased(p, list(entry)));
     }
     return out;
   }
@@ -208,6 +211,20 @@ export class RedisFrontier implements Frontier {
       throw new SeenStoreError('STORE_CORRUPT', `${where} (${url}): its data is not JSON`, { cause: error });
     }
   }
+}
+
+/**
+ * Whether a take's answer came too late to hand out: its leases began after `sentAtMs` (Redis ran
+ * the call after it was sent) and last `leaseMs`, so once that much time has passed since the
+ * send, they may have run out and another taker may hold the same URLs (a take held behind a
+ * WAIT for a stalled replica). Such entries are not returned: their leases running out gives them
+ * back. Redis's clock is never compared with this one.
+ */
+function leaseOutlived(sentAtMs: number, leaseMs: number, entries: number, ctx: RedisContext): boolean {
+  const elapsedMs = Date.now() - sentAtMs;
+  if (elapsedMs < leaseMs || entries === 0) return false;
+  ctx.warn(`a frontier take was answered after ${elapsedMs} ms, past its ${leaseMs} ms lease: its ${entries} URLs are not handed out, and come back as their leases have run out`);
+  return true;
 }
 
 /** A frontier id as take gave it (`P-MS-SEQ`: partition, stream id); USAGE for anything else. */
