@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
 import { collectCli, spawnCli, type CliResult } from './helpers/cli.js';
 import { expectCode } from './helpers/errors.js';
 import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
-import { masterOf, replicaOf, silentListener, until, whilePaused } from './helpers/redis-faults.js';
+import { masterOf, replicaOf, roleOf, silentListener, until, whilePaused } from './helpers/redis-faults.js';
 
 /**
  * Issue 32: every call to Redis ends within its deadline (`timeout-ms=` in the location, the
@@ -17,6 +18,7 @@ const quiet = { onWarning: () => {} };
 const KILL_MS = 40_000;
 /** Slack over a deadline for process start, the last attempt and closing, on a loaded 2-core machine. */
 const SLACK_MS = 4_000;
+const LEASE_MS = 1_500;
 
 async function timedCli(args: readonly string[], input: string): Promise<CliResult & { ms: number }> {
   const started = Date.now();
@@ -118,6 +120,116 @@ describe('redis deadlines: a cluster', { skip: missing }, () => {
     } finally {
       await store.close();
     }
+  });
+
+  test('a master demoted (CLUSTER FAILOVER) under --wait-replicas 1 writers: both exit 0, every URL printed exactly once', async () => {
+    const location = cluster.location();
+    const prefix = /prefix=([^&]+)/.exec(location)![1]!;
+    const seed = await SeenStore.open(location, quiet);
+    await seed.scope('s', { strategy: 'classic' }).add(['http://seed.example/']);
+    await seed.close();
+    const master = masterOf(cluster, `{${prefix}/s}:scope`);
+    const replica = replicaOf(cluster, master.port)!;
+    const urls = Array.from({ length: 20_000 }, (_, i) => `http://d${i % 97}.example/p/${i}`);
+    // The writers read stdin, fed a little at a time until the failover is over: they are mid-stream through it.
+    const inputs = [urls, [...urls].reverse()];
+    const writers = inputs.map(() => {
+      const child = spawnCli(['--store', withTimeout(location, 20_000), '--scope', 's', '--wait-replicas', '1', 'filter-new', '--batch-size', '50', '--batch-delay-ms', '5']);
+      return { child, result: collectCli(child) };
+    });
+    let fed = 0;
+    const feed = (upTo: number): void => {
+      for (const [i, writer] of writers.entries()) writer.child.stdin!.write(`${inputs[i]!.slice(fed, upTo).join('\n')}\n`);
+      fed = upTo;
+    };
+    let failedOver = false;
+    const feeding = (async () => {
+      while (!failedOver && fed < urls.length - 200) {
+        feed(fed + 100);
+        await sleep(20);
+      }
+    })();
+    await sleep(300);
+    cluster.cli(replica.port, 'CLUSTER', 'FAILOVER');
+    await until(() => roleOf(cluster, replica) === 'master' && roleOf(cluster, master) === 'slave', 'the replica promoted, the master demoted');
+    failedOver = true;
+    await feeding;
+    feed(urls.length);
+    for (const writer of writers) writer.child.stdin!.end();
+    const results = await Promise.all(writers.map((w) => w.result));
+    for (const result of results) assert.equal(result.code, 0, result.stderr);
+    const lines = results.flatMap((result) => result.stdout.split('\n').filter((line) => line !== ''));
+    assert.equal(lines.length, urls.length, 'every URL printed once in all');
+    assert.equal(new Set(lines).size, urls.length, 'no URL printed twice');
+  });
+
+  test('a WAIT answered -UNBLOCKED (as a demoted master answers it) is retried: the writer exits 0, every URL printed once', async () => {
+    const location = cluster.location();
+    const prefix = /prefix=([^&]+)/.exec(location)![1]!;
+    const seed = await SeenStore.open(location, quiet);
+    await seed.scope('s', { strategy: 'classic' }).add(['http://seed.example/']);
+    await seed.close();
+    const master = masterOf(cluster, `{${prefix}/s/0}:q`);
+    const replica = replicaOf(cluster, master.port)!;
+    const urls = Array.from({ length: 300 }, (_, i) => `http://u${i % 7}.example/p/${i}`);
+    const child = spawnCli(['--store', withTimeout(location, 20_000), '--scope', 's', '--wait-replicas', '1', 'filter-new', '--batch-size', '100', '--batch-delay-ms', '5']);
+    const result = collectCli(child);
+    const waiting = (): string[] =>
+      cluster
+        .cli(master.port, 'CLIENT', 'LIST')
+        .split('\n')
+        .filter((line) => / cmd=wait /.test(line))
+        .map((line) => /^id=(\d+)/.exec(line)![1]!);
+    await whilePaused([replica], async () => {
+      child.stdin!.write(`${urls.join('\n')}\n`);
+      await until(() => waiting().length > 0, 'a WAIT blocked on the master');
+      // CLIENT UNBLOCK ... ERROR answers a blocked WAIT -UNBLOCKED, as a master turning replica does.
+      for (const id of waiting()) cluster.cli(master.port, 'CLIENT', 'UNBLOCK', id, 'ERROR');
+    });
+    child.stdin!.end();
+    const { code, stdout, stderr } = await result;
+    assert.equal(code, 0, stderr);
+    const lines = stdout.split('\n').filter((line) => line !== '');
+    assert.deepEqual([...lines].sort(), [...urls].sort());
+  });
+
+  test('a take answered after its lease (a stalled replica, --wait-replicas 1) hands out nothing: two takers never hold one URL', async () => {
+    const location = cluster.location();
+    const prefix = /prefix=([^&]+)/.exec(location)![1]!;
+    const store = await SeenStore.open(location, quiet);
+    const urls = Array.from({ length: 5 }, (_, i) => `http://lease.example/${i}`);
+    try {
+      await store.scope('s', { strategy: 'classic' }).enqueue(urls);
+    } finally {
+      await store.close();
+    }
+    const streamMaster = masterOf(cluster, `{${prefix}/s/0}:q`);
+    const replica = replicaOf(cluster, streamMaster.port)!;
+    // The lease ends the stream's leases set holds: they change when a take has run in Redis.
+    const leaseEnds = (): number[] =>
+      cluster
+        .cli(streamMaster.port, 'ZRANGE', `{${prefix}/s/0}:l`, '0', '-1', 'WITHSCORES')
+        .split('\n')
+        .filter((_, i) => i % 2 === 1)
+        .map(Number);
+    const take = (): Promise<CliResult & { ms: number }> =>
+      timedCli(['--store', withTimeout(location, 20_000), '--scope', 's', '--wait-replicas', '1', 'frontier', 'take', '--count', '5', '--lease-ms', String(LEASE_MS)], '');
+    const [first, second] = await whilePaused([replica], async () => {
+      const one = take();
+      await until(() => leaseEnds().length === 5, 'the first take run in Redis');
+      const firstEnds = Math.max(...leaseEnds());
+      // The first take's leases run out (Redis's clock: nothing to inject), then a second taker comes.
+      await sleep(LEASE_MS + 200);
+      const two = take();
+      await until(() => Math.min(...leaseEnds()) > firstEnds, 'the second take run in Redis');
+      return [one, two];
+    }).then((runs) => Promise.all(runs));
+    assert.equal(first!.code, 0, first!.stderr);
+    assert.equal(second!.code, 0, second!.stderr);
+    const held = (run: CliResult): string[] => run.stdout.split('\n').filter((line) => line !== '').map((line) => line.split('\t')[1]!);
+    // The first take's answer came after its lease had run out: it must hand out nothing.
+    assert.deepEqual(held(first!), [], `the first take handed out URLs whose lease had run out: ${first!.stdout}`);
+    for (const url of held(second!)) assert.ok(urls.includes(url));
   });
 
   test('a process started during a failover succeeds once it is over; a failed cluster ends at the deadline', async () => {
