@@ -96,6 +96,31 @@ describe('redis deadlines: a single node', { skip: missing }, () => {
     }
   });
 
+  test('out of memory (maxmemory, noeviction): writers get STORE_FULL (9), read-only commands still work', async () => {
+    const location = single.location();
+    const port = single.nodes[0]!.port;
+    const store = await SeenStore.open(location, quiet);
+    try {
+      await store.scope('s').add(['http://oom.example/1']);
+    } finally {
+      await store.close();
+    }
+    single.cli(port, 'CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
+    single.cli(port, 'CONFIG', 'SET', 'maxmemory', '1');
+    try {
+      const has = await timedCli(['--store', withTimeout(location, 3_000), '--scope', 's', 'has', '--count'], 'http://oom.example/1\nhttp://oom.example/2\n');
+      assert.equal(has.code, 0, has.stderr);
+      assert.match(has.stdout, /seen 1\nunseen 1/);
+      const stats = await timedCli(['--store', withTimeout(location, 3_000), '--scope', 's', 'stats'], '');
+      assert.equal(stats.code, 0, stats.stderr);
+      const writer = await timedCli(['--store', withTimeout(location, 3_000), '--scope', 's', 'filter-new'], 'http://oom.example/3\n');
+      assert.equal(writer.code, 9, writer.stderr);
+      assert.match(writer.stderr, /STORE_FULL/);
+    } finally {
+      single.cli(port, 'CONFIG', 'SET', 'maxmemory', '0');
+    }
+  });
+
   test('timeout-ms= out of range is USAGE', async () => {
     await expectCode('USAGE', () => SeenStore.open('redis://127.0.0.1:1/?timeout-ms=5', quiet));
     await expectCode('USAGE', () => SeenStore.open('redis://127.0.0.1:1/?timeout-ms=abc', quiet));

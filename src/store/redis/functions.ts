@@ -23,7 +23,7 @@
  * calls kept for a retry. ss_add and ss_count_add enqueue what they found new into the stream of
  * their slot in the same call.
  */
-export const LIBRARY_VERSION = '13';
+export const LIBRARY_VERSION = '14';
 
 export const LIBRARY = `#!lua name=seenstore
 local VERSION = '${LIBRARY_VERSION}'
@@ -819,7 +819,9 @@ local function ss_merge(keys, args)
   return {'ok', before, after}
 end
 
-redis.register_function('ss_version', ss_version)
+-- Read-only functions are no-writes, so that they run on a master out of memory (maxmemory, noeviction);
+-- ss_format writes one small key, once per store: allow-oom, so that a full store still opens.
+redis.register_function{function_name = 'ss_version', callback = ss_version, flags = {'no-writes'}}
 redis.register_function('ss_add', ss_add)
 redis.register_function{function_name = 'ss_has', callback = ss_has, flags = {'no-writes'}}
 redis.register_function('ss_init', ss_init)
@@ -836,7 +838,7 @@ redis.register_function('ss_drop', ss_drop)
 redis.register_function('ss_merge', ss_merge)
 redis.register_function('ss_plan', ss_plan)
 redis.register_function('ss_extend', ss_extend)
-redis.register_function('ss_format', ss_format)
+redis.register_function{function_name = 'ss_format', callback = ss_format, flags = {'allow-oom'}}
 redis.register_function('ss_q_take', ss_q_take)
 redis.register_function('ss_q_done', ss_q_done)
 redis.register_function('ss_q_release', ss_q_release)
