@@ -1,3 +1,4 @@
+import type { AuthThrottle } from './auth-throttle.js';
 import type { GroupCommit } from './group-commit.js';
 import type { ServerLimits } from './limits.js';
 import type { Logger } from './logger.js';
@@ -53,6 +54,8 @@ export interface ServerContext {
   readonly counters: ServerCounters;
   /** SHA-256 of the password, when one is required. */
   readonly passwordDigest: Buffer | undefined;
+  /** Paces the answers to wrong passwords, server-wide. */
+  readonly authThrottle: AuthThrottle;
   /** The scope `name` and its group commit; USAGE when `name` is not a scope name. */
   scope(name: string): Promise<ScopeHandle>;
   clients(): Iterable<ClientState>;

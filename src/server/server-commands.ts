@@ -15,15 +15,25 @@ export function passwordDigest(password: string | Buffer): Buffer {
   return createHash('sha256').update(password).digest();
 }
 
-/** Checks `password` (user `default` only, as Redis without ACLs) and marks the client authenticated. */
-function authenticate(server: ServerContext, client: ClientState, user: string, password: Buffer): void {
+/**
+ * Checks `password` (user `default` only, as Redis without ACLs) and marks the client
+ * authenticated; false for a wrong one, whose reply the caller sends through `refused`.
+ */
+function authenticate(server: ServerContext, client: ClientState, user: string, password: Buffer): boolean {
   if (server.passwordDigest === undefined) throw new ReplyError(NO_PASSWORD);
   const matches = timingSafeEqual(passwordDigest(password), server.passwordDigest);
   if (!matches || user !== 'default') {
     server.logger.log('warning', { event: 'auth-failed', client: client.id, addr: client.remoteAddress });
-    throw new ReplyError(WRONG_PASSWORD);
+    return false;
   }
   client.authenticated = true;
+  return true;
+}
+
+/** The wrong-password error, once the server's pace of failures allows it (auth-throttle.ts). */
+async function refused(server: ServerContext): Promise<never> {
+  await server.authThrottle.failed();
+  throw new ReplyError(WRONG_PASSWORD);
 }
 
 function ping(_server: ServerContext, _client: ClientState, request: Request): Encoded {
@@ -31,7 +41,7 @@ function ping(_server: ServerContext, _client: ClientState, request: Request): E
   return request.argc === 2 ? bulk(argBytes(request, 1)) : PONG;
 }
 
-function hello(server: ServerContext, client: ClientState, request: Request, proto: Protocol): Encoded {
+function hello(server: ServerContext, client: ClientState, request: Request, proto: Protocol): Encoded | Promise<Encoded> {
   let next: Protocol = proto;
   if (request.argc >= 2) {
     const version = argText(request, 1);
@@ -42,7 +52,7 @@ function hello(server: ServerContext, client: ClientState, request: Request, pro
   for (let i = 2; i < request.argc; i++) {
     const option = argKeyword(request, i);
     if (option === 'AUTH' && i + 2 < request.argc) {
-      authenticate(server, client, argText(request, i + 1), argBytes(request, i + 2));
+      if (!authenticate(server, client, argText(request, i + 1), argBytes(request, i + 2))) return refused(server);
       i += 2;
     } else if (option === 'SETNAME' && i + 1 < request.argc) {
       name = checkName(argText(request, ++i));
@@ -69,11 +79,10 @@ function hello(server: ServerContext, client: ClientState, request: Request, pro
   );
 }
 
-function auth(server: ServerContext, client: ClientState, request: Request): Encoded {
-  if (request.argc === 2) authenticate(server, client, 'default', argBytes(request, 1));
-  else if (request.argc === 3) authenticate(server, client, argText(request, 1), argBytes(request, 2));
-  else throw wrongArity('auth');
-  return OK;
+function auth(server: ServerContext, client: ClientState, request: Request): Encoded | Promise<Encoded> {
+  if (request.argc !== 2 && request.argc !== 3) throw wrongArity('auth');
+  const user = request.argc === 3 ? argText(request, 1) : 'default';
+  return authenticate(server, client, user, argBytes(request, request.argc - 1)) ? OK : refused(server);
 }
 
 function select(_server: ServerContext, _client: ClientState, request: Request): Encoded {

@@ -1,6 +1,7 @@
 import { DEFAULT_BIND, DEFAULT_PORT } from './limits.js';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
+import { AuthThrottle } from './auth-throttle.js';
 import { bloomCommands } from './bloom-commands.js';
 import { CommandTable } from './command-table.js';
 import { Connection } from './connection.js';
@@ -56,6 +57,7 @@ export class SeenServer implements ServerContext {
   readonly bind: string;
   readonly counters: ServerCounters = { connectionsReceived: 0, connectionsRejected: 0, commandsProcessed: 0, errorReplies: 0, protocolErrors: 0 };
   readonly passwordDigest: Buffer | undefined;
+  readonly authThrottle = new AuthThrottle();
 
   readonly #options: ServeOptions;
   readonly #table: CommandTable;

@@ -26,14 +26,18 @@ interface ServeCliOptions extends GlobalOptions {
 
 
 
-/** The password: --requirepass-file's first line, else $SEENSTORE_PASSWORD; none when neither is given. */
+/**
+ * The password: --requirepass-file's first line, else $SEENSTORE_PASSWORD; none when neither is
+ * given. One of only spaces or tabs is a mistake (a file of blanks guards nothing): USAGE.
+ */
 function password(options: ServeCliOptions): string | undefined {
   if (options.requirepassFile !== undefined) {
     const text = readFileSync(options.requirepassFile, 'utf8').split(/\r?\n/)[0] ?? '';
-    if (text === '') throw new SeenStoreError('USAGE', `--requirepass-file ${options.requirepassFile} holds no password on its first line`);
+    if (text.trim() === '') throw new SeenStoreError('USAGE', `--requirepass-file ${options.requirepassFile} holds no password on its first line (empty or only blanks)`);
     return text;
   }
   const fromEnv = process.env.SEENSTORE_PASSWORD;
+  if (fromEnv !== undefined && fromEnv !== '' && fromEnv.trim() === '') throw new SeenStoreError('USAGE', 'SEENSTORE_PASSWORD holds only blanks');
   return fromEnv === undefined || fromEnv === '' ? undefined : fromEnv;
 }
 
