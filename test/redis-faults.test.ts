@@ -4,14 +4,16 @@ import { after, describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
 import { collectCli, spawnCli, type CliResult } from './helpers/cli.js';
 import { expectCode } from './helpers/errors.js';
-import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
+import { redisMissing, startRedisCluster, type RedisCluster, type RedisNode } from './helpers/redis-cluster.js';
 import { masterOf, replicaOf, roleOf, silentListener, until, whilePaused } from './helpers/redis-faults.js';
 
 /**
- * Issue 32: every call to Redis ends within its deadline (`timeout-ms=` in the location, the
- * `unavailableAfterMs` option): a paused node, a silent TCP listener, a failed cluster, a start
- * during a failover. The deadlines here are 2–12 s; a CLI run is killed after KILL_MS so that a
- * hang fails the test instead of holding it.
+ * Issue 32, Redis under faults: every call ends within its deadline (`timeout-ms=` in the
+ * location, the `unavailableAfterMs` option) — a paused node, a silent TCP listener, a failed
+ * cluster, a start during a failover; a replica wait without replicas; out of memory; a demoted
+ * master and an `UNBLOCKED` WAIT under `--wait-replicas 1`; a take answered after its lease. The
+ * deadlines here are 2–20 s; a CLI run is killed after KILL_MS so that a hang fails the test
+ * instead of holding it. Paused nodes are resumed in a finally (whilePaused).
  */
 const missing = redisMissing();
 const quiet = { onWarning: () => {} };
@@ -43,7 +45,7 @@ after(() => single?.stop());
 const cluster = missing === undefined ? await startRedisCluster() : (undefined as unknown as RedisCluster);
 after(() => cluster?.stop());
 
-describe('redis deadlines: a single node', { skip: missing }, () => {
+describe('redis under faults: a single node', { skip: missing }, () => {
   test('a paused node: has exits STORE_UNAVAILABLE (16) within its deadline, at open and mid-stream', async () => {
     const location = single.location();
     const store = await SeenStore.open(location, { ...quiet, unavailableAfterMs: 2_000 });
@@ -127,7 +129,20 @@ describe('redis deadlines: a single node', { skip: missing }, () => {
   });
 });
 
-describe('redis deadlines: a cluster', { skip: missing }, () => {
+/**
+ * A fresh store on the cluster with scope `s` of the classic strategy (one partition: its epoch
+ * and frontier stream in the slot of `{PREFIX/s/0}`) holding one URL; its location and that slot's master.
+ */
+async function classicScope(): Promise<{ location: string; master: RedisNode }> {
+  const location = cluster.location();
+  const prefix = /prefix=([^&]+)/.exec(location)![1]!;
+  const seed = await SeenStore.open(location, quiet);
+  await seed.scope('s', { strategy: 'classic' }).add(['http://seed.example/']);
+  await seed.close();
+  return { location, master: masterOf(cluster, `{${prefix}/s/0}:q`) };
+}
+
+describe('redis under faults: a cluster', { skip: missing }, () => {
   test('a paused master: writers go on once its replica took over, within the deadline', async () => {
     const location = cluster.location();
     const prefix = /prefix=([^&]+)/.exec(location)![1]!;
@@ -148,12 +163,7 @@ describe('redis deadlines: a cluster', { skip: missing }, () => {
   });
 
   test('a master demoted (CLUSTER FAILOVER) under --wait-replicas 1 writers: both exit 0, every URL printed exactly once', async () => {
-    const location = cluster.location();
-    const prefix = /prefix=([^&]+)/.exec(location)![1]!;
-    const seed = await SeenStore.open(location, quiet);
-    await seed.scope('s', { strategy: 'classic' }).add(['http://seed.example/']);
-    await seed.close();
-    const master = masterOf(cluster, `{${prefix}/s}:scope`);
+    const { location, master } = await classicScope();
     const replica = replicaOf(cluster, master.port)!;
     const urls = Array.from({ length: 20_000 }, (_, i) => `http://d${i % 97}.example/p/${i}`);
     // The writers read stdin, fed a little at a time until the failover is over: they are mid-stream through it.
@@ -189,12 +199,7 @@ describe('redis deadlines: a cluster', { skip: missing }, () => {
   });
 
   test('a WAIT answered -UNBLOCKED (as a demoted master answers it) is retried: the writer exits 0, every URL printed once', async () => {
-    const location = cluster.location();
-    const prefix = /prefix=([^&]+)/.exec(location)![1]!;
-    const seed = await SeenStore.open(location, quiet);
-    await seed.scope('s', { strategy: 'classic' }).add(['http://seed.example/']);
-    await seed.close();
-    const master = masterOf(cluster, `{${prefix}/s/0}:q`);
+    const { location, master } = await classicScope();
     const replica = replicaOf(cluster, master.port)!;
     const urls = Array.from({ length: 300 }, (_, i) => `http://u${i % 7}.example/p/${i}`);
     const child = spawnCli(['--store', withTimeout(location, 20_000), '--scope', 's', '--wait-replicas', '1', 'filter-new', '--batch-size', '100', '--batch-delay-ms', '5']);

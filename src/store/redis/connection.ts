@@ -12,17 +12,17 @@ export type Reply = Buffer | number | null | Reply[];
 /** One connection to a Redis deployment, cluster or single server, routing each command by its key. */
 export interface RedisConnection {
   readonly cluster: boolean;
-  /** Sends one command to the master of `key`'s slot (a read-only one may go there too). */
-  send(key: string, args: readonly Arg[]): Promise<Reply>;
+  /** Sends one command to the master of `key`'s slot (a read-only one may go there too); an AttemptTimeout after `withinMs`. */
+  send(key: string, args: readonly Arg[], withinMs: number): Promise<Reply>;
   /**
    * Sends `args`, then `WAIT replicas timeout`, on the one connection to `key`'s master, in order:
    * WAIT then counts the replicas that have this very write. Resolves with the reply and that count.
    * MOVED or ASK (the slot moved since the client learned the map) is an error here: the caller
    * retries, and the map is refreshed first.
    */
-  sendReplicated(key: string, args: readonly Arg[], replicas: number, timeoutMs: number): Promise<{ reply: Reply; acked: number }>;
+  sendReplicated(key: string, args: readonly Arg[], replicas: number, timeoutMs: number, withinMs: number): Promise<{ reply: Reply; acked: number }>;
   /** Sends one command to every master: FUNCTION LOAD, CONFIG GET, INFO. */
-  eachMaster(args: readonly Arg[]): Promise<{ readonly node: string; readonly reply: Reply }[]>;
+  eachMaster(args: readonly Arg[], withinMs: number): Promise<{ readonly node: string; readonly reply: Reply }[]>;
   close(): Promise<void>;
 }
 
@@ -91,15 +91,14 @@ async function single(node: Node, socket: object, options: object, deadlines: Re
   client.on('error', () => {});
   await within(client.connect(), connectMs, `connecting to ${node.host}:${node.port}`, () => client.destroy());
   const where = `${node.host}:${node.port}`;
-  const attempt = <T>(work: Promise<T>): Promise<T> => within(work, deadlines.attemptMs, where);
   return {
     cluster: false,
-    send: (_key, args) => attempt(client.sendCommand(args as Arg[]) as Promise<Reply>),
-    sendReplicated: async (_key, args, replicas, timeoutMs) => {
-      const [reply, acked] = await attempt(Promise.all([client.sendCommand(args as Arg[]), client.sendCommand(['WAIT', String(replicas), String(timeoutMs)])]));
+    send: (_key, args, withinMs) => within(client.sendCommand(args as Arg[]) as Promise<Reply>, withinMs, where),
+    sendReplicated: async (_key, args, replicas, timeoutMs, withinMs) => {
+      const [reply, acked] = await within(Promise.all([client.sendCommand(args as Arg[]), client.sendCommand(['WAIT', String(replicas), String(timeoutMs)])]), withinMs, where);
       return { reply: reply as unknown as Reply, acked: Number(acked) };
     },
-    eachMaster: async (args) => [{ node: where, reply: (await attempt(client.sendCommand(args as Arg[]))) as Reply }],
+    eachMaster: async (args, withinMs) => [{ node: where, reply: (await within(client.sendCommand(args as Arg[]), withinMs, where)) as Reply }],
     close: () => closeWithin(client, deadlines),
   };
 }
@@ -117,16 +116,16 @@ async function cluster(location: RedisLocation, socket: object, options: object,
   }).withTypeMapping(BUFFERS);
   client.on('error', () => {});
   await within(client.connect(), connectMs, 'discovering the Redis cluster', () => client.destroy());
-  const attempt = <T>(work: Promise<T>, where: string): Promise<T> =>
-    within(work, deadlines.attemptMs, where).catch((error: unknown) => {
+  const attempt = <T>(work: Promise<T>, withinMs: number, where: string): Promise<T> =>
+    within(work, withinMs, where).catch((error: unknown) => {
       // A master that stopped answering or refuses connections may have been replaced.
       if (!isReplyError(error)) refreshSlots(client, deadlines);
       throw error;
     });
   return {
     cluster: true,
-    send: (key, args) => attempt(client.sendCommand(key, false, args as Arg[]) as Promise<Reply>, `the master of ${key}`),
-    sendReplicated: async (key, args, replicas, timeoutMs) => {
+    send: (key, args, withinMs) => attempt(client.sendCommand(key, false, args as Arg[]) as Promise<Reply>, withinMs, `the master of ${key}`),
+    sendReplicated: async (key, args, replicas, timeoutMs, withinMs) => {
       const shard = client.slots[keySlot(key)];
       if (shard === undefined) throw new Error(`no node serves the slot of ${key}`);
       try {
@@ -136,19 +135,20 @@ async function cluster(location: RedisLocation, socket: object, options: object,
             const [reply, acked] = await Promise.all([node.sendCommand(args as Arg[]), node.sendCommand(['WAIT', String(replicas), String(timeoutMs)])]);
             return { reply: reply as unknown as Reply, acked: Number(acked) };
           })(),
+          withinMs,
           `${shard.master.host}:${shard.master.port}`,
         );
       } catch (error) {
         // A key command through the cluster client follows MOVED and refreshes its slot map.
-        if (isReplyError(error)) await attempt(client.sendCommand(key, true, ['EXISTS', key]), `the master of ${key}`).catch(() => undefined);
+        if (isReplyError(error)) await attempt(client.sendCommand(key, true, ['EXISTS', key]), withinMs, `the master of ${key}`).catch(() => undefined);
         throw error;
       }
     },
-    eachMaster: async (args) =>
+    eachMaster: async (args, withinMs) =>
       Promise.all(
         client.masters.map(async (master) => {
           const where = `${master.host}:${master.port}`;
-          const reply = await attempt((async () => (await client.nodeClient(master)).withTypeMapping(BUFFERS).sendCommand(args as Arg[]))(), where);
+          const reply = await attempt((async () => (await client.nodeClient(master)).withTypeMapping(BUFFERS).sendCommand(args as Arg[]))(), withinMs, where);
           return { node: where, reply: reply as unknown as Reply };
         }),
       ),

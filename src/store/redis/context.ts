@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
 import { isReplyError, isTransientReply, type RedisConnection, type Reply } from './connection.js';
-import { within, type RedisDeadlines } from './deadline.js';
+import type { RedisDeadlines } from './deadline.js';
 import { RedisKeys } from './keys.js';
 
 /** What every part of one Redis store handle shares. */
@@ -37,19 +37,19 @@ export class RedisContext {
    * by being idempotent). An error reply that no retry cures is IO_ERROR.
    */
   async call(key: string, args: readonly (string | Buffer)[], doing: string): Promise<Reply> {
-    return this.#retried(() => this.conn.send(key, args), doing);
+    return this.#retried((withinMs) => this.conn.send(key, args, withinMs), doing);
   }
 
   /** One command on every master (FUNCTION LOAD, CONFIG GET), retried as `call` is; the masters as they are once all answered. */
   async eachMaster(args: readonly (string | Buffer)[], doing: string): Promise<{ readonly node: string; readonly reply: Reply }[]> {
-    return this.#retried(() => this.conn.eachMaster(args), doing);
+    return this.#retried((withinMs) => this.conn.eachMaster(args, withinMs), doing);
   }
 
-  async #retried<T>(send: () => Promise<T>, doing: string): Promise<T> {
+  async #retried<T>(send: (withinMs: number) => Promise<T>, doing: string): Promise<T> {
     const deadline = Date.now() + this.unavailableAfterMs;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await within(send(), deadline - Date.now(), doing);
+        return await send(this.#attemptMs(deadline));
       } catch (error) {
         if (isReplyError(error) && !isTransientReply(error)) throw failedReply(error, doing);
         if (Date.now() >= deadline) {
@@ -79,7 +79,7 @@ export class RedisContext {
     for (let attempt = 0; ; attempt++) {
       try {
         const waitMs = Math.max(1, Math.min(this.deadlines.waitTimeoutMs, deadline - Date.now()));
-        const { reply, acked } = await within(this.conn.sendReplicated(keys[0]!, command, this.waitReplicas, waitMs), deadline - Date.now(), doing);
+        const { reply, acked } = await this.conn.sendReplicated(keys[0]!, command, this.waitReplicas, waitMs, this.#attemptMs(deadline));
         if (acked >= this.waitReplicas) return reply;
         why = `only ${acked} of the ${this.waitReplicas} replicas asked for (waitReplicas) confirmed the write`;
       } catch (error) {
@@ -91,6 +91,11 @@ export class RedisContext {
       }
       await pause(attempt, deadline);
     }
+  }
+
+  /** One attempt's time: an attempt, never past the call's deadline. */
+  #attemptMs(deadlineAtMs: number): number {
+    return Math.max(1, Math.min(this.deadlines.attemptMs, deadlineAtMs - Date.now()));
   }
 
   /**
