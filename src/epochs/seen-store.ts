@@ -55,8 +55,11 @@ export interface SeenStoreOptions {
    */
   readonly waitReplicas?: number;
   /**
-   * Redis stores: how long a call keeps retrying through a failover or a lost connection before it
-   * fails with STORE_UNAVAILABLE (default 30,000 ms). Ignored by directory stores.
+   * Redis stores: the deadline of every call, its retries through a failover or a lost connection
+   * included, and of each step of opening: past it, STORE_UNAVAILABLE (default 30,000 ms; at least
+   * 100). One attempt takes at most a quarter of it (0.5–5 s), so a shorter deadline gives up on
+   * a silent node sooner but rides through shorter failovers only. The location's `timeout-ms=`
+   * overrides it (docs/redis.md "Deadlines"). Ignored by directory stores.
    */
   readonly unavailableAfterMs?: number;
 }
