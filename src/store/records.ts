@@ -121,14 +121,19 @@ export function readEpochHeader(value: unknown): EpochHeader {
   });
   const where = `epoch header ${header.scope}/${header.epoch}`;
   if (!Array.isArray(header.slices) || header.slices.length === 0) throw new SeenStoreError('STORE_CORRUPT', `${where}: no slices`);
-  for (const slice of header.slices) {
-    const ok = typeof slice?.layout === 'string' && Number.isSafeInteger(slice.mBits) && Number.isInteger(slice.k) &&
-      typeof slice.capacityUrls === 'number' && Array.isArray(slice.seeds) && slice.seeds.length > 0 &&
-      slice.seeds.every((seed: unknown) => typeof seed === 'string') && keyingFits(slice.keying, slice.seeds.length);
-    if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${where}: malformed slice`);
-  }
+  for (const slice of header.slices) readSliceSpec(slice, where);
   if (header.partitions !== undefined && !isPartitioning(header.partitions)) throw new SeenStoreError('STORE_CORRUPT', `${where}: malformed partitions`);
   return header;
+}
+
+/** Checks a slice spec read back (in an epoch header, or a Redis epoch's growth plan): STORE_CORRUPT when malformed. */
+export function readSliceSpec(value: unknown, where: string): SliceSpec {
+  const slice = value as Partial<SliceSpec> | null;
+  const ok = typeof slice?.layout === 'string' && Number.isSafeInteger(slice.mBits) && Number.isInteger(slice.k) &&
+    typeof slice.capacityUrls === 'number' && Array.isArray(slice.seeds) && slice.seeds.length > 0 &&
+    slice.seeds.every((seed: unknown) => typeof seed === 'string') && keyingFits(slice.keying, slice.seeds.length);
+  if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${where}: malformed slice`);
+  return slice as SliceSpec;
 }
 
 /** A slice's keying is absent, or a known kind whose filter count matches the seeds. */

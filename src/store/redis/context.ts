@@ -4,6 +4,7 @@ import { SeenStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
 import { isReplyError, isTransientReply, type RedisConnection, type Reply } from './connection.js';
 import { RedisKeys } from './keys.js';
+import { withSourceLines } from './library.js';
 
 /** What every part of one Redis store handle shares. */
 export class RedisContext {
@@ -38,7 +39,7 @@ export class RedisContext {
         return await this.conn.send(key, args);
       } catch (error) {
         if (isReplyError(error) && !isTransientReply(error)) {
-          throw new SeenStoreError('IO_ERROR', `${doing}: Redis replied ${error.message}`, { cause: error });
+          throw new SeenStoreError('IO_ERROR', `${doing}: Redis replied ${withSourceLines(error.message)}`, { cause: error });
         }
         if (Date.now() >= deadline) {
           throw new SeenStoreError('STORE_UNAVAILABLE', `${doing}: Redis did not answer for ${Math.round(this.unavailableAfterMs / 1000)} s (${(error as Error).message})`, { cause: error });
@@ -70,7 +71,7 @@ export class RedisContext {
         if (acked >= this.waitReplicas) return reply;
         why = `only ${acked} of the ${this.waitReplicas} replicas asked for (waitReplicas) confirmed the write; it may be on the master, not acknowledged`;
       } catch (error) {
-        if (isReplyError(error) && !isTransientReply(error)) throw new SeenStoreError('IO_ERROR', `${doing}: Redis replied ${error.message}`, { cause: error });
+        if (isReplyError(error) && !isTransientReply(error)) throw new SeenStoreError('IO_ERROR', `${doing}: Redis replied ${withSourceLines(error.message)}`, { cause: error });
         why = (error as Error).message;
       }
       if (Date.now() >= deadline) {

@@ -1,6 +1,7 @@
 import { filterGeometries } from '../../filters/keying.js';
 import type { EpochHasher } from '../../filters/epoch-hasher.js';
 import type { SliceSpec } from '../records.js';
+import type { BatchKeys, ReadKeys } from './functions.js';
 import type { EpochKeys } from './keys.js';
 
 /**
@@ -80,4 +81,15 @@ export function partitionGeometry(slices: readonly SliceSpec[], partitions: numb
     planned: slices.slice(have).map((slice) => JSON.stringify(slice)),
     max: maxSlices,
   });
+}
+
+/** A partition's state, slices and first `count` filters (over all slices, in filter order): every key a function touches is declared. */
+export function readKeys(part: Partition, count: number): ReadKeys {
+  return { state: part.keys.state, slices: part.keys.slices, filters: Array.from({ length: count }, (_, index) => part.keys.filter(index)) };
+}
+
+/** As readKeys, with the keys of a batch's answers and of the partition's previous batch's. */
+export function batchKeys(part: Partition, batch: string, count: number): BatchKeys {
+  const own = part.keys.batch(batch);
+  return { ...readKeys(part, count), batch: own, previousBatch: part.previousBatch || own };
 }
