@@ -112,7 +112,7 @@ async function check(dir: string, what: string, expectSeen: string[], scope: str
     return;
   }
   try {
-    const report = store.verify();
+    const report = await store.verify();
     if (!report.ok) fail(`${what}: verify: ${report.damage.map((d) => `${d.where}: ${d.problem}`).join('; ')}`);
     if (expectSeen.length > 0) {
       const seen = (await store.scope(scope).has(expectSeen, { epochs: 'all' }));
@@ -157,7 +157,7 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
         const present = (await store.scopeNames()).includes('imp');
         if (present && !(await store.scope('imp').has(URLS, { epochs: 1 })).every(Boolean)) fail(`trial ${trial} (import): a partial import is visible`);
         if (!present && !run.killed) fail(`trial ${trial} (import): finished but no scope`);
-        if (!store.verify().ok) fail(`trial ${trial} (import): verify`);
+        if (!(await store.verify()).ok) fail(`trial ${trial} (import): verify`);
         await store.close();
       }
     } else if (workload === 'counting') {
@@ -256,7 +256,7 @@ async function prunedAtRandom(template: PruneTemplate, dir: string, trial: numbe
     return run.killed;
   }
   try {
-    if (!store.verify().ok) fail(`${what}: verify after the kill`);
+    if (!(await store.verify()).ok) fail(`${what}: verify after the kill`);
     const scope = store.scope('old');
     const present = (await scope.stats()).epochs.map((e) => e.epoch);
     if (!present.includes(3)) fail(`${what}: the open epoch is gone`);
@@ -267,7 +267,7 @@ async function prunedAtRandom(template: PruneTemplate, dir: string, trial: numbe
     await scope.prune({ keepLast: 1 });
     const after = (await scope.stats()).epochs.map((e) => e.epoch);
     if (after.join() !== '3') fail(`${what}: after a second prune the epochs are ${after.join()}`);
-    if (!store.verify().ok) fail(`${what}: verify after the second prune (leftover data?)`);
+    if (!(await store.verify()).ok) fail(`${what}: verify after the second prune (leftover data?)`);
   } finally {
     await store.close();
   }
@@ -313,7 +313,7 @@ async function writers(): Promise<{ writers: number; rounds: number; kills: numb
     const store = await SeenStore.open(dir);
     const missing = (await store.scope(scope).has([...acknowledged])).filter((seen) => !seen).length;
     if (missing > 0) fail(`writers round ${round}: ${missing} acknowledged URLs not seen at the end`);
-    if (!store.verify().ok) fail(`writers round ${round}: verify`);
+    if (!(await store.verify()).ok) fail(`writers round ${round}: verify`);
     await store.close();
     printed += count.size;
     duplicates += twice;
@@ -426,7 +426,7 @@ async function diskFull(): Promise<{ ran: boolean; exitCode: number | null; lost
     const store = await SeenStore.open(dir);
     const lost = acknowledged ? (await store.scope().has(input)).filter((seen) => !seen).length : 0;
     if (lost > 0) fail(`disk full: ${lost} acknowledged URLs lost`);
-    if (!store.verify().ok) fail('disk full: verify after freeing space');
+    if (!(await store.verify()).ok) fail('disk full: verify after freeing space');
     await store.close();
     return { ran: true, exitCode: run.status, lost, note: acknowledged ? '30,000 URLs acknowledged, checkpoint hit the full disk' : 'the adds themselves hit the full disk' };
   } finally {

@@ -1,5 +1,5 @@
 import { SeenStoreError, assert } from '../errors.js';
-import { CLASSIC, parseStrategy, strategyName, strategyOf, type Strategy } from '../filters/strategy.js';
+import { parseStrategy, strategyName, strategyOf, type Strategy } from '../filters/strategy.js';
 import { keyCount, pickKeys, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
 import { PartlyDecided, type Backend, type CheckpointOutcome, type EpochBits, type QueueItems } from '../store/backend.js';
 import type { NormalizeMode } from '../url/normalize.js';
@@ -16,7 +16,7 @@ import type { AddOptions, AddSummary, EnqueueOptions, Classification, DiffCatego
 export type { EpochDetails, EpochStats, ScopeStats };
 export type { AddOptions, AddSummary, EnqueueOptions, Classification, DiffCategory, DiffResult, QueryOptions, RotateResult, ScopeOptions };
 
-/** URLs per journal record: a larger call is split, each part committed in its own transaction. */
+/** URLs per call of the backend: a larger call is split, each part an atomic step of its own. */
 export const MAX_BATCH_URLS = 65_536;
 
 /** What a scope needs from its store. */
@@ -52,7 +52,7 @@ export class Scope {
     const plan = {
       capacityUrls,
       fprTarget,
-      strategy: scopeStrategy(options, ctx.backend.defaultStrategy),
+      strategy: scopeStrategy(options, ctx.backend.driver.capabilities.defaultStrategy),
       normalize: options.normalize ?? 'none',
       sizing: {
         policy: options.capacityUrls === undefined ? 'default' : 'explicit',
@@ -365,7 +365,7 @@ export class Scope {
     return this.#details(n);
   }
 
-  /** Makes the open epoch's durable form compact now (LMDB: writes dirty chunks and trims the journal; normally automatic). */
+  /** Folds the backend's write log into the open epoch's durable form now, where it keeps one (Capabilities.checkpoints; normally automatic). */
   async checkpoint(): Promise<CheckpointOutcome> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('checkpoint');
@@ -512,12 +512,9 @@ export class Scope {
   }
 }
 
-/** The strategy asked for, else the backend's default (Redis: `partitioned`), else classic. */
-function scopeStrategy(options: ScopeOptions, backendDefault: string | undefined): Strategy {
-  if (options.strategy === undefined) {
-    if (options.layout !== undefined) return parseStrategy(String(options.layout));
-    return backendDefault === undefined ? CLASSIC : parseStrategy(backendDefault);
-  }
+/** The strategy asked for (or its layout), else the default of the store's driver (Capabilities.defaultStrategy). */
+function scopeStrategy(options: ScopeOptions, backendDefault: string): Strategy {
+  if (options.strategy === undefined) return parseStrategy(String(options.layout ?? backendDefault));
   const strategy = parseStrategy(options.strategy);
   if (options.layout !== undefined && options.layout !== strategy.layout) {
     throw new SeenStoreError('USAGE', `layout ${options.layout} contradicts strategy ${options.strategy}; give only the strategy`);

@@ -1,6 +1,7 @@
 import { SeenStoreError } from '../../errors.js';
 import type { Backend, EpochBits, EpochUsage, Frontier, ImportRequest, Rotation, RotateRequest } from '../backend.js';
-import type { BackendOptions } from '../open.js';
+import type { OpenOptions } from '../driver.js';
+import { redisDriver, type RedisOptions } from './driver.js';
 import { readEpochHeader, readScopeRecord, type EpochHeader, type ScopeRecord, type SliceSpec } from '../records.js';
 import { connectRedis } from './connection.js';
 import { RedisContext, freshId, list, pairs, text } from './context.js';
@@ -10,9 +11,6 @@ import { LIBRARY, LIBRARY_VERSION } from './functions.js';
 import { parseRedisLocation } from './location.js';
 import { filterGeometries } from '../../filters/keying.js';
 
-/** How long calls retry through failovers before STORE_UNAVAILABLE, unless the options say otherwise. */
-export const DEFAULT_UNAVAILABLE_AFTER_MS = 30_000;
-
 /**
  * The Redis backend (docs/redis.md): a Redis server or Redis Cluster holds the scopes. A scope's
  * metadata lives in its own slot; each epoch's bits in the slot of its own tag. Every atomic step
@@ -20,10 +18,9 @@ export const DEFAULT_UNAVAILABLE_AFTER_MS = 30_000;
  * another machine could change, except slice specs, which only grow and are checked by every call.
  */
 export class RedisBackend implements Backend {
-  readonly kind = 'redis';
+  readonly driver = redisDriver;
   readonly location: string;
   readonly readOnly: boolean;
-  readonly maintenance = undefined;
   readonly #ctx: RedisContext;
   readonly #epochs = new Map<string, RedisEpoch>();
   readonly #frontiers = new Map<string, RedisFrontier>();
@@ -37,21 +34,19 @@ export class RedisBackend implements Backend {
     this.#ctx = ctx;
   }
 
-  static async open(location: string, redacted: string, options: BackendOptions): Promise<RedisBackend> {
+  static async open(location: string, redacted: string, common: OpenOptions, options: RedisOptions): Promise<RedisBackend> {
     const parsed = parseRedisLocation(location);
-    const waitReplicas = options.waitReplicas ?? 0;
-    if (!Number.isInteger(waitReplicas) || waitReplicas < 0) throw new SeenStoreError('USAGE', `waitReplicas must be a whole number >= 0, got ${waitReplicas}`);
     const conn = await connectRedis(parsed, 5_000);
-    const ctx = new RedisContext(conn, parsed.prefix, options.hash, waitReplicas, options.unavailableAfterMs ?? DEFAULT_UNAVAILABLE_AFTER_MS, options.warn);
+    const ctx = new RedisContext(conn, parsed.prefix, common.hash, options.waitReplicas, options.unavailableAfterMs, common.warn);
     try {
       await loadLibrary(ctx);
       await checkFormat(ctx, redacted);
-      if (!options.readOnly) await checkDurability(ctx, redacted);
+      if (!common.readOnly) await checkDurability(ctx, redacted);
     } catch (error) {
       await conn.close();
       throw error instanceof SeenStoreError ? error : new SeenStoreError('STORE_UNAVAILABLE', `${redacted}: ${(error as Error).message}`, { cause: error });
     }
-    return new RedisBackend(redacted, options.readOnly, ctx);
+    return new RedisBackend(redacted, common.readOnly, ctx);
   }
 
   async scopeNames(): Promise<string[]> {
@@ -72,11 +67,6 @@ export class RedisBackend implements Backend {
     if (entry.header.state !== 'open') return entry.header;
     const slices = await this.#grownSlices(scope, entry);
     return slices.length > entry.header.slices.length ? { ...entry.header, slices } : entry.header;
-  }
-
-  /** Epochs created on Redis spread over the cluster unless a strategy is given: `partitioned`. */
-  get defaultStrategy(): string {
-    return 'partitioned';
   }
 
   async epochNumbers(scope: string): Promise<number[]> {
@@ -221,7 +211,7 @@ export class RedisBackend implements Backend {
   async usage(header: EpochHeader): Promise<EpochUsage> {
     const entry = await this.#entry(header.scope, header.epoch);
     const keys = this.#dataKeys(header.scope, entry.uid, header.epoch === entry.header.epoch ? await this.epochHeader(header.scope, header.epoch) : header);
-    return { bytesOnDisk: await this.#memory(keys), journalRecords: 0 };
+    return { bytesOnDisk: await this.#memory(keys), pendingRecords: 0 };
   }
 
   async epoch(scope: string, n: number): Promise<EpochBits> {
