@@ -4,7 +4,7 @@ import type { XxHash } from '../../hash/xxhash.js';
 import type { Backend, EpochBits, Frontier, EpochUsage, ImportRequest, Rotation, RotateRequest, StoreMaintenance } from '../backend.js';
 import { faultPoint } from '../faults.js';
 import { removeStoreLeftovers } from '../leftovers.js';
-import type { EpochHeader, ScopeRecord } from '../records.js';
+import { sealHeader, type EpochHeader, type ScopeRecord } from '../records.js';
 import { BitThread } from './bit-thread.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from './env.js';
 import type { OpenOptions } from '../driver.js';
@@ -134,18 +134,7 @@ export class LmdbBackend implements Backend {
       }
       const summary = open.filters.summary();
       const now = Date.now();
-      const sealed: EpochHeader = {
-        ...current,
-        state: 'sealed',
-        sealedAtMs: now,
-        final: {
-          submitted: summary.submitted,
-          added: summary.added,
-          estimatedDistinct: summary.estimatedDistinct,
-          fillRatio: summary.fillRatio,
-          estimatedFpr: summary.estimatedFpr,
-        },
-      };
+      const sealed = sealHeader(current, summary, now);
       const before = meta.findHeader(env, scope, current.epoch - 1);
       const opened = request.next(current, summary, before);
       env.putMeta(epochKey(scope, current.epoch), sealed);

@@ -2,7 +2,7 @@ import { SeenStoreError } from '../../errors.js';
 import type { Backend, EpochBits, EpochUsage, Frontier, ImportRequest, Rotation, RotateRequest } from '../backend.js';
 import type { OpenOptions } from '../driver.js';
 import { redisDriver, type RedisOptions } from './driver.js';
-import { readEpochHeader, readScopeRecord, type EpochHeader, type ScopeRecord, type SliceSpec } from '../records.js';
+import { readEpochHeader, readScopeRecord, sealHeader, type EpochHeader, type ScopeRecord, type SliceSpec } from '../records.js';
 import { connectRedis } from './connection.js';
 import { RedisContext, freshId, list, pairs, text } from './context.js';
 import { RedisEpoch, checkRedisSlice, writeBytes, type EpochEntry } from './epoch.js';
@@ -110,12 +110,7 @@ export class RedisBackend implements Backend {
     const opened = request.next(current, final, before);
     for (const slice of opened.slices) checkRedisSlice(opened, slice);
     const now = Date.now();
-    const sealed: EpochHeader = {
-      ...current,
-      state: 'sealed',
-      sealedAtMs: now,
-      final: { submitted: final.submitted, added: final.added, estimatedDistinct: final.estimatedDistinct, fillRatio: final.fillRatio, estimatedFpr: final.estimatedFpr },
-    };
+    const sealed = sealHeader(current, final, now);
     const next: EpochEntry = { uid: freshId(), header: opened };
     const doing = `rotating ${scope}/${current.epoch}`;
     const reply = list(
