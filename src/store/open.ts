@@ -2,6 +2,7 @@ import { SeenStoreError } from '../errors.js';
 import type { Backend } from './backend.js';
 import { registered, type Driver, type OpenOptions, type StoreSettings } from './driver.js';
 import { lmdbDriver } from './lmdb/driver.js';
+import { memoryDriver } from './memory/driver.js';
 import { redisDriver } from './redis/driver.js';
 
 /**
@@ -9,7 +10,7 @@ import { redisDriver } from './redis/driver.js';
  * to the driver that declares SCHEME; a location without a scheme is a directory. Adding a backend
  * is a driver folder plus one line here (docs/architecture.md "Writing a driver").
  */
-const DRIVERS: readonly Driver<unknown>[] = [registered(lmdbDriver), registered(redisDriver)];
+const DRIVERS: readonly Driver<unknown>[] = [registered(lmdbDriver), registered(redisDriver), registered(memoryDriver)];
 
 /** `SCHEME://`: what makes a location a URL rather than a path (a scheme is at least two characters, so `C://` stays a path). */
 const SCHEME = /^([A-Za-z][A-Za-z0-9+.-]+):\/\//;
