@@ -1,9 +1,10 @@
 import { SeenStoreError, assert } from '../errors.js';
-import { parseStrategy, strategyName, strategyOf, type Strategy } from '../filters/strategy.js';
+import { parseStrategy, strategyName, strategyOf } from '../filters/strategy.js';
 import { keyCount, pickKeys, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
+import { TurnQueue } from '../store/turns.js';
 import { PartlyDecided, type Backend, type CheckpointOutcome, type EpochBits, type QueueItems } from '../store/backend.js';
 import type { NormalizeMode } from '../url/normalize.js';
-import { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET, checkPlan, newEpochHeader, type EpochPlan } from './create.js';
+import { checkPlan, firstEpochPlan, newEpochHeader, type EpochPlan } from './create.js';
 import { resolveEpochs, type EpochSpec } from './epoch-spec.js';
 import { epochDetails, epochStats, type EpochDetails, type EpochStats, type ScopeStats } from './epoch-stats.js';
 import { prune, type Dropped, type PruneOptions } from './retention.js';
@@ -11,7 +12,7 @@ import { planNextEpoch, type RotateOptions } from './rotation.js';
 import { exportEpoch, mergeIntoEpoch, type ExportResult, type MergeResult } from './transfer.js';
 import { anyUrlKeys, urlKeys, usableKeys } from './url-keys.js';
 import { ScopeFrontier, checkedData, pickQueue, queuePart } from './frontier.js';
-import type { AddOptions, AddSummary, EnqueueOptions, Classification, DiffCategory, DiffResult, QueryOptions, RotateResult, ScopeOptions } from './scope-types.js';
+import { diffCategories, type AddOptions, type AddSummary, type EnqueueOptions, type Classification, type DiffCategory, type DiffResult, type QueryOptions, type RotateResult, type ScopeOptions } from './scope-types.js';
 
 export type { EpochDetails, EpochStats, ScopeStats };
 export type { AddOptions, AddSummary, EnqueueOptions, Classification, DiffCategory, DiffResult, QueryOptions, RotateResult, ScopeOptions };
@@ -40,31 +41,14 @@ export class Scope {
   readonly #explicitNormalize: NormalizeMode | undefined;
   /** The open epoch this handle last saw (to check an explicit normalisation against it once). */
   #openEpoch: number | undefined;
-  /** Settles when the handle's latest add has issued its last batch to the backend (#add). */
-  #addOrder: Promise<void> = Promise.resolve();
+  /** The handle's adds in the order they were made: each issues its batches after the one before (#add). */
+  readonly #addOrder = new TurnQueue();
 
   /** @internal Scopes come from SeenStore.scope(); the context holds the store's internals. */
   constructor(ctx: ScopeContext, name: string, options: ScopeOptions) {
     this.#ctx = ctx;
     this.name = name;
-    const capacityUrls = options.capacityUrls ?? DEFAULT_CAPACITY_URLS;
-    const fprTarget = options.fprTarget ?? DEFAULT_FPR_TARGET;
-    const plan = {
-      capacityUrls,
-      fprTarget,
-      strategy: scopeStrategy(options, ctx.backend.driver.capabilities.defaultStrategy),
-      normalize: options.normalize ?? 'none',
-      sizing: {
-        policy: options.capacityUrls === undefined ? 'default' : 'explicit',
-        reason: options.capacityUrls === undefined
-          ? `first epoch, no capacity given: default ${DEFAULT_CAPACITY_URLS} URLs`
-          : 'first epoch, capacity given by the caller',
-        inputs: { capacityUrls, fprTarget },
-      },
-      ...(options.seeds === undefined ? {} : { seeds: options.seeds }),
-    } as const;
-    checkPlan(plan);
-    this.#plan = Object.freeze(plan);
+    this.#plan = firstEpochPlan(options, ctx.backend.driver.capabilities.defaultStrategy);
     this.#explicitNormalize = options.normalize;
   }
 
@@ -249,15 +233,8 @@ export class Scope {
     const b = await single(to, 'to');
     const inA = await this.#hasIn(await this.#ctx.backend.epoch(this.name, a), urls);
     const inB = await this.#hasIn(await this.#ctx.backend.epoch(this.name, b), urls);
-    const counts: Record<DiffCategory, number> = { both: 0, 'only-from': 0, 'only-to': 0, neither: 0 };
-    const categories = urls.map((_, i): DiffCategory => {
-      const category = inA[i] ? (inB[i] ? 'both' : 'only-from') : inB[i] ? 'only-to' : 'neither';
-      counts[category]++;
-      return category;
-    });
-    return { from: a, to: b, categories, counts };
+    return { from: a, to: b, ...diffCategories(inA, inB) };
   }
-
   /**
    * Seals the open epoch and opens the next with fresh seeds, sized from history unless a
    * capacity is given. Atomic; adds racing it from other processes land in exactly one epoch.
@@ -382,16 +359,12 @@ export class Scope {
     // Calls of one handle reach the backend in the order they were made: the next waits until this
     // one has issued its last batch (a backend deciding batches in flight out of order would answer
     // a URL given in two of them "new" at its later occurrence).
-    const turn = this.#addOrder;
-    let issued!: () => void;
-    this.#addOrder = new Promise<void>((resolve) => {
-      issued = resolve;
-    });
+    const turn = this.#addOrder.take();
     try {
-      await turn;
-      return await this.#addInTurn(urls, answers, options, enqueue, issued);
+      await turn.ready;
+      return await this.#addInTurn(urls, answers, options, enqueue, turn.done);
     } finally {
-      issued();
+      turn.done();
     }
   }
 
@@ -510,14 +483,4 @@ export class Scope {
     const summary = await epoch.summary();
     return epochDetails(epoch.header, summary, await this.#ctx.backend.usage(epoch.header));
   }
-}
-
-/** The strategy asked for (or its layout), else the default of the store's driver (Capabilities.defaultStrategy). */
-function scopeStrategy(options: ScopeOptions, backendDefault: string): Strategy {
-  if (options.strategy === undefined) return parseStrategy(String(options.layout ?? backendDefault));
-  const strategy = parseStrategy(options.strategy);
-  if (options.layout !== undefined && options.layout !== strategy.layout) {
-    throw new SeenStoreError('USAGE', `layout ${options.layout} contradicts strategy ${options.strategy}; give only the strategy`);
-  }
-  return strategy;
 }
