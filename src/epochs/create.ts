@@ -56,7 +56,7 @@ export function checkSeeds(seeds: readonly string[], count: number, strategy: st
 }
 
 /** A new epoch's header: one slice with fresh CSPRNG seeds and the geometry of the plan. */
-export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan): EpochHeader {
+export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan, nowMs = Date.now()): EpochHeader {
   checkPlan(plan);
   const { layout, filters } = plan.strategy;
   let first;
@@ -65,7 +65,7 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan): E
   } catch (error) {
     throw new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
   }
-  const now = Date.now();
+  const now = nowMs;
   const seeds = plan.seeds !== undefined ? [...plan.seeds] : Array.from({ length: filters }, () => freshSeedHex());
   // partitioned: P given or from the first slice's size; whole blocks in every partition.
   const partitions = plan.strategy.kind === 'partitioned' ? (plan.strategy.partitions ?? defaultPartitionCount(first.mBits)) : undefined;

@@ -24,6 +24,8 @@ export const MAX_BATCH_URLS = 65_536;
 export interface ScopeContext {
   readonly backend: Backend;
   readonly hash: XxHash;
+  /** Milliseconds since the Unix epoch, for record times and ages (SeenStoreOptions.clock). */
+  readonly clock: () => number;
   readonly assertOpen: () => void;
   /** Throws USAGE when the store was opened read-only. */
   readonly assertWritable: (doing: string) => void;
@@ -80,7 +82,7 @@ export class Scope {
     this.#ctx.assertWritable('create a scope');
     if ((await this.#ctx.backend.scopeRecord(this.name)) !== undefined) return false;
     const plan = options === undefined ? this.#plan : new Scope(this.#ctx, this.name, options).#plan;
-    await this.#ctx.backend.createScope(this.name, newEpochHeader(this.name, 1, plan));
+    await this.#ctx.backend.createScope(this.name, newEpochHeader(this.name, 1, plan, this.#ctx.clock()));
     return true;
   }
 
@@ -262,7 +264,7 @@ export class Scope {
     }
     const backend = this.#ctx.backend;
     let open = await this.#created();
-    const next = planNextEpoch(options);
+    const next = planNextEpoch(options, this.#ctx.clock);
     for (let attempt = 0; ; attempt++) {
       try {
         const request = { epoch: open.header.epoch, next, ...(options.ifEpoch === undefined ? {} : { ifEpoch: options.ifEpoch }) };
@@ -317,7 +319,7 @@ export class Scope {
   async prune(options: PruneOptions): Promise<Dropped[]> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('prune');
-    return prune(this.#ctx.backend, this.name, options);
+    return prune(this.#ctx.backend, this.name, options, this.#ctx.clock);
   }
 
   async stats(): Promise<ScopeStats> {
@@ -441,7 +443,7 @@ export class Scope {
   async #open(create: boolean): Promise<EpochBits | undefined> {
     const backend = this.#ctx.backend;
     let record = await backend.scopeRecord(this.name);
-    if (record === undefined && create) record = await backend.createScope(this.name, newEpochHeader(this.name, 1, this.#plan));
+    if (record === undefined && create) record = await backend.createScope(this.name, newEpochHeader(this.name, 1, this.#plan, this.#ctx.clock()));
     if (record === undefined) return undefined;
     const open = await backend.epoch(this.name, record.openEpoch);
     if (this.#openEpoch !== record.openEpoch) {

@@ -60,6 +60,12 @@ export interface SeenStoreOptions {
    * fails with STORE_UNAVAILABLE (default 30,000 ms). Ignored by directory stores.
    */
   readonly unavailableAfterMs?: number;
+  /**
+   * The clock of the store's record times, epoch ages and frontier leases, in milliseconds since
+   * the Unix epoch (default Date.now). For tests, which must not wait for time to pass: a clock set
+   * ahead makes leases run out and epochs old at once. A Redis store's leases follow the server's clock.
+   */
+  readonly clock?: () => number;
 }
 
 export const MAX_THREADS = 16;
@@ -79,12 +85,13 @@ export class SeenStore {
   readonly #ctx;
   #closed = false;
 
-  private constructor(dir: string, backend: Backend, hash: XxHash) {
+  private constructor(dir: string, backend: Backend, hash: XxHash, clock: () => number) {
     this.dir = dir;
     this.#backend = backend;
     this.#ctx = Object.freeze({
       backend,
       hash,
+      clock,
       assertOpen: () => {
         if (this.#closed) throw new SeenStoreError('STORE_CLOSED', `the store at ${redactLocation(dir)} is closed`);
       },
@@ -102,6 +109,7 @@ export class SeenStore {
     if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS) {
       throw new SeenStoreError('USAGE', `threads must be a whole number from 1 to ${MAX_THREADS}, got ${String(threads)}`);
     }
+    if (options.clock !== undefined && typeof options.clock !== 'function') throw new TypeError('clock must be a function returning milliseconds');
     const hash = await XxHash.load();
     const common = {
       hash,
@@ -111,7 +119,7 @@ export class SeenStore {
     };
     // Each driver takes the options that apply to it (store/driver.ts) and checks them itself.
     const backend = await openBackend(dir, common, { ...options, threads });
-    const store = new SeenStore(dir, backend, hash);
+    const store = new SeenStore(dir, backend, hash, options.clock ?? Date.now);
     openHere.set(resolve(dir), (openHere.get(resolve(dir)) ?? 0) + 1);
     return store;
   }

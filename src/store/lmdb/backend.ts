@@ -38,12 +38,14 @@ export class LmdbBackend implements Backend {
   /** Loaded epochs, by `scope/epoch`: the open ones, and sealed ones that were read. */
   readonly #epochs = new Map<string, LmdbEpoch>();
   #words = new Uint32Array(0);
+  readonly #clock: () => number;
   #closed = false;
 
   private constructor(env: StoreEnv, bitThread: BitThread | undefined, common: OpenOptions, options: LmdbOptions) {
     this.location = env.dir;
     this.#env = env;
     this.#bitThread = bitThread;
+    this.#clock = options.clock;
     this.#ctx = Object.freeze({
       env,
       hash: common.hash,
@@ -52,6 +54,7 @@ export class LmdbBackend implements Backend {
       checkpointIntervalMs: options.checkpointIntervalMs,
       lockStaleMs: effectiveLockStaleMs(options.lockStaleMs),
       warn: common.warn,
+      clock: options.clock,
       scratch: (words: number) => {
         if (this.#words.length < words) this.#words = new Uint32Array(Math.max(words, 2048));
         return this.#words;
@@ -133,7 +136,7 @@ export class LmdbBackend implements Backend {
         throw new SeenStoreError('EPOCH_SEALED', `epoch ${scope}/${current.epoch} is no longer open`);
       }
       const summary = open.filters.summary();
-      const now = Date.now();
+      const now = this.#clock();
       const sealed = sealHeader(current, summary, now);
       const before = meta.findHeader(env, scope, current.epoch - 1);
       const opened = request.next(current, summary, before);
@@ -178,7 +181,7 @@ export class LmdbBackend implements Backend {
   }
 
   async frontier(scope: string): Promise<Frontier> {
-    return new LmdbFrontier(this.#env, scope);
+    return new LmdbFrontier(this.#env, scope, this.#clock);
   }
 
   async epoch(scope: string, n: number): Promise<EpochBits> {

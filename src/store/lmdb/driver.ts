@@ -12,6 +12,8 @@ export interface LmdbOptions {
   readonly lockStaleMs?: number;
   readonly checkpointJournalBytes: number;
   readonly checkpointIntervalMs: number;
+  /** The clock of frontier leases and record times (SeenStoreOptions.clock). */
+  readonly clock: () => number;
 }
 
 const DEFAULT_CHECKPOINT_JOURNAL_BYTES = 32 * 2 ** 20;
@@ -44,6 +46,7 @@ export const lmdbDriver: Driver<LmdbOptions> = Object.freeze({
       ...(lockStaleMs === undefined ? {} : { lockStaleMs }),
       checkpointJournalBytes: numberSetting(settings, 'checkpointJournalBytes') ?? DEFAULT_CHECKPOINT_JOURNAL_BYTES,
       checkpointIntervalMs: numberSetting(settings, 'checkpointIntervalMs') ?? DEFAULT_CHECKPOINT_INTERVAL_MS,
+      clock: (settings.clock as (() => number) | undefined) ?? Date.now,
     });
   },
   async open(location: string, common: OpenOptions, options: LmdbOptions) {

@@ -52,12 +52,11 @@ function readEntry(env: StoreEnv, scope: string, id: number, bytes: Uint8Array):
  * Queues the URLs whose answer is true (inside the add's write transaction, after deciding): the
  * entries commit with the batch's journal record, or neither does.
  */
-export function queueNew(env: StoreEnv, scope: string, epoch: number, items: QueueItems, answers: readonly boolean[]): void {
+export function queueNew(env: StoreEnv, scope: string, epoch: number, items: QueueItems, answers: readonly boolean[], atMs: number): void {
   const { urls, data } = items;
   const db = env.frontierDb;
   if (db === undefined) throw new SeenStoreError('INTERNAL', 'invariant broken: the frontier database exists before an enqueue writes');
   const state = readState(env, scope);
-  const atMs = Date.now();
   let id = state.nextId;
   for (let i = 0; i < urls.length; i++) {
     if (!answers[i]) continue;
@@ -72,17 +71,19 @@ export function queueNew(env: StoreEnv, scope: string, epoch: number, items: Que
 export class LmdbFrontier implements Frontier {
   readonly #env: StoreEnv;
   readonly #scope: string;
+  readonly #clock: () => number;
 
-  constructor(env: StoreEnv, scope: string) {
+  constructor(env: StoreEnv, scope: string, clock: () => number) {
     this.#env = env;
     this.#scope = scope;
+    this.#clock = clock;
   }
 
   async take(count: number, leaseMs: number, owner?: string): Promise<LeasedUrl[]> {
     const env = this.#env;
     const db = env.ensureFrontierDb();
     const taken = env.write(() => {
-      const now = Date.now();
+      const now = this.#clock();
       const out: LeasedUrl[] = [];
       let looked = 0;
       for (const { key, value } of db.getRange(frontierRange(this.#scope))) {
@@ -131,7 +132,7 @@ export class LmdbFrontier implements Frontier {
     const db = env.frontierDb;
     if (db === undefined) return 0;
     const released = env.write(() => {
-      const now = Date.now();
+      const now = this.#clock();
       let n = 0;
       for (const { key, value } of db.getRange(frontierRange(this.#scope))) {
         const entry = readEntry(env, this.#scope, frontierKeyId(key), value);
@@ -150,7 +151,7 @@ export class LmdbFrontier implements Frontier {
     env.refresh();
     const db = env.frontierDb;
     if (db === undefined) return { pending: 0, leased: 0, done: 0 };
-    const now = Date.now();
+    const now = this.#clock();
     let pending = 0;
     let leased = 0;
     for (const { key, value } of db.getRange(frontierRange(this.#scope))) {
