@@ -8,7 +8,7 @@ import { parseStrategy } from '../src/filters/strategy.js';
 import { runCli } from './helpers/cli.js';
 import { sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
-import { tempDir } from './helpers/tmp.js';
+import { memoryStore } from './helpers/memory.js';
 
 const URLS = sharedUrls('crawl-benign-35k.txt');
 
@@ -17,7 +17,7 @@ describe('plan: the sizing calculator', () => {
     test(`${strategy}: the plan is the geometry an epoch gets, first slice and growth slices`, async () => {
       const capacityUrls = 4_000;
       const plan = planSizing(capacityUrls, 0.01, parseStrategy(strategy), 3, lmdbDriver.capabilities.storedBytes);
-      const store = await SeenStore.open(tempDir());
+      const store = await SeenStore.open(memoryStore('plan'));
       const scope = store.scope('s', { capacityUrls, fprTarget: 0.01, strategy });
       // Over 12,000 new URLs fill the first slice (4,000) and the second (8,000): the third starts
       // (12,500 added: a few hundred at most are false positives and not new).
