@@ -3,6 +3,7 @@ import type { Frontier, FrontierStats, LeasedUrl, QueueItems } from '../backend.
 import { faultPoint } from '../faults.js';
 import type { StoreEnv } from './env.js';
 import { frontierEntryKey, frontierKeyId, frontierRange, frontierStateKey } from './keys.js';
+import { parseFrontierId } from '../frontier-id.js';
 
 /** A scope's frontier state record (docs/format.md). */
 interface FrontierState {
@@ -167,7 +168,7 @@ export class LmdbFrontier implements Frontier {
     doing: 'done' | 'release',
     change: (db: NonNullable<StoreEnv['frontierDb']>, key: (string | number)[], entry: FrontierEntry, index: number) => boolean,
   ): Promise<number> {
-    const numbers = ids.map((id) => parseId(id));
+    const numbers = ids.map((id) => parseFrontierId(id));
     const env = this.#env;
     const db = env.ensureFrontierDb();
     const changed = env.write(() => {
@@ -212,11 +213,4 @@ export function verifyFrontier(env: StoreEnv): { where: string; error: unknown }
 function unleased(entry: FrontierEntry, data: unknown): FrontierEntry {
   const { owner: _owner, ...rest } = entry;
   return { ...rest, leaseUntilMs: 0, ...(data === undefined ? {} : { data }) };
-}
-
-/** A frontier id as take gave it: a whole number >= 1 in decimal. */
-function parseId(id: string): number {
-  const n = typeof id === 'string' && /^[1-9][0-9]{0,15}$/.test(id) ? Number(id) : NaN;
-  if (!Number.isSafeInteger(n)) throw new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
-  return n;
 }

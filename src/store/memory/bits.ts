@@ -3,10 +3,10 @@ import { BloomFilter, allHold } from '../../filters/bloom.js';
 import { CountingFilter, SpectralFilter } from '../../filters/counting.js';
 import { EpochHasher } from '../../filters/epoch-hasher.js';
 import { filterGeometries } from '../../filters/keying.js';
-import { unionFpr } from '../../filters/scalable.js';
 import type { HashSchemeId } from '../../hash/scheme.js';
 import { keyCount, type Keys, type XxHash } from '../../hash/xxhash.js';
-import type { EpochCounts, EpochSummary, SliceSummary } from '../backend.js';
+import type { EpochCounts, EpochSummary } from '../backend.js';
+import { bloomFill, countingFill, epochSummary } from '../epoch-summary.js';
 import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
 import { checkEpochSupported, isCountingEpoch, type EpochHeader, type SliceSpec } from '../records.js';
 import { nextSliceSpec } from '../slice-plan.js';
@@ -151,18 +151,14 @@ export class EpochFilters {
   }
 
   summary(): EpochSummary {
-    let ones = 0;
-    let cells = 0;
-    let estimatedDistinct = 0;
-    const slices = this.#slices.map((slice): SliceSummary => {
-      const fill = sliceFill(slice);
-      ones += fill.ones;
-      cells += fill.cells;
-      estimatedDistinct += (slice.spectral?.primary ?? slice.bloom[0]!).estimatedCount;
-      const { capacityUrls, fprTarget, mBits, k } = slice.spec;
-      return { capacityUrls, fprTarget, mBits, k, filters: slice.spec.seeds.length, added: slice.added, fillRatio: fill.ones / fill.cells, estimatedFpr: fill.fpr };
-    });
-    return { ...this.#counts, estimatedDistinct: Math.round(estimatedDistinct), fillRatio: ones / cells, estimatedFpr: unionFpr(slices.map((s) => s.estimatedFpr)), slices };
+    return epochSummary(
+      this.#counts,
+      this.#slices.map((slice) => {
+        const primary = slice.spectral?.primary;
+        const fill = primary === undefined ? bloomFill(slice.bloom) : countingFill(primary);
+        return { spec: slice.spec, filters: slice.spec.seeds.length, added: slice.added, fill, estimatedCount: (primary ?? slice.bloom[0]!).estimatedCount };
+      }),
+    );
   }
 
   #filters(): (BloomFilter | CountingFilter)[] {
@@ -230,22 +226,6 @@ export class EpochFilters {
     }
     this.#hasher.extend(specs);
   }
-}
-
-function sliceFill(slice: Slice): { readonly fpr: number; readonly ones: number; readonly cells: number } {
-  if (slice.spectral !== undefined) {
-    const primary = slice.spectral.primary;
-    return { fpr: primary.currentFpr, ones: primary.onesBits, cells: primary.cells };
-  }
-  let fpr = 1;
-  let ones = 0;
-  let cells = 0;
-  for (const filter of slice.bloom) {
-    fpr *= filter.currentFpr;
-    ones += filter.onesBits;
-    cells += filter.geometry.mBits;
-  }
-  return { fpr, ones, cells };
 }
 
 function orInto(filter: BloomFilter | CountingFilter, bytes: Uint8Array): void {

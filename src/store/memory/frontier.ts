@@ -1,5 +1,6 @@
 import { SeenStoreError } from '../../errors.js';
 import type { Frontier, FrontierStats, LeasedUrl, QueueItems } from '../backend.js';
+import { parseFrontierId } from '../frontier-id.js';
 
 /** One queued URL; `leaseUntilMs` 0: waiting. */
 interface Entry {
@@ -46,7 +47,7 @@ export class MemoryFrontier implements Frontier {
 
   async done(ids: readonly string[]): Promise<number> {
     let n = 0;
-    for (const id of ids.map(parseId)) if (this.#entries.delete(id)) n++;
+    for (const id of ids.map(parseFrontierId)) if (this.#entries.delete(id)) n++;
     this.#done += n;
     return n;
   }
@@ -54,7 +55,7 @@ export class MemoryFrontier implements Frontier {
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
     if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
     let n = 0;
-    ids.map(parseId).forEach((id, i) => {
+    ids.map(parseFrontierId).forEach((id, i) => {
       const entry = this.#entries.get(id);
       if (entry === undefined || entry.leaseUntilMs === 0) return;
       unlease(entry);
@@ -86,11 +87,4 @@ export class MemoryFrontier implements Frontier {
 function unlease(entry: Entry): void {
   entry.leaseUntilMs = 0;
   entry.owner = undefined;
-}
-
-/** A frontier id as take gave it: a whole number >= 1 in decimal. */
-function parseId(id: string): number {
-  const n = typeof id === 'string' && /^[1-9][0-9]{0,15}$/.test(id) ? Number(id) : NaN;
-  if (!Number.isSafeInteger(n)) throw new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
-  return n;
 }
