@@ -73,7 +73,8 @@ export const MAX_THREADS = 16;
 export const MAX_HASH_THREADS = MAX_THREADS;
 
 /**
- * A store: a directory (the LMDB backend) holding any number of scopes. Several processes may open
+ * A store: what its location names (a directory; `redis://`, `memory://`: the driver of its scheme,
+ * docs/architecture.md "Drivers") holding any number of scopes. Several processes may open
  * the same store at once; each add-if-absent decision is made atomically by the backend after
  * catching up with every committed batch, so a URL is reported new exactly once.
  */
