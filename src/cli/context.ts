@@ -78,7 +78,7 @@ export async function openStore(options: GlobalOptions, create: boolean): Promis
   if (threads !== undefined && threads > MAX_THREADS) throw new SeenStoreError('USAGE', `--threads must be at most ${MAX_THREADS}, got ${threads}`);
   const dir = storeDir(options);
   const mayCreate = create && options.create !== false;
-  const absent = driverFor(dir).knownAbsent(dir);
+  const absent = await driverFor(dir).knownAbsent(dir);
   const store = await SeenStore.open(dir, { create: mayCreate, onWarning: (message) => warn(message), ...storeOptions(options), ...(threads === undefined ? {} : { threads }) });
   if (mayCreate && absent && process.stderr.isTTY === true) warn(`created store at ${dir}`);
   return store;

@@ -20,7 +20,7 @@ export interface Driver<Options = unknown> extends DriverManifest {
   /** The location as a command line gives it, made independent of the working directory (a path: absolute). */
   resolve(location: string): string;
   /** True when the driver can tell, without opening, that no store is at the location (false: there is one, or it cannot tell). */
-  knownAbsent(location: string): boolean;
+  knownAbsent(location: string): Promise<boolean>;
   /** The operations on a closed store, where the driver has them (`capabilities.offline`). */
   offline?(): Promise<OfflineOperations>;
 }

@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { EXACT, runChild, type ContractContext } from './context.js';
+import { EXACT, type ContractContext } from './context.js';
 import { expectCode } from '../helpers/errors.js';
 import { tempDir } from '../helpers/tmp.js';
 

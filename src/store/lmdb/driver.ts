@@ -55,7 +55,7 @@ export const lmdbDriver: Driver<LmdbOptions> = Object.freeze({
   },
   redact: (location: string) => location,
   resolve: (location: string) => resolve(location),
-  knownAbsent: (location: string) => !existsSync(join(location, 'data.mdb')),
+  knownAbsent: async (location: string) => !existsSync(join(location, 'data.mdb')),
   async offline() {
     const offline = await import('./offline.js');
     return {

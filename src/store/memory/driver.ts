@@ -35,5 +35,5 @@ export const memoryDriver: Driver<MemoryOptions> = Object.freeze({
   },
   redact: (location: string) => location,
   resolve: (location: string) => location,
-  knownAbsent: () => false,
+  knownAbsent: async () => false,
 });

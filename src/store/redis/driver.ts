@@ -45,7 +45,7 @@ export const redisDriver: Driver<RedisOptions> = Object.freeze({
   redact: redactRedisLocation,
   resolve: (location: string) => location,
   // Whether a server holds a store is known only by connecting.
-  knownAbsent: () => false,
+  knownAbsent: async () => false,
 });
 
 /** A password in a redis:// location is never printed. */
