@@ -6,6 +6,7 @@ import { SeenStore } from '../src/index.js';
 import { driverFor, supportedSchemes } from '../src/store/open.js';
 import { runCli } from './helpers/cli.js';
 import { expectCode } from './helpers/errors.js';
+import { memoryStore } from './helpers/memory.js';
 import { tempDir } from './helpers/tmp.js';
 
 describe('drivers: the registry of backends', () => {
@@ -26,5 +27,45 @@ describe('drivers: the registry of backends', () => {
     assert.ok(schemes.includes('redis') && schemes.includes('rediss'));
     for (const scheme of schemes) assert.deepEqual(driverFor(`${scheme.toUpperCase()}://x`).schemes.includes(scheme), true);
     for (const path of ['/tmp/crawl', 'crawl.v2', 'a:b', 'C:\\crawl']) assert.deepEqual(driverFor(path).schemes, [], path);
+  });
+});
+
+describe('drivers: the memory driver', () => {
+  test('handles on one name share the store; a name never created is NOT_FOUND without create; no maintenance', async () => {
+    const location = memoryStore('drivers');
+    await expectCode('NOT_FOUND', () => SeenStore.open(location, { create: false }));
+    await expectCode('NOT_FOUND', () => SeenStore.open(location, { readOnly: true }));
+    const first = await SeenStore.open(location);
+    const second = await SeenStore.open(location, { create: false });
+    try {
+      assert.deepEqual(await first.scope().addIfAbsent(['https://a.example/', 'https://b.example/']), [true, true]);
+      assert.deepEqual(await second.scope().addIfAbsent(['https://b.example/', 'https://c.example/']), [false, true]);
+      assert.deepEqual(await second.scopeNames(), ['default']);
+      await expectCode('UNSUPPORTED', () => first.snapshot());
+      await expectCode('UNSUPPORTED', () => first.verify());
+      await expectCode('UNSUPPORTED', () => SeenStore.migrate(location));
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
+  test('the clock option stamps epochs and leases: a clock ahead makes a lease run out at once', async () => {
+    let nowMs = Date.UTC(2030, 0, 1);
+    const store = await SeenStore.open(memoryStore('drivers-clock'), { clock: () => nowMs });
+    try {
+      const scope = store.scope('f');
+      await scope.enqueue(['https://a.example/']);
+      assert.equal((await scope.epoch(1)).createdAtMs, nowMs);
+      const frontier = scope.frontier();
+      const [taken] = await frontier.take(1, { leaseMs: 60_000 });
+      assert.equal(taken!.leaseUntilMs, nowMs + 60_000);
+      assert.deepEqual(await frontier.take(1), [], 'taken again while leased');
+      nowMs += 60_001;
+      const [again] = await frontier.take(1, { leaseMs: 60_000 });
+      assert.equal(again?.attempts, 2, 'the lease did not run out by the clock');
+    } finally {
+      await store.close();
+    }
   });
 });
