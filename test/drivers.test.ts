@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
+import { sharedUrls } from './helpers/data.js';
 import { driverFor, supportedSchemes } from '../src/store/open.js';
 import { runCli } from './helpers/cli.js';
 import { expectCode } from './helpers/errors.js';
@@ -68,4 +69,34 @@ describe('drivers: the memory driver', () => {
       await store.close();
     }
   });
+
+  for (const strategy of ['classic', 'blocked', 'partitioned:16', 'spatial:2', 'eigen:2', 'multilayer:3', 'counting']) {
+    test(`${strategy}: decides, counts and fills exactly as the LMDB driver on the same epoch`, async () => {
+      const urls = sharedUrls('crawl-benign-35k.txt');
+      const probes = sharedUrls('crawl-sitelist-15k.txt').slice(0, 5_000);
+      const file = join(tempDir('seenstore-drivers-'), 'e.ssx');
+      const lmdb = await SeenStore.open(tempDir('seenstore-drivers-'));
+      const memory = await SeenStore.open(memoryStore('drivers-same'));
+      try {
+        // Grown to two slices on LMDB, then the same epoch (seeds of both slices) opened in memory.
+        const onDisk = lmdb.scope('s', { strategy, capacityUrls: 4_000, fprTarget: 0.01 });
+        await onDisk.add(urls.slice(0, 6_000));
+        await onDisk.export(file);
+        await memory.import(file, { scope: 's', open: true });
+        const inMemory = memory.scope('s');
+        const more = [...urls.slice(6_000, 9_000), ...urls.slice(0, 1_000), ...urls.slice(8_500, 9_000)];
+        assert.deepEqual(await inMemory.addIfAbsent(more), await onDisk.addIfAbsent(more), 'the answers differ');
+        const probe = [...probes, ...urls.slice(0, 10_000)];
+        assert.deepEqual(await inMemory.has(probe), await onDisk.has(probe), 'membership differs');
+        if (strategy === 'counting') assert.deepEqual(await inMemory.count(probe), await onDisk.count(probe), 'counts differ');
+        const [a, b] = [await inMemory.epoch(1), await onDisk.epoch(1)];
+        for (const field of ['slices', 'submitted', 'added', 'estimatedDistinct', 'fillRatio', 'estimatedFpr'] as const) assert.equal(a[field], b[field], field);
+        assert.deepEqual(a.sliceDetails, b.sliceDetails);
+      } finally {
+        await lmdb.close();
+        await memory.close();
+      }
+    });
+  }
 });
+
