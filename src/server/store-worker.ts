@@ -49,7 +49,7 @@ async function run(call: StoreCall): Promise<unknown> {
     case 'snapshot':
       return opened.snapshot(call.args[0] as string | undefined);
     case 'snapshotCount':
-      return opened.snapshots().length;
+      return (await opened.snapshots()).length;
     case 'close':
       await opened.close();
       return null;

@@ -86,6 +86,15 @@ export interface EpochHeader {
   readonly partitions?: Partitioning;
 }
 
+/**
+ * The header of `open` sealed at `atMs` with its final counts: the one way every backend seals an
+ * epoch, so that a sealed header reads the same wherever it was stored.
+ */
+export function sealHeader(open: EpochHeader, counts: EpochFinal, atMs: number): EpochHeader {
+  const { submitted, added, estimatedDistinct, fillRatio, estimatedFpr } = counts;
+  return { ...open, state: 'sealed', sealedAtMs: atMs, final: { submitted, added, estimatedDistinct, fillRatio, estimatedFpr } };
+}
+
 export type Shape = Record<string, 'number' | 'string' | 'object' | 'numberOrNull'>;
 
 /** Checks a record read back: its version and the types of its fields (STORE_CORRUPT / FORMAT_UNSUPPORTED). */

@@ -1,7 +1,8 @@
 import { SeenStoreError } from '../../errors.js';
 import type { Backend, EpochBits, EpochUsage, Frontier, ImportRequest, Rotation, RotateRequest } from '../backend.js';
-import type { BackendOptions } from '../open.js';
-import { readEpochHeader, readScopeRecord, type EpochHeader, type ScopeRecord, type SliceSpec } from '../records.js';
+import type { OpenOptions } from '../driver.js';
+import { redisDriver, type RedisOptions } from './driver.js';
+import { readEpochHeader, readScopeRecord, sealHeader, type EpochHeader, type ScopeRecord, type SliceSpec } from '../records.js';
 import { connectRedis, type Reply } from './connection.js';
 import { RedisContext, freshId, list, pairs, text } from './context.js';
 import { RedisEpoch, checkRedisSlice, writeBytes, type EpochEntry } from './epoch.js';
@@ -12,9 +13,6 @@ import { LIBRARY, libraryConflict, libraryOrder } from './library.js';
 import { parseRedisLocation } from './location.js';
 import { filterGeometries } from '../../filters/keying.js';
 
-/** How long calls retry through failovers before STORE_UNAVAILABLE, unless the options say otherwise. */
-export const DEFAULT_UNAVAILABLE_AFTER_MS = 30_000;
-
 /**
  * The Redis backend (docs/redis.md): a Redis server or Redis Cluster holds the scopes. A scope's
  * metadata lives in its own slot; each epoch's bits in the slot of its own tag. Every atomic step
@@ -22,10 +20,9 @@ export const DEFAULT_UNAVAILABLE_AFTER_MS = 30_000;
  * another machine could change, except slice specs, which only grow and are checked by every call.
  */
 export class RedisBackend implements Backend {
-  readonly kind = 'redis';
+  readonly driver = redisDriver;
   readonly location: string;
   readonly readOnly: boolean;
-  readonly maintenance = undefined;
   readonly #ctx: RedisContext;
   readonly #epochs = new Map<string, RedisEpoch>();
   readonly #frontiers = new Map<string, RedisFrontier>();
@@ -39,21 +36,19 @@ export class RedisBackend implements Backend {
     this.#ctx = ctx;
   }
 
-  static async open(location: string, redacted: string, options: BackendOptions): Promise<RedisBackend> {
+  static async open(location: string, redacted: string, common: OpenOptions, options: RedisOptions): Promise<RedisBackend> {
     const parsed = parseRedisLocation(location);
-    const waitReplicas = options.waitReplicas ?? 0;
-    if (!Number.isInteger(waitReplicas) || waitReplicas < 0) throw new SeenStoreError('USAGE', `waitReplicas must be a whole number >= 0, got ${waitReplicas}`);
     const conn = await connectRedis(parsed, 5_000);
-    const ctx = new RedisContext(conn, parsed.prefix, options.hash, waitReplicas, options.unavailableAfterMs ?? DEFAULT_UNAVAILABLE_AFTER_MS, options.warn);
+    const ctx = new RedisContext(conn, parsed.prefix, common.hash, options.waitReplicas, options.unavailableAfterMs, common.warn);
     try {
       await loadLibrary(ctx);
       await checkFormat(ctx, redacted);
-      if (!options.readOnly) await checkDurability(ctx, redacted);
+      if (!common.readOnly) await checkDurability(ctx, redacted);
     } catch (error) {
       await conn.close();
       throw error instanceof SeenStoreError ? error : new SeenStoreError('STORE_UNAVAILABLE', `${redacted}: ${(error as Error).message}`, { cause: error });
     }
-    return new RedisBackend(redacted, options.readOnly, ctx);
+    return new RedisBackend(redacted, common.readOnly, ctx);
   }
 
   async scopeNames(): Promise<string[]> {
@@ -74,11 +69,6 @@ export class RedisBackend implements Backend {
     if (entry.header.state !== 'open') return entry.header;
     const slices = await this.#grownSlices(scope, entry);
     return slices.length > entry.header.slices.length ? { ...entry.header, slices } : entry.header;
-  }
-
-  /** Epochs created on Redis spread over the cluster unless a strategy is given: `partitioned`. */
-  get defaultStrategy(): string {
-    return 'partitioned';
   }
 
   async epochNumbers(scope: string): Promise<number[]> {
@@ -120,12 +110,7 @@ export class RedisBackend implements Backend {
     const opened = request.next(current, final, before);
     for (const slice of opened.slices) checkRedisSlice(opened, slice);
     const now = Date.now();
-    const sealed: EpochHeader = {
-      ...current,
-      state: 'sealed',
-      sealedAtMs: now,
-      final: { submitted: final.submitted, added: final.added, estimatedDistinct: final.estimatedDistinct, fillRatio: final.fillRatio, estimatedFpr: final.estimatedFpr },
-    };
+    const sealed = sealHeader(current, final, now);
     const next: EpochEntry = { uid: freshId(), header: opened };
     const doing = `rotating ${scope}/${current.epoch}`;
     const rotation = {
@@ -218,7 +203,7 @@ export class RedisBackend implements Backend {
   async usage(header: EpochHeader): Promise<EpochUsage> {
     const entry = await this.#entry(header.scope, header.epoch);
     const keys = this.#dataKeys(header.scope, entry.uid, header.epoch === entry.header.epoch ? await this.epochHeader(header.scope, header.epoch) : header);
-    return { bytesOnDisk: await this.#memory(keys), journalRecords: 0 };
+    return { bytesOnDisk: await this.#memory(keys), pendingRecords: 0 };
   }
 
   async epoch(scope: string, n: number): Promise<EpochBits> {
