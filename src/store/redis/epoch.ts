@@ -5,6 +5,7 @@ import { PartlyDecided, type CheckpointOutcome, type EpochBits, type EpochConten
 import { isCountingEpoch, type EpochHeader, type SliceSpec } from '../records.js';
 import type { Reply } from './connection.js';
 import { freshId, list, pairs, text, type RedisContext } from './context.js';
+import { TurnQueue, type Turn } from '../turns.js';
 import { encodeQueueItems } from './frontier.js';
 import { GrowthPlan, type Planning } from './growth-plan.js';
 import { mergeInto } from './merge.js';
@@ -68,7 +69,7 @@ export class RedisEpoch implements EpochBits {
       have: 1,
       newestAdded: 0,
       previousBatch: '',
-      tail: Promise.resolve(),
+      turns: new TurnQueue(),
     }));
   }
 
@@ -97,7 +98,12 @@ export class RedisEpoch implements EpochBits {
     const decided = new Uint8Array(count);
     const pending = new Set<number>();
     const sealed: number[] = [];
-    /** This batch's turn in each partition it touches: its calls there follow the earlier batches' (see takeTurn). */
+    /**
+     * This batch's turn in each partition it touches: batches of one handle are decided in each
+     * partition in the order they were given, also when one is refused and retried (a partition not
+     * created yet, a growth) — else a URL in two batches in flight could be answered new at its later
+     * occurrence. Other partitions go on meanwhile.
+     */
     const turns = new Map<number, Turn>();
     /** An enqueue's items of each partition's URLs, encoded once (ss_add's arguments on every attempt). */
     const queued = new Map<number, Buffer>();
@@ -109,7 +115,7 @@ export class RedisEpoch implements EpochBits {
         let { planning, grouping, positions, perKey } = this.#positionsOf(keys, count, buffer);
         if (attempt === 0) {
           for (let p = 0; p < this.#partitions.length; p++) if (grouping.starts[p + 1]! > grouping.starts[p]!) pending.add(p);
-          for (const p of pending) turns.set(p, takeTurn(this.#partitions[p]!));
+          for (const p of pending) turns.set(p, this.#partitions[p]!.turns.take());
           if (enqueue !== undefined) {
             let bytes = 0;
             for (const p of pending) {
@@ -459,27 +465,6 @@ export class RedisEpoch implements EpochBits {
   #notCounting(doing: string): SeenStoreError {
     return new SeenStoreError('USAGE', `${this.#where} is not counting: only counting epochs can ${doing}`);
   }
-}
-
-/** A batch's place in a partition's order: `ready` once the earlier batches are decided there; `done` lets the next one go. */
-interface Turn {
-  readonly ready: Promise<void>;
-  done(): void;
-}
-
-/**
- * Takes the next turn in a partition: batches of one handle are decided in each partition in the
- * order they were given, also when one is refused and retried (a partition not created yet, a
- * growth) — else a URL in two batches in flight could be answered new at its later occurrence.
- * Other partitions go on meanwhile.
- */
-function takeTurn(part: Partition): Turn {
-  const ready = part.tail;
-  let done!: () => void;
-  part.tail = new Promise<void>((resolve) => {
-    done = resolve;
-  });
-  return { ready, done };
 }
 
 /** Every promise settled, then the first failure thrown (no call is left running behind an error), else the values. */

@@ -3,6 +3,7 @@ import type { EpochHasher } from '../../filters/epoch-hasher.js';
 import type { SliceSpec } from '../records.js';
 import type { BatchKeys, ReadKeys } from './functions.js';
 import type { EpochKeys } from './keys.js';
+import type { TurnQueue } from '../turns.js';
 
 /**
  * One partition of an epoch as a handle knows it: a self-contained scalable filter in one slot
@@ -18,8 +19,8 @@ export interface Partition {
   newestAdded: number;
   /** Its last batch's answers key, deleted by its next batch ('' for none). */
   previousBatch: string;
-  /** Settles when the handle's latest batch is decided here: the next batch's turn (epoch.ts takeTurn). */
-  tail: Promise<void>;
+  /** The handle's batches in the order they reach this partition (epoch.ts addIfAbsent). */
+  readonly turns: TurnQueue;
 }
 
 /** A batch's keys grouped by partition: keys order[starts[p]] .. order[starts[p + 1] - 1] are partition p's, in input order. */
