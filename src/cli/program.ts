@@ -135,7 +135,7 @@ function addSetdiffCommands(program: Command): void {
       .option('--out <file>', 'where the summary is written (required)')
       .addOption(new Option('--normalize <mode>', 'none (default), whatwg or crawler: the URL form both sides hash').choices(NORMALIZE_MODES))
       .addOption(boost('independent trees, each with its own filter (default 1): more recall per run, more bytes'))
-      .option('--recall <p>', 'fraction of B − A to report, in expectation (default 0.9)')
+      .option('--recall <p>', 'fraction of B − A to report, in expectation (default 0.93)')
       .addOption(new Option('--b-urls <n>', "the other machine's URL count, if known (default: this one's)").argParser(count('b-urls')))
       .action(async (file: string | undefined, _o, command: Command) => (await import('./commands/setdiff.js')).summarizeCommand(file, command)),
     ['seenstore setdiff summarize --normalize crawler --out a.sum < a-urls.txt'],

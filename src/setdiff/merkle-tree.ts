@@ -107,36 +107,44 @@ export class MerkleTree {
   /**
    * Seed 004's visit: top down, a node whose hash `filter` holds is taken to be in A and its
    * subtree skipped; a leaf reached is judged not in A, and marks[e] set to 1 for its elements.
-   * The cost is the nodes visited, about |B − A| · depth, not the size of the tree.
+   * The cost is the nodes visited, about |B − A| · depth, not the size of the tree. Internal nodes
+   * above `skipDepth` are not looked up, only descended through (at most 2^skipDepth of them): near the
+   * root a node almost never is in A, and one false positive there would hide a large part of B − A.
    */
-  reconcile(filter: BloomFilter, marks: Uint8Array, counts: ReconcileCounts): void {
+  reconcile(filter: BloomFilter, marks: Uint8Array, counts: ReconcileCounts, skipDepth = 0): void {
     if (this.leafCount === 0) return;
-    const stack = new Uint32Array(3 * STACK_ENTRIES_MAX);
-    let top = 0;
+    const stack = new Uint32Array(4 * STACK_ENTRIES_MAX);
     stack[0] = 0;
     stack[1] = this.leafCount;
     stack[2] = this.#root;
-    top = 3;
+    stack[3] = 0;
+    let top = 4;
     while (top > 0) {
-      top -= 3;
+      top -= 4;
       const i = stack[top]!;
       const j = stack[top + 1]!;
       const s = stack[top + 2]!;
-      counts.visitedNodes++;
-      if (j - i === 1) {
+      const depth = stack[top + 3]!;
+      // A leaf is always looked up: it is the element itself, and skipping it would report one of A.
+      const leaf = j - i === 1;
+      const lookUp = leaf || depth >= skipDepth;
+      if (lookUp) counts.visitedNodes++;
+      if (leaf) {
         if (filter.has(this.#leafHi[i]!, this.#leafLo[i]!)) continue;
         counts.reportedLeaves++;
         for (let q = this.#first[i]!; q < this.#first[i + 1]!; q++) marks[this.#order[q]!] = 1;
         continue;
       }
-      if (filter.has(this.#nodeHi[s]!, this.#nodeLo[s]!)) continue;
+      if (lookUp && filter.has(this.#nodeHi[s]!, this.#nodeLo[s]!)) continue;
       stack[top] = s;
       stack[top + 1] = j;
       stack[top + 2] = this.#right[s]!;
-      stack[top + 3] = i;
-      stack[top + 4] = s;
-      stack[top + 5] = this.#left[s]!;
-      top += 6;
+      stack[top + 3] = depth + 1;
+      stack[top + 4] = i;
+      stack[top + 5] = s;
+      stack[top + 6] = this.#left[s]!;
+      stack[top + 7] = depth + 1;
+      top += 8;
     }
   }
 

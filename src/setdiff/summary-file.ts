@@ -46,6 +46,8 @@ export interface SummaryHeader {
   readonly elements: number;
   /** How the geometry was chosen (summary-plan.ts). */
   readonly plan: { readonly recallTarget: number; readonly bUrls: number; readonly pathNodes: number; readonly fprTarget: number };
+  /** B's visit looks up no internal node above this depth (0: seed 004's visit, every node). */
+  readonly skipDepth: number;
   readonly trees: readonly SummaryTree[];
 }
 
@@ -121,6 +123,7 @@ function checkHeader(value: unknown, where: string): SummaryHeader {
   if (!NORMALIZE_MODES.includes(header.normalize as NormalizeMode)) throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where}: normalisation ${JSON.stringify(header.normalize)} is unknown`);
   const bad = (problem: string): SeenStoreError => new SeenStoreError('STORE_CORRUPT', `${where}: ${problem}`);
   if (!Number.isSafeInteger(header.elements) || header.elements! < 0) throw bad('bad element count');
+  if (!Number.isInteger(header.skipDepth) || header.skipDepth! < 0 || header.skipDepth! > 64) throw bad('bad skip depth');
   if (!Array.isArray(header.trees) || header.trees.length < 1 || header.trees.length > MAX_TREES) throw bad('bad tree list');
   for (const [t, tree] of header.trees.entries()) {
     const ok =

@@ -23,6 +23,10 @@ export interface SummaryPlanInput {
   readonly bUrls: number;
   /** Largest filter, in bits. */
   readonly maxFilterBits: number;
+  /** Depth above which B's visit looks no internal node up (default: half of log2 |B|). */
+  readonly skipDepth?: number;
+  /** ε itself instead of the one the recall target asks for (e.g. seed 004's 1 / log2 |B|). */
+  readonly fprTarget?: number;
 }
 
 export interface SummaryPlan {
@@ -30,6 +34,8 @@ export interface SummaryPlan {
   readonly nodes: number;
   /** Nodes on the path of a leaf of B's tree, root and leaf included: (1 − ε)^pathNodes found per tree. */
   readonly pathNodes: number;
+  /** Internal nodes above this depth of B's tree are descended through without a lookup. */
+  readonly skipDepth: number;
   /** ε: the false-positive rate each filter is sized for. */
   readonly fprTarget: number;
   readonly mBits: number;
@@ -40,9 +46,21 @@ export interface SummaryPlan {
   readonly uncompressedOptimumBits: number;
 }
 
-/** Expected nodes on the path from the root of a tree of n leaves to one of them, both included. */
-export function pathNodes(n: number): number {
-  return Math.log2(Math.max(1, n)) + PATH_NODES_OVER_LOG2;
+/**
+ * Expected nodes looked up on the path from the root of a tree of n leaves to one of them: all of
+ * them, root and leaf included, but those above skipDepth (the leaf always).
+ */
+export function pathNodes(n: number, skipDepth: number): number {
+  return Math.max(1, Math.log2(Math.max(1, n)) + PATH_NODES_OVER_LOG2 - skipDepth);
+}
+
+/**
+ * The default skip depth: half of log2 |B| levels, at most 2^that ≈ sqrt(|B|) nodes descended
+ * through without a lookup (a thousand at a million URLs: microseconds), while one false positive
+ * can hide at most a 2^-skipDepth share of B − A instead of half of it.
+ */
+export function defaultSkipDepth(bUrls: number): number {
+  return Math.floor(Math.log2(Math.max(1, bUrls)) / 2);
 }
 
 /**
@@ -75,26 +93,27 @@ export function riceBitsModel(mBits: number, fill: number): number {
  */
 export function planSummary(input: SummaryPlanInput): SummaryPlan {
   const nodes = input.elements === 0 ? 0 : 2 * input.elements - 1;
-  const onPath = pathNodes(input.bUrls);
-  const fprTarget = fprForRecall(input.recallTarget, input.trees, onPath);
-  let best: { mBits: number; k: number; bits: number } | undefined;
+  const skipDepth = input.skipDepth ?? defaultSkipDepth(input.bUrls);
+  const onPath = pathNodes(input.bUrls, skipDepth);
+  const fprTarget = input.fprTarget ?? fprForRecall(input.recallTarget, input.trees, onPath);
+  const best = compressedGeometry(nodes, fprTarget, input.maxFilterBits);
+  return Object.freeze({ nodes, pathNodes: onPath, skipDepth, fprTarget, ...best, uncompressedOptimumBits: sizeForFpr(Math.max(1, nodes), fprTarget).mBits });
+}
+
+/**
+ * The geometry of `items` at false-positive rate `fpr` whose Rice-coded size is the smallest,
+ * among filters of at most maxFilterBits (past that even at k = 8: the classic optimum).
+ */
+export function compressedGeometry(items: number, fpr: number, maxFilterBits: number): { mBits: number; k: number; compressedBitsModel: number } {
+  let best: { mBits: number; k: number; compressedBitsModel: number } | undefined;
   for (let k = 1; k <= K_MAX; k++) {
-    const fill = fprTarget ** (1 / k);
-    const mBits = roundBits(Math.ceil((-k * Math.max(1, nodes)) / Math.log1p(-fill)));
-    if (mBits > input.maxFilterBits) continue;
+    const fill = fpr ** (1 / k);
+    const mBits = roundBits(Math.ceil((-k * Math.max(1, items)) / Math.log1p(-fill)));
+    if (mBits > maxFilterBits) continue;
     const bits = Math.min(mBits, riceBitsModel(mBits, fill));
-    if (best === undefined || bits < best.bits) best = { mBits, k, bits };
+    if (best === undefined || bits < best.compressedBitsModel) best = { mBits, k, compressedBitsModel: bits };
   }
-  const optimum = sizeForFpr(Math.max(1, nodes), fprTarget);
-  // Past the memory limit even at k = 8: the uncompressed optimum is the smallest array there is.
-  best ??= { mBits: optimum.mBits, k: optimum.k, bits: optimum.mBits };
-  return Object.freeze({
-    nodes,
-    pathNodes: onPath,
-    fprTarget,
-    mBits: best.mBits,
-    k: best.k,
-    compressedBitsModel: best.bits,
-    uncompressedOptimumBits: optimum.mBits,
-  });
+  if (best !== undefined) return best;
+  const optimum = sizeForFpr(Math.max(1, items), fpr);
+  return { mBits: optimum.mBits, k: optimum.k, compressedBitsModel: optimum.mBits };
 }
