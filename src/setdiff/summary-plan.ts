@@ -75,14 +75,16 @@ export function fprForRecall(recallTarget: number, trees: number, nodesOnPath: n
 }
 
 /**
- * Rice-coded bits of a filter of m bits with a fraction `fill` set: per set bit, a parameter
- * r = floor(log2(g ln 2)) for the mean gap g, a unary quotient of about g / 2^r and r low bits.
+ * Rice-coded bits of a filter of m bits with a fraction `fill` set, in expectation: the gaps are
+ * geometric with mean g; with parameter r = floor(log2(g ln 2)) each costs r low bits, a stop bit
+ * and a unary quotient of mean p / (1 − p), p = (g / (g + 1))^(2^r) the chance a gap reaches 2^r.
  */
 export function riceBitsModel(mBits: number, fill: number): number {
   const ones = Math.max(1, mBits * fill);
   const gap = (mBits - ones) / ones;
   const r = Math.max(0, Math.floor(Math.log2(Math.max(1, gap * Math.LN2))));
-  return RICE_HEADER_BITS + ones * (r + 1 + gap / 2 ** r);
+  const reach = (gap / (gap + 1)) ** 2 ** r;
+  return RICE_HEADER_BITS + ones * (r + 1 + reach / (1 - reach));
 }
 
 /**
