@@ -58,9 +58,10 @@ describe('setdiff: the set difference', () => {
     const a = urls.slice(0, 15_000);
     const b = [...urls.slice(5_000, 15_000), ...urls.slice(15_000, 18_000)];
     const onlyB = new Set(urls.slice(15_000, 18_000));
+    // The last: the seed's visit at a high ε (a false positive at the root, one run in five, hides everything).
     for (const options of [{}, { trees: 2 }, { fprTarget: 0.2, skipDepth: 0 }] as SummarizeOptions[]) {
       const reported = notInA(summaryOf(a, options), b);
-      assert.ok(reported.length > 0);
+      if (options.fprTarget === undefined) assert.ok(reported.length > 2_500, `${reported.length} reported`);
       assert.deepEqual(reported.filter((url) => !onlyB.has(url)), [], JSON.stringify(options));
     }
   });
