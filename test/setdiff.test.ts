@@ -190,6 +190,19 @@ describe('setdiff: the CLI', () => {
     assert.equal((await runCli(['setdiff', '--against', join(dir, 'e.sum'), join(dir, 'b.txt')])).stdout, `${b.join('\n')}\n`);
   });
 
+  test('simulate --mode setdiff measures the experiment on the caller\'s URLs', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'urls.txt'), `${urls.slice(0, 12_000).join('\n')}\n`);
+    const run = await runCli(['--json', 'simulate', '--mode', 'setdiff', '--urls', join(dir, 'urls.txt'), '--insert', '10000', '--query', '1000', '--boost', '2']);
+    assert.equal(run.code, 0, run.stderr);
+    const [result] = (JSON.parse(run.stdout) as { runs: { aUrls: number; differenceUrls: number; trees: number; falseReports: number; recall: number; recallTheory: number; plain: { bitsPerUrl: number } }[] }).runs;
+    assert.deepEqual([result!.aUrls, result!.differenceUrls, result!.trees, result!.falseReports], [10_000, 1_000, 2, 0]);
+    assert.ok(Math.abs(result!.recall - result!.recallTheory) < 0.08, `recall ${result!.recall}, theory ${result!.recallTheory}`);
+    assert.ok(result!.plain.bitsPerUrl > 3 && result!.plain.bitsPerUrl < 6);
+    assert.equal((await runCli(['simulate', '--mode', 'setdiff', '--urls', join(dir, 'urls.txt'), '--fpr', '0.1'])).code, 2);
+    assert.equal((await runCli(['simulate', '--mode', 'setdiff', '--urls', join(dir, 'urls.txt'), '--insert', '12000'])).code, 2);
+  });
+
   test('bad use and bad summaries exit with their documented codes', async () => {
     const dir = tempDir();
     const sum = join(dir, 'a.sum');

@@ -372,14 +372,28 @@ function addToolCommands(program: Command): void {
       .option('--urls <file>', 'distinct URLs, one per line (required)')
       .addOption(new Option('--insert <n>', 'URLs inserted (default: all, or half for the non-incremental modes)').argParser(count('insert')))
       .addOption(new Option('--query <n>', 'other URLs queried in non-incremental and revisit modes (default: the rest)').argParser(count('query')))
-      .addOption(new Option('--mode <mode>', 'the experiment (default non-incremental)').choices(['non-incremental', 'incremental', 'revisit', 'revisit-incremental']))
+      .addOption(
+        new Option('--mode <mode>', 'the experiment (default non-incremental; setdiff: seed 004\'s set difference, A = --insert URLs, |B − A| = --query)').choices([
+          'non-incremental',
+          'incremental',
+          'revisit',
+          'revisit-incremental',
+          'setdiff',
+        ]),
+      )
       .addOption(new Option('--strategy <name>', `${STRATEGY_HELP}; default classic`).argParser(validated(parseStrategy)))
       .addOption(new Option('--hashes <k>', 'hashes per URL per filter (default with --fpr: the optimum)').argParser(count('hashes')))
       .option('--bits-per-hash <M>', "each filter m = N·k·M bits (the thesis's equation 5.1)")
       .addOption(new Option('--fpr <p>', 'size each epoch for this false-positive rate instead (default 0.01)').argParser(validated(parseFpr)))
       .addOption(new Option('--runs <r>', 'repetitions with fresh seeds (default 1)').argParser(count('runs')))
+      .addOption(new Option('--boost <r>', 'setdiff mode: independent trees (default 1)').argParser(count('boost')))
+      .option('--recall <p>', 'setdiff mode: fraction of B − A to report, in expectation (default 0.93)')
       .action(async (_o, command: Command) => (await import('./commands/simulate.js')).simulateCommand(command)),
-    ['seenstore simulate --urls urls.txt --fpr 0.01 --runs 5', 'seenstore simulate --urls urls.txt --mode revisit --strategy spatial:2 --fpr 0.01'],
+    [
+      'seenstore simulate --urls urls.txt --fpr 0.01 --runs 5',
+      'seenstore simulate --urls urls.txt --mode revisit --strategy spatial:2 --fpr 0.01',
+      'seenstore simulate --urls urls.txt --mode setdiff --insert 100000 --query 1000 --runs 3',
+    ],
   );
   examples(
     program

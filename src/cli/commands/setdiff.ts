@@ -129,7 +129,7 @@ export async function setdiffCommand(file: string | undefined, command: Command)
   }
 }
 
-function parseRecall(text: string | undefined): number | undefined {
+export function parseRecall(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const value = Number(text);
   if (text.trim() === '' || !(value > 0 && value < 1)) throw new SeenStoreError('USAGE', `--recall must be a fraction strictly between 0 and 1, got ${JSON.stringify(text)}`);
