@@ -7,9 +7,11 @@ import { runSetdiffExperiment } from '../src/setdiff/experiment.js';
 import { SetDifference, SetSummary, SetSummaryBuilder, encodeSetSummary, type SummarizeOptions } from '../src/setdiff/set-difference.js';
 import { decodeSummary, encodeFilter, encodeSummary } from '../src/setdiff/summary-file.js';
 import { planSummary, riceBitsModel } from '../src/setdiff/summary-plan.js';
+import { connect } from 'node:net';
 import { runCli } from './helpers/cli.js';
 import { ROOT, allSharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
+import { RawClient, encodeCommand, startServer } from './helpers/server.js';
 import { tempDir } from './helpers/tmp.js';
 
 const hash = await XxHash.load();
@@ -74,16 +76,21 @@ describe('setdiff: the set difference', () => {
 
   test('recall on real URLs: the default reports at least 90 % and lands near (1 − ε)^lookups over the real depths', () => {
     const input = { common: urls.slice(0, 16_000), onlyA: urls.slice(16_000, 20_000), onlyB: urls.slice(20_000, 24_000) };
+    // Misses come in subtrees (one false positive hides all below it), so a run scatters more than a
+    // binomial: 40 runs here gave a recall of 0.929 with a standard deviation of 0.0126 (min 0.902).
+    // The bounds below are 4-6 of those deviations away (for the mean of three, 4 of its 0.0073).
+    const recalls: number[] = [];
     for (let run = 0; run < 3; run++) {
       const r = runSetdiffExperiment(hash, input, { trees: 1 });
       assert.equal(r.falseReports, 0);
-      // Misses come in subtrees (one false positive hides all below it), so a run scatters more
-      // than a binomial: a few percent here. 0.06 is about four of its standard deviations.
       assert.ok(Math.abs(r.recall - r.recallTheory) < 0.06, `recall ${r.recall}, theory ${r.recallTheory}`);
       assert.ok(r.recallTheory > 0.92 && r.recallTheory < 0.945, `theory ${r.recallTheory} for the 0.93 target`);
-      assert.ok(r.recall >= 0.9, `run ${run}: recall ${r.recall}`);
+      assert.ok(r.recall >= 0.85, `run ${run}: recall ${r.recall}`);
       assert.ok(Math.abs(r.fprMeasured - r.fprTarget) < 0.1 * r.fprTarget, `ε ${r.fprMeasured} planned ${r.fprTarget}`);
+      recalls.push(r.recall);
     }
+    const mean = recalls.reduce((sum, x) => sum + x, 0) / recalls.length;
+    assert.ok(mean >= 0.9, `mean recall ${mean} of ${recalls.join(', ')}`);
   });
 
   test('the reconciliation grows with |B − A|, not with |B|', () => {
@@ -222,5 +229,59 @@ describe('setdiff: the CLI', () => {
     other.writeUInt32LE(7, 8);
     writeFileSync(join(dir, 'v7.sum'), other);
     assert.equal((await runCli(['setdiff', '--against', join(dir, 'v7.sum')], '')).code, 5);
+  });
+});
+
+/** One command's bulk-string reply as bytes (the test client decodes bulk strings as UTF-8). */
+function bulkBytes(port: number, args: readonly string[]): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    let got = Buffer.alloc(0);
+    const socket = connect(port, '127.0.0.1', () => socket.write(encodeCommand(args)));
+    socket.on('error', reject);
+    socket.on('data', (chunk: Buffer) => {
+      got = Buffer.concat([got, chunk]);
+      const lineEnd = got.indexOf('\r\n');
+      if (lineEnd < 0) return;
+      if (got[0] !== 0x24) {
+        socket.destroy();
+        reject(new Error(got.toString('utf8', 0, lineEnd)));
+        return;
+      }
+      const length = Number(got.toString('utf8', 1, lineEnd));
+      if (got.length < lineEnd + 2 + length + 2) return;
+      socket.destroy();
+      resolve(got.subarray(lineEnd + 2, lineEnd + 2 + length));
+    });
+  });
+}
+
+describe('setdiff: SEEN.SETDIFF.SUMMARY over seenstore serve', () => {
+  test("summarizes the scope's frontier (waiting and leased URLs, not the finished ones) for setdiff --against", async () => {
+    const dir = tempDir();
+    const server = await startServer(join(dir, 'store'));
+    const client = await RawClient.connect(server.port);
+    try {
+      const queued = urls.slice(0, 300);
+      await client.command('SEEN.ENQUEUE', 'crawl', ...queued);
+      const taken = (await client.command('SEEN.TAKE', 'crawl', '20')) as [string, string][];
+      assert.equal(taken.length, 20);
+      assert.equal(await client.command('SEEN.DONE', 'crawl', ...taken.slice(0, 10).map((entry) => entry[0])), 10);
+      const finished = taken.slice(0, 10).map((entry) => entry[1]);
+      const bytes = await bulkBytes(server.port, ['SEEN.SETDIFF.SUMMARY', 'crawl', 'RECALL', '0.999999999', 'BOOST', '2']);
+      writeFileSync(join(dir, 'a.sum'), bytes);
+      const b = [...urls.slice(0, 300), ...urls.slice(300, 400)];
+      writeFileSync(join(dir, 'b.txt'), `${b.join('\n')}\n`);
+      const run = await runCli(['setdiff', join(dir, 'b.txt'), '--against', join(dir, 'a.sum')]);
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stderr, /290 URLs/);
+      assert.equal(run.stdout, [...b.filter((url) => finished.includes(url)), ...urls.slice(300, 400)].join('\n') + '\n');
+      const empty = SetSummary.decode(hash, await bulkBytes(server.port, ['SEEN.SETDIFF.SUMMARY', 'never-written']));
+      assert.equal(empty.header.elements, 0);
+      await assert.rejects(bulkBytes(server.port, ['SEEN.SETDIFF.SUMMARY', 'crawl', 'RECALL', '2']), /ERR RECALL/);
+      await assert.rejects(bulkBytes(server.port, ['SEEN.SETDIFF.SUMMARY', 'crawl', 'BOGUS', '1']), /ERR syntax/);
+    } finally {
+      client.close();
+      await server.stop();
+    }
   });
 });
