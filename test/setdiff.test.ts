@@ -157,6 +157,22 @@ describe('setdiff: summary files', () => {
     await expectCode('USAGE', () => new SetDifference(hash, SetSummary.decode(hash, bytes), { boost: 2 }));
   });
 
+  test("the hash scheme's test vectors (docs/format.md) hold", () => {
+    const [universe, leaf] = [BigInt('0x0123456789abcdef'), BigInt('0xfedcba9876543210')];
+    assert.deepEqual(
+      ['https://example.org/a', 'https://example.org/b'].map((key) => [hash.hex(key, universe), hash.hex(key, leaf)]),
+      [
+        ['f814386b55cf073b', '4d2b9b5a5c974e57'],
+        ['a0a68da128ce1117', '8dd6ed903edebc14'],
+      ],
+    );
+    const summary = new SetSummaryBuilder(hash, { seeds: [{ universeSeed: '0123456789abcdef', leafSeed: 'fedcba9876543210' }], recallTarget: 1 - 1e-9 });
+    summary.add(['https://example.org/a', 'https://example.org/b']);
+    const filter = summary.finish().filters[0]!;
+    const node = 0xdb0288ea9b760a6bn;
+    assert.ok(filter.has(Number(node >> 32n), Number(node & 0xffffffffn)), 'the node of {a, b} is in the filter');
+  });
+
   test('format 1 as released (frozen fixture) still opens and answers', () => {
     const dir = join(ROOT, 'test', 'fixtures', 'setdiff-1');
     const expected = JSON.parse(readFileSync(join(dir, 'expected.json'), 'utf8')) as { elements: number; trees: number; skipDepth: number; mBits: number; k: number; nodes: number; notInA: { from: number; to: number } };
