@@ -233,6 +233,7 @@ describe('setdiff: the CLI', () => {
     assert.equal((await runCli(['setdiff'], '')).code, 2, 'no --against');
     assert.equal((await runCli(['setdiff', 'summarize'], '')).code, 2, 'no --out');
     assert.equal((await runCli(['setdiff', 'summarize', '--out', sum, '--recall', '1'], '')).code, 2);
+    assert.equal((await runCli(['setdiff', 'summarize', '--out', sum, '--boost', '17'], '')).code, 2);
     assert.equal((await runCli(['setdiff', '--against', sum, '--boost', '2'], '')).code, 2);
     assert.equal((await runCli(['setdiff', '--against', join(dir, 'missing.sum')], '')).code, 11);
     assert.equal((await runCli(['setdiff', '--against', dir], '')).code, 2, 'a directory');

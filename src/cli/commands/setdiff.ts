@@ -7,6 +7,7 @@ import { SeenStoreError } from '../../errors.js';
 import { XxHash } from '../../hash/xxhash.js';
 import { SetDifference, SetSummary, SetSummaryBuilder, encodeSetSummary } from '../../setdiff/set-difference.js';
 import { writeSummaryFile } from '../../setdiff/summary-file.js';
+import { MAX_TREES } from '../../setdiff/universe.js';
 import { NORMALIZE_MODES, type NormalizeMode } from '../../url/normalize.js';
 import { batchOptions, inputProgress, parseCount, type GlobalOptions, type InputOptions } from '../context.js';
 import { forEachBatch, openInput, type BatchOptions } from '../input.js';
@@ -37,10 +38,12 @@ export async function summarizeCommand(file: string | undefined, command: Comman
   const normalize = parseChoice<NormalizeMode>('normalize', options.normalize, NORMALIZE_MODES) ?? 'none';
   const recallTarget = parseRecall(options.recall);
   const bUrls = parseCount('b-urls', options.bUrls);
+  const trees = parseCount('boost', options.boost) ?? 1;
+  if (trees > MAX_TREES) throw new SeenStoreError('USAGE', `--boost must be at most ${MAX_TREES}, got ${trees}`);
   const hash = await XxHash.load();
   const builder = new SetSummaryBuilder(hash, {
     normalize,
-    trees: parseCount('boost', options.boost) ?? 1,
+    trees,
     ...(recallTarget === undefined ? {} : { recallTarget }),
     ...(bUrls === undefined ? {} : { bUrls }),
   });

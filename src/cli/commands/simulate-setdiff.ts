@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
 import { XxHash } from '../../hash/xxhash.js';
 import { runSetdiffExperiment, type SetdiffExperimentResult } from '../../setdiff/experiment.js';
+import { MAX_TREES } from '../../setdiff/universe.js';
 import { parseCount, warn, type GlobalOptions } from '../context.js';
 import { formatCount, writeAll } from '../output.js';
 import { parseRecall } from './setdiff.js';
@@ -35,6 +36,7 @@ export async function simulateSetdiff(command: Command): Promise<void> {
   const queryWanted = parseCount('query', options.query);
   const runs = parseCount('runs', options.runs) ?? 1;
   const trees = parseCount('boost', options.boost) ?? 1;
+  if (trees > MAX_TREES) throw new SeenStoreError('USAGE', `--boost must be at most ${MAX_TREES}, got ${trees}`);
   const recallTarget = parseRecall(options.recall);
   const urls = await readDistinct(options.urls, insertWanted === undefined ? Infinity : insertWanted + (queryWanted ?? Math.ceil(insertWanted / 100)));
   const aUrls = insertWanted ?? Math.floor((urls.length * 10) / 11);
