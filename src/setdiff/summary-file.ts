@@ -1,10 +1,9 @@
-import { closeSync, constants, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { closeSync, fsyncSync, openSync, rmSync, writeSync } from 'node:fs';
 import { Packr } from 'msgpackr';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import { BLOCK_BITS, isSeedHex } from '../hash/scheme.js';
 import type { XxHash } from '../hash/xxhash.js';
+import { openForReading, replaceDurably } from '../store/file-open.js';
 import { ENCODING_RAW, ENCODING_RICE, decodeRice, encodeRice } from '../store/export-file.js';
 import { NORMALIZE_MODES, type NormalizeMode } from '../url/normalize.js';
 import { MAX_TREES, SETDIFF_SCHEME_ID, type TreeSeeds } from './universe.js';
@@ -153,13 +152,7 @@ export function writeSummaryFile(path: string, bytes: Uint8Array): void {
     fsyncSync(fd);
     closeSync(fd);
     fd = undefined;
-    renameSync(temporary, path);
-    const dirFd = openSync(dirname(path), 'r');
-    try {
-      fsyncSync(dirFd);
-    } finally {
-      closeSync(dirFd);
-    }
+    replaceDurably(temporary, path);
   } catch (error) {
     if (fd !== undefined) closeSync(fd);
     rmSync(temporary, { force: true });
@@ -169,14 +162,7 @@ export function writeSummaryFile(path: string, bytes: Uint8Array): void {
 
 /** Reads a summary file whole (a regular file of at most the largest summary there can be). */
 export async function readSummaryFile(path: string): Promise<Buffer> {
-  let handle: FileHandle;
-  try {
-    // Non-blocking, so that a FIFO without a writer is refused rather than waited on.
-    handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
-  } catch (error) {
-    if ((error as { code?: string }).code === 'ENOENT') throw new SeenStoreError('NOT_FOUND', `no such summary file: ${path}`, { cause: error });
-    throw asStoreError(error, `reading ${path}`);
-  }
+  const handle = await openForReading(path, 'summary file');
   try {
     const stats = await handle.stat();
     if (!stats.isFile()) throw new SeenStoreError('USAGE', `summary ${path} is not a regular file; give the path of a file written by setdiff summarize`);
