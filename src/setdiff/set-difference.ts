@@ -111,19 +111,21 @@ export class SetSummaryBuilder {
     this.#elements.add(this.#hash, urlKeys(urls, this.#normalize, true));
   }
 
+  /** Builds each tree in turn (memory: one tree at a time) and adds its nodes to its filter. */
   finish(): SetSummary {
     const elements = this.#elements;
-    const trees = this.#seeds.map((_, t) => new MerkleTree(elements.words, elements.count, elements.trees, t));
-    const leaves = trees[0]!.leafCount;
+    const treeOf = (t: number): MerkleTree => new MerkleTree(elements.words, elements.count, elements.trees, t);
+    const first = treeOf(0);
+    const leaves = first.leafCount;
     const recallTarget = this.#options.recallTarget ?? DEFAULT_RECALL_TARGET;
     const bUrls = this.#options.bUrls ?? leaves;
     const maxFilterBits = Math.min(this.#options.maxFilterBits ?? MAX_SUMMARY_FILTER_BITS, MAX_SUMMARY_FILTER_BITS);
     const { fprTarget, skipDepth } = this.#options;
-    const plan = planSummary({ elements: leaves, trees: trees.length, recallTarget, bUrls, maxFilterBits, ...(fprTarget === undefined ? {} : { fprTarget }), ...(skipDepth === undefined ? {} : { skipDepth }) });
+    const plan = planSummary({ elements: leaves, trees: this.#seeds.length, recallTarget, bUrls, maxFilterBits, ...(fprTarget === undefined ? {} : { fprTarget }), ...(skipDepth === undefined ? {} : { skipDepth }) });
     if (plan.mBits > MAX_SUMMARY_FILTER_BITS) throw new SeenStoreError('CAPACITY_EXCEEDED', `a summary of ${leaves} URLs needs a filter of ${plan.mBits} bits, more than ${MAX_SUMMARY_FILTER_BITS}`);
-    const filters = trees.map((tree) => {
+    const filters = this.#seeds.map((_, t) => {
       const filter = new BloomFilter({ layout: 'classic', mBits: plan.mBits, k: plan.k });
-      tree.addNodesTo(filter);
+      (t === 0 ? first : treeOf(t)).addNodesTo(filter);
       return filter;
     });
     const header: SummaryHeader = {
@@ -134,7 +136,7 @@ export class SetSummaryBuilder {
       elements: leaves,
       plan: { recallTarget, bUrls, pathNodes: plan.pathNodes, fprTarget: plan.fprTarget },
       skipDepth: plan.skipDepth,
-      trees: trees.map((tree, t): SummaryTree => ({ ...this.#seeds[t]!, mBits: plan.mBits, k: plan.k, nodes: tree.nodeCount, onesBits: filters[t]!.onesBits, encoding: 0, storedBytes: 0 })),
+      trees: filters.map((filter, t): SummaryTree => ({ ...this.#seeds[t]!, mBits: plan.mBits, k: plan.k, nodes: first.nodeCount, onesBits: filter.onesBits, encoding: 0, storedBytes: 0 })),
     };
     return new SetSummary(header, filters);
   }
