@@ -8,8 +8,9 @@
  * bench/results/setdiff.json.
  *
  *   node dist/bench/setdiff.js [--a-urls N] [--runs R]
+ *   node dist/bench/setdiff.js --render bench/results/setdiff.json   (the table again, from a run's JSON)
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { XxHash } from '../src/hash/xxhash.js';
 import { runSetdiffExperiment, type SetdiffExperimentConfig, type SetdiffExperimentResult } from '../src/setdiff/experiment.js';
@@ -58,27 +59,41 @@ function mean(rows: readonly SetdiffExperimentResult[], pick: (r: SetdiffExperim
   return rows.reduce((sum, r) => sum + pick(r), 0) / rows.length;
 }
 
+/** Times: the median run (a run that meets a garbage collection or another job's burst is one of three). */
+function median(rows: readonly SetdiffExperimentResult[], pick: (r: SetdiffExperimentResult) => number): number {
+  const values = rows.map(pick).sort((x, y) => x - y);
+  return values[Math.floor((values.length - 1) / 2)]!;
+}
+
 function render(rows: readonly Row[], source: string): string {
+  const aUrls = rows[0]!.runs[0]!.aUrls;
+  const runs = rows[0]!.runs.length;
   const pct = (x: number): string => `${(100 * x).toFixed(1)} %`;
   const lines = [
-    `|A| = |B| = ${A_URLS.toLocaleString('en')} (${source}), ${RUNS} run(s) per cell with fresh seeds; times in ms on this machine.`,
+    `|A| = |B| = ${aUrls.toLocaleString('en')} (${source}), ${runs} run(s) per cell with fresh seeds: sizes and recall are means, times (ms, this machine) medians.`,
     '',
-    '| |B − A| | parameters | summary bytes (uncompressed) | bits/URL of A | bits / (|A| log2 log2 |B|) | ε planned / measured | recall measured / theory | false reports | B hash + build (ms) | reconcile (ms) | reconcile ns per |B−A| log2|B| | plain BF(A) same recall: bits/URL (compressed) | plain BF(A): B hash + query (ms) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| \\|B − A\\| | parameters | summary bytes (uncompressed) | bits/URL of A | bits / (\\|A\\| log2 log2 \\|B\\|) | ε planned / measured | recall measured / theory | false reports | B hash + build (ms) | lookups per URL of B − A | reconcile (ms) | reconcile ns per \\|B − A\\| log2 \\|B\\| | plain BF(A) same recall: bits/URL (compressed) | plain BF(A): B hash + query (ms) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const row of rows) {
     const r = row.runs;
     lines.push(
-      `| ${pct(row.difference)} (${r[0]!.differenceUrls.toLocaleString('en')}) | ${row.label} | ${Math.round(mean(r, (x) => x.summaryBytes)).toLocaleString('en')} (${Math.round(mean(r, (x) => x.uncompressedBytes)).toLocaleString('en')}) ` +
+      `| ${pct(row.difference)} (${r[0]!.differenceUrls.toLocaleString('en')}) | ${row.label.replaceAll('|', '\\|')} | ${Math.round(mean(r, (x) => x.summaryBytes)).toLocaleString('en')} (${Math.round(mean(r, (x) => x.uncompressedBytes)).toLocaleString('en')}) ` +
         `| ${mean(r, (x) => x.bitsPerUrl).toFixed(2)} | ${mean(r, (x) => x.bitsOverLogLog).toFixed(2)} | ${mean(r, (x) => x.fprTarget).toExponential(2)} / ${mean(r, (x) => x.fprMeasured).toExponential(2)} ` +
-        `| ${pct(mean(r, (x) => x.recall))} / ${pct(mean(r, (x) => x.recallTheory))} | ${mean(r, (x) => x.falseReports)} | ${mean(r, (x) => x.bHashMs).toFixed(0)} + ${mean(r, (x) => x.bBuildMs).toFixed(0)} ` +
-        `| ${mean(r, (x) => x.reconcileMs).toFixed(1)} | ${mean(r, (x) => x.reconcileNsPerDiffLog).toFixed(0)} | ${mean(r, (x) => x.plain.bitsPerUrl).toFixed(2)} (${mean(r, (x) => x.plain.compressedBitsPerUrl).toFixed(2)}) | ${mean(r, (x) => x.plain.queryMs).toFixed(0)} |`,
+        `| ${pct(mean(r, (x) => x.recall))} / ${pct(mean(r, (x) => x.recallTheory))} | ${mean(r, (x) => x.falseReports)} | ${median(r, (x) => x.bHashMs).toFixed(0)} + ${median(r, (x) => x.bBuildMs).toFixed(0)} | ${mean(r, (x) => x.visitedNodes / x.differenceUrls).toFixed(1)} ` +
+        `| ${median(r, (x) => x.reconcileMs).toFixed(1)} | ${median(r, (x) => x.reconcileNsPerDiffLog).toFixed(0)} | ${mean(r, (x) => x.plain.bitsPerUrl).toFixed(2)} (${mean(r, (x) => x.plain.compressedBitsPerUrl).toFixed(2)}) | ${median(r, (x) => x.plain.queryMs).toFixed(0)} |`,
     );
   }
   return `${lines.join('\n')}\n`;
 }
 
 async function main(): Promise<void> {
+  const rendering = args.indexOf('--render');
+  if (rendering >= 0) {
+    const saved = JSON.parse(readFileSync(args[rendering + 1]!, 'utf8')) as { rows: Row[]; source: string };
+    process.stdout.write(render(saved.rows, saved.source));
+    return;
+  }
   const dataset = packageReposDataset();
   const pool = shuffle(readUrls(dataset.path));
   const needed = A_URLS + Math.ceil(A_URLS * Math.max(...DIFFERENCES));
@@ -102,7 +117,7 @@ async function main(): Promise<void> {
   }
   const dir = join(BENCH_DIR, 'results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'setdiff.json'), `${JSON.stringify({ dataset: dataset.name, aUrls: A_URLS, runs: RUNS, rows }, null, 1)}\n`);
+  writeFileSync(join(dir, 'setdiff.json'), `${JSON.stringify({ dataset: dataset.name, source: dataset.source, aUrls: A_URLS, runs: RUNS, rows }, null, 1)}\n`);
   process.stdout.write(render(rows, dataset.source));
 }
 
