@@ -54,6 +54,8 @@ function digest(path: string): string {
 describe('bad input (issue 7 corpus)', () => {
   test('every URL-reading command, every corpus input: handled, with skip and with --on-invalid fail', async () => {
     const { dir, exportFile } = await storeWithEpoch();
+    const summaryFile = join(tempDir(), 'b.sum');
+    assert.equal((await runCli(['setdiff', 'summarize', '--out', summaryFile], 'https://seed.example/1\n')).code, 0);
     const commands: string[][] = [
       ['filter-new'],
       ['add'],
@@ -64,6 +66,8 @@ describe('bad input (issue 7 corpus)', () => {
       ['diff', '--against', exportFile],
       ['count', '--scope', 'counts'],
       ['delete', '--scope', 'counts'],
+      ['setdiff', 'summarize', '--out', join(tempDir(), 'a.sum')],
+      ['setdiff', '--against', summaryFile],
     ];
     for (const [name, input] of Object.entries(CORPUS)) {
       for (const command of commands) {
