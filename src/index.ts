@@ -38,7 +38,6 @@ export {
   SetSummary,
   SetSummaryBuilder,
   SetDifference,
-  encodeSetSummary,
   DEFAULT_RECALL_TARGET,
   type SummarizeOptions,
   type SetDifferenceOptions,

@@ -48,6 +48,19 @@ describe('setdiff: the set difference', () => {
     assert.deepEqual(notInA(summaryOf(a, { ...EXACT, skipDepth: 20 }), b), expected, 'a skip deeper than the tree still looks every leaf up');
   });
 
+  test('the public API: create, add, finish, encode, fromBytes, difference', async () => {
+    const builder = await SetSummaryBuilder.create({ recallTarget: 1 - 1e-9 });
+    builder.add(urls.slice(0, 100));
+    const encoded = builder.finish().encode();
+    assert.ok(encoded.compressedBytes < encoded.uncompressedBytes);
+    const difference = SetDifference.create(await SetSummary.fromBytes(new Uint8Array(encoded.bytes)));
+    difference.add(urls.slice(50, 150));
+    const { marks, reported } = difference.finish();
+    assert.equal(reported, 50);
+    assert.deepEqual([...marks.subarray(0, 50)].every((mark) => mark === 0), true);
+    assert.deepEqual([...marks.subarray(50)].every((mark) => mark === 1), true);
+  });
+
   test('an empty A reports all of B; an empty B, or B ⊆ A, reports nothing', () => {
     const b = urls.slice(0, 500);
     assert.deepEqual(notInA(summaryOf([]), b), b);

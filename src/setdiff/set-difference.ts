@@ -1,7 +1,7 @@
 import { SeenStoreError } from '../errors.js';
 import { BloomFilter } from '../filters/bloom.js';
 import { fprFromFill } from '../filters/sizing.js';
-import type { XxHash } from '../hash/xxhash.js';
+import { XxHash } from '../hash/xxhash.js';
 import { urlKeys } from '../epochs/url-keys.js';
 import type { NormalizeMode } from '../url/normalize.js';
 import { MerkleTree, type ReconcileCounts } from './merkle-tree.js';
@@ -42,17 +42,38 @@ export interface SummarizeOptions {
 /** A summary, built here or read from a file: its header and each tree's filter. */
 export class SetSummary {
   readonly header: SummaryHeader;
+  /** @internal The filters as bit arrays (BF(MT_A) of each tree). */
   readonly filters: readonly BloomFilter[];
+  /** @internal */
+  readonly hash: XxHash;
 
-  constructor(header: SummaryHeader, filters: readonly BloomFilter[]) {
+  /** @internal Summaries come from SetSummaryBuilder, SetSummary.open and SetSummary.fromBytes. */
+  constructor(hash: XxHash, header: SummaryHeader, filters: readonly BloomFilter[]) {
+    this.hash = hash;
     this.header = header;
     this.filters = filters;
   }
 
-  /** Checks and decodes a summary file's bytes (STORE_CORRUPT, FORMAT_UNSUPPORTED on damage or another format). */
+  /** Reads and checks a summary file (NOT_FOUND, STORE_CORRUPT, FORMAT_UNSUPPORTED). */
+  static async open(path: string): Promise<SetSummary> {
+    return SetSummary.read(await XxHash.load(), path);
+  }
+
+  /** Checks and decodes a summary's bytes (what SEEN.SETDIFF.SUMMARY answers, or a file's contents). */
+  static async fromBytes(bytes: Uint8Array): Promise<SetSummary> {
+    return SetSummary.decode(await XxHash.load(), Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length));
+  }
+
+  /** The summary file's bytes, each filter Rice-coded when that is smaller, and both sizes. */
+  encode(): EncodedSummary {
+    return encodeSetSummary(this.hash, this);
+  }
+
+  /** @internal Checks and decodes a summary file's bytes (STORE_CORRUPT, FORMAT_UNSUPPORTED on damage or another format). */
   static decode(hash: XxHash, bytes: Buffer, where = 'summary'): SetSummary {
     const { header, filters } = decodeSummary(hash, bytes, where);
     return new SetSummary(
+      hash,
       header,
       header.trees.map((tree, t) => {
         const filter = new BloomFilter({ layout: 'classic', mBits: tree.mBits, k: tree.k });
@@ -62,7 +83,7 @@ export class SetSummary {
     );
   }
 
-  /** Reads and checks a summary file (NOT_FOUND, STORE_CORRUPT, FORMAT_UNSUPPORTED). */
+  /** @internal As open, with the caller's hash. */
   static async read(hash: XxHash, path: string): Promise<SetSummary> {
     return SetSummary.decode(hash, await readSummaryFile(path), `summary ${path}`);
   }
@@ -92,6 +113,12 @@ export class SetSummaryBuilder {
   readonly #elements: ElementHashes;
   readonly #options: SummarizeOptions;
 
+  /** A builder for A's summary. */
+  static async create(options: SummarizeOptions = {}): Promise<SetSummaryBuilder> {
+    return new SetSummaryBuilder(await XxHash.load(), options);
+  }
+
+  /** @internal Builders come from SetSummaryBuilder.create. */
   constructor(hash: XxHash, options: SummarizeOptions = {}) {
     this.#hash = hash;
     this.#normalize = options.normalize ?? 'none';
@@ -138,7 +165,7 @@ export class SetSummaryBuilder {
       skipDepth: plan.skipDepth,
       trees: filters.map((filter, t): SummaryTree => ({ ...this.#seeds[t]!, mBits: plan.mBits, k: plan.k, nodes: first.nodeCount, onesBits: filter.onesBits, encoding: 0, storedBytes: 0 })),
     };
-    return new SetSummary(header, filters);
+    return new SetSummary(this.#hash, header, filters);
   }
 }
 
@@ -186,6 +213,12 @@ export class SetDifference {
   readonly #trees: number;
   readonly #elements: ElementHashes;
 
+  /** B's side against `summary` (USAGE when options.boost is more than the summary's trees). */
+  static create(summary: SetSummary, options: SetDifferenceOptions = {}): SetDifference {
+    return new SetDifference(summary.hash, summary, options);
+  }
+
+  /** @internal Differences come from SetDifference.create. */
   constructor(hash: XxHash, summary: SetSummary, options: SetDifferenceOptions = {}) {
     const available = summary.header.trees.length;
     const boost = options.boost ?? available;
