@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { XxHash } from '../src/hash/xxhash.js';
+import { SeenStore } from '../src/index.js';
 import { runSetdiffExperiment } from '../src/setdiff/experiment.js';
 import { SetDifference, SetSummary, SetSummaryBuilder, encodeSetSummary, type SummarizeOptions } from '../src/setdiff/set-difference.js';
 import { decodeSummary, encodeFilter, encodeSummary } from '../src/setdiff/summary-file.js';
@@ -11,6 +12,7 @@ import { connect } from 'node:net';
 import { runCli } from './helpers/cli.js';
 import { ROOT, allSharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
+import { redisMissing, startRedisCluster } from './helpers/redis-cluster.js';
 import { RawClient, encodeCommand, startServer } from './helpers/server.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -312,6 +314,39 @@ describe('setdiff: SEEN.SETDIFF.SUMMARY over seenstore serve', () => {
     } finally {
       client.close();
       await server.stop();
+    }
+  });
+});
+
+describe('setdiff: the summary of a frontier in the library', () => {
+  const frontierCase = async (location: string): Promise<void> => {
+    const store = await SeenStore.open(location, { onWarning: () => undefined });
+    try {
+      const scope = store.scope('crawl', { capacityUrls: 10_000, fprTarget: 1e-9 });
+      await scope.enqueue(urls.slice(0, 300));
+      const frontier = scope.frontier();
+      const taken = await frontier.take(20);
+      assert.equal(await frontier.done(taken.slice(0, 10).map((entry) => entry.id)), 10);
+      const summary = await SetSummary.fromBytes((await frontier.setdiffSummary({ recallTarget: 1 - 1e-9 })).bytes);
+      assert.equal(summary.header.elements, 290);
+      const difference = SetDifference.create(summary);
+      difference.add(urls.slice(0, 300));
+      const { marks } = difference.finish();
+      const finished = new Set(taken.slice(0, 10).map((entry) => entry.url));
+      assert.deepEqual(urls.slice(0, 300).filter((_, i) => marks[i] === 1), urls.slice(0, 300).filter((url) => finished.has(url)));
+    } finally {
+      await store.close();
+    }
+  };
+
+  test('a directory store: waiting and leased URLs, not finished ones', () => frontierCase(join(tempDir(), 'store')));
+
+  test('a Redis store (one node): the same, from its partition streams', { skip: redisMissing() ?? false }, async () => {
+    const redis = await startRedisCluster({ cluster: false });
+    try {
+      await frontierCase(redis.location());
+    } finally {
+      await redis.stop();
     }
   });
 });

@@ -100,7 +100,7 @@ export class ScopeFrontier {
    * The set-difference summary of the frontier's URLs, waiting and leased (src/setdiff/): the
    * exact set a store holds as records (its Bloom filters cannot list their URLs). URLs that
    * are not usable keys in `options.normalize` are left out. UNSUPPORTED on a backend whose
-   * frontier cannot be listed (Redis).
+   * frontier cannot be listed (Frontier.forEachUrl absent).
    */
   async setdiffSummary(options: SummarizeOptions = {}): Promise<EncodedSummary> {
     this.#ctx.assertOpen();
