@@ -6,7 +6,7 @@
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { ERROR_CODES, SeenStore } from '../src/index.js';
 import { CORPUS, urlReadingCommands } from '../test/helpers/bad-input-corpus.js';
 import { foreignLines, runCli, type SoakContext } from './context.js';
@@ -26,9 +26,12 @@ export async function badInputCorpus(ctx: SoakContext): Promise<CorpusResult> {
   await store.scope('counts', { strategy: 'counting', capacityUrls: 1000 }).add(['https://seed.example/1']);
   await store.scope().export(exportFile);
   await store.close();
+  const summaryFile = join(mkdtempSync(join(tmpdir(), 'soak-corpus-summary-')), 'b.sum');
+  const summarized = await runCli(ctx, ['setdiff', 'summarize', '--out', summaryFile], Buffer.from('https://seed.example/1\n'), COMMAND_LIMIT_MS);
+  if (summarized.code !== 0) ctx.fail(`corpus: setdiff summarize for the corpus: exit ${summarized.code}: ${summarized.stderr.trim()}`);
   let runs = 0;
   for (const [name, input] of Object.entries(CORPUS)) {
-    for (const command of urlReadingCommands(exportFile)) {
+    for (const command of urlReadingCommands(exportFile, summaryFile, join(dirname(summaryFile), 'a.sum'))) {
       for (const extra of [[], ['--on-invalid', 'fail']]) {
         const args = [...command, '--store', dir, ...extra];
         const what = `corpus: ${args.join(' ')} < ${name}`;

@@ -44,7 +44,9 @@ describe('bad input (issue 7 corpus)', () => {
     const { dir, exportFile } = await storeWithEpoch();
     // Every input through every command once, skipping and failing in turn, so that each input and
     // each command meets both modes; `npm run soak` runs every input, command and mode (soak/corpus.ts).
-    const commands = urlReadingCommands(exportFile);
+    const summaryFile = join(tempDir(), 'b.sum');
+    assert.equal((await runCli(['setdiff', 'summarize', '--out', summaryFile], 'https://seed.example/1\n')).code, 0);
+    const commands = urlReadingCommands(exportFile, summaryFile, join(tempDir(), 'a.sum'));
     for (const [i, [name, input]] of Object.entries(CORPUS).entries()) {
       for (const [j, command] of commands.entries()) {
         const extra = (i + j) % 2 === 0 ? [] : ['--on-invalid', 'fail'];

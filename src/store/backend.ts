@@ -160,6 +160,11 @@ export interface Frontier {
   /** Gives back at once every lease that `owner` took (a restarted crawler taking back its predecessor's). */
   reclaim(owner: string): Promise<number>;
   stats(): Promise<FrontierStats>;
+  /**
+   * Calls `onBatch` with the URLs of every waiting and leased entry, in batches: a read, nothing
+   * changes (a set-difference summary of the frontier, src/setdiff/).
+   */
+  forEachUrl(onBatch: (urls: string[]) => void): Promise<void>;
 }
 
 /** What an enqueue queues for each key: its URL, and optionally a payload kept with it. */

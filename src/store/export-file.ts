@@ -1,6 +1,5 @@
-import { closeSync, constants, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { closeSync, fsyncSync, openSync, rmSync, writeSync } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { Packr } from 'msgpackr';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import type { XxHash } from '../hash/xxhash.js';
@@ -10,6 +9,7 @@ import { filterGeometries } from '../filters/keying.js';
 import { faultPoint } from './faults.js';
 import { safePoint } from './interruption.js';
 import { removeExportLeftovers } from './leftovers.js';
+import { openForReading, replaceDurably } from './file-open.js';
 import { ENCODING_GAPS, ENCODING_RAW, ENCODING_RICE, decodeGaps, decodeRice, smallestEncoding } from './gap-codes.js';
 
 // The chunk codes' names, as this module exported them before they had a module of their own.
@@ -135,13 +135,7 @@ export async function writeExport(
     closeSync(fd);
     fd = undefined;
     await safePoint(signal, `writing the export file ${path}`);
-    renameSync(temporary, path);
-    const dirFd = openSync(dirname(path), 'r');
-    try {
-      fsyncSync(dirFd);
-    } finally {
-      closeSync(dirFd);
-    }
+    replaceDurably(temporary, path);
     return { fileBytes, rawBytes };
   } catch (error) {
     if (fd !== undefined) closeSync(fd);
@@ -158,14 +152,7 @@ export async function writeExport(
  * chunks with a safe point between them (`signal`).
  */
 export async function readExport(hash: XxHash, path: string, signal?: AbortSignal): Promise<ExportContents> {
-  let handle: FileHandle;
-  try {
-    // Non-blocking, so that opening a FIFO without a writer does not hang before it is refused.
-    handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
-  } catch (error) {
-    if ((error as { code?: string }).code === 'ENOENT') throw new SeenStoreError('NOT_FOUND', `no such export file: ${path}`, { cause: error });
-    throw asStoreError(error, `reading ${path}`);
-  }
+  const handle = await openForReading(path, 'export file');
   try {
     return parseExport(hash, path, await readBounded(hash, handle, path, signal));
   } catch (error) {

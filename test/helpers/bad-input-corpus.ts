@@ -11,8 +11,12 @@ export const CORPUS: Record<string, Buffer> = {
   'spaces, IDN, percent-encoding': Buffer.from('https://a.example/with space\nhttps://bücher.example/straße\nhttps://xn--bcher-kva.example/%E2%82%AC?q=%zz\n  https://lead.example/  \n'),
 };
 
-/** Every command that reads URLs from stdin, on a store with a default scope of one epoch and a counting scope `counts`. */
-export function urlReadingCommands(exportFile: string): string[][] {
+/**
+ * Every command that reads URLs from stdin, on a store with a default scope of one epoch and a
+ * counting scope `counts`; `summaryFile` is a set-difference summary to reconcile against, and
+ * `summaryOut` where `setdiff summarize` may write one.
+ */
+export function urlReadingCommands(exportFile: string, summaryFile: string, summaryOut: string): string[][] {
   return [
     ['filter-new'],
     ['add'],
@@ -23,5 +27,7 @@ export function urlReadingCommands(exportFile: string): string[][] {
     ['diff', '--against', exportFile],
     ['count', '--scope', 'counts'],
     ['delete', '--scope', 'counts'],
+    ['setdiff', 'summarize', '--out', summaryOut],
+    ['setdiff', '--against', summaryFile],
   ];
 }

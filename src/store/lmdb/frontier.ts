@@ -27,6 +27,9 @@ interface FrontierEntry {
   readonly data?: unknown;
 }
 
+/** URLs per batch that forEachUrl hands over. */
+const LIST_BATCH_URLS = 10_000;
+
 /** Most entries one take looks at past the ones it hands out (leased ones at the head): bounds a take's transaction. */
 const TAKE_SCAN_MAX = 1_000_000;
 
@@ -145,6 +148,21 @@ export class LmdbFrontier implements Frontier {
     });
     await env.flushed();
     return released;
+  }
+
+  async forEachUrl(onBatch: (urls: string[]) => void): Promise<void> {
+    const env = this.#env;
+    env.refresh();
+    const db = env.frontierDb;
+    if (db === undefined) return;
+    let batch: string[] = [];
+    for (const { key, value } of db.getRange(frontierRange(this.#scope))) {
+      batch.push(readEntry(env, this.#scope, frontierKeyId(key), value).url);
+      if (batch.length < LIST_BATCH_URLS) continue;
+      onBatch(batch);
+      batch = [];
+    }
+    if (batch.length > 0) onBatch(batch);
   }
 
   async stats(): Promise<FrontierStats> {

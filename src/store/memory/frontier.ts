@@ -82,6 +82,10 @@ export class MemoryFrontier implements Frontier {
     for (const entry of this.#entries.values()) if (entry.leaseUntilMs > now) leased++;
     return { pending: this.#entries.size - leased, leased, done: this.#done };
   }
+
+  async forEachUrl(onBatch: (urls: string[]) => void): Promise<void> {
+    onBatch([...this.#entries.values()].map((entry) => entry.url));
+  }
 }
 
 function unlease(entry: Entry): void {

@@ -128,6 +128,25 @@ export class RedisFrontier implements Frontier {
     };
   }
 
+  /**
+   * Every waiting and leased URL, a batch per XRANGE page of each partition's stream: finished
+   * entries are deleted from their stream (ss_q_done), so the streams hold exactly these. Reads
+   * only; an entry added or finished meanwhile may or may not be seen.
+   */
+  async forEachUrl(onBatch: (urls: string[]) => void): Promise<void> {
+    const streams = await this.#streams();
+    for (let p = 0; p < streams; p++) {
+      const key = this.#queueKeys(p).stream;
+      for (let start = '-'; ; ) {
+        const page = list(await this.#ctx.call(key, ['XRANGE', key, start, '+', 'COUNT', String(LIST_PAGE_ENTRIES)], `listing the frontier of ${this.#scope}`));
+        if (page.length === 0) break;
+        onBatch(page.map((entry) => entryUrl(list(list(entry)[1]))));
+        if (page.length < LIST_PAGE_ENTRIES) break;
+        start = `(${text(list(page.at(-1)!)[0])}`;
+      }
+    }
+  }
+
   /** [waiting, leased, done] of each of the first `streams` streams (read-only calls, all at once). */
   async #statsOf(streams: number): Promise<(readonly [number, number, number])[]> {
     return Promise.all(
@@ -205,6 +224,15 @@ export class RedisFrontier implements Frontier {
       throw new SeenStoreError('STORE_CORRUPT', `${where} (${url}): its data is not JSON`, { cause: error });
     }
   }
+}
+
+/** Entries per XRANGE page of forEachUrl. */
+const LIST_PAGE_ENTRIES = 10_000;
+
+/** The `u` field of a stream entry's field list (functions.ts writes v, u, e and maybe d, a). */
+function entryUrl(fields: Reply[]): string {
+  for (let f = 0; f + 1 < fields.length; f += 2) if (text(fields[f]!) === 'u') return text(fields[f + 1]!);
+  throw new SeenStoreError('STORE_CORRUPT', 'a frontier stream entry without a URL');
 }
 
 /** A frontier id as take gave it (`P-MS-SEQ`: partition, stream id); USAGE for anything else. */
