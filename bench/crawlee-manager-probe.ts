@@ -1,5 +1,5 @@
 /**
- * A probe of Crawlee's `requestManager` option, for docs/frontier-notes.md: an in-memory
+ * A probe of Crawlee's `requestManager` option, for notes/frontier-notes.md: an in-memory
  * IRequestManager with the frontier's shape (enqueue with add-if-absent, take under a lease, done,
  * release with the updated request) that counts every call the crawler makes, driven by a real
  * CheerioCrawler over the synthetic site. It checks the notes against the installed Crawlee; it is

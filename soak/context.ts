@@ -25,7 +25,7 @@ export interface CliRun {
  * Runs the CLI with `args` and `input` on stdin; SIGKILLs it after `limitMs`. `wrapper` is a
  * command line that ends with the node binary (e.g. strace's), to run the CLI under it.
  */
-export function runCli(ctx: SoakContext, args: readonly string[], input: string, limitMs: number, wrapper?: readonly string[]): Promise<CliRun> {
+export function runCli(ctx: SoakContext, args: readonly string[], input: string | Buffer, limitMs: number, wrapper?: readonly string[]): Promise<CliRun> {
   return new Promise((done) => {
     const [command, ...before] = wrapper ?? [process.execPath];
     const child = spawn(command!, [...before, ctx.cli, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });

@@ -6,7 +6,7 @@
  *   node dist/soak/run.js [--trials N] [--writers N] [--rounds N] [--lock-trials N] [--processes N]
  *     [--race-rounds N] [--race-writers N] [--race-openers N] [--race-library-openers N] [--race-round-ms MS]
  *     [--damaged-stores N]
- *     [--only kills,writers,locks,disk,many,race,damage]
+ *     [--only kills,writers,locks,disk,many,race,damage,corpus]
  *
  * Part 1, random kills (N trials, default 100): a child adds the shared URL lists in batches,
  * printing "ack N" after each acknowledged batch, in one of six workloads (checkpoint after every
@@ -23,7 +23,9 @@
  * Part 5, many processes (default 200) open on one store at once: soak/many-processes.ts.
  * Part 6, openers during commits (default 4 rounds of 15 s, 3 writers, 2 `stats` loops, 2 library openers): soak/opener-race.ts.
  * Part 7, damaged data files (default 16: 8 flipped, 8 truncated) through every command: soak/damage.ts.
- * With the defaults the whole run takes about six and a half minutes on a 2-core machine (382 s).
+ * Part 8, the bad-input corpus, every input through every URL-reading command in both modes: soak/corpus.ts.
+ * With the defaults the whole run took about six and a half minutes on a 2-core machine (382 s)
+ * before part 8, which adds about a minute (162 runs of the CLI: 54 s on a loaded machine).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -32,6 +34,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SeenStore } from '../src/index.js';
 import type { SoakContext } from './context.js';
+import { badInputCorpus } from './corpus.js';
 import { damagedStores } from './damage.js';
 import { manyProcesses } from './many-processes.js';
 import { openerRace } from './opener-race.js';
@@ -60,7 +63,7 @@ const RACE = {
   roundMs: option('race-round-ms', 15_000),
 };
 const DAMAGED_STORES = option('damaged-stores', 16);
-const PARTS = ['kills', 'writers', 'locks', 'disk', 'many', 'race', 'damage'] as const;
+const PARTS = ['kills', 'writers', 'locks', 'disk', 'many', 'race', 'damage', 'corpus'] as const;
 const ONLY = new Set(args.includes('--only') ? args[args.indexOf('--only') + 1]!.split(',') : PARTS);
 for (const part of ONLY) if (!(PARTS as readonly string[]).includes(part)) throw new Error(`soak: unknown part ${part} (${PARTS.join(', ')})`);
 /** Runs `part` if --only asks for it (every part by default); a skipped part is `null` in the summary. */
@@ -112,7 +115,7 @@ async function check(dir: string, what: string, expectSeen: string[], scope: str
     return;
   }
   try {
-    const report = store.verify();
+    const report = await store.verify();
     if (!report.ok) fail(`${what}: verify: ${report.damage.map((d) => `${d.where}: ${d.problem}`).join('; ')}`);
     if (expectSeen.length > 0) {
       const seen = (await store.scope(scope).has(expectSeen, { epochs: 'all' }));
@@ -157,7 +160,7 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
         const present = (await store.scopeNames()).includes('imp');
         if (present && !(await store.scope('imp').has(URLS, { epochs: 1 })).every(Boolean)) fail(`trial ${trial} (import): a partial import is visible`);
         if (!present && !run.killed) fail(`trial ${trial} (import): finished but no scope`);
-        if (!store.verify().ok) fail(`trial ${trial} (import): verify`);
+        if (!(await store.verify()).ok) fail(`trial ${trial} (import): verify`);
         await store.close();
       }
     } else if (workload === 'counting') {
@@ -256,7 +259,7 @@ async function prunedAtRandom(template: PruneTemplate, dir: string, trial: numbe
     return run.killed;
   }
   try {
-    if (!store.verify().ok) fail(`${what}: verify after the kill`);
+    if (!(await store.verify()).ok) fail(`${what}: verify after the kill`);
     const scope = store.scope('old');
     const present = (await scope.stats()).epochs.map((e) => e.epoch);
     if (!present.includes(3)) fail(`${what}: the open epoch is gone`);
@@ -267,7 +270,7 @@ async function prunedAtRandom(template: PruneTemplate, dir: string, trial: numbe
     await scope.prune({ keepLast: 1 });
     const after = (await scope.stats()).epochs.map((e) => e.epoch);
     if (after.join() !== '3') fail(`${what}: after a second prune the epochs are ${after.join()}`);
-    if (!store.verify().ok) fail(`${what}: verify after the second prune (leftover data?)`);
+    if (!(await store.verify()).ok) fail(`${what}: verify after the second prune (leftover data?)`);
   } finally {
     await store.close();
   }
@@ -313,7 +316,7 @@ async function writers(): Promise<{ writers: number; rounds: number; kills: numb
     const store = await SeenStore.open(dir);
     const missing = (await store.scope(scope).has([...acknowledged])).filter((seen) => !seen).length;
     if (missing > 0) fail(`writers round ${round}: ${missing} acknowledged URLs not seen at the end`);
-    if (!store.verify().ok) fail(`writers round ${round}: verify`);
+    if (!(await store.verify()).ok) fail(`writers round ${round}: verify`);
     await store.close();
     printed += count.size;
     duplicates += twice;
@@ -426,7 +429,7 @@ async function diskFull(): Promise<{ ran: boolean; exitCode: number | null; lost
     const store = await SeenStore.open(dir);
     const lost = acknowledged ? (await store.scope().has(input)).filter((seen) => !seen).length : 0;
     if (lost > 0) fail(`disk full: ${lost} acknowledged URLs lost`);
-    if (!store.verify().ok) fail('disk full: verify after freeing space');
+    if (!(await store.verify()).ok) fail('disk full: verify after freeing space');
     await store.close();
     return { ran: true, exitCode: run.status, lost, note: acknowledged ? '30,000 URLs acknowledged, checkpoint hit the full disk' : 'the adds themselves hit the full disk' };
   } finally {
@@ -444,6 +447,7 @@ const diskResults = await run('disk', diskFull);
 const manyResults = await run('many', () => manyProcesses(ctx, PROCESSES));
 const raceResults = await run('race', () => openerRace(ctx, RACE));
 const damageResults = await run('damage', () => damagedStores(ctx, DAMAGED_STORES));
+const corpusResults = await run('corpus', () => badInputCorpus(ctx));
 const summary = {
   date: new Date().toISOString(),
   seconds: Math.round((Date.now() - started) / 1000),
@@ -455,6 +459,7 @@ const summary = {
   manyProcesses: manyResults,
   openerRace: raceResults,
   damagedStores: damageResults,
+  badInputCorpus: corpusResults,
   failures,
 };
 process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);

@@ -33,7 +33,7 @@ export const ERROR_CODES = {
   INTERRUPTED: 130,
   /** Every reader slot of the store is taken: too many processes have it open at once (LMDB's MDB_READERS_FULL). */
   STORE_BUSY: 14,
-  /** The store's backend does not have this capability (snapshots, migrate, verify of the store on Redis). */
+  /** The store's driver does not have this capability (Capabilities in store/driver.ts; docs/architecture.md "Drivers"). */
   UNSUPPORTED: 15,
   /** The backend could not be reached, or did not answer within its bounded time; nothing unacknowledged is taken as done. */
   STORE_UNAVAILABLE: 16,
@@ -93,5 +93,5 @@ export function assert(condition: unknown, invariant: string): asserts condition
 
 /** The error of an operation the store's backend does not have. */
 export function unsupported(backend: string, doing: string): SeenStoreError {
-  return new SeenStoreError('UNSUPPORTED', `cannot ${doing}: the ${backend} backend does not support it (docs/architecture.md lists each backend's capabilities)`);
+  return new SeenStoreError('UNSUPPORTED', `cannot ${doing}: the ${backend} backend does not support it (docs/architecture.md "Drivers" lists each driver's capabilities)`);
 }

@@ -34,3 +34,15 @@ export { ScopeFrontier, DEFAULT_LEASE_MS, type TakeOptions, type LeasedUrl, type
 export { mergeExportFiles } from './epochs/seen-store.js';
 export type { ExportHeader } from './store/export-file.js';
 export type { DiskUsage } from './store/backend.js';
+export {
+  SetSummary,
+  SetSummaryBuilder,
+  SetDifference,
+  DEFAULT_RECALL_TARGET,
+  type SummarizeOptions,
+  type SetDifferenceOptions,
+  type SetDifferenceResult,
+  type EncodedSummary,
+} from './setdiff/set-difference.js';
+export { writeSummaryFile, SUMMARY_FORMAT_VERSION, type SummaryHeader, type SummaryTree } from './setdiff/summary-file.js';
+export { SETDIFF_SCHEME_ID, type TreeSeeds } from './setdiff/universe.js';

@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import { open } from 'lmdb';
 import { Packr } from 'msgpackr';
 import { ERROR_CODES, SeenStore } from '../src/index.js';
+import { CORPUS, urlReadingCommands } from './helpers/bad-input-corpus.js';
 import { runCli, type CliResult } from './helpers/cli.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -21,19 +22,6 @@ function assertHandled(out: CliResult, what: string): void {
   }
   if (out.code !== 0) assert.equal(out.stderr.split('\n').filter((line) => /error/.test(line)).length, 1, `${what}: one error line\n${out.stderr}`);
 }
-
-/** The input corpus of issue 7: each a buffer, fed on stdin. */
-const CORPUS: Record<string, Buffer> = {
-  empty: Buffer.alloc(0),
-  'only newlines': Buffer.from('\n\n\r\n\n'),
-  'NUL bytes': Buffer.from('https://a.example/\u0000x\n\u0000\u0000\nhttps://b.example/\n'),
-  'invalid UTF-8': Buffer.concat([Buffer.from('https://a.example/'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('\nhttps://c.example/\n')]),
-  'UTF-8 BOM': Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('https://bom.example/\n')]),
-  CRLF: Buffer.from('https://crlf.example/a\r\nhttps://crlf.example/b\r\n'),
-  '10 MB line': Buffer.concat([Buffer.from('https://big.example/'), Buffer.alloc(10 * 2 ** 20, 0x61), Buffer.from('\nhttps://after.example/\n')]),
-  'binary garbage': Buffer.from(Array.from({ length: 65_536 }, (_, i) => (i * 7919 + 13) % 256)),
-  'spaces, IDN, percent-encoding': Buffer.from('https://a.example/with space\nhttps://bücher.example/straße\nhttps://xn--bcher-kva.example/%E2%82%AC?q=%zz\n  https://lead.example/  \n'),
-};
 
 async function storeWithEpoch(): Promise<{ dir: string; exportFile: string }> {
   const dir = tempDir();
@@ -52,31 +40,24 @@ function digest(path: string): string {
 }
 
 describe('bad input (issue 7 corpus)', () => {
-  test('every URL-reading command, every corpus input: handled, with skip and with --on-invalid fail', async () => {
+  test('every URL-reading command, every corpus input: handled, skipping and with --on-invalid fail', async () => {
     const { dir, exportFile } = await storeWithEpoch();
-    const commands: string[][] = [
-      ['filter-new'],
-      ['add'],
-      ['has'],
-      ['has', '--epochs', 'all', '--mode', 'all'],
-      ['classify'],
-      ['diff', '--from', '1', '--to', '1'],
-      ['diff', '--against', exportFile],
-      ['count', '--scope', 'counts'],
-      ['delete', '--scope', 'counts'],
-    ];
-    for (const [name, input] of Object.entries(CORPUS)) {
-      for (const command of commands) {
-        for (const extra of [[], ['--on-invalid', 'fail']]) {
-          const args = [...command, '--store', dir, ...extra];
-          const out = await runCli(args, input);
-          assertHandled(out, `${args.join(' ')} < ${name}`);
-          assert.ok(out.code === 0 || out.code === ERROR_CODES.INVALID_URL, `${args.join(' ')} < ${name}: exit ${out.code}\n${out.stderr}`);
-        }
+    // Every input through every command once, skipping and failing in turn, so that each input and
+    // each command meets both modes; `npm run soak` runs every input, command and mode (soak/corpus.ts).
+    const summaryFile = join(tempDir(), 'b.sum');
+    assert.equal((await runCli(['setdiff', 'summarize', '--out', summaryFile], 'https://seed.example/1\n')).code, 0);
+    const commands = urlReadingCommands(exportFile, summaryFile, join(tempDir(), 'a.sum'));
+    for (const [i, [name, input]] of Object.entries(CORPUS).entries()) {
+      for (const [j, command] of commands.entries()) {
+        const extra = (i + j) % 2 === 0 ? [] : ['--on-invalid', 'fail'];
+        const args = [...command, '--store', dir, ...extra];
+        const out = await runCli(args, input);
+        assertHandled(out, `${args.join(' ')} < ${name}`);
+        assert.ok(out.code === 0 || out.code === ERROR_CODES.INVALID_URL, `${args.join(' ')} < ${name}: exit ${out.code}\n${out.stderr}`);
       }
     }
     const store = await SeenStore.open(dir);
-    assert.ok(store.verify().ok, 'the store is sound after the whole corpus');
+    assert.ok((await store.verify()).ok, 'the store is sound after the whole corpus');
     await store.close();
   });
 

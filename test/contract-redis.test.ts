@@ -1,4 +1,6 @@
 import { after, test } from 'node:test';
+import { SeenStore } from '../src/index.js';
+import { redisDriver } from '../src/store/redis/driver.js';
 import { contractSuite } from './contract/suite.js';
 import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
 
@@ -16,10 +18,10 @@ if (missing !== undefined) {
   });
   contractSuite({
     name: 'redis cluster',
-    frontierOrder: 'per-partition',
-    location: async () => {
+    capabilities: redisDriver.capabilities,
+    open: async (options) => {
       await started;
-      return cluster!.location();
+      return SeenStore.open(cluster!.location(), options);
     },
   });
 }

@@ -110,7 +110,7 @@ describe('SIGINT and SIGTERM stop admin commands at a safe point', () => {
     assertStopped(out, 'import:mid-chunks', 143);
     const store = await SeenStore.open(dir);
     assert.deepEqual((await store.scopeNames()), ['default']);
-    const report = store.verify();
+    const report = await store.verify();
     assert.ok(report.ok, JSON.stringify(report.damage));
     assert.equal(report.chunks, chunksBefore, 'no chunk of the stopped import is left');
     await store.close();

@@ -73,7 +73,7 @@ describe('eigen and multilayer keying', () => {
       store = await SeenStore.open(dir);
       assert.ok((await store.scope('keyed').has(inserted)).every(Boolean), 'no false negatives after reopen');
       assert.equal((await store.scope('keyed').has(probes)).filter(Boolean).length, measured);
-      assert.ok(store.verify().ok);
+      assert.ok((await store.verify()).ok);
       await store.import(file, { scope: 'copy' });
       assert.ok((await store.scope('copy').has(inserted, { epochs: 1 })).every(Boolean));
       assert.equal((await store.scope('copy').has(probes, { epochs: 1 })).filter(Boolean).length, measured);

@@ -63,7 +63,7 @@ describe('merge', () => {
     const reopened = await SeenStore.open(dir);
     assert.ok((await reopened.scope('crawl').has(SITELIST)).every(Boolean));
     assert.ok((await reopened.scope('crawl').epoch(1)).sliceDetails[0]!.added > 14_000);
-    assert.ok(reopened.verify().ok);
+    assert.ok((await reopened.verify()).ok);
     await reopened.close();
   });
 

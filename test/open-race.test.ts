@@ -102,6 +102,16 @@ interface HeldOpener {
   readonly pid: number;
 }
 
+/** futex(2) on this architecture: the call a thread waiting on a POSIX mutex sleeps in. */
+const FUTEX_SYSCALL = ({ x64: 202, arm64: 98 } as Record<string, number>)[process.arch];
+
+/** Resolves once the main thread of `pid` is blocked in futex(2) (/proc/PID/syscall starts with its number). */
+async function blockedOnMutex(pid: number): Promise<void> {
+  assert.ok(FUTEX_SYSCALL !== undefined, `futex's number on ${process.arch} is not known to this test`);
+  const syscall = (): string => readFileSync(`/proc/${pid}/syscall`, 'utf8');
+  await until(() => syscall().split(' ')[0] === String(FUTEX_SYSCALL), () => `process ${pid} to block on the guard (it is in: ${syscall().trim()})`);
+}
+
 /** A `filter-new` that commits every URL in its own transaction and prints it once durable. */
 function singleUrlWriter(dir: string): LineChild {
   return new LineChild([process.execPath, CLI, '--store', dir, 'filter-new', '--batch-size', '1', '--batch-delay-ms', '0']);
@@ -182,7 +192,9 @@ describe('opening a store while another process commits', { skip: SKIP }, () => 
     await writer.waitForLines(1);
     const held = await heldOpener(dir, [process.execPath, CLI, '--store', dir, 'stats']);
     writer.send('https://example.org/w2');
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The writer has reached the guard once its main thread sleeps in the kernel on a mutex: an
+    // explicit state, where a fixed wait would pass on a machine too slow to have got there yet.
+    await blockedOnMutex(writer.child.pid!);
     assert.equal(writer.lines.length, 1, 'the commit waits for the guard');
     process.kill(held.pid, 'SIGKILL');
     await held.exited;

@@ -92,13 +92,15 @@ describe('operations: snapshots', () => {
 describe('operations: scheduled rotation', () => {
   test('epoch rotate --if-older-than rotates only an epoch older than that, once across racing schedulers', async () => {
     const store = tempDir();
-    await cli(['add', '--store', store], urls('a', 10));
-    const young = await cli(['epoch', 'rotate', '--store', store, '--if-older-than', '1h']);
+    // The epoch is made three hours old by the clock that creates it, rather than by waiting.
+    const early = await SeenStore.open(store, { clock: () => Date.now() - 3 * 3_600_000 });
+    await early.scope().add(urls('a', 10).trim().split('\n'));
+    await early.close();
+    const young = await cli(['epoch', 'rotate', '--store', store, '--if-older-than', '4h']);
     assert.equal(young.code, 0, young.stderr);
-    assert.match(young.stdout, /^epoch 1 is \d+s old, not older than 1h: nothing rotated\n$/);
-    await sleep(2_600);
+    assert.match(young.stdout, /^epoch 1 is 3h(?: \d+s)? old, not older than 4h: nothing rotated\n$/);
     // Two schedulers fire at once: the open epoch is old, each tries; one rotates.
-    const both = await Promise.all([1, 2].map(() => cli(['epoch', 'rotate', '--store', store, '--if-older-than', '2500ms'])));
+    const both = await Promise.all([1, 2].map(() => cli(['epoch', 'rotate', '--store', store, '--if-older-than', '2h'])));
     for (const run of both) assert.equal(run.code, 0, run.stderr);
     const rotated = both.filter((run) => run.stdout.startsWith('sealed epoch 1'));
     assert.equal(rotated.length, 1, both.map((r) => r.stdout).join('\n---\n'));

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { ROOT } from './helpers/data.js';
@@ -13,7 +14,7 @@ const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** What a fresh clone holds that `npm pack` needs: sources and files, no dist/. */
-const CLONE_ENTRIES = ['package.json', 'package-lock.json', 'tsconfig.json', 'src', 'migrations', 'cjs', 'docs', 'README.md', 'CHANGELOG.md', 'LICENSE'];
+const CLONE_ENTRIES = ['package.json', 'package-lock.json', 'tsconfig.json', 'scripts', 'src', 'migrations', 'cjs', 'docs', 'README.md', 'CHANGELOG.md', 'LICENSE'];
 
 /** A TypeScript file that uses the public API with its types; any leaked or broken type fails it. */
 const CONSUMER_TS = `import { SeenStore, SeenStoreError, type EpochDetails, type Scope, type ScopeStats } from 'seenstore';
@@ -75,7 +76,7 @@ describe('the npm package, packed from a fresh clone and installed elsewhere', (
 
     const { stdout: listing } = await sh('tar', ['-tzf', tarball], packed);
     const files = listing.trim().split('\n');
-    for (const needed of ['package/dist/src/cli/main.js', 'package/dist/src/index.js', 'package/dist/seenstore.d.ts', 'package/cjs/index.cjs', 'package/LICENSE', 'package/dist/migrations/index.js']) {
+    for (const needed of ['package/dist/src/cli/main.js', 'package/dist/src/index.js', 'package/dist/seenstore.d.ts', 'package/cjs/index.cjs', 'package/LICENSE', 'package/dist/migrations/index.js', 'package/dist/src/store/redis/lua/library.lua']) {
       assert.ok(files.includes(needed), `${needed} is in the tarball`);
     }
     assert.deepEqual(files.filter((f) => f.endsWith('.map')), [], 'no source maps pointing at sources the tarball lacks');
@@ -84,6 +85,10 @@ describe('the npm package, packed from a fresh clone and installed elsewhere', (
     const project = tempDir('seenstore-consumer-');
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }));
     await sh(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund', '--no-package-lock', tarball], project);
+    // The Redis backend reads its Lua beside its compiled modules: the installed package must have it all.
+    const libraryModule = join(project, 'node_modules', 'seenstore', 'dist', 'src', 'store', 'redis', 'library.js');
+    const { stdout: library } = await sh(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(pathToFileURL(libraryModule).href)}); console.log(m.LIBRARY_VERSION, m.LIBRARY.length)`], project);
+    assert.match(library.trim(), new RegExp(`^${VERSION.replace(/\./g, '\\.')}\\+[0-9a-f]{16} [0-9]{4,}$`));
 
     const { stdout: version } = await sh(NPM, ['exec', '--offline', '--', 'seenstore', '--version'], project);
     assert.equal(version.trim(), VERSION);

@@ -2,12 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
 import { planSizing } from '../src/epochs/plan.js';
+import { lmdbDriver } from '../src/store/lmdb/driver.js';
 import { filterGeometries } from '../src/filters/keying.js';
 import { parseStrategy } from '../src/filters/strategy.js';
 import { runCli } from './helpers/cli.js';
 import { sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
-import { tempDir } from './helpers/tmp.js';
+import { memoryStore } from './helpers/memory.js';
 
 const URLS = sharedUrls('crawl-benign-35k.txt');
 
@@ -15,8 +16,8 @@ describe('plan: the sizing calculator', () => {
   for (const strategy of ['classic', 'blocked', 'partitioned', 'partitioned:4', 'spatial:2', 'eigen:2', 'counting']) {
     test(`${strategy}: the plan is the geometry an epoch gets, first slice and growth slices`, async () => {
       const capacityUrls = 4_000;
-      const plan = planSizing(capacityUrls, 0.01, parseStrategy(strategy), 3);
-      const store = await SeenStore.open(tempDir());
+      const plan = planSizing(capacityUrls, 0.01, parseStrategy(strategy), 3, lmdbDriver.capabilities.storedBytes);
+      const store = await SeenStore.open(memoryStore('plan'));
       const scope = store.scope('s', { capacityUrls, fprTarget: 0.01, strategy });
       // Over 12,000 new URLs fill the first slice (4,000) and the second (8,000): the third starts
       // (12,500 added: a few hundred at most are false positives and not new).
@@ -53,6 +54,6 @@ describe('plan: the sizing calculator', () => {
       assert.equal(bad.code, 2, `${args.join(' ')}: ${bad.stderr}`);
       assert.match(bad.stderr, /^seenstore: error USAGE: /);
     }
-    await expectCode('USAGE', () => planSizing(10, 0.01, parseStrategy('classic'), 0));
+    await expectCode('USAGE', () => planSizing(10, 0.01, parseStrategy('classic'), 0, lmdbDriver.capabilities.storedBytes));
   });
 });

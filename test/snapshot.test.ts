@@ -46,7 +46,7 @@ describe('snapshots', () => {
     assert.ok(answers.every(Boolean), `batches 0..${ackedBefore - 1}, acknowledged before the snapshot, must all be in it`);
     const total = (await scope.stats()).epochs[0]!.submitted;
     assert.equal(total % batch === 0 || total === BENIGN.length, true, 'whole batches only: a batch is in the snapshot entirely or not at all');
-    assert.ok(copy.verify().ok);
+    assert.ok((await copy.verify()).ok);
     await copy.close();
   });
 
@@ -83,12 +83,12 @@ describe('snapshots', () => {
     assert.ok((await scope.has(SITELIST.slice(2000, 4000))).filter(Boolean).length < 50, 'what came after the snapshot is gone (up to false positives)');
     assert.equal((await scope.has(['https://holder.example/']))[0], false);
     assert.equal((await scope.stats()).epochs[0]!.submitted, 2000);
-    const names = store.snapshots().map((s) => s.name);
+    const names = (await store.snapshots()).map((s) => s.name);
     assert.equal(names.length, 2);
     const preRestore = names.find((name) => name.startsWith('pre-restore-'));
     assert.ok(preRestore !== undefined, 'the replaced data is kept as a snapshot');
     assert.match(restored.stdout, new RegExp(`the data it replaced is snapshot ${preRestore}\\n$`), 'the message names the pre-restore snapshot');
-    assert.ok(store.verify().ok);
+    assert.ok((await store.verify()).ok);
     await store.close();
 
     assert.equal((await runCli(['snapshot', 'delete', 'before-later', '--store', dir])).code, 0);

@@ -6,6 +6,7 @@ import { expectedFpr } from '../src/filters/sizing.js';
 import { runCli } from './helpers/cli.js';
 import { binomialLower, binomialUpper, sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
+import { memoryStore } from './helpers/memory.js';
 import { tempDir } from './helpers/tmp.js';
 
 const benign = sharedUrls('crawl-benign-35k.txt');
@@ -48,7 +49,7 @@ describe('strategies', () => {
   });
 
   test('a spatial epoch grows by slices of S filters, and rotation keeps or changes the strategy', async () => {
-    const dir = tempDir();
+    const dir = memoryStore('strategies');
     const store = await SeenStore.open(dir);
     const scope = store.scope('grow', { strategy: 'spatial:2', capacityUrls: 2_000, fprTarget: 0.01 });
     await scope.add(benign);
@@ -70,7 +71,7 @@ describe('strategies', () => {
   });
 
   test('scalable:F,T chooses the growth: slices F times larger, errors tightened by T, the promise kept', async () => {
-    const dir = tempDir();
+    const dir = memoryStore('strategies');
     const store = await SeenStore.open(dir);
     const scope = store.scope('grow', { strategy: 'scalable:4,0.8', capacityUrls: 1_000, fprTarget: 0.01 });
     await scope.add(benign);
@@ -114,7 +115,7 @@ describe('strategies', () => {
   });
 
   test('unknown and unavailable strategies, and seeds that do not fit, are USAGE errors before anything is written', async () => {
-    const dir = tempDir();
+    const dir = memoryStore('strategies');
     const store = await SeenStore.open(dir);
     const bad = ['spatial', 'spatial:1', 'spatial:17', 'eigen:0', 'eigen:17', 'multilayer:1', 'multilayer:9', 'scalable:0.5,0.5', 'scalable:2,1', 'scalable:2', 'bloomier', 'counting:2', 'Classic'];
     for (const [i, strategy] of bad.entries()) await expectCode('USAGE', () => store.scope(`s${i}`, { strategy }).add(['http://a/']));

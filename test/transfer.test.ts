@@ -75,7 +75,7 @@ describe('export / import', () => {
     assert.equal(open.state, 'open');
     assert.equal(open.sizing.policy, 'history-v1');
     assert.notDeepEqual(open.sliceDetails[0]!.seeds, details.sliceDetails[0]!.seeds, 'the next epoch hashes with fresh seeds');
-    assert.ok(target.verify().ok);
+    assert.ok((await target.verify()).ok);
     await target.close();
   });
 
@@ -168,7 +168,7 @@ describe('export / import', () => {
     assert.deepEqual((await store.scopeNames()), []);
     await store.import(exportPath, { scope: 'half' });
     assert.ok((await store.scope('half').has(SITELIST, { epochs: 1 })).every(Boolean));
-    const report = store.verify();
+    const report = await store.verify();
     assert.ok(report.ok, JSON.stringify(report.damage));
     await store.close();
   });

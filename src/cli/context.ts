@@ -1,5 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { statSync } from 'node:fs';
 import { SeenStoreError } from '../errors.js';
 import { MAX_THREADS, SeenStore } from '../epochs/seen-store.js';
 import type { Scope, ScopeOptions } from '../epochs/scope.js';
@@ -14,7 +13,7 @@ import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE, DEFAULT_STORE_DIR } from '.
 
 export { parseCount, parseFpr, parseSeeds } from './parse.js';
 export { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE, DEFAULT_STORE_DIR } from './defaults.js';
-import { isRedisLocation } from '../store/open.js';
+import { driverFor } from '../store/open.js';
 
 /** Options every command accepts (declared on the program). */
 export interface GlobalOptions {
@@ -55,8 +54,8 @@ export function storeDir(options: GlobalOptions): string {
   if (options.store !== undefined && options.store.trim() === '') throw new SeenStoreError('USAGE', '--store must name a directory, got an empty string');
   const fromEnv = process.env.SEENSTORE_DIR === '' ? undefined : process.env.SEENSTORE_DIR;
   const location = options.store ?? fromEnv ?? DEFAULT_STORE_DIR;
-  // A redis:// or rediss:// location names a server, not a path: it passes through as given.
-  return isRedisLocation(location) ? location : resolve(location);
+  // The driver says what a location means: a directory becomes absolute, a URL passes through.
+  return driverFor(location).resolve(location);
 }
 
 /** Options of every open from the global flags (SeenStoreOptions). */
@@ -79,9 +78,9 @@ export async function openStore(options: GlobalOptions, create: boolean): Promis
   if (threads !== undefined && threads > MAX_THREADS) throw new SeenStoreError('USAGE', `--threads must be at most ${MAX_THREADS}, got ${threads}`);
   const dir = storeDir(options);
   const mayCreate = create && options.create !== false;
-  const existed = isRedisLocation(dir) || existsSync(join(dir, 'data.mdb'));
+  const absent = await driverFor(dir).knownAbsent(dir);
   const store = await SeenStore.open(dir, { create: mayCreate, onWarning: (message) => warn(message), ...storeOptions(options), ...(threads === undefined ? {} : { threads }) });
-  if (mayCreate && !existed && process.stderr.isTTY === true) warn(`created store at ${dir}`);
+  if (mayCreate && absent && process.stderr.isTTY === true) warn(`created store at ${dir}`);
   return store;
 }
 

@@ -118,6 +118,30 @@ function addUrlCommands(program: Command): void {
   );
 }
 
+/** `setdiff`: seed 004's approximate set difference between two machines (docs/setdiff.md). */
+function addSetdiffCommands(program: Command): void {
+  const boost = (what: string): Option => new Option('--boost <r>', what).argParser(count('boost'));
+  const setdiff = examples(
+    inputOptions(program.command('setdiff [file]'), false)
+      .description("print the input URLs judged not in another machine's set, from its summary (time grows with the difference; docs/setdiff.md)")
+      .option('--against <summary>', "the other machine's summary (setdiff summarize)")
+      .addOption(boost("trees of the summary to use (default: all it has)"))
+      .action(async (file: string | undefined, _o, command: Command) => (await import('./commands/setdiff.js')).setdiffCommand(file, command)),
+    ['seenstore setdiff summarize a-urls.txt --out a.sum   # on machine A', 'seenstore setdiff b-urls.txt --against a.sum > only-in-b.txt   # on machine B'],
+  );
+  examples(
+    inputOptions(setdiff.command('summarize [file]'), false)
+      .description('write the summary of the input URLs (a compressed Bloom filter of their Merkle tree) for the other machine')
+      .option('--out <file>', 'where the summary is written (required)')
+      .addOption(new Option('--normalize <mode>', 'none (default), whatwg or crawler: the URL form both sides hash').choices(NORMALIZE_MODES))
+      .addOption(boost('independent trees, each with its own filter (default 1): more recall per run, more bytes'))
+      .option('--recall <p>', 'fraction of B − A to report, in expectation (default 0.93)')
+      .addOption(new Option('--b-urls <n>', "the other machine's URL count, if known (default: this one's)").argParser(count('b-urls')))
+      .action(async (file: string | undefined, _o, command: Command) => (await import('./commands/setdiff.js')).summarizeCommand(file, command)),
+    ['seenstore setdiff summarize --normalize crawler --out a.sum < a-urls.txt'],
+  );
+}
+
 function addEpochCommands(program: Command): void {
   const epoch = program.command('epoch').description('list, show, rotate and prune the epochs of a scope');
   examples(epoch.command('list').description('one row per epoch').action(async (_o, command: Command) => (await import('./commands/epoch.js')).epochList(command)), [
@@ -348,14 +372,28 @@ function addToolCommands(program: Command): void {
       .option('--urls <file>', 'distinct URLs, one per line (required)')
       .addOption(new Option('--insert <n>', 'URLs inserted (default: all, or half for the non-incremental modes)').argParser(count('insert')))
       .addOption(new Option('--query <n>', 'other URLs queried in non-incremental and revisit modes (default: the rest)').argParser(count('query')))
-      .addOption(new Option('--mode <mode>', 'the experiment (default non-incremental)').choices(['non-incremental', 'incremental', 'revisit', 'revisit-incremental']))
+      .addOption(
+        new Option('--mode <mode>', 'the experiment (default non-incremental; setdiff: seed 004\'s set difference, A = --insert URLs, |B − A| = --query)').choices([
+          'non-incremental',
+          'incremental',
+          'revisit',
+          'revisit-incremental',
+          'setdiff',
+        ]),
+      )
       .addOption(new Option('--strategy <name>', `${STRATEGY_HELP}; default classic`).argParser(validated(parseStrategy)))
       .addOption(new Option('--hashes <k>', 'hashes per URL per filter (default with --fpr: the optimum)').argParser(count('hashes')))
       .option('--bits-per-hash <M>', "each filter m = N·k·M bits (the thesis's equation 5.1)")
       .addOption(new Option('--fpr <p>', 'size each epoch for this false-positive rate instead (default 0.01)').argParser(validated(parseFpr)))
       .addOption(new Option('--runs <r>', 'repetitions with fresh seeds (default 1)').argParser(count('runs')))
+      .addOption(new Option('--boost <r>', 'setdiff mode: independent trees (default 1)').argParser(count('boost')))
+      .option('--recall <p>', 'setdiff mode: fraction of B − A to report, in expectation (default 0.93)')
       .action(async (_o, command: Command) => (await import('./commands/simulate.js')).simulateCommand(command)),
-    ['seenstore simulate --urls urls.txt --fpr 0.01 --runs 5', 'seenstore simulate --urls urls.txt --mode revisit --strategy spatial:2 --fpr 0.01'],
+    [
+      'seenstore simulate --urls urls.txt --fpr 0.01 --runs 5',
+      'seenstore simulate --urls urls.txt --mode revisit --strategy spatial:2 --fpr 0.01',
+      'seenstore simulate --urls urls.txt --mode setdiff --insert 100000 --query 1000 --runs 3',
+    ],
   );
   examples(
     program
@@ -382,6 +420,7 @@ export function buildProgram(): Command {
     // main.ts prints commander's errors itself, in seenstore's format.
     .configureOutput({ outputError: () => undefined });
   addUrlCommands(program);
+  addSetdiffCommands(program);
   addEpochCommands(program);
   addStoreCommands(program);
   addFrontierCommands(program);

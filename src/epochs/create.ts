@@ -1,11 +1,12 @@
 import { SeenStoreError } from '../errors.js';
 import { planSlice } from '../filters/scalable.js';
-import { growthOf, sliceShape, strategyName, type Strategy } from '../filters/strategy.js';
+import { growthOf, parseStrategy, sliceShape, strategyName, type Strategy } from '../filters/strategy.js';
 import { HASH_SCHEME_ID, freshSeedHex, isSeedHex } from '../hash/scheme.js';
 import { defaultPartitionCount, partitionedBits, partitionSeedFor } from '../filters/partitions.js';
 import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
 import { SCOPE_NAME_PATTERN, type EpochHeader, type SizingDecision } from '../store/records.js';
 import { NORMALIZE_MODES, type NormalizeMode } from '../url/normalize.js';
+import type { ScopeOptions } from './scope-types.js';
 
 /** Capacity of a scope's first epoch when none is given: a mid-sized site crawl. */
 export const DEFAULT_CAPACITY_URLS = 1_000_000;
@@ -55,7 +56,7 @@ export function checkSeeds(seeds: readonly string[], count: number, strategy: st
 }
 
 /** A new epoch's header: one slice with fresh CSPRNG seeds and the geometry of the plan. */
-export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan): EpochHeader {
+export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan, nowMs = Date.now()): EpochHeader {
   checkPlan(plan);
   const { layout, filters } = plan.strategy;
   let first;
@@ -64,7 +65,7 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan): E
   } catch (error) {
     throw new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
   }
-  const now = Date.now();
+  const now = nowMs;
   const seeds = plan.seeds !== undefined ? [...plan.seeds] : Array.from({ length: filters }, () => freshSeedHex());
   // partitioned: P given or from the first slice's size; whole blocks in every partition.
   const partitions = plan.strategy.kind === 'partitioned' ? (plan.strategy.partitions ?? defaultPartitionCount(first.mBits)) : undefined;
@@ -97,4 +98,34 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan): E
     final: null,
     ...(partitions === undefined ? {} : { partitions: { count: partitions, seed: partitionSeedFor(seeds[0]!) } }),
   };
+}
+
+/** The plan of a scope's first epoch from its ScopeOptions, checked and frozen; `driverDefault`: the store driver's default strategy. */
+export function firstEpochPlan(options: ScopeOptions, driverDefault: string): EpochPlan {
+  const capacityUrls = options.capacityUrls ?? DEFAULT_CAPACITY_URLS;
+  const fprTarget = options.fprTarget ?? DEFAULT_FPR_TARGET;
+  const plan = {
+    capacityUrls,
+    fprTarget,
+    strategy: scopeStrategy(options, driverDefault),
+    normalize: options.normalize ?? 'none',
+    sizing: {
+      policy: options.capacityUrls === undefined ? 'default' : 'explicit',
+      reason: options.capacityUrls === undefined ? `first epoch, no capacity given: default ${DEFAULT_CAPACITY_URLS} URLs` : 'first epoch, capacity given by the caller',
+      inputs: { capacityUrls, fprTarget },
+    },
+    ...(options.seeds === undefined ? {} : { seeds: options.seeds }),
+  } as const;
+  checkPlan(plan);
+  return Object.freeze(plan);
+}
+
+/** The strategy asked for (or its layout), else the default of the store's driver (Capabilities.defaultStrategy). */
+function scopeStrategy(options: ScopeOptions, driverDefault: string): Strategy {
+  if (options.strategy === undefined) return parseStrategy(String(options.layout ?? driverDefault));
+  const strategy = parseStrategy(options.strategy);
+  if (options.layout !== undefined && options.layout !== strategy.layout) {
+    throw new SeenStoreError('USAGE', `layout ${options.layout} contradicts strategy ${options.strategy}; give only the strategy`);
+  }
+  return strategy;
 }

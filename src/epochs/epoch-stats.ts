@@ -24,8 +24,9 @@ export interface EpochStats {
   /** False-positive rate of a query now, from the fill (the union over slices). */
   readonly estimatedFpr: number;
   readonly slices: number;
-  /** Bytes the backend holds for the epoch's bits and log (LMDB: pages of its chunks and journal). */
+  /** Bytes the backend holds for the epoch's bits and log. */
   readonly bytesOnDisk: number;
+  /** Records of the backend's write log not yet folded in by a checkpoint (0 for a backend without one). */
   readonly journalRecords: number;
 }
 
@@ -64,7 +65,7 @@ export function epochStats(header: EpochHeader, summary: EpochSummary | undefine
     estimatedFpr: summary?.estimatedFpr ?? final?.estimatedFpr ?? 0,
     slices: header.slices.length,
     bytesOnDisk: usage.bytesOnDisk,
-    journalRecords: usage.journalRecords,
+    journalRecords: usage.pendingRecords,
   };
 }
 

@@ -1,6 +1,8 @@
 import { SeenStoreError } from '../errors.js';
 import type { XxHash } from '../hash/xxhash.js';
+import { SetSummaryBuilder, encodeSetSummary, type EncodedSummary, type SummarizeOptions } from '../setdiff/set-difference.js';
 import type { Backend, FrontierStats, LeasedUrl, QueueItems } from '../store/backend.js';
+import { toKey } from '../url/normalize.js';
 
 export type { FrontierStats, LeasedUrl };
 
@@ -92,6 +94,21 @@ export class ScopeFrontier {
   async stats(): Promise<FrontierStats> {
     this.#ctx.assertOpen();
     return (await this.#frontier()).stats();
+  }
+
+  /**
+   * The set-difference summary of the frontier's URLs, waiting and leased (src/setdiff/): the
+   * exact set a store holds as records (its Bloom filters cannot list their URLs). URLs that
+   * are not usable keys in `options.normalize` are left out.
+   */
+  async setdiffSummary(options: SummarizeOptions = {}): Promise<EncodedSummary> {
+    this.#ctx.assertOpen();
+    const frontier = await this.#frontier();
+    const hash = this.#ctx.hash;
+    const builder = new SetSummaryBuilder(hash, options);
+    const mode = options.normalize ?? 'none';
+    await frontier.forEachUrl((urls) => builder.add(urls.filter((url) => toKey(url, mode) !== undefined)));
+    return encodeSetSummary(hash, builder.finish());
   }
 
   async #frontier() {

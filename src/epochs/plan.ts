@@ -3,7 +3,6 @@ import { filterGeometries } from '../filters/keying.js';
 import { unionFpr } from '../filters/scalable.js';
 import { growthOf, strategyName, type Strategy } from '../filters/strategy.js';
 import { nextSliceSpec } from '../store/slice-plan.js';
-import { CHUNK_PAYLOAD_BYTES, CHUNK_STORED_BYTES } from '../store/chunks.js';
 import { checkPlan, newEpochHeader } from './create.js';
 
 /** Slices a sizing plan lists by default: the first, and what three rounds of growth add. */
@@ -25,7 +24,7 @@ export interface PlannedSlice {
   readonly k: number;
   /** Bits of all the slice's filters (several for spatial, eigen, counting). */
   readonly bits: number;
-  /** What the slice takes in the data file once every chunk of its filters is written. */
+  /** What the slice takes in the backend's storage once all of its filters is written (Capabilities.storedBytes). */
   readonly storedBytes: number;
   /** Stored bytes of the epoch when this slice is full. */
   readonly totalStoredBytes: number;
@@ -46,9 +45,10 @@ export interface SizingPlan {
 /**
  * What an epoch planned for `capacityUrls` URLs at `fprTarget` would be, computed by the code that
  * creates epochs: its first slice, and each slice that growth would add past the capacity, with
- * bits, k, stored bytes and the false-positive rate the epoch keeps at each size.
+ * bits, k, stored bytes and the false-positive rate the epoch keeps at each size. `storedBytes` is
+ * what the store's driver takes for a filter of so many bits (Capabilities.storedBytes).
  */
-export function planSizing(capacityUrls: number, fprTarget: number, strategy: Strategy, slices = DEFAULT_PLANNED_SLICES): SizingPlan {
+export function planSizing(capacityUrls: number, fprTarget: number, strategy: Strategy, slices: number, storedBytesOf: (mBits: number) => number): SizingPlan {
   checkPlan({ capacityUrls, fprTarget, strategy, normalize: 'none' });
   if (!Number.isSafeInteger(slices) || slices < 1 || slices > MAX_PLANNED_SLICES) {
     throw new SeenStoreError('USAGE', `slices must be a whole number from 1 to ${MAX_PLANNED_SLICES}, got ${String(slices)}`);
@@ -74,7 +74,7 @@ export function planSizing(capacityUrls: number, fprTarget: number, strategy: St
     }
     const filters = filterGeometries(slice);
     const bits = filters.reduce((sum, filter) => sum + filter.mBits, 0);
-    const storedBytes = filters.reduce((sum, filter) => sum + Math.ceil(filter.mBits / 8 / CHUNK_PAYLOAD_BYTES) * CHUNK_STORED_BYTES, 0);
+    const storedBytes = filters.reduce((sum, filter) => sum + storedBytesOf(filter.mBits), 0);
     totalCapacityUrls += slice.capacityUrls;
     totalStoredBytes += storedBytes;
     rates.push(slice.fprTarget);

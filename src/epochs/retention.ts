@@ -23,7 +23,7 @@ export interface Dropped {
  * open epoch is always kept). Each drop is atomic for readers (Backend.dropEpoch); a prune that a
  * crash interrupted finishes on the next prune. Nothing else is touched.
  */
-export async function prune(backend: Backend, scope: string, options: PruneOptions): Promise<Dropped[]> {
+export async function prune(backend: Backend, scope: string, options: PruneOptions, clock: () => number = Date.now): Promise<Dropped[]> {
   if (options.keepLast === undefined && options.sealedWithinMs === undefined) {
     throw new SeenStoreError('USAGE', 'prune needs --keep-last and/or --sealed-within: with neither it would keep nothing');
   }
@@ -33,7 +33,7 @@ export async function prune(backend: Backend, scope: string, options: PruneOptio
   const numbers = await backend.epochNumbers(scope);
   const keep = new Set<number>([record.openEpoch]);
   if (options.keepLast !== undefined) for (const n of numbers.slice(-options.keepLast)) keep.add(n);
-  const now = Date.now();
+  const now = clock();
   for (const n of numbers) {
     if (keep.has(n)) continue;
     const header = await backend.epochHeader(scope, n);

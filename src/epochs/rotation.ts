@@ -28,7 +28,7 @@ export interface RotateOptions {
  * summary and the epoch before it (unless given). Pure: the backend calls it inside its atomic
  * rotation, with the counts of every add committed before it.
  */
-export function planNextEpoch(options: RotateOptions): (current: EpochHeader, summary: EpochSummary, before: EpochHeader | undefined) => EpochHeader {
+export function planNextEpoch(options: RotateOptions, clock: () => number = Date.now): (current: EpochHeader, summary: EpochSummary, before: EpochHeader | undefined) => EpochHeader {
   return (current, summary, before) => {
     const fromHistory = capacityFromHistory(current, summary.estimatedDistinct, before);
     const fprTarget = options.fprTarget ?? current.fprTarget;
@@ -43,6 +43,6 @@ export function planNextEpoch(options: RotateOptions): (current: EpochHeader, su
           : { policy: 'explicit', reason: 'capacity given by the caller', inputs: { capacityUrls: options.capacityUrls, fprTarget } },
       ...(options.seeds === undefined ? {} : { seeds: options.seeds }),
     };
-    return newEpochHeader(current.scope, current.epoch + 1, plan);
+    return newEpochHeader(current.scope, current.epoch + 1, plan, clock());
   };
 }

@@ -60,6 +60,17 @@ export interface DiffResult {
   readonly counts: Readonly<Record<DiffCategory, number>>;
 }
 
+/** Each URL's category from its membership in `from` (inA) and `to` (inB), and how many fell in each. */
+export function diffCategories(inA: readonly boolean[], inB: readonly boolean[]): Pick<DiffResult, 'categories' | 'counts'> {
+  const counts: Record<DiffCategory, number> = { both: 0, 'only-from': 0, 'only-to': 0, neither: 0 };
+  const categories = inA.map((a, i): DiffCategory => {
+    const category = a ? (inB[i] ? 'both' : 'only-from') : inB[i] ? 'only-to' : 'neither';
+    counts[category]++;
+    return category;
+  });
+  return { categories, counts };
+}
+
 export interface RotateResult {
   readonly sealed: EpochStats;
   readonly opened: EpochDetails;

@@ -1,9 +1,10 @@
 import { SeenStoreError, assert } from '../errors.js';
-import { CLASSIC, parseStrategy, strategyName, strategyOf, type Strategy } from '../filters/strategy.js';
+import { parseStrategy, strategyName, strategyOf } from '../filters/strategy.js';
 import { keyCount, pickKeys, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
+import { TurnQueue } from '../store/turns.js';
 import { PartlyDecided, type Backend, type CheckpointOutcome, type EpochBits, type QueueItems } from '../store/backend.js';
 import type { NormalizeMode } from '../url/normalize.js';
-import { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET, checkPlan, newEpochHeader, type EpochPlan } from './create.js';
+import { checkPlan, firstEpochPlan, newEpochHeader, type EpochPlan } from './create.js';
 import { resolveEpochs, type EpochSpec } from './epoch-spec.js';
 import { epochDetails, epochStats, type EpochDetails, type EpochStats, type ScopeStats } from './epoch-stats.js';
 import { prune, type Dropped, type PruneOptions } from './retention.js';
@@ -11,18 +12,20 @@ import { planNextEpoch, type RotateOptions } from './rotation.js';
 import { exportEpoch, mergeIntoEpoch, type ExportResult, type MergeResult } from './transfer.js';
 import { anyUrlKeys, urlKeys, usableKeys } from './url-keys.js';
 import { ScopeFrontier, checkedData, pickQueue, queuePart } from './frontier.js';
-import type { AddOptions, AddSummary, EnqueueOptions, Classification, DiffCategory, DiffResult, QueryOptions, RotateResult, ScopeOptions } from './scope-types.js';
+import { diffCategories, type AddOptions, type AddSummary, type EnqueueOptions, type Classification, type DiffCategory, type DiffResult, type QueryOptions, type RotateResult, type ScopeOptions } from './scope-types.js';
 
 export type { EpochDetails, EpochStats, ScopeStats };
 export type { AddOptions, AddSummary, EnqueueOptions, Classification, DiffCategory, DiffResult, QueryOptions, RotateResult, ScopeOptions };
 
-/** URLs per journal record: a larger call is split, each part committed in its own transaction. */
+/** URLs per call of the backend: a larger call is split, each part an atomic step of its own. */
 export const MAX_BATCH_URLS = 65_536;
 
 /** What a scope needs from its store. */
 export interface ScopeContext {
   readonly backend: Backend;
   readonly hash: XxHash;
+  /** Milliseconds since the Unix epoch, for record times and ages (SeenStoreOptions.clock). */
+  readonly clock: () => number;
   readonly assertOpen: () => void;
   /** Throws USAGE when the store was opened read-only. */
   readonly assertWritable: (doing: string) => void;
@@ -40,31 +43,14 @@ export class Scope {
   readonly #explicitNormalize: NormalizeMode | undefined;
   /** The open epoch this handle last saw (to check an explicit normalisation against it once). */
   #openEpoch: number | undefined;
-  /** Settles when the handle's latest add has issued its last batch to the backend (#add). */
-  #addOrder: Promise<void> = Promise.resolve();
+  /** The handle's adds in the order they were made: each issues its batches after the one before (#add). */
+  readonly #addOrder = new TurnQueue();
 
   /** @internal Scopes come from SeenStore.scope(); the context holds the store's internals. */
   constructor(ctx: ScopeContext, name: string, options: ScopeOptions) {
     this.#ctx = ctx;
     this.name = name;
-    const capacityUrls = options.capacityUrls ?? DEFAULT_CAPACITY_URLS;
-    const fprTarget = options.fprTarget ?? DEFAULT_FPR_TARGET;
-    const plan = {
-      capacityUrls,
-      fprTarget,
-      strategy: scopeStrategy(options, ctx.backend.defaultStrategy),
-      normalize: options.normalize ?? 'none',
-      sizing: {
-        policy: options.capacityUrls === undefined ? 'default' : 'explicit',
-        reason: options.capacityUrls === undefined
-          ? `first epoch, no capacity given: default ${DEFAULT_CAPACITY_URLS} URLs`
-          : 'first epoch, capacity given by the caller',
-        inputs: { capacityUrls, fprTarget },
-      },
-      ...(options.seeds === undefined ? {} : { seeds: options.seeds }),
-    } as const;
-    checkPlan(plan);
-    this.#plan = Object.freeze(plan);
+    this.#plan = firstEpochPlan(options, ctx.backend.driver.capabilities.defaultStrategy);
     this.#explicitNormalize = options.normalize;
   }
 
@@ -96,7 +82,7 @@ export class Scope {
     this.#ctx.assertWritable('create a scope');
     if ((await this.#ctx.backend.scopeRecord(this.name)) !== undefined) return false;
     const plan = options === undefined ? this.#plan : new Scope(this.#ctx, this.name, options).#plan;
-    await this.#ctx.backend.createScope(this.name, newEpochHeader(this.name, 1, plan));
+    await this.#ctx.backend.createScope(this.name, newEpochHeader(this.name, 1, plan, this.#ctx.clock()));
     return true;
   }
 
@@ -249,15 +235,8 @@ export class Scope {
     const b = await single(to, 'to');
     const inA = await this.#hasIn(await this.#ctx.backend.epoch(this.name, a), urls);
     const inB = await this.#hasIn(await this.#ctx.backend.epoch(this.name, b), urls);
-    const counts: Record<DiffCategory, number> = { both: 0, 'only-from': 0, 'only-to': 0, neither: 0 };
-    const categories = urls.map((_, i): DiffCategory => {
-      const category = inA[i] ? (inB[i] ? 'both' : 'only-from') : inB[i] ? 'only-to' : 'neither';
-      counts[category]++;
-      return category;
-    });
-    return { from: a, to: b, categories, counts };
+    return { from: a, to: b, ...diffCategories(inA, inB) };
   }
-
   /**
    * Seals the open epoch and opens the next with fresh seeds, sized from history unless a
    * capacity is given. Atomic; adds racing it from other processes land in exactly one epoch.
@@ -285,7 +264,7 @@ export class Scope {
     }
     const backend = this.#ctx.backend;
     let open = await this.#created();
-    const next = planNextEpoch(options);
+    const next = planNextEpoch(options, this.#ctx.clock);
     for (let attempt = 0; ; attempt++) {
       try {
         const request = { epoch: open.header.epoch, next, ...(options.ifEpoch === undefined ? {} : { ifEpoch: options.ifEpoch }) };
@@ -340,7 +319,7 @@ export class Scope {
   async prune(options: PruneOptions): Promise<Dropped[]> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('prune');
-    return prune(this.#ctx.backend, this.name, options);
+    return prune(this.#ctx.backend, this.name, options, this.#ctx.clock);
   }
 
   async stats(): Promise<ScopeStats> {
@@ -365,7 +344,7 @@ export class Scope {
     return this.#details(n);
   }
 
-  /** Makes the open epoch's durable form compact now (LMDB: writes dirty chunks and trims the journal; normally automatic). */
+  /** Folds the backend's write log into the open epoch's durable form now, where it keeps one (Capabilities.checkpoints; normally automatic). */
   async checkpoint(): Promise<CheckpointOutcome> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('checkpoint');
@@ -382,16 +361,12 @@ export class Scope {
     // Calls of one handle reach the backend in the order they were made: the next waits until this
     // one has issued its last batch (a backend deciding batches in flight out of order would answer
     // a URL given in two of them "new" at its later occurrence).
-    const turn = this.#addOrder;
-    let issued!: () => void;
-    this.#addOrder = new Promise<void>((resolve) => {
-      issued = resolve;
-    });
+    const turn = this.#addOrder.take();
     try {
-      await turn;
-      return await this.#addInTurn(urls, answers, options, enqueue, issued);
+      await turn.ready;
+      return await this.#addInTurn(urls, answers, options, enqueue, turn.done);
     } finally {
-      issued();
+      turn.done();
     }
   }
 
@@ -468,7 +443,7 @@ export class Scope {
   async #open(create: boolean): Promise<EpochBits | undefined> {
     const backend = this.#ctx.backend;
     let record = await backend.scopeRecord(this.name);
-    if (record === undefined && create) record = await backend.createScope(this.name, newEpochHeader(this.name, 1, this.#plan));
+    if (record === undefined && create) record = await backend.createScope(this.name, newEpochHeader(this.name, 1, this.#plan, this.#ctx.clock()));
     if (record === undefined) return undefined;
     const open = await backend.epoch(this.name, record.openEpoch);
     if (this.#openEpoch !== record.openEpoch) {
@@ -510,17 +485,4 @@ export class Scope {
     const summary = await epoch.summary();
     return epochDetails(epoch.header, summary, await this.#ctx.backend.usage(epoch.header));
   }
-}
-
-/** The strategy asked for, else the backend's default (Redis: `partitioned`), else classic. */
-function scopeStrategy(options: ScopeOptions, backendDefault: string | undefined): Strategy {
-  if (options.strategy === undefined) {
-    if (options.layout !== undefined) return parseStrategy(String(options.layout));
-    return backendDefault === undefined ? CLASSIC : parseStrategy(backendDefault);
-  }
-  const strategy = parseStrategy(options.strategy);
-  if (options.layout !== undefined && options.layout !== strategy.layout) {
-    throw new SeenStoreError('USAGE', `layout ${options.layout} contradicts strategy ${options.strategy}; give only the strategy`);
-  }
-  return strategy;
 }

@@ -2,7 +2,8 @@ import { resolve } from 'node:path';
 import { SeenStoreError, unsupported } from '../errors.js';
 import { XxHash } from '../hash/xxhash.js';
 import type { Backend, DiskUsage, MigrationReport, RestoreResult, SnapshotInfo, StoreMaintenance, VerifyReport } from '../store/backend.js';
-import { offlineOperations, openBackend, redactLocation } from '../store/open.js';
+import type { OfflineOperations } from '../store/driver.js';
+import { driverFor, openBackend, redactLocation } from '../store/open.js';
 import { checkScopeName } from './create.js';
 import { Scope, type ScopeOptions, type ScopeStats } from './scope.js';
 import { importEpoch, mergeFiles, type ImportOptions, type ImportResult, type MergeFilesResult } from './transfer.js';
@@ -62,6 +63,12 @@ export interface SeenStoreOptions {
    * overrides it (docs/redis.md "Deadlines"). Ignored by directory stores.
    */
   readonly unavailableAfterMs?: number;
+  /**
+   * The clock of the store's record times, epoch ages and frontier leases, in milliseconds since
+   * the Unix epoch (default Date.now). For tests, which must not wait for time to pass: a clock set
+   * ahead makes leases run out and epochs old at once. A Redis store's leases follow the server's clock.
+   */
+  readonly clock?: () => number;
 }
 
 export const MAX_THREADS = 16;
@@ -69,7 +76,8 @@ export const MAX_THREADS = 16;
 export const MAX_HASH_THREADS = MAX_THREADS;
 
 /**
- * A store: a directory (the LMDB backend) holding any number of scopes. Several processes may open
+ * A store: what its location names (a directory; `redis://`, `memory://`: the driver of its scheme,
+ * docs/architecture.md "Drivers") holding any number of scopes. Several processes may open
  * the same store at once; each add-if-absent decision is made atomically by the backend after
  * catching up with every committed batch, so a URL is reported new exactly once.
  */
@@ -81,12 +89,13 @@ export class SeenStore {
   readonly #ctx;
   #closed = false;
 
-  private constructor(dir: string, backend: Backend, hash: XxHash) {
+  private constructor(dir: string, backend: Backend, hash: XxHash, clock: () => number) {
     this.dir = dir;
     this.#backend = backend;
     this.#ctx = Object.freeze({
       backend,
       hash,
+      clock,
       assertOpen: () => {
         if (this.#closed) throw new SeenStoreError('STORE_CLOSED', `the store at ${redactLocation(dir)} is closed`);
       },
@@ -104,21 +113,17 @@ export class SeenStore {
     if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS) {
       throw new SeenStoreError('USAGE', `threads must be a whole number from 1 to ${MAX_THREADS}, got ${String(threads)}`);
     }
+    if (options.clock !== undefined && typeof options.clock !== 'function') throw new TypeError('clock must be a function returning milliseconds');
     const hash = await XxHash.load();
-    const backend = await openBackend(dir, {
+    const common = {
       hash,
       create: options.create ?? true,
       readOnly: options.readOnly ?? false,
-      threads,
-      ...(options.mapSizeBytes === undefined ? {} : { mapSizeBytes: options.mapSizeBytes }),
-      ...(options.lockStaleMs === undefined ? {} : { lockStaleMs: options.lockStaleMs }),
-      ...(options.waitReplicas === undefined ? {} : { waitReplicas: options.waitReplicas }),
-      ...(options.unavailableAfterMs === undefined ? {} : { unavailableAfterMs: options.unavailableAfterMs }),
-      checkpointJournalBytes: options.checkpointJournalBytes ?? 32 * 2 ** 20,
-      checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
       warn: options.onWarning ?? ((message: string) => process.emitWarning(message, 'SeenStoreWarning')),
-    });
-    const store = new SeenStore(dir, backend, hash);
+    };
+    // Each driver takes the options that apply to it (store/driver.ts) and checks them itself.
+    const backend = await openBackend(dir, common, { ...options, threads });
+    const store = new SeenStore(dir, backend, hash, options.clock ?? Date.now);
     openHere.set(resolve(dir), (openHere.get(resolve(dir)) ?? 0) + 1);
     return store;
   }
@@ -184,7 +189,7 @@ export class SeenStore {
    * Checks every header, checkpoint record, chunk (checksum, size, place) and journal record
    * (checksum, sequence, slice) of the store; reports each damage with its exact place.
    */
-  verify(): VerifyReport {
+  async verify(): Promise<VerifyReport> {
     this.#ctx.assertOpen();
     return this.#maintenance('verify').verify();
   }
@@ -208,7 +213,7 @@ export class SeenStore {
       return offline.damagedStoreReport(dir, error);
     }
     try {
-      return store.verify();
+      return await store.verify();
     } finally {
       await store.close();
     }
@@ -246,16 +251,16 @@ export class SeenStore {
   }
 
   /** The store's snapshots, oldest first, with their time, format and size. */
-  snapshots(): SnapshotInfo[] {
+  async snapshots(): Promise<SnapshotInfo[]> {
     this.#ctx.assertOpen();
     return this.#maintenance('list snapshots').snapshots();
   }
 
-  deleteSnapshot(name: string): void {
+  async deleteSnapshot(name: string): Promise<void> {
     this.#ctx.assertOpen();
     const maintenance = this.#maintenance('delete a snapshot');
     this.#ctx.assertWritable('delete a snapshot');
-    maintenance.deleteSnapshot(name);
+    await maintenance.deleteSnapshot(name);
   }
 
   /** Checkpoints every scope this handle has used. */
@@ -277,7 +282,7 @@ export class SeenStore {
 
   #maintenance(doing: string): StoreMaintenance {
     const maintenance = this.#backend.maintenance;
-    if (maintenance === undefined) throw unsupported(this.#backend.kind, doing);
+    if (!this.#backend.driver.capabilities.maintenance || maintenance === undefined) throw unsupported(this.#backend.driver.name, doing);
     return maintenance;
   }
 }
@@ -288,6 +293,15 @@ export class SeenStore {
  */
 export async function mergeExportFiles(paths: readonly string[], out: string, options: { readonly signal?: AbortSignal } = {}): Promise<MergeFilesResult> {
   return mergeFiles(await XxHash.load(), paths, out, options.signal);
+}
+
+/** The operations on a closed store, of a driver that has them (`capabilities.offline`); UNSUPPORTED elsewhere. */
+async function offlineOperations(location: string, doing: string): Promise<OfflineOperations> {
+  const driver = driverFor(location);
+  if (!driver.capabilities.offline || driver.offline === undefined) {
+    throw unsupported(driver.name, `${doing} ${redactLocation(location)}`);
+  }
+  return driver.offline();
 }
 
 /** Store directories with open handles in this process (LMDB's reader table lists processes, not handles). */

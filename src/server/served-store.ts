@@ -17,6 +17,7 @@ import type {
   SnapshotInfo,
   Utf8Keys,
 } from '../index.js';
+import type { EncodedSummary, SummarizeOptions } from '../setdiff/set-difference.js';
 
 
 /**
@@ -48,6 +49,7 @@ export interface ServedFrontier {
   release(ids: readonly string[], data?: readonly unknown[]): Promise<number>;
   reclaim(owner: string): Promise<number>;
   stats(): Promise<FrontierStats>;
+  setdiffSummary(options?: SummarizeOptions): Promise<EncodedSummary>;
 }
 
 /** What the server uses of a store. */

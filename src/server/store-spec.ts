@@ -20,7 +20,7 @@ export async function openServedStore(spec: string, options: SeenStoreOptions = 
     scope: async (name, scopeOptions) => store.scope(name, scopeOptions),
     stats: () => store.stats(),
     snapshot: (name) => store.snapshot(name),
-    snapshotCount: async () => store.snapshots().length,
+    snapshotCount: async () => (await store.snapshots()).length,
     close: () => store.close(),
     failed: new Promise<Error>(() => undefined),
   };

@@ -140,6 +140,7 @@ function remoteScope(thread: StoreThread, name: string): ServedScope {
       release: (ids, data) => call('frontier.release', ids, data),
       reclaim: (owner) => call('frontier.reclaim', owner),
       stats: () => call('frontier.stats'),
+      setdiffSummary: (options) => call('frontier.setdiffSummary', options),
     }),
   };
 }

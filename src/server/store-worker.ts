@@ -14,7 +14,7 @@ let store: SeenStore | undefined;
 /** The Scope methods the server calls (ServedScope): nothing else is run by name. */
 const SCOPE_METHODS = new Set(['addIfAbsentUtf8', 'has', 'stats', 'openEpoch', 'epoch', 'create', 'rotate', 'prune', 'classify', 'diff', 'enqueue']);
 /** The frontier methods (ServedFrontier), called as `frontier.NAME`. */
-const FRONTIER_METHODS = new Set(['take', 'done', 'release', 'reclaim', 'stats']);
+const FRONTIER_METHODS = new Set(['take', 'done', 'release', 'reclaim', 'stats', 'setdiffSummary']);
 
 function reply(message: StoreReply, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
@@ -49,7 +49,7 @@ async function run(call: StoreCall): Promise<unknown> {
     case 'snapshot':
       return opened.snapshot(call.args[0] as string | undefined);
     case 'snapshotCount':
-      return opened.snapshots().length;
+      return (await opened.snapshots()).length;
     case 'close':
       await opened.close();
       return null;

@@ -1,14 +1,15 @@
 import { SeenStoreError } from '../errors.js';
 import type { Keys } from '../hash/xxhash.js';
+import type { DriverManifest } from './driver.js';
 import type { EpochHeader, ScopeRecord } from './records.js';
 
 /**
  * The storage seam: what the epoch engine (src/epochs) needs from wherever the bits live. Above it
- * nothing knows LMDB or Redis; below it each backend keeps its own durability tactics (LMDB: a
- * journal committed per batch plus checkpoints; Redis: its AOF, and WAIT for replicas).
+ * nothing knows a backend by name: it reads the driver's capabilities (store/driver.ts); below it
+ * each backend keeps its own durability tactics.
  *
  * Rules of the seam (docs/architecture.md):
- * - Every method may be remote, so every method returns a promise.
+ * - Every method that may touch storage may be remote, so it returns a promise.
  * - A decision that must be atomic (add-if-absent with slice growth and the "still open?" check,
  *   a rotation, the creation of a scope, an import, a merge) is one call; what the engine must
  *   decide inside it is passed as data, or as a pure function of the backend's caught-up state
@@ -17,18 +18,16 @@ import type { EpochHeader, ScopeRecord } from './records.js';
  *   one epoch hasher (filters/epoch-hasher.ts) for the epoch's seeds, because an add that grows
  *   the epoch must hash again for the new slice inside its atomic step.
  * - Errors are SeenStoreErrors with the documented codes; a capability a backend lacks is
- *   UNSUPPORTED (see `Backend.maintenance`).
+ *   UNSUPPORTED (see `Capabilities`).
  */
 export interface Backend {
-  /** `lmdb` or `redis`: for messages and INFO lines. */
-  readonly kind: string;
-  /** Where the store is (a directory, or a redis:// address without its password). */
+  /** The driver that opened it: its name and capabilities. */
+  readonly driver: DriverManifest;
+  /** Where the store is, fit for messages (no password). */
   readonly location: string;
   readonly readOnly: boolean;
-  /** The backend's own operations on a whole store (snapshots, verify), where it has them. */
-  readonly maintenance: StoreMaintenance | undefined;
-  /** The strategy of new scopes that name none, when not `classic` (Redis: `partitioned`, which spreads over a cluster). */
-  readonly defaultStrategy?: string;
+  /** Operations on the whole open store: set exactly when `driver.capabilities.maintenance`. */
+  readonly maintenance?: StoreMaintenance;
 
   /** Names of the scopes that exist. */
   scopeNames(): Promise<string[]>;
@@ -116,7 +115,7 @@ export interface EpochBits {
    */
   merge(filters: readonly Uint8Array[], check: (header: EpochHeader) => void): Promise<number>;
 
-  /** Makes the epoch's durable form compact now (LMDB: writes the journal into chunks); 'clean' where there is nothing to do. */
+  /** Folds what the backend logged into the epoch's durable form now (`capabilities.checkpoints`); 'clean' where there is nothing to do. */
   checkpoint(): Promise<CheckpointOutcome>;
 }
 
@@ -161,6 +160,11 @@ export interface Frontier {
   /** Gives back at once every lease that `owner` took (a restarted crawler taking back its predecessor's). */
   reclaim(owner: string): Promise<number>;
   stats(): Promise<FrontierStats>;
+  /**
+   * Calls `onBatch` with the URLs of every waiting and leased entry, in batches: a read, nothing
+   * changes (a set-difference summary of the frontier, src/setdiff/).
+   */
+  forEachUrl(onBatch: (urls: string[]) => void): Promise<void>;
 }
 
 /** What an enqueue queues for each key: its URL, and optionally a payload kept with it. */
@@ -261,19 +265,19 @@ export interface EpochContents {
 export interface EpochUsage {
   /** Bytes the backend holds for the epoch's bits and log. */
   readonly bytesOnDisk: number;
-  /** Records of its log not yet folded into its bits (LMDB: journal records). */
-  readonly journalRecords: number;
+  /** Records of the backend's write log not yet folded into the bits by a checkpoint; 0 for a backend without one. */
+  readonly pendingRecords: number;
 }
 
-/** Whole-store operations of a backend that has them (LMDB); elsewhere UNSUPPORTED. */
+/** Operations on a whole open store, of a driver with `capabilities.maintenance`; elsewhere UNSUPPORTED. */
 export interface StoreMaintenance {
   snapshot(name: string | undefined, signal: AbortSignal | undefined): Promise<SnapshotInfo>;
   /** The same copy, written to `dir` outside the store (which must not exist): a backup on another disk. */
   snapshotTo(dir: string, signal: AbortSignal | undefined): Promise<SnapshotInfo>;
-  diskUsage(): DiskUsage;
-  snapshots(): SnapshotInfo[];
-  deleteSnapshot(name: string): void;
-  verify(): VerifyReport;
+  diskUsage(): Promise<DiskUsage>;
+  snapshots(): Promise<SnapshotInfo[]>;
+  deleteSnapshot(name: string): Promise<void>;
+  verify(): Promise<VerifyReport>;
 }
 
 /** A snapshot: a consistent, read-only, point-in-time copy of a whole store. */

@@ -1,52 +1,57 @@
 import { SeenStoreError } from '../errors.js';
-import type { XxHash } from '../hash/xxhash.js';
 import type { Backend } from './backend.js';
+import { registered, type Driver, type OpenOptions, type StoreSettings } from './driver.js';
+import { lmdbDriver } from './lmdb/driver.js';
+import { memoryDriver } from './memory/driver.js';
+import { redisDriver } from './redis/driver.js';
 
-/** What opening a store needs, whichever backend it is (each takes what applies to it). */
-export interface BackendOptions {
-  readonly hash: XxHash;
-  readonly create: boolean;
-  readonly readOnly: boolean;
-  readonly threads: number;
-  readonly mapSizeBytes?: number;
-  readonly lockStaleMs?: number;
-  readonly checkpointJournalBytes: number;
-  readonly checkpointIntervalMs: number;
-  readonly warn: (message: string) => void;
-  /** Redis: replicas that must confirm a write (WAIT) before it is acknowledged; default 0. */
-  readonly waitReplicas?: number;
-  /** Redis: how long calls retry through failovers before STORE_UNAVAILABLE; default 30 s. */
-  readonly unavailableAfterMs?: number;
+/**
+ * The registry of drivers: the one place that lists the backends. A location `SCHEME://...` goes
+ * to the driver that declares SCHEME; a location without a scheme is a directory. Adding a backend
+ * is a driver folder plus one line here (docs/architecture.md "Writing a driver").
+ */
+const DRIVERS: readonly Driver<unknown>[] = [registered(lmdbDriver), registered(redisDriver), registered(memoryDriver)];
+
+/** `SCHEME://`: what makes a location a URL rather than a path (a scheme is at least two characters, so `C://` stays a path). */
+const SCHEME = /^([A-Za-z][A-Za-z0-9+.-]+):\/\//;
+
+/** The location schemes a store may name (`redis`, `rediss`, ...), lower case: what an unknown-scheme message lists. */
+export function supportedSchemes(): string[] {
+  return DRIVERS.flatMap((driver) => driver.schemes);
 }
 
-/** A store location that names a Redis server rather than a directory. */
-export function isRedisLocation(location: string): boolean {
-  return /^rediss?:\/\//i.test(location);
+/** The scheme of a URL-looking location, lower case; undefined for a path. */
+export function locationScheme(location: string): string | undefined {
+  return SCHEME.exec(location)?.[1]!.toLowerCase();
 }
 
 /**
- * Opens the backend a location names: `redis://` / `rediss://` a Redis server or cluster, anything
- * else a directory for the LMDB backend. Each backend's module is loaded only when a store of its
- * kind is opened, so neither LMDB's native addon nor a Redis client costs start-up otherwise.
+ * The driver a location names. USAGE for a URL whose scheme no driver serves: `postgres://x` is
+ * refused, never taken for a directory named `postgres:`.
  */
-export async function openBackend(location: string, options: BackendOptions): Promise<Backend> {
-  if (isRedisLocation(location)) {
-    const { RedisBackend } = await import('./redis/backend.js');
-    return RedisBackend.open(location, redactLocation(location), options);
+export function driverFor(location: string): Driver<unknown> {
+  const scheme = locationScheme(location);
+  const driver = DRIVERS.find((d) => (scheme === undefined ? d.schemes.length === 0 : d.schemes.includes(scheme)));
+  if (driver === undefined) {
+    const known = supportedSchemes().map((s) => `${s}://`).join(', ');
+    throw new SeenStoreError('USAGE', `unknown store scheme ${scheme}:// (supported: ${known}, or a directory)`);
   }
-  const { LmdbBackend } = await import('./lmdb/backend.js');
-  return LmdbBackend.open(location, options);
+  return driver;
 }
 
-/** The operations on a closed store (migrate, restore, verify of a damaged store): the LMDB backend's alone. */
-export async function offlineOperations(location: string, doing: string): Promise<typeof import('./lmdb/offline.js')> {
-  if (isRedisLocation(location)) {
-    throw new SeenStoreError('UNSUPPORTED', `cannot ${doing} ${redactLocation(location)}: only a directory store (the LMDB backend) has it`);
-  }
-  return import('./lmdb/offline.js');
+/**
+ * Opens the backend a location names, with the settings that driver takes from `settings`. Each
+ * backend's module is loaded only when a store of its kind is opened, so neither LMDB's native
+ * addon nor a Redis client costs start-up otherwise.
+ */
+export async function openBackend(location: string, common: OpenOptions, settings: StoreSettings): Promise<Backend> {
+  const driver = driverFor(location);
+  return driver.open(location, common, driver.parseOptions(settings));
 }
 
 /** A location fit for messages: a password in a URL is never printed. */
 export function redactLocation(location: string): string {
-  return location.replace(/^(rediss?:\/\/)([^@/]*@)/i, '$1***@');
+  const scheme = locationScheme(location);
+  const driver = DRIVERS.find((d) => scheme !== undefined && d.schemes.includes(scheme));
+  return driver === undefined ? location : driver.redact(location);
 }

@@ -86,6 +86,15 @@ export interface EpochHeader {
   readonly partitions?: Partitioning;
 }
 
+/**
+ * The header of `open` sealed at `atMs` with its final counts: the one way every backend seals an
+ * epoch, so that a sealed header reads the same wherever it was stored.
+ */
+export function sealHeader(open: EpochHeader, counts: EpochFinal, atMs: number): EpochHeader {
+  const { submitted, added, estimatedDistinct, fillRatio, estimatedFpr } = counts;
+  return { ...open, state: 'sealed', sealedAtMs: atMs, final: { submitted, added, estimatedDistinct, fillRatio, estimatedFpr } };
+}
+
 export type Shape = Record<string, 'number' | 'string' | 'object' | 'numberOrNull'>;
 
 /** Checks a record read back: its version and the types of its fields (STORE_CORRUPT / FORMAT_UNSUPPORTED). */
@@ -121,14 +130,19 @@ export function readEpochHeader(value: unknown): EpochHeader {
   });
   const where = `epoch header ${header.scope}/${header.epoch}`;
   if (!Array.isArray(header.slices) || header.slices.length === 0) throw new SeenStoreError('STORE_CORRUPT', `${where}: no slices`);
-  for (const slice of header.slices) {
-    const ok = typeof slice?.layout === 'string' && Number.isSafeInteger(slice.mBits) && Number.isInteger(slice.k) &&
-      typeof slice.capacityUrls === 'number' && Array.isArray(slice.seeds) && slice.seeds.length > 0 &&
-      slice.seeds.every((seed: unknown) => typeof seed === 'string') && keyingFits(slice.keying, slice.seeds.length);
-    if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${where}: malformed slice`);
-  }
+  for (const slice of header.slices) readSliceSpec(slice, where);
   if (header.partitions !== undefined && !isPartitioning(header.partitions)) throw new SeenStoreError('STORE_CORRUPT', `${where}: malformed partitions`);
   return header;
+}
+
+/** Checks a slice spec read back (in an epoch header, or a Redis epoch's growth plan): STORE_CORRUPT when malformed. */
+export function readSliceSpec(value: unknown, where: string): SliceSpec {
+  const slice = value as Partial<SliceSpec> | null;
+  const ok = typeof slice?.layout === 'string' && Number.isSafeInteger(slice.mBits) && Number.isInteger(slice.k) &&
+    typeof slice.capacityUrls === 'number' && Array.isArray(slice.seeds) && slice.seeds.length > 0 &&
+    slice.seeds.every((seed: unknown) => typeof seed === 'string') && keyingFits(slice.keying, slice.seeds.length);
+  if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${where}: malformed slice`);
+  return slice as SliceSpec;
 }
 
 /** A slice's keying is absent, or a known kind whose filter count matches the seeds. */

@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET } from '../../epochs/create.js';
 import { DEFAULT_PLANNED_SLICES, planSizing, type SizingPlan } from '../../epochs/plan.js';
 import { parseStrategy } from '../../filters/strategy.js';
-import { parseCount, parseFpr, type GlobalOptions } from '../context.js';
+import { parseCount, parseFpr, storeDir, type GlobalOptions } from '../context.js';
+import { driverFor } from '../../store/open.js';
 import { formatCount, table } from '../output.js';
 
 interface PlanCommandOptions extends GlobalOptions {
@@ -20,6 +21,7 @@ export async function plan(command: Command): Promise<void> {
     parseFpr(options.fpr) ?? DEFAULT_FPR_TARGET,
     parseStrategy(options.strategy ?? 'classic'),
     parseCount('slices', options.slices) ?? DEFAULT_PLANNED_SLICES,
+    driverFor(storeDir(options)).capabilities.storedBytes,
   );
   process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : render(result));
 }

@@ -28,6 +28,7 @@ interface SimulateOptions extends GlobalOptions {
  */
 export async function simulateCommand(command: Command): Promise<void> {
   const options = command.optsWithGlobals<SimulateOptions>();
+  if (options.mode === 'setdiff') return (await import('./simulate-setdiff.js')).simulateSetdiff(command);
   const config = simulationConfig(options);
   if (options.urls === undefined) throw new SeenStoreError('USAGE', 'simulate needs --urls FILE (one URL per line)');
   const incremental = config.mode === 'incremental' || config.mode === 'revisit-incremental';
@@ -79,7 +80,7 @@ function simulationConfig(options: SimulateOptions): SimulationConfig {
 }
 
 /** Reads distinct non-empty lines of FILE (exact bytes, CR and BOM removed) until `wanted` are found. */
-async function readDistinct(file: string, wanted: number): Promise<string[]> {
+export async function readDistinct(file: string, wanted: number): Promise<string[]> {
   const seen = new Set<string>();
   let invalid = 0;
   const splitter = new LineSplitter(
@@ -109,7 +110,7 @@ async function readDistinct(file: string, wanted: number): Promise<string[]> {
   return [...seen];
 }
 
-function percent(x: number): string {
+export function percent(x: number): string {
   if (x === 0) return '0%';
   const digits = Math.max(2, 2 - Math.floor(Math.log10(x * 100)) + 1);
   return `${(x * 100).toFixed(Math.min(digits, 8))}%`;

@@ -24,7 +24,7 @@ export async function snapshotList(command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions>();
   const store = await openStore(options, false);
   try {
-    const snapshots = store.snapshots();
+    const snapshots = await store.snapshots();
     if (options.json) {
       process.stdout.write(`${JSON.stringify(snapshots)}\n`);
       return;
@@ -46,9 +46,9 @@ export async function snapshotPrune(command: Command): Promise<void> {
   if (keepLast === undefined) throw new SeenStoreError('USAGE', 'snapshot prune needs --keep-last N');
   const store = await openStore(options, false);
   try {
-    const oldestFirst = store.snapshots();
+    const oldestFirst = await store.snapshots();
     const doomed = oldestFirst.slice(0, Math.max(0, oldestFirst.length - keepLast));
-    for (const snapshot of doomed) store.deleteSnapshot(snapshot.name);
+    for (const snapshot of doomed) await store.deleteSnapshot(snapshot.name);
     const kept = oldestFirst.length - doomed.length;
     if (options.json) {
       process.stdout.write(`${JSON.stringify({ deleted: doomed.map((s) => ({ name: s.name, reason: s.reason, createdAtMs: s.createdAtMs, bytes: s.bytes })), kept })}\n`);
@@ -75,7 +75,7 @@ export async function snapshotDelete(name: string, command: Command): Promise<vo
   const options = command.optsWithGlobals<GlobalOptions>();
   const store = await openStore(options, false);
   try {
-    store.deleteSnapshot(name);
+    await store.deleteSnapshot(name);
     if (options.json) process.stdout.write(`${JSON.stringify({ deleted: name })}\n`);
     else process.stdout.write(`deleted snapshot ${name}\n`);
   } finally {

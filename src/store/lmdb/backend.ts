@@ -4,10 +4,11 @@ import type { XxHash } from '../../hash/xxhash.js';
 import type { Backend, EpochBits, Frontier, EpochUsage, ImportRequest, Rotation, RotateRequest, StoreMaintenance } from '../backend.js';
 import { faultPoint } from '../faults.js';
 import { removeStoreLeftovers } from '../leftovers.js';
-import type { EpochHeader, ScopeRecord } from '../records.js';
+import { sealHeader, type EpochHeader, type ScopeRecord } from '../records.js';
 import { BitThread } from './bit-thread.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from './env.js';
-import type { BackendOptions } from '../open.js';
+import type { OpenOptions } from '../driver.js';
+import { lmdbDriver, type LmdbOptions } from './driver.js';
 import { LmdbEpoch, RELEASE_MAP_AFTER_BYTES, loadEpochCopy, type LmdbEpochContext } from './epoch.js';
 import type { EpochCopy } from './epoch-copy.js';
 import { scopeKey, epochKey } from './keys.js';
@@ -28,7 +29,7 @@ import { verifyStore } from './verify.js';
  * up with every committed batch, and acknowledged once its journal record is synced.
  */
 export class LmdbBackend implements Backend {
-  readonly kind = 'lmdb';
+  readonly driver = lmdbDriver;
   readonly location: string;
   readonly maintenance: StoreMaintenance;
   readonly #env: StoreEnv;
@@ -37,30 +38,33 @@ export class LmdbBackend implements Backend {
   /** Loaded epochs, by `scope/epoch`: the open ones, and sealed ones that were read. */
   readonly #epochs = new Map<string, LmdbEpoch>();
   #words = new Uint32Array(0);
+  readonly #clock: () => number;
   #closed = false;
 
-  private constructor(env: StoreEnv, bitThread: BitThread | undefined, options: BackendOptions) {
+  private constructor(env: StoreEnv, bitThread: BitThread | undefined, common: OpenOptions, options: LmdbOptions) {
     this.location = env.dir;
     this.#env = env;
     this.#bitThread = bitThread;
+    this.#clock = options.clock;
     this.#ctx = Object.freeze({
       env,
-      hash: options.hash,
+      hash: common.hash,
       bitThread,
       checkpointJournalBytes: options.checkpointJournalBytes,
       checkpointIntervalMs: options.checkpointIntervalMs,
       lockStaleMs: effectiveLockStaleMs(options.lockStaleMs),
-      warn: options.warn,
+      warn: common.warn,
+      clock: options.clock,
       scratch: (words: number) => {
         if (this.#words.length < words) this.#words = new Uint32Array(Math.max(words, 2048));
         return this.#words;
       },
     });
-    this.maintenance = lmdbMaintenance(env, options.hash);
+    this.maintenance = lmdbMaintenance(env, common.hash);
   }
 
-  static async open(dir: string, options: BackendOptions): Promise<LmdbBackend> {
-    const env = StoreEnv.open(dir, { create: options.create, mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES, readOnly: options.readOnly });
+  static async open(dir: string, common: OpenOptions, options: LmdbOptions): Promise<LmdbBackend> {
+    const env = StoreEnv.open(dir, { create: common.create, mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES, readOnly: common.readOnly });
     // Checked after opening: a restore or migration that started before this process entered
     // LMDB's reader table is seen here; one that starts later sees this process and refuses.
     if (await isLocked(dir, EXCLUSIVE_LOCK, effectiveLockStaleMs(options.lockStaleMs))) {
@@ -77,7 +81,7 @@ export class LmdbBackend implements Backend {
     // A killed restore's incoming copy is as large as the store: the next open that may write
     // removes it (a read-only open leaves the directory as it found it).
     if (!env.readOnly) removeStoreLeftovers(dir, join(dir, SNAPSHOTS_DIR));
-    return new LmdbBackend(env, bitThread, options);
+    return new LmdbBackend(env, bitThread, common, options);
   }
 
   get readOnly(): boolean {
@@ -132,19 +136,8 @@ export class LmdbBackend implements Backend {
         throw new SeenStoreError('EPOCH_SEALED', `epoch ${scope}/${current.epoch} is no longer open`);
       }
       const summary = open.filters.summary();
-      const now = Date.now();
-      const sealed: EpochHeader = {
-        ...current,
-        state: 'sealed',
-        sealedAtMs: now,
-        final: {
-          submitted: summary.submitted,
-          added: summary.added,
-          estimatedDistinct: summary.estimatedDistinct,
-          fillRatio: summary.fillRatio,
-          estimatedFpr: summary.estimatedFpr,
-        },
-      };
+      const now = this.#clock();
+      const sealed = sealHeader(current, summary, now);
       const before = meta.findHeader(env, scope, current.epoch - 1);
       const opened = request.next(current, summary, before);
       env.putMeta(epochKey(scope, current.epoch), sealed);
@@ -184,11 +177,11 @@ export class LmdbBackend implements Backend {
     const usage = epochUsage(this.#env, header);
     // Reading each chunk's key maps its first page (LMDB reads an overflow value's header): let them go.
     if (usage.chunks * CHUNK_PAYLOAD_BYTES >= RELEASE_MAP_AFTER_BYTES) this.#env.releaseMappedPages();
-    return usage;
+    return { bytesOnDisk: usage.bytesOnDisk, pendingRecords: usage.journalRecords };
   }
 
   async frontier(scope: string): Promise<Frontier> {
-    return new LmdbFrontier(this.#env, scope);
+    return new LmdbFrontier(this.#env, scope, this.#clock);
   }
 
   async epoch(scope: string, n: number): Promise<EpochBits> {
@@ -226,10 +219,10 @@ function lmdbMaintenance(env: StoreEnv, hash: XxHash): StoreMaintenance {
   return {
     snapshot: async (name, signal) => createSnapshot(env, name ?? defaultSnapshotName(''), 'user', env.header.formatVersion, signal),
     snapshotTo: async (dir, signal) => createSnapshotAt(env, dir, env.header.formatVersion, signal),
-    diskUsage: () => diskUsage(env),
-    snapshots: () => listSnapshots(env.dir),
-    deleteSnapshot: (name) => deleteSnapshot(env.dir, name),
-    verify: () => {
+    diskUsage: async () => diskUsage(env),
+    snapshots: async () => listSnapshots(env.dir),
+    deleteSnapshot: async (name) => deleteSnapshot(env.dir, name),
+    verify: async () => {
       try {
         return verifyStore(env, hash);
       } finally {

@@ -12,6 +12,7 @@ import type { BitThread } from './bit-thread.js';
 import { CHECKPOINT_TXN_BYTES, type Fence } from './checkpoint.js';
 import type { StoreEnv } from './env.js';
 import { EpochCopy, type AfterDecide } from './epoch-copy.js';
+import { bloomFill, type SliceFill } from '../epoch-summary.js';
 import { encodeJournalRecord, JOURNAL_HEADER_BYTES, type JournalRecord } from './journal.js';
 import { checkpointKey } from './keys.js';
 
@@ -54,16 +55,8 @@ export class BloomCopy extends EpochCopy {
     return false;
   }
 
-  protected sliceFill(j: number): { readonly fpr: number; readonly ones: number; readonly cells: number } {
-    let fpr = 1;
-    let ones = 0;
-    let cells = 0;
-    for (const filter of this.#bloom[j]!) {
-      fpr *= filter.currentFpr;
-      ones += filter.onesBits;
-      cells += filter.geometry.mBits;
-    }
-    return { fpr, ones, cells };
+  protected sliceFill(j: number): SliceFill {
+    return bloomFill(this.#bloom[j]!);
   }
 
   protected makeSlice(spec: SliceSpec): StoredFilter[] {

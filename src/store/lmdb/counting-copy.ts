@@ -10,6 +10,7 @@ import type { BitThread } from './bit-thread.js';
 import type { Fence } from './checkpoint.js';
 import type { StoreEnv } from './env.js';
 import { EpochCopy, MAX_SLICES, type AfterDecide } from './epoch-copy.js';
+import { countingFill, type SliceFill } from '../epoch-summary.js';
 import { encodeCountingRecord, type JournalRecord } from './journal.js';
 
 /**
@@ -59,10 +60,8 @@ export class CountingCopy extends EpochCopy {
     return -1;
   }
 
-  protected sliceFill(j: number): { readonly fpr: number; readonly ones: number; readonly cells: number } {
-    // A counting slice answers from its primary alone; its fill is that of its counters.
-    const primary = this.#spectral[j]!.primary;
-    return { fpr: primary.currentFpr, ones: primary.onesBits, cells: primary.cells };
+  protected sliceFill(j: number): SliceFill {
+    return countingFill(this.#spectral[j]!.primary);
   }
 
   protected makeSlice(spec: SliceSpec): StoredFilter[] {

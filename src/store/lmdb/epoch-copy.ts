@@ -1,9 +1,9 @@
 import { SeenStoreError, asStoreError, assert } from '../../errors.js';
 import type { StoredFilter } from '../../filters/bloom.js';
 import { EpochHasher } from '../../filters/epoch-hasher.js';
-import { unionFpr } from '../../filters/scalable.js';
 import type { HashSchemeId } from '../../hash/scheme.js';
 import { nextSliceSpec } from '../slice-plan.js';
+import { epochSummary, type SliceFill } from '../epoch-summary.js';
 import { keyCount, type Keys, type XxHash } from '../../hash/xxhash.js';
 import type { CheckpointOutcome, EpochCounts, EpochSummary } from '../backend.js';
 import type { BitThread } from './bit-thread.js';
@@ -120,7 +120,7 @@ export abstract class EpochCopy {
   abstract has(words: Uint32Array, i: number): boolean;
 
   /** The fill of slice j as queries see it (Bloom: every filter; counting: the primary's counters). */
-  protected abstract sliceFill(j: number): { readonly fpr: number; readonly ones: number; readonly cells: number };
+  protected abstract sliceFill(j: number): SliceFill;
 
   /** Allocates the filters of a slice (appended after the existing ones). */
   protected abstract makeSlice(spec: SliceSpec): StoredFilter[];
@@ -141,32 +141,10 @@ export abstract class EpochCopy {
   protected abstract writeCheckpoint(fence: Fence): Promise<CheckpointOutcome>;
 
   summary(): EpochSummary {
-    let ones = 0;
-    let bits = 0;
-    let estimatedDistinct = 0;
-    const slices = this.slices.map((slice, j) => {
-      const fill = this.sliceFill(j);
-      ones += fill.ones;
-      bits += fill.cells;
-      estimatedDistinct += slice.filters[0]!.estimatedCount;
-      return {
-        capacityUrls: slice.spec.capacityUrls,
-        fprTarget: slice.spec.fprTarget,
-        mBits: slice.spec.mBits,
-        k: slice.spec.k,
-        filters: slice.filters.length,
-        added: this.sliceCount(j),
-        fillRatio: fill.ones / fill.cells,
-        estimatedFpr: fill.fpr,
-      };
-    });
-    return {
-      ...this.epochCounts,
-      estimatedDistinct: Math.round(estimatedDistinct),
-      fillRatio: ones / bits,
-      estimatedFpr: unionFpr(slices.map((slice) => slice.estimatedFpr)),
-      slices,
-    };
+    return epochSummary(
+      this.epochCounts,
+      this.slices.map((slice, j) => ({ spec: slice.spec, filters: slice.filters.length, added: this.sliceCount(j), fill: this.sliceFill(j), estimatedCount: slice.filters[0]!.estimatedCount })),
+    );
   }
 
   /** Brings the in-memory copy up to what the store holds now. Call after env.refresh() or inside a write. */

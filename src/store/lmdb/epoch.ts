@@ -28,6 +28,8 @@ export interface LmdbEpochContext {
   readonly checkpointIntervalMs: number;
   readonly lockStaleMs: number;
   readonly warn: (message: string) => void;
+  /** The clock of frontier entries' times (SeenStoreOptions.clock). */
+  readonly clock: () => number;
   /** A reused word buffer of at least `words` words: one per store, no allocation per batch. */
   readonly scratch: (words: number) => Uint32Array;
 }
@@ -71,7 +73,7 @@ export class LmdbEpoch implements EpochBits {
     if (enqueue !== undefined) {
       assert(answers !== undefined && enqueue.urls.length === keyCount(keys), 'an enqueue gives one URL per key and wants the answers');
       env.ensureFrontierDb();
-      afterDecide = () => queueNew(env, scope, epoch, enqueue, answers);
+      afterDecide = () => queueNew(env, scope, epoch, enqueue, answers, this.#ctx.clock());
     }
     const thread = this.#ctx.bitThread;
     let added: number;

@@ -3,6 +3,7 @@ import type { Frontier, FrontierStats, LeasedUrl, QueueItems } from '../backend.
 import { faultPoint } from '../faults.js';
 import type { StoreEnv } from './env.js';
 import { frontierEntryKey, frontierKeyId, frontierRange, frontierStateKey } from './keys.js';
+import { parseFrontierId } from '../frontier-id.js';
 
 /** A scope's frontier state record (docs/format.md). */
 interface FrontierState {
@@ -25,6 +26,9 @@ interface FrontierEntry {
   readonly owner?: string;
   readonly data?: unknown;
 }
+
+/** URLs per batch that forEachUrl hands over. */
+const LIST_BATCH_URLS = 10_000;
 
 /** Most entries one take looks at past the ones it hands out (leased ones at the head): bounds a take's transaction. */
 const TAKE_SCAN_MAX = 1_000_000;
@@ -52,12 +56,11 @@ function readEntry(env: StoreEnv, scope: string, id: number, bytes: Uint8Array):
  * Queues the URLs whose answer is true (inside the add's write transaction, after deciding): the
  * entries commit with the batch's journal record, or neither does.
  */
-export function queueNew(env: StoreEnv, scope: string, epoch: number, items: QueueItems, answers: readonly boolean[]): void {
+export function queueNew(env: StoreEnv, scope: string, epoch: number, items: QueueItems, answers: readonly boolean[], atMs: number): void {
   const { urls, data } = items;
   const db = env.frontierDb;
   if (db === undefined) throw new SeenStoreError('INTERNAL', 'invariant broken: the frontier database exists before an enqueue writes');
   const state = readState(env, scope);
-  const atMs = Date.now();
   let id = state.nextId;
   for (let i = 0; i < urls.length; i++) {
     if (!answers[i]) continue;
@@ -72,17 +75,19 @@ export function queueNew(env: StoreEnv, scope: string, epoch: number, items: Que
 export class LmdbFrontier implements Frontier {
   readonly #env: StoreEnv;
   readonly #scope: string;
+  readonly #clock: () => number;
 
-  constructor(env: StoreEnv, scope: string) {
+  constructor(env: StoreEnv, scope: string, clock: () => number) {
     this.#env = env;
     this.#scope = scope;
+    this.#clock = clock;
   }
 
   async take(count: number, leaseMs: number, owner?: string): Promise<LeasedUrl[]> {
     const env = this.#env;
     const db = env.ensureFrontierDb();
     const taken = env.write(() => {
-      const now = Date.now();
+      const now = this.#clock();
       const out: LeasedUrl[] = [];
       let looked = 0;
       for (const { key, value } of db.getRange(frontierRange(this.#scope))) {
@@ -131,7 +136,7 @@ export class LmdbFrontier implements Frontier {
     const db = env.frontierDb;
     if (db === undefined) return 0;
     const released = env.write(() => {
-      const now = Date.now();
+      const now = this.#clock();
       let n = 0;
       for (const { key, value } of db.getRange(frontierRange(this.#scope))) {
         const entry = readEntry(env, this.#scope, frontierKeyId(key), value);
@@ -145,12 +150,27 @@ export class LmdbFrontier implements Frontier {
     return released;
   }
 
+  async forEachUrl(onBatch: (urls: string[]) => void): Promise<void> {
+    const env = this.#env;
+    env.refresh();
+    const db = env.frontierDb;
+    if (db === undefined) return;
+    let batch: string[] = [];
+    for (const { key, value } of db.getRange(frontierRange(this.#scope))) {
+      batch.push(readEntry(env, this.#scope, frontierKeyId(key), value).url);
+      if (batch.length < LIST_BATCH_URLS) continue;
+      onBatch(batch);
+      batch = [];
+    }
+    if (batch.length > 0) onBatch(batch);
+  }
+
   async stats(): Promise<FrontierStats> {
     const env = this.#env;
     env.refresh();
     const db = env.frontierDb;
     if (db === undefined) return { pending: 0, leased: 0, done: 0 };
-    const now = Date.now();
+    const now = this.#clock();
     let pending = 0;
     let leased = 0;
     for (const { key, value } of db.getRange(frontierRange(this.#scope))) {
@@ -166,7 +186,7 @@ export class LmdbFrontier implements Frontier {
     doing: 'done' | 'release',
     change: (db: NonNullable<StoreEnv['frontierDb']>, key: (string | number)[], entry: FrontierEntry, index: number) => boolean,
   ): Promise<number> {
-    const numbers = ids.map((id) => parseId(id));
+    const numbers = ids.map((id) => parseFrontierId(id));
     const env = this.#env;
     const db = env.ensureFrontierDb();
     const changed = env.write(() => {
@@ -211,11 +231,4 @@ export function verifyFrontier(env: StoreEnv): { where: string; error: unknown }
 function unleased(entry: FrontierEntry, data: unknown): FrontierEntry {
   const { owner: _owner, ...rest } = entry;
   return { ...rest, leaseUntilMs: 0, ...(data === undefined ? {} : { data }) };
-}
-
-/** A frontier id as take gave it: a whole number >= 1 in decimal. */
-function parseId(id: string): number {
-  const n = typeof id === 'string' && /^[1-9][0-9]{0,15}$/.test(id) ? Number(id) : NaN;
-  if (!Number.isSafeInteger(n)) throw new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
-  return n;
 }

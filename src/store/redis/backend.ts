@@ -1,13 +1,16 @@
 import { SeenStoreError } from '../../errors.js';
 import type { Backend, EpochBits, EpochUsage, Frontier, ImportRequest, Rotation, RotateRequest } from '../backend.js';
-import type { BackendOptions } from '../open.js';
-import { readEpochHeader, readScopeRecord, type EpochHeader, type ScopeRecord, type SliceSpec } from '../records.js';
-import { connectRedis } from './connection.js';
+import type { OpenOptions } from '../driver.js';
+import { redisDriver, type RedisOptions } from './driver.js';
+import { readEpochHeader, readScopeRecord, sealHeader, type EpochHeader, type ScopeRecord, type SliceSpec } from '../records.js';
+import { connectRedis, type Reply } from './connection.js';
 import { redisDeadlines } from './deadline.js';
 import { RedisContext, freshId, list, pairs, text } from './context.js';
 import { RedisEpoch, checkRedisSlice, writeBytes, type EpochEntry } from './epoch.js';
 import { RedisFrontier } from './frontier.js';
-import { LIBRARY, LIBRARY_VERSION } from './functions.js';
+import { createImportedScope, createScopeRecord, dropEpochEntry, rotateScope, storeFormat, type ScopeKeys } from './functions.js';
+import type { RedisKeys } from './keys.js';
+import { LIBRARY, libraryConflict, libraryOrder } from './library.js';
 import { parseRedisLocation } from './location.js';
 import { filterGeometries } from '../../filters/keying.js';
 
@@ -18,10 +21,9 @@ import { filterGeometries } from '../../filters/keying.js';
  * another machine could change, except slice specs, which only grow and are checked by every call.
  */
 export class RedisBackend implements Backend {
-  readonly kind = 'redis';
+  readonly driver = redisDriver;
   readonly location: string;
   readonly readOnly: boolean;
-  readonly maintenance = undefined;
   readonly #ctx: RedisContext;
   readonly #epochs = new Map<string, RedisEpoch>();
   readonly #frontiers = new Map<string, RedisFrontier>();
@@ -35,23 +37,21 @@ export class RedisBackend implements Backend {
     this.#ctx = ctx;
   }
 
-  static async open(location: string, redacted: string, options: BackendOptions): Promise<RedisBackend> {
+  static async open(location: string, redacted: string, common: OpenOptions, options: RedisOptions): Promise<RedisBackend> {
     const parsed = parseRedisLocation(location);
-    const waitReplicas = options.waitReplicas ?? 0;
-    if (!Number.isInteger(waitReplicas) || waitReplicas < 0) throw new SeenStoreError('USAGE', `waitReplicas must be a whole number >= 0, got ${waitReplicas}`);
     // The location's timeout-ms= wins over the option: it reaches every program the location is given to.
     const deadlines = redisDeadlines(parsed.timeoutMs ?? options.unavailableAfterMs);
     const conn = await connectRedis(parsed, deadlines);
-    const ctx = new RedisContext(conn, parsed.prefix, options.hash, waitReplicas, deadlines, options.warn);
+    const ctx = new RedisContext(conn, parsed.prefix, common.hash, options.waitReplicas, deadlines, common.warn);
     try {
       await loadLibrary(ctx);
       await checkFormat(ctx, redacted);
-      if (!options.readOnly) await checkDurability(ctx, redacted);
+      if (!common.readOnly) await checkDurability(ctx, redacted);
     } catch (error) {
       await conn.close();
       throw error instanceof SeenStoreError ? error : new SeenStoreError('STORE_UNAVAILABLE', `${redacted}: ${(error as Error).message}`, { cause: error });
     }
-    return new RedisBackend(redacted, options.readOnly, ctx);
+    return new RedisBackend(redacted, common.readOnly, ctx);
   }
 
   async scopeNames(): Promise<string[]> {
@@ -74,11 +74,6 @@ export class RedisBackend implements Backend {
     return slices.length > entry.header.slices.length ? { ...entry.header, slices } : entry.header;
   }
 
-  /** Epochs created on Redis spread over the cluster unless a strategy is given: `partitioned`. */
-  get defaultStrategy(): string {
-    return 'partitioned';
-  }
-
   async epochNumbers(scope: string): Promise<number[]> {
     const key = this.#ctx.keys.epochs(scope);
     return list(await this.#ctx.call(key, ['HKEYS', key], `listing epochs of ${scope}`))
@@ -93,9 +88,7 @@ export class RedisBackend implements Backend {
     const doing = `creating scope ${scope}`;
     await this.#ctx.call(keys.scopes(), ['SADD', keys.scopes(), scope], doing);
     const entry: EpochEntry = { uid: freshId(), header: first };
-    const reply = list(
-      await this.#ctx.fcallDurable('ss_create', [keys.scope(scope), keys.epochs(scope), keys.queues(scope)], [JSON.stringify(record), String(first.epoch), JSON.stringify(entry), String(partitionsOf(first))], doing),
-    );
+    const reply = list(await createScopeRecord(this.#ctx, scopeKeys(keys, scope), JSON.stringify(record), first.epoch, JSON.stringify(entry), partitionsOf(first), doing));
     return readScopeRecord(parse(text(reply[1]), `scope record ${scope}`));
   }
 
@@ -120,22 +113,14 @@ export class RedisBackend implements Backend {
     const opened = request.next(current, final, before);
     for (const slice of opened.slices) checkRedisSlice(opened, slice);
     const now = Date.now();
-    const sealed: EpochHeader = {
-      ...current,
-      state: 'sealed',
-      sealedAtMs: now,
-      final: { submitted: final.submitted, added: final.added, estimatedDistinct: final.estimatedDistinct, fillRatio: final.fillRatio, estimatedFpr: final.estimatedFpr },
-    };
+    const sealed = sealHeader(current, final, now);
     const next: EpochEntry = { uid: freshId(), header: opened };
     const doing = `rotating ${scope}/${current.epoch}`;
-    const reply = list(
-      await this.#ctx.fcallDurable(
-        'ss_rotate',
-        [keys.scope(scope), keys.epochs(scope), keys.queues(scope)],
-        [String(current.epoch), JSON.stringify({ uid: epoch.uid, header: sealed }), String(opened.epoch), JSON.stringify(next), JSON.stringify({ ...record, openEpoch: opened.epoch }), String(partitionsOf(opened))],
-        doing,
-      ),
-    );
+    const rotation = {
+      sealing: current.epoch, sealedEntry: JSON.stringify({ uid: epoch.uid, header: sealed }), next: opened.epoch, nextEntry: JSON.stringify(next),
+      record: JSON.stringify({ ...record, openEpoch: opened.epoch }), partitions: partitionsOf(opened),
+    };
+    const reply = list(await rotateScope(this.#ctx, scopeKeys(keys, scope), rotation, doing));
     const outcome = text(reply[0]);
     if (outcome === 'missing') throw new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);
     if (outcome === 'moved') {
@@ -182,11 +167,11 @@ export class RedisBackend implements Backend {
       }
       interrupted();
       const record: ScopeRecord = { v: 1, name: scope, openEpoch: next?.epoch ?? header.epoch, createdAtMs: Date.now() };
-      const entries = [String(header.epoch), JSON.stringify(entry)];
-      if (next !== undefined) entries.push(String(next.epoch), JSON.stringify({ uid: freshId(), header: next } satisfies EpochEntry));
+      const entries: [number, string][] = [[header.epoch, JSON.stringify(entry)]];
+      if (next !== undefined) entries.push([next.epoch, JSON.stringify({ uid: freshId(), header: next } satisfies EpochEntry)]);
       const queues = Math.max(count, next === undefined ? 1 : partitionsOf(next));
       await this.#ctx.call(keys.scopes(), ['SADD', keys.scopes(), scope], doing);
-      const outcome = text(await this.#ctx.fcallDurable('ss_create_many', [keys.scope(scope), keys.epochs(scope), keys.queues(scope)], [JSON.stringify(record), String(queues), ...entries], doing));
+      const outcome = text(await createImportedScope(this.#ctx, scopeKeys(keys, scope), JSON.stringify(record), queues, entries, doing));
       if (outcome === 'exists') throw new SeenStoreError('USAGE', `scope ${scope} exists: import into a new scope (--scope)`);
       await this.#ctx.replicated(keys.scope(scope), doing);
       for (const epochKeys of parts) await this.#ctx.replicated(epochKeys.state, doing);
@@ -200,7 +185,7 @@ export class RedisBackend implements Backend {
   async dropEpoch(header: EpochHeader): Promise<number> {
     const keys = this.#ctx.keys;
     const doing = `dropping ${header.scope}/${header.epoch}`;
-    const reply = await this.#ctx.fcallDurable('ss_drop', [keys.epochs(header.scope), keys.drops(header.scope)], [String(header.epoch)], doing);
+    const reply = await dropEpochEntry(this.#ctx, keys.epochs(header.scope), keys.drops(header.scope), header.epoch, doing);
     if (reply === null) return 0;
     this.#epochs.delete(`${header.scope}/${header.epoch}`);
     return this.#deleteData(header.scope, parseEntry(text(reply), header.scope, header.epoch));
@@ -221,7 +206,7 @@ export class RedisBackend implements Backend {
   async usage(header: EpochHeader): Promise<EpochUsage> {
     const entry = await this.#entry(header.scope, header.epoch);
     const keys = this.#dataKeys(header.scope, entry.uid, header.epoch === entry.header.epoch ? await this.epochHeader(header.scope, header.epoch) : header);
-    return { bytesOnDisk: await this.#memory(keys), journalRecords: 0 };
+    return { bytesOnDisk: await this.#memory(keys), pendingRecords: 0 };
   }
 
   async epoch(scope: string, n: number): Promise<EpochBits> {
@@ -304,6 +289,10 @@ export class RedisBackend implements Backend {
   }
 }
 
+function scopeKeys(keys: RedisKeys, scope: string): ScopeKeys {
+  return { scope: keys.scope(scope), epochs: keys.epochs(scope), queues: keys.queues(scope) };
+}
+
 function partitionsOf(header: EpochHeader): number {
   return header.partitions?.count ?? 1;
 }
@@ -322,15 +311,52 @@ function parseEntry(json: string, scope: string, n: number): EpochEntry {
   return { uid: value.uid, header: readEpochHeader(value.header) };
 }
 
-/** Loads the function library on every master unless it already has this version (FUNCTION LOAD REPLACE). */
+/**
+ * Loads the function library on every master that has none or an earlier release's; a master
+ * with a later release's, or another build of this release, is left as it is and the open refused
+ * (FORMAT_UNSUPPORTED): during a rolling upgrade an old client never puts its library back over
+ * the new one. (Two clients of different releases opening in the same instant can still race.)
+ */
 async function loadLibrary(ctx: RedisContext): Promise<void> {
-  const versions = await ctx.eachMaster(['FCALL', 'ss_version', '0'], 'reading the function library version').catch((error: unknown) => {
-    // A master without the library (or an older one) answers with an error: load it.
-    if (error instanceof SeenStoreError && error.code === 'IO_ERROR') return [];
-    throw error;
-  });
-  const current = versions.length > 0 && versions.every(({ reply }) => Buffer.isBuffer(reply) && reply.toString() === LIBRARY_VERSION);
-  if (!current) await ctx.eachMaster(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY], 'loading the function library');
+  let replace = false;
+  for (const { node, reply } of await ctx.eachMaster(['FUNCTION', 'LIST', 'LIBRARYNAME', 'seenstore'], 'reading the function library')) {
+    const loaded = loadedVersion(reply);
+    // None loaded, or one numbered by hand (1 to 13: builds before versions named the sources), with no description.
+    const order = loaded === undefined || loaded === '' ? 'older' : libraryOrder(loaded);
+    if (order === 'newer' || order === 'other') throw libraryConflict(node, loaded!, order);
+    if (order === 'older') replace = true;
+  }
+  if (replace) await ctx.eachMaster(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY], 'loading the function library');
+}
+
+/**
+ * The version a FUNCTION LIST reply shows for the seenstore library (ss_version's description),
+ * '' when it has none, undefined when the library is not loaded. The reply is a list of libraries,
+ * each a flat list of field and value, its `functions` a list of such lists.
+ */
+function loadedVersion(reply: Reply): string | undefined {
+  for (const library of list(reply)) {
+    if (textOf(field(library, 'library_name')) !== 'seenstore') continue;
+    for (const fn of list(field(library, 'functions') as Reply)) {
+      if (textOf(field(fn, 'name')) === 'ss_version') return textOf(field(fn, 'description'));
+    }
+    return '';
+  }
+  return undefined;
+}
+
+/** A field of a map reply, which node-redis hands over as a flat list, a Map or an object depending on the protocol and command. */
+function field(reply: unknown, name: string): unknown {
+  if (Array.isArray(reply)) {
+    for (let i = 0; i + 1 < reply.length; i += 2) if (textOf(reply[i]) === name) return reply[i + 1];
+    return undefined;
+  }
+  if (reply instanceof Map) return reply.get(name);
+  return reply !== null && typeof reply === 'object' ? (reply as Record<string, unknown>)[name] : undefined;
+}
+
+function textOf(value: unknown): string {
+  return Buffer.isBuffer(value) ? value.toString('utf8') : typeof value === 'string' ? value : '';
 }
 
 /**
@@ -341,7 +367,7 @@ export const REDIS_STORE_FORMAT = '2';
 
 async function checkFormat(ctx: RedisContext, location: string): Promise<void> {
   const keys = ctx.keys;
-  const format = text(await ctx.fcall('ss_format', [keys.format(), keys.scopes()], [REDIS_STORE_FORMAT], 'reading the store format'));
+  const format = text(await storeFormat(ctx, keys.format(), keys.scopes(), REDIS_STORE_FORMAT, 'reading the store format'));
   if (format === REDIS_STORE_FORMAT) return;
   const what = format === 'none' ? 'an earlier, unversioned key layout (a development build of the Redis backend)' : `key layout ${format}`;
   throw new SeenStoreError('FORMAT_UNSUPPORTED', `${location}: the store (prefix) has ${what}; this seenstore reads layout ${REDIS_STORE_FORMAT}. Export its epochs with the seenstore that wrote them and import them here`);

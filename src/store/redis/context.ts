@@ -5,6 +5,7 @@ import type { XxHash } from '../../hash/xxhash.js';
 import { isReplyError, isTransientReply, type RedisConnection, type Reply } from './connection.js';
 import type { RedisDeadlines } from './deadline.js';
 import { RedisKeys } from './keys.js';
+import { withSourceLines } from './library.js';
 
 /** What every part of one Redis store handle shares. */
 export class RedisContext {
@@ -127,7 +128,7 @@ async function pause(attempt: number, deadlineAtMs: number): Promise<void> {
  */
 function failedReply(error: Error, doing: string): SeenStoreError {
   if (/^OOM /.test(error.message)) return new SeenStoreError('STORE_FULL', `${doing}: Redis is out of memory (maxmemory): ${error.message}`, { cause: error });
-  return new SeenStoreError('IO_ERROR', `${doing}: Redis replied ${error.message}`, { cause: error });
+  return new SeenStoreError('IO_ERROR', `${doing}: Redis replied ${withSourceLines(error.message)}`, { cause: error });
 }
 
 /** A fresh id: an epoch's key tag, a batch's id. */

@@ -4,6 +4,7 @@ import { unionFpr } from '../../filters/scalable.js';
 import { estimateCardinality, fprFromFill } from '../../filters/sizing.js';
 import type { EpochSummary } from '../backend.js';
 import type { EpochHeader, SliceSpec } from '../records.js';
+import { allocate } from './functions.js';
 import type { RedisContext } from './context.js';
 
 /** Redis bit offset of seenstore bit p: Redis numbers a byte's bits from the most significant. */
@@ -14,7 +15,7 @@ export function redisBit(p: number): number {
 
 /** The epoch's counters and bits as one call read them. */
 export interface EpochState {
-  readonly slices: SliceSpec[];
+  readonly slices: readonly SliceSpec[];
   readonly submitted: number;
   readonly added: number;
   readonly sliceAdded: number[];
@@ -74,7 +75,7 @@ export function checkRedisSlice(header: EpochHeader, slice: SliceSpec): void {
 /** Writes bytes to a key in pieces (a Redis request stays well below its 512 MB limit). */
 export async function writeBytes(ctx: RedisContext, key: string, bytes: Uint8Array, doing: string): Promise<void> {
   const piece = 8 * 2 ** 20;
-  await ctx.fcall('ss_alloc', [key], [String(bytes.length)], doing);
+  await allocate(ctx, key, bytes.length, doing);
   for (let at = 0; at < bytes.length; at += piece) {
     const part = Buffer.from(bytes.buffer, bytes.byteOffset + at, Math.min(piece, bytes.length - at));
     if (part.every((b) => b === 0)) continue;

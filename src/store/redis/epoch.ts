@@ -1,24 +1,21 @@
 import { SeenStoreError } from '../../errors.js';
-import { EpochHasher } from '../../filters/epoch-hasher.js';
 import { filterGeometries } from '../../filters/keying.js';
-import { PositionPlan } from '../../filters/positions.js';
-import { estimateCardinality } from '../../filters/sizing.js';
-import type { HashSchemeId } from '../../hash/scheme.js';
 import { keyCount, sliceKeys, type Keys } from '../../hash/xxhash.js';
 import { PartlyDecided, type CheckpointOutcome, type EpochBits, type EpochContents, type EpochSummary, type QueueItems } from '../backend.js';
 import { isCountingEpoch, type EpochHeader, type SliceSpec } from '../records.js';
-import { nextSliceSpec } from '../slice-plan.js';
 import type { Reply } from './connection.js';
 import { freshId, list, pairs, text, type RedisContext } from './context.js';
+import { TurnQueue, type Turn } from '../turns.js';
 import { encodeQueueItems } from './frontier.js';
-import { checkRedisSlice, redisBit, summarize, writeBytes, type EpochState } from './epoch-state.js';
-import { groupByPartition, keyAt, partitionCapacity, partitionFilterBytes, partitionGeometry, type Grouping, type Partition } from './partition.js';
+import { GrowthPlan, type Planning } from './growth-plan.js';
+import { mergeInto } from './merge.js';
+import { addBatch, deleteBatch, initPartition, partitionState, readBatch, sealPartition, type QueueArgs } from './functions.js';
+import { redisBit, summarize, type EpochState } from './epoch-state.js';
+import { batchKeys, groupByPartition, keyAt, partitionFilterBytes, readKeys, type Grouping, type Partition } from './partition.js';
 
 export { checkRedisSlice, writeBytes } from './epoch-state.js';
 export type { Reply };
 
-/** Most slices an epoch grows to (as on LMDB: slice j holds capacity × factor^j URLs). */
-export const MAX_SLICES = 24;
 /** Seconds a batch's answers stay for a retry of the same batch (deleted by the handle's next batch). */
 export const BATCH_ANSWERS_TTL_S = 300;
 /** How long an add waits for a rotation that sealed its epoch to publish the next one. */
@@ -37,15 +34,6 @@ export interface EpochEntry {
   readonly header: EpochHeader;
 }
 
-/** How the handle hashes and positions keys for the slices it knows (rebuilt when the plan grows), and the geometry argument per slice count. */
-interface Planning {
-  readonly key: number;
-  readonly slices: readonly SliceSpec[];
-  readonly hasher: EpochHasher;
-  readonly positions: PositionPlan;
-  readonly geometry: Map<number, string>;
-}
-
 /** What one partition's call of a batch answered. */
 type Outcome = { readonly kind: 'decided'; readonly flags: Buffer; readonly fresh: number } | { readonly kind: 'retry' } | { readonly kind: 'sealed' };
 
@@ -62,21 +50,18 @@ export class RedisEpoch implements EpochBits {
   readonly #ctx: RedisContext;
   readonly #uid: string;
   readonly #header: EpochHeader;
-  readonly #planKey: string;
   /** The header's slices and the plan's, as last read: every slice any partition may have. */
-  #slices: SliceSpec[];
+  readonly #growth: GrowthPlan;
   readonly #partitions: Partition[];
   #words = new Uint32Array(0);
   /** Position buffers not in use (a buffer is an argument of calls in flight until they resolve; batches may overlap). */
   readonly #spare: Buffer[] = [];
-  #plan: Planning | undefined;
 
   constructor(ctx: RedisContext, entry: EpochEntry, slices: SliceSpec[]) {
     this.#ctx = ctx;
     this.#uid = entry.uid;
     this.#header = entry.header;
-    this.#slices = slices;
-    this.#planKey = ctx.keys.plan(entry.header.scope, entry.uid);
+    this.#growth = new GrowthPlan(ctx, entry.header, ctx.keys.plan(entry.header.scope, entry.uid), slices);
     const count = entry.header.partitions?.count ?? 1;
     this.#partitions = Array.from({ length: count }, (_, index) => ({
       index,
@@ -84,7 +69,7 @@ export class RedisEpoch implements EpochBits {
       have: 1,
       newestAdded: 0,
       previousBatch: '',
-      tail: Promise.resolve(),
+      turns: new TurnQueue(),
     }));
   }
 
@@ -93,7 +78,7 @@ export class RedisEpoch implements EpochBits {
   }
 
   get header(): EpochHeader {
-    return this.#header.slices.length === this.#slices.length ? this.#header : { ...this.#header, slices: this.#slices };
+    return this.#header.slices.length === this.#growth.slices.length ? this.#header : { ...this.#header, slices: this.#growth.slices };
   }
 
   get counting(): boolean {
@@ -113,7 +98,12 @@ export class RedisEpoch implements EpochBits {
     const decided = new Uint8Array(count);
     const pending = new Set<number>();
     const sealed: number[] = [];
-    /** This batch's turn in each partition it touches: its calls there follow the earlier batches' (see takeTurn). */
+    /**
+     * This batch's turn in each partition it touches: batches of one handle are decided in each
+     * partition in the order they were given, also when one is refused and retried (a partition not
+     * created yet, a growth) — else a URL in two batches in flight could be answered new at its later
+     * occurrence. Other partitions go on meanwhile.
+     */
     const turns = new Map<number, Turn>();
     /** An enqueue's items of each partition's URLs, encoded once (ss_add's arguments on every attempt). */
     const queued = new Map<number, Buffer>();
@@ -125,7 +115,7 @@ export class RedisEpoch implements EpochBits {
         let { planning, grouping, positions, perKey } = this.#positionsOf(keys, count, buffer);
         if (attempt === 0) {
           for (let p = 0; p < this.#partitions.length; p++) if (grouping.starts[p + 1]! > grouping.starts[p]!) pending.add(p);
-          for (const p of pending) turns.set(p, takeTurn(this.#partitions[p]!));
+          for (const p of pending) turns.set(p, this.#partitions[p]!.turns.take());
           if (enqueue !== undefined) {
             let bytes = 0;
             for (const p of pending) {
@@ -142,14 +132,14 @@ export class RedisEpoch implements EpochBits {
           }
         }
         // Growth planned now (a plan grown meanwhile, by this handle or another) needs positions for the new slices too.
-        await this.#planGrowth(grouping, pending);
-        if (this.#positionPlan() !== planning) ({ planning, grouping, positions, perKey } = this.#positionsOf(keys, count, buffer));
+        await this.#growth.makeRoom(this.#partitions, grouping, pending);
+        if (this.#growth.planning() !== planning) ({ planning, grouping, positions, perKey } = this.#positionsOf(keys, count, buffer));
         const calls = [...pending].map(async (p) => {
           const from = grouping.starts[p]!;
           const n = grouping.starts[p + 1]! - from;
           await turns.get(p)!.ready;
           const items = queued.get(p);
-          const queue = items === undefined ? undefined : [items, String(this.#header.epoch)];
+          const queue = items === undefined ? undefined : { items, epoch: this.#header.epoch };
           const outcome = await this.#addTo(this.#partitions[p]!, planning, positions.subarray(from * perKey * 4, (from + n) * perKey * 4), n, batch, doing, queue);
           return { p, outcome };
         });
@@ -202,17 +192,12 @@ export class RedisEpoch implements EpochBits {
    * items and the epoch) the enqueue of those it finds new, in the same call; a refusal that a retry
    * cures updates what the handle knows.
    */
-  async #addTo(part: Partition, planning: Planning, positions: Buffer, n: number, batch: string, doing: string, queue?: readonly (string | Buffer)[]): Promise<Outcome> {
+  async #addTo(part: Partition, planning: Planning, positions: Buffer, n: number, batch: string, doing: string, queue?: QueueArgs): Promise<Outcome> {
     // The partition grew past the slices these positions are for (another batch learned it): position anew.
     if (part.have > planning.slices.length) return { kind: 'retry' };
-    const reply = list(
-      await this.#ctx.fcallDurable(
-        this.counting ? 'ss_count_add' : 'ss_add',
-        [part.keys.state, part.keys.slices, part.keys.batch(batch), part.previousBatch || part.keys.batch(batch), part.keys.queue, ...filterKeys(part, planning.positions.filters.length)],
-        [String(part.have), String(n), this.#geometryFor(planning, part.have), positions, String(BATCH_ANSWERS_TTL_S), part.previousBatch === '' ? '' : '1', ...(queue ?? [])],
-        doing,
-      ),
-    );
+    const keys = { ...batchKeys(part, batch, planning.positions.filters.length), stream: part.keys.queue };
+    const args = { slicesAssumed: part.have, count: n, geometry: this.#growth.geometryFor(planning, part.have), positions, answersTtlS: BATCH_ANSWERS_TTL_S, dropPrevious: part.previousBatch !== '' };
+    const reply = list(await addBatch(this.#ctx, this.counting, keys, args, queue, doing));
     const outcome = text(reply[0]);
     if (outcome === 'malformed') throw new SeenStoreError('INTERNAL', `invariant broken: ss_add could not read the queue items sent (${doing})`);
     if (outcome === 'ok' || outcome === 'done') {
@@ -227,60 +212,11 @@ export class RedisEpoch implements EpochBits {
       return { kind: 'decided', flags, fresh };
     }
     if (outcome === 'missing') await this.#init(part);
-    else if (outcome === 'stale') await this.#stale(part, Number(reply[1]));
+    else if (outcome === 'stale') await this.#growth.stale(part, Number(reply[1]));
     else if (outcome === 'short') part.newestAdded = Number(reply[1]);
     else if (outcome === 'sealed') return { kind: 'sealed' };
     else throw new SeenStoreError('IO_ERROR', `${doing}: unexpected answer ${outcome}`);
     return { kind: 'retry' };
-  }
-
-  /**
-   * Before a batch: makes the plan hold enough slices for every pending partition's keys past its
-   * newest slice's room (ss_plan on the scope's slot: the first planner of a slice wins, and every
-   * partition grows into that one), so that a full partition rarely has to refuse a batch `short`.
-   */
-  async #planGrowth(grouping: Grouping, pending: ReadonlySet<number>): Promise<void> {
-    const count = this.#partitions.length;
-    for (const p of pending) {
-      const part = this.#partitions[p]!;
-      const need = grouping.starts[p + 1]! - grouping.starts[p]!;
-      const roomIn = (j: number): number => partitionCapacity(this.#slices[j]!, count);
-      let room = roomIn(part.have - 1) - part.newestAdded;
-      for (let j = part.have; j < this.#slices.length; j++) room += roomIn(j);
-      while (room < need && this.#slices.length < MAX_SLICES) {
-        await this.#extendPlan();
-        room += roomIn(this.#slices.length - 1);
-      }
-    }
-  }
-
-  /** Plans the epoch's next slice (fresh seeds), unless another handle planned it first: adopts the plan either way. */
-  async #extendPlan(): Promise<void> {
-    const base = this.#header.slices.length;
-    const spec = nextSliceSpec(this.#header, this.#slices.length);
-    checkRedisSlice(this.#header, spec);
-    const reply = list(await this.#ctx.fcallDurable('ss_plan', [this.#planKey], [String(this.#slices.length - base), JSON.stringify(spec)], `planning growth of ${this.#where}`));
-    this.#adoptPlan(reply.map((value) => JSON.parse(text(value)) as SliceSpec));
-  }
-
-  async #reloadPlan(): Promise<void> {
-    const reply = list(await this.#ctx.call(this.#planKey, ['LRANGE', this.#planKey, '0', '-1'], `reading ${this.#where}`));
-    this.#adoptPlan(reply.map((value) => JSON.parse(text(value)) as SliceSpec));
-  }
-
-  #adoptPlan(planned: SliceSpec[]): void {
-    const slices = [...this.#header.slices, ...planned];
-    if (slices.length <= this.#slices.length) return;
-    this.#slices = slices;
-    this.#plan = undefined;
-  }
-
-  /** A partition answered `stale`: it has `have` slices; a slice this handle does not know means the plan grew. */
-  async #stale(part: Partition, have: number): Promise<void> {
-    part.have = Math.max(1, have);
-    part.newestAdded = 0;
-    if (have > this.#slices.length) await this.#reloadPlan();
-    if (have > this.#slices.length) throw new SeenStoreError('STORE_CORRUPT', `${this.#where}: partition ${part.index} has ${have} slices, its plan ${this.#slices.length}`);
   }
 
   async has(keys: readonly string[], out: Uint8Array): Promise<void> {
@@ -327,20 +263,15 @@ export class RedisEpoch implements EpochBits {
             if (partition.have > planning.slices.length) return;
             const start = grouping.starts[p]!;
             const n = grouping.starts[p + 1]! - start;
-            const reply = list(
-              await this.#ctx.fcall(
-                name,
-                [partition.keys.state, partition.keys.slices, ...filterKeys(partition, planning.positions.filters.length)],
-                [String(partition.have), String(n), this.#geometryFor(planning, partition.have), positions.subarray(start * perKey * 4, (start + n) * perKey * 4)],
-                doing,
-              ),
-            );
+            const keys = readKeys(partition, planning.positions.filters.length);
+            const args = { slicesAssumed: partition.have, count: n, geometry: this.#growth.geometryFor(planning, partition.have), positions: positions.subarray(start * perKey * 4, (start + n) * perKey * 4) };
+            const reply = list(await readBatch(this.#ctx, name, keys, args, doing));
             if (text(reply[0]) === 'ok') {
               const answers = reply[1] as Buffer;
               for (let t = 0; t < n; t++) take(answers, from + keyAt(grouping, p, t), t);
               pending.delete(p);
             } else {
-              await this.#stale(partition, Number(reply[1]));
+              await this.#growth.stale(partition, Number(reply[1]));
             }
           });
           await settleAll(calls);
@@ -362,21 +293,18 @@ export class RedisEpoch implements EpochBits {
     try {
       for (let attempt = 0; attempt < 50; attempt++) {
         const { planning, positions, perKey } = this.#positionsOf(keys, keys.length, buffer);
-        const reply = list(
-          await this.#ctx.fcallDurable(
-            'ss_count_delete',
-            [part.keys.state, part.keys.slices, part.keys.batch(batch), part.previousBatch || part.keys.batch(batch), ...filterKeys(part, planning.positions.filters.length)],
-            [String(part.have), String(keys.length), this.#geometryFor(planning, part.have), positions.subarray(0, keys.length * perKey * 4), String(BATCH_ANSWERS_TTL_S), part.previousBatch === '' ? '' : '1'],
-            doing,
-          ),
-        );
+        const args = {
+          slicesAssumed: part.have, count: keys.length, geometry: this.#growth.geometryFor(planning, part.have), positions: positions.subarray(0, keys.length * perKey * 4),
+          answersTtlS: BATCH_ANSWERS_TTL_S, dropPrevious: part.previousBatch !== '',
+        };
+        const reply = list(await deleteBatch(this.#ctx, batchKeys(part, batch, planning.positions.filters.length), args, doing));
         const outcome = text(reply[0]);
         if (outcome === 'ok' || outcome === 'done') {
           part.previousBatch = part.keys.batch(batch);
           return Number(text(reply[1]));
         }
         if (outcome === 'sealed') throw await this.#sealedError();
-        await this.#stale(part, Number(reply[1]));
+        await this.#growth.stale(part, Number(reply[1]));
       }
       throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing`);
     } finally {
@@ -420,74 +348,15 @@ export class RedisEpoch implements EpochBits {
     if (this.counting) {
       throw new SeenStoreError('INCOMPATIBLE', `${this.#where} counts: counting epochs cannot be merged (counters would have to be added, not OR-ed)`);
     }
-    await this.#reloadPlan();
+    await this.#growth.reload();
     check(this.header);
-    const geometries = this.#slices.flatMap((slice) => filterGeometries(slice));
+    const geometries = this.#growth.slices.flatMap((slice) => filterGeometries(slice));
     if (incoming.length !== geometries.length) {
       throw new SeenStoreError('USAGE', `merge: ${incoming.length} filters given, ${this.#where} has ${geometries.length}`);
     }
-    const gains = await settleAll(this.#partitions.map((part) => this.#mergeInto(part, incoming, doing)));
+    const merging = { ctx: this.#ctx, growth: this.#growth, partitions: this.#partitions, where: this.#where, init: (part: Partition) => this.#init(part) };
+    const gains = await settleAll(this.#partitions.map((part) => mergeInto(merging, part, incoming, doing)));
     return gains.reduce((sum, n) => sum + n, 0);
-  }
-
-  async #mergeInto(part: Partition, incoming: readonly Uint8Array[], doing: string): Promise<number> {
-    const count = this.#partitions.length;
-    const regions = incoming.map((bytes) => {
-      const size = bytes.length / count;
-      return bytes.subarray(part.index * size, (part.index + 1) * size);
-    });
-    const firstFilter = (j: number): number => this.#slices.slice(0, j).reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
-    let reach = 0;
-    for (let j = 0; j < this.#slices.length; j++) {
-      const filters = filterGeometries(this.#slices[j]!).length;
-      if (regions.slice(firstFilter(j), firstFilter(j) + filters).some((bytes) => bytes.some((b) => b !== 0))) reach = j + 1;
-    }
-    if (reach === 0) return 0;
-    const id = freshId();
-    for (let attempt = 0; attempt < 50; attempt++) {
-      if (part.have < reach) {
-        const grow = this.#slices.slice(part.have, reach).map((slice, n) => [JSON.stringify(slice), firstFilter(part.have + n), partitionFilterBytes(slice, count)]);
-        const reply = list(await this.#ctx.fcallDurable('ss_extend', [part.keys.state, part.keys.slices, ...filterKeys(part, firstFilter(reach))], [String(part.have), JSON.stringify(grow)], doing));
-        const outcome = text(reply[0]);
-        if (outcome === 'missing') await this.#init(part);
-        else if (outcome === 'stale') await this.#stale(part, Number(reply[1]));
-        else part.have = reach;
-        continue;
-      }
-      const filters = firstFilter(part.have);
-      const temporary = regions.slice(0, filters).map((_, index) => part.keys.merging(id, index));
-      for (const [index, bytes] of regions.slice(0, filters).entries()) {
-        if (bytes.some((b) => b !== 0)) await writeBytes(this.#ctx, temporary[index]!, bytes, doing);
-      }
-      const reply = list(await this.#ctx.fcallDurable('ss_merge', [part.keys.state, part.keys.slices, ...filterKeys(part, filters), ...temporary], [String(part.have), String(filters)], doing));
-      const outcome = text(reply[0]);
-      if (outcome === 'sealed' || outcome === 'stale') {
-        await this.#ctx.call(temporary[0]!, ['DEL', ...temporary], doing);
-        if (outcome === 'sealed') throw new SeenStoreError('EPOCH_SEALED', `${this.#where} is no longer open`);
-        await this.#stale(part, Number(reply[1]));
-        continue;
-      }
-      return this.#countMerged(part, list(reply[1]).map(Number), list(reply[2]).map(Number), doing);
-    }
-    throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing`);
-  }
-
-  /** Adds the URLs a merge brought into a partition (estimated from each slice's first filter's fill) to its slices' counts. */
-  async #countMerged(part: Partition, before: readonly number[], after: readonly number[], doing: string): Promise<number> {
-    let gained = 0;
-    let first = 0;
-    const increments: string[] = [];
-    for (const [j, slice] of this.#slices.slice(0, part.have).entries()) {
-      const geometry = filterGeometries(slice)[0]!;
-      const mBits = geometry.mBits / this.#partitions.length;
-      const more = Math.max(0, Math.round(estimateCardinality(after[first]!, mBits, geometry.k) - estimateCardinality(before[first]!, mBits, geometry.k)));
-      if (more > 0) increments.push(`a${j}`, String(more));
-      gained += more;
-      first += filterGeometries(slice).length;
-    }
-    for (let i = 0; i < increments.length; i += 2) await this.#ctx.call(part.keys.state, ['HINCRBY', part.keys.state, increments[i]!, increments[i + 1]!], doing);
-    await this.#ctx.replicated(part.keys.state, doing);
-    return gained;
   }
 
   async checkpoint(): Promise<CheckpointOutcome> {
@@ -499,20 +368,20 @@ export class RedisEpoch implements EpochBits {
   async seal(): Promise<EpochSummary & { readonly header: EpochHeader; readonly sliceAdded: number[] }> {
     const doing = `sealing ${this.#where}`;
     const first = JSON.stringify(this.#header.slices[0]);
-    await settleAll(this.#partitions.map((part) => this.#ctx.fcallDurable('ss_seal', [part.keys.state, part.keys.slices], [first], doing)));
+    await settleAll(this.#partitions.map((part) => sealPartition(this.#ctx, readKeys(part, 0), first, doing)));
     const state = await this.#state();
     return { ...summarize(state), header: this.header, sliceAdded: state.sliceAdded };
   }
 
   /** The epoch's counts and set bits: every partition's, summed (a partition's filter f is part of the epoch's filter f). */
   async #state(): Promise<EpochState> {
-    await this.#reloadPlan();
-    const slices = this.#slices;
+    await this.#growth.reload();
+    const slices = this.#growth.slices;
     const filters = slices.reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
     const doing = `reading ${this.#where}`;
     const states = await settleAll(
       this.#partitions.map(async (part) => {
-        const reply = list(await this.#ctx.fcall('ss_state', [part.keys.state, part.keys.slices, ...filterKeys(part, filters)], [], doing));
+        const reply = list(await partitionState(this.#ctx, readKeys(part, filters), doing));
         const hash = pairs(reply[0]);
         const have = list(reply[1]).length;
         if (have > slices.length) throw new SeenStoreError('STORE_CORRUPT', `${this.#where}: partition ${part.index} has ${have} slices, its plan ${slices.length}`);
@@ -553,7 +422,7 @@ export class RedisEpoch implements EpochBits {
    * partition: partition p's are keys starts[p]..starts[p + 1] - 1 of the grouping's order.
    */
   #positionsOf(keys: Keys, count: number, buffer: { bytes: Buffer }): { planning: Planning; grouping: Grouping; positions: Buffer; perKey: number } {
-    const planning = this.#positionPlan();
+    const planning = this.#growth.planning();
     const { hasher, positions } = planning;
     const stride = hasher.stride;
     if (this.#words.length < count * stride) this.#words = new Uint32Array(count * stride);
@@ -565,35 +434,11 @@ export class RedisEpoch implements EpochBits {
     return { planning, grouping, positions: buffer.bytes, perKey: positions.perKey };
   }
 
-  #positionPlan(): Planning {
-    if (this.#plan?.key !== this.#slices.length) {
-      const partitions = this.#header.partitions;
-      this.#plan = {
-        key: this.#slices.length,
-        slices: this.#slices,
-        hasher: new EpochHasher(this.#ctx.hash, this.#slices, partitions),
-        positions: new PositionPlan(this.#slices, this.#header.hashScheme as HashSchemeId, partitions?.count ?? 1),
-        geometry: new Map(),
-      };
-    }
-    return this.#plan;
-  }
-
-  /** What the functions need of the layout `planning` positions for, for a partition that has `have` slices (cached). */
-  #geometryFor(planning: Planning, have: number): string {
-    let geometry = planning.geometry.get(have);
-    if (geometry === undefined) {
-      geometry = partitionGeometry(planning.slices, this.#partitions.length, have, MAX_SLICES);
-      planning.geometry.set(have, geometry);
-    }
-    return geometry;
-  }
-
   /** Creates a partition's state and first slice's filters (at the partition's size), unless they exist. */
   async #init(part: Partition): Promise<void> {
     const first = this.#header.slices[0]!;
-    const sizes = partitionFilterBytes(first, this.#partitions.length).map(String);
-    await this.#ctx.fcall('ss_init', [part.keys.state, part.keys.slices, ...filterKeys(part, sizes.length)], [JSON.stringify(first), this.#header.state === 'open' ? '1' : '0', ...sizes], `creating ${this.#where}`);
+    const sizes = partitionFilterBytes(first, this.#partitions.length);
+    await initPartition(this.#ctx, readKeys(part, sizes.length), JSON.stringify(first), this.#header.state === 'open', sizes, `creating ${this.#where}`);
     part.have = 1;
     part.newestAdded = 0;
   }
@@ -620,32 +465,6 @@ export class RedisEpoch implements EpochBits {
   #notCounting(doing: string): SeenStoreError {
     return new SeenStoreError('USAGE', `${this.#where} is not counting: only counting epochs can ${doing}`);
   }
-}
-
-/** The keys of a partition's first `count` filters (over all slices, in filter order): every key a function touches is declared. */
-function filterKeys(part: Partition, count: number): string[] {
-  return Array.from({ length: count }, (_, index) => part.keys.filter(index));
-}
-
-/** A batch's place in a partition's order: `ready` once the earlier batches are decided there; `done` lets the next one go. */
-interface Turn {
-  readonly ready: Promise<void>;
-  done(): void;
-}
-
-/**
- * Takes the next turn in a partition: batches of one handle are decided in each partition in the
- * order they were given, also when one is refused and retried (a partition not created yet, a
- * growth) — else a URL in two batches in flight could be answered new at its later occurrence.
- * Other partitions go on meanwhile.
- */
-function takeTurn(part: Partition): Turn {
-  const ready = part.tail;
-  let done!: () => void;
-  part.tail = new Promise<void>((resolve) => {
-    done = resolve;
-  });
-  return { ready, done };
 }
 
 /** Every promise settled, then the first failure thrown (no call is left running behind an error), else the values. */

@@ -3,11 +3,12 @@ import type { Frontier, FrontierStats, LeasedUrl, QueueItems } from '../backend.
 import { faultPoint } from '../faults.js';
 import type { Reply } from './connection.js';
 import { freshId, list, text, type RedisContext } from './context.js';
+import { finishEntries, frontierStats, reclaimLeases, releaseEntries, takeEntries, type AnswerArgs } from './functions.js';
 import type { QueueKeys } from './keys.js';
 
 /** Seconds a frontier call's answer stays for a retry of the same call (deleted by the handle's next call on that stream). */
 export const FRONTIER_ANSWER_TTL_S = 300;
-/** The version of the stream entries this seenstore writes and reads (field `v`; functions.ts ENTRY_VERSION). */
+/** The version of the stream entries this seenstore writes and reads (field `v`; ENTRY_VERSION in lua/queue.lua). */
 const QUEUE_ENTRY_VERSION = '1';
 /** Most partition streams a scope's frontier may have (`{PREFIX/SCOPE}:queues`). */
 export const MAX_QUEUES = 65_536;
@@ -18,7 +19,7 @@ const ID_PATTERN = /^(0|[1-9][0-9]{0,4})-([0-9]{1,20})-([0-9]{1,20})$/;
 const U64_MAX = 2n ** 64n - 1n;
 
 /**
- * Queue items `indices` of a batch as ss_add reads them (functions.ts queue_items): per item, a
+ * Queue items `indices` of a batch as ss_add reads them (queue_items in lua/queue.lua): per item, a
  * u32 little-endian byte length and the URL (UTF-8), a u32 length and the data as JSON (length 0:
  * none). An add sends the items of exactly the URLs it sends, in the same order.
  */
@@ -44,7 +45,7 @@ function putString(out: Buffer, at: number, value: string): number {
 /**
  * The Redis backend's frontier of one scope (docs/frontier.md "On Redis"): one stream per partition,
  * consumer group `ss`, leases in a sorted set beside each stream, every change one call of the
- * function library on the stream's slot (functions.ts ss_q_*), remembered under a fresh call id so
+ * function library on the stream's slot (ss_q_* in lua/frontier.lua), remembered under a fresh call id so
  * that a retry after a lost reply gets the first answer (a take never leases new URLs twice).
  * Entries are taken oldest first within a stream; across streams a round-robin cursor picks the
  * stream a take starts from.
@@ -79,7 +80,7 @@ export class RedisFrontier implements Frontier {
       const p = (start + visited) % streams;
       if (waiting[p]! <= 0) continue;
       const sentAtMs = Date.now();
-      const reply = await this.#write(p, 'ss_q_take', [String(count - out.length), String(leaseMs), owner ?? this.#consumer], 'taking from');
+      const reply = await this.#write(p, 'taking from', (keys, answer, doing) => takeEntries(this.#ctx, keys, answer, count - out.length, leaseMs, owner ?? this.#consumer, doing));
       faultPoint('frontier:take-after-commit');
       const entries = list(reply);
       if (leaseOutlived(sentAtMs, leaseMs, entries.length, this.#ctx)) continue;
@@ -89,14 +90,14 @@ export class RedisFrontier implements Frontier {
   }
 
   async done(ids: readonly string[]): Promise<number> {
-    return this.#eachPart(ids, (p, part) => this.#write(p, 'ss_q_done', part.map(({ id }) => id), 'finishing URLs of'));
+    return this.#eachPart(ids, (p, part) => this.#write(p, 'finishing URLs of', (keys, answer, doing) => finishEntries(this.#ctx, keys, answer, part.map(({ id }) => id), doing)));
   }
 
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
     if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
     return this.#eachPart(ids, (p, part) => {
       const payloads = part.map(({ index }) => (data?.[index] === undefined ? '' : (JSON.stringify(data[index]) ?? '')));
-      return this.#write(p, 'ss_q_release', [String(part.length), ...part.map(({ id }) => id), ...payloads], 'releasing URLs of');
+      return this.#write(p, 'releasing URLs of', (keys, answer, doing) => releaseEntries(this.#ctx, keys, answer, part.map(({ id }) => id), payloads, doing));
     });
   }
 
@@ -117,7 +118,7 @@ export class RedisFrontier implements Frontier {
 
   async reclaim(owner: string): Promise<number> {
     const streams = await this.#streams();
-    const counts = await Promise.all(Array.from({ length: streams }, (_, p) => this.#write(p, 'ss_q_reclaim', [owner], 'reclaiming leases of')));
+    const counts = await Promise.all(Array.from({ length: streams }, (_, p) => this.#write(p, 'reclaiming leases of', (keys, answer, doing) => reclaimLeases(this.#ctx, keys, answer, owner, doing))));
     return counts.reduce((sum: number, n) => sum + Number(n), 0);
   }
 
@@ -130,12 +131,30 @@ export class RedisFrontier implements Frontier {
     };
   }
 
+  /**
+   * Every waiting and leased URL, a batch per XRANGE page of each partition's stream: finished
+   * entries are deleted from their stream (ss_q_done), so the streams hold exactly these. Reads
+   * only; an entry added or finished meanwhile may or may not be seen.
+   */
+  async forEachUrl(onBatch: (urls: string[]) => void): Promise<void> {
+    const streams = await this.#streams();
+    for (let p = 0; p < streams; p++) {
+      const key = this.#queueKeys(p).stream;
+      for (let start = '-'; ; ) {
+        const page = list(await this.#ctx.call(key, ['XRANGE', key, start, '+', 'COUNT', String(LIST_PAGE_ENTRIES)], `listing the frontier of ${this.#scope}`));
+        if (page.length === 0) break;
+        onBatch(page.map((entry) => entryUrl(list(list(entry)[1]))));
+        if (page.length < LIST_PAGE_ENTRIES) break;
+        start = `(${text(list(page.at(-1)!)[0])}`;
+      }
+    }
+  }
+
   /** [waiting, leased, done] of each of the first `streams` streams (read-only calls, all at once). */
   async #statsOf(streams: number): Promise<(readonly [number, number, number])[]> {
     return Promise.all(
       Array.from({ length: streams }, async (_, p) => {
-        const keys = this.#queueKeys(p);
-        const reply = list(await this.#ctx.fcall('ss_q_stats', [keys.stream, keys.leases, keys.done], [], `reading the frontier of ${this.#scope}`)).map(Number);
+        const reply = list(await frontierStats(this.#ctx, this.#queueKeys(p), `reading the frontier of ${this.#scope}`)).map(Number);
         return [reply[0]!, reply[1]!, reply[2]!] as const;
       }),
     );
@@ -161,16 +180,13 @@ export class RedisFrontier implements Frontier {
   }
 
   /** One frontier write on partition p's stream under a fresh call id, durable (and retried) as every write. */
-  async #write(p: number, name: string, args: readonly string[], doing: string): Promise<Reply> {
+  async #write(p: number, doing: string, call: (keys: QueueKeys, answer: AnswerArgs, doing: string) => Promise<Reply>): Promise<Reply> {
     const keys = this.#queueKeys(p);
-    const answer = keys.answer(freshId(12));
-    const reply = await this.#ctx.fcallDurable(
-      name,
-      [keys.stream, keys.leases, keys.done, answer, this.#previous.get(p) ?? answer],
-      [String(FRONTIER_ANSWER_TTL_S), this.#previous.has(p) ? '1' : '', ...args],
-      `${doing} the frontier of ${this.#scope}`,
-    );
-    this.#previous.set(p, answer);
+    const own = keys.answer(freshId(12));
+    const previous = this.#previous.get(p);
+    const answer = { answer: own, previousAnswer: previous ?? own, dropPrevious: previous !== undefined, answerTtlS: FRONTIER_ANSWER_TTL_S };
+    const reply = await call(keys, answer, `${doing} the frontier of ${this.#scope}`);
+    this.#previous.set(p, own);
     return reply;
   }
 
@@ -187,7 +203,7 @@ export class RedisFrontier implements Frontier {
   }
 
   /**
-   * A take's entry (functions.ts `leased`: id, attempts, lease end, URL, epoch, data or '', entry
+   * A take's entry (`leased` in lua/frontier.lua: id, attempts, lease end, URL, epoch, data or '', entry
    * version), checked right after reading: an entry of a newer version is FORMAT_UNSUPPORTED, a
    * malformed one STORE_CORRUPT (the take's leases then run out: nothing is lost).
    */
@@ -225,6 +241,15 @@ function leaseOutlived(sentAtMs: number, leaseMs: number, entries: number, ctx: 
   if (elapsedMs < leaseMs || entries === 0) return false;
   ctx.warn(`a frontier take was answered after ${elapsedMs} ms, past its ${leaseMs} ms lease: its ${entries} URLs are not handed out, and come back as their leases have run out`);
   return true;
+}
+
+/** Entries per XRANGE page of forEachUrl. */
+const LIST_PAGE_ENTRIES = 10_000;
+
+/** The `u` field of a stream entry's field list (lua/queue.lua writes v, u, e and maybe d, a). */
+function entryUrl(fields: Reply[]): string {
+  for (let f = 0; f + 1 < fields.length; f += 2) if (text(fields[f]!) === 'u') return text(fields[f + 1]!);
+  throw new SeenStoreError('STORE_CORRUPT', 'a frontier stream entry without a URL');
 }
 
 /** A frontier id as take gave it (`P-MS-SEQ`: partition, stream id); USAGE for anything else. */

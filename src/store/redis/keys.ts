@@ -82,7 +82,7 @@ export class RedisKeys {
 export interface QueueKeys {
   /** Stream of queued entries, consumer group `ss`. */
   readonly stream: string;
-  /** Sorted set: id of each delivered entry (padded, functions.ts) scored by its lease's end in ms; 0: given back. */
+  /** Sorted set: id of each delivered entry (padded, lua/frontier.lua) scored by its lease's end in ms; 0: given back. */
   readonly leases: string;
   /** String: entries finished since the frontier began. */
   readonly done: string;

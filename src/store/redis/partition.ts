@@ -1,7 +1,9 @@
 import { filterGeometries } from '../../filters/keying.js';
 import type { EpochHasher } from '../../filters/epoch-hasher.js';
 import type { SliceSpec } from '../records.js';
+import type { BatchKeys, ReadKeys } from './functions.js';
 import type { EpochKeys } from './keys.js';
+import type { TurnQueue } from '../turns.js';
 
 /**
  * One partition of an epoch as a handle knows it: a self-contained scalable filter in one slot
@@ -17,8 +19,8 @@ export interface Partition {
   newestAdded: number;
   /** Its last batch's answers key, deleted by its next batch ('' for none). */
   previousBatch: string;
-  /** Settles when the handle's latest batch is decided here: the next batch's turn (epoch.ts takeTurn). */
-  tail: Promise<void>;
+  /** The handle's batches in the order they reach this partition (epoch.ts addIfAbsent). */
+  readonly turns: TurnQueue;
 }
 
 /** A batch's keys grouped by partition: keys order[starts[p]] .. order[starts[p + 1] - 1] are partition p's, in input order. */
@@ -80,4 +82,15 @@ export function partitionGeometry(slices: readonly SliceSpec[], partitions: numb
     planned: slices.slice(have).map((slice) => JSON.stringify(slice)),
     max: maxSlices,
   });
+}
+
+/** A partition's state, slices and first `count` filters (over all slices, in filter order): every key a function touches is declared. */
+export function readKeys(part: Partition, count: number): ReadKeys {
+  return { state: part.keys.state, slices: part.keys.slices, filters: Array.from({ length: count }, (_, index) => part.keys.filter(index)) };
+}
+
+/** As readKeys, with the keys of a batch's answers and of the partition's previous batch's. */
+export function batchKeys(part: Partition, batch: string, count: number): BatchKeys {
+  const own = part.keys.batch(batch);
+  return { ...readKeys(part, count), batch: own, previousBatch: part.previousBatch || own };
 }

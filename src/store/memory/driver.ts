@@ -1,0 +1,39 @@
+import { type Driver, type OpenOptions, type StoreSettings } from '../driver.js';
+
+/** The memory driver's own options. */
+export interface MemoryOptions {
+  /** The clock of frontier leases and of record times (the `clock` store setting; default Date.now). */
+  readonly clock: () => number;
+}
+
+/**
+ * `memory://NAME`: a store held in this process's memory, gone when the process ends; every
+ * handle on one NAME in the process shares it. The reference driver: the smallest complete
+ * backend, and fast for tests of the engine (docs/architecture.md "Writing a driver").
+ */
+export const memoryDriver: Driver<MemoryOptions> = Object.freeze({
+  name: 'memory',
+  schemes: ['memory'],
+  capabilities: Object.freeze({
+    persistent: false,
+    sharedAcrossProcesses: false,
+    maintenance: false,
+    offline: false,
+    checkpoints: false,
+    frontierOrder: 'oldest-first',
+    defaultStrategy: 'classic',
+    storedBytes: (mBits: number) => Math.ceil(mBits / 8),
+  }),
+  parseOptions(settings: StoreSettings): MemoryOptions {
+    const clock = settings.clock;
+    if (clock !== undefined && typeof clock !== 'function') throw new TypeError('clock must be a function returning milliseconds');
+    return Object.freeze({ clock: (clock as (() => number) | undefined) ?? Date.now });
+  },
+  async open(location: string, common: OpenOptions, options: MemoryOptions) {
+    const { MemoryBackend } = await import('./backend.js');
+    return MemoryBackend.open(location, common, options);
+  },
+  redact: (location: string) => location,
+  resolve: (location: string) => location,
+  knownAbsent: async () => false,
+});

@@ -1,0 +1,40 @@
+-- The library's functions as Redis knows them. A function that never writes is flagged
+-- 'no-writes': Redis then runs it on a master out of memory (maxmemory, noeviction), on a replica
+-- and during a failover's read-only window. ss_format writes one small key, once per store: it is
+-- 'allow-oom', so that a full store still opens.
+
+-- The library's version (VERSION, set by the loader: redis/library.ts), also as the description
+-- of ss_version, where FUNCTION LIST shows it without calling anything.
+local function ss_version()
+  return VERSION
+end
+
+local function read_only(name, callback)
+  redis.register_function{function_name = name, callback = callback, flags = {'no-writes'}}
+end
+
+redis.register_function{
+  function_name = 'ss_version', callback = ss_version, flags = {'no-writes'}, description = VERSION,
+}
+read_only('ss_has', ss_has)
+read_only('ss_count', ss_count)
+read_only('ss_state', ss_state)
+read_only('ss_q_stats', ss_q_stats)
+redis.register_function('ss_add', ss_add)
+redis.register_function('ss_init', ss_init)
+redis.register_function('ss_count_add', ss_count_add)
+redis.register_function('ss_count_delete', ss_count_delete)
+redis.register_function('ss_alloc', ss_alloc)
+redis.register_function('ss_seal', ss_seal)
+redis.register_function('ss_create', ss_create)
+redis.register_function('ss_create_many', ss_create_many)
+redis.register_function('ss_rotate', ss_rotate)
+redis.register_function('ss_drop', ss_drop)
+redis.register_function('ss_merge', ss_merge)
+redis.register_function('ss_plan', ss_plan)
+redis.register_function('ss_extend', ss_extend)
+redis.register_function{function_name = 'ss_format', callback = ss_format, flags = {'allow-oom'}}
+redis.register_function('ss_q_take', ss_q_take)
+redis.register_function('ss_q_done', ss_q_done)
+redis.register_function('ss_q_release', ss_q_release)
+redis.register_function('ss_q_reclaim', ss_q_reclaim)

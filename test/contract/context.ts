@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import type { SeenStore, SeenStoreOptions } from '../../src/index.js';
+import type { Capabilities } from '../../src/store/driver.js';
+import { ROOT, sharedUrls } from '../helpers/data.js';
+
+/**
+ * What a backend's test file gives the storage contract: its driver's capabilities (which select
+ * and shape the contract's tests) and a factory of fresh, empty, opened stores.
+ */
+export interface StoreFactory {
+  /** The backend's name, in the suite's title. */
+  readonly name: string;
+  readonly capabilities: Capabilities;
+  /** A fresh, empty store, opened with `options` (and whatever the backend needs). */
+  readonly open: (options?: SeenStoreOptions) => Promise<SeenStore>;
+  /** Options of every open of this backend (child processes open with them too). */
+  readonly options?: SeenStoreOptions;
+}
+
+/** What every group of the contract uses: the factory, the URLs, and checks shaped by the capabilities. */
+export interface ContractContext {
+  readonly factory: StoreFactory;
+  readonly capabilities: Capabilities;
+  /** A fresh store and its location (store.dir, for another handle or a child process). */
+  readonly open: () => Promise<{ store: SeenStore; location: string }>;
+  readonly urls: readonly string[];
+  /** URLs none of `urls`: probes for false positives. */
+  readonly others: readonly string[];
+  /** `taken` are the first of `queued` to be handed out: exactly them in order (oldest first), else as many, all distinct, all queued. */
+  readonly takenFirst: (taken: readonly string[], queued: readonly string[], message: string) => void;
+  /** The same URLs, in order where the backend orders the whole frontier. */
+  readonly sameTaken: (actual: readonly string[], expected: readonly string[], message: string) => void;
+}
+
+/** Sized so that a false positive is all but impossible: answers can be compared exactly. */
+export const EXACT = { capacityUrls: 200_000, fprTarget: 1e-9 } as const;
+
+export function contractContext(factory: StoreFactory): ContractContext {
+  const oldestFirst = factory.capabilities.frontierOrder === 'oldest-first';
+  return {
+    factory,
+    capabilities: factory.capabilities,
+    open: async () => {
+      const store = await factory.open();
+      return { store, location: store.dir };
+    },
+    urls: sharedUrls('crawl-sitelist-15k.txt'),
+    others: sharedUrls('crawl-benign-35k.txt'),
+    takenFirst: (taken, queued, message) => {
+      if (oldestFirst) {
+        assert.deepEqual(taken, queued.slice(0, taken.length), message);
+        return;
+      }
+      assert.equal(new Set(taken).size, taken.length, message);
+      assert.ok(taken.every((url) => queued.includes(url)), message);
+    },
+    sameTaken: (actual, expected, message) => {
+      assert.deepEqual(oldestFirst ? actual : [...actual].sort(), oldestFirst ? expected : [...expected].sort(), message);
+    },
+  };
+}
+
+/** The library's own entry, for child processes. */
+const CHILD = join(ROOT, 'dist', 'test', 'contract', 'child.js');
+
+/** Runs the contract's child process: adds FILE's URLs to scope `s` in batches, prints the new ones. */
+export function runChild(location: string, file: string, options: SeenStoreOptions): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CHILD, location, file, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(out.split('\n').filter((line) => line.length > 0)) : reject(new Error(`contract child exited ${code}: ${err}`))));
+  });
+}

@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { createClient } from 'redis';
+import { SeenStore } from '../src/index.js';
+import { assembleLibrary, LIBRARY_VERSION, LUA_FILES, libraryOrder, sourceOfLine, withSourceLines } from '../src/store/redis/library.js';
+import { ROOT } from './helpers/data.js';
+import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
+
+const LUACHECK_MISSING = spawnSync('luacheck', ['--version'], { encoding: 'utf8' }).status === 0 ? false : 'luacheck is not installed (apt-get install lua-check; CI installs it)';
+const REDIS_MISSING = redisMissing() ?? false;
+
+describe('the Redis function library as Lua', () => {
+  it('every file is under 500 lines', () => {
+    for (const name of LUA_FILES) {
+      const lines = readFileSync(`${ROOT}/src/store/redis/lua/${name}.lua`, 'utf8').split('\n').length;
+      assert.ok(lines <= 500, `${name}.lua has ${lines} lines`);
+    }
+  });
+
+  it('luacheck finds nothing in the library as Redis loads it', { skip: LUACHECK_MISSING }, () => {
+    const result = spawnSync('luacheck', ['--config', `${ROOT}/.luacheckrc`, '--formatter', 'plain', '--codes', '-'], { input: assembleLibrary().text, encoding: 'utf8' });
+    const warnings = result.stdout
+      .split('\n')
+      .filter((line) => line.length > 0)
+      .map((line) => line.replace(/^stdin:(\d+):/, (_, n: string) => `${sourceOfLine(Number(n))}:`));
+    assert.deepEqual(warnings, [], `luacheck:\n${warnings.join('\n')}`);
+    assert.equal(result.status, 0, result.stderr);
+  });
+
+  it('maps a line of the joined library back to its file', () => {
+    const { text, starts } = assembleLibrary();
+    const lines = text.split('\n');
+    const bits = starts.find((s) => s.file === 'bits.lua')!;
+    const line = lines.findIndex((l) => l.startsWith('local function ss_add(')) + 1;
+    const expected = readFileSync(`${ROOT}/src/store/redis/lua/bits.lua`, 'utf8').split('\n').findIndex((l) => l.startsWith('local function ss_add(')) + 1;
+    assert.ok(line > bits.line);
+    assert.equal(sourceOfLine(line), `bits.lua:${expected}`);
+    assert.equal(withSourceLines(`ERR user_function:${line}: attempt to index a nil value`), `ERR bits.lua:${expected}: attempt to index a nil value`);
+  });
+
+  it('orders versions by release; the same release from other sources is neither older nor newer', () => {
+    const [release, hash] = LIBRARY_VERSION.split('+') as [string, string];
+    const [major, minor, patch] = release.split('.').map(Number) as [number, number, number];
+    assert.match(hash, /^[0-9a-f]{16}$/);
+    assert.equal(libraryOrder(LIBRARY_VERSION), 'same');
+    assert.equal(libraryOrder('13'), 'older', 'a library numbered by hand, before versions named the sources');
+    assert.equal(libraryOrder(`${major}.${minor}.${patch + 1}+${'0'.repeat(16)}`), 'newer');
+    assert.equal(libraryOrder(`${major + 1}.0.0+${'0'.repeat(16)}`), 'newer');
+    assert.equal(libraryOrder(`0.0.0+${'0'.repeat(16)}`), 'older');
+    assert.equal(libraryOrder(`${release}+${'0'.repeat(16)}`), 'other');
+    assert.equal(libraryOrder('something else'), 'other');
+  });
+});
+
+describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
+  let server: RedisCluster;
+  let client: ReturnType<typeof createClient>;
+  const call = (...args: (string | Buffer)[]): Promise<unknown> => client.sendCommand(args);
+  const loadedVersion = async (): Promise<string> => String(await call('FCALL', 'ss_version', '0'));
+
+  before(async () => {
+    server = await startRedisCluster({ cluster: false });
+    client = createClient({ socket: { host: '127.0.0.1', port: server.nodes[0]!.port } });
+    client.on('error', () => {});
+    await client.connect();
+  });
+  after(async () => {
+    await client?.quit().catch(() => undefined);
+    await server?.stop();
+  });
+
+  const open = () => SeenStore.open(server.location(), { onWarning: () => {} });
+
+  it('loads itself where none is loaded, and replaces an earlier release', async () => {
+    await call('FUNCTION', 'FLUSH');
+    await (await open()).close();
+    assert.equal(await loadedVersion(), LIBRARY_VERSION);
+    await call('FUNCTION', 'LOAD', 'REPLACE', assembleLibrary(`0.0.1+${'0'.repeat(16)}`).text);
+    await (await open()).close();
+    assert.equal(await loadedVersion(), LIBRARY_VERSION);
+  });
+
+  it('never replaces a later release, nor another build of its own: FORMAT_UNSUPPORTED', async () => {
+    const release = LIBRARY_VERSION.split('+')[0]!;
+    for (const other of [`99.0.0+${'0'.repeat(16)}`, `${release}+${'f'.repeat(16)}`]) {
+      await call('FUNCTION', 'LOAD', 'REPLACE', assembleLibrary(other).text);
+      await assert.rejects(open(), (error: Error & { code?: string }) => error.code === 'FORMAT_UNSUPPORTED' && error.message.includes(other));
+      assert.equal(await loadedVersion(), other, 'the loaded library was left as it was');
+    }
+    await call('FUNCTION', 'FLUSH');
+  });
+
+  describe('each refusal of an add, called directly', () => {
+    // One classic filter of 1024 bits, k = 2, a slice of 3 URLs; the epoch may grow to 2 slices, none planned yet.
+    const geometry = JSON.stringify({ filters: [[0, 2, 0]], bytes: [128], caps: [3], planned: [], max: 2 });
+    const positions = (...bits: number[]): Buffer => {
+      const out = Buffer.alloc(bits.length * 4);
+      bits.forEach((bit, i) => out.writeUInt32LE(bit, i * 4));
+      return out;
+    };
+    const keys = (tag: string): string[] => [`{${tag}}:state`, `{${tag}}:slices`, `{${tag}}:batch:1`, `{${tag}}:batch:1`, `{${tag}}:stream`, `{${tag}}:f0`];
+    const add = (tag: string, n: number, blob: Buffer, slices = '1', extra: (string | Buffer)[] = []): Promise<unknown> =>
+      call('FCALL', 'ss_add', '6', ...keys(tag), slices, String(n), geometry, blob, '60', '', ...extra);
+    const init = (tag: string, open = '1'): Promise<unknown> => call('FCALL', 'ss_init', '3', `{${tag}}:state`, `{${tag}}:slices`, `{${tag}}:f0`, '{}', open, '128');
+
+    before(async () => {
+      await call('FUNCTION', 'LOAD', 'REPLACE', assembleLibrary().text);
+    });
+
+    it('missing: the partition does not exist', async () => {
+      assert.deepEqual(await add('missing', 1, positions(1, 2)), ['missing']);
+    });
+
+    it('sealed: the partition was sealed', async () => {
+      await init('sealed', '0');
+      assert.deepEqual(await add('sealed', 1, positions(1, 2)), ['sealed']);
+    });
+
+    it('stale: the caller assumed another number of slices', async () => {
+      await init('stale');
+      assert.deepEqual(await add('stale', 1, positions(1, 2), '2'), ['stale', 1]);
+    });
+
+    it('short: more URLs than the slice and the plan can take', async () => {
+      await init('short');
+      assert.deepEqual(await add('short', 4, positions(1, 2, 3, 4, 5, 6, 7, 8)), ['short', 0]);
+    });
+
+    it('malformed: queue items that are not n items', async () => {
+      await init('malformed');
+      assert.deepEqual(await add('malformed', 1, positions(1, 2), '1', [Buffer.from([9, 0, 0, 0]), '1']), ['malformed']);
+    });
+
+    it('done: the same batch again gets its first answers, and changes nothing', async () => {
+      await init('done');
+      assert.deepEqual(await add('done', 2, positions(1, 2, 1, 2)), ['ok', '10', 1, 1]);
+      assert.deepEqual(await add('done', 2, positions(9, 10, 11, 12)), ['done', '10']);
+      assert.equal(await call('BITCOUNT', '{done}:f0'), 2, 'the retried batch set no bit');
+    });
+
+    it('a frontier call answered once: the same take again returns what it took', async () => {
+      const stream = ['{q}:stream', '{q}:leases', '{q}:done', '{q}:answer:1', '{q}:answer:1'];
+      await init('q');
+      const items = Buffer.concat([Buffer.from([5, 0, 0, 0]), Buffer.from('a.com'), Buffer.alloc(4)]);
+      await call('FCALL', 'ss_add', '6', '{q}:state', '{q}:slices', '{q}:batch:1', '{q}:batch:1', '{q}:stream', '{q}:f0', '1', '1', geometry, positions(1, 2), '60', '', items, '1');
+      const first = (await call('FCALL', 'ss_q_take', '5', ...stream, '60', '', '10', '60000', 'crawler')) as unknown[][];
+      assert.equal(first.length, 1);
+      const again = (await call('FCALL', 'ss_q_take', '5', ...stream, '60', '', '10', '60000', 'crawler')) as unknown[][];
+      assert.deepEqual(again, first);
+      const done = ['{q}:stream', '{q}:leases', '{q}:done', '{q}:answer:2', '{q}:answer:1'];
+      assert.equal(await call('FCALL', 'ss_q_done', '5', ...done, '60', '1', String(first[0]![0])), 1);
+      assert.equal(await call('FCALL', 'ss_q_done', '5', ...done, '60', '1', String(first[0]![0])), 1, 'answered as the first time');
+      assert.equal(await call('EXISTS', '{q}:answer:1'), 0, 'the previous answer was dropped');
+    });
+  });
+});
