@@ -62,6 +62,12 @@ export interface Capabilities {
    * oldest first within each partition with the partitions in turn.
    */
   readonly frontierOrder: 'oldest-first' | 'per-partition';
+  /**
+   * Whose clock times the frontier's leases: `options` (SeenStoreOptions.clock, in this process),
+   * or `server` (a remote store's own: Redis TIME; a take answered after its lease ended hands out
+   * nothing there, docs/frontier.md).
+   */
+  readonly leaseClock: 'options' | 'server';
   /** The strategy of new scopes that name none (`classic`; Redis: `partitioned`, which spreads over a cluster). */
   readonly defaultStrategy: string;
   /** Bytes a filter of `mBits` bits takes in the backend's storage once all of it is written (sizing plans). */

@@ -33,6 +33,7 @@ export const lmdbDriver: Driver<LmdbOptions> = Object.freeze({
     offline: true,
     checkpoints: true,
     frontierOrder: 'oldest-first',
+    leaseClock: 'options',
     defaultStrategy: 'classic',
     // A filter is written in chunks of CHUNK_PAYLOAD_BYTES, each taking CHUNK_STORED_BYTES of pages.
     storedBytes: (mBits: number) => Math.ceil(mBits / 8 / CHUNK_PAYLOAD_BYTES) * CHUNK_STORED_BYTES,

@@ -21,6 +21,7 @@ export const memoryDriver: Driver<MemoryOptions> = Object.freeze({
     offline: false,
     checkpoints: false,
     frontierOrder: 'oldest-first',
+    leaseClock: 'options',
     defaultStrategy: 'classic',
     storedBytes: (mBits: number) => Math.ceil(mBits / 8),
   }),

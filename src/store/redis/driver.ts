@@ -27,6 +27,7 @@ export const redisDriver: Driver<RedisOptions> = Object.freeze({
     offline: false,
     checkpoints: false,
     frontierOrder: 'per-partition',
+    leaseClock: 'server',
     defaultStrategy: 'partitioned',
     // A filter is one string of exactly its bytes.
     storedBytes: (mBits: number) => Math.ceil(mBits / 8),
