@@ -1,6 +1,7 @@
 import { SeenStoreError } from '../errors.js';
 import type { XxHash } from '../hash/xxhash.js';
 import type { Backend } from './backend.js';
+import { checkLocation, locationScheme } from './location.js';
 
 /** What opening a store needs, whichever backend it is (each takes what applies to it). */
 export interface BackendOptions {
@@ -21,7 +22,7 @@ export interface BackendOptions {
 
 /** A store location that names a Redis server rather than a directory. */
 export function isRedisLocation(location: string): boolean {
-  return /^rediss?:\/\//i.test(location);
+  return locationScheme(location) !== undefined;
 }
 
 /**
@@ -30,6 +31,7 @@ export function isRedisLocation(location: string): boolean {
  * kind is opened, so neither LMDB's native addon nor a Redis client costs start-up otherwise.
  */
 export async function openBackend(location: string, options: BackendOptions): Promise<Backend> {
+  checkLocation(location);
   if (isRedisLocation(location)) {
     const { RedisBackend } = await import('./redis/backend.js');
     return RedisBackend.open(location, redactLocation(location), options);
