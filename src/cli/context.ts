@@ -15,6 +15,7 @@ import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE, DEFAULT_STORE_DIR } from '.
 export { parseCount, parseFpr, parseSeeds } from './parse.js';
 export { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE, DEFAULT_STORE_DIR } from './defaults.js';
 import { isRedisLocation } from '../store/open.js';
+import { checkLocation } from '../store/location.js';
 
 /** Options every command accepts (declared on the program). */
 export interface GlobalOptions {
@@ -22,8 +23,10 @@ export interface GlobalOptions {
   readonly scope?: string;
   readonly json?: boolean;
   readonly debug?: boolean;
-  /** false with --no-create: a store that does not exist is NOT_FOUND, never created. */
+  /** false with --no-create: a store or scope that does not exist is NOT_FOUND, never created. */
   readonly create?: boolean;
+  /** --quiet: no informational lines on stderr (creations, summaries); warnings and errors stay. */
+  readonly quiet?: boolean;
   /** `--threads N` of the adding commands (SeenStoreOptions.threads). */
   readonly threads?: string;
   /** `--wait-replicas N`: Redis stores, replicas that confirm each write (SeenStoreOptions.waitReplicas). */
@@ -55,6 +58,7 @@ export function storeDir(options: GlobalOptions): string {
   if (options.store !== undefined && options.store.trim() === '') throw new SeenStoreError('USAGE', '--store must name a directory, got an empty string');
   const fromEnv = process.env.SEENSTORE_DIR === '' ? undefined : process.env.SEENSTORE_DIR;
   const location = options.store ?? fromEnv ?? DEFAULT_STORE_DIR;
+  checkLocation(location);
   // A redis:// or rediss:// location names a server, not a path: it passes through as given.
   return isRedisLocation(location) ? location : resolve(location);
 }
@@ -71,8 +75,9 @@ export function scopeName(options: GlobalOptions): string {
 
 /**
  * Opens the store for writing. `create`: whether this command may create it (filter-new, add,
- * import), unless --no-create says not to; creating one says so in a line on stderr when stderr
- * is a terminal (a mistyped --store would otherwise start a whole re-crawl in silence).
+ * import), unless --no-create says not to; creating one says so in a line on stderr, terminal or
+ * not, unless --quiet (a mistyped --store would otherwise start a whole re-crawl in silence, and
+ * under cron the line is the only trace of it).
  */
 export async function openStore(options: GlobalOptions, create: boolean): Promise<SeenStore> {
   const threads = parseCount('threads', options.threads);
@@ -81,7 +86,7 @@ export async function openStore(options: GlobalOptions, create: boolean): Promis
   const mayCreate = create && options.create !== false;
   const existed = isRedisLocation(dir) || existsSync(join(dir, 'data.mdb'));
   const store = await SeenStore.open(dir, { create: mayCreate, onWarning: (message) => warn(message), ...storeOptions(options), ...(threads === undefined ? {} : { threads }) });
-  if (mayCreate && !existed && process.stderr.isTTY === true) warn(`created store at ${dir}`);
+  if (mayCreate && !existed) inform(options, `created store at ${dir}`);
   return store;
 }
 
@@ -109,6 +114,11 @@ export async function openStoreReadOnly(options: GlobalOptions): Promise<SeenSto
 
 export function warn(message: string): void {
   process.stderr.write(`seenstore: ${message}\n`);
+}
+
+/** An informational line on stderr (a creation, a summary), unless --quiet. */
+export function inform(options: GlobalOptions, message: string): void {
+  if (options.quiet !== true) warn(message);
 }
 
 export function scopeOptions(options: PlanOptions): ScopeOptions {

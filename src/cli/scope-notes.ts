@@ -1,4 +1,8 @@
-import type { Scope } from '../epochs/scope.js';
+import { SeenStoreError } from '../errors.js';
+import { redactLocation } from '../store/open.js';
+import type { SeenStore } from '../epochs/seen-store.js';
+import type { Scope, ScopeOptions } from '../epochs/scope.js';
+import { inform, scopeName, warn, type GlobalOptions } from './context.js';
 import { formatCount } from './output.js';
 
 /** The values of a scope's first epoch given on the command line (scopeOptions' result). */
@@ -58,4 +62,31 @@ export async function noteGrowth(scope: Scope, before: EpochWatch, warn: (messag
       `(~${formatCount(epoch.estimatedDistinct)} distinct now): ${epoch.slices} slices (was ${slicesBefore}); its FPR target ${epoch.fprTarget} still holds, ` +
       'at more bytes and hashes per URL. Rotate with a larger --capacity (seenstore plan shows the cost of growth)',
   );
+}
+
+/**
+ * The scope an adding command writes to, with the notes it owes: the plan options a scope that
+ * exists ignores, and a new scope's creation. `ready` creates a missing scope and says so on
+ * stderr: the commands call it before each batch (it does the work once), so that an input
+ * refused before its first batch creates nothing. With `create` false (--no-create) a missing
+ * scope is NOT_FOUND before any input is read: a mistyped --scope would otherwise re-crawl
+ * everything.
+ */
+export async function addingScope(store: SeenStore, options: GlobalOptions, requested: ScopeOptions): Promise<{ scope: Scope; watch: EpochWatch; ready: () => Promise<void> }> {
+  const name = scopeName(options);
+  const create = options.create !== false;
+  const scope = store.scope(name, { ...requested, create });
+  const watch = await noteIgnoredPlan(scope, requested, warn);
+  if (watch.epoch !== null) return { scope, watch, ready: () => Promise.resolve() };
+  if (!create) {
+    const known = await store.scopeNames();
+    const hint = known.length === 0 ? 'the store has no scopes' : `its scopes: ${known.slice(0, 10).join(', ')}${known.length > 10 ? ', ...' : ''}`;
+    throw new SeenStoreError('NOT_FOUND', `scope ${name} does not exist in ${redactLocation(store.dir)} and --no-create forbids creating it (${hint})`);
+  }
+  let creating: Promise<void> | undefined;
+  const ready = (): Promise<void> =>
+    (creating ??= scope.create().then((created) => {
+      if (created) inform(options, `created scope ${name} in store ${redactLocation(store.dir)}`);
+    }));
+  return { scope, watch, ready };
 }

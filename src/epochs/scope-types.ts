@@ -26,6 +26,12 @@ export interface ScopeOptions {
    * ones, so parallel crawlers can merge their exports. Used only when the scope is created.
    */
   readonly seeds?: readonly string[];
+  /**
+   * Whether a write to a scope that does not exist yet creates it (default true). With false, an
+   * add, enqueue or rotate of a missing scope fails with NOT_FOUND: a mistyped scope name then
+   * stops the crawl instead of starting it over in a new, empty scope.
+   */
+  readonly create?: boolean;
 }
 
 export interface AddOptions {

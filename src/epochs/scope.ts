@@ -38,6 +38,7 @@ export class Scope {
   readonly #ctx: ScopeContext;
   readonly #plan: EpochPlan;
   readonly #explicitNormalize: NormalizeMode | undefined;
+  readonly #mayCreate: boolean;
   /** The open epoch this handle last saw (to check an explicit normalisation against it once). */
   #openEpoch: number | undefined;
   /** Settles when the handle's latest add has issued its last batch to the backend (#add). */
@@ -66,6 +67,7 @@ export class Scope {
     checkPlan(plan);
     this.#plan = Object.freeze(plan);
     this.#explicitNormalize = options.normalize;
+    this.#mayCreate = options.create ?? true;
   }
 
   /** The normalisation of the open epoch, or of the first epoch when none exists yet. */
@@ -483,7 +485,8 @@ export class Scope {
 
   /** The open epoch's bits, the scope created first when it does not exist yet. */
   async #created(): Promise<EpochBits> {
-    const open = await this.#open(true);
+    const open = await this.#open(this.#mayCreate);
+    if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist (and the scope was opened with create: false)`);
     assert(open !== undefined, `scope ${this.name} exists once created`);
     return open;
   }
