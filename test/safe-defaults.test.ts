@@ -87,4 +87,18 @@ describe('safe defaults: nothing created by surprise', () => {
     const quiet = await runCli(['--store', store, '--quiet', 'filter-new'], URLS);
     assert.equal(quiet.stderr, '');
   });
+
+  test('a directory as input is one USAGE line naming it; a scope name that can never exist is USAGE, not NOT_FOUND', async () => {
+    const dir = tempDir();
+    const store = join(dir, 'store');
+    await runCli(['--store', store, '--quiet', 'add'], URLS);
+    for (const command of [['filter-new'], ['add'], ['has']]) {
+      const out = await runCli(['--store', store, ...command, dir]);
+      assert.equal(out.code, ERROR_CODES.USAGE, `${command.join(' ')}: ${out.stderr}`);
+      assert.equal(out.stderr.split('\n').filter(Boolean).at(-1), `seenstore: error USAGE: ${dir} is a directory; give a file of URLs, one per line (or - for stdin)`);
+    }
+    const bad = await runCli(['--store', store, '--scope', 'bad/scope', 'has'], URLS);
+    assert.equal(bad.code, ERROR_CODES.USAGE, bad.stderr);
+    assert.match(bad.stderr, /^seenstore: error USAGE: invalid scope name "bad\/scope"/);
+  });
 });

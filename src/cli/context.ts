@@ -152,10 +152,12 @@ export function batchOptions(options: InputOptions, mode: NormalizeMode): BatchO
 /** The scope named by --scope, which must exist (commands that only read never create one). */
 export async function requireScope(store: SeenStore, options: GlobalOptions): Promise<Scope> {
   const name = scopeName(options);
+  // The name is checked first: a name that can never exist is a USAGE error, not NOT_FOUND.
+  const scope = store.scope(name);
   if (!(await store.scopeNames()).includes(name)) {
     throw new SeenStoreError('NOT_FOUND', `scope ${name} does not exist in ${store.dir} (nothing was ever added to it)`);
   }
-  return store.scope(name);
+  return scope;
 }
 
 export function epochSpec(text: string | undefined, fallback: EpochSpec): EpochSpec {

@@ -1,4 +1,4 @@
-import { createReadStream } from 'node:fs';
+import { createReadStream, statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { SeenStoreError } from '../errors.js';
 import type { Utf8Keys } from '../hash/xxhash.js';
@@ -47,6 +47,10 @@ const INVALID_LINES_REPORTED = 10;
 /** Opens FILE, or stdin when FILE is absent or `-`. */
 export function openInput(file: string | undefined): Readable {
   if (file === undefined || file === '-') return process.stdin;
+  // Read as a stream, a directory fails later with a bare EISDIR.
+  if (statSync(file, { throwIfNoEntry: false })?.isDirectory() === true) {
+    throw new SeenStoreError('USAGE', `${file} is a directory; give a file of URLs, one per line (or - for stdin)`);
+  }
   const stream = createReadStream(file, { highWaterMark: 256 * 1024 });
   return stream;
 }
