@@ -5,7 +5,7 @@ import { MAX_THREADS, SeenStore } from '../epochs/seen-store.js';
 import type { Scope, ScopeOptions } from '../epochs/scope.js';
 import { parseEpochSpec, type EpochSpec, type MembershipMode } from '../epochs/epoch-spec.js';
 import { LAYOUTS, type Layout } from '../filters/bloom.js';
-import { MAX_KEY_BYTES, NORMALIZE_MODES, toKey, type NormalizeMode } from '../url/normalize.js';
+import { KEY_MODES, MAX_KEY_BYTES, NORMALIZE_MODES, toKey, type KeyMode, type NormalizeMode } from '../url/normalize.js';
 import type { BatchOptions, OnInvalid } from './input.js';
 import { InputProgress } from './output.js';
 import { parseStrategy, strategyName } from '../filters/strategy.js';
@@ -47,6 +47,7 @@ export interface PlanOptions {
   readonly layout?: string;
   readonly strategy?: string;
   readonly normalize?: string;
+  readonly keys?: string;
   readonly seeds?: string;
 }
 
@@ -126,6 +127,7 @@ export function scopeOptions(options: PlanOptions): ScopeOptions {
   const fprTarget = parseFpr(options.fpr);
   const layout = parseChoice<Layout>('layout', options.layout, LAYOUTS);
   const normalize = parseChoice<NormalizeMode>('normalize', options.normalize, NORMALIZE_MODES);
+  const keys = parseChoice<KeyMode>('keys', options.keys, KEY_MODES);
   const seeds = parseSeeds(options.seeds);
   return {
     ...(seeds === undefined ? {} : { seeds }),
@@ -134,6 +136,7 @@ export function scopeOptions(options: PlanOptions): ScopeOptions {
     ...(layout === undefined ? {} : { layout }),
     ...(options.strategy === undefined ? {} : { strategy: strategyName(parseStrategy(options.strategy)) }),
     ...(normalize === undefined ? {} : { normalize }),
+    ...(keys === undefined ? {} : { keys }),
   };
 }
 

@@ -15,6 +15,8 @@ export interface BatchOptions {
   readonly onInvalid: OnInvalid;
   /** Extra per-line check (e.g. URL parsing when normalising); returns false for unusable lines. */
   readonly accept: (line: string) => boolean;
+  /** forEachUtf8Batch: lines are URL keys (normalisation `url`), trimmed and checked as such. */
+  readonly urlKeys?: boolean;
   /** Called with a message for each invalid line that is skipped (the first few). */
   readonly warn: (message: string) => void;
   /**
@@ -102,15 +104,15 @@ export function forEachBatch(input: Readable, options: BatchOptions, handle: (li
 
 /**
  * As forEachBatch, with each batch's lines as UTF-8 ranges of one buffer, no string per line: for
- * epochs that hash lines as they are (normalisation `none`), where `accept` adds nothing to the
- * UTF-8 and length checks.
+ * epochs that hash lines as they are (normalisation `none`, or `url` with `urlKeys`), where
+ * `accept` adds nothing to the UTF-8, length and URL-shape checks.
  */
 export function forEachUtf8Batch(
   input: Readable,
   options: BatchOptions,
   handle: (lines: Utf8Keys, previous: Promise<void>) => Promise<void>,
 ): Promise<InputCounts> {
-  return runBatches(input, options, handle, (invalid) => new Utf8LineBatcher(options.maxLineBytes, invalid));
+  return runBatches(input, options, handle, (invalid) => new Utf8LineBatcher(options.maxLineBytes, invalid, options.urlKeys === true));
 }
 
 async function runBatches<B>(

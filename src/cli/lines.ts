@@ -1,7 +1,8 @@
 import { isUtf8 } from 'node:buffer';
 import { SeenStoreError } from '../errors.js';
+import { urlKeyRange } from '../url/url-shape.js';
 
-export type InvalidReason = 'invalid UTF-8' | 'line too long' | 'not a usable URL';
+export type InvalidReason = 'invalid UTF-8' | 'line too long' | 'not a usable URL' | 'not an absolute URL (scheme://host)';
 
 export interface LineSink {
   /** A non-empty line, CR and BOM removed, valid UTF-8. `lineNo` counts from 1 over all lines. */
@@ -155,13 +156,22 @@ export class LineSplitter extends BlockSplitter {
  * Lines as UTF-8 bytes, never as strings: each block of whole lines is copied once into the
  * current batch's buffer and its lines are recorded as [start, end) ranges there (CR and empty
  * lines left out, invalid UTF-8 reported), ready for Scope.addIfAbsentUtf8. The same lines as
- * LineSplitter, byte for byte.
+ * LineSplitter, byte for byte; with `urlKeys`, each trimmed, and those that do not start like
+ * an absolute URL reported invalid, as toKey's mode `url` decides.
  */
 export class Utf8LineBatcher extends BlockSplitter {
+  /** Keys are URLs (normalisation `url`): lines are trimmed and must start like `scheme://host`. */
+  readonly #urlKeys: boolean;
+  readonly #trimmed = new Uint32Array(2);
   #bytes = Buffer.allocUnsafe(1 << 20);
   #used = 0;
   #ranges = new Uint32Array(2 * 16_384);
   #count = 0;
+
+  constructor(maxLineBytes: number, onInvalid: (lineNo: number, reason: InvalidReason) => void, urlKeys = false) {
+    super(maxLineBytes, onInvalid);
+    this.#urlKeys = urlKeys;
+  }
 
   /** Lines in the current batch. */
   get count(): number {
@@ -193,7 +203,9 @@ export class Utf8LineBatcher extends BlockSplitter {
       if (end > start) {
         if (!valid && !isUtf8(bytes.subarray(start, end))) this.invalid(lineNo, 'invalid UTF-8');
         else if (end - start > this.maxLineBytes) this.invalid(lineNo, 'line too long');
-        else this.#add(start, end);
+        else if (!this.#urlKeys) this.#add(start, end);
+        else if (urlKeyRange(bytes, start, end, this.#trimmed)) this.#add(this.#trimmed[0]!, this.#trimmed[1]!);
+        else this.invalid(lineNo, 'not an absolute URL (scheme://host)');
       }
       start = nl + 1;
     }

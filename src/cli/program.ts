@@ -3,7 +3,7 @@ import { Command, Option } from 'commander';
 import { parseEpochSpec } from '../epochs/epoch-spec.js';
 import { LAYOUTS } from '../filters/bloom.js';
 import { STRATEGY_HELP, parseStrategy } from '../filters/strategy.js';
-import { NORMALIZE_MODES } from '../url/normalize.js';
+import { KEY_MODES, NORMALIZE_MODES } from '../url/normalize.js';
 import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE } from './defaults.js';
 import { DURATION_HELP, parseDuration } from './duration.js';
 import { parseCount, parseFpr, parseSeeds, validated } from './parse.js';
@@ -45,6 +45,7 @@ function planOptions(command: Command): Command {
     .addOption(new Option('--strategy <name>', `${STRATEGY_HELP}; default classic (docs/strategies.md)`).argParser(validated(parseStrategy)))
     .addOption(new Option('--layout <layout>', 'older spelling of --strategy classic|blocked').choices(LAYOUTS))
     .addOption(new Option('--normalize <mode>', 'none (default): the exact bytes; whatwg: the URL-standard form; crawler: whatwg without the fragment, query parameters sorted').choices(NORMALIZE_MODES))
+    .addOption(new Option('--keys <mode>', "a new scope's keys: url (default): trimmed lines that start like scheme://host, others counted invalid; raw: any line as it is").choices(KEY_MODES))
     .addOption(
       new Option('--seeds <hex>', "the first epoch's seeds (16 hex digits per filter, comma-separated, from epoch show) instead of fresh ones: parallel crawlers that will merge").argParser(
         validated(parseSeeds),

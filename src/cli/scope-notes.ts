@@ -1,5 +1,6 @@
 import { SeenStoreError } from '../errors.js';
 import { redactLocation } from '../store/open.js';
+import { keyModeOf, type NormalizeMode } from '../url/normalize.js';
 import type { SeenStore } from '../epochs/seen-store.js';
 import type { Scope, ScopeOptions } from '../epochs/scope.js';
 import { inform, scopeName, warn, type GlobalOptions } from './context.js';
@@ -12,6 +13,7 @@ export interface RequestedPlan {
   readonly strategy?: string;
   readonly layout?: string;
   readonly seeds?: readonly string[];
+  readonly keys?: string;
 }
 
 /** What an adding command remembers of the open epoch before it runs, to notice growth after. */
@@ -38,6 +40,7 @@ export async function noteIgnoredPlan(scope: Scope, requested: RequestedPlan, wa
   if (requested.layout !== undefined && requested.layout !== epoch.strategy) ignored.push(`--layout ${requested.layout} (it has ${epoch.strategy})`);
   const seeds = epoch.sliceDetails[0]?.seeds.join(',');
   if (requested.seeds !== undefined && requested.seeds.join(',') !== seeds) ignored.push(`--seeds (it has ${seeds})`);
+  if (requested.keys !== undefined && requested.keys !== keyModeOf(epoch.normalize as NormalizeMode)) ignored.push(`--keys ${requested.keys} (it has ${keyModeOf(epoch.normalize as NormalizeMode)})`);
   if (ignored.length > 0) {
     warn(
       `warning: scope ${scope.name} exists, so ${ignored.join(', ')} ${ignored.length === 1 ? 'is' : 'are'} ignored: ` +

@@ -2,7 +2,7 @@ import { SeenStoreError, assert } from '../errors.js';
 import { CLASSIC, parseStrategy, strategyName, strategyOf, type Strategy } from '../filters/strategy.js';
 import { keyCount, pickKeys, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
 import { PartlyDecided, type Backend, type CheckpointOutcome, type EpochBits, type QueueItems } from '../store/backend.js';
-import type { NormalizeMode } from '../url/normalize.js';
+import { epochNormalizeMode, type NormalizeMode } from '../url/normalize.js';
 import { DEFAULT_CAPACITY_URLS, DEFAULT_FPR_TARGET, checkPlan, newEpochHeader, type EpochPlan } from './create.js';
 import { resolveEpochs, type EpochSpec } from './epoch-spec.js';
 import { epochDetails, epochStats, type EpochDetails, type EpochStats, type ScopeStats } from './epoch-stats.js';
@@ -54,7 +54,7 @@ export class Scope {
       capacityUrls,
       fprTarget,
       strategy: scopeStrategy(options, ctx.backend.defaultStrategy),
-      normalize: options.normalize ?? 'none',
+      normalize: epochNormalizeMode(options.normalize, options.keys),
       sizing: {
         policy: options.capacityUrls === undefined ? 'default' : 'explicit',
         reason: options.capacityUrls === undefined
@@ -474,8 +474,10 @@ export class Scope {
     if (record === undefined) return undefined;
     const open = await backend.epoch(this.name, record.openEpoch);
     if (this.#openEpoch !== record.openEpoch) {
-      const normalize = open.header.normalize;
-      if (this.#explicitNormalize !== undefined && this.#explicitNormalize !== normalize) {
+      const normalize = open.header.normalize as NormalizeMode;
+      // `url` is `none` with URL keys: an explicit `none` alone fits either (scopes from before format 4 are `none`).
+      const base = normalize === 'url' ? 'none' : normalize;
+      if (this.#explicitNormalize !== undefined && this.#explicitNormalize !== normalize && this.#explicitNormalize !== base) {
         throw new SeenStoreError('USAGE', `epoch ${this.name}/${record.openEpoch} normalises with ${normalize}, not ${this.#explicitNormalize}: an epoch never mixes modes`);
       }
       this.#openEpoch = record.openEpoch;

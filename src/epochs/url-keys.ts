@@ -1,6 +1,7 @@
 import { SeenStoreError } from '../errors.js';
-import { isUtf8Keys, keyStrings, type Keys } from '../hash/xxhash.js';
+import { isUtf8Keys, keyStrings, type Keys, type Utf8Keys } from '../hash/xxhash.js';
 import { firstInvalidUtf8Key, toKey, type NormalizeMode } from '../url/normalize.js';
+import { urlKeyRange } from '../url/url-shape.js';
 
 /**
  * Turns a call's URLs into the keys an epoch hashes, validating every one before anything is
@@ -10,14 +11,15 @@ import { firstInvalidUtf8Key, toKey, type NormalizeMode } from '../url/normalize
  */
 export function urlKeys(urls: readonly string[], mode: NormalizeMode, hashedWhole = false): readonly string[] {
   if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
-  const keys = mode === 'none' ? undefined : new Array<string>(urls.length);
+  let keys = mode === 'none' || mode === 'url' ? undefined : new Array<string>(urls.length);
   for (let i = 0; i < urls.length; i++) {
     const url = urls[i];
     if (typeof url !== 'string') throw new TypeError(`urls[${i}] is not a string`);
     const key = toKey(url, mode, !hashedWhole);
     if (key === undefined) {
-      throw new SeenStoreError('INVALID_URL', `urls[${i}] is not a usable URL (empty, ill-formed UTF-16, over 64 KiB${mode === 'whatwg' ? ', or not an absolute URL' : ''})`);
+      throw new SeenStoreError('INVALID_URL', `urls[${i}] is not a usable URL (empty, ill-formed UTF-16, over 64 KiB${mode === 'none' ? '' : ', or not an absolute URL'})`);
     }
+    if (keys === undefined && key !== url) keys = urls.slice(0, i);
     if (keys !== undefined) keys[i] = key;
   }
   return keys ?? urls;
@@ -30,7 +32,28 @@ export function anyUrlKeys(urls: Keys, mode: NormalizeMode, hashedWhole: boolean
   if (bad >= 0) {
     throw new SeenStoreError('INVALID_URL', `URL ${bad} of the UTF-8 batch is not a usable URL (empty, not valid UTF-8, over 64 KiB, or out of order)`);
   }
+  if (mode === 'url') return trimmedUrlKeys(urls);
   return mode === 'none' ? urls : urlKeys(keyStrings(urls), mode);
+}
+
+/**
+ * UTF-8 keys in mode `url`: each must start like an absolute URL once trimmed (INVALID_URL
+ * otherwise). The caller's ranges serve unless a key had whitespace around it; then the trimmed
+ * ranges are a copy (one per call, never per key), the caller's left as they were.
+ */
+function trimmedUrlKeys(urls: Utf8Keys): Utf8Keys {
+  const range = [0, 0];
+  let ranges = urls.ranges;
+  for (let i = 0; i < urls.count; i++) {
+    const start = urls.ranges[2 * i]!;
+    const end = urls.ranges[2 * i + 1]!;
+    if (!urlKeyRange(urls.bytes, start, end, range)) throw new SeenStoreError('INVALID_URL', `URL ${i} of the UTF-8 batch is not an absolute URL (scheme://host)`);
+    if (range[0] === start && range[1] === end) continue;
+    if (ranges === urls.ranges) ranges = urls.ranges.slice(0, 2 * urls.count);
+    ranges[2 * i] = range[0]!;
+    ranges[2 * i + 1] = range[1]!;
+  }
+  return ranges === urls.ranges ? urls : { bytes: urls.bytes, ranges, count: urls.count };
 }
 
 /**

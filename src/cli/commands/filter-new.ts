@@ -9,8 +9,8 @@ type Options = GlobalOptions & InputOptions & PlanOptions & { readonly epoch?: s
 /**
  * The main job: print each input URL not seen before, and record it. A URL is printed only after
  * its batch is durable, so what was printed is in the store even if the process is killed. When
- * the epoch hashes lines as they are (normalisation `none`), lines stay bytes from input to output:
- * no string is made per line. Ends with its summary on stderr (JSON with --json, none with --quiet).
+ * the epoch hashes lines as they are (normalisation `none`, or `url`: trimmed), lines stay bytes
+ * from input to output: no string is made per line. Ends with its summary on stderr (JSON with --json, none with --quiet).
  */
 export async function filterNew(file: string | undefined, command: Command): Promise<void> {
   const startMs = Date.now();
@@ -24,9 +24,9 @@ export async function filterNew(file: string | undefined, command: Command): Pro
     const mode = await scope.normalizeMode();
     const progress = inputProgress('filter-new', file, () => `${formatCount(printed)} new`);
     let counts: InputCounts;
-    if (mode === 'none') {
+    if (mode === 'none' || mode === 'url') {
       // Two batches in flight: the next one is decided and committed while this one is printed.
-      counts = await forEachUtf8Batch(openInput(file), { ...batchOptions(options, mode), inFlight: 2, progress }, async (lines, previous) => {
+      counts = await forEachUtf8Batch(openInput(file), { ...batchOptions(options, mode), urlKeys: mode === 'url', inFlight: 2, progress }, async (lines, previous) => {
         await ready();
         const answers = await scope.addIfAbsentUtf8(lines, pin);
         await previous;
