@@ -14,7 +14,11 @@ import { tempDir } from './helpers/tmp.js';
  * README), then the recipe's shell block runs exactly as the README shows it, `npx seenstore`
  * included (offline: npx must find the clone's own bin, never a registry's package).
  */
-const NOT_A_CLONE = existsSync(join(ROOT, '.git')) ? false : 'not a git checkout (a packed copy): nothing to clone';
+const NOT_A_CLONE = !existsSync(join(ROOT, '.git'))
+  ? 'not a git checkout (a packed copy): nothing to clone'
+  : spawnSync('git', ['--version']).status !== 0
+    ? 'git is not installed (apt-get install git; CI installs it)'
+    : false;
 
 /** The ```sh block after the `<!-- recipe: NAME -->` marker. */
 function recipe(readme: string, name: string): string {
