@@ -42,7 +42,7 @@ export function anyUrlKeys(urls: Keys, mode: NormalizeMode, hashedWhole: boolean
  * ranges are a copy (one per call, never per key), the caller's left as they were.
  */
 function trimmedUrlKeys(urls: Utf8Keys): Utf8Keys {
-  const range = [0, 0];
+  const range = new Uint32Array(2);
   let ranges = urls.ranges;
   for (let i = 0; i < urls.count; i++) {
     const start = urls.ranges[2 * i]!;

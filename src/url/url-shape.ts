@@ -52,7 +52,7 @@ export function urlKeyOf(line: string): string | undefined {
  * As urlKeyOf, for the UTF-8 key bytes[start, end): its trimmed start and end written to
  * `range` (two numbers), true when it starts like an absolute URL. No allocation.
  */
-export function urlKeyRange(bytes: Uint8Array, start: number, end: number, range: Uint32Array | number[]): boolean {
+export function urlKeyRange(bytes: Uint8Array, start: number, end: number, range: Uint32Array): boolean {
   while (start < end && isAsciiSpace(bytes[start]!)) start++;
   while (end > start && isAsciiSpace(bytes[end - 1]!)) end--;
   range[0] = start;
@@ -62,6 +62,11 @@ export function urlKeyRange(bytes: Uint8Array, start: number, end: number, range
 
 /** shapedString over bytes (written twice: a closure per key would allocate on the hot path). */
 function shapedBytes(bytes: Uint8Array, start: number, end: number): boolean {
+  // Most crawled URLs are http(s): `http` then `://` or `s://`, decided without the scheme loop.
+  if (end - start > 8 && bytes[start] === 0x68 && bytes[start + 1] === 0x74 && bytes[start + 2] === 0x74 && bytes[start + 3] === 0x70) {
+    const colon = bytes[start + 4] === 0x73 ? start + 5 : start + 4;
+    if (bytes[colon] === 0x3a) return bytes[colon + 1] === 0x2f && bytes[colon + 2] === 0x2f && canStartHost(bytes[colon + 3]!);
+  }
   if (end - start < 4 || !isAlpha(bytes[start]!)) return false;
   let i = start + 1;
   const schemeEnd = Math.min(end, start + SCHEME_CHARS_MAX + 1);
