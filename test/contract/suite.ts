@@ -261,6 +261,31 @@ export function contractSuite(factory: BackendFactory): void {
       }
     });
 
+    test('keys: URLs by default (trimmed, others INVALID_URL), raw any string; recorded in the header, kept by rotation and reopening', async () => {
+      const { store, location } = await open();
+      try {
+        const urlScope = store.scope('u', EXACT);
+        await expectCode('INVALID_URL', () => urlScope.addIfAbsent([urls[0]!, 'not a url at all']));
+        assert.deepEqual(await urlScope.addIfAbsent([urls[0]!, `  ${urls[0]!}\t`]), [true, false]);
+        const raw = store.scope('r', { ...EXACT, keys: 'raw' });
+        assert.deepEqual(await raw.addIfAbsent(['not a url at all', ' not a url at all']), [true, true]);
+        await urlScope.rotate();
+        await raw.rotate();
+      } finally {
+        await store.close();
+      }
+      const { store: again } = await open(location);
+      try {
+        assert.deepEqual((await again.scope('u').stats()).epochs.map((e) => e.normalize), ['url', 'url']);
+        assert.deepEqual((await again.scope('r').stats()).epochs.map((e) => e.normalize), ['none', 'none']);
+        await expectCode('INVALID_URL', () => again.scope('u').addIfAbsent(['/relative/path']));
+        assert.deepEqual(await again.scope('r').addIfAbsent(['/relative/path']), [true]);
+        assert.deepEqual(await again.scope('u').has([` ${urls[0]!}`], { epochs: 'all' }), [true]);
+      } finally {
+        await again.close();
+      }
+    });
+
     test('frontier: discovery exactly once, leases that run out, done and release, queued URLs kept across rotation', async () => {
       const { store } = await open();
       try {
