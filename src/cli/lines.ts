@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { SeenStoreError } from '../errors.js';
-import { urlKeyRange } from '../url/url-shape.js';
+import { isAsciiSpace, shapedBytes, urlKeyRange } from '../url/url-shape.js';
+import { markCheckedUrlKeys } from '../epochs/url-keys.js';
 
 export type InvalidReason = 'invalid UTF-8' | 'line too long' | 'not a usable URL' | 'not an absolute URL (scheme://host)';
 
@@ -180,7 +181,8 @@ export class Utf8LineBatcher extends BlockSplitter {
 
   /** Hands over the current batch (its buffers are not reused) and starts an empty one. */
   take(): { bytes: Buffer; ranges: Uint32Array; count: number } {
-    const batch = { bytes: this.#bytes.subarray(0, this.#used), ranges: this.#ranges.subarray(0, 2 * this.#count), count: this.#count };
+    const cut = { bytes: this.#bytes.subarray(0, this.#used), ranges: this.#ranges.subarray(0, 2 * this.#count), count: this.#count };
+    const batch = this.#urlKeys ? markCheckedUrlKeys(cut) : cut;
     this.#bytes = Buffer.allocUnsafe(Math.max(1 << 20, this.#bytes.length));
     this.#ranges = new Uint32Array(this.#ranges.length);
     this.#used = 0;
@@ -204,13 +206,23 @@ export class Utf8LineBatcher extends BlockSplitter {
         if (!valid && !isUtf8(bytes.subarray(start, end))) this.invalid(lineNo, 'invalid UTF-8');
         else if (end - start > this.maxLineBytes) this.invalid(lineNo, 'line too long');
         else if (!this.#urlKeys) this.#add(start, end);
-        else if (urlKeyRange(bytes, start, end, this.#trimmed)) this.#add(this.#trimmed[0]!, this.#trimmed[1]!);
-        else this.invalid(lineNo, 'not an absolute URL (scheme://host)');
+        else this.#addUrl(bytes, start, end, lineNo);
       }
       start = nl + 1;
     }
     this.#used = stop + 1;
     return lineNo - firstLineNo;
+  }
+
+  /** A URL key: trimmed, and added only when it starts like an absolute URL (the usual key needs no trim). */
+  #addUrl(bytes: Buffer, start: number, end: number, lineNo: number): void {
+    const plain = !isAsciiSpace(bytes[start]!) && !isAsciiSpace(bytes[end - 1]!);
+    if (plain ? shapedBytes(bytes, start, end) : urlKeyRange(bytes, start, end, this.#trimmed)) {
+      if (plain) this.#add(start, end);
+      else this.#add(this.#trimmed[0]!, this.#trimmed[1]!);
+    } else {
+      this.invalid(lineNo, 'not an absolute URL (scheme://host)');
+    }
   }
 
   #add(start: number, end: number): void {

@@ -60,8 +60,11 @@ export function urlKeyRange(bytes: Uint8Array, start: number, end: number, range
   return shapedBytes(bytes, start, end);
 }
 
-/** shapedString over bytes (written twice: a closure per key would allocate on the hot path). */
-function shapedBytes(bytes: Uint8Array, start: number, end: number): boolean {
+/**
+ * Whether bytes[start, end), already without surrounding whitespace, starts like an absolute URL:
+ * shapedString over bytes (written twice: a closure per key would allocate on the hot path).
+ */
+export function shapedBytes(bytes: Uint8Array, start: number, end: number): boolean {
   // Most crawled URLs are http(s): `http` then `://` or `s://`, decided without the scheme loop.
   if (end - start > 8 && bytes[start] === 0x68 && bytes[start + 1] === 0x74 && bytes[start + 2] === 0x74 && bytes[start + 3] === 0x70) {
     const colon = bytes[start + 4] === 0x73 ? start + 5 : start + 4;
