@@ -11,22 +11,22 @@ export const SUPPORTED_SCHEMES: readonly string[] = ['redis', 'rediss'];
 const URL_LIKE = /^(?:[a-z][a-z0-9+.-]+:|\/\/|[a-z][a-z0-9+.-]*\/\/)/i;
 
 /** The scheme of a location that names a supported server (`redis://...`), else undefined. */
-export function locationScheme(location: string): string | undefined {
-  const match = /^([a-z][a-z0-9+.-]*):\/\//i.exec(location);
-  const scheme = match?.[1]?.toLowerCase();
-  return scheme !== undefined && SUPPORTED_SCHEMES.includes(scheme) ? scheme : undefined;
+export function locationScheme(location: string, schemes: readonly string[] = SUPPORTED_SCHEMES): string | undefined {
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(location)?.[1]?.toLowerCase();
+  return scheme !== undefined && schemes.includes(scheme) ? scheme : undefined;
 }
 
 /**
  * Refuses a location that looks like a URL but names no supported scheme (`redis:/host:7001`,
  * `redis//host`, `http://host`): taken as a directory it would create an empty store there and
  * report every URL as new. A directory that really has such a name is given as `./NAME`.
+ * `schemes`: the list the message names (a driver registry's, where there is one).
  */
-export function checkLocation(location: string): void {
-  if (locationScheme(location) !== undefined || !URL_LIKE.test(location)) return;
-  const schemes = SUPPORTED_SCHEMES.map((scheme) => `${scheme}://HOST:PORT`).join(', ');
+export function checkLocation(location: string, schemes: readonly string[] = SUPPORTED_SCHEMES): void {
+  if (locationScheme(location, schemes) !== undefined || !URL_LIKE.test(location)) return;
+  const supported = schemes.map((scheme) => `${scheme}://HOST:PORT`).join(', ');
   throw new SeenStoreError(
     'USAGE',
-    `store location ${JSON.stringify(location)} looks like a URL but names no supported scheme (${schemes}); for a directory of that name write ./${location}`,
+    `store location ${JSON.stringify(location)} looks like a URL but names no supported scheme (${supported}); for a directory of that name write ./${location}`,
   );
 }
