@@ -1,8 +1,9 @@
 import { formatOneToTwo } from './0001-format-1-to-2.js';
 import { formatTwoToThree } from './0002-format-2-to-3.js';
+import { formatThreeToFour } from './0003-format-3-to-4.js';
 import type { MigrationStep } from './steps.js';
 
 export type { MigrationStep, MigrationTxn } from './steps.js';
 
 /** Every migration step, in order: step i takes format i + 1 to i + 2. */
-export const MIGRATIONS: readonly MigrationStep[] = [formatOneToTwo, formatTwoToThree];
+export const MIGRATIONS: readonly MigrationStep[] = [formatOneToTwo, formatTwoToThree, formatThreeToFour];

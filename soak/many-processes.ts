@@ -42,7 +42,7 @@ export async function manyProcesses(ctx: SoakContext, processes: number): Promis
   const commands: HeldCommand[] = Array.from({ length: processes }, (_, i) => {
     const mine = ctx.urls.slice(1 + i * URLS_PER_PROCESS, 1 + (i + 1) * URLS_PER_PROCESS);
     const batching = ['--batch-size', '4', '--batch-delay-ms', '5'];
-    return i % 2 === 0 ? { args: ['filter-new', '--store', dir, ...batching], lines: mine } : { args: ['has', '--store', dir, ...batching], lines: [seed, ...mine.slice(1)] };
+    return i % 2 === 0 ? { args: ['filter-new', '--store', dir, '--quiet', ...batching], lines: mine } : { args: ['has', '--store', dir, ...batching], lines: [seed, ...mine.slice(1)] };
   });
   const { results, allReady } = await runHeld(commands, READY_MS, DEADLINE_MS);
   if (!allReady) ctx.fail(`many processes: not all ${processes} were in within ${READY_MS / 1000} s (a slow machine; the trial proves less)`);

@@ -45,7 +45,7 @@ describe('many processes on one store', () => {
       const commands: HeldCommand[] = Array.from({ length: 2 * SMALL_TABLE_SLOTS }, (_, i) => {
         const mine = urls.slice(1 + i * 10, 11 + i * 10);
         return i % 2 === 0
-          ? { args: ['filter-new', '--store', dir, '--batch-size', '3', '--batch-delay-ms', '5'], lines: mine }
+          ? { args: ['filter-new', '--store', dir, '--quiet', '--batch-size', '3', '--batch-delay-ms', '5'], lines: mine }
           : { args: ['has', '--store', dir, '--batch-size', '3', '--batch-delay-ms', '5'], lines: [seed, ...mine] };
       });
       const { results, allReady } = await runHeld(commands, 60_000, 90_000);

@@ -81,10 +81,10 @@ describe('CLI', () => {
     assert.match(out.stderr, /line 4: invalid UTF-8, skipped/);
     assert.match(out.stderr, /line 6: line too long, skipped/);
     assert.match(out.stderr, /"invalid":2/);
-    const failing = await runCli(['add', '--store', dir, '--on-invalid', 'fail'], Buffer.from([0x61, 0x0a, 0xc3, 0x28, 0x0a]));
+    const failing = await runCli(['add', '--store', dir, '--on-invalid', 'fail'], Buffer.concat([Buffer.from('https://a.example/\n'), Buffer.from([0xc3, 0x28, 0x0a])]));
     assert.equal(failing.code, ERROR_CODES.INVALID_URL);
     assertOneErrorLine(failing.stderr, 'INVALID_URL');
-    assert.equal((await runCli(['has', '--store', dir, '--count'], 'a\n')).stdout, 'seen 0\nunseen 1\ninvalid 0\n', 'nothing of the failing batch was recorded');
+    assert.equal((await runCli(['has', '--store', dir, '--count'], 'https://a.example/\n')).stdout, 'seen 0\nunseen 1\ninvalid 0\n', 'nothing of the failing batch was recorded');
   });
 
   test('a 10 MB line is skipped without buffering it whole, and the lines after it still count', async () => {

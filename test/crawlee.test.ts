@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { describe, test } from 'node:test';
 import { ROOT } from './helpers/data.js';
 import { runKillable, type KillableRun } from './helpers/killable.js';
@@ -66,6 +69,31 @@ describe('Crawlee on the seenstore frontier (a real CheerioCrawler, a local site
       assert.ok(runs.every((run) => run.counted > PAGES / 10), `the work was not shared: ${runs.map((run) => run.counted).join(' + ')} pages`);
     } finally {
       await Promise.all([site.stop(), cluster.stop()]);
+    }
+  });
+});
+
+describe('examples/crawlee (issue 30)', () => {
+  test('installed by path (this checkout, not a registry package), it crawls a site and writes no ./storage', async () => {
+    const readme = readFileSync(join(ROOT, 'examples', 'crawlee', 'README.md'), 'utf8');
+    assert.doesNotMatch(readme, /npm install seenstore/, 'would install whatever a registry has under that name');
+    assert.match(readme, /npm install \.\.\/\.\.\/seenstore-\*\.tgz/);
+    // `npm install ../..` makes exactly this link; crawlee is the checkout's own (no registry here).
+    const project = tempDir('seenstore-example-');
+    mkdirSync(join(project, 'node_modules'));
+    symlinkSync(ROOT, join(project, 'node_modules', 'seenstore'));
+    symlinkSync(join(ROOT, 'node_modules', 'crawlee'), join(project, 'node_modules', 'crawlee'));
+    copyFileSync(join(ROOT, 'examples', 'crawlee', 'crawl.mjs'), join(project, 'crawl.mjs'));
+    const site = await spawnSite({ pages: 60 });
+    try {
+      const { CRAWLEE_STORAGE_DIR: _unset, ...env } = process.env;
+      const { stdout } = await promisify(execFile)(process.execPath, ['crawl.mjs', `${site.url}/`, './crawl-store'], { cwd: project, env, timeout: 120_000 });
+      assert.equal(stdout.split('\n').filter((line) => line.startsWith('http')).length, 60, 'every page once');
+      assert.deepEqual(coverage(await site.stats()).missedPages, []);
+      assert.ok(existsSync(join(project, 'crawl-store', 'data.mdb')), 'the crawl state is in the store');
+      assert.deepEqual(readdirSync(project).sort(), ['crawl-store', 'crawl.mjs', 'node_modules'], 'no ./storage left by Crawlee');
+    } finally {
+      await site.stop();
     }
   });
 });

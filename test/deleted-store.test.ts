@@ -8,7 +8,7 @@ import { tempDir } from './helpers/tmp.js';
 describe('a store deleted under a running writer', () => {
   test('filter-new notices at its next commit: NOT_FOUND, nothing printed after the deletion', async () => {
     const dir = tempDir();
-    const child = spawnCli(['filter-new', '--store', dir, '--batch-delay-ms', '1']);
+    const child = spawnCli(['filter-new', '--store', dir, '--quiet', '--batch-delay-ms', '1']);
     const result = collectCli(child);
     const firstAnswer = new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
     child.stdin!.write('https://before.example/1\n');

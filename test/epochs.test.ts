@@ -166,7 +166,7 @@ describe('epochs', () => {
     }
     const grown = statSync(join(dir, 'data.mdb')).size - sizeAfterPrune;
     assert.ok(grown < dropped.reduce((sum, d) => sum + d.bytesFreed, 0) / 2, `file grew ${grown} bytes`);
-    const cli = await runCli(['has', '--store', dir, '--epochs', '1..4'], 'x\n');
+    const cli = await runCli(['has', '--store', dir, '--epochs', '1..4'], 'https://x.example/\n');
     assert.equal(cli.code, 11);
     assert.match(cli.stderr, /no epoch 1 \(it was pruned\)/);
     await store.close();

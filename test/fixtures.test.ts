@@ -17,6 +17,10 @@ interface Expected {
   urls: Record<string, [string, number]>;
   neverSeenInAnyEpoch: number;
   exportFile?: { file: string; epoch: number; urls: string };
+  /** From format 4: the hash scheme of the fixture's epochs (before: xxh64-km-v1). */
+  hashScheme?: string;
+  /** From format 4: a scope of URL keys (the default) and one of raw keys with the lines it holds. */
+  keys?: { url: { scope: string; normalize: string }; raw: { scope: string; normalize: string; lines: string[] } };
   /** From format 3: a counting scope, its URLs and the count of each, part of them in the journal. */
   counting?: { scope: string; urls: [string, number]; counts: number[] };
 }
@@ -76,12 +80,14 @@ async function answersAsRecorded(dir: string, expected: Expected): Promise<void>
   assert.ok((await store.verify()).ok);
   // Every fixture epoch hashes by xxh64-km-v1, and keeps doing so (the answers above): an epoch's
   // scheme never changes. Epochs created from now on use the current scheme.
-  for (const want of expected.epochs) assert.equal((await scope.epoch(want.epoch)).hashScheme, 'xxh64-km-v1');
+  for (const want of expected.epochs) assert.equal((await scope.epoch(want.epoch)).hashScheme, expected.hashScheme ?? 'xxh64-km-v1');
+  await keysAsRecorded(store, expected);
   // Still writable: new adds, a rotation, and the journal tail checkpointed on close.
   assert.deepEqual(await scope.addIfAbsent(['https://fixture.example/after-upgrade']), [true]);
   const { opened } = await scope.rotate();
   assert.equal(opened.hashScheme, HASH_SCHEME_ID);
   assert.notEqual(HASH_SCHEME_ID, 'xxh64-km-v1');
+  assert.equal(opened.normalize, expected.keys?.url.normalize ?? 'none', 'a rotation keeps the key mode');
   await store.close();
   const reopened = await SeenStore.open(dir);
   assert.ok((await reopened.scope(expected.scope).has(['https://fixture.example/after-upgrade'], { epochs: 'previous' }))[0]);
@@ -89,11 +95,31 @@ async function answersAsRecorded(dir: string, expected: Expected): Promise<void>
 }
 
 /**
+ * Key modes (format 4): a scope of URL keys refuses a line that is not one, a raw scope holds such
+ * lines. Scopes of older formats were any-line (`none`), and stay so after the migration.
+ */
+async function keysAsRecorded(store: SeenStore, expected: Expected): Promise<void> {
+  const urlScope = store.scope(expected.keys?.url.scope ?? expected.scope);
+  const { normalize } = (await urlScope.stats()).epochs.at(-1)!;
+  if (expected.keys === undefined) {
+    assert.equal(normalize, 'none', 'a scope from before format 4 keeps any-line keys');
+    assert.deepEqual(await urlScope.addIfAbsent(['not a url at all']), [true], 'any line is still a key');
+    return;
+  }
+  assert.equal(normalize, expected.keys.url.normalize);
+  await assert.rejects(urlScope.addIfAbsent(['not a url at all']), (error: unknown) => error instanceof SeenStoreError && error.code === 'INVALID_URL');
+  const raw = store.scope(expected.keys.raw.scope);
+  assert.equal((await raw.stats()).epochs[0]!.normalize, expected.keys.raw.normalize);
+  assert.ok((await raw.has(expected.keys.raw.lines)).every(Boolean), 'raw lines recorded as they were');
+  assert.deepEqual(await raw.addIfAbsent(['another line, not a URL']), [true]);
+}
+
+/**
  * Every released on-disk format keeps a frozen store (and, from format 2, an export file); the
  * tests open copies, never the originals. Older formats must be refused until migrated, then
  * answer exactly as recorded.
  */
-for (const format of ['format-1', 'format-2', 'format-3']) {
+for (const format of ['format-1', 'format-2', 'format-3', 'format-4']) {
   describe(`frozen fixture ${format}`, () => {
     const expected = JSON.parse(readFileSync(join(FIXTURES, format, 'expected.json'), 'utf8')) as Expected;
 
@@ -192,6 +218,7 @@ describe('migration 1 -> 2 (fixture in, fixture out)', () => {
     assert.equal(migrated.code, 0, migrated.stderr);
     assert.match(migrated.stdout, /^format 1 -> 2: checkpoint records gain .* \(3 records\)\n/);
     assert.match(migrated.stdout, /\nformat 2 -> 3: slices may carry a keying .* \(0 records\)\n/);
+    assert.match(migrated.stdout, /\nformat 3 -> 4: epochs may normalise with `url` .* \(0 records\)\n/);
     assert.match(migrated.stdout, new RegExp(`migrated from format 1 to ${FORMAT_VERSION}; the old store is snapshot pre-migrate-1-to-${FORMAT_VERSION}-`));
     const answered = await runCli(['has', '--store', dir, '--scope', 'fixture', '--epochs', '1'], 'https://fixture.example/one/0?q=0\n');
     assert.equal(answered.stdout, 'https://fixture.example/one/0?q=0\n');

@@ -37,7 +37,7 @@ describe('redis backend', { skip: missing }, () => {
     const store = await SeenStore.open(single.location(), { onWarning: (message) => warnings.push(message) });
     try {
       assert.equal(warnings.length, 1, warnings.join('\n'));
-      assert.match(warnings[0]!, /appendfsync everysec/);
+      assert.match(warnings[0]!, /^warning: redis:\/\/.*appendfsync everysec/, 'the prefix every other warning has');
       const scope = store.scope('s', EXACT);
       const first = await scope.addIfAbsent(urls.slice(0, 3_000));
       assert.equal(first.filter(Boolean).length, 3_000);

@@ -52,7 +52,44 @@ async function storeWithHistory(dir: string): Promise<void> {
   await store.close();
 }
 
+/** A scope of `epochs` crawls, each a little larger than the one before except the last, which is smaller. */
+async function storeOfEpochs(dir: string, epochs: number): Promise<void> {
+  const store = await SeenStore.open(dir);
+  const scope = store.scope('shop', { capacityUrls: 2_000, fprTarget: 0.01 });
+  for (let e = 0; e < epochs; e++) {
+    await scope.add(urls('shop', e === epochs - 1 ? 500 : 1_000 + 300 * e));
+    if (e < epochs - 1) await scope.rotate();
+  }
+  await store.close();
+}
+
 describe('seenstore report', () => {
+  test('charts of 2 and of 12 epochs: lines never strike a value label, few epochs fill the chart, no "≥ 0"', async () => {
+    for (const epochs of [2, 12]) {
+      const dir = tempDir();
+      await storeOfEpochs(dir, epochs);
+      const out = await runCli(['report', '--store', dir]);
+      assert.equal(out.code, 0, out.stderr);
+      const svgs = [...out.stdout.matchAll(/<svg class="chart"[^>]* width="(\d+)"[^>]*>([\s\S]*?)<\/svg>/g)];
+      assert.equal(svgs.length, 3, `${epochs} epochs: three charts`);
+      for (const [, width, body] of svgs) {
+        for (const [column] of body!.matchAll(/<g class="epoch"[\s\S]*?<\/g>/g)) {
+          const marker = column.indexOf('class="marker"');
+          const firstValue = column.indexOf('class="value"');
+          const lastBar = column.lastIndexOf('class="bar"');
+          assert.ok(firstValue > lastBar, `${epochs} epochs: every label is painted after every bar of its column`);
+          if (marker >= 0) assert.ok(marker < column.indexOf('class="bar"'), `${epochs} epochs: the reference line is painted under the bars and labels`);
+        }
+        const centres = [...body!.matchAll(/<text x="([\d.]+)"[^>]*class="xlabel"/g)].map((m) => Number(m[1]));
+        assert.equal(centres.length, epochs);
+        const widthPx = Number(width);
+        if (epochs === 2) assert.ok(centres.at(-1)! > 0.6 * widthPx, `2 epochs: the last column is centred at ${centres.at(-1)} of ${widthPx} px: the plot is mostly empty`);
+      }
+      assert.doesNotMatch(out.stdout, /≥ 0</, 'a lower bound of 0 says nothing');
+      assert.match(out.stdout, /<td title="[^"]*">no bound<\/td>/, 'the last, smaller epoch');
+    }
+  });
+
   test('prunedRanges: the gaps in epoch numbering', () => {
     assert.deepEqual(prunedRanges([3, 4, 5]), [{ from: 1, to: 2 }]);
     assert.deepEqual(prunedRanges([1, 2]), []);

@@ -90,7 +90,8 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     assert.equal(await cli('BF.CARD', 'urls'), '3');
     assert.equal(await cli('BF.CARD', 'absent'), '0');
     assert.equal(await cli('BF.ADD', 'urls'), "ERR wrong number of arguments for 'bf.add' command");
-    assert.match(await cli('BF.ADD', 'bad:key', 'x'), /^USAGE invalid scope name/);
+    assert.match(await cli('BF.ADD', 'bad/key', 'x'), /^USAGE invalid scope name/);
+    assert.equal(await cli('BF.ADD', 'spider:dupefilter', 'x'), '1', 'a key with ":" names scope spider.dupefilter (issue 30)');
     assert.match(await cli('NOSUCH', 'a'), /^ERR unknown command 'NOSUCH'/);
 
     const rotated = await cli('SEEN.ROTATE', 'urls', 'CAPACITY', '2000');

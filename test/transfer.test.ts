@@ -145,7 +145,7 @@ describe('export / import', () => {
     const path = join(tempDir(), 'bad.ssx');
     writeFileSync(path, good);
     truncateSync(path, good.length - 1);
-    const out = await runCli(['import', path, '--store', tempDir()]);
+    const out = await runCli(['import', path, '--store', tempDir(), '--quiet']);
     assert.equal(out.code, 6);
     assert.equal(out.stderr.trim().split('\n').length, 1, 'one error line');
     assert.match(out.stderr, /STORE_CORRUPT/);

@@ -138,7 +138,7 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
       const scope = store.scope('w', { normalize: 'whatwg' });
       assert.deepEqual(await scope.addIfAbsentUtf8(asLines(['HTTPS://Example.COM:443/a/../b'])), [true]);
       assert.deepEqual((await scope.has(['https://example.com/b'])), [true]);
-      const plain = store.scope('p');
+      const plain = store.scope('p', { keys: 'raw' });
       for (const bad of [null, 42, {}, { bytes: Buffer.from('a'), ranges: [0, 1], count: 1 }, { bytes: Buffer.from('a'), ranges: Uint32Array.from([0, 1]), count: 2 }]) {
         await assert.rejects(plain.addIfAbsentUtf8(bad as unknown as Utf8Keys), TypeError);
       }

@@ -42,6 +42,7 @@ describe('verify', () => {
     assert.ok(report.chunks > 0);
     const fixture = tempDir();
     cpSync(join(ROOT, 'test', 'fixtures', 'format-3', 'store'), fixture, { recursive: true });
+    assert.equal((await runCli(['migrate', '--store', fixture])).code, 0, 'format 3 -> 4');
     const fixtureReport = JSON.parse((await runCli(['verify', '--store', fixture, '--json'])).stdout);
     assert.equal(fixtureReport.ok, true);
     assert.equal(fixtureReport.journalRecords, 2, 'one tail record in the fixture scope, one in the counting scope');

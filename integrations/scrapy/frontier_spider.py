@@ -1,17 +1,16 @@
 """The site spider on seenstore's frontier scheduler (seenstore_scrapy), for the resume test.
 
-    /usr/bin/python3 integrations/scrapy/frontier_spider.py SITE_URL SEENSTORE_URL
+    VENV/bin/python integrations/scrapy/frontier_spider.py SITE_URL SEENSTORE_URL
+
+with seenstore_scrapy installed in VENV (`pip install ./integrations/scrapy`, see the README).
 
 Prints `fetched URL` for each page parsed, then `finished`.
 """
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import scrapy  # noqa: E402
-from scrapy.crawler import CrawlerProcess  # noqa: E402
+import scrapy
+from scrapy.crawler import CrawlerProcess
 
 
 class SiteSpider(scrapy.Spider):

@@ -4,7 +4,7 @@ import { MAX_THREADS, SeenStore } from '../epochs/seen-store.js';
 import type { Scope, ScopeOptions } from '../epochs/scope.js';
 import { parseEpochSpec, type EpochSpec, type MembershipMode } from '../epochs/epoch-spec.js';
 import { LAYOUTS, type Layout } from '../filters/bloom.js';
-import { MAX_KEY_BYTES, NORMALIZE_MODES, toKey, type NormalizeMode } from '../url/normalize.js';
+import { KEY_MODES, MAX_KEY_BYTES, NORMALIZE_MODES, toKey, type KeyMode, type NormalizeMode } from '../url/normalize.js';
 import type { BatchOptions, OnInvalid } from './input.js';
 import { InputProgress } from './output.js';
 import { parseStrategy, strategyName } from '../filters/strategy.js';
@@ -21,8 +21,10 @@ export interface GlobalOptions {
   readonly scope?: string;
   readonly json?: boolean;
   readonly debug?: boolean;
-  /** false with --no-create: a store that does not exist is NOT_FOUND, never created. */
+  /** false with --no-create: a store or scope that does not exist is NOT_FOUND, never created. */
   readonly create?: boolean;
+  /** --quiet: no informational lines on stderr (creations, summaries); warnings and errors stay. */
+  readonly quiet?: boolean;
   /** `--threads N` of the adding commands (SeenStoreOptions.threads). */
   readonly threads?: string;
   /** `--wait-replicas N`: Redis stores, replicas that confirm each write (SeenStoreOptions.waitReplicas). */
@@ -43,6 +45,7 @@ export interface PlanOptions {
   readonly layout?: string;
   readonly strategy?: string;
   readonly normalize?: string;
+  readonly keys?: string;
   readonly seeds?: string;
 }
 
@@ -70,8 +73,9 @@ export function scopeName(options: GlobalOptions): string {
 
 /**
  * Opens the store for writing. `create`: whether this command may create it (filter-new, add,
- * import), unless --no-create says not to; creating one says so in a line on stderr when stderr
- * is a terminal (a mistyped --store would otherwise start a whole re-crawl in silence).
+ * import), unless --no-create says not to; creating one says so in a line on stderr, terminal or
+ * not, unless --quiet (a mistyped --store would otherwise start a whole re-crawl in silence, and
+ * under cron the line is the only trace of it).
  */
 export async function openStore(options: GlobalOptions, create: boolean): Promise<SeenStore> {
   const threads = parseCount('threads', options.threads);
@@ -80,7 +84,7 @@ export async function openStore(options: GlobalOptions, create: boolean): Promis
   const mayCreate = create && options.create !== false;
   const absent = await driverFor(dir).knownAbsent(dir);
   const store = await SeenStore.open(dir, { create: mayCreate, onWarning: (message) => warn(message), ...storeOptions(options), ...(threads === undefined ? {} : { threads }) });
-  if (mayCreate && absent && process.stderr.isTTY === true) warn(`created store at ${dir}`);
+  if (mayCreate && absent) inform(options, `created store at ${dir}`);
   return store;
 }
 
@@ -110,11 +114,17 @@ export function warn(message: string): void {
   process.stderr.write(`seenstore: ${message}\n`);
 }
 
+/** An informational line on stderr (a creation, a summary), unless --quiet. */
+export function inform(options: GlobalOptions, message: string): void {
+  if (options.quiet !== true) warn(message);
+}
+
 export function scopeOptions(options: PlanOptions): ScopeOptions {
   const capacityUrls = parseCount('capacity', options.capacity);
   const fprTarget = parseFpr(options.fpr);
   const layout = parseChoice<Layout>('layout', options.layout, LAYOUTS);
   const normalize = parseChoice<NormalizeMode>('normalize', options.normalize, NORMALIZE_MODES);
+  const keys = parseChoice<KeyMode>('keys', options.keys, KEY_MODES);
   const seeds = parseSeeds(options.seeds);
   return {
     ...(seeds === undefined ? {} : { seeds }),
@@ -123,6 +133,7 @@ export function scopeOptions(options: PlanOptions): ScopeOptions {
     ...(layout === undefined ? {} : { layout }),
     ...(options.strategy === undefined ? {} : { strategy: strategyName(parseStrategy(options.strategy)) }),
     ...(normalize === undefined ? {} : { normalize }),
+    ...(keys === undefined ? {} : { keys }),
   };
 }
 
@@ -141,10 +152,12 @@ export function batchOptions(options: InputOptions, mode: NormalizeMode): BatchO
 /** The scope named by --scope, which must exist (commands that only read never create one). */
 export async function requireScope(store: SeenStore, options: GlobalOptions): Promise<Scope> {
   const name = scopeName(options);
+  // The name is checked first: a name that can never exist is a USAGE error, not NOT_FOUND.
+  const scope = store.scope(name);
   if (!(await store.scopeNames()).includes(name)) {
     throw new SeenStoreError('NOT_FOUND', `scope ${name} does not exist in ${store.dir} (nothing was ever added to it)`);
   }
-  return store.scope(name);
+  return scope;
 }
 
 export function epochSpec(text: string | undefined, fallback: EpochSpec): EpochSpec {

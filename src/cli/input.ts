@@ -1,4 +1,4 @@
-import { createReadStream } from 'node:fs';
+import { createReadStream, statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { SeenStoreError } from '../errors.js';
 import type { Utf8Keys } from '../hash/xxhash.js';
@@ -15,6 +15,8 @@ export interface BatchOptions {
   readonly onInvalid: OnInvalid;
   /** Extra per-line check (e.g. URL parsing when normalising); returns false for unusable lines. */
   readonly accept: (line: string) => boolean;
+  /** forEachUtf8Batch: lines are URL keys (normalisation `url`), trimmed and checked as such. */
+  readonly urlKeys?: boolean;
   /** Called with a message for each invalid line that is skipped (the first few). */
   readonly warn: (message: string) => void;
   /**
@@ -47,6 +49,10 @@ const INVALID_LINES_REPORTED = 10;
 /** Opens FILE, or stdin when FILE is absent or `-`. */
 export function openInput(file: string | undefined): Readable {
   if (file === undefined || file === '-') return process.stdin;
+  // Read as a stream, a directory fails later with a bare EISDIR.
+  if (statSync(file, { throwIfNoEntry: false })?.isDirectory() === true) {
+    throw new SeenStoreError('USAGE', `${file} is a directory; give a file of URLs, one per line (or - for stdin)`);
+  }
   const stream = createReadStream(file, { highWaterMark: 256 * 1024 });
   return stream;
 }
@@ -98,15 +104,15 @@ export function forEachBatch(input: Readable, options: BatchOptions, handle: (li
 
 /**
  * As forEachBatch, with each batch's lines as UTF-8 ranges of one buffer, no string per line: for
- * epochs that hash lines as they are (normalisation `none`), where `accept` adds nothing to the
- * UTF-8 and length checks.
+ * epochs that hash lines as they are (normalisation `none`, or `url` with `urlKeys`), where
+ * `accept` adds nothing to the UTF-8, length and URL-shape checks.
  */
 export function forEachUtf8Batch(
   input: Readable,
   options: BatchOptions,
   handle: (lines: Utf8Keys, previous: Promise<void>) => Promise<void>,
 ): Promise<InputCounts> {
-  return runBatches(input, options, handle, (invalid) => new Utf8LineBatcher(options.maxLineBytes, invalid));
+  return runBatches(input, options, handle, (invalid) => new Utf8LineBatcher(options.maxLineBytes, invalid, options.urlKeys === true));
 }
 
 async function runBatches<B>(

@@ -1,7 +1,9 @@
 import { isUtf8 } from 'node:buffer';
 import { SeenStoreError } from '../errors.js';
+import { isAsciiSpace, shapedBytes, urlKeyRange } from '../url/url-shape.js';
+import { markCheckedUrlKeys } from '../epochs/url-keys.js';
 
-export type InvalidReason = 'invalid UTF-8' | 'line too long' | 'not a usable URL';
+export type InvalidReason = 'invalid UTF-8' | 'line too long' | 'not a usable URL' | 'not an absolute URL (scheme://host)';
 
 export interface LineSink {
   /** A non-empty line, CR and BOM removed, valid UTF-8. `lineNo` counts from 1 over all lines. */
@@ -155,13 +157,22 @@ export class LineSplitter extends BlockSplitter {
  * Lines as UTF-8 bytes, never as strings: each block of whole lines is copied once into the
  * current batch's buffer and its lines are recorded as [start, end) ranges there (CR and empty
  * lines left out, invalid UTF-8 reported), ready for Scope.addIfAbsentUtf8. The same lines as
- * LineSplitter, byte for byte.
+ * LineSplitter, byte for byte; with `urlKeys`, each trimmed, and those that do not start like
+ * an absolute URL reported invalid, as toKey's mode `url` decides.
  */
 export class Utf8LineBatcher extends BlockSplitter {
+  /** Keys are URLs (normalisation `url`): lines are trimmed and must start like `scheme://host`. */
+  readonly #urlKeys: boolean;
+  readonly #trimmed = new Uint32Array(2);
   #bytes = Buffer.allocUnsafe(1 << 20);
   #used = 0;
   #ranges = new Uint32Array(2 * 16_384);
   #count = 0;
+
+  constructor(maxLineBytes: number, onInvalid: (lineNo: number, reason: InvalidReason) => void, urlKeys = false) {
+    super(maxLineBytes, onInvalid);
+    this.#urlKeys = urlKeys;
+  }
 
   /** Lines in the current batch. */
   get count(): number {
@@ -170,7 +181,8 @@ export class Utf8LineBatcher extends BlockSplitter {
 
   /** Hands over the current batch (its buffers are not reused) and starts an empty one. */
   take(): { bytes: Buffer; ranges: Uint32Array; count: number } {
-    const batch = { bytes: this.#bytes.subarray(0, this.#used), ranges: this.#ranges.subarray(0, 2 * this.#count), count: this.#count };
+    const cut = { bytes: this.#bytes.subarray(0, this.#used), ranges: this.#ranges.subarray(0, 2 * this.#count), count: this.#count };
+    const batch = this.#urlKeys ? markCheckedUrlKeys(cut) : cut;
     this.#bytes = Buffer.allocUnsafe(Math.max(1 << 20, this.#bytes.length));
     this.#ranges = new Uint32Array(this.#ranges.length);
     this.#used = 0;
@@ -193,12 +205,24 @@ export class Utf8LineBatcher extends BlockSplitter {
       if (end > start) {
         if (!valid && !isUtf8(bytes.subarray(start, end))) this.invalid(lineNo, 'invalid UTF-8');
         else if (end - start > this.maxLineBytes) this.invalid(lineNo, 'line too long');
-        else this.#add(start, end);
+        else if (!this.#urlKeys) this.#add(start, end);
+        else this.#addUrl(bytes, start, end, lineNo);
       }
       start = nl + 1;
     }
     this.#used = stop + 1;
     return lineNo - firstLineNo;
+  }
+
+  /** A URL key: trimmed, and added only when it starts like an absolute URL (the usual key needs no trim). */
+  #addUrl(bytes: Buffer, start: number, end: number, lineNo: number): void {
+    const plain = !isAsciiSpace(bytes[start]!) && !isAsciiSpace(bytes[end - 1]!);
+    if (plain ? shapedBytes(bytes, start, end) : urlKeyRange(bytes, start, end, this.#trimmed)) {
+      if (plain) this.#add(start, end);
+      else this.#add(this.#trimmed[0]!, this.#trimmed[1]!);
+    } else {
+      this.invalid(lineNo, 'not an absolute URL (scheme://host)');
+    }
   }
 
   #add(start: number, end: number): void {

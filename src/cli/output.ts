@@ -103,6 +103,15 @@ export class InputProgress {
   }
 }
 
+/**
+ * The text summary a command that reads URLs ends with: `read 3, new 2, already seen 1, invalid 0
+ * in 0.01 s` (fields in the order given; `seen` reads "already seen").
+ */
+export function summaryText(counts: Readonly<Record<string, number>>, elapsedMs: number): string {
+  const fields = Object.entries(counts).map(([name, n]) => `${name === 'seen' ? 'already seen' : name} ${formatCount(n)}`);
+  return `${fields.join(', ')} in ${(elapsedMs / 1000).toFixed(2)} s`;
+}
+
 export function formatCount(n: number): string {
   return n.toLocaleString('en-US');
 }

@@ -3,7 +3,7 @@ import { Command, Option } from 'commander';
 import { parseEpochSpec } from '../epochs/epoch-spec.js';
 import { LAYOUTS } from '../filters/bloom.js';
 import { STRATEGY_HELP, parseStrategy } from '../filters/strategy.js';
-import { NORMALIZE_MODES } from '../url/normalize.js';
+import { KEY_MODES, NORMALIZE_MODES } from '../url/normalize.js';
 import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE } from './defaults.js';
 import { DURATION_HELP, parseDuration } from './duration.js';
 import { parseCount, parseFpr, parseSeeds, validated } from './parse.js';
@@ -45,6 +45,7 @@ function planOptions(command: Command): Command {
     .addOption(new Option('--strategy <name>', `${STRATEGY_HELP}; default classic (docs/strategies.md)`).argParser(validated(parseStrategy)))
     .addOption(new Option('--layout <layout>', 'older spelling of --strategy classic|blocked').choices(LAYOUTS))
     .addOption(new Option('--normalize <mode>', 'none (default): the exact bytes; whatwg: the URL-standard form; crawler: whatwg without the fragment, query parameters sorted').choices(NORMALIZE_MODES))
+    .addOption(new Option('--keys <mode>', "a new scope's keys: url (default): trimmed lines that start like scheme://host, others counted invalid; raw: any line as it is").choices(KEY_MODES))
     .addOption(
       new Option('--seeds <hex>', "the first epoch's seeds (16 hex digits per filter, comma-separated, from epoch show) instead of fresh ones: parallel crawlers that will merge").argParser(
         validated(parseSeeds),
@@ -411,7 +412,8 @@ export function buildProgram(): Command {
     .option('--store <dir>', 'store directory, or redis://HOST:PORT[,HOST:PORT...][?prefix=NAME] (default $SEENSTORE_DIR or ./.seenstore)')
     .option('--wait-replicas <n>', 'Redis stores: replicas that must confirm each write before it is acknowledged (default 0)')
     .option('--scope <name>', 'scope: a site or crawl job (default "default")')
-    .option('--no-create', 'fail with NOT_FOUND instead of creating a store that does not exist (filter-new, add, import)')
+    .option('--no-create', 'fail with NOT_FOUND instead of creating a store or scope that does not exist (filter-new, add, frontier push, import)')
+    .option('--quiet', 'no informational lines on stderr (a store or scope created, the summary at the end); warnings and errors stay')
     .option('--json', 'machine-readable output; errors as one JSON object on stderr')
     .addOption(new Option('--debug', 'print stack traces of errors'))
     .exitOverride()

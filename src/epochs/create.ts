@@ -5,7 +5,7 @@ import { HASH_SCHEME_ID, freshSeedHex, isSeedHex } from '../hash/scheme.js';
 import { defaultPartitionCount, partitionedBits, partitionSeedFor } from '../filters/partitions.js';
 import { CHUNK_PAYLOAD_BYTES } from '../store/chunks.js';
 import { SCOPE_NAME_PATTERN, type EpochHeader, type SizingDecision } from '../store/records.js';
-import { NORMALIZE_MODES, type NormalizeMode } from '../url/normalize.js';
+import { KNOWN_NORMALIZE_MODES, epochNormalizeMode, type NormalizeMode } from '../url/normalize.js';
 import type { ScopeOptions } from './scope-types.js';
 
 /** Capacity of a scope's first epoch when none is given: a mid-sized site crawl. */
@@ -39,8 +39,8 @@ export function checkPlan(plan: Omit<EpochPlan, 'sizing'>): void {
     throw new SeenStoreError('USAGE', `capacity must be a whole number of URLs >= 1, got ${capacityUrls}`);
   }
   if (!(fprTarget > 0 && fprTarget < 1)) throw new SeenStoreError('USAGE', `fpr must be in (0, 1), got ${fprTarget}`);
-  if (!NORMALIZE_MODES.includes(normalize)) {
-    throw new SeenStoreError('USAGE', `unknown normalisation ${JSON.stringify(normalize)} (${NORMALIZE_MODES.join(', ')})`);
+  if (!KNOWN_NORMALIZE_MODES.includes(normalize)) {
+    throw new SeenStoreError('USAGE', `unknown normalisation ${JSON.stringify(normalize)} (${KNOWN_NORMALIZE_MODES.join(', ')})`);
   }
   if (plan.seeds !== undefined) checkSeeds(plan.seeds, strategy.filters, strategyName(strategy));
 }
@@ -108,7 +108,7 @@ export function firstEpochPlan(options: ScopeOptions, driverDefault: string): Ep
     capacityUrls,
     fprTarget,
     strategy: scopeStrategy(options, driverDefault),
-    normalize: options.normalize ?? 'none',
+    normalize: epochNormalizeMode(options.normalize, options.keys),
     sizing: {
       policy: options.capacityUrls === undefined ? 'default' : 'explicit',
       reason: options.capacityUrls === undefined ? `first epoch, no capacity given: default ${DEFAULT_CAPACITY_URLS} URLs` : 'first epoch, capacity given by the caller',

@@ -1,5 +1,5 @@
 import type { Layout } from '../filters/bloom.js';
-import type { NormalizeMode } from '../url/normalize.js';
+import type { KeyMode, NormalizeMode } from '../url/normalize.js';
 import type { EpochDetails, EpochStats } from './epoch-stats.js';
 import type { EpochSpec, MembershipMode } from './epoch-spec.js';
 
@@ -19,13 +19,32 @@ export interface ScopeOptions {
   readonly strategy?: string;
   /** The older spelling of `strategy: 'classic' | 'blocked'`. */
   readonly layout?: Layout;
-  /** How URLs become keys: `none` (default, exact bytes), `whatwg` (URL-standard serialisation) or `crawler` (whatwg, no fragment, query sorted). */
+  /**
+   * How URLs become keys: `none` (default: the exact bytes, trimmed of surrounding whitespace with
+   * `keys: 'url'`), `whatwg` (URL-standard serialisation) or `crawler` (whatwg, no fragment, query
+   * sorted: what a crawler should choose; it costs a URL parse per key, docs/format.md).
+   */
   readonly normalize?: NormalizeMode;
+  /**
+   * What the scope accepts, fixed when it is created (ignored afterwards, like the capacity) and
+   * kept by rotations: `url` (default) only
+   * keys that start like absolute URLs (`scheme://host`, a check of a few bytes), so stray lines
+   * (HTML, relative paths, blank or mailto: lines) are refused with INVALID_URL (the CLI counts
+   * and skips them) instead of being recorded and printed as new; `raw` any string (a scope of
+   * fingerprints or IDs). Scopes created before format 4 stay `raw`.
+   */
+  readonly keys?: KeyMode;
   /**
    * Seeds of the first epoch (16 hex digits each, as `epoch show` prints them) instead of fresh
    * ones, so parallel crawlers can merge their exports. Used only when the scope is created.
    */
   readonly seeds?: readonly string[];
+  /**
+   * Whether a write to a scope that does not exist yet creates it (default true). With false, an
+   * add, enqueue or rotate of a missing scope fails with NOT_FOUND: a mistyped scope name then
+   * stops the crawl instead of starting it over in a new, empty scope.
+   */
+  readonly create?: boolean;
 }
 
 export interface AddOptions {

@@ -41,6 +41,7 @@ export class Scope {
   readonly #ctx: ScopeContext;
   readonly #plan: EpochPlan;
   readonly #explicitNormalize: NormalizeMode | undefined;
+  readonly #mayCreate: boolean;
   /** The open epoch this handle last saw (to check an explicit normalisation against it once). */
   #openEpoch: number | undefined;
   /** The handle's adds in the order they were made: each issues its batches after the one before (#add). */
@@ -52,6 +53,7 @@ export class Scope {
     this.name = name;
     this.#plan = firstEpochPlan(options, ctx.backend.driver.capabilities.defaultStrategy);
     this.#explicitNormalize = options.normalize;
+    this.#mayCreate = options.create ?? true;
   }
 
   /** The normalisation of the open epoch, or of the first epoch when none exists yet. */
@@ -447,8 +449,10 @@ export class Scope {
     if (record === undefined) return undefined;
     const open = await backend.epoch(this.name, record.openEpoch);
     if (this.#openEpoch !== record.openEpoch) {
-      const normalize = open.header.normalize;
-      if (this.#explicitNormalize !== undefined && this.#explicitNormalize !== normalize) {
+      const normalize = open.header.normalize as NormalizeMode;
+      // `url` is `none` with URL keys: an explicit `none` alone fits either (scopes from before format 4 are `none`).
+      const base = normalize === 'url' ? 'none' : normalize;
+      if (this.#explicitNormalize !== undefined && this.#explicitNormalize !== normalize && this.#explicitNormalize !== base) {
         throw new SeenStoreError('USAGE', `epoch ${this.name}/${record.openEpoch} normalises with ${normalize}, not ${this.#explicitNormalize}: an epoch never mixes modes`);
       }
       this.#openEpoch = record.openEpoch;
@@ -458,7 +462,8 @@ export class Scope {
 
   /** The open epoch's bits, the scope created first when it does not exist yet. */
   async #created(): Promise<EpochBits> {
-    const open = await this.#open(true);
+    const open = await this.#open(this.#mayCreate);
+    if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist (and the scope was opened with create: false)`);
     assert(open !== undefined, `scope ${this.name} exists once created`);
     return open;
   }

@@ -1,6 +1,7 @@
 import { SeenStoreError } from '../errors.js';
-import { isUtf8Keys, keyStrings, type Keys } from '../hash/xxhash.js';
+import { isUtf8Keys, keyStrings, type Keys, type Utf8Keys } from '../hash/xxhash.js';
 import { firstInvalidUtf8Key, toKey, type NormalizeMode } from '../url/normalize.js';
+import { isAsciiSpace, shapedBytes, urlKeyRange } from '../url/url-shape.js';
 
 /**
  * Turns a call's URLs into the keys an epoch hashes, validating every one before anything is
@@ -10,14 +11,15 @@ import { firstInvalidUtf8Key, toKey, type NormalizeMode } from '../url/normalize
  */
 export function urlKeys(urls: readonly string[], mode: NormalizeMode, hashedWhole = false): readonly string[] {
   if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
-  const keys = mode === 'none' ? undefined : new Array<string>(urls.length);
+  let keys = mode === 'none' || mode === 'url' ? undefined : new Array<string>(urls.length);
   for (let i = 0; i < urls.length; i++) {
     const url = urls[i];
     if (typeof url !== 'string') throw new TypeError(`urls[${i}] is not a string`);
     const key = toKey(url, mode, !hashedWhole);
     if (key === undefined) {
-      throw new SeenStoreError('INVALID_URL', `urls[${i}] is not a usable URL (empty, ill-formed UTF-16, over 64 KiB${mode === 'whatwg' ? ', or not an absolute URL' : ''})`);
+      throw new SeenStoreError('INVALID_URL', `urls[${i}] is not a usable URL (empty, ill-formed UTF-16, over 64 KiB${mode === 'none' ? '' : ', or not an absolute URL'})`);
     }
+    if (keys === undefined && key !== url) keys = urls.slice(0, i);
     if (keys !== undefined) keys[i] = key;
   }
   return keys ?? urls;
@@ -30,7 +32,51 @@ export function anyUrlKeys(urls: Keys, mode: NormalizeMode, hashedWhole: boolean
   if (bad >= 0) {
     throw new SeenStoreError('INVALID_URL', `URL ${bad} of the UTF-8 batch is not a usable URL (empty, not valid UTF-8, over 64 KiB, or out of order)`);
   }
+  if (mode === 'url') return checkedUrlKeys.has(urls) ? urls : trimmedUrlKeys(urls);
   return mode === 'none' ? urls : urlKeys(keyStrings(urls), mode);
+}
+
+/**
+ * UTF-8 batches whose keys were trimmed and checked as URL keys where they were cut from the input
+ * (the CLI's line batcher): checking them again costs ~10 ns per URL on filter-new's path. Internal
+ * to the package; the batch must not change after it is marked.
+ */
+const checkedUrlKeys = new WeakSet<Utf8Keys>();
+
+/** Marks `keys` as trimmed and checked by urlKeyRange already (see checkedUrlKeys). */
+export function markCheckedUrlKeys<K extends Utf8Keys>(keys: K): K {
+  checkedUrlKeys.add(keys);
+  return keys;
+}
+
+/**
+ * UTF-8 keys in mode `url`: each must start like an absolute URL once trimmed (INVALID_URL
+ * otherwise). The caller's ranges serve unless a key had whitespace around it; then the trimmed
+ * ranges are a copy (one per call, never per key), the caller's left as they were.
+ */
+function trimmedUrlKeys(urls: Utf8Keys): Utf8Keys {
+  const { bytes, count } = urls;
+  const given = urls.ranges;
+  const range = new Uint32Array(2);
+  let ranges = given;
+  for (let i = 0; i < count; i++) {
+    const start = given[2 * i]!;
+    const end = given[2 * i + 1]!;
+    // The usual key has no whitespace around it: its shape is checked in place.
+    if (!isAsciiSpace(bytes[start]!) && !isAsciiSpace(bytes[end - 1]!)) {
+      if (shapedBytes(bytes, start, end)) continue;
+      throw notUrlKey(i);
+    }
+    if (!urlKeyRange(bytes, start, end, range)) throw notUrlKey(i);
+    if (ranges === given) ranges = given.slice(0, 2 * count);
+    ranges[2 * i] = range[0]!;
+    ranges[2 * i + 1] = range[1]!;
+  }
+  return ranges === given ? urls : { bytes, ranges, count };
+}
+
+function notUrlKey(i: number): SeenStoreError {
+  return new SeenStoreError('INVALID_URL', `URL ${i} of the UTF-8 batch is not an absolute URL (scheme://host)`);
 }
 
 /**

@@ -151,7 +151,7 @@ function epochTable(scope: ReportScope): string {
       `<td>${count(e.capacityUrls)}</td>`,
       `<td>${count(e.submitted)}</td>`,
       `<td>${count(e.added)}</td>`,
-      `<td>${e.newSincePreviousAtLeast === null ? '–' : `≥ ${count(e.newSincePreviousAtLeast)}`}</td>`,
+      newSincePreviousCell(e.newSincePreviousAtLeast),
       `<td>${count(e.estimatedDistinct)}</td>`,
       `<td>${percent(e.fillRatio)}</td>`,
       `<td${over}>${fpr(e.estimatedFpr)}${over === '' ? '' : ' (over)'}</td>`,
@@ -204,4 +204,14 @@ export function renderReport(data: ReportData): string {
     `<h1>seenstore report</h1><p class="meta">store ${escapeXml(data.storeDir)} · written ${day(data.generatedAtMs)} by seenstore ${escapeXml(data.version)}</p>` +
     `<nav>${nav}</nav>${body}</body></html>\n`
   );
+}
+
+/**
+ * "At least N new since the previous epoch". An epoch that holds no more distinct URLs than the
+ * one before gives no lower bound: "≥ 0" would say nothing, so the cell says that instead.
+ */
+function newSincePreviousCell(atLeast: number | null): string {
+  if (atLeast === null) return '<td>–</td>';
+  if (atLeast === 0) return '<td title="this epoch holds no more distinct URLs than the previous one, which bounds nothing">no bound</td>';
+  return `<td>≥ ${count(atLeast)}</td>`;
 }

@@ -98,8 +98,27 @@ function niceCeiling(value: number): number {
   return 10 * power;
 }
 
-function columnWidth(chart: BarChart, column: ChartColumn | GapColumn): number {
-  return column.kind === 'pruned' ? GAP_COLUMN_PX : Math.max(COLUMN_MIN_PX, chart.series.length * BAR_PX + COLUMN_GAP_PX);
+/** Widest an epoch column is drawn when few columns share a chart as wide as its legend. */
+const COLUMN_MAX_PX = 260;
+
+function columnWidth(chart: BarChart, column: ChartColumn | GapColumn, stretchPx = 0): number {
+  return column.kind === 'pruned' ? GAP_COLUMN_PX : Math.max(COLUMN_MIN_PX, chart.series.length * BAR_PX + COLUMN_GAP_PX, stretchPx);
+}
+
+function legendWidth(chart: BarChart): number {
+  return LEFT_PX + chart.series.reduce((sum, s) => sum + 28 + s.label.length * 6.4, 0) + (chart.markerLabel === undefined ? 0 : 40 + chart.markerLabel.length * 6.4);
+}
+
+/**
+ * The width epoch columns are stretched to, so that a chart of few epochs fills the width its
+ * legend takes instead of leaving most of its plot empty (two epochs under a three-item legend).
+ */
+function stretchedColumnPx(chart: BarChart): number {
+  const epochs = chart.columns.filter((c) => c.kind === 'epoch').length;
+  if (epochs === 0) return 0;
+  const gaps = chart.columns.length - epochs;
+  const room = legendWidth(chart) - LEFT_PX - 16 - gaps * GAP_COLUMN_PX;
+  return Math.min(COLUMN_MAX_PX, Math.floor(room / epochs));
 }
 
 function defs(id: string): string {
@@ -134,24 +153,31 @@ function yAxis(chart: BarChart, axis: Axis, width: number): string {
     .join('');
 }
 
-function epochColumn(chart: BarChart, column: ChartColumn, x: number, axis: Axis): string {
+/**
+ * One epoch's column. Painted in this order: the reference line (capacity, target), the bars, then
+ * every value label with its white halo, so that neither the line nor a neighbouring bar ever
+ * strikes through a number.
+ */
+function epochColumn(chart: BarChart, column: ChartColumn, x: number, axis: Axis, width: number): string {
   const baseY = TOP_PX + PLOT_HEIGHT_PX;
-  const width = columnWidth(chart, column);
   const firstBarX = x + (width - chart.series.length * BAR_PX) / 2;
-  const bars = column.values.map((value, i) => {
-    if (value === null) return '';
+  const bars: string[] = [];
+  const values: string[] = [];
+  column.values.forEach((value, i) => {
+    if (value === null) return;
     const p = PATTERNS[chart.series[i]!.pattern]!;
     const top = axis.y(value);
     const bx = firstBarX + i * BAR_PX;
     const height = Math.max(baseY - top, value > 0 ? 1 : 0);
-    const label = `<text x="${bx + BAR_PX / 2}" y="${(baseY - height - 4).toFixed(1)}" transform="rotate(-90 ${bx + BAR_PX / 2} ${(baseY - height - 4).toFixed(1)})" class="value">${escapeXml(chart.format(value))}</text>`;
-    return `<rect class="bar" data-series="${chart.series[i]!.key}" x="${bx}" y="${(baseY - height).toFixed(1)}" width="${BAR_PX - 2}" height="${height.toFixed(1)}" fill="${p.fill.replace('ID', chart.id)}" stroke="${p.stroke}"/>${label}`;
+    const labelY = (baseY - height - 4).toFixed(1);
+    bars.push(`<rect class="bar" data-series="${chart.series[i]!.key}" x="${bx}" y="${(baseY - height).toFixed(1)}" width="${BAR_PX - 2}" height="${height.toFixed(1)}" fill="${p.fill.replace('ID', chart.id)}" stroke="${p.stroke}"/>`);
+    values.push(`<text x="${bx + BAR_PX / 2}" y="${labelY}" transform="rotate(-90 ${bx + BAR_PX / 2} ${labelY})" class="value">${escapeXml(chart.format(value))}</text>`);
   });
   const marker =
     column.marker === undefined ? '' : `<line class="marker" x1="${x + 4}" y1="${axis.y(column.marker).toFixed(1)}" x2="${x + width - 4}" y2="${axis.y(column.marker).toFixed(1)}"/>`;
   const flag = column.flag === undefined ? '' : `<text x="${x + width / 2}" y="${TOP_PX - 4}" text-anchor="middle" class="flag">${escapeXml(column.flag)}</text>`;
   const labels = column.labels.map((text, i) => `<text x="${x + width / 2}" y="${baseY + 14 + 12 * i}" text-anchor="middle" class="${i === 0 ? 'xlabel' : 'xnote'}">${escapeXml(text)}</text>`);
-  return `<g class="epoch" data-epoch="${column.epoch}"><title>${escapeXml(column.title)}</title>${bars.join('')}${marker}${flag}${labels.join('')}</g>`;
+  return `<g class="epoch" data-epoch="${column.epoch}"><title>${escapeXml(column.title)}</title>${marker}${bars.join('')}${values.join('')}${flag}${labels.join('')}</g>`;
 }
 
 function gapColumn(column: GapColumn, x: number): string {
@@ -168,14 +194,15 @@ function gapColumn(column: GapColumn, x: number): string {
 export function renderBarChart(chart: BarChart, caption: string): string {
   const values = chart.columns.flatMap((c) => (c.kind === 'epoch' ? [...c.values.filter((v): v is number => v !== null), ...(c.marker === undefined ? [] : [c.marker])] : []));
   const axis = chart.scale === 'log' ? logAxis(values) : linearAxis(values, chart.maxValue);
-  const width = LEFT_PX + chart.columns.reduce((sum, c) => sum + columnWidth(chart, c), 0) + 16;
-  const legendWidth = LEFT_PX + chart.series.reduce((sum, s) => sum + 28 + s.label.length * 6.4, 0) + (chart.markerLabel === undefined ? 0 : 40 + chart.markerLabel.length * 6.4);
-  const svgWidth = Math.ceil(Math.max(width, legendWidth));
+  const stretchPx = stretchedColumnPx(chart);
+  const width = LEFT_PX + chart.columns.reduce((sum, c) => sum + columnWidth(chart, c, stretchPx), 0) + 16;
+  const svgWidth = Math.ceil(Math.max(width, legendWidth(chart)));
   const height = TOP_PX + PLOT_HEIGHT_PX + LABEL_LINES_PX + 12;
   let x = LEFT_PX;
   const columns = chart.columns.map((c) => {
-    const drawn = c.kind === 'pruned' ? gapColumn(c, x) : epochColumn(chart, c, x, axis);
-    x += columnWidth(chart, c);
+    const columnPx = columnWidth(chart, c, stretchPx);
+    const drawn = c.kind === 'pruned' ? gapColumn(c, x) : epochColumn(chart, c, x, axis, columnPx);
+    x += columnPx;
     return drawn;
   });
   return (

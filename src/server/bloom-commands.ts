@@ -64,6 +64,7 @@ interface Plan {
 
 function planOptions(plan: Plan): ScopeOptions {
   return {
+    keys: 'raw',
     ...(plan.capacityUrls === undefined ? {} : { capacityUrls: plan.capacityUrls }),
     ...(plan.fprTarget === undefined ? {} : { fprTarget: plan.fprTarget }),
     ...(plan.expansion === undefined ? {} : { strategy: `scalable:${plan.expansion},${TIGHTENING}` }),

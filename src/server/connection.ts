@@ -5,6 +5,7 @@ import type { ClientState, ServerContext } from './context.js';
 import { errorReply } from './errors.js';
 import { error, type Encoded, type Protocol } from './reply.js';
 import { ProtocolError, RespParser, type Request } from './resp-parser.js';
+import { transactionStep, type Transaction } from './transaction.js';
 
 /** A request waiting for the connection's earlier commands (see CommandKind). */
 interface Deferred {
@@ -41,6 +42,7 @@ export class Connection implements ClientState {
   authenticated: boolean;
   lastCommand = 'NULL';
   lastCommandAtMs = Date.now();
+  transaction: Transaction | undefined;
 
   readonly #socket: Socket;
   readonly #server: ServerContext;
@@ -136,12 +138,17 @@ export class Connection implements ClientState {
     this.lastCommand = spec === undefined ? 'unknown' : name;
     server.metrics.countCommand(this.lastCommand);
     const refusal = this.#refusal(spec, name, request);
+    const step = transactionStep(this, name, spec, request, refusal);
+    if (step !== undefined && 'reply' in step) {
+      this.#fill(slot, step.reply);
+      return;
+    }
     if (refusal !== undefined) {
       server.counters.errorReplies++;
       this.#fill(slot, refusal);
       return;
     }
-    const deferred = { spec: spec!, request, proto: this.proto, slot };
+    const deferred = { spec: step?.spec ?? spec!, request, proto: this.proto, slot };
     if (this.#deferredStart < this.#deferred.length || (spec!.kind === 'ordered' && this.#running > 0)) {
       this.#deferred.push(deferred);
       return;

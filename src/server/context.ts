@@ -5,6 +5,7 @@ import type { Logger } from './logger.js';
 import type { ServerMetrics } from './metrics.js';
 import type { Protocol } from './reply.js';
 import type { ServedScope, ServedStore } from './served-store.js';
+import type { Transaction } from './transaction.js';
 
 /** One client connection, as commands see it (CLIENT, HELLO, AUTH, INFO). */
 export interface ClientState {
@@ -21,6 +22,8 @@ export interface ClientState {
   readonly pendingReplies: number;
   /** Close the connection once the replies so far are written (QUIT). */
   closeAfterReplies(): void;
+  /** The transaction being queued (after MULTI, until EXEC or DISCARD). */
+  transaction: Transaction | undefined;
 }
 
 /** A scope and its group commit. */

@@ -17,6 +17,7 @@ import { ServerMetrics } from './metrics.js';
 import { error } from './reply.js';
 import { passwordDigest, serverCommands } from './server-commands.js';
 import { SEENSTORE_VERSION } from './info.js';
+import { transactionCommands } from './transaction.js';
 
 export interface ServeOptions {
   /** TCP port (default 6380, beside a local Redis's 6379); 0 picks a free one (see SeenServer.port). */
@@ -80,7 +81,7 @@ export class SeenServer implements ServerContext {
     this.bind = options.bind ?? DEFAULT_BIND;
     this.passwordDigest = options.password === undefined ? undefined : passwordDigest(options.password);
     this.metrics = new ServerMetrics(() => this.store.stats());
-    const table: CommandTable = new CommandTable([...serverCommands(() => table), ...bloomCommands(), ...epochCommands(), ...frontierCommands(), ...setdiffCommands()]);
+    const table: CommandTable = new CommandTable([...serverCommands(() => table), ...bloomCommands(), ...epochCommands(), ...frontierCommands(), ...setdiffCommands(), ...transactionCommands()]);
     this.#table = table;
     this.#net = createServer({ noDelay: true }, (socket) => this.#accept(socket));
   }
@@ -95,10 +96,12 @@ export class SeenServer implements ServerContext {
     return typeof address === 'object' && address !== null ? address.port : 0;
   }
 
-  scope(name: string): Promise<ScopeHandle> {
+  scope(key: string): Promise<ScopeHandle> {
+    const name = scopeOfKey(key);
     let handle = this.#scopes.get(name);
     if (handle === undefined) {
-      handle = this.store.scope(name, this.autoCreate).then((scope) => ({ scope, commit: new GroupCommit(scope, this.metrics) }));
+      // Items of a RedisBloom filter are any strings (scrapy-redis adds request fingerprints): raw keys.
+      handle = this.store.scope(name, { ...this.autoCreate, keys: 'raw' }).then((scope) => ({ scope, commit: new GroupCommit(scope, this.metrics) }));
       // A refused name is not kept (an attacker could otherwise fill the map with refusals).
       handle.catch(() => this.#scopes.delete(name));
       this.#scopes.set(name, handle);
@@ -195,4 +198,14 @@ function listen(server: Server | HttpServer, port: number, host: string): Promis
       resolve();
     });
   });
+}
+
+/**
+ * The scope a key names. Clients name keys the Redis way, with `:` between parts (scrapy-redis's
+ * `spider:dupefilter`), which a scope name cannot hold: each `:` stands for a `.`, so that key is
+ * scope `spider.dupefilter` (and `spider.dupefilter` names the same scope). Nothing else changes;
+ * a name still invalid after that is refused as before.
+ */
+export function scopeOfKey(key: string): string {
+  return key.replaceAll(':', '.');
 }

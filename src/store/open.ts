@@ -4,6 +4,7 @@ import { registered, type Driver, type OpenOptions, type StoreSettings } from '.
 import { lmdbDriver } from './lmdb/driver.js';
 import { memoryDriver } from './memory/driver.js';
 import { redisDriver } from './redis/driver.js';
+import { checkLocation } from './location.js';
 
 /**
  * The registry of drivers: the one place that lists the backends. A location `SCHEME://...` goes
@@ -27,9 +28,11 @@ export function locationScheme(location: string): string | undefined {
 
 /**
  * The driver a location names. USAGE for a URL whose scheme no driver serves: `postgres://x` is
- * refused, never taken for a directory named `postgres:`.
+ * refused, never taken for a directory named `postgres:`; so is a location that only looks like a
+ * URL (`redis:/host`, `redis//host`: store/location.ts).
  */
 export function driverFor(location: string): Driver<unknown> {
+  checkLocation(location, supportedSchemes());
   const scheme = locationScheme(location);
   const driver = DRIVERS.find((d) => (scheme === undefined ? d.schemes.length === 0 : d.schemes.includes(scheme)));
   if (driver === undefined) {

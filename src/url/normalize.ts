@@ -2,12 +2,18 @@ import { isUtf8 } from 'node:buffer';
 import { SeenStoreError } from '../errors.js';
 import type { Utf8Keys } from '../hash/xxhash.js';
 import { crawlerForm } from './crawler-form.js';
+import { urlKeyOf } from './url-shape.js';
 
 /**
  * How an input line becomes the key that is hashed. The mode is fixed in the epoch header when the
  * epoch is created; an epoch never mixes modes, because the same URL would map to different bits.
  *
- * - `none`: the line exactly as given (after the CLI strips CR and a BOM).
+ * - `none`: the line exactly as given (after the CLI strips CR and a BOM): any line is a key
+ *   (`keys: 'raw'`).
+ * - `url` (the default of new scopes since format 4: `keys: 'url'` with no normalisation): the
+ *   line without surrounding ASCII whitespace, when it starts like an absolute URL
+ *   (`scheme://host`, src/url/url-shape.ts); other lines are invalid. The bytes are not changed
+ *   otherwise, so a URL given without surrounding whitespace has the same key as under `none`.
  * - `whatwg`: the WHATWG URL serialisation (`new URL(line).href`): lower-cased scheme and host,
  *   punycode IDNs, default ports dropped, dot segments resolved, percent-encoding made canonical.
  *   Lines that do not parse as absolute URLs are invalid.
@@ -15,9 +21,34 @@ import { crawlerForm } from './crawler-form.js';
  *   parameters sorted by key (src/url/crawler-form.ts), so that the links a crawler finds in
  *   different orders or with different fragments are one key.
  */
-export type NormalizeMode = 'none' | 'whatwg' | 'crawler';
+export type NormalizeMode = 'none' | 'url' | 'whatwg' | 'crawler';
 
+/** The modes given by name (--normalize); `url` is `none` with `keys: 'url'` (KeyMode). */
 export const NORMALIZE_MODES: readonly NormalizeMode[] = ['none', 'whatwg', 'crawler'];
+
+/** Every mode an epoch header may record. */
+export const KNOWN_NORMALIZE_MODES: readonly NormalizeMode[] = ['none', 'url', 'whatwg', 'crawler'];
+
+/**
+ * What a scope accepts as a key: `url` (default) only lines that are URLs, `raw` any line
+ * (deduplicating lines of any kind). With normalisation `none`, `url` makes the epoch's mode `url`.
+ */
+export type KeyMode = 'url' | 'raw';
+
+export const KEY_MODES: readonly KeyMode[] = ['url', 'raw'];
+
+/** The mode an epoch records for a normalisation and a key mode (USAGE when they contradict). */
+export function epochNormalizeMode(normalize: NormalizeMode | undefined, keys: KeyMode | undefined): NormalizeMode {
+  if (keys !== undefined && !KEY_MODES.includes(keys)) throw new SeenStoreError('USAGE', `unknown key mode ${JSON.stringify(keys)} (${KEY_MODES.join(', ')})`);
+  const mode = normalize ?? 'none';
+  if (keys === 'raw' && mode !== 'none') throw new SeenStoreError('USAGE', `keys raw takes any line as it is; normalisation ${mode} takes only URLs: give one of them`);
+  return mode === 'none' && keys !== 'raw' ? 'url' : mode;
+}
+
+/** The key mode an epoch's normalisation implies: `raw` for `none`, `url` for the others. */
+export function keyModeOf(mode: NormalizeMode): KeyMode {
+  return mode === 'none' ? 'raw' : 'url';
+}
 
 /** Longest key, in UTF-8 bytes, that is accepted. URLs longer than this are rejected, not cut. */
 export const MAX_KEY_BYTES = 65_536;
@@ -31,6 +62,10 @@ export const MAX_KEY_BYTES = 65_536;
 export function toKey(url: string, mode: NormalizeMode, checkWellFormed = true): string | undefined {
   if (url.length === 0 || url.length > MAX_KEY_BYTES) return undefined;
   if (mode === 'none') return (checkWellFormed && !url.isWellFormed()) || tooLong(url) ? undefined : url;
+  if (mode === 'url') {
+    const key = urlKeyOf(url);
+    return key === undefined || (checkWellFormed && !key.isWellFormed()) || tooLong(key) ? undefined : key;
+  }
   if (mode !== 'whatwg' && mode !== 'crawler') unknownMode(mode);
   if (!url.isWellFormed()) return undefined;
   let href: string;
@@ -45,7 +80,7 @@ export function toKey(url: string, mode: NormalizeMode, checkWellFormed = true):
 
 /** A mode this version does not know (an epoch header from a newer one) must not hash as another. */
 function unknownMode(mode: never): never {
-  throw new SeenStoreError('FORMAT_UNSUPPORTED', `unknown normalisation ${JSON.stringify(mode)} (this version knows ${NORMALIZE_MODES.join(', ')})`);
+  throw new SeenStoreError('FORMAT_UNSUPPORTED', `unknown normalisation ${JSON.stringify(mode)} (this version knows ${KNOWN_NORMALIZE_MODES.join(', ')})`);
 }
 
 /**

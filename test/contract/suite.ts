@@ -5,6 +5,7 @@ import { countingContract } from './counting.js';
 import { errorsContract } from './errors.js';
 import { frontierContract } from './frontier.js';
 import { growthContract } from './growth.js';
+import { keysContract } from './keys.js';
 import { rotationContract } from './rotation.js';
 import { transferContract } from './transfer.js';
 
@@ -27,6 +28,7 @@ export function contractSuite(factory: StoreFactory): void {
     describe('growth', () => growthContract(ctx));
     describe('transfer', () => transferContract(ctx));
     describe('counting', () => countingContract(ctx));
+    describe('keys', () => keysContract(ctx));
     describe('frontier', () => frontierContract(ctx));
     describe('errors', () => errorsContract(ctx));
   });

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { batchOptions, openStore, parseCount, requireScope, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
 import { forEachBatch, openInput } from '../input.js';
-import { formatCount, writeAll } from '../output.js';
+import { formatCount, summaryText, writeAll } from '../output.js';
+import { addingScope } from '../scope-notes.js';
 
 type PushOptions = GlobalOptions & InputOptions & PlanOptions;
 type TakeOptions = GlobalOptions & { readonly count?: string; readonly leaseMs?: string };
@@ -11,19 +12,22 @@ type TakeOptions = GlobalOptions & { readonly count?: string; readonly leaseMs?:
  * seen) in one step per batch; prints the queued URLs, like filter-new, so pipes compose.
  */
 export async function frontierPush(file: string | undefined, command: Command): Promise<void> {
+  const startMs = Date.now();
   const options = command.optsWithGlobals<PushOptions>();
   const store = await openStore(options, true);
   try {
-    const scope = store.scope(scopeName(options), scopeOptions(options));
+    const { scope, ready } = await addingScope(store, options, scopeOptions(options));
     let queued = 0;
     const counts = await forEachBatch(openInput(file), batchOptions(options, await scope.normalizeMode()), async (lines) => {
+      await ready();
       const fresh = await scope.enqueue(lines);
       const out = lines.filter((_, i) => fresh[i]);
       queued += out.length;
       if (out.length > 0) await writeAll(process.stdout, `${out.join('\n')}\n`);
     });
     const summary = { read: counts.read, queued, seen: counts.read - queued, invalid: counts.invalid };
-    process.stderr.write(options.json ? `${JSON.stringify(summary)}\n` : `read ${formatCount(summary.read)}, queued ${formatCount(queued)}, already seen ${formatCount(summary.seen)}, invalid ${formatCount(summary.invalid)}\n`);
+    if (options.json) process.stderr.write(`${JSON.stringify(summary)}\n`);
+    else if (options.quiet !== true) process.stderr.write(`${summaryText(summary, Date.now() - startMs)}\n`);
   } finally {
     await store.close();
   }

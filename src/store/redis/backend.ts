@@ -383,7 +383,7 @@ async function checkDurability(ctx: RedisContext, location: string): Promise<voi
     const values = pairs(reply);
     if (values.get('appendonly') !== 'yes' || values.get('appendfsync') !== 'always') {
       ctx.warn(
-        `${location}: Redis node ${node} has appendonly ${values.get('appendonly') ?? '?'}, appendfsync ${values.get('appendfsync') ?? '?'}: ` +
+        `warning: ${location}: Redis node ${node} has appendonly ${values.get('appendonly') ?? '?'}, appendfsync ${values.get('appendfsync') ?? '?'}: ` +
           'acknowledged adds can be lost in a crash of that node (set appendonly yes, appendfsync always; docs/redis.md)',
       );
     }

@@ -1,0 +1,78 @@
+/**
+ * The cheap check of normalisation `url` (keys are URLs): a key is its line without surrounding
+ * ASCII whitespace, and it must start like an absolute URL with a host: a scheme (a letter, then
+ * letters, digits, `+`, `-`, `.`), `://`, then a first host character that is none of `/ ? # @ :`
+ * and no whitespace or control character. Nothing after that is looked at: no parse, no
+ * allocation, a few byte comparisons per key. Each function has a string and a byte form that
+ * decide alike, since one input is read either way (strings through the library, bytes by
+ * filter-new).
+ */
+
+/** Space, tab, LF, VT, FF, CR: what is trimmed from both ends of a key. */
+export function isAsciiSpace(code: number): boolean {
+  return code === 0x20 || (code >= 0x09 && code <= 0x0d);
+}
+
+function isAlpha(code: number): boolean {
+  return (code >= 0x61 && code <= 0x7a) || (code >= 0x41 && code <= 0x5a);
+}
+
+function isSchemeChar(code: number): boolean {
+  return isAlpha(code) || (code >= 0x30 && code <= 0x39) || code === 0x2b || code === 0x2d || code === 0x2e;
+}
+
+/** Longest scheme looked for: past it, the line is not a URL (IANA's longest is far shorter). */
+const SCHEME_CHARS_MAX = 32;
+
+/** Characters that cannot start a host: / ? # @ : and anything up to space (controls, whitespace). */
+function canStartHost(code: number): boolean {
+  return code > 0x20 && code !== 0x7f && code !== 0x2f && code !== 0x3f && code !== 0x23 && code !== 0x40 && code !== 0x3a;
+}
+
+/** Whether line[start, end) starts like `scheme://host`. */
+function shapedString(line: string, start: number, end: number): boolean {
+  if (end - start < 4 || !isAlpha(line.charCodeAt(start))) return false;
+  let i = start + 1;
+  const schemeEnd = Math.min(end, start + SCHEME_CHARS_MAX + 1);
+  while (i < schemeEnd && isSchemeChar(line.charCodeAt(i))) i++;
+  return i + 3 < end && line.charCodeAt(i) === 0x3a && line.charCodeAt(i + 1) === 0x2f && line.charCodeAt(i + 2) === 0x2f && canStartHost(line.charCodeAt(i + 3));
+}
+
+/** The key of `line` in mode `url` (trimmed), or undefined when it does not start like an absolute URL. */
+export function urlKeyOf(line: string): string | undefined {
+  let start = 0;
+  let end = line.length;
+  while (start < end && isAsciiSpace(line.charCodeAt(start))) start++;
+  while (end > start && isAsciiSpace(line.charCodeAt(end - 1))) end--;
+  if (!shapedString(line, start, end)) return undefined;
+  return start === 0 && end === line.length ? line : line.slice(start, end);
+}
+
+/**
+ * As urlKeyOf, for the UTF-8 key bytes[start, end): its trimmed start and end written to
+ * `range` (two numbers), true when it starts like an absolute URL. No allocation.
+ */
+export function urlKeyRange(bytes: Uint8Array, start: number, end: number, range: Uint32Array): boolean {
+  while (start < end && isAsciiSpace(bytes[start]!)) start++;
+  while (end > start && isAsciiSpace(bytes[end - 1]!)) end--;
+  range[0] = start;
+  range[1] = end;
+  return shapedBytes(bytes, start, end);
+}
+
+/**
+ * Whether bytes[start, end), already without surrounding whitespace, starts like an absolute URL:
+ * shapedString over bytes (written twice: a closure per key would allocate on the hot path).
+ */
+export function shapedBytes(bytes: Uint8Array, start: number, end: number): boolean {
+  // Most crawled URLs are http(s): `http` then `://` or `s://`, decided without the scheme loop.
+  if (end - start > 8 && bytes[start] === 0x68 && bytes[start + 1] === 0x74 && bytes[start + 2] === 0x74 && bytes[start + 3] === 0x70) {
+    const colon = bytes[start + 4] === 0x73 ? start + 5 : start + 4;
+    if (bytes[colon] === 0x3a) return bytes[colon + 1] === 0x2f && bytes[colon + 2] === 0x2f && canStartHost(bytes[colon + 3]!);
+  }
+  if (end - start < 4 || !isAlpha(bytes[start]!)) return false;
+  let i = start + 1;
+  const schemeEnd = Math.min(end, start + SCHEME_CHARS_MAX + 1);
+  while (i < schemeEnd && isSchemeChar(bytes[i]!)) i++;
+  return i + 3 < end && bytes[i] === 0x3a && bytes[i + 1] === 0x2f && bytes[i + 2] === 0x2f && canStartHost(bytes[i + 3]!);
+}

@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { ERROR_CODES, SeenStore } from '../src/index.js';
+import { runCli } from './helpers/cli.js';
+import { expectCode } from './helpers/errors.js';
+import { tempDir } from './helpers/tmp.js';
+
+const URLS = 'https://shop.example/a\nhttps://shop.example/b\n';
+
+/** Issue 30: an operator's typo (of a scope, of a store address) never re-crawls everything in silence. */
+describe('safe defaults: nothing created by surprise', () => {
+  test('--no-create refuses a scope that does not exist (NOT_FOUND, exit 11), naming the scopes there', async () => {
+    const store = join(tempDir(), 'store');
+    assert.equal((await runCli(['--store', store, '--scope', 'shop', 'filter-new'], URLS)).code, 0);
+    for (const command of [['filter-new'], ['add'], ['frontier', 'push']]) {
+      const typo = await runCli(['--store', store, '--scope', 'shpo2', '--no-create', ...command], URLS);
+      assert.equal(typo.code, ERROR_CODES.NOT_FOUND, `${command.join(' ')}: ${typo.stderr}`);
+      assert.equal(typo.stdout, '', `${command.join(' ')}: nothing printed as new`);
+      assert.match(typo.stderr, /^seenstore: error NOT_FOUND: scope shpo2 does not exist .*its scopes: shop/);
+    }
+    const s = await SeenStore.open(store, { create: false, readOnly: true });
+    try {
+      assert.deepEqual(await s.scopeNames(), ['shop']);
+    } finally {
+      await s.close();
+    }
+    const existing = await runCli(['--store', store, '--scope', 'shop', '--no-create', 'filter-new'], `${URLS}https://shop.example/c\n`);
+    assert.equal(existing.code, 0, existing.stderr);
+    assert.equal(existing.stdout, 'https://shop.example/c\n');
+  });
+
+  test('the library: a scope opened with create: false is NOT_FOUND on add, enqueue and rotate', async () => {
+    const s = await SeenStore.open(join(tempDir(), 'store'));
+    try {
+      const scope = s.scope('shpo2', { create: false });
+      await expectCode('NOT_FOUND', () => scope.addIfAbsent(['https://shop.example/a']));
+      await expectCode('NOT_FOUND', () => scope.enqueue(['https://shop.example/a']));
+      await expectCode('NOT_FOUND', () => scope.rotate());
+      assert.deepEqual(await s.scopeNames(), []);
+      assert.deepEqual(await s.scope('shop').addIfAbsent(['https://shop.example/a']), [true]);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('creating a store or a scope says so on stderr, not on a terminal too; --quiet silences it', async () => {
+    const store = join(tempDir(), 'store');
+    const first = await runCli(['--store', store, '--scope', 'shop', 'filter-new'], URLS);
+    assert.match(first.stderr, new RegExp(`^seenstore: created store at ${store}\nseenstore: created scope shop in store ${store}\n`));
+    const second = await runCli(['--store', store, '--scope', 'blog', 'add'], URLS);
+    assert.match(second.stderr, new RegExp(`^seenstore: created scope blog in store ${store}\n`));
+    assert.doesNotMatch(second.stderr, /created store/);
+    const quiet = await runCli(['--store', store, '--scope', 'news', '--quiet', 'filter-new'], URLS);
+    assert.equal(quiet.stderr, '');
+    assert.equal(quiet.stdout, URLS);
+    const again = await runCli(['--store', store, '--scope', 'news', 'filter-new'], URLS);
+    assert.doesNotMatch(again.stderr, /created/);
+  });
+
+  test('a --store that looks like a URL of no supported scheme is USAGE, naming the schemes; ./NAME is a directory', async () => {
+    const cwd = tempDir();
+    for (const location of ['redis:/127.0.0.1:7001', 'redis//127.0.0.1:7001', 'http://127.0.0.1:7001', '//127.0.0.1/store', 'reds://127.0.0.1:7001']) {
+      const out = await runCli(['--store', location, 'filter-new'], URLS, {}, cwd);
+      assert.equal(out.code, ERROR_CODES.USAGE, `${location}: ${out.stderr}`);
+      assert.equal(out.stdout, '', location);
+      assert.match(out.stderr, /^seenstore: error USAGE: store location .* names no supported scheme \(redis:\/\/HOST:PORT, rediss:\/\/HOST:PORT\); for a directory of that name write \.\//);
+    }
+    const fromEnv = await runCli(['filter-new'], URLS, { SEENSTORE_DIR: 'redis:/127.0.0.1:7001' }, cwd);
+    assert.equal(fromEnv.code, ERROR_CODES.USAGE, fromEnv.stderr);
+    assert.deepEqual(readdirSync(cwd), [], 'nothing was created');
+    await expectCode('USAGE', () => SeenStore.open('redis:/127.0.0.1:7001'));
+    const dotted = await runCli(['--store', './redis:/127.0.0.1:7001', '--quiet', 'filter-new'], URLS, {}, cwd);
+    assert.equal(dotted.code, 0, dotted.stderr);
+    assert.equal(existsSync(join(cwd, 'redis:', '127.0.0.1:7001', 'data.mdb')), true);
+  });
+
+  test('filter-new ends with its text summary on stderr: read, new, seen, invalid, time', async () => {
+    const store = join(tempDir(), 'store');
+    await runCli(['--store', store, '--quiet', 'add'], 'https://shop.example/a\n');
+    const out = await runCli(['--store', store, 'filter-new'], URLS);
+    assert.equal(out.stdout, 'https://shop.example/b\n');
+    assert.match(out.stderr, /^seenstore: filter-new: read 2, new 1, already seen 1, invalid 0 in \d+\.\d\d s\n$/);
+    const json = await runCli(['--store', store, '--json', 'filter-new'], URLS);
+    assert.deepEqual(JSON.parse(json.stderr), { read: 2, new: 0, seen: 2, invalid: 0 });
+    const quiet = await runCli(['--store', store, '--quiet', 'filter-new'], URLS);
+    assert.equal(quiet.stderr, '');
+  });
+
+  test('a directory as input is one USAGE line naming it; a scope name that can never exist is USAGE, not NOT_FOUND', async () => {
+    const dir = tempDir();
+    const store = join(dir, 'store');
+    await runCli(['--store', store, '--quiet', 'add'], URLS);
+    for (const command of [['filter-new'], ['add'], ['has']]) {
+      const out = await runCli(['--store', store, ...command, dir]);
+      assert.equal(out.code, ERROR_CODES.USAGE, `${command.join(' ')}: ${out.stderr}`);
+      assert.equal(out.stderr.split('\n').filter(Boolean).at(-1), `seenstore: error USAGE: ${dir} is a directory; give a file of URLs, one per line (or - for stdin)`);
+    }
+    const bad = await runCli(['--store', store, '--scope', 'bad/scope', 'has'], URLS);
+    assert.equal(bad.code, ERROR_CODES.USAGE, bad.stderr);
+    assert.match(bad.stderr, /^seenstore: error USAGE: invalid scope name "bad\/scope"/);
+  });
+});
