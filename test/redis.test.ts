@@ -55,8 +55,12 @@ describe('redis backend', { skip: missing }, () => {
       const withEnv = await SeenStore.open(`redis://127.0.0.1:${port}/?prefix=envpw`, quiet);
       await withEnv.scope('s').add([urls[0]!]);
       await withEnv.close();
+      // A wrong password is refused at once: no retry until the deadline cures it.
+      const startedMs = Date.now();
       const refused = await expectCode('STORE_UNAVAILABLE', () => SeenStore.open(`redis://:wrong-secret@127.0.0.1:${port}`, quiet));
       assert.ok(!refused.message.includes('wrong-secret'), refused.message);
+      assert.match(refused.message, /WRONGPASS|password/i);
+      assert.ok(Date.now() - startedMs < 15_000, `a wrong password was retried for ${Date.now() - startedMs} ms (the deadline is 30 s)`);
     } finally {
       delete process.env.SEENSTORE_REDIS_PASSWORD;
       await single.stop();

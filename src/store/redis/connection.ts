@@ -49,6 +49,7 @@ export async function connectRedis(location: RedisLocation, deadlines: RedisDead
   for (let round = 0; Date.now() < deadlineAtMs; round++) {
     for (const node of location.nodes) {
       const kind = await probe(node, socket, auth, Math.min(deadlines.attemptMs, deadlineAtMs - Date.now())).catch((error: unknown) => {
+        if (refusedCredentials(error)) throw new SeenStoreError('STORE_UNAVAILABLE', `Redis node ${node.host}:${node.port} refused the credentials: ${(error as Error).message}`, { cause: error });
         probeError = error;
         return undefined;
       });
@@ -62,6 +63,11 @@ export async function connectRedis(location: RedisLocation, deadlines: RedisDead
   throw new SeenStoreError('STORE_UNAVAILABLE', `no Redis node of ${nodes} answered within ${Math.round(deadlines.unavailableAfterMs / 1000)} s: ${(probeError as Error)?.message}`, {
     cause: probeError,
   });
+}
+
+/** An answer no retry cures: a wrong password or user, or a password the server does not take. */
+function refusedCredentials(error: unknown): boolean {
+  return error instanceof ErrorReply && /^(WRONGPASS|NOAUTH|NOPERM|ERR AUTH|ERR invalid password)/.test(error.message);
 }
 
 function authOf(location: RedisLocation): object {
