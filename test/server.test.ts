@@ -222,7 +222,8 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
   });
 
   it('a redis:// store goes to SeenStore.open (nothing listening: STORE_UNAVAILABLE), and a port in use is refused', async () => {
-    const refused = await runCli(['--store', 'redis://127.0.0.1:7/', 'serve', '--port', '0']);
+    // A refused connection is retried until the location's deadline (a node may be restarting): 1 s here.
+    const refused = await runCli(['--store', 'redis://127.0.0.1:7/?timeout-ms=1000', 'serve', '--port', '0']);
     assert.equal(refused.code, 16, refused.stderr);
     assert.match(refused.stderr, /error STORE_UNAVAILABLE: no Redis node of 127\.0\.0\.1:7 answered/);
     const server = await startServer(join(tempDir(), 'store'));
