@@ -65,7 +65,7 @@ describe('safe defaults: nothing created by surprise', () => {
       const out = await runCli(['--store', location, 'filter-new'], URLS, {}, cwd);
       assert.equal(out.code, ERROR_CODES.USAGE, `${location}: ${out.stderr}`);
       assert.equal(out.stdout, '', location);
-      assert.match(out.stderr, /^seenstore: error USAGE: store location .* names no supported scheme \(redis:\/\/HOST:PORT, rediss:\/\/HOST:PORT\); for a directory of that name write \.\//);
+      assert.match(out.stderr, /^seenstore: error USAGE: (store location .* looks like a URL but names no supported scheme|unknown store scheme \S+ in .*) \(supported: redis:\/\/, rediss:\/\/, memory:\/\/, or a directory\); for a directory of that name write \.\//);
     }
     const fromEnv = await runCli(['filter-new'], URLS, { SEENSTORE_DIR: 'redis:/127.0.0.1:7001' }, cwd);
     assert.equal(fromEnv.code, ERROR_CODES.USAGE, fromEnv.stderr);

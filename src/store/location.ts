@@ -17,9 +17,8 @@ function namesScheme(location: string, schemes: readonly string[]): boolean {
  */
 export function checkLocation(location: string, schemes: readonly string[]): void {
   if (namesScheme(location, schemes) || !URL_LIKE.test(location)) return;
-  const supported = schemes.map((scheme) => `${scheme}://`).join(', ');
-  throw new SeenStoreError(
-    'USAGE',
-    `store location ${JSON.stringify(location)} looks like a URL but names no supported scheme (${supported}, or a directory); for a directory of that name write ./${location}`,
-  );
+  const supported = `supported: ${schemes.map((scheme) => `${scheme}://`).join(', ')}, or a directory`;
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(location)?.[1]?.toLowerCase();
+  const what = scheme === undefined ? `store location ${JSON.stringify(location)} looks like a URL but names no supported scheme` : `unknown store scheme ${scheme}:// in ${JSON.stringify(location)}`;
+  throw new SeenStoreError('USAGE', `${what} (${supported}); for a directory of that name write ./${location}`);
 }

@@ -1,4 +1,4 @@
-import { SeenStoreError } from '../errors.js';
+import { assert } from '../errors.js';
 import type { Backend } from './backend.js';
 import { registered, type Driver, type OpenOptions, type StoreSettings } from './driver.js';
 import { lmdbDriver } from './lmdb/driver.js';
@@ -35,10 +35,7 @@ export function driverFor(location: string): Driver<unknown> {
   checkLocation(location, supportedSchemes());
   const scheme = locationScheme(location);
   const driver = DRIVERS.find((d) => (scheme === undefined ? d.schemes.length === 0 : d.schemes.includes(scheme)));
-  if (driver === undefined) {
-    const known = supportedSchemes().map((s) => `${s}://`).join(', ');
-    throw new SeenStoreError('USAGE', `unknown store scheme ${scheme}:// (supported: ${known}, or a directory)`);
-  }
+  assert(driver !== undefined, `a checked location ${scheme ?? 'without a scheme'} has a driver`);
   return driver;
 }
 
