@@ -5,7 +5,7 @@ import { SeenStore } from '../src/index.js';
 import { collectCli, spawnCli, type CliResult } from './helpers/cli.js';
 import { expectCode } from './helpers/errors.js';
 import { redisMissing, startRedisCluster, type RedisCluster, type RedisNode } from './helpers/redis-cluster.js';
-import { masterOf, replicaOf, roleOf, silentListener, until, whilePaused } from './helpers/redis-faults.js';
+import { clusterSettled, masterOf, replicaOf, roleOf, silentListener, until, whilePaused } from './helpers/redis-faults.js';
 
 /**
  * Issue 32, Redis under faults: every call ends within its deadline (`timeout-ms=` in the
@@ -139,7 +139,17 @@ async function classicScope(): Promise<{ location: string; master: RedisNode }> 
   const seed = await SeenStore.open(location, quiet);
   await seed.scope('s', { strategy: 'classic' }).add(['http://seed.example/']);
   await seed.close();
-  return { location, master: masterOf(cluster, `{${prefix}/s/0}:q`) };
+  const master = masterOf(cluster, `{${prefix}/s/0}:q`);
+  return { location: seededAt(location, master), master };
+}
+
+/**
+ * The location with `node` as the one node it lists. A test's location lists the cluster's first
+ * node, which failovers of earlier tests may have made the very replica a test pauses: a process
+ * started then could reach no node at all, and would end at its deadline instead of doing its work.
+ */
+function seededAt(location: string, node: RedisNode): string {
+  return location.replace(/^redis:\/\/127\.0\.0\.1:\d+/, `redis://127.0.0.1:${node.port}`);
 }
 
 describe('redis under faults: a cluster', { skip: missing }, () => {
@@ -147,10 +157,11 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
     const location = cluster.location();
     const prefix = /prefix=([^&]+)/.exec(location)![1]!;
     const store = await SeenStore.open(location, { ...quiet, unavailableAfterMs: 15_000 });
+    let victim: RedisNode | undefined;
     try {
       const scope = store.scope('s', { strategy: 'classic' });
       await scope.add(['http://a.example/0']);
-      const victim = masterOf(cluster, `{${prefix}/s}:scope`);
+      victim = masterOf(cluster, `{${prefix}/s}:scope`);
       const replica = replicaOf(cluster, victim.port)!;
       await whilePaused([victim], async () => {
         const added = await scope.addIfAbsent(['http://a.example/1', 'http://a.example/0']);
@@ -160,6 +171,8 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
     } finally {
       await store.close();
     }
+    // The resumed master rejoins as a replica; the next tests read the cluster's layout.
+    if (victim !== undefined) await until(() => roleOf(cluster, victim!) === 'slave' && clusterSettled(cluster), 'the old master rejoined as a replica');
   });
 
   test('a master demoted (CLUSTER FAILOVER) under --wait-replicas 1 writers: both exit 0, every URL printed exactly once', async () => {
@@ -224,6 +237,7 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
   });
 
   test('a take answered after its lease (a stalled replica, --wait-replicas 1) hands out nothing: two takers never hold one URL', async () => {
+    await until(() => clusterSettled(cluster), 'every node agreeing on the masters');
     const location = cluster.location();
     const prefix = /prefix=([^&]+)/.exec(location)![1]!;
     const store = await SeenStore.open(location, quiet);
@@ -243,7 +257,7 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
         .filter((_, i) => i % 2 === 1)
         .map(Number);
     const take = (): Promise<CliResult & { ms: number }> =>
-      timedCli(['--store', withTimeout(location, 20_000), '--scope', 's', '--wait-replicas', '1', 'frontier', 'take', '--count', '5', '--lease-ms', String(LEASE_MS)], '');
+      timedCli(['--store', withTimeout(seededAt(location, streamMaster), 20_000), '--scope', 's', '--wait-replicas', '1', 'frontier', 'take', '--count', '5', '--lease-ms', String(LEASE_MS)], '');
     const [first, second] = await whilePaused([replica], async () => {
       const one = take();
       await until(() => leaseEnds().length === 5, 'the first take run in Redis');

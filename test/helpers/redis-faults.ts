@@ -89,6 +89,30 @@ export async function until(ok: () => boolean, what: string, timeoutMs = 30_000)
   }
 }
 
+/**
+ * Whether every node of the cluster answers, says cluster_state:ok, and lists the same masters
+ * (by address, none flagged failing): after a failover, a resumed old master keeps a stale view
+ * for a while, and a test that picks "the master of a key" from it would pick the wrong node.
+ */
+export function clusterSettled(cluster: RedisCluster): boolean {
+  const views = new Set<string>();
+  for (const node of cluster.nodes) {
+    try {
+      if (!/cluster_state:ok/.test(cluster.cli(node.port, 'CLUSTER', 'INFO'))) return false;
+      const masters = cluster
+        .cli(node.port, 'CLUSTER', 'NODES')
+        .split('\n')
+        .filter((line) => /\bmaster\b/.test(line.split(' ')[2] ?? ''))
+        .map((line) => (/fail/.test(line.split(' ')[2]!) ? 'failing' : line.split(' ')[1]!.split('@')[0]!))
+        .sort();
+      views.add(masters.join(','));
+    } catch {
+      return false;
+    }
+  }
+  return views.size === 1 && ![...views][0]!.includes('failing');
+}
+
 /** The node's role as it reports it (`master` / `slave`), or '' when it does not answer. */
 export function roleOf(cluster: RedisCluster, node: RedisNode): string {
   try {
