@@ -233,10 +233,14 @@ describe('setdiff: the CLI', () => {
     writeFileSync(join(dir, 'urls.txt'), `${urls.slice(0, 12_000).join('\n')}\n`);
     const run = await runCli(['--json', 'simulate', '--mode', 'setdiff', '--urls', join(dir, 'urls.txt'), '--insert', '10000', '--query', '1000', '--boost', '2']);
     assert.equal(run.code, 0, run.stderr);
-    const [result] = (JSON.parse(run.stdout) as { runs: { aUrls: number; differenceUrls: number; trees: number; falseReports: number; recall: number; recallTheory: number; plain: { bitsPerUrl: number } }[] }).runs;
+    const [result] = (JSON.parse(run.stdout) as { runs: { aUrls: number; differenceUrls: number; trees: number; falseReports: number; recall: number; recallTheory: number; plain: { fpr: number; bitsPerUrl: number } }[] }).runs;
     assert.deepEqual([result!.aUrls, result!.differenceUrls, result!.trees, result!.falseReports], [10_000, 1_000, 2, 0]);
     assert.ok(Math.abs(result!.recall - result!.recallTheory) < 0.08, `recall ${result!.recall}, theory ${result!.recallTheory}`);
-    assert.ok(result!.plain.bitsPerUrl > 3 && result!.plain.bitsPerUrl < 6);
+    // The plain BF(A) beside it is sized for the recall this run measured (FPR 1 - recall), at the
+    // optimum's bits per URL, log2(1/FPR) / ln 2, or a little over it (whole hashes, whole words).
+    assert.ok(Math.abs(result!.plain.fpr - (1 - result!.recall)) < 1e-9, `plain FPR ${result!.plain.fpr}, recall ${result!.recall}`);
+    const optimumBits = -Math.log2(result!.plain.fpr) / Math.LN2;
+    assert.ok(result!.plain.bitsPerUrl >= optimumBits * 0.999 && result!.plain.bitsPerUrl <= optimumBits * 1.05, `plain ${result!.plain.bitsPerUrl} bits per URL, optimum ${optimumBits}`);
     assert.equal((await runCli(['simulate', '--mode', 'setdiff', '--urls', join(dir, 'urls.txt'), '--fpr', '0.1'])).code, 2);
     assert.equal((await runCli(['simulate', '--mode', 'setdiff', '--urls', join(dir, 'urls.txt'), '--insert', '12000'])).code, 2);
   });
