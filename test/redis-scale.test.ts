@@ -214,9 +214,13 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
       assert.deepEqual(await answers(redisTo), original, 'Redis answers differently after the round trip');
       assert.deepEqual(await slices(redisTo), await slices(redisFrom), 'seeds or geometry changed on the way back');
     });
-    // Imported open, the crawl goes on on Redis: what it had is seen, a new URL is new.
-    const resumed = await runCli(['--store', redisTo, '--scope', 'move', 'filter-new'], `${members.slice(0, 10_000).join('\n')}\n${neverAdded[150_000]}\n`);
-    assert.equal(resumed.stdout, `${neverAdded[150_000]}\n`);
+    // Imported open, the crawl goes on on Redis: what it had is seen, a new URL is new. The new URL
+    // is one the epoch answered unseen above (a URL never added is a false positive of this full
+    // filter about 1 % of the time: it would be answered seen, rightly).
+    const answeredSeen = new Set(original);
+    const fresh = neverAdded.slice(0, 100_000).find((url) => !answeredSeen.has(url))!;
+    const resumed = await runCli(['--store', redisTo, '--scope', 'move', 'filter-new'], `${members.slice(0, 10_000).join('\n')}\n${fresh}\n`);
+    assert.equal(resumed.stdout, `${fresh}\n`);
     note(`export/import: 100,000 members and 100,000 never-added URLs answer identically on Redis, LMDB and Redis again (${falsePositives} false positives each); the round trip took ${seconds.toFixed(1)} s`);
   });
 });
