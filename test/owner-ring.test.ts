@@ -3,7 +3,7 @@ import { before, describe, it } from 'node:test';
 import { OwnerRing } from '../src/epochs/owner-ring.js';
 import { XxHash } from '../src/hash/xxhash.js';
 import { queueKeyOf } from '../src/url/queue-key.js';
-import { DATA_FILES, sharedUrls } from './helpers/data.js';
+import { DATA_FILES, NEEDS_SHARED_DATA, sharedUrls } from './helpers/data.js';
 
 const owners = (count: number, from = 0): string[] => Array.from({ length: count }, (_, i) => `crawler-${from + i}`);
 
@@ -44,7 +44,9 @@ describe('owner ring', () => {
     }
   });
 
-  it('spreads real hosts evenly: the largest owner holds at most 1.5x the mean for D = 4, 16, 64', () => {
+  // A figure of the real host lists (deterministic: fixed ring seed, fixed hosts); the generated
+  // stand-ins of a bare clone have only 600 hosts, too few per owner at D = 64 for this bound.
+  it('spreads real hosts evenly: the largest owner holds at most 1.5x the mean for D = 4, 16, 64', { skip: NEEDS_SHARED_DATA }, () => {
     for (const count of [4, 16, 64]) {
       const perOwner = new Map<string, number>();
       for (const owner of assignment(new OwnerRing(owners(count), hash)).values()) perOwner.set(owner, (perOwner.get(owner) ?? 0) + 1);
