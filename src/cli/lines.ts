@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { SeenStoreError } from '../errors.js';
 import { isAsciiSpace, shapedBytes, urlKeyRange } from '../url/url-shape.js';
-import { markCheckedUrlKeys } from '../epochs/url-keys.js';
+import { markCheckedUrlKeys } from '../url/url-keys.js';
 
 export type InvalidReason = 'invalid UTF-8' | 'line too long' | 'not a usable URL' | 'not an absolute URL (scheme://host)';
 

@@ -10,7 +10,7 @@ import { epochDetails, epochStats, type EpochDetails, type EpochStats, type Scop
 import { prune, type Dropped, type PruneOptions } from './retention.js';
 import { planNextEpoch, type RotateOptions } from './rotation.js';
 import { exportEpoch, mergeIntoEpoch, type ExportResult, type MergeResult } from './transfer.js';
-import { anyUrlKeys, urlKeys, usableKeys } from './url-keys.js';
+import { anyUrlKeys, urlKeys, usableKeys } from '../url/url-keys.js';
 import { ScopeFrontier, checkedData, pickQueue, queuePart } from './frontier.js';
 import { diffCategories, type AddOptions, type AddSummary, type EnqueueOptions, type Classification, type DiffCategory, type DiffResult, type QueryOptions, type RotateResult, type ScopeOptions } from './scope-types.js';
 

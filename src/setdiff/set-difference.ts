@@ -2,7 +2,7 @@ import { SeenStoreError } from '../errors.js';
 import { BloomFilter } from '../filters/bloom.js';
 import { fprFromFill } from '../filters/sizing.js';
 import { XxHash } from '../hash/xxhash.js';
-import { urlKeys } from '../epochs/url-keys.js';
+import { urlKeys } from '../url/url-keys.js';
 import type { NormalizeMode } from '../url/normalize.js';
 import { MerkleTree, type ReconcileCounts } from './merkle-tree.js';
 import { MAX_SUMMARY_FILTER_BITS, decodeSummary, readSummaryFile, encodeFilter, encodeSummary, type SummaryHeader, type SummaryTree } from './summary-file.js';

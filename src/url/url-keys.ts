@@ -1,7 +1,7 @@
 import { SeenStoreError } from '../errors.js';
 import { isUtf8Keys, keyStrings, type Keys, type Utf8Keys } from '../hash/xxhash.js';
-import { firstInvalidUtf8Key, toKey, type NormalizeMode } from '../url/normalize.js';
-import { isAsciiSpace, shapedBytes, urlKeyRange } from '../url/url-shape.js';
+import { firstInvalidUtf8Key, toKey, type NormalizeMode } from './normalize.js';
+import { isAsciiSpace, shapedBytes, urlKeyRange } from './url-shape.js';
 
 /**
  * Turns a call's URLs into the keys an epoch hashes, validating every one before anything is
