@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore, SeenStoreError } from '../src/index.js';
 import { CHUNK_PAYLOAD_BYTES } from '../src/store/chunks.js';
-import { decodeGaps, decodeRice, encodeGaps, encodeRice } from '../src/store/export-file.js';
+import { decodeGaps, decodeRice, encodeGaps, encodeRice } from '../src/store/gap-codes.js';
 import { runCli } from './helpers/cli.js';
 import { sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';

@@ -4,7 +4,7 @@ import { SeenStoreError, asStoreError } from '../errors.js';
 import { BLOCK_BITS, isSeedHex } from '../hash/scheme.js';
 import type { XxHash } from '../hash/xxhash.js';
 import { openForReading, replaceDurably } from '../store/file-open.js';
-import { ENCODING_RAW, ENCODING_RICE, decodeRice, encodeRice } from '../store/export-file.js';
+import { ENCODING_RAW, ENCODING_RICE, decodeRice, encodeRice } from '../store/gap-codes.js';
 import { NORMALIZE_MODES, type NormalizeMode } from '../url/normalize.js';
 import { MAX_TREES, SETDIFF_SCHEME_ID, type TreeSeeds } from './universe.js';
 

@@ -12,9 +12,6 @@ import { removeExportLeftovers } from './leftovers.js';
 import { openForReading, replaceDurably } from './file-open.js';
 import { ENCODING_GAPS, ENCODING_RAW, ENCODING_RICE, decodeGaps, decodeRice, smallestEncoding } from './gap-codes.js';
 
-// The chunk codes' names, as this module exported them before they had a module of their own.
-export { ENCODING_GAPS, ENCODING_RAW, ENCODING_RICE, decodeGaps, decodeRice, encodeGaps, encodeRice } from './gap-codes.js';
-
 /**
  * Export file, formats 1 and 2: one epoch's filters in a portable single file (docs/format.md).
  * Format 2 is written only for an epoch whose slices have a keying (eigen, multilayer): the bytes
