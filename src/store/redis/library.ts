@@ -44,10 +44,12 @@ export function assembleLibrary(version = LIBRARY_VERSION): { readonly text: str
   return { text: `${lines.join('\n')}\n`, starts };
 }
 
-export const LIBRARY = assembleLibrary().text;
+const ASSEMBLED = assembleLibrary();
+
+export const LIBRARY = ASSEMBLED.text;
 
 /** Where line `line` (1-based) of the assembled library comes from, as `file.lua:N`. */
-export function sourceOfLine(line: number, starts = assembleLibrary().starts): string {
+export function sourceOfLine(line: number, starts = ASSEMBLED.starts): string {
   let at: { file: string; line: number } | undefined;
   for (const start of starts) if (start.line <= line) at = start;
   return at === undefined ? `library line ${line}` : `${at.file}:${line - at.line + 1}`;
