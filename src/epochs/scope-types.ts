@@ -101,4 +101,9 @@ export interface EnqueueOptions extends AddOptions {
    * its label, depth and retries). JSON-like values (msgpack), at most 64 KiB each.
    */
   readonly data?: readonly unknown[];
+  /**
+   * queues[i]: the frontier queue of URL i (at most 512 characters), instead of the one its URL
+   * gives by the frontier's queue key (URLFrontier's URLInfo.key).
+   */
+  readonly queues?: readonly string[];
 }

@@ -11,7 +11,8 @@ import { prune, type Dropped, type PruneOptions } from './retention.js';
 import { planNextEpoch, type RotateOptions } from './rotation.js';
 import { exportEpoch, mergeIntoEpoch, type ExportResult, type MergeResult } from './transfer.js';
 import { anyUrlKeys, urlKeys, usableKeys } from '../url/url-keys.js';
-import { ScopeFrontier, checkedData, pickQueue, queuePart } from './frontier.js';
+import { ScopeFrontier } from './frontier.js';
+import { pickQueue, queuePart } from '../store/queue-items.js';
 import { diffCategories, type AddOptions, type AddSummary, type EnqueueOptions, type Classification, type DiffCategory, type DiffResult, type QueryOptions, type RotateResult, type ScopeOptions } from './scope-types.js';
 
 export type { EpochDetails, EpochStats, ScopeStats };
@@ -122,9 +123,10 @@ export class Scope {
    */
   async enqueue(urls: readonly string[], options: EnqueueOptions = {}): Promise<boolean[]> {
     if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
-    const { data, ...addOptions } = options;
+    const { data, queues, ...addOptions } = options;
+    const items = await this.frontier().queueItems(urls, { ...(data === undefined ? {} : { data }), ...(queues === undefined ? {} : { queues }) });
     const answers = new Array<boolean>(urls.length);
-    await this.#add(urls, answers, addOptions, { urls, ...(data === undefined ? {} : { data: checkedData(data, urls.length) }) });
+    await this.#add(urls, answers, addOptions, items);
     return answers;
   }
 

@@ -2,6 +2,7 @@ import { SeenStoreError } from '../errors.js';
 import type { Keys } from '../hash/xxhash.js';
 import type { DriverManifest } from './driver.js';
 import type { EpochHeader, ScopeRecord } from './records.js';
+import type { QueueKeyMode } from '../url/queue-key.js';
 
 /**
  * The storage seam: what the epoch engine (src/epochs) needs from wherever the bits live. Above it
@@ -139,19 +140,37 @@ export class PartlyDecided extends SeenStoreError {
 }
 
 /**
- * A scope's frontier: URLs found new (EpochBits.addIfAbsent with `enqueue`) wait here until a
- * crawler takes them under a lease and reports them done. A lease that runs out (the crawler
- * died) makes its URLs takeable again: delivery is at least once, discovery exactly once.
+ * A scope's frontier: URLs found new (EpochBits.addIfAbsent with `enqueue`) or scheduled for a
+ * revisit wait here, each in the queue of its key (by default its host: src/url/queue-key.ts),
+ * until a crawler takes them under a lease and reports them done. A lease that runs out (the
+ * crawler died) makes its URLs takeable again: delivery is at least once, discovery exactly once.
+ *
+ * Every entry has a due time: when it was queued (discovered URLs), or the time it is scheduled
+ * for (revisits). Entries due later than now wait and are not takeable. Within a queue, entries
+ * are taken in due order (ties: the order they were queued).
+ *
+ * Politeness (docs/frontier.md "Queues and politeness"): a queue is *ready* when it has an entry
+ * due, its delay since its last take has passed (its own delay, else the frontier's default),
+ * it is not blocked (blockUntil), it has fewer than `maxInFlightPerQueue` entries leased (0: no
+ * limit) and fewer than its crawl limit completed. `take` hands out only ready queues, the one
+ * that became ready first first, and finds them through an index of ready times: its cost does
+ * not grow with the number of queues. The gate is atomic: with several takers at once, no queue
+ * is handed out twice within its delay.
  */
 export interface Frontier {
   /**
-   * Up to `count` waiting URLs, oldest first (a backend that keeps the frontier in partitions:
-   * oldest first within each, the partitions in turn), each leased for `leaseMs` from now (a URL whose
-   * lease ran out waits again). Atomic: two takers never hold one URL's lease at once. Durable.
+   * Up to `count` due URLs of ready queues, at most `perQueue` of each queue (and at most
+   * `maxQueues` queues), each leased for `leaseMs` from now; every queue handed out starts its
+   * delay again. Leases that ran out are given back first. Atomic and durable.
    */
-  take(count: number, leaseMs: number, owner?: string): Promise<LeasedUrl[]>;
-  /** Finishes leased or waiting URLs by id; unknown ids (finished already) are skipped. Resolves with how many were finished. */
-  done(ids: readonly string[]): Promise<number>;
+  take(request: TakeRequest): Promise<LeasedUrl[]>;
+  /**
+   * Finishes leased or waiting URLs by id: they leave the frontier and count as completed in their
+   * queue (toward its crawl limit); unknown ids (finished already) are skipped. With
+   * `refetchAtMs[i]` (> 0), URL i is instead rescheduled: it waits until then, its attempts start
+   * again from 0, and it still counts as completed. Resolves with how many ids were there.
+   */
+  done(ids: readonly string[], refetchAtMs?: readonly number[]): Promise<number>;
   /**
    * Gives leased URLs back before their lease runs out (to be taken again); `data[i]`, when given,
    * replaces what is kept with URL i. Resolves with how many were leased.
@@ -159,17 +178,116 @@ export interface Frontier {
   release(ids: readonly string[], data?: readonly unknown[]): Promise<number>;
   /** Gives back at once every lease that `owner` took (a restarted crawler taking back its predecessor's). */
   reclaim(owner: string): Promise<number>;
+  /**
+   * Known URLs (URLFrontier's KnownURLItem): URL i waits in queue `items.queues[i]` until
+   * `atMs[i]`, whether or not it was queued before (a queued or leased entry of the same URL is
+   * moved to that time, its lease ended); `atMs[i]` of 0 finishes it instead, as `done` does (and
+   * queues nothing when it was not queued). Atomic per call; durable when it resolves. Resolves
+   * with how many URLs now wait.
+   */
+  schedule(items: QueueItems, atMs: readonly number[]): Promise<number>;
+  /** The entry of one URL, if it is queued, scheduled or leased. */
+  urlStatus(url: string): Promise<UrlStatus | undefined>;
+
+  /** The frontier's settings (the defaults the first time). */
+  settings(): Promise<FrontierSettings>;
+  /** Changes settings; `queueKey` only while the frontier has never queued a URL (else USAGE). */
+  configure(change: Partial<FrontierSettings>): Promise<FrontierSettings>;
+  /**
+   * Changes one queue's politeness: its own delay (null: the default again), the time before which
+   * it hands out nothing (Retry-After, robots Crawl-delay; 0 unblocks), and its crawl limit (null:
+   * none). A queue that holds no URL keeps its settings (a block or a delay set before its URLs arrive).
+   */
+  setQueue(key: string, change: QueueChange): Promise<void>;
+  /** Queues that hold URLs (waiting, scheduled or leased), in key order, from `after` (exclusive). */
+  queues(options: { readonly after?: string; readonly limit: number }): Promise<QueueStats[]>;
+  /** One queue's counts and settings; undefined when it holds no URL and has no settings. */
+  queue(key: string): Promise<QueueStats | undefined>;
+  /** Removes a queue: its URLs (waiting, scheduled and leased) and its settings. Resolves with how many URLs it held. */
+  deleteQueue(key: string): Promise<number>;
+  /** Removes every queue; resolves with how many URLs they held. */
+  clear(): Promise<number>;
+
+  /** Owners that took at or after `sinceMs` (host affinity's live owners), recorded by take. */
+  owners(sinceMs: number): Promise<string[]>;
   stats(): Promise<FrontierStats>;
   /**
-   * Calls `onBatch` with the URLs of every waiting and leased entry, in batches: a read, nothing
-   * changes (a set-difference summary of the frontier, src/setdiff/).
+   * Calls `onBatch` with the URLs of every waiting, scheduled and leased entry, in batches: a
+   * read, nothing changes (a set-difference summary of the frontier, src/setdiff/).
    */
   forEachUrl(onBatch: (urls: string[]) => void): Promise<void>;
 }
 
-/** What an enqueue queues for each key: its URL, and optionally a payload kept with it. */
+export interface TakeRequest {
+  /** Most URLs in all (1 to MAX_TAKE). */
+  readonly count: number;
+  readonly leaseMs: number;
+  readonly owner?: string;
+  /** Most URLs of one queue (>= 1). */
+  readonly perQueue: number;
+  /** Most queues handed out (0: no limit but `count`). */
+  readonly maxQueues: number;
+  /** Only this queue (URLFrontier's GetURLs `key`). */
+  readonly queue?: string;
+  /**
+   * Only ready queues for which this is true (host affinity: the queues the owner owns on the
+   * ring of live owners). Asked in the order the queues became ready; a backend may ask it of a
+   * queue and then find the queue taken by a racing taker.
+   */
+  readonly owns?: (queue: string) => boolean;
+}
+
+/** A scope's frontier settings, kept with its frontier. */
+export interface FrontierSettings {
+  /** How URLs are grouped into queues; fixed once a URL was queued. */
+  readonly queueKey: QueueKeyMode;
+  /** Milliseconds between two takes of one queue, unless the queue has its own (>= 0). */
+  readonly delayMs: number;
+  /** Most URLs of one queue leased at once (0: no limit). */
+  readonly maxInFlightPerQueue: number;
+}
+
+/** A new frontier's settings: one queue per host, a second between two takes of a host, no in-flight limit. */
+export const DEFAULT_FRONTIER_SETTINGS: FrontierSettings = { queueKey: 'host', delayMs: 1_000, maxInFlightPerQueue: 0 };
+
+export interface QueueChange {
+  readonly delayMs?: number | null;
+  readonly blockedUntilMs?: number;
+  readonly crawlLimit?: number | null;
+}
+
+export interface QueueStats {
+  readonly key: string;
+  /** Entries not leased: due now or later (scheduled) — URLFrontier's queue size. */
+  readonly waiting: number;
+  /** Entries leased, lease still running. */
+  readonly leased: number;
+  /** Entries finished (done, or known without a refetch time) since the queue began. */
+  readonly completed: number;
+  /** The queue's own delay, if it has one. */
+  readonly delayMs?: number;
+  /** 0 when not blocked. */
+  readonly blockedUntilMs: number;
+  readonly crawlLimit?: number;
+  /** The earliest time take may hand it out (it may be in the past); undefined when nothing could be (empty, at its crawl limit, or at its in-flight limit). */
+  readonly readyAtMs?: number;
+}
+
+export interface UrlStatus {
+  readonly id: string;
+  readonly queue: string;
+  readonly state: 'waiting' | 'scheduled' | 'leased';
+  /** When it is due (waiting and scheduled), or its lease ends (leased). */
+  readonly atMs: number;
+  readonly attempts: number;
+  readonly epoch: number;
+}
+
+/** What an enqueue queues for each key: its URL, the queue it joins, and optionally a payload kept with it. */
 export interface QueueItems {
   readonly urls: readonly string[];
+  /** queues[i]: the queue key of URL i (FrontierSettings.queueKey of it, or a key the caller gave). */
+  readonly queues: readonly string[];
   /** data[i] is kept with URL i and handed back by take (a crawler's request: label, depth, retries). */
   readonly data?: readonly unknown[];
 }
@@ -178,7 +296,8 @@ export interface LeasedUrl {
   /** The frontier's id of the entry: what done and release take. */
   readonly id: string;
   readonly url: string;
-  /** The epoch the URL was found new in. */
+  readonly queue: string;
+  /** The epoch the URL was found new in (scheduled URLs: the open epoch when they were scheduled). */
   readonly epoch: number;
   /** Times it was taken, this one included (more than 1: an earlier taker's lease ran out). */
   readonly attempts: number;
@@ -188,12 +307,14 @@ export interface LeasedUrl {
 }
 
 export interface FrontierStats {
-  /** Waiting to be taken (including those whose lease ran out). */
+  /** Waiting to be taken, due now or scheduled later (including those whose lease ran out). */
   readonly pending: number;
   /** Taken, lease still running. */
   readonly leased: number;
   /** Finished since the frontier began. */
   readonly done: number;
+  /** Queues that hold URLs. */
+  readonly queues: number;
 }
 
 export interface RotateRequest {

@@ -184,7 +184,7 @@ class MemoryEpoch implements EpochBits {
   async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems): Promise<number> {
     this.#expectOpen();
     const added = this.#filters.add(keys, answers);
-    if (enqueue !== undefined) this.#frontier.queue(this.header.epoch, enqueue, answers!);
+    if (enqueue !== undefined) this.#frontier.enqueue(this.header.epoch, enqueue, answers!);
     return added;
   }
 

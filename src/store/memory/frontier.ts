@@ -1,21 +1,44 @@
 import { SeenStoreError } from '../../errors.js';
-import type { Frontier, FrontierStats, LeasedUrl, QueueItems } from '../backend.js';
+import { DEFAULT_FRONTIER_SETTINGS, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus } from '../backend.js';
 import { parseFrontierId } from '../frontier-id.js';
 
-/** One queued URL; `leaseUntilMs` 0: waiting. */
+/** One queued URL: waiting from `dueMs` on; leased while `leaseUntilMs` is in the future. */
 interface Entry {
+  readonly id: number;
   readonly url: string;
+  queue: string;
   readonly epoch: number;
+  dueMs: number;
   leaseUntilMs: number;
   attempts: number;
   owner: string | undefined;
   data: unknown;
 }
 
-/** A scope's frontier in memory: entries by id, in the order they were queued (a Map keeps it). */
+/** A queue's entries (in the order they were queued) and its politeness state. */
+interface Queue {
+  readonly key: string;
+  readonly entries: Set<Entry>;
+  completed: number;
+  delayMs: number | undefined;
+  blockedUntilMs: number;
+  crawlLimit: number | undefined;
+  /** When take last handed the queue out; -Infinity before. */
+  lastTakeMs: number;
+}
+
+/**
+ * A scope's frontier in memory, the reference for the other drivers: each rule of Frontier
+ * (backend.ts) is written here the plainest way. It scans every queue per take (the stored drivers
+ * keep an index of ready times instead); a frontier of a process's lifetime does not need one.
+ */
 export class MemoryFrontier implements Frontier {
   readonly #entries = new Map<number, Entry>();
+  readonly #byUrl = new Map<string, Entry>();
+  readonly #queues = new Map<string, Queue>();
+  readonly #owners = new Map<string, number>();
   readonly #now: () => number;
+  #settings: FrontierSettings = DEFAULT_FRONTIER_SETTINGS;
   #nextId = 1;
   #done = 0;
 
@@ -24,40 +47,61 @@ export class MemoryFrontier implements Frontier {
   }
 
   /** Queues the URLs whose answer is true, in the add's step. */
-  queue(epoch: number, items: QueueItems, answers: readonly boolean[]): void {
+  enqueue(epoch: number, items: QueueItems, answers: readonly boolean[]): void {
+    const now = this.#now();
     items.urls.forEach((url, i) => {
-      if (answers[i]) this.#entries.set(this.#nextId++, { url, epoch, leaseUntilMs: 0, attempts: 0, owner: undefined, data: items.data?.[i] });
+      if (answers[i]) this.#insert(url, items.queues[i]!, epoch, now, items.data?.[i]);
     });
   }
 
-  async take(count: number, leaseMs: number, owner?: string): Promise<LeasedUrl[]> {
+  async take(request: TakeRequest): Promise<LeasedUrl[]> {
     const now = this.#now();
+    if (request.owner !== undefined) this.#owners.set(request.owner, now);
+    const ready: Array<{ queue: Queue; readyAtMs: number }> = [];
+    for (const queue of this.#queues.values()) {
+      if (request.queue !== undefined && queue.key !== request.queue) continue;
+      const readyAtMs = this.#readyAt(queue, now);
+      if (readyAtMs !== undefined && readyAtMs <= now) ready.push({ queue, readyAtMs });
+    }
+    // Oldest ready first; a tie (delay 0) goes to the queue taken longest ago, so none starves.
+    ready.sort((a, b) => a.readyAtMs - b.readyAtMs || a.queue.lastTakeMs - b.queue.lastTakeMs || compareKeys(a.queue.key, b.queue.key));
     const out: LeasedUrl[] = [];
-    for (const [id, entry] of this.#entries) {
-      if (out.length >= count) break;
-      if (entry.leaseUntilMs > now) continue;
-      entry.leaseUntilMs = now + leaseMs;
-      entry.attempts++;
-      entry.owner = owner;
-      const { url, epoch, attempts, leaseUntilMs, data } = entry;
-      out.push({ id: String(id), url, epoch, attempts, leaseUntilMs, ...(data === undefined ? {} : { data }) });
+    let queues = 0;
+    for (const { queue } of ready) {
+      if (out.length >= request.count || (request.maxQueues > 0 && queues >= request.maxQueues)) break;
+      if (request.owns !== undefined && !request.owns(queue.key)) continue;
+      const room = Math.min(request.perQueue, request.count - out.length, this.#room(queue, now));
+      const due = [...queue.entries].filter((entry) => entry.leaseUntilMs <= now && entry.dueMs <= now).sort(byDue).slice(0, room);
+      for (const entry of due) {
+        entry.leaseUntilMs = now + request.leaseMs;
+        entry.attempts++;
+        entry.owner = request.owner;
+        out.push(leased(entry));
+      }
+      queue.lastTakeMs = now;
+      queues++;
     }
     return out;
   }
 
-  async done(ids: readonly string[]): Promise<number> {
+  async done(ids: readonly string[], refetchAtMs?: readonly number[]): Promise<number> {
     let n = 0;
-    for (const id of ids.map(parseFrontierId)) if (this.#entries.delete(id)) n++;
-    this.#done += n;
+    ids.map(parseFrontierId).forEach((id, i) => {
+      const entry = this.#entries.get(id);
+      if (entry === undefined) return;
+      n++;
+      this.#finish(entry, refetchAtMs?.[i] ?? 0);
+    });
     return n;
   }
 
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
     if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
+    const now = this.#now();
     let n = 0;
     ids.map(parseFrontierId).forEach((id, i) => {
       const entry = this.#entries.get(id);
-      if (entry === undefined || entry.leaseUntilMs === 0) return;
+      if (entry === undefined || entry.leaseUntilMs <= now) return;
       unlease(entry);
       if (data?.[i] !== undefined) entry.data = data[i];
       n++;
@@ -76,16 +120,190 @@ export class MemoryFrontier implements Frontier {
     return n;
   }
 
+  async schedule(items: QueueItems, atMs: readonly number[]): Promise<number> {
+    let waiting = 0;
+    items.urls.forEach((url, i) => {
+      const at = atMs[i]!;
+      const entry = this.#byUrl.get(url);
+      if (at === 0) {
+        if (entry !== undefined) this.#finish(entry, 0);
+        return;
+      }
+      waiting++;
+      if (entry === undefined) {
+        this.#insert(url, items.queues[i]!, 0, at, items.data?.[i]);
+        return;
+      }
+      this.#move(entry, items.queues[i]!);
+      entry.dueMs = at;
+      unlease(entry);
+      if (items.data?.[i] !== undefined) entry.data = items.data[i];
+    });
+    return waiting;
+  }
+
+  async urlStatus(url: string): Promise<UrlStatus | undefined> {
+    const entry = this.#byUrl.get(url);
+    if (entry === undefined) return undefined;
+    const now = this.#now();
+    const state = entry.leaseUntilMs > now ? 'leased' : entry.dueMs > now ? 'scheduled' : 'waiting';
+    return { id: String(entry.id), queue: entry.queue, state, atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs, attempts: entry.attempts, epoch: entry.epoch };
+  }
+
+  async settings(): Promise<FrontierSettings> {
+    return this.#settings;
+  }
+
+  async configure(change: Partial<FrontierSettings>): Promise<FrontierSettings> {
+    if (change.queueKey !== undefined && change.queueKey !== this.#settings.queueKey && this.#nextId > 1) {
+      throw new SeenStoreError('USAGE', `the frontier's queue key is ${this.#settings.queueKey}: it cannot change once URLs were queued`);
+    }
+    this.#settings = { ...this.#settings, ...change };
+    return this.#settings;
+  }
+
+  async setQueue(key: string, change: QueueChange): Promise<void> {
+    const queue = this.#queue(key);
+    if (change.delayMs !== undefined) queue.delayMs = change.delayMs ?? undefined;
+    if (change.blockedUntilMs !== undefined) queue.blockedUntilMs = change.blockedUntilMs;
+    if (change.crawlLimit !== undefined) queue.crawlLimit = change.crawlLimit ?? undefined;
+  }
+
+  async queues(options: { readonly after?: string; readonly limit: number }): Promise<QueueStats[]> {
+    const now = this.#now();
+    const after = options.after;
+    return [...this.#queues.values()]
+      .filter((queue) => queue.entries.size > 0 && (after === undefined || compareKeys(queue.key, after) > 0))
+      .sort((a, b) => compareKeys(a.key, b.key))
+      .slice(0, options.limit)
+      .map((queue) => this.#stats(queue, now));
+  }
+
+  async queue(key: string): Promise<QueueStats | undefined> {
+    const queue = this.#queues.get(key);
+    return queue === undefined ? undefined : this.#stats(queue, this.#now());
+  }
+
+  async deleteQueue(key: string): Promise<number> {
+    const queue = this.#queues.get(key);
+    if (queue === undefined) return 0;
+    const held = queue.entries.size;
+    for (const entry of queue.entries) this.#remove(entry);
+    this.#queues.delete(key);
+    return held;
+  }
+
+  async clear(): Promise<number> {
+    const n = this.#entries.size;
+    this.#entries.clear();
+    this.#byUrl.clear();
+    this.#queues.clear();
+    return n;
+  }
+
+  async owners(sinceMs: number): Promise<string[]> {
+    return [...this.#owners].filter(([, lastMs]) => lastMs >= sinceMs).map(([owner]) => owner);
+  }
+
   async stats(): Promise<FrontierStats> {
     const now = this.#now();
     let leased = 0;
     for (const entry of this.#entries.values()) if (entry.leaseUntilMs > now) leased++;
-    return { pending: this.#entries.size - leased, leased, done: this.#done };
+    let queues = 0;
+    for (const queue of this.#queues.values()) if (queue.entries.size > 0) queues++;
+    return { pending: this.#entries.size - leased, leased, done: this.#done, queues };
   }
 
   async forEachUrl(onBatch: (urls: string[]) => void): Promise<void> {
     onBatch([...this.#entries.values()].map((entry) => entry.url));
   }
+
+  /** When take may next hand the queue out, or undefined when nothing in it could be. */
+  #readyAt(queue: Queue, now: number): number | undefined {
+    if (this.#room(queue, now) === 0) return undefined;
+    let dueMs = Infinity;
+    for (const entry of queue.entries) if (entry.leaseUntilMs <= now && entry.dueMs < dueMs) dueMs = entry.dueMs;
+    if (dueMs === Infinity) return undefined;
+    return Math.max(dueMs, queue.lastTakeMs + (queue.delayMs ?? this.#settings.delayMs), queue.blockedUntilMs);
+  }
+
+  /** How many more URLs of the queue may be out on lease: its in-flight and crawl limits. */
+  #room(queue: Queue, now: number): number {
+    let leased = 0;
+    for (const entry of queue.entries) if (entry.leaseUntilMs > now) leased++;
+    const inFlight = this.#settings.maxInFlightPerQueue === 0 ? Infinity : this.#settings.maxInFlightPerQueue - leased;
+    // Leased URLs count toward the crawl limit: when they are done the queue must not be over it.
+    const limit = queue.crawlLimit === undefined ? Infinity : queue.crawlLimit - queue.completed - leased;
+    return Math.max(0, Math.min(inFlight, limit));
+  }
+
+  #stats(queue: Queue, now: number): QueueStats {
+    let leased = 0;
+    for (const entry of queue.entries) if (entry.leaseUntilMs > now) leased++;
+    const readyAtMs = this.#readyAt(queue, now);
+    return {
+      key: queue.key, waiting: queue.entries.size - leased, leased, completed: queue.completed, blockedUntilMs: queue.blockedUntilMs,
+      ...(queue.delayMs === undefined ? {} : { delayMs: queue.delayMs }),
+      ...(queue.crawlLimit === undefined ? {} : { crawlLimit: queue.crawlLimit }),
+      ...(readyAtMs === undefined ? {} : { readyAtMs }),
+    };
+  }
+
+  #insert(url: string, key: string, epoch: number, dueMs: number, data: unknown): void {
+    const entry: Entry = { id: this.#nextId++, url, queue: key, epoch, dueMs, leaseUntilMs: 0, attempts: 0, owner: undefined, data };
+    this.#entries.set(entry.id, entry);
+    this.#byUrl.set(url, entry);
+    this.#queue(key).entries.add(entry);
+  }
+
+  /** Done: the entry leaves (or waits for its refetch time), and counts as completed in its queue. */
+  #finish(entry: Entry, refetchAtMs: number): void {
+    this.#queue(entry.queue).completed++;
+    this.#done++;
+    if (refetchAtMs > 0) {
+      entry.dueMs = refetchAtMs;
+      entry.attempts = 0;
+      unlease(entry);
+    } else {
+      this.#remove(entry);
+    }
+  }
+
+  #remove(entry: Entry): void {
+    this.#entries.delete(entry.id);
+    this.#byUrl.delete(entry.url);
+    this.#queues.get(entry.queue)?.entries.delete(entry);
+  }
+
+  #move(entry: Entry, key: string): void {
+    if (entry.queue === key) return;
+    this.#queues.get(entry.queue)?.entries.delete(entry);
+    entry.queue = key;
+    this.#queue(key).entries.add(entry);
+  }
+
+  #queue(key: string): Queue {
+    let queue = this.#queues.get(key);
+    if (queue === undefined) {
+      queue = { key, entries: new Set(), completed: 0, delayMs: undefined, blockedUntilMs: 0, crawlLimit: undefined, lastTakeMs: -Infinity };
+      this.#queues.set(key, queue);
+    }
+    return queue;
+  }
+}
+
+function leased(entry: Entry): LeasedUrl {
+  const { url, queue, epoch, attempts, leaseUntilMs, data } = entry;
+  return { id: String(entry.id), url, queue, epoch, attempts, leaseUntilMs, ...(data === undefined ? {} : { data }) };
+}
+
+function byDue(a: Entry, b: Entry): number {
+  return a.dueMs - b.dueMs || a.id - b.id;
+}
+
+/** Queue keys in code-unit order, the order every driver lists them in. */
+function compareKeys(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function unlease(entry: Entry): void {

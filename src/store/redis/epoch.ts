@@ -6,6 +6,7 @@ import { isCountingEpoch, type EpochHeader, type SliceSpec } from '../records.js
 import type { Reply } from './connection.js';
 import { freshId, list, pairs, text, type RedisContext } from './context.js';
 import { TurnQueue, type Turn } from '../turns.js';
+import { queuePart } from '../queue-items.js';
 import { encodeQueueItems } from './frontier.js';
 import { GrowthPlan, type Planning } from './growth-plan.js';
 import { mergeInto } from './merge.js';
@@ -180,7 +181,7 @@ export class RedisEpoch implements EpochBits {
     const middle = count >> 1;
     for (const [start, end] of [[0, middle], [middle, count]] as const) {
       const part = new Array<boolean>(end - start);
-      const items = { urls: enqueue.urls.slice(start, end), ...(enqueue.data === undefined ? {} : { data: enqueue.data.slice(start, end) }) };
+      const items = queuePart(enqueue, start, end);
       fresh += await this.addIfAbsent(sliceKeys(keys, start, end), part, items);
       for (let i = start; i < end; i++) answers[i] = part[i - start]!;
     }
