@@ -27,8 +27,6 @@ export class RedisBackend implements Backend {
   readonly #ctx: RedisContext;
   readonly #epochs = new Map<string, RedisEpoch>();
   readonly #frontiers = new Map<string, RedisFrontier>();
-  /** The frontier consumer of this handle's takes that name no owner (`~` is not in owner names: never a user's). */
-  readonly #consumer = `~${freshId(6)}`;
   #closed = false;
 
   private constructor(location: string, readOnly: boolean, ctx: RedisContext) {
@@ -216,7 +214,7 @@ export class RedisBackend implements Backend {
   async frontier(scope: string): Promise<Frontier> {
     let frontier = this.#frontiers.get(scope);
     if (frontier === undefined) {
-      frontier = new RedisFrontier(this.#ctx, scope, this.#consumer);
+      frontier = new RedisFrontier(this.#ctx, scope);
       this.#frontiers.set(scope, frontier);
     }
     return frontier;

@@ -7,7 +7,7 @@ import type { Reply } from './connection.js';
 import { freshId, list, pairs, text, type RedisContext } from './context.js';
 import { TurnQueue, type Turn } from '../turns.js';
 import { queuePart } from '../queue-items.js';
-import { encodeQueueItems } from './frontier.js';
+import { encodeQueueItems, oldFrontierError } from './inbox.js';
 import { GrowthPlan, type Planning } from './growth-plan.js';
 import { mergeInto } from './merge.js';
 import { addBatch, deleteBatch, initPartition, partitionState, readBatch, sealPartition, type QueueArgs } from './functions.js';
@@ -196,11 +196,12 @@ export class RedisEpoch implements EpochBits {
   async #addTo(part: Partition, planning: Planning, positions: Buffer, n: number, batch: string, doing: string, queue?: QueueArgs): Promise<Outcome> {
     // The partition grew past the slices these positions are for (another batch learned it): position anew.
     if (part.have > planning.slices.length) return { kind: 'retry' };
-    const keys = { ...batchKeys(part, batch, planning.positions.filters.length), stream: part.keys.queue };
+    const keys = { ...batchKeys(part, batch, planning.positions.filters.length), inbox: part.keys.inbox, oldStream: part.keys.oldStream };
     const args = { slicesAssumed: part.have, count: n, geometry: this.#growth.geometryFor(planning, part.have), positions, answersTtlS: BATCH_ANSWERS_TTL_S, dropPrevious: part.previousBatch !== '' };
     const reply = list(await addBatch(this.#ctx, this.counting, keys, args, queue, doing));
     const outcome = text(reply[0]);
     if (outcome === 'malformed') throw new SeenStoreError('INTERNAL', `invariant broken: ss_add could not read the queue items sent (${doing})`);
+    if (outcome === 'old-frontier') throw oldFrontierError(this.#header.scope);
     if (outcome === 'ok' || outcome === 'done') {
       if (outcome === 'ok') {
         part.have = Number(reply[2]);

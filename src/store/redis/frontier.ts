@@ -1,246 +1,443 @@
-import { DEFAULT_FRONTIER_SETTINGS, type FrontierSettings, type QueueStats, type TakeRequest, type UrlStatus } from '../backend.js';
 import { SeenStoreError } from '../../errors.js';
-import type { Frontier, FrontierStats, LeasedUrl, QueueItems } from '../backend.js';
+import { DEFAULT_FRONTIER_SETTINGS, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus } from '../backend.js';
 import { faultPoint } from '../faults.js';
+import { QUEUE_KEY_MODES, type QueueKeyMode } from '../../url/queue-key.js';
 import type { Reply } from './connection.js';
-import { freshId, list, text, type RedisContext } from './context.js';
-import { finishEntries, frontierStats, reclaimLeases, releaseEntries, takeEntries, type AnswerArgs } from './functions.js';
-import type { QueueKeys } from './keys.js';
+import { freshId, list, pairs, text, type RedisContext } from './context.js';
+import { drainInboxes, oldFrontierError } from './inbox.js';
+import type { QueuePartitionKeys } from './keys.js';
+import { pickQueues, type Candidate } from './queue-picks.js';
+import {
+  admitEntries, clearQueues, configureFrontier, deleteQueueEntries, findUrls, finishIds, forgetUrls, listQueueStates, queueCounts, queueState, readyQueues, reclaimOwner,
+  releaseIds, scheduleUrls, setQueueState, takeQueues, type AnswerArgs, type QueueSettingsArgs, type ScheduledUrl,
+} from './queue-functions.js';
 
-/** Seconds a frontier call's answer stays for a retry of the same call (deleted by the handle's next call on that stream). */
+/** Seconds a frontier call's answer stays for a retry of the same call (deleted by the handle's next call on that partition). */
 export const FRONTIER_ANSWER_TTL_S = 300;
-/** The version of the stream entries this seenstore writes and reads (field `v`; ENTRY_VERSION in lua/queue.lua). */
-const QUEUE_ENTRY_VERSION = '1';
-/** Most partition streams a scope's frontier may have (`{PREFIX/SCOPE}:queues`). */
-export const MAX_QUEUES = 65_536;
-/** Most ids one done or release call sends to one stream: bounds a call's arguments and its time in Redis. */
-const IDS_PER_CALL = 10_000;
-/** A frontier id: partition, then the stream id (two unsigned 64-bit numbers). */
-const ID_PATTERN = /^(0|[1-9][0-9]{0,4})-([0-9]{1,20})-([0-9]{1,20})$/;
-const U64_MAX = 2n ** 64n - 1n;
+/** Most inboxes a scope may have (`{PREFIX/SCOPE}:queues`). */
+export const MAX_INBOXES = 65_536;
+/** Partitions of a new frontier's queues (docs/redis.md "Frontier"), pinned in its settings: many more slots than a cluster has masters. */
+export const QUEUE_PARTITIONS = 32;
+/** The frontier key layout this seenstore writes (`layout` in the settings): 2, queues; 1 was one stream per partition. */
+const FRONTIER_LAYOUT = '2';
+/** The seed of the queue-key hash that picks a queue's partition (xxh64). */
+const QUEUE_PARTITION_SEED = 0x7175657565n;
+/** Most ids or URLs one call sends to one partition. */
+const ITEMS_PER_CALL = 10_000;
+/** Most rounds of one take (a round reads ready queues, then takes them; racing takers may leave it short). */
+const MAX_TAKE_ROUNDS = 16;
+/** Most ready queues read from one partition per round. */
+const CANDIDATES_PER_PARTITION = 1_000;
+/** Queue keys listed per HSCAN page of forEachUrl. */
+const SCAN_PAGE = 10_000;
+/** A frontier id: the queue partition, then the entry's number in it. */
+const ID_PATTERN = /^(0|[1-9][0-9]{0,4})-([1-9][0-9]{0,14})$/;
 
-/**
- * Queue items `indices` of a batch as ss_add reads them (queue_items in lua/queue.lua): per item, a
- * u32 little-endian byte length and the URL (UTF-8), a u32 length and the data as JSON (length 0:
- * none). An add sends the items of exactly the URLs it sends, in the same order.
- */
-export function encodeQueueItems(items: QueueItems, indices: readonly number[]): Buffer {
-  const json = indices.map((i) => (items.data?.[i] === undefined ? '' : (JSON.stringify(items.data[i]) ?? '')));
-  let bytes = 0;
-  for (const [j, i] of indices.entries()) bytes += 8 + Buffer.byteLength(items.urls[i]!, 'utf8') + Buffer.byteLength(json[j]!, 'utf8');
-  const out = Buffer.allocUnsafe(bytes);
-  let at = 0;
-  for (const [j, i] of indices.entries()) {
-    at = putString(out, at, items.urls[i]!);
-    at = putString(out, at, json[j]!);
-  }
-  return out;
-}
-
-function putString(out: Buffer, at: number, value: string): number {
-  const length = out.write(value, at + 4, 'utf8');
-  out.writeUInt32LE(length, at);
-  return at + 4 + length;
+interface Settings extends FrontierSettings, QueueSettingsArgs {
+  readonly partitions: number;
 }
 
 /**
- * The Redis backend's frontier of one scope (docs/frontier.md "On Redis"): one stream per partition,
- * consumer group `ss`, leases in a sorted set beside each stream, every change one call of the
- * function library on the stream's slot (ss_q_* in lua/frontier.lua), remembered under a fresh call id so
- * that a retry after a lost reply gets the first answer (a take never leases new URLs twice).
- * Entries are taken oldest first within a stream; across streams a round-robin cursor picks the
- * stream a take starts from.
+ * The Redis backend's frontier of one scope (docs/redis.md "Frontier"). Adds queue their new URLs
+ * into their partition's inbox in the same call that finds them new; the frontier moves them into
+ * the partition of their queue key (drainInboxes) before any call that reads or takes queues. A
+ * queue lives wholly in one slot, with its politeness state: every change of it is one call of
+ * the function library (lua/queue-*.lua), and a take's gate is checked inside that call.
  */
 export class RedisFrontier implements Frontier {
   readonly #ctx: RedisContext;
   readonly #scope: string;
-  /** The consumer of takes that name no owner: one per store handle. */
-  readonly #consumer: string;
-  #cursor = 0;
   /** Per partition, the answer key of this handle's last call there (deleted by the next). */
   readonly #previous = new Map<number, string>();
+  readonly #words = new Uint32Array(2);
+  #layoutChecked = false;
 
-  constructor(ctx: RedisContext, scope: string, consumer: string) {
+  constructor(ctx: RedisContext, scope: string) {
     this.#ctx = ctx;
     this.#scope = scope;
-    this.#consumer = consumer;
   }
 
   /**
-   * Reads every stream's waiting count first (no writes, all streams at once), then takes from the
-   * streams that have some, one at a time from the handle's cursor, until `count`: a take on an
-   * empty or nearly empty frontier costs one round of reads, not a durable write per stream.
+   * Reads the ready queues of every partition (or of the requested queue's), picks queues across
+   * them oldest ready first (queue-picks.ts), and takes them, each partition's picks in one call
+   * that checks their gates again; racing takers leave a round short, and the next round picks
+   * among the queues still ready.
    */
-  async take({ count, leaseMs, owner }: TakeRequest): Promise<LeasedUrl[]> {
-    const streams = await this.#streams();
-    const waiting = streams === 1 ? [1] : (await this.#statsOf(streams)).map((stats) => stats[0]);
-    const start = this.#cursor % streams;
-    this.#cursor = start + 1;
+  async take(request: TakeRequest): Promise<LeasedUrl[]> {
+    const s = await this.#prepared();
+    if (request.owner !== undefined) await this.#ctx.call(this.#ctx.keys.owners(this.#scope), ['HSET', this.#ctx.keys.owners(this.#scope), request.owner, String(Date.now())], this.#doing('recording an owner of'));
+    const partitions = request.queue === undefined ? range(s.partitions) : [this.#route(request.queue, s)];
     const out: LeasedUrl[] = [];
-    for (let visited = 0; visited < streams && out.length < count; visited++) {
-      const p = (start + visited) % streams;
-      if (waiting[p]! <= 0) continue;
-      const sentAtMs = Date.now();
-      const reply = await this.#write(p, 'taking from', (keys, answer, doing) => takeEntries(this.#ctx, keys, answer, count - out.length, leaseMs, owner ?? this.#consumer, doing));
-      faultPoint('frontier:take-after-commit');
-      const entries = list(reply);
-      if (leaseOutlived(sentAtMs, leaseMs, entries.length, this.#ctx)) continue;
-      for (const entry of entries) out.push(this.#leased(p, list(entry)));
+    const tried = new Set<string>();
+    const skipped = new Map<number, number>();
+    let queuesOut = 0;
+    for (let round = 0; round < MAX_TAKE_ROUNDS && out.length < request.count; round++) {
+      const limit = Math.min(CANDIDATES_PER_PARTITION, request.count, request.maxQueues || request.count);
+      const read = await Promise.all(partitions.map((i) => this.#candidates(i, s, skipped.get(i) ?? 0, limit, request.queue ?? '')));
+      const more = read.some((found) => found.length >= limit);
+      const picked = pickQueues(read.flat(), request, out.length, queuesOut, tried, skipped);
+      if (picked.size === 0) {
+        if (!more) break;
+        continue;
+      }
+      const taken = await Promise.all([...picked].map(([i, picks]) => this.#takeFrom(i, s, request, picks)));
+      const byQueue = new Map<string, LeasedUrl[]>();
+      for (const entry of taken.flat()) byQueue.set(entry.queue, [...(byQueue.get(entry.queue) ?? []), entry]);
+      const order = [...picked.values()].flat().sort((a, b) => a.order - b.order);
+      for (const pick of order) {
+        tried.add(pick.key);
+        const leased = byQueue.get(pick.key);
+        if (leased === undefined) continue;
+        out.push(...leased);
+        queuesOut++;
+      }
     }
+    return out.slice(0, request.count);
+  }
+
+  async #candidates(i: number, s: Settings, offset: number, limit: number, only: string): Promise<Candidate[]> {
+    const reply = list(await readyQueues(this.#ctx, this.#keys(i), s, offset, limit, only, this.#doing('reading the ready queues of')));
+    const out: Candidate[] = [];
+    for (let at = 1; at + 2 < reply.length; at += 3) out.push({ partition: i, key: text(reply[at]), readyAtMs: Number(reply[at + 1]), lastTakeMs: Number(reply[at + 2]) });
     return out;
   }
 
-  async done(ids: readonly string[]): Promise<number> {
-    return this.#eachPart(ids, (p, part) => this.#write(p, 'finishing URLs of', (keys, answer, doing) => finishEntries(this.#ctx, keys, answer, part.map(({ id }) => id), doing)));
+  async #takeFrom(i: number, s: Settings, request: TakeRequest, picks: readonly { key: string; quota: number }[]): Promise<LeasedUrl[]> {
+    const sentAtMs = Date.now();
+    const reply = list(await this.#answered(i, (answer) => takeQueues(this.#ctx, this.#keys(i), answer, s, request.leaseMs, request.owner ?? '', picks, this.#doing('taking from'))));
+    faultPoint('frontier:take-after-commit');
+    if (leaseOutlived(sentAtMs, request.leaseMs, reply.length, this.#ctx)) return [];
+    return reply.map((entry) => this.#leased(i, list(entry)));
+  }
+
+  async done(ids: readonly string[], refetchAtMs?: readonly number[]): Promise<number> {
+    const s = await this.#settings();
+    return this.#eachPart(ids, s, (i, part) =>
+      this.#answered(i, (answer) => finishIds(this.#ctx, this.#keys(i), answer, s, part.map(({ id }) => id), part.map(({ index }) => refetchAtMs?.[index] ?? 0), this.#doing('finishing URLs of'))),
+    );
   }
 
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
     if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
-    return this.#eachPart(ids, (p, part) => {
+    const s = await this.#settings();
+    return this.#eachPart(ids, s, (i, part) => {
       const payloads = part.map(({ index }) => (data?.[index] === undefined ? '' : (JSON.stringify(data[index]) ?? '')));
-      return this.#write(p, 'releasing URLs of', (keys, answer, doing) => releaseEntries(this.#ctx, keys, answer, part.map(({ id }) => id), payloads, doing));
+      return this.#answered(i, (answer) => releaseIds(this.#ctx, this.#keys(i), answer, s, part.map(({ id }) => id), payloads, this.#doing('releasing URLs of')));
     });
   }
 
-  /**
-   * `ids` (every one checked first) by stream, IDS_PER_CALL at a time: `call` for each part of a
-   * stream the scope has (ids of other streams name nothing); the sum of what the calls answered.
-   */
-  async #eachPart(ids: readonly string[], call: (p: number, part: { id: string; index: number }[]) => Promise<Reply>): Promise<number> {
-    const byStream = this.#grouped(ids);
-    const streams = await this.#streamsFor(byStream);
+  /** `ids` (every one checked first) by partition, ITEMS_PER_CALL at a time; the sum of what the calls answered. */
+  async #eachPart(ids: readonly string[], s: Settings, call: (i: number, part: { id: string; index: number }[]) => Promise<Reply>): Promise<number> {
+    const byPartition = new Map<number, { id: string; index: number }[]>();
+    ids.forEach((id, index) => {
+      const parsed = parseFrontierId(id);
+      byPartition.set(parsed.partition, [...(byPartition.get(parsed.partition) ?? []), { id: parsed.entry, index }]);
+    });
     let total = 0;
-    for (const [p, entries] of byStream) {
-      if (p >= streams) continue;
-      for (let from = 0; from < entries.length; from += IDS_PER_CALL) total += Number(await call(p, entries.slice(from, from + IDS_PER_CALL)));
+    for (const [i, entries] of byPartition) {
+      if (i >= s.partitions) continue;
+      for (let from = 0; from < entries.length; from += ITEMS_PER_CALL) total += Number(await call(i, entries.slice(from, from + ITEMS_PER_CALL)));
     }
     return total;
   }
 
   async reclaim(owner: string): Promise<number> {
-    const streams = await this.#streams();
-    const counts = await Promise.all(Array.from({ length: streams }, (_, p) => this.#write(p, 'reclaiming leases of', (keys, answer, doing) => reclaimLeases(this.#ctx, keys, answer, owner, doing))));
+    const s = await this.#settings();
+    const counts = await Promise.all(range(s.partitions).map((i) => this.#answered(i, (answer) => reclaimOwner(this.#ctx, this.#keys(i), answer, s, owner, this.#doing('reclaiming leases of')))));
     return counts.reduce((sum: number, n) => sum + Number(n), 0);
   }
 
-  // Issue 28 seam in progress: the v2 frontier operations below are not built on this backend yet.
-  async schedule(): Promise<number> { throw unsupportedFrontier('schedule'); }
-  async urlStatus(): Promise<UrlStatus | undefined> { throw unsupportedFrontier('urlStatus'); }
-  async settings(): Promise<FrontierSettings> { return DEFAULT_FRONTIER_SETTINGS; }
-  async configure(): Promise<FrontierSettings> { throw unsupportedFrontier('configure'); }
-  async setQueue(): Promise<void> { throw unsupportedFrontier('setQueue'); }
-  async queues(): Promise<QueueStats[]> { throw unsupportedFrontier('queues'); }
-  async queue(): Promise<QueueStats | undefined> { throw unsupportedFrontier('queue'); }
-  async deleteQueue(): Promise<number> { throw unsupportedFrontier('deleteQueue'); }
-  async clear(): Promise<number> { throw unsupportedFrontier('clear'); }
-  async owners(): Promise<string[]> { return []; }
-
-  async stats(): Promise<FrontierStats> {
-    const all = await this.#statsOf(await this.#streams());
-    return {
-      pending: all.reduce((sum, stats) => sum + stats[0], 0),
-      leased: all.reduce((sum, stats) => sum + stats[1], 0),
-      done: all.reduce((sum, stats) => sum + stats[2], 0),
-      queues: 0,
-    };
-  }
-
   /**
-   * Every waiting and leased URL, a batch per XRANGE page of each partition's stream: finished
-   * entries are deleted from their stream (ss_q_done), so the streams hold exactly these. Reads
-   * only; an entry added or finished meanwhile may or may not be seen.
+   * Known URLs: each goes to its queue's partition. A URL queued in another partition (its queue
+   * key changed) is removed there first, then scheduled anew: two calls, the one place where a
+   * crash between them can drop a URL from the frontier (it stays seen).
    */
-  async forEachUrl(onBatch: (urls: string[]) => void): Promise<void> {
-    const streams = await this.#streams();
-    for (let p = 0; p < streams; p++) {
-      const key = this.#queueKeys(p).stream;
-      for (let start = '-'; ; ) {
-        const page = list(await this.#ctx.call(key, ['XRANGE', key, start, '+', 'COUNT', String(LIST_PAGE_ENTRIES)], `listing the frontier of ${this.#scope}`));
-        if (page.length === 0) break;
-        onBatch(page.map((entry) => entryUrl(list(list(entry)[1]))));
-        if (page.length < LIST_PAGE_ENTRIES) break;
-        start = `(${text(list(page.at(-1)!)[0])}`;
+  async schedule(items: QueueItems, atMs: readonly number[]): Promise<number> {
+    const s = await this.#prepared();
+    const found = await this.#find(items.urls, s);
+    const byPartition = new Map<number, ScheduledUrl[]>();
+    const moving = new Map<number, string[]>();
+    items.urls.forEach((url, n) => {
+      const where = found[n];
+      const home = this.#route(items.queues[n]!, s);
+      const data = items.data?.[n] === undefined ? '' : (JSON.stringify(items.data[n]) ?? '');
+      if (atMs[n] === 0 && where === undefined) return;
+      const target = atMs[n] === 0 ? where!.partition : home;
+      if (where !== undefined && where.partition !== target) moving.set(where.partition, [...(moving.get(where.partition) ?? []), url]);
+      const keep = where !== undefined && where.partition !== target && data === '' ? (where.entry.d ?? '') : data;
+      byPartition.set(target, [...(byPartition.get(target) ?? []), { url, queue: items.queues[n]!, atMs: atMs[n]!, data: keep }]);
+    });
+    await Promise.all([...moving].map(([i, urls]) => forgetUrls(this.#ctx, this.#keys(i), s, urls, this.#doing('moving URLs of'))));
+    let waiting = 0;
+    for (const [i, part] of byPartition) {
+      for (let from = 0; from < part.length; from += ITEMS_PER_CALL) {
+        waiting += Number(await this.#answered(i, (answer) => scheduleUrls(this.#ctx, this.#keys(i), answer, s, part.slice(from, from + ITEMS_PER_CALL), this.#doing('scheduling URLs of'))));
       }
     }
+    return waiting;
   }
 
-  /** [waiting, leased, done] of each of the first `streams` streams (read-only calls, all at once). */
-  async #statsOf(streams: number): Promise<(readonly [number, number, number])[]> {
-    return Promise.all(
-      Array.from({ length: streams }, async (_, p) => {
-        const reply = list(await frontierStats(this.#ctx, this.#queueKeys(p), `reading the frontier of ${this.#scope}`)).map(Number);
-        return [reply[0]!, reply[1]!, reply[2]!] as const;
-      }),
-    );
+  async urlStatus(url: string): Promise<UrlStatus | undefined> {
+    const s = await this.#prepared();
+    const where = (await this.#find([url], s))[0];
+    if (where === undefined) return undefined;
+    const { entry, nowMs } = where;
+    const state = entry.l > nowMs ? 'leased' : entry.t > nowMs ? 'scheduled' : 'waiting';
+    return { id: `${where.partition}-${where.id}`, queue: entry.q, state, atMs: state === 'leased' ? entry.l : entry.t, attempts: entry.a, epoch: entry.e };
   }
 
-  /** How many partition streams the scope's frontier has (`{PREFIX/SCOPE}:queues`, absent: 1). */
-  async #streams(): Promise<number> {
-    const key = this.#ctx.keys.queues(this.#scope);
-    const value = await this.#ctx.call(key, ['GET', key], `reading the frontier of ${this.#scope}`);
-    if (value === null) return 1;
-    const n = Number(text(value));
-    if (!Number.isSafeInteger(n) || n < 1 || n > MAX_QUEUES) throw new SeenStoreError('STORE_CORRUPT', `${key}: not a stream count from 1 to ${MAX_QUEUES} (${text(value)})`);
-    return n;
-  }
-
-  /** The stream count, read only when some id names a partition past 0 (every scope has stream 0). */
-  async #streamsFor(byStream: ReadonlyMap<number, unknown>): Promise<number> {
-    return Math.max(...byStream.keys(), 0) > 0 ? this.#streams() : 1;
-  }
-
-  #queueKeys(p: number): QueueKeys {
-    return this.#ctx.keys.queueKeys(this.#scope, p);
-  }
-
-  /** One frontier write on partition p's stream under a fresh call id, durable (and retried) as every write. */
-  async #write(p: number, doing: string, call: (keys: QueueKeys, answer: AnswerArgs, doing: string) => Promise<Reply>): Promise<Reply> {
-    const keys = this.#queueKeys(p);
-    const own = keys.answer(freshId(12));
-    const previous = this.#previous.get(p);
-    const answer = { answer: own, previousAnswer: previous ?? own, dropPrevious: previous !== undefined, answerTtlS: FRONTIER_ANSWER_TTL_S };
-    const reply = await call(keys, answer, `${doing} the frontier of ${this.#scope}`);
-    this.#previous.set(p, own);
-    return reply;
-  }
-
-  /** Ids by partition, each with its index in the call; every id checked before anything is written. */
-  #grouped(ids: readonly string[]): Map<number, { id: string; index: number }[]> {
-    const out = new Map<number, { id: string; index: number }[]>();
-    ids.forEach((id, index) => {
-      const { partition, streamId } = parseFrontierId(id);
-      const entries = out.get(partition) ?? [];
-      entries.push({ id: streamId, index });
-      out.set(partition, entries);
-    });
+  /** Where each URL is queued, looked up in every partition at once (a URL's queue, and so its partition, is not known from it). */
+  async #find(urls: readonly string[], s: Settings): Promise<(FoundEntry | undefined)[]> {
+    const out: (FoundEntry | undefined)[] = new Array(urls.length).fill(undefined);
+    for (let from = 0; from < urls.length; from += ITEMS_PER_CALL) {
+      const part = urls.slice(from, from + ITEMS_PER_CALL);
+      await Promise.all(
+        range(s.partitions).map(async (i) => {
+          const reply = list(await findUrls(this.#ctx, this.#keys(i), part, this.#doing('looking up URLs of')));
+          const nowMs = Number(reply[0]);
+          for (let n = 0; n < part.length; n++) {
+            const json = text(reply[2 + 2 * n]);
+            if (json !== '') out[from + n] = { partition: i, id: text(reply[1 + 2 * n]), entry: this.#entry(json), nowMs };
+          }
+        }),
+      );
+    }
     return out;
   }
 
-  /**
-   * A take's entry (`leased` in lua/frontier.lua: id, attempts, lease end, URL, epoch, data or '', entry
-   * version), checked right after reading: an entry of a newer version is FORMAT_UNSUPPORTED, a
-   * malformed one STORE_CORRUPT (the take's leases then run out: nothing is lost).
-   */
-  #leased(p: number, entry: Reply[]): LeasedUrl {
-    const id = `${p}-${text(entry[0])}`;
-    const version = text(entry[6]);
-    const url = text(entry[3]);
-    const epoch = Number(text(entry[4]));
-    const where = `frontier of ${this.#scope}, entry ${id}`;
-    if (version !== QUEUE_ENTRY_VERSION) {
-      const newer = /^[0-9]+$/.test(version) && Number(version) > Number(QUEUE_ENTRY_VERSION);
-      throw new SeenStoreError(newer ? 'FORMAT_UNSUPPORTED' : 'STORE_CORRUPT', `${where}: ${newer ? `of entry version ${version}, newer than this seenstore's` : 'not an entry seenstore wrote'}`);
+  async settings(): Promise<FrontierSettings> {
+    const { queueKey, delayMs, maxInFlightPerQueue } = await this.#settings();
+    return { queueKey, delayMs, maxInFlightPerQueue };
+  }
+
+  async configure(change: Partial<FrontierSettings>): Promise<FrontierSettings> {
+    const s = await this.#settings();
+    if (change.queueKey !== undefined && change.queueKey !== s.queueKey && (await this.#everQueued(s))) {
+      throw new SeenStoreError('USAGE', `the frontier's queue key is ${s.queueKey}: it cannot change once URLs were queued`);
     }
-    if (url === '' || !Number.isSafeInteger(epoch) || epoch < 1) throw new SeenStoreError('STORE_CORRUPT', `${where}: no URL or no epoch`);
-    const leasedUrl = { id, url, queue: '', epoch, attempts: Number(entry[1]), leaseUntilMs: Number(entry[2]) };
-    const data = text(entry[5]);
+    const fields: [string, string][] = [];
+    if (change.queueKey !== undefined) fields.push(['queueKey', change.queueKey]);
+    if (change.delayMs !== undefined) fields.push(['delayMs', String(change.delayMs)]);
+    if (change.maxInFlightPerQueue !== undefined) fields.push(['maxInFlightPerQueue', String(change.maxInFlightPerQueue)]);
+    const reply = await configureFrontier(this.#ctx, this.#ctx.keys.frontier(this.#scope), QUEUE_PARTITIONS, fields, this.#doing('configuring'));
+    const { queueKey, delayMs, maxInFlightPerQueue } = this.#parseSettings(pairs(reply));
+    return { queueKey, delayMs, maxInFlightPerQueue };
+  }
+
+  /** Whether any URL was ever queued: an inbox or a queue partition exists. */
+  async #everQueued(s: Settings): Promise<boolean> {
+    const inboxes = await this.#inboxes();
+    const keys = [...range(inboxes).map((p) => this.#ctx.keys.inbox(this.#scope, p)), ...range(s.partitions).map((i) => this.#keys(i).state[0]!)];
+    const found = await Promise.all(keys.map((key) => this.#ctx.call(key, ['EXISTS', key], this.#doing('reading'))));
+    return found.some((n) => Number(n) > 0);
+  }
+
+  async setQueue(key: string, change: QueueChange): Promise<void> {
+    const s = await this.#settings();
+    const i = this.#route(key, s);
+    await setQueueState(this.#ctx, this.#keys(i), s, key, change, this.#doing('changing a queue of'));
+  }
+
+  async queues(options: { readonly after?: string; readonly limit: number }): Promise<QueueStats[]> {
+    const s = await this.#prepared();
+    const lists = await Promise.all(
+      range(s.partitions).map(async (i) => {
+        const reply = list(await listQueueStates(this.#ctx, this.#keys(i), s, options.after ?? '', options.limit, this.#doing('listing the queues of')));
+        const out: QueueStats[] = [];
+        for (let at = 0; at + 1 < reply.length; at += 2) out.push(queueStats(text(reply[at]), list(reply[at + 1])));
+        return out;
+      }),
+    );
+    return lists.flat().sort((a, b) => compareKeys(a.key, b.key)).slice(0, options.limit);
+  }
+
+  async queue(key: string): Promise<QueueStats | undefined> {
+    const s = await this.#prepared();
+    const reply = list(await queueState(this.#ctx, this.#keys(this.#route(key, s)), s, key, this.#doing('reading a queue of')));
+    return reply.length === 0 ? undefined : queueStats(key, reply);
+  }
+
+  async deleteQueue(key: string): Promise<number> {
+    const s = await this.#prepared();
+    return Number(await deleteQueueEntries(this.#ctx, this.#keys(this.#route(key, s)), s, key, this.#doing('deleting a queue of')));
+  }
+
+  async clear(): Promise<number> {
+    const s = await this.#prepared();
+    const counts = await Promise.all(range(s.partitions).map((i) => clearQueues(this.#ctx, this.#keys(i), s, this.#doing('clearing'))));
+    return counts.reduce((sum: number, n) => sum + Number(n), 0);
+  }
+
+  async owners(sinceMs: number): Promise<string[]> {
+    const key = this.#ctx.keys.owners(this.#scope);
+    const all = pairs(await this.#ctx.call(key, ['HGETALL', key], this.#doing('reading the owners of')));
+    return [...all].filter(([, lastMs]) => Number(lastMs) >= sinceMs).map(([owner]) => owner);
+  }
+
+  async stats(): Promise<FrontierStats> {
+    const s = await this.#prepared();
+    const all = await Promise.all(range(s.partitions).map(async (i) => list(await queueCounts(this.#ctx, this.#keys(i), s, this.#doing('reading'))).map(Number)));
+    const sum = (at: number) => all.reduce((total, counts) => total + counts[at]!, 0);
+    return { pending: sum(0) - sum(1), leased: sum(1), done: sum(2), queues: sum(3) };
+  }
+
+  /** Every queued URL, a batch per HSCAN page of each partition's URL index: reads only; a URL queued or finished meanwhile may or may not be seen. */
+  async forEachUrl(onBatch: (urls: string[]) => void): Promise<void> {
+    const s = await this.#prepared();
+    for (const i of range(s.partitions)) {
+      const key = this.#keys(i).state[2]!;
+      let cursor = '0';
+      do {
+        const reply = list(await this.#ctx.call(key, ['HSCAN', key, cursor, 'COUNT', String(SCAN_PAGE)], this.#doing('listing')));
+        cursor = text(reply[0]);
+        const flat = list(reply[1]);
+        const urls: string[] = [];
+        for (let at = 0; at < flat.length; at += 2) urls.push(text(flat[at]));
+        if (urls.length > 0) onBatch(urls);
+      } while (cursor !== '0');
+    }
+  }
+
+  /** The settings, with the inboxes moved into the queues (before anything reads or takes queues); a frontier of layout 1 is refused. */
+  async #prepared(): Promise<Settings> {
+    let s = await this.#settings();
+    const inboxes = await this.#inboxes();
+    if (!this.#layoutChecked) {
+      const old = await Promise.all(range(inboxes).map((p) => this.#ctx.call(this.#ctx.keys.oldStream(this.#scope, p), ['EXISTS', this.#ctx.keys.oldStream(this.#scope, p)], this.#doing('reading'))));
+      if (old.some((n) => Number(n) > 0)) throw oldFrontierError(this.#scope);
+      // The partitions are pinned before the first URL moves into them, so a later release's default never remaps a queue.
+      if (s.rev === '0') s = this.#parseSettings(pairs(await configureFrontier(this.#ctx, this.#ctx.keys.frontier(this.#scope), QUEUE_PARTITIONS, [], this.#doing('creating'))));
+      this.#layoutChecked = true;
+    }
+    await drainInboxes(this.#ctx, this.#scope, inboxes, (queue) => this.#route(queue, s), (i, entries) => admitEntries(this.#ctx, this.#keys(i), s, entries, this.#doing('queuing new URLs of')));
+    return s;
+  }
+
+  async #settings(): Promise<Settings> {
+    const key = this.#ctx.keys.frontier(this.#scope);
+    return this.#parseSettings(pairs(await this.#ctx.call(key, ['HGETALL', key], this.#doing('reading the settings of'))));
+  }
+
+  /** Settings as stored (the defaults for a frontier that has none yet), checked right after reading. */
+  #parseSettings(stored: Map<string, string>): Settings {
+    const where = `${this.#ctx.keys.frontier(this.#scope)}`;
+    const layout = stored.get('layout') ?? FRONTIER_LAYOUT;
+    if (layout !== FRONTIER_LAYOUT) throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where}: frontier layout ${layout}, this seenstore reads ${FRONTIER_LAYOUT}`);
+    const whole = (name: string, fallback: number, max: number): number => {
+      const value = stored.get(name);
+      if (value === undefined) return fallback;
+      const n = Number(value);
+      if (!/^[0-9]+$/.test(value) || !Number.isSafeInteger(n) || n > max) throw new SeenStoreError('STORE_CORRUPT', `${where}: ${name} is not a whole number up to ${max} (${value})`);
+      return n;
+    };
+    const queueKey = (stored.get('queueKey') ?? DEFAULT_FRONTIER_SETTINGS.queueKey) as QueueKeyMode;
+    if (!QUEUE_KEY_MODES.includes(queueKey)) throw new SeenStoreError('STORE_CORRUPT', `${where}: queue key ${queueKey}`);
+    const partitions = whole('partitions', QUEUE_PARTITIONS, 10_000);
+    if (partitions < 1) throw new SeenStoreError('STORE_CORRUPT', `${where}: 0 partitions`);
+    return {
+      queueKey,
+      delayMs: whole('delayMs', DEFAULT_FRONTIER_SETTINGS.delayMs, Number.MAX_SAFE_INTEGER),
+      maxInFlightPerQueue: whole('maxInFlightPerQueue', DEFAULT_FRONTIER_SETTINGS.maxInFlightPerQueue, Number.MAX_SAFE_INTEGER),
+      rev: String(whole('rev', 0, Number.MAX_SAFE_INTEGER)),
+      partitions,
+    };
+  }
+
+  /** How many inboxes the scope has (`{PREFIX/SCOPE}:queues`, absent: 1). */
+  async #inboxes(): Promise<number> {
+    const key = this.#ctx.keys.queues(this.#scope);
+    const value = await this.#ctx.call(key, ['GET', key], this.#doing('reading'));
+    if (value === null) return 1;
+    const n = Number(text(value));
+    if (!Number.isSafeInteger(n) || n < 1 || n > MAX_INBOXES) throw new SeenStoreError('STORE_CORRUPT', `${key}: not an inbox count from 1 to ${MAX_INBOXES} (${text(value)})`);
+    return n;
+  }
+
+  /** The partition of a queue: the high word of xxh64(key, QUEUE_PARTITION_SEED), scaled to the partitions. */
+  #route(queue: string, s: Settings): number {
+    this.#ctx.hash.hashInto(queue, QUEUE_PARTITION_SEED, this.#words, 0);
+    return Math.floor((this.#words[1]! * s.partitions) / 4294967296);
+  }
+
+  #keys(i: number): QueuePartitionKeys {
+    return this.#ctx.keys.queuePartition(this.#scope, i);
+  }
+
+  #doing(what: string): string {
+    return `${what} the frontier of ${this.#scope}`;
+  }
+
+  /** One write on partition i under a fresh call id, answered once (a retry after a lost reply gets the first answer). */
+  async #answered(i: number, call: (answer: AnswerArgs) => Promise<Reply>): Promise<Reply> {
+    const own = this.#keys(i).answer(freshId(12));
+    const previous = this.#previous.get(i);
+    const reply = await call({ answer: own, previousAnswer: previous ?? own, dropPrevious: previous !== undefined, answerTtlS: FRONTIER_ANSWER_TTL_S });
+    this.#previous.set(i, own);
+    return reply;
+  }
+
+  #entry(json: string): StoredEntry {
+    try {
+      const entry = JSON.parse(json) as StoredEntry;
+      if (typeof entry.u === 'string' && typeof entry.q === 'string' && Number.isSafeInteger(entry.t) && Number.isSafeInteger(entry.a)) return entry;
+    } catch {
+      // Reported below, as any entry seenstore did not write.
+    }
+    throw new SeenStoreError('STORE_CORRUPT', `the frontier of ${this.#scope}: an entry seenstore did not write (${json.slice(0, 200)})`);
+  }
+
+  /** A take's entry (`take_queue` in lua/queue-take.lua: id, URL, queue, epoch, attempts, lease end, data or ''), checked right after reading. */
+  #leased(i: number, entry: Reply[]): LeasedUrl {
+    const id = `${i}-${text(entry[0])}`;
+    const url = text(entry[1]);
+    const epoch = Number(entry[3]);
+    const leasedUrl = { id, url, queue: text(entry[2]), epoch, attempts: Number(entry[4]), leaseUntilMs: Number(entry[5]) };
+    const data = text(entry[6]);
     if (data === '') return leasedUrl;
     try {
       return { ...leasedUrl, data: JSON.parse(data) as unknown };
     } catch (error) {
-      throw new SeenStoreError('STORE_CORRUPT', `${where} (${url}): its data is not JSON`, { cause: error });
+      throw new SeenStoreError('STORE_CORRUPT', `the frontier of ${this.#scope}, entry ${id} (${url}): its data is not JSON`, { cause: error });
     }
   }
+}
+
+/** An entry as lua/queue-state.lua stores it. */
+interface StoredEntry {
+  readonly u: string;
+  readonly q: string;
+  readonly e: number;
+  readonly t: number;
+  readonly a: number;
+  readonly l: number;
+  readonly d?: string;
+}
+
+interface FoundEntry {
+  readonly partition: number;
+  readonly id: string;
+  readonly entry: StoredEntry;
+  readonly nowMs: number;
+}
+
+/** A queue's stats from ss_fq_queue's reply (-1: none). */
+function queueStats(key: string, reply: Reply[]): QueueStats {
+  const [waiting, leased, completed, delayMs, blockedUntilMs, crawlLimit, readyAtMs] = reply.map(Number) as [number, number, number, number, number, number, number];
+  return {
+    key, waiting, leased, completed, blockedUntilMs,
+    ...(delayMs < 0 ? {} : { delayMs }),
+    ...(crawlLimit < 0 ? {} : { crawlLimit }),
+    ...(readyAtMs < 0 ? {} : { readyAtMs }),
+  };
+}
+
+function range(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i);
+}
+
+/** Queue keys in code-unit order, the order every driver lists them in. */
+function compareKeys(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /**
@@ -257,24 +454,9 @@ function leaseOutlived(sentAtMs: number, leaseMs: number, entries: number, ctx: 
   return true;
 }
 
-/** Entries per XRANGE page of forEachUrl. */
-const LIST_PAGE_ENTRIES = 10_000;
-
-/** The `u` field of a stream entry's field list (lua/queue.lua writes v, u, e and maybe d, a). */
-function entryUrl(fields: Reply[]): string {
-  for (let f = 0; f + 1 < fields.length; f += 2) if (text(fields[f]!) === 'u') return text(fields[f + 1]!);
-  throw new SeenStoreError('STORE_CORRUPT', 'a frontier stream entry without a URL');
-}
-
-/** A frontier id as take gave it (`P-MS-SEQ`: partition, stream id); USAGE for anything else. */
-export function parseFrontierId(id: string): { partition: number; streamId: string } {
+/** A frontier id as take gave it (`I-N`: queue partition, entry number); USAGE for anything else. */
+export function parseFrontierId(id: string): { partition: number; entry: string } {
   const match = typeof id === 'string' ? ID_PATTERN.exec(id) : null;
-  if (match === null || BigInt(match[2]!) > U64_MAX || BigInt(match[3]!) > U64_MAX) {
-    throw new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
-  }
-  return { partition: Number(match[1]), streamId: `${BigInt(match[2]!)}-${BigInt(match[3]!)}` };
-}
-
-function unsupportedFrontier(what: string): SeenStoreError {
-  return new SeenStoreError('UNSUPPORTED', `frontier ${what}: not built on this backend yet (issue 28 in progress)`);
+  if (match === null) throw new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
+  return { partition: Number(match[1]), entry: match[2]! };
 }

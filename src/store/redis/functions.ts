@@ -35,7 +35,7 @@ export interface BatchArgs {
   readonly dropPrevious: boolean;
 }
 
-/** The new URLs of an add to queue into the partition's stream in the same call (queue.lua). */
+/** The new URLs of an add to queue into the partition's inbox in the same call (inbox.lua). */
 export interface QueueArgs {
   /** encodeQueueItems of the batch's URLs. */
   readonly items: Buffer;
@@ -50,21 +50,6 @@ export interface ReadKeys {
 }
 
 export type ReadArgs = Pick<BatchArgs, 'slicesAssumed' | 'count' | 'geometry' | 'positions'>;
-
-/** A frontier partition's keys (frontier.lua). */
-export interface StreamKeys {
-  readonly stream: string;
-  readonly leases: string;
-  readonly done: string;
-}
-
-/** What every frontier write sends to be answered once (frontier.lua, earlier_answer). */
-export interface AnswerArgs {
-  readonly answer: string;
-  readonly previousAnswer: string;
-  readonly dropPrevious: boolean;
-  readonly answerTtlS: number;
-}
 
 /** The keys of a scope's metadata on its slot (scope.lua). */
 export interface ScopeKeys {
@@ -81,12 +66,12 @@ function batchArgs(args: BatchArgs): (string | Buffer)[] {
 
 /**
  * ss_add, or ss_count_add for a counting epoch: decides a batch; with `queue`, queues its new URLs
- * into `keys.stream` in the same call.
+ * into `keys.inbox` in the same call (refused while `keys.oldStream`, a frontier of layout 1, exists).
  */
-export function addBatch(ctx: RedisContext, counting: boolean, keys: BatchKeys & { readonly stream: string }, args: BatchArgs, queue: QueueArgs | undefined, doing: string): Promise<Reply> {
+export function addBatch(ctx: RedisContext, counting: boolean, keys: BatchKeys & { readonly inbox: string; readonly oldStream: string }, args: BatchArgs, queue: QueueArgs | undefined, doing: string): Promise<Reply> {
   return ctx.fcallDurable(
     counting ? 'ss_count_add' : 'ss_add',
-    [keys.state, keys.slices, keys.batch, keys.previousBatch, keys.stream, ...keys.filters],
+    [keys.state, keys.slices, keys.batch, keys.previousBatch, keys.inbox, keys.oldStream, ...keys.filters],
     [...batchArgs(args), ...(queue === undefined ? [] : [queue.items, String(queue.epoch)])],
     doing,
   );
@@ -175,33 +160,4 @@ export function dropEpochEntry(ctx: RedisContext, epochs: string, drops: string,
 /** ss_format: the store's key layout, set to `layout` by the first open of an empty store. */
 export function storeFormat(ctx: RedisContext, formatKey: string, scopesKey: string, layout: string, doing: string): Promise<Reply> {
   return ctx.fcall('ss_format', [formatKey, scopesKey], [layout], doing);
-}
-
-function frontierWrite(ctx: RedisContext, name: string, keys: StreamKeys, answer: AnswerArgs, args: readonly string[], doing: string): Promise<Reply> {
-  return ctx.fcallDurable(name, [keys.stream, keys.leases, keys.done, answer.answer, answer.previousAnswer], [String(answer.answerTtlS), flag(answer.dropPrevious), ...args], doing);
-}
-
-/** ss_q_take: leases up to `count` entries of one partition's stream to `consumer` for `leaseMs`. */
-export function takeEntries(ctx: RedisContext, keys: StreamKeys, answer: AnswerArgs, count: number, leaseMs: number, consumer: string, doing: string): Promise<Reply> {
-  return frontierWrite(ctx, 'ss_q_take', keys, answer, [String(count), String(leaseMs), consumer], doing);
-}
-
-/** ss_q_done: finishes the entries `ids` of one partition's stream; how many were there. */
-export function finishEntries(ctx: RedisContext, keys: StreamKeys, answer: AnswerArgs, ids: readonly string[], doing: string): Promise<Reply> {
-  return frontierWrite(ctx, 'ss_q_done', keys, answer, ids, doing);
-}
-
-/** ss_q_release: gives leased entries back, each with new data (JSON) or '' to keep its own; how many were leased. */
-export function releaseEntries(ctx: RedisContext, keys: StreamKeys, answer: AnswerArgs, ids: readonly string[], payloads: readonly string[], doing: string): Promise<Reply> {
-  return frontierWrite(ctx, 'ss_q_release', keys, answer, [String(ids.length), ...ids, ...payloads], doing);
-}
-
-/** ss_q_reclaim: ends every running lease of `consumer` on one partition's stream; how many. */
-export function reclaimLeases(ctx: RedisContext, keys: StreamKeys, answer: AnswerArgs, consumer: string, doing: string): Promise<Reply> {
-  return frontierWrite(ctx, 'ss_q_reclaim', keys, answer, [consumer], doing);
-}
-
-/** ss_q_stats: waiting, leased and done counts of one partition's stream. */
-export function frontierStats(ctx: RedisContext, keys: StreamKeys, doing: string): Promise<Reply> {
-  return ctx.fcall('ss_q_stats', [keys.stream, keys.leases, keys.done], [], doing);
 }

@@ -2,9 +2,10 @@
  * Every key of the Redis backend (docs/redis.md "Keys"): the only place one is built. A scope's
  * metadata shares the hash tag `{PREFIX/SCOPE}` (one slot: its atomic steps are one call); the
  * data of partition p of any of its epochs shares `{PREFIX/SCOPE/p}`, so a partitioned epoch
- * spreads over P slots (and the cluster's masters), and the frontier stream of partition p can sit
- * in the same slot as the bits its enqueues test. Each epoch's key names carry its UID, fresh per
- * epoch (an imported or re-created epoch never meets the keys of an earlier one).
+ * spreads over P slots (and the cluster's masters), and the inbox of partition p sits in the same
+ * slot as the bits its enqueues test. The frontier's queues are partitioned by queue key: partition
+ * i in `{PREFIX/SCOPE/qI}`. Each epoch's key names carry its UID, fresh per epoch (an imported or
+ * re-created epoch never meets the keys of an earlier one).
  */
 export class RedisKeys {
   readonly #prefix: string;
@@ -42,9 +43,19 @@ export class RedisKeys {
     return `{${this.#prefix}/${scope}}:plan:${uid}`;
   }
 
-  /** The number of partition streams the scope's frontier may have (the most partitions of any of its epochs). */
+  /** The number of the scope's inboxes (the most partitions of any of its epochs). */
   queues(scope: string): string {
     return `{${this.#prefix}/${scope}}:queues`;
+  }
+
+  /** Hash: the frontier's settings (docs/redis.md "Frontier"). */
+  frontier(scope: string): string {
+    return `{${this.#prefix}/${scope}}:frontier`;
+  }
+
+  /** Hash: owner -> the time of its last take in ms (host affinity's live owners). */
+  owners(scope: string): string {
+    return `{${this.#prefix}/${scope}}:owners`;
   }
 
   /** Partition p of an epoch: a self-contained scalable filter in the slot of `{PREFIX/SCOPE/p}`. */
@@ -57,36 +68,36 @@ export class RedisKeys {
       filter: (index: number) => `${base}:f:${index}`,
       batch: (id: string) => `${base}:b:${id}`,
       merging: (id: string, index: number) => `${base}:m:${id}:${index}`,
-      queue: this.queue(scope, partition),
+      inbox: this.inbox(scope, partition),
+      oldStream: this.oldStream(scope, partition),
     };
   }
 
-  /** Stream: partition p's frontier (consumer group `ss`), in the slot of the epochs' partition p. */
-  queue(scope: string, p: number): string {
+  /** Stream: the inbox of the epochs' partition p (lua/inbox.lua): its adds' new URLs, until moved into their queues. */
+  inbox(scope: string, p: number): string {
+    return `{${this.#prefix}/${scope}/${p}}:in`;
+  }
+
+  /** Stream: partition p's frontier of key layout 1 (before queues): refused, never read. */
+  oldStream(scope: string, p: number): string {
     return `{${this.#prefix}/${scope}/${p}}:q`;
   }
 
-  /** Every key of partition p's frontier; all in the slot of its stream. */
-  queueKeys(scope: string, p: number): QueueKeys {
-    const tag = `{${this.#prefix}/${scope}/${p}}`;
+  /** Every key of partition i of the frontier's queues, in the order the queue functions declare them (lua/queue-state.lua). */
+  queuePartition(scope: string, i: number): QueuePartitionKeys {
+    const tag = `{${this.#prefix}/${scope}/q${i}}`;
     return {
-      stream: this.queue(scope, p),
-      leases: `${tag}:l`,
-      done: `${tag}:qdone`,
-      answer: (id: string) => `${tag}:qa:${id}`,
+      state: ['seq', 'ent', 'url', 'qs', 'w', 'l', 'leases', 'ready', 'names', 'marks', 'counts', 'cfg'].map((name) => `${tag}:${name}`),
+      answer: (id: string) => `${tag}:a:${id}`,
     };
   }
 }
 
-/** A partition's frontier keys (docs/redis.md "Keys"). */
-export interface QueueKeys {
-  /** Stream of queued entries, consumer group `ss`. */
-  readonly stream: string;
-  /** Sorted set: id of each delivered entry (padded, lua/frontier.lua) scored by its lease's end in ms; 0: given back. */
-  readonly leases: string;
-  /** String: entries finished since the frontier began. */
-  readonly done: string;
-  /** A frontier call's answer, kept for a retry of the same call. */
+/** A partition of the frontier's queues: its keys, all in one slot. */
+export interface QueuePartitionKeys {
+  /** The keys every queue function declares first, in order (fkeys in lua/queue-state.lua). */
+  readonly state: readonly string[];
+  /** A call's answer, kept for a retry of the same call. */
   answer(id: string): string;
 }
 
@@ -97,6 +108,8 @@ export interface EpochKeys {
   filter(index: number): string;
   batch(id: string): string;
   merging(id: string, index: number): string;
-  /** The frontier stream an add in this partition enqueues to (same slot). */
-  readonly queue: string;
+  /** The inbox an add in this partition enqueues to (same slot). */
+  readonly inbox: string;
+  /** The frontier stream of key layout 1 in this slot: an enqueue is refused while it exists. */
+  readonly oldStream: string;
 }

@@ -1,10 +1,12 @@
 -- What the adds of both kinds of epoch (ss_add, ss_count_add) do before and after deciding their
--- URLs. KEYS: state, slices, batch, previous batch, the partition's stream, the filters (of every
--- slice the geometry names). ARGV: slices assumed, n, geometry json, positions, batch ttl s, '1'
--- to delete the previous batch's answers[, queue items, epoch number].
+-- URLs. KEYS: state, slices, batch, previous batch, the partition's inbox (inbox.lua), the
+-- partition's frontier stream of layout 1, the filters (of every slice the geometry names). ARGV:
+-- slices assumed, n, geometry json, positions, batch ttl s, '1' to delete the previous batch's
+-- answers[, queue items, epoch number].
 
 -- A retried batch gets its first answers back; a sealed, missing or changed epoch, a batch larger
--- than the planned slices can take, or malformed queue items, is refused; else the batch's
+-- than the planned slices can take, malformed queue items, or an enqueue into a frontier of
+-- layout 1 (its stream exists: 'old-frontier', nothing is read or written) is refused; else the batch's
 -- decoded arguments and each slice's added count. Returns (reply) or (nil, batch).
 local function batch_begin(keys, args)
   local state, slices, batch = keys[1], keys[2], keys[3]
@@ -25,6 +27,7 @@ local function batch_begin(keys, args)
   for j = have + 1, planned do spare = spare + geo.caps[j] end
   if n > geo.caps[have] - added[have] + spare and planned < geo.max then return {'short', added[have]} end
   local items = nil
+  if args[7] and redis.call('EXISTS', keys[6]) == 1 then return {'old-frontier'} end
   if args[7] then
     items = queue_items(args[7], n)
     if not items then return {'malformed'} end
@@ -32,7 +35,7 @@ local function batch_begin(keys, args)
   local per_url, first, count, hashes, offsets, blocked = layout(geo)
   return nil, {
     state = state, slices = slices, batch = batch, have = have, n = n, geo = geo, planned = planned,
-    added = added, items = items, blob = args[4], filters = filter_keys(keys, 6), per_url = per_url,
+    added = added, items = items, blob = args[4], filters = filter_keys(keys, 7), per_url = per_url,
     first = first, count = count, hashes = hashes, offsets = offsets, blocked = blocked,
   }
 end
@@ -47,7 +50,7 @@ local function grow_if_full(b, cur)
   return cur
 end
 
--- The batch's counts, the enqueue of its new URLs (when asked: KEYS[5] the stream, ARGV[7] the
+-- The batch's counts, the enqueue of its new URLs (when asked: KEYS[5] the inbox, ARGV[7] the
 -- items, ARGV[8] the epoch), its answers kept for a retry.
 local function batch_end(keys, args, b, cur, flags, fresh)
   local counts = {}
@@ -58,7 +61,8 @@ local function batch_end(keys, args, b, cur, flags, fresh)
   redis.call('HSET', b.state, unpack(counts))
   redis.call('HINCRBY', b.state, 'submitted', b.n)
   redis.call('HINCRBY', b.state, 'added', fresh)
-  if b.items then queue_new(keys[5], flags, b.items, args[8]) end
+  -- The batch's id, the last part of its answers key: the URLs of one add keep their order in their queues.
+  if b.items then queue_new(keys[5], flags, b.items, args[8], string.match(b.batch, '[^:]*$')) end
   local answers = table.concat(flags)
   keep_answer(b.batch, answers, tonumber(args[5]))
   return {'ok', answers, cur, b.added[cur]}

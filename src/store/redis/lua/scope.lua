@@ -71,3 +71,15 @@ local function ss_drop(keys, args)
   redis.call('HDEL', keys[1], args[1])
   return entry
 end
+
+-- KEYS: the frontier's settings hash. ARGV: the partitions of a new frontier's queues, then
+-- pairs of a setting and its value. Pins a new frontier's layout and partitions, sets the pairs
+-- and starts a new revision (each queue partition re-times its queues when it sees it); replies
+-- every setting.
+local function ss_frontier_configure(keys, args)
+  redis.call('HSETNX', keys[1], 'layout', '2')
+  redis.call('HSETNX', keys[1], 'partitions', args[1])
+  if #args > 1 then redis.call('HSET', keys[1], unpack(args, 2)) end
+  redis.call('HINCRBY', keys[1], 'rev', 1)
+  return redis.call('HGETALL', keys[1])
+end

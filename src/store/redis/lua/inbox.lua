@@ -1,0 +1,52 @@
+-- A partition's inbox (docs/redis.md "Frontier"): the add that finds URLs new appends them here,
+-- in the same call, so a URL is queued exactly when it is recorded as seen; the frontier then
+-- moves them into their queues' partitions (ss_fq_admit in queue-entries.lua). The stream holds
+-- one entry per new URL: v (INBOX_VERSION), u (the URL), k (its queue key), e (the epoch it was
+-- found new in), b (the add's batch id) and n (the URL's place in the batch), d (its data as
+-- JSON, when it has some). Its id's ms part, Redis's time of the add, is when it was queued.
+
+local INBOX_VERSION = '2'
+
+-- The string of `bytes` bytes at byte `at` of a blob, and the byte after it; nil past the end.
+local function blob_string(blob, at)
+  if at + 3 > #blob then return nil end
+  local bytes = u32(blob, at)
+  if at + 3 + bytes > #blob then return nil end
+  return string.sub(blob, at + 4, at + 3 + bytes), at + 4 + bytes
+end
+
+-- Queue items (encodeQueueItems in redis/inbox.ts): per URL of the batch, its place in the batch
+-- as a u32 little-endian, then a u32 byte length and the URL, the same for its queue key and its
+-- data (length 0: none). Decoded before anything is written; nil when the blob does not hold
+-- exactly n items.
+local function queue_items(blob, n)
+  local items, at = {}, 1
+  for i = 1, n do
+    if at + 3 > #blob then return nil end
+    local place = u32(blob, at)
+    local url, key, data
+    url, at = blob_string(blob, at + 4)
+    if not url then return nil end
+    key, at = blob_string(blob, at)
+    if not key then return nil end
+    data, at = blob_string(blob, at)
+    if not data then return nil end
+    items[i] = {url, key, data, place}
+  end
+  if at ~= #blob + 1 then return nil end
+  return items
+end
+
+-- Appends the items whose flag is '1' (found new by this batch) to the inbox, in batch order.
+local function queue_new(inbox, flags, items, epoch, batch)
+  for i = 1, #items do
+    if flags[i] == '1' then
+      local url, key, data, place = items[i][1], items[i][2], items[i][3], items[i][4]
+      if data == '' then
+        redis.call('XADD', inbox, '*', 'v', INBOX_VERSION, 'u', url, 'k', key, 'e', epoch, 'b', batch, 'n', place)
+      else
+        redis.call('XADD', inbox, '*', 'v', INBOX_VERSION, 'u', url, 'k', key, 'e', epoch, 'b', batch, 'n', place, 'd', data)
+      end
+    end
+  end
+end

@@ -1,0 +1,72 @@
+-- Taking from a partition of the frontier's queues (queue-state.lua): the client first reads the
+-- ready queues of every partition (ss_fq_ready), picks queues across them (oldest ready first,
+-- host affinity), then leases from the picked queues of each partition in one call (ss_fq_take),
+-- which checks each queue's gate again: of racing takers, one gets a queue, the others find it
+-- not ready (its delay began again).
+
+-- ARGV: settings, offset, limit, a queue key or ''. Replies Redis's now, then per ready queue
+-- (ready time <= now, oldest ready first, from offset, at most limit) its key, ready time and
+-- last take (-1: never); with a queue key, that queue alone when it is ready. Gives ended leases
+-- back first (a write).
+local function ss_fq_ready(keys, args)
+  local F, now = fbegin(keys, args)
+  local out = {now}
+  local only = args[6]
+  if only ~= '' then
+    local q = queue_get(F, only)
+    local at = q and ready_at(F, only, q)
+    if at and at <= now then
+      out[2], out[3], out[4] = only, at, q.t or -1
+    end
+    return out
+  end
+  local ready = redis.call('ZRANGEBYSCORE', F.ready, '-inf', int(now), 'WITHSCORES', 'LIMIT', args[4], args[5])
+  for i = 1, #ready, 2 do
+    local q = queue_get(F, ready[i]) or {}
+    out[#out + 1] = ready[i]
+    out[#out + 1] = tonumber(ready[i + 1])
+    out[#out + 1] = q.t or -1
+  end
+  return out
+end
+
+-- Leases up to n of the queue's due entries (due order, then id) until until_ms; its delay begins.
+local function take_queue(F, key, q, n, now, until_ms, owner, out)
+  local upper = digits(now + 1, DUE_DIGITS)
+  for _, member in ipairs(members(F.w, key, n, upper)) do
+    local id = member_id(member)
+    local e = entry_get(F, id)
+    lease(F, id, e, until_ms, owner)
+    entry_put(F, id, e)
+    out[#out + 1] = {id, e.u, key, e.e, e.a, until_ms, e.d or ''}
+  end
+  q.t = now
+  queue_put(F, key, q)
+  refresh(F, key, q)
+end
+
+-- ARGV: settings, answer ttl s, '1' to delete the previous answer, lease ms, owner ('' none), then
+-- pairs of a queue key and the most URLs to take from it. Each queue still ready is taken (its
+-- in-flight and crawl limits kept). Replies per leased entry: id, URL, queue, epoch, attempts,
+-- lease end ms, data ('' none); a retry of the same call gets the first reply.
+local function ss_fq_take(keys, args)
+  local F = fkeys(keys)
+  local earlier = earlier_answer(F.answer, F.previous, args[5] == '1', tonumber(args[4]))
+  if earlier then return cjson.decode(earlier) end
+  local now
+  F, now = fbegin(keys, args)
+  local until_ms = now + tonumber(args[6])
+  local owner = args[7] ~= '' and args[7] or nil
+  local out = {}
+  for i = 8, #args, 2 do
+    local key = args[i]
+    local q = queue_get(F, key)
+    local at = q and ready_at(F, key, q)
+    if at and at <= now then
+      local n = math.min(tonumber(args[i + 1]), (room(F, key, q)))
+      take_queue(F, key, q, n, now, until_ms, owner, out)
+    end
+  end
+  keep_answer(F.answer, cjson.encode(out), tonumber(args[4]))
+  return out
+end
