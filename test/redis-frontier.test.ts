@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SeenStore } from '../src/index.js';
+import { SeenStore, type Scope, type ScopeOptions } from '../src/index.js';
 import { runCli } from './helpers/cli.js';
 import { ROOT, sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
@@ -15,8 +15,9 @@ import { tempDir } from './helpers/tmp.js';
 
 /**
  * The frontier on the Redis backend, on a real 3-master, 3-replica cluster (the storage contract's
- * frontier cases run in contract-redis.test.ts): processes enqueueing and taking at once, a taker
- * killed -9, reclaim, release with data, stats, bad ids, several partition streams, the CLI.
+ * frontier and queue cases run in contract-redis.test.ts): processes enqueueing and taking at once,
+ * an enqueuer and a taker killed -9, the politeness gate across processes, reclaim, release with
+ * data, bad ids, retried calls, the inbox and old layouts, the CLI, a master killed.
  */
 const missing = redisMissing();
 const CHILD = join(ROOT, 'dist', 'test', 'helpers', 'redis-frontier-child.js');
@@ -42,6 +43,25 @@ function prefixOf(location: string): string {
   return new URL(location).searchParams.get('prefix')!;
 }
 
+/** Scope `name` of a store whose frontier hands out a queue again at once (the cases here are not about politeness). */
+async function noDelay(store: SeenStore, name: string, options: ScopeOptions = EXACT, queueKey: 'host' | 'none' = 'host'): Promise<Scope> {
+  const scope = store.scope(name, options);
+  await scope.frontier().configure({ delayMs: 0, queueKey });
+  return scope;
+}
+
+function countBy(values: readonly string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
+  return counts;
+}
+
+/** Hosts whose every URL of `queued` is in `finished`: queues left empty. */
+function countDoneHosts(finished: readonly string[], queued: readonly string[]): number {
+  const hostOf = (url: string) => new URL(url).host;
+  return new Set(queued.map(hostOf)).size - new Set(queued.filter((url) => !finished.includes(url)).map(hostOf)).size;
+}
+
 /** A command through redis-cli in cluster mode (follows MOVED). */
 function redis(...args: string[]): string {
   return cluster.cli(cluster.nodes[0]!.port, '-c', ...args);
@@ -52,6 +72,9 @@ describe('redis frontier', { skip: missing }, () => {
     const location = cluster.location();
     const dir = tempDir('seenstore-redis-frontier-');
     const all = urls.slice(0, 3_000);
+    const setup = await SeenStore.open(location, quiet);
+    await noDelay(setup, 'f', { capacityUrls: 100_000, fprTarget: 1e-9 });
+    await setup.close();
     // Every URL is offered by 2 of the 3 processes, in orders of their own.
     const inputs = [0, 1, 2].map((p) => {
       const mine = all.filter((_, i) => i % 3 !== p);
@@ -73,7 +96,9 @@ describe('redis frontier', { skip: missing }, () => {
     assert.deepEqual(new Set(taken), new Set(all));
     const store = await SeenStore.open(location, quiet);
     try {
-      assert.deepEqual(await store.scope('f').frontier().stats(), { pending: 0, leased: all.length, done: 0 });
+      const stats = await store.scope('f').frontier().stats();
+      assert.deepEqual({ ...stats, queues: 0 }, { pending: 0, leased: all.length, done: 0, queues: 0 });
+      assert.ok(stats.queues > 100, `the URLs went to ${stats.queues} queues, not one per host`);
     } finally {
       await store.close();
     }
@@ -99,10 +124,10 @@ describe('redis frontier', { skip: missing }, () => {
     assert.ok(killed.length >= 10 && killed.length < 40, `the enqueuer was not killed mid-stream (${killed.length} batches acknowledged)`);
     const store = await SeenStore.open(location, quiet);
     try {
-      const scope = store.scope('f');
+      const scope = await noDelay(store, 'f', {});
       const frontier = scope.frontier();
       const queued: string[] = [];
-      for (let got = await frontier.take(5_000, { leaseMs: 60_000 }); got.length > 0; got = await frontier.take(5_000, { leaseMs: 60_000 })) {
+      for (let got = await frontier.take(5_000, { leaseMs: 60_000, perQueue: 5_000 }); got.length > 0; got = await frontier.take(5_000, { leaseMs: 60_000, perQueue: 5_000 })) {
         queued.push(...got.map((entry) => entry.url));
       }
       assert.equal(new Set(queued).size, queued.length, 'a URL was queued twice');
@@ -119,26 +144,45 @@ describe('redis frontier', { skip: missing }, () => {
     }
   });
 
-  test('rotation and prune leave the frontier alone; a URL found again in a new epoch is queued again with that epoch', async () => {
+  test('a mover killed -9 between queuing an inbox and deleting it: nothing is queued twice', async () => {
     const location = cluster.location();
     const store = await SeenStore.open(location, quiet);
     try {
-      const scope = store.scope('f', EXACT);
+      const scope = await noDelay(store, 'm', EXACT, 'none');
+      const some = urls.slice(8_700, 8_800);
+      await scope.enqueue(some);
+      const inbox = `{${prefixOf(location)}/m/0}:in`;
+      assert.equal(redis('XLEN', inbox), '100');
+      // The child's first call drains the inbox: killed right after the admit, before the XDEL.
+      const dead = await child([location, 'drain', 'm', 'frontier:inbox-admitted']);
+      assert.ok(dead.killed, 'the mover was not killed between admit and delete');
+      assert.equal(redis('XLEN', inbox), '100', 'the inbox was deleted before the kill');
+      const taken = await scope.frontier().take(1_000, { perQueue: 1_000, leaseMs: 60_000 });
+      assert.deepEqual(taken.map((entry) => entry.url), some, 'an inbox entry was queued twice, lost, or out of order');
+      assert.equal(redis('XLEN', inbox), '0');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('rotation and prune leave the frontier alone; a URL found again in a new epoch while still queued stays queued once', async () => {
+    const location = cluster.location();
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = await noDelay(store, 'f', EXACT);
       const some = urls.slice(8_500, 8_505);
       await scope.enqueue(some);
       await scope.rotate();
       await scope.rotate();
       assert.equal((await scope.prune({ keepLast: 1 })).length, 2);
       assert.deepEqual(await scope.enqueue(some), [true, true, true, true, true]);
-      const taken = await scope.frontier().take(20, { leaseMs: 60_000 });
-      // Epoch 3 is partitioned anew (P from its size): its entries sit in their partitions' streams, so compare as sets.
-      const pairs = (list: readonly (readonly [string, number])[]): string[] => list.map(([url, epoch]) => `${epoch} ${url}`).sort();
-      assert.deepEqual(pairs(taken.map((entry) => [entry.url, entry.epoch] as const)), pairs([...some.map((url) => [url, 1] as const), ...some.map((url) => [url, 3] as const)]));
+      const taken = await scope.frontier().take(20, { leaseMs: 60_000, perQueue: 20 });
+      assert.deepEqual(taken.map((entry) => `${entry.epoch} ${entry.url}`).sort(), some.map((url) => `1 ${url}`).sort());
       // A counting epoch's add (ss_count_add) enqueues the same way.
-      const counting = store.scope('counting', { strategy: 'counting', capacityUrls: 10_000 });
+      const counting = await noDelay(store, 'counting', { strategy: 'counting', capacityUrls: 10_000 }, 'none');
       assert.deepEqual(await counting.enqueue([...some, some[0]!]), [true, true, true, true, true, false]);
       assert.deepEqual(await counting.enqueue(some), [false, false, false, false, false]);
-      assert.deepEqual((await counting.frontier().take(20, { leaseMs: 60_000 })).map((entry) => entry.url), some);
+      assert.deepEqual((await counting.frontier().take(20, { leaseMs: 60_000, perQueue: 20 })).map((entry) => entry.url), some);
     } finally {
       await store.close();
     }
@@ -149,46 +193,64 @@ describe('redis frontier', { skip: missing }, () => {
     const queued = urls.slice(6_000, 6_500);
     const store = await SeenStore.open(location, quiet);
     try {
-      const scope = store.scope('f', EXACT);
+      const scope = await noDelay(store, 'f', EXACT, 'none');
       await scope.enqueue(queued);
       const dead = await child([location, 'take', '100', '1500', 'frontier:take-after-commit']);
       assert.ok(dead.killed && tookOf(dead.lines).size === 0, 'the taker was not killed at its take');
       const frontier = scope.frontier();
-      assert.deepEqual(await frontier.stats(), { pending: 400, leased: 100, done: 0 });
-      const rest = await frontier.take(1_000, { leaseMs: 60_000 });
+      assert.deepEqual(await frontier.stats(), { pending: 400, leased: 100, done: 0, queues: 1 });
+      const rest = await frontier.take(1_000, { leaseMs: 60_000, perQueue: 1_000 });
       assert.deepEqual(rest.map((entry) => entry.url), queued.slice(100), 'the dead taker\'s URLs were handed out under its lease');
-      await sleep(1_600);
-      const back = await frontier.take(1_000, { leaseMs: 60_000 });
+      // Until the dead taker's leases end by the servers' clock (its lease end, as the frontier tells).
+      const endMs = (await frontier.urlStatus(queued[0]!))!.atMs;
+      while (Date.now() <= endMs) await sleep(endMs - Date.now() + 5);
+      const back = await frontier.take(1_000, { leaseMs: 60_000, perQueue: 1_000 });
       assert.deepEqual(back.map((entry) => entry.url), queued.slice(0, 100));
       assert.ok(back.every((entry) => entry.attempts === 2));
       assert.equal(await frontier.done([...rest, ...back].map((entry) => entry.id)), 500);
-      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 500 });
-      // Every consumer (the dead one's too) is deleted once it holds nothing.
-      const stream = `{${prefixOf(location)}/f/0}:q`;
-      assert.equal(redis('XINFO', 'GROUPS', stream).split('\n')[3], '0', 'consumers left behind');
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 500, queues: 0 });
     } finally {
       await store.close();
     }
   });
 
-  test('reclaim, release with data (attempts carried, queued again at the end), stats, bad ids', async () => {
+  test('the gate across processes: 4 takers at once never get one host twice inside its delay', async () => {
+    const location = cluster.location();
+    const store = await SeenStore.open(location, quiet);
+    try {
+      const scope = store.scope('g', EXACT);
+      await scope.frontier().configure({ delayMs: 3_600_000 });
+      const hosts = Array.from({ length: 200 }, (_, i) => `https://h${i}.example`);
+      await scope.enqueue(hosts.flatMap((host) => [`${host}/1`, `${host}/2`]));
+      const runs = await Promise.all([0, 1, 2, 3].map(() => child([location, 'take', '30', '60000', 'none', '2', 'g'])));
+      const taken = runs.flatMap((run) => [...tookOf(run.lines).values()]);
+      const perHost = new Map<string, number>();
+      for (const url of taken) perHost.set(new URL(url).host, (perHost.get(new URL(url).host) ?? 0) + 1);
+      assert.equal(perHost.size, 200, 'a ready host was not handed out');
+      assert.ok([...perHost.values()].every((n) => n === 2), 'a host was handed out twice inside its delay (or one take split it)');
+      assert.ok(runs.filter((run) => tookOf(run.lines).size > 0).length >= 2, 'one taker took everything: the test shows nothing about racing');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('reclaim, release with data (attempts carried, its place kept), stats, bad ids', async () => {
     const location = cluster.location();
     const queued = urls.slice(7_000, 7_010);
     const store = await SeenStore.open(location, quiet);
     try {
-      const scope = store.scope('f', EXACT);
+      const scope = await noDelay(store, 'f', EXACT, 'none');
       await scope.enqueue(queued, { data: queued.map((_, i) => ({ depth: i })) });
       const frontier = scope.frontier();
-      const first = await frontier.take(4, { leaseMs: 60_000, owner: 'c1' });
-      const second = await frontier.take(3, { leaseMs: 60_000, owner: 'c2' });
+      const first = await frontier.take(4, { leaseMs: 60_000, owner: 'c1', perQueue: 4 });
+      const second = await frontier.take(3, { leaseMs: 60_000, owner: 'c2', perQueue: 3 });
       assert.deepEqual([...first, ...second].map((entry) => entry.url), queued.slice(0, 7));
-      assert.deepEqual(await frontier.stats(), { pending: 3, leased: 7, done: 0 });
+      assert.deepEqual(await frontier.stats(), { pending: 3, leased: 7, done: 0, queues: 1 });
       assert.equal(await frontier.reclaim('c1'), 4);
-      assert.deepEqual(await frontier.stats(), { pending: 7, leased: 3, done: 0 });
-      // Released with data: a new entry at the end of the stream, after the URLs waiting now.
+      assert.deepEqual(await frontier.stats(), { pending: 7, leased: 3, done: 0, queues: 1 });
       assert.equal(await frontier.release([second[0]!.id, second[1]!.id], [{ depth: 4, retries: 1 }, undefined]), 2);
-      assert.equal(await frontier.release([second[0]!.id], [{ depth: 4, retries: 2 }]), 0, 'a re-queued entry was released again under its old id');
-      const next = await frontier.take(20, { leaseMs: 60_000, owner: 'c3' });
+      assert.equal(await frontier.release([second[0]!.id], [{ depth: 4, retries: 2 }]), 0, 'an entry not leased was released');
+      const next = await frontier.take(20, { leaseMs: 60_000, owner: 'c3', perQueue: 20 });
       assert.deepEqual(
         next.map((entry) => [entry.url, entry.attempts, entry.data]),
         [
@@ -196,25 +258,23 @@ describe('redis frontier', { skip: missing }, () => {
           [queued[1], 2, { depth: 1 }],
           [queued[2], 2, { depth: 2 }],
           [queued[3], 2, { depth: 3 }],
+          [queued[4], 2, { depth: 4, retries: 1 }],
           [queued[5], 2, { depth: 5 }],
           [queued[7], 1, { depth: 7 }],
           [queued[8], 1, { depth: 8 }],
           [queued[9], 1, { depth: 9 }],
-          [queued[4], 2, { depth: 4, retries: 1 }],
         ],
       );
-      assert.ok(next.every((entry) => /^0-\d+-\d+$/.test(entry.id)));
-      for (const bad of ['x', '1-2', '0-1-2-3', '-0-1-1', '00-1-1', '0-99999999999999999999-1', '0-1-18446744073709551616']) {
+      assert.ok(next.every((entry) => /^\d+-\d+$/.test(entry.id)));
+      for (const bad of ['x', '1', '0-1-2', '-0-1', '00-1', '0-0', '0-1234567890123456', `${next[0]!.id} `]) {
         await expectCode('USAGE', () => frontier.done([next[0]!.id, bad]));
       }
-      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 10, done: 0 }, 'a call with a bad id changed something');
-      // Well-formed ids of nothing (another stream id, a partition the scope does not have) are skipped.
-      assert.equal(await frontier.done(['0-1-1', '7-1-1', '0-18446744073709551615-18446744073709551615']), 0);
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 10, done: 0, queues: 1 }, 'a call with a bad id changed something');
+      // Well-formed ids of nothing (a number not given, a partition the frontier does not have) are skipped.
+      const [partition] = next[0]!.id.split('-');
+      assert.equal(await frontier.done([`${partition}-999999999`, '40-1', '99999-1']), 0);
       assert.equal(await frontier.done([...next, second[2]!].map((entry) => entry.id)), 10);
-      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 10 });
-      const stream = `{${prefixOf(location)}/f/0}`;
-      assert.equal(redis('ZCARD', `${stream}:l`), '0', 'a lease outlived its entry');
-      assert.equal(redis('XLEN', `${stream}:q`), '0');
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 10, queues: 0 });
     } finally {
       await store.close();
     }
@@ -224,35 +284,37 @@ describe('redis frontier', { skip: missing }, () => {
     const location = cluster.location();
     const store = await SeenStore.open(location, quiet);
     try {
-      const scope = store.scope('f', EXACT);
+      const scope = await noDelay(store, 'r', EXACT, 'none');
       await scope.enqueue(urls.slice(7_500, 7_510));
-      const tag = `{${prefixOf(location)}/f/0}`;
-      const call = (name: string, id: string, ...args: string[]): string => redis('FCALL', name, '4', `${tag}:q`, `${tag}:l`, `${tag}:qdone`, `${tag}:qa:${id}`, '300', '', ...args);
-      const taken = call('ss_q_take', 'take-1', '4', '60000', 'retrier');
-      assert.equal(call('ss_q_take', 'take-1', '4', '60000', 'retrier'), taken);
+      const [partition] = (await scope.frontier().urlStatus(urls[7_500]!))!.id.split('-');
+      const tag = `{${prefixOf(location)}/r/q${partition}}`;
+      const state = ['seq', 'ent', 'url', 'qs', 'w', 'l', 'leases', 'ready', 'names', 'marks', 'counts', 'cfg'].map((name) => `${tag}:${name}`);
+      const call = (name: string, id: string, ...args: string[]): string => redis('FCALL', name, '14', ...state, `${tag}:a:${id}`, `${tag}:a:${id}`, '1', '0', '0', '300', '', ...args);
+      const taken = call('ss_fq_take', 'take-1', '60000', 'retrier', '', '4');
+      assert.equal(call('ss_fq_take', 'take-1', '60000', 'retrier', '', '4'), taken);
       assert.match(taken, new RegExp(urls[7_503]!.replace(/[.?*+^$[\]\\(){}|]/g, '\\$&')));
-      assert.deepEqual(await scope.frontier().stats(), { pending: 6, leased: 4, done: 0 });
+      assert.deepEqual(await scope.frontier().stats(), { pending: 6, leased: 4, done: 0, queues: 1 });
       const id = taken.split('\n')[0]!;
-      assert.equal(call('ss_q_done', 'done-1', id), '1');
-      assert.equal(call('ss_q_done', 'done-1', id), '1', 'a retried done answered otherwise');
-      assert.equal(call('ss_q_done', 'done-2', id), '0');
-      assert.deepEqual(await scope.frontier().stats(), { pending: 6, leased: 3, done: 1 });
+      assert.equal(call('ss_fq_done', 'done-1', '1', id, '0'), '1');
+      assert.equal(call('ss_fq_done', 'done-1', '1', id, '0'), '1', 'a retried done answered otherwise');
+      assert.equal(call('ss_fq_done', 'done-2', '1', id, '0'), '0');
+      assert.deepEqual(await scope.frontier().stats(), { pending: 6, leased: 3, done: 1, queues: 1 });
     } finally {
       await store.close();
     }
   });
 
-  test('an enqueue too large for one call (URLs and data over 64 MiB) is split: each URL queued once, with its data', async () => {
+  test('an enqueue too large for one call (URLs and data over 64 MiB) is split: each URL queued once, with its data, in order', async () => {
     const location = cluster.location();
     const store = await SeenStore.open(location, quiet);
     try {
-      const scope = store.scope('f', EXACT);
+      const scope = await noDelay(store, 'f', EXACT, 'none');
       const some = urls.slice(16_000, 17_100);
       const input = [...some, some[0]!, some[1_099]!];
       const data = input.map((url) => ({ url, pad: 'x'.repeat(61_000) }));
       const answers = await scope.enqueue(input, { data });
       assert.deepEqual(answers, [...some.map(() => true), false, false]);
-      const taken = await scope.frontier().take(2_000, { leaseMs: 60_000 });
+      const taken = await scope.frontier().take(2_000, { leaseMs: 60_000, perQueue: 2_000 });
       assert.deepEqual(taken.map((entry) => entry.url), some);
       assert.ok(taken.every((entry) => (entry.data as { url: string }).url === entry.url && (entry.data as { pad: string }).pad.length === 61_000));
       assert.equal(await scope.frontier().done(taken.map((entry) => entry.id)), some.length);
@@ -261,51 +323,54 @@ describe('redis frontier', { skip: missing }, () => {
     }
   });
 
-  test('a stream entry of a newer version is FORMAT_UNSUPPORTED, one seenstore did not write STORE_CORRUPT', async () => {
+  test('an inbox entry of a newer version is FORMAT_UNSUPPORTED, one seenstore did not write STORE_CORRUPT; a frontier of layout 1 is refused', async () => {
     const location = cluster.location();
     const store = await SeenStore.open(location, quiet);
     try {
-      const scope = store.scope('f', EXACT);
-      await scope.enqueue(urls.slice(8_600, 8_601));
-      const stream = `{${prefixOf(location)}/f/0}:q`;
+      const scope = await noDelay(store, 'f', EXACT);
+      const inbox = `{${prefixOf(location)}/f/0}:in`;
       const frontier = scope.frontier();
-      const newer = redis('XADD', stream, '*', 'v', '2', 'u', 'https://newer.example/', 'e', '1');
+      const newer = redis('XADD', inbox, '*', 'v', '3', 'u', 'https://newer.example/', 'k', 'newer.example', 'e', '1', 'b', 'x', 'n', '0');
       await expectCode('FORMAT_UNSUPPORTED', () => frontier.take(10, { leaseMs: 200 }));
-      assert.equal(await frontier.done([`0-${newer}`]), 1);
-      redis('XADD', stream, '*', 'url', 'https://foreign.example/');
-      await sleep(250);
+      redis('XDEL', inbox, newer);
+      redis('XADD', inbox, '*', 'url', 'https://foreign.example/');
       await expectCode('STORE_CORRUPT', () => frontier.take(10, { leaseMs: 200 }));
+      // A scope whose frontier is one stream per partition (layout 1): refused, enqueues too, nothing written.
+      const old = store.scope('old', EXACT);
+      redis('XADD', `{${prefixOf(location)}/old/0}:q`, '*', 'v', '1', 'u', 'https://old.example/', 'e', '1');
+      await expectCode('FORMAT_UNSUPPORTED', () => old.frontier().stats());
+      await expectCode('FORMAT_UNSUPPORTED', () => old.enqueue(['https://new.example/']));
+      assert.deepEqual(await old.has(['https://new.example/']), [false], 'a refused enqueue recorded its URL');
     } finally {
       await store.close();
     }
   });
 
-  test('a partitioned epoch queues each URL in its partition\'s stream: a take visits the streams in turn, oldest first in each, never leasing more than asked', async () => {
+  test('a partitioned epoch: each host\'s URLs in one queue of one slot, oldest first, whatever partition found them new', async () => {
     const store = await SeenStore.open(cluster.location(), quiet);
     try {
-      const scope = store.scope('f', { ...EXACT, strategy: 'partitioned:4' });
-      const queued = urls.slice(8_000, 8_040);
+      const scope = await noDelay(store, 'f', { ...EXACT, strategy: 'partitioned:4' });
+      const hosts = ['https://one.example', 'https://two.example', 'https://three.example'];
+      const queued = Array.from({ length: 40 }, (_, i) => `${hosts[i % 3]}/${i}`);
       assert.equal((await scope.enqueue(queued)).filter(Boolean).length, 40);
       const frontier = scope.frontier();
-      assert.deepEqual(await frontier.stats(), { pending: 40, leased: 0, done: 0 });
-      const all: { readonly id: string; readonly url: string }[] = [];
-      for (let take = 0; take < 6; take++) {
-        const got = await frontier.take(7, { leaseMs: 60_000 });
+      assert.deepEqual(await frontier.stats(), { pending: 40, leased: 0, done: 0, queues: 3 });
+      const all: { readonly id: string; readonly url: string; readonly queue: string }[] = [];
+      for (let take = 0; take < 20; take++) {
+        const got = await frontier.take(7, { leaseMs: 60_000, perQueue: 3 });
         assert.ok(got.length <= 7, 'a take leased more than asked');
+        assert.ok([...countBy(got.map((entry) => entry.queue)).values()].every((n) => n <= 3), 'a take leased more of a queue than perQueue');
         all.push(...got);
       }
       assert.equal(all.length, 40);
       assert.deepEqual(new Set(all.map((entry) => entry.url)), new Set(queued), 'a queued URL was not handed out, or one twice');
-      const streams = new Set(all.map((entry) => entry.id.split('-')[0]));
-      assert.deepEqual([...streams].sort(), ['0', '1', '2', '3'], 'the URLs did not spread over the four partitions\' streams');
-      // Within each stream, oldest first: the order they were queued in.
-      for (const stream of streams) {
-        const mine = all.filter((entry) => entry.id.split('-')[0] === stream).map((entry) => entry.url);
-        assert.deepEqual(mine, queued.filter((url) => mine.includes(url)), `stream ${stream} not oldest first`);
+      for (const host of hosts) {
+        const mine = all.filter((entry) => entry.url.startsWith(host));
+        assert.equal(new Set(mine.map((entry) => entry.id.split('-')[0])).size, 1, `${host}'s URLs are in several partitions`);
+        assert.deepEqual(mine.map((entry) => entry.url), queued.filter((url) => url.startsWith(host)), `${host}'s queue not oldest first`);
       }
-      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 40, done: 0 });
       assert.equal(await frontier.done(all.map((entry) => entry.id)), 40);
-      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 40 });
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 40, queues: 0 });
     } finally {
       await store.close();
     }
@@ -314,6 +379,9 @@ describe('redis frontier', { skip: missing }, () => {
   test('the CLI: push, take, done, release and stats round trip on Redis', async () => {
     const store = cluster.location();
     const durable = ['--store', store, '--wait-replicas', '1'];
+    const setup = await SeenStore.open(store, quiet);
+    await noDelay(setup, 'c', {});
+    await setup.close();
     const input = `${urls.slice(9_000, 9_050).join('\n')}\n${urls[9_000]}\n`;
     const push = await runCli([...durable, '--scope', 'c', 'frontier', 'push'], input);
     assert.equal(push.code, 0, push.stderr);
@@ -323,17 +391,19 @@ describe('redis frontier', { skip: missing }, () => {
     const take = await runCli([...durable, '--scope', 'c', 'frontier', 'take', '--count', '20']);
     assert.equal(take.code, 0, take.stderr);
     const lines = take.stdout.split('\n').filter(Boolean);
-    // The CLI's scope is partitioned (the Redis default): 20 of the 50, oldest first within each partition's stream.
+    // One URL of each host (the CLI's perQueue), each host's first.
     const took = lines.map((line) => line.split('\t')[1]!);
-    assert.equal(new Set(took).size, 20);
-    assert.ok(took.every((url) => urls.slice(9_000, 9_050).includes(url)));
-    assert.ok(lines.every((line) => /^\d+-\d+-\d+\thttps?:\/\//.test(line)));
-    const done = await runCli([...durable, '--scope', 'c', 'frontier', 'done'], lines.slice(0, 15).join('\n'));
-    assert.match(done.stderr, /done 15 of 15/);
-    const release = await runCli([...durable, '--scope', 'c', 'frontier', 'release', ...lines.slice(15).map((line) => line.split('\t')[0]!)]);
-    assert.match(release.stderr, /released 5 of 5/);
+    const hosts = new Set(urls.slice(9_000, 9_050).map((url) => new URL(url).host));
+    assert.equal(took.length, Math.min(20, hosts.size));
+    assert.deepEqual(new Set(took.map((url) => new URL(url).host)).size, took.length, 'two URLs of one host in one take');
+    assert.ok(took.every((url) => url === urls.slice(9_000, 9_050).find((first) => new URL(first).host === new URL(url).host)));
+    assert.ok(lines.every((line) => /^\d+-\d+\thttps?:\/\//.test(line)));
+    const done = await runCli([...durable, '--scope', 'c', 'frontier', 'done'], lines.slice(0, 10).join('\n'));
+    assert.match(done.stderr, /done 10 of 10/);
+    const release = await runCli([...durable, '--scope', 'c', 'frontier', 'release', ...lines.slice(10).map((line) => line.split('\t')[0]!)]);
+    assert.match(release.stderr, new RegExp(`released ${took.length - 10} of ${took.length - 10}`));
     const stats = await runCli(['--store', store, '--scope', 'c', '--json', 'frontier', 'stats']);
-    assert.deepEqual(JSON.parse(stats.stdout), { scope: 'c', pending: 35, leased: 0, done: 15 });
+    assert.deepEqual(JSON.parse(stats.stdout), { scope: 'c', pending: 40, leased: 0, done: 10, queues: hosts.size - countDoneHosts(took.slice(0, 10), urls.slice(9_000, 9_050)) });
     const bad = await runCli(['--store', store, '--scope', 'c', 'frontier', 'done', '17']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /seenstore: error USAGE: not a frontier id/);
@@ -345,22 +415,24 @@ describe('redis frontier', { skip: missing }, () => {
     const all = urls.slice(12_000, 15_000);
     const store = await SeenStore.open(location, { ...quiet, waitReplicas: 1 });
     try {
-      const scope = store.scope('f', EXACT);
+      const scope = await noDelay(store, 'k', EXACT, 'none');
       await scope.enqueue(all);
       const frontier = scope.frontier();
+      const [partition] = (await frontier.urlStatus(all[0]!))!.id.split('-');
       const taken: string[] = [];
       let failing: Promise<void> | undefined;
-      for (let got = await frontier.take(25, { leaseMs: 120_000 }); got.length > 0; got = await frontier.take(25, { leaseMs: 120_000 })) {
+      const take = { leaseMs: 120_000, perQueue: 25 };
+      for (let got = await frontier.take(25, take); got.length > 0; got = await frontier.take(25, take)) {
         taken.push(...got.map((entry) => entry.url));
         assert.equal(await frontier.done(got.map((entry) => entry.id)), got.length, 'a retried done answered otherwise');
         // The kill happens at once (failOver's first step), with 2,500 URLs still to take.
-        if (failing === undefined && taken.length >= 500) failing = failOver(cluster, `{${prefixOf(location)}/f/0}:q`);
+        if (failing === undefined && taken.length >= 500) failing = failOver(cluster, `{${prefixOf(location)}/k/q${partition}}:ent`);
       }
       await failing;
       assert.ok(failing !== undefined);
       assert.equal(new Set(taken).size, taken.length, 'a URL was taken twice');
       assert.deepEqual(new Set(taken), new Set(all), 'a queued URL was lost');
-      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: all.length });
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: all.length, queues: 0 });
     } finally {
       await store.close();
     }

@@ -22,6 +22,7 @@ export type FaultPoint =
   | 'snapshot:after-copy'
   | 'frontier:take-before-commit'
   | 'frontier:take-after-commit'
+  | 'frontier:inbox-admitted'
   | 'frontier:change-before-commit';
 
 let hook: ((point: FaultPoint) => void) | undefined;

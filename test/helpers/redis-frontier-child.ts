@@ -1,10 +1,13 @@
 /**
  * A child process for the Redis frontier tests. Usage:
  *   node redis-frontier-child.js LOCATION enqueue FILE BATCH
- *   node redis-frontier-child.js LOCATION take BATCH LEASE_MS [FAULT_POINT]
+ *   node redis-frontier-child.js LOCATION take BATCH LEASE_MS [FAULT_POINT|none] [PER_QUEUE] [SCOPE]
+ *   node redis-frontier-child.js LOCATION drain SCOPE FAULT_POINT
  * `enqueue`: enqueues FILE's URLs to scope `f` in batches, printing "ack N" after batch N.
- * `take`: takes BATCH URLs at a time until none is left, printing "took ID<TAB>URL" for each once
- * the take resolved. With FAULT_POINT, the process kills itself with SIGKILL when it is first reached.
+ * `take`: takes BATCH URLs at a time (at most PER_QUEUE of a queue, default all) until none is
+ * left, printing "took ID<TAB>URL" for each once the take resolved. With FAULT_POINT, the process
+ * kills itself with SIGKILL when it is first reached. `drain`: reads the stats of SCOPE's frontier
+ * (which moves its inboxes into its queues) with FAULT_POINT set.
  */
 import { readFileSync, writeSync } from 'node:fs';
 import { SeenStore } from '../../src/index.js';
@@ -12,8 +15,18 @@ import { setFaultHook, type FaultPoint } from '../../src/store/faults.js';
 
 const [location, mode, ...rest] = process.argv.slice(2);
 const store = await SeenStore.open(location!, { onWarning: () => {} });
-const scope = store.scope('f', { capacityUrls: 100_000, fprTarget: 1e-9 });
-if (mode === 'enqueue') {
+const scopeName = mode === 'drain' ? rest[0]! : mode === 'take' ? (rest[4] ?? 'f') : 'f';
+const scope = store.scope(scopeName, { capacityUrls: 100_000, fprTarget: 1e-9 });
+const killAt = (point: string | undefined): void => {
+  if (point === undefined || point === 'none') return;
+  setFaultHook((reached: FaultPoint) => {
+    if (reached === point) process.kill(process.pid, 'SIGKILL');
+  });
+};
+if (mode === 'drain') {
+  killAt(rest[1]);
+  await scope.frontier().stats();
+} else if (mode === 'enqueue') {
   const urls = readFileSync(rest[0]!, 'utf8').split('\n').filter((line) => line.length > 0);
   const batch = Number(rest[1]);
   for (let start = 0, n = 0; start < urls.length; start += batch, n++) {
@@ -21,15 +34,11 @@ if (mode === 'enqueue') {
     writeSync(1, `ack ${n}\n`);
   }
 } else {
-  const [batch, leaseMs, point] = [Number(rest[0]), Number(rest[1]), rest[2]];
-  if (point !== undefined) {
-    setFaultHook((reached: FaultPoint) => {
-      if (reached === point) process.kill(process.pid, 'SIGKILL');
-    });
-  }
+  const [batch, leaseMs, point, perQueue] = [Number(rest[0]), Number(rest[1]), rest[2], Number(rest[3] ?? 65_536)];
+  killAt(point);
   const frontier = scope.frontier();
   for (;;) {
-    const taken = await frontier.take(batch, { leaseMs });
+    const taken = await frontier.take(batch, { leaseMs, perQueue });
     if (taken.length === 0) break;
     writeSync(1, taken.map((entry) => `took ${entry.id}\t${entry.url}\n`).join(''));
   }

@@ -55,6 +55,8 @@ export class RedisEpoch implements EpochBits {
   readonly #growth: GrowthPlan;
   readonly #partitions: Partition[];
   #words = new Uint32Array(0);
+  /** The handle's enqueuing adds so far: their URLs' places in their queues (encodeQueueItems). */
+  #enqueues = 0;
   /** Position buffers not in use (a buffer is an argument of calls in flight until they resolve; batches may overlap). */
   readonly #spare: Buffer[] = [];
 
@@ -118,9 +120,10 @@ export class RedisEpoch implements EpochBits {
           for (let p = 0; p < this.#partitions.length; p++) if (grouping.starts[p + 1]! > grouping.starts[p]!) pending.add(p);
           for (const p of pending) turns.set(p, this.#partitions[p]!.turns.take());
           if (enqueue !== undefined) {
+            const batchSeq = this.#enqueues++ % 2 ** 32;
             let bytes = 0;
             for (const p of pending) {
-              const items = encodeQueueItems(enqueue, Array.from({ length: grouping.starts[p + 1]! - grouping.starts[p]! }, (_, t) => keyAt(grouping, p, t)));
+              const items = encodeQueueItems(enqueue, Array.from({ length: grouping.starts[p + 1]! - grouping.starts[p]! }, (_, t) => keyAt(grouping, p, t)), batchSeq);
               queued.set(p, items);
               bytes += items.length;
             }

@@ -1,5 +1,6 @@
 import { SeenStoreError } from '../../errors.js';
 import type { QueueItems } from '../backend.js';
+import { faultPoint } from '../faults.js';
 import { list, text, type RedisContext } from './context.js';
 import type { Reply } from './connection.js';
 import type { InboxEntry } from './queue-functions.js';
@@ -11,19 +12,21 @@ const INBOX_PAGE_ENTRIES = 2_000;
 
 /**
  * Queue items `indices` of a batch as ss_add reads them (queue_items in lua/inbox.lua): per item,
- * its index in the batch as a u32 little-endian, a u32 byte length and the URL (UTF-8), the same
- * for its queue key, and for its data as JSON (length 0: none). An add sends the items of exactly
- * the URLs it sends, in the same order.
+ * its place (the handle's batch number `batchSeq`, then its index in the batch, two u32
+ * little-endian), a u32 byte length and the URL (UTF-8), the same for its queue key, and for its
+ * data as JSON (length 0: none). An add sends the items of exactly the URLs it sends, in the same
+ * order.
  */
-export function encodeQueueItems(items: QueueItems, indices: readonly number[]): Buffer {
+export function encodeQueueItems(items: QueueItems, indices: readonly number[], batchSeq: number): Buffer {
   const json = indices.map((i) => (items.data?.[i] === undefined ? '' : (JSON.stringify(items.data[i]) ?? '')));
   let bytes = 0;
-  for (const [j, i] of indices.entries()) bytes += 16 + Buffer.byteLength(items.urls[i]!, 'utf8') + Buffer.byteLength(items.queues[i]!, 'utf8') + Buffer.byteLength(json[j]!, 'utf8');
+  for (const [j, i] of indices.entries()) bytes += 20 + Buffer.byteLength(items.urls[i]!, 'utf8') + Buffer.byteLength(items.queues[i]!, 'utf8') + Buffer.byteLength(json[j]!, 'utf8');
   const out = Buffer.allocUnsafe(bytes);
   let at = 0;
   for (const [j, i] of indices.entries()) {
-    out.writeUInt32LE(i, at);
-    at = putString(out, at + 4, items.urls[i]!);
+    out.writeUInt32LE(batchSeq, at);
+    out.writeUInt32LE(i, at + 4);
+    at = putString(out, at + 8, items.urls[i]!);
     at = putString(out, at, items.queues[i]!);
     at = putString(out, at, json[j]!);
   }
@@ -74,6 +77,7 @@ export async function drainInboxes(
       byPartition.set(i, [...(byPartition.get(i) ?? []), { ...entry, dueMs: batchDueMs.get(entry.batch)! }]);
     }
     await Promise.all([...byPartition].map(([i, entries]) => admit(i, entries)));
+    faultPoint('frontier:inbox-admitted');
     await Promise.all(read.map((entries, p) => (entries.length === 0 ? undefined : ctx.call(keys[p]!, ['XDEL', keys[p]!, ...entries.map((entry) => entry.id)], `moving the inbox of ${scope}'s frontier`))));
   }
 }

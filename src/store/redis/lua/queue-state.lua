@@ -6,7 +6,7 @@
 --
 -- KEYS of every queue function (fkeys): seq (entry ids), ent (hash id -> entry JSON), url (hash
 -- URL -> id), qs (hash queue key -> queue JSON), w (waiting entries: prefix, due ms in 15 digits,
--- place in 9, id in 12), l (leased entries: prefix, id), leases (id scored by lease end ms), ready (queue key
+-- place in 15, id in 12), l (leased entries: prefix, id), leases (id scored by lease end ms), ready (queue key
 -- scored by the time it is ready), names (queue keys that hold entries, lexical), inbox marks
 -- (hash source partition -> last inbox id admitted), counts (hash n, done), cfg (hash rev), and
 -- for the calls answered once, answer and previous answer. ARGV always begins with the settings:
@@ -18,7 +18,7 @@
 -- limit, t last take ms.
 
 local DUE_DIGITS = 15
-local PLACE_DIGITS = 9
+local PLACE_DIGITS = 15
 local ID_DIGITS = 12
 -- Above any byte of a member's digits: the end of a queue's range.
 local TOP = '\255'
