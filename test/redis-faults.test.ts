@@ -131,7 +131,7 @@ describe('redis under faults: a single node', { skip: missing }, () => {
 
 /**
  * A fresh store on the cluster with scope `s` of the classic strategy (one partition: its epoch
- * and frontier stream in the slot of `{PREFIX/s/0}`) holding one URL; its location and that slot's master.
+ * and frontier inbox in the slot of `{PREFIX/s/0}`) holding one URL; its location and that slot's master.
  */
 async function classicScope(): Promise<{ location: string; master: RedisNode }> {
   const location = cluster.location();
@@ -139,7 +139,7 @@ async function classicScope(): Promise<{ location: string; master: RedisNode }> 
   const seed = await SeenStore.open(location, quiet);
   await seed.scope('s', { strategy: 'classic' }).add(['http://seed.example/']);
   await seed.close();
-  const master = masterOf(cluster, `{${prefix}/s/0}:q`);
+  const master = masterOf(cluster, `{${prefix}/s/0}:in`);
   return { location: seededAt(location, master), master };
 }
 
@@ -242,17 +242,23 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
     const prefix = /prefix=([^&]+)/.exec(location)![1]!;
     const store = await SeenStore.open(location, quiet);
     const urls = Array.from({ length: 5 }, (_, i) => `http://lease.example/${i}`);
+    let partition: string;
     try {
-      await store.scope('s', { strategy: 'classic' }).enqueue(urls);
+      // One queue, handed out again at once: the CLI's take leases its first URL.
+      const scope = store.scope('s', { strategy: 'classic' });
+      await scope.frontier().configure({ queueKey: 'none', delayMs: 0 });
+      await scope.enqueue(urls);
+      [partition] = (await scope.frontier().urlStatus(urls[0]!))!.id.split('-') as [string];
     } finally {
       await store.close();
     }
-    const streamMaster = masterOf(cluster, `{${prefix}/s/0}:q`);
+    const leases = `{${prefix}/s/q${partition}}:leases`;
+    const streamMaster = masterOf(cluster, leases);
     const replica = replicaOf(cluster, streamMaster.port)!;
-    // The lease ends the stream's leases set holds: they change when a take has run in Redis.
+    // The lease ends the partition's leases set holds: they change when a take has run in Redis.
     const leaseEnds = (): number[] =>
       cluster
-        .cli(streamMaster.port, 'ZRANGE', `{${prefix}/s/0}:l`, '0', '-1', 'WITHSCORES')
+        .cli(streamMaster.port, 'ZRANGE', leases, '0', '-1', 'WITHSCORES')
         .split('\n')
         .filter((_, i) => i % 2 === 1)
         .map(Number);
@@ -260,7 +266,7 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
       timedCli(['--store', withTimeout(seededAt(location, streamMaster), 20_000), '--scope', 's', '--wait-replicas', '1', 'frontier', 'take', '--count', '5', '--lease-ms', String(LEASE_MS)], '');
     const [first, second] = await whilePaused([replica], async () => {
       const one = take();
-      await until(() => leaseEnds().length === 5, 'the first take run in Redis');
+      await until(() => leaseEnds().length === 1, 'the first take run in Redis');
       const firstEnds = Math.max(...leaseEnds());
       // The first take's leases run out (Redis's clock: nothing to inject), then a second taker comes.
       await sleep(LEASE_MS + 200);

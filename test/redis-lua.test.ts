@@ -100,9 +100,14 @@ describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
       bits.forEach((bit, i) => out.writeUInt32LE(bit, i * 4));
       return out;
     };
-    const keys = (tag: string): string[] => [`{${tag}}:state`, `{${tag}}:slices`, `{${tag}}:batch:1`, `{${tag}}:batch:1`, `{${tag}}:stream`, `{${tag}}:f0`];
+    const keys = (tag: string): string[] => [`{${tag}}:state`, `{${tag}}:slices`, `{${tag}}:batch:1`, `{${tag}}:batch:1`, `{${tag}}:in`, `{${tag}}:q`, `{${tag}}:f0`];
     const add = (tag: string, n: number, blob: Buffer, slices = '1', extra: (string | Buffer)[] = []): Promise<unknown> =>
-      call('FCALL', 'ss_add', '6', ...keys(tag), slices, String(n), geometry, blob, '60', '', ...extra);
+      call('FCALL', 'ss_add', '7', ...keys(tag), slices, String(n), geometry, blob, '60', '', ...extra);
+    /** Queue items (encodeQueueItems): batch number, index, then URL, queue key and data, each length-prefixed. */
+    const item = (url: string, queue: string, index = 0): Buffer => {
+      const string = (value: string): Buffer => Buffer.concat([Buffer.from(Uint32Array.of(Buffer.byteLength(value)).buffer), Buffer.from(value)]);
+      return Buffer.concat([Buffer.from(Uint32Array.of(0, index).buffer), string(url), string(queue), string('')]);
+    };
     const init = (tag: string, open = '1'): Promise<unknown> => call('FCALL', 'ss_init', '3', `{${tag}}:state`, `{${tag}}:slices`, `{${tag}}:f0`, '{}', open, '128');
 
     before(async () => {
@@ -131,6 +136,16 @@ describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
     it('malformed: queue items that are not n items', async () => {
       await init('malformed');
       assert.deepEqual(await add('malformed', 1, positions(1, 2), '1', [Buffer.from([9, 0, 0, 0]), '1']), ['malformed']);
+      assert.deepEqual(await add('malformed', 2, positions(1, 2, 3, 4), '1', [item('https://a.com/', 'a.com'), '1']), ['malformed']);
+    });
+
+    it('old-frontier: an enqueue beside a frontier stream of key layout 1, nothing written', async () => {
+      await init('old');
+      await call('XADD', '{old}:q', '*', 'v', '1', 'u', 'https://old.example/', 'e', '1');
+      assert.deepEqual(await add('old', 1, positions(1, 2), '1', [item('https://a.com/', 'a.com'), '1']), ['old-frontier']);
+      assert.equal(await call('BITCOUNT', '{old}:f0'), 0, 'a refused add set bits');
+      assert.equal(await call('EXISTS', '{old}:in'), 0);
+      assert.deepEqual(await add('old', 1, positions(1, 2)), ['ok', '1', 1, 1], 'an add without enqueue is not refused');
     });
 
     it('done: the same batch again gets its first answers, and changes nothing', async () => {
@@ -140,19 +155,26 @@ describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
       assert.equal(await call('BITCOUNT', '{done}:f0'), 2, 'the retried batch set no bit');
     });
 
-    it('a frontier call answered once: the same take again returns what it took', async () => {
-      const stream = ['{q}:stream', '{q}:leases', '{q}:done', '{q}:answer:1', '{q}:answer:1'];
+    it('a frontier call answered once: the same take again returns what it took; a repeated admit queues nothing twice', async () => {
       await init('q');
-      const items = Buffer.concat([Buffer.from([5, 0, 0, 0]), Buffer.from('a.com'), Buffer.alloc(4)]);
-      await call('FCALL', 'ss_add', '6', '{q}:state', '{q}:slices', '{q}:batch:1', '{q}:batch:1', '{q}:stream', '{q}:f0', '1', '1', geometry, positions(1, 2), '60', '', items, '1');
-      const first = (await call('FCALL', 'ss_q_take', '5', ...stream, '60', '', '10', '60000', 'crawler')) as unknown[][];
+      await add('q', 1, positions(1, 2), '1', [item('https://a.com/', 'a.com'), '1']);
+      const [id, fields] = ((await call('XRANGE', '{q}:in', '-', '+')) as [string, string[]][])[0]!;
+      assert.deepEqual(fields, ['v', '2', 'u', 'https://a.com/', 'k', 'a.com', 'e', '1', 'b', '1', 'n', '0']);
+      const state = ['seq', 'ent', 'url', 'qs', 'w', 'l', 'leases', 'ready', 'names', 'marks', 'counts', 'cfg'].map((name) => `{q}:${name}`);
+      const settings = ['1', '0', '0'];
+      const admit = (...entries: string[][]): Promise<unknown> => call('FCALL', 'ss_fq_admit', '12', ...state, ...settings, ...entries.flat());
+      const entry = (inboxId: string, url: string): string[] => ['0', inboxId, url, 'a.com', '1', '', inboxId.split('-')[0]!, '0'];
+      assert.equal(await admit(entry(id, 'https://a.com/')), 1);
+      assert.equal(await admit(entry(id, 'https://a.com/')), 0, 'an inbox entry was admitted twice');
+      assert.equal(await admit(entry('1-0', 'https://a.com/other')), 0, 'an inbox entry before the mark was admitted');
+      const take = (answer: string, previous: string, drop: string): Promise<unknown> =>
+        call('FCALL', 'ss_fq_take', '14', ...state, `{q}:a:${answer}`, `{q}:a:${previous}`, ...settings, '60', drop, '60000', 'crawler', 'a.com', '10');
+      const first = (await take('1', '1', '')) as unknown[][];
       assert.equal(first.length, 1);
-      const again = (await call('FCALL', 'ss_q_take', '5', ...stream, '60', '', '10', '60000', 'crawler')) as unknown[][];
-      assert.deepEqual(again, first);
-      const done = ['{q}:stream', '{q}:leases', '{q}:done', '{q}:answer:2', '{q}:answer:1'];
-      assert.equal(await call('FCALL', 'ss_q_done', '5', ...done, '60', '1', String(first[0]![0])), 1);
-      assert.equal(await call('FCALL', 'ss_q_done', '5', ...done, '60', '1', String(first[0]![0])), 1, 'answered as the first time');
-      assert.equal(await call('EXISTS', '{q}:answer:1'), 0, 'the previous answer was dropped');
+      assert.deepEqual(first[0]!.slice(1, 5), ['https://a.com/', 'a.com', 1, 1]);
+      assert.deepEqual(await take('1', '1', ''), first);
+      assert.deepEqual(await take('2', '1', '1'), [], 'a queue with nothing due was handed out');
+      assert.equal(await call('EXISTS', '{q}:a:1'), 0, 'the previous answer was dropped');
     });
   });
 });
