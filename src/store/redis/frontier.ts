@@ -6,6 +6,7 @@ import type { Reply } from './connection.js';
 import { freshId, list, pairs, text, type RedisContext } from './context.js';
 import { drainInboxes, oldFrontierError } from './inbox.js';
 import type { QueuePartitionKeys } from './keys.js';
+import { QUEUE_PARTITIONS, queuePartitionOf } from './queue-partition.js';
 import { pickQueues, type Candidate } from './queue-picks.js';
 import {
   admitEntries, clearQueues, configureFrontier, deleteQueueEntries, findUrls, finishIds, forgetUrls, listQueueStates, queueCounts, queueState, readyQueues, reclaimOwner,
@@ -16,12 +17,8 @@ import {
 export const FRONTIER_ANSWER_TTL_S = 300;
 /** Most inboxes a scope may have (`{PREFIX/SCOPE}:queues`). */
 export const MAX_INBOXES = 65_536;
-/** Partitions of a new frontier's queues (docs/redis.md "Frontier"), pinned in its settings: many more slots than a cluster has masters. */
-export const QUEUE_PARTITIONS = 32;
 /** The frontier key layout this seenstore writes (`layout` in the settings): 2, queues; 1 was one stream per partition. */
 const FRONTIER_LAYOUT = '2';
-/** The seed of the queue-key hash that picks a queue's partition (xxh64). */
-const QUEUE_PARTITION_SEED = 0x7175657565n;
 /** Most ids or URLs one call sends to one partition. */
 const ITEMS_PER_CALL = 10_000;
 /** Most rounds of one take (a round reads ready queues, then takes them; racing takers may leave it short). */
@@ -72,7 +69,7 @@ export class RedisFrontier implements Frontier {
     const skipped = new Map<number, number>();
     let queuesOut = 0;
     for (let round = 0; round < MAX_TAKE_ROUNDS && out.length < request.count; round++) {
-      const limit = Math.min(CANDIDATES_PER_PARTITION, request.count, request.maxQueues || request.count);
+      const limit = candidateLimit(request, partitions.length);
       const read = await Promise.all(partitions.map((i) => this.#candidates(i, s, skipped.get(i) ?? 0, limit, request.queue ?? '')));
       const more = read.some((found) => found.length >= limit);
       const picked = pickQueues(read.flat(), request, out.length, queuesOut, tried, skipped);
@@ -353,10 +350,8 @@ export class RedisFrontier implements Frontier {
     return n;
   }
 
-  /** The partition of a queue: the high word of xxh64(key, QUEUE_PARTITION_SEED), scaled to the partitions. */
   #route(queue: string, s: Settings): number {
-    this.#ctx.hash.hashInto(queue, QUEUE_PARTITION_SEED, this.#words, 0);
-    return Math.floor((this.#words[1]! * s.partitions) / 4294967296);
+    return queuePartitionOf(this.#ctx.hash, queue, s.partitions, this.#words);
   }
 
   #keys(i: number): QueuePartitionKeys {
@@ -429,6 +424,16 @@ function queueStats(key: string, reply: Reply[]): QueueStats {
     ...(crawlLimit < 0 ? {} : { crawlLimit }),
     ...(readyAtMs < 0 ? {} : { readyAtMs }),
   };
+}
+
+/**
+ * Ready queues read from each partition per round: twice a partition's share of the queues a take
+ * may hand out (at least 8), so that a take reads about as many queues as it hands out whatever
+ * the frontier holds; a round that reads a full list from some partition is followed by another.
+ */
+function candidateLimit(request: TakeRequest, partitions: number): number {
+  const queues = Math.min(request.count, request.maxQueues || request.count);
+  return Math.min(CANDIDATES_PER_PARTITION, queues, Math.max(8, Math.ceil((2 * queues) / partitions)));
 }
 
 function range(n: number): number[] {

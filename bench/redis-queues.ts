@@ -1,0 +1,95 @@
+/**
+ * The Redis frontier's queues (issue 28; docs/benchmarks.md "Redis frontier: take and queues"):
+ *  1. Balance: how the real hosts of ../shared/data spread over the frontier's queue partitions
+ *     (a queue lives wholly in one slot), against URLs spread by their own hash (the epochs' bits).
+ *  2. `take` cost against the number of queues: the same 100,000 URLs in 1,000 queues (100 each)
+ *     and in 50,000 queues (2 each), no delay, 200 takes of 100 URLs (one per queue), on a local
+ *     cluster of 3 masters without replicas (AOF fsynced always), in one process.
+ *   npm run build && tsc -p bench/tsconfig.json && node dist/bench/redis-queues.js
+ */
+import { SeenStore } from '../src/index.js';
+import { XxHash } from '../src/hash/xxhash.js';
+import { QUEUE_PARTITIONS, queuePartitionOf } from '../src/store/redis/queue-partition.js';
+import { queueKeyOf } from '../src/url/queue-key.js';
+import { redisMissing, startRedisCluster, type RedisCluster } from '../test/helpers/redis-cluster.js';
+import { readUrls, sharedDataset } from './data.js';
+
+const TAKES = 200;
+const PER_TAKE = 100;
+const URLS = 100_000;
+const BATCH = 10_000;
+
+function balance(hash: XxHash): void {
+  const words = new Uint32Array(2);
+  const urls = readUrls(sharedDataset().path);
+  const perHost = new Map<string, number>();
+  for (const url of urls) {
+    const host = queueKeyOf(url, 'host') ?? '';
+    perHost.set(host, (perHost.get(host) ?? 0) + 1);
+  }
+  const top = Math.max(...perHost.values());
+  console.log(`balance: ${urls.length} URLs, ${perHost.size} hosts, the largest host ${((100 * top) / urls.length).toFixed(1)}% of the URLs`);
+  console.log('| partitions | by | max/mean URLs per partition | max/mean queues per partition | largest partition\'s share of URLs |');
+  console.log('|---|---|---|---|---|');
+  for (const partitions of [8, QUEUE_PARTITIONS, 128]) {
+    const byQueueUrls = new Array<number>(partitions).fill(0);
+    const byQueueHosts = new Array<number>(partitions).fill(0);
+    for (const [host, n] of perHost) {
+      const p = queuePartitionOf(hash, host, partitions, words);
+      byQueueUrls[p]! += n;
+      byQueueHosts[p]!++;
+    }
+    const byUrl = new Array<number>(partitions).fill(0);
+    for (const url of urls) byUrl[queuePartitionOf(hash, url, partitions, words)]!++;
+    const ratio = (counts: number[], total: number) => (Math.max(...counts) / (total / partitions)).toFixed(2);
+    const share = (counts: number[]) => `${((100 * Math.max(...counts)) / urls.length).toFixed(1)}%`;
+    console.log(`| ${partitions} | queue key (host) | ${ratio(byQueueUrls, urls.length)} | ${ratio(byQueueHosts, perHost.size)} | ${share(byQueueUrls)} |`);
+    console.log(`| ${partitions} | URL | ${ratio(byUrl, urls.length)} | – | ${share(byUrl)} |`);
+  }
+}
+
+/** Per-take milliseconds (median and mean) of TAKES takes of PER_TAKE URLs, one per queue, on a frontier of `queues` queues. */
+async function takeCost(cluster: RedisCluster, queues: number): Promise<void> {
+  const store = await SeenStore.open(cluster.location(), { onWarning: () => {} });
+  try {
+    const scope = store.scope('t', { capacityUrls: URLS * 2, fprTarget: 1e-6 });
+    const frontier = scope.frontier();
+    await frontier.configure({ delayMs: 0 });
+    const perQueue = URLS / queues;
+    const urls = Array.from({ length: URLS }, (_, i) => `https://h${i % queues}.example/page/${Math.floor(i / queues)}`);
+    let started = process.hrtime.bigint();
+    for (let i = 0; i < urls.length; i += BATCH) await scope.enqueue(urls.slice(i, i + BATCH));
+    await frontier.stats();
+    const enqueueSec = Number(process.hrtime.bigint() - started) / 1e9;
+    const times: number[] = [];
+    let taken = 0;
+    for (let t = 0; t < TAKES; t++) {
+      started = process.hrtime.bigint();
+      taken += (await frontier.take(PER_TAKE, { leaseMs: 600_000 })).length;
+      times.push(Number(process.hrtime.bigint() - started) / 1e6);
+    }
+    times.sort((a, b) => a - b);
+    const mean = times.reduce((a, b) => a + b, 0) / times.length;
+    console.log(
+      `| ${queues.toLocaleString('en')} queues × ${perQueue} URLs | ${Math.round(URLS / enqueueSec).toLocaleString('en')} URLs/s | ${times[times.length >> 1]!.toFixed(1)} ms | ${mean.toFixed(1)} ms | ${Math.round((1000 * taken) / times.reduce((a, b) => a + b, 0)).toLocaleString('en')} URLs/s |`,
+    );
+  } finally {
+    await store.close();
+  }
+}
+
+balance(await XxHash.load());
+const missing = redisMissing();
+if (missing !== undefined) {
+  console.log(`redis queues bench skipped: ${missing}`);
+} else {
+  const cluster = await startRedisCluster({ masters: 3, replicas: 0 });
+  try {
+    console.log(`\ntake: ${TAKES} takes of ${PER_TAKE} URLs (one per queue, delay 0), ${URLS.toLocaleString('en')} URLs queued`);
+    console.log('| frontier | enqueue (add + inbox + move) | take p50 | take mean | take rate |');
+    console.log('|---|---|---|---|---|');
+    for (const queues of [1_000, 50_000, 1_000, 50_000]) await takeCost(cluster, queues);
+  } finally {
+    await cluster.stop();
+  }
+}
