@@ -46,41 +46,41 @@ local function answered_end(F, args, n)
   return n
 end
 
--- ARGV: settings, answer ttl s, '1' to delete the previous answer, n, n ids, n refetch times ms
--- (0: none). Finishes the entries there (finish); replies how many were.
-local function ss_fq_done(keys, args)
+-- For each of the call's n ids (ARGV[6] = n, then the ids, then one value per id) that is an
+-- entry here: act(F, id, entry, value), true when it counts. Replies how many counted, answered
+-- once.
+local function answered_each(keys, args, act)
   local earlier, F = answered_begin(keys, args)
   if earlier then return earlier end
   local n, count = 0, tonumber(args[6])
   for i = 1, count do
     local id = args[6 + i]
     local e = entry_get(F, id)
-    if e then
-      n = n + 1
-      finish(F, id, e, tonumber(args[6 + count + i]))
-    end
+    if e and act(F, id, e, args[6 + count + i]) then n = n + 1 end
   end
   return answered_end(F, args, n)
+end
+
+-- ARGV: settings, answer ttl s, '1' to delete the previous answer, n, n ids, n refetch times ms
+-- (0: none). Finishes the entries there (finish); replies how many were.
+local function ss_fq_done(keys, args)
+  return answered_each(keys, args, function(F, id, e, refetch_ms)
+    finish(F, id, e, tonumber(refetch_ms))
+    return true
+  end)
 end
 
 -- ARGV: settings, answer ttl s, drop flag, n, n ids, n data ('' keeps the entry's). Gives back the
 -- entries that are leased (waiting again at their due time, attempts kept); replies how many.
 local function ss_fq_release(keys, args)
-  local earlier, F = answered_begin(keys, args)
-  if earlier then return earlier end
-  local n, count = 0, tonumber(args[6])
-  for i = 1, count do
-    local id = args[6 + i]
-    local e = entry_get(F, id)
-    if e and e.l > 0 then
-      n = n + 1
-      unlease(F, id, e)
-      if args[6 + count + i] ~= '' then e.d = args[6 + count + i] end
-      entry_put(F, id, e)
-      refresh(F, e.q)
-    end
-  end
-  return answered_end(F, args, n)
+  return answered_each(keys, args, function(F, id, e, data)
+    if e.l == 0 then return false end
+    unlease(F, id, e)
+    if data ~= '' then e.d = data end
+    entry_put(F, id, e)
+    refresh(F, e.q)
+    return true
+  end)
 end
 
 -- ARGV: settings, answer ttl s, drop flag, owner. Gives back every running lease of the owner.

@@ -63,23 +63,20 @@ local function member_id(member)
   return tonumber(string.sub(member, -ID_DIGITS))
 end
 
-local function entry_get(F, id)
-  local json = redis.call('HGET', F.ent, id)
+-- A field of a hash of JSON values, decoded (nil when absent); and written.
+local function json_get(hash, field)
+  local json = redis.call('HGET', hash, field)
   return json and cjson.decode(json)
 end
 
-local function entry_put(F, id, e)
-  redis.call('HSET', F.ent, id, cjson.encode(e))
+local function json_put(hash, field, value)
+  redis.call('HSET', hash, field, cjson.encode(value))
 end
 
-local function queue_get(F, key)
-  local json = redis.call('HGET', F.qs, key)
-  return json and cjson.decode(json)
-end
-
-local function queue_put(F, key, q)
-  redis.call('HSET', F.qs, key, cjson.encode(q))
-end
+local function entry_get(F, id) return json_get(F.ent, id) end
+local function entry_put(F, id, e) json_put(F.ent, id, e) end
+local function queue_get(F, key) return json_get(F.qs, key) end
+local function queue_put(F, key, q) json_put(F.qs, key, q) end
 
 local function queue_of(F, key)
   return queue_get(F, key) or {c = 0}
