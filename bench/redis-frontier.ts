@@ -1,8 +1,10 @@
 /**
  * What the Redis frontier costs (docs/frontier.md "On Redis"): bytes of Redis memory per queued
- * URL (MEMORY USAGE of every partition stream, SAMPLES 0: every node counted), waiting and leased
- * (stream plus lease set), with and without a small payload, and enqueue and take rates, on a local
- * cluster of 3 masters without replicas (appendonly yes, appendfsync always), in one process.
+ * URL (MEMORY USAGE, SAMPLES 0, of every key of every queue partition, and of the inboxes, which
+ * are empty once moved), waiting and leased, with and without a small payload, and enqueue
+ * (add, inbox and the move into the queues) and take rates (per-host queues, no delay, 1,000 per
+ * take and at most 1,000 of a queue), on a local cluster of 3 masters without replicas
+ * (appendonly yes, appendfsync always), in one process.
  *   npm run build && tsc -p bench/tsconfig.json && node dist/bench/redis-frontier.js
  * The URLs: the shared lists (../shared/data, about 50k real crawl URLs) and 100k generated
  * crawl-like ones (the real lists hold fewer than 100k).
@@ -14,6 +16,8 @@ import { redisMissing, startRedisCluster, type RedisCluster } from '../test/help
 
 const BATCH = 10_000;
 const TAKE = 1_000;
+
+const QUEUE_KEYS = ['seq', 'ent', 'url', 'qs', 'w', 'l', 'leases', 'ready', 'names', 'marks', 'counts', 'cfg'];
 
 function memory(cluster: RedisCluster, key: string): number {
   return Number(cluster.cli(cluster.nodes[0]!.port, '-c', 'MEMORY', 'USAGE', key, 'SAMPLES', '0') || 0);
@@ -39,30 +43,37 @@ async function measure(cluster: RedisCluster, name: string, urls: readonly strin
   const store = await SeenStore.open(location, { onWarning: () => {} });
   try {
     const scope = store.scope('m', { capacityUrls: urls.length * 2, fprTarget: 1e-6 });
+    const frontier = scope.frontier();
+    await frontier.configure({ delayMs: 0 });
     let started = process.hrtime.bigint();
     for (let i = 0; i < urls.length; i += BATCH) {
       const part = urls.slice(i, i + BATCH);
       await scope.enqueue(part, data ? { data: part.map((_, j) => ({ label: 'detail', depth: (i + j) % 7 })) } : {});
     }
+    await frontier.stats();
     const enqueueSec = Number(process.hrtime.bigint() - started) / 1e9;
-    // Every partition's stream (and lease set): the scope's queues key says how many there are.
-    const streams = Number(cluster.cli(cluster.nodes[0]!.port, '-c', 'GET', `{${prefix}/m}:queues`) || 1);
-    const tags = Array.from({ length: streams }, (_, p) => `{${prefix}/m/${p}}`);
-    const waiting = tags.reduce((sum, tag) => sum + memory(cluster, `${tag}:q`), 0);
-    const frontier = scope.frontier();
+    // Every queue partition's keys, and every inbox (the scope's queues key says how many).
+    const inboxes = Number(cluster.cli(cluster.nodes[0]!.port, '-c', 'GET', `{${prefix}/m}:queues`) || 1);
+    const partitions = Number(cluster.cli(cluster.nodes[0]!.port, '-c', 'HGET', `{${prefix}/m}:frontier`, 'partitions'));
+    const keys = [
+      ...Array.from({ length: inboxes }, (_, p) => `{${prefix}/m/${p}}:in`),
+      ...Array.from({ length: partitions }, (_, i) => QUEUE_KEYS.map((name) => `{${prefix}/m/q${i}}:${name}`)).flat(),
+    ];
+    const used = (): number => keys.reduce((sum, key) => sum + memory(cluster, key), 0);
+    const waiting = used();
     started = process.hrtime.bigint();
     let taken = 0;
     for (;;) {
-      const got = await frontier.take(TAKE, { leaseMs: 600_000 });
+      const got = await frontier.take(TAKE, { leaseMs: 600_000, perQueue: TAKE });
       if (got.length === 0) break;
       taken += got.length;
     }
     const takeSec = Number(process.hrtime.bigint() - started) / 1e9;
-    const leased = tags.reduce((sum, tag) => sum + memory(cluster, `${tag}:q`) + memory(cluster, `${tag}:l`), 0);
+    const leased = used();
     const urlBytes = urls.reduce((sum, url) => sum + Buffer.byteLength(url), 0) / urls.length;
     console.log(
       `${name}${data ? ' + data' : ''}: ${urls.length} URLs (mean ${urlBytes.toFixed(1)} bytes), waiting ${(waiting / urls.length).toFixed(1)} B/URL, ` +
-        `leased ${(leased / taken).toFixed(1)} B/URL (${streams} streams); enqueue ${Math.round(urls.length / enqueueSec)} URLs/s, take ${Math.round(taken / takeSec)} URLs/s (${TAKE} per take)`,
+        `leased ${(leased / taken).toFixed(1)} B/URL (${partitions} queue partitions, ${inboxes} inboxes); enqueue ${Math.round(urls.length / enqueueSec)} URLs/s, take ${Math.round(taken / takeSec)} URLs/s (${TAKE} per take)`,
     );
   } finally {
     await store.close();

@@ -6,14 +6,20 @@
  *     and in 50,000 queues (2 each), no delay, 200 takes of 100 URLs (one per queue), on a local
  *     cluster of 3 masters without replicas (AOF fsynced always), in one process.
  *   npm run build && tsc -p bench/tsconfig.json && node dist/bench/redis-queues.js
+ * With SEENSTORE_LIBRARY=DIR/dist/src/index.js, part 2 runs on that build instead (the frontier
+ * before queues, built from an earlier commit: `git archive COMMIT | tar -x -C DIR`, then
+ * `npm run build` there), on a cluster of its own: its takes ignore queues, so its rows are the
+ * same URLs taken 100 at a time, oldest first.
  */
-import { SeenStore } from '../src/index.js';
+import type { SeenStore as SeenStoreClass } from '../src/index.js';
 import { XxHash } from '../src/hash/xxhash.js';
 import { QUEUE_PARTITIONS, queuePartitionOf } from '../src/store/redis/queue-partition.js';
 import { queueKeyOf } from '../src/url/queue-key.js';
 import { redisMissing, startRedisCluster, type RedisCluster } from '../test/helpers/redis-cluster.js';
 import { readUrls, sharedDataset } from './data.js';
 
+const library = process.env.SEENSTORE_LIBRARY;
+const { SeenStore } = (await import(library ?? '../src/index.js')) as { SeenStore: typeof SeenStoreClass };
 const TAKES = 200;
 const PER_TAKE = 100;
 const URLS = 100_000;
@@ -54,7 +60,7 @@ async function takeCost(cluster: RedisCluster, queues: number): Promise<void> {
   try {
     const scope = store.scope('t', { capacityUrls: URLS * 2, fprTarget: 1e-6 });
     const frontier = scope.frontier();
-    await frontier.configure({ delayMs: 0 });
+    if (library === undefined) await frontier.configure({ delayMs: 0 });
     const perQueue = URLS / queues;
     const urls = Array.from({ length: URLS }, (_, i) => `https://h${i % queues}.example/page/${Math.floor(i / queues)}`);
     let started = process.hrtime.bigint();
@@ -71,14 +77,14 @@ async function takeCost(cluster: RedisCluster, queues: number): Promise<void> {
     times.sort((a, b) => a - b);
     const mean = times.reduce((a, b) => a + b, 0) / times.length;
     console.log(
-      `| ${queues.toLocaleString('en')} queues × ${perQueue} URLs | ${Math.round(URLS / enqueueSec).toLocaleString('en')} URLs/s | ${times[times.length >> 1]!.toFixed(1)} ms | ${mean.toFixed(1)} ms | ${Math.round((1000 * taken) / times.reduce((a, b) => a + b, 0)).toLocaleString('en')} URLs/s |`,
+      `| ${library === undefined ? '' : 'before queues: '}${queues.toLocaleString('en')} hosts × ${perQueue} URLs | ${Math.round(URLS / enqueueSec).toLocaleString('en')} URLs/s | ${times[times.length >> 1]!.toFixed(1)} ms | ${mean.toFixed(1)} ms | ${Math.round((1000 * taken) / times.reduce((a, b) => a + b, 0)).toLocaleString('en')} URLs/s |`,
     );
   } finally {
     await store.close();
   }
 }
 
-balance(await XxHash.load());
+if (library === undefined) balance(await XxHash.load());
 const missing = redisMissing();
 if (missing !== undefined) {
   console.log(`redis queues bench skipped: ${missing}`);

@@ -61,8 +61,8 @@ export class RedisFrontier implements Frontier {
    * among the queues still ready.
    */
   async take(request: TakeRequest): Promise<LeasedUrl[]> {
-    const s = await this.#prepared();
-    if (request.owner !== undefined) await this.#ctx.call(this.#ctx.keys.owners(this.#scope), ['HSET', this.#ctx.keys.owners(this.#scope), request.owner, String(Date.now())], this.#doing('recording an owner of'));
+    const owners = this.#ctx.keys.owners(this.#scope);
+    const [s] = await Promise.all([this.#prepared(), request.owner === undefined ? undefined : this.#ctx.call(owners, ['HSET', owners, request.owner, String(Date.now())], this.#doing('recording an owner of'))]);
     const partitions = request.queue === undefined ? range(s.partitions) : [this.#route(request.queue, s)];
     const out: LeasedUrl[] = [];
     const tried = new Set<string>();
@@ -297,8 +297,7 @@ export class RedisFrontier implements Frontier {
 
   /** The settings, with the inboxes moved into the queues (before anything reads or takes queues); a frontier of layout 1 is refused. */
   async #prepared(): Promise<Settings> {
-    let s = await this.#settings();
-    const inboxes = await this.#inboxes();
+    let [s, inboxes] = await Promise.all([this.#settings(), this.#inboxes()]);
     if (!this.#layoutChecked) {
       const old = await Promise.all(range(inboxes).map((p) => this.#ctx.call(this.#ctx.keys.oldStream(this.#scope, p), ['EXISTS', this.#ctx.keys.oldStream(this.#scope, p)], this.#doing('reading'))));
       if (old.some((n) => Number(n) > 0)) throw oldFrontierError(this.#scope);
