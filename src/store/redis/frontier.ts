@@ -95,7 +95,9 @@ export class RedisFrontier implements Frontier {
   async #candidates(i: number, s: Settings, offset: number, limit: number, only: string): Promise<Candidate[]> {
     const reply = list(await readyQueues(this.#ctx, this.#keys(i), s, offset, limit, only, this.#doing('reading the ready queues of')));
     const out: Candidate[] = [];
-    for (let at = 1; at + 2 < reply.length; at += 3) out.push({ partition: i, key: text(reply[at]), readyAtMs: Number(reply[at + 1]), lastTakeMs: Number(reply[at + 2]) });
+    for (let at = 1; at + 3 < reply.length; at += 4) {
+      out.push({ partition: i, key: text(reply[at]), readyAtMs: Number(reply[at + 1]), lastTakeMs: Number(reply[at + 2]), available: Number(reply[at + 3]) });
+    }
     return out;
   }
 

@@ -7,6 +7,8 @@ export interface Candidate {
   readonly readyAtMs: number;
   /** -1: never taken. */
   readonly lastTakeMs: number;
+  /** How many URLs it could hand out when read (due, within its limits). */
+  readonly available: number;
 }
 
 /** A queue a take asks its partition for: at most `quota` URLs; `order` is its place in the take. */
@@ -21,7 +23,8 @@ export interface Pick {
  * the one that became ready first first (ties: taken longest ago, then key order, as the memory
  * driver), leaving out those this take already asked for (`tried`) and those `request.owns`
  * refuses (counted per partition in `skipped`, so the next round reads past them); each gets
- * `perQueue` URLs of the count left, up to `maxQueues` queues in the take (`queuesOut` so far).
+ * `perQueue` URLs of the count left (no more than it has available), up to `maxQueues` queues in
+ * the take (`queuesOut` so far).
  */
 export function pickQueues(candidates: readonly Candidate[], request: TakeRequest, taken: number, queuesOut: number, tried: ReadonlySet<string>, skipped: Map<number, number>): Map<number, Pick[]> {
   const sorted = candidates.filter((c) => !tried.has(c.key)).sort((a, b) => a.readyAtMs - b.readyAtMs || a.lastTakeMs - b.lastTakeMs || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
@@ -35,7 +38,7 @@ export function pickQueues(candidates: readonly Candidate[], request: TakeReques
       skipped.set(candidate.partition, (skipped.get(candidate.partition) ?? 0) + 1);
       continue;
     }
-    const quota = Math.min(request.perQueue, budget);
+    const quota = Math.min(request.perQueue, budget, Math.max(1, candidate.available));
     budget -= quota;
     queues++;
     out.set(candidate.partition, [...(out.get(candidate.partition) ?? []), { key: candidate.key, quota, order: order++ }]);

@@ -4,29 +4,35 @@
 -- which checks each queue's gate again: of racing takers, one gets a queue, the others find it
 -- not ready (its delay began again).
 
+-- How many of a ready queue's entries a take could lease now: those due, within its limits.
+local function available(F, key, q, now)
+  local p = prefix(key)
+  local due = redis.call('ZLEXCOUNT', F.w, '[' .. p, '(' .. p .. digits(now + 1, DUE_DIGITS))
+  return math.min(due, (room(F, key, q)))
+end
+
 -- ARGV: settings, offset, limit, a queue key or ''. Replies Redis's now, then per ready queue
--- (ready time <= now, oldest ready first, from offset, at most limit) its key, ready time and
--- last take (-1: never); with a queue key, that queue alone when it is ready. Gives ended leases
--- back first (a write).
+-- (ready time <= now, oldest ready first, from offset, at most limit) its key, ready time, last
+-- take (-1: never) and how many entries it could hand out (available); with a queue key, that
+-- queue alone when it is ready. Gives ended leases back first (a write).
 local function ss_fq_ready(keys, args)
   local F, now = fbegin(keys, args)
   local out = {now}
+  local function add(key, q, at)
+    out[#out + 1] = key
+    out[#out + 1] = at
+    out[#out + 1] = q.t or -1
+    out[#out + 1] = available(F, key, q, now)
+  end
   local only = args[6]
   if only ~= '' then
     local q = queue_get(F, only)
     local at = q and ready_at(F, only, q)
-    if at and at <= now then
-      out[2], out[3], out[4] = only, at, q.t or -1
-    end
+    if at and at <= now then add(only, q, at) end
     return out
   end
   local ready = redis.call('ZRANGEBYSCORE', F.ready, '-inf', int(now), 'WITHSCORES', 'LIMIT', args[4], args[5])
-  for i = 1, #ready, 2 do
-    local q = queue_get(F, ready[i]) or {}
-    out[#out + 1] = ready[i]
-    out[#out + 1] = tonumber(ready[i + 1])
-    out[#out + 1] = q.t or -1
-  end
+  for i = 1, #ready, 2 do add(ready[i], queue_of(F, ready[i]), tonumber(ready[i + 1])) end
   return out
 end
 
