@@ -54,6 +54,16 @@ function balance(hash: XxHash): void {
   }
 }
 
+/** CPU time the cluster's masters have used, in ms (INFO CPU: user and system, summed). */
+function redisCpuMs(cluster: RedisCluster): number {
+  let ms = 0;
+  for (const port of cluster.masters()) {
+    const info = cluster.cli(port, 'INFO', 'CPU');
+    for (const field of ['used_cpu_user', 'used_cpu_sys']) ms += 1000 * Number(new RegExp(`^${field}:([0-9.]+)`, 'm').exec(info)?.[1] ?? 0);
+  }
+  return ms;
+}
+
 /** Per-take milliseconds (median and mean) of TAKES takes of PER_TAKE URLs, one per queue, on a frontier of `queues` queues. */
 async function takeCost(cluster: RedisCluster, queues: number): Promise<void> {
   const store = await SeenStore.open(cluster.location(), { onWarning: () => {} });
@@ -69,15 +79,20 @@ async function takeCost(cluster: RedisCluster, queues: number): Promise<void> {
     const enqueueSec = Number(process.hrtime.bigint() - started) / 1e9;
     const times: number[] = [];
     let taken = 0;
+    const redisCpuBefore = redisCpuMs(cluster);
+    const clientCpuBefore = process.cpuUsage();
     for (let t = 0; t < TAKES; t++) {
       started = process.hrtime.bigint();
       taken += (await frontier.take(PER_TAKE, { leaseMs: 600_000 })).length;
       times.push(Number(process.hrtime.bigint() - started) / 1e6);
     }
+    const redisCpuPerTake = (redisCpuMs(cluster) - redisCpuBefore) / TAKES;
+    const clientCpu = process.cpuUsage(clientCpuBefore);
+    const clientCpuPerTake = (clientCpu.user + clientCpu.system) / 1000 / TAKES;
     times.sort((a, b) => a - b);
     const mean = times.reduce((a, b) => a + b, 0) / times.length;
     console.log(
-      `| ${library === undefined ? '' : 'before queues: '}${queues.toLocaleString('en')} hosts × ${perQueue} URLs | ${Math.round(URLS / enqueueSec).toLocaleString('en')} URLs/s | ${times[times.length >> 1]!.toFixed(1)} ms | ${mean.toFixed(1)} ms | ${Math.round((1000 * taken) / times.reduce((a, b) => a + b, 0)).toLocaleString('en')} URLs/s |`,
+      `| ${library === undefined ? '' : 'before queues: '}${queues.toLocaleString('en')} hosts × ${perQueue} URLs | ${Math.round(URLS / enqueueSec).toLocaleString('en')} URLs/s | ${times[times.length >> 1]!.toFixed(1)} ms | ${mean.toFixed(1)} ms | ${Math.round((1000 * taken) / times.reduce((a, b) => a + b, 0)).toLocaleString('en')} URLs/s | ${redisCpuPerTake.toFixed(2)} ms | ${clientCpuPerTake.toFixed(2)} ms |`,
     );
   } finally {
     await store.close();
@@ -92,8 +107,8 @@ if (missing !== undefined) {
   const cluster = await startRedisCluster({ masters: 3, replicas: 0 });
   try {
     console.log(`\ntake: ${TAKES} takes of ${PER_TAKE} URLs (one per queue, delay 0), ${URLS.toLocaleString('en')} URLs queued`);
-    console.log('| frontier | enqueue (add + inbox + move) | take p50 | take mean | take rate |');
-    console.log('|---|---|---|---|---|');
+    console.log('| frontier | enqueue (add + inbox + move) | take p50 | take mean | take rate | Redis CPU per take | client CPU per take |');
+    console.log('|---|---|---|---|---|---|---|');
     for (const queues of [1_000, 50_000, 1_000, 50_000]) await takeCost(cluster, queues);
   } finally {
     await cluster.stop();
