@@ -17,7 +17,8 @@ const { SeenStore } = await import('../../src/index.js');
 const { SeenstoreRequestManager, crawlerOptions } = await import('../../src/crawlee/index.js');
 
 const store = await SeenStore.open(redisLocation ?? join(storeDir!, 'seen'), { onWarning: () => {} });
-const manager = new SeenstoreRequestManager(store.scope('site', { capacityUrls: 100_000 }), { owner, leaseMs: 60_000 });
+// The site is one host (127.0.0.1:PORT): no delay between its pages, as Crawlee's own default.
+const manager = new SeenstoreRequestManager(store.scope('site', { capacityUrls: 100_000 }), { owner, leaseMs: 60_000, sameDomainDelaySecs: 0 });
 const crawler = new CheerioCrawler(
   {
     ...crawlerOptions(manager),
