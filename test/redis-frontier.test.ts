@@ -221,7 +221,8 @@ describe('redis frontier', { skip: missing }, () => {
       const scope = store.scope('g', EXACT);
       await scope.frontier().configure({ delayMs: 3_600_000 });
       const hosts = Array.from({ length: 200 }, (_, i) => `https://h${i}.example`);
-      await scope.enqueue(hosts.flatMap((host) => [`${host}/1`, `${host}/2`]));
+      // Three URLs a host, two a take: a host handed out twice would show a third URL.
+      await scope.enqueue(hosts.flatMap((host) => [`${host}/1`, `${host}/2`, `${host}/3`]));
       const runs = await Promise.all([0, 1, 2, 3].map(() => child([location, 'take', '30', '60000', 'none', '2', 'g'])));
       const taken = runs.flatMap((run) => [...tookOf(run.lines).values()]);
       const perHost = new Map<string, number>();
