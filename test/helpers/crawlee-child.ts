@@ -18,7 +18,9 @@ const { SeenstoreRequestManager, crawlerOptions } = await import('../../src/craw
 
 const store = await SeenStore.open(redisLocation ?? join(storeDir!, 'seen'), { onWarning: () => {} });
 // The site is one host (127.0.0.1:PORT): no delay between its pages, as Crawlee's own default.
-const manager = new SeenstoreRequestManager(store.scope('site', { capacityUrls: 100_000 }), { owner, leaseMs: 60_000, sameDomainDelaySecs: 0 });
+// Asked only on Redis for now: this branch's LMDB frontier cannot configure yet (issue 28 in progress).
+const polite = redisLocation === undefined ? {} : { sameDomainDelaySecs: 0 };
+const manager = new SeenstoreRequestManager(store.scope('site', { capacityUrls: 100_000 }), { owner, leaseMs: 60_000, ...polite });
 const crawler = new CheerioCrawler(
   {
     ...crawlerOptions(manager),
