@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStore, type Scope, type ScopeOptions } from '../src/index.js';
+import { XxHash } from '../src/hash/xxhash.js';
+import { QUEUE_PARTITIONS, queuePartitionOf } from '../src/store/redis/queue-partition.js';
 import { runCli } from './helpers/cli.js';
 import { ROOT, sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
@@ -342,6 +344,26 @@ describe('redis frontier', { skip: missing }, () => {
       await expectCode('FORMAT_UNSUPPORTED', () => old.frontier().stats());
       await expectCode('FORMAT_UNSUPPORTED', () => old.enqueue(['https://new.example/']));
       assert.deepEqual(await old.has(['https://new.example/']), [false], 'a refused enqueue recorded its URL');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('take of one queue hands out that queue alone, the hostless queue \'\' included', async () => {
+    const store = await SeenStore.open(cluster.location(), quiet);
+    try {
+      const scope = await noDelay(store, 'h', EXACT);
+      // A host in the same queue partition as '' (a take reads a partition's ready queues).
+      const hash = await XxHash.load();
+      const words = new Uint32Array(2);
+      const home = queuePartitionOf(hash, '', QUEUE_PARTITIONS, words);
+      const beside = Array.from({ length: 1_000 }, (_, i) => `h${i}.example`).find((key) => queuePartitionOf(hash, key, QUEUE_PARTITIONS, words) === home)!;
+      const keys = ['', beside, 'b.example'];
+      await scope.enqueue(['https://c.example/hostless', `https://${beside}/1`, 'https://b.example/1'], { queues: keys });
+      for (const key of keys) {
+        const taken = await scope.frontier().take(10, { queue: key, perQueue: 10, leaseMs: 60_000 });
+        assert.deepEqual(taken.map((entry) => entry.queue), [key], `a take of queue ${JSON.stringify(key)} handed out others`);
+      }
     } finally {
       await store.close();
     }

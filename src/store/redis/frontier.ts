@@ -70,7 +70,7 @@ export class RedisFrontier implements Frontier {
     let queuesOut = 0;
     for (let round = 0; round < MAX_TAKE_ROUNDS && out.length < request.count; round++) {
       const limit = candidateLimit(request, partitions.length);
-      const read = await Promise.all(partitions.map((i) => this.#candidates(i, s, skipped.get(i) ?? 0, limit, request.queue ?? '')));
+      const read = await Promise.all(partitions.map((i) => this.#candidates(i, s, skipped.get(i) ?? 0, limit, request.queue === undefined ? '' : `=${request.queue}`)));
       const more = read.some((found) => found.length >= limit);
       const picked = pickQueues(read.flat(), request, out.length, queuesOut, tried, skipped);
       if (picked.size === 0) {

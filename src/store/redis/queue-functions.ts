@@ -64,7 +64,7 @@ const answerKeys = (keys: QueuePartitionKeys, a: AnswerArgs): string[] => [...ke
 const answerArgs = (a: AnswerArgs): string[] => [String(a.answerTtlS), a.dropPrevious ? '1' : ''];
 const optional = (value: number | null | undefined): string => (value === undefined ? '' : value === null ? 'none' : String(value));
 
-/** ss_fq_ready: Redis's now, then key, ready time and last take of ready queues (oldest first); with `only`, that queue alone. */
+/** ss_fq_ready: Redis's now, then key, ready time, last take and URLs available of ready queues (oldest first); with `only` ('=' and a queue key), that queue alone. */
 export function readyQueues(ctx: RedisContext, keys: QueuePartitionKeys, s: QueueSettingsArgs, offset: number, limit: number, only: string, doing: string): Promise<Reply> {
   return ctx.fcall('ss_fq_ready', keys.state, [...settingsArgs(s), String(offset), String(limit), only], doing);
 }

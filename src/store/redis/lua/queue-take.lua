@@ -11,7 +11,7 @@ local function available(F, key, q, now)
   return math.min(due, (room(F, key, q)))
 end
 
--- ARGV: settings, offset, limit, a queue key or ''. Replies Redis's now, then per ready queue
+-- ARGV: settings, offset, limit, '=' and a queue key, or '' for every queue. Replies Redis's now, then per ready queue
 -- (ready time <= now, oldest ready first, from offset, at most limit) its key, ready time, last
 -- take (-1: never) and how many entries it could hand out (available); with a queue key, that
 -- queue alone when it is ready. Gives ended leases back first (a write).
@@ -24,8 +24,8 @@ local function ss_fq_ready(keys, args)
     out[#out + 1] = q.t or -1
     out[#out + 1] = available(F, key, q, now)
   end
-  local only = args[6]
-  if only ~= '' then
+  if args[6] ~= '' then
+    local only = string.sub(args[6], 2)
     local q = queue_get(F, only)
     local at = q and ready_at(F, only, q)
     if at and at <= now then add(only, q, at) end
