@@ -19,7 +19,7 @@ describe('SEEN.TAKE PERQUEUE and MAXQUEUES', () => {
       const rest = (await client.command('SEEN.TAKE', 'crawl', '10', 'PERQUEUE', '5')) as string[][];
       assert.deepEqual(rest.map((entry) => new URL(entry[1]!).host), ['a.com', 'b.com', 'c.com'].filter((host) => !hosts.includes(host)), 'the queues just taken wait out their delay');
       assert.match(String(await client.command('SEEN.TAKE', 'crawl', '1', 'PERQUEUE', '0')), /USAGE perQueue must be a whole number from 1/);
-      assert.match(String(await client.command('SEEN.TAKE', 'crawl', '1', 'MAXQUEUES', 'x')), /ERR MAXQUEUES must be a whole number of queues/);
+      assert.match(String(await client.command('SEEN.TAKE', 'crawl', '1', 'MAXQUEUES', 'x')), /ERR MAXQUEUES must be a whole number/);
     } finally {
       client.close();
       await server.stop();

@@ -43,12 +43,14 @@ export interface ServedScope {
   frontier(): ServedFrontier;
 }
 
-/** What the server uses of a scope's frontier (Scope.frontier()): RESP's SEEN.* and the URLFrontier service. */
+/** What the server uses of a scope's frontier (Scope.frontier()). */
 export interface ServedFrontier {
   take(count: number, options?: TakeOptions): Promise<LeasedUrl[]>;
   done(ids: readonly string[], options?: { readonly refetchAtMs?: readonly number[] }): Promise<number>;
   release(ids: readonly string[], data?: readonly unknown[]): Promise<number>;
   reclaim(owner: string): Promise<number>;
+  stats(): Promise<FrontierStats>;
+  setdiffSummary(options?: SummarizeOptions): Promise<EncodedSummary>;
   schedule(urls: readonly string[], atMs: number | readonly number[], options?: QueueOptions): Promise<number>;
   urlStatus(url: string): Promise<UrlStatus | undefined>;
   settings(): Promise<FrontierSettings>;
@@ -60,8 +62,6 @@ export interface ServedFrontier {
   queue(key: string): Promise<QueueStats | undefined>;
   deleteQueue(key: string): Promise<number>;
   clear(): Promise<number>;
-  stats(): Promise<FrontierStats>;
-  setdiffSummary(options?: SummarizeOptions): Promise<EncodedSummary>;
 }
 
 /** What the server uses of a store. */

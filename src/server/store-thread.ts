@@ -143,6 +143,8 @@ function remoteScope(thread: StoreThread, name: string): ServedScope {
       done: (ids, options) => call('frontier.done', ids, options),
       release: (ids, data) => call('frontier.release', ids, data),
       reclaim: (owner) => call('frontier.reclaim', owner),
+      stats: () => call('frontier.stats'),
+      setdiffSummary: (options) => call('frontier.setdiffSummary', options),
       schedule: (urls, atMs, options) => call('frontier.schedule', urls, atMs, options),
       urlStatus: (url) => call('frontier.urlStatus', url),
       settings: () => call('frontier.settings'),
@@ -154,8 +156,6 @@ function remoteScope(thread: StoreThread, name: string): ServedScope {
       queue: (key) => call('frontier.queue', key),
       deleteQueue: (key) => call('frontier.deleteQueue', key),
       clear: () => call('frontier.clear'),
-      stats: () => call('frontier.stats'),
-      setdiffSummary: (options) => call('frontier.setdiffSummary', options),
     }),
   };
 }

@@ -15,8 +15,8 @@ let store: SeenStore | undefined;
 const SCOPE_METHODS = new Set(['addIfAbsentUtf8', 'has', 'stats', 'openEpoch', 'epoch', 'create', 'rotate', 'prune', 'classify', 'diff', 'enqueue']);
 /** The frontier methods (ServedFrontier), called as `frontier.NAME`. */
 const FRONTIER_METHODS = new Set([
-  'take', 'done', 'release', 'reclaim', 'schedule', 'urlStatus', 'settings', 'configure', 'setDelay', 'blockUntil',
-  'setCrawlLimit', 'listQueues', 'queue', 'deleteQueue', 'clear', 'stats', 'setdiffSummary',
+  'take', 'done', 'release', 'reclaim', 'stats', 'setdiffSummary', 'schedule', 'urlStatus', 'settings', 'configure',
+  'setDelay', 'blockUntil', 'setCrawlLimit', 'listQueues', 'queue', 'deleteQueue', 'clear',
 ]);
 
 function reply(message: StoreReply, transfer: ArrayBuffer[] = []): void {
