@@ -6,7 +6,6 @@ import { createLogger } from '../../server/logger.js';
 import type { ServerLimits } from '../../server/limits.js';
 import { DEFAULT_BIND, DEFAULT_PORT, isLoopback, SeenServer } from '../../server/server.js';
 import { isStoreUrl, openServedStore } from '../../server/store-spec.js';
-import { UrlFrontierServer } from '../../urlfrontier/server.js';
 import { parseCount, parseFpr, storeDir, warn, type GlobalOptions } from '../context.js';
 
 interface ServeCliOptions extends GlobalOptions {
@@ -91,7 +90,8 @@ export async function serve(command: Command): Promise<void> {
     ...(metricsPort === undefined ? {} : { metricsPort }),
     ...(options.metricsBind === undefined ? {} : { metricsBind: options.metricsBind }),
   });
-  const urlfrontier = urlfrontierPort === undefined ? undefined : new UrlFrontierServer(store, {
+  // gRPC is loaded only for a server that serves URLFrontier: serve's start-up stays what it was.
+  const urlfrontier = urlfrontierPort === undefined ? undefined : new (await import('../../urlfrontier/server.js')).UrlFrontierServer(store, {
     port: urlfrontierPort,
     bind,
     scopeOptions: { capacityUrls, fprTarget, keys: 'raw' },
