@@ -213,6 +213,8 @@ describe('URLFrontier: bad input gets a status, and the server keeps serving', (
     const unknown = await statusOf(client.call('GetStats', { crawlID: 'nosuchcrawl' }));
     assert.deepEqual([unknown.code, unknown.details], [GrpcStatus.NOT_FOUND, 'unknown crawl ID "nosuchcrawl": no such crawl (ListCrawls lists them)']);
     assert.equal((await statusOf(client.call('DeleteCrawl', { value: 'nosuchcrawl' }))).code, GrpcStatus.NOT_FOUND);
+    assert.deepEqual(await client.get({ crawlID: 'nosuchcrawl' }), [], 'GetURLs polls: an unknown crawl has nothing to hand out');
+    assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values, [], 'and the poll made no crawl');
     const unusable = await statusOf(client.call('SetDelay', { key: 'a.com', delay_requestable: 1, crawlID: 'no spaces/allowed' }));
     assert.equal(unusable.code, GrpcStatus.INVALID_ARGUMENT);
     assert.match(unusable.details, /crawl ID "no spaces\/allowed" is not usable/);

@@ -24,6 +24,7 @@ export function scopeOfCrawl(crawlID: string): string {
 export class Crawls {
   readonly #store: ServedStore;
   readonly #scopeOptions: ScopeOptions;
+  readonly #known = new Set<string>();
 
   /** `scopeOptions` shape a crawl's scope when its first URL creates it: the same as RESP's auto-created scopes, so either side may create it. */
   constructor(store: ServedStore, scopeOptions: ScopeOptions) {
@@ -46,11 +47,19 @@ export class Crawls {
    * its first URL, as URLFrontier's reference service does.
    */
   async existing(crawlID: string): Promise<ServedScope> {
-    const name = scopeOfCrawl(crawlID);
-    if (name !== DEFAULT_CRAWL && !(await this.#store.scopeNames()).includes(name)) {
+    if (!(await this.exists(crawlID))) {
       throw new RpcError(GrpcStatus.NOT_FOUND, `unknown crawl ID ${JSON.stringify(crawlID)}: no such crawl (ListCrawls lists them)`);
     }
-    return this.#store.scope(name, this.#scopeOptions);
+    return this.scope(crawlID);
+  }
+
+  /** Whether a crawl exists (the default crawl always does). Scopes are never deleted, so a name found once is not asked again. */
+  async exists(crawlID: string): Promise<boolean> {
+    const name = scopeOfCrawl(crawlID);
+    if (name === DEFAULT_CRAWL || this.#known.has(name)) return true;
+    const names = await this.#store.scopeNames();
+    for (const known of names) this.#known.add(known);
+    return this.#known.has(name);
   }
 
   names(): Promise<string[]> {

@@ -120,6 +120,8 @@ async function getUrls(crawls: Crawls, call: ServerWritableStream<GetParams | Ma
   const names = request.item === 'anyCrawlID' ? await crawls.names() : [request.crawlID ?? ''];
   for (const name of names) {
     if (count === 0 || (request.max_queues > 0 && queuesLeft === 0)) break;
+    // A crawl that does not exist answers nothing, as a poll before the first PutURLs should, and gets no state made for it.
+    if (!(await crawls.exists(name))) continue;
     const frontier = await crawls.frontier(name);
     const leased = await frontier.take(count, { leaseMs, perQueue, maxQueues: queuesLeft, ...(request.key === '' ? {} : { queue: request.key }) });
     const crawlID = (await crawls.scope(name)).name;
