@@ -230,8 +230,8 @@ describe('URLFrontier: bad input gets a status, and the server keeps serving', (
     const huge = await statusOf(client.put([discovered(`http://a.com/${'x'.repeat(10 * 2 ** 20)}`)]));
     assert.equal(huge.code, GrpcStatus.RESOURCE_EXHAUSTED);
     assert.match(huge.details, /larger than max/);
-    const acks = await client.put([discovered(`http://a.com/${'x'.repeat(100_000)}`, { ID: 'long' }), discovered('', { ID: 'empty' }), discovered('not a url', { ID: 'hostless' }), discovered('http://a.com/ok')]);
-    assert.deepEqual(acks.map((ack) => `${ack.ID} ${ack.status}`), ['long SKIPPED', 'empty SKIPPED', 'hostless SKIPPED', 'http://a.com/ok OK']);
+    const acks = await client.put([discovered(`http://a.com/${'x'.repeat(100_000)}`, { ID: 'long' }), discovered('', { ID: 'empty' }), discovered('not a url', { ID: 'hostless' }), discovered('http://a.com/x', { ID: 'badcrawl', crawlID: 'no spaces' }), discovered('http://a.com/ok')]);
+    assert.deepEqual(acks.map((ack) => `${ack.ID} ${ack.status}`), ['long SKIPPED', 'empty SKIPPED', 'hostless SKIPPED', 'badcrawl SKIPPED', 'http://a.com/ok OK']);
     assert.equal((await client.call('CountURLs', {})).value, 1);
   });
 

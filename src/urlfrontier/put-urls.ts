@@ -4,7 +4,7 @@ import type { QueueKeyMode } from '../url/queue-key.js';
 import { MAX_QUEUE_KEY_LENGTH, queueKeyOf } from '../url/queue-key.js';
 import type { Crawls } from './crawls.js';
 import { isMalformed, type AckMessage, type MalformedMessage, type UrlItem } from './proto.js';
-import { invalidArgument, toServiceError } from './status.js';
+import { invalidArgument, RpcError, toServiceError } from './status.js';
 
 /** Items of one stream committed together: one enqueue (one durable commit) per run of a batch. */
 export const PUT_BATCH_ITEMS_MAX = 8_192;
@@ -34,7 +34,7 @@ type Checked = PutEntry | { readonly ackId: string; readonly skipped: string };
  * discovered item is enqueue-if-new (exactly-once discovery: a URL seen before, or a duplicate in
  * the stream, is acked OK and queued once); a known item is scheduled for its
  * refetchable_from_date, or finished when that is 0. An item that can never succeed (no URL, no
- * queue derivable, too long, a bad time) is acked SKIPPED; one the store failed to write is acked
+ * queue derivable, too long, a bad time, an unusable crawl ID) is acked SKIPPED; one the store failed to write is acked
  * FAIL (the client may send it again). A message that does not decode ends the stream with
  * INVALID_ARGUMENT after the acks of everything before it.
  */
@@ -81,7 +81,9 @@ export class PutUrlsStream {
     if (this.#running !== undefined) return;
     this.#running = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#drain()).finally(() => {
       this.#running = undefined;
-      if (this.#pending.length > 0 || (this.#ended && !this.#call.writableEnded)) this.#kick();
+      // A cancelled call gets no more acks: what it left pending is dropped (never acknowledged).
+      if (this.#cancelled) this.#pending = [];
+      else if (this.#pending.length > 0 || (this.#ended && !this.#call.writableEnded)) this.#kick();
     });
   }
 
@@ -122,6 +124,8 @@ export class PutUrlsStream {
       await this.#write(run);
       return run.map(() => 'OK');
     } catch (error) {
+      // A crawl ID that cannot be a scope name fails the whole run, which is all of that crawl.
+      if (error instanceof RpcError) return run.map(() => 'SKIPPED');
       if (!isBadInput(error)) return run.map(() => 'FAIL');
       if (run.length === 1) return ['SKIPPED'];
       const statuses: AckMessage['status'][] = [];
