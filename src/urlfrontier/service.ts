@@ -1,11 +1,11 @@
-import { status as GrpcStatus, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { status as GrpcStatus, type ServerDuplexStream, type ServerWritableStream, type ServiceError, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { MAX_TAKE } from '../epochs/frontier.js';
 import type { QueueStats } from '../epochs/frontier.js';
 import type { ServedFrontier } from '../server/served-store.js';
 import { Crawls } from './crawls.js';
 import { PutUrlsStream } from './put-urls.js';
 import type {
-  BlockQueueParams, CountUrlParams, CrawlLimitParams, GetParams, MalformedMessage, Pagination, QueueDelayParams, QueueWithinCrawlParams, UrlInfo, UrlItem, UrlStatusRequest,
+  AckMessage, BlockQueueParams, CountUrlParams, CrawlLimitParams, GetParams, MalformedMessage, Pagination, QueueDelayParams, QueueWithinCrawlParams, UrlInfo, UrlItem, UrlStatusRequest,
 } from './proto.js';
 import { isMalformed } from './proto.js';
 import { invalidArgument, RpcError, toServiceError } from './status.js';
@@ -39,7 +39,7 @@ export function urlFrontierHandlers(options: UrlFrontierServiceOptions): Untyped
   const { crawls } = options;
   let active = true;
   const unary = <Request, Reply>(method: string, run: (request: Request) => Promise<Reply>) =>
-    (call: { request: Request | MalformedMessage }, callback: (error: Partial<import('@grpc/grpc-js').ServiceError> | null, reply?: Reply) => void): void => {
+    (call: { request: Request | MalformedMessage }, callback: (error: Partial<ServiceError> | null, reply?: Reply) => void): void => {
       const request = call.request;
       const answer = isMalformed(request) ? Promise.reject(invalidArgument(request.malformed)) : run(request);
       answer.then(
@@ -85,7 +85,7 @@ export function urlFrontierHandlers(options: UrlFrontierServiceOptions): Untyped
         (error: unknown) => call.emit('error', failure(options, 'GetURLs', error)),
       );
     },
-    PutURLs: (call: import('@grpc/grpc-js').ServerDuplexStream<UrlItem | MalformedMessage, never>) => {
+    PutURLs: (call: ServerDuplexStream<UrlItem | MalformedMessage, AckMessage>) => {
       new PutUrlsStream(call, crawls);
     },
   };
