@@ -76,7 +76,7 @@ describe('the npm package, packed from a fresh clone and installed elsewhere', (
 
     const { stdout: listing } = await sh('tar', ['-tzf', tarball], packed);
     const files = listing.trim().split('\n');
-    for (const needed of ['package/dist/src/cli/main.js', 'package/dist/src/index.js', 'package/dist/seenstore.d.ts', 'package/cjs/index.cjs', 'package/LICENSE', 'package/dist/migrations/index.js', 'package/dist/src/store/redis/lua/library.lua']) {
+    for (const needed of ['package/dist/src/cli/main.js', 'package/dist/src/index.js', 'package/dist/seenstore.d.ts', 'package/cjs/index.cjs', 'package/LICENSE', 'package/dist/migrations/index.js', 'package/dist/src/store/redis/lua/library.lua', 'package/dist/src/urlfrontier/urlfrontier.proto']) {
       assert.ok(files.includes(needed), `${needed} is in the tarball`);
     }
     assert.deepEqual(files.filter((f) => f.endsWith('.map')), [], 'no source maps pointing at sources the tarball lacks');

@@ -69,6 +69,8 @@ export interface ServedStore {
   /** The handle of scope `name` (USAGE for a name that is not a scope name); `options` shape a scope the first add creates. */
   scope(name: string, options: ScopeOptions): Promise<ServedScope>;
   stats(): Promise<ScopeStats[]>;
+  /** Names of the scopes that exist. */
+  scopeNames(): Promise<string[]>;
   snapshot(name?: string): Promise<SnapshotInfo>;
   snapshotCount(): Promise<number>;
   /** Checkpoints and closes the store (and its thread). */

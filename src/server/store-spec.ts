@@ -19,6 +19,7 @@ export async function openServedStore(spec: string, options: SeenStoreOptions = 
   return {
     scope: async (name, scopeOptions) => store.scope(name, scopeOptions),
     stats: () => store.stats(),
+    scopeNames: () => store.scopeNames(),
     snapshot: (name) => store.snapshot(name),
     snapshotCount: async () => (await store.snapshots()).length,
     close: () => store.close(),

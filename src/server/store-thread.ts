@@ -100,6 +100,10 @@ export class StoreThread implements ServedStore {
     return this.call('stats', undefined, []) as Promise<never>;
   }
 
+  scopeNames(): Promise<string[]> {
+    return this.call('scopeNames', undefined, []) as Promise<string[]>;
+  }
+
   snapshot(name?: string): Promise<never> {
     return this.call('snapshot', undefined, [name]) as Promise<never>;
   }

@@ -49,6 +49,8 @@ async function run(call: StoreCall): Promise<unknown> {
     }
     case 'stats':
       return opened.stats();
+    case 'scopeNames':
+      return opened.scopeNames();
     case 'snapshot':
       return opened.snapshot(call.args[0] as string | undefined);
     case 'snapshotCount':

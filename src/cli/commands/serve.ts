@@ -13,6 +13,7 @@ interface ServeCliOptions extends GlobalOptions {
   readonly bind?: string;
   readonly requirepassFile?: string;
   readonly metricsPort?: string;
+  readonly urlfrontierPort?: string;
   readonly metricsBind?: string;
   readonly logJson?: boolean;
   readonly maxClients?: string;
@@ -63,6 +64,8 @@ export async function serve(command: Command): Promise<void> {
   const port = parseCount('port', options.port, 0) ?? DEFAULT_PORT;
   if (port > 65_535) throw new SeenStoreError('USAGE', `--port must be at most 65535, got ${port}`);
   const metricsPort = parseCount('metrics-port', options.metricsPort, 0);
+  const urlfrontierPort = parseCount('urlfrontier-port', options.urlfrontierPort, 0);
+  if (urlfrontierPort !== undefined && urlfrontierPort > 65_535) throw new SeenStoreError('USAGE', `--urlfrontier-port must be at most 65535, got ${urlfrontierPort}`);
   const bind = options.bind ?? DEFAULT_BIND;
   const secret = password(options);
   if (secret === undefined && !isLoopback(bind)) {
@@ -87,9 +90,26 @@ export async function serve(command: Command): Promise<void> {
     ...(metricsPort === undefined ? {} : { metricsPort }),
     ...(options.metricsBind === undefined ? {} : { metricsBind: options.metricsBind }),
   });
+  // gRPC is loaded only for a server that serves URLFrontier: serve's start-up stays what it was.
+  const urlfrontier = urlfrontierPort === undefined ? undefined : new (await import('../../urlfrontier/server.js')).UrlFrontierServer(store, {
+    port: urlfrontierPort,
+    bind,
+    scopeOptions: { capacityUrls, fprTarget, keys: 'raw' },
+    logger,
+    authThrottle: server.authThrottle,
+    ...(secret === undefined ? {} : { password: secret }),
+  });
   try {
+    // Logged before RESP's start line, so that whoever waits for that line knows both ports.
+    if (urlfrontier !== undefined) {
+      await urlfrontier.start().catch((error: unknown) => {
+        throw new SeenStoreError('IO_ERROR', `cannot serve URLFrontier on ${bind}:${urlfrontierPort}: ${(error as Error).message}`, { cause: error });
+      });
+      logger.log('urlfrontier', { bind, port: urlfrontier.port, auth: secret !== undefined });
+    }
     await server.start();
   } catch (error) {
+    await urlfrontier?.stop();
     await store.close();
     const errno = (error as NodeJS.ErrnoException).code;
     if (errno === 'EADDRINUSE' || errno === 'EACCES' || errno === 'EADDRNOTAVAIL') {
@@ -111,10 +131,10 @@ export async function serve(command: Command): Promise<void> {
   if (signal instanceof Error) {
     // The store failed underneath (its thread died): nothing more can be acknowledged.
     logger.log('error', { event: 'store-failed', message: signal.message });
-    await server.stop('store failed');
+    await Promise.all([server.stop('store failed'), urlfrontier?.stop()]);
     throw signal;
   }
-  await server.stop(signal);
+  await Promise.all([server.stop(signal), urlfrontier?.stop()]);
   try {
     await store.close();
   } catch (error) {

@@ -1,0 +1,68 @@
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import type { ScopeOptions } from '../index.js';
+import { scopeOfKey } from '../server/server.js';
+import type { ServedFrontier, ServedScope, ServedStore } from '../server/served-store.js';
+import { SCOPE_NAME_PATTERN } from '../store/records.js';
+import { RpcError } from './status.js';
+
+/** The crawl an empty crawl ID names: URLFrontier's own name for its default crawl. */
+export const DEFAULT_CRAWL = 'DEFAULT';
+
+/**
+ * URLFrontier's crawls are seenstore's scopes: crawl ID `c` is scope `c` (`""` is DEFAULT; a `:`
+ * stands for a `.`, as for RESP keys). An ID that cannot be a scope name is INVALID_ARGUMENT.
+ */
+export function scopeOfCrawl(crawlID: string): string {
+  const name = crawlID === '' ? DEFAULT_CRAWL : scopeOfKey(crawlID);
+  if (!SCOPE_NAME_PATTERN.test(name)) {
+    throw new RpcError(GrpcStatus.INVALID_ARGUMENT, `crawl ID ${JSON.stringify(crawlID.slice(0, 80))} is not usable: 1-64 of A-Z a-z 0-9 . _ - (a : stands for a .), starting with a letter or digit`);
+  }
+  return name;
+}
+
+/** The crawls of one served store, as the URLFrontier service reaches them. */
+export class Crawls {
+  readonly #store: ServedStore;
+  readonly #scopeOptions: ScopeOptions;
+  readonly #known = new Set<string>();
+
+  /** `scopeOptions` shape a crawl's scope when its first URL creates it: the same as RESP's auto-created scopes, so either side may create it. */
+  constructor(store: ServedStore, scopeOptions: ScopeOptions) {
+    this.#store = store;
+    this.#scopeOptions = scopeOptions;
+  }
+
+  /** The scope of a crawl, existing or not (PutURLs creates it with its first URL). */
+  scope(crawlID: string): Promise<ServedScope> {
+    return this.#store.scope(scopeOfCrawl(crawlID), this.#scopeOptions);
+  }
+
+  async frontier(crawlID: string): Promise<ServedFrontier> {
+    return (await this.scope(crawlID)).frontier();
+  }
+
+  /**
+   * The scope of a crawl that must exist: NOT_FOUND for a named crawl that does not (a typo in a
+   * crawl ID must not read as an empty crawl). The default crawl always answers, empty before
+   * its first URL, as URLFrontier's reference service does.
+   */
+  async existing(crawlID: string): Promise<ServedScope> {
+    if (!(await this.exists(crawlID))) {
+      throw new RpcError(GrpcStatus.NOT_FOUND, `unknown crawl ID ${JSON.stringify(crawlID)}: no such crawl (ListCrawls lists them)`);
+    }
+    return this.scope(crawlID);
+  }
+
+  /** Whether a crawl exists (the default crawl always does). Scopes are never deleted, so a name found once is not asked again. */
+  async exists(crawlID: string): Promise<boolean> {
+    const name = scopeOfCrawl(crawlID);
+    if (name === DEFAULT_CRAWL || this.#known.has(name)) return true;
+    const names = await this.#store.scopeNames();
+    for (const known of names) this.#known.add(known);
+    return this.#known.has(name);
+  }
+
+  names(): Promise<string[]> {
+    return this.#store.scopeNames();
+  }
+}

@@ -1,0 +1,231 @@
+import { status as GrpcStatus, type ServerDuplexStream, type ServerWritableStream, type ServiceError, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { MAX_TAKE } from '../epochs/frontier.js';
+import type { QueueStats } from '../epochs/frontier.js';
+import type { ServedFrontier } from '../server/served-store.js';
+import { Crawls } from './crawls.js';
+import { PutUrlsStream } from './put-urls.js';
+import type {
+  AckMessage, BlockQueueParams, CountUrlParams, CrawlLimitParams, GetParams, MalformedMessage, Pagination, QueueDelayParams, QueueWithinCrawlParams, UrlInfo, UrlItem, UrlStatusRequest,
+} from './proto.js';
+import { isMalformed } from './proto.js';
+import { invalidArgument, RpcError, toServiceError } from './status.js';
+
+/** URLFrontier's default lease of a handed-out URL when GetURLs gives no delay_requestable. */
+const DEFAULT_LEASE_S = 30;
+/** Longest delay, lease or block accepted, in seconds (the library's limit: 10 years ahead). */
+const DELAY_S_MAX = 10 * 365 * 24 * 3600;
+/** ListQueues' page when Pagination.size is 0 (URLFrontier's default). */
+const LIST_QUEUES_SIZE_DEFAULT = 100;
+/** Queues read from the store per step while ListQueues counts and pages. */
+const QUEUE_PAGE = 1_000;
+const SECONDS_TO_MS = 1_000;
+
+export interface UrlFrontierServiceOptions {
+  readonly crawls: Crawls;
+  readonly clock: () => number;
+  /** This node's address, for ListNodes. */
+  readonly address: () => string;
+  /** Logs a failure that is a bug (answered INTERNAL). */
+  readonly onInternalError: (method: string, error: unknown) => void;
+}
+
+/**
+ * The URLFrontier RPCs over a served store (docs/frontier.md "URLFrontier"). Every handler checks
+ * its request, calls the engine (a crawl is a scope, its queues the scope's frontier queues) and
+ * answers; a thrown error becomes the status toServiceError gives. RPCs not listed here
+ * (SetLogLevel, ListURLs, PurgeURLs) answer UNIMPLEMENTED.
+ */
+export function urlFrontierHandlers(options: UrlFrontierServiceOptions): UntypedServiceImplementation {
+  const { crawls } = options;
+  let active = true;
+  const unary = <Request, Reply>(method: string, run: (request: Request) => Promise<Reply>) =>
+    (call: { request: Request | MalformedMessage }, callback: (error: Partial<ServiceError> | null, reply?: Reply) => void): void => {
+      const request = call.request;
+      const answer = isMalformed(request) ? Promise.reject(invalidArgument(request.malformed)) : run(request);
+      answer.then(
+        (reply) => callback(null, reply),
+        (error: unknown) => callback(failure(options, method, error)),
+      );
+    };
+  return {
+    ListNodes: unary('ListNodes', async () => ({ values: [options.address()] })),
+    ListCrawls: unary('ListCrawls', async () => ({ values: await crawls.names() })),
+    DeleteCrawl: unary('DeleteCrawl', async (request: { value: string }) => ({ value: await deleteCrawl(crawls, request.value) })),
+    ListQueues: unary('ListQueues', (request: Pagination) => listQueues(crawls, request, options.clock())),
+    GetStats: unary('GetStats', (request: QueueWithinCrawlParams) => stats(crawls, request)),
+    DeleteQueue: unary('DeleteQueue', async (request: QueueWithinCrawlParams) => ({
+      value: await (await crawls.existing(request.crawlID)).frontier().deleteQueue(request.key),
+    })),
+    BlockQueueUntil: unary('BlockQueueUntil', async (request: BlockQueueParams) => {
+      await (await crawls.frontier(request.crawlID)).blockUntil(request.key, request.time * SECONDS_TO_MS);
+      return {};
+    }),
+    SetActive: unary('SetActive', async (request: { state: boolean }) => {
+      active = request.state;
+      return {};
+    }),
+    GetActive: unary('GetActive', async () => ({ state: active })),
+    SetDelay: unary('SetDelay', async (request: QueueDelayParams) => {
+      const delayMs = checkedSeconds('delay_requestable', request.delay_requestable) * SECONDS_TO_MS;
+      const frontier = await crawls.frontier(request.crawlID);
+      // An empty key sets the crawl's default delay (URLFrontier: "the default for all the queues").
+      if (request.key === '') await frontier.configure({ delayMs });
+      else await frontier.setDelay(request.key, delayMs);
+      return {};
+    }),
+    SetCrawlLimit: unary('SetCrawlLimit', async (request: CrawlLimitParams) => {
+      await (await crawls.frontier(request.crawlID)).setCrawlLimit(request.key, request.limit === 0 ? null : request.limit);
+      return {};
+    }),
+    GetURLStatus: unary('GetURLStatus', (request: UrlStatusRequest) => urlStatus(crawls, request)),
+    CountURLs: unary('CountURLs', (request: CountUrlParams) => countUrls(crawls, request)),
+    GetURLs: (call: ServerWritableStream<GetParams | MalformedMessage, UrlInfo>) => {
+      getUrls(crawls, call, active).then(
+        () => call.end(),
+        (error: unknown) => call.emit('error', failure(options, 'GetURLs', error)),
+      );
+    },
+    PutURLs: (call: ServerDuplexStream<UrlItem | MalformedMessage, AckMessage>) => {
+      new PutUrlsStream(call, crawls);
+    },
+  };
+}
+
+function failure(options: UrlFrontierServiceOptions, method: string, error: unknown): ReturnType<typeof toServiceError> {
+  const status = toServiceError(error);
+  if (status.code === GrpcStatus.INTERNAL) options.onInternalError(method, error);
+  return status;
+}
+
+function checkedSeconds(name: string, seconds: number): number {
+  if (!Number.isSafeInteger(seconds) || seconds < 0 || seconds > DELAY_S_MAX) {
+    throw invalidArgument(`${name} must be 0 to ${DELAY_S_MAX} seconds, got ${seconds} (a negative number sent as a uint32 arrives as ${2 ** 32 - 1})`);
+  }
+  return seconds;
+}
+
+/**
+ * GetURLs: due URLs of ready queues, each leased for delay_requestable seconds (default 30, as the
+ * reference service): until then it is not handed out again, and if it is not reported back (a
+ * known item) by then, it is. Inactive (SetActive false): nothing.
+ */
+async function getUrls(crawls: Crawls, call: ServerWritableStream<GetParams | MalformedMessage, UrlInfo>, active: boolean): Promise<void> {
+  const request = call.request;
+  if (isMalformed(request)) throw invalidArgument(request.malformed);
+  const leaseMs = checkedSeconds('delay_requestable', request.delay_requestable === 0 ? DEFAULT_LEASE_S : request.delay_requestable) * SECONDS_TO_MS;
+  if (!active) return;
+  const perQueue = request.max_urls_per_queue === 0 ? MAX_TAKE : Math.min(request.max_urls_per_queue, MAX_TAKE);
+  let count = request.max_queues === 0 || request.max_urls_per_queue === 0 ? MAX_TAKE : Math.min(MAX_TAKE, request.max_queues * request.max_urls_per_queue);
+  let queuesLeft = request.max_queues;
+  const names = request.item === 'anyCrawlID' ? await crawls.names() : [request.crawlID ?? ''];
+  for (const name of names) {
+    if (count === 0 || (request.max_queues > 0 && queuesLeft === 0)) break;
+    // A crawl that does not exist answers nothing, as a poll before the first PutURLs should, and gets no state made for it.
+    if (!(await crawls.exists(name))) continue;
+    const frontier = await crawls.frontier(name);
+    const leased = await frontier.take(count, { leaseMs, perQueue, maxQueues: queuesLeft, ...(request.key === '' ? {} : { queue: request.key }) });
+    const crawlID = (await crawls.scope(name)).name;
+    const queues = new Set<string>();
+    for (const entry of leased) {
+      queues.add(entry.queue);
+      call.write({ url: entry.url, key: entry.queue, metadata: metadataOf(entry.data), crawlID });
+    }
+    count -= leased.length;
+    if (request.max_queues > 0) queuesLeft -= queues.size;
+  }
+}
+
+function metadataOf(data: unknown): UrlInfo['metadata'] {
+  const metadata = (data as { metadata?: UrlInfo['metadata'] } | null | undefined)?.metadata;
+  return typeof metadata === 'object' && metadata !== null ? metadata : {};
+}
+
+/**
+ * DeleteCrawl: the crawl's frontier is emptied (queues, URLs and their settings) and its scope
+ * rotated, so that URLs put again afterwards are new again, as URLFrontier users expect; the
+ * sealed epoch stays until pruned. Resolves with how many URLs were queued.
+ */
+async function deleteCrawl(crawls: Crawls, crawlID: string): Promise<number> {
+  const scope = await crawls.existing(crawlID);
+  const removed = await scope.frontier().clear();
+  if ((await scope.openEpoch()) !== null) await scope.rotate({});
+  return removed;
+}
+
+/** ListQueues: queue keys in key order, paged by start and size; inactive ones (nothing takeable now) only when asked for. */
+async function listQueues(crawls: Crawls, request: Pagination, nowMs: number): Promise<object> {
+  const scope = await crawls.existing(request.crawlID);
+  const frontier = scope.frontier();
+  const size = request.size === 0 ? LIST_QUEUES_SIZE_DEFAULT : request.size;
+  const values: string[] = [];
+  let total = 0;
+  await forEachQueue(frontier, (queue) => {
+    if (!request.include_inactive && !isActive(queue, nowMs)) return;
+    if (total >= request.start && values.length < size) values.push(queue.key);
+    total++;
+  });
+  return { values, total, start: request.start, size: values.length, crawlID: scope.name };
+}
+
+/** Active, as URLFrontier means it: the queue could hand out a URL now. */
+function isActive(queue: QueueStats, nowMs: number): boolean {
+  return queue.readyAtMs !== undefined && queue.readyAtMs <= nowMs;
+}
+
+async function forEachQueue(frontier: ServedFrontier, visit: (queue: QueueStats) => void): Promise<void> {
+  let after: string | undefined;
+  for (;;) {
+    const page = await frontier.listQueues({ limit: QUEUE_PAGE, ...(after === undefined ? {} : { after }) });
+    page.forEach(visit);
+    if (page.length < QUEUE_PAGE) return;
+    after = page[page.length - 1]!.key;
+  }
+}
+
+/** GetStats of a queue (key given) or of the whole crawl: size = URLs waiting (due or scheduled), inProcess = leased. */
+async function stats(crawls: Crawls, request: QueueWithinCrawlParams): Promise<object> {
+  const scope = await crawls.existing(request.crawlID);
+  const frontier = scope.frontier();
+  if (request.key !== '') {
+    const queue = await frontier.queue(request.key);
+    return {
+      size: queue?.waiting ?? 0,
+      inProcess: queue?.leased ?? 0,
+      counts: { completed: queue?.completed ?? 0 },
+      numberOfQueues: queue === undefined || queue.waiting + queue.leased === 0 ? 0 : 1,
+      crawlID: scope.name,
+    };
+  }
+  const s = await frontier.stats();
+  return { size: s.pending, inProcess: s.leased, counts: { completed: s.done }, numberOfQueues: s.queues, crawlID: scope.name };
+}
+
+/**
+ * GetURLStatus: a URL in the frontier is answered exactly (discovered while it waits to be
+ * fetched, known with its refetch date while it is scheduled for later); one that is not there but
+ * in the crawl's filter is known with no refetch date — "probably seen", finished or a false
+ * positive of the filter; any other NOT_FOUND.
+ */
+async function urlStatus(crawls: Crawls, request: UrlStatusRequest): Promise<object> {
+  if (request.url === '') throw invalidArgument('GetURLStatus needs a url');
+  const scope = await crawls.existing(request.crawlID);
+  const entry = await scope.frontier().urlStatus(request.url);
+  const info = { url: request.url, key: entry?.queue ?? request.key, metadata: {}, crawlID: scope.name };
+  if (entry !== undefined && entry.state === 'scheduled') return { known: { info, refetchable_from_date: Math.ceil(entry.atMs / SECONDS_TO_MS) }, ID: request.url };
+  if (entry !== undefined) return { discovered: { info }, ID: request.url };
+  const [seen] = await scope.has([request.url]);
+  if (seen === true) return { known: { info, refetchable_from_date: 0 }, ID: request.url };
+  throw new RpcError(GrpcStatus.NOT_FOUND, `${request.url.slice(0, 200)} is not in crawl ${scope.name}`);
+}
+
+/** CountURLs: URLs in the frontier (waiting, scheduled or in process), of one queue or the crawl: exact. */
+async function countUrls(crawls: Crawls, request: CountUrlParams): Promise<object> {
+  if (request.filter !== undefined && request.filter !== '') throw new RpcError(GrpcStatus.UNIMPLEMENTED, 'CountURLs with a filter is not served: the frontier does not search URLs by text');
+  const frontier = (await crawls.existing(request.crawlID)).frontier();
+  if (request.key !== '') {
+    const queue = await frontier.queue(request.key);
+    return { value: queue === undefined ? 0 : queue.waiting + queue.leased };
+  }
+  const s = await frontier.stats();
+  return { value: s.pending + s.leased };
+}

@@ -1,0 +1,259 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import { AuthThrottle } from '../src/server/auth-throttle.js';
+import { createLogger } from '../src/server/logger.js';
+import { openServedStore } from '../src/server/store-spec.js';
+import { UrlFrontierServer } from '../src/urlfrontier/server.js';
+import { memoryStore } from './helpers/memory.js';
+import { tempDir } from './helpers/tmp.js';
+import { discovered, FrontierClient, known, statusOf, type UrlInfo } from './helpers/urlfrontier.js';
+
+/**
+ * The URLFrontier service driven by a real gRPC client (@grpc/grpc-js) through the behaviours
+ * URLFrontier's own test suite checks, on each store location below. The server runs in this
+ * process over a store whose clock the test owns: leases, delays and revisit dates are reached by
+ * moving the clock, never by sleeping. A driver joins by adding its line.
+ */
+const LOCATIONS: readonly { readonly name: string; readonly location: () => string; readonly skip?: string }[] = [
+  { name: 'memory', location: () => memoryStore('urlfrontier') },
+  { name: 'lmdb', location: () => tempDir(), skip: 'LMDB answers UNSUPPORTED for the v2 frontier until its driver lands (issue 28, LMDB part)' },
+];
+
+interface Served {
+  readonly client: FrontierClient;
+  readonly port: number;
+  /** Moves the store's clock on. */
+  advance(ms: number): void;
+  nowS(): number;
+}
+
+const quietLogger = createLogger(true, () => undefined);
+
+async function serve(location: string, password?: string): Promise<Served> {
+  let nowMs = Date.now();
+  const clock = (): number => nowMs;
+  const store = await openServedStore(location, { clock }, false);
+  const server = new UrlFrontierServer(store, {
+    port: 0, bind: '127.0.0.1', scopeOptions: { capacityUrls: 100_000, fprTarget: 0.001, keys: 'raw' }, logger: quietLogger, authThrottle: new AuthThrottle(), clock,
+    ...(password === undefined ? {} : { password }),
+  });
+  await server.start();
+  const client = new FrontierClient(server.port, password);
+  after(async () => {
+    client.close();
+    await server.stop();
+    await store.close();
+  });
+  return { client, port: server.port, advance: (ms) => (nowMs += ms), nowS: () => Math.floor(nowMs / 1000) };
+}
+
+const urlsOf = (infos: readonly UrlInfo[]): string[] => infos.map((info) => info.url).sort();
+
+for (const { name, location, skip } of LOCATIONS) {
+  describe(`URLFrontier over gRPC (${name})`, { ...(skip === undefined ? {} : { skip }) }, () => {
+    test('duplicates are acked, each with its ID, and queued once', async () => {
+      const { client } = await serve(location());
+      const acks = await client.put([discovered('http://a.com/1'), discovered('http://a.com/1', { ID: 'again' }), discovered('http://b.com/1')]);
+      assert.deepEqual(acks, [{ ID: 'http://a.com/1', status: 'OK' }, { ID: 'again', status: 'OK' }, { ID: 'http://b.com/1', status: 'OK' }]);
+      assert.deepEqual(await client.put([discovered('http://a.com/1')]), [{ ID: 'http://a.com/1', status: 'OK' }]);
+      assert.equal((await client.call('CountURLs', {})).value, 2);
+      assert.deepEqual(urlsOf(await client.get()), ['http://a.com/1', 'http://b.com/1']);
+    });
+
+    test('one queue per host: GetURLs hands out max_urls_per_queue of each, keyed by host', async () => {
+      const { client } = await serve(location());
+      await client.put(['http://a.com/1', 'http://a.com/2', 'http://b.com/1', 'http://c.com:8080/1', 'http://c.com:8080/2'].map((url) => discovered(url)));
+      const queues = await client.call<{ values: string[]; total: number }>('ListQueues', { include_inactive: true });
+      assert.deepEqual(queues.values, ['a.com', 'b.com', 'c.com:8080']);
+      assert.equal(queues.total, 3);
+      const got = await client.get({ max_urls_per_queue: 1 });
+      assert.deepEqual(got.map((info) => info.key).sort(), ['a.com', 'b.com', 'c.com:8080']);
+      assert.ok(got.every((info) => new URL(info.url).host === info.key && info.crawlID === 'DEFAULT'));
+      assert.deepEqual(await client.get({ max_queues: 1, max_urls_per_queue: 5 }), [], 'every queue is within its delay (1 s by default)');
+    });
+
+    test('an in-process URL is not handed out again until delay_requestable has passed', async () => {
+      const { client, advance } = await serve(location());
+      await client.call('SetDelay', { key: '', delay_requestable: 0 });
+      await client.put([discovered('http://a.com/1')]);
+      assert.deepEqual(urlsOf(await client.get({ delay_requestable: 60 })), ['http://a.com/1']);
+      assert.deepEqual(await client.get(), []);
+      advance(59_000);
+      assert.deepEqual(await client.get(), []);
+      assert.equal((await client.call('GetStats', {})).inProcess, 1);
+      advance(2_000);
+      assert.deepEqual(urlsOf(await client.get()), ['http://a.com/1'], 'the lease ran out: it is handed out again');
+    });
+
+    test('a known URL without a refetch date is finished: never handed out again', async () => {
+      const { client, advance } = await serve(location());
+      await client.call('SetDelay', { key: '', delay_requestable: 0 });
+      await client.put([discovered('http://a.com/1'), discovered('http://a.com/2')]);
+      assert.equal((await client.get({ delay_requestable: 10 })).length, 2);
+      assert.deepEqual(await client.put([known('http://a.com/1', 0)]), [{ ID: 'http://a.com/1', status: 'OK' }]);
+      advance(3_600_000);
+      assert.deepEqual(urlsOf(await client.get()), ['http://a.com/2']);
+      advance(3_600_000);
+      assert.deepEqual(urlsOf(await client.get()), ['http://a.com/2']);
+      assert.equal((await client.call<{ counts: { completed: number } }>('GetStats', { key: 'a.com' })).counts.completed, 1);
+    });
+
+    test('revisits: nothing before its date, the sooner refetch date first', async () => {
+      const { client, advance, nowS } = await serve(location());
+      await client.call('SetDelay', { key: '', delay_requestable: 0 });
+      await client.put([known('http://x.com/later', nowS() + 200), known('http://x.com/sooner', nowS() + 100)]);
+      assert.deepEqual(await client.get(), []);
+      advance(300_000);
+      assert.deepEqual(urlsOf(await client.get({ max_urls_per_queue: 1 })), ['http://x.com/sooner']);
+      assert.deepEqual(urlsOf(await client.get({ max_urls_per_queue: 1 })), ['http://x.com/later']);
+    });
+
+    test('crawl IDs are separate frontiers; anyCrawlID takes from each', async () => {
+      const { client } = await serve(location());
+      await client.call('SetDelay', { key: '', delay_requestable: 0, crawlID: 'c1' });
+      await client.put([discovered('http://a.com/1', { crawlID: 'c1' }), discovered('http://a.com/1', { crawlID: 'c2' }), discovered('http://b.com/1', { crawlID: 'c2' })]);
+      assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values.sort(), ['c1', 'c2']);
+      const c1 = await client.get({ crawlID: 'c1' });
+      assert.deepEqual(c1.map((info) => [info.url, info.crawlID]), [['http://a.com/1', 'c1']]);
+      assert.equal((await client.call('CountURLs', { crawlID: 'c2' })).value, 2);
+      const any = await client.get({ anyCrawlID: {} });
+      assert.deepEqual(any.map((info) => `${info.crawlID} ${info.url}`).sort(), ['c2 http://a.com/1', 'c2 http://b.com/1']);
+    });
+
+    test('DeleteQueue and DeleteCrawl answer how many URLs they removed; a deleted crawl takes its URLs anew', async () => {
+      const { client } = await serve(location());
+      await client.put(['http://a.com/1', 'http://a.com/2', 'http://a.com/3', 'http://b.com/1', 'http://b.com/2'].map((url) => discovered(url, { crawlID: 'c' })));
+      assert.equal((await client.call('DeleteQueue', { key: 'a.com', crawlID: 'c' })).value, 3);
+      assert.equal((await client.call('GetStats', { crawlID: 'c' })).size, 2);
+      assert.equal((await client.call('DeleteCrawl', { value: 'c' })).value, 2);
+      assert.equal((await client.call('CountURLs', { crawlID: 'c' })).value, 0);
+      await client.put([discovered('http://b.com/1', { crawlID: 'c' })]);
+      assert.equal((await client.call('CountURLs', { crawlID: 'c' })).value, 1, 'after DeleteCrawl a URL is discovered again');
+    });
+
+    test('politeness: SetDelay, BlockQueueUntil and SetCrawlLimit gate a queue', async () => {
+      const { client, advance, nowS } = await serve(location());
+      await client.put(['http://a.com/1', 'http://a.com/2', 'http://a.com/3', 'http://b.com/1', 'http://b.com/2'].map((url) => discovered(url)));
+      await client.call('SetDelay', { key: 'a.com', delay_requestable: 10 });
+      await client.call('BlockQueueUntil', { key: 'b.com', time: nowS() + 60 });
+      assert.deepEqual(urlsOf(await client.get({ max_urls_per_queue: 1 })), ['http://a.com/1']);
+      advance(9_000);
+      assert.deepEqual(await client.get({ max_urls_per_queue: 1 }), []);
+      advance(1_000);
+      assert.deepEqual(urlsOf(await client.get({ max_urls_per_queue: 1 })), ['http://a.com/2']);
+      advance(60_000);
+      assert.deepEqual(urlsOf(await client.get({ max_urls_per_queue: 1, key: 'b.com' })), ['http://b.com/1']);
+      await client.call('SetCrawlLimit', { key: 'a.com', limit: 2 });
+      await client.put([known('http://a.com/1', 0), known('http://a.com/2', 0)]);
+      advance(3_600_000);
+      assert.deepEqual(await client.get({ key: 'a.com' }), [], 'a.com completed its crawl limit of 2');
+    });
+
+    test('GetURLStatus: queued and scheduled exactly, finished as probably seen, else NOT_FOUND', async () => {
+      const { client, nowS } = await serve(location());
+      await client.put([discovered('http://a.com/new'), discovered('http://a.com/done'), known('http://a.com/later', nowS() + 100)]);
+      await client.put([known('http://a.com/done', 0)]);
+      const fresh = await client.call<{ item: string; discovered: { info: UrlInfo } }>('GetURLStatus', { url: 'http://a.com/new' });
+      assert.equal(fresh.item, 'discovered');
+      assert.equal(fresh.discovered.info.key, 'a.com');
+      const later = await client.call<{ item: string; known: { refetchable_from_date: number } }>('GetURLStatus', { url: 'http://a.com/later' });
+      assert.deepEqual([later.item, later.known.refetchable_from_date], ['known', nowS() + 100]);
+      const done = await client.call<{ item: string; known: { refetchable_from_date: number } }>('GetURLStatus', { url: 'http://a.com/done' });
+      assert.deepEqual([done.item, done.known.refetchable_from_date], ['known', 0]);
+      assert.equal((await statusOf(client.call('GetURLStatus', { url: 'http://a.com/never' }))).code, GrpcStatus.NOT_FOUND);
+    });
+
+    test('metadata travels with a URL; SetActive(false) holds GetURLs while PutURLs goes on', async () => {
+      const { client } = await serve(location());
+      assert.equal((await client.call('GetActive', {})).state, true);
+      await client.call('SetActive', { state: false });
+      await client.put([discovered('http://a.com/1', { metadata: { depth: { values: ['2'] }, source: { values: ['http://s.com/'] } } })]);
+      assert.deepEqual(await client.get(), []);
+      assert.equal((await client.call('GetActive', {})).state, false);
+      await client.call('SetActive', { state: true });
+      const [info] = await client.get();
+      assert.deepEqual(info!.metadata, { depth: { values: ['2'] }, source: { values: ['http://s.com/'] } });
+    });
+  });
+}
+
+describe('URLFrontier: bad input gets a status, and the server keeps serving', () => {
+  test('a message that does not decode: INVALID_ARGUMENT naming the RPC; another client is served', async () => {
+    const { client, port } = await serve(memoryStore('urlfrontier-bad'));
+    const answer = await new Promise<{ code: number; details: string }>((resolve) => {
+      client.raw.makeUnaryRequest('/urlfrontier.URLFrontier/GetStats', (bytes: Buffer) => bytes, (bytes: Buffer) => bytes, Buffer.from([0xff, 0xff, 0xff]), (error) => resolve({ code: error!.code, details: error!.details }));
+    });
+    assert.equal(answer.code, GrpcStatus.INVALID_ARGUMENT);
+    assert.match(answer.details, /GetStats request is not a valid protobuf message/);
+    const other = new FrontierClient(port);
+    assert.deepEqual(await other.put([discovered('http://a.com/1')]), [{ ID: 'http://a.com/1', status: 'OK' }]);
+    other.close();
+  });
+
+  test('an undecodable item ends PutURLs with INVALID_ARGUMENT after the acks of the items before it', async () => {
+    const { client } = await serve(memoryStore('urlfrontier-bad'));
+    const stream = client.raw.makeBidiStreamRequest('/urlfrontier.URLFrontier/PutURLs', (bytes: Buffer) => bytes, (bytes: Buffer) => bytes);
+    const acks: Buffer[] = [];
+    const ended = new Promise<{ code: number; details: string }>((resolve) => stream.on('error', (error: { code: number; details: string }) => resolve(error)));
+    stream.on('data', (ack: Buffer) => acks.push(ack));
+    // Field 1 (discovered) { field 1 (info) { field 1 (url) "http://a.com/1" } }, then garbage.
+    const url = Buffer.from('http://a.com/1');
+    stream.write(Buffer.concat([Buffer.from([0x0a, url.length + 4, 0x0a, url.length + 2, 0x0a, url.length]), url]));
+    stream.write(Buffer.from([0xff, 0xff, 0xff]));
+    const status = await ended;
+    assert.equal(status.code, GrpcStatus.INVALID_ARGUMENT);
+    assert.match(status.details, /PutURLs request is not a valid protobuf message/);
+    assert.equal(acks.length, 1);
+    assert.equal((await client.call('CountURLs', {})).value, 1);
+  });
+
+  test('unknown crawl ID, unusable crawl ID, negative delay: NOT_FOUND and INVALID_ARGUMENT', async () => {
+    const { client } = await serve(memoryStore('urlfrontier-bad'));
+    const unknown = await statusOf(client.call('GetStats', { crawlID: 'nosuchcrawl' }));
+    assert.deepEqual([unknown.code, unknown.details], [GrpcStatus.NOT_FOUND, 'unknown crawl ID "nosuchcrawl": no such crawl (ListCrawls lists them)']);
+    assert.equal((await statusOf(client.call('DeleteCrawl', { value: 'nosuchcrawl' }))).code, GrpcStatus.NOT_FOUND);
+    assert.deepEqual(await client.get({ crawlID: 'nosuchcrawl' }), [], 'GetURLs polls: an unknown crawl has nothing to hand out');
+    assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values, [], 'and the poll made no crawl');
+    const unusable = await statusOf(client.call('SetDelay', { key: 'a.com', delay_requestable: 1, crawlID: 'no spaces/allowed' }));
+    assert.equal(unusable.code, GrpcStatus.INVALID_ARGUMENT);
+    assert.match(unusable.details, /crawl ID "no spaces\/allowed" is not usable/);
+    const negative = await statusOf(client.call('SetDelay', { key: 'a.com', delay_requestable: -1 }));
+    assert.equal(negative.code, GrpcStatus.INVALID_ARGUMENT);
+    assert.match(negative.details, /delay_requestable must be 0 to \d+ seconds, got 4294967295/);
+    assert.equal((await statusOf(client.get({ delay_requestable: -1 }))).code, GrpcStatus.INVALID_ARGUMENT);
+    assert.equal((await client.call('GetActive', {})).state, true, 'still serving');
+  });
+
+  test('a 10 MB URL: RESOURCE_EXHAUSTED for its stream; a 100 KB URL is SKIPPED; others go through', async () => {
+    const { client } = await serve(memoryStore('urlfrontier-bad'));
+    const huge = await statusOf(client.put([discovered(`http://a.com/${'x'.repeat(10 * 2 ** 20)}`)]));
+    assert.equal(huge.code, GrpcStatus.RESOURCE_EXHAUSTED);
+    assert.match(huge.details, /larger than max/);
+    const acks = await client.put([discovered(`http://a.com/${'x'.repeat(100_000)}`, { ID: 'long' }), discovered('', { ID: 'empty' }), discovered('not a url', { ID: 'hostless' }), discovered('http://a.com/x', { ID: 'badcrawl', crawlID: 'no spaces' }), discovered('http://a.com/ok')]);
+    assert.deepEqual(acks.map((ack) => `${ack.ID} ${ack.status}`), ['long SKIPPED', 'empty SKIPPED', 'hostless SKIPPED', 'badcrawl SKIPPED', 'http://a.com/ok OK']);
+    assert.equal((await client.call('CountURLs', {})).value, 1);
+  });
+
+  test('RPCs not served answer UNIMPLEMENTED, never a wrong answer', async () => {
+    const { client } = await serve(memoryStore('urlfrontier-bad'));
+    assert.equal((await statusOf(client.call('PurgeURLs', { key: 'a.com', days: 1 }))).code, GrpcStatus.UNIMPLEMENTED);
+    assert.equal((await statusOf(client.call('SetLogLevel', { package: 'x', level: 'DEBUG' }))).code, GrpcStatus.UNIMPLEMENTED);
+    assert.equal((await statusOf(client.call('CountURLs', { filter: 'a.com' }))).code, GrpcStatus.UNIMPLEMENTED);
+  });
+
+  test('with a password, a call needs it as a Bearer token: UNAUTHENTICATED without', async () => {
+    const { port } = await serve(memoryStore('urlfrontier-auth'), 's3cret');
+    const anonymous = new FrontierClient(port);
+    const wrong = new FrontierClient(port, 'guess');
+    const right = new FrontierClient(port, 's3cret');
+    try {
+      assert.equal((await statusOf(anonymous.call('GetActive', {}))).code, GrpcStatus.UNAUTHENTICATED);
+      assert.equal((await statusOf(wrong.put([discovered('http://a.com/1')]))).code, GrpcStatus.UNAUTHENTICATED);
+      assert.equal((await statusOf(wrong.get())).code, GrpcStatus.UNAUTHENTICATED);
+      assert.deepEqual(await right.put([discovered('http://a.com/1')]), [{ ID: 'http://a.com/1', status: 'OK' }]);
+    } finally {
+      for (const client of [anonymous, wrong, right]) client.close();
+    }
+  });
+});
