@@ -30,7 +30,7 @@ export type { NormalizeMode } from './url/normalize.js';
 export type { VerifyReport, Damage, SnapshotInfo, RestoreResult, MigrationReport, CheckpointOutcome, SliceSummary } from './store/backend.js';
 export type { ExportResult, ImportOptions, ImportResult, MergeResult, MergeFilesResult } from './epochs/transfer.js';
 export { ExportedEpoch, type ExportedSummary } from './epochs/exported.js';
-export { ScopeFrontier, DEFAULT_LEASE_MS, type TakeOptions, type LeasedUrl, type FrontierStats } from './epochs/frontier.js';
+export { ScopeFrontier, DEFAULT_LEASE_MS, DEFAULT_FRONTIER_SETTINGS, type TakeOptions, type LeasedUrl, type FrontierStats, type FrontierSettings, type QueueOptions, type QueueStats, type UrlStatus } from './epochs/frontier.js';
 export { mergeExportFiles } from './epochs/seen-store.js';
 export type { ExportHeader } from './store/export-file.js';
 export type { DiskUsage } from './store/backend.js';

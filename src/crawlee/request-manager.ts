@@ -1,11 +1,12 @@
 import { Request, type RequestOptions, type Source } from 'crawlee';
+import { queueKeyOf, type QueueKeyMode } from '../url/queue-key.js';
 
 /**
  * What the manager uses of a seenstore Scope (structurally, so that this entry point's declarations
  * stand alone): `store.scope(name)` is one.
  */
 export interface FrontierScope {
-  enqueue(urls: readonly string[], options?: { readonly data?: readonly unknown[] }): Promise<boolean[]>;
+  enqueue(urls: readonly string[], options?: { readonly data?: readonly unknown[]; readonly queues?: readonly string[] }): Promise<boolean[]>;
   addIfAbsent(urls: readonly string[]): Promise<boolean[]>;
   frontier(): ScopeFrontierLike;
 }
@@ -17,11 +18,13 @@ interface LeasedUrl {
 }
 
 interface ScopeFrontierLike {
-  take(count: number, options?: { readonly leaseMs?: number; readonly owner?: string }): Promise<LeasedUrl[]>;
+  take(count: number, options?: { readonly leaseMs?: number; readonly owner?: string; readonly perQueue?: number }): Promise<LeasedUrl[]>;
   done(ids: readonly string[]): Promise<number>;
   release(ids: readonly string[], data?: readonly unknown[]): Promise<number>;
   reclaim(owner: string): Promise<number>;
   stats(): Promise<{ readonly pending: number; readonly leased: number; readonly done: number }>;
+  settings(): Promise<{ readonly queueKey: QueueKeyMode }>;
+  configure(change: { readonly delayMs?: number }): Promise<unknown>;
 }
 
 /** Options of SeenstoreRequestManager. */
@@ -41,6 +44,14 @@ export interface RequestManagerOptions {
   readonly leaseMs?: number;
   /** Requests taken ahead of the crawler's asks (default 5): at most this many more are refetched after a kill. */
   readonly prefetch?: number;
+  /**
+   * Crawlee's `sameDomainDelaySecs`, kept by the frontier: the scope's delay between two requests
+   * to one host, for every crawler process sharing the scope (set at the first take; default: the
+   * scope's own, 1 s for a new one — give 0 for none). Each take hands out at most `perQueue`
+   * requests of one host (default 1).
+   */
+  readonly sameDomainDelaySecs?: number;
+  readonly perQueue?: number;
 }
 
 /** A request as the frontier keeps it: what `new Request()` needs to be the same request again. */
@@ -78,6 +89,9 @@ export class SeenstoreRequestManager {
   readonly #frontier: ScopeFrontierLike;
   readonly #owner: string;
   readonly #prefetch: number;
+  readonly #perQueue: number;
+  readonly #delayMs: number | undefined;
+  #queueKey: QueueKeyMode | undefined;
   #leaseMs: number | undefined;
   #buffer: LeasedUrl[] = [];
   #inProgress = 0;
@@ -90,6 +104,10 @@ export class SeenstoreRequestManager {
     this.#frontier = scope.frontier();
     this.#owner = options.owner ?? 'crawlee';
     this.#prefetch = options.prefetch ?? 5;
+    this.#perQueue = options.perQueue ?? 1;
+    const delaySecs = options.sameDomainDelaySecs;
+    if (delaySecs !== undefined && !(Number.isFinite(delaySecs) && delaySecs >= 0)) throw new TypeError('sameDomainDelaySecs must be a number of seconds >= 0');
+    this.#delayMs = delaySecs === undefined ? undefined : Math.round(delaySecs * 1000);
     this.#leaseMs = options.leaseMs;
   }
 
@@ -206,18 +224,28 @@ export class SeenstoreRequestManager {
   async #add(sources: readonly (Source | string)[]): Promise<Processed[]> {
     const requests = sources.map((source) => (source instanceof Request ? source : new Request(typeof source === 'string' ? { url: source } : (source as RequestOptions))));
     const keys = requests.map((request) => request.uniqueKey);
-    const fresh = await this.#scope.enqueue(keys, { data: requests.map(stored) });
+    // A request is polite to the host of its URL, whatever its uniqueKey (which need not be a URL).
+    this.#queueKey ??= (await this.#frontier.settings()).queueKey;
+    const mode = this.#queueKey;
+    const queues = requests.map((request) => queueKeyOf(request.url, mode) ?? '');
+    const fresh = await this.#scope.enqueue(keys, { data: requests.map(stored), queues });
     const added = fresh.filter(Boolean).length;
     this.#pending += added;
     return requests.map((request, i) => ({ uniqueKey: request.uniqueKey, requestId: request.uniqueKey, wasAlreadyPresent: !fresh[i], wasAlreadyHandled: false }));
   }
 
+  /** Once: the scope's delay from sameDomainDelaySecs, and a dead predecessor's leases back. */
+  async #start(): Promise<void> {
+    if (this.#delayMs !== undefined) await this.#frontier.configure({ delayMs: this.#delayMs });
+    await this.#frontier.reclaim(this.#owner);
+  }
+
   /** Takes requests ahead when none is buffered; the first time, gives back a dead predecessor's leases. */
   async #fill(): Promise<void> {
-    this.#started ??= this.#frontier.reclaim(this.#owner).then(() => undefined);
+    this.#started ??= this.#start();
     await this.#started;
     if (this.#buffer.length > 0) return;
-    const taken = await this.#frontier.take(this.#prefetch, { leaseMs: this.#leaseMs ?? DEFAULT_LEASE_MS, owner: this.#owner });
+    const taken = await this.#frontier.take(this.#prefetch, { leaseMs: this.#leaseMs ?? DEFAULT_LEASE_MS, owner: this.#owner, perQueue: this.#perQueue });
     this.#pending = Math.max(0, this.#pending - taken.length);
     this.#buffer.push(...taken);
   }

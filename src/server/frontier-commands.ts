@@ -19,7 +19,7 @@ export function frontierCommands(): CommandSpec[] {
   return [
     seen('SEEN.ENQUEUE', -3, true, 'Adds the items; queues the new ones in the same step; 1 per queued item', 'SEEN.ENQUEUE key item [item ...]', enqueue),
     seen('SEEN.ENQUEUEDATA', -4, true, 'As SEEN.ENQUEUE, each item with its JSON data', 'SEEN.ENQUEUEDATA key item data [item data ...]', enqueueData),
-    seen('SEEN.TAKE', -3, true, 'Leases up to count queued items: [id, item, attempts, data] each', 'SEEN.TAKE key count [LEASE ms] [OWNER name]', take),
+    seen('SEEN.TAKE', -3, true, 'Leases up to count queued items of ready queues: [id, item, attempts, data] each', 'SEEN.TAKE key count [LEASE ms] [OWNER name] [PERQUEUE n] [MAXQUEUES n]', take),
     seen('SEEN.DONE', -3, true, 'Finishes taken items by id; answers how many', 'SEEN.DONE key id [id ...]', done),
     seen('SEEN.RELEASE', -3, true, 'Gives taken items back by id; answers how many', 'SEEN.RELEASE key id [id ...]', release),
     seen('SEEN.RELEASEDATA', -4, true, 'As SEEN.RELEASE, replacing each item\'s JSON data', 'SEEN.RELEASEDATA key id data [id data ...]', releaseData),
@@ -47,12 +47,14 @@ async function enqueueData(server: ServerContext, _client: ClientState, request:
 
 async function take(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
   const count = argInteger(request, 2, 'ERR count must be a whole number');
-  const options: { leaseMs?: number; owner?: string } = {};
+  const options: { leaseMs?: number; owner?: string; perQueue?: number; maxQueues?: number } = {};
   for (let i = 3; i < request.argc; i += 2) {
     const option = argKeyword(request, i);
     if (i + 1 >= request.argc) throw new ReplyError('ERR syntax error');
     if (option === 'LEASE') options.leaseMs = argInteger(request, i + 1, 'ERR LEASE must be a whole number of milliseconds');
     else if (option === 'OWNER') options.owner = argText(request, i + 1);
+    else if (option === 'PERQUEUE') options.perQueue = argInteger(request, i + 1, 'ERR PERQUEUE must be a whole number');
+    else if (option === 'MAXQUEUES') options.maxQueues = argInteger(request, i + 1, 'ERR MAXQUEUES must be a whole number');
     else throw new ReplyError('ERR syntax error');
   }
   const leased = await (await server.scope(argText(request, 1))).scope.frontier().take(count, options);

@@ -17,6 +17,7 @@ import type {
   SnapshotInfo,
   Utf8Keys,
 } from '../index.js';
+import type { FrontierSettings, QueueOptions, QueueStats, UrlStatus } from '../epochs/frontier.js';
 import type { EncodedSummary, SummarizeOptions } from '../setdiff/set-difference.js';
 
 
@@ -45,11 +46,22 @@ export interface ServedScope {
 /** What the server uses of a scope's frontier (Scope.frontier()). */
 export interface ServedFrontier {
   take(count: number, options?: TakeOptions): Promise<LeasedUrl[]>;
-  done(ids: readonly string[]): Promise<number>;
+  done(ids: readonly string[], options?: { readonly refetchAtMs?: readonly number[] }): Promise<number>;
   release(ids: readonly string[], data?: readonly unknown[]): Promise<number>;
   reclaim(owner: string): Promise<number>;
   stats(): Promise<FrontierStats>;
   setdiffSummary(options?: SummarizeOptions): Promise<EncodedSummary>;
+  schedule(urls: readonly string[], atMs: number | readonly number[], options?: QueueOptions): Promise<number>;
+  urlStatus(url: string): Promise<UrlStatus | undefined>;
+  settings(): Promise<FrontierSettings>;
+  configure(change: Partial<FrontierSettings>): Promise<FrontierSettings>;
+  setDelay(queue: string, delayMs: number | null): Promise<void>;
+  blockUntil(queue: string, untilMs: number): Promise<void>;
+  setCrawlLimit(queue: string, limit: number | null): Promise<void>;
+  listQueues(options?: { readonly after?: string; readonly limit?: number }): Promise<QueueStats[]>;
+  queue(key: string): Promise<QueueStats | undefined>;
+  deleteQueue(key: string): Promise<number>;
+  clear(): Promise<number>;
 }
 
 /** What the server uses of a store. */

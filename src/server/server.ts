@@ -8,6 +8,7 @@ import { Connection } from './connection.js';
 import type { ScopeHandle, ServerContext, ServerCounters } from './context.js';
 import { epochCommands } from './epoch-commands.js';
 import { frontierCommands } from './frontier-commands.js';
+import { queueCommands } from './queue-commands.js';
 import { setdiffCommands } from './setdiff-commands.js';
 import { GroupCommit } from './group-commit.js';
 import type { ServedStore } from './served-store.js';
@@ -81,7 +82,7 @@ export class SeenServer implements ServerContext {
     this.bind = options.bind ?? DEFAULT_BIND;
     this.passwordDigest = options.password === undefined ? undefined : passwordDigest(options.password);
     this.metrics = new ServerMetrics(() => this.store.stats());
-    const table: CommandTable = new CommandTable([...serverCommands(() => table), ...bloomCommands(), ...epochCommands(), ...frontierCommands(), ...setdiffCommands(), ...transactionCommands()]);
+    const table: CommandTable = new CommandTable([...serverCommands(() => table), ...bloomCommands(), ...epochCommands(), ...frontierCommands(), ...queueCommands(), ...setdiffCommands(), ...transactionCommands()]);
     this.#table = table;
     this.#net = createServer({ noDelay: true }, (socket) => this.#accept(socket));
   }

@@ -136,11 +136,22 @@ function remoteScope(thread: StoreThread, name: string): ServedScope {
     enqueue: (urls, options) => call('enqueue', urls, options),
     frontier: () => ({
       take: (count, options) => call('frontier.take', count, options),
-      done: (ids) => call('frontier.done', ids),
+      done: (ids, options) => call('frontier.done', ids, options),
       release: (ids, data) => call('frontier.release', ids, data),
       reclaim: (owner) => call('frontier.reclaim', owner),
       stats: () => call('frontier.stats'),
       setdiffSummary: (options) => call('frontier.setdiffSummary', options),
+      schedule: (urls, atMs, options) => call('frontier.schedule', urls, atMs, options),
+      urlStatus: (url) => call('frontier.urlStatus', url),
+      settings: () => call('frontier.settings'),
+      configure: (change) => call('frontier.configure', change),
+      setDelay: (queue, delayMs) => call('frontier.setDelay', queue, delayMs),
+      blockUntil: (queue, untilMs) => call('frontier.blockUntil', queue, untilMs),
+      setCrawlLimit: (queue, limit) => call('frontier.setCrawlLimit', queue, limit),
+      listQueues: (options) => call('frontier.listQueues', options),
+      queue: (key) => call('frontier.queue', key),
+      deleteQueue: (key) => call('frontier.deleteQueue', key),
+      clear: () => call('frontier.clear'),
     }),
   };
 }

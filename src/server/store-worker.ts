@@ -14,7 +14,10 @@ let store: SeenStore | undefined;
 /** The Scope methods the server calls (ServedScope): nothing else is run by name. */
 const SCOPE_METHODS = new Set(['addIfAbsentUtf8', 'has', 'stats', 'openEpoch', 'epoch', 'create', 'rotate', 'prune', 'classify', 'diff', 'enqueue']);
 /** The frontier methods (ServedFrontier), called as `frontier.NAME`. */
-const FRONTIER_METHODS = new Set(['take', 'done', 'release', 'reclaim', 'stats', 'setdiffSummary']);
+const FRONTIER_METHODS = new Set([
+  'take', 'done', 'release', 'reclaim', 'stats', 'setdiffSummary', 'schedule', 'urlStatus', 'settings', 'configure',
+  'setDelay', 'blockUntil', 'setCrawlLimit', 'listQueues', 'queue', 'deleteQueue', 'clear',
+]);
 
 function reply(message: StoreReply, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);

@@ -6,6 +6,7 @@ import { errorsContract } from './errors.js';
 import { frontierContract } from './frontier.js';
 import { growthContract } from './growth.js';
 import { keysContract } from './keys.js';
+import { queuesContract } from './queues.js';
 import { rotationContract } from './rotation.js';
 import { transferContract } from './transfer.js';
 
@@ -30,6 +31,7 @@ export function contractSuite(factory: StoreFactory): void {
     describe('counting', () => countingContract(ctx));
     describe('keys', () => keysContract(ctx));
     describe('frontier', () => frontierContract(ctx));
+    describe('queues', () => queuesContract(ctx));
     describe('errors', () => errorsContract(ctx));
   });
 }

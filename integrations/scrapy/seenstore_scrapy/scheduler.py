@@ -1,7 +1,8 @@
 """A Scrapy scheduler on seenstore's durable frontier, through `seenstore serve` and redis-py.
 
-Discovery is exactly once and durable: `enqueue_request` is one SEEN.ENQUEUEDATA, which records the
-request's fingerprint as seen and queues the request in the same atomic step, so a spider killed
+Discovery is exactly once and durable: `enqueue_request` is one SEEN.ENQUEUEFOR, which records the
+request's fingerprint as seen and queues the request, in the queue of its URL's host, in the same
+atomic step, so a spider killed
 with kill -9 resumes with every request it had found. Requests are handed out under leases
 (SEEN.TAKE) and finished by FrontierDoneMiddleware once the callback's output has been scheduled,
 so a page's links are durable before the page is done. A restarted spider with the same
@@ -15,6 +16,7 @@ Settings:
     SEENSTORE_OWNER = None                         # default: "scrapy-" + the spider's name
     SEENSTORE_LEASE_MS = 120000
     SEENSTORE_PREFETCH = 8
+    DOWNLOAD_DELAY, CONCURRENT_REQUESTS_PER_DOMAIN   # become the scope's delay and in-flight limit per host
 """
 
 import base64
@@ -39,6 +41,10 @@ class FrontierScheduler(BaseScheduler):
         self.owner = settings.get("SEENSTORE_OWNER")
         self.lease_ms = settings.getint("SEENSTORE_LEASE_MS", 120000)
         self.prefetch = settings.getint("SEENSTORE_PREFETCH", 8)
+        # Scrapy's politeness, kept by the frontier for every process sharing the scope: a host is
+        # handed out at most once per DOWNLOAD_DELAY, at most CONCURRENT_REQUESTS_PER_DOMAIN at a time.
+        self.delay_ms = int(round(settings.getfloat("DOWNLOAD_DELAY", 0) * 1000))
+        self.per_queue = max(1, settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN", 8))
         self.fingerprinter = crawler.request_fingerprinter
         self.buffer = []
         self.spider = None
@@ -55,6 +61,7 @@ class FrontierScheduler(BaseScheduler):
         self.scope = self.scope or spider.name
         self.owner = self.owner or "scrapy-" + spider.name
         self.redis = redis.Redis.from_url(self.url)
+        self.redis.execute_command("SEEN.QCONFIG", self.scope, "DELAY", self.delay_ms, "MAXINFLIGHT", self.per_queue)
         self.redis.execute_command("SEEN.RECLAIM", self.scope, self.owner)
         spider.seenstore = self
 
@@ -72,7 +79,8 @@ class FrontierScheduler(BaseScheduler):
             self.redis.execute_command("BF.ADD", self.scope, key)
             key = key + ":" + uuid.uuid4().hex
         data = base64.b64encode(pickle.dumps(request.to_dict(spider=self.spider), protocol=4)).decode("ascii")
-        queued = self.redis.execute_command("SEEN.ENQUEUEDATA", self.scope, key, json.dumps(data))
+        # Keyed by fingerprint, queued by the host of the request's URL.
+        queued = self.redis.execute_command("SEEN.ENQUEUEFOR", self.scope, key, request.url, json.dumps(data))
         if queued and queued[0] == 1:
             self._outstanding = max(self._outstanding, 1)
             return True
@@ -80,7 +88,9 @@ class FrontierScheduler(BaseScheduler):
 
     def next_request(self):
         if not self.buffer:
-            rows = self.redis.execute_command("SEEN.TAKE", self.scope, self.prefetch, "LEASE", self.lease_ms, "OWNER", self.owner)
+            rows = self.redis.execute_command(
+                "SEEN.TAKE", self.scope, self.prefetch, "LEASE", self.lease_ms, "OWNER", self.owner, "PERQUEUE", self.per_queue
+            )
             for entry_id, _key, _attempts, data in rows:
                 request = request_from_dict(pickle.loads(base64.b64decode(json.loads(data))), spider=self.spider)
                 request.meta[ID_META] = entry_id.decode("ascii")

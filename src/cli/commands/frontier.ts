@@ -3,9 +3,18 @@ import { batchOptions, openStore, parseCount, requireScope, scopeName, scopeOpti
 import { forEachBatch, openInput } from '../input.js';
 import { formatCount, summaryText, writeAll } from '../output.js';
 import { addingScope } from '../scope-notes.js';
+import { parseDuration } from '../duration.js';
 
 type PushOptions = GlobalOptions & InputOptions & PlanOptions;
-type TakeOptions = GlobalOptions & { readonly count?: string; readonly leaseMs?: string };
+type TakeOptions = GlobalOptions & {
+  readonly count?: string;
+  readonly leaseMs?: string;
+  readonly perQueue?: string;
+  readonly maxQueues?: string;
+  readonly queue?: string;
+  readonly owner?: string;
+  readonly affinity?: boolean;
+};
 
 /**
  * `frontier push [FILE]`: the URLs not seen before join the scope's frontier (and are recorded as
@@ -33,15 +42,27 @@ export async function frontierPush(file: string | undefined, command: Command): 
   }
 }
 
-/** `frontier take [--count N] [--lease-ms MS]`: prints `ID<TAB>URL` per leased URL (JSON lines with --json). */
+/**
+ * `frontier take [--count N] [--per-queue N] [--max-queues N] [--queue KEY] [--lease-ms MS] [--owner NAME [--affinity]]`:
+ * prints `ID<TAB>URL` per leased URL (JSON lines with --json), of queues their politeness lets out.
+ */
 export async function frontierTake(command: Command): Promise<void> {
   const options = command.optsWithGlobals<TakeOptions>();
   const count = parseCount('count', options.count) ?? 1;
   const leaseMs = parseCount('lease-ms', options.leaseMs);
+  const perQueue = parseCount('per-queue', options.perQueue);
+  const maxQueues = parseCount('max-queues', options.maxQueues);
   const store = await openStore(options, false);
   try {
     const frontier = (await requireScope(store, options)).frontier();
-    const leased = await frontier.take(count, leaseMs === undefined ? {} : { leaseMs });
+    const leased = await frontier.take(count, {
+      ...(leaseMs === undefined ? {} : { leaseMs }),
+      ...(perQueue === undefined ? {} : { perQueue }),
+      ...(maxQueues === undefined ? {} : { maxQueues }),
+      ...(options.queue === undefined ? {} : { queue: options.queue }),
+      ...(options.owner === undefined ? {} : { owner: options.owner }),
+      ...(options.affinity === true ? { affinity: true } : {}),
+    });
     const lines = leased.map((entry) => (options.json ? JSON.stringify(entry) : `${entry.id}\t${entry.url}`));
     if (lines.length > 0) await writeAll(process.stdout, `${lines.join('\n')}\n`);
   } finally {
@@ -49,14 +70,19 @@ export async function frontierTake(command: Command): Promise<void> {
   }
 }
 
-/** `frontier done|release [IDS...]`: ids from the arguments, else the first field of each stdin line (take's output). */
+/**
+ * `frontier done|release [IDS...]`: ids from the arguments, else the first field of each stdin line
+ * (take's output). `done --refetch-in DURATION`: the URLs are scheduled again instead of finished.
+ */
 export async function frontierFinish(which: 'done' | 'release', ids: string[], command: Command): Promise<void> {
-  const options = command.optsWithGlobals<GlobalOptions>();
+  const options = command.optsWithGlobals<GlobalOptions & { readonly refetchIn?: string }>();
+  const refetchInMs = options.refetchIn === undefined ? undefined : parseDuration('refetch-in', options.refetchIn);
   const given = ids.length > 0 ? ids : await idsFromStdin();
   const store = await openStore(options, false);
   try {
     const frontier = (await requireScope(store, options)).frontier();
-    const changed = which === 'done' ? await frontier.done(given) : await frontier.release(given);
+    const refetch = refetchInMs === undefined ? {} : { refetchAtMs: given.map(() => Date.now() + refetchInMs) };
+    const changed = which === 'done' ? await frontier.done(given, refetch) : await frontier.release(given);
     const summary = { given: given.length, [which === 'done' ? 'done' : 'released']: changed };
     process.stderr.write(options.json ? `${JSON.stringify(summary)}\n` : `${which === 'done' ? 'done' : 'released'} ${formatCount(changed)} of ${formatCount(given.length)}\n`);
   } finally {
@@ -70,7 +96,7 @@ export async function frontierStats(command: Command): Promise<void> {
   const store = await openStore(options, false);
   try {
     const stats = await (await requireScope(store, options)).frontier().stats();
-    process.stdout.write(options.json ? `${JSON.stringify({ scope: scopeName(options), ...stats })}\n` : `pending ${formatCount(stats.pending)}, leased ${formatCount(stats.leased)}, done ${formatCount(stats.done)}\n`);
+    process.stdout.write(options.json ? `${JSON.stringify({ scope: scopeName(options), ...stats })}\n` : `pending ${formatCount(stats.pending)}, leased ${formatCount(stats.leased)}, done ${formatCount(stats.done)}, queues ${formatCount(stats.queues)}\n`);
   } finally {
     await store.close();
   }

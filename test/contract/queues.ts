@@ -1,0 +1,290 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { SeenStore, type LeasedUrl, type SeenStoreOptions } from '../../src/index.js';
+import { EXACT, type ContractContext } from './context.js';
+import { expectCode } from '../helpers/errors.js';
+
+/**
+ * Time as the backend sees it. Where the store takes its clock from the options, the test moves a
+ * fake clock (no sleeps, exact); where a server keeps time (Redis), it waits real time, with a delay
+ * unit long enough that a take's round trip under load stays well inside it.
+ */
+interface TestTime {
+  readonly options: SeenStoreOptions;
+  /** One delay unit, in ms. */
+  readonly unit: number;
+  now(): number;
+  advance(ms: number): Promise<void>;
+}
+
+function testTime(ctx: ContractContext): TestTime {
+  if (ctx.capabilities.leaseClock === 'server') {
+    return {
+      options: {},
+      unit: 1_500,
+      now: () => Date.now(),
+      advance: (ms) => new Promise((resolve) => setTimeout(resolve, ms + 20)),
+    };
+  }
+  let nowMs = Date.UTC(2026, 10, 26, 12);
+  return {
+    options: { clock: () => nowMs },
+    unit: 1_000,
+    now: () => nowMs,
+    advance: async (ms) => void (nowMs += ms),
+  };
+}
+
+const host = (name: string) => (path: string) => `https://${name}/${path}`;
+const [a, b, c] = [host('a.example'), host('b.example'), host('c.example:8080')];
+const HOUR_MS = 3600_000;
+
+function queuesOf(taken: readonly LeasedUrl[]): string[] {
+  return taken.map((entry) => entry.queue);
+}
+
+function countBy(values: readonly string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
+  return counts;
+}
+
+/** Frontier v2: per-host queues, politeness, crawl limits, revisits, queue admin, the atomic gate, affinity. */
+export function queuesContract(ctx: ContractContext): void {
+  async function openTimed(): Promise<{ store: SeenStore; time: TestTime }> {
+    const time = testTime(ctx);
+    return { store: await ctx.factory.open({ ...ctx.factory.options, ...time.options }), time };
+  }
+
+  test('queues: one queue per host (port included), perQueue and maxQueues, oldest ready first, listing', async () => {
+    const { store, time } = await openTimed();
+    try {
+      const scope = store.scope('q', EXACT);
+      const frontier = scope.frontier();
+      assert.deepEqual(await frontier.settings(), { queueKey: 'host', delayMs: 1_000, maxInFlightPerQueue: 0 });
+      await frontier.configure({ delayMs: 0 });
+      await scope.enqueue([b('1'), b('2')]);
+      await time.advance(5);
+      await scope.enqueue([a('1'), a('2'), a('3'), a('4')]);
+      await time.advance(5);
+      await scope.enqueue([c('1')]);
+      const first = await frontier.take(100, { perQueue: 2, leaseMs: HOUR_MS });
+      // b's URLs came first, then a's, then c's.
+      assert.deepEqual(first.map((entry) => entry.url), [b('1'), b('2'), a('1'), a('2'), c('1')]);
+      assert.deepEqual(queuesOf(first), ['b.example', 'b.example', 'a.example', 'a.example', 'c.example:8080']);
+      const stats = await frontier.stats();
+      assert.deepEqual({ ...stats }, { pending: 2, leased: 5, done: 0, queues: 3 });
+      const queueA = await frontier.queue('a.example');
+      assert.equal(queueA?.waiting, 2);
+      assert.equal(queueA?.leased, 2);
+      assert.deepEqual((await frontier.listQueues()).map((queue) => queue.key), ['a.example', 'b.example', 'c.example:8080']);
+      assert.deepEqual((await frontier.listQueues({ after: 'a.example', limit: 1 })).map((queue) => queue.key), ['b.example']);
+      await scope.enqueue([b('3'), c('2')]);
+      const one = await frontier.take(100, { perQueue: 5, maxQueues: 1, leaseMs: HOUR_MS });
+      assert.equal(new Set(queuesOf(one)).size, 1, 'maxQueues 1 handed out several queues');
+      assert.deepEqual(one.map((entry) => entry.url), [a('3'), a('4')], 'the oldest ready queue did not come first');
+      // URLs given their own queue key (URLFrontier's URLInfo.key) go there.
+      await scope.enqueue([a('5')], { queues: ['shared'] });
+      assert.deepEqual((await frontier.take(100, { queue: 'shared', leaseMs: HOUR_MS })).map((entry) => [entry.url, entry.queue]), [[a('5'), 'shared']]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('queues: domain keys group a site\'s hosts; the key is fixed once URLs were queued', async () => {
+    const { store } = await openTimed();
+    try {
+      const scope = store.scope('d', EXACT);
+      const frontier = scope.frontier();
+      await frontier.configure({ queueKey: 'domain', delayMs: 0 });
+      await scope.enqueue(['https://news.example.co.uk/1', 'https://www.example.co.uk/2', 'https://a.github.io/', 'https://b.github.io/']);
+      assert.deepEqual((await frontier.listQueues()).map((queue) => [queue.key, queue.waiting]), [['a.github.io', 1], ['b.github.io', 1], ['example.co.uk', 2]]);
+      await expectCode('USAGE', () => frontier.configure({ queueKey: 'host' }));
+      assert.equal((await frontier.settings()).queueKey, 'domain');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('politeness: a queue waits its delay (its own, else the default), a block, and its in-flight limit', async () => {
+    const { store, time } = await openTimed();
+    const unit = time.unit;
+    try {
+      const scope = store.scope('p', EXACT);
+      const frontier = scope.frontier();
+      await frontier.configure({ delayMs: unit });
+      await scope.enqueue([a('1'), a('2'), a('3'), a('4'), b('1'), b('2'), b('3')]);
+      const first = await frontier.take(100, { leaseMs: HOUR_MS });
+      assert.deepEqual(first.map((entry) => entry.url).sort(), [a('1'), b('1')]);
+      assert.deepEqual(await frontier.take(100, { leaseMs: HOUR_MS }), [], 'a queue was handed out again inside its delay');
+      const readyAt = (await frontier.queue('a.example'))?.readyAtMs;
+      assert.ok(readyAt !== undefined && readyAt > time.now(), 'a queue inside its delay says it is ready');
+      await time.advance(unit);
+      assert.deepEqual((await frontier.take(100, { leaseMs: HOUR_MS })).map((entry) => entry.url).sort(), [a('2'), b('2')]);
+      await frontier.setDelay('b.example', 3 * unit);
+      assert.equal((await frontier.queue('b.example'))?.delayMs, 3 * unit);
+      await time.advance(unit);
+      assert.deepEqual((await frontier.take(100, { leaseMs: HOUR_MS })).map((entry) => entry.url), [a('3')], 'a queue\'s own delay was not kept');
+      await frontier.blockUntil('a.example', time.now() + 10 * unit);
+      await time.advance(3 * unit);
+      assert.deepEqual((await frontier.take(100, { leaseMs: HOUR_MS })).map((entry) => entry.url), [b('3')], 'a blocked queue was handed out');
+      assert.ok(((await frontier.queue('a.example'))?.blockedUntilMs ?? 0) > time.now());
+      await frontier.blockUntil('a.example', 0);
+      await frontier.configure({ maxInFlightPerQueue: 3 });
+      assert.deepEqual(await frontier.take(100, { leaseMs: HOUR_MS }), [], 'a queue with as many URLs leased as its in-flight limit was handed out');
+      assert.equal(await frontier.done([first.find((entry) => entry.queue === 'a.example')!.id]), 1);
+      assert.deepEqual((await frontier.take(100, { leaseMs: HOUR_MS })).map((entry) => entry.url), [a('4')]);
+      await frontier.setDelay('b.example', null);
+      assert.equal((await frontier.queue('b.example'))?.delayMs, undefined);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('crawl limit: once n URLs of a queue are completed it hands out no more; leased ones count', async () => {
+    const { store } = await openTimed();
+    try {
+      const scope = store.scope('l', EXACT);
+      const frontier = scope.frontier();
+      await frontier.configure({ delayMs: 0 });
+      await scope.enqueue(['1', '2', '3', '4', '5'].map(a));
+      await frontier.setCrawlLimit('a.example', 2);
+      const taken = await frontier.take(100, { perQueue: 10, leaseMs: HOUR_MS });
+      assert.equal(taken.length, 2, 'a take went past the crawl limit');
+      assert.equal(await frontier.done(taken.map((entry) => entry.id)), 2);
+      assert.deepEqual(await frontier.take(100, { perQueue: 10, leaseMs: HOUR_MS }), []);
+      const queue = await frontier.queue('a.example');
+      assert.equal(queue?.completed, 2);
+      assert.equal(queue?.waiting, 3);
+      assert.equal(queue?.crawlLimit, 2);
+      assert.equal(queue?.readyAtMs, undefined, 'a queue at its crawl limit says when it is ready');
+      await frontier.setCrawlLimit('a.example', null);
+      assert.equal((await frontier.take(100, { perQueue: 10, leaseMs: HOUR_MS })).length, 3);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('revisits: scheduled URLs wait until their time, sooner first; done with a refetch time reschedules; 0 finishes', async () => {
+    const { store, time } = await openTimed();
+    const unit = time.unit;
+    try {
+      const scope = store.scope('r', EXACT);
+      const frontier = scope.frontier();
+      await frontier.configure({ delayMs: 0 });
+      assert.equal(await frontier.schedule([a('later'), a('sooner')], [time.now() + 2 * unit, time.now() + unit]), 2);
+      assert.deepEqual(await frontier.take(100, { perQueue: 10, leaseMs: HOUR_MS }), [], 'a URL was handed out before its time');
+      assert.equal((await frontier.urlStatus(a('later')))?.state, 'scheduled');
+      assert.equal((await frontier.queue('a.example'))?.waiting, 2);
+      await time.advance(2 * unit);
+      const due = await frontier.take(100, { perQueue: 10, leaseMs: HOUR_MS });
+      assert.deepEqual(due.map((entry) => entry.url), [a('sooner'), a('later')], 'the sooner refetch date did not come first');
+      assert.equal((await frontier.urlStatus(a('sooner')))?.state, 'leased');
+      assert.equal(await frontier.done(due.map((entry) => entry.id), { refetchAtMs: [time.now() + unit, 0] }), 2);
+      assert.equal(await frontier.urlStatus(a('later')), undefined, 'a URL done without a refetch time stayed');
+      const status = await frontier.urlStatus(a('sooner'));
+      assert.equal(status?.state, 'scheduled');
+      assert.equal(status?.queue, 'a.example');
+      assert.deepEqual(await frontier.take(100, { leaseMs: HOUR_MS }), []);
+      await time.advance(unit);
+      const again = await frontier.take(100, { leaseMs: HOUR_MS });
+      assert.deepEqual(again.map((entry) => [entry.url, entry.attempts]), [[a('sooner'), 1]]);
+      // A queued URL scheduled later moves to that time; a schedule of 0 finishes it.
+      await scope.enqueue([b('1'), b('2')]);
+      await frontier.schedule([b('1')], [time.now() + unit]);
+      assert.deepEqual((await frontier.take(100, { perQueue: 10, leaseMs: HOUR_MS })).map((entry) => entry.url), [b('2')]);
+      const before = (await frontier.stats()).done;
+      assert.equal(await frontier.schedule([b('1')], [0]), 0);
+      assert.equal(await frontier.urlStatus(b('1')), undefined);
+      assert.equal((await frontier.stats()).done, before + 1);
+      assert.equal((await frontier.queue('b.example'))?.completed, 1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('queues: deleteQueue and clear remove waiting, scheduled and leased URLs and count them', async () => {
+    const { store, time } = await openTimed();
+    try {
+      const scope = store.scope('x', EXACT);
+      const frontier = scope.frontier();
+      await frontier.configure({ delayMs: 0 });
+      await scope.enqueue([a('1'), a('2'), b('1'), c('1')]);
+      await frontier.schedule([a('3')], [time.now() + HOUR_MS]);
+      const leased = await frontier.take(1, { queue: 'a.example', leaseMs: HOUR_MS });
+      assert.equal(await frontier.deleteQueue('a.example'), 3);
+      assert.equal(await frontier.queue('a.example'), undefined);
+      assert.equal(await frontier.done(leased.map((entry) => entry.id)), 0, 'a URL of a deleted queue was still there');
+      assert.equal(await frontier.deleteQueue('a.example'), 0);
+      assert.equal((await frontier.stats()).queues, 2);
+      assert.equal(await frontier.clear(), 2);
+      assert.deepEqual({ ...(await frontier.stats()), done: 0 }, { pending: 0, leased: 0, done: 0, queues: 0 });
+      assert.deepEqual(await scope.enqueue([a('1')]), [false], 'deleting a queue forgot what was seen');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('the gate is atomic: concurrent takers on two handles never get one queue twice inside its delay', async () => {
+    const { store, time } = await openTimed();
+    const other = await SeenStore.open(store.dir, { ...ctx.factory.options, ...time.options });
+    try {
+      const scope = store.scope('g', EXACT);
+      await scope.frontier().configure({ delayMs: HOUR_MS });
+      const hosts = Array.from({ length: 20 }, (_, i) => host(`h${i}.example`));
+      await scope.enqueue(hosts.flatMap((h) => [h('1'), h('2'), h('3')]));
+      const takers = [store, other, store, other, store, other].map((handle) => handle.scope('g', EXACT).frontier().take(7, { leaseMs: HOUR_MS }));
+      const taken = (await Promise.all(takers)).flat();
+      const perQueue = countBy(queuesOf(taken));
+      assert.equal(perQueue.size, 20, 'a ready queue was not handed out');
+      assert.ok([...perQueue.values()].every((n) => n === 1), 'a queue was handed out twice inside its delay');
+    } finally {
+      await other.close();
+      await store.close();
+    }
+  });
+
+  test('affinity: live owners split the queues between them on the ring, each queue to one owner', async () => {
+    const { store } = await openTimed();
+    try {
+      const scope = store.scope('o', EXACT);
+      const frontier = scope.frontier();
+      await frontier.configure({ delayMs: 0 });
+      const hosts = Array.from({ length: 40 }, (_, i) => host(`site${i}.example`));
+      await scope.enqueue(hosts.flatMap((h) => [h('1'), h('2')]));
+      // Both owners become live (a take within the lease time), then give their URLs back.
+      for (const owner of ['w1', 'w2']) await frontier.release((await frontier.take(1, { owner, leaseMs: HOUR_MS })).map((entry) => entry.id));
+      const one = await frontier.take(100, { owner: 'w1', affinity: true, leaseMs: HOUR_MS });
+      const two = await frontier.take(100, { owner: 'w2', affinity: true, leaseMs: HOUR_MS });
+      const [mine, theirs] = [new Set(queuesOf(one)), new Set(queuesOf(two))];
+      assert.ok(mine.size > 0 && theirs.size > 0, 'one owner got no queue');
+      assert.ok([...mine].every((queue) => !theirs.has(queue)), 'a queue went to both owners');
+      assert.equal(mine.size + theirs.size, 40);
+      await expectCode('USAGE', () => frontier.take(1, { affinity: true }));
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('queues: bad input is USAGE and changes nothing', async () => {
+    const { store, time } = await openTimed();
+    try {
+      const scope = store.scope('b', EXACT);
+      const frontier = scope.frontier();
+      await expectCode('USAGE', () => frontier.setDelay('a.example', -1));
+      await expectCode('USAGE', () => frontier.blockUntil('a.example', -5));
+      await expectCode('USAGE', () => frontier.setCrawlLimit('a.example', 1.5));
+      await expectCode('USAGE', () => frontier.take(1, { perQueue: 0 }));
+      await expectCode('USAGE', () => frontier.configure({ queueKey: 'bogus' as 'host' }));
+      await expectCode('USAGE', () => frontier.configure({ delayMs: Number.NaN }));
+      await expectCode('USAGE', () => frontier.schedule([a('1'), a('2')], [time.now()]));
+      await expectCode('USAGE', () => frontier.queue('k'.repeat(600)));
+      await expectCode('USAGE', () => scope.enqueue([a('1')], { queues: ['one', 'two'] }));
+      await expectCode('USAGE', () => frontier.done(['1'], { refetchAtMs: [-1] }));
+      assert.deepEqual({ ...(await frontier.stats()) }, { pending: 0, leased: 0, done: 0, queues: 0 });
+      assert.deepEqual(await scope.has([a('1')]), [false]);
+    } finally {
+      await store.close();
+    }
+  });
+}
