@@ -3,7 +3,7 @@ import type { FrontierSettings, FrontierStats, QueueStats, UrlStatus } from '../
 import type { StoreEnv } from './env.js';
 import {
   frontierEntryKey, frontierLeaseRange, frontierNonEmptyRange, frontierQueueKey, frontierStateKey, frontierTagRange,
-  frontierUrlRange, frontierWaitRange,
+  frontierUrlRange,
 } from './keys.js';
 import { readEntry, readOwner, readQueue, readState, urlHash, type EntryRecord, type FrontierState, type QueueRecord } from './frontier-records.js';
 import { queueRoom, readyAt, type FrontierDb } from './frontier-txn.js';
@@ -98,7 +98,7 @@ export class FrontierReader {
     const lapsed = this.#lapsedLeases().byQueue.get(key);
     const leased = queue.leased - (lapsed?.count ?? 0);
     const waiting = queue.waiting + queue.leased - leased;
-    const firstDueMs = Math.min(lapsed?.firstDueMs ?? Infinity, this.#firstDueMs(key));
+    const firstDueMs = Math.min(lapsed?.firstDueMs ?? Infinity, queue.firstDueMs ?? Infinity);
     const room = queueRoom({ ...queue, leased }, settings.maxInFlightPerQueue);
     const readyAtMs = firstDueMs === Infinity ? undefined : readyAt(queue, firstDueMs, settings, room);
     return {
@@ -107,11 +107,6 @@ export class FrontierReader {
       ...(queue.crawlLimit === undefined ? {} : { crawlLimit: queue.crawlLimit }),
       ...(readyAtMs === undefined ? {} : { readyAtMs }),
     };
-  }
-
-  #firstDueMs(key: string): number {
-    for (const k of this.#db.getKeys({ ...frontierWaitRange(this.#scope, key, Infinity), limit: 1 })) return (k as unknown as [string, string, string, number])[3];
-    return Infinity;
   }
 
   #lapsedLeases(): Lapsed {

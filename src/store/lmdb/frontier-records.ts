@@ -35,7 +35,8 @@ export interface EntryRecord {
 
 /**
  * A queue's counts and politeness. `readyAtMs`/`indexedTakeMs` name its key in the ready index
- * (absent: not in it), so that a change can remove the old key.
+ * (absent: not in it), so that a change can remove the old key; `firstDueMs` spares an enqueue a
+ * read of the waiting index.
  */
 export interface QueueRecord {
   readonly v: 1;
@@ -49,6 +50,8 @@ export interface QueueRecord {
   crawlLimit?: number;
   /** When take last handed the queue out. */
   lastTakeMs?: number;
+  /** The due time of its first entry not leased (set exactly when `waiting` > 0). */
+  firstDueMs?: number;
   readyAtMs?: number;
   indexedTakeMs?: number;
 }
@@ -101,7 +104,7 @@ export function readEntry(env: StoreEnv, bytes: Uint8Array, scope: string, id: n
 export function readQueue(env: StoreEnv, bytes: Uint8Array, scope: string, key: string): QueueRecord {
   return decoded(env, bytes, `frontier queue ${scope}/${JSON.stringify(key)}`, 1, (r) =>
     isCount(r.waiting) && isCount(r.leased) && isCount(r.completed) && isOptional(r.delayMs, isCount) && isTime(r.blockedUntilMs) &&
-    isOptional(r.crawlLimit, isCount) && isOptional(r.lastTakeMs, isTime) && isOptional(r.readyAtMs, isTime) && isOptional(r.indexedTakeMs, isTime),
+    isOptional(r.crawlLimit, isCount) && isOptional(r.lastTakeMs, isTime) && isOptional(r.firstDueMs, isTime) && isOptional(r.readyAtMs, isTime) && isOptional(r.indexedTakeMs, isTime),
   ) as QueueRecord;
 }
 

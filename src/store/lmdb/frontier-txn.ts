@@ -16,6 +16,8 @@ interface QueueSlot {
   /** It held URLs when this transaction loaded it (or last wrote it). */
   heldUrls: boolean;
   dirty: boolean;
+  /** An entry that may have been the queue's first due one left the waiting index. */
+  firstDueStale: boolean;
 }
 
 /**
@@ -89,8 +91,7 @@ export class FrontierTxn {
     const entry: EntryRecord = { v: 2, url, queue, epoch, dueMs, leaseUntilMs: 0, attempts: 0, ...(data === undefined ? {} : { data }) };
     this.#put(id, entry);
     this.#db.putSync(frontierUrlKey(this.#scope, urlHash(url), id), MARK);
-    this.#db.putSync(frontierWaitKey(this.#scope, queue, dueMs, id), MARK);
-    this.queue(queue).waiting++;
+    this.#addWaiting(queue, dueMs, id);
   }
 
   /** Puts an entry back under its own id, leased or not, as a migration brings it from an older layout. */
@@ -102,8 +103,7 @@ export class FrontierTxn {
     this.#db.putSync(frontierUrlKey(this.#scope, urlHash(entry.url), id), MARK);
     const queue = this.queue(entry.queue);
     if (entry.leaseUntilMs === 0) {
-      this.#db.putSync(frontierWaitKey(this.#scope, entry.queue, entry.dueMs, id), MARK);
-      queue.waiting++;
+      this.#addWaiting(entry.queue, entry.dueMs, id);
     } else {
       this.#db.putSync(frontierLeaseKey(this.#scope, entry.leaseUntilMs, id), MARK);
       queue.leased++;
@@ -113,13 +113,12 @@ export class FrontierTxn {
 
   lease(id: number, entry: EntryRecord, untilMs: number, owner: string | undefined): void {
     const queue = this.queue(entry.queue);
-    this.#db.removeSync(frontierWaitKey(this.#scope, entry.queue, entry.dueMs, id));
+    this.#removeWaiting(entry.queue, entry.dueMs, id);
     this.#db.putSync(frontierLeaseKey(this.#scope, untilMs, id), MARK);
     entry.leaseUntilMs = untilMs;
     entry.attempts++;
     if (owner === undefined) delete entry.owner;
     else entry.owner = owner;
-    queue.waiting--;
     queue.leased++;
     this.state.leased++;
     this.#put(id, entry);
@@ -130,11 +129,10 @@ export class FrontierTxn {
     if (entry.leaseUntilMs === 0) return;
     const queue = this.queue(entry.queue);
     this.#db.removeSync(frontierLeaseKey(this.#scope, entry.leaseUntilMs, id));
-    this.#db.putSync(frontierWaitKey(this.#scope, entry.queue, entry.dueMs, id), MARK);
+    this.#addWaiting(entry.queue, entry.dueMs, id);
     entry.leaseUntilMs = 0;
     delete entry.owner;
     queue.leased--;
-    queue.waiting++;
     this.state.leased--;
     this.#put(id, entry);
   }
@@ -142,14 +140,10 @@ export class FrontierTxn {
   /** A waiting entry (unlease it first) is due at `dueMs`, in queue `queue`. */
   reschedule(id: number, entry: EntryRecord, queue: string, dueMs: number): void {
     if (entry.leaseUntilMs !== 0) throw new SeenStoreError('INTERNAL', 'invariant broken: a leased frontier entry is rescheduled');
-    this.#db.removeSync(frontierWaitKey(this.#scope, entry.queue, entry.dueMs, id));
-    if (queue !== entry.queue) {
-      this.queue(entry.queue).waiting--;
-      this.queue(queue).waiting++;
-      entry.queue = queue;
-    }
+    this.#removeWaiting(entry.queue, entry.dueMs, id);
+    entry.queue = queue;
     entry.dueMs = dueMs;
-    this.#db.putSync(frontierWaitKey(this.#scope, queue, dueMs, id), MARK);
+    this.#addWaiting(queue, dueMs, id);
     this.#put(id, entry);
   }
 
@@ -160,8 +154,7 @@ export class FrontierTxn {
       queue.leased--;
       this.state.leased--;
     } else {
-      this.#db.removeSync(frontierWaitKey(this.#scope, entry.queue, entry.dueMs, id));
-      queue.waiting--;
+      this.#removeWaiting(entry.queue, entry.dueMs, id);
     }
     this.#db.removeSync(frontierUrlKey(this.#scope, urlHash(entry.url), id));
     this.#db.removeSync(frontierEntryKey(this.#scope, id));
@@ -274,7 +267,10 @@ export class FrontierTxn {
       this.state.queues += heldUrls ? 1 : -1;
       slot.heldUrls = heldUrls;
     }
-    const readyAtMs = queue.waiting === 0 ? undefined : readyAt(queue, this.#firstDueMs(key), this.state.settings, this.room(queue));
+    if (queue.waiting === 0) delete queue.firstDueMs;
+    else if (slot.firstDueStale || queue.firstDueMs === undefined) queue.firstDueMs = this.#firstDueMs(key);
+    slot.firstDueStale = false;
+    const readyAtMs = queue.firstDueMs === undefined ? undefined : readyAt(queue, queue.firstDueMs, this.state.settings, this.room(queue));
     const takeMs = queue.lastTakeMs ?? NEVER_TAKEN_MS;
     if (readyAtMs !== queue.readyAtMs || (readyAtMs !== undefined && takeMs !== queue.indexedTakeMs)) {
       if (queue.readyAtMs !== undefined) this.#db.removeSync(frontierReadyKey(this.#scope, queue.readyAtMs, queue.indexedTakeMs ?? NEVER_TAKEN_MS, key));
@@ -298,8 +294,24 @@ export class FrontierTxn {
     throw new SeenStoreError('STORE_CORRUPT', `frontier queue ${this.#scope}/${JSON.stringify(key)} counts waiting URLs it does not hold`);
   }
 
+  /** Entry `id` of `queue` joins the waiting index, due at `dueMs`. */
+  #addWaiting(queue: string, dueMs: number, id: number): void {
+    const record = this.queue(queue);
+    this.#db.putSync(frontierWaitKey(this.#scope, queue, dueMs, id), MARK);
+    record.waiting++;
+    if (record.firstDueMs === undefined || dueMs < record.firstDueMs) record.firstDueMs = dueMs;
+  }
+
+  /** Entry `id` of `queue` leaves the waiting index; when it may have been the first, settle looks the first up again. */
+  #removeWaiting(queue: string, dueMs: number, id: number): void {
+    const record = this.queue(queue);
+    this.#db.removeSync(frontierWaitKey(this.#scope, queue, dueMs, id));
+    record.waiting--;
+    if (record.firstDueMs === undefined || dueMs <= record.firstDueMs) this.#queues.get(queue)!.firstDueStale = true;
+  }
+
   #load(key: string, record: QueueRecord): QueueSlot {
-    const slot: QueueSlot = { record, heldUrls: record.waiting + record.leased > 0, dirty: false };
+    const slot: QueueSlot = { record, heldUrls: record.waiting + record.leased > 0, dirty: false, firstDueStale: false };
     this.#queues.set(key, slot);
     return slot;
   }
