@@ -17,7 +17,11 @@ const { SeenStore } = await import('../../src/index.js');
 const { SeenstoreRequestManager, crawlerOptions } = await import('../../src/crawlee/index.js');
 
 const store = await SeenStore.open(redisLocation ?? join(storeDir!, 'seen'), { onWarning: () => {} });
-const manager = new SeenstoreRequestManager(store.scope('site', { capacityUrls: 100_000 }), { owner, leaseMs: 60_000 });
+// The site is one host, and these crawls test resumption, not politeness: no delay, and takes of
+// as many of the host's requests as the crawler asks for. (Issue 28: the Redis driver's frontier
+// cannot be configured until its v2 lands, and ignores politeness until then.)
+const unpolite = redisLocation === undefined ? { sameDomainDelaySecs: 0, perQueue: 1_000 } : {};
+const manager = new SeenstoreRequestManager(store.scope('site', { capacityUrls: 100_000 }), { owner, leaseMs: 60_000, ...unpolite });
 const crawler = new CheerioCrawler(
   {
     ...crawlerOptions(manager),
