@@ -1,20 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { SeenStore, type ScopeFrontier } from '../src/index.js';
+import { mulberry32 } from '../src/cli/commands/demo.js';
 import { memoryStore } from './helpers/memory.js';
 import { tempDir } from './helpers/tmp.js';
-
-/** A small seeded generator (mulberry32): the same operations on every run, and on both drivers. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const HOSTS = Array.from({ length: 12 }, (_, i) => (i === 11 ? 'h11.example:8080' : `h${i}.example`));
 
@@ -39,7 +28,8 @@ async function differential(seed: number, steps: number): Promise<void> {
     const memoryScope = memoryStoreHandle.scope('d', { capacityUrls: 10_000, fprTarget: 1e-9 });
     const lmdbScope = lmdbStoreHandle.scope('d', { capacityUrls: 10_000, fprTarget: 1e-9 });
     const pair: Pair = { memory: memoryScope.frontier(), lmdb: lmdbScope.frontier(), memoryScope, lmdbScope };
-    const rand = random(seed);
+    // Seeded: the same operations on every run, and on both drivers.
+    const rand = mulberry32(seed);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
     const taken: string[] = [];
     let urlNo = 0;

@@ -65,34 +65,19 @@ export class LmdbFrontier implements Frontier {
   }
 
   async done(ids: readonly string[], refetchAtMs?: readonly number[]): Promise<number> {
-    const numbers = ids.map(parseFrontierId);
-    return this.#change((txn) => {
-      txn.expireLeases();
-      let n = 0;
-      numbers.forEach((id, i) => {
-        const entry = txn.entry(id);
-        if (entry === undefined) return;
-        txn.finish(id, entry, refetchAtMs?.[i] ?? 0);
-        n++;
-      });
-      return n;
+    return this.#eachEntry(ids, (txn, id, entry, i) => {
+      txn.finish(id, entry, refetchAtMs?.[i] ?? 0);
+      return true;
     });
   }
 
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
     if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
-    const numbers = ids.map(parseFrontierId);
-    return this.#change((txn) => {
-      txn.expireLeases();
-      let n = 0;
-      numbers.forEach((id, i) => {
-        const entry = txn.entry(id);
-        if (entry === undefined || entry.leaseUntilMs === 0) return;
-        txn.unlease(id, entry);
-        if (data?.[i] !== undefined) entry.data = data[i];
-        n++;
-      });
-      return n;
+    return this.#eachEntry(ids, (txn, id, entry, i) => {
+      if (entry.leaseUntilMs === 0) return false;
+      txn.unlease(id, entry);
+      if (data?.[i] !== undefined) entry.data = data[i];
+      return true;
     });
   }
 
@@ -222,6 +207,20 @@ export class LmdbFrontier implements Frontier {
   /** Every queue key that has a record. */
   *#queueKeys(): Iterable<string> {
     for (const key of this.#env.frontierDb!.getKeys(frontierTagRange(this.#scope, 'q'))) yield (key as unknown as [string, string, string])[2];
+  }
+
+  /** Applies `change` to each entry of `ids` that is there, in one change; resolves with how many it changed. */
+  async #eachEntry(ids: readonly string[], change: (txn: FrontierTxn, id: number, entry: EntryRecord, index: number) => boolean): Promise<number> {
+    const numbers = ids.map(parseFrontierId);
+    return this.#change((txn) => {
+      txn.expireLeases();
+      let n = 0;
+      numbers.forEach((id, i) => {
+        const entry = txn.entry(id);
+        if (entry !== undefined && change(txn, id, entry, i)) n++;
+      });
+      return n;
+    });
   }
 
   /** A read of what every process committed so far; `empty` when the store has no frontier yet. */
