@@ -101,6 +101,29 @@ describe('frontier: kill -9 at every named point loses nothing acknowledged', ()
   }
 });
 
+describe('frontier: kill -9 of a schedule before it commits', () => {
+  test('the batches acknowledged wait for their time, the killed one and the rest as they were', async () => {
+    const urls = sharedUrls('crawl-sitelist-15k.txt').slice(0, 1_000);
+    const dir = tempDir();
+    const file = join(dir, 'urls.txt');
+    writeFileSync(file, `${urls.join('\n')}\n`);
+    assert.equal((await child([dir, file, '500', 'none', 'enqueue'])).lines.at(-1), 'finished');
+    const run = await child([dir, file, '200', 'frontier:change-before-commit', 'schedule', '0', '2']);
+    assert.ok(run.killed, 'the child was not killed at the fault point');
+    const acked = run.lines.filter((line) => line.startsWith('scheduled ')).length;
+    assert.equal(acked, 2);
+    const store = await SeenStore.open(dir);
+    try {
+      const frontier = store.scope('f').frontier();
+      const states = await Promise.all(urls.map(async (url) => (await frontier.urlStatus(url))?.state));
+      urls.forEach((url, i) => assert.equal(states[i], i < acked * 200 ? 'scheduled' : 'waiting', `URL ${i}`));
+      assert.deepEqual(await frontier.stats(), { pending: urls.length, leased: 0, done: 0, queues: (await frontier.listQueues({ limit: 65_536 })).length });
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('frontier: kill -9 of a polite taker mid-stream', () => {
   const hosts = 20;
   const urls = Array.from({ length: hosts * 5 }, (_, i) => `https://h${i % hosts}.polite.example/p/${i}`);

@@ -1,9 +1,10 @@
 /**
  * A child process for the frontier's fault-injection tests. Usage:
- *   node frontier-child.js STORE FILE BATCH FAULT_POINT|none enqueue|take|done|polite LEASE_MS [SKIP] [DELAY_MS]
+ *   node frontier-child.js STORE FILE BATCH FAULT_POINT|none enqueue|take|done|schedule|polite LEASE_MS [SKIP] [DELAY_MS]
  * `enqueue`: enqueues FILE's URLs to scope `f` in batches, printing "ack N" after batch N.
  * `take`: takes BATCH URLs at a time (lease LEASE_MS) until none is left, printing "took ID" for
  * each once the take resolved. `done`: takes BATCH URLs, then finishes them ("done N" after).
+ * `schedule`: schedules FILE's URLs an hour ahead in batches, printing "scheduled N" after batch N.
  * `polite`: a crawler under politeness (delay DELAY_MS, one URL per queue per take): takes, then
  * finishes what it took, printing "took ID" and "done ID" per URL once each call resolved, and
  * sleeps until the next queue is ready, until the frontier is empty.
@@ -33,6 +34,12 @@ if (mode === 'enqueue') {
   for (let start = 0, n = 0; start < urls.length; start += batch, n++) {
     await scope.enqueue(urls.slice(start, start + batch));
     writeSync(1, `ack ${n}\n`);
+  }
+} else if (mode === 'schedule') {
+  const urls = readFileSync(file!, 'utf8').split('\n').filter((line) => line.length > 0);
+  for (let start = 0, n = 0; start < urls.length; start += batch, n++) {
+    await frontier.schedule(urls.slice(start, start + batch), Date.now() + 3_600_000);
+    writeSync(1, `scheduled ${n}\n`);
   }
 } else if (mode === 'polite') {
   for (;;) {
