@@ -127,11 +127,3 @@ export function urlHash(url: string): number {
   }
   return (a >>> 0) * 0x100000 + (b >>> 12);
 }
-
-/** The entry leased until `untilMs` by `owner` (when given). */
-export function withLease(entry: EntryRecord, untilMs: number, owner: string | undefined): void {
-  entry.leaseUntilMs = untilMs;
-  entry.attempts++;
-  if (owner === undefined) delete entry.owner;
-  else entry.owner = owner;
-}

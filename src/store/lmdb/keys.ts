@@ -100,10 +100,3 @@ export const frontierUrlRange = (scope: string, urlHash: number): KeyRange => ({
 /** Queues that hold URLs, in key order, after `after` (exclusive) when given. */
 export const frontierNonEmptyRange = (scope: string, after: string | undefined): KeyRange =>
   ({ start: after === undefined ? [scope, 'n'] : [scope, 'n', after, 0], end: [scope, 'n\u0000'] });
-/** Every frontier record of a scope; old layouts (format 4: [scope, number]) included. */
-export const frontierScopeRange = (scope: string): KeyRange => ({ start: [scope], end: [`${scope}\u0000`] });
-
-/** The parts of a frontier key (a damaged store may hold anything: callers check). */
-export function frontierKeyParts(key: unknown): readonly unknown[] {
-  return Array.isArray(key) ? key : [key];
-}
