@@ -10,6 +10,11 @@ export type FrontierDb = NonNullable<StoreEnv['frontierDb']>;
 
 /** The value of an index key: the key is the record. */
 const MARK = Buffer.alloc(0);
+/**
+ * Most leases one operation gives back: bounds its transaction after a crash left very many to
+ * run out. Until given back a lease counts against its queue's in-flight room (never over it).
+ */
+const EXPIRED_LEASES_MAX = 100_000;
 
 interface QueueSlot {
   readonly record: QueueRecord;
@@ -176,9 +181,12 @@ export class FrontierTxn {
     this.reschedule(id, entry, entry.queue, refetchAtMs);
   }
 
-  /** Gives back every lease that ran out by now: their entries wait again and their queues are re-indexed. */
+  /**
+   * Gives back the leases that ran out by now (at most EXPIRED_LEASES_MAX, the oldest: the rest go
+   * with the next writes): their entries wait again and their queues are re-indexed.
+   */
   expireLeases(): void {
-    const keys = [...this.#db.getKeys(frontierLeaseRange(this.#scope, this.nowMs))];
+    const keys = [...this.#db.getKeys({ ...frontierLeaseRange(this.#scope, this.nowMs), limit: EXPIRED_LEASES_MAX })];
     for (const key of keys) {
       const id = (key as unknown as [string, string, number, number])[3];
       const entry = this.entry(id);
