@@ -8,6 +8,27 @@ export interface MigrationTxn {
   /** Every meta record of the store, decoded: its key and value. */
   metaRecords(): Iterable<{ readonly key: unknown; readonly value: unknown }>;
   putMeta(key: unknown, value: object): void;
+  /** Every record of the frontier database (none when the store has none): its key and decoded value. */
+  frontierRecords(): Iterable<{ readonly key: unknown; readonly value: unknown }>;
+  removeFrontier(key: unknown): void;
+  /**
+   * Writes a scope's frontier in the layout of format 5 (src/store/lmdb/frontier-txn.ts): its
+   * counters, and each entry under its own id with its queue, due time and lease.
+   */
+  putFrontier(scope: string, counters: { readonly nextId: number; readonly done: number }, entries: readonly FrontierEntryV5[]): void;
+}
+
+/** A queued URL as format 5 keeps it. */
+export interface FrontierEntryV5 {
+  readonly id: number;
+  readonly url: string;
+  readonly queue: string;
+  readonly epoch: number;
+  readonly dueMs: number;
+  readonly leaseUntilMs: number;
+  readonly attempts: number;
+  readonly owner?: string;
+  readonly data?: unknown;
 }
 
 export interface MigrationStep {

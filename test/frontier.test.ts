@@ -23,9 +23,10 @@ async function drain(dir: string): Promise<{ urls: string[]; pending: number; le
   try {
     const frontier = store.scope('f').frontier();
     const stats = await frontier.stats();
+    await frontier.configure({ delayMs: 0 });
     const urls: string[] = [];
     for (;;) {
-      const taken = await frontier.take(1_000, { leaseMs: 60_000 });
+      const taken = await frontier.take(1_000, { leaseMs: 60_000, perQueue: 1_000 });
       if (taken.length === 0) break;
       urls.push(...taken.map((entry) => entry.url));
     }
@@ -86,7 +87,7 @@ describe('frontier: kill -9 at every named point loses nothing acknowledged', ()
         const later = await SeenStore.open(dir, { clock: () => Date.now() + 1_000 });
         let again;
         try {
-          again = await later.scope('f').frontier().take(65_536, { leaseMs: 60_000 });
+          again = await later.scope('f').frontier().take(65_536, { leaseMs: 60_000, perQueue: 65_536 });
         } finally {
           await later.close();
         }
@@ -100,22 +101,91 @@ describe('frontier: kill -9 at every named point loses nothing acknowledged', ()
   }
 });
 
+describe('frontier: kill -9 of a schedule before it commits', () => {
+  test('the batches acknowledged wait for their time, the killed one and the rest as they were', async () => {
+    const urls = sharedUrls('crawl-sitelist-15k.txt').slice(0, 1_000);
+    const dir = tempDir();
+    const file = join(dir, 'urls.txt');
+    writeFileSync(file, `${urls.join('\n')}\n`);
+    assert.equal((await child([dir, file, '500', 'none', 'enqueue'])).lines.at(-1), 'finished');
+    const run = await child([dir, file, '200', 'frontier:change-before-commit', 'schedule', '0', '2']);
+    assert.ok(run.killed, 'the child was not killed at the fault point');
+    const acked = run.lines.filter((line) => line.startsWith('scheduled ')).length;
+    assert.equal(acked, 2);
+    const store = await SeenStore.open(dir);
+    try {
+      const frontier = store.scope('f').frontier();
+      const states = await Promise.all(urls.map(async (url) => (await frontier.urlStatus(url))?.state));
+      urls.forEach((url, i) => assert.equal(states[i], i < acked * 200 ? 'scheduled' : 'waiting', `URL ${i}`));
+      assert.deepEqual(await frontier.stats(), { pending: urls.length, leased: 0, done: 0, queues: (await frontier.listQueues({ limit: 65_536 })).length });
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('frontier: kill -9 of a polite taker mid-stream', () => {
+  const hosts = 20;
+  const urls = Array.from({ length: hosts * 5 }, (_, i) => `https://h${i % hosts}.polite.example/p/${i}`);
+
+  for (const [point, skip] of [['frontier:change-before-commit', 2], ['frontier:take-after-commit', 3]] as const) {
+    test(`killed at ${point} after ${skip} passes: every acknowledged done holds, the rest is queued, its leases come back`, async () => {
+      const dir = tempDir();
+      const file = join(dir, 'urls.txt');
+      writeFileSync(file, `${urls.join('\n')}\n`);
+      assert.equal((await child([dir, file, '500', 'none', 'enqueue', '0', '0', '200'])).lines.at(-1), 'finished');
+      const run = await child([dir, file, '1000', point, 'polite', '60000', String(skip)]);
+      assert.ok(run.killed, 'the taker was not killed at the fault point');
+      const acked = new Set(run.lines.filter((line) => line.startsWith('done ')).map((line) => Number(line.slice(5))));
+      assert.ok(acked.size > 0 && acked.size < urls.length, `killed mid-stream: ${acked.size} done`);
+      // Ids are given in the order queued: id i is urls[i - 1].
+      const store = await SeenStore.open(dir);
+      let leasedAtKill: number;
+      try {
+        const frontier = store.scope('f').frontier();
+        const stats = await frontier.stats();
+        leasedAtKill = stats.leased;
+        assert.ok(leasedAtKill > 0, `${JSON.stringify(stats)}: the dead taker held no lease`);
+        assert.deepEqual({ pending: stats.pending + stats.leased, done: stats.done }, { pending: urls.length - acked.size, done: acked.size }, JSON.stringify(stats));
+        for (let id = 1; id <= urls.length; id++) {
+          assert.equal((await frontier.urlStatus(urls[id - 1]!)) === undefined, acked.has(id), `URL ${id}: acknowledged done ${acked.has(id)}`);
+        }
+      } finally {
+        await store.close();
+      }
+      // Past the dead taker's leases, everything not acknowledged comes back, its leased URLs on a second attempt.
+      const later = await SeenStore.open(dir, { clock: () => Date.now() + 120_000 });
+      try {
+        const frontier = later.scope('f').frontier();
+        await frontier.configure({ delayMs: 0 });
+        const again = [];
+        for (let taken; (taken = await frontier.take(1_000, { perQueue: 1_000, leaseMs: 60_000 })).length > 0;) again.push(...taken);
+        assert.deepEqual(again.map((entry) => Number(entry.id)).sort((a, b) => a - b), urls.map((_, i) => i + 1).filter((id) => !acked.has(id)));
+        assert.equal(again.filter((entry) => entry.attempts === 2).length, leasedAtKill, 'the dead taker\'s leases did not come back');
+      } finally {
+        await later.close();
+      }
+    });
+  }
+});
+
 describe('frontier records in verify', () => {
   test('a damaged frontier entry is reported with its place; take refuses it with STORE_CORRUPT', async () => {
     const dir = tempDir();
     const store = await SeenStore.open(dir);
     await store.scope('f').enqueue(['https://a.example/1', 'https://a.example/2']);
+    await store.scope('f').frontier().configure({ delayMs: 0 });
     await store.close();
     const root = open({ path: dir, noSubdir: false, maxDbs: 8 });
     const db = root.openDB<Buffer, (string | number)[]>({ name: 'frontier', encoding: 'binary' });
-    await db.put(['f', 2], Buffer.from([0xc1]));
+    await db.put(['f', 'e', 2], Buffer.from([0xc1]));
     await root.close();
     const report = await SeenStore.verify(dir);
     assert.equal(report.ok, false);
-    assert.deepEqual(report.damage.map((d) => d.where), ['frontier ["f",2]']);
+    assert.deepEqual(report.damage.map((d) => d.where), ['frontier ["f","e",2]']);
     const again = await SeenStore.open(dir);
     try {
-      await expectCode('STORE_CORRUPT', () => again.scope('f').frontier().take(5));
+      await expectCode('STORE_CORRUPT', () => again.scope('f').frontier().take(5, { perQueue: 5 }));
     } finally {
       await again.close();
     }
@@ -132,7 +202,7 @@ describe('frontier CLI', () => {
     assert.match(push.stderr, /queued 51/);
     const again = await runCli(['--store', dir, '--scope', 'c', 'frontier', 'push'], input);
     assert.equal(again.stdout, '', 'a URL was queued twice');
-    const take = await runCli(['--store', dir, '--scope', 'c', 'frontier', 'take', '--count', '20']);
+    const take = await runCli(['--store', dir, '--scope', 'c', 'frontier', 'take', '--count', '20', '--per-queue', '20']);
     assert.equal(take.code, 0, take.stderr);
     const taken = take.stdout.split('\n').filter(Boolean);
     assert.equal(taken.length, 20);
@@ -141,7 +211,9 @@ describe('frontier CLI', () => {
     assert.equal(done.code, 0, done.stderr);
     assert.match(done.stderr, /done 20 of 20/);
     const stats = await runCli(['--store', dir, '--scope', 'c', '--json', 'frontier', 'stats']);
-    assert.deepEqual(JSON.parse(stats.stdout), { scope: 'c', pending: 31, leased: 0, done: 20 });
+    const takenUrls = new Set(taken.map((line) => line.split('\t')[1]));
+    const queuesLeft = new Set(push.stdout.split('\n').filter((url) => url !== '' && !takenUrls.has(url)).map((url) => new URL(url).host)).size;
+    assert.deepEqual(JSON.parse(stats.stdout), { scope: 'c', pending: 31, leased: 0, done: 20, queues: queuesLeft });
     const bad = await runCli(['--store', dir, '--scope', 'c', 'frontier', 'done', 'abc']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /seenstore: error USAGE: not a frontier id/);

@@ -139,13 +139,15 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     assert.equal(await cli('SEEN.ENQUEUE', 'crawl', 'http://a/1', 'http://a/2', 'http://a/1'), '1\n1\n0');
     assert.equal(await cli('SEEN.ENQUEUEDATA', 'crawl', 'http://a/3', '{"depth":2}', 'http://a/2', '{}'), '1\n0');
     assert.equal(await cli('BF.EXISTS', 'crawl', 'http://a/3'), '1', 'an enqueued URL is not seen');
-    const taken = (await cli('SEEN.TAKE', 'crawl', '2', 'LEASE', '60000', 'OWNER', 'w1')).split('\n');
+    // One host: no delay and several URLs per take, so that the takes below are of the frontier's order.
+    await cli('SEEN.QCONFIG', 'crawl', 'DELAY', '0');
+    const taken = (await cli('SEEN.TAKE', 'crawl', '2', 'LEASE', '60000', 'OWNER', 'w1', 'PERQUEUE', '5')).split('\n');
     assert.deepEqual(taken.filter((_, i) => i % 4 === 1), ['http://a/1', 'http://a/2']);
-    const third = (await cli('SEEN.TAKE', 'crawl', '5')).split('\n');
+    const third = (await cli('SEEN.TAKE', 'crawl', '5', 'PERQUEUE', '5')).split('\n');
     assert.deepEqual(third.slice(1), ['http://a/3', '1', '{"depth":2}']);
     assert.equal(await cli('SEEN.DONE', 'crawl', taken[0]!), '1');
     assert.equal(await cli('SEEN.RELEASEDATA', 'crawl', third[0]!, '{"depth":2,"retries":1}'), '1');
-    assert.deepEqual((await cli('SEEN.TAKE', 'crawl', '5')).split('\n').slice(1), ['http://a/3', '2', '{"depth":2,"retries":1}']);
+    assert.deepEqual((await cli('SEEN.TAKE', 'crawl', '5', 'PERQUEUE', '5')).split('\n').slice(1), ['http://a/3', '2', '{"depth":2,"retries":1}']);
     assert.equal(await cli('SEEN.RECLAIM', 'crawl', 'w1'), '1');
     assert.equal(await cli('SEEN.FRONTIER', 'crawl'), 'pending\n1\nleased\n1\ndone\n1');
     assert.match(await cli('SEEN.ENQUEUEDATA', 'crawl', 'http://a/4', 'not json'), /ERR data of item 1 is not JSON/);

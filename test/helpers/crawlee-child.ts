@@ -17,10 +17,9 @@ const { SeenStore } = await import('../../src/index.js');
 const { SeenstoreRequestManager, crawlerOptions } = await import('../../src/crawlee/index.js');
 
 const store = await SeenStore.open(redisLocation ?? join(storeDir!, 'seen'), { onWarning: () => {} });
-// The site is one host (127.0.0.1:PORT): no delay between its pages, as Crawlee's own default.
-// Asked only on Redis for now: this branch's LMDB frontier cannot configure yet (issue 28 in progress).
-const polite = redisLocation === undefined ? {} : { sameDomainDelaySecs: 0 };
-const manager = new SeenstoreRequestManager(store.scope('site', { capacityUrls: 100_000 }), { owner, leaseMs: 60_000, ...polite });
+// The site is one host (127.0.0.1:PORT), and these crawls test resumption, not politeness: no delay
+// between its pages (Crawlee's own default), and takes of as many of the host's requests as asked.
+const manager = new SeenstoreRequestManager(store.scope('site', { capacityUrls: 100_000 }), { owner, leaseMs: 60_000, sameDomainDelaySecs: 0, perQueue: 1_000 });
 const crawler = new CheerioCrawler(
   {
     ...crawlerOptions(manager),

@@ -1,78 +1,33 @@
-import { DEFAULT_FRONTIER_SETTINGS, type FrontierSettings, type QueueStats, type TakeRequest, type UrlStatus } from '../backend.js';
 import { SeenStoreError } from '../../errors.js';
-import type { Frontier, FrontierStats, LeasedUrl, QueueItems } from '../backend.js';
-import { faultPoint } from '../faults.js';
-import type { StoreEnv } from './env.js';
-import { frontierEntryKey, frontierKeyId, frontierRange, frontierStateKey } from './keys.js';
+import { DEFAULT_FRONTIER_SETTINGS, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus } from '../backend.js';
+import { faultPoint, type FaultPoint } from '../faults.js';
 import { parseFrontierId } from '../frontier-id.js';
-
-/** A scope's frontier state record (docs/format.md). */
-interface FrontierState {
-  readonly v: 1;
-  /** Id of the next URL queued. */
-  readonly nextId: number;
-  /** URLs finished since the frontier began. */
-  readonly done: number;
-}
-
-/** One queued URL (docs/format.md). `leaseUntilMs` 0: waiting. */
-interface FrontierEntry {
-  readonly v: 1;
-  readonly url: string;
-  readonly epoch: number;
-  readonly atMs: number;
-  readonly leaseUntilMs: number;
-  readonly attempts: number;
-  /** Who holds the lease (take's owner), when one was given. */
-  readonly owner?: string;
-  readonly data?: unknown;
-}
-
-/** URLs per batch that forEachUrl hands over. */
-const LIST_BATCH_URLS = 10_000;
-
-/** Most entries one take looks at past the ones it hands out (leased ones at the head): bounds a take's transaction. */
-const TAKE_SCAN_MAX = 1_000_000;
-
-function readState(env: StoreEnv, scope: string): FrontierState {
-  const db = env.frontierDb;
-  const bytes = db?.getBinary(frontierStateKey(scope));
-  if (bytes === undefined) return { v: 1, nextId: 1, done: 0 };
-  const state = env.decodeMeta(bytes, `frontier state of ${scope}`) as Partial<FrontierState>;
-  if (state.v !== 1 || !Number.isSafeInteger(state.nextId) || !Number.isSafeInteger(state.done)) {
-    throw new SeenStoreError(state.v !== undefined && state.v > 1 ? 'FORMAT_UNSUPPORTED' : 'STORE_CORRUPT', `frontier state of ${scope}: malformed or of an unknown version`);
-  }
-  return state as FrontierState;
-}
-
-function readEntry(env: StoreEnv, scope: string, id: number, bytes: Uint8Array): FrontierEntry {
-  const entry = env.decodeMeta(bytes, `frontier entry ${scope}/${id}`) as Partial<FrontierEntry>;
-  if (entry.v !== 1 || typeof entry.url !== 'string' || !Number.isSafeInteger(entry.epoch) || typeof entry.leaseUntilMs !== 'number' || !Number.isSafeInteger(entry.attempts)) {
-    throw new SeenStoreError(entry.v !== undefined && entry.v > 1 ? 'FORMAT_UNSUPPORTED' : 'STORE_CORRUPT', `frontier entry ${scope}/${id}: malformed or of an unknown version`);
-  }
-  return entry as FrontierEntry;
-}
+import type { StoreEnv } from './env.js';
+import { FrontierReader } from './frontier-reads.js';
+import type { EntryRecord } from './frontier-records.js';
+import { FrontierTxn } from './frontier-txn.js';
+import { FRONTIER_TAGS, frontierTagRange } from './keys.js';
 
 /**
  * Queues the URLs whose answer is true (inside the add's write transaction, after deciding): the
  * entries commit with the batch's journal record, or neither does.
  */
 export function queueNew(env: StoreEnv, scope: string, epoch: number, items: QueueItems, answers: readonly boolean[], atMs: number): void {
-  const { urls, data } = items;
   const db = env.frontierDb;
   if (db === undefined) throw new SeenStoreError('INTERNAL', 'invariant broken: the frontier database exists before an enqueue writes');
-  const state = readState(env, scope);
-  let id = state.nextId;
-  for (let i = 0; i < urls.length; i++) {
-    if (!answers[i]) continue;
-    const entry: FrontierEntry = { v: 1, url: urls[i]!, epoch, atMs, leaseUntilMs: 0, attempts: 0, ...(data?.[i] === undefined ? {} : { data: data[i] }) };
-    db.putSync(frontierEntryKey(scope, id), env.encodeRecord(entry));
-    id++;
-  }
-  if (id !== state.nextId) db.putSync(frontierStateKey(scope), env.encodeRecord({ ...state, nextId: id }));
+  if (!answers.includes(true)) return;
+  const txn = new FrontierTxn(env, db, scope, atMs);
+  const { urls, queues, data } = items;
+  for (let i = 0; i < urls.length; i++) if (answers[i]) txn.insert(urls[i]!, queues[i]!, epoch, atMs, data?.[i]);
+  txn.settle();
 }
 
-/** The LMDB backend's frontier of one scope: entries in the frontier database, every change one write transaction. */
+/**
+ * The LMDB backend's frontier of one scope (docs/format.md): entries, queue records and their
+ * indexes in the frontier database, every operation one write transaction (serialised across
+ * processes, durable when it resolves). take reads the ready index up to now, so its cost grows
+ * with what it hands out and the leases that ran out, not with the number of queues.
+ */
 export class LmdbFrontier implements Frontier {
   readonly #env: StoreEnv;
   readonly #scope: string;
@@ -84,169 +39,232 @@ export class LmdbFrontier implements Frontier {
     this.#clock = clock;
   }
 
-  async take({ count, leaseMs, owner }: TakeRequest): Promise<LeasedUrl[]> {
-    const env = this.#env;
-    const db = env.ensureFrontierDb();
-    const taken = env.write(() => {
-      const now = this.#clock();
+  async take({ count, leaseMs, owner, perQueue, maxQueues, queue, owns }: TakeRequest): Promise<LeasedUrl[]> {
+    const taken = this.#write('frontier:take-before-commit', (txn) => {
+      txn.expireLeases();
+      if (owner !== undefined) txn.putOwner(owner);
+      txn.settle();
+      const accept = owns ?? (() => true);
+      const ready = queue === undefined ? txn.readyQueues(maxQueues > 0 ? Math.min(maxQueues, count) : count, accept) : readyOne(txn, queue, accept);
       const out: LeasedUrl[] = [];
-      let looked = 0;
-      for (const { key, value } of db.getRange(frontierRange(this.#scope))) {
-        if (out.length >= count || looked++ >= count + TAKE_SCAN_MAX) break;
-        const id = frontierKeyId(key);
-        const entry = readEntry(env, this.#scope, id, value);
-        if (entry.leaseUntilMs > now) continue;
-        const { owner: _previous, ...free } = entry;
-        const leased: FrontierEntry = { ...free, leaseUntilMs: now + leaseMs, attempts: entry.attempts + 1, ...(owner === undefined ? {} : { owner }) };
-        db.putSync(key, env.encodeRecord(leased));
-        out.push({
-          id: String(id),
-          url: entry.url,
-          queue: '',
-          epoch: entry.epoch,
-          attempts: leased.attempts,
-          leaseUntilMs: leased.leaseUntilMs,
-          ...(entry.data === undefined ? {} : { data: entry.data }),
-        });
+      for (const key of ready) {
+        if (out.length >= count) break;
+        const record = txn.queue(key);
+        for (const id of txn.dueIds(key, Math.min(perQueue, count - out.length, txn.room(record)))) {
+          const entry = present(txn, id);
+          txn.lease(id, entry, txn.nowMs + leaseMs, owner);
+          out.push(leasedUrl(id, entry));
+        }
+        record.lastTakeMs = txn.nowMs;
       }
-      faultPoint('frontier:take-before-commit');
       return out;
     });
-    await env.flushed();
+    await this.#env.flushed();
     faultPoint('frontier:take-after-commit');
     return taken;
   }
 
-  async done(ids: readonly string[]): Promise<number> {
-    return this.#change(ids, 'done', (db, key) => {
-      db.removeSync(key);
+  async done(ids: readonly string[], refetchAtMs?: readonly number[]): Promise<number> {
+    return this.#eachEntry(ids, (txn, id, entry, i) => {
+      txn.finish(id, entry, refetchAtMs?.[i] ?? 0);
       return true;
     });
   }
 
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
     if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
-    return this.#change(ids, 'release', (db, key, entry, i) => {
+    return this.#eachEntry(ids, (txn, id, entry, i) => {
       if (entry.leaseUntilMs === 0) return false;
-      db.putSync(key, this.#env.encodeRecord(unleased(entry, data?.[i])));
+      txn.unlease(id, entry);
+      if (data?.[i] !== undefined) entry.data = data[i];
       return true;
     });
   }
 
   async reclaim(owner: string): Promise<number> {
-    const env = this.#env;
-    const db = env.frontierDb;
-    if (db === undefined) return 0;
-    const released = env.write(() => {
-      const now = this.#clock();
+    if (this.#env.frontierDb === undefined) return 0;
+    return this.#change((txn) => {
+      txn.expireLeases();
       let n = 0;
-      for (const { key, value } of db.getRange(frontierRange(this.#scope))) {
-        const entry = readEntry(env, this.#scope, frontierKeyId(key), value);
-        if (entry.owner !== owner || entry.leaseUntilMs <= now) continue;
-        db.putSync(key, env.encodeRecord(unleased(entry, undefined)));
+      for (const id of txn.leasedIds()) {
+        const entry = present(txn, id);
+        if (entry.owner !== owner) continue;
+        txn.unlease(id, entry);
         n++;
       }
       return n;
     });
-    await env.flushed();
-    return released;
+  }
+
+  async schedule(items: QueueItems, atMs: readonly number[]): Promise<number> {
+    return this.#change((txn) => {
+      txn.expireLeases();
+      let waiting = 0;
+      items.urls.forEach((url, i) => {
+        const at = atMs[i]!;
+        const found = txn.findUrl(url);
+        if (at === 0) {
+          if (found !== undefined) txn.finish(found.id, found.entry, 0);
+          return;
+        }
+        waiting++;
+        if (found === undefined) {
+          txn.insert(url, items.queues[i]!, 0, at, items.data?.[i]);
+          return;
+        }
+        txn.unlease(found.id, found.entry);
+        txn.reschedule(found.id, found.entry, items.queues[i]!, at);
+        if (items.data?.[i] !== undefined) found.entry.data = items.data[i];
+      });
+      return waiting;
+    });
+  }
+
+  async urlStatus(url: string): Promise<UrlStatus | undefined> {
+    return this.#read(undefined, (reader) => reader.urlStatus(url));
+  }
+
+  async settings(): Promise<FrontierSettings> {
+    return this.#read(DEFAULT_FRONTIER_SETTINGS, (reader) => reader.state().settings);
+  }
+
+  async configure(change: Partial<FrontierSettings>): Promise<FrontierSettings> {
+    return this.#change((txn) => {
+      const state = txn.state;
+      const old = state.settings;
+      if (change.queueKey !== undefined && change.queueKey !== old.queueKey && state.nextId > 1) {
+        throw new SeenStoreError('USAGE', `the frontier's queue key is ${old.queueKey}: it cannot change once URLs were queued`);
+      }
+      state.settings = { ...old, ...change };
+      // Every queue's ready time depends on the default delay and the in-flight limit.
+      if (state.settings.delayMs !== old.delayMs || state.settings.maxInFlightPerQueue !== old.maxInFlightPerQueue) {
+        txn.expireLeases();
+        txn.touchQueues(this.#queueKeys());
+      }
+      return state.settings;
+    });
+  }
+
+  async setQueue(key: string, change: QueueChange): Promise<void> {
+    await this.#change((txn) => {
+      txn.expireLeases();
+      const queue = txn.queue(key);
+      if (change.delayMs === null) delete queue.delayMs;
+      else if (change.delayMs !== undefined) queue.delayMs = change.delayMs;
+      if (change.blockedUntilMs !== undefined) queue.blockedUntilMs = change.blockedUntilMs;
+      if (change.crawlLimit === null) delete queue.crawlLimit;
+      else if (change.crawlLimit !== undefined) queue.crawlLimit = change.crawlLimit;
+    });
+  }
+
+  async queues(options: { readonly after?: string; readonly limit: number }): Promise<QueueStats[]> {
+    return this.#read([], (reader) => reader.queues(options.after, options.limit));
+  }
+
+  async queue(key: string): Promise<QueueStats | undefined> {
+    return this.#read(undefined, (reader) => reader.queue(key));
+  }
+
+  async deleteQueue(key: string): Promise<number> {
+    if (this.#env.frontierDb === undefined) return 0;
+    return this.#change((txn) => {
+      if (txn.peekQueue(key) === undefined) return 0;
+      const ids = txn.queueIds(key);
+      for (const id of ids) txn.remove(id, present(txn, id));
+      txn.dropQueue(key);
+      return ids.length;
+    });
+  }
+
+  async clear(): Promise<number> {
+    if (this.#env.frontierDb === undefined) return 0;
+    const db = this.#env.frontierDb;
+    return this.#change((txn) => {
+      const state = txn.state;
+      const held = state.entries;
+      // Owners stay (they are takers, not queued URLs), and so do the settings and the counters.
+      for (const tag of FRONTIER_TAGS) {
+        if (tag === 's' || tag === 'o') continue;
+        for (const key of [...db.getKeys(frontierTagRange(this.#scope, tag))]) db.removeSync(key);
+      }
+      Object.assign(state, { entries: 0, leased: 0, queues: 0 });
+      return held;
+    });
+  }
+
+  async owners(sinceMs: number): Promise<string[]> {
+    return this.#read([], (reader) => reader.owners(sinceMs));
+  }
+
+  async stats(): Promise<FrontierStats> {
+    return this.#read({ pending: 0, leased: 0, done: 0, queues: 0 }, (reader) => reader.stats());
   }
 
   async forEachUrl(onBatch: (urls: string[]) => void): Promise<void> {
-    const env = this.#env;
-    env.refresh();
-    const db = env.frontierDb;
-    if (db === undefined) return;
-    let batch: string[] = [];
-    for (const { key, value } of db.getRange(frontierRange(this.#scope))) {
-      batch.push(readEntry(env, this.#scope, frontierKeyId(key), value).url);
-      if (batch.length < LIST_BATCH_URLS) continue;
-      onBatch(batch);
-      batch = [];
-    }
-    if (batch.length > 0) onBatch(batch);
+    this.#read(undefined, (reader) => reader.forEachUrl(onBatch));
   }
 
-  // Issue 28 seam in progress: the v2 frontier operations below are not built on this backend yet.
-  async schedule(): Promise<number> { throw unsupportedFrontier('schedule'); }
-  async urlStatus(): Promise<UrlStatus | undefined> { throw unsupportedFrontier('urlStatus'); }
-  async settings(): Promise<FrontierSettings> { return DEFAULT_FRONTIER_SETTINGS; }
-  async configure(): Promise<FrontierSettings> { throw unsupportedFrontier('configure'); }
-  async setQueue(): Promise<void> { throw unsupportedFrontier('setQueue'); }
-  async queues(): Promise<QueueStats[]> { throw unsupportedFrontier('queues'); }
-  async queue(): Promise<QueueStats | undefined> { throw unsupportedFrontier('queue'); }
-  async deleteQueue(): Promise<number> { throw unsupportedFrontier('deleteQueue'); }
-  async clear(): Promise<number> { throw unsupportedFrontier('clear'); }
-  async owners(): Promise<string[]> { return []; }
-
-  async stats(): Promise<FrontierStats> {
-    const env = this.#env;
-    env.refresh();
-    const db = env.frontierDb;
-    if (db === undefined) return { pending: 0, leased: 0, done: 0, queues: 0 };
-    const now = this.#clock();
-    let pending = 0;
-    let leased = 0;
-    for (const { key, value } of db.getRange(frontierRange(this.#scope))) {
-      if (readEntry(env, this.#scope, frontierKeyId(key), value).leaseUntilMs > now) leased++;
-      else pending++;
-    }
-    return { pending, leased, done: readState(env, this.#scope).done, queues: pending + leased > 0 ? 1 : 0 };
+  /** Every queue key that has a record. */
+  *#queueKeys(): Iterable<string> {
+    for (const key of this.#env.frontierDb!.getKeys(frontierTagRange(this.#scope, 'q'))) yield (key as unknown as [string, string, string])[2];
   }
 
-  /** Applies `change` to each entry named by `ids` that exists, in one write transaction; counts finished ones. */
-  async #change(
-    ids: readonly string[],
-    doing: 'done' | 'release',
-    change: (db: NonNullable<StoreEnv['frontierDb']>, key: (string | number)[], entry: FrontierEntry, index: number) => boolean,
-  ): Promise<number> {
-    const numbers = ids.map((id) => parseFrontierId(id));
-    const env = this.#env;
-    const db = env.ensureFrontierDb();
-    const changed = env.write(() => {
+  /** Applies `change` to each entry of `ids` that is there, in one change; resolves with how many it changed. */
+  async #eachEntry(ids: readonly string[], change: (txn: FrontierTxn, id: number, entry: EntryRecord, index: number) => boolean): Promise<number> {
+    const numbers = ids.map(parseFrontierId);
+    return this.#change((txn) => {
+      txn.expireLeases();
       let n = 0;
-      numbers.forEach((id, index) => {
-        const key = frontierEntryKey(this.#scope, id);
-        const bytes = db.getBinary(key);
-        if (bytes !== undefined && change(db, key, readEntry(env, this.#scope, id, bytes), index)) n++;
+      numbers.forEach((id, i) => {
+        const entry = txn.entry(id);
+        if (entry !== undefined && change(txn, id, entry, i)) n++;
       });
-      if (doing === 'done' && n > 0) {
-        const state = readState(env, this.#scope);
-        db.putSync(frontierStateKey(this.#scope), env.encodeRecord({ ...state, done: state.done + n }));
-      }
-      faultPoint('frontier:change-before-commit');
       return n;
     });
-    await env.flushed();
-    return changed;
+  }
+
+  /** A read of what every process committed so far; `empty` when the store has no frontier yet. */
+  #read<T>(empty: T, read: (reader: FrontierReader) => T): T {
+    const env = this.#env;
+    env.refresh();
+    const db = env.frontierDb;
+    return db === undefined ? empty : read(new FrontierReader(env, db, this.#scope, this.#clock()));
+  }
+
+  /** A change other than take: one write transaction, durable when it resolves. */
+  async #change<T>(action: (txn: FrontierTxn) => T): Promise<T> {
+    const result = this.#write('frontier:change-before-commit', action);
+    await this.#env.flushed();
+    return result;
+  }
+
+  #write<T>(point: FaultPoint, action: (txn: FrontierTxn) => T): T {
+    const env = this.#env;
+    const db = env.ensureFrontierDb();
+    return env.write(() => {
+      const txn = new FrontierTxn(env, db, this.#scope, this.#clock());
+      const result = action(txn);
+      txn.settle();
+      faultPoint(point);
+      return result;
+    });
   }
 }
 
-/** Every frontier record that does not read back (for verify): each with its place and the error. */
-export function verifyFrontier(env: StoreEnv): { where: string; error: unknown }[] {
-  const db = env.frontierDb;
-  if (db === undefined) return [];
-  const found: { where: string; error: unknown }[] = [];
-  for (const { key, value } of db.getRange({})) {
-    const [scope, id] = key as unknown as [string, number];
-    const where = `frontier ${JSON.stringify(key)}`;
-    try {
-      if (typeof scope !== 'string' || !Number.isSafeInteger(id) || id < 0) throw new SeenStoreError('STORE_CORRUPT', 'not a frontier key');
-      if (id === 0) readState(env, scope);
-      else readEntry(env, scope, id, value);
-    } catch (error) {
-      found.push({ where, error });
-    }
-  }
-  return found;
+/** The queue asked for, when it is ready now and accepted. */
+function readyOne(txn: FrontierTxn, key: string, accept: (queue: string) => boolean): string[] {
+  const queue = txn.peekQueue(key);
+  return queue?.readyAtMs !== undefined && queue.readyAtMs <= txn.nowMs && accept(key) ? [key] : [];
 }
 
-/** The entry waiting again, its lease and owner gone; `data` replaces its payload when given. */
-function unleased(entry: FrontierEntry, data: unknown): FrontierEntry {
-  const { owner: _owner, ...rest } = entry;
-  return { ...rest, leaseUntilMs: 0, ...(data === undefined ? {} : { data }) };
+/** The entry an index names: it must be there. */
+function present(txn: FrontierTxn, id: number): EntryRecord {
+  const entry = txn.entry(id);
+  if (entry === undefined) throw new SeenStoreError('STORE_CORRUPT', `frontier index names entry ${id}, which is not there`);
+  return entry;
 }
 
-function unsupportedFrontier(what: string): SeenStoreError {
-  return new SeenStoreError('UNSUPPORTED', `frontier ${what}: not built on this backend yet (issue 28 in progress)`);
+function leasedUrl(id: number, entry: EntryRecord): LeasedUrl {
+  const { url, queue, epoch, attempts, leaseUntilMs, data } = entry;
+  return { id: String(id), url, queue, epoch, attempts, leaseUntilMs, ...(data === undefined ? {} : { data }) };
 }

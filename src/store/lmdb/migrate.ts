@@ -7,6 +7,7 @@ import { FORMAT_VERSION } from '../records.js';
 import type { StoreHeader } from './records.js';
 import { createSnapshot, defaultSnapshotName, EXCLUSIVE_LOCK, requireAlone } from './snapshots.js';
 import type { MigrationReport } from '../backend.js';
+import { FrontierTxn } from './frontier-txn.js';
 
 export type { MigrationReport };
 
@@ -45,6 +46,7 @@ export async function migrateStore(dir: string, options: MigrateOptions): Promis
     const txn: MigrationTxn = {
       metaRecords: () => [...store.metaDb.getRange({})].map(({ key, value }) => ({ key, value: store.decodeMeta(value, `meta record ${JSON.stringify(key)}`) })),
       putMeta: (key, value) => store.putMeta(key as never, value),
+      ...frontierMigration(store),
     };
     // write() holds the open guard and LMDB's writer lock: checked inside it, "no other process is
     // in the store" stays true until the migration commits, whatever this process's event loop
@@ -64,4 +66,22 @@ export async function migrateStore(dir: string, options: MigrateOptions): Promis
     await env?.close();
     await lock.release();
   }
+}
+
+/** The frontier's part of a migration transaction (call inside the migration's write). */
+function frontierMigration(store: StoreEnv): Pick<MigrationTxn, 'frontierRecords' | 'removeFrontier' | 'putFrontier'> {
+  return {
+    frontierRecords: () => {
+      const db = store.frontierDb;
+      return db === undefined ? [] : [...db.getRange({})].map(({ key, value }) => ({ key, value: store.decodeMeta(value, `frontier record ${JSON.stringify(key)}`) }));
+    },
+    removeFrontier: (key) => store.frontierDb?.removeSync(key as never),
+    putFrontier: (scope, counters, entries) => {
+      const txn = new FrontierTxn(store, store.ensureFrontierDb(), scope, Date.now());
+      for (const { id, ...entry } of entries) txn.restore(id, { v: 2, ...entry });
+      txn.state.nextId = Math.max(txn.state.nextId, counters.nextId);
+      txn.state.done = counters.done;
+      txn.settle();
+    },
+  };
 }

@@ -10,7 +10,7 @@ import { filterGeometries } from '../../filters/keying.js';
 import { join } from 'node:path';
 import { existsSync, statSync } from 'node:fs';
 import { stableWalk } from './data-file.js';
-import { verifyFrontier } from './frontier.js';
+import { verifyFrontier } from './frontier-verify.js';
 import type { Damage, VerifyReport } from '../backend.js';
 
 export type { Damage, VerifyReport };

@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { crawlInProcess, crawlWithChildren, politenessReport, startPoliteSite, type PoliteSite, type PolitenessReport } from './helpers/polite-site.js';
+import { memoryStore } from './helpers/memory.js';
+import { tempDir } from './helpers/tmp.js';
+
+const HOSTS = 20;
+const PAGES_PER_HOST = 12;
+const DELAY_MS = 250;
+const TAKERS = 3;
+/**
+ * How much earlier than the delay two requests to one host may reach it: the frontier gates the
+ * takes, and a request leaves its taker a little after its take (a loaded machine delays one
+ * taker's fetch more than another's). A queue handed out twice would show a gap near 0.
+ */
+const FETCH_JITTER_MS = DELAY_MS / 2;
+
+/** The sites' logs of a politeness crawl: every page once, no host faster than its delay, hosts in parallel. */
+function checkCrawl(site: PoliteSite, report: PolitenessReport): void {
+  assert.equal(report.pagesFetched, site.pages, `${JSON.stringify(report)}: pages missed`);
+  assert.equal(report.requests, site.pages, `${JSON.stringify(report)}: a page was fetched twice`);
+  assert.ok(report.minGapMs >= DELAY_MS - FETCH_JITTER_MS, `${JSON.stringify(report)}: a host was hit faster than its delay allows`);
+  // The delays allow boundMs (2.75 s here); one host at a time would take sequentialMs (60 s).
+  // The margin is for a loaded machine: the takers' start and the links' discovery.
+  assert.ok(report.durationMs < 2 * report.boundMs + 1_000, `${JSON.stringify(report)}: the crawl was slower than the delays allow`);
+  assert.ok(report.peakHostsPerDelay >= HOSTS / 2, `${JSON.stringify(report)}: hosts were not crawled in parallel`);
+}
+
+describe(`politeness crawl: ${HOSTS} hosts, ${HOSTS * PAGES_PER_HOST} pages, ${TAKERS} takers, ${DELAY_MS} ms per host`, () => {
+  test('LMDB, a taker per process on one store: the sites\' logs show every page once, no host hit within its delay', async () => {
+    const site = await startPoliteSite({ hosts: HOSTS, pagesPerHost: PAGES_PER_HOST });
+    after(() => site.close());
+    await crawlWithChildren(tempDir('seenstore-polite-'), 'crawl', site, { takers: TAKERS, delayMs: DELAY_MS });
+    const report = politenessReport(site, DELAY_MS);
+    console.log(`lmdb: ${JSON.stringify(report)}`);
+    checkCrawl(site, report);
+  });
+
+  test('memory://, takers in one process: the same from the sites\' logs', async () => {
+    const site = await startPoliteSite({ hosts: HOSTS, pagesPerHost: PAGES_PER_HOST });
+    after(() => site.close());
+    await crawlInProcess(memoryStore('polite'), 'crawl', site, { takers: TAKERS, delayMs: DELAY_MS });
+    const report = politenessReport(site, DELAY_MS);
+    console.log(`memory: ${JSON.stringify(report)}`);
+    checkCrawl(site, report);
+  });
+});
