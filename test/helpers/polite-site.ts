@@ -27,12 +27,17 @@ const CRAWL_LEASE_MS = 60_000;
 /** How long an idle taker waits before it asks again (the frontier has nothing ready yet). */
 const IDLE_POLL_MS = 10;
 const CHILD = join(ROOT, 'dist', 'test', 'helpers', 'polite-taker-child.js');
+/** The time of the take that handed the URL out (its lease's end less the lease), sent with each request. */
+const TAKEN_AT_HEADER = 'x-seenstore-taken-at';
 
 export interface SiteRequest {
   /** `127.0.0.1:PORT`: the host, and the frontier's queue key of its URLs. */
   readonly host: string;
   readonly path: string;
+  /** When the host received it. */
   readonly atMs: number;
+  /** When the frontier handed its URL out, as the taker sent it (TAKEN_AT_HEADER); NaN when absent. */
+  readonly takenAtMs: number;
 }
 
 export interface PoliteSite {
@@ -58,8 +63,10 @@ export interface PolitenessReport {
   /** Pages fetched at least once, and requests in all. */
   readonly pagesFetched: number;
   readonly requests: number;
-  /** The shortest time between two requests to one host. */
+  /** The shortest time between two requests to one host, as the host received them. */
   readonly minGapMs: number;
+  /** The shortest time between two takes of one host's URLs, by the take times the requests carried. */
+  readonly minTakeGapMs: number;
   /** First request to last. */
   readonly durationMs: number;
   /** The crawl's duration if the delays were the only limit: the busiest host's pages, one delay apart. */
@@ -78,7 +85,7 @@ export async function startPoliteSite(options: { readonly hosts: number; readonl
     for (let h = 0; h < options.hosts; h++) {
       const server = createServer((request, response) => {
         const host = `127.0.0.1:${(server.address() as AddressInfo).port}`;
-        log.push({ host, path: request.url ?? '', atMs: Date.now() });
+        log.push({ host, path: request.url ?? '', atMs: Date.now(), takenAtMs: Number(request.headers[TAKEN_AT_HEADER]) });
         const page = /^\/page\/(\d+)$/.exec(request.url ?? '');
         const i = page === null ? -1 : Number(page[1]);
         if (i < 0 || i >= options.pagesPerHost) {
@@ -161,7 +168,10 @@ export async function crawlTaker(store: SeenStore, scopeName: string, owner: str
       await sleep(IDLE_POLL_MS);
       continue;
     }
-    const pages = await Promise.all(taken.map(async (entry) => ({ entry, html: await (await fetch(entry.url)).text() })));
+    const pages = await Promise.all(taken.map(async (entry) => {
+      const headers = { [TAKEN_AT_HEADER]: String(entry.leaseUntilMs - CRAWL_LEASE_MS) };
+      return { entry, html: await (await fetch(entry.url, { headers })).text() };
+    }));
     const links = pages.flatMap(({ entry, html }) => [...html.matchAll(/href="([^"]+)"/g)].map((match) => new URL(match[1]!, entry.url).href));
     if (links.length > 0) await scope.enqueue(links);
     await frontier.done(taken.map((entry) => entry.id));
@@ -171,15 +181,17 @@ export async function crawlTaker(store: SeenStore, scopeName: string, owner: str
 
 /** What the sites' logs say of a finished crawl, with `delayMs` the delay it ran under. */
 export function politenessReport(site: PoliteSite, delayMs: number): PolitenessReport {
-  const byHost = new Map<string, number[]>();
-  for (const { host, atMs } of site.log) byHost.set(host, [...(byHost.get(host) ?? []), atMs]);
-  let minGapMs = Infinity;
-  let busiest = 0;
-  for (const times of byHost.values()) {
-    times.sort((a, b) => a - b);
-    for (let i = 1; i < times.length; i++) minGapMs = Math.min(minGapMs, times[i]! - times[i - 1]!);
-    busiest = Math.max(busiest, times.length);
-  }
+  const byHost = new Map<string, SiteRequest[]>();
+  for (const request of site.log) byHost.set(request.host, [...(byHost.get(request.host) ?? []), request]);
+  const busiest = Math.max(...[...byHost.values()].map((requests) => requests.length));
+  const minGap = (time: (request: SiteRequest) => number): number => {
+    let gapMs = Infinity;
+    for (const requests of byHost.values()) {
+      const times = requests.map(time).sort((a, b) => a - b);
+      for (let i = 1; i < times.length; i++) gapMs = Math.min(gapMs, times[i]! - times[i - 1]!);
+    }
+    return gapMs;
+  };
   const times = site.log.map((request) => request.atMs).sort((a, b) => a - b);
   let peakHostsPerDelay = 0;
   for (const start of times) {
@@ -189,7 +201,8 @@ export function politenessReport(site: PoliteSite, delayMs: number): PolitenessR
   return {
     pagesFetched: new Set(site.log.map((request) => `${request.host}${request.path}`)).size,
     requests: site.log.length,
-    minGapMs,
+    minGapMs: minGap((request) => request.atMs),
+    minTakeGapMs: minGap((request) => request.takenAtMs),
     durationMs: times.length === 0 ? 0 : times.at(-1)! - times[0]!,
     boundMs: (busiest - 1) * delayMs,
     sequentialMs: (site.log.length - 1) * delayMs,
