@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
+import { join } from 'node:path';
+import { mkdtempSync } from 'node:fs';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { AuthThrottle } from '../src/server/auth-throttle.js';
 import { createLogger } from '../src/server/logger.js';
@@ -15,9 +17,11 @@ import { discovered, FrontierClient, known, statusOf, type UrlInfo } from './hel
  * process over a store whose clock the test owns: leases, delays and revisit dates are reached by
  * moving the clock, never by sleeping. A driver joins by adding its line.
  */
+const LMDB_ROOT = tempDir();
 const LOCATIONS: readonly { readonly name: string; readonly location: () => string; readonly skip?: string }[] = [
   { name: 'memory', location: () => memoryStore('urlfrontier') },
-  { name: 'lmdb', location: () => tempDir(), skip: 'LMDB answers UNSUPPORTED for the v2 frontier until its driver lands (issue 28, LMDB part)' },
+  // Stores in one directory removed when the file ends, after every server and store is closed.
+  { name: 'lmdb', location: () => mkdtempSync(join(LMDB_ROOT, 'store-')) },
 ];
 
 interface Served {
