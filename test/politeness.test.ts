@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { crawlInProcess, crawlWithChildren, politenessReport, startPoliteSite, type PoliteSite, type PolitenessReport } from './helpers/polite-site.js';
 import { memoryStore } from './helpers/memory.js';
+import { redisMissing, startRedisCluster } from './helpers/redis-cluster.js';
 import { tempDir } from './helpers/tmp.js';
 
 const HOSTS = 20;
@@ -45,6 +46,17 @@ describe(`politeness crawl: ${HOSTS} hosts, ${HOSTS * PAGES_PER_HOST} pages, ${T
     await crawlInProcess(memoryStore('polite'), 'crawl', site, { takers: TAKERS, delayMs: DELAY_MS });
     const report = politenessReport(site, DELAY_MS);
     console.log(`memory: ${JSON.stringify(report)}`);
+    checkCrawl(site, report);
+  });
+
+  test('Redis Cluster, a taker per process: the same from the sites\' logs', { skip: redisMissing() ?? false }, async () => {
+    const cluster = await startRedisCluster({ replicas: 0 });
+    after(() => cluster.stop());
+    const site = await startPoliteSite({ hosts: HOSTS, pagesPerHost: PAGES_PER_HOST });
+    after(() => site.close());
+    await crawlWithChildren(cluster.location(), 'crawl', site, { takers: TAKERS, delayMs: DELAY_MS });
+    const report = politenessReport(site, DELAY_MS);
+    console.log(`redis: ${JSON.stringify(report)}`);
     checkCrawl(site, report);
   });
 });
