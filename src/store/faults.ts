@@ -6,6 +6,7 @@
 export type FaultPoint =
   | 'add:before-commit'
   | 'add:after-commit'
+  | 'add:before-sync'
   | 'checkpoint:after-chunk-txn'
   | 'checkpoint:before-trim'
   | 'checkpoint:after-trim'

@@ -162,7 +162,7 @@ export class LmdbBackend implements Backend {
   }
 
   async dropEpoch(header: EpochHeader): Promise<number> {
-    const { bytesOnDisk } = epochUsage(this.#env, header);
+    const { bytesOnDisk } = epochUsage(this.#env, this.#env.useJournal(this.#ctx.hash), header);
     this.#epochs.delete(`${header.scope}/${header.epoch}`);
     meta.dropEpoch(this.#env, header);
     await this.#env.flushed();
@@ -174,7 +174,7 @@ export class LmdbBackend implements Backend {
   }
 
   async usage(header: EpochHeader): Promise<EpochUsage> {
-    const usage = epochUsage(this.#env, header);
+    const usage = epochUsage(this.#env, this.#env.useJournal(this.#ctx.hash), header);
     // Reading each chunk's key maps its first page (LMDB reads an overflow value's header): let them go.
     if (usage.chunks * CHUNK_PAYLOAD_BYTES >= RELEASE_MAP_AFTER_BYTES) this.#env.releaseMappedPages();
     return { bytesOnDisk: usage.bytesOnDisk, pendingRecords: usage.journalRecords };

@@ -7,7 +7,8 @@ import type { BitThread } from './bit-thread.js';
 import type { StoreEnv } from './env.js';
 import { BloomCopy } from './bloom-copy.js';
 import { CountingCopy } from './counting-copy.js';
-import type { EpochCopy } from './epoch-copy.js';
+import type { Durability, EpochCopy } from './epoch-copy.js';
+import { faultPoint } from '../faults.js';
 import { expectOpenEpoch } from './metadata.js';
 
 /** Chunk bytes read by one load after which the store's map is released (StoreEnv.releaseMappedPages). */
@@ -84,7 +85,7 @@ export class LmdbEpoch implements EpochBits {
     } else {
       added = filters.addBatchOn(thread, keys, answers, expectOpen, afterDecide);
     }
-    await this.#ctx.env.flushed();
+    await this.#durable(filters.durability());
     this.#maybeCheckpoint();
     return added;
   }
@@ -110,7 +111,7 @@ export class LmdbEpoch implements EpochBits {
     const words = this.#ctx.scratch(2 * keys.length * filters.filterCount);
     filters.hashKeys(keys, words);
     const deleted = filters.deleteBatch(keys, words, () => expectOpenEpoch(this.#ctx.env, scope, epoch));
-    await this.#ctx.env.flushed();
+    await this.#durable(filters.durability());
     this.#maybeCheckpoint();
     return deleted;
   }
@@ -149,6 +150,19 @@ export class LmdbEpoch implements EpochBits {
   async flush(): Promise<void> {
     await this.#checkpointRunning;
     await this.#runCheckpoint();
+  }
+
+  /**
+   * Waits until the batch's answers are durable: its journal frames synced (one fdatasync for
+   * every batch that got in before it began, of any process), and LMDB synced when the batch
+   * committed there or its answers depend on other processes' LMDB records.
+   */
+  async #durable(target: Durability): Promise<void> {
+    faultPoint('add:before-sync');
+    const env = this.#ctx.env;
+    const journal = env.useJournal(this.#ctx.hash);
+    if (!target.lmdbCommitted && !target.lmdbOthers) return journal.durable(target.generation, target.end);
+    await Promise.all([journal.durable(target.generation, target.end), target.lmdbCommitted ? env.flushed() : env.syncData()]);
   }
 
   /** Catches up with every commit of every process. */
