@@ -69,10 +69,12 @@ describe('verify', () => {
       process.kill(process.pid, 'SIGKILL');`;
     const { spawnSync } = await import('node:child_process');
     spawnSync(process.execPath, ['--input-type=module', '-e', script, dir]);
-    await flip(dir, 'journal', (keys) => keys[1], (n) => n - 1);
+    const journal = readFileSync(join(dir, 'journal.log'));
+    journal[journal.length - 1] = journal[journal.length - 1]! ^ 0x01;
+    writeFileSync(join(dir, 'journal.log'), journal);
     const report = JSON.parse((await runCli(['verify', '--store', dir, '--json'])).stdout);
     assert.equal(report.ok, false);
-    assert.deepEqual(report.damage.map((d: { where: string }) => d.where), ['journal record default/1/2']);
+    assert.deepEqual(report.damage.map((d: { where: string }) => d.where), [`journal file ${join(dir, 'journal.log')}`]);
   });
 
   test('a truncated or overwritten data file is reported, not answered from', async () => {

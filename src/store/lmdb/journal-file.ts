@@ -230,7 +230,8 @@ export class JournalFile {
    * fsynced whole by its compaction (and what it dropped is in durable LMDB pages).
    */
   async durable(generation: number, end: number): Promise<void> {
-    while (generation === this.#generation && !(this.#syncedGeneration === generation && this.#syncedEnd >= end)) {
+    // No file yet: nothing was appended.
+    while (this.#fd !== undefined && generation === this.#generation && !(this.#syncedGeneration === generation && this.#syncedEnd >= end)) {
       if (this.#syncing === undefined) this.#syncing = this.#syncOnce();
       await this.#syncing;
     }
