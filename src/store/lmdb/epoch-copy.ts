@@ -10,9 +10,10 @@ import type { BitThread } from './bit-thread.js';
 import { CHUNK_PAYLOAD_BYTES, decodeChunk, encodeChunk } from '../chunks.js';
 import type { StoreEnv } from './env.js';
 import { faultPoint } from '../faults.js';
-import { decodeJournalRecord, encodeCountingRecord, encodeJournalRecord, JOURNAL_HEADER_BYTES, type JournalRecord } from './journal.js';
-import { JOURNAL_FILE_HEADER_BYTES, type JournalFile } from './journal-file.js';
-import { checkpointKey, chunkEpochRange, chunkKey, chunkKeyParts, epochKey, journalEpochRange, journalKey, journalKeySeq } from './keys.js';
+import { JOURNAL_HEADER_BYTES, type JournalRecord } from './journal.js';
+import { JOURNAL_FILE_HEADER_BYTES } from './journal-file.js';
+import { JournalCursor, type Durability, type ReplayTarget } from './journal-cursor.js';
+import { checkpointKey, chunkEpochRange, chunkKey, chunkKeyParts, epochKey, journalEpochRange } from './keys.js';
 import { readHeader } from './metadata.js';
 import { checkEpochSupported, type EpochHeader, type SliceSpec } from '../records.js';
 import { readCheckpointRecord, type CheckpointRecord } from './records.js';
@@ -23,18 +24,6 @@ export const MAX_SLICES = 24;
 
 /** Runs inside an add's write transaction once its answers are decided. */
 export type AfterDecide = () => void;
-
-/**
- * What the acknowledgement of a write transaction's batch waits for: the journal file synced up to
- * `end` of `generation`; LMDB's sync of this process's commit (`lmdbCommitted`), or of commits of
- * other processes that the batch's answers depend on (`lmdbOthers`: their enqueued adds).
- */
-export interface Durability {
-  readonly generation: number;
-  readonly end: number;
-  readonly lmdbCommitted: boolean;
-  readonly lmdbOthers: boolean;
-}
 
 /** One slice as stored: its spec, the filters its chunks hold, and where its filters start. */
 export interface StoredSlice {
@@ -72,20 +61,8 @@ export abstract class EpochCopy {
   protected poisoned = false;
   #journalBytesSinceCheckpoint = 0;
   #chunkBytesRead = 0;
-  readonly #journal: JournalFile;
-  readonly #scopeBytes: Buffer;
-  /** The journal file's generation (JournalFile.generation) this copy read, and how far. */
-  #fileGeneration = -1;
-  #fileOffset = 0;
-  /**
-   * The batch under way journals into LMDB instead of the file: an enqueue, whose frontier entries
-   * commit in the same LMDB transaction as its journal record (docs/architecture.md).
-   */
-  #journalInLmdb = false;
-  /** The write transaction under way changed LMDB (a record, a new slice, a filled hole): it commits. */
-  #lmdbChanged = false;
-  /** The write transaction under way applied other processes' LMDB journal records. */
-  #appliedLmdbRecords = false;
+  readonly #cursor: JournalCursor;
+  readonly #replayTarget: ReplayTarget;
   /**
    * LMDB's id of the write transaction of this copy's last committed batch. A batch whose own
    * transaction id follows it directly knows that nothing was committed in between, by any
@@ -100,8 +77,28 @@ export abstract class EpochCopy {
     this.currentHeader = header;
     this.scheme = header.hashScheme as HashSchemeId;
     this.hasher = new EpochHasher(hash, [], header.partitions);
-    this.#journal = env.useJournal(hash);
-    this.#scopeBytes = Buffer.from(header.scope, 'utf8');
+    this.#cursor = new JournalCursor(env, hash, header.scope, header.epoch);
+    this.#replayTarget = this.#makeReplayTarget();
+  }
+
+  #makeReplayTarget(): ReplayTarget {
+    const copy = this;
+    return {
+      get appliedSeq() {
+        return copy.appliedSeq;
+      },
+      get counting() {
+        return copy.counting;
+      },
+      get firstSliceFilters() {
+        return copy.slices[0]!.filters.length;
+      },
+      knowsSlice: (record, where) => this.#knowsSlice(record, where),
+      apply: (record, seq, where) => this.#apply(record, seq, where),
+      skipTo: (seq) => {
+        this.appliedSeq = seq;
+      },
+    };
   }
 
   get header(): EpochHeader {
@@ -189,7 +186,7 @@ export abstract class EpochCopy {
       this.loadFresh();
       return;
     }
-    this.#replay();
+    this.#cursor.replay(this.#replayTarget);
   }
 
   /**
@@ -215,9 +212,8 @@ export abstract class EpochCopy {
     let result = 0;
     let touched = false;
     let txnId = -1;
-    this.#journalInLmdb = afterDecide !== undefined;
-    this.#lmdbChanged = false;
-    this.#appliedLmdbRecords = false;
+    const cursor = this.#cursor;
+    cursor.beginBatch(afterDecide !== undefined);
     try {
       // The transaction commits only when the batch changed LMDB; a batch journaled in the file
       // uses it for its locks and its view of the newest commit, and aborts it (no LMDB sync).
@@ -225,25 +221,25 @@ export abstract class EpochCopy {
         expectOpen();
         txnId = this.env.writeTxnId();
         if (this.poisoned || txnId !== this.#batchTxnId + 1) this.catchUp();
-        else this.#replayFile();
+        else cursor.replayFile(this.#replayTarget);
         touched = true;
         result = change();
         afterDecide?.();
         faultPoint('add:before-commit');
-      }, () => this.#journalInLmdb || this.#lmdbChanged);
-      this.#batchTxnId = this.#journalInLmdb || this.#lmdbChanged ? txnId : txnId - 1;
+      }, () => cursor.journalInLmdb || cursor.lmdbChanged);
+      this.#batchTxnId = cursor.journalInLmdb || cursor.lmdbChanged ? txnId : txnId - 1;
     } catch (error) {
       if (touched) this.poisoned = true;
       throw asStoreError(error, `${doing} ${this.currentHeader.scope}/${this.currentHeader.epoch}`);
     } finally {
-      this.#journalInLmdb = false;
+      cursor.journalInLmdb = false;
     }
     return result;
   }
 
   /** What acknowledging the last write transaction's batch waits for; read it before awaiting anything. */
   durability(): Durability {
-    return { generation: this.#fileGeneration, end: this.#fileOffset, lmdbCommitted: this.#lmdbChanged, lmdbOthers: this.#appliedLmdbRecords };
+    return this.#cursor.durability();
   }
 
   /** As inWriteTransaction, with keys hashed before it: rehashed when another process added a slice meanwhile. */
@@ -298,7 +294,7 @@ export abstract class EpochCopy {
     const index = header.slices.length;
     const grown: EpochHeader = { ...header, slices: [...header.slices, nextSliceSpec(header, index)] };
     this.env.putMeta(epochKey(header.scope, header.epoch), grown);
-    this.#lmdbChanged = true;
+    this.#cursor.lmdbChanged = true;
     this.currentHeader = grown;
     this.#addSlices(index);
   }
@@ -348,18 +344,7 @@ export abstract class EpochCopy {
    */
   protected appendJournal(value: Buffer, slice: number, submitted: number, added: number): void {
     const seq = this.appliedSeq + 1;
-    const { scope, epoch } = this.currentHeader;
-    if (this.#journalInLmdb) {
-      this.env.journalDb.putSync(journalKey(scope, epoch, seq), value);
-    } else {
-      const file = this.#journal;
-      if (!file.exists) {
-        file.ensureExists();
-        this.#fileGeneration = file.generation;
-        this.#fileOffset = JOURNAL_FILE_HEADER_BYTES;
-      }
-      this.#fileOffset = file.append(this.#fileOffset, this.#scopeBytes, epoch, seq, value);
-    }
+    this.#cursor.append(seq, value);
     this.appliedSeq = seq;
     this.countRecord(slice, submitted, added);
     this.#journalBytesSinceCheckpoint += value.length;
@@ -385,7 +370,7 @@ export abstract class EpochCopy {
       });
       if (outcome === 'written') this.#journalBytesSinceCheckpoint = 0;
       // Also after a clean one: a checkpointer killed after its trim left folded frames behind.
-      if (outcome === 'written' || (outcome === 'clean' && this.#journal.size() > JOURNAL_FILE_HEADER_BYTES)) await compactJournal(this.env, this.#journal);
+      if (outcome === 'written' || (outcome === 'clean' && this.#cursor.file.size() > JOURNAL_FILE_HEADER_BYTES)) await compactJournal(this.env, this.#cursor.file);
       return outcome;
     } catch (error) {
       throw asStoreError(error, `checkpointing ${scope}/${epoch}`);
@@ -446,8 +431,23 @@ export abstract class EpochCopy {
     this.mergedSliceAdded = [...checkpoint.mergedSliceAdded];
     this.#journalBytesSinceCheckpoint = 0;
     this.poisoned = false;
-    this.#fileGeneration = -1;
-    this.#replay();
+    this.#cursor.rewind();
+    this.#replayHoldingLock();
+  }
+
+  /**
+   * The whole journal after the checkpoint, holding the write lock when the store is writable: then
+   * a hole a power cut left (an unacknowledged LMDB record lost, acknowledged frames after it) is
+   * filled, so that what this copy answers includes every frame after it.
+   */
+  #replayHoldingLock(): void {
+    const cursor = this.#cursor;
+    if (this.env.writing || this.env.readOnly) {
+      cursor.replay(this.#replayTarget);
+      return;
+    }
+    cursor.beginBatch(false);
+    this.env.write(() => cursor.replay(this.#replayTarget), () => cursor.lmdbChanged);
   }
 
   /** ORs the stored chunks of filters `fromIndex`.. into memory. */
@@ -467,58 +467,6 @@ export abstract class EpochCopy {
       filter.orRegion(region, decodeChunk(this.hash, value, this.chunkWhere(index, region), filter.region(region).length));
       this.#chunkBytesRead += value.length;
     }
-  }
-
-  /** Applies the journal after `appliedSeq`: LMDB's records and the file's frames, merged by sequence number. */
-  #replay(): void {
-    this.#replayLmdb();
-    this.#replayFile();
-  }
-
-  /** LMDB's journal records from `appliedSeq` + 1, as long as they follow without a gap. */
-  #replayLmdb(): void {
-    const { scope, epoch } = this.currentHeader;
-    for (const { key, value } of this.env.journalDb.getRange(journalEpochRange(scope, epoch, this.appliedSeq + 1))) {
-      const seq = journalKeySeq(key);
-      if (seq !== this.appliedSeq + 1) return;
-      const where = `journal record ${scope}/${epoch}/${seq}`;
-      const record = decodeJournalRecord(this.hash, value, where);
-      if (!this.#knowsSlice(record, where)) return;
-      this.#apply(record, seq, where);
-      this.#appliedLmdbRecords = true;
-    }
-  }
-
-  /**
-   * The journal file's frames after what this copy read. Holding the write lock (env.writing),
-   * everything committed or appended is visible, so a sequence number that neither LMDB nor the
-   * file holds was lost to a power cut before it was acknowledged: the hole is filled with an empty
-   * LMDB record, and a torn tail is cut. Without the lock, the copy stops there and waits.
-   */
-  #replayFile(): void {
-    const file = this.#journal;
-    file.refresh();
-    if (file.generation !== this.#fileGeneration) {
-      this.#fileGeneration = file.generation;
-      this.#fileOffset = JOURNAL_FILE_HEADER_BYTES;
-    }
-    const { scope, epoch } = this.currentHeader;
-    const { end, torn } = file.read(this.#fileOffset, (frameScope, frameEpoch, seq, value) => {
-      if (frameEpoch !== epoch || !frameScope.equals(this.#scopeBytes)) return true;
-      if (seq > this.appliedSeq + 1) this.#replayLmdb();
-      if (seq <= this.appliedSeq) return true;
-      if (seq > this.appliedSeq + 1) {
-        if (!this.env.writing) return false;
-        this.#fillHoles(seq);
-      }
-      const where = `journal frame ${scope}/${epoch}/${seq}`;
-      const record = decodeJournalRecord(this.hash, value, where);
-      if (!this.#knowsSlice(record, where)) return false;
-      this.#apply(record, seq, where);
-      return true;
-    });
-    this.#fileOffset = end;
-    if (torn && this.env.writing) file.cutTornTail(end);
   }
 
   /**
@@ -542,17 +490,6 @@ export abstract class EpochCopy {
     this.appliedSeq = seq;
     if (record.op !== 'delete') this.countRecord(record.slice, record.submitted, record.added);
     this.#journalBytesSinceCheckpoint += JOURNAL_HEADER_BYTES + record.words.byteLength;
-  }
-
-  /** Empty LMDB records for the lost sequence numbers before `seq` (inside a write transaction). */
-  #fillHoles(seq: number): void {
-    const { scope, epoch } = this.currentHeader;
-    const filters = this.slices[0]!.filters.length;
-    const none = new Uint32Array(0);
-    const empty = this.counting ? encodeCountingRecord(this.hash, 'add', 0, 0, 0, filters, none) : encodeJournalRecord(this.hash, 0, 0, filters, none, 0);
-    for (let lost = this.appliedSeq + 1; lost < seq; lost++) this.env.journalDb.putSync(journalKey(scope, epoch, lost), empty);
-    this.appliedSeq = seq - 1;
-    this.#lmdbChanged = true;
   }
 
   protected chunkWhere(index: number, region: number): string {

@@ -7,7 +7,8 @@ import type { BitThread } from './bit-thread.js';
 import type { StoreEnv } from './env.js';
 import { BloomCopy } from './bloom-copy.js';
 import { CountingCopy } from './counting-copy.js';
-import type { Durability, EpochCopy } from './epoch-copy.js';
+import type { EpochCopy } from './epoch-copy.js';
+import type { Durability } from './journal-cursor.js';
 import { faultPoint } from '../faults.js';
 import { expectOpenEpoch } from './metadata.js';
 

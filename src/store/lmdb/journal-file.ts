@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
 import { replaceDurably } from '../file-open.js';
+import { faultPoint } from '../faults.js';
 
 /** The journal file beside data.mdb (docs/format.md, "Journal file"). */
 export const JOURNAL_FILE = 'journal.log';
@@ -243,6 +244,7 @@ export class JournalFile {
     const end = this.#knownEnd;
     try {
       await new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error === null ? resolve() : reject(asStoreError(error, `syncing ${this.path}`)))));
+      faultPoint('journal:after-sync', end);
       if (generation > this.#syncedGeneration) {
         this.#syncedGeneration = generation;
         this.#syncedEnd = end;
