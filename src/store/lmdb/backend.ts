@@ -26,7 +26,8 @@ import { verifyStore } from './verify.js';
  * The LMDB backend: one store directory, one LMDB environment, any number of scopes, shared by
  * any number of processes. Each epoch's bits live in process memory, loaded from chunks plus the
  * journal; every add-if-absent is decided inside LMDB's cross-process write lock after catching
- * up with every committed batch, and acknowledged once its journal record is synced.
+ * up with every batch any process journaled, and acknowledged once its journal frame is synced
+ * (one fdatasync of journal.log for every batch appended before it: journal-file.ts).
  */
 export class LmdbBackend implements Backend {
   readonly driver = lmdbDriver;

@@ -90,10 +90,7 @@ export abstract class EpochCopy {
       get counting() {
         return copy.counting;
       },
-      get firstSliceFilters() {
-        return copy.slices[0]!.filters.length;
-      },
-      knowsSlice: (record, where) => this.#knowsSlice(record, where),
+      filtersOf: (slice) => this.slices[slice]?.filters.length,
       apply: (record, seq, where) => this.#apply(record, seq, where),
       skipTo: (seq) => {
         this.appliedSeq = seq;
@@ -469,23 +466,7 @@ export abstract class EpochCopy {
     }
   }
 
-  /**
-   * Whether the record's slice is one this copy has. A slice that another process is adding
-   * commits after its first records were appended to the file: a reader without the lock waits.
-   */
-  #knowsSlice(record: JournalRecord, where: string): boolean {
-    const slice = this.slices[record.slice];
-    if (slice === undefined && !this.env.writing && record.slice >= this.slices.length) return false;
-    if (slice === undefined || record.filterCount !== slice.filters.length) {
-      throw new SeenStoreError('STORE_CORRUPT', `${where}: names slice ${record.slice} with ${record.filterCount} filters, which the epoch does not have`);
-    }
-    return true;
-  }
-
   #apply(record: JournalRecord, seq: number, where: string): void {
-    if ((record.op === 'bits') === this.counting) {
-      throw new SeenStoreError('STORE_CORRUPT', `${where}: a ${record.op} record in a ${this.counting ? 'counting' : 'Bloom'} slice`);
-    }
     this.applyRecord(record, record.slice, where);
     this.appliedSeq = seq;
     if (record.op !== 'delete') this.countRecord(record.slice, record.submitted, record.added);

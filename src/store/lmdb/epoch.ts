@@ -38,7 +38,7 @@ export interface LmdbEpochContext {
 
 /**
  * One epoch of an LMDB store behind the seam: its working copy (EpochCopy: the bits in process
- * memory, the journal in LMDB) plus when to checkpoint it. Reads catch up with every commit of
+ * memory, the journal in journal.log and LMDB) plus when to checkpoint it. Reads catch up with every commit of
  * every process first; adds catch up inside their write transaction.
  */
 export class LmdbEpoch implements EpochBits {

@@ -1,3 +1,4 @@
+import { SeenStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
 import type { StoreEnv } from './env.js';
 import { decodeJournalRecord, encodeCountingRecord, encodeJournalRecord, type JournalRecord } from './journal.js';
@@ -20,11 +21,9 @@ export interface Durability {
 export interface ReplayTarget {
   readonly appliedSeq: number;
   readonly counting: boolean;
-  /** Filters of slice 0 (the empty records that fill holes name it). */
-  readonly firstSliceFilters: number;
-  /** Whether the record's slice exists; false: a reader without the lock waits for it. Throws on damage. */
-  knowsSlice(record: JournalRecord, where: string): boolean;
-  /** Applies record `seq` (the next one). */
+  /** Filters of slice `slice`, undefined when the copy has no such slice. */
+  filtersOf(slice: number): number | undefined;
+  /** Applies record `seq` (the next one, checked against the slices). */
   apply(record: JournalRecord, seq: number, where: string): void;
   /** Sequence numbers up to `seq` were lost unacknowledged: the copy counts them as applied. */
   skipTo(seq: number): void;
@@ -94,7 +93,7 @@ export class JournalCursor {
       if (seq !== target.appliedSeq + 1) return;
       const where = `journal record ${this.#scope}/${this.#epoch}/${seq}`;
       const record = decodeJournalRecord(this.#hash, value, where);
-      if (!target.knowsSlice(record, where)) return;
+      if (!this.#fits(target, record, where)) return;
       target.apply(record, seq, where);
       this.#appliedLmdbRecords = true;
     }
@@ -123,7 +122,7 @@ export class JournalCursor {
       }
       const where = `journal frame ${this.#scope}/${this.#epoch}/${seq}`;
       const record = decodeJournalRecord(this.#hash, value, where);
-      if (!target.knowsSlice(record, where)) return false;
+      if (!this.#fits(target, record, where)) return false;
       target.apply(record, seq, where);
       return true;
     });
@@ -131,10 +130,26 @@ export class JournalCursor {
     if (torn && this.#env.writing) file.cutTornTail(end);
   }
 
+  /**
+   * Whether the record fits the copy's slices. A slice that another process is adding commits after
+   * its first records were appended to the file: a reader without the lock waits for it.
+   */
+  #fits(target: ReplayTarget, record: JournalRecord, where: string): boolean {
+    const filters = target.filtersOf(record.slice);
+    if (filters === undefined && !this.#env.writing) return false;
+    if (filters !== record.filterCount) {
+      throw new SeenStoreError('STORE_CORRUPT', `${where}: names slice ${record.slice} with ${record.filterCount} filters, which the epoch does not have`);
+    }
+    if ((record.op === 'bits') === target.counting) {
+      throw new SeenStoreError('STORE_CORRUPT', `${where}: a ${record.op} record in a ${target.counting ? 'counting' : 'Bloom'} slice`);
+    }
+    return true;
+  }
+
   /** Empty LMDB records for the lost sequence numbers before `seq` (inside a write transaction). */
   #fillHoles(target: ReplayTarget, seq: number): void {
     const none = new Uint32Array(0);
-    const filters = target.firstSliceFilters;
+    const filters = target.filtersOf(0)!;
     const empty = target.counting ? encodeCountingRecord(this.#hash, 'add', 0, 0, 0, filters, none) : encodeJournalRecord(this.#hash, 0, 0, filters, none, 0);
     for (let lost = target.appliedSeq + 1; lost < seq; lost++) this.#env.journalDb.putSync(journalKey(this.#scope, this.#epoch, lost), empty);
     target.skipTo(seq - 1);
