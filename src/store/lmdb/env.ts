@@ -9,7 +9,7 @@ import { checkDataFile, refuseLostDataFile } from './data-file.js';
 import { LMDB_MAX_READERS } from './reader-slots.js';
 import { FORMAT_VERSION } from '../records.js';
 import type { XxHash } from '../../hash/xxhash.js';
-import { JOURNAL_FILE, JournalFile } from './journal-file.js';
+import { JOURNAL_FILE, JOURNAL_FILE_HEADER_BYTES, JournalFile } from './journal-file.js';
 import { readStoreHeader, type StoreHeader } from './records.js';
 
 /** Key of the store header in the meta DB. */
@@ -211,7 +211,11 @@ export class StoreEnv {
   async backup(dir: string): Promise<void> {
     this.#busy++;
     try {
-      if (existsSync(join(this.dir, JOURNAL_FILE))) this.holdGuard(() => copyFileSync(join(this.dir, JOURNAL_FILE), join(dir, JOURNAL_FILE)));
+      this.holdGuard(() => {
+        // A journal of no frames (a store closed cleanly) adds nothing to the copy.
+        const journal = join(this.dir, JOURNAL_FILE);
+        if ((statSync(journal, { throwIfNoEntry: false })?.size ?? 0) > JOURNAL_FILE_HEADER_BYTES) copyFileSync(journal, join(dir, JOURNAL_FILE));
+      });
       await this.root.backup(dir, true);
     } finally {
       this.#busy--;
@@ -347,19 +351,23 @@ export class StoreEnv {
 
   /**
    * Runs `action` in one synchronous, durable LMDB write transaction (serialised across processes,
-   * and against every process's open of the store: see OpenGuard).
+   * and against every process's open of the store: see OpenGuard). With `commitIf`, the
+   * transaction is aborted when it says false (nothing to commit: no sync). `afterTxn` runs once the
+   * transaction ended without error, still holding the open guard (journal appends: journal-file.ts).
    */
-  write<T>(action: () => T, commitIf?: () => boolean): T {
+  write<T>(action: () => T, commitIf?: () => boolean, afterTxn?: () => void): T {
     if (this.readOnly) throw readOnlyError(this.dir, 'write');
     this.#busy++;
     this.#writing++;
     try {
-      return holding(this.#guard, () =>
-        this.#transaction(() => {
+      return holding(this.#guard, () => {
+        const result = this.#transaction(() => {
           this.#checkSameDataFile();
           return action();
-        }, commitIf),
-      );
+        }, commitIf);
+        afterTxn?.();
+        return result;
+      });
     } catch (error) {
       // LMDB may report a write that failed for want of space as EIO: name the real cause.
       if (!(error instanceof SeenStoreError) && this.#diskFull()) {

@@ -223,7 +223,7 @@ export abstract class EpochCopy {
         result = change();
         afterDecide?.();
         faultPoint('add:before-commit');
-      }, () => cursor.journalInLmdb || cursor.lmdbChanged);
+      }, () => cursor.journalInLmdb || cursor.lmdbChanged, () => cursor.writeStaged());
       this.#batchTxnId = cursor.journalInLmdb || cursor.lmdbChanged ? txnId : txnId - 1;
     } catch (error) {
       if (touched) this.poisoned = true;

@@ -66,6 +66,7 @@ export class JournalCursor {
 
   /** Starts a write transaction's batch: nothing changed yet. */
   beginBatch(journalInLmdb: boolean): void {
+    this.#file.dropStaged();
     this.journalInLmdb = journalInLmdb;
     this.lmdbChanged = false;
     this.#appliedLmdbRecords = false;
@@ -157,20 +158,27 @@ export class JournalCursor {
   }
 
   /**
-   * Appends record `seq` (inside the write transaction, caught up): to the journal file, or to LMDB
-   * for a batch that enqueues.
+   * Journals record `seq` (inside the write transaction, caught up): into LMDB for a batch that
+   * enqueues, else staged for the journal file (writeStaged).
    */
   append(seq: number, value: Buffer): void {
-    if (this.journalInLmdb) {
-      this.#env.journalDb.putSync(journalKey(this.#scope, this.#epoch, seq), value);
-      return;
-    }
+    if (this.journalInLmdb) this.#env.journalDb.putSync(journalKey(this.#scope, this.#epoch, seq), value);
+    else this.#file.stage(this.#scopeBytes, this.#epoch, seq, value);
+  }
+
+  /**
+   * Appends the batch's staged frames to the journal file, holding the open guard after the write
+   * transaction ended (committed, or aborted for want of LMDB changes): a batch that failed
+   * before, its LMDB commit included, left no frame for any process to read.
+   */
+  writeStaged(): void {
     const file = this.#file;
+    if (!file.hasStaged) return;
     if (!file.exists) {
       file.ensureExists();
       this.#generation = file.generation;
       this.#offset = JOURNAL_FILE_HEADER_BYTES;
     }
-    this.#offset = file.append(this.#offset, this.#scopeBytes, this.#epoch, seq, value);
+    this.#offset = file.writeStaged(this.#offset);
   }
 }

@@ -50,7 +50,9 @@ export class JournalFile {
   /** Bumped whenever this process opens another file at the path (created, or compacted by anyone). */
   #generation = 0;
   #read = Buffer.allocUnsafe(READ_BUFFER_BYTES);
-  #frame = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  /** Frames of the batch under way, written by writeStaged. */
+  #staged = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  #stagedBytes = 0;
   /** The furthest offset of the current generation this process appended or read up to. */
   #knownEnd = 0;
   #syncedGeneration = 0;
@@ -193,14 +195,18 @@ export class JournalFile {
   }
 
   /**
-   * Appends one frame at `end` (the offset the caller has just read up to, holding the open
-   * guard) and returns the offset after it. Nothing is synced here: see `durable`.
+   * Adds one frame to the staged bytes that `writeStaged` appends: a batch's frames are written
+   * only once nothing of the batch can fail any more (its LMDB commit included).
    */
-  append(end: number, scope: Buffer, epoch: number, seq: number, record: Uint8Array): number {
-    const fd = this.#requireFd();
+  stage(scope: Buffer, epoch: number, seq: number, record: Uint8Array): void {
     const frameBytes = FRAME_HEADER_BYTES + scope.length + record.length;
-    if (this.#frame.length < frameBytes) this.#frame = Buffer.allocUnsafe(Math.max(frameBytes, 2 * this.#frame.length));
-    const frame = this.#frame;
+    const at = this.#stagedBytes;
+    if (this.#staged.length < at + frameBytes) {
+      const grown = Buffer.allocUnsafe(Math.max(at + frameBytes, 2 * this.#staged.length));
+      this.#staged.copy(grown, 0, 0, at);
+      this.#staged = grown;
+    }
+    const frame = this.#staged.subarray(at, at + frameBytes);
     frame.writeUInt32LE(frameBytes, 0);
     frame.writeUInt32LE(epoch, 8);
     frame.writeUInt32LE(seq % 2 ** 32, 12);
@@ -208,10 +214,32 @@ export class JournalFile {
     frame.writeUInt16LE(scope.length, 20);
     scope.copy(frame, FRAME_HEADER_BYTES);
     frame.set(record, FRAME_HEADER_BYTES + scope.length);
-    frame.writeUInt32LE(this.#hash.checksum(frame.subarray(8, frameBytes)), 4);
+    frame.writeUInt32LE(this.#hash.checksum(frame.subarray(8)), 4);
+    this.#stagedBytes = at + frameBytes;
+  }
+
+  get hasStaged(): boolean {
+    return this.#stagedBytes > 0;
+  }
+
+  /** Forgets the staged frames (a batch that failed). */
+  dropStaged(): void {
+    this.#stagedBytes = 0;
+  }
+
+  /**
+   * Appends the staged frames at `end` (the offset the caller has just read up to, holding the
+   * open guard) in one write, and returns the offset after them. Nothing is synced here: see
+   * `durable`.
+   */
+  writeStaged(end: number): number {
+    const bytes = this.#stagedBytes;
+    this.#stagedBytes = 0;
+    if (bytes === 0) return end;
+    const fd = this.#requireFd();
     try {
       let written = 0;
-      while (written < frameBytes) written += writeSync(fd, frame, written, frameBytes - written, end + written);
+      while (written < bytes) written += writeSync(fd, this.#staged, written, bytes - written, end + written);
     } catch (error) {
       // Leave no partial frame for the next appender to find.
       try {
@@ -221,8 +249,8 @@ export class JournalFile {
       }
       throw asStoreError(error, `appending to ${this.path}`);
     }
-    this.#knownEnd = end + frameBytes;
-    return end + frameBytes;
+    this.#knownEnd = end + bytes;
+    return end + bytes;
   }
 
   /**
