@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { appendFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
+import { runChild, type ChildOut } from './helpers/child-run.js';
 import { ROOT } from './helpers/data.js';
 import { generatedUrls } from './helpers/generated-urls.js';
 import { powerUrls } from './helpers/power-urls.js';
@@ -11,28 +11,16 @@ import { tempDir } from './helpers/tmp.js';
 
 const CHILD = join(ROOT, 'dist', 'test', 'helpers', 'journal-child.js');
 
-/** Runs journal-child.js; resolves with its stdout lines and how it ended (exit 0 or SIGKILL, else rejects). */
-function runChild(args: readonly string[]): Promise<{ lines: string[]; signal: NodeJS.Signals | null }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-    child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      if (code !== 0 && signal !== 'SIGKILL') reject(new Error(`journal child failed (${code}): ${err}`));
-      else resolve({ lines: out.split('\n').filter((line) => line.length > 0), signal });
-    });
-  });
+function runJournalChild(args: readonly string[]): Promise<ChildOut> {
+  return runChild(CHILD, args, 'journal child');
 }
 
 describe('the journal file', () => {
   test('a power cut of the unsynced page cache loses no acknowledged add (group commit, 4 batches in flight)', async () => {
     const dir = tempDir();
     const batches = 40;
-    const run = await runChild([dir, 'power-cut', String(batches), '24']);
-    assert.equal(run.signal, 'SIGKILL', 'the power cut was never reached');
+    const run = await runJournalChild([dir, 'power-cut', String(batches), '24']);
+    assert.ok(run.killed, 'the power cut was never reached');
     const acked = run.lines.filter((line) => line.startsWith('ack ')).map((line) => Number(line.slice(4)));
     assert.ok(acked.length >= 10, `only ${acked.length} batches acknowledged before the cut`);
     const unacked = Array.from({ length: batches }, (_, b) => b).filter((b) => !acked.includes(b));
@@ -53,8 +41,8 @@ describe('the journal file', () => {
     const dir = tempDir();
     const first = generatedUrls(300, 291);
     const second = generatedUrls(300, 292);
-    const run = await runChild([dir, 'add-and-die', ...first]);
-    assert.equal(run.signal, 'SIGKILL');
+    const run = await runJournalChild([dir, 'add-and-die', ...first]);
+    assert.ok(run.killed);
     const journal = join(dir, 'journal.log');
     const before = statSync(journal).size;
     assert.ok(before > 300 * 8, 'the killed writer left its frame in the journal file');
@@ -90,7 +78,7 @@ describe('the journal file', () => {
     setup.scope('default', { capacityUrls: 100_000 });
     await setup.scope().add([]);
     await setup.close();
-    const [enqueuer, adder] = await Promise.all([runChild([dir, 'enqueue', a]), runChild([dir, 'add', b])]);
+    const [enqueuer, adder] = await Promise.all([runJournalChild([dir, 'enqueue', a]), runJournalChild([dir, 'add', b])]);
     const fresh = (lines: string[]): number => Number(lines.find((line) => line.startsWith('new '))!.slice(4));
     assert.equal(fresh(enqueuer.lines) + fresh(adder.lines), 6_000, 'each URL new exactly once across both processes');
     const store = await SeenStore.open(dir);
