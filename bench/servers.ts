@@ -68,11 +68,18 @@ export async function startSeenstore(cli = CLI): Promise<Running> {
   return { port, stop: stopper(child, dir) };
 }
 
+/**
+ * Members `__rand_int__` takes (redis-benchmark's -r). Its parser reads -r with atoi into an int:
+ * 1e12, the value used before, wrapped and turned the randomisation off, so every SADD after the
+ * first was a no-op that Redis neither appended nor fsynced, and every BF.ADD a duplicate.
+ */
+const RANDOM_MEMBERS = 1_000_000_000;
+
 /** redis-benchmark: `connections` clients, one command at a time each, `requests` in all. */
 export function redisBenchmark(port: number, connections: number, requests: number, command: readonly string[]): { requestsPerSec: number; p50Ms: number; p99Ms: number } {
   const result = spawnSync(
     'redis-benchmark',
-    ['-h', '127.0.0.1', '-p', String(port), '-c', String(connections), '-n', String(requests), '-r', '1000000000000', '--csv', ...command],
+    ['-h', '127.0.0.1', '-p', String(port), '-c', String(connections), '-n', String(requests), '-r', String(RANDOM_MEMBERS), '--csv', ...command],
     { encoding: 'utf8' },
   );
   if (result.status !== 0) throw new Error(`redis-benchmark failed: ${result.stderr}`);
