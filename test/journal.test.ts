@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
 import { runChild, type ChildOut } from './helpers/child-run.js';
+import { runCrashChild } from './helpers/cli.js';
 import { ROOT } from './helpers/data.js';
 import { generatedUrls } from './helpers/generated-urls.js';
 import { powerUrls } from './helpers/power-urls.js';
@@ -64,6 +65,34 @@ describe('the journal file', () => {
     assert.ok((await reopened.scope().has([...first, ...second])).every(Boolean));
     assert.equal((await reopened.verify()).ok, true);
     await reopened.close();
+  });
+
+  test('two writers on one journal, one killed between its append and its sync: both keep every acknowledged add', async () => {
+    const dir = tempDir();
+    const urls = generatedUrls(8_000, 294);
+    const killedFile = join(dir, 'killed.txt');
+    const survivorFile = join(dir, 'survivor.txt');
+    writeFileSync(killedFile, `${urls.slice(0, 5_000).join('\n')}\n`);
+    // The survivor meets the 2,000 URLs both add last (reversed), after the killed writer added them.
+    writeFileSync(survivorFile, `${urls.slice(2_000).reverse().join('\n')}\n`);
+    const setup = await SeenStore.open(dir);
+    await setup.scope('default', { capacityUrls: 100_000 }).add([]);
+    await setup.close();
+    // The killed writer dies at its 4th batch's add:before-sync, its frame appended but not synced.
+    const killed = runCrashChild([dir, 'default', killedFile, '1000', 'add:before-sync'], { CHILD_KILL_AT: '4' });
+    const survivor = runCrashChild([dir, 'default', survivorFile, '500', 'none']);
+    const [k, s] = await Promise.all([killed, survivor]);
+    assert.equal(k.signal, 'SIGKILL');
+    assert.ok(s.done);
+    const store = await SeenStore.open(dir);
+    const scope = store.scope();
+    assert.ok((await scope.has(urls.slice(0, k.acked * 1_000))).every(Boolean), 'an acknowledged add of the killed writer was lost');
+    assert.ok((await scope.has(urls.slice(2_000))).every(Boolean), 'an acknowledged add of the survivor was lost');
+    // Exact: no URL counted new twice, though 2,000 were added by both.
+    const added = (await scope.stats()).epochs[0]!.added;
+    assert.ok(added <= 8_000, `${added} URLs counted new out of 8,000 distinct`);
+    assert.equal((await store.verify()).ok, true);
+    await store.close();
   });
 
   test('add-if-absent stays exact across processes journaling in both homes (one enqueues into LMDB, one appends to the file)', async () => {
