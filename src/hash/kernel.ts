@@ -1,0 +1,97 @@
+import { KERNEL_WASM } from './kernel-wasm.js';
+
+const WASM_PAGE_BYTES = 65_536;
+/** wasm32 addresses 4 GiB: filters larger than what is left of it keep their bits in JavaScript. */
+const KERNEL_MEMORY_PAGES_MAX = 65_536;
+/** Filters and tables are placed on 64-byte lines (a blocked filter's block is one). */
+const LINE_BYTES = 64;
+
+interface KernelExports {
+  readonly hashRanges: (ranges: number, count: number, seeds: number, seedCount: number, out: number, strideBytes: number) => void;
+  readonly decide: (plan: number, words: number, strideBytes: number, from: number, to: number, room: number, flags: number) => number;
+  readonly fresh: () => number;
+}
+
+let compiled: WebAssembly.Module | undefined;
+
+/**
+ * One instance of the hot-path kernel (kernel.wat) with its own memory: the bits of the filters
+ * placed in it (allocate), and above them a scratch area that each call reuses (scratch). The
+ * memory is shared, so views of it (a filter's bytes) stay valid when it grows; only the scratch
+ * views must be taken again after a call that may grow it. One thread uses an instance.
+ */
+export class Kernel {
+  readonly #memory: WebAssembly.Memory;
+  readonly #exports: KernelExports;
+  /** End of the permanent allocations; the scratch area starts here. */
+  #top = 0;
+  #bytes: Uint8Array;
+
+  constructor(initialBytes = WASM_PAGE_BYTES) {
+    compiled ??= new WebAssembly.Module(KERNEL_WASM as Uint8Array<ArrayBuffer>);
+    this.#memory = new WebAssembly.Memory({ initial: Math.ceil(initialBytes / WASM_PAGE_BYTES), maximum: KERNEL_MEMORY_PAGES_MAX, shared: true });
+    this.#exports = new WebAssembly.Instance(compiled, { env: { mem: this.#memory } }).exports as unknown as KernelExports;
+    this.#bytes = new Uint8Array(this.#memory.buffer);
+  }
+
+  /** The memory as it is now (a larger buffer after growth; earlier views keep their length). */
+  get buffer(): SharedArrayBuffer {
+    return this.#memory.buffer as unknown as SharedArrayBuffer;
+  }
+
+  /** The whole memory as bytes (renewed after growth). */
+  get bytes(): Uint8Array {
+    return this.#bytes;
+  }
+
+  /**
+   * Reserves `byteLength` zeroed bytes for good (a filter's bits, its dirty flags), on a 64-byte
+   * line; returns their address, or -1 when the memory cannot hold them.
+   */
+  allocate(byteLength: number): number {
+    const at = Math.ceil(this.#top / LINE_BYTES) * LINE_BYTES;
+    if (!this.#fits(at + byteLength)) return -1;
+    this.#top = at + byteLength;
+    return at;
+  }
+
+  /** Whether `bytes` more could still be allocated. */
+  canAllocate(byteLength: number): boolean {
+    return Math.ceil(this.#top / LINE_BYTES) * LINE_BYTES + byteLength <= KERNEL_MEMORY_PAGES_MAX * WASM_PAGE_BYTES - WASM_PAGE_BYTES;
+  }
+
+  /**
+   * The scratch area, at least `byteLength` bytes, on a 64-byte line: its address. Its contents are
+   * the caller's until the next call that allocates. Throws RangeError past 4 GiB.
+   */
+  scratch(byteLength: number): number {
+    const at = Math.ceil(this.#top / LINE_BYTES) * LINE_BYTES;
+    if (!this.#fits(at + byteLength)) throw new RangeError(`the kernel's memory cannot hold ${byteLength} more bytes`);
+    return at;
+  }
+
+  hashRanges(ranges: number, count: number, seeds: number, seedCount: number, out: number, strideBytes: number): void {
+    this.#exports.hashRanges(ranges, count, seeds, seedCount, out, strideBytes);
+  }
+
+  /** Decides URLs from..to - 1 (kernel.wat decide); returns how many were decided; `fresh` tells how many of them were new. */
+  decide(plan: number, words: number, strideBytes: number, from: number, to: number, room: number, flags: number): number {
+    return this.#exports.decide(plan, words, strideBytes, from, to, Math.min(room, 0x7fff_ffff), flags);
+  }
+
+  /** New URLs of the last decide(). */
+  get fresh(): number {
+    return this.#exports.fresh();
+  }
+
+  /** Grows the memory to hold `end` bytes (false when wasm32 cannot); renews the byte view. */
+  #fits(end: number): boolean {
+    const have = this.#memory.buffer.byteLength;
+    if (end <= have) return true;
+    const pages = Math.ceil((end - have) / WASM_PAGE_BYTES);
+    if (have / WASM_PAGE_BYTES + pages > KERNEL_MEMORY_PAGES_MAX) return false;
+    this.#memory.grow(pages);
+    this.#bytes = new Uint8Array(this.#memory.buffer);
+    return true;
+  }
+}
