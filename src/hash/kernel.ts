@@ -52,6 +52,8 @@ export class Kernel {
     const at = Math.ceil(this.#top / LINE_BYTES) * LINE_BYTES;
     if (!this.#fits(at + byteLength)) return -1;
     this.#top = at + byteLength;
+    // The scratch area may have held a call's data here.
+    this.#bytes.fill(0, at, at + byteLength);
     return at;
   }
 
