@@ -23,7 +23,7 @@ const SLICES_MAX = (PLAN_FILTERS_AT - PLAN_SLICES_AT) / 8;
  * decideRange, and decide() answers undefined for any target that has one.
  */
 export class KernelBits {
-  readonly #kernel = new Kernel(PLAN_BYTES);
+  readonly #kernel = new Kernel(true, PLAN_BYTES);
   readonly #plan = this.#kernel.allocate(PLAN_BYTES);
   /** The buffers of the kernel's memory that filters were placed in. */
   readonly #buffers = new Set<ArrayBufferLike>();
@@ -38,7 +38,7 @@ export class KernelBits {
     if (!this.#kernel.canAllocate(byteLength + regions + 128)) return undefined;
     const bytesAt = this.#kernel.allocate(byteLength);
     const dirtyAt = this.#kernel.allocate(regions);
-    const buffer = this.#kernel.buffer;
+    const buffer = this.#kernel.buffer as SharedArrayBuffer;
     this.#buffers.add(buffer);
     return { bytes: buffer, dirty: buffer, bytesAt, dirtyAt };
   }

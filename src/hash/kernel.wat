@@ -29,23 +29,7 @@
   ;; i32 bits @20, i32 dirty @24, i32 regionBytes @28, i32 wordAt (bytes) @32, i32 setBits @36,
   ;; i32 blocks @40.
 
-  (func $rotl (param $x i64) (param $r i64) (result i64)
-    (i64.rotl (local.get $x) (local.get $r)))
-
-  (func $round (param $acc i64) (param $input i64) (result i64)
-    (i64.mul
-      (i64.rotl
-        (i64.add (local.get $acc) (i64.mul (local.get $input) (i64.const 0xC2B2AE3D27D4EB4F)))
-        (i64.const 31))
-      (i64.const 0x9E3779B185EBCA87)))
-
-  (func $merge (param $acc i64) (param $val i64) (result i64)
-    (i64.add
-      (i64.mul
-        (i64.xor (local.get $acc) (call $round (i64.const 0) (local.get $val)))
-        (i64.const 0x9E3779B185EBCA87))
-      (i64.const 0x85EBCA77C2B2AE63)))
-
+  ;; The xxh64 rounds are written out inline: V8 does not inline wasm calls here (Node 20).
   (func $xxh64 (param $p i32) (param $len i32) (param $seed i64) (result i64)
     (local $end i32) (local $limit i32) (local $h i64)
     (local $v1 i64) (local $v2 i64) (local $v3 i64) (local $v4 i64)
@@ -58,20 +42,20 @@
         (local.set $v3 (local.get $seed))
         (local.set $v4 (i64.sub (local.get $seed) (i64.const 0x9E3779B185EBCA87)))
         (loop $stripes
-          (local.set $v1 (call $round (local.get $v1) (i64.load (local.get $p))))
-          (local.set $v2 (call $round (local.get $v2) (i64.load offset=8 (local.get $p))))
-          (local.set $v3 (call $round (local.get $v3) (i64.load offset=16 (local.get $p))))
-          (local.set $v4 (call $round (local.get $v4) (i64.load offset=24 (local.get $p))))
+          (local.set $v1 (i64.mul (i64.rotl (i64.add (local.get $v1) (i64.mul (i64.load (local.get $p)) (i64.const 0xC2B2AE3D27D4EB4F))) (i64.const 31)) (i64.const 0x9E3779B185EBCA87)))
+          (local.set $v2 (i64.mul (i64.rotl (i64.add (local.get $v2) (i64.mul (i64.load offset=8 (local.get $p)) (i64.const 0xC2B2AE3D27D4EB4F))) (i64.const 31)) (i64.const 0x9E3779B185EBCA87)))
+          (local.set $v3 (i64.mul (i64.rotl (i64.add (local.get $v3) (i64.mul (i64.load offset=16 (local.get $p)) (i64.const 0xC2B2AE3D27D4EB4F))) (i64.const 31)) (i64.const 0x9E3779B185EBCA87)))
+          (local.set $v4 (i64.mul (i64.rotl (i64.add (local.get $v4) (i64.mul (i64.load offset=24 (local.get $p)) (i64.const 0xC2B2AE3D27D4EB4F))) (i64.const 31)) (i64.const 0x9E3779B185EBCA87)))
           (local.set $p (i32.add (local.get $p) (i32.const 32)))
           (br_if $stripes (i32.le_u (local.get $p) (local.get $limit))))
         (local.set $h
           (i64.add
             (i64.add (i64.rotl (local.get $v1) (i64.const 1)) (i64.rotl (local.get $v2) (i64.const 7)))
             (i64.add (i64.rotl (local.get $v3) (i64.const 12)) (i64.rotl (local.get $v4) (i64.const 18)))))
-        (local.set $h (call $merge (local.get $h) (local.get $v1)))
-        (local.set $h (call $merge (local.get $h) (local.get $v2)))
-        (local.set $h (call $merge (local.get $h) (local.get $v3)))
-        (local.set $h (call $merge (local.get $h) (local.get $v4))))
+        (local.set $h (i64.add (i64.mul (i64.xor (local.get $h) (i64.mul (i64.rotl (i64.add (i64.const 0) (i64.mul (local.get $v1) (i64.const 0xC2B2AE3D27D4EB4F))) (i64.const 31)) (i64.const 0x9E3779B185EBCA87))) (i64.const 0x9E3779B185EBCA87)) (i64.const 0x85EBCA77C2B2AE63)))
+        (local.set $h (i64.add (i64.mul (i64.xor (local.get $h) (i64.mul (i64.rotl (i64.add (i64.const 0) (i64.mul (local.get $v2) (i64.const 0xC2B2AE3D27D4EB4F))) (i64.const 31)) (i64.const 0x9E3779B185EBCA87))) (i64.const 0x9E3779B185EBCA87)) (i64.const 0x85EBCA77C2B2AE63)))
+        (local.set $h (i64.add (i64.mul (i64.xor (local.get $h) (i64.mul (i64.rotl (i64.add (i64.const 0) (i64.mul (local.get $v3) (i64.const 0xC2B2AE3D27D4EB4F))) (i64.const 31)) (i64.const 0x9E3779B185EBCA87))) (i64.const 0x9E3779B185EBCA87)) (i64.const 0x85EBCA77C2B2AE63)))
+        (local.set $h (i64.add (i64.mul (i64.xor (local.get $h) (i64.mul (i64.rotl (i64.add (i64.const 0) (i64.mul (local.get $v4) (i64.const 0xC2B2AE3D27D4EB4F))) (i64.const 31)) (i64.const 0x9E3779B185EBCA87))) (i64.const 0x9E3779B185EBCA87)) (i64.const 0x85EBCA77C2B2AE63))))
       (else
         (local.set $h (i64.add (local.get $seed) (i64.const 0x27D4EB2F165667C5)))))
     (local.set $h (i64.add (local.get $h) (i64.extend_i32_u (local.get $len))))
@@ -81,7 +65,7 @@
         (local.set $h
           (i64.add
             (i64.mul
-              (i64.rotl (i64.xor (local.get $h) (call $round (i64.const 0) (i64.load (local.get $p)))) (i64.const 27))
+              (i64.rotl (i64.xor (local.get $h) (i64.mul (i64.rotl (i64.add (i64.const 0) (i64.mul (i64.load (local.get $p)) (i64.const 0xC2B2AE3D27D4EB4F))) (i64.const 31)) (i64.const 0x9E3779B185EBCA87))) (i64.const 27))
               (i64.const 0x9E3779B185EBCA87))
             (i64.const 0x85EBCA77C2B2AE63)))
         (local.set $p (i32.add (local.get $p) (i32.const 8)))

@@ -64,7 +64,7 @@ export function keyStrings(keys: Keys): readonly string[] {
  */
 export class XxHash {
   readonly #api: XXHashAPI;
-  readonly #kernel = new Kernel(ROUND_BYTES_MAX);
+  readonly #kernel = new Kernel(false, ROUND_BYTES_MAX);
   #offsets = new Uint32Array(1024);
   readonly #scratch64 = new BigUint64Array(1);
   readonly #scratch32 = new Uint32Array(this.#scratch64.buffer);
