@@ -11,7 +11,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { allSharedUrls } from '../test/helpers/data.js';
+import { allSharedUrls, utf8Lines } from '../test/helpers/data.js';
 
 // Either build's modules, untyped: the two builds' types differ.
 type Module = Record<string, any>;
@@ -24,16 +24,7 @@ const { decideRange } = await load('src/filters/decide.js');
 const KernelBits = existsSync(join(dist, 'src/filters/kernel-bits.js')) ? (await load('src/filters/kernel-bits.js')).KernelBits : undefined;
 
 const urls = allSharedUrls();
-const bytes = Buffer.from(`${urls.join('\n')}\n`);
-const ranges = new Uint32Array(2 * urls.length);
-let at = 0;
-urls.forEach((url, i) => {
-  ranges[2 * i] = at;
-  at += Buffer.byteLength(url);
-  ranges[2 * i + 1] = at;
-  at += 1;
-});
-const keys = { bytes, ranges, count: urls.length };
+const keys = utf8Lines(urls);
 const hash = await XxHash.load();
 
 /** Least CPU ns per URL of 3 runs of `passes` passes of `work`. */

@@ -6,22 +6,8 @@ import { BloomFilter, type Layout } from '../src/filters/bloom.js';
 import { decideRange, type DecideTarget } from '../src/filters/decide.js';
 import { KernelBits } from '../src/filters/kernel-bits.js';
 import { HASH_SCHEMES, type HashSchemeId } from '../src/hash/scheme.js';
-import { XxHash, type Utf8Keys } from '../src/hash/xxhash.js';
-import { ROOT, allSharedUrls } from './helpers/data.js';
-
-/** Real URLs as UTF-8 keys where they lie, one per line of one buffer (as filter-new hands them over). */
-function utf8Keys(urls: readonly string[]): Utf8Keys {
-  const bytes = Buffer.from(`${urls.join('\n')}\n`);
-  const ranges = new Uint32Array(2 * urls.length);
-  let at = 0;
-  urls.forEach((url, i) => {
-    ranges[2 * i] = at;
-    at += Buffer.byteLength(url);
-    ranges[2 * i + 1] = at;
-    at += 1;
-  });
-  return { bytes, ranges, count: urls.length };
-}
+import { XxHash } from '../src/hash/xxhash.js';
+import { ROOT, allSharedUrls, utf8Lines } from './helpers/data.js';
 
 /** Slices of filters: [filters per slice] with a geometry each; the last slice is the newest. */
 interface Shape {
@@ -70,7 +56,7 @@ describe('the hot-path kernel (kernel.wat)', () => {
     const hash = await XxHash.load();
     const urls = allSharedUrls().slice(0, 20_000);
     for (let n = 0; n <= 300; n++) urls.push('é'.repeat(n % 7) + 'x'.repeat(n));
-    const keys = utf8Keys(urls);
+    const keys = utf8Lines(urls);
     const seeds = [0n, 0xffffffffffffffffn, 0x0123456789abcdefn];
     const stride = 2 * seeds.length + 4;
     const out = new Uint32Array(stride * urls.length);
@@ -99,7 +85,7 @@ describe('the hot-path kernel (kernel.wat)', () => {
         const kernelTarget = target(placed);
         const words = new Uint32Array(batch.length * jsTarget.stride);
         const seeds = Array.from({ length: jsTarget.stride / 2 }, (_, f) => BigInt(f + 1) * 0x9e3779b97f4a7c15n & 0xffffffffffffffffn);
-        hash.hashKeys(utf8Keys(batch), seeds, words, jsTarget.stride, 0);
+        hash.hashKeys(utf8Lines(batch), seeds, words, jsTarget.stride, 0);
         // Older slices hold the first 2,000 URLs already (their bits set in both copies alike).
         for (const slices of [js, placed]) for (const filters of slices.slice(0, -1)) filters.forEach((filter, f) => filter.addAll(words, 2 * f, jsTarget.stride, 2_000));
         const jsFlags = new Uint8Array(batch.length);
