@@ -7,7 +7,9 @@ import { decideRange, type DecideTarget } from '../src/filters/decide.js';
 import { KernelBits } from '../src/filters/kernel-bits.js';
 import { HASH_SCHEMES, type HashSchemeId } from '../src/hash/scheme.js';
 import { XxHash } from '../src/hash/xxhash.js';
+import { SeenStore } from '../src/index.js';
 import { ROOT, allSharedUrls, utf8Lines } from './helpers/data.js';
+import { tempDir } from './helpers/tmp.js';
 
 /** Slices of filters: [filters per slice] with a geometry each; the last slice is the newest. */
 interface Shape {
@@ -119,6 +121,32 @@ describe('the hot-path kernel (kernel.wat)', () => {
     const second = new BloomFilter(geometry, { regionBytes: 512, memory: kernel.place(geometry, 512) ?? false });
     assert.equal(second.bytes.every((byte) => byte === 0), true);
     assert.deepEqual(second.dirtyRegions(), []);
+  });
+
+  test('an LMDB store decides its batches in the kernel with one thread, and not with a bit thread (threads.test.ts compares the two)', async () => {
+    const decide = KernelBits.prototype.decide;
+    let inKernel = 0;
+    KernelBits.prototype.decide = function (this: KernelBits, ...args: Parameters<KernelBits['decide']>) {
+      const decided = decide.apply(this, args);
+      if (decided !== undefined) inKernel++;
+      return decided;
+    };
+    try {
+      const urls = allSharedUrls().slice(0, 5_000);
+      for (const strategy of ['classic', 'blocked', 'spatial:2', 'eigen:3']) {
+        for (const threads of [1, 2]) {
+          inKernel = 0;
+          const store = await SeenStore.open(tempDir(), { threads });
+          const answers = await store.scope('t', { capacityUrls: 10_000, strategy }).addIfAbsent([...urls, ...urls.slice(0, 100)]);
+          await store.close();
+          assert.equal(answers.slice(-100).some(Boolean), false, `${strategy}, threads ${threads}: repeats are seen`);
+          if (threads === 1) assert.ok(inKernel > 0, `${strategy}: decided in the kernel`);
+          else assert.equal(inKernel, 0, `${strategy}: the bit thread decides`);
+        }
+      }
+    } finally {
+      KernelBits.prototype.decide = decide;
+    }
   });
 
   test('a filter the kernel does not hold keeps decideRange: decide answers undefined', () => {
