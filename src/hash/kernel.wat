@@ -1,11 +1,13 @@
 ;; The hot-path kernel: xxh64 of many keys under many seeds in one pass, and the add-if-absent
 ;; decision of a batch over filters whose bits live in this module's memory. Built by
 ;; scripts/build-kernel.mjs (wat2wasm from Debian's wabt, --enable-threads) into
-;; src/hash/kernel-wasm.ts; test/kernel.test.ts checks that the committed bytes are what this file
-;; compiles to, and that hashes, bits and answers equal the JavaScript path's.
+;; src/hash/kernel-wasm.ts, twice: as written, and with the memory import not shared;
+;; test/kernel.test.ts checks that the committed bytes are what this file compiles to, and that
+;; hashes, bits and answers equal the JavaScript path's.
 ;;
-;; The memory is imported and shared, so that views of it (a filter's bytes in JavaScript) stay
-;; valid when it grows. The module itself is single-threaded: no atomics.
+;; The memory is imported. Shared, views of it (a filter's bytes in JavaScript) stay valid when it
+;; grows; private (hashing alone), JavaScript copies keys into it faster. The module itself is
+;; single-threaded: no atomics.
 ;;
 ;; hashRanges(ranges, count, seeds, seedCount, out, strideBytes): key i spans
 ;; [ranges[2i], ranges[2i + 1]) (u32 addresses in this memory); its xxh64 under seed s (u64 at
