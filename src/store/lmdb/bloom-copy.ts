@@ -3,6 +3,7 @@ import { SeenStoreError, asStoreError, assert } from '../../errors.js';
 import { BloomFilter, allHold, type StoredFilter } from '../../filters/bloom.js';
 import { decideRange, type DecideTarget, type Decided } from '../../filters/decide.js';
 import { filterGeometries } from '../../filters/keying.js';
+import { KernelBits } from '../../filters/kernel-bits.js';
 import { keyCount, sliceKeys, type Keys, type XxHash } from '../../hash/xxhash.js';
 import type { CheckpointOutcome } from '../backend.js';
 import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
@@ -26,6 +27,8 @@ export class BloomCopy extends EpochCopy {
   #bloom: BloomFilter[][] = [];
   /** Bloom filters in shared memory, for a bit thread (SeenStoreOptions.threads). */
   readonly #shared: boolean;
+  /** Without a bit thread, the filters' bits live in a kernel's memory and batches are decided there. */
+  #kernelBits: KernelBits | undefined;
   /** The slices as decideRange sees them; rebuilt when the slices change. */
   #target: DecideTarget | undefined;
   /** Reused: decideRange's flag per URL, the new URLs' hashes, and the journal record's bytes. */
@@ -60,7 +63,10 @@ export class BloomCopy extends EpochCopy {
   }
 
   protected makeSlice(spec: SliceSpec): StoredFilter[] {
-    const bloom = filterGeometries(spec).map((geometry) => new BloomFilter(geometry, { ...this.regionOptions, memory: this.#shared }));
+    const kernelBits = this.#shared ? undefined : (this.#kernelBits ??= new KernelBits());
+    const bloom = filterGeometries(spec).map(
+      (geometry) => new BloomFilter(geometry, { ...this.regionOptions, memory: kernelBits?.place(geometry, this.regionOptions.regionBytes) ?? this.#shared }),
+    );
     this.#bloom.push(bloom);
     return bloom;
   }
@@ -71,6 +77,7 @@ export class BloomCopy extends EpochCopy {
 
   protected override loadFresh(): void {
     this.#bloom = [];
+    this.#kernelBits = undefined;
     super.loadFresh();
   }
 
@@ -138,7 +145,7 @@ export class BloomCopy extends EpochCopy {
     const target = this.#decideTarget();
     for (const filter of target.newest) filter.warm((count - start) * filter.geometry.k);
     if (this.#flags.length < count) this.#flags = new Uint8Array(Math.max(count, 1024));
-    const decided = decideRange(target, words, start, count, room, this.#flags);
+    const decided = this.#kernelBits?.decide(target, words, start, count, room, this.#flags) ?? decideRange(target, words, start, count, room, this.#flags);
     const fresh = this.#collect(words, this.#flags, start, start + decided.consumed, answers);
     assert(fresh === decided.fresh, 'decideRange counts as many new URLs as it flags');
     return decided;
