@@ -177,6 +177,42 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
     }
   }
 
+  /**
+   * Sets touched[r] to 1 for every region r that a position of hashes first..last - 1 (laid out
+   * as for prepare()) falls in: the regions a query or an add of them reads, so that a store
+   * holding only some regions in memory can load these first. Blocked: one region per hash.
+   */
+  markRegions(words: Uint32Array, at: number, stride: number, first: number, last: number, touched: Uint8Array): void {
+    const regionBytes = this.regionBytes;
+    if (this.geometry.layout === 'blocked') {
+      for (let i = first; i < last; i++) touched[Math.floor((modFast(words[at + i * stride]!, this.#blocks) * (BLOCK_BITS / 8)) / regionBytes)] = 1;
+      return;
+    }
+    const k = this.geometry.k;
+    if (this.positionsAhead) {
+      const run = this.preparedRun;
+      for (let from = first; from < last; from += run) {
+        const to = Math.min(last, from + run);
+        this.prepare(words, at, stride, from, to);
+        for (let q = 0; q < (to - from) * k; q++) touched[Math.floor(this.#positions[q]! / 8 / regionBytes)] = 1;
+      }
+      return;
+    }
+    const m = this.geometry.mBits;
+    for (let i = first; i < last; i++) {
+      const hi = words[at + i * stride + 1]!;
+      let step = kmStep(m, hi);
+      let p = this.#modulus.reduce(hi, words[at + i * stride]!);
+      for (let j = 0; j < k; j++) {
+        touched[Math.floor(p / 8 / regionBytes)] = 1;
+        p += step;
+        if (p >= m) p -= m;
+        step += this.#growth * (j + 1);
+        if (step >= m) step -= m;
+      }
+    }
+  }
+
   /** Hashes prepare() takes at once: 64k positions (256 KB, well inside L2). */
   get preparedRun(): number {
     return Math.max(1, Math.floor(PREPARED_POSITIONS / this.geometry.k));

@@ -4,7 +4,7 @@ import { BloomFilter, allHold, type StoredFilter } from '../../filters/bloom.js'
 import { decideRange, type DecideTarget, type Decided } from '../../filters/decide.js';
 import { filterGeometries } from '../../filters/keying.js';
 import { keyCount, sliceKeys, type Keys, type XxHash } from '../../hash/xxhash.js';
-import type { CheckpointOutcome } from '../backend.js';
+import type { CheckpointOutcome, EpochSummary } from '../backend.js';
 import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
 import { faultPoint } from '../faults.js';
 import type { EpochHeader, SliceSpec } from '../records.js';
@@ -15,6 +15,7 @@ import { EpochCopy, type AfterDecide } from './epoch-copy.js';
 import { bloomFill, type SliceFill } from '../epoch-summary.js';
 import { encodeJournalRecord, JOURNAL_HEADER_BYTES, type JournalRecord } from './journal.js';
 import { checkpointKey } from './keys.js';
+import { ResidentChunks } from './resident-chunks.js';
 
 /**
  * The working copy of a Bloom epoch (every strategy but counting): bits are only ever ORed in, so
@@ -32,10 +33,16 @@ export class BloomCopy extends EpochCopy {
   #flags = new Uint8Array(0);
   #record = new Uint32Array(0);
   #recordBytes = Buffer.alloc(0);
+  /**
+   * The chunks in memory, loaded when first touched; undefined for filters in shared memory,
+   * which a bit thread reads and sets on its own and which are therefore loaded whole.
+   */
+  readonly #resident: ResidentChunks | undefined;
 
   private constructor(env: StoreEnv, hash: XxHash, header: EpochHeader, shared: boolean) {
     super(env, hash, header);
     this.#shared = shared;
+    this.#resident = shared ? undefined : new ResidentChunks((index, region) => this.loadStoredChunk(index, region));
   }
 
   /** Loads the epoch from the store; `shared`: filters in shared memory, so that a BitThread can take batches. */
@@ -67,6 +74,47 @@ export class BloomCopy extends EpochCopy {
 
   protected override slicesChanged(): void {
     this.#target = undefined;
+    this.#resident?.extend(this.#regionCounts());
+  }
+
+  protected override storedChunksChanged(fromIndex: number): void {
+    if (this.#resident === undefined) super.storedChunksChanged(fromIndex);
+    else this.#resident.forget(fromIndex, this.#regionCounts());
+  }
+
+  #regionCounts(): number[] {
+    return this.slices.flatMap((slice) => slice.filters.map((filter) => filter.regionCount));
+  }
+
+  override prepareReads(words: Uint32Array, count: number): void {
+    this.#ensure(words, 0, count);
+  }
+
+  /** Loads the chunks that URLs first..last - 1 of `words` touch, in every filter of every slice. */
+  #ensure(words: Uint32Array, first: number, last: number): void {
+    const resident = this.#resident;
+    if (resident === undefined || resident.complete) return;
+    const stride = this.hasher.stride;
+    this.slices.forEach((slice, j) => {
+      const at = this.hasher.sliceAt(j);
+      this.#bloom[j]!.forEach((filter, f) => resident.ensure(slice.offset + f, filter, words, at + 2 * f, stride, first, last));
+    });
+  }
+
+  /** A summary reads every filter's fill: every chunk must be in memory. */
+  override summary(): EpochSummary {
+    this.#resident?.ensureAll();
+    return super.summary();
+  }
+
+  override filterBytes(): Uint8Array[] {
+    this.#resident?.ensureAll();
+    return super.filterBytes();
+  }
+
+  /** Chunks loaded on demand since the last call (tests, the bench); resets. */
+  takeChunksLoaded(): number {
+    return this.#resident?.takeLoaded() ?? 0;
   }
 
   protected override loadFresh(): void {
@@ -135,6 +183,7 @@ export class BloomCopy extends EpochCopy {
    * new URLs' hashes for the newest slice go to the record buffer, their answers to `answers`.
    */
   #decide(words: Uint32Array, start: number, count: number, room: number, answers: boolean[] | undefined): Decided {
+    this.#ensure(words, start, count);
     const target = this.#decideTarget();
     for (const filter of target.newest) filter.warm((count - start) * filter.geometry.k);
     if (this.#flags.length < count) this.#flags = new Uint8Array(Math.max(count, 1024));
@@ -201,6 +250,7 @@ export class BloomCopy extends EpochCopy {
     try {
       return this.env.write(() => {
         this.catchUp();
+        this.#resident?.ensureAll();
         check(this.currentHeader);
         if (incoming.length !== this.filterCount) {
           throw new SeenStoreError('USAGE', `merge: ${incoming.length} filters given, epoch ${scope}/${epoch} has ${this.filterCount}`);

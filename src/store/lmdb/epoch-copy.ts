@@ -169,7 +169,7 @@ export abstract class EpochCopy {
    */
   protected catchUpToCheckpoint(checkpoint: CheckpointRecord): boolean {
     if (checkpoint.seq > this.appliedSeq) {
-      this.orStoredChunks(0);
+      this.storedChunksChanged(0);
       this.appliedSeq = checkpoint.seq;
       this.epochCounts = { submitted: checkpoint.submitted, added: checkpoint.added };
       this.journalSliceAdded = [...checkpoint.sliceAdded];
@@ -267,7 +267,7 @@ export abstract class EpochCopy {
     if (header.slices.length > this.slices.length) {
       const from = this.slices.length;
       this.#addSlices(from);
-      this.orStoredChunks(this.slices[from]!.offset);
+      this.storedChunksChanged(this.slices[from]!.offset);
     }
   }
 
@@ -380,7 +380,7 @@ export abstract class EpochCopy {
     this.hasher = new EpochHasher(this.hash, [], this.currentHeader.partitions);
     this.#addSlices(0);
     const checkpoint = this.readCheckpoint();
-    this.orStoredChunks(0);
+    this.storedChunksChanged(0);
     this.appliedSeq = checkpoint.seq;
     this.epochCounts = { submitted: checkpoint.submitted, added: checkpoint.added };
     this.journalSliceAdded = [...checkpoint.sliceAdded];
@@ -391,6 +391,14 @@ export abstract class EpochCopy {
     this.#replayJournal();
   }
 
+  /**
+   * The stored chunks of filters `fromIndex`.. changed, or the filters are new to this copy: ORs
+   * them into memory (BloomCopy instead loads them when touched, resident-chunks.ts).
+   */
+  protected storedChunksChanged(fromIndex: number): void {
+    this.orStoredChunks(fromIndex);
+  }
+
   /** ORs the stored chunks of filters `fromIndex`.. into memory. */
   protected orStoredChunks(fromIndex: number): void {
     const { scope, epoch } = this.currentHeader;
@@ -399,16 +407,30 @@ export abstract class EpochCopy {
     // filter would leave 131 MB of it behind, in the RSS until collected).
     for (const key of chunks.getKeys(chunkEpochRange(scope, epoch, fromIndex))) {
       const { filter: index, chunk: region } = chunkKeyParts(key);
-      const filter = this.filterAt(index);
-      if (filter === undefined || !Number.isInteger(region) || region < 0 || region >= filter.regionCount) {
-        throw new SeenStoreError('STORE_CORRUPT', `${this.chunkWhere(index, region)}: no such filter or chunk in the epoch`);
-      }
       const value = chunks.getBinaryFast(key);
       if (value === undefined) throw new SeenStoreError('STORE_CORRUPT', `${this.chunkWhere(index, region)}: vanished while being read`);
-      filter.orRegion(region, decodeChunk(this.hash, value, this.chunkWhere(index, region), filter.region(region).length));
-      this.#chunkBytesRead += value.length;
+      this.#orStoredValue(index, region, value);
     }
   }
+
+  /** ORs stored chunk `region` of filter `index` into memory, when one is stored (lmdb's reused buffer, as above). */
+  protected loadStoredChunk(index: number, region: number): void {
+    const { scope, epoch } = this.currentHeader;
+    const value = this.env.chunksDb.getBinaryFast(chunkKey(scope, epoch, index, region));
+    if (value !== undefined) this.#orStoredValue(index, region, value);
+  }
+
+  #orStoredValue(index: number, region: number, value: Uint8Array): void {
+    const filter = this.filterAt(index);
+    if (filter === undefined || !Number.isInteger(region) || region < 0 || region >= filter.regionCount) {
+      throw new SeenStoreError('STORE_CORRUPT', `${this.chunkWhere(index, region)}: no such filter or chunk in the epoch`);
+    }
+    filter.orRegion(region, decodeChunk(this.hash, value, this.chunkWhere(index, region), filter.region(region).length));
+    this.#chunkBytesRead += value.length;
+  }
+
+  /** Called with a batch's hashes (hashKeys) before has() reads them: BloomCopy loads the chunks they touch. */
+  prepareReads(_words: Uint32Array, _count: number): void {}
 
   #replayJournal(): void {
     const { scope, epoch } = this.currentHeader;

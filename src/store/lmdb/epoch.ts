@@ -10,7 +10,7 @@ import { CountingCopy } from './counting-copy.js';
 import type { EpochCopy } from './epoch-copy.js';
 import { expectOpenEpoch } from './metadata.js';
 
-/** Chunk bytes read by one load after which the store's map is released (StoreEnv.releaseMappedPages). */
+/** Chunk bytes read (loads, and chunks loaded on demand) after which the store's map is released (StoreEnv.releaseMappedPages). */
 export const RELEASE_MAP_AFTER_BYTES = 32 * 2 ** 20;
 
 /** Loads an epoch's working copy: counters for a counting epoch, bits for every other. */
@@ -44,6 +44,8 @@ export class LmdbEpoch implements EpochBits {
   readonly #filters: EpochCopy;
   #lastCheckpointMs = Date.now();
   #checkpointRunning: Promise<unknown> | undefined;
+  /** Bytes of stored chunks read since this epoch last released the map. */
+  #mappedChunkBytes = 0;
 
   constructor(ctx: LmdbEpochContext, filters: EpochCopy) {
     this.#ctx = ctx;
@@ -85,6 +87,7 @@ export class LmdbEpoch implements EpochBits {
       added = filters.addBatchOn(thread, keys, answers, expectOpen, afterDecide);
     }
     await this.#ctx.env.flushed();
+    this.#releaseIfLarge();
     this.#maybeCheckpoint();
     return added;
   }
@@ -93,6 +96,8 @@ export class LmdbEpoch implements EpochBits {
     const filters = this.#caughtUp();
     const words = this.#ctx.scratch(2 * keys.length * filters.filterCount);
     filters.hashKeys(keys, words);
+    filters.prepareReads(words, keys.length);
+    this.#releaseIfLarge();
     for (let i = 0; i < keys.length; i++) out[i] = filters.has(words, i) ? 1 : 0;
   }
 
@@ -159,9 +164,15 @@ export class LmdbEpoch implements EpochBits {
     return this.#filters;
   }
 
-  /** A large load left the chunks' file pages mapped in this process (RSS): let them go. */
+  /**
+   * Loads (whole, or chunk by chunk as queries and adds touch them) left the chunks' file pages
+   * mapped in this process (RSS): past RELEASE_MAP_AFTER_BYTES, let them go.
+   */
   #releaseIfLarge(): void {
-    if (this.#filters.takeChunkBytesRead() >= RELEASE_MAP_AFTER_BYTES) this.#ctx.env.releaseMappedPages();
+    this.#mappedChunkBytes += this.#filters.takeChunkBytesRead();
+    if (this.#mappedChunkBytes < RELEASE_MAP_AFTER_BYTES) return;
+    this.#mappedChunkBytes = 0;
+    this.#ctx.env.releaseMappedPages();
   }
 
   #counting(doing: string): CountingCopy {

@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { SeenStore } from '../src/index.js';
+import { XxHash } from '../src/hash/xxhash.js';
+import { BloomCopy } from '../src/store/lmdb/bloom-copy.js';
+import { StoreEnv } from '../src/store/lmdb/env.js';
+import { readHeader } from '../src/store/lmdb/metadata.js';
+import { allSharedUrls } from './helpers/data.js';
+import { tempDir } from './helpers/tmp.js';
+
+/** Capacity whose first slice spans hundreds of chunks (about 7 MB at 1 %). */
+const CAPACITY_URLS = 5_000_000;
+
+async function builtStore(strategy: string, urls: readonly string[]): Promise<string> {
+  const dir = tempDir();
+  const store = await SeenStore.open(dir);
+  await store.scope('s', { capacityUrls: CAPACITY_URLS, strategy }).add(urls);
+  await store.close();
+  return dir;
+}
+
+/** A working copy of epoch s/1 as a process opening the store gets it, and the env to close. */
+async function openCopy(dir: string): Promise<{ copy: BloomCopy; env: StoreEnv; hash: XxHash }> {
+  const env = StoreEnv.open(dir, { create: false, mapSizeBytes: 2 ** 30, readOnly: true });
+  const hash = await XxHash.load();
+  return { copy: BloomCopy.load(env, hash, readHeader(env, 's', 1), false), env, hash };
+}
+
+function answers(copy: BloomCopy, urls: readonly string[]): boolean[] {
+  const words = new Uint32Array(2 * urls.length * copy.filterCount);
+  copy.hashKeys(urls, words);
+  copy.prepareReads(words, urls.length);
+  return urls.map((_, i) => copy.has(words, i));
+}
+
+describe('opens that cost what they touch', () => {
+  const urls = allSharedUrls().slice(0, 20_000);
+  const added = urls.slice(0, 10_000);
+  const probes = urls.slice(10_000);
+
+  for (const [strategy, chunksPerUrl] of [['blocked', '1'], ['classic', 'k']] as const) {
+    test(`${strategy}: an open loads no chunk; a query of one URL loads at most ${chunksPerUrl}`, async () => {
+      const dir = await builtStore(strategy, added);
+      const { copy, env } = await openCopy(dir);
+      try {
+        assert.equal(copy.takeChunksLoaded(), 0, 'the open read headers, not bits');
+        assert.deepEqual(answers(copy, [added[0]!]), [true]);
+        const loaded = copy.takeChunksLoaded();
+        const most = chunksPerUrl === '1' ? copy.filterCount : copy.header.slices[0]!.k * copy.filterCount;
+        assert.ok(loaded >= 1 && loaded <= most, `${loaded} chunks for one URL, at most ${most}`);
+        assert.deepEqual(answers(copy, [added[0]!]), [true]);
+        assert.equal(copy.takeChunksLoaded(), 0, 'a chunk in memory is not loaded again');
+      } finally {
+        await env.close();
+      }
+    });
+  }
+
+  test('answers of a copy loaded chunk by chunk are those of a copy loaded whole, with no false negative', async () => {
+    const dir = await builtStore('classic', added);
+    const lazy = await openCopy(dir);
+    const whole = await openCopy(dir);
+    try {
+      whole.copy.summary();
+      assert.ok(whole.copy.takeChunksLoaded() > 100, 'the summary loaded every chunk');
+      const lazyAnswers = [...answers(lazy.copy, probes), ...answers(lazy.copy, added)];
+      assert.deepEqual(lazyAnswers, [...answers(whole.copy, probes), ...answers(whole.copy, added)]);
+      assert.ok(lazyAnswers.slice(probes.length).every(Boolean), 'every added URL is seen');
+      assert.deepEqual(lazy.copy.summary(), whole.copy.summary());
+    } finally {
+      await lazy.env.close();
+      await whole.env.close();
+    }
+  });
+
+  test('a writer decides against stored chunks it had not loaded: added URLs are never new again', async () => {
+    const dir = await builtStore('classic', added);
+    const store = await SeenStore.open(dir);
+    try {
+      const scope = store.scope('s');
+      assert.deepEqual(await scope.addIfAbsent(added.slice(0, 5000)), added.slice(0, 5000).map(() => false));
+      const fresh = await scope.addIfAbsent(probes.slice(0, 5000));
+      assert.ok(fresh.filter(Boolean).length > 4900, 'new URLs are new');
+      assert.ok((await scope.has([...added, ...probes.slice(0, 5000)])).every(Boolean));
+    } finally {
+      await store.close();
+    }
+    const reopened = await SeenStore.open(dir);
+    try {
+      assert.deepEqual(await reopened.scope('s').addIfAbsent(probes.slice(0, 5000)), probes.slice(0, 5000).map(() => false));
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  test("a chunk another process checkpointed after it was loaded is loaded again: that process's URLs are seen", async () => {
+    const dir = await builtStore('classic', added);
+    const reader = await SeenStore.open(dir, { readOnly: true });
+    try {
+      assert.ok((await reader.scope('s').has(added)).every(Boolean), 'every chunk loaded once');
+      const script = `
+        import { SeenStore } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
+        const store = await SeenStore.open(process.argv[1]);
+        const chunks = [];
+        for await (const chunk of process.stdin) chunks.push(chunk);
+        await store.scope('s').add(JSON.parse(Buffer.concat(chunks).toString()));
+        await store.scope('s').checkpoint();
+        await store.close();`;
+      const writer = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir], { input: JSON.stringify(probes), encoding: 'utf8' });
+      assert.equal(writer.status, 0, `${writer.signal ?? ''} ${writer.stderr}`);
+      const after = await SeenStore.open(join(dir), { readOnly: true });
+      try {
+        assert.equal((await after.scope('s').stats()).epochs[0]!.journalRecords, 0, 'the journal was trimmed: only the chunks hold the URLs');
+      } finally {
+        await after.close();
+      }
+      assert.ok((await reader.scope('s').has(probes)).every(Boolean));
+    } finally {
+      await reader.close();
+    }
+  });
+});
