@@ -3,6 +3,9 @@ import { join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
 import { walkPages, type PageDamage, type PageWalkReport } from './page-walk.js';
 
+/** Snapshots live in the store directory, one folder each: `snapshots/NAME/{data.mdb,snapshot.json}`. */
+export const SNAPSHOTS_DIR = 'snapshots';
+
 /**
  * Files and directories that only a store that was opened (lock.mdb) or used (locks/, snapshots/)
  * has, each of its kind (/proc has a file named `locks`).
@@ -10,7 +13,7 @@ import { walkPages, type PageDamage, type PageWalkReport } from './page-walk.js'
 const STORE_TRACES = [
   { name: 'lock.mdb', directory: false },
   { name: 'locks', directory: true },
-  { name: 'snapshots', directory: true },
+  { name: SNAPSHOTS_DIR, directory: true },
 ] as const;
 /** How long an empty data file beside a lock file may be a store another process is creating. */
 const CREATION_GRACE_MS = 1_000;
