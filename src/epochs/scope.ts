@@ -7,9 +7,9 @@ import type { NormalizeMode } from '../url/normalize.js';
 import { checkPlan, firstEpochPlan, newEpochHeader, type EpochPlan } from './create.js';
 import { resolveEpochs, type EpochSpec } from './epoch-spec.js';
 import { epochDetails, epochStats, type EpochDetails, type EpochStats, type ScopeStats } from './epoch-stats.js';
-import { prune, type Dropped, type PruneOptions } from './retention.js';
+import type { Dropped, PruneOptions } from './retention.js';
 import { planNextEpoch, type RotateOptions } from './rotation.js';
-import { exportEpoch, mergeIntoEpoch, type ExportResult, type MergeResult } from './transfer.js';
+import type { ExportResult, MergeResult } from './transfer.js';
 import { anyUrlKeys, urlKeys, usableKeys } from '../url/url-keys.js';
 import { ScopeFrontier, checkedData, pickQueue, queuePart } from './frontier.js';
 import { diffCategories, type AddOptions, type AddSummary, type EnqueueOptions, type Classification, type DiffCategory, type DiffResult, type QueryOptions, type RotateResult, type ScopeOptions } from './scope-types.js';
@@ -293,7 +293,7 @@ export class Scope {
     if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
     const numbers = await this.#resolve(epoch, open);
     if (numbers.length !== 1) throw new SeenStoreError('USAGE', 'export takes one epoch');
-    return exportEpoch(this.#ctx.hash, await this.#ctx.backend.epoch(this.name, numbers[0]!), path, options.signal);
+    return (await import('./transfer.js')).exportEpoch(this.#ctx.hash, await this.#ctx.backend.epoch(this.name, numbers[0]!), path, options.signal);
   }
 
   /**
@@ -314,14 +314,14 @@ export class Scope {
         `epoch ${this.name}/${epoch} is sealed and never changes; merge into the open epoch ${open.header.epoch}, or merge the files with --out and import the result`,
       );
     }
-    return mergeIntoEpoch(this.#ctx.hash, open, paths, options.signal);
+    return (await import('./transfer.js')).mergeIntoEpoch(this.#ctx.hash, open, paths, options.signal);
   }
 
   /** Drops old sealed epochs (see PruneOptions); returns what was dropped. */
   async prune(options: PruneOptions): Promise<Dropped[]> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('prune');
-    return prune(this.#ctx.backend, this.name, options, this.#ctx.clock);
+    return (await import('./retention.js')).prune(this.#ctx.backend, this.name, options, this.#ctx.clock);
   }
 
   async stats(): Promise<ScopeStats> {
