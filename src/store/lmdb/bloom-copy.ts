@@ -16,6 +16,7 @@ import { bloomFill, type SliceFill } from '../epoch-summary.js';
 import { encodeJournalRecord, JOURNAL_HEADER_BYTES, type JournalRecord } from './journal.js';
 import { checkpointKey } from './keys.js';
 import { ResidentChunks } from './resident-chunks.js';
+import { StreamedReads, type ChunkSource } from './streamed-reads.js';
 
 /**
  * The working copy of a Bloom epoch (every strategy but counting): bits are only ever ORed in, so
@@ -38,6 +39,7 @@ export class BloomCopy extends EpochCopy {
    * which a bit thread reads and sets on its own and which are therefore loaded whole.
    */
   readonly #resident: ResidentChunks | undefined;
+  #streamed: StreamedReads | undefined;
 
   private constructor(env: StoreEnv, hash: XxHash, header: EpochHeader, shared: boolean) {
     super(env, hash, header);
@@ -86,8 +88,25 @@ export class BloomCopy extends EpochCopy {
     return this.slices.flatMap((slice) => slice.filters.map((filter) => filter.regionCount));
   }
 
-  override prepareReads(words: Uint32Array, count: number): void {
-    this.#ensure(words, 0, count);
+  /**
+   * A read-only handle answers from the stored chunks a batch touches without keeping them
+   * (streamed-reads.ts): processes that only read share the page cache instead of each holding
+   * the filter. A handle that writes loads them (it must decide adds against them anyway).
+   */
+  override answer(words: Uint32Array, count: number, out: Uint8Array): void {
+    const resident = this.#resident;
+    if (resident === undefined || resident.complete || !this.env.readOnly) {
+      this.#ensure(words, 0, count);
+      super.answer(words, count, out);
+      return;
+    }
+    this.#streamed ??= new StreamedReads();
+    const slices = this.slices.map((slice, j) => ({ filters: this.#bloom[j]!, offset: slice.offset, at: this.hasher.sliceAt(j) }));
+    this.#streamed.answer(slices, words, this.hasher.stride, count, this.#chunkSource(resident), out);
+  }
+
+  #chunkSource(resident: ResidentChunks): ChunkSource {
+    return { resident: (index, region) => resident.has(index, region), payload: (index, region) => this.storedPayload(index, region) };
   }
 
   /** Loads the chunks that URLs first..last - 1 of `words` touch, in every filter of every slice. */

@@ -413,24 +413,39 @@ export abstract class EpochCopy {
     }
   }
 
-  /** ORs stored chunk `region` of filter `index` into memory, when one is stored (lmdb's reused buffer, as above). */
+  /** ORs stored chunk `region` of filter `index` into memory, when one is stored. */
   protected loadStoredChunk(index: number, region: number): void {
+    const payload = this.storedPayload(index, region);
+    if (payload !== undefined) this.storedFilter(index).orRegion(region, payload);
+  }
+
+  /**
+   * The checked payload of stored chunk `region` of filter `index`, or undefined when none is
+   * stored; read through lmdb's reused buffer (no copy kept, as above): valid until the next read.
+   */
+  protected storedPayload(index: number, region: number): Uint8Array | undefined {
     const { scope, epoch } = this.currentHeader;
     const value = this.env.chunksDb.getBinaryFast(chunkKey(scope, epoch, index, region));
-    if (value !== undefined) this.#orStoredValue(index, region, value);
+    return value === undefined ? undefined : this.#checkedPayload(index, region, value);
   }
 
   #orStoredValue(index: number, region: number, value: Uint8Array): void {
+    this.storedFilter(index).orRegion(region, this.#checkedPayload(index, region, value));
+  }
+
+  #checkedPayload(index: number, region: number, value: Uint8Array): Uint8Array {
     const filter = this.filterAt(index);
     if (filter === undefined || !Number.isInteger(region) || region < 0 || region >= filter.regionCount) {
       throw new SeenStoreError('STORE_CORRUPT', `${this.chunkWhere(index, region)}: no such filter or chunk in the epoch`);
     }
-    filter.orRegion(region, decodeChunk(this.hash, value, this.chunkWhere(index, region), filter.region(region).length));
     this.#chunkBytesRead += value.length;
+    return decodeChunk(this.hash, value, this.chunkWhere(index, region), filter.region(region).length);
   }
 
-  /** Called with a batch's hashes (hashKeys) before has() reads them: BloomCopy loads the chunks they touch. */
-  prepareReads(_words: Uint32Array, _count: number): void {}
+  /** out[i] = 1 when URL i of `words` (hashed by hashKeys) is held by some slice, else 0. */
+  answer(words: Uint32Array, count: number, out: Uint8Array): void {
+    for (let i = 0; i < count; i++) out[i] = this.has(words, i) ? 1 : 0;
+  }
 
   #replayJournal(): void {
     const { scope, epoch } = this.currentHeader;

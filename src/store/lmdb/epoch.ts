@@ -96,9 +96,8 @@ export class LmdbEpoch implements EpochBits {
     const filters = this.#caughtUp();
     const words = this.#ctx.scratch(2 * keys.length * filters.filterCount);
     filters.hashKeys(keys, words);
-    filters.prepareReads(words, keys.length);
+    filters.answer(words, keys.length, out);
     this.#releaseIfLarge();
-    for (let i = 0; i < keys.length; i++) out[i] = filters.has(words, i) ? 1 : 0;
   }
 
   async count(keys: readonly string[], out: number[]): Promise<void> {

@@ -34,6 +34,11 @@ export class ResidentChunks {
     return this.#missingTotal === 0;
   }
 
+  /** Whether chunk `region` of filter `index` is in memory. */
+  has(index: number, region: number): boolean {
+    return this.#flags[index]?.[region] === 1;
+  }
+
   /** Chunks loaded since the last call; resets. */
   takeLoaded(): number {
     const loaded = this.#loaded;
