@@ -93,6 +93,22 @@ describe('opens that cost what they touch', () => {
     });
   }
 
+  test('a read-only handle that has streamed twice its filters loads chunks from then on, with the same answers', async () => {
+    const dir = await builtStore('classic', added);
+    const { copy, env } = await openCopy(dir, true);
+    try {
+      const first = answers(copy, added);
+      assert.ok(first.every(Boolean));
+      assert.equal(copy.takeChunksLoaded(), 0, 'streamed: every chunk read once');
+      assert.deepEqual(answers(copy, added), first);
+      assert.equal(copy.takeChunksLoaded(), 0, 'streamed again: twice the filter read');
+      assert.deepEqual(answers(copy, added), first);
+      assert.ok(copy.takeChunksLoaded() > 100, 'then loaded');
+    } finally {
+      await env.close();
+    }
+  });
+
   test('a writer decides against stored chunks it had not loaded: added URLs are never new again', async () => {
     const dir = await builtStore('classic', added);
     const store = await SeenStore.open(dir);

@@ -18,6 +18,9 @@ import { checkpointKey } from './keys.js';
 import { ResidentChunks } from './resident-chunks.js';
 import { StreamedReads, type ChunkSource } from './streamed-reads.js';
 
+/** Filter bytes a read-only handle streams (re-reads) before it loads the chunks it touches instead. */
+export const STREAM_FILTERS_MAX = 2;
+
 /**
  * The working copy of a Bloom epoch (every strategy but counting): bits are only ever ORed in, so
  * a journal record replayed twice is harmless, checkpoints of several processes OR into what is
@@ -40,6 +43,8 @@ export class BloomCopy extends EpochCopy {
    */
   readonly #resident: ResidentChunks | undefined;
   #streamed: StreamedReads | undefined;
+  /** Chunk bytes this handle's queries read without keeping them. */
+  #streamedBytes = 0;
 
   private constructor(env: StoreEnv, hash: XxHash, header: EpochHeader, shared: boolean) {
     super(env, hash, header);
@@ -91,11 +96,16 @@ export class BloomCopy extends EpochCopy {
   /**
    * A read-only handle answers from the stored chunks a batch touches without keeping them
    * (streamed-reads.ts): processes that only read share the page cache instead of each holding
-   * the filter. A handle that writes loads them (it must decide adds against them anyway).
+   * the filter. Streaming reads a chunk again in every batch that touches it, so once a handle
+   * has streamed STREAM_FILTERS_MAX times its filters' bytes, loading them would have been
+   * cheaper: it loads the chunks it touches from then on (rent or buy: never more than about
+   * twice the cheaper choice's reads). A handle that writes loads them at once (it decides adds
+   * against them).
    */
   override answer(words: Uint32Array, count: number, out: Uint8Array): void {
     const resident = this.#resident;
-    if (resident === undefined || resident.complete || !this.env.readOnly) {
+    const filterBytes = this.slices.reduce((sum, slice) => sum + slice.filters.reduce((bytes, filter) => bytes + filter.bytes.length, 0), 0);
+    if (resident === undefined || resident.complete || !this.env.readOnly || this.#streamedBytes >= STREAM_FILTERS_MAX * filterBytes) {
       this.#ensure(words, 0, count);
       super.answer(words, count, out);
       return;
@@ -106,7 +116,14 @@ export class BloomCopy extends EpochCopy {
   }
 
   #chunkSource(resident: ResidentChunks): ChunkSource {
-    return { resident: (index, region) => resident.has(index, region), payload: (index, region) => this.storedPayload(index, region) };
+    return {
+      resident: (index, region) => resident.has(index, region),
+      payload: (index, region) => {
+        const payload = this.storedPayload(index, region);
+        this.#streamedBytes += payload?.length ?? 0;
+        return payload;
+      },
+    };
   }
 
   /** Loads the chunks that URLs first..last - 1 of `words` touch, in every filter of every slice. */
