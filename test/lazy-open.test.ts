@@ -2,16 +2,29 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { open } from 'lmdb';
 import { SeenStore } from '../src/index.js';
 import { XxHash } from '../src/hash/xxhash.js';
 import { BloomCopy } from '../src/store/lmdb/bloom-copy.js';
 import { StoreEnv } from '../src/store/lmdb/env.js';
 import { readHeader } from '../src/store/lmdb/metadata.js';
 import { allSharedUrls } from './helpers/data.js';
+import { expectCode } from './helpers/errors.js';
 import { tempDir } from './helpers/tmp.js';
 
 /** Capacity whose first slice spans hundreds of chunks (about 7 MB at 1 %). */
 const CAPACITY_URLS = 5_000_000;
+
+/** Flips a byte of the first chunk of epoch s/1 (its checksum then fails). */
+async function editChunk(dir: string): Promise<void> {
+  const root = open({ path: dir, maxDbs: 8 });
+  const chunks = root.openDB({ name: 'chunks', encoding: 'binary' });
+  const key = [...chunks.getKeys({ start: ['s', 1, 0, 0] })][0]!;
+  const value = Buffer.from(chunks.getBinary(key)!);
+  value[100] = value[100]! ^ 0x01;
+  await chunks.put(key, value);
+  await root.close();
+}
 
 async function builtStore(strategy: string, urls: readonly string[]): Promise<string> {
   const dir = tempDir();
@@ -106,6 +119,31 @@ describe('opens that cost what they touch', () => {
       assert.ok(copy.takeChunksLoaded() > 100, 'then loaded');
     } finally {
       await env.close();
+    }
+  });
+
+  test("Scope.settings reads the epoch's header only: no chunk, so not a damaged one either", async () => {
+    const dir = await builtStore('classic', added);
+    const store = await SeenStore.open(dir);
+    const details = await store.scope('s').epoch(1);
+    await store.close();
+    await editChunk(dir);
+    const reopened = await SeenStore.open(dir, { readOnly: true });
+    try {
+      const settings = await reopened.scope('s').settings(1);
+      assert.deepEqual(settings, {
+        epoch: 1,
+        state: 'open',
+        capacityUrls: details.capacityUrls,
+        fprTarget: details.fprTarget,
+        strategy: details.strategy,
+        normalize: details.normalize,
+        slices: details.slices,
+        seeds: details.sliceDetails.map((slice) => slice.seeds),
+      });
+      await expectCode('STORE_CORRUPT', () => reopened.scope('s').epoch(1));
+    } finally {
+      await reopened.close();
     }
   });
 
