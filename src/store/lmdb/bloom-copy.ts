@@ -45,6 +45,11 @@ export class BloomCopy extends EpochCopy {
   #streamed: StreamedReads | undefined;
   /** Chunk bytes this handle's queries read without keeping them. */
   #streamedBytes = 0;
+  /**
+   * Per filter index: 1 for each chunk whose checksum a streamed read checked, since its stored
+   * bytes last changed under this copy (as a loaded chunk is checked once, not at every use).
+   */
+  #checked: Uint8Array[] = [];
 
   private constructor(env: StoreEnv, hash: XxHash, header: EpochHeader, shared: boolean) {
     super(env, hash, header);
@@ -85,6 +90,7 @@ export class BloomCopy extends EpochCopy {
   }
 
   protected override storedChunksChanged(fromIndex: number): void {
+    this.#checked.length = Math.min(this.#checked.length, fromIndex);
     if (this.#resident === undefined) super.storedChunksChanged(fromIndex);
     else this.#resident.forget(fromIndex, this.#regionCounts());
   }
@@ -119,7 +125,9 @@ export class BloomCopy extends EpochCopy {
     return {
       resident: (index, region) => resident.has(index, region),
       payload: (index, region) => {
-        const payload = this.storedPayload(index, region);
+        const checked = (this.#checked[index] ??= new Uint8Array(this.storedFilter(index).regionCount));
+        const payload = this.storedPayload(index, region, checked[region] === 0);
+        checked[region] = 1;
         this.#streamedBytes += payload?.length ?? 0;
         return payload;
       },

@@ -423,23 +423,23 @@ export abstract class EpochCopy {
    * The checked payload of stored chunk `region` of filter `index`, or undefined when none is
    * stored; read through lmdb's reused buffer (no copy kept, as above): valid until the next read.
    */
-  protected storedPayload(index: number, region: number): Uint8Array | undefined {
+  protected storedPayload(index: number, region: number, checksum = true): Uint8Array | undefined {
     const { scope, epoch } = this.currentHeader;
     const value = this.env.chunksDb.getBinaryFast(chunkKey(scope, epoch, index, region));
-    return value === undefined ? undefined : this.#checkedPayload(index, region, value);
+    return value === undefined ? undefined : this.#checkedPayload(index, region, value, checksum);
   }
 
   #orStoredValue(index: number, region: number, value: Uint8Array): void {
     this.storedFilter(index).orRegion(region, this.#checkedPayload(index, region, value));
   }
 
-  #checkedPayload(index: number, region: number, value: Uint8Array): Uint8Array {
+  #checkedPayload(index: number, region: number, value: Uint8Array, checksum = true): Uint8Array {
     const filter = this.filterAt(index);
     if (filter === undefined || !Number.isInteger(region) || region < 0 || region >= filter.regionCount) {
       throw new SeenStoreError('STORE_CORRUPT', `${this.chunkWhere(index, region)}: no such filter or chunk in the epoch`);
     }
     this.#chunkBytesRead += value.length;
-    return decodeChunk(this.hash, value, this.chunkWhere(index, region), filter.region(region).length);
+    return decodeChunk(this.hash, value, this.chunkWhere(index, region), filter.region(region).length, checksum);
   }
 
   /** out[i] = 1 when URL i of `words` (hashed by hashKeys) is held by some slice, else 0. */
