@@ -55,7 +55,8 @@ describe('verify', () => {
     assert.equal(out.code, 6);
     assert.match(out.stdout, new RegExp(`DAMAGE chunk ${key[0]}/${key[1]}/filter ${key[2]}/#${key[3]}: .*checksum mismatch`));
     assert.match(out.stdout, /DAMAGED: .* 1 damaged/);
-    const has = await runCli(['has', '--store', dir, '--scope', 'v', '--epochs', String(key[1])], 'https://x.example/\n');
+    // A chunk is checked when a query first touches it: these URLs touch every chunk of the epoch.
+    const has = await runCli(['has', '--store', dir, '--scope', 'v', '--epochs', String(key[1])], `${sharedUrls('crawl-sitelist-15k.txt').join('\n')}\n`);
     assert.equal(has.code, 6);
   });
 

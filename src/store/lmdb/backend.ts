@@ -5,21 +5,19 @@ import type { Backend, EpochBits, Frontier, EpochUsage, ImportRequest, Rotation,
 import { faultPoint } from '../faults.js';
 import { removeStoreLeftovers } from '../leftovers.js';
 import { sealHeader, type EpochHeader, type ScopeRecord } from '../records.js';
-import { BitThread } from './bit-thread.js';
+import type { BitThread } from './bit-thread.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from './env.js';
 import type { OpenOptions } from '../driver.js';
 import { lmdbDriver, type LmdbOptions } from './driver.js';
 import { LmdbEpoch, RELEASE_MAP_AFTER_BYTES, loadEpochCopy, type LmdbEpochContext } from './epoch.js';
 import type { EpochCopy } from './epoch-copy.js';
 import { scopeKey, epochKey } from './keys.js';
-import { effectiveLockStaleMs, isLocked } from './lock.js';
+import { EXCLUSIVE_LOCK, effectiveLockStaleMs, isLocked } from './lock.js';
 import { LmdbFrontier } from './frontier.js';
 import * as meta from './metadata.js';
-import { diskUsage } from './disk-usage.js';
-import { createSnapshot, createSnapshotAt, defaultSnapshotName, deleteSnapshot, EXCLUSIVE_LOCK, listSnapshots, SNAPSHOTS_DIR } from './snapshots.js';
+import { SNAPSHOTS_DIR } from './data-file.js';
 import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
 import { epochUsage } from './usage.js';
-import { verifyStore } from './verify.js';
 
 
 /**
@@ -74,7 +72,7 @@ export class LmdbBackend implements Backend {
     }
     let bitThread: BitThread | undefined;
     try {
-      bitThread = options.threads > 1 ? await BitThread.start() : undefined;
+      bitThread = options.threads > 1 ? await (await import('./bit-thread.js')).BitThread.start() : undefined;
     } catch (error) {
       await env.close();
       throw asStoreError(error, 'starting the bit thread (threads: 2)');
@@ -216,14 +214,20 @@ export class LmdbBackend implements Backend {
   }
 }
 
+/** Maintenance modules are loaded when first used: queries and adds never load them. */
 function lmdbMaintenance(env: StoreEnv, hash: XxHash): StoreMaintenance {
+  const snapshots = async (): Promise<typeof import('./snapshots.js')> => import('./snapshots.js');
   return {
-    snapshot: async (name, signal) => createSnapshot(env, name ?? defaultSnapshotName(''), 'user', env.header.formatVersion, signal),
-    snapshotTo: async (dir, signal) => createSnapshotAt(env, dir, env.header.formatVersion, signal),
-    diskUsage: async () => diskUsage(env),
-    snapshots: async () => listSnapshots(env.dir),
-    deleteSnapshot: async (name) => deleteSnapshot(env.dir, name),
+    snapshot: async (name, signal) => {
+      const { createSnapshot, defaultSnapshotName } = await snapshots();
+      return createSnapshot(env, name ?? defaultSnapshotName(''), 'user', env.header.formatVersion, signal);
+    },
+    snapshotTo: async (dir, signal) => (await snapshots()).createSnapshotAt(env, dir, env.header.formatVersion, signal),
+    diskUsage: async () => (await import('./disk-usage.js')).diskUsage(env),
+    snapshots: async () => (await snapshots()).listSnapshots(env.dir),
+    deleteSnapshot: async (name) => (await snapshots()).deleteSnapshot(env.dir, name),
     verify: async () => {
+      const { verifyStore } = await import('./verify.js');
       try {
         return verifyStore(env, hash);
       } finally {

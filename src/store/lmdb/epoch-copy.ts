@@ -192,7 +192,7 @@ export abstract class EpochCopy {
    */
   protected catchUpToCheckpoint(checkpoint: CheckpointRecord): boolean {
     if (checkpoint.seq > this.appliedSeq) {
-      this.orStoredChunks(0);
+      this.storedChunksChanged(0);
       this.appliedSeq = checkpoint.seq;
       this.epochCounts = { submitted: checkpoint.submitted, added: checkpoint.added };
       this.journalSliceAdded = [...checkpoint.sliceAdded];
@@ -303,7 +303,7 @@ export abstract class EpochCopy {
     if (header.slices.length > this.slices.length) {
       const from = this.slices.length;
       this.#addSlices(from);
-      this.orStoredChunks(this.slices[from]!.offset);
+      this.storedChunksChanged(this.slices[from]!.offset);
     }
   }
 
@@ -420,7 +420,7 @@ export abstract class EpochCopy {
     this.hasher = new EpochHasher(this.hash, [], this.currentHeader.partitions);
     this.#addSlices(0);
     const checkpoint = this.readCheckpoint();
-    this.orStoredChunks(0);
+    this.storedChunksChanged(0);
     this.appliedSeq = checkpoint.seq;
     this.epochCounts = { submitted: checkpoint.submitted, added: checkpoint.added };
     this.journalSliceAdded = [...checkpoint.sliceAdded];
@@ -447,6 +447,14 @@ export abstract class EpochCopy {
     this.env.write(() => cursor.replay(this.#replayTarget), () => cursor.lmdbChanged);
   }
 
+  /**
+   * The stored chunks of filters `fromIndex`.. changed, or the filters are new to this copy: ORs
+   * them into memory (BloomCopy instead loads them when touched, resident-chunks.ts).
+   */
+  protected storedChunksChanged(fromIndex: number): void {
+    this.orStoredChunks(fromIndex);
+  }
+
   /** ORs the stored chunks of filters `fromIndex`.. into memory. */
   protected orStoredChunks(fromIndex: number): void {
     const { scope, epoch } = this.currentHeader;
@@ -455,14 +463,9 @@ export abstract class EpochCopy {
     // filter would leave 131 MB of it behind, in the RSS until collected).
     for (const key of chunks.getKeys(chunkEpochRange(scope, epoch, fromIndex))) {
       const { filter: index, chunk: region } = chunkKeyParts(key);
-      const filter = this.filterAt(index);
-      if (filter === undefined || !Number.isInteger(region) || region < 0 || region >= filter.regionCount) {
-        throw new SeenStoreError('STORE_CORRUPT', `${this.chunkWhere(index, region)}: no such filter or chunk in the epoch`);
-      }
       const value = chunks.getBinaryFast(key);
       if (value === undefined) throw new SeenStoreError('STORE_CORRUPT', `${this.chunkWhere(index, region)}: vanished while being read`);
-      filter.orRegion(region, decodeChunk(this.hash, value, this.chunkWhere(index, region), filter.region(region).length));
-      this.#chunkBytesRead += value.length;
+      this.#orStoredValue(index, region, value);
     }
   }
 
@@ -471,6 +474,40 @@ export abstract class EpochCopy {
     this.appliedSeq = seq;
     if (record.op !== 'delete') this.countRecord(record.slice, record.submitted, record.added);
     this.#journalBytesSinceCheckpoint += JOURNAL_HEADER_BYTES + record.words.byteLength;
+  }
+
+  /** ORs stored chunk `region` of filter `index` into memory, when one is stored. */
+  protected loadStoredChunk(index: number, region: number): void {
+    const payload = this.storedPayload(index, region);
+    if (payload !== undefined) this.storedFilter(index).orRegion(region, payload);
+  }
+
+  /**
+   * The checked payload of stored chunk `region` of filter `index`, or undefined when none is
+   * stored; read through lmdb's reused buffer (no copy kept, as above): valid until the next read.
+   */
+  protected storedPayload(index: number, region: number, checksum = true): Uint8Array | undefined {
+    const { scope, epoch } = this.currentHeader;
+    const value = this.env.chunksDb.getBinaryFast(chunkKey(scope, epoch, index, region));
+    return value === undefined ? undefined : this.#checkedPayload(index, region, value, checksum);
+  }
+
+  #orStoredValue(index: number, region: number, value: Uint8Array): void {
+    this.storedFilter(index).orRegion(region, this.#checkedPayload(index, region, value));
+  }
+
+  #checkedPayload(index: number, region: number, value: Uint8Array, checksum = true): Uint8Array {
+    const filter = this.filterAt(index);
+    if (filter === undefined || !Number.isInteger(region) || region < 0 || region >= filter.regionCount) {
+      throw new SeenStoreError('STORE_CORRUPT', `${this.chunkWhere(index, region)}: no such filter or chunk in the epoch`);
+    }
+    this.#chunkBytesRead += value.length;
+    return decodeChunk(this.hash, value, this.chunkWhere(index, region), filter.region(region).length, checksum);
+  }
+
+  /** out[i] = 1 when URL i of `words` (hashed by hashKeys) is held by some slice, else 0. */
+  answer(words: Uint32Array, count: number, out: Uint8Array): void {
+    for (let i = 0; i < count; i++) out[i] = this.has(words, i) ? 1 : 0;
   }
 
   protected chunkWhere(index: number, region: number): string {

@@ -12,7 +12,7 @@ import type { Durability } from './journal-cursor.js';
 import { faultPoint } from '../faults.js';
 import { expectOpenEpoch } from './metadata.js';
 
-/** Chunk bytes read by one load after which the store's map is released (StoreEnv.releaseMappedPages). */
+/** Chunk bytes read (loads, and chunks loaded on demand) after which the store's map is released (StoreEnv.releaseMappedPages). */
 export const RELEASE_MAP_AFTER_BYTES = 32 * 2 ** 20;
 
 /** Loads an epoch's working copy: counters for a counting epoch, bits for every other. */
@@ -46,6 +46,8 @@ export class LmdbEpoch implements EpochBits {
   readonly #filters: EpochCopy;
   #lastCheckpointMs = Date.now();
   #checkpointRunning: Promise<unknown> | undefined;
+  /** Bytes of stored chunks read since this epoch last released the map. */
+  #mappedChunkBytes = 0;
 
   constructor(ctx: LmdbEpochContext, filters: EpochCopy) {
     this.#ctx = ctx;
@@ -87,6 +89,7 @@ export class LmdbEpoch implements EpochBits {
       added = filters.addBatchOn(thread, keys, answers, expectOpen, afterDecide);
     }
     await this.#durable(filters.durability());
+    this.#releaseIfLarge();
     this.#maybeCheckpoint();
     return added;
   }
@@ -95,7 +98,8 @@ export class LmdbEpoch implements EpochBits {
     const filters = this.#caughtUp();
     const words = this.#ctx.scratch(2 * keys.length * filters.filterCount);
     filters.hashKeys(keys, words);
-    for (let i = 0; i < keys.length; i++) out[i] = filters.has(words, i) ? 1 : 0;
+    filters.answer(words, keys.length, out);
+    this.#releaseIfLarge();
   }
 
   async count(keys: readonly string[], out: number[]): Promise<void> {
@@ -174,9 +178,15 @@ export class LmdbEpoch implements EpochBits {
     return this.#filters;
   }
 
-  /** A large load left the chunks' file pages mapped in this process (RSS): let them go. */
+  /**
+   * Loads (whole, or chunk by chunk as queries and adds touch them) left the chunks' file pages
+   * mapped in this process (RSS): past RELEASE_MAP_AFTER_BYTES, let them go.
+   */
   #releaseIfLarge(): void {
-    if (this.#filters.takeChunkBytesRead() >= RELEASE_MAP_AFTER_BYTES) this.#ctx.env.releaseMappedPages();
+    this.#mappedChunkBytes += this.#filters.takeChunkBytesRead();
+    if (this.#mappedChunkBytes < RELEASE_MAP_AFTER_BYTES) return;
+    this.#mappedChunkBytes = 0;
+    this.#ctx.env.releaseMappedPages();
   }
 
   #counting(doing: string): CountingCopy {

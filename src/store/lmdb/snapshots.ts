@@ -4,18 +4,15 @@ import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { StoreEnv } from './env.js';
 import { faultPoint } from '../faults.js';
 import { JOURNAL_FILE } from './journal-file.js';
-import { tryLock } from './lock.js';
+import { EXCLUSIVE_LOCK, tryLock } from './lock.js';
 import { OpenGuard } from './open-guard.js';
 import { safePoint } from '../interruption.js';
 import { removeStoreLeftovers } from '../leftovers.js';
+import { SNAPSHOTS_DIR } from './data-file.js';
 import type { RestoreResult, SnapshotInfo } from '../backend.js';
 
 export type { RestoreResult, SnapshotInfo };
 
-/** Snapshots live in the store directory, one folder each: `snapshots/NAME/{data.mdb,snapshot.json}`. */
-export const SNAPSHOTS_DIR = 'snapshots';
-/** Held while a restore or a migration runs; SeenStore.open refuses while it is held. */
-export const EXCLUSIVE_LOCK = 'exclusive';
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 interface SnapshotManifest {
