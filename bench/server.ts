@@ -13,15 +13,14 @@
  * Prints a table, then one JSON line (the last line of stdout) that bench/run.ts collects. Every
  * server is started fresh per run and stopped by its pid.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { BENCH_DIR, type Dataset } from './data.js';
+import { redisBenchmark, startRedis, startSeenstore, type Running } from './servers.js';
 
 const ROOT = resolve(BENCH_DIR, '..');
-const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const runsArg = args.indexOf('--runs');
@@ -55,74 +54,6 @@ function median(values: number[]): number {
 
 function percentile(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolvePort(typeof address === 'object' && address !== null ? address.port : 0));
-    });
-  });
-}
-
-interface Running {
-  readonly port: number;
-  stop(): Promise<void>;
-}
-
-/** Resolves once the port answers PING. */
-async function waitForPing(port: number, child: ChildProcess): Promise<void> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    if (child.exitCode !== null) throw new Error(`server on ${port} exited with ${child.exitCode}`);
-    const ok = spawnSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8' }).stdout.trim() === 'PONG';
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`server on ${port} did not answer PING`);
-}
-
-function stopper(child: ChildProcess, dir: string): () => Promise<void> {
-  return async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
-}
-
-async function startRedis(): Promise<Running> {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-redis-'));
-  const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--daemonize', 'no'], { stdio: 'ignore' });
-  await waitForPing(port, child);
-  return { port, stop: stopper(child, dir) };
-}
-
-async function startSeenstore(): Promise<Running> {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-serve-'));
-  const port = await freePort();
-  const child = spawn(process.execPath, [CLI, '--store', join(dir, 'store'), 'serve', '--port', String(port), '--default-capacity', '4000000'], { stdio: 'ignore' });
-  await waitForPing(port, child);
-  return { port, stop: stopper(child, dir) };
-}
-
-/** (a) redis-benchmark: 64 connections, one command at a time each. */
-function redisBenchmark(port: number, command: string[]): { requestsPerSec: number; p50Ms: number; p99Ms: number } {
-  const result = spawnSync(
-    'redis-benchmark',
-    ['-h', '127.0.0.1', '-p', String(port), '-c', String(SINGLE_CONNECTIONS), '-n', String(SINGLE_REQUESTS), '-r', '1000000000000', '--csv', ...command],
-    { encoding: 'utf8' },
-  );
-  if (result.status !== 0) throw new Error(`redis-benchmark failed: ${result.stderr}`);
-  // "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
-  const line = result.stdout.trim().split('\n').pop()!;
-  const cells = line.split(',').map((cell) => cell.replaceAll('"', ''));
-  return { requestsPerSec: Number(cells[1]), p50Ms: Number(cells[4]), p99Ms: Number(cells[6]) };
 }
 
 function encode(args: readonly string[]): Buffer {
@@ -207,7 +138,7 @@ async function bulk(urls: readonly string[]): Promise<Row[]> {
     }
     rows.push(medianRow(runs));
   };
-  await measure(`seenstore BF.MADD × ${MADD_URLS}`, startSeenstore, madd, maddReply, MADD_URLS);
+  await measure(`seenstore BF.MADD × ${MADD_URLS}`, () => startSeenstore(), madd, maddReply, MADD_URLS);
   await measure(`redis SADD pipelined ${SADD_PIPELINE} deep`, startRedis, sadd, 4 * SADD_PIPELINE, SADD_PIPELINE);
   return rows;
 }
@@ -221,7 +152,7 @@ async function single(): Promise<Row[]> {
   const scenario = `(a) ${SINGLE_CONNECTIONS} connections, one add each at a time`;
   const rows: Row[] = [];
   for (const [contender, start, command] of [
-    ['seenstore BF.ADD', startSeenstore, ['BF.ADD', 'bench', '__rand_int__']],
+    ['seenstore BF.ADD', () => startSeenstore(), ['BF.ADD', 'bench', '__rand_int__']],
     ['redis SADD', startRedis, ['SADD', 'bench', '__rand_int__']],
   ] as const) {
     const runs: Row[] = [];
@@ -229,7 +160,7 @@ async function single(): Promise<Row[]> {
       progress(`${contender} run ${r + 1}/${RUNS}`);
       const server = await start();
       try {
-        const figures = redisBenchmark(server.port, [...command]);
+        const figures = redisBenchmark(server.port, SINGLE_CONNECTIONS, SINGLE_REQUESTS, command);
         runs.push({ scenario, contender, urlsPerSec: figures.requestsPerSec, ...figures });
       } finally {
         await server.stop();

@@ -1,51 +1,16 @@
-import { queueKeyOf } from '../src/url/queue-key.js';
-import type { FrontierEntryV5, MigrationStep } from './steps.js';
-
-interface OldEntry {
-  readonly url: string;
-  readonly epoch: number;
-  readonly atMs?: number;
-  readonly leaseUntilMs: number;
-  readonly attempts: number;
-  readonly owner?: string;
-  readonly data?: unknown;
-}
+import type { MigrationStep } from './steps.js';
 
 /**
- * Format 4 → 5: the frontier goes from one list per scope (`[scope, 0]` state, `[scope, id]`
- * entries, taken oldest first) to queues with politeness (docs/format.md): each entry joins the
- * queue of its URL's host (the default queue key, which format-4 scopes get; a URL without a host joins the queue ''), due when it was
- * queued (or now, for an entry without that time), keeping its id, lease, attempts, owner and
- * payload; the scope keeps its next id and finished count. Stores without a frontier change nothing.
+ * Format 4 → 5: durable adds are journaled in `journal.log` beside the LMDB data file instead of
+ * as records in LMDB's `journal` database (which adds that enqueue still use, and which format-5
+ * stores keep replaying, so a format-4 store's journal tail is read as it is). No record changes;
+ * the bump makes a format-4 binary refuse the store instead of answering without the file's adds.
  */
 export const formatFourToFive: MigrationStep = {
   from: 4,
   to: 5,
-  summary: 'the frontier keeps per-host queues with politeness and revisits: queued URLs join the queue of their host',
-  apply(txn) {
-    const nowMs = Date.now();
-    const scopes = new Map<string, { nextId: number; done: number; entries: FrontierEntryV5[] }>();
-    const old = [...txn.frontierRecords()];
-    for (const { key, value } of old) {
-      const [scope, id] = key as [string, number];
-      const frontier = scopes.get(scope) ?? { nextId: 1, done: 0, entries: [] };
-      scopes.set(scope, frontier);
-      if (id === 0) {
-        const state = value as { nextId: number; done: number };
-        frontier.nextId = state.nextId;
-        frontier.done = state.done;
-        continue;
-      }
-      const entry = value as OldEntry;
-      frontier.entries.push({
-        id, url: entry.url, queue: queueKeyOf(entry.url, 'host') ?? '', epoch: entry.epoch, dueMs: entry.atMs ?? nowMs,
-        leaseUntilMs: entry.leaseUntilMs, attempts: entry.attempts,
-        ...(entry.owner === undefined ? {} : { owner: entry.owner }),
-        ...(entry.data === undefined ? {} : { data: entry.data }),
-      });
-    }
-    for (const { key } of old) txn.removeFrontier(key);
-    for (const [scope, { nextId, done, entries }] of scopes) txn.putFrontier(scope, { nextId, done }, entries);
-    return old.length;
+  summary: 'adds are journaled in the file journal.log beside data.mdb (LMDB journal records are still replayed)',
+  apply() {
+    return 0;
   },
 };

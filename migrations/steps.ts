@@ -12,14 +12,14 @@ export interface MigrationTxn {
   frontierRecords(): Iterable<{ readonly key: unknown; readonly value: unknown }>;
   removeFrontier(key: unknown): void;
   /**
-   * Writes a scope's frontier in the layout of format 5 (src/store/lmdb/frontier-txn.ts): its
+   * Writes a scope's frontier in the layout of format 6 (src/store/lmdb/frontier-txn.ts): its
    * counters, and each entry under its own id with its queue, due time and lease.
    */
-  putFrontier(scope: string, counters: { readonly nextId: number; readonly done: number }, entries: readonly FrontierEntryV5[]): void;
+  putFrontier(scope: string, counters: { readonly nextId: number; readonly done: number }, entries: readonly FrontierEntryV6[]): void;
 }
 
-/** A queued URL as format 5 keeps it. */
-export interface FrontierEntryV5 {
+/** A queued URL as format 6 keeps it. */
+export interface FrontierEntryV6 {
   readonly id: number;
   readonly url: string;
   readonly queue: string;

@@ -5,6 +5,7 @@ export {
   type ScopeStats,
   type EpochStats,
   type EpochDetails,
+  type EpochSettings,
   type AddSummary,
   type AddOptions,
   type EnqueueOptions,

@@ -119,7 +119,7 @@ async function keysAsRecorded(store: SeenStore, expected: Expected): Promise<voi
  * tests open copies, never the originals. Older formats must be refused until migrated, then
  * answer exactly as recorded.
  */
-for (const format of ['format-1', 'format-2', 'format-3', 'format-4']) {
+for (const format of ['format-1', 'format-2', 'format-3', 'format-4', 'format-5']) {
   describe(`frozen fixture ${format}`, () => {
     const expected = JSON.parse(readFileSync(join(FIXTURES, format, 'expected.json'), 'utf8')) as Expected;
 

@@ -18,7 +18,7 @@ interface Expected {
 const FIXTURE = join(ROOT, 'test', 'fixtures', 'format-4-frontier');
 
 /**
- * Migration 4 -> 5 on the frozen store of format 4 with a frontier (the old layout: one list per
+ * Migrations 4 -> 5 -> 6 on the frozen store of format 4 with a frontier (the old layout: one list per
  * scope): every queued URL joins its host's queue with its attempts and payload, the finished
  * count stays, the old leases (long run out) come back, and the ids go on from where they were.
  */

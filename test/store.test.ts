@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { open } from 'lmdb';
@@ -212,10 +212,11 @@ describe('store API', () => {
     await reopened.close();
   });
 
-  test('a damaged chunk is detected on load, never answered from', async () => {
+  test('a damaged chunk is detected when it is loaded, never answered from', async () => {
     const dir = tempDir();
     const store = await SeenStore.open(dir);
-    await store.scope().add(sharedUrls('crawl-sitelist-15k.txt'));
+    const urls = sharedUrls('crawl-sitelist-15k.txt');
+    await store.scope().add(urls);
     await store.close();
     await editStore(dir, ({ chunks }) => {
       const key = [...chunks.getKeys({ start: ['default', 1, 0, 0] })][3];
@@ -223,9 +224,13 @@ describe('store API', () => {
       value[1000] = value[1000]! ^ 0x10;
       chunks.putSync(key, value);
     });
-    const reopened = await SeenStore.open(dir);
-    await expectCode('STORE_CORRUPT', () => reopened.scope().has(['https://a.example/']));
-    await reopened.close().catch(() => undefined);
+    // Chunks come in when a query touches them (15k URLs touch every chunk of the 1.2 MB filter),
+    // or all at once for what reads the whole filter (stats).
+    for (const read of [(s: SeenStore) => s.scope().has(urls), (s: SeenStore) => s.scope().stats()]) {
+      const reopened = await SeenStore.open(dir);
+      await expectCode('STORE_CORRUPT', () => read(reopened));
+      await reopened.close().catch(() => undefined);
+    }
   });
 
   test('a damaged journal record is detected on replay', async () => {
@@ -236,12 +241,9 @@ describe('store API', () => {
       await store.scope().add(['https://j.example/1', 'https://j.example/2']);
       process.kill(process.pid, 'SIGKILL');`;
     spawnSync(process.execPath, ['--input-type=module', '-e', script, dir]);
-    await editStore(dir, ({ journal }) => {
-      const key = [...journal.getKeys({})][0];
-      const value = Buffer.from(journal.getBinary(key));
-      value[value.length - 1] = value[value.length - 1]! ^ 0x01;
-      journal.putSync(key, value);
-    });
+    const journal = readFileSync(join(dir, 'journal.log'));
+    journal[journal.length - 1] = journal[journal.length - 1]! ^ 0x01;
+    writeFileSync(join(dir, 'journal.log'), journal);
     const reopened = await SeenStore.open(dir);
     await expectCode('STORE_CORRUPT', () => reopened.scope().has(['https://j.example/1']));
     await reopened.close().catch(() => undefined);

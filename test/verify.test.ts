@@ -55,7 +55,8 @@ describe('verify', () => {
     assert.equal(out.code, 6);
     assert.match(out.stdout, new RegExp(`DAMAGE chunk ${key[0]}/${key[1]}/filter ${key[2]}/#${key[3]}: .*checksum mismatch`));
     assert.match(out.stdout, /DAMAGED: .* 1 damaged/);
-    const has = await runCli(['has', '--store', dir, '--scope', 'v', '--epochs', String(key[1])], 'https://x.example/\n');
+    // A chunk is checked when a query first touches it: these URLs touch every chunk of the epoch.
+    const has = await runCli(['has', '--store', dir, '--scope', 'v', '--epochs', String(key[1])], `${sharedUrls('crawl-sitelist-15k.txt').join('\n')}\n`);
     assert.equal(has.code, 6);
   });
 
@@ -69,10 +70,12 @@ describe('verify', () => {
       process.kill(process.pid, 'SIGKILL');`;
     const { spawnSync } = await import('node:child_process');
     spawnSync(process.execPath, ['--input-type=module', '-e', script, dir]);
-    await flip(dir, 'journal', (keys) => keys[1], (n) => n - 1);
+    const journal = readFileSync(join(dir, 'journal.log'));
+    journal[journal.length - 1] = journal[journal.length - 1]! ^ 0x01;
+    writeFileSync(join(dir, 'journal.log'), journal);
     const report = JSON.parse((await runCli(['verify', '--store', dir, '--json'])).stdout);
     assert.equal(report.ok, false);
-    assert.deepEqual(report.damage.map((d: { where: string }) => d.where), ['journal record default/1/2']);
+    assert.deepEqual(report.damage.map((d: { where: string }) => d.where), [`journal file ${join(dir, 'journal.log')}`]);
   });
 
   test('a truncated or overwritten data file is reported, not answered from', async () => {

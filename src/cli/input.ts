@@ -1,4 +1,4 @@
-import { createReadStream, statSync } from 'node:fs';
+import { createReadStream, fstatSync, statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { SeenStoreError } from '../errors.js';
 import type { Utf8Keys } from '../hash/xxhash.js';
@@ -46,15 +46,32 @@ export interface InputCounts {
 /** Invalid lines reported one by one before only the count is kept. */
 const INVALID_LINES_REPORTED = 10;
 
-/** Opens FILE, or stdin when FILE is absent or `-`. */
+/** Bytes per read of an input file: 64 KiB reads (process.stdin's) cost ~20 % more CPU on filter-new. */
+const INPUT_READ_BYTES = 256 * 1024;
+
+/**
+ * Opens FILE, or stdin when FILE is absent or `-`. Stdin redirected from a regular file is read
+ * like FILE, in large reads; a pipe or terminal stays process.stdin, which a stop closes at once
+ * (a read of a pipe pending in the thread pool would hold the process until its writer wrote).
+ */
 export function openInput(file: string | undefined): Readable {
-  if (file === undefined || file === '-') return process.stdin;
+  if (file === undefined || file === '-') {
+    return stdinIsFile() ? createReadStream('', { fd: 0, autoClose: false, highWaterMark: INPUT_READ_BYTES }) : process.stdin;
+  }
   // Read as a stream, a directory fails later with a bare EISDIR.
   if (statSync(file, { throwIfNoEntry: false })?.isDirectory() === true) {
     throw new SeenStoreError('USAGE', `${file} is a directory; give a file of URLs, one per line (or - for stdin)`);
   }
-  const stream = createReadStream(file, { highWaterMark: 256 * 1024 });
-  return stream;
+  return createReadStream(file, { highWaterMark: INPUT_READ_BYTES });
+}
+
+function stdinIsFile(): boolean {
+  try {
+    return fstatSync(0).isFile();
+  } catch {
+    // A closed stdin: process.stdin reports it as it always did.
+    return false;
+  }
 }
 
 /** Where lines collect into a batch until it is taken. */

@@ -30,7 +30,7 @@ export interface EpochWatch {
 export async function noteIgnoredPlan(scope: Scope, requested: RequestedPlan, warn: (message: string) => void): Promise<EpochWatch> {
   const open = await scope.openEpoch();
   if (open === null) return { epoch: null, slices: 0 };
-  const epoch = await scope.epoch(open);
+  const epoch = await scope.settings(open);
   const ignored: string[] = [];
   if (requested.capacityUrls !== undefined && requested.capacityUrls !== epoch.capacityUrls) {
     ignored.push(`--capacity ${requested.capacityUrls} (epoch ${open} has ${epoch.capacityUrls})`);
@@ -38,7 +38,7 @@ export async function noteIgnoredPlan(scope: Scope, requested: RequestedPlan, wa
   if (requested.fprTarget !== undefined && requested.fprTarget !== epoch.fprTarget) ignored.push(`--fpr ${requested.fprTarget} (it has ${epoch.fprTarget})`);
   if (requested.strategy !== undefined && requested.strategy !== epoch.strategy) ignored.push(`--strategy ${requested.strategy} (it has ${epoch.strategy})`);
   if (requested.layout !== undefined && requested.layout !== epoch.strategy) ignored.push(`--layout ${requested.layout} (it has ${epoch.strategy})`);
-  const seeds = epoch.sliceDetails[0]?.seeds.join(',');
+  const seeds = epoch.seeds[0]?.join(',');
   if (requested.seeds !== undefined && requested.seeds.join(',') !== seeds) ignored.push(`--seeds (it has ${seeds})`);
   if (requested.keys !== undefined && requested.keys !== keyModeOf(epoch.normalize as NormalizeMode)) ignored.push(`--keys ${requested.keys} (it has ${keyModeOf(epoch.normalize as NormalizeMode)})`);
   if (ignored.length > 0) {
@@ -57,9 +57,10 @@ export async function noteIgnoredPlan(scope: Scope, requested: RequestedPlan, wa
 export async function noteGrowth(scope: Scope, before: EpochWatch, warn: (message: string) => void): Promise<void> {
   const n = before.epoch ?? (await scope.openEpoch());
   if (n === null) return;
-  const epoch = await scope.epoch(n);
   const slicesBefore = before.epoch === null ? 1 : before.slices;
-  if (epoch.slices <= slicesBefore) return;
+  if ((await scope.settings(n)).slices <= slicesBefore) return;
+  // Grown: the estimate of distinct URLs reads the fill of every slice (rare: once per growth).
+  const epoch = await scope.epoch(n);
   warn(
     `warning: epoch ${n} of scope ${scope.name} grew past its capacity of ${formatCount(epoch.capacityUrls)} URLs ` +
       `(~${formatCount(epoch.estimatedDistinct)} distinct now): ${epoch.slices} slices (was ${slicesBefore}); its FPR target ${epoch.fprTarget} still holds, ` +

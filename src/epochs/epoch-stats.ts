@@ -40,6 +40,36 @@ export interface EpochDetails extends EpochStats {
   readonly sliceDetails: readonly (SliceSummary & { readonly layout: string; readonly seeds: readonly string[]; readonly keying?: Keying })[];
 }
 
+/**
+ * What an epoch was created with, from its header alone: reading it costs a few records on any
+ * store, where EpochDetails' fill figures read every bit of the epoch.
+ */
+export interface EpochSettings {
+  readonly epoch: number;
+  readonly state: 'open' | 'sealed';
+  readonly capacityUrls: number;
+  readonly fprTarget: number;
+  /** `classic`, `blocked` or `spatial:S` (ScopeOptions.strategy). */
+  readonly strategy: string;
+  readonly normalize: string;
+  readonly slices: number;
+  /** Each slice's seeds, 16 hex digits per filter. */
+  readonly seeds: readonly (readonly string[])[];
+}
+
+export function epochSettings(header: EpochHeader): EpochSettings {
+  return {
+    epoch: header.epoch,
+    state: header.state,
+    capacityUrls: header.capacityUrls,
+    fprTarget: header.fprTarget,
+    strategy: strategyName(strategyOf(header.slices[0]!, header.growth)),
+    normalize: header.normalize,
+    slices: header.slices.length,
+    seeds: header.slices.map((slice) => slice.seeds),
+  };
+}
+
 export interface ScopeStats {
   readonly scope: string;
   readonly openEpoch: number | null;

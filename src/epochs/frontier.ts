@@ -1,6 +1,6 @@
 import { SeenStoreError } from '../errors.js';
 import type { XxHash } from '../hash/xxhash.js';
-import { SetSummaryBuilder, encodeSetSummary, type EncodedSummary, type SummarizeOptions } from '../setdiff/set-difference.js';
+import type { EncodedSummary, SummarizeOptions } from '../setdiff/set-difference.js';
 import type { Backend, Frontier, FrontierSettings, FrontierStats, LeasedUrl, QueueItems, QueueStats, UrlStatus } from '../store/backend.js';
 import { toKey } from '../url/normalize.js';
 import { MAX_QUEUE_KEY_LENGTH, QUEUE_KEY_MODES, queueKeyOf, type QueueKeyMode } from '../url/queue-key.js';
@@ -243,6 +243,8 @@ export class ScopeFrontier {
     this.#ctx.assertOpen();
     const frontier = await this.#frontier();
     const hash = this.#ctx.hash;
+    // Loaded here: src/setdiff/ and its file codecs are not needed by any other step of a scope.
+    const { SetSummaryBuilder, encodeSetSummary } = await import('../setdiff/set-difference.js');
     const builder = new SetSummaryBuilder(hash, options);
     const mode = options.normalize ?? 'none';
     await frontier.forEachUrl((urls) => builder.add(urls.filter((url) => toKey(url, mode) !== undefined)));

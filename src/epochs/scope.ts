@@ -6,16 +6,16 @@ import { PartlyDecided, type Backend, type CheckpointOutcome, type EpochBits, ty
 import type { NormalizeMode } from '../url/normalize.js';
 import { checkPlan, firstEpochPlan, newEpochHeader, type EpochPlan } from './create.js';
 import { resolveEpochs, type EpochSpec } from './epoch-spec.js';
-import { epochDetails, epochStats, type EpochDetails, type EpochStats, type ScopeStats } from './epoch-stats.js';
-import { prune, type Dropped, type PruneOptions } from './retention.js';
+import { epochDetails, epochSettings, epochStats, type EpochDetails, type EpochSettings, type EpochStats, type ScopeStats } from './epoch-stats.js';
+import type { Dropped, PruneOptions } from './retention.js';
 import { planNextEpoch, type RotateOptions } from './rotation.js';
-import { exportEpoch, mergeIntoEpoch, type ExportResult, type MergeResult } from './transfer.js';
+import type { ExportResult, MergeResult } from './transfer.js';
 import { anyUrlKeys, urlKeys, usableKeys } from '../url/url-keys.js';
 import { ScopeFrontier } from './frontier.js';
 import { pickQueue, queuePart } from '../store/queue-items.js';
 import { diffCategories, type AddOptions, type AddSummary, type EnqueueOptions, type Classification, type DiffCategory, type DiffResult, type QueryOptions, type RotateResult, type ScopeOptions } from './scope-types.js';
 
-export type { EpochDetails, EpochStats, ScopeStats };
+export type { EpochDetails, EpochSettings, EpochStats, ScopeStats };
 export type { AddOptions, AddSummary, EnqueueOptions, Classification, DiffCategory, DiffResult, QueryOptions, RotateResult, ScopeOptions };
 
 /** URLs per call of the backend: a larger call is split, each part an atomic step of its own. */
@@ -295,7 +295,7 @@ export class Scope {
     if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
     const numbers = await this.#resolve(epoch, open);
     if (numbers.length !== 1) throw new SeenStoreError('USAGE', 'export takes one epoch');
-    return exportEpoch(this.#ctx.hash, await this.#ctx.backend.epoch(this.name, numbers[0]!), path, options.signal);
+    return (await import('./transfer.js')).exportEpoch(this.#ctx.hash, await this.#ctx.backend.epoch(this.name, numbers[0]!), path, options.signal);
   }
 
   /**
@@ -316,14 +316,14 @@ export class Scope {
         `epoch ${this.name}/${epoch} is sealed and never changes; merge into the open epoch ${open.header.epoch}, or merge the files with --out and import the result`,
       );
     }
-    return mergeIntoEpoch(this.#ctx.hash, open, paths, options.signal);
+    return (await import('./transfer.js')).mergeIntoEpoch(this.#ctx.hash, open, paths, options.signal);
   }
 
   /** Drops old sealed epochs (see PruneOptions); returns what was dropped. */
   async prune(options: PruneOptions): Promise<Dropped[]> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('prune');
-    return prune(this.#ctx.backend, this.name, options, this.#ctx.clock);
+    return (await import('./retention.js')).prune(this.#ctx.backend, this.name, options, this.#ctx.clock);
   }
 
   async stats(): Promise<ScopeStats> {
@@ -346,6 +346,13 @@ export class Scope {
     this.#ctx.assertOpen();
     if ((await this.#open(false)) === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
     return this.#details(n);
+  }
+
+  /** What epoch `n` was created with (capacity, FPR, strategy, seeds, slices): its header only, no bits read. */
+  async settings(n: number): Promise<EpochSettings> {
+    this.#ctx.assertOpen();
+    if ((await this.#open(false)) === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    return epochSettings(await this.#ctx.backend.epochHeader(this.name, n));
   }
 
   /** Folds the backend's write log into the open epoch's durable form now, where it keeps one (Capabilities.checkpoints; normally automatic). */

@@ -6,7 +6,7 @@ import type { OfflineOperations } from '../store/driver.js';
 import { driverFor, openBackend, redactLocation } from '../store/open.js';
 import { checkScopeName } from './create.js';
 import { Scope, type ScopeOptions, type ScopeStats } from './scope.js';
-import { importEpoch, mergeFiles, type ImportOptions, type ImportResult, type MergeFilesResult } from './transfer.js';
+import type { ImportOptions, ImportResult, MergeFilesResult } from './transfer.js';
 
 export interface SeenStoreOptions {
   /** Create the directory and an empty store when missing (default true; false gives NOT_FOUND). */
@@ -182,7 +182,7 @@ export class SeenStore {
   async import(path: string, options: ImportOptions = {}): Promise<ImportResult> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('import');
-    return importEpoch(this.#backend, this.#ctx.hash, path, options);
+    return (await import('./transfer.js')).importEpoch(this.#backend, this.#ctx.hash, path, options);
   }
 
   /**
@@ -292,7 +292,7 @@ export class SeenStore {
  * export file again: to combine parallel crawlers' exports without a store.
  */
 export async function mergeExportFiles(paths: readonly string[], out: string, options: { readonly signal?: AbortSignal } = {}): Promise<MergeFilesResult> {
-  return mergeFiles(await XxHash.load(), paths, out, options.signal);
+  return (await import('./transfer.js')).mergeFiles(await XxHash.load(), paths, out, options.signal);
 }
 
 /** The operations on a closed store, of a driver that has them (`capabilities.offline`); UNSUPPORTED elsewhere. */

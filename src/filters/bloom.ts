@@ -61,6 +61,8 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
   #onesBits = 0;
   /** Positions computed ahead by prepare(), reused. */
   #positions = new Int32Array(0);
+  /** Positions markRegions() computes, reused. */
+  #spread = new Float64Array(0);
   /** Where warm() leaves what it read, so the compiler cannot drop the reads. */
   #warmth = 0;
   /** Aligned copy of a stored region being ORed in. */
@@ -174,6 +176,57 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
         grow += growth;
         step = nextPosition(step, grow, m);
       }
+    }
+  }
+
+  /**
+   * The k bit positions has() tests for hashes first..last - 1 (laid out as for prepare()), hash
+   * i's at out[(i - first) * k]: to read the bits elsewhere (a stored chunk) or find their regions.
+   */
+  positionsOf(words: Uint32Array, at: number, stride: number, first: number, last: number, out: Float64Array): void {
+    const k = this.geometry.k;
+    const growth = this.#growth;
+    let n = 0;
+    if (this.geometry.layout === 'blocked') {
+      for (let i = first; i < last; i++) {
+        const hi = words[at + i * stride + 1]!;
+        const base = modFast(words[at + i * stride]!, this.#blocks) * BLOCK_BITS;
+        const e = ((hi >>> 18) & (BLOCK_BITS - 1)) * growth;
+        let q = hi & (BLOCK_BITS - 1);
+        let step = ((hi >>> 9) & (BLOCK_BITS - 1)) | (1 - growth);
+        for (let j = 0; j < k; j++) {
+          out[n++] = base + q;
+          q = (q + step) & (BLOCK_BITS - 1);
+          step = (step + e + growth * (j + 1)) & (BLOCK_BITS - 1);
+        }
+      }
+      return;
+    }
+    const m = this.geometry.mBits;
+    for (let i = first; i < last; i++) {
+      const hi = words[at + i * stride + 1]!;
+      let step = kmStep(m, hi);
+      let p = this.#modulus.reduce(hi, words[at + i * stride]!);
+      for (let j = 0; j < k; j++) {
+        out[n++] = p;
+        p += step;
+        if (p >= m) p -= m;
+        step += growth * (j + 1);
+        if (step >= m) step -= m;
+      }
+    }
+  }
+
+  /** Sets touched[r] to 1 for each region r a position of hashes first..last - 1 falls in. */
+  markRegions(words: Uint32Array, at: number, stride: number, first: number, last: number, touched: Uint8Array): void {
+    const k = this.geometry.k;
+    const run = this.preparedRun;
+    if (this.#spread.length < run * k) this.#spread = new Float64Array(run * k);
+    const regionBits = 8 * this.regionBytes;
+    for (let from = first; from < last; from += run) {
+      const to = Math.min(last, from + run);
+      this.positionsOf(words, at, stride, from, to, this.#spread);
+      for (let q = 0; q < (to - from) * k; q++) touched[Math.floor(this.#spread[q]! / regionBits)] = 1;
     }
   }
 

@@ -9,6 +9,10 @@
 export interface SharedFilterMemory {
   readonly bytes: SharedArrayBuffer;
   readonly dirty: SharedArrayBuffer;
+  /** Where in `bytes` the filter's bytes start (default 0): a filter placed in the kernel's memory. */
+  readonly bytesAt?: number;
+  /** Where in `dirty` its dirty flags start (default 0). */
+  readonly dirtyAt?: number;
 }
 
 export abstract class RegionedBytes {
@@ -32,8 +36,8 @@ export abstract class RegionedBytes {
       this.dirty = new Uint8Array(regions);
     } else {
       const shared = memory === true ? { bytes: new SharedArrayBuffer(byteLength), dirty: new SharedArrayBuffer(regions) } : memory;
-      this.bytes = new Uint8Array(shared.bytes, 0, byteLength);
-      this.dirty = new Uint8Array(shared.dirty, 0, regions);
+      this.bytes = new Uint8Array(shared.bytes, shared.bytesAt ?? 0, byteLength);
+      this.dirty = new Uint8Array(shared.dirty, shared.dirtyAt ?? 0, regions);
     }
     this.regionPerByte = regionReciprocal(this.regionBytes);
   }
@@ -42,7 +46,7 @@ export abstract class RegionedBytes {
   get sharedMemory(): SharedFilterMemory | undefined {
     const { bytes, dirty } = this;
     if (!(bytes.buffer instanceof SharedArrayBuffer) || !(dirty.buffer instanceof SharedArrayBuffer)) return undefined;
-    return { bytes: bytes.buffer, dirty: dirty.buffer };
+    return { bytes: bytes.buffer, dirty: dirty.buffer, bytesAt: bytes.byteOffset, dirtyAt: dirty.byteOffset };
   }
 
   get regionCount(): number {

@@ -4,8 +4,12 @@ declare namespace WebAssembly {
     readonly buffer: ArrayBuffer;
     grow(deltaPages: number): number;
   }
+  var Memory: { new (descriptor: { initial: number; maximum?: number; shared?: boolean }): Memory };
+  interface Module {}
+  var Module: { new (bytes: Uint8Array): Module };
   interface Instance {
     readonly exports: Record<string, unknown>;
   }
+  var Instance: { new (module: Module, imports?: Record<string, Record<string, unknown>>): Instance };
   function instantiate(bytes: Uint8Array, imports?: Record<string, Record<string, unknown>>): Promise<{ instance: Instance }>;
 }

@@ -1,24 +1,12 @@
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import xxhash from 'xxhash-wasm';
 import type { XXHashAPI } from 'xxhash-wasm';
 import { SeenStoreError } from '../errors.js';
-import { BATCH_SHIM_WASM } from './batch-shim.js';
+import { Kernel } from './kernel.js';
 
 /** Keys encoded per call into wasm memory; larger batches are hashed in several rounds. */
 const ROUND_BYTES_MAX = 4 * 2 ** 20;
-const WASM_PAGE_BYTES = 65_536;
-
-interface XxhashExports {
-  readonly mem: WebAssembly.Memory;
-  readonly xxh64: (ptr: number, length: number, seed: bigint) => bigint;
-}
-
-interface ShimExports {
-  readonly hashBatch: (offsets: number, count: number, seed: bigint, out: number) => void;
-  readonly hashRanges: (ranges: number, count: number, seed: bigint, out: number) => void;
-}
+/** Keys per round: the scratch holds their ranges and hashes beside their bytes. */
+const ROUND_KEYS_MAX = 65_536;
 
 /**
  * Keys that are already UTF-8, where they lie: key i is bytes[ranges[2i]] up to (not including)
@@ -68,39 +56,25 @@ export function keyStrings(keys: Keys): readonly string[] {
 }
 
 /**
- * xxHash through xxhash-wasm. URL hashes are xxh64(UTF-8 bytes of the key, seed). For batches, the
- * keys are UTF-8-encoded once into the wasm memory and every seed's hashes are computed by one call
- * of a small shim (batch-shim.wat) into xxhash-wasm's own xxh64 export: no BigInt and no
- * allocation per key. Record checksums are xxh32 with seed 0.
+ * xxHash. URL hashes are xxh64(UTF-8 bytes of the key, seed). For batches, the keys' bytes are put
+ * into the memory of a kernel (kernel.wat) once and one call hashes every key under every seed,
+ * each key's seeds while its bytes are in the cache: no BigInt and no allocation per key. Single
+ * hashes, hex digests, streaming hashes and record checksums (xxh32, seed 0) come from
+ * xxhash-wasm, whose xxh64 the kernel's equals (test/kernel.test.ts).
  */
 export class XxHash {
   readonly #api: XXHashAPI;
-  readonly #memory: WebAssembly.Memory;
-  readonly #hashBatch: ShimExports['hashBatch'];
-  readonly #hashRangesShim: ShimExports['hashRanges'];
-  #bytes: Buffer;
+  readonly #kernel = new Kernel(false, ROUND_BYTES_MAX);
   #offsets = new Uint32Array(1024);
-  #encodedCount = 0;
-  #encodedBytes = 0;
   readonly #scratch64 = new BigUint64Array(1);
   readonly #scratch32 = new Uint32Array(this.#scratch64.buffer);
 
-  private constructor(api: XXHashAPI, core: XxhashExports, shim: ShimExports) {
+  private constructor(api: XXHashAPI) {
     this.#api = api;
-    this.#memory = core.mem;
-    this.#hashBatch = shim.hashBatch;
-    this.#hashRangesShim = shim.hashRanges;
-    this.#bytes = Buffer.from(core.mem.buffer);
   }
 
   static async load(): Promise<XxHash> {
-    // The same wasm binary that xxhash-wasm embeds, shipped in its package as a file.
-    const entry = createRequire(import.meta.url).resolve('xxhash-wasm');
-    const wasmPath = join(dirname(entry), '..', 'workerd', 'xxhash.wasm');
-    const core = (await WebAssembly.instantiate(readFileSync(wasmPath))).instance.exports as unknown as XxhashExports;
-    const shim = (await WebAssembly.instantiate(BATCH_SHIM_WASM, { xxhash: { mem: core.mem, xxh64: core.xxh64 } })).instance
-      .exports as unknown as ShimExports;
-    return new XxHash(await xxhash(), core, shim);
+    return new XxHash(await xxhash());
   }
 
   /**
@@ -121,24 +95,23 @@ export class XxHash {
    */
   hashKeys(keys: Keys, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): void {
     if (isUtf8Keys(keys)) {
-      this.#hashRanges(keys, 0, keys.count, seeds, out, stride, at);
+      this.#hashRanges(keys, seeds, out, stride, at);
       return;
     }
     for (let start = 0; start < keys.length; ) {
-      const count = this.#encode(keys, start);
-      for (let s = 0; s < seeds.length; s++) this.#hashEncoded(seeds[s]!, count, out, start * stride + at + 2 * s, stride);
+      const count = this.#hashStrings(keys, start, seeds, out, stride, at);
       start += count;
     }
   }
 
   /**
-   * UTF-8-encodes keys from `start` into wasm memory, as many as fit in one round; returns how many.
-   * The round's keys are joined and written by one native call (one string per round, none per
-   * key); key boundaries come from the UTF-16 lengths when the round is ASCII, else from a walk over
-   * the written bytes.
+   * UTF-8-encodes keys from `start` into the kernel's memory, as many as fit in one round, and
+   * hashes them; returns how many. The round's keys are joined and written by one native call (one
+   * string per round, none per key); key boundaries come from the UTF-16 lengths when the round is
+   * ASCII, else from a walk over the written bytes.
    */
-  #encode(keys: readonly string[], start: number): number {
-    if (this.#offsets.length < Math.min(keys.length - start, 65_536) + 1) this.#offsets = new Uint32Array(Math.min(keys.length - start, 65_536) + 1);
+  #hashStrings(keys: readonly string[], start: number, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): number {
+    if (this.#offsets.length < Math.min(keys.length - start, ROUND_KEYS_MAX) + 1) this.#offsets = new Uint32Array(Math.min(keys.length - start, ROUND_KEYS_MAX) + 1);
     const offsets = this.#offsets;
     let count = 0;
     let chars = 0;
@@ -146,64 +119,65 @@ export class XxHash {
       chars += keys[start + count]!.length;
       count++;
     }
-    this.#ensure(3 * chars);
-    const position = encodeKeys(keys, start, count, this.#bytes, offsets);
-    this.#encodedCount = count;
-    this.#encodedBytes = position;
+    const round = this.#round(count, seeds, 3 * chars);
+    const end = encodeKeys(keys, start, count, Buffer.from(this.#kernel.buffer, round.keysAt, 3 * chars), offsets);
+    const ranges = round.ranges;
+    for (let i = 0; i < count; i++) {
+      ranges[2 * i] = round.keysAt + offsets[i]!;
+      ranges[2 * i + 1] = round.keysAt + (i + 1 < count ? offsets[i + 1]! : end);
+    }
+    this.#hashRound(round, count, seeds.length, out, start * stride, stride, at);
     return count;
   }
 
   /**
-   * Hashes keys `from`..`to` of `keys` with every seed: key i's hash with seeds[s] goes to
-   * out[(i - from) * stride + at + 2 * s] and the next word. Each round copies the bytes spanning
-   * its keys into wasm memory at once (separators and all) and hashes them where they lie.
+   * Hashes UTF-8 keys with every seed: key i's hash with seeds[s] goes to out[i * stride + at + 2s]
+   * and the next word. Each round copies the bytes spanning its keys into the kernel's memory at
+   * once (separators and all) and hashes them where they lie.
    */
-  #hashRanges(keys: Utf8Keys, from: number, to: number, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): void {
-    const { bytes, ranges } = keys;
-    for (let start = from; start < to; ) {
+  #hashRanges(keys: Utf8Keys, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): void {
+    const { bytes, ranges, count: total } = keys;
+    for (let start = 0; start < total; ) {
       const base = ranges[2 * start]!;
       let end = start + 1;
-      while (end < to && end - start < 65_536 && ranges[2 * end + 1]! - base <= ROUND_BYTES_MAX) end++;
+      while (end < total && end - start < ROUND_KEYS_MAX && ranges[2 * end + 1]! - base <= ROUND_BYTES_MAX) end++;
       const span = ranges[2 * end - 1]! - base;
       const count = end - start;
-      const rangesAt = (span + 7) & ~7;
-      const hashesAt = rangesAt + 8 * count;
-      this.#ensure(hashesAt + 8 * count);
-      this.#bytes.set(bytes.subarray(base, base + span), 0);
-      const local = new Uint32Array(this.#memory.buffer, rangesAt, 2 * count);
-      for (let i = 0; i < 2 * count; i++) local[i] = ranges[2 * start + i]! - base;
-      const hashes = new Uint32Array(this.#memory.buffer, hashesAt, 2 * count);
-      for (let s = 0; s < seeds.length; s++) {
-        this.#hashRangesShim(rangesAt, count, seeds[s]!, hashesAt);
-        const first = (start - from) * stride + at + 2 * s;
-        for (let i = 0; i < count; i++) {
-          out[first + i * stride] = hashes[2 * i]!;
-          out[first + i * stride + 1] = hashes[2 * i + 1]!;
-        }
-      }
+      const round = this.#round(count, seeds, span);
+      this.#kernel.bytes.set(bytes.subarray(base, base + span), round.keysAt);
+      const local = round.ranges;
+      const shift = round.keysAt - base;
+      for (let i = 0; i < 2 * count; i++) local[i] = ranges[2 * start + i]! + shift;
+      this.#hashRound(round, count, seeds.length, out, start * stride, stride, at);
       start = end;
     }
   }
 
-  #hashEncoded(seed: bigint, count: number, out: Uint32Array, at: number, stride: number): void {
-    const offsetsAt = (this.#encodedBytes + 7) & ~7;
-    const hashesAt = offsetsAt + 8 * (((count + 1) * 4 + 7) >>> 3);
-    this.#ensure(hashesAt + 8 * count);
-    new Uint32Array(this.#memory.buffer, offsetsAt, count + 1).set(this.#offsets.subarray(0, count + 1));
-    this.#hashBatch(offsetsAt, this.#encodedCount, seed, hashesAt);
-    const hashes = new Uint32Array(this.#memory.buffer, hashesAt, 2 * count);
-    for (let i = 0; i < count; i++) {
-      out[at + i * stride] = hashes[2 * i]!;
-      out[at + i * stride + 1] = hashes[2 * i + 1]!;
-    }
+  /** Scratch for one round of `count` keys of `keyBytes` bytes: seeds written, views of the ranges and hashes. */
+  #round(count: number, seeds: readonly bigint[], keyBytes: number): { keysAt: number; rangesAt: number; ranges: Uint32Array; seedsAt: number; hashesAt: number } {
+    const seedsAt = this.#kernel.scratch(8 * seeds.length + 8 * count + keyBytes + 8 + 8 * seeds.length * count + 64);
+    const rangesAt = seedsAt + 8 * seeds.length;
+    const keysAt = rangesAt + 8 * count;
+    const hashesAt = (keysAt + keyBytes + 7) & ~7;
+    const buffer = this.#kernel.buffer;
+    const seedWords = new BigUint64Array(buffer, seedsAt, seeds.length);
+    for (let s = 0; s < seeds.length; s++) seedWords[s] = seeds[s]!;
+    return { keysAt, rangesAt, ranges: new Uint32Array(buffer, rangesAt, 2 * count), seedsAt, hashesAt };
   }
 
-  /** Grows the wasm memory to hold `bytes`; the byte view is renewed after growth. */
-  #ensure(bytes: number): void {
-    if (bytes <= this.#bytes.length) return;
-    const have = this.#memory.buffer.byteLength;
-    this.#memory.grow(Math.ceil((bytes - have) / WASM_PAGE_BYTES));
-    this.#bytes = Buffer.from(this.#memory.buffer);
+  /** Hashes a round's keys under every seed and copies the hashes to out[first + i * stride + at + 2s]. */
+  #hashRound(round: { rangesAt: number; seedsAt: number; hashesAt: number }, count: number, seedCount: number, out: Uint32Array, first: number, stride: number, at: number): void {
+    this.#kernel.hashRanges(round.rangesAt, count, round.seedsAt, seedCount, round.hashesAt, 8 * seedCount);
+    const words = 2 * seedCount;
+    const hashes = new Uint32Array(this.#kernel.buffer, round.hashesAt, words * count);
+    if (words === stride && at === 0) {
+      out.set(hashes, first);
+      return;
+    }
+    for (let i = 0; i < count; i++) {
+      const into = first + i * stride + at;
+      for (let w = 0; w < words; w++) out[into + w] = hashes[i * words + w]!;
+    }
   }
 
   /** The 64-bit hash as 16 lower-case hex digits (for test vectors and docs). */

@@ -6,6 +6,8 @@
 export type FaultPoint =
   | 'add:before-commit'
   | 'add:after-commit'
+  | 'add:before-sync'
+  | 'journal:after-sync'
   | 'checkpoint:after-chunk-txn'
   | 'checkpoint:before-trim'
   | 'checkpoint:after-trim'
@@ -25,12 +27,15 @@ export type FaultPoint =
   | 'frontier:inbox-admitted'
   | 'frontier:change-before-commit';
 
-let hook: ((point: FaultPoint) => void) | undefined;
+/** `detail`: a number some points pass (journal:after-sync, the journal file's offset the sync covered). */
+type FaultHook = (point: FaultPoint, detail?: number) => void;
 
-export function setFaultHook(fn: ((point: FaultPoint) => void) | undefined): void {
+let hook: FaultHook | undefined;
+
+export function setFaultHook(fn: FaultHook | undefined): void {
   hook = fn;
 }
 
-export function faultPoint(point: FaultPoint): void {
-  if (hook !== undefined) hook(point);
+export function faultPoint(point: FaultPoint, detail?: number): void {
+  if (hook !== undefined) hook(point, detail);
 }

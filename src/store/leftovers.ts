@@ -3,13 +3,14 @@ import { basename, dirname, join } from 'node:path';
 
 /**
  * Temporary files of killed processes: a snapshot being written (`snapshots/.tmp-NAME-PID`) or
- * deleted (`snapshots/.deleting-NAME-PID`), a restore's incoming data file
- * (`data.mdb.restoring-PID`), an export file being written (`FILE.tmp-PID`). Each carries the pid
+ * deleted (`snapshots/.deleting-NAME-PID`), a restore's incoming data and journal files
+ * (`data.mdb.restoring-PID`, `data.mdb.restoring-PID.journal.log`), a compacted journal file being
+ * written (`journal.log.new-PID`), an export file being written (`FILE.tmp-PID`). Each carries the pid
  * of its writer; the next command that meets one removes it when that process is gone, never
  * while it lives. Like LMDB's own reader table, this takes pids to mean the same processes for
  * every user of the store (one pid namespace).
  */
-const STORE_LEFTOVER = /^data\.mdb\.restoring-(\d+)$/;
+const STORE_LEFTOVER = /^(?:data\.mdb\.restoring|journal\.log\.new)-(\d+)(?:\.journal\.log)?$/;
 const SNAPSHOT_LEFTOVER = /^\.(?:tmp|deleting)-.+-(\d+)$/;
 
 /** Whether process `pid` exists (EPERM: it does, under another user). */

@@ -2,9 +2,10 @@
  * A child process for fault-injection tests. Usage:
  *   node crash-child.js STORE SCOPE FILE BATCH_SIZE FAULT_POINT|none [checkpoint-each|rotate|prune]
  * Adds FILE's URLs in batches, printing "ack N" after batch N is acknowledged. The process kills
- * itself with SIGKILL the first time FAULT_POINT is reached, so the parent can check what survived.
+ * itself with SIGKILL when FAULT_POINT is reached (the first time, or the CHILD_KILL_AT-th), so the parent can check what survived.
  * Env: CHILD_CAPACITY (default 100,000) and CHILD_STRATEGY (default classic) shape the scope;
- * CHILD_THREADS (default 1) is SeenStoreOptions.threads.
+ * CHILD_THREADS (default 1) is SeenStoreOptions.threads. CHILD_KILL_AT (default 1): the time FAULT_POINT
+ * is reached that kills.
  * Modes: `checkpoint-each` checkpoints after every batch (else once at the end); `rotate` rotates
  * the scope after the adds; `prune` rotates twice, then prunes all but the open epoch.
  */
@@ -17,8 +18,10 @@ const urls = readFileSync(file!, 'utf8').split('\n').filter((line) => line.lengt
 const batchSize = Number(batchText);
 
 if (point !== 'none') {
+  let reachedTimes = 0;
+  const killAt = Number(process.env.CHILD_KILL_AT ?? 1);
   setFaultHook((reached: FaultPoint) => {
-    if (reached === point) process.kill(process.pid, 'SIGKILL');
+    if (reached === point && ++reachedTimes >= killAt) process.kill(process.pid, 'SIGKILL');
   });
 }
 

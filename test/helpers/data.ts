@@ -63,6 +63,20 @@ export function sharedPath(file: DataFile): string {
   return path;
 }
 
+/** URLs as UTF-8 keys where they lie, one per line of one buffer (as filter-new hands them over). */
+export function utf8Lines(urls: readonly string[]): { bytes: Buffer; ranges: Uint32Array; count: number } {
+  const bytes = Buffer.from(`${urls.join('\n')}\n`);
+  const ranges = new Uint32Array(2 * urls.length);
+  let at = 0;
+  urls.forEach((url, i) => {
+    ranges[2 * i] = at;
+    at += Buffer.byteLength(url);
+    ranges[2 * i + 1] = at;
+    at += 1;
+  });
+  return { bytes, ranges, count: urls.length };
+}
+
 /** Every shared URL, deduplicated, in file order. */
 export function allSharedUrls(): string[] {
   return [...new Set(DATA_FILES.flatMap((file) => sharedUrls(file)))];

@@ -9,3 +9,7 @@ export function tempDir(prefix = 'seenstore-test-'): string {
   after(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
+
+// Page-walk records (src/store/lmdb/walk-record.ts) of the stores a test opens go to a temporary
+// cache directory, which the processes it starts inherit: never into the user's ~/.cache.
+process.env.XDG_CACHE_HOME = tempDir('seenstore-cache-');

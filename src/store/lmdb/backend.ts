@@ -5,28 +5,27 @@ import type { Backend, EpochBits, Frontier, EpochUsage, ImportRequest, Rotation,
 import { faultPoint } from '../faults.js';
 import { removeStoreLeftovers } from '../leftovers.js';
 import { sealHeader, type EpochHeader, type ScopeRecord } from '../records.js';
-import { BitThread } from './bit-thread.js';
+import type { BitThread } from './bit-thread.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from './env.js';
 import type { OpenOptions } from '../driver.js';
 import { lmdbDriver, type LmdbOptions } from './driver.js';
 import { LmdbEpoch, RELEASE_MAP_AFTER_BYTES, loadEpochCopy, type LmdbEpochContext } from './epoch.js';
 import type { EpochCopy } from './epoch-copy.js';
 import { scopeKey, epochKey } from './keys.js';
-import { effectiveLockStaleMs, isLocked } from './lock.js';
+import { EXCLUSIVE_LOCK, effectiveLockStaleMs, isLocked } from './lock.js';
 import { LmdbFrontier } from './frontier.js';
 import * as meta from './metadata.js';
-import { diskUsage } from './disk-usage.js';
-import { createSnapshot, createSnapshotAt, defaultSnapshotName, deleteSnapshot, EXCLUSIVE_LOCK, listSnapshots, SNAPSHOTS_DIR } from './snapshots.js';
+import { SNAPSHOTS_DIR } from './data-file.js';
 import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
 import { epochUsage } from './usage.js';
-import { verifyStore } from './verify.js';
 
 
 /**
  * The LMDB backend: one store directory, one LMDB environment, any number of scopes, shared by
  * any number of processes. Each epoch's bits live in process memory, loaded from chunks plus the
  * journal; every add-if-absent is decided inside LMDB's cross-process write lock after catching
- * up with every committed batch, and acknowledged once its journal record is synced.
+ * up with every batch any process journaled, and acknowledged once its journal frame is synced
+ * (one fdatasync of journal.log for every batch appended before it: journal-file.ts).
  */
 export class LmdbBackend implements Backend {
   readonly driver = lmdbDriver;
@@ -73,7 +72,7 @@ export class LmdbBackend implements Backend {
     }
     let bitThread: BitThread | undefined;
     try {
-      bitThread = options.threads > 1 ? await BitThread.start() : undefined;
+      bitThread = options.threads > 1 ? await (await import('./bit-thread.js')).BitThread.start() : undefined;
     } catch (error) {
       await env.close();
       throw asStoreError(error, 'starting the bit thread (threads: 2)');
@@ -162,7 +161,7 @@ export class LmdbBackend implements Backend {
   }
 
   async dropEpoch(header: EpochHeader): Promise<number> {
-    const { bytesOnDisk } = epochUsage(this.#env, header);
+    const { bytesOnDisk } = epochUsage(this.#env, this.#env.useJournal(this.#ctx.hash), header);
     this.#epochs.delete(`${header.scope}/${header.epoch}`);
     meta.dropEpoch(this.#env, header);
     await this.#env.flushed();
@@ -174,7 +173,7 @@ export class LmdbBackend implements Backend {
   }
 
   async usage(header: EpochHeader): Promise<EpochUsage> {
-    const usage = epochUsage(this.#env, header);
+    const usage = epochUsage(this.#env, this.#env.useJournal(this.#ctx.hash), header);
     // Reading each chunk's key maps its first page (LMDB reads an overflow value's header): let them go.
     if (usage.chunks * CHUNK_PAYLOAD_BYTES >= RELEASE_MAP_AFTER_BYTES) this.#env.releaseMappedPages();
     return { bytesOnDisk: usage.bytesOnDisk, pendingRecords: usage.journalRecords };
@@ -215,14 +214,20 @@ export class LmdbBackend implements Backend {
   }
 }
 
+/** Maintenance modules are loaded when first used: queries and adds never load them. */
 function lmdbMaintenance(env: StoreEnv, hash: XxHash): StoreMaintenance {
+  const snapshots = async (): Promise<typeof import('./snapshots.js')> => import('./snapshots.js');
   return {
-    snapshot: async (name, signal) => createSnapshot(env, name ?? defaultSnapshotName(''), 'user', env.header.formatVersion, signal),
-    snapshotTo: async (dir, signal) => createSnapshotAt(env, dir, env.header.formatVersion, signal),
-    diskUsage: async () => diskUsage(env),
-    snapshots: async () => listSnapshots(env.dir),
-    deleteSnapshot: async (name) => deleteSnapshot(env.dir, name),
+    snapshot: async (name, signal) => {
+      const { createSnapshot, defaultSnapshotName } = await snapshots();
+      return createSnapshot(env, name ?? defaultSnapshotName(''), 'user', env.header.formatVersion, signal);
+    },
+    snapshotTo: async (dir, signal) => (await snapshots()).createSnapshotAt(env, dir, env.header.formatVersion, signal),
+    diskUsage: async () => (await import('./disk-usage.js')).diskUsage(env),
+    snapshots: async () => (await snapshots()).listSnapshots(env.dir),
+    deleteSnapshot: async (name) => (await snapshots()).deleteSnapshot(env.dir, name),
     verify: async () => {
+      const { verifyStore } = await import('./verify.js');
       try {
         return verifyStore(env, hash);
       } finally {

@@ -3,8 +3,9 @@ import { SeenStoreError, asStoreError, assert } from '../../errors.js';
 import { BloomFilter, allHold, type StoredFilter } from '../../filters/bloom.js';
 import { decideRange, type DecideTarget, type Decided } from '../../filters/decide.js';
 import { filterGeometries } from '../../filters/keying.js';
+import { KernelBits } from '../../filters/kernel-bits.js';
 import { keyCount, sliceKeys, type Keys, type XxHash } from '../../hash/xxhash.js';
-import type { CheckpointOutcome } from '../backend.js';
+import type { CheckpointOutcome, EpochSummary } from '../backend.js';
 import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
 import { faultPoint } from '../faults.js';
 import type { EpochHeader, SliceSpec } from '../records.js';
@@ -15,6 +16,11 @@ import { EpochCopy, type AfterDecide } from './epoch-copy.js';
 import { bloomFill, type SliceFill } from '../epoch-summary.js';
 import { encodeJournalRecord, JOURNAL_HEADER_BYTES, type JournalRecord } from './journal.js';
 import { checkpointKey } from './keys.js';
+import { ResidentChunks } from './resident-chunks.js';
+import { StreamedReads, type ChunkSource } from './streamed-reads.js';
+
+/** Filter bytes a read-only handle streams (re-reads) before it loads the chunks it touches instead. */
+export const STREAM_FILTERS_MAX = 2;
 
 /**
  * The working copy of a Bloom epoch (every strategy but counting): bits are only ever ORed in, so
@@ -26,16 +32,32 @@ export class BloomCopy extends EpochCopy {
   #bloom: BloomFilter[][] = [];
   /** Bloom filters in shared memory, for a bit thread (SeenStoreOptions.threads). */
   readonly #shared: boolean;
+  /** Without a bit thread, the filters' bits live in a kernel's memory and batches are decided there. */
+  #kernelBits: KernelBits | undefined;
   /** The slices as decideRange sees them; rebuilt when the slices change. */
   #target: DecideTarget | undefined;
   /** Reused: decideRange's flag per URL, the new URLs' hashes, and the journal record's bytes. */
   #flags = new Uint8Array(0);
   #record = new Uint32Array(0);
   #recordBytes = Buffer.alloc(0);
+  /**
+   * The chunks in memory, loaded when first touched; undefined for filters in shared memory,
+   * which a bit thread reads and sets on its own and which are therefore loaded whole.
+   */
+  readonly #resident: ResidentChunks | undefined;
+  #streamed: StreamedReads | undefined;
+  /** Chunk bytes this handle's queries read without keeping them. */
+  #streamedBytes = 0;
+  /**
+   * Per filter index: 1 for each chunk whose checksum a streamed read checked, since its stored
+   * bytes last changed under this copy (as a loaded chunk is checked once, not at every use).
+   */
+  #checked: Uint8Array[] = [];
 
   private constructor(env: StoreEnv, hash: XxHash, header: EpochHeader, shared: boolean) {
     super(env, hash, header);
     this.#shared = shared;
+    this.#resident = shared ? undefined : new ResidentChunks((index, region) => this.loadStoredChunk(index, region));
   }
 
   /** Loads the epoch from the store; `shared`: filters in shared memory, so that a BitThread can take batches. */
@@ -60,17 +82,94 @@ export class BloomCopy extends EpochCopy {
   }
 
   protected makeSlice(spec: SliceSpec): StoredFilter[] {
-    const bloom = filterGeometries(spec).map((geometry) => new BloomFilter(geometry, { ...this.regionOptions, memory: this.#shared }));
+    const kernelBits = this.#shared ? undefined : (this.#kernelBits ??= new KernelBits());
+    const bloom = filterGeometries(spec).map(
+      (geometry) => new BloomFilter(geometry, { ...this.regionOptions, memory: kernelBits?.place(geometry, this.regionOptions.regionBytes) ?? this.#shared }),
+    );
     this.#bloom.push(bloom);
     return bloom;
   }
 
   protected override slicesChanged(): void {
     this.#target = undefined;
+    this.#resident?.extend(this.#regionCounts());
+  }
+
+  protected override storedChunksChanged(fromIndex: number): void {
+    this.#checked.length = Math.min(this.#checked.length, fromIndex);
+    if (this.#resident === undefined) super.storedChunksChanged(fromIndex);
+    else this.#resident.forget(fromIndex, this.#regionCounts());
+  }
+
+  #regionCounts(): number[] {
+    return this.slices.flatMap((slice) => slice.filters.map((filter) => filter.regionCount));
+  }
+
+  /**
+   * A read-only handle answers from the stored chunks a batch touches without keeping them
+   * (streamed-reads.ts): processes that only read share the page cache instead of each holding
+   * the filter. Streaming reads a chunk again in every batch that touches it, so once a handle
+   * has streamed STREAM_FILTERS_MAX times its filters' bytes, loading them would have been
+   * cheaper: it loads the chunks it touches from then on (rent or buy: never more than about
+   * twice the cheaper choice's reads). A handle that writes loads them at once (it decides adds
+   * against them).
+   */
+  override answer(words: Uint32Array, count: number, out: Uint8Array): void {
+    const resident = this.#resident;
+    const filterBytes = this.slices.reduce((sum, slice) => sum + slice.filters.reduce((bytes, filter) => bytes + filter.bytes.length, 0), 0);
+    if (resident === undefined || resident.complete || !this.env.readOnly || this.#streamedBytes >= STREAM_FILTERS_MAX * filterBytes) {
+      this.#ensure(words, 0, count);
+      super.answer(words, count, out);
+      return;
+    }
+    this.#streamed ??= new StreamedReads();
+    const slices = this.slices.map((slice, j) => ({ filters: this.#bloom[j]!, offset: slice.offset, at: this.hasher.sliceAt(j) }));
+    this.#streamed.answer(slices, words, this.hasher.stride, count, this.#chunkSource(resident), out);
+  }
+
+  #chunkSource(resident: ResidentChunks): ChunkSource {
+    return {
+      resident: (index, region) => resident.has(index, region),
+      payload: (index, region) => {
+        const checked = (this.#checked[index] ??= new Uint8Array(this.storedFilter(index).regionCount));
+        const payload = this.storedPayload(index, region, checked[region] === 0);
+        checked[region] = 1;
+        this.#streamedBytes += payload?.length ?? 0;
+        return payload;
+      },
+    };
+  }
+
+  /** Loads the chunks that URLs first..last - 1 of `words` touch, in every filter of every slice. */
+  #ensure(words: Uint32Array, first: number, last: number): void {
+    const resident = this.#resident;
+    if (resident === undefined || resident.complete) return;
+    const stride = this.hasher.stride;
+    this.slices.forEach((slice, j) => {
+      const at = this.hasher.sliceAt(j);
+      this.#bloom[j]!.forEach((filter, f) => resident.ensure(slice.offset + f, filter, words, at + 2 * f, stride, first, last));
+    });
+  }
+
+  /** A summary reads every filter's fill: every chunk must be in memory. */
+  override summary(): EpochSummary {
+    this.#resident?.ensureAll();
+    return super.summary();
+  }
+
+  override filterBytes(): Uint8Array[] {
+    this.#resident?.ensureAll();
+    return super.filterBytes();
+  }
+
+  /** Chunks loaded on demand since the last call (tests, the bench); resets. */
+  takeChunksLoaded(): number {
+    return this.#resident?.takeLoaded() ?? 0;
   }
 
   protected override loadFresh(): void {
     this.#bloom = [];
+    this.#kernelBits = undefined;
     super.loadFresh();
   }
 
@@ -135,10 +234,11 @@ export class BloomCopy extends EpochCopy {
    * new URLs' hashes for the newest slice go to the record buffer, their answers to `answers`.
    */
   #decide(words: Uint32Array, start: number, count: number, room: number, answers: boolean[] | undefined): Decided {
+    this.#ensure(words, start, count);
     const target = this.#decideTarget();
     for (const filter of target.newest) filter.warm((count - start) * filter.geometry.k);
     if (this.#flags.length < count) this.#flags = new Uint8Array(Math.max(count, 1024));
-    const decided = decideRange(target, words, start, count, room, this.#flags);
+    const decided = this.#kernelBits?.decide(target, words, start, count, room, this.#flags) ?? decideRange(target, words, start, count, room, this.#flags);
     const fresh = this.#collect(words, this.#flags, start, start + decided.consumed, answers);
     assert(fresh === decided.fresh, 'decideRange counts as many new URLs as it flags');
     return decided;
@@ -201,6 +301,7 @@ export class BloomCopy extends EpochCopy {
     try {
       return this.env.write(() => {
         this.catchUp();
+        this.#resident?.ensureAll();
         check(this.currentHeader);
         if (incoming.length !== this.filterCount) {
           throw new SeenStoreError('USAGE', `merge: ${incoming.length} filters given, epoch ${scope}/${epoch} has ${this.filterCount}`);

@@ -1,9 +1,10 @@
 import { SeenStoreError } from '../../errors.js';
 import type { CheckpointOutcome } from '../backend.js';
 import type { StoreEnv } from './env.js';
-import { fenceKey } from './keys.js';
+import type { JournalFile } from './journal-file.js';
+import { checkpointKey, fenceKey } from './keys.js';
 import { tryLock } from './lock.js';
-import { readFenceRecord } from './records.js';
+import { readCheckpointRecord, readFenceRecord } from './records.js';
 
 /** Bytes of chunks written per checkpoint transaction: small transactions let LMDB reuse pages. */
 export const CHECKPOINT_TXN_BYTES = 16 * 2 ** 20;
@@ -46,4 +47,39 @@ export async function fencedCheckpoint(
   } finally {
     await lock.release();
   }
+}
+
+/** Times compactJournal tries again when commits keep landing between its LMDB sync and its lock. */
+const COMPACT_ATTEMPTS = 3;
+
+/**
+ * Drops the journal file's frames that checkpoints have folded into LMDB. A frame may go only once
+ * the checkpoint record that covers it is durable: LMDB is synced first, and the frames are judged
+ * holding the open guard against the state that sync covered (no commit since), so no frame leaves
+ * the journal before its bits are on disk. Frames of an epoch without a checkpoint record belong to
+ * a dropped epoch. Returns false when it gave up (busy store): the next checkpoint tries again.
+ */
+export async function compactJournal(env: StoreEnv, journal: JournalFile): Promise<boolean> {
+  for (let attempt = 0; attempt < COMPACT_ATTEMPTS; attempt++) {
+    const syncedTxnId = env.lastCommittedTxnId();
+    await env.syncData();
+    const done = env.holdGuard(() => {
+      if (env.lastCommittedTxnId() !== syncedTxnId) return false;
+      env.refresh();
+      const folded = new Map<string, number>();
+      journal.compact((scope, epoch, seq) => {
+        const id = `${epoch}/${scope.toString('utf8')}`;
+        let upTo = folded.get(id);
+        if (upTo === undefined) {
+          const record = env.getMeta(checkpointKey(scope.toString('utf8'), epoch));
+          upTo = record === undefined ? Infinity : readCheckpointRecord(record).seq;
+          folded.set(id, upTo);
+        }
+        return seq > upTo;
+      });
+      return true;
+    });
+    if (done) return true;
+  }
+  return false;
 }

@@ -2,6 +2,10 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
 import { walkPages, type PageDamage, type PageWalkReport } from './page-walk.js';
+import { recordSoundWalk, walkedSound } from './walk-record.js';
+
+/** Snapshots live in the store directory, one folder each: `snapshots/NAME/{data.mdb,snapshot.json}`. */
+export const SNAPSHOTS_DIR = 'snapshots';
 
 /**
  * Files and directories that only a store that was opened (lock.mdb) or used (locks/, snapshots/)
@@ -10,7 +14,7 @@ import { walkPages, type PageDamage, type PageWalkReport } from './page-walk.js'
 const STORE_TRACES = [
   { name: 'lock.mdb', directory: false },
   { name: 'locks', directory: true },
-  { name: 'snapshots', directory: true },
+  { name: SNAPSHOTS_DIR, directory: true },
 ] as const;
 /** How long an empty data file beside a lock file may be a store another process is creating. */
 const CREATION_GRACE_MS = 1_000;
@@ -34,14 +38,18 @@ export function refuseLostDataFile(dir: string): void {
  * SIGSEGV. Refuses (STORE_CORRUPT, with the place) a data file whose page structure is damaged or
  * cut short (page-walk.ts). Call holding the store's open guard, so that no commit moves the pages
  * (the meta pages above all) while they are read; an empty or missing file passes (see
- * refuseLostDataFile).
+ * refuseLostDataFile). A data file unchanged since a walk found it sound is not walked again
+ * (walk-record.ts).
  */
 export function checkDataFile(dir: string): void {
   const path = join(dir, 'data.mdb');
   if (!isDirectory(dir) || dataBytes(path) === 0) return;
+  const before = statSync(path, { bigint: true });
+  if (walkedSound(path, before)) return;
   const report = stableWalk(path, 1);
   const first = report?.damage[0];
   if (first !== undefined) throw new SeenStoreError('STORE_CORRUPT', `${path} is damaged: ${describeDamage(first)}`);
+  if (report !== undefined) recordSoundWalk(before, statSync(path, { bigint: true }), report);
 }
 
 /**

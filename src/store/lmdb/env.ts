@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, statSync, statfsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, statSync, statfsSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { ABORT, open, type Database, type RootDatabase } from 'lmdb';
@@ -8,6 +8,8 @@ import { OpenGuard } from './open-guard.js';
 import { checkDataFile, refuseLostDataFile } from './data-file.js';
 import { LMDB_MAX_READERS } from './reader-slots.js';
 import { FORMAT_VERSION } from '../records.js';
+import type { XxHash } from '../../hash/xxhash.js';
+import { JOURNAL_FILE, JOURNAL_FILE_HEADER_BYTES, JournalFile } from './journal-file.js';
 import { readStoreHeader, type StoreHeader } from './records.js';
 
 /** Key of the store header in the meta DB. */
@@ -31,6 +33,7 @@ type Key = string | number | (string | number)[];
 /** lmdb-js's native environment behind a root database (not in its typings). */
 interface LmdbEnvHandle {
   readonly env: { info(): { lastTxnId: number } };
+  sync(callback: (error: unknown) => void): void;
 }
 
 /** Runs `action` holding `guard`, or at once when there is none (see StoreEnv's #guard). */
@@ -83,6 +86,9 @@ export class StoreEnv {
   readonly #dataFile: { readonly dev: number; readonly ino: number };
   /** Write transactions and awaited operations (backups) using the handles: they must not change meanwhile. */
   #busy = 0;
+  /** Depth of write(): a journal read inside it holds the open guard and sees every commit. */
+  #writing = 0;
+  #journal: JournalFile | undefined;
   #closed = false;
 
   private constructor(dir: string, guard: OpenGuard | undefined, root: RootDatabase, mapSizeBytes: number, anyFormat: boolean, readOnly: boolean) {
@@ -187,10 +193,29 @@ export class StoreEnv {
     this.#attach(holding(this.#guard, () => StoreEnv.#openRoot(this.dir, this.#mapSizeBytes, this.readOnly)));
   }
 
-  /** LMDB's compacting copy of the store into `dir` (one read transaction). */
+  /**
+   * The store's journal file (journal-file.ts), one per environment. The hash is the store's (its
+   * frames carry xxh32 checksums).
+   */
+  useJournal(hash: XxHash): JournalFile {
+    this.#journal ??= new JournalFile(this.dir, hash, this.readOnly);
+    return this.#journal;
+  }
+
+  /**
+   * LMDB's compacting copy of the store into `dir` (one read transaction), and the journal file.
+   * The journal is copied first: a frame compacted away after the copy was folded by a checkpoint
+   * that LMDB's later copy holds, and every frame acknowledged before the backup began is in one
+   * or the other.
+   */
   async backup(dir: string): Promise<void> {
     this.#busy++;
     try {
+      this.holdGuard(() => {
+        // A journal of no frames (a store closed cleanly) adds nothing to the copy.
+        const journal = join(this.dir, JOURNAL_FILE);
+        if ((statSync(journal, { throwIfNoEntry: false })?.size ?? 0) > JOURNAL_FILE_HEADER_BYTES) copyFileSync(journal, join(dir, JOURNAL_FILE));
+      });
       await this.root.backup(dir, true);
     } finally {
       this.#busy--;
@@ -326,18 +351,23 @@ export class StoreEnv {
 
   /**
    * Runs `action` in one synchronous, durable LMDB write transaction (serialised across processes,
-   * and against every process's open of the store: see OpenGuard).
+   * and against every process's open of the store: see OpenGuard). With `commitIf`, the
+   * transaction is aborted when it says false (nothing to commit: no sync). `afterTxn` runs once the
+   * transaction ended without error, still holding the open guard (journal appends: journal-file.ts).
    */
-  write<T>(action: () => T): T {
+  write<T>(action: () => T, commitIf?: () => boolean, afterTxn?: () => void): T {
     if (this.readOnly) throw readOnlyError(this.dir, 'write');
     this.#busy++;
+    this.#writing++;
     try {
-      return holding(this.#guard, () =>
-        this.#transaction(() => {
+      return holding(this.#guard, () => {
+        const result = this.#transaction(() => {
           this.#checkSameDataFile();
           return action();
-        }),
-      );
+        }, commitIf);
+        afterTxn?.();
+        return result;
+      });
     } catch (error) {
       // LMDB may report a write that failed for want of space as EIO: name the real cause.
       if (!(error instanceof SeenStoreError) && this.#diskFull()) {
@@ -345,8 +375,14 @@ export class StoreEnv {
       }
       throw error;
     } finally {
+      this.#writing--;
       this.#busy--;
     }
+  }
+
+  /** Inside write(): holding the open guard and LMDB's writer lock. */
+  get writing(): boolean {
+    return this.#writing > 0;
   }
 
   /**
@@ -358,12 +394,16 @@ export class StoreEnv {
    * opened again (which sets the shared id from the newest meta page), and the transaction begins
    * anew; `action` never runs in a transaction that would be refused.
    */
-  #transaction<T>(action: () => T): T {
+  #transaction<T>(action: () => T, commitIf?: () => boolean): T {
     for (let attempt = 1; ; attempt++) {
       let stale = false;
-      const result = this.root.transactionSync(() => {
+      let result: T | undefined;
+      this.root.transactionSync(() => {
         stale = this.root.getWriteTxnId() <= this.#lastCommittedTxnId();
-        return stale ? ABORT : action();
+        if (stale) return ABORT;
+        result = action();
+        // A transaction that changed nothing is aborted: it holds the locks and costs no sync.
+        return commitIf === undefined || commitIf() ? result : ABORT;
       });
       if (!stale) return result as T;
       if (attempt === STALE_TXN_ATTEMPTS) {
@@ -434,9 +474,17 @@ export class StoreEnv {
     await this.root.flushed;
   }
 
+  /** Makes every commit so far durable, by any process (mdb_env_sync): commits are synced in the background. */
+  async syncData(): Promise<void> {
+    await new Promise<void>((resolve, reject) =>
+      (this.root as unknown as LmdbEnvHandle).sync((error) => (error ? reject(asStoreError(error, `syncing ${this.dir}`)) : resolve())),
+    );
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await this.#journal?.close();
     await this.root.close();
     await Promise.all(this.#closing);
     await this.#guard?.close();

@@ -10,12 +10,14 @@ import type { BitThread } from './bit-thread.js';
 import { CHUNK_PAYLOAD_BYTES, decodeChunk, encodeChunk } from '../chunks.js';
 import type { StoreEnv } from './env.js';
 import { faultPoint } from '../faults.js';
-import { decodeJournalRecord, JOURNAL_HEADER_BYTES, type JournalRecord } from './journal.js';
-import { checkpointKey, chunkEpochRange, chunkKey, chunkKeyParts, epochKey, journalEpochRange, journalKey, journalKeySeq } from './keys.js';
+import { JOURNAL_HEADER_BYTES, type JournalRecord } from './journal.js';
+import { JOURNAL_FILE_HEADER_BYTES } from './journal-file.js';
+import { JournalCursor, type Durability, type ReplayTarget } from './journal-cursor.js';
+import { checkpointKey, chunkEpochRange, chunkKey, chunkKeyParts, epochKey, journalEpochRange } from './keys.js';
 import { readHeader } from './metadata.js';
 import { checkEpochSupported, type EpochHeader, type SliceSpec } from '../records.js';
 import { readCheckpointRecord, type CheckpointRecord } from './records.js';
-import { fencedCheckpoint, type Fence } from './checkpoint.js';
+import { compactJournal, fencedCheckpoint, type Fence } from './checkpoint.js';
 
 /** Most slices an epoch may grow to; slice j holds capacity * 2^j URLs, so this is never reached in practice. */
 export const MAX_SLICES = 24;
@@ -59,6 +61,8 @@ export abstract class EpochCopy {
   protected poisoned = false;
   #journalBytesSinceCheckpoint = 0;
   #chunkBytesRead = 0;
+  readonly #cursor: JournalCursor;
+  readonly #replayTarget: ReplayTarget;
   /**
    * LMDB's id of the write transaction of this copy's last committed batch. A batch whose own
    * transaction id follows it directly knows that nothing was committed in between, by any
@@ -73,6 +77,25 @@ export abstract class EpochCopy {
     this.currentHeader = header;
     this.scheme = header.hashScheme as HashSchemeId;
     this.hasher = new EpochHasher(hash, [], header.partitions);
+    this.#cursor = new JournalCursor(env, hash, header.scope, header.epoch);
+    this.#replayTarget = this.#makeReplayTarget();
+  }
+
+  #makeReplayTarget(): ReplayTarget {
+    const copy = this;
+    return {
+      get appliedSeq() {
+        return copy.appliedSeq;
+      },
+      get counting() {
+        return copy.counting;
+      },
+      filtersOf: (slice) => this.slices[slice]?.filters.length,
+      apply: (record, seq, where) => this.#apply(record, seq, where),
+      skipTo: (seq) => {
+        this.appliedSeq = seq;
+      },
+    };
   }
 
   get header(): EpochHeader {
@@ -160,7 +183,7 @@ export abstract class EpochCopy {
       this.loadFresh();
       return;
     }
-    this.#replayJournal();
+    this.#cursor.replay(this.#replayTarget);
   }
 
   /**
@@ -169,7 +192,7 @@ export abstract class EpochCopy {
    */
   protected catchUpToCheckpoint(checkpoint: CheckpointRecord): boolean {
     if (checkpoint.seq > this.appliedSeq) {
-      this.orStoredChunks(0);
+      this.storedChunksChanged(0);
       this.appliedSeq = checkpoint.seq;
       this.epochCounts = { submitted: checkpoint.submitted, added: checkpoint.added };
       this.journalSliceAdded = [...checkpoint.sliceAdded];
@@ -186,22 +209,34 @@ export abstract class EpochCopy {
     let result = 0;
     let touched = false;
     let txnId = -1;
+    const cursor = this.#cursor;
+    cursor.beginBatch(afterDecide !== undefined);
     try {
+      // The transaction commits only when the batch changed LMDB; a batch journaled in the file
+      // uses it for its locks and its view of the newest commit, and aborts it (no LMDB sync).
       this.env.write(() => {
         expectOpen();
         txnId = this.env.writeTxnId();
         if (this.poisoned || txnId !== this.#batchTxnId + 1) this.catchUp();
+        else cursor.replayFile(this.#replayTarget);
         touched = true;
         result = change();
         afterDecide?.();
         faultPoint('add:before-commit');
-      });
-      this.#batchTxnId = txnId;
+      }, () => cursor.journalInLmdb || cursor.lmdbChanged, () => cursor.writeStaged());
+      this.#batchTxnId = cursor.journalInLmdb || cursor.lmdbChanged ? txnId : txnId - 1;
     } catch (error) {
       if (touched) this.poisoned = true;
       throw asStoreError(error, `${doing} ${this.currentHeader.scope}/${this.currentHeader.epoch}`);
+    } finally {
+      cursor.journalInLmdb = false;
     }
     return result;
+  }
+
+  /** What acknowledging the last write transaction's batch waits for; read it before awaiting anything. */
+  durability(): Durability {
+    return this.#cursor.durability();
   }
 
   /** As inWriteTransaction, with keys hashed before it: rehashed when another process added a slice meanwhile. */
@@ -256,6 +291,7 @@ export abstract class EpochCopy {
     const index = header.slices.length;
     const grown: EpochHeader = { ...header, slices: [...header.slices, nextSliceSpec(header, index)] };
     this.env.putMeta(epochKey(header.scope, header.epoch), grown);
+    this.#cursor.lmdbChanged = true;
     this.currentHeader = grown;
     this.#addSlices(index);
   }
@@ -267,7 +303,7 @@ export abstract class EpochCopy {
     if (header.slices.length > this.slices.length) {
       const from = this.slices.length;
       this.#addSlices(from);
-      this.orStoredChunks(this.slices[from]!.offset);
+      this.storedChunksChanged(this.slices[from]!.offset);
     }
   }
 
@@ -299,11 +335,13 @@ export abstract class EpochCopy {
     return undefined;
   }
 
-  /** Appends a journal record (inside the write transaction) and counts what it adds. */
+  /**
+   * Appends a journal record (inside the write transaction, caught up) and counts what it adds: to
+   * the journal file, or to LMDB for a batch that enqueues.
+   */
   protected appendJournal(value: Buffer, slice: number, submitted: number, added: number): void {
     const seq = this.appliedSeq + 1;
-    const { scope, epoch } = this.currentHeader;
-    this.env.journalDb.putSync(journalKey(scope, epoch, seq), value);
+    this.#cursor.append(seq, value);
     this.appliedSeq = seq;
     this.countRecord(slice, submitted, added);
     this.#journalBytesSinceCheckpoint += value.length;
@@ -328,6 +366,8 @@ export abstract class EpochCopy {
         return this.writeCheckpoint(fence);
       });
       if (outcome === 'written') this.#journalBytesSinceCheckpoint = 0;
+      // Also after a clean one: a checkpointer killed after its trim left folded frames behind.
+      if (outcome === 'written' || (outcome === 'clean' && this.#cursor.file.size() > JOURNAL_FILE_HEADER_BYTES)) await compactJournal(this.env, this.#cursor.file);
       return outcome;
     } catch (error) {
       throw asStoreError(error, `checkpointing ${scope}/${epoch}`);
@@ -380,7 +420,7 @@ export abstract class EpochCopy {
     this.hasher = new EpochHasher(this.hash, [], this.currentHeader.partitions);
     this.#addSlices(0);
     const checkpoint = this.readCheckpoint();
-    this.orStoredChunks(0);
+    this.storedChunksChanged(0);
     this.appliedSeq = checkpoint.seq;
     this.epochCounts = { submitted: checkpoint.submitted, added: checkpoint.added };
     this.journalSliceAdded = [...checkpoint.sliceAdded];
@@ -388,7 +428,31 @@ export abstract class EpochCopy {
     this.mergedSliceAdded = [...checkpoint.mergedSliceAdded];
     this.#journalBytesSinceCheckpoint = 0;
     this.poisoned = false;
-    this.#replayJournal();
+    this.#cursor.rewind();
+    this.#replayHoldingLock();
+  }
+
+  /**
+   * The whole journal after the checkpoint, holding the write lock when the store is writable: then
+   * a hole a power cut left (an unacknowledged LMDB record lost, acknowledged frames after it) is
+   * filled, so that what this copy answers includes every frame after it.
+   */
+  #replayHoldingLock(): void {
+    const cursor = this.#cursor;
+    if (this.env.writing || this.env.readOnly) {
+      cursor.replay(this.#replayTarget);
+      return;
+    }
+    cursor.beginBatch(false);
+    this.env.write(() => cursor.replay(this.#replayTarget), () => cursor.lmdbChanged);
+  }
+
+  /**
+   * The stored chunks of filters `fromIndex`.. changed, or the filters are new to this copy: ORs
+   * them into memory (BloomCopy instead loads them when touched, resident-chunks.ts).
+   */
+  protected storedChunksChanged(fromIndex: number): void {
+    this.orStoredChunks(fromIndex);
   }
 
   /** ORs the stored chunks of filters `fromIndex`.. into memory. */
@@ -399,38 +463,51 @@ export abstract class EpochCopy {
     // filter would leave 131 MB of it behind, in the RSS until collected).
     for (const key of chunks.getKeys(chunkEpochRange(scope, epoch, fromIndex))) {
       const { filter: index, chunk: region } = chunkKeyParts(key);
-      const filter = this.filterAt(index);
-      if (filter === undefined || !Number.isInteger(region) || region < 0 || region >= filter.regionCount) {
-        throw new SeenStoreError('STORE_CORRUPT', `${this.chunkWhere(index, region)}: no such filter or chunk in the epoch`);
-      }
       const value = chunks.getBinaryFast(key);
       if (value === undefined) throw new SeenStoreError('STORE_CORRUPT', `${this.chunkWhere(index, region)}: vanished while being read`);
-      filter.orRegion(region, decodeChunk(this.hash, value, this.chunkWhere(index, region), filter.region(region).length));
-      this.#chunkBytesRead += value.length;
+      this.#orStoredValue(index, region, value);
     }
   }
 
-  #replayJournal(): void {
+  #apply(record: JournalRecord, seq: number, where: string): void {
+    this.applyRecord(record, record.slice, where);
+    this.appliedSeq = seq;
+    if (record.op !== 'delete') this.countRecord(record.slice, record.submitted, record.added);
+    this.#journalBytesSinceCheckpoint += JOURNAL_HEADER_BYTES + record.words.byteLength;
+  }
+
+  /** ORs stored chunk `region` of filter `index` into memory, when one is stored. */
+  protected loadStoredChunk(index: number, region: number): void {
+    const payload = this.storedPayload(index, region);
+    if (payload !== undefined) this.storedFilter(index).orRegion(region, payload);
+  }
+
+  /**
+   * The checked payload of stored chunk `region` of filter `index`, or undefined when none is
+   * stored; read through lmdb's reused buffer (no copy kept, as above): valid until the next read.
+   */
+  protected storedPayload(index: number, region: number, checksum = true): Uint8Array | undefined {
     const { scope, epoch } = this.currentHeader;
-    for (const { key, value } of this.env.journalDb.getRange(journalEpochRange(scope, epoch, this.appliedSeq + 1))) {
-      const seq = journalKeySeq(key);
-      const where = `journal record ${scope}/${epoch}/${seq}`;
-      if (seq !== this.appliedSeq + 1) {
-        throw new SeenStoreError('STORE_CORRUPT', `${where}: expected sequence ${this.appliedSeq + 1}`);
-      }
-      const record = decodeJournalRecord(this.hash, value, where);
-      const slice = this.slices[record.slice];
-      if (slice === undefined || record.filterCount !== slice.filters.length) {
-        throw new SeenStoreError('STORE_CORRUPT', `${where}: names slice ${record.slice} with ${record.filterCount} filters, which the epoch does not have`);
-      }
-      if ((record.op === 'bits') === this.counting) {
-        throw new SeenStoreError('STORE_CORRUPT', `${where}: a ${record.op} record in a ${this.counting ? 'counting' : 'Bloom'} slice`);
-      }
-      this.applyRecord(record, record.slice, where);
-      this.appliedSeq = seq;
-      if (record.op !== 'delete') this.countRecord(record.slice, record.submitted, record.added);
-      this.#journalBytesSinceCheckpoint += JOURNAL_HEADER_BYTES + record.words.byteLength;
+    const value = this.env.chunksDb.getBinaryFast(chunkKey(scope, epoch, index, region));
+    return value === undefined ? undefined : this.#checkedPayload(index, region, value, checksum);
+  }
+
+  #orStoredValue(index: number, region: number, value: Uint8Array): void {
+    this.storedFilter(index).orRegion(region, this.#checkedPayload(index, region, value));
+  }
+
+  #checkedPayload(index: number, region: number, value: Uint8Array, checksum = true): Uint8Array {
+    const filter = this.filterAt(index);
+    if (filter === undefined || !Number.isInteger(region) || region < 0 || region >= filter.regionCount) {
+      throw new SeenStoreError('STORE_CORRUPT', `${this.chunkWhere(index, region)}: no such filter or chunk in the epoch`);
     }
+    this.#chunkBytesRead += value.length;
+    return decodeChunk(this.hash, value, this.chunkWhere(index, region), filter.region(region).length, checksum);
+  }
+
+  /** out[i] = 1 when URL i of `words` (hashed by hashKeys) is held by some slice, else 0. */
+  answer(words: Uint32Array, count: number, out: Uint8Array): void {
+    for (let i = 0; i < count; i++) out[i] = this.has(words, i) ? 1 : 0;
   }
 
   protected chunkWhere(index: number, region: number): string {

@@ -8,9 +8,11 @@ import type { StoreEnv } from './env.js';
 import { BloomCopy } from './bloom-copy.js';
 import { CountingCopy } from './counting-copy.js';
 import type { EpochCopy } from './epoch-copy.js';
+import type { Durability } from './journal-cursor.js';
+import { faultPoint } from '../faults.js';
 import { expectOpenEpoch } from './metadata.js';
 
-/** Chunk bytes read by one load after which the store's map is released (StoreEnv.releaseMappedPages). */
+/** Chunk bytes read (loads, and chunks loaded on demand) after which the store's map is released (StoreEnv.releaseMappedPages). */
 export const RELEASE_MAP_AFTER_BYTES = 32 * 2 ** 20;
 
 /** Loads an epoch's working copy: counters for a counting epoch, bits for every other. */
@@ -36,7 +38,7 @@ export interface LmdbEpochContext {
 
 /**
  * One epoch of an LMDB store behind the seam: its working copy (EpochCopy: the bits in process
- * memory, the journal in LMDB) plus when to checkpoint it. Reads catch up with every commit of
+ * memory, the journal in journal.log and LMDB) plus when to checkpoint it. Reads catch up with every commit of
  * every process first; adds catch up inside their write transaction.
  */
 export class LmdbEpoch implements EpochBits {
@@ -44,6 +46,8 @@ export class LmdbEpoch implements EpochBits {
   readonly #filters: EpochCopy;
   #lastCheckpointMs = Date.now();
   #checkpointRunning: Promise<unknown> | undefined;
+  /** Bytes of stored chunks read since this epoch last released the map. */
+  #mappedChunkBytes = 0;
 
   constructor(ctx: LmdbEpochContext, filters: EpochCopy) {
     this.#ctx = ctx;
@@ -84,7 +88,8 @@ export class LmdbEpoch implements EpochBits {
     } else {
       added = filters.addBatchOn(thread, keys, answers, expectOpen, afterDecide);
     }
-    await this.#ctx.env.flushed();
+    await this.#durable(filters.durability());
+    this.#releaseIfLarge();
     this.#maybeCheckpoint();
     return added;
   }
@@ -93,7 +98,8 @@ export class LmdbEpoch implements EpochBits {
     const filters = this.#caughtUp();
     const words = this.#ctx.scratch(2 * keys.length * filters.filterCount);
     filters.hashKeys(keys, words);
-    for (let i = 0; i < keys.length; i++) out[i] = filters.has(words, i) ? 1 : 0;
+    filters.answer(words, keys.length, out);
+    this.#releaseIfLarge();
   }
 
   async count(keys: readonly string[], out: number[]): Promise<void> {
@@ -110,7 +116,7 @@ export class LmdbEpoch implements EpochBits {
     const words = this.#ctx.scratch(2 * keys.length * filters.filterCount);
     filters.hashKeys(keys, words);
     const deleted = filters.deleteBatch(keys, words, () => expectOpenEpoch(this.#ctx.env, scope, epoch));
-    await this.#ctx.env.flushed();
+    await this.#durable(filters.durability());
     this.#maybeCheckpoint();
     return deleted;
   }
@@ -151,6 +157,19 @@ export class LmdbEpoch implements EpochBits {
     await this.#runCheckpoint();
   }
 
+  /**
+   * Waits until the batch's answers are durable: its journal frames synced (one fdatasync for
+   * every batch that got in before it began, of any process), and LMDB synced when the batch
+   * committed there or its answers depend on other processes' LMDB records.
+   */
+  async #durable(target: Durability): Promise<void> {
+    faultPoint('add:before-sync');
+    const env = this.#ctx.env;
+    const journal = env.useJournal(this.#ctx.hash);
+    if (!target.lmdbCommitted && !target.lmdbOthers) return journal.durable(target.generation, target.end);
+    await Promise.all([journal.durable(target.generation, target.end), target.lmdbCommitted ? env.flushed() : env.syncData()]);
+  }
+
   /** Catches up with every commit of every process. */
   #caughtUp(): EpochCopy {
     this.#ctx.env.refresh();
@@ -159,9 +178,15 @@ export class LmdbEpoch implements EpochBits {
     return this.#filters;
   }
 
-  /** A large load left the chunks' file pages mapped in this process (RSS): let them go. */
+  /**
+   * Loads (whole, or chunk by chunk as queries and adds touch them) left the chunks' file pages
+   * mapped in this process (RSS): past RELEASE_MAP_AFTER_BYTES, let them go.
+   */
   #releaseIfLarge(): void {
-    if (this.#filters.takeChunkBytesRead() >= RELEASE_MAP_AFTER_BYTES) this.#ctx.env.releaseMappedPages();
+    this.#mappedChunkBytes += this.#filters.takeChunkBytesRead();
+    if (this.#mappedChunkBytes < RELEASE_MAP_AFTER_BYTES) return;
+    this.#mappedChunkBytes = 0;
+    this.#ctx.env.releaseMappedPages();
   }
 
   #counting(doing: string): CountingCopy {

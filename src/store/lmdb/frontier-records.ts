@@ -3,7 +3,7 @@ import { DEFAULT_FRONTIER_SETTINGS, type FrontierSettings } from '../backend.js'
 import { QUEUE_KEY_MODES } from '../../url/queue-key.js';
 import type { StoreEnv } from './env.js';
 
-/** A scope's frontier state record (docs/format.md), format 5. */
+/** A scope's frontier state record (docs/format.md), format 6. */
 export interface FrontierState {
   readonly v: 2;
   /** Id of the next URL queued. */

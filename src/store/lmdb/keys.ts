@@ -58,7 +58,7 @@ export function journalKeySeq(key: unknown): number {
 }
 
 /**
- * The frontier database (created by the first frontier write), format 5 (docs/format.md). Every
+ * The frontier database (created by the first frontier write), format 6 (docs/format.md). Every
  * key starts with the scope and a one-letter tag:
  *   [scope, 's']                            the scope's frontier state (counts, next id, settings)
  *   [scope, 'e', id]                        one queued URL, id >= 1 in the order queued

@@ -1,7 +1,17 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import lockfile from 'proper-lockfile';
 import { asStoreError } from '../../errors.js';
+
+/** Held while a restore or a migration runs; SeenStore.open refuses while it is held. */
+export const EXCLUSIVE_LOCK = 'exclusive';
+
+/**
+ * proper-lockfile and the modules it loads (graceful-fs, retry, signal-exit: 19 files) are
+ * loaded when a lock is first taken or found: a command that only reads never takes one.
+ */
+async function lockfile(): Promise<typeof import('proper-lockfile')> {
+  return (await import('proper-lockfile')).default;
+}
 
 /**
  * A proper-lockfile lock is a directory whose mtime its holder refreshes every fifth of the staleness.
@@ -33,7 +43,7 @@ export async function tryLock(storeDir: string, name: string, staleMs: number): 
   let compromised = false;
   let release: () => Promise<void>;
   try {
-    release = await lockfile.lock(join(dir, name), {
+    release = await (await lockfile()).lock(join(dir, name), {
       realpath: false,
       stale: staleMs,
       update: Math.floor(staleMs / 5),
@@ -58,8 +68,11 @@ export async function tryLock(storeDir: string, name: string, staleMs: number): 
 /** Whether another process holds the named lock now (a stale lock counts as free). */
 export async function isLocked(storeDir: string, name: string, staleMs: number): Promise<boolean> {
   const path = join(storeDir, 'locks', name);
+  // proper-lockfile's lock is the directory `${path}.lock` (its documented default lockfilePath):
+  // without it nobody holds the lock, and proper-lockfile need not be loaded to say so.
+  if (!existsSync(`${path}.lock`)) return false;
   try {
-    return await lockfile.check(path, { realpath: false, stale: staleMs });
+    return await (await lockfile()).check(path, { realpath: false, stale: staleMs });
   } catch (error) {
     if ((error as { code?: string }).code === 'ENOENT') return false;
     throw asStoreError(error, `checking the lock ${name}`);

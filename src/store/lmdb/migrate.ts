@@ -2,10 +2,10 @@ import { MIGRATIONS, type MigrationTxn } from '../../../migrations/index.js';
 import { SeenStoreError, asStoreError, assert } from '../../errors.js';
 import { StoreEnv, STORE_HEADER_KEY } from './env.js';
 import { faultPoint } from '../faults.js';
-import { tryLock } from './lock.js';
+import { EXCLUSIVE_LOCK, tryLock } from './lock.js';
 import { FORMAT_VERSION } from '../records.js';
 import type { StoreHeader } from './records.js';
-import { createSnapshot, defaultSnapshotName, EXCLUSIVE_LOCK, requireAlone } from './snapshots.js';
+import { createSnapshot, defaultSnapshotName, requireAlone } from './snapshots.js';
 import type { MigrationReport } from '../backend.js';
 import { FrontierTxn } from './frontier-txn.js';
 

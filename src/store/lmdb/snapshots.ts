@@ -3,18 +3,16 @@ import { basename, dirname, join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { StoreEnv } from './env.js';
 import { faultPoint } from '../faults.js';
-import { tryLock } from './lock.js';
+import { JOURNAL_FILE } from './journal-file.js';
+import { EXCLUSIVE_LOCK, tryLock } from './lock.js';
 import { OpenGuard } from './open-guard.js';
 import { safePoint } from '../interruption.js';
 import { removeStoreLeftovers } from '../leftovers.js';
+import { SNAPSHOTS_DIR } from './data-file.js';
 import type { RestoreResult, SnapshotInfo } from '../backend.js';
 
 export type { RestoreResult, SnapshotInfo };
 
-/** Snapshots live in the store directory, one folder each: `snapshots/NAME/{data.mdb,snapshot.json}`. */
-export const SNAPSHOTS_DIR = 'snapshots';
-/** Held while a restore or a migration runs; SeenStore.open refuses while it is held. */
-export const EXCLUSIVE_LOCK = 'exclusive';
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 interface SnapshotManifest {
@@ -47,9 +45,10 @@ function fsyncPath(path: string): void {
 }
 
 /**
- * A consistent, point-in-time copy of the whole store while writers keep running: LMDB's
- * compacting copy reads everything in one read transaction, so every add acknowledged before the
- * snapshot started (its journal records and chunks, all in LMDB) is in it, and none is half in.
+ * A consistent, point-in-time copy of the whole store while writers keep running: the journal file
+ * is copied, then LMDB's compacting copy reads everything in one read transaction, so every add
+ * acknowledged before the snapshot started is in it (in the copied journal, or in the chunks of a
+ * checkpoint that folded it), and none is half in (StoreEnv.backup).
  * Written under a temporary name, fsynced and renamed, so a listed snapshot is always complete.
  * The files are made read-only.
  */
@@ -87,7 +86,8 @@ export async function createSnapshot(
  */
 function seal(root: string, temporary: string, manifest: SnapshotManifest & { readonly damage?: string }): SnapshotInfo {
   writeFileSync(join(temporary, 'snapshot.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-  for (const file of ['data.mdb', 'snapshot.json']) {
+  for (const file of ['data.mdb', 'snapshot.json', JOURNAL_FILE]) {
+    if (file === JOURNAL_FILE && !existsSync(join(temporary, file))) continue;
     fsyncPath(join(temporary, file));
     chmodSync(join(temporary, file), 0o444);
   }
@@ -110,6 +110,7 @@ export function keepDamagedData(dir: string, name: string, problem: string): Sna
     const data = join(dir, 'data.mdb');
     if (existsSync(data)) copyFileSync(data, join(temporary, 'data.mdb'));
     else writeFileSync(join(temporary, 'data.mdb'), '');
+    if (existsSync(join(dir, JOURNAL_FILE))) copyFileSync(join(dir, JOURNAL_FILE), join(temporary, JOURNAL_FILE));
     return seal(root, temporary, { v: 1, name, createdAtMs: Date.now(), formatVersion: 0, reason: 'pre-restore (damaged)', damage: problem });
   } catch (error) {
     rmSync(temporary, { recursive: true, force: true });
@@ -204,12 +205,14 @@ export async function restoreSnapshot(dir: string, name: string, lockStaleMs: nu
     try {
       requireAlone(env, doing);
       const savedAtTxnId = env.lastCommittedTxnId();
+      const savedJournal = journalState(dir);
       const preRestore = await createSnapshot(env, defaultSnapshotName('pre-restore-'), 'pre-restore');
       copyDurably(join(snapshot.path, 'data.mdb'), incoming);
+      copyJournalIn(snapshot.path, incoming);
       faultPoint('restore:before-swap');
       env.holdGuard(() => {
         requireAlone(env, doing);
-        if (env.lastCommittedTxnId() !== savedAtTxnId) {
+        if (env.lastCommittedTxnId() !== savedAtTxnId || journalState(dir) !== savedJournal) {
           throw new SeenStoreError('STORE_LOCKED', `cannot ${doing}: the store was written while the restore ran (by a process that has finished); nothing was replaced, the restore can be run again`);
         }
         swapIn(dir, incoming);
@@ -222,6 +225,7 @@ export async function restoreSnapshot(dir: string, name: string, lockStaleMs: nu
     throw asStoreError(error, doing);
   } finally {
     rmSync(incoming, { force: true });
+    rmSync(`${incoming}.${JOURNAL_FILE}`, { force: true });
     await lock.release();
   }
 }
@@ -235,6 +239,7 @@ export async function restoreSnapshot(dir: string, name: string, lockStaleMs: nu
 async function replaceDamaged(dir: string, snapshot: SnapshotInfo, incoming: string, problem: string): Promise<SnapshotInfo> {
   const preRestore = keepDamagedData(dir, defaultSnapshotName('pre-restore-'), problem);
   copyDurably(join(snapshot.path, 'data.mdb'), incoming);
+  copyJournalIn(snapshot.path, incoming);
   const guard = OpenGuard.open(dir);
   try {
     guard.hold(() => swapIn(dir, incoming));
@@ -244,12 +249,32 @@ async function replaceDamaged(dir: string, snapshot: SnapshotInfo, incoming: str
   return preRestore;
 }
 
-/** Replaces the data file with `incoming` (call holding the open guard). */
+/**
+ * Replaces the data file with `incoming`, and the journal file with the snapshot's (or none, when
+ * the snapshot has none), holding the open guard. The journal goes first: a crash between the
+ * two renames leaves the old data with the snapshot's journal, whose frames the old checkpoints
+ * mostly cover; running the restore again finishes it.
+ */
 function swapIn(dir: string, incoming: string): void {
   // The lock file holds the old data's transaction ids and reader slots: LMDB makes a new one.
   rmSync(join(dir, 'lock.mdb'), { force: true });
+  const journal = `${incoming}.${JOURNAL_FILE}`;
+  if (existsSync(journal)) renameSync(journal, join(dir, JOURNAL_FILE));
+  else rmSync(join(dir, JOURNAL_FILE), { force: true });
   renameSync(incoming, join(dir, 'data.mdb'));
   fsyncPath(dir);
+}
+
+/** The snapshot's journal file, copied beside `incoming` (when it has one). */
+function copyJournalIn(snapshotPath: string, incoming: string): void {
+  const journal = join(snapshotPath, JOURNAL_FILE);
+  if (existsSync(journal)) copyDurably(journal, `${incoming}.${JOURNAL_FILE}`);
+}
+
+/** The journal file's identity and size: a restore refuses when it changed meanwhile (an add was journaled). */
+function journalState(dir: string): string {
+  const stats = statSync(join(dir, JOURNAL_FILE), { throwIfNoEntry: false });
+  return stats === undefined ? 'none' : `${stats.ino}:${stats.size}`;
 }
 
 /** Copies `from` to `to` (writable) and fsyncs it. */

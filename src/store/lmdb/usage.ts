@@ -1,11 +1,12 @@
 import { CHUNK_HEADER_BYTES, CHUNK_PAYLOAD_BYTES } from '../chunks.js';
 import type { StoreEnv } from './env.js';
+import type { JournalFile } from './journal-file.js';
 import { chunkEpochRange, chunkKeyParts, journalEpochRange } from './keys.js';
 import type { EpochHeader } from '../records.js';
 import { filterGeometries } from '../../filters/keying.js';
 
 export interface EpochUsage {
-  /** LMDB page bytes held by the epoch's chunks and journal records. */
+  /** LMDB page bytes held by the epoch's chunks and journal records, plus its frames in the journal file. */
   readonly bytesOnDisk: number;
   readonly chunks: number;
   readonly journalRecords: number;
@@ -17,7 +18,7 @@ function pageBytes(bytes: number): number {
 }
 
 /** What an epoch occupies in the store, from its keys and the header's geometry (no filter is loaded). */
-export function epochUsage(env: StoreEnv, header: EpochHeader): EpochUsage {
+export function epochUsage(env: StoreEnv, journal: JournalFile, header: EpochHeader): EpochUsage {
   const { scope, epoch } = header;
   const filterBytes: number[] = header.slices.flatMap((slice) => filterGeometries(slice).map((g) => g.mBits / 8));
   let bytesOnDisk = 0;
@@ -33,5 +34,6 @@ export function epochUsage(env: StoreEnv, header: EpochHeader): EpochUsage {
     bytesOnDisk += pageBytes(value.length);
     journalRecords++;
   }
-  return { bytesOnDisk, chunks, journalRecords };
+  const inFile = journal.epochFrames(scope, epoch);
+  return { bytesOnDisk: bytesOnDisk + inFile.bytes, chunks, journalRecords: journalRecords + inFile.frames };
 }

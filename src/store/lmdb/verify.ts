@@ -4,6 +4,7 @@ import { CHUNK_PAYLOAD_BYTES, decodeChunk } from '../chunks.js';
 import type { StoreEnv } from './env.js';
 
 import { decodeJournalRecord } from './journal.js';
+import { JOURNAL_FILE_HEADER_BYTES } from './journal-file.js';
 import { checkEpochSupported, readEpochHeader, readScopeRecord, type EpochHeader } from '../records.js';
 import { readCheckpointRecord, readFenceRecord, type CheckpointRecord } from './records.js';
 import { filterGeometries } from '../../filters/keying.js';
@@ -146,25 +147,45 @@ function verifyRecords(env: StoreEnv, hash: XxHash): VerifyReport {
       report(where, error);
     }
   }
+  const seqs = new Map<string, { readonly seq: number; readonly where: string }[]>();
   let journalRecords = 0;
-  for (const { key, value } of env.journalDb.getRange({})) {
+  const check = (scope: string, epoch: number, seq: number, value: Uint8Array, where: string): void => {
     journalRecords++;
-    const [scope, epoch, seq] = key as [string, number, number];
-    const where = `journal record ${scope}/${epoch}/${seq}`;
     const state = epochs.get(epochId(scope, epoch));
     if (state === undefined) {
       if (!dropping.has(epochId(scope, epoch))) damage.push({ where, problem: 'belongs to no epoch', code: 'STORE_CORRUPT' });
-      continue;
+      return;
     }
     try {
-      if (seq !== state.nextSeq) throw new SeenStoreError('STORE_CORRUPT', `expected sequence ${state.nextSeq} (records missing or left over)`);
-      state.nextSeq = seq + 1;
       const record = decodeJournalRecord(hash, value, where);
       if (state.sliceFilters[record.slice] !== record.filterCount) {
         throw new SeenStoreError('STORE_CORRUPT', `names slice ${record.slice} with ${record.filterCount} filters, which the epoch does not have`);
       }
+      if (seq >= state.nextSeq) seqs.set(epochId(scope, epoch), [...(seqs.get(epochId(scope, epoch)) ?? []), { seq, where }]);
     } catch (error) {
       report(where, error);
+    }
+  };
+  for (const { key, value } of env.journalDb.getRange({})) {
+    const [scope, epoch, seq] = key as [string, number, number];
+    check(scope, epoch, seq, value, `journal record ${scope}/${epoch}/${seq}`);
+  }
+  const journal = env.useJournal(hash);
+  try {
+    journal.refresh();
+    journal.read(JOURNAL_FILE_HEADER_BYTES, (scope, epoch, seq, value) => {
+      check(scope.toString('utf8'), epoch, seq, value, `journal frame ${scope.toString('utf8')}/${epoch}/${seq}`);
+      return true;
+    });
+  } catch (error) {
+    report(`journal file ${journal.path}`, error);
+  }
+  // After the checkpoint, LMDB's records and the file's frames together number 1, 2, 3 ... with no gap.
+  for (const [id, found] of seqs) {
+    let next = epochs.get(id)!.nextSeq;
+    for (const { seq, where } of found.sort((a, b) => a.seq - b.seq)) {
+      if (seq !== next) damage.push({ where, problem: `expected sequence ${next} (records missing or left over)`, code: 'STORE_CORRUPT' });
+      next = seq + 1;
     }
   }
   for (const { where, error } of verifyFrontier(env)) report(where, error);

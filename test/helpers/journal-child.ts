@@ -1,0 +1,65 @@
+/**
+ * A child process for the journal tests. Usage:
+ *   node journal-child.js STORE power-cut BATCHES KILL_AT
+ *     Adds BATCHES batches of 50 URLs (https://power.example/B/I), four in flight at a time,
+ *     printing "ack B" once batch B is acknowledged. When the KILL_AT-th batch reaches
+ *     add:before-sync (appended, not yet synced), it simulates a power cut of the page cache: the
+ *     journal file is cut back to the end of its last fdatasync (journal:after-sync), then the
+ *     process kills itself with SIGKILL.
+ *   node journal-child.js STORE add|enqueue FILE
+ *     Adds (or enqueues) FILE's URLs in batches of 100, then prints "new N": how many were new.
+ *   node journal-child.js STORE add-and-die URL...
+ *     Adds the URLs, prints "ack", and kills itself with SIGKILL (a journal tail no checkpoint folded).
+ */
+import { readFileSync, truncateSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { SeenStore } from '../../src/index.js';
+import { setFaultHook } from '../../src/store/faults.js';
+import { powerUrls } from './power-urls.js';
+
+const NEVER = { checkpointJournalBytes: 2 ** 40, checkpointIntervalMs: 2 ** 40 };
+
+async function powerCut(dir: string, batches: number, killAt: number): Promise<void> {
+  let syncedEnd = 0;
+  let reached = 0;
+  setFaultHook((point, detail) => {
+    if (point === 'journal:after-sync') syncedEnd = Math.max(syncedEnd, detail!);
+    if (point !== 'add:before-sync' || ++reached < killAt) return;
+    truncateSync(join(dir, 'journal.log'), syncedEnd);
+    process.kill(process.pid, 'SIGKILL');
+  });
+  const store = await SeenStore.open(dir, NEVER);
+  const scope = store.scope('default', { capacityUrls: 100_000 });
+  const lanes = Array.from({ length: 4 }, async (_, lane) => {
+    for (let b = lane; b < batches; b += 4) {
+      await scope.add(powerUrls(b));
+      writeSync(1, `ack ${b}\n`);
+    }
+  });
+  await Promise.all(lanes);
+  await store.close();
+}
+
+async function addAll(dir: string, file: string, enqueue: boolean): Promise<void> {
+  const urls = readFileSync(file, 'utf8').split('\n').filter((line) => line.length > 0);
+  const store = await SeenStore.open(dir, NEVER);
+  const scope = store.scope('default', { capacityUrls: 100_000 });
+  let fresh = 0;
+  for (let start = 0; start < urls.length; start += 100) {
+    const part = urls.slice(start, start + 100);
+    const answers = enqueue ? await scope.enqueue(part) : await scope.addIfAbsent(part);
+    fresh += answers.filter(Boolean).length;
+  }
+  writeSync(1, `new ${fresh}\n`);
+  await store.close();
+}
+
+const [dir, mode, ...rest] = process.argv.slice(2);
+if (mode === 'power-cut') await powerCut(dir!, Number(rest[0]), Number(rest[1]));
+else if (mode === 'add' || mode === 'enqueue') await addAll(dir!, rest[0]!, mode === 'enqueue');
+else if (mode === 'add-and-die') {
+  const store = await SeenStore.open(dir!, NEVER);
+  await store.scope('default', { capacityUrls: 100_000 }).add(rest);
+  writeSync(1, 'ack\n');
+  process.kill(process.pid, 'SIGKILL');
+} else throw new Error(`unknown mode ${mode}`);

@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict';
+import { appendFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { SeenStore } from '../src/index.js';
+import { runChild, type ChildOut } from './helpers/child-run.js';
+import { runCrashChild } from './helpers/cli.js';
+import { ROOT } from './helpers/data.js';
+import { generatedUrls } from './helpers/generated-urls.js';
+import { powerUrls } from './helpers/power-urls.js';
+import { tempDir } from './helpers/tmp.js';
+
+const CHILD = join(ROOT, 'dist', 'test', 'helpers', 'journal-child.js');
+
+function runJournalChild(args: readonly string[]): Promise<ChildOut> {
+  return runChild(CHILD, args, 'journal child');
+}
+
+describe('the journal file', () => {
+  test('a power cut of the unsynced page cache loses no acknowledged add (group commit, 4 batches in flight)', async () => {
+    const dir = tempDir();
+    const batches = 40;
+    const run = await runJournalChild([dir, 'power-cut', String(batches), '24']);
+    assert.ok(run.killed, 'the power cut was never reached');
+    const acked = run.lines.filter((line) => line.startsWith('ack ')).map((line) => Number(line.slice(4)));
+    assert.ok(acked.length >= 10, `only ${acked.length} batches acknowledged before the cut`);
+    const unacked = Array.from({ length: batches }, (_, b) => b).filter((b) => !acked.includes(b));
+    const store = await SeenStore.open(dir);
+    const scope = store.scope();
+    for (const b of acked) assert.ok((await scope.has(powerUrls(b))).every(Boolean), `acknowledged batch ${b} was lost`);
+    // The cut must have taken something: the batch at the kill was appended and not yet synced.
+    const lost = (await scope.has(unacked.flatMap(powerUrls))).filter((seen) => !seen).length;
+    assert.ok(lost >= 50, `the simulated power cut lost only ${lost} unacknowledged URLs`);
+    await store.close();
+    const reopened = await SeenStore.open(dir);
+    const report = await reopened.verify();
+    await reopened.close();
+    assert.equal(report.ok, true, JSON.stringify(report.damage));
+  });
+
+  test('a torn frame at the end (an appender killed mid-write) is cut by the next writer; what came before stays', async () => {
+    const dir = tempDir();
+    const first = generatedUrls(300, 291);
+    const second = generatedUrls(300, 292);
+    const run = await runJournalChild([dir, 'add-and-die', ...first]);
+    assert.ok(run.killed);
+    const journal = join(dir, 'journal.log');
+    const before = statSync(journal).size;
+    assert.ok(before > 300 * 8, 'the killed writer left its frame in the journal file');
+    // 12 KiB of a 16 KiB frame whose appender died. Its bytes repeat 00 40 00 00: the next frame
+    // (45 + 8 * 300 bytes) overwrites its start and ends where they read as the length word 64,
+    // a complete frame failing its checksum, which the next opener would refuse as damage were
+    // the torn bytes not cut before that append.
+    const torn = Buffer.alloc(12 * 1024);
+    for (let i = 0; i < torn.length; i += 4) torn[i + 1] = 0x40;
+    torn.writeUInt32LE(16 * 1024, 0);
+    appendFileSync(journal, torn);
+    const store = await SeenStore.open(dir);
+    const scope = store.scope();
+    assert.ok((await scope.has(first)).every(Boolean));
+    assert.equal((await scope.addIfAbsent(second)).filter(Boolean).length, 300);
+    assert.ok(statSync(journal).size < before + torn.length, 'the torn bytes were cut before the append');
+    await store.close();
+    const reopened = await SeenStore.open(dir);
+    assert.ok((await reopened.scope().has([...first, ...second])).every(Boolean));
+    assert.equal((await reopened.verify()).ok, true);
+    await reopened.close();
+  });
+
+  test('two writers on one journal, one killed between its append and its sync: both keep every acknowledged add', async () => {
+    const dir = tempDir();
+    const urls = generatedUrls(8_000, 294);
+    const killedFile = join(dir, 'killed.txt');
+    const survivorFile = join(dir, 'survivor.txt');
+    writeFileSync(killedFile, `${urls.slice(0, 5_000).join('\n')}\n`);
+    // The survivor meets the 2,000 URLs both add last (reversed), after the killed writer added them.
+    writeFileSync(survivorFile, `${urls.slice(2_000).reverse().join('\n')}\n`);
+    const setup = await SeenStore.open(dir);
+    await setup.scope('default', { capacityUrls: 100_000 }).add([]);
+    await setup.close();
+    // The killed writer dies at its 4th batch's add:before-sync, its frame appended but not synced.
+    const killed = runCrashChild([dir, 'default', killedFile, '1000', 'add:before-sync'], { CHILD_KILL_AT: '4' });
+    const survivor = runCrashChild([dir, 'default', survivorFile, '500', 'none']);
+    const [k, s] = await Promise.all([killed, survivor]);
+    assert.equal(k.signal, 'SIGKILL');
+    assert.ok(s.done);
+    const store = await SeenStore.open(dir);
+    const scope = store.scope();
+    assert.ok((await scope.has(urls.slice(0, k.acked * 1_000))).every(Boolean), 'an acknowledged add of the killed writer was lost');
+    assert.ok((await scope.has(urls.slice(2_000))).every(Boolean), 'an acknowledged add of the survivor was lost');
+    // Exact: no URL counted new twice, though 2,000 were added by both.
+    const added = (await scope.stats()).epochs[0]!.added;
+    assert.ok(added <= 8_000, `${added} URLs counted new out of 8,000 distinct`);
+    assert.equal((await store.verify()).ok, true);
+    await store.close();
+  });
+
+  test('add-if-absent stays exact across processes journaling in both homes (one enqueues into LMDB, one appends to the file)', async () => {
+    const dir = tempDir();
+    const urls = generatedUrls(6_000, 293);
+    // Overlapping halves in different orders: 2,000 URLs each process alone, 2,000 both.
+    const a = join(dir, 'a.txt');
+    const b = join(dir, 'b.txt');
+    writeFileSync(a, `${[...urls.slice(0, 4_000)].reverse().join('\n')}\n`);
+    writeFileSync(b, `${urls.slice(2_000).join('\n')}\n`);
+    const setup = await SeenStore.open(dir);
+    setup.scope('default', { capacityUrls: 100_000 });
+    await setup.scope().add([]);
+    await setup.close();
+    const [enqueuer, adder] = await Promise.all([runJournalChild([dir, 'enqueue', a]), runJournalChild([dir, 'add', b])]);
+    const fresh = (lines: string[]): number => Number(lines.find((line) => line.startsWith('new '))!.slice(4));
+    assert.equal(fresh(enqueuer.lines) + fresh(adder.lines), 6_000, 'each URL new exactly once across both processes');
+    const store = await SeenStore.open(dir);
+    assert.equal((await store.scope().frontier().stats()).pending, fresh(enqueuer.lines), 'queued exactly when recorded new by the enqueuer');
+    assert.ok((await store.scope().has(urls)).every(Boolean));
+    assert.equal((await store.verify()).ok, true);
+    await store.close();
+  });
+});
