@@ -117,10 +117,7 @@ export class Scope {
     return answers;
   }
 
-  /**
-   * As addIfAbsent, and the URLs that were new join the scope's frontier in the same atomic step
-   * (exactly-once discovery): a crawler takes them from `frontier()`. Resolves when durable.
-   */
+  /** As addIfAbsent; the new URLs join the frontier in the same atomic step (exactly-once discovery). Durable when it resolves. */
   async enqueue(urls: readonly string[], options: EnqueueOptions = {}): Promise<boolean[]> {
     if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
     const { data, queues, ...addOptions } = options;

@@ -2,9 +2,11 @@ import { SeenStoreError } from '../../errors.js';
 import type { CheckpointOutcome } from '../backend.js';
 import type { StoreEnv } from './env.js';
 import type { JournalFile } from './journal-file.js';
-import { checkpointKey, fenceKey } from './keys.js';
+import type { EpochCounts } from '../backend.js';
+import type { EpochHeader } from '../records.js';
+import { checkpointKey, fenceKey, journalEpochRange } from './keys.js';
 import { tryLock } from './lock.js';
-import { readCheckpointRecord, readFenceRecord } from './records.js';
+import { readCheckpointRecord, readFenceRecord, type CheckpointRecord } from './records.js';
 
 /** Bytes of chunks written per checkpoint transaction: small transactions let LMDB reuse pages. */
 export const CHECKPOINT_TXN_BYTES = 16 * 2 ** 20;
@@ -82,4 +84,21 @@ export async function compactJournal(env: StoreEnv, journal: JournalFile): Promi
     if (done) return true;
   }
   return false;
+}
+
+/** An epoch's checkpoint record: what its stored chunks hold. */
+export function readEpochCheckpoint(env: StoreEnv, header: EpochHeader): CheckpointRecord {
+  const value = env.getMeta(checkpointKey(header.scope, header.epoch));
+  if (value === undefined) throw new SeenStoreError('STORE_CORRUPT', `epoch ${header.scope}/${header.epoch} has no checkpoint record`);
+  return readCheckpointRecord(value);
+}
+
+/** Records that an epoch's chunks hold every journal record up to `seq`, and trims those records (inside a write transaction). */
+export function writeEpochCheckpoint(env: StoreEnv, header: EpochHeader, seq: number, counts: EpochCounts, sliceAdded: readonly number[]): void {
+  const { scope, epoch } = header;
+  const previous = readEpochCheckpoint(env, header);
+  if (seq <= previous.seq) return;
+  const record: CheckpointRecord = { ...previous, seq, ...counts, sliceAdded, atMs: Date.now() };
+  env.putMeta(checkpointKey(scope, epoch), record);
+  for (const key of env.journalDb.getKeys(journalEpochRange(scope, epoch, 0, seq + 1))) env.journalDb.removeSync(key);
 }

@@ -1,4 +1,4 @@
-import { SeenStoreError, asStoreError, assert } from '../../errors.js';
+import { asStoreError, assert } from '../../errors.js';
 import type { StoredFilter } from '../../filters/bloom.js';
 import { EpochHasher } from '../../filters/epoch-hasher.js';
 import type { HashSchemeId } from '../../hash/scheme.js';
@@ -13,11 +13,12 @@ import { faultPoint } from '../faults.js';
 import { JOURNAL_HEADER_BYTES, type JournalRecord } from './journal.js';
 import { JOURNAL_FILE_HEADER_BYTES } from './journal-file.js';
 import { JournalCursor, type Durability, type ReplayTarget } from './journal-cursor.js';
-import { checkpointKey, chunkEpochRange, chunkKey, chunkKeyParts, epochKey, journalEpochRange } from './keys.js';
+import { chunkKey, epochKey } from './keys.js';
 import { readHeader } from './metadata.js';
 import { checkEpochSupported, type EpochHeader, type SliceSpec } from '../records.js';
-import { readCheckpointRecord, type CheckpointRecord } from './records.js';
-import { compactJournal, fencedCheckpoint, type Fence } from './checkpoint.js';
+import type { CheckpointRecord } from './records.js';
+import { checkedChunkPayload, chunkWhere, forEachStoredChunk } from './chunk-reads.js';
+import { compactJournal, fencedCheckpoint, readEpochCheckpoint, writeEpochCheckpoint, type Fence } from './checkpoint.js';
 
 /** Most slices an epoch may grow to; slice j holds capacity * 2^j URLs, so this is never reached in practice. */
 export const MAX_SLICES = 24;
@@ -389,20 +390,11 @@ export abstract class EpochCopy {
 
   /** Records that the chunks hold every journal record up to `seq`, and trims those records. */
   protected recordCheckpoint(seq: number, counts: EpochCounts, sliceAdded: readonly number[]): void {
-    const { scope, epoch } = this.currentHeader;
-    const previous = this.readCheckpoint();
-    if (seq <= previous.seq) return;
-    const record: CheckpointRecord = { ...previous, seq, ...counts, sliceAdded, atMs: Date.now() };
-    this.env.putMeta(checkpointKey(scope, epoch), record);
-    for (const key of this.env.journalDb.getKeys(journalEpochRange(scope, epoch, 0, seq + 1))) this.env.journalDb.removeSync(key);
+    writeEpochCheckpoint(this.env, this.currentHeader, seq, counts, sliceAdded);
   }
 
   protected readCheckpoint(): CheckpointRecord {
-    const value = this.env.getMeta(checkpointKey(this.currentHeader.scope, this.currentHeader.epoch));
-    if (value === undefined) {
-      throw new SeenStoreError('STORE_CORRUPT', `epoch ${this.currentHeader.scope}/${this.currentHeader.epoch} has no checkpoint record`);
-    }
-    return readCheckpointRecord(value);
+    return readEpochCheckpoint(this.env, this.currentHeader);
   }
 
   /** The dirty chunks of every filter, as [filter index, region] pairs. */
@@ -457,16 +449,7 @@ export abstract class EpochCopy {
 
   /** ORs the stored chunks of filters `fromIndex`.. into memory. */
   protected orStoredChunks(fromIndex: number): void {
-    const { scope, epoch } = this.currentHeader;
-    const chunks = this.env.chunksDb;
-    // Keys, then each value through lmdb's reused buffer: no 64 KB garbage per chunk (a 131 MB
-    // filter would leave 131 MB of it behind, in the RSS until collected).
-    for (const key of chunks.getKeys(chunkEpochRange(scope, epoch, fromIndex))) {
-      const { filter: index, chunk: region } = chunkKeyParts(key);
-      const value = chunks.getBinaryFast(key);
-      if (value === undefined) throw new SeenStoreError('STORE_CORRUPT', `${this.chunkWhere(index, region)}: vanished while being read`);
-      this.#orStoredValue(index, region, value);
-    }
+    forEachStoredChunk(this.env, this.currentHeader, fromIndex, (index, region, value) => this.storedFilter(index).orRegion(region, this.#checkedPayload(index, region, value)));
   }
 
   #apply(record: JournalRecord, seq: number, where: string): void {
@@ -492,17 +475,9 @@ export abstract class EpochCopy {
     return value === undefined ? undefined : this.#checkedPayload(index, region, value, checksum);
   }
 
-  #orStoredValue(index: number, region: number, value: Uint8Array): void {
-    this.storedFilter(index).orRegion(region, this.#checkedPayload(index, region, value));
-  }
-
   #checkedPayload(index: number, region: number, value: Uint8Array, checksum = true): Uint8Array {
-    const filter = this.filterAt(index);
-    if (filter === undefined || !Number.isInteger(region) || region < 0 || region >= filter.regionCount) {
-      throw new SeenStoreError('STORE_CORRUPT', `${this.chunkWhere(index, region)}: no such filter or chunk in the epoch`);
-    }
     this.#chunkBytesRead += value.length;
-    return decodeChunk(this.hash, value, this.chunkWhere(index, region), filter.region(region).length, checksum);
+    return checkedChunkPayload(this.hash, this.currentHeader, this.filterAt(index), index, region, value, checksum);
   }
 
   /** out[i] = 1 when URL i of `words` (hashed by hashKeys) is held by some slice, else 0. */
@@ -511,7 +486,7 @@ export abstract class EpochCopy {
   }
 
   protected chunkWhere(index: number, region: number): string {
-    return `chunk ${this.currentHeader.scope}/${this.currentHeader.epoch}/filter ${index}/#${region}`;
+    return chunkWhere(this.currentHeader, index, region);
   }
 
   /** The chunk payload size every filter's regions use (the epoch header's chunkBytes, checked at construction). */
