@@ -31,7 +31,7 @@ describe('frozen fixture format-4-frontier', () => {
     assert.equal(expected.formatVersion, 4);
     await expectCode('FORMAT_UNSUPPORTED', () => SeenStore.open(dir));
     const report = await SeenStore.migrate(dir, { snapshot: false });
-    assert.deepEqual(report.steps.map((step) => [step.from, step.to, step.changed]), [[4, 5, expected.queued.length + 1]]);
+    assert.deepEqual(report.steps.map((step) => [step.from, step.to, step.changed]), [[4, 5, 0], [5, 6, expected.queued.length + 1]]);
     assert.equal(report.to, FORMAT_VERSION);
     const store = await SeenStore.open(dir);
     try {
