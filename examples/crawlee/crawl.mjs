@@ -21,7 +21,10 @@ if (start === undefined) {
 }
 const store = await SeenStore.open(storeDir);
 const scope = store.scope(new URL(start).hostname.replace(/[^A-Za-z0-9._-]/g, '_'));
-const manager = new SeenstoreRequestManager(scope, { owner: 'example-crawler' });
+// One request per second to the site, from every process crawling it (the frontier keeps the delay):
+// polite to a site you do not run. SAME_DOMAIN_DELAY_SECS=0 for your own.
+const sameDomainDelaySecs = Number(process.env.SAME_DOMAIN_DELAY_SECS ?? 1);
+const manager = new SeenstoreRequestManager(scope, { owner: 'example-crawler', sameDomainDelaySecs });
 const crawler = new CheerioCrawler({
   ...crawlerOptions(manager),
   maxConcurrency: 10,
