@@ -314,8 +314,18 @@ async function writers(): Promise<{ writers: number; rounds: number; kills: numb
       if (!run.killed) for (const url of inputs[w]!) acknowledged.add(url);
     });
     const store = await SeenStore.open(dir);
-    const missing = (await store.scope(scope).has([...acknowledged])).filter((seen) => !seen).length;
-    if (missing > 0) fail(`writers round ${round}: ${missing} acknowledged URLs not seen at the end`);
+    const list = [...acknowledged];
+    const seenAtEnd = await store.scope(scope).has(list);
+    const lostUrls = list.filter((_, i) => !seenAtEnd[i]);
+    const missing = lostUrls.length;
+    if (missing > 0) {
+      // Which promise broke: a URL printed (by which writer, killed or not), or one of a finished writer's input.
+      const where = lostUrls.slice(0, 5).map((url) => {
+        const printedBy = runs.map((run, w) => (run.stdout.split('\n').includes(url) ? `${w}${run.killed ? ' (killed)' : ''}` : '')).filter(Boolean);
+        return `${url}: printed by ${printedBy.join(', ') || 'no writer'}; in the input of ${inputs.map((input, w) => (input.includes(url) ? w : -1)).filter((w) => w >= 0).join(', ')}`;
+      });
+      fail(`writers round ${round}: ${missing} acknowledged URLs not seen at the end (${where.join('; ')})`);
+    }
     if (!(await store.verify()).ok) fail(`writers round ${round}: verify`);
     await store.close();
     printed += count.size;
