@@ -42,9 +42,11 @@ async function startHosts(): Promise<{ origins: string[]; log: Map<string, numbe
  */
 async function taker(client: FrontierClient, handed: Map<string, number>): Promise<void> {
   for (;;) {
+    // The take happens on the server somewhere between asking and the stream's end: the lag of a
+    // fetch is counted from the ask, so that it is never shorter than the fetch's lag from the take.
+    const asked = performance.now();
     const urls = await client.get({ max_urls_per_queue: 1, delay_requestable: 60 });
-    const now = performance.now();
-    for (const info of urls) handed.set(info.url, now);
+    for (const info of urls) handed.set(info.url, asked);
     await Promise.all(urls.map(async (info) => (await fetch(info.url)).text()));
     if (urls.length > 0) await client.put(urls.map((info) => known(info.url, 0)));
     if (urls.length > 0) continue;
