@@ -304,7 +304,9 @@ async function writers(): Promise<{ writers: number; rounds: number; kills: numb
     runs.forEach((run, w) => {
       if (run.killed) kills++;
       else if (run.code !== 0) fail(`writers round ${round}, writer ${w}: exit ${run.code}: ${run.stderr}`);
-      for (const url of run.stdout.split('\n')) if (url.length > 0) count.set(url, (count.get(url) ?? 0) + 1);
+      // Complete lines only: a writer killed while writing stdout leaves its last line cut short,
+      // a piece of a URL that was never one of the inputs (the part after the last newline).
+      for (const url of run.stdout.split('\n').slice(0, -1)) if (url.length > 0) count.set(url, (count.get(url) ?? 0) + 1);
     });
     const twice = [...count.values()].filter((n) => n > 1).length;
     if (twice > 0) fail(`writers round ${round}: ${twice} URLs printed as new more than once`);
