@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
-import { collectCli, runCli, spawnCli } from './helpers/cli.js';
+import { collectCli, runCli, runCrashChild, spawnCli } from './helpers/cli.js';
 import { sharedUrls } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -52,6 +52,43 @@ describe('leftovers of killed processes', () => {
     assert.ok(!existsSync(`${out}.tmp-${dead}`), 'a dead export writer\'s file is removed');
     assert.ok(existsSync(`${out}.tmp-${live}`), 'a live one is kept');
     assert.ok(existsSync(join(outDir, `other.ssx.tmp-${dead}`)), 'only the temporary files of the file being written');
+  });
+});
+
+describe('a store created whole or not at all', () => {
+  test('a creator killed before its store is in place leaves no half store: the next open creates it, and the staging directory of the dead creator goes', async () => {
+    const parent = tempDir();
+    const dir = join(parent, 'store');
+    const urls = join(parent, 'urls.txt');
+    writeFileSync(urls, 'https://a.example/1\nhttps://a.example/2\n');
+    const killed = await runCrashChild([dir, 'live', urls, '1', 'create:before-rename']);
+    assert.equal(killed.signal, 'SIGKILL', 'the child reached the fault point');
+    assert.equal(killed.acked, 0);
+    assert.ok(!existsSync(dir), 'nothing at the store path');
+    const staged = readdirSync(parent).filter((name) => name.startsWith('.seenstore-creating-'));
+    assert.equal(staged.length, 1, 'the killed creator left its staging directory');
+
+    const store = await SeenStore.open(dir);
+    assert.deepEqual(await store.scope('live').addIfAbsent(['https://a.example/1']), [true]);
+    await store.close();
+    assert.deepEqual(readdirSync(parent).filter((name) => name.startsWith('.seenstore-creating-')), [], 'the dead creator\'s staging directory was removed');
+  });
+
+  test('four processes creating one store at once all open the same store', async () => {
+    const parent = tempDir();
+    const dir = join(parent, 'store');
+    const files = [0, 1, 2, 3].map((n) => {
+      const file = join(parent, `urls-${n}.txt`);
+      writeFileSync(file, SITELIST.slice(n * 100, n * 100 + 100).join('\n'));
+      return file;
+    });
+    const runs = await Promise.all(files.map((file) => runCrashChild([dir, 'live', file, '50', 'none'])));
+    assert.ok(runs.every((run) => run.done), 'every creator finished');
+    const store = await SeenStore.open(dir, { readOnly: true });
+    const seen = await store.scope('live').has(SITELIST.slice(0, 400));
+    assert.ok(seen.every(Boolean), 'every URL any creator added is in the one store');
+    await store.close();
+    assert.deepEqual(readdirSync(parent).filter((name) => name.startsWith('.seenstore-creating-')), []);
   });
 });
 

@@ -4,6 +4,7 @@
  * installs a hook.
  */
 export type FaultPoint =
+  | 'create:before-rename'
   | 'add:before-commit'
   | 'add:after-commit'
   | 'add:before-sync'

@@ -5,7 +5,8 @@ import { basename, dirname, join } from 'node:path';
  * Temporary files of killed processes: a snapshot being written (`snapshots/.tmp-NAME-PID`) or
  * deleted (`snapshots/.deleting-NAME-PID`), a restore's incoming data and journal files
  * (`data.mdb.restoring-PID`, `data.mdb.restoring-PID.journal.log`), a compacted journal file being
- * written (`journal.log.new-PID`), an export file being written (`FILE.tmp-PID`). Each carries the pid
+ * written (`journal.log.new-PID`), an export file being written (`FILE.tmp-PID`), a store being
+ * created (`.seenstore-creating-PID-N` beside it, lmdb/create.ts). Each carries the pid
  * of its writer; the next command that meets one removes it when that process is gone, never
  * while it lives. Like LMDB's own reader table, this takes pids to mean the same processes for
  * every user of the store (one pid namespace).
@@ -25,7 +26,7 @@ export function processAlive(pid: number): boolean {
 }
 
 /** Removes the entries of `dir` whose name matches `pattern` and whose pid (group 1) is dead. */
-function removeDead(dir: string, pattern: RegExp): string[] {
+export function removeDeadEntries(dir: string, pattern: RegExp): string[] {
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -48,11 +49,11 @@ function removeDead(dir: string, pattern: RegExp): string[] {
 
 /** Removes the store's leftovers of dead processes (restores, snapshots); returns their paths. */
 export function removeStoreLeftovers(storeDir: string, snapshotsDir: string): string[] {
-  return [...removeDead(storeDir, STORE_LEFTOVER), ...removeDead(snapshotsDir, SNAPSHOT_LEFTOVER)];
+  return [...removeDeadEntries(storeDir, STORE_LEFTOVER), ...removeDeadEntries(snapshotsDir, SNAPSHOT_LEFTOVER)];
 }
 
 /** Removes the temporary files that dead writers of export file `path` left beside it. */
 export function removeExportLeftovers(path: string): string[] {
   const prefix = basename(path).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return removeDead(dirname(path), new RegExp(`^${prefix}\\.tmp-(\\d+)$`));
+  return removeDeadEntries(dirname(path), new RegExp(`^${prefix}\\.tmp-(\\d+)$`));
 }

@@ -107,8 +107,9 @@ function isKind(path: string, directory: boolean): boolean {
 /**
  * LMDB creates lock.mdb, then data.mdb, then writes the meta pages: an empty or missing data file
  * beside a lock file is a store being created for a moment, and lost data after that. Waits out
- * the moment, then refuses. A store whose creator was killed inside that moment (it holds nothing)
- * is refused too: delete its directory.
+ * the moment, then refuses. A store is created whole in a staging directory and renamed into place
+ * (create.ts), so a killed creator leaves no such state; one created in place in a non-empty
+ * directory, or by an older seenstore, whose creator was killed inside that moment is refused too.
  */
 function refuseLostData(dir: string, path: string): void {
   const traces = STORE_TRACES.filter((trace) => isKind(join(dir, trace.name), trace.directory)).map((trace) => trace.name);
