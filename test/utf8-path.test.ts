@@ -72,15 +72,22 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
     }
   });
 
-  test('batches close at the batch size, and each keeps its own buffer', async () => {
+  test('batches close at the batch size, and each stays intact until its handler is done, with two in flight', async () => {
     const urls = allSharedUrls().slice(0, 5000);
-    const batches: Utf8Keys[] = [];
-    await forEachUtf8Batch(chunked(Buffer.from(`${urls.join('\n')}\n`), 9), options({ batchSize: 700 }), async (batch) => {
-      batches.push(batch);
+    const back: string[] = [];
+    let batches = 0;
+    const linesOf = (b: Utf8Keys): string[] => Array.from({ length: b.count }, (_, i) => Buffer.from(b.bytes).toString('utf8', b.ranges[2 * i], b.ranges[2 * i + 1]));
+    await forEachUtf8Batch(chunked(Buffer.from(`${urls.join('\n')}\n`), 9), options({ batchSize: 700, inFlight: 2 }), async (batch, previous) => {
+      batches++;
+      const lines = linesOf(batch);
+      // The next batch is collected meanwhile (buffers are reused: lines.ts), never into this one's.
+      await new Promise((resolve) => setImmediate(resolve));
+      await previous;
+      assert.deepEqual(linesOf(batch), lines, 'a batch is intact until its handler is done');
+      back.push(...lines);
     });
-    assert.ok(batches.length >= 5000 / (700 + 100), `${batches.length} batches`);
-    const back = batches.flatMap((b) => Array.from({ length: b.count }, (_, i) => Buffer.from(b.bytes).toString('utf8', b.ranges[2 * i], b.ranges[2 * i + 1])));
-    assert.deepEqual(back, urls, 'earlier batches are intact after later ones were collected');
+    assert.ok(batches >= 5000 / (700 + 100), `${batches} batches`);
+    assert.deepEqual(back, urls);
   });
 
   test('firstInvalidUtf8Key finds empty, cut, invalid, over-long and out-of-order keys', () => {

@@ -2,6 +2,7 @@ import { createReadStream, fstatSync, statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { SeenStoreError } from '../errors.js';
 import type { Utf8Keys } from '../hash/xxhash.js';
+import { FileChunks } from './file-chunks.js';
 import { LineSplitter, Utf8LineBatcher, type InvalidReason } from './lines.js';
 
 export type OnInvalid = 'skip' | 'fail';
@@ -58,11 +59,28 @@ export function openInput(file: string | undefined): Readable {
   if (file === undefined || file === '-') {
     return stdinIsFile() ? createReadStream('', { fd: 0, autoClose: false, highWaterMark: INPUT_READ_BYTES }) : process.stdin;
   }
-  // Read as a stream, a directory fails later with a bare EISDIR.
+  refuseDirectory(file);
+  return createReadStream(file, { highWaterMark: INPUT_READ_BYTES });
+}
+
+/** Chunks of input for the batch readers below: a Readable, or FileChunks. */
+export type InputChunks = AsyncIterable<Buffer> & { destroy(): void };
+
+/**
+ * As openInput, for forEachBatch and forEachUtf8Batch, which copy what they keep of a chunk: a
+ * regular file (or stdin redirected from one) is read into two reused buffers (FileChunks).
+ */
+export function openInputChunks(file: string | undefined): InputChunks {
+  if (file === undefined || file === '-') return stdinIsFile() ? new FileChunks(0, INPUT_READ_BYTES) : process.stdin;
+  refuseDirectory(file);
+  return new FileChunks(file, INPUT_READ_BYTES);
+}
+
+/** Read as a stream, a directory fails later with a bare EISDIR. */
+function refuseDirectory(file: string): void {
   if (statSync(file, { throwIfNoEntry: false })?.isDirectory() === true) {
     throw new SeenStoreError('USAGE', `${file} is a directory; give a file of URLs, one per line (or - for stdin)`);
   }
-  return createReadStream(file, { highWaterMark: INPUT_READ_BYTES });
 }
 
 function stdinIsFile(): boolean {
@@ -91,7 +109,7 @@ type OnInvalidLine = (lineNo: number, reason: InvalidReason) => void;
  * producer still gets timely answers. With onInvalid `fail`, the first invalid line stops the run
  * before its batch is handled: batches already handled stay recorded, nothing of the failing one is.
  */
-export function forEachBatch(input: Readable, options: BatchOptions, handle: (lines: string[]) => Promise<void>): Promise<InputCounts> {
+export function forEachBatch(input: InputChunks, options: BatchOptions, handle: (lines: string[]) => Promise<void>): Promise<InputCounts> {
   return runBatches(input, options, handle, (invalid) => {
     let pending: string[] = [];
     const splitter = new LineSplitter(
@@ -122,18 +140,22 @@ export function forEachBatch(input: Readable, options: BatchOptions, handle: (li
 /**
  * As forEachBatch, with each batch's lines as UTF-8 ranges of one buffer, no string per line: for
  * epochs that hash lines as they are (normalisation `none`, or `url` with `urlKeys`), where
- * `accept` adds nothing to the UTF-8, length and URL-shape checks.
+ * `accept` adds nothing to the UTF-8, length and URL-shape checks. A batch's buffers are filled
+ * again after `handle`'s promise for it settles: copy what must outlive it.
  */
 export function forEachUtf8Batch(
-  input: Readable,
+  input: InputChunks,
   options: BatchOptions,
   handle: (lines: Utf8Keys, previous: Promise<void>) => Promise<void>,
 ): Promise<InputCounts> {
-  return runBatches(input, options, handle, (invalid) => new Utf8LineBatcher(options.maxLineBytes, invalid, options.urlKeys === true));
+  // runBatches takes a batch only once fewer than `inFlight` are unanswered: with one being filled,
+  // a batch's buffers are free again `inFlight` + 1 batches later, once `handle` let go of it.
+  const reuse = Math.max(1, options.inFlight ?? 1);
+  return runBatches(input, options, handle, (invalid) => new Utf8LineBatcher(options.maxLineBytes, invalid, options.urlKeys === true, reuse));
 }
 
 async function runBatches<B>(
-  input: Readable,
+  input: InputChunks,
   options: BatchOptions,
   handle: (batch: B, previous: Promise<void>) => Promise<void>,
   makeBatcher: (invalid: OnInvalidLine) => Batcher<B>,

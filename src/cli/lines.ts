@@ -47,7 +47,19 @@ abstract class BlockSplitter {
       this.#skippingLongLine = false;
       data = data.subarray(nl + 1);
     }
-    if (this.#carry.length > 0) data = Buffer.concat([this.#carry, data]);
+    if (this.#carry.length > 0) {
+      // Only the line cut at the last chunk's end is joined: copying the whole chunk behind it
+      // (Buffer.concat) cost filter-new a copy and a fresh buffer per read.
+      const nl = data.indexOf(NEWLINE);
+      if (nl < 0 || !this.#encodingChecked) {
+        data = Buffer.concat([this.#carry, data]);
+      } else {
+        const joined = Buffer.concat([this.#carry, data.subarray(0, nl)]);
+        this.#carry = EMPTY;
+        this.#complete(joined);
+        data = data.subarray(nl + 1);
+      }
+    }
     if (!this.#encodingChecked && data.length >= 2) {
       this.#encodingChecked = true;
       refuseUtf16(data);
@@ -164,14 +176,24 @@ export class Utf8LineBatcher extends BlockSplitter {
   /** Keys are URLs (normalisation `url`): lines are trimmed and must start like `scheme://host`. */
   readonly #urlKeys: boolean;
   readonly #trimmed = new Uint32Array(2);
-  #bytes = Buffer.allocUnsafe(1 << 20);
+  #bytes: Buffer = Buffer.allocUnsafe(1 << 20);
   #used = 0;
-  #ranges = new Uint32Array(2 * 16_384);
+  #ranges: Uint32Array = new Uint32Array(2 * 16_384);
   #count = 0;
+  /** Batch buffers handed over in turn and filled again (empty: a fresh pair per batch). */
+  readonly #ring: { bytes: Buffer; ranges: Uint32Array }[];
+  #slot = 0;
 
-  constructor(maxLineBytes: number, onInvalid: (lineNo: number, reason: InvalidReason) => void, urlKeys = false) {
+  /**
+   * With `reuse` N > 0 the buffers of a batch are filled again once N more batches were taken: the
+   * caller guarantees that when it takes a batch, nothing holds any batch taken N or more takes
+   * before. A fresh megabyte per batch was most of filter-new's garbage collection.
+   */
+  constructor(maxLineBytes: number, onInvalid: (lineNo: number, reason: InvalidReason) => void, urlKeys = false, reuse = 0) {
     super(maxLineBytes, onInvalid);
     this.#urlKeys = urlKeys;
+    this.#ring = reuse > 0 ? Array.from({ length: reuse + 1 }, () => ({ bytes: this.#bytes, ranges: this.#ranges })) : [];
+    for (let i = 1; i < this.#ring.length; i++) this.#ring[i] = { bytes: Buffer.allocUnsafe(this.#bytes.length), ranges: new Uint32Array(this.#ranges.length) };
   }
 
   /** Lines in the current batch. */
@@ -179,12 +201,19 @@ export class Utf8LineBatcher extends BlockSplitter {
     return this.#count;
   }
 
-  /** Hands over the current batch (its buffers are not reused) and starts an empty one. */
+  /** Hands over the current batch (its buffers are reused only as the constructor's `reuse` says) and starts an empty one. */
   take(): { bytes: Buffer; ranges: Uint32Array; count: number } {
     const cut = { bytes: this.#bytes.subarray(0, this.#used), ranges: this.#ranges.subarray(0, 2 * this.#count), count: this.#count };
     const batch = this.#urlKeys ? markCheckedUrlKeys(cut) : cut;
-    this.#bytes = Buffer.allocUnsafe(Math.max(1 << 20, this.#bytes.length));
-    this.#ranges = new Uint32Array(this.#ranges.length);
+    if (this.#ring.length > 0) {
+      // The buffers may have grown while this batch was filled: the ring keeps the grown ones.
+      this.#ring[this.#slot] = { bytes: this.#bytes, ranges: this.#ranges };
+      this.#slot = (this.#slot + 1) % this.#ring.length;
+      ({ bytes: this.#bytes, ranges: this.#ranges } = this.#ring[this.#slot]!);
+    } else {
+      this.#bytes = Buffer.allocUnsafe(Math.max(1 << 20, this.#bytes.length));
+      this.#ranges = new Uint32Array(this.#ranges.length);
+    }
     this.#used = 0;
     this.#count = 0;
     return batch;

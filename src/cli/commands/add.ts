@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { batchOptions, inform, inputProgress, openStore, pinnedEpoch, scopeOptions, warn, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
-import { forEachBatch, openInput } from '../input.js';
+import { forEachBatch, openInputChunks } from '../input.js';
 import { formatCount, summaryText } from '../output.js';
 import { addingScope, noteGrowth } from '../scope-notes.js';
 
@@ -17,7 +17,7 @@ export async function add(file: string | undefined, command: Command): Promise<v
     const pin = pinnedEpoch(options.epoch);
     let added = 0;
     const progress = inputProgress('add', file, () => `${formatCount(added)} new`);
-    const counts = await forEachBatch(openInput(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
+    const counts = await forEachBatch(openInputChunks(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
       await ready();
       added += (await scope.add(lines, pin)).added;
     });

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { batchOptions, inputProgress, openStoreReadOnly, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
-import { forEachBatch, openInput } from '../input.js';
+import { forEachBatch, openInputChunks } from '../input.js';
 import { formatCount, writeAll } from '../output.js';
 
 /** Prints `new<TAB>URL` or `revisit<TAB>URL`: against the previous epoch (the last crawl). */
@@ -11,7 +11,7 @@ export async function classify(file: string | undefined, command: Command): Prom
     const scope = await requireScope(store, options);
     const totals = { new: 0, revisit: 0 };
     const progress = inputProgress('classify', file, () => `${formatCount(totals.new)} new, ${formatCount(totals.revisit)} revisits`);
-    const counts = await forEachBatch(openInput(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
+    const counts = await forEachBatch(openInputChunks(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
       const classes = await scope.classify(lines);
       let out = '';
       for (let i = 0; i < lines.length; i++) {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { batchOptions, epochSpec, inputProgress, openStore, openStoreReadOnly, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
-import { forEachBatch, openInput } from '../input.js';
+import { forEachBatch, openInputChunks } from '../input.js';
 import { formatCount, writeAll } from '../output.js';
 
 type CountOptions = GlobalOptions & InputOptions & { readonly epochs?: string };
@@ -17,7 +17,7 @@ export async function countCommand(file: string | undefined, command: Command): 
     const scope = await requireScope(store, options);
     let held = 0;
     const progress = inputProgress('count', file, () => `${formatCount(held)} held`);
-    await forEachBatch(openInput(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
+    await forEachBatch(openInputChunks(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
       const counts = await scope.count(lines, { epochs });
       let out = '';
       for (let i = 0; i < lines.length; i++) {
@@ -39,7 +39,7 @@ export async function deleteCommand(file: string | undefined, command: Command):
     const scope = await requireScope(store, options);
     let deleted = 0;
     const progress = inputProgress('delete', file, () => `${formatCount(deleted)} deleted`);
-    const counts = await forEachBatch(openInput(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
+    const counts = await forEachBatch(openInputChunks(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
       deleted += await scope.delete(lines);
     });
     const summary = { read: counts.read, deleted, absent: counts.read - deleted, invalid: counts.invalid };

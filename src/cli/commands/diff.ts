@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
 import type { DiffCategory } from '../../epochs/scope.js';
 import { batchOptions, epochSpec, inputProgress, openStoreReadOnly, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
-import { forEachBatch, openInput } from '../input.js';
+import { forEachBatch, openInputChunks } from '../input.js';
 import { formatCount, writeAll } from '../output.js';
 import { diffAgainst } from './diff-against.js';
 
@@ -40,7 +40,7 @@ export async function diff(file: string | undefined, command: Command): Promise<
     const totals: Record<DiffCategory, number> = { both: 0, 'only-from': 0, 'only-to': 0, neither: 0 };
     let epochs = { from: 0, to: 0 };
     const progress = inputProgress('diff', file, () => `${formatCount(totals['only-to'])} only-to, ${formatCount(totals['only-from'])} only-from`);
-    const counts = await forEachBatch(openInput(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
+    const counts = await forEachBatch(openInputChunks(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
       const result = await scope.diff(lines, from, to);
       epochs = { from: result.from, to: result.to };
       let out = '';

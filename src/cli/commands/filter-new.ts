@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { batchOptions, inform, inputProgress, openStore, pinnedEpoch, scopeOptions, warn, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
-import { forEachBatch, forEachUtf8Batch, openInput, type InputCounts } from '../input.js';
+import { forEachBatch, forEachUtf8Batch, openInputChunks, type InputCounts } from '../input.js';
 import { formatCount, compactSelectedLines, summaryText, writeAll } from '../output.js';
 import { addingScope, noteGrowth } from '../scope-notes.js';
 
@@ -26,7 +26,7 @@ export async function filterNew(file: string | undefined, command: Command): Pro
     let counts: InputCounts;
     if (mode === 'none' || mode === 'url') {
       // Two batches in flight: the next one is decided and committed while this one is printed.
-      counts = await forEachUtf8Batch(openInput(file), { ...batchOptions(options, mode), urlKeys: mode === 'url', inFlight: 2, progress }, async (lines, previous) => {
+      counts = await forEachUtf8Batch(openInputChunks(file), { ...batchOptions(options, mode), urlKeys: mode === 'url', inFlight: 2, progress }, async (lines, previous) => {
         await ready();
         const answers = await scope.addIfAbsentUtf8(lines, pin);
         await previous;
@@ -34,7 +34,7 @@ export async function filterNew(file: string | undefined, command: Command): Pro
         await writeAll(process.stdout, compactSelectedLines(lines, answers));
       });
     } else {
-      counts = await forEachBatch(openInput(file), { ...batchOptions(options, mode), progress }, async (lines) => {
+      counts = await forEachBatch(openInputChunks(file), { ...batchOptions(options, mode), progress }, async (lines) => {
         await ready();
         const answers = await scope.addIfAbsent(lines, pin);
         let out = '';

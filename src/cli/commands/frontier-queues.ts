@@ -4,7 +4,7 @@ import type { QueueStats } from '../../epochs/frontier.js';
 import { QUEUE_KEY_MODES } from '../../url/queue-key.js';
 import { batchOptions, openStore, parseCount, requireScope, scopeName, type GlobalOptions, type InputOptions } from '../context.js';
 import { parseDuration } from '../duration.js';
-import { forEachBatch, openInput } from '../input.js';
+import { forEachBatch, openInputChunks } from '../input.js';
 import { formatCount, writeAll } from '../output.js';
 import { parseChoice } from '../parse.js';
 
@@ -124,7 +124,7 @@ export async function frontierSchedule(file: string | undefined, command: Comman
     const scope = store.scope(scopeName(options));
     const frontier = scope.frontier();
     let waiting = 0;
-    const counts = await forEachBatch(openInput(file), batchOptions(options, 'none'), async (lines) => {
+    const counts = await forEachBatch(openInputChunks(file), batchOptions(options, 'none'), async (lines) => {
       waiting += await frontier.schedule(lines, inMs === 0 ? 0 : Date.now() + inMs);
     });
     const summary = { read: counts.read, waiting, invalid: counts.invalid };

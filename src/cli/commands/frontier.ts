@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { batchOptions, openStore, parseCount, requireScope, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
-import { forEachBatch, openInput } from '../input.js';
+import { forEachBatch, openInputChunks } from '../input.js';
 import { formatCount, summaryText, writeAll } from '../output.js';
 import { addingScope } from '../scope-notes.js';
 import { parseDuration } from '../duration.js';
@@ -27,7 +27,7 @@ export async function frontierPush(file: string | undefined, command: Command): 
   try {
     const { scope, ready } = await addingScope(store, options, scopeOptions(options));
     let queued = 0;
-    const counts = await forEachBatch(openInput(file), batchOptions(options, await scope.normalizeMode()), async (lines) => {
+    const counts = await forEachBatch(openInputChunks(file), batchOptions(options, await scope.normalizeMode()), async (lines) => {
       await ready();
       const fresh = await scope.enqueue(lines);
       const out = lines.filter((_, i) => fresh[i]);

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { batchOptions, epochSpec, inputProgress, membershipMode, openStoreReadOnly, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
-import { forEachBatch, openInput } from '../input.js';
+import { forEachBatch, openInputChunks } from '../input.js';
 import { formatCount, writeAll } from '../output.js';
 
 interface HasOptions extends GlobalOptions, InputOptions {
@@ -23,7 +23,7 @@ export async function has(file: string | undefined, command: Command): Promise<v
     const scope = await requireScope(store, options);
     let seen = 0;
     const progress = inputProgress('has', file, () => `${formatCount(seen)} seen`);
-    const counts = await forEachBatch(openInput(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
+    const counts = await forEachBatch(openInputChunks(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
       const answers = await scope.has(lines, { epochs, mode });
       let out = '';
       for (let i = 0; i < lines.length; i++) {

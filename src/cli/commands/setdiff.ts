@@ -10,7 +10,7 @@ import { writeSummaryFile } from '../../setdiff/summary-file.js';
 import { MAX_TREES } from '../../setdiff/universe.js';
 import { NORMALIZE_MODES, type NormalizeMode } from '../../url/normalize.js';
 import { batchOptions, inputProgress, parseCount, type GlobalOptions, type InputOptions } from '../context.js';
-import { forEachBatch, openInput, type BatchOptions } from '../input.js';
+import { forEachBatch, openInput, openInputChunks, type BatchOptions } from '../input.js';
 import { stopOnSignals } from '../interrupt.js';
 import { formatCount, writeAll } from '../output.js';
 import { parseChoice } from '../parse.js';
@@ -47,7 +47,7 @@ export async function summarizeCommand(file: string | undefined, command: Comman
     ...(recallTarget === undefined ? {} : { recallTarget }),
     ...(bUrls === undefined ? {} : { bUrls }),
   });
-  const counts = await forEachBatch(openInput(file), { ...batchOptions(options, normalize), signal: stopOnSignals(), progress: inputProgress('setdiff summarize', file, () => '') }, async (lines) =>
+  const counts = await forEachBatch(openInputChunks(file), { ...batchOptions(options, normalize), signal: stopOnSignals(), progress: inputProgress('setdiff summarize', file, () => '') }, async (lines) =>
     builder.add(lines),
   );
   const summary = builder.finish();
