@@ -21,6 +21,7 @@ import { SeenStore } from '../src/index.js';
 import { NEEDS_SHARED_DATA, ROOT } from '../test/helpers/data.js';
 import { discovered, FrontierClient, type Ack } from '../test/helpers/urlfrontier.js';
 import { readUrls, sharedDataset } from './data.js';
+import { recordTargets } from './targets.js';
 
 const PASSES = 4;
 /** Streams at once in the concurrent ingest row. */
@@ -188,6 +189,9 @@ try {
   });
   const best = Math.max(rows[0]!.ingest1, rows[0]!.ingestN);
   process.stdout.write(`\nTarget: ingest >= ${fmt(TARGET_INGEST_URLS_PER_S)} URLs/s over gRPC on LMDB: ${best >= TARGET_INGEST_URLS_PER_S ? 'met' : 'missed'} (${fmt(best)} URLs/s; URLFrontier's RocksDB service publishes ${PUBLISHED_ROCKSDB} URLs/s)\n`);
+  recordTargets('urlfrontier', [
+    { issue: 28, order: 1, figure: 'gRPC PutURLs ingest on LMDB', measured: `${fmt(best)} URLs/s (1 stream ${fmt(rows[0]!.ingest1)}, ${STREAMS} streams ${fmt(rows[0]!.ingestN)})`, target: `≥ ${fmt(TARGET_INGEST_URLS_PER_S)} URLs/s`, met: best >= TARGET_INGEST_URLS_PER_S },
+  ]);
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

@@ -1,0 +1,92 @@
+/**
+ * `filter-new`'s steady-state rate (issue 29, row 4), a step of `npm run bench`: the marginal rate
+ * between 1× and 3× a real input of ~3.5M lines (the ~50k URLs of ../shared/data, 70 times over:
+ * 50,553 new lines, then duplicates), so that start-up is apart: 2N lines / (t3 − t1). Each run is
+ * a fresh store and a whole `seenstore filter-new < FILE > /dev/null` process, timed by GNU time
+ * (wall, and user + sys CPU of every thread); medians of RUNS, the two sizes alternating.
+ * bench/marginal-ab.sh does the same for two builds, interleaved.
+ *
+ *   node dist/bench/marginal.js [--runs N]
+ */
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { BENCH_DIR } from './data.js';
+import { recordTargets } from './targets.js';
+
+const CLI = resolve(BENCH_DIR, '..', 'dist', 'src', 'cli', 'main.js');
+const SHARED = resolve(BENCH_DIR, '..', '..', 'shared', 'data');
+const INPUTS = ['crawl-sitelist-15k.txt', 'crawl-benign-35k.txt'];
+const REPEATS = 70;
+const TARGET_LINES_PER_S = 5e6;
+const args = process.argv.slice(2);
+const runsAt = args.indexOf('--runs');
+const RUNS = runsAt >= 0 ? Number(args[runsAt + 1]) : 3;
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** One filter-new process over `input` into a fresh store: wall and CPU seconds. */
+function run(work: string, input: string): { wall: number; cpu: number } {
+  const store = join(work, 'store');
+  rmSync(store, { recursive: true, force: true });
+  const timing = join(work, 'time');
+  const shell = `/usr/bin/time -f '%e %U %S' -o '${timing}' '${process.execPath}' '${CLI}' filter-new --quiet --store '${store}' --capacity 100000 < '${input}' > /dev/null`;
+  const result = spawnSync('sh', ['-c', shell], { encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`filter-new failed: ${result.stderr}`);
+  const [wall, user, sys] = readFileSync(timing, 'utf8').trim().split(/\s+/).map(Number);
+  return { wall: wall!, cpu: user! + sys! };
+}
+
+function main(): void {
+  const missing = INPUTS.find((name) => !existsSync(join(SHARED, name)));
+  if (missing !== undefined) {
+    process.stdout.write(`filter-new marginal rate skipped: ../shared/data/${missing} is not there\n`);
+    recordTargets('marginal', [{ issue: 29, order: 4, figure: '`filter-new` marginal rate', measured: `not measured: ../shared/data/${missing} is absent`, target: '≥ 5 M lines/s', met: undefined }]);
+    return;
+  }
+  const work = mkdtempSync(join(tmpdir(), 'seenstore-bench-marginal-'));
+  try {
+    const base = INPUTS.map((name) => readFileSync(join(SHARED, name), 'utf8')).join('');
+    const once = base.repeat(REPEATS);
+    const lines = once.split('\n').length - 1;
+    const x1 = join(work, 'x1.txt');
+    const x3 = join(work, 'x3.txt');
+    writeFileSync(x1, once);
+    for (let i = 0; i < 3; i++) appendFileSync(x3, once);
+    const t1: { wall: number; cpu: number }[] = [];
+    const t3: { wall: number; cpu: number }[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      if (i % 2 === 0) {
+        t1.push(run(work, x1));
+        t3.push(run(work, x3));
+      } else {
+        t3.push(run(work, x3));
+        t1.push(run(work, x1));
+      }
+    }
+    const wall = (2 * lines) / (median(t3.map((t) => t.wall)) - median(t1.map((t) => t.wall)));
+    const cpu = (2 * lines) / (median(t3.map((t) => t.cpu)) - median(t1.map((t) => t.cpu)));
+    const fmtM = (n: number): string => `${(n / 1e6).toFixed(2)} M`;
+    const text = `filter-new over ${lines.toLocaleString('en-US')} lines (x1) and 3x: wall ${t1.map((t) => t.wall).join(', ')} s / ${t3.map((t) => t.wall).join(', ')} s; marginal ${fmtM(wall)} lines/s wall, ${fmtM(cpu)} lines/s of CPU\n`;
+    process.stdout.write(text);
+    recordTargets('marginal', [
+      {
+        issue: 29,
+        order: 4,
+        figure: '`filter-new` marginal rate (1× → 3× of 3.5M real lines)',
+        measured: `${fmtM(wall)} lines/s wall (${fmtM(cpu)} by CPU time)`,
+        target: '≥ 5 M lines/s',
+        met: wall >= TARGET_LINES_PER_S,
+      },
+    ]);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+main();
