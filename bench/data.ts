@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { packageReposFile, usablePackageRepoUrls } from '../test/helpers/data.js';
 
 /** bench/ in the source tree (this file runs from dist/bench/). */
 export const BENCH_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench');
@@ -30,9 +31,9 @@ export function readUrls(path: string): string[] {
   return readFileSync(path, 'utf8').split('\n').filter((line) => line.length > 0);
 }
 
-function write(name: string, urls: readonly string[], source: string): Dataset {
+function write(name: string, urls: readonly string[], source: string, file = `${name}.txt`): Dataset {
   mkdirSync(CACHE, { recursive: true });
-  const path = join(CACHE, `${name}.txt`);
+  const path = join(CACHE, file);
   if (!existsSync(path)) writeFileSync(path, `${urls.join('\n')}\n`);
   return { name, path, urls: urls.length, source };
 }
@@ -47,20 +48,21 @@ export function sharedDataset(): Dataset {
 
 /**
  * ~1.7M real repository URLs from the npm package all-the-package-repos (bench/package.json,
- * pinned): its distinct http(s) values in file order.
+ * pinned): its distinct http(s) values in file order, those without a host left out
+ * (usablePackageRepoUrls).
  */
 export function packageReposDataset(): Dataset {
   const require = createRequire(join(BENCH_DIR, 'package.json'));
   const packageJson = require.resolve('all-the-package-repos/package.json');
   const version = (JSON.parse(readFileSync(packageJson, 'utf8')) as { version: string }).version;
   const name = `package-repos-${version}`;
-  if (existsSync(join(CACHE, `${name}.txt`))) {
-    const path = join(CACHE, `${name}.txt`);
+  const file = packageReposFile(version);
+  if (existsSync(join(CACHE, file))) {
+    const path = join(CACHE, file);
     return { name, path, urls: readUrls(path).length, source: `all-the-package-repos@${version}` };
   }
   const values = Object.values(JSON.parse(readFileSync(join(dirname(packageJson), 'data', 'packages.json'), 'utf8')) as Record<string, unknown>);
-  const urls = [...new Set(values.filter((v): v is string => typeof v === 'string' && /^https?:\/\//.test(v) && !v.includes('\n')))];
-  return write(name, urls, `all-the-package-repos@${version}, data/packages.json values, distinct http(s)`);
+  return write(name, usablePackageRepoUrls(values), `all-the-package-repos@${version}, data/packages.json values, distinct http(s) URLs with a host`, file);
 }
 
 /**
