@@ -20,6 +20,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { SeenStore } from '../src/index.js';
+import { FORMAT_VERSION } from '../src/store/records.js';
 import { recordTargets } from './targets.js';
 import { BENCH_DIR, packageReposDataset, readUrls, sharedDataset } from './data.js';
 
@@ -75,7 +76,8 @@ function wall(argv: string[], input: string): number {
 /** A store of `capacity` holding the first `count` URLs of `file`, built once and reused. */
 export function builtStore(capacity: number, file: string, count: number): string {
   const dir = join(STORES, `capacity-${capacity}-urls-${count}`);
-  const stamp = JSON.stringify({ capacity, file, count, cli: 'seenstore add', v: 1 });
+  // The store format is in the stamp: a store built by an older format is refused (FORMAT_UNSUPPORTED).
+  const stamp = JSON.stringify({ capacity, file, count, cli: 'seenstore add', v: 1, format: FORMAT_VERSION });
   const stampFile = join(dir, 'bench-stamp.json');
   if (existsSync(stampFile) && readFileSync(stampFile, 'utf8') === stamp) return join(dir, 'store');
   rmSync(dir, { recursive: true, force: true });

@@ -27,6 +27,8 @@ export class Kernel {
   readonly #exports: KernelExports;
   /** End of the permanent allocations; the scratch area starts here. */
   #top = 0;
+  /** End of what any scratch area reached: above it the memory is as grow() made it, zeroed. */
+  #scratchEnd = 0;
   #bytes: Uint8Array;
 
   constructor(shared: boolean, initialBytes = WASM_PAGE_BYTES) {
@@ -56,8 +58,10 @@ export class Kernel {
     const at = Math.ceil(this.#top / LINE_BYTES) * LINE_BYTES;
     if (!this.#fits(at + byteLength)) return -1;
     this.#top = at + byteLength;
-    // The scratch area may have held a call's data here.
-    this.#bytes.fill(0, at, at + byteLength);
+    // The scratch area may have held a call's data here; above it the pages are untouched zeroes,
+    // and writing them would make a lazily loaded filter resident whole (its pages in RSS).
+    const written = Math.min(this.#top, this.#scratchEnd);
+    if (written > at) this.#bytes.fill(0, at, written);
     return at;
   }
 
@@ -73,6 +77,7 @@ export class Kernel {
   scratch(byteLength: number): number {
     const at = Math.ceil(this.#top / LINE_BYTES) * LINE_BYTES;
     if (!this.#fits(at + byteLength)) throw new RangeError(`the kernel's memory cannot hold ${byteLength} more bytes`);
+    this.#scratchEnd = Math.max(this.#scratchEnd, at + byteLength);
     return at;
   }
 
