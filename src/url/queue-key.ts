@@ -1,4 +1,12 @@
-import { getDomain } from 'tldts';
+import { createRequire } from 'node:module';
+
+/**
+ * tldts, loaded at the first `domain` key: its Public Suffix List is ~200 KB of CommonJS, whose
+ * parse and compile cost every command ~15 ms of start-up when imported with this module (which
+ * every add and query loads, for the frontier).
+ */
+let tldts: typeof import('tldts') | undefined;
+const requireModule = createRequire(import.meta.url);
 
 /**
  * How a frontier groups URLs into politeness queues; fixed per scope when its frontier is created.
@@ -34,7 +42,8 @@ export function queueKeyOf(url: string, mode: QueueKeyMode): string | undefined 
   const host = authority.port === undefined || authority.port === DEFAULT_PORTS[authority.scheme] ? authority.host : `${authority.host}:${authority.port}`;
   if (mode === 'host') return host.length > MAX_QUEUE_KEY_LENGTH ? undefined : host;
   if (mode !== 'domain') throw new TypeError(`unknown queue key mode ${JSON.stringify(mode)}`);
-  return getDomain(authority.host, { allowPrivateDomains: true }) ?? authority.host;
+  tldts ??= requireModule('tldts') as typeof import('tldts');
+  return tldts.getDomain(authority.host, { allowPrivateDomains: true }) ?? authority.host;
 }
 
 interface Authority {
