@@ -210,6 +210,39 @@ describe('redis backend', { skip: missing }, () => {
     }
   });
 
+  test('batches decide exactly as the memory driver does: blocks read and written in runs, repeats within and across batches', async () => {
+    const redis = await SeenStore.open(cluster.location(), quiet);
+    const memory = await SeenStore.open(`memory://redis-blocks-${process.pid}`);
+    const cases = [
+      // Partitions of ~2,800 blocks, ~30 URLs each per batch: runs of one block, and runs joined across gaps.
+      { name: 'sparse', options: { capacityUrls: 1_000_000, fprTarget: 0.01, strategy: 'partitioned:64', seeds: ['0123456789abcdef'] }, batch: 2_000 },
+      // Partitions of a few blocks at a 2.5 % first slice: one run each, false positives within a batch.
+      { name: 'dense', options: { capacityUrls: 30_000, fprTarget: 0.05, strategy: 'partitioned:64', seeds: ['fedcba9876543210'] }, batch: 5_000 },
+    ];
+    const distinct = urls.slice(0, 16_000);
+    const input: string[] = [];
+    distinct.forEach((url, i) => input.push(url, ...(i % 7 === 3 ? [distinct[Math.floor(i / 2)]!] : [])));
+    try {
+      for (const { name, options, batch } of cases) {
+        const [onRedis, inMemory] = [redis.scope(name, options), memory.scope(name, options)];
+        let added = 0;
+        for (let at = 0; at < input.length; at += batch) {
+          const part = input.slice(at, at + batch);
+          const expected = await inMemory.addIfAbsent(part);
+          assert.deepEqual(await onRedis.addIfAbsent(part), expected, `${name}: the batch at ${at}`);
+          added += expected.filter(Boolean).length;
+        }
+        // One slice, of the same seeds on both sides: every answer above came from the same bits.
+        assert.equal((await onRedis.epoch(1)).sliceDetails.length, 1, name);
+        if (name === 'dense') assert.ok(added < distinct.length, `${name}: no false positive to compare (${added} new)`);
+        const probes = [...distinct, ...urls.slice(20_000, 30_000)];
+        assert.deepEqual(await onRedis.has(probes), await inMemory.has(probes), `${name}: has`);
+      }
+    } finally {
+      await Promise.all([redis.close(), memory.close()]);
+    }
+  });
+
   test('an epoch moves Redis -> directory -> Redis by export and import, and answers identically each time', async () => {
     const dir = tempDir('seenstore-redis-');
     const redis = await SeenStore.open(cluster.location(), quiet);
