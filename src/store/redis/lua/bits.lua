@@ -80,9 +80,10 @@ local function read_begin(keys, args, none)
   if not open then return {'ok', string.rep(none, n)} end
   local have = redis.call('LLEN', keys[2])
   if have ~= tonumber(args[1]) then return {'stale', have} end
-  local per_url, first, count, hashes, offsets, blocked = layout(cjson.decode(args[3]))
+  local geo = cjson.decode(args[3])
+  local per_url, first, count, hashes, offsets, blocked = layout(geo)
   return nil, {
-    n = n, have = have, blob = args[4], filters = filter_keys(keys, 3), per_url = per_url,
+    n = n, have = have, geo = geo, blob = args[4], filters = filter_keys(keys, 3), per_url = per_url,
     first = first, count = count, hashes = hashes, offsets = offsets, blocked = blocked,
   }
 end

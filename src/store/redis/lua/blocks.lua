@@ -4,20 +4,26 @@
 -- set here, in order; the changed blocks are written back once every URL is decided, one SETRANGE
 -- per run. A Redis call per URL, and its own record in the AOF for each write, cost more than the
 -- rest of a URL's work (docs/redis.md "How an add works"); the function stays one atomic step, so
--- writing at its end instead of per URL changes nothing another caller can see.
+-- writing at its end instead of per URL changes nothing another caller can see. A filter much
+-- larger than the batch's blocks (few runs would join) is read a block at a time when a URL first
+-- needs it and written back a block at a time: sorting it into runs would cost more than it saves.
 
 local BLOCK_BITS = 512
 local BLOCK_BYTES = 64
--- Blocks at most this many apart share one read and one write: reading and writing the up to
--- 256 bytes between them costs less than another call and another AOF record.
-local RUN_GAP_BLOCKS = 4
+-- Blocks at most this many apart share one read: copying up to 1 KiB between them costs less
+-- than another call. Writes join closer blocks only, as every byte written is also a byte of the
+-- AOF; a write run then lies within one read run (view_write).
+local READ_GAP_BLOCKS = 16
+local WRITE_GAP_BLOCKS = 4
+-- A filter of more blocks than this per URL of the batch is read and written a block at a time.
+local SPARSE_BLOCKS_PER_URL = 8
 
--- Sorted distinct block numbers, as runs {first, last} of blocks at most RUN_GAP_BLOCKS apart.
-local function runs_of(sorted)
+-- Sorted distinct block numbers, as runs {first, last} of blocks at most gap apart.
+local function runs_of(sorted, gap)
   if #sorted == 0 then return {} end
   local runs, lo, hi = {}, sorted[1], sorted[1]
   for i = 2, #sorted do
-    if sorted[i] - hi - 1 > RUN_GAP_BLOCKS then
+    if sorted[i] - hi - 1 > gap then
       runs[#runs + 1] = {lo, hi}
       lo = sorted[i]
     end
@@ -41,7 +47,7 @@ local function view_read(key, blob, n, per_url, offset)
     end
   end
   table.sort(list)
-  local v, runs = {key = key, texts = {}, starts = {}, run_of = run_of, dirty = {}}, runs_of(list)
+  local v, runs = {key = key, texts = {}, starts = {}, run_of = run_of, dirty = {}}, runs_of(list, READ_GAP_BLOCKS)
   for r, run in ipairs(runs) do
     v.texts[r] = redis.call('GETRANGE', key, run[1] * BLOCK_BYTES, (run[2] + 1) * BLOCK_BYTES - 1)
     v.starts[r] = run[1]
@@ -59,11 +65,29 @@ local function view_fresh(key)
   return {key = key, fresh = true, run_of = {}, dirty = {}}
 end
 
+-- A filter whose blocks are read when a URL first needs them (view_fetch).
+local function view_lazy(key)
+  return {key = key, lazy = true, texts = {}, starts = {}, run_of = {}, dirty = {}}
+end
+
+-- Reads block blk of lazy view v, a run of its own; its run's index.
+local function view_fetch(v, blk)
+  local r = #v.texts + 1
+  v.texts[r] = redis.call('GETRANGE', v.key, blk * BLOCK_BYTES, (blk + 1) * BLOCK_BYTES - 1)
+  v.starts[r] = blk
+  v.run_of[blk] = r
+  return r
+end
+
 -- The views of the blocked filters of slices 1 .. have, by filter index (classic filters have none).
 local function views_read(b)
   local views = {}
   for f = 1, b.first[b.have] + b.count[b.have] - 1 do
-    if b.blocked[f] then views[f] = view_read(b.filters[f - 1], b.blob, b.n, b.per_url, b.offsets[f]) end
+    if b.blocked[f] and b.geo.bytes[f] / BLOCK_BYTES > b.n * SPARSE_BLOCKS_PER_URL then
+      views[f] = view_lazy(b.filters[f - 1])
+    elseif b.blocked[f] then
+      views[f] = view_read(b.filters[f - 1], b.blob, b.n, b.per_url, b.offsets[f])
+    end
   end
   return views
 end
@@ -91,7 +115,10 @@ local function view_holds(v, blob, p, k)
   local bytes, text, o = v.dirty[blk], nil, nil
   if bytes == nil then
     local r = v.run_of[blk]
-    if r == nil then return false end
+    if r == nil then
+      if not v.lazy then return false end
+      r = view_fetch(v, blk)
+    end
     text, o = v.texts[r], (blk - v.starts[r]) * BLOCK_BYTES + 1
   end
   local q = first - base
@@ -117,6 +144,7 @@ local function view_set(v, blob, p, k)
   local bytes = v.dirty[blk]
   if bytes == nil then
     local r = v.run_of[blk]
+    if r == nil and v.lazy then r = view_fetch(v, blk) end
     if r == nil then
       bytes = {}
       for i = 1, BLOCK_BYTES do bytes[i] = 0 end
@@ -136,21 +164,25 @@ local function view_set(v, blob, p, k)
 end
 
 -- Blocks lo .. hi of view v as they were read (none of them changed): zeros in a fresh filter. A
--- write run lies within one read run (both join blocks at most RUN_GAP_BLOCKS apart, and the
--- changed blocks are among the read ones), so r is the run of the write run's first block.
+-- write run lies within one read run (the changed blocks are among the read ones, and writes join
+-- blocks closer than reads do), so r is the run of the write run's first block.
 local function unchanged(v, r, lo, hi)
   if v.fresh then return string.rep('\0', (hi - lo + 1) * BLOCK_BYTES) end
   local o = (lo - v.starts[r]) * BLOCK_BYTES
   return string.sub(v.texts[r], o + 1, o + (hi - lo + 1) * BLOCK_BYTES)
 end
 
--- Writes view v's changed blocks back, one SETRANGE per run.
+-- Writes view v's changed blocks back, one SETRANGE per run (per block in a lazy view).
 local function view_write(v)
+  if v.lazy then
+    for blk, bytes in pairs(v.dirty) do redis.call('SETRANGE', v.key, blk * BLOCK_BYTES, string.char(unpack(bytes))) end
+    return
+  end
   local list = {}
   for blk in pairs(v.dirty) do list[#list + 1] = blk end
   if #list == 0 then return end
   table.sort(list)
-  for _, run in ipairs(runs_of(list)) do
+  for _, run in ipairs(runs_of(list, WRITE_GAP_BLOCKS)) do
     local r, parts, blk = v.run_of[run[1]], {}, run[1]
     while blk <= run[2] do
       local bytes = v.dirty[blk]
