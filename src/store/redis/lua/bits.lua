@@ -59,7 +59,7 @@ local function ss_add(keys, args)
       flags[i + 1] = '0'
     else
       local grown = grow_if_full(b, cur)
-      if grown ~= cur then views_fresh(b, views, grown) end
+      if grown ~= cur then views_grown(b, views, grown) end
       cur = grown
       for f = first[cur], first[cur] + count[cur] - 1 do set_bits(b, views, at, f) end
       flags[i + 1] = '1'

@@ -60,17 +60,13 @@ local function view_read(key, blob, n, per_url, offset)
   return v
 end
 
--- A filter allocated by this batch (a slice it grew into): every block is zeros until set here.
-local function view_fresh(key)
-  return {key = key, fresh = true, run_of = {}, dirty = {}}
-end
-
 -- A filter whose blocks are read when a URL first needs them (view_fetch).
 local function view_lazy(key)
   return {key = key, lazy = true, texts = {}, starts = {}, run_of = {}, dirty = {}}
 end
 
--- Reads block blk of lazy view v, a run of its own; its run's index.
+-- Reads block blk of view v, a run of its own; its run's index. Every block a URL of the batch
+-- falls in is read by view_read; a lazy view reads them here.
 local function view_fetch(v, blk)
   local r = #v.texts + 1
   v.texts[r] = redis.call('GETRANGE', v.key, blk * BLOCK_BYTES, (blk + 1) * BLOCK_BYTES - 1)
@@ -79,24 +75,24 @@ local function view_fetch(v, blk)
   return r
 end
 
--- The views of the blocked filters of slices 1 .. have, by filter index (classic filters have none).
+-- Filter f's view, nil for a classic filter.
+local function view_of(b, f)
+  if not b.blocked[f] then return nil end
+  if b.geo.bytes[f] / BLOCK_BYTES > b.n * SPARSE_BLOCKS_PER_URL then return view_lazy(b.filters[f - 1]) end
+  return view_read(b.filters[f - 1], b.blob, b.n, b.per_url, b.offsets[f])
+end
+
+-- The views of the filters of slices 1 .. have, by filter index.
 local function views_read(b)
   local views = {}
-  for f = 1, b.first[b.have] + b.count[b.have] - 1 do
-    if b.blocked[f] and b.geo.bytes[f] / BLOCK_BYTES > b.n * SPARSE_BLOCKS_PER_URL then
-      views[f] = view_lazy(b.filters[f - 1])
-    elseif b.blocked[f] then
-      views[f] = view_read(b.filters[f - 1], b.blob, b.n, b.per_url, b.offsets[f])
-    end
-  end
+  for f = 1, b.first[b.have] + b.count[b.have] - 1 do views[f] = view_of(b, f) end
   return views
 end
 
--- Slice s's blocked filters, just allocated.
-local function views_fresh(b, views, s)
-  for f = b.first[s], b.first[s] + b.count[s] - 1 do
-    if b.blocked[f] then views[f] = view_fresh(b.filters[f - 1]) end
-  end
+-- Adds the views of slice s's filters, which the batch grew into: read as they are (a grown
+-- filter is allocated as zeros, but one an interrupted import wrote may hold bits already).
+local function views_grown(b, views, s)
+  for f = b.first[s], b.first[s] + b.count[s] - 1 do views[f] = view_of(b, f) end
 end
 
 -- The bit of a byte that a bit offset names, by offset mod 8 (Redis numbers a byte's bits from
@@ -115,10 +111,7 @@ local function view_holds(v, blob, p, k)
   local bytes, text, o = v.dirty[blk], nil, nil
   if bytes == nil then
     local r = v.run_of[blk]
-    if r == nil then
-      if not v.lazy then return false end
-      r = view_fetch(v, blk)
-    end
+    if r == nil then r = view_fetch(v, blk) end
     text, o = v.texts[r], (blk - v.starts[r]) * BLOCK_BYTES + 1
   end
   local q = first - base
@@ -143,15 +136,9 @@ local function view_set(v, blob, p, k)
   local blk = base / BLOCK_BITS
   local bytes = v.dirty[blk]
   if bytes == nil then
-    local r = v.run_of[blk]
-    if r == nil and v.lazy then r = view_fetch(v, blk) end
-    if r == nil then
-      bytes = {}
-      for i = 1, BLOCK_BYTES do bytes[i] = 0 end
-    else
-      local o = (blk - v.starts[r]) * BLOCK_BYTES
-      bytes = {byte_at(v.texts[r], o + 1, o + BLOCK_BYTES)}
-    end
+    local r = v.run_of[blk] or view_fetch(v, blk)
+    local o = (blk - v.starts[r]) * BLOCK_BYTES
+    bytes = {byte_at(v.texts[r], o + 1, o + BLOCK_BYTES)}
     v.dirty[blk] = bytes
   end
   for _ = 1, k do
@@ -163,11 +150,10 @@ local function view_set(v, blob, p, k)
   end
 end
 
--- Blocks lo .. hi of view v as they were read (none of them changed): zeros in a fresh filter. A
--- write run lies within one read run (the changed blocks are among the read ones, and writes join
--- blocks closer than reads do), so r is the run of the write run's first block.
+-- Blocks lo .. hi of view v as they were read (none of them changed). A write run lies within one
+-- read run (the changed blocks are among the read ones, and writes join blocks closer than reads
+-- do), so r is the run of the write run's first block.
 local function unchanged(v, r, lo, hi)
-  if v.fresh then return string.rep('\0', (hi - lo + 1) * BLOCK_BYTES) end
   local o = (lo - v.starts[r]) * BLOCK_BYTES
   return string.sub(v.texts[r], o + 1, o + (hi - lo + 1) * BLOCK_BYTES)
 end
