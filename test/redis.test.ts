@@ -210,6 +210,47 @@ describe('redis backend', { skip: missing }, () => {
     }
   });
 
+  test('batches decide exactly as the memory driver does: blocks read and written in runs, repeats within and across batches', async () => {
+    const redis = await SeenStore.open(cluster.location(), quiet);
+    const memory = await SeenStore.open(`memory://redis-blocks-${process.pid}`);
+    // blocks.lua reads a partition's blocks a block at a time when it has more than 8 per URL of the
+    // batch (lazy), else in runs of nearby blocks (read runs joining blocks up to 16 apart, write
+    // runs up to 4): `blocksPerUrl` says which each case runs, and is checked below.
+    const cases = [
+      { name: 'lazy', options: { capacityUrls: 4_000_000, fprTarget: 0.01, strategy: 'partitioned:64', seeds: ['0123456789abcdef'] }, batch: 2_000, blocksPerUrl: [8, 200] },
+      // Several read runs and many write runs per partition and batch.
+      { name: 'runs', options: { capacityUrls: 1_000_000, fprTarget: 0.01, strategy: 'partitioned:64', seeds: ['13579bdf02468ace'] }, batch: 4_000, blocksPerUrl: [4, 8] },
+      // A few blocks per partition at a 2.5 % first slice: one run each, false positives within a batch.
+      { name: 'dense', options: { capacityUrls: 30_000, fprTarget: 0.05, strategy: 'partitioned:64', seeds: ['fedcba9876543210'] }, batch: 5_000, blocksPerUrl: [0, 1] },
+    ];
+    const distinct = urls.slice(0, 16_000);
+    const input: string[] = [];
+    distinct.forEach((url, i) => input.push(url, ...(i % 7 === 3 ? [distinct[Math.floor(i / 2)]!] : [])));
+    try {
+      for (const { name, options, batch, blocksPerUrl } of cases) {
+        const [onRedis, inMemory] = [redis.scope(name, options), memory.scope(name, options)];
+        await onRedis.create();
+        const blocks = (await onRedis.epoch(1)).sliceDetails[0]!.mBits / 64 / 512;
+        const perUrl = blocks / (batch / 64);
+        assert.ok(perUrl > blocksPerUrl[0]! && perUrl <= blocksPerUrl[1]!, `${name}: ${perUrl.toFixed(1)} blocks per URL of a batch`);
+        let added = 0;
+        for (let at = 0; at < input.length; at += batch) {
+          const part = input.slice(at, at + batch);
+          const expected = await inMemory.addIfAbsent(part);
+          assert.deepEqual(await onRedis.addIfAbsent(part), expected, `${name}: the batch at ${at}`);
+          added += expected.filter(Boolean).length;
+        }
+        // One slice, of the same seeds on both sides: every answer above came from the same bits.
+        assert.equal((await onRedis.epoch(1)).sliceDetails.length, 1, name);
+        if (name === 'dense') assert.ok(added < distinct.length, `${name}: no false positive to compare (${added} new)`);
+        const probes = [...distinct, ...urls.slice(20_000, 30_000)];
+        assert.deepEqual(await onRedis.has(probes), await inMemory.has(probes), `${name}: has`);
+      }
+    } finally {
+      await Promise.all([redis.close(), memory.close()]);
+    }
+  });
+
   test('an epoch moves Redis -> directory -> Redis by export and import, and answers identically each time', async () => {
     const dir = tempDir('seenstore-redis-');
     const redis = await SeenStore.open(cluster.location(), quiet);

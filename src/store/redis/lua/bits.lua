@@ -5,26 +5,16 @@
 -- every slice in filter order, k of them per filter.
 
 -- Whether every filter f0 .. f0 + fn - 1 holds the URL whose positions start at blob byte at. A
--- blocked filter's block is read once (GETRANGE of its 64 bytes) and its bits tested here; a
--- classic filter's bits one GETBIT each, stopping at the first unset one. Not held by a blocked
--- filter: false and the block read (set_bits writes it back changed).
-local function holds(b, at, f0, fn)
+-- blocked filter's bits are tested in its view (blocks.lua: read once per batch); a classic
+-- filter's bits one GETBIT each, stopping at the first unset one.
+local function holds(b, views, at, f0, fn)
   for f = f0, f0 + fn - 1 do
-    local key = b.filters[f - 1]
     local p = at + b.offsets[f] * 4
     if b.blocked[f] then
-      local first = u32(b.blob, p)
-      local base = first - first % 512
-      local block = redis.call('GETRANGE', key, base / 8, base / 8 + 63)
-      for _ = 1, b.hashes[f] do
-        local q = u32(b.blob, p) - base
-        local byte = string.byte(block, (q - q % 8) / 8 + 1) or 0
-        if bit.band(byte, bit.lshift(1, 7 - q % 8)) == 0 then return false, block end
-        p = p + 4
-      end
+      if not view_holds(views[f], b.blob, p, b.hashes[f]) then return false end
     else
       for _ = 1, b.hashes[f] do
-        if redis.call('GETBIT', key, u32(b.blob, p)) == 0 then return false end
+        if redis.call('GETBIT', b.filters[f - 1], u32(b.blob, p)) == 0 then return false end
         p = p + 4
       end
     end
@@ -32,34 +22,20 @@ local function holds(b, at, f0, fn)
   return true
 end
 
--- Sets a URL's k bits in filter f: a blocked filter's block is read, changed in Lua and written
--- back whole (GETRANGE + SETRANGE of 64 bytes: two calls whatever k, and a short AOF record); a
--- classic filter's bits by one BITFIELD of k SETs (a call per bit cost most of the script).
--- block: the block as holds just read it, when nothing was written since (else nil: read here).
-local function set_bits(b, at, f, block)
-  local key, blob, p = b.filters[f - 1], b.blob, at + b.offsets[f] * 4
-  if b.blocked[f] then
-    local first = u32(blob, p)
-    local base = first - first % 512
-    local bytes = {string.byte(block or redis.call('GETRANGE', key, base / 8, base / 8 + 63), 1, 64)}
-    for _ = 1, b.hashes[f] do
-      local q = u32(blob, p) - base
-      local i = (q - q % 8) / 8 + 1
-      bytes[i] = bit.bor(bytes[i], bit.lshift(1, 7 - q % 8))
-      p = p + 4
-    end
-    redis.call('SETRANGE', key, base / 8, string.char(unpack(bytes)))
-    return
-  end
+-- Sets a URL's k bits in filter f: a blocked filter's in its view (written back at the end of the
+-- batch), a classic filter's by one BITFIELD of k SETs (a call per bit cost most of the script).
+local function set_bits(b, views, at, f)
+  local p = at + b.offsets[f] * 4
+  if b.blocked[f] then return view_set(views[f], b.blob, p, b.hashes[f]) end
   local ops = {}
   for _ = 1, b.hashes[f] do
     ops[#ops + 1] = 'SET'
     ops[#ops + 1] = 'u1'
-    ops[#ops + 1] = u32(blob, p)
+    ops[#ops + 1] = u32(b.blob, p)
     ops[#ops + 1] = 1
     p = p + 4
   end
-  redis.call('BITFIELD', key, unpack(ops))
+  redis.call('BITFIELD', b.filters[f - 1], unpack(ops))
 end
 
 -- KEYS and ARGV: see batch.lua. Decides the batch's URLs in order: a URL no slice holds is new,
@@ -69,31 +45,29 @@ local function ss_add(keys, args)
   if early then return early end
   local first, count, added = b.first, b.count, b.added
   local cur, flags, fresh = b.have, {}, 0
+  local views = views_read(b)
   for i = 0, b.n - 1 do
     local at = i * b.per_url * 4 + 1
-    local seen, newest = false, nil
+    local seen = false
     for s = 1, cur do
-      local held, block = holds(b, at, first[s], count[s])
-      if held then
+      if holds(b, views, at, first[s], count[s]) then
         seen = true
         break
       end
-      -- The newest slice's block, when it is one filter: the set below needs no second read.
-      if s == cur and count[s] == 1 then newest = block end
     end
     if seen then
       flags[i + 1] = '0'
     else
       local grown = grow_if_full(b, cur)
-      -- A new slice: its block is all zeros, not the one read above.
-      if grown ~= cur then newest = nil end
+      if grown ~= cur then views_grown(b, views, grown) end
       cur = grown
-      for f = first[cur], first[cur] + count[cur] - 1 do set_bits(b, at, f, newest) end
+      for f = first[cur], first[cur] + count[cur] - 1 do set_bits(b, views, at, f) end
       flags[i + 1] = '1'
       fresh = fresh + 1
       added[cur] = added[cur] + 1
     end
   end
+  views_write(views)
   return batch_end(keys, args, b, cur, flags, fresh)
 end
 
@@ -106,9 +80,10 @@ local function read_begin(keys, args, none)
   if not open then return {'ok', string.rep(none, n)} end
   local have = redis.call('LLEN', keys[2])
   if have ~= tonumber(args[1]) then return {'stale', have} end
-  local per_url, first, count, hashes, offsets, blocked = layout(cjson.decode(args[3]))
+  local geo = cjson.decode(args[3])
+  local per_url, first, count, hashes, offsets, blocked = layout(geo)
   return nil, {
-    n = n, have = have, blob = args[4], filters = filter_keys(keys, 3), per_url = per_url,
+    n = n, have = have, geo = geo, blob = args[4], filters = filter_keys(keys, 3), per_url = per_url,
     first = first, count = count, hashes = hashes, offsets = offsets, blocked = blocked,
   }
 end
@@ -117,12 +92,12 @@ end
 local function ss_has(keys, args)
   local early, b = read_begin(keys, args, '0')
   if early then return early end
-  local flags = {}
+  local flags, views = {}, views_read(b)
   for i = 0, b.n - 1 do
     local at = i * b.per_url * 4 + 1
     local seen = '0'
     for s = 1, b.have do
-      if holds(b, at, b.first[s], b.count[s]) then
+      if holds(b, views, at, b.first[s], b.count[s]) then
         seen = '1'
         break
       end
