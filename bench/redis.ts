@@ -173,10 +173,18 @@ async function main(): Promise<void> {
       {
         issue: 29,
         order: 10,
-        figure: 'Redis backend: Redis CPU per new URL, and add-if-absent URLs/s from one process (3 local masters)',
-        measured: `${ours.redisCpuUsPerUrl.toFixed(2)} µs, ${Math.round(ours.urlsPerSec).toLocaleString('en-US')} URLs/s`,
-        target: '≤ 3 µs and ≥ 250,000 URLs/s',
-        met: ours.redisCpuUsPerUrl <= 3 && ours.urlsPerSec >= 250_000,
+        figure: `Redis backend: Redis CPU per new URL (3 local masters, this bench's epoch of ${urls.length.toLocaleString('en-US')} URLs; larger epochs cost more: docs/benchmarks.md)`,
+        measured: `${ours.redisCpuUsPerUrl.toFixed(2)} µs (per seen URL ${seen.redisCpuUsPerUrl.toFixed(2)})`,
+        target: '≤ 3 µs',
+        met: ours.redisCpuUsPerUrl <= 3,
+      },
+      {
+        issue: 29,
+        order: 10.5,
+        figure: 'Redis backend: add-if-absent URLs/s from one process on the local cluster',
+        measured: `${Math.round(ours.urlsPerSec).toLocaleString('en-US')} one batch at a time; ${Math.round(overlapped.urlsPerSec).toLocaleString('en-US')} with two in flight`,
+        target: '≥ 250,000',
+        met: ours.urlsPerSec >= 250_000,
       },
     ]);
     process.stdout.write(text);
