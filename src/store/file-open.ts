@@ -23,10 +23,15 @@ export async function openForReading(path: string, what: string): Promise<FileHa
  */
 export function replaceDurably(temporary: string, path: string): void {
   renameSync(temporary, path);
-  const dirFd = openSync(dirname(path), 'r');
+  fsyncPath(dirname(path));
+}
+
+/** fsyncs a file or a directory (a directory's entries: a rename or a new file in it). */
+export function fsyncPath(path: string): void {
+  const fd = openSync(path, 'r');
   try {
-    fsyncSync(dirFd);
+    fsyncSync(fd);
   } finally {
-    closeSync(dirFd);
+    closeSync(fd);
   }
 }

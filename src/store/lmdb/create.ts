@@ -1,7 +1,8 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { asStoreError } from '../../errors.js';
 import { faultPoint } from '../faults.js';
+import { fsyncPath } from '../file-open.js';
 import { removeDeadEntries } from '../leftovers.js';
 import { StoreEnv } from './env.js';
 
@@ -40,7 +41,7 @@ export async function createStoreWhole(dir: string, mapSizeBytes: number): Promi
     await StoreEnv.open(staging, { create: true, mapSizeBytes }).close();
     faultPoint('create:before-rename');
     if (!renamedInPlace(staging, dir)) return;
-    syncDirectory(parent);
+    fsyncPath(parent);
   } catch (error) {
     throw asStoreError(error, `creating the store at ${dir}`);
   } finally {
@@ -66,14 +67,5 @@ function renamedInPlace(staging: string, dir: string): boolean {
     const code = (error as { code?: string }).code;
     if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOTDIR') return false;
     throw error;
-  }
-}
-
-function syncDirectory(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }

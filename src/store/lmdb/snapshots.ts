@@ -1,8 +1,9 @@
-import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { StoreEnv } from './env.js';
 import { faultPoint } from '../faults.js';
+import { fsyncPath } from '../file-open.js';
 import { JOURNAL_FILE } from './journal-file.js';
 import { EXCLUSIVE_LOCK, tryLock } from './lock.js';
 import { OpenGuard } from './open-guard.js';
@@ -33,15 +34,6 @@ function checkName(name: string): void {
 export function defaultSnapshotName(prefix: string, nowMs = Date.now()): string {
   const iso = new Date(nowMs).toISOString();
   return `${prefix}${iso.slice(0, 19).replace(/[-:]/g, '')}Z-${iso.slice(20, 23)}`;
-}
-
-function fsyncPath(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /**
