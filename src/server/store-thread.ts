@@ -39,9 +39,12 @@ export class StoreThread implements ServedStore {
   readonly failed = new Promise<Error>((resolve) => {
     this.#fail = resolve;
   });
+  /** Resolves when the thread has exited; listened for from the start, so that no exit is missed. */
+  readonly #exit: Promise<void>;
 
   private constructor(data: StoreThreadData, onWarning: (message: string) => void) {
     this.#worker = new Worker(new URL('./store-worker.js', import.meta.url), { workerData: data });
+    this.#exit = new Promise((resolve) => this.#worker.once('exit', () => resolve()));
     this.#worker.on('message', (message: StoreReply) => {
       if ('warning' in message) {
         onWarning(message.warning);
@@ -115,7 +118,10 @@ export class StoreThread implements ServedStore {
   async close(): Promise<void> {
     this.#closing = true;
     await this.call('close', undefined, []);
-    await new Promise((resolve) => this.#worker.once('exit', resolve));
+    // The thread may exit before this line runs (it ends once it has answered the close): a
+    // listener added only now would wait for an exit that already happened, and with nothing else
+    // left the process ended with 13 (an unsettled top-level await) instead of 0.
+    await this.#exit;
   }
 }
 
