@@ -31,8 +31,8 @@ const cluster = missing === undefined ? await startRedisCluster() : (undefined a
 after(() => cluster?.stop());
 
 /** Runs the child script; resolves with its output lines and whether it was killed -9. */
-function child(args: readonly string[]): Promise<ChildOut> {
-  return runChild(CHILD, args, 'redis frontier child');
+function child(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ChildOut> {
+  return runChild(CHILD, args, 'redis frontier child', env);
 }
 
 /** `took ID<TAB>URL` lines of a taker: id -> URL. */
@@ -225,7 +225,10 @@ describe('redis frontier', { skip: missing }, () => {
       const hosts = Array.from({ length: 200 }, (_, i) => `https://h${i}.example`);
       // Three URLs a host, two a take: a host handed out twice would show a third URL.
       await scope.enqueue(hosts.flatMap((host) => [`${host}/1`, `${host}/2`, `${host}/3`]));
-      const runs = await Promise.all([0, 1, 2, 3].map(() => child([location, 'take', '30', '60000', 'none', '2', 'g'])));
+      // Started one after another, the takers begin together: else on a loaded machine the first
+      // could drain every host before the others connect, and nothing would race.
+      const startAtMs = String(Date.now() + 2_000);
+      const runs = await Promise.all([0, 1, 2, 3].map(() => child([location, 'take', '30', '60000', 'none', '2', 'g'], { CHILD_START_AT_MS: startAtMs })));
       const taken = runs.flatMap((run) => [...tookOf(run.lines).values()]);
       const perHost = new Map<string, number>();
       for (const url of taken) perHost.set(new URL(url).host, (perHost.get(new URL(url).host) ?? 0) + 1);
