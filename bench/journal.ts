@@ -23,6 +23,7 @@ import { BENCH_DIR } from './data.js';
 import { recordTargets } from './targets.js';
 import { CLI, redisBenchmark, startRedis, startSeenstore } from './servers.js';
 import { generatedUrls } from '../test/helpers/generated-urls.js';
+import { median } from './stats.js';
 
 const ROOT = resolve(BENCH_DIR, '..');
 const args = process.argv.slice(2);
@@ -39,12 +40,6 @@ const BATCH_URLS = 48;
 const URL_BYTES = 40;
 const PROBE_ROUNDS = quick ? 200 : 400;
 const SET_URLS = quick ? 200_000 : 1_000_000;
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 function progress(text: string): void {
   process.stderr.write(`bench journal: ${text}\n`);

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { BENCH_DIR } from './data.js';
 import { recordTargets } from './targets.js';
+import { median } from './stats.js';
 
 const CLI = resolve(BENCH_DIR, '..', 'dist', 'src', 'cli', 'main.js');
 const SHARED = resolve(BENCH_DIR, '..', '..', 'shared', 'data');
@@ -23,12 +24,6 @@ const TARGET_LINES_PER_S = 5e6;
 const args = process.argv.slice(2);
 const runsAt = args.indexOf('--runs');
 const RUNS = runsAt >= 0 ? Number(args[runsAt + 1]) : 3;
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 /** One filter-new process over `input` into a fresh store: wall and CPU seconds. */
 function run(work: string, input: string): { wall: number; cpu: number } {

@@ -23,6 +23,7 @@ import { SeenStore } from '../src/index.js';
 import { FORMAT_VERSION } from '../src/store/records.js';
 import { recordTargets } from './targets.js';
 import { BENCH_DIR, packageReposDataset, readUrls, sharedDataset } from './data.js';
+import { median } from './stats.js';
 
 const ROOT = resolve(BENCH_DIR, '..');
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
@@ -45,12 +46,6 @@ export interface OpenFigures {
   readonly stores: { capacity: number; urls: number; seconds: number; peakRssMB: number; filterMB: number }[];
   readonly sharing: { processes: number; queries: number; pssMB: number[]; rssMB: number[]; seen: number[]; seconds: number[]; filterMB: number; fileMB: number };
   readonly rows: OpenRow[];
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function progress(text: string): void {

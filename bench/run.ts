@@ -14,6 +14,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { BATCH, CONTENDERS, FPR, type Figures } from './contender.js';
 import { BENCH_DIR, type Dataset } from './data.js';
+import { median } from './stats.js';
 
 const ROOT = resolve(BENCH_DIR, '..');
 const CONTENDER = join(ROOT, 'dist', 'bench', 'contender.js');
@@ -23,12 +24,6 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const runsArg = args.indexOf('--runs');
 const RUNS = runsArg >= 0 ? Number(args[runsArg + 1]) : quick ? 1 : 3;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 function child(argv: string[]): string {
   const result = spawnSync(process.execPath, argv, { encoding: 'utf8', maxBuffer: 2 ** 26 });

@@ -19,6 +19,7 @@ import { connect, type Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { BENCH_DIR, type Dataset } from './data.js';
 import { redisBenchmark, startRedis, startSeenstore, type Running } from './servers.js';
+import { median } from './stats.js';
 
 const ROOT = resolve(BENCH_DIR, '..');
 const args = process.argv.slice(2);
@@ -44,12 +45,6 @@ export interface Row {
 
 function progress(text: string): void {
   process.stderr.write(`bench server: ${text}\n`);
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function percentile(sorted: Float64Array, p: number): number {
