@@ -76,7 +76,7 @@ export function openInputChunks(file: string | undefined): InputChunks {
   return new FileChunks(file, INPUT_READ_BYTES);
 }
 
-/** Read as a stream, a directory fails later with a bare EISDIR. */
+/** Refuses a directory up front: read, it would fail later with a bare EISDIR. */
 function refuseDirectory(file: string): void {
   if (statSync(file, { throwIfNoEntry: false })?.isDirectory() === true) {
     throw new SeenStoreError('USAGE', `${file} is a directory; give a file of URLs, one per line (or - for stdin)`);

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { ExportedEpoch } from '../../epochs/exported.js';
 import type { NormalizeMode } from '../../url/normalize.js';
 import { batchOptions, inputProgress, type GlobalOptions, type InputOptions } from '../context.js';
-import { forEachBatch, openInput } from '../input.js';
+import { forEachBatch, openInputChunks } from '../input.js';
 import { formatCount, writeAll } from '../output.js';
 import { stopOnSignals } from '../interrupt.js';
 
@@ -24,7 +24,7 @@ export async function diffAgainst(file: string | undefined, command: Command): P
   let missing = 0;
   let held = 0;
   const counts = await forEachBatch(
-    openInput(file),
+    openInputChunks(file),
     { ...batchOptions(options, other.epoch.normalize as NormalizeMode), signal: stopOnSignals(), progress: inputProgress('diff --against', file, () => `${formatCount(missing)} not seen there`) },
     async (lines) => {
       const answers = other.has(lines);
