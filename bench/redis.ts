@@ -4,7 +4,8 @@
  * replicas, appendonly yes + appendfsync always), in one run:
  *
  * - seenstore: Scope.addIfAbsent in batches of 10,000 (one FCALL per partition the batch touches,
- *   all at once); then the same URLs again (all seen), a run with two batches in flight (as
+ *   all at once), measured after a first, cold run of the process on a scope of its own (reported
+ *   apart: JIT compilation); then the same URLs again (all seen), a run with two batches in flight (as
  *   filter-new keeps them: the client hashes one batch while Redis decides the other), and a run
  *   with the masters not fsyncing (appendfsync no: fsync's share of the time, not a durable setting);
  * - bitmap Bloom: per URL one `BITFIELD key SET u1 P 1` × k on one of 64 bitmaps (the URL's
@@ -98,6 +99,11 @@ async function main(): Promise<void> {
     await store.scope('bench', { capacityUrls: urls.length, fprTarget: FPR }).create();
     await store.scope('no-fsync', { capacityUrls: urls.length, fprTarget: FPR }).create();
     await store.scope('in-flight', { capacityUrls: urls.length, fprTarget: FPR }).create();
+    await store.scope('cold', { capacityUrls: urls.length, fprTarget: FPR }).create();
+    // The first run of the process is measured apart: its code is still being compiled (V8's
+    // optimising tiers run on other threads, counted in the client's CPU). A crawl adds for hours,
+    // so the target rows are the runs after it, each on a scope of its own (Redis does the same work).
+    const cold = await measure('seenstore, the first run of the process (cold)', cluster, urls, () => addAll('cold'));
     rows.push(await measure('seenstore redis backend', cluster, urls, () => addAll('bench')));
     const bench = store.scope('bench');
     filterBits = (await bench.epoch(1)).sliceDetails.reduce((sum, slice) => sum + slice.mBits, 0);
@@ -158,7 +164,7 @@ async function main(): Promise<void> {
     const bitmap = rows.find((row) => row.contender.startsWith('bitmap'))!;
     let text = `\nRedis (issue 19): ${urls.length.toLocaleString('en-US')} URLs, 3 local masters, appendonly yes, appendfsync always, batches of ${BATCH}\n\n`;
     text += '| contender | URLs/s | new | client CPU µs/URL | Redis CPU µs/URL | used_memory change, bytes |\n|---|---|---|---|---|---|\n';
-    for (const row of rows) text += `| ${row.contender} | ${Math.round(row.urlsPerSec).toLocaleString('en-US')} | ${row.fresh} | ${row.clientCpuUsPerUrl.toFixed(2)} | ${row.redisCpuUsPerUrl.toFixed(2)} | ${row.redisBytes.toLocaleString('en-US')} |\n`;
+    for (const row of [cold, ...rows]) text += `| ${row.contender} | ${Math.round(row.urlsPerSec).toLocaleString('en-US')} | ${row.fresh} | ${row.clientCpuUsPerUrl.toFixed(2)} | ${row.redisCpuUsPerUrl.toFixed(2)} | ${row.redisBytes.toLocaleString('en-US')} |\n`;
     const targets = [
       ['add-if-absent URLs/s from one process', Math.round(ours.urlsPerSec), '>= 250,000', ours.urlsPerSec >= 250_000],
       ['the same, two batches in flight', Math.round(overlapped.urlsPerSec), '>= 250,000', overlapped.urlsPerSec >= 250_000],
@@ -182,7 +188,7 @@ async function main(): Promise<void> {
         issue: 29,
         order: 10.5,
         figure: 'Redis backend: add-if-absent URLs/s from one process on the local cluster',
-        measured: `${Math.round(ours.urlsPerSec).toLocaleString('en-US')} one batch at a time; ${Math.round(overlapped.urlsPerSec).toLocaleString('en-US')} with two in flight`,
+        measured: `${Math.round(ours.urlsPerSec).toLocaleString('en-US')} one batch at a time; ${Math.round(overlapped.urlsPerSec).toLocaleString('en-US')} with two in flight (the process's first, cold run: ${Math.round(cold.urlsPerSec).toLocaleString('en-US')})`,
         target: '≥ 250,000',
         met: ours.urlsPerSec >= 250_000,
       },
