@@ -6,7 +6,6 @@ import { faultPoint } from '../faults.js';
 import { removeStoreLeftovers } from '../leftovers.js';
 import { sealHeader, type EpochHeader, type ScopeRecord } from '../records.js';
 import type { BitThread } from './bit-thread.js';
-import { createStoreWhole } from './create.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from './env.js';
 import type { OpenOptions } from '../driver.js';
 import { lmdbDriver, type LmdbOptions } from './driver.js';
@@ -65,7 +64,8 @@ export class LmdbBackend implements Backend {
 
   static async open(dir: string, common: OpenOptions, options: LmdbOptions): Promise<LmdbBackend> {
     const mapSizeBytes = options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES;
-    if (common.create && !common.readOnly) await createStoreWhole(dir, mapSizeBytes);
+    // Loaded here: only an open that may create the store needs it (not `has`, a server's reads).
+    if (common.create && !common.readOnly) await (await import('./create.js')).createStoreWhole(dir, mapSizeBytes);
     const env = StoreEnv.open(dir, { create: common.create, mapSizeBytes, readOnly: common.readOnly });
     // Checked after opening: a restore or migration that started before this process entered
     // LMDB's reader table is seen here; one that starts later sees this process and refuses.
