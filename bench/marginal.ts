@@ -4,9 +4,10 @@
  * 50,553 new lines, then duplicates), so that start-up is apart: 2N lines / (t3 − t1). Each run is
  * a fresh store and a whole `seenstore filter-new < FILE > /dev/null` process, timed by GNU time
  * (wall, and user + sys CPU of every thread); medians of RUNS, the two sizes alternating.
- * bench/marginal-ab.sh does the same for two builds, interleaved.
+ * With --before DIR (a built checkout, npm run build), the same for that build and this one,
+ * interleaved, each round alternating which goes first; an A/B run records no target row.
  *
- *   node dist/bench/marginal.js [--runs N]
+ *   node dist/bench/marginal.js [--runs N] [--before DIR]
  */
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,13 +25,27 @@ const TARGET_LINES_PER_S = 5e6;
 const args = process.argv.slice(2);
 const runsAt = args.indexOf('--runs');
 const RUNS = runsAt >= 0 ? Number(args[runsAt + 1]) : 3;
+const beforeAt = args.indexOf('--before');
+const BEFORE = beforeAt >= 0 ? resolve(args[beforeAt + 1]!) : undefined;
 
-/** One filter-new process over `input` into a fresh store: wall and CPU seconds. */
-function run(work: string, input: string): { wall: number; cpu: number } {
+interface Timing {
+  readonly wall: number;
+  readonly cpu: number;
+}
+
+interface Build {
+  readonly name: string;
+  readonly cli: string;
+  readonly t1: Timing[];
+  readonly t3: Timing[];
+}
+
+/** One filter-new process of `cli` over `input` into a fresh store: wall and CPU seconds. */
+function run(cli: string, work: string, input: string): Timing {
   const store = join(work, 'store');
   rmSync(store, { recursive: true, force: true });
   const timing = join(work, 'time');
-  const shell = `/usr/bin/time -f '%e %U %S' -o '${timing}' '${process.execPath}' '${CLI}' filter-new --quiet --store '${store}' --capacity 100000 < '${input}' > /dev/null`;
+  const shell = `/usr/bin/time -f '%e %U %S' -o '${timing}' '${process.execPath}' '${cli}' filter-new --quiet --store '${store}' --capacity 100000 < '${input}' > /dev/null`;
   const result = spawnSync('sh', ['-c', shell], { encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`filter-new failed: ${result.stderr}`);
   const [wall, user, sys] = readFileSync(timing, 'utf8').trim().split(/\s+/).map(Number);
@@ -53,22 +68,33 @@ function main(): void {
     const x3 = join(work, 'x3.txt');
     writeFileSync(x1, once);
     for (let i = 0; i < 3; i++) appendFileSync(x3, once);
-    const t1: { wall: number; cpu: number }[] = [];
-    const t3: { wall: number; cpu: number }[] = [];
+    const builds: Build[] = [{ name: 'this', cli: CLI, t1: [], t3: [] }];
+    if (BEFORE !== undefined) {
+      const cli = join(BEFORE, 'dist', 'src', 'cli', 'main.js');
+      if (!existsSync(cli)) throw new Error(`--before ${BEFORE}: no ${cli} (a checkout built with npm run build)`);
+      builds.push({ name: 'before', cli, t1: [], t3: [] });
+    }
     for (let i = 0; i < RUNS; i++) {
-      if (i % 2 === 0) {
-        t1.push(run(work, x1));
-        t3.push(run(work, x3));
-      } else {
-        t3.push(run(work, x3));
-        t1.push(run(work, x1));
+      for (const build of i % 2 === 0 ? builds : [...builds].reverse()) {
+        if (i % 2 === 0) {
+          build.t1.push(run(build.cli, work, x1));
+          build.t3.push(run(build.cli, work, x3));
+        } else {
+          build.t3.push(run(build.cli, work, x3));
+          build.t1.push(run(build.cli, work, x1));
+        }
       }
     }
-    const wall = (2 * lines) / (median(t3.map((t) => t.wall)) - median(t1.map((t) => t.wall)));
-    const cpu = (2 * lines) / (median(t3.map((t) => t.cpu)) - median(t1.map((t) => t.cpu)));
     const fmtM = (n: number): string => `${(n / 1e6).toFixed(2)} M`;
-    const text = `filter-new over ${lines.toLocaleString('en-US')} lines (x1) and 3x: wall ${t1.map((t) => t.wall).join(', ')} s / ${t3.map((t) => t.wall).join(', ')} s; marginal ${fmtM(wall)} lines/s wall, ${fmtM(cpu)} lines/s of CPU\n`;
-    process.stdout.write(text);
+    const rates = builds.map(({ name, t1, t3 }) => {
+      const wall = (2 * lines) / (median(t3.map((t) => t.wall)) - median(t1.map((t) => t.wall)));
+      const cpu = (2 * lines) / (median(t3.map((t) => t.cpu)) - median(t1.map((t) => t.cpu)));
+      const label = BEFORE === undefined ? '' : `${name}: `;
+      process.stdout.write(`${label}filter-new over ${lines.toLocaleString('en-US')} lines (x1) and 3x: wall ${t1.map((t) => t.wall).join(', ')} s / ${t3.map((t) => t.wall).join(', ')} s; marginal ${fmtM(wall)} lines/s wall, ${fmtM(cpu)} lines/s of CPU\n`);
+      return { wall, cpu };
+    });
+    if (BEFORE !== undefined) return;
+    const { wall, cpu } = rates[0]!;
     recordTargets('marginal', [
       {
         issue: 29,
