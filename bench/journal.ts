@@ -132,8 +132,8 @@ async function main(): Promise<void> {
         progress(`run ${run + 1}/${RUNS}: ${build.name} serve`);
         const server = await startSeenstore(cli);
         try {
-          mine.manyAddsPerSec.push(redisBenchmark(server.port, MANY_CONNECTIONS, MANY_REQUESTS, ['BF.ADD', 'bench', '__rand_int__']).requestsPerSec);
-          mine.oneP50Ms.push(redisBenchmark(server.port, 1, ONE_CLIENT_REQUESTS, ['BF.ADD', 'bench', '__rand_int__']).p50Ms);
+          mine.manyAddsPerSec.push(redisBenchmark(server.port, MANY_CONNECTIONS, MANY_REQUESTS, ['BF.ADD', 'many', '__rand_int__']).requestsPerSec);
+          mine.oneP50Ms.push(redisBenchmark(server.port, 1, ONE_CLIENT_REQUESTS, ['BF.ADD', 'one', '__rand_int__']).p50Ms);
         } finally {
           await server.stop();
         }
@@ -148,8 +148,8 @@ async function main(): Promise<void> {
       progress(`run ${run + 1}/${RUNS}: redis SADD, JS Set`);
       const server = await startRedis();
       try {
-        redis.manyAddsPerSec.push(redisBenchmark(server.port, MANY_CONNECTIONS, MANY_REQUESTS, ['SADD', 'bench', '__rand_int__']).requestsPerSec);
-        redis.oneP50Ms.push(redisBenchmark(server.port, 1, ONE_CLIENT_REQUESTS, ['SADD', 'bench', '__rand_int__']).p50Ms);
+        redis.manyAddsPerSec.push(redisBenchmark(server.port, MANY_CONNECTIONS, MANY_REQUESTS, ['SADD', 'many', '__rand_int__']).requestsPerSec);
+        redis.oneP50Ms.push(redisBenchmark(server.port, 1, ONE_CLIENT_REQUESTS, ['SADD', 'one', '__rand_int__']).p50Ms);
       } finally {
         await server.stop();
       }

@@ -75,14 +75,35 @@ export async function startSeenstore(cli = CLI): Promise<Running> {
  */
 const RANDOM_MEMBERS = 1_000_000_000;
 
-/** redis-benchmark: `connections` clients, one command at a time each, `requests` in all. */
+/** Members of a set (SCARD) or items of a Bloom key (BF.CARD), read with redis-cli. */
+function cardinality(port: number, command: 'SADD' | 'BF.ADD', key: string): number {
+  const result = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), command === 'SADD' ? 'SCARD' : 'BF.CARD', key], { encoding: 'utf8' });
+  const count = Number(result.stdout.trim());
+  if (result.status !== 0 || !Number.isSafeInteger(count)) throw new Error(`redis-cli could not count ${key}: ${result.stdout}${result.stderr}`);
+  return count;
+}
+
+/**
+ * redis-benchmark: `connections` clients, one command at a time each, `requests` in all. For
+ * SADD and BF.ADD of `__rand_int__`, checks that nearly every add was new: redis-benchmark seeds
+ * its random numbers from the time and its pid, and two runs a second and a pid apart can draw
+ * the same members; a run of duplicates writes and syncs nothing and would be measured as a fast
+ * durable add. Give each run of one server a key of its own.
+ */
 export function redisBenchmark(port: number, connections: number, requests: number, command: readonly string[]): { requestsPerSec: number; p50Ms: number; p99Ms: number } {
+  const verb = command[0];
+  const adds = (verb === 'SADD' || verb === 'BF.ADD') && command[2] === '__rand_int__' ? ({ command: verb, key: command[1]! } as const) : undefined;
+  const before = adds === undefined ? 0 : cardinality(port, adds.command, adds.key);
   const result = spawnSync(
     'redis-benchmark',
     ['-h', '127.0.0.1', '-p', String(port), '-c', String(connections), '-n', String(requests), '-r', String(RANDOM_MEMBERS), '--csv', ...command],
     { encoding: 'utf8' },
   );
   if (result.status !== 0) throw new Error(`redis-benchmark failed: ${result.stderr}`);
+  if (adds !== undefined) {
+    const added = cardinality(port, adds.command, adds.key) - before;
+    if (added < 0.99 * requests) throw new Error(`redis-benchmark ${command.join(' ')}: only ${added} of ${requests} adds were new, so the run measured duplicates`);
+  }
   // "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
   const line = result.stdout.trim().split('\n').pop()!;
   const cells = line.split(',').map((cell) => cell.replaceAll('"', ''));
