@@ -23,7 +23,7 @@ interface ScopeFrontierLike {
   release(ids: readonly string[], data?: readonly unknown[]): Promise<number>;
   reclaim(owner: string): Promise<number>;
   stats(): Promise<{ readonly pending: number; readonly leased: number; readonly done: number }>;
-  settings(): Promise<{ readonly queueKey: QueueKeyMode }>;
+  pinnedQueueKey(): Promise<QueueKeyMode>;
   configure(change: { readonly delayMs?: number }): Promise<unknown>;
 }
 
@@ -225,7 +225,8 @@ export class SeenstoreRequestManager {
     const requests = sources.map((source) => (source instanceof Request ? source : new Request(typeof source === 'string' ? { url: source } : (source as RequestOptions))));
     const keys = requests.map((request) => request.uniqueKey);
     // A request is polite to the host of its URL, whatever its uniqueKey (which need not be a URL).
-    this.#queueKey ??= (await this.#frontier.settings()).queueKey;
+    // Pinned: no configure (of this process or another) can change it while the manager keeps it.
+    this.#queueKey ??= await this.#frontier.pinnedQueueKey();
     const mode = this.#queueKey;
     const queues = requests.map((request) => queueKeyOf(request.url, mode) ?? '');
     const fresh = await this.#scope.enqueue(keys, { data: requests.map(stored), queues });

@@ -168,7 +168,19 @@ export class ScopeFrontier {
     return (await this.#frontier()).settings();
   }
 
-  /** Changes the frontier's default delay, in-flight limit or (before any URL was queued) its queue key. */
+  /**
+   * The queue key that enqueues use, pinned: from now on `configure` refuses to change it, so a
+   * caller that computes its URLs' queues itself may keep the key for as long as it runs (the
+   * Crawlee manager, URLFrontier's PutURLs). Every enqueue and schedule that derives queues from
+   * URLs pins it too.
+   */
+  async pinnedQueueKey(): Promise<QueueKeyMode> {
+    this.#ctx.assertOpen();
+    this.#ctx.assertWritable('pin the queue key');
+    return (await (await this.#frontier()).pinnedSettings()).queueKey;
+  }
+
+  /** Changes the frontier's default delay, in-flight limit or (before any URL was queued and before an enqueue read it) its queue key. */
   async configure(change: Partial<FrontierSettings>): Promise<FrontierSettings> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('configure the frontier');
@@ -254,8 +266,10 @@ export class ScopeFrontier {
   /** @internal The queue items of URLs: their queues as given, or by the frontier's queue key. */
   async queueItems(urls: readonly string[], options: QueueOptions): Promise<QueueItems> {
     let queues = options.queues;
+    if (queues === undefined && urls.length === 0) queues = [];
     if (queues === undefined) {
-      const mode = (await (await this.#frontier()).settings()).queueKey;
+      // Pinned: a configure by another process between this read and the add cannot change the key these queues come from.
+      const mode = (await (await this.#frontier()).pinnedSettings()).queueKey;
       queues = urls.map((url) => queueOf(url, mode));
     } else {
       if (!Array.isArray(queues) || queues.length !== urls.length) throw new SeenStoreError('USAGE', `queues must be an array of ${urls.length} queue keys, one per URL`);

@@ -120,6 +120,8 @@ export class Scope {
   /** As addIfAbsent; the new URLs join the frontier in the same atomic step (exactly-once discovery). Durable when it resolves. */
   async enqueue(urls: readonly string[], options: EnqueueOptions = {}): Promise<boolean[]> {
     if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
+    this.#ctx.assertOpen();
+    this.#ctx.assertWritable('add');
     const { data, queues, ...addOptions } = options;
     const items = await this.frontier().queueItems(urls, { ...(data === undefined ? {} : { data }), ...(queues === undefined ? {} : { queues }) });
     const answers = new Array<boolean>(urls.length);

@@ -19,6 +19,7 @@ import type {
 } from '../index.js';
 import type { FrontierSettings, QueueOptions, QueueStats, UrlStatus } from '../epochs/frontier.js';
 import type { EncodedSummary, SummarizeOptions } from '../setdiff/set-difference.js';
+import type { QueueKeyMode } from '../url/queue-key.js';
 
 
 /**
@@ -54,6 +55,7 @@ export interface ServedFrontier {
   schedule(urls: readonly string[], atMs: number | readonly number[], options?: QueueOptions): Promise<number>;
   urlStatus(url: string): Promise<UrlStatus | undefined>;
   settings(): Promise<FrontierSettings>;
+  pinnedQueueKey(): Promise<QueueKeyMode>;
   configure(change: Partial<FrontierSettings>): Promise<FrontierSettings>;
   setDelay(queue: string, delayMs: number | null): Promise<void>;
   blockUntil(queue: string, untilMs: number): Promise<void>;

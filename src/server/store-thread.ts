@@ -154,6 +154,7 @@ function remoteScope(thread: StoreThread, name: string): ServedScope {
       schedule: (urls, atMs, options) => call('frontier.schedule', urls, atMs, options),
       urlStatus: (url) => call('frontier.urlStatus', url),
       settings: () => call('frontier.settings'),
+      pinnedQueueKey: () => call('frontier.pinnedQueueKey'),
       configure: (change) => call('frontier.configure', change),
       setDelay: (queue, delayMs) => call('frontier.setDelay', queue, delayMs),
       blockUntil: (queue, untilMs) => call('frontier.blockUntil', queue, untilMs),

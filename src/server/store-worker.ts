@@ -15,7 +15,7 @@ let store: SeenStore | undefined;
 const SCOPE_METHODS = new Set(['addIfAbsentUtf8', 'has', 'stats', 'openEpoch', 'epoch', 'create', 'rotate', 'prune', 'classify', 'diff', 'enqueue']);
 /** The frontier methods (ServedFrontier), called as `frontier.NAME`. */
 const FRONTIER_METHODS = new Set([
-  'take', 'done', 'release', 'reclaim', 'stats', 'setdiffSummary', 'schedule', 'urlStatus', 'settings', 'configure',
+  'take', 'done', 'release', 'reclaim', 'stats', 'setdiffSummary', 'schedule', 'urlStatus', 'settings', 'pinnedQueueKey', 'configure',
   'setDelay', 'blockUntil', 'setCrawlLimit', 'listQueues', 'queue', 'deleteQueue', 'clear',
 ]);
 

@@ -191,7 +191,14 @@ export interface Frontier {
 
   /** The frontier's settings (the defaults the first time). */
   settings(): Promise<FrontierSettings>;
-  /** Changes settings; `queueKey` only while the frontier has never queued a URL (else USAGE). */
+  /**
+   * The settings, with the queue key pinned, in one atomic step: from then on `configure` refuses
+   * to change `queueKey`. What an enqueue reads before it computes its URLs' queues (and what a
+   * caller that keeps the key reads), so that the key it computed with is the frontier's when
+   * its URLs are queued, whoever configures meanwhile.
+   */
+  pinnedSettings(): Promise<FrontierSettings>;
+  /** Changes settings; `queueKey` only while the frontier has never queued a URL nor pinned its key (else USAGE). */
   configure(change: Partial<FrontierSettings>): Promise<FrontierSettings>;
   /**
    * Changes one queue's politeness: its own delay (null: the default again), the time before which
@@ -249,6 +256,11 @@ export interface FrontierSettings {
 
 /** A new frontier's settings: one queue per host, a second between two takes of a host, no in-flight limit. */
 export const DEFAULT_FRONTIER_SETTINGS: FrontierSettings = { queueKey: 'host', delayMs: 1_000, maxInFlightPerQueue: 0 };
+
+/** What configure throws for a change of the queue key once URLs were queued or the key was pinned (Frontier.pinnedSettings). */
+export function queueKeyFixedError(queueKey: QueueKeyMode): SeenStoreError {
+  return new SeenStoreError('USAGE', `the frontier's queue key is ${queueKey}: it cannot change once URLs were queued or an enqueue read it`);
+}
 
 export interface QueueChange {
   readonly delayMs?: number | null;

@@ -149,7 +149,8 @@ export class PutUrlsStream {
   #queueKeyMode(crawlID: string): Promise<QueueKeyMode> {
     let mode = this.#queueKeys.get(crawlID);
     if (mode === undefined) {
-      mode = this.#crawls.frontier(crawlID).then(async (frontier) => (await frontier.settings()).queueKey);
+      // Pinned: no configure can change it while this server keeps it.
+      mode = this.#crawls.frontier(crawlID).then((frontier) => frontier.pinnedQueueKey());
       mode.catch(() => this.#queueKeys.delete(crawlID));
       this.#queueKeys.set(crawlID, mode);
     }

@@ -106,6 +106,36 @@ export function queuesContract(ctx: ContractContext): void {
     }
   });
 
+  test('queues: the key an enqueue reads is pinned; a configure after the read cannot re-key what it queues', async () => {
+    const { store } = await openTimed();
+    try {
+      const scope = store.scope('p', EXACT);
+      const frontier = scope.frontier();
+      await frontier.configure({ queueKey: 'domain', delayMs: 0 });
+      // What Scope.enqueue reads before computing its queues (and a caller that keeps the key).
+      assert.equal(await frontier.pinnedQueueKey(), 'domain');
+      assert.equal((await frontier.stats()).pending, 0, 'nothing is queued: the refusal below is the pin\'s');
+      // Refused whole: the delay of the same call is not applied either.
+      await expectCode('USAGE', () => frontier.configure({ queueKey: 'host', delayMs: 7 }));
+      assert.deepEqual(await frontier.settings(), { queueKey: 'domain', delayMs: 0, maxInFlightPerQueue: 0 });
+      // The same key again, and the other settings, still change.
+      assert.deepEqual(await frontier.configure({ queueKey: 'domain', delayMs: 5 }), { queueKey: 'domain', delayMs: 5, maxInFlightPerQueue: 0 });
+      await scope.enqueue(['https://www.example.co.uk/1']);
+      assert.deepEqual((await frontier.listQueues()).map((queue) => queue.key), ['example.co.uk']);
+
+      // An enqueue that queues nothing (its URL seen before) pins the key all the same; one of no URL does not.
+      const seen = store.scope('p2', EXACT);
+      await seen.enqueue([]);
+      await seen.frontier().configure({ queueKey: 'none' });
+      await seen.add(['https://a.example/']);
+      assert.deepEqual(await seen.enqueue(['https://a.example/']), [false]);
+      await expectCode('USAGE', () => seen.frontier().configure({ queueKey: 'host' }));
+      assert.equal((await seen.frontier().settings()).queueKey, 'none');
+    } finally {
+      await store.close();
+    }
+  });
+
   test('politeness: a queue waits its delay (its own, else the default), a block, and its in-flight limit', async () => {
     const { store, time } = await openTimed();
     const unit = time.unit;

@@ -17,6 +17,8 @@ export interface FrontierState {
   /** Queues that hold URLs. */
   queues: number;
   settings: FrontierSettings;
+  /** True once an enqueue (or a caller that keeps the key) read the queue key: configure no longer changes it. Absent: false. */
+  queueKeyPinned?: true;
 }
 
 /** One queued URL. `leaseUntilMs` 0: not leased. */
@@ -91,7 +93,8 @@ export function readState(env: StoreEnv, bytes: Uint8Array | undefined, scope: s
   if (bytes === undefined) return newState();
   const where = `frontier state of ${scope}`;
   return decoded(env, bytes, where, 2, (r) =>
-    Number.isSafeInteger(r.nextId) && (r.nextId as number) >= 1 && isCount(r.done) && isCount(r.entries) && isCount(r.leased) && isCount(r.queues) && validSettings(r.settings),
+    Number.isSafeInteger(r.nextId) && (r.nextId as number) >= 1 && isCount(r.done) && isCount(r.entries) && isCount(r.leased) && isCount(r.queues) && validSettings(r.settings) &&
+    isOptional(r.queueKeyPinned, (p) => p === true),
   ) as FrontierState;
 }
 

@@ -1,5 +1,5 @@
 import { SeenStoreError } from '../../errors.js';
-import { DEFAULT_FRONTIER_SETTINGS, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus } from '../backend.js';
+import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus } from '../backend.js';
 import { faultPoint, type FaultPoint } from '../faults.js';
 import { parseFrontierId } from '../frontier-id.js';
 import type { StoreEnv } from './env.js';
@@ -128,12 +128,25 @@ export class LmdbFrontier implements Frontier {
     return this.#read(DEFAULT_FRONTIER_SETTINGS, (reader) => reader.state().settings);
   }
 
+  async pinnedSettings(): Promise<FrontierSettings> {
+    // Pinned once, in a write; every later read needs none (a pinned key never changes).
+    const pinned = this.#read(undefined, (reader) => {
+      const state = reader.state();
+      return state.queueKeyPinned === true ? state.settings : undefined;
+    });
+    if (pinned !== undefined) return pinned;
+    return this.#change((txn) => {
+      txn.state.queueKeyPinned = true;
+      return txn.state.settings;
+    });
+  }
+
   async configure(change: Partial<FrontierSettings>): Promise<FrontierSettings> {
     return this.#change((txn) => {
       const state = txn.state;
       const old = state.settings;
-      if (change.queueKey !== undefined && change.queueKey !== old.queueKey && state.nextId > 1) {
-        throw new SeenStoreError('USAGE', `the frontier's queue key is ${old.queueKey}: it cannot change once URLs were queued`);
+      if (change.queueKey !== undefined && change.queueKey !== old.queueKey && (state.nextId > 1 || state.queueKeyPinned === true)) {
+        throw queueKeyFixedError(old.queueKey);
       }
       state.settings = { ...old, ...change };
       // Every queue's ready time depends on the default delay and the in-flight limit.

@@ -1,5 +1,5 @@
 import { SeenStoreError } from '../../errors.js';
-import { DEFAULT_FRONTIER_SETTINGS, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus } from '../backend.js';
+import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus } from '../backend.js';
 import { parseFrontierId } from '../frontier-id.js';
 
 /** One queued URL: waiting from `dueMs` on; leased while `leaseUntilMs` is in the future. */
@@ -40,6 +40,8 @@ export class MemoryFrontier implements Frontier {
   readonly #now: () => number;
   #settings: FrontierSettings = DEFAULT_FRONTIER_SETTINGS;
   #nextId = 1;
+  /** Whether the queue key was pinned (pinnedSettings): configure no longer changes it. */
+  #queueKeyPinned = false;
   #done = 0;
 
   constructor(now: () => number) {
@@ -154,9 +156,14 @@ export class MemoryFrontier implements Frontier {
     return this.#settings;
   }
 
+  async pinnedSettings(): Promise<FrontierSettings> {
+    this.#queueKeyPinned = true;
+    return this.#settings;
+  }
+
   async configure(change: Partial<FrontierSettings>): Promise<FrontierSettings> {
-    if (change.queueKey !== undefined && change.queueKey !== this.#settings.queueKey && this.#nextId > 1) {
-      throw new SeenStoreError('USAGE', `the frontier's queue key is ${this.#settings.queueKey}: it cannot change once URLs were queued`);
+    if (change.queueKey !== undefined && change.queueKey !== this.#settings.queueKey && (this.#nextId > 1 || this.#queueKeyPinned)) {
+      throw queueKeyFixedError(this.#settings.queueKey);
     }
     this.#settings = { ...this.#settings, ...change };
     return this.#settings;

@@ -1,5 +1,5 @@
 import { SeenStoreError } from '../../errors.js';
-import { DEFAULT_FRONTIER_SETTINGS, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus } from '../backend.js';
+import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus } from '../backend.js';
 import { faultPoint } from '../faults.js';
 import { QUEUE_KEY_MODES, type QueueKeyMode } from '../../url/queue-key.js';
 import type { Reply } from './connection.js';
@@ -9,7 +9,7 @@ import type { QueuePartitionKeys } from './keys.js';
 import { QUEUE_PARTITIONS, queuePartitionOf } from './queue-partition.js';
 import { pickQueues, type Candidate } from './queue-picks.js';
 import {
-  admitEntries, clearQueues, configureFrontier, deleteQueueEntries, findUrls, finishIds, forgetUrls, listQueueStates, queueCounts, queueState, readyQueues, reclaimOwner,
+  admitEntries, clearQueues, configureFrontier, pinFrontierQueueKey, deleteQueueEntries, findUrls, finishIds, forgetUrls, listQueueStates, queueCounts, queueState, readyQueues, reclaimOwner,
   releaseIds, scheduleUrls, setQueueState, takeQueues, type AnswerArgs, type QueueSettingsArgs, type ScheduledUrl,
 } from './queue-functions.js';
 
@@ -209,17 +209,23 @@ export class RedisFrontier implements Frontier {
     return { queueKey, delayMs, maxInFlightPerQueue };
   }
 
+  async pinnedSettings(): Promise<FrontierSettings> {
+    const key = this.#ctx.keys.frontier(this.#scope);
+    const { queueKey, delayMs, maxInFlightPerQueue } = this.#parseSettings(pairs(await pinFrontierQueueKey(this.#ctx, key, this.#doing('reading the settings of'))));
+    return { queueKey, delayMs, maxInFlightPerQueue };
+  }
+
   async configure(change: Partial<FrontierSettings>): Promise<FrontierSettings> {
     const s = await this.#settings();
-    if (change.queueKey !== undefined && change.queueKey !== s.queueKey && (await this.#everQueued(s))) {
-      throw new SeenStoreError('USAGE', `the frontier's queue key is ${s.queueKey}: it cannot change once URLs were queued`);
-    }
+    // A frontier from before pinning has queued URLs without pinning its key: refused here. A pinned key is refused by the function, atomically (below).
+    if (change.queueKey !== undefined && change.queueKey !== s.queueKey && (await this.#everQueued(s))) throw queueKeyFixedError(s.queueKey);
     const fields: [string, string][] = [];
     if (change.queueKey !== undefined) fields.push(['queueKey', change.queueKey]);
     if (change.delayMs !== undefined) fields.push(['delayMs', String(change.delayMs)]);
     if (change.maxInFlightPerQueue !== undefined) fields.push(['maxInFlightPerQueue', String(change.maxInFlightPerQueue)]);
     const reply = await configureFrontier(this.#ctx, this.#ctx.keys.frontier(this.#scope), QUEUE_PARTITIONS, fields, this.#doing('configuring'));
     const { queueKey, delayMs, maxInFlightPerQueue } = this.#parseSettings(pairs(reply));
+    if (change.queueKey !== undefined && change.queueKey !== queueKey) throw queueKeyFixedError(queueKey);
     return { queueKey, delayMs, maxInFlightPerQueue };
   }
 

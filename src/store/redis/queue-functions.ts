@@ -1,3 +1,4 @@
+import { DEFAULT_FRONTIER_SETTINGS } from '../backend.js';
 import type { Reply } from './connection.js';
 import type { RedisContext } from './context.js';
 import type { QueuePartitionKeys } from './keys.js';
@@ -142,7 +143,15 @@ export function queueCounts(ctx: RedisContext, keys: QueuePartitionKeys, s: Queu
   return ctx.fcall('ss_fq_stats', keys.state, settingsArgs(s), doing);
 }
 
-/** ss_frontier_configure: pins a new frontier's layout and partitions, sets `fields`, starts a new revision; all settings. */
+/**
+ * ss_frontier_configure: pins a new frontier's layout and partitions, sets `fields`, starts a new
+ * revision; all settings. A change of a pinned queue key changes nothing (the reply shows the key as it is).
+ */
 export function configureFrontier(ctx: RedisContext, key: string, partitions: number, fields: readonly (readonly [string, string])[], doing: string): Promise<Reply> {
-  return ctx.fcallDurable('ss_frontier_configure', [key], [String(partitions), ...fields.flat()], doing);
+  return ctx.fcallDurable('ss_frontier_configure', [key], [String(partitions), DEFAULT_FRONTIER_SETTINGS.queueKey, ...fields.flat()], doing);
+}
+
+/** ss_frontier_pin: pins the queue key (configure no longer changes it); all settings. */
+export function pinFrontierQueueKey(ctx: RedisContext, key: string, doing: string): Promise<Reply> {
+  return ctx.fcallDurable('ss_frontier_pin', [key], [], doing);
 }

@@ -33,6 +33,7 @@ redis.register_function('ss_drop', ss_drop)
 redis.register_function('ss_merge', ss_merge)
 redis.register_function('ss_plan', ss_plan)
 redis.register_function('ss_frontier_configure', ss_frontier_configure)
+redis.register_function('ss_frontier_pin', ss_frontier_pin)
 redis.register_function('ss_extend', ss_extend)
 redis.register_function{function_name = 'ss_format', callback = ss_format, flags = {'allow-oom'}}
 -- The queue functions that read also give ended leases back: they write, like the others.

@@ -72,14 +72,29 @@ local function ss_drop(keys, args)
   return entry
 end
 
--- KEYS: the frontier's settings hash. ARGV: the partitions of a new frontier's queues, then
--- pairs of a setting and its value. Pins a new frontier's layout and partitions, sets the pairs
--- and starts a new revision (each queue partition re-times its queues when it sees it); replies
--- every setting.
+-- KEYS: the frontier's settings hash. ARGV: the partitions of a new frontier's queues, the
+-- queue key of a frontier that has none stored (the default), then pairs of a setting and its
+-- value. Pins a new frontier's layout and partitions, sets the pairs and starts a new revision
+-- (each queue partition re-times its queues when it sees it); replies every setting. Once the
+-- queue key is pinned (ss_frontier_pin), a change of it changes nothing at all: the reply shows
+-- the key unchanged, and the caller refuses.
 local function ss_frontier_configure(keys, args)
   redis.call('HSETNX', keys[1], 'layout', '2')
   redis.call('HSETNX', keys[1], 'partitions', args[1])
-  if #args > 1 then redis.call('HSET', keys[1], unpack(args, 2)) end
+  if redis.call('HEXISTS', keys[1], 'pinned') == 1 then
+    local current = redis.call('HGET', keys[1], 'queueKey') or args[2]
+    for i = 3, #args - 1, 2 do
+      if args[i] == 'queueKey' and args[i + 1] ~= current then return redis.call('HGETALL', keys[1]) end
+    end
+  end
+  if #args > 2 then redis.call('HSET', keys[1], unpack(args, 3)) end
   redis.call('HINCRBY', keys[1], 'rev', 1)
+  return redis.call('HGETALL', keys[1])
+end
+
+-- KEYS: the frontier's settings hash. Pins the queue key (ss_frontier_configure changes it no
+-- more) and replies every setting: what an enqueue reads before it computes its URLs' queues.
+local function ss_frontier_pin(keys)
+  redis.call('HSETNX', keys[1], 'pinned', '1')
   return redis.call('HGETALL', keys[1])
 end
