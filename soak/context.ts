@@ -48,7 +48,7 @@ export function runCli(ctx: SoakContext, args: readonly string[], input: string 
 }
 
 /** How seenstore's own stderr lines start: its errors, JSON, and the summaries of its commands. */
-const OWN_LINE = /^(seenstore[: ]|\{|(read|seen|unseen|invalid|epoch|against|the filter's|exported|imported|merged|restored|migrated|rotated|pruned|created|deleted|snapshot|wrote) )/;
+const OWN_LINE = /^(seenstore[: ]|\{|(read|seen|unseen|invalid|epoch|against|the filter's|exported|imported|merged|restored|migrated|rotated|pruned|created|deleted|snapshot|wrote|summary of) )/;
 
 /**
  * Lines on stderr that are not seenstore's own (`mdb_page_touch error`, a libc or node message):
