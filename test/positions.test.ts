@@ -27,6 +27,10 @@ for (const scheme of ['xxh64-km-v2', 'xxh64-km-v1'] as const) {
       assert.equal(plan.perKey, 7 + 11 + 11);
       const out = Buffer.alloc(keys.length * plan.perKey * 4);
       plan.writeU32(words, hasher.stride, keys.length, out, (p) => p);
+      // A buffer that is not 4-byte aligned takes the other path: the same bytes.
+      const unaligned = Buffer.alloc(out.length + 1).subarray(1);
+      plan.writeU32(words, hasher.stride, keys.length, unaligned, (p) => p);
+      assert.ok(unaligned.equals(out), 'an unaligned buffer gets the same positions');
       plan.filters.forEach(({ geometry }, f) => {
         const filter = new BloomFilter(geometry, { scheme });
         const expected = new Uint8Array(geometry.mBits / 8);

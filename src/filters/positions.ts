@@ -2,6 +2,8 @@ import { BLOCK_BITS, Modulus, blockedPositions, classicPositions, type HashSchem
 import type { FilterGeometry } from './bloom.js';
 import { filterGeometries, type SliceGeometry } from './keying.js';
 
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
 /** In a counting slice's positions, the places of positions dropped as repeats (CountingFilter keeps each cell once). */
 export const NO_POSITION = 0xffffffff;
 
@@ -60,6 +62,8 @@ export class PositionPlan {
   writeU32(words: Uint32Array, stride: number, count: number, out: Buffer, map: (position: number) => number, order?: Uint32Array): void {
     const filters = this.filters;
     const scratch = this.#scratch;
+    // Whole words straight into the buffer where it is aligned on this little-endian machine; else one write per word.
+    const direct = LITTLE_ENDIAN && out.byteOffset % 4 === 0 ? new Uint32Array(out.buffer, out.byteOffset, out.length >>> 2) : undefined;
     let at = 0;
     for (let i = 0; i < count; i++) {
       const base = (order === undefined ? i : order[i]!) * stride;
@@ -73,7 +77,9 @@ export class PositionPlan {
           const p = partitionBits === 0 ? scratch[j]! : scratch[j]! % partitionBits;
           let repeat = false;
           if (counters) for (let e = 0; e < j && !repeat; e++) repeat = scratch[e] === p;
-          out.writeUInt32LE(repeat ? NO_POSITION : counters ? p : map(p), at);
+          const value = repeat ? NO_POSITION : counters ? p : map(p);
+          if (direct !== undefined) direct[at >>> 2] = value;
+          else out.writeUInt32LE(value, at);
           at += 4;
         }
       }
