@@ -44,8 +44,8 @@ function serve(location: string): Promise<{ child: ChildProcess; port: number }>
   const child = spawn(process.execPath, [CLI, '--store', location, 'serve', '--port', '0', '--urlfrontier-port', '0', '--log-json', '--default-capacity', '1000000'], { stdio: ['ignore', 'ignore', 'pipe'] });
   return new Promise((resolve, reject) => {
     let log = '';
-    child.stderr!.on('data', (chunk: Buffer) => {
-      log += chunk.toString('utf8');
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+      log += chunk;
       const line = log.split('\n').find((l) => l.includes('"event":"urlfrontier"'));
       if (line !== undefined) resolve({ child, port: (JSON.parse(line) as { port: number }).port });
     });

@@ -32,8 +32,8 @@ export function runCli(ctx: SoakContext, args: readonly string[], input: string 
     let stdout = '';
     let stderr = '';
     let timedOut = false;
-    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.stdin!.on('error', () => undefined);
     child.stdin!.end(input);
     const timer = setTimeout(() => {

@@ -69,8 +69,8 @@ function writer(ctx: SoakContext, dir: string, name: string, stop: Promise<void>
     const child = spawn(process.execPath, [ctx.cli, 'filter-new', '--store', dir, '--batch-size', '1', '--batch-delay-ms', '0'], { stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.stdin!.on('error', () => undefined);
     let n = 0;
     const feed = setInterval(() => {
@@ -97,8 +97,8 @@ function libraryOpener(ctx: SoakContext, dir: string, durationMs: number): Promi
     const child = spawn(process.execPath, [OPENER_CHILD, dir, String(durationMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.on('close', (code, signal) => done({ run: { code, signal, stdout, stderr, timedOut: false }, opens: Number(/opens (\d+)/.exec(stdout)?.[1] ?? 0) }));
   });
 }

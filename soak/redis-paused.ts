@@ -40,8 +40,8 @@ interface Writer {
 function writer(location: string, file: string, waitReplicas: number): Writer {
   const child = spawn(process.execPath, [WRITER, location, 's', file, '500', JSON.stringify({ waitReplicas, unavailableAfterMs: 30_000 }), '5'], { stdio: ['ignore', 'pipe', 'pipe'] });
   const w: Writer = { child, out: '', err: '', exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))) };
-  child.stdout!.on('data', (chunk: Buffer) => (w.out += chunk.toString('utf8')));
-  child.stderr!.on('data', (chunk: Buffer) => (w.err += chunk.toString('utf8')));
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (w.out += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (w.err += chunk));
   return w;
 }
 

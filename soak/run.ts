@@ -92,8 +92,8 @@ function killAfter(argv: string[], delayMs: number, input?: string, env: NodeJS.
     const child = spawn(process.execPath, argv, { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
-    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     if (input !== undefined) {
       child.stdin!.on('error', () => undefined);
       child.stdin!.end(input);
@@ -362,11 +362,11 @@ async function staleLocks(): Promise<{ trials: number; worstTakeoverMs: number; 
     const child = spawn(process.execPath, [LOCK_CHILD, dir, 'lock', file, String(LOCK_STALE_MS), mode], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     const exited = new Promise<void>((done) => child.on('close', () => done()));
     const holding = await new Promise<number | undefined>((done) => {
-      child.stdout!.on('data', (chunk: Buffer) => {
-        stdout += chunk.toString('utf8');
+      child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+        stdout += chunk;
         if (stdout.includes('holding\n')) done(Date.now());
       });
       void exited.then(() => done(undefined));

@@ -28,8 +28,8 @@ try {
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
     let log = '';
     const port = await new Promise<number>((resolve, reject) => {
-      child.stderr!.on('data', (chunk: Buffer) => {
-        log += chunk.toString('utf8');
+      child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+        log += chunk;
         const start = /"event":"start".*?"port":(\d+)/.exec(log);
         if (start !== null) resolve(Number(start[1]));
       });

@@ -35,7 +35,7 @@ function onTerminal(args: readonly string[], cwd: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(SCRIPT!, ['-qfec', command, '/dev/null'], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
     child.on('error', reject);
     child.on('close', () => resolve(out));
   });

@@ -18,7 +18,7 @@ interface KillTrial {
 async function filterNewKilled(dir: string, urls: readonly string[], killAfterMs: number): Promise<KillTrial> {
   const child = spawnCli(['filter-new', '--store', dir, '--capacity', '200000', '--fpr', '1e-9', '--batch-size', '100', '--batch-delay-ms', '5']);
   let stdout = '';
-  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   child.stdin!.on('error', () => undefined);
   const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
   let feeding = true;
@@ -72,7 +72,7 @@ describe('crash safety', () => {
     const rest = await new Promise<string>((resolve) => {
       const child = spawnCli(['filter-new', '--store', dir, input]);
       let out = '';
-      child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+      child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
       child.on('close', () => resolve(out));
       child.stdin!.end();
     });

@@ -34,12 +34,12 @@ class LineChild {
   constructor(argv: readonly string[]) {
     this.child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'] });
     let partial = '';
-    this.child.stdout!.on('data', (chunk: Buffer) => {
-      const parts = (partial + chunk.toString('utf8')).split('\n');
+    this.child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      const parts = (partial + chunk).split('\n');
       partial = parts.pop()!;
       this.lines.push(...parts);
     });
-    this.child.stderr!.on('data', (chunk: Buffer) => (this.#stderr += chunk.toString('utf8')));
+    this.child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (this.#stderr += chunk));
     this.child.stdin!.on('error', () => undefined);
     this.exited = new Promise((resolve) => this.child.on('close', (code) => resolve(code)));
     after(() => {

@@ -115,8 +115,8 @@ describe('redis frontier', { skip: missing }, () => {
     const killed = await new Promise<string[]>((resolve, reject) => {
       const proc = spawn(process.execPath, [CHILD, location, 'enqueue', file, '500'], { stdio: ['ignore', 'pipe', 'ignore'] });
       let out = '';
-      proc.stdout!.on('data', (chunk: Buffer) => {
-        out += chunk.toString('utf8');
+      proc.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+        out += chunk;
         // Killed at once after its 10th acknowledgement: somewhere in the batches after it.
         if (out.includes('ack 9\n') && proc.exitCode === null) proc.kill('SIGKILL');
       });

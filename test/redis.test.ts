@@ -397,8 +397,8 @@ function startWriter(location: string, scope: string, file: string, batch: numbe
 function collect(child: ChildProcess): { lines: () => string[]; errors: () => string } {
   let out = '';
   let err = '';
-  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
   return { lines: () => out.split('\n').slice(0, -1), errors: () => err };
 }
 

@@ -21,8 +21,8 @@ function exchange(port: number, frames: readonly (readonly string[])[], until: R
       socket.destroy();
       reject(new Error(`no complete reply: ${JSON.stringify(reply)}`));
     }, 20_000);
-    socket.on('data', (chunk: Buffer) => {
-      reply += chunk.toString('utf8');
+    socket.setEncoding('utf8').on('data', (chunk: string) => {
+      reply += chunk;
       if (until.test(reply)) {
         clearTimeout(timer);
         socket.destroy();

@@ -71,8 +71,8 @@ export function runChild(location: string, file: string, options: SeenStoreOptio
     const child = spawn(process.execPath, [CHILD, location, file, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
-    child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-    child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
     child.on('error', reject);
     child.on('close', (code) => (code === 0 ? resolve(out.split('\n').filter((line) => line.length > 0)) : reject(new Error(`contract child exited ${code}: ${err}`))));
   });

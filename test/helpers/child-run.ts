@@ -15,8 +15,8 @@ export function runChild(script: string, args: readonly string[], what: string, 
     const proc = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let out = '';
     let err = '';
-    proc.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-    proc.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+    proc.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    proc.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
     proc.on('error', reject);
     proc.on('close', (code, signal) => {
       if (code !== 0 && signal !== 'SIGKILL') reject(new Error(`${what} failed (${code}): ${err}`));

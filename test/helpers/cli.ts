@@ -53,8 +53,8 @@ export function runCrashChild(args: readonly string[], env: NodeJS.ProcessEnv = 
     const child = spawn(process.execPath, [CRASH_CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let out = '';
     let err = '';
-    child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-    child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
     child.on('error', reject);
     child.on('close', (code, signal) => {
       if (code !== 0 && signal !== 'SIGKILL') reject(new Error(`child failed (${code}): ${err}`));

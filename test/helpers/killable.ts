@@ -20,8 +20,8 @@ export function runKillable(command: string, args: readonly string[], prefix: st
     let finished = false;
     let rest = '';
     let err = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      const lines = (rest + chunk.toString('utf8')).split('\n');
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      const lines = (rest + chunk).split('\n');
       rest = lines.pop()!;
       for (const line of lines) {
         if (line.startsWith(prefix)) counted++;
@@ -29,7 +29,7 @@ export function runKillable(command: string, args: readonly string[], prefix: st
       }
       if (counted >= killAfter && child.exitCode === null) child.kill('SIGKILL');
     });
-    child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
     child.on('error', reject);
     child.on('close', (code, signal) => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;

@@ -26,8 +26,8 @@ export async function failoverRun(cluster: RedisCluster, input: readonly string[
     const child = spawn(process.execPath, [WRITER, location, 's', file, '500', JSON.stringify({ waitReplicas }), String(pauseMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
-    child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-    child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
     const lines = (): string[] => out.split('\n').slice(0, -1);
     while (lines().length < Math.min(4_000, input.length / 4)) {
       if (child.exitCode !== null) throw new Error(`the writer ended early: ${err}`);

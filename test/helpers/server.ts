@@ -35,8 +35,8 @@ export async function startServer(store: string, args: readonly string[] = [], e
   });
   let pending = '';
   const started = new Promise<{ port: number; metrics_port: number | null }>((resolve, reject) => {
-    child.stderr!.on('data', (chunk: Buffer) => {
-      pending += chunk.toString('utf8');
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+      pending += chunk;
       const lines = pending.split('\n');
       pending = lines.pop()!;
       for (const line of lines) {
