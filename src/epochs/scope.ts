@@ -45,6 +45,12 @@ export class Scope {
   readonly #mayCreate: boolean;
   /** The open epoch this handle last saw (to check an explicit normalisation against it once). */
   #openEpoch: number | undefined;
+  /**
+   * The open epoch as this handle last found it, where its adds go without reading the scope
+   * record first (a read per add; a round trip on Redis): every driver checks inside the add that
+   * the epoch is still open (EPOCH_SEALED), and #addPart then goes on in the next one.
+   */
+  #addTarget: EpochBits | undefined;
   /** The handle's adds in the order they were made: each issues its batches after the one before (#add). */
   readonly #addOrder = new TurnQueue();
 
@@ -272,6 +278,7 @@ export class Scope {
       try {
         const request = { epoch: open.header.epoch, next, ...(options.ifEpoch === undefined ? {} : { ifEpoch: options.ifEpoch }) };
         const rotation = await backend.rotate(this.name, request);
+        this.#addTarget = undefined;
         if (rotation === null) return null;
         return {
           sealed: epochStats(rotation.sealed, undefined, await backend.usage(rotation.sealed)),
@@ -382,7 +389,8 @@ export class Scope {
 
   async #addInTurn(urls: Keys, answers: boolean[] | undefined, options: AddOptions, enqueue: QueueItems | undefined, issued: () => void): Promise<number> {
     const count = keyCount(urls);
-    const existing = await this.#open(false);
+    const known = this.#addTarget;
+    const existing = known !== undefined && (options.epoch === undefined || options.epoch === known.header.epoch) ? known : await this.#open(false);
     // Every URL is checked before anything is written, the scope's creation included.
     let keys = anyUrlKeys(urls, this.#normalizeOf(existing), count <= MAX_BATCH_URLS);
     let epoch = existing ?? (await this.#created());
@@ -454,7 +462,10 @@ export class Scope {
     const backend = this.#ctx.backend;
     let record = await backend.scopeRecord(this.name);
     if (record === undefined && create) record = await backend.createScope(this.name, newEpochHeader(this.name, 1, this.#plan, this.#ctx.clock()));
-    if (record === undefined) return undefined;
+    if (record === undefined) {
+      this.#addTarget = undefined;
+      return undefined;
+    }
     const open = await backend.epoch(this.name, record.openEpoch);
     if (this.#openEpoch !== record.openEpoch) {
       const normalize = open.header.normalize as NormalizeMode;
@@ -465,6 +476,7 @@ export class Scope {
       }
       this.#openEpoch = record.openEpoch;
     }
+    this.#addTarget = open;
     return open;
   }
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { SeenStore } from '../../src/index.js';
 import { EXACT, type ContractContext } from './context.js';
 import { expectCode } from '../helpers/errors.js';
 import { binomialLower, binomialUpper } from '../helpers/data.js';
@@ -71,6 +72,29 @@ export function rotationContract(ctx: ContractContext): void {
       const either = positives(await scope.has(probes, { epochs: 'all', mode: 'any' }));
       assert.deepEqual([...either].sort((a, b) => a - b), [...new Set([...first, ...second])].sort((a, b) => a - b));
     } finally {
+      await store.close();
+    }
+  });
+
+  test('a rotation by another handle: this handle\'s next adds go to the new epoch', async () => {
+    const { store, location } = await ctx.open();
+    let other: SeenStore | undefined;
+    try {
+      const scope = store.scope('s', EXACT);
+      const [first, second] = [ctx.urls.slice(0, 200), ctx.urls.slice(200, 400)];
+      assert.ok((await scope.addIfAbsent(first)).every(Boolean));
+      other = await SeenStore.open(location, ctx.factory.options ?? {});
+      assert.equal((await other.scope('s').rotate()).opened.epoch, 2);
+      // Epoch 2 has fresh bits: the URLs of epoch 1 are new in it, not answered from the sealed epoch.
+      assert.ok((await scope.addIfAbsent(first)).every(Boolean), 'an add went to the sealed epoch');
+      assert.equal((await scope.add(second, { epoch: 2 })).added, 200);
+      assert.equal(await other.scope('s').rotate().then((r) => r.opened.epoch), 3);
+      await expectCode('EPOCH_SEALED', () => scope.add(ctx.urls.slice(400, 410), { epoch: 2 }));
+      assert.equal((await scope.add(ctx.urls.slice(400, 410), { epoch: 3 })).added, 10);
+      const counts = (await other.scope('s').stats()).epochs.map((e) => [e.epoch, e.added]);
+      assert.deepEqual(counts, [[1, 200], [2, 400], [3, 10]]);
+    } finally {
+      await other?.close();
       await store.close();
     }
   });
