@@ -161,10 +161,13 @@ export class Scope {
       urlKeys(urls, this.#plan.normalize);
       return new Array<boolean>(urls.length).fill(false);
     }
-    urlKeys(urls, open.header.normalize as NormalizeMode, true);
+    const normalize = open.header.normalize;
+    const keys = urlKeys(urls, normalize as NormalizeMode, true);
     const answers = new Array<boolean>(urls.length).fill(mode === 'all');
     for (const n of await this.#resolve(options.epochs ?? 'current', open)) {
-      const inEpoch = await this.#hasIn(await this.#ctx.backend.epoch(this.name, n), urls);
+      const epoch = await this.#ctx.backend.epoch(this.name, n);
+      // The keys checked under the open epoch's normalisation serve every epoch that shares it.
+      const inEpoch = epoch.header.normalize === normalize ? await this.#hasKeys(epoch, keys) : await this.#hasIn(epoch, urls);
       for (let i = 0; i < urls.length; i++) answers[i] = mode === 'all' ? answers[i]! && inEpoch[i]! : answers[i]! || inEpoch[i]!;
     }
     return answers;
@@ -501,6 +504,18 @@ export class Scope {
       const { keys, at } = usableKeys(urls, mode, start, Math.min(urls.length, start + MAX_BATCH_URLS));
       await epoch.has(keys, out);
       for (let i = 0; i < keys.length; i++) answers[at[i]!] = out[i] === 1;
+    }
+    return answers;
+  }
+
+  /** Membership of each key in one epoch, the keys checked under its normalisation already (urlKeys). */
+  async #hasKeys(epoch: EpochBits, keys: readonly string[]): Promise<boolean[]> {
+    const answers = new Array<boolean>(keys.length);
+    const out = new Uint8Array(Math.min(keys.length, MAX_BATCH_URLS));
+    for (let start = 0; start < keys.length; start += MAX_BATCH_URLS) {
+      const part = keys.length <= MAX_BATCH_URLS ? keys : keys.slice(start, start + MAX_BATCH_URLS);
+      await epoch.has(part, out);
+      for (let i = 0; i < part.length; i++) answers[start + i] = out[i] === 1;
     }
     return answers;
   }
