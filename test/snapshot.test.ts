@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { describe, test } from 'node:test';
 import { FORMAT_VERSION, SeenStore, SeenStoreError } from '../src/index.js';
 import { runCli, spawnCli } from './helpers/cli.js';
@@ -30,7 +31,10 @@ describe('snapshots', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let acked = 0;
-    child.stdout.on('data', (chunk: Buffer) => (acked += chunk.toString().split('\n').filter((line) => line.startsWith('ack ')).length));
+    // Whole lines: an `ack` line split across two chunks still counts once.
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      if (line.startsWith('ack ')) acked++;
+    });
     while (acked < 10) await new Promise((resolve) => setTimeout(resolve, 5));
     const store = await SeenStore.open(dir);
     const ackedBefore = acked;
