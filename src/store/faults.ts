@@ -12,6 +12,7 @@ export type FaultPoint =
   | 'checkpoint:after-chunk-txn'
   | 'checkpoint:before-trim'
   | 'checkpoint:after-trim'
+  | 'load:before-replay'
   | 'rotate:before-commit'
   | 'rotate:after-commit'
   | 'prune:after-unlink'

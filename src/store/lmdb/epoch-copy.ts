@@ -406,6 +406,17 @@ export abstract class EpochCopy {
     for (const [index, region] of chunks) this.storedFilter(index).markClean(region);
   }
 
+  /**
+   * Loads the copy afresh: the stored chunks, the checkpoint, and every journal record after it.
+   * On a writable store the records are replayed holding the write lock, where a hole a power cut
+   * left (an unacknowledged LMDB record lost, acknowledged frames after it) is filled, so that
+   * what this copy answers includes every frame after it. The chunks were read before that
+   * transaction: a checkpoint by another process in between folds records into the chunks and
+   * compacts them out of the journal file, and a plain replay would take them for holes and go on
+   * without them (a counting copy would then write chunks without those batches at its next
+   * checkpoint). So the copy catches up inside the transaction as an add does: a newer checkpoint
+   * is taken in (a counting copy reloads, now holding the lock) before anything is replayed.
+   */
   protected loadFresh(): void {
     this.currentHeader = readHeader(this.env, this.currentHeader.scope, this.currentHeader.epoch);
     this.slices = [];
@@ -421,22 +432,18 @@ export abstract class EpochCopy {
     this.#journalBytesSinceCheckpoint = 0;
     this.poisoned = false;
     this.#cursor.rewind();
-    this.#replayHoldingLock();
-  }
-
-  /**
-   * The whole journal after the checkpoint, holding the write lock when the store is writable: then
-   * a hole a power cut left (an unacknowledged LMDB record lost, acknowledged frames after it) is
-   * filled, so that what this copy answers includes every frame after it.
-   */
-  #replayHoldingLock(): void {
-    const cursor = this.#cursor;
+    faultPoint('load:before-replay');
     if (this.env.writing || this.env.readOnly) {
-      cursor.replay(this.#replayTarget);
+      this.#cursor.replay(this.#replayTarget);
       return;
     }
-    cursor.beginBatch(false);
-    this.env.write(() => cursor.replay(this.#replayTarget), () => cursor.lmdbChanged);
+    this.#cursor.beginBatch(false);
+    try {
+      this.env.write(() => this.catchUp(), () => this.#cursor.lmdbChanged);
+    } catch (error) {
+      this.poisoned = true;
+      throw error;
+    }
   }
 
   /**
