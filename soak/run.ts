@@ -5,8 +5,8 @@
  *
  *   node dist/soak/run.js [--trials N] [--writers N] [--rounds N] [--lock-trials N] [--processes N]
  *     [--race-rounds N] [--race-writers N] [--race-openers N] [--race-library-openers N] [--race-round-ms MS]
- *     [--damaged-stores N]
- *     [--only kills,writers,locks,disk,many,race,damage,corpus]
+ *     [--damaged-stores N] [--checkpointer-rounds N]
+ *     [--only kills,writers,locks,disk,many,race,damage,corpus,checkpointers]
  *
  * Part 1, random kills (N trials, default 100): a child adds the shared URL lists in batches,
  * printing "ack N" after each acknowledged batch, in one of six workloads (checkpoint after every
@@ -24,6 +24,7 @@
  * Part 6, openers during commits (default 4 rounds of 15 s, 3 writers, 2 `stats` loops, 2 library openers): soak/opener-race.ts.
  * Part 7, damaged data files (default 16: 8 flipped, 8 truncated) through every command: soak/damage.ts.
  * Part 8, the bad-input corpus, every input through every URL-reading command in both modes: soak/corpus.ts.
+ * Part 9, two writers checkpointing after every batch (default 30 rounds, 3 at once): soak/checkpointers.ts.
  * With the defaults the whole run took about six and a half minutes on a 2-core machine (382 s)
  * before part 8, which adds about a minute (162 runs of the CLI: 54 s on a loaded machine).
  */
@@ -34,6 +35,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SeenStore } from '../src/index.js';
 import type { SoakContext } from './context.js';
+import { checkpointers } from './checkpointers.js';
 import { badInputCorpus } from './corpus.js';
 import { damagedStores } from './damage.js';
 import { manyProcesses } from './many-processes.js';
@@ -63,7 +65,8 @@ const RACE = {
   roundMs: option('race-round-ms', 15_000),
 };
 const DAMAGED_STORES = option('damaged-stores', 16);
-const PARTS = ['kills', 'writers', 'locks', 'disk', 'many', 'race', 'damage', 'corpus'] as const;
+const CHECKPOINTER_ROUNDS = option('checkpointer-rounds', 30);
+const PARTS = ['kills', 'writers', 'locks', 'disk', 'many', 'race', 'damage', 'corpus', 'checkpointers'] as const;
 const ONLY = new Set(args.includes('--only') ? args[args.indexOf('--only') + 1]!.split(',') : PARTS);
 for (const part of ONLY) if (!(PARTS as readonly string[]).includes(part)) throw new Error(`soak: unknown part ${part} (${PARTS.join(', ')})`);
 /** Runs `part` if --only asks for it (every part by default); a skipped part is `null` in the summary. */
@@ -460,6 +463,7 @@ const manyResults = await run('many', () => manyProcesses(ctx, PROCESSES));
 const raceResults = await run('race', () => openerRace(ctx, RACE));
 const damageResults = await run('damage', () => damagedStores(ctx, DAMAGED_STORES));
 const corpusResults = await run('corpus', () => badInputCorpus(ctx));
+const checkpointerResults = await run('checkpointers', () => checkpointers(ctx, CHECKPOINTER_ROUNDS));
 const summary = {
   date: new Date().toISOString(),
   seconds: Math.round((Date.now() - started) / 1000),
@@ -472,6 +476,7 @@ const summary = {
   openerRace: raceResults,
   damagedStores: damageResults,
   badInputCorpus: corpusResults,
+  checkpointers: checkpointerResults,
   failures,
 };
 process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
