@@ -9,14 +9,16 @@ import { ROOT } from './helpers/data.js';
  * workloads, racing writers with a kill, stale-lock takeover and fencing both ways, a full disk when
  * the run may mount a tmpfs, 10 processes held open on one store together). The soak itself checks
  * its invariants; this test requires a run with no failure and that each part really ran,
- * including one round of openers racing single-URL writers and two damaged stores through every
- * command.
+ * including one round of openers racing single-URL writers, two damaged stores through every
+ * command, and two rounds of writers checkpointing after every batch (a counting and a classic
+ * epoch).
  */
-test('a short soak: random kills, racing writers, stale locks, full disk, many processes, opener race, damaged stores — 0 failures', () => {
+test('a short soak: random kills, racing writers, stale locks, full disk, many processes, opener race, damaged stores, checkpointers — 0 failures', () => {
   // Six kill trials cover each of the six workloads once; the bad-input corpus runs in bad-input.test.ts.
   const args = [
     '--trials', '6', '--writers', '2', '--rounds', '1', '--lock-trials', '2', '--processes', '10',
-    '--race-rounds', '1', '--race-round-ms', '2500', '--damaged-stores', '2', '--only', 'kills,writers,locks,disk,many,race,damage',
+    '--race-rounds', '1', '--race-round-ms', '2500', '--damaged-stores', '2', '--checkpointer-rounds', '2',
+    '--only', 'kills,writers,locks,disk,many,race,damage,checkpointers',
   ];
   const run = spawnSync(process.execPath, [join(ROOT, 'dist', 'soak', 'run.js'), ...args], {
     encoding: 'utf8',
@@ -32,6 +34,7 @@ test('a short soak: random kills, racing writers, stale locks, full disk, many p
     manyProcesses: { processes: number; allHeldTogether: boolean; answered: number; busy: number; otherExits: number; lost: number };
     openerRace: { rounds: number; commits: number; opens: number; lost: number; signals: number };
     damagedStores: { stores: number; runs: number; signals: number; readOnlyChanged: number };
+    checkpointers: { rounds: number; wrongUrls: number; wrongCounts: number };
   };
   assert.deepEqual(summary.failures, []);
   assert.equal(summary.randomKills.trials, 6);
@@ -52,5 +55,7 @@ test('a short soak: random kills, racing writers, stale locks, full disk, many p
   assert.equal(summary.damagedStores.stores, 2);
   assert.ok(summary.damagedStores.runs > 0);
   assert.equal(summary.damagedStores.signals + summary.damagedStores.readOnlyChanged, 0);
+  assert.equal(summary.checkpointers.rounds, 2);
+  assert.equal(summary.checkpointers.wrongUrls + summary.checkpointers.wrongCounts, 0);
   if (!summary.diskFull.ran) process.stderr.write(`soak test: disk-full part ${summary.diskFull.note}\n`);
 });
