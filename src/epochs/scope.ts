@@ -1,8 +1,10 @@
 import { SeenStoreError, assert } from '../errors.js';
 import { parseStrategy, strategyName, strategyOf } from '../filters/strategy.js';
-import { keyCount, pickKeys, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
+import { keyCount, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
 import { TurnQueue } from '../store/turns.js';
-import { PartlyDecided, type Backend, type CheckpointOutcome, type EpochBits, type QueueItems } from '../store/backend.js';
+import type { Backend, CheckpointOutcome, EpochBits, QueueItems } from '../store/backend.js';
+import { addFollowingRotations, type AddRoute } from './add-routing.js';
+import { addCounts, hasKeys, hasUrls, MAX_BATCH_URLS } from './epoch-queries.js';
 import type { NormalizeMode } from '../url/normalize.js';
 import { checkPlan, firstEpochPlan, newEpochHeader, type EpochPlan } from './create.js';
 import { resolveEpochs, type EpochSpec } from './epoch-spec.js';
@@ -10,16 +12,15 @@ import { epochDetails, epochSettings, epochStats, type EpochDetails, type EpochS
 import type { Dropped, PruneOptions } from './retention.js';
 import { planNextEpoch, type RotateOptions } from './rotation.js';
 import type { ExportResult, MergeResult } from './transfer.js';
-import { anyUrlKeys, urlKeys, usableKeys } from '../url/url-keys.js';
+import { anyUrlKeys, urlKeys } from '../url/url-keys.js';
 import { ScopeFrontier } from './frontier.js';
-import { pickQueue, queuePart } from '../store/queue-items.js';
+import { queuePart } from '../store/queue-items.js';
 import { diffCategories, type AddOptions, type AddSummary, type EnqueueOptions, type Classification, type DiffCategory, type DiffResult, type QueryOptions, type RotateResult, type ScopeOptions } from './scope-types.js';
 
 export type { EpochDetails, EpochSettings, EpochStats, ScopeStats };
 export type { AddOptions, AddSummary, EnqueueOptions, Classification, DiffCategory, DiffResult, QueryOptions, RotateResult, ScopeOptions };
 
-/** URLs per call of the backend: a larger call is split, each part an atomic step of its own. */
-export const MAX_BATCH_URLS = 65_536;
+export { MAX_BATCH_URLS } from './epoch-queries.js';
 
 /** What a scope needs from its store. */
 export interface ScopeContext {
@@ -48,7 +49,7 @@ export class Scope {
   /**
    * The open epoch as this handle last found it, where its adds go without reading the scope
    * record first (a read per add; a round trip on Redis): every driver checks inside the add that
-   * the epoch is still open (EPOCH_SEALED), and #addPart then goes on in the next one.
+   * the epoch is still open (EPOCH_SEALED), and the add then goes on in the next one (add-routing.ts).
    */
   #addTarget: EpochBits | undefined;
   /** The handle's adds in the order they were made: each issues its batches after the one before (#add). */
@@ -167,7 +168,7 @@ export class Scope {
     for (const n of await this.#resolve(options.epochs ?? 'current', open)) {
       const epoch = await this.#ctx.backend.epoch(this.name, n);
       // The keys checked under the open epoch's normalisation serve every epoch that shares it.
-      const inEpoch = epoch.header.normalize === normalize ? await this.#hasKeys(epoch, keys) : await this.#hasIn(epoch, urls);
+      const inEpoch = epoch.header.normalize === normalize ? await hasKeys(epoch, keys) : await hasUrls(epoch, urls);
       for (let i = 0; i < urls.length; i++) answers[i] = mode === 'all' ? answers[i]! && inEpoch[i]! : answers[i]! || inEpoch[i]!;
     }
     return answers;
@@ -191,15 +192,7 @@ export class Scope {
       if (!epoch.counting) {
         throw new SeenStoreError('USAGE', `epoch ${this.name}/${n} is ${strategyName(strategyOf(epoch.header.slices[0]!, epoch.header.growth))}, not counting: it cannot count`);
       }
-      const keys = urlKeys(urls, epoch.header.normalize as NormalizeMode, true);
-      const counts = new Array<number>(0);
-      for (let start = 0; start < keys.length; start += MAX_BATCH_URLS) {
-        const part = keys.slice(start, start + MAX_BATCH_URLS);
-        counts.length = part.length;
-        counts.fill(0);
-        await epoch.count(part, counts);
-        for (let i = 0; i < part.length; i++) totals[start + i]! += counts[i]!;
-      }
+      await addCounts(epoch, urlKeys(urls, epoch.header.normalize as NormalizeMode, true), totals);
     }
     return totals;
   }
@@ -230,7 +223,7 @@ export class Scope {
       urlKeys(urls, this.#normalizeOf(open));
       return urls.map(() => 'new');
     }
-    return (await this.#hasIn(await this.#ctx.backend.epoch(this.name, previous), urls)).map((seen) => (seen ? 'revisit' : 'new'));
+    return (await hasUrls(await this.#ctx.backend.epoch(this.name, previous), urls)).map((seen) => (seen ? 'revisit' : 'new'));
   }
 
   /** Compares two epochs over a URL list: in both, only in `from`, only in `to`, or in neither. */
@@ -245,8 +238,8 @@ export class Scope {
     };
     const a = await single(from, 'from');
     const b = await single(to, 'to');
-    const inA = await this.#hasIn(await this.#ctx.backend.epoch(this.name, a), urls);
-    const inB = await this.#hasIn(await this.#ctx.backend.epoch(this.name, b), urls);
+    const inA = await hasUrls(await this.#ctx.backend.epoch(this.name, a), urls);
+    const inB = await hasUrls(await this.#ctx.backend.epoch(this.name, b), urls);
     return { from: a, to: b, ...diffCategories(inA, inB) };
   }
   /**
@@ -405,59 +398,19 @@ export class Scope {
       throw new SeenStoreError('EPOCH_SEALED', `epoch ${this.name}/${options.epoch} is not open (the open epoch is ${epoch.header.epoch})`);
     }
     let added = 0;
-    const current = { epoch };
+    const route: AddRoute = { epoch, followRotation: options.epoch === undefined, reopen: () => this.#open(false), scope: this.name };
     for (let start = 0; start < count; ) {
       const part = sliceKeys(keys, start, Math.min(count, start + MAX_BATCH_URLS));
       const partCount = keyCount(part);
       // One part (the usual call): its answers are the call's.
       const partAnswers = answers === undefined || partCount === count ? answers : new Array<boolean>(partCount);
       const last = start + partCount === count;
-      added += await this.#addPart(current, part, partAnswers, enqueue === undefined || partCount === count ? enqueue : queuePart(enqueue, start, start + partCount), options, last ? issued : undefined);
+      const partQueue = enqueue === undefined || partCount === count ? enqueue : queuePart(enqueue, start, start + partCount);
+      added += await addFollowingRotations(route, part, partAnswers, partQueue, last ? issued : undefined);
       if (answers !== undefined && partAnswers !== answers) for (let i = 0; i < partCount; i++) answers[start + i] = partAnswers![i]!;
       start += partCount;
     }
     return added;
-  }
-
-  /**
-   * One batch into the open epoch. A rotation that sealed it first (EPOCH_SEALED) sends the batch
-   * to the next epoch — or only its undecided keys, when a partitioned epoch had decided some
-   * (PartlyDecided): each key lands in exactly one epoch and keeps the answer it got there.
-   */
-  async #addPart(current: { epoch: EpochBits }, keys: Keys, answers: boolean[] | undefined, enqueue: QueueItems | undefined, options: AddOptions, issued?: () => void): Promise<number> {
-    let added = 0;
-    /** Indices of the keys still to decide (undefined: all of them). */
-    let rest: number[] | undefined;
-    for (;;) {
-      const restAnswers = rest === undefined || answers === undefined ? answers : new Array<boolean>(rest.length);
-      const copyBack = (decided?: Uint8Array): void => {
-        if (rest === undefined || answers === undefined) return;
-        rest.forEach((i, t) => {
-          if (decided === undefined || decided[t] === 1) answers[i] = restAnswers![t]!;
-        });
-      };
-      try {
-        const restQueue = enqueue === undefined || rest === undefined ? enqueue : pickQueue(enqueue, rest);
-        const adding = current.epoch.addIfAbsent(rest === undefined ? keys : pickKeys(keys, rest), restAnswers, restQueue);
-        issued?.();
-        added += await adding;
-        copyBack();
-        return added;
-      } catch (error) {
-        const rotated = error instanceof SeenStoreError && error.code === 'EPOCH_SEALED' && options.epoch === undefined;
-        const next = rotated ? await this.#open(false) : undefined;
-        if (next === undefined || next === current.epoch) throw error;
-        if (next.header.normalize !== current.epoch.header.normalize) {
-          throw new SeenStoreError('EPOCH_SEALED', `epoch ${this.name}/${current.epoch.header.epoch} was rotated to an epoch with another normalisation`);
-        }
-        current.epoch = next;
-        if (error instanceof PartlyDecided) {
-          added += error.added;
-          copyBack(error.decided);
-          rest = (rest ?? Array.from({ length: keyCount(keys) }, (_, i) => i)).filter((_, t) => error.decided[t] !== 1);
-        }
-      }
-    }
   }
 
   /** The open epoch's bits, the scope created first when `create`; undefined when the scope does not exist. */
@@ -493,31 +446,6 @@ export class Scope {
 
   async #resolve(spec: EpochSpec, open: EpochBits): Promise<number[]> {
     return resolveEpochs(spec, await this.#ctx.backend.epochNumbers(this.name), open.header.epoch, this.name);
-  }
-
-  /** Membership of each URL in one epoch, keyed by that epoch's normalisation. */
-  async #hasIn(epoch: EpochBits, urls: readonly string[]): Promise<boolean[]> {
-    const mode = epoch.header.normalize as NormalizeMode;
-    const answers = new Array<boolean>(urls.length).fill(false);
-    const out = new Uint8Array(Math.min(urls.length, MAX_BATCH_URLS));
-    for (let start = 0; start < urls.length; start += MAX_BATCH_URLS) {
-      const { keys, at } = usableKeys(urls, mode, start, Math.min(urls.length, start + MAX_BATCH_URLS));
-      await epoch.has(keys, out);
-      for (let i = 0; i < keys.length; i++) answers[at[i]!] = out[i] === 1;
-    }
-    return answers;
-  }
-
-  /** Membership of each key in one epoch, the keys checked under its normalisation already (urlKeys). */
-  async #hasKeys(epoch: EpochBits, keys: readonly string[]): Promise<boolean[]> {
-    const answers = new Array<boolean>(keys.length);
-    const out = new Uint8Array(Math.min(keys.length, MAX_BATCH_URLS));
-    for (let start = 0; start < keys.length; start += MAX_BATCH_URLS) {
-      const part = keys.length <= MAX_BATCH_URLS ? keys : keys.slice(start, start + MAX_BATCH_URLS);
-      await epoch.has(part, out);
-      for (let i = 0; i < part.length; i++) answers[start + i] = out[i] === 1;
-    }
-    return answers;
   }
 
   async #details(n: number): Promise<EpochDetails> {

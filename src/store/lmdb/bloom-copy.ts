@@ -132,7 +132,7 @@ export class BloomCopy extends EpochCopy {
       resident: (index, region) => resident.has(index, region),
       payload: (index, region) => {
         const checked = (this.#checked[index] ??= new Uint8Array(this.storedFilter(index).regionCount));
-        const payload = this.storedPayload(index, region, checked[region] === 0);
+        const payload = this.chunks.payload(index, region, checked[region] === 0);
         checked[region] = 1;
         this.#streamedBytes += payload?.length ?? 0;
         return payload;
@@ -367,8 +367,8 @@ export class BloomCopy extends EpochCopy {
   /** Writes chunk `region` of filter `index` as (stored chunk OR `bytes`); inside a write transaction. */
   #orIntoStoredChunk(index: number, region: number, bytes: Uint8Array): void {
     const merged = Buffer.from(bytes);
-    const stored = this.storedChunk(index, region, merged.length);
+    const stored = this.chunks.copy(index, region, merged.length);
     if (stored !== undefined) for (let i = 0; i < merged.length; i++) merged[i]! |= stored[i]!;
-    this.putChunk(index, region, merged);
+    this.chunks.put(index, region, merged);
   }
 }

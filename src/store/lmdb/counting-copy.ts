@@ -187,7 +187,7 @@ export class CountingCopy extends EpochCopy {
       this.catchUp();
       const dirty = this.dirtyChunks();
       if (dirty.length === 0 && this.appliedSeq <= this.readCheckpoint().seq) return 'clean';
-      for (const [index, region] of dirty) this.putChunk(index, region, this.storedFilter(index).region(region));
+      for (const [index, region] of dirty) this.chunks.put(index, region, this.storedFilter(index).region(region));
       this.recordCheckpoint(this.appliedSeq, this.epochCounts, [...this.journalSliceAdded]);
       faultPoint('checkpoint:before-trim');
       written = dirty;

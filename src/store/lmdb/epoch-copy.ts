@@ -7,17 +7,17 @@ import { epochSummary, type SliceFill } from '../epoch-summary.js';
 import { keyCount, type Keys, type XxHash } from '../../hash/xxhash.js';
 import type { CheckpointOutcome, EpochCounts, EpochSummary } from '../backend.js';
 import type { BitThread } from './bit-thread.js';
-import { CHUNK_PAYLOAD_BYTES, decodeChunk, encodeChunk } from '../chunks.js';
+import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
 import type { StoreEnv } from './env.js';
 import { faultPoint } from '../faults.js';
 import { JOURNAL_HEADER_BYTES, type JournalRecord } from './journal.js';
 import { JOURNAL_FILE_HEADER_BYTES } from './journal-file.js';
 import { JournalCursor, type Durability, type ReplayTarget } from './journal-cursor.js';
-import { chunkKey, epochKey } from './keys.js';
+import { epochKey } from './keys.js';
 import { readHeader } from './metadata.js';
 import { checkEpochSupported, type EpochHeader, type SliceSpec } from '../records.js';
 import type { CheckpointRecord } from './records.js';
-import { checkedChunkPayload, chunkWhere, forEachStoredChunk } from './chunk-reads.js';
+import { EpochChunks } from './epoch-chunks.js';
 import { compactJournal, fencedCheckpoint, readEpochCheckpoint, writeEpochCheckpoint, type Fence } from './checkpoint.js';
 
 /** Most slices an epoch may grow to; slice j holds capacity * 2^j URLs, so this is never reached in practice. */
@@ -61,7 +61,8 @@ export abstract class EpochCopy {
   protected mergedSliceAdded: number[] = [];
   protected poisoned = false;
   #journalBytesSinceCheckpoint = 0;
-  #chunkBytesRead = 0;
+  /** The epoch's stored chunks, read and written through it. */
+  protected readonly chunks: EpochChunks;
   readonly #cursor: JournalCursor;
   readonly #replayTarget: ReplayTarget;
   /**
@@ -78,6 +79,7 @@ export abstract class EpochCopy {
     this.currentHeader = header;
     this.scheme = header.hashScheme as HashSchemeId;
     this.hasher = new EpochHasher(hash, [], header.partitions);
+    this.chunks = new EpochChunks(env, hash, () => this.currentHeader, (index) => this.filterAt(index));
     this.#cursor = new JournalCursor(env, hash, header.scope, header.epoch);
     this.#replayTarget = this.#makeReplayTarget();
   }
@@ -130,9 +132,7 @@ export abstract class EpochCopy {
 
   /** Bytes of stored chunks read since the last call (for StoreEnv.releaseMappedPages); resets. */
   takeChunkBytesRead(): number {
-    const bytes = this.#chunkBytesRead;
-    this.#chunkBytesRead = 0;
-    return bytes;
+    return this.chunks.takeBytesRead();
   }
 
   /** Hashes `keys` for every filter of every slice into `words` (the layout: filters/epoch-hasher.ts). */
@@ -375,19 +375,6 @@ export abstract class EpochCopy {
     }
   }
 
-  /** Writes chunk `region` of filter `index` as it is in memory (inside a write transaction). */
-  protected putChunk(index: number, region: number, bytes: Uint8Array): void {
-    const { scope, epoch } = this.currentHeader;
-    this.env.chunksDb.putSync(chunkKey(scope, epoch, index, region), encodeChunk(this.hash, bytes));
-  }
-
-  /** The stored payload of chunk `region` of filter `index`, or undefined when none is stored. */
-  protected storedChunk(index: number, region: number, payloadBytes: number): Uint8Array | undefined {
-    const { scope, epoch } = this.currentHeader;
-    const stored = this.env.chunksDb.getBinary(chunkKey(scope, epoch, index, region));
-    return stored === undefined ? undefined : decodeChunk(this.hash, stored, this.chunkWhere(index, region), payloadBytes);
-  }
-
   /** Records that the chunks hold every journal record up to `seq`, and trims those records. */
   protected recordCheckpoint(seq: number, counts: EpochCounts, sliceAdded: readonly number[]): void {
     writeEpochCheckpoint(this.env, this.currentHeader, seq, counts, sliceAdded);
@@ -456,7 +443,7 @@ export abstract class EpochCopy {
 
   /** ORs the stored chunks of filters `fromIndex`.. into memory. */
   protected orStoredChunks(fromIndex: number): void {
-    forEachStoredChunk(this.env, this.currentHeader, fromIndex, (index, region, value) => this.storedFilter(index).orRegion(region, this.#checkedPayload(index, region, value)));
+    this.chunks.forEach(fromIndex, (index, region, payload) => this.storedFilter(index).orRegion(region, payload));
   }
 
   #apply(record: JournalRecord, seq: number, where: string): void {
@@ -468,32 +455,13 @@ export abstract class EpochCopy {
 
   /** ORs stored chunk `region` of filter `index` into memory, when one is stored. */
   protected loadStoredChunk(index: number, region: number): void {
-    const payload = this.storedPayload(index, region);
+    const payload = this.chunks.payload(index, region);
     if (payload !== undefined) this.storedFilter(index).orRegion(region, payload);
-  }
-
-  /**
-   * The checked payload of stored chunk `region` of filter `index`, or undefined when none is
-   * stored; read through lmdb's reused buffer (no copy kept, as above): valid until the next read.
-   */
-  protected storedPayload(index: number, region: number, checksum = true): Uint8Array | undefined {
-    const { scope, epoch } = this.currentHeader;
-    const value = this.env.chunksDb.getBinaryFast(chunkKey(scope, epoch, index, region));
-    return value === undefined ? undefined : this.#checkedPayload(index, region, value, checksum);
-  }
-
-  #checkedPayload(index: number, region: number, value: Uint8Array, checksum = true): Uint8Array {
-    this.#chunkBytesRead += value.length;
-    return checkedChunkPayload(this.hash, this.currentHeader, this.filterAt(index), index, region, value, checksum);
   }
 
   /** out[i] = 1 when URL i of `words` (hashed by hashKeys) is held by some slice, else 0. */
   answer(words: Uint32Array, count: number, out: Uint8Array): void {
     for (let i = 0; i < count; i++) out[i] = this.has(words, i) ? 1 : 0;
-  }
-
-  protected chunkWhere(index: number, region: number): string {
-    return chunkWhere(this.currentHeader, index, region);
   }
 
   /** The chunk payload size every filter's regions use (the epoch header's chunkBytes, checked at construction). */
