@@ -10,12 +10,10 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { SeenStore } from '../src/index.js';
 import type { SoakContext } from './context.js';
 
-const CRASH_CHILD = join(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'), 'dist', 'test', 'helpers', 'crash-child.js');
 const URLS = 20_000;
 const BATCH = '1000';
 const AT_ONCE = 3;
@@ -29,9 +27,9 @@ export interface CheckpointersResult {
   readonly seconds: number;
 }
 
-function addAndCheckpoint(ctx: SoakContext, dir: string, file: string, env: NodeJS.ProcessEnv): Promise<void> {
+function addAndCheckpoint(ctx: SoakContext, crashChild: string, dir: string, file: string, env: NodeJS.ProcessEnv): Promise<void> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [CRASH_CHILD, dir, 'default', file, BATCH, 'none', 'checkpoint-each'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, [crashChild, dir, 'default', file, BATCH, 'none', 'checkpoint-each'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.on('close', (code, signal) => {
@@ -41,7 +39,8 @@ function addAndCheckpoint(ctx: SoakContext, dir: string, file: string, env: Node
   });
 }
 
-export async function checkpointers(ctx: SoakContext, rounds: number): Promise<CheckpointersResult> {
+/** `crashChild`: test/helpers/crash-child.js, compiled (the writer of part 1 too). */
+export async function checkpointers(ctx: SoakContext, crashChild: string, rounds: number): Promise<CheckpointersResult> {
   const started = Date.now();
   const urls = ctx.urls.slice(0, URLS);
   let wrongUrls = 0;
@@ -53,7 +52,7 @@ export async function checkpointers(ctx: SoakContext, rounds: number): Promise<C
       const file = join(dir, 'urls.txt');
       writeFileSync(file, `${urls.join('\n')}\n`);
       const env = counting ? { CHILD_CAPACITY: '1000000', CHILD_STRATEGY: 'counting' } : { CHILD_CAPACITY: '1000000', CHILD_THREADS: '2' };
-      await Promise.all([addAndCheckpoint(ctx, dir, file, env), addAndCheckpoint(ctx, dir, file, env)]);
+      await Promise.all([addAndCheckpoint(ctx, crashChild, dir, file, env), addAndCheckpoint(ctx, crashChild, dir, file, env)]);
       const store = await SeenStore.open(dir);
       try {
         const scope = store.scope();
@@ -61,9 +60,11 @@ export async function checkpointers(ctx: SoakContext, rounds: number): Promise<C
         const submitted = (await scope.stats()).epochs[0]!.submitted;
         const what = `checkpointers: round ${round + 1} (${counting ? 'counting' : 'classic, threads 2'})`;
         if (wrong > 0) ctx.fail(`${what}: ${wrong} URLs ${counting ? 'not counted exactly twice' : 'not seen'}`);
-        if (submitted !== 2 * urls.length) ctx.fail(`${what}: submitted ${submitted}, not ${2 * urls.length}`);
         wrongUrls += wrong;
-        if (submitted !== 2 * urls.length) wrongCounts++;
+        if (submitted !== 2 * urls.length) {
+          ctx.fail(`${what}: submitted ${submitted}, not ${2 * urls.length}`);
+          wrongCounts++;
+        }
       } finally {
         await store.close();
       }

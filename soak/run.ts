@@ -463,7 +463,7 @@ const manyResults = await run('many', () => manyProcesses(ctx, PROCESSES));
 const raceResults = await run('race', () => openerRace(ctx, RACE));
 const damageResults = await run('damage', () => damagedStores(ctx, DAMAGED_STORES));
 const corpusResults = await run('corpus', () => badInputCorpus(ctx));
-const checkpointerResults = await run('checkpointers', () => checkpointers(ctx, CHECKPOINTER_ROUNDS));
+const checkpointerResults = await run('checkpointers', () => checkpointers(ctx, CRASH_CHILD, CHECKPOINTER_ROUNDS));
 const summary = {
   date: new Date().toISOString(),
   seconds: Math.round((Date.now() - started) / 1000),
