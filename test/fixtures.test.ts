@@ -161,6 +161,30 @@ for (const format of ['format-1', 'format-2', 'format-3', 'format-4', 'format-5'
   });
 }
 
+describe('journal file version 1 (the format-5 fixture)', () => {
+  test('is read as it is (after the store migration), and rewritten as version 2 by the first write, every frame kept', async () => {
+    const dir = copyOf('format-5');
+    const expected = JSON.parse(readFileSync(join(FIXTURES, 'format-5', 'expected.json'), 'utf8')) as Expected;
+    const journalVersion = (): number => readFileSync(join(dir, 'journal.log')).readUInt32LE(8);
+    const tail = expected.epochs.find((e) => e.epoch === 3)!.journalRecords;
+    await SeenStore.migrate(dir, { snapshot: false });
+    assert.equal(journalVersion(), 1, 'the store migration is not what rewrites the journal file');
+    assert.ok(tail > 1, 'the fixture has a journal tail');
+    const reader = await SeenStore.open(dir, { readOnly: true });
+    assert.ok((await reader.scope(expected.scope).has(urls(expected.urls.epoch3!), { epochs: 3 })).every(Boolean));
+    await reader.close();
+    assert.equal(journalVersion(), 1, 'a reader rewrote the journal file');
+    const store = await SeenStore.open(dir, { checkpointJournalBytes: 2 ** 40, checkpointIntervalMs: 2 ** 40 });
+    const scope = store.scope(expected.scope);
+    assert.deepEqual(await scope.addIfAbsent(['https://fixture.example/journal-v2']), [true]);
+    assert.equal(journalVersion(), 2);
+    assert.ok((await scope.has(urls(expected.urls.epoch3!), { epochs: 3 })).every(Boolean), 'a frame was lost in the rewrite');
+    assert.equal((await scope.stats()).epochs.find((e) => e.epoch === 3)!.journalRecords, tail + 1);
+    assert.ok((await store.verify()).ok);
+    await store.close();
+  });
+});
+
 describe('hash schemes across versions', () => {
   test('an export of a v1 epoch is not merged into a v2 epoch: INCOMPATIBLE naming both schemes, nothing written', async () => {
     const store = await SeenStore.open(tempDir());

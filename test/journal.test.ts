@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { appendFileSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
@@ -11,13 +11,15 @@ import { powerUrls } from './helpers/power-urls.js';
 import { tempDir } from './helpers/tmp.js';
 
 const CHILD = join(ROOT, 'dist', 'test', 'helpers', 'journal-child.js');
+/** The journal file's header; its first frame follows. */
+const HEADER_BYTES = 16;
 
 function runJournalChild(args: readonly string[]): Promise<ChildOut> {
   return runChild(CHILD, args, 'journal child');
 }
 
 describe('the journal file', () => {
-  test('a power cut of the unsynced page cache loses no acknowledged add (group commit, 4 batches in flight)', async () => {
+  test('a power cut of the unsynced page cache loses no acknowledged add, and what it left is never read as frames (group commit, 4 batches in flight)', async () => {
     const dir = tempDir();
     const batches = 40;
     const run = await runJournalChild([dir, 'power-cut', String(batches), '24']);
@@ -28,38 +30,50 @@ describe('the journal file', () => {
     const store = await SeenStore.open(dir);
     const scope = store.scope();
     for (const b of acked) assert.ok((await scope.has(powerUrls(b))).every(Boolean), `acknowledged batch ${b} was lost`);
-    // The cut must have taken something: the batch at the kill was appended and not yet synced.
-    const lost = (await scope.has(unacked.flatMap(powerUrls))).filter((seen) => !seen).length;
-    assert.ok(lost >= 50, `the simulated power cut lost only ${lost} unacknowledged URLs`);
+    // The cut must have taken something: the batch at the kill was written and not yet synced.
+    const unseen = (await scope.has(unacked.flatMap(powerUrls))).filter((seen) => !seen).length;
+    assert.ok(unseen >= 50, `the simulated power cut lost only ${unseen} unacknowledged URLs`);
+    // Frames of the same sizes are now written where the lost ones began; the frames the cut left
+    // behind them (their sectors kept) must not follow the new ones.
+    for (let b = batches; b < batches + 8; b++) await scope.add(powerUrls(b));
     await store.close();
     const reopened = await SeenStore.open(dir);
+    const again = reopened.scope();
+    for (let b = batches; b < batches + 8; b++) assert.ok((await again.has(powerUrls(b))).every(Boolean), `batch ${b}, added after the cut, was lost`);
+    const stillUnseen = (await again.has(unacked.flatMap(powerUrls))).filter((seen) => !seen).length;
+    assert.equal(stillUnseen, unseen, 'frames the power cut left behind were read as frames after new ones');
     const report = await reopened.verify();
     await reopened.close();
     assert.equal(report.ok, true, JSON.stringify(report.damage));
   });
 
-  test('a torn frame at the end (an appender killed mid-write) is cut by the next writer; what came before stays', async () => {
+  test('a torn frame at the end (a writer killed mid-write) is cleared by the next writer; what came before stays', async () => {
     const dir = tempDir();
     const first = generatedUrls(300, 291);
     const second = generatedUrls(300, 292);
     const run = await runJournalChild([dir, 'add-and-die', ...first]);
     assert.ok(run.killed);
     const journal = join(dir, 'journal.log');
-    const before = statSync(journal).size;
-    assert.ok(before > 300 * 8, 'the killed writer left its frame in the journal file');
-    // 12 KiB of a 16 KiB frame whose appender died. Its bytes repeat 00 40 00 00: the next frame
-    // (45 + 8 * 300 bytes) overwrites its start and ends where they read as the length word 64,
-    // a complete frame failing its checksum, which the next opener would refuse as damage were
-    // the torn bytes not cut before that append.
+    const frames = readFileSync(journal);
+    const end = HEADER_BYTES + frames.readUInt32LE(HEADER_BYTES);
+    assert.ok(end > 300 * 8 && frames.readUInt32LE(end) === 0, 'the killed writer left one frame in the journal file');
+    // 12 KiB of a 16 KiB frame whose writer died. Its bytes repeat 00 40 00 00: the next frame
+    // (45 + 8 * 300 bytes) overwrites its start and ends where they read as the length word 64, a
+    // frame that fails its checksum, and as a frame naming byte 64 + 64 * 2^32 synced, which
+    // proves nothing: it must not be taken for damage, nor left for the next writer to meet.
     const torn = Buffer.alloc(12 * 1024);
     for (let i = 0; i < torn.length; i += 4) torn[i + 1] = 0x40;
     torn.writeUInt32LE(16 * 1024, 0);
-    appendFileSync(journal, torn);
+    const fd = openSync(journal, 'r+');
+    writeSync(fd, torn, 0, torn.length, end);
+    closeSync(fd);
     const store = await SeenStore.open(dir);
     const scope = store.scope();
     assert.ok((await scope.has(first)).every(Boolean));
     assert.equal((await scope.addIfAbsent(second)).filter(Boolean).length, 300);
-    assert.ok(statSync(journal).size < before + torn.length, 'the torn bytes were cut before the append');
+    const after = readFileSync(journal);
+    const next = end + after.readUInt32LE(end);
+    assert.ok(after.subarray(next, end + torn.length).every((byte) => byte === 0), 'the torn bytes were not cleared');
     await store.close();
     const reopened = await SeenStore.open(dir);
     assert.ok((await reopened.scope().has([...first, ...second])).every(Boolean));

@@ -239,10 +239,13 @@ describe('store API', () => {
       import { SeenStore } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
       const store = await SeenStore.open(process.argv[1]);
       await store.scope().add(['https://j.example/1', 'https://j.example/2']);
+      await store.scope().add(['https://j.example/3']);
       process.kill(process.pid, 'SIGKILL');`;
     spawnSync(process.execPath, ['--input-type=module', '-e', script, dir]);
+    // A byte of the first frame's record: the second frame was written after it had been synced.
     const journal = readFileSync(join(dir, 'journal.log'));
-    journal[journal.length - 1] = journal[journal.length - 1]! ^ 0x01;
+    const firstEnd = 16 + journal.readUInt32LE(16);
+    journal[firstEnd - 1] = journal[firstEnd - 1]! ^ 0x01;
     writeFileSync(join(dir, 'journal.log'), journal);
     const reopened = await SeenStore.open(dir);
     await expectCode('STORE_CORRUPT', () => reopened.scope().has(['https://j.example/1']));

@@ -3,15 +3,15 @@
  *   node journal-child.js STORE power-cut BATCHES KILL_AT
  *     Adds BATCHES batches of 50 URLs (https://power.example/B/I), four in flight at a time,
  *     printing "ack B" once batch B is acknowledged. When the KILL_AT-th batch reaches
- *     add:before-sync (appended, not yet synced), it simulates a power cut of the page cache: the
- *     journal file is cut back to the end of its last fdatasync (journal:after-sync), then the
- *     process kills itself with SIGKILL.
+ *     add:before-sync (written, not yet synced), it simulates a power cut of the page cache that
+ *     lost the first sector written after the last fdatasync (journal:after-sync) and kept the
+ *     later ones: 512 bytes there become zeros again, then the process kills itself with SIGKILL.
  *   node journal-child.js STORE add|enqueue FILE
  *     Adds (or enqueues) FILE's URLs in batches of 100, then prints "new N": how many were new.
  *   node journal-child.js STORE add-and-die URL...
  *     Adds the URLs, prints "ack", and kills itself with SIGKILL (a journal tail no checkpoint folded).
  */
-import { readFileSync, truncateSync, writeSync } from 'node:fs';
+import { openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { SeenStore } from '../../src/index.js';
 import { setFaultHook } from '../../src/store/faults.js';
@@ -25,7 +25,8 @@ async function powerCut(dir: string, batches: number, killAt: number): Promise<v
   setFaultHook((point, detail) => {
     if (point === 'journal:after-sync') syncedEnd = Math.max(syncedEnd, detail!);
     if (point !== 'add:before-sync' || ++reached < killAt) return;
-    truncateSync(join(dir, 'journal.log'), syncedEnd);
+    const fd = openSync(join(dir, 'journal.log'), 'r+');
+    writeSync(fd, Buffer.alloc(512), 0, 512, syncedEnd);
     process.kill(process.pid, 'SIGKILL');
   });
   const store = await SeenStore.open(dir, NEVER);

@@ -9,7 +9,7 @@ import { checkDataFile, refuseLostDataFile } from './data-file.js';
 import { LMDB_MAX_READERS } from './reader-slots.js';
 import { FORMAT_VERSION } from '../records.js';
 import type { XxHash } from '../../hash/xxhash.js';
-import { JOURNAL_FILE, JOURNAL_FILE_HEADER_BYTES, JournalFile } from './journal-file.js';
+import { JOURNAL_FILE, JournalFile, journalFileHoldsFrames } from './journal-file.js';
 import { readStoreHeader, type StoreHeader } from './records.js';
 
 /** Key of the store header in the meta DB. */
@@ -214,7 +214,7 @@ export class StoreEnv {
       this.holdGuard(() => {
         // A journal of no frames (a store closed cleanly) adds nothing to the copy.
         const journal = join(this.dir, JOURNAL_FILE);
-        if ((statSync(journal, { throwIfNoEntry: false })?.size ?? 0) > JOURNAL_FILE_HEADER_BYTES) copyFileSync(journal, join(dir, JOURNAL_FILE));
+        if (journalFileHoldsFrames(journal)) copyFileSync(journal, join(dir, JOURNAL_FILE));
       });
       await this.root.backup(dir, true);
     } finally {

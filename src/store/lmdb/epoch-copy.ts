@@ -11,7 +11,6 @@ import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
 import type { StoreEnv } from './env.js';
 import { faultPoint } from '../faults.js';
 import { JOURNAL_HEADER_BYTES, type JournalRecord } from './journal.js';
-import { JOURNAL_FILE_HEADER_BYTES } from './journal-file.js';
 import { JournalCursor, type Durability, type ReplayTarget } from './journal-cursor.js';
 import { epochKey } from './keys.js';
 import { readHeader } from './metadata.js';
@@ -368,7 +367,7 @@ export abstract class EpochCopy {
       });
       if (outcome === 'written') this.#journalBytesSinceCheckpoint = 0;
       // Also after a clean one: a checkpointer killed after its trim left folded frames behind.
-      if (outcome === 'written' || (outcome === 'clean' && this.#cursor.file.size() > JOURNAL_FILE_HEADER_BYTES)) await compactJournal(this.env, this.#cursor.file);
+      if (outcome === 'written' || (outcome === 'clean' && this.#cursor.file.holdsFrames())) await compactJournal(this.env, this.#cursor.file);
       return outcome;
     } catch (error) {
       throw asStoreError(error, `checkpointing ${scope}/${epoch}`);

@@ -2,7 +2,7 @@ import { SeenStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
 import type { StoreEnv } from './env.js';
 import { decodeJournalRecord, encodeCountingRecord, encodeJournalRecord, type JournalRecord } from './journal.js';
-import { JOURNAL_FILE_HEADER_BYTES, type JournalFile } from './journal-file.js';
+import type { JournalFile, JournalPosition } from './journal-file.js';
 import { journalEpochRange, journalKey, journalKeySeq } from './keys.js';
 
 /**
@@ -43,7 +43,8 @@ export class JournalCursor {
   readonly #scopeBytes: Buffer;
   readonly #epoch: number;
   #generation = -1;
-  #offset = 0;
+  /** Where this cursor read the file up to, and the link of the frame there. */
+  #at: JournalPosition = { end: 0, link: 0 };
   /** The batch under way journals into LMDB instead of the file (an enqueue). */
   journalInLmdb = false;
   /** The write transaction under way changed LMDB (a record, a new slice, a filled hole): it commits. */
@@ -78,7 +79,7 @@ export class JournalCursor {
   }
 
   durability(): Durability {
-    return { generation: this.#generation, end: this.#offset, lmdbCommitted: this.lmdbChanged, lmdbOthers: this.#appliedLmdbRecords };
+    return { generation: this.#generation, end: this.#at.end, lmdbCommitted: this.lmdbChanged, lmdbOthers: this.#appliedLmdbRecords };
   }
 
   /** Applies what follows the target's `appliedSeq`, from both homes. */
@@ -104,16 +105,18 @@ export class JournalCursor {
    * The journal file's frames after what this cursor read. Holding the write lock (env.writing),
    * everything committed or appended is visible, so a sequence number that neither LMDB nor the
    * file holds was lost to a power cut before it was acknowledged: the hole is filled with an empty
-   * LMDB record, and a torn tail is cut. Without the lock, the replay stops there and waits.
+   * LMDB record, and a torn tail is cut (and a file of version 1 is rewritten as version 2 first).
+   * Without the lock, the replay stops there and waits.
    */
   replayFile(target: ReplayTarget): void {
     const file = this.#file;
     file.refresh();
+    if (this.#env.writing) file.upgrade();
     if (file.generation !== this.#generation) {
       this.#generation = file.generation;
-      this.#offset = JOURNAL_FILE_HEADER_BYTES;
+      this.#at = file.start;
     }
-    const { end, torn } = file.read(this.#offset, (scope, epoch, seq, value) => {
+    const read = file.read(this.#at, (scope, epoch, seq, value) => {
       if (epoch !== this.#epoch || !scope.equals(this.#scopeBytes)) return true;
       if (seq > target.appliedSeq + 1) this.#replayLmdb(target);
       if (seq <= target.appliedSeq) return true;
@@ -127,8 +130,8 @@ export class JournalCursor {
       target.apply(record, seq, where);
       return true;
     });
-    this.#offset = end;
-    if (torn && this.#env.writing) file.cutTornTail(end);
+    this.#at = read;
+    if (read.torn && this.#env.writing) file.cutTornTail(read.end);
   }
 
   /**
@@ -177,8 +180,8 @@ export class JournalCursor {
     if (!file.exists) {
       file.ensureExists();
       this.#generation = file.generation;
-      this.#offset = JOURNAL_FILE_HEADER_BYTES;
+      this.#at = file.start;
     }
-    this.#offset = file.writeStaged(this.#offset);
+    this.#at = file.writeStaged(this.#at);
   }
 }

@@ -4,42 +4,56 @@ import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
 import { replaceDurably } from '../file-open.js';
 import { faultPoint } from '../faults.js';
+import {
+  FILE_MAGIC,
+  FILE_VERSION,
+  FRAME_BYTES_MAX,
+  FRAME_HEADER_BYTES,
+  JOURNAL_FILE_HEADER_BYTES,
+  V1_FRAME_HEADER_BYTES,
+  buildJournalFile,
+  encodeFrame,
+  frameSeq,
+  provesDamage,
+  sealFrames,
+  type JournalFrame,
+} from './journal-frames.js';
+
+export { JOURNAL_FILE_HEADER_BYTES, journalFileHoldsFrames } from './journal-frames.js';
 
 /** The journal file beside data.mdb (docs/format.md, "Journal file"). */
 export const JOURNAL_FILE = 'journal.log';
 
-/** File header: the magic, then u32 file version and u32 zero. */
-const FILE_MAGIC = Buffer.from('SSJOURNL', 'latin1');
-const FILE_VERSION = 1;
-export const JOURNAL_FILE_HEADER_BYTES = 16;
-
-/**
- * Frame header (little-endian): u32 frame bytes (header included), u32 xxh32 of the bytes after
- * this word, u32 epoch, u32 seq low, u32 seq high, u16 scope bytes; then the scope (UTF-8) and the
- * journal record (journal.ts).
- */
-const FRAME_HEADER_BYTES = 22;
-/** Larger than any record the library writes (BATCH_URLS_MAX URLs of 24 filters): a longer length word is damage. */
-const FRAME_BYTES_MAX = 2 ** 28;
 const READ_BUFFER_BYTES = 1 << 16;
+/** The file grows by its own size, at least this much and at most EXTENT_MAX, in zero-filled space. */
+const EXTENT_MIN = 1 << 16;
+const EXTENT_MAX = 1 << 23;
+const PAGE_BYTES = 4096;
+let zeros: Buffer | undefined;
 
 /** Called per complete frame, in file order; returns false to stop before this frame. */
 export type FrameVisitor = (scope: Buffer, epoch: number, seq: number, record: Buffer) => boolean;
 
-/** Where a read stopped: `end` is the offset after the last frame taken; `torn` when bytes follow it that are no complete frame. */
-export interface FrameRead {
+/** A place in the file: an offset where a frame may begin, and the link that frame must name. */
+export interface JournalPosition {
   readonly end: number;
+  readonly link: number;
+}
+
+/** Where a read stopped (after the last frame taken); `torn` when bytes there are no frame that follows (yet). */
+export interface FrameRead extends JournalPosition {
   readonly torn: boolean;
 }
 
 /**
- * The store's write-ahead journal: one append-only file shared by every process and scope. An
- * append happens holding the store's open guard (the cross-process mutex every LMDB commit also
- * holds), at the end its appender has just read up to, so frames never interleave; the append is
- * acknowledged once `durable` saw an fdatasync cover it, and one fdatasync covers every frame
- * appended before it began, by any process (group commit). Checkpoints fold frames into LMDB and
- * `compact` drops the folded ones by writing a new file and renaming it over this one; a process
- * notices by the path's inode (`generation` grows) and reads the new file from its start.
+ * The store's write-ahead journal: one file shared by every process and scope (frames:
+ * journal-frames.ts). Frames are written holding the store's open guard (the cross-process mutex
+ * every LMDB commit also holds), at the end of the frames that their writer has just read up to,
+ * into space zero-filled beforehand, so frames never interleave and a sync writes data blocks
+ * only; a write is acknowledged once `durable` saw an fdatasync cover it, and one fdatasync covers
+ * every frame written before it began, by any process (group commit). Checkpoints fold frames into
+ * LMDB and `compact` drops the folded ones by writing a new file and renaming it over this one; a
+ * process notices by the path's inode (`generation` grows) and reads the new file from its start.
  */
 export class JournalFile {
   readonly path: string;
@@ -47,13 +61,18 @@ export class JournalFile {
   readonly #readOnly: boolean;
   #fd: number | undefined;
   #ino = -1;
+  #version = FILE_VERSION;
+  /** The link the file's first frame names. */
+  #nonce = 0;
+  /** The file's size as this process last saw or made it (another process may have grown it). */
+  #size = 0;
   /** Bumped whenever this process opens another file at the path (created, or compacted by anyone). */
   #generation = 0;
   #read = Buffer.allocUnsafe(READ_BUFFER_BYTES);
   /** Frames of the batch under way, written by writeStaged. */
   #staged = Buffer.allocUnsafe(READ_BUFFER_BYTES);
   #stagedBytes = 0;
-  /** The furthest offset of the current generation this process appended or read up to. */
+  /** The furthest offset of the current generation this process wrote or read up to. */
   #knownEnd = 0;
   #syncedGeneration = 0;
   #syncedEnd = 0;
@@ -75,6 +94,16 @@ export class JournalFile {
     return this.#fd !== undefined;
   }
 
+  /** Where the file's frames begin. */
+  get start(): JournalPosition {
+    return { end: JOURNAL_FILE_HEADER_BYTES, link: this.#nonce };
+  }
+
+  /** The open file's version: 1 until a writer rewrites it (`upgrade`). */
+  get version(): number {
+    return this.#version;
+  }
+
   /** Opens the file at the path when it is not the one open (created, or replaced by a compaction). One stat. */
   refresh(): void {
     let stats: Stats | undefined;
@@ -92,72 +121,103 @@ export class JournalFile {
       throw asStoreError(error, `opening ${this.path}`);
     }
     try {
-      this.#checkHeader(fd);
+      this.#readHeader(fd);
+      const opened = fstatSync(fd);
+      this.#ino = opened.ino;
+      this.#size = opened.size;
     } catch (error) {
       closeSync(fd);
-      throw error;
+      throw asStoreError(error, `opening ${this.path}`);
     }
     if (this.#fd !== undefined) this.#retire(this.#fd);
     this.#fd = fd;
-    this.#ino = fstatSync(fd).ino;
     this.#generation++;
     this.#knownEnd = JOURNAL_FILE_HEADER_BYTES;
   }
 
-  #checkHeader(fd: number): void {
+  #readHeader(fd: number): void {
     const header = Buffer.alloc(JOURNAL_FILE_HEADER_BYTES);
     const n = readSync(fd, header, 0, header.length, 0);
     if (n < JOURNAL_FILE_HEADER_BYTES || !header.subarray(0, FILE_MAGIC.length).equals(FILE_MAGIC)) {
       throw new SeenStoreError('STORE_CORRUPT', `${this.path} is not a seenstore journal file (bad header)`);
     }
     const version = header.readUInt32LE(8);
-    if (version !== FILE_VERSION) {
-      throw new SeenStoreError('FORMAT_UNSUPPORTED', `${this.path}: journal file version ${version} is unknown (this seenstore writes ${FILE_VERSION})`);
+    if (version !== FILE_VERSION && version !== 1) {
+      throw new SeenStoreError('FORMAT_UNSUPPORTED', `${this.path}: journal file version ${version} is unknown (this seenstore reads 1 and ${FILE_VERSION})`);
     }
+    this.#version = version;
+    this.#nonce = header.readUInt32LE(12);
   }
 
   /** Creates the file (header only) when there is none; call holding the open guard. */
   ensureExists(): void {
     this.refresh();
-    if (this.#fd !== undefined) return;
-    const header = Buffer.alloc(JOURNAL_FILE_HEADER_BYTES);
-    FILE_MAGIC.copy(header, 0);
-    header.writeUInt32LE(FILE_VERSION, 8);
-    this.#replaceWith(header);
+    if (this.#fd === undefined) this.#replaceWith([]);
   }
 
   /**
-   * Reads complete frames from `from` on; stops at the end of the file, at bytes that are no
-   * complete frame (`torn`: a frame being appended, or one whose appender died), or where the
-   * visitor says so.
+   * Rewrites a version-1 file as version 2 with the same frames (a torn tail is dropped). Call
+   * holding the open guard, before writing: this seenstore writes version 2 only.
    */
-  read(from: number, visit: FrameVisitor): FrameRead {
+  upgrade(): void {
+    if (this.#fd !== undefined && this.#version === 1) this.compact(() => true);
+  }
+
+  /**
+   * Reads the frames from `from` on; stops at the end of the frames, at bytes that are no frame
+   * that follows (`torn`: a frame being written, or one a crash cut short), or where the visitor
+   * says so. A frame that fails its checksum where a later frame proves it was synced is damage
+   * (STORE_CORRUPT).
+   */
+  read(from: JournalPosition, visit: FrameVisitor): FrameRead {
     const fd = this.#fd;
-    if (fd === undefined) return { end: from, torn: false };
-    let position = from;
+    if (fd === undefined) return { end: from.end, link: from.link, torn: false };
+    const read = this.#readFrames(fd, from, visit);
+    if (read.torn && this.#version !== 1) this.#refuseDamage(read.end, true);
+    if (read.end > this.#knownEnd) this.#knownEnd = read.end;
+    return read;
+  }
+
+  /** Reads from `from` to the end of the frames. */
+  readAll(visit: FrameVisitor): FrameRead {
+    return this.read(this.start, visit);
+  }
+
+  /**
+   * The frames from `from` on. Version 1 has no link and ends where the file does: bytes below
+   * its size are whole (an append extends it after copying them), so a frame failing its checksum
+   * there is damage, never an append under way.
+   */
+  #readFrames(fd: number, from: JournalPosition, visit: FrameVisitor): FrameRead {
+    const v1 = this.#version === 1;
+    const headerBytes = v1 ? V1_FRAME_HEADER_BYTES : FRAME_HEADER_BYTES;
+    let position = from.end;
+    let link = from.link;
     for (;;) {
       const n = this.#readAt(fd, position);
-      if (n === 0) return this.#reached(position, false);
+      if (n === 0) return { end: position, link, torn: false };
       let at = 0;
-      while (at + FRAME_HEADER_BYTES <= n) {
+      while (at + 4 <= n) {
         const frameBytes = this.#read.readUInt32LE(at);
-        if (frameBytes < FRAME_HEADER_BYTES || frameBytes > FRAME_BYTES_MAX) return this.#reached(position + at, true);
+        if (frameBytes === 0 && !v1) return { end: position + at, link, torn: false };
+        if (frameBytes < headerBytes || frameBytes > FRAME_BYTES_MAX) return { end: position + at, link, torn: true };
         if (at + frameBytes > n) break;
         const frame = this.#read.subarray(at, at + frameBytes);
-        // Bytes below the file's size are whole (an append extends it after copying them): a
-        // complete frame that fails its checksum is damage, never an append under way.
-        const scopeEnd = FRAME_HEADER_BYTES + frame.readUInt16LE(20);
-        if (this.#hash.checksum(frame.subarray(8)) !== frame.readUInt32LE(4) || scopeEnd > frameBytes) {
-          throw new SeenStoreError('STORE_CORRUPT', `${this.path}: the frame at byte ${position + at} fails its checksum (run \`seenstore verify\`)`);
+        const scopeEnd = headerBytes + frame.readUInt16LE(headerBytes - 2);
+        const checksum = frame.readUInt32LE(4);
+        if ((!v1 && frame.readUInt32LE(8) !== link) || scopeEnd > frameBytes || this.#hash.checksum(frame.subarray(8)) !== checksum) {
+          if (v1) throw new SeenStoreError('STORE_CORRUPT', `${this.path}: the frame at byte ${position + at} fails its checksum (run \`seenstore verify\`)`);
+          return { end: position + at, link, torn: true };
         }
-        const seq = frame.readUInt32LE(12) + frame.readUInt32LE(16) * 2 ** 32;
-        if (!visit(frame.subarray(FRAME_HEADER_BYTES, scopeEnd), frame.readUInt32LE(8), seq, frame.subarray(scopeEnd))) return this.#reached(position + at, false);
+        const epoch = frame.readUInt32LE(v1 ? 8 : 12);
+        if (!visit(frame.subarray(headerBytes, scopeEnd), epoch, frameSeq(frame, v1 ? 12 : 16), frame.subarray(scopeEnd))) return { end: position + at, link, torn: false };
+        if (!v1) link = checksum;
         at += frameBytes;
       }
       if (at === 0) {
         // Not even one frame in the buffer: a frame longer than it, or the file ends inside one.
         const frameBytes = n >= 4 ? this.#read.readUInt32LE(0) : 0;
-        if (n < this.#read.length || frameBytes <= this.#read.length) return this.#reached(position, true);
+        if (n < this.#read.length || frameBytes <= this.#read.length) return { end: position, link, torn: true };
         this.#read = Buffer.allocUnsafe(frameBytes);
         continue;
       }
@@ -173,29 +233,75 @@ export class JournalFile {
     }
   }
 
-  #reached(end: number, torn: boolean): FrameRead {
-    if (end > this.#knownEnd) this.#knownEnd = end;
-    return { end, torn };
+  /**
+   * STORE_CORRUPT when the bytes at `end`, where the frames stopped, are a damaged frame
+   * (provesDamage). With `firstOnly`, only that frame and the next are read.
+   */
+  #refuseDamage(end: number, firstOnly: boolean): void {
+    const size = fstatSync(this.#requireFd()).size;
+    let tail = this.#readTail(end, size, firstOnly ? FRAME_HEADER_BYTES : size - end);
+    if (firstOnly) {
+      const first = tail.length >= 4 ? tail.readUInt32LE(0) : 0;
+      if (first >= FRAME_HEADER_BYTES && first <= FRAME_BYTES_MAX) {
+        tail = this.#readTail(end, size, first + 4);
+        const next = tail.length >= first + 4 ? tail.readUInt32LE(first) : 0;
+        tail = this.#readTail(end, size, first + Math.min(Math.max(next, FRAME_HEADER_BYTES), FRAME_BYTES_MAX));
+      }
+    }
+    const at = provesDamage(this.#hash, tail, end, size, firstOnly);
+    if (at !== undefined) {
+      throw new SeenStoreError('STORE_CORRUPT', `${this.path}: the frame at byte ${end} is damaged (the frame at byte ${at} was written after it had been synced; run \`seenstore verify\`)`);
+    }
+  }
+
+  /** STORE_CORRUPT when the bytes at `end`, where a read of the frames stopped torn, prove damage (the whole rest of the file is read). */
+  checkTail(end: number): void {
+    if (this.#version !== 1) this.#refuseDamage(end, false);
+  }
+
+  /** Up to `bytes` bytes of the file from `from` (fewer at its end). */
+  #readTail(from: number, size: number, bytes: number): Buffer {
+    const tail = Buffer.alloc(Math.max(0, Math.min(bytes, size - from)));
+    let n = 0;
+    while (n < tail.length) {
+      const got = readSync(this.#requireFd(), tail, n, tail.length - n, from + n);
+      if (got === 0) break;
+      n += got;
+    }
+    return tail.subarray(0, n);
   }
 
   /**
-   * Cuts the file back to `end`, where a read found bytes that are no complete frame. Call holding
-   * the open guard after reading to `end`: no live process is appending then, so the bytes are a
-   * frame whose appender died before it was acknowledged, or the unsynced tail a power cut left
-   * (zeros, or a frame cut short).
+   * Makes the bytes at `end`, where a read found no frame that follows, ready for the next frame.
+   * Call holding the open guard after reading to `end`: no live process is writing then, so they
+   * are a frame whose writer died before it was acknowledged, or the unsynced tail a power cut
+   * left. Version 2: unless they prove damage, they are zeroed up to the file's size; version 1:
+   * the file is cut back to `end`.
    */
   cutTornTail(end: number): void {
     const fd = this.#requireFd();
-    if (fstatSync(fd).size <= end) return;
+    const size = fstatSync(fd).size;
+    if (size <= end) return;
     try {
-      ftruncateSync(fd, end);
+      if (this.#version === 1) {
+        ftruncateSync(fd, end);
+        return;
+      }
+      this.#refuseDamage(end, false);
+      this.#writeZeros(fd, end, size);
     } catch (error) {
       throw asStoreError(error, `cutting the torn tail of ${this.path}`);
     }
   }
 
+  /** Writes zeros over [from, to). */
+  #writeZeros(fd: number, from: number, to: number): void {
+    zeros ??= Buffer.alloc(EXTENT_MAX);
+    for (let at = from; at < to; ) at += writeSync(fd, zeros, 0, Math.min(zeros.length, to - at), at);
+  }
+
   /**
-   * Adds one frame to the staged bytes that `writeStaged` appends: a batch's frames are written
+   * Adds one frame to the staged bytes that `writeStaged` writes: a batch's frames are written
    * only once nothing of the batch can fail any more (its LMDB commit included).
    */
   stage(scope: Buffer, epoch: number, seq: number, record: Uint8Array): void {
@@ -206,16 +312,7 @@ export class JournalFile {
       this.#staged.copy(grown, 0, 0, at);
       this.#staged = grown;
     }
-    const frame = this.#staged.subarray(at, at + frameBytes);
-    frame.writeUInt32LE(frameBytes, 0);
-    frame.writeUInt32LE(epoch, 8);
-    frame.writeUInt32LE(seq % 2 ** 32, 12);
-    frame.writeUInt32LE(Math.floor(seq / 2 ** 32), 16);
-    frame.writeUInt16LE(scope.length, 20);
-    scope.copy(frame, FRAME_HEADER_BYTES);
-    frame.set(record, FRAME_HEADER_BYTES + scope.length);
-    frame.writeUInt32LE(this.#hash.checksum(frame.subarray(8)), 4);
-    this.#stagedBytes = at + frameBytes;
+    this.#stagedBytes = at + encodeFrame(this.#staged, at, scope, epoch, seq, record);
   }
 
   get hasStaged(): boolean {
@@ -228,29 +325,45 @@ export class JournalFile {
   }
 
   /**
-   * Appends the staged frames at `end` (the offset the caller has just read up to, holding the
-   * open guard) in one write, and returns the offset after them. Nothing is synced here: see
+   * Writes the staged frames at `at` (the end of the frames, which the caller has just read up
+   * to, holding the open guard) in one write, into zero-filled space (the file grows first when
+   * it has too little), and returns the position after them. Nothing is synced here: see
    * `durable`.
    */
-  writeStaged(end: number): number {
+  writeStaged(at: JournalPosition): JournalPosition {
     const bytes = this.#stagedBytes;
     this.#stagedBytes = 0;
-    if (bytes === 0) return end;
+    if (bytes === 0) return at;
     const fd = this.#requireFd();
+    if (this.#version === 1) throw new SeenStoreError('INTERNAL', `invariant broken: ${this.path} is written before its upgrade`);
+    const staged = this.#staged.subarray(0, bytes);
+    const syncedEnd = this.#syncedGeneration === this.#generation ? this.#syncedEnd : 0;
+    const link = sealFrames(this.#hash, staged, at.link, Math.min(syncedEnd, at.end));
     try {
+      if (at.end + bytes > this.#size) this.#grow(fd, at.end + bytes);
       let written = 0;
-      while (written < bytes) written += writeSync(fd, this.#staged, written, bytes - written, end + written);
+      while (written < bytes) written += writeSync(fd, staged, written, bytes - written, at.end + written);
     } catch (error) {
-      // Leave no partial frame for the next appender to find.
+      // Leave no frame for the next writer to find.
       try {
-        ftruncateSync(fd, end);
+        this.#writeZeros(fd, at.end, Math.min(at.end + bytes, this.#size));
       } catch {
-        // The next appender cuts it (cutTornTail).
+        // The next writer zeroes it (cutTornTail).
       }
       throw asStoreError(error, `appending to ${this.path}`);
     }
-    this.#knownEnd = end + bytes;
-    return end + bytes;
+    this.#knownEnd = at.end + bytes;
+    return { end: at.end + bytes, link };
+  }
+
+  /** Grows the file (zero-filled) so that it holds at least `needed` bytes: by its size, EXTENT_MIN to EXTENT_MAX at a time. */
+  #grow(fd: number, needed: number): void {
+    const size = fstatSync(fd).size;
+    this.#size = size;
+    if (needed <= size) return;
+    const grown = Math.ceil(Math.max(needed, size + Math.min(EXTENT_MAX, Math.max(EXTENT_MIN, size))) / PAGE_BYTES) * PAGE_BYTES;
+    this.#writeZeros(fd, size, grown);
+    this.#size = grown;
   }
 
   /**
@@ -287,35 +400,49 @@ export class JournalFile {
 
   /**
    * Rewrites the file with only the frames `keep` accepts (a torn tail is dropped too), when any
-   * would go: a new file, fsynced, renamed over the old one. Call holding the open guard, with
-   * every frame `keep` refuses folded into LMDB pages that are already durable.
+   * would go or the file is of version 1: a new file of version 2, fsynced, renamed over the old
+   * one. Call holding the open guard, with every frame `keep` refuses folded into LMDB pages that
+   * are already durable.
    */
   compact(keep: (scope: Buffer, epoch: number, seq: number) => boolean): { readonly keptBytes: number; readonly droppedBytes: number } {
     this.refresh();
     if (this.#fd === undefined) return { keptBytes: 0, droppedBytes: 0 };
-    const kept: Buffer[] = [];
+    const kept: JournalFrame[] = [];
     let keptBytes = 0;
     let droppedBytes = 0;
-    const { end } = this.read(JOURNAL_FILE_HEADER_BYTES, (scope, epoch, seq, record) => {
+    const { end } = this.readAll((scope, epoch, seq, record) => {
       const frameBytes = FRAME_HEADER_BYTES + scope.length + record.length;
+      // Copies: the read buffer is reused for the next stretch of the file.
       if (keep(scope, epoch, seq)) {
-        // A copy: the read buffer is reused for the next stretch of the file.
-        kept.push(Buffer.from(Buffer.from(scope.buffer, scope.byteOffset - FRAME_HEADER_BYTES, frameBytes)));
+        kept.push({ scope: Buffer.from(scope), epoch, seq, record: Buffer.from(record) });
         keptBytes += frameBytes;
       } else droppedBytes += frameBytes;
       return true;
     });
-    const size = fstatSync(this.#fd).size;
-    droppedBytes += size - end;
-    if (droppedBytes === 0) return { keptBytes, droppedBytes };
-    const header = Buffer.alloc(JOURNAL_FILE_HEADER_BYTES);
-    readSync(this.#fd, header, 0, header.length, 0);
-    this.#replaceWith(Buffer.concat([header, ...kept]));
-    return { keptBytes, droppedBytes };
+    const tornBytes = this.#version === 1 ? fstatSync(this.#fd).size - end : this.#readU32(end) === 0 ? 0 : 1;
+    if (droppedBytes === 0 && tornBytes === 0 && this.#version !== 1) return { keptBytes, droppedBytes };
+    this.#replaceWith(kept);
+    return { keptBytes, droppedBytes: droppedBytes + Math.max(0, tornBytes) };
   }
 
-  /** Writes `bytes` to a new file, fsyncs it, renames it to the path and fsyncs the directory; then opens it. */
-  #replaceWith(bytes: Buffer): void {
+  /** The u32 at `at` (0 past the end of the file). */
+  #readU32(at: number): number {
+    const word = Buffer.alloc(4);
+    return readSync(this.#requireFd(), word, 0, 4, at) === 4 ? word.readUInt32LE(0) : 0;
+  }
+
+  /** Whether the file has a frame (or bytes where one would begin). */
+  holdsFrames(): boolean {
+    return this.#fd !== undefined && this.#readU32(JOURNAL_FILE_HEADER_BYTES) !== 0;
+  }
+
+  /**
+   * Writes a new file of `frames` (version 2, exactly as long as they are: the first writer grows
+   * it), fsyncs it, renames it to the path and fsyncs the directory; then opens it. Its frames
+   * name the whole file as synced.
+   */
+  #replaceWith(frames: readonly JournalFrame[]): void {
+    const bytes = buildJournalFile(this.#hash, frames);
     const temporary = `${this.path}.new-${process.pid}`;
     try {
       const fd = openSync(temporary, 'w');
@@ -341,7 +468,7 @@ export class JournalFile {
     const scopeBytes = Buffer.from(scope, 'utf8');
     let frames = 0;
     let bytes = 0;
-    this.read(JOURNAL_FILE_HEADER_BYTES, (frameScope, frameEpoch, _seq, record) => {
+    this.readAll((frameScope, frameEpoch, _seq, record) => {
       if (frameEpoch === epoch && frameScope.equals(scopeBytes)) {
         frames++;
         bytes += FRAME_HEADER_BYTES + frameScope.length + record.length;
@@ -349,11 +476,6 @@ export class JournalFile {
       return true;
     });
     return { frames, bytes };
-  }
-
-  /** The size of the file now (0 when there is none). */
-  size(): number {
-    return this.#fd === undefined ? 0 : fstatSync(this.#fd).size;
   }
 
   #requireFd(): number {

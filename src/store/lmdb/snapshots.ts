@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
@@ -263,10 +264,15 @@ function copyJournalIn(snapshotPath: string, incoming: string): void {
   if (existsSync(journal)) copyDurably(journal, `${incoming}.${JOURNAL_FILE}`);
 }
 
-/** The journal file's identity and size: a restore refuses when it changed meanwhile (an add was journaled). */
+/**
+ * The journal file's identity and a digest of its bytes: a restore refuses when it changed
+ * meanwhile (an add was journaled). Its size says nothing: frames are written into space the file
+ * holds already.
+ */
 function journalState(dir: string): string {
-  const stats = statSync(join(dir, JOURNAL_FILE), { throwIfNoEntry: false });
-  return stats === undefined ? 'none' : `${stats.ino}:${stats.size}`;
+  const path = join(dir, JOURNAL_FILE);
+  const stats = statSync(path, { throwIfNoEntry: false });
+  return stats === undefined ? 'none' : `${stats.ino}:${createHash('sha256').update(readFileSync(path)).digest('hex')}`;
 }
 
 /** Copies `from` to `to` (writable) and fsyncs it. */
