@@ -1,4 +1,4 @@
-import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, readlinkSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
@@ -25,11 +25,14 @@ export { JOURNAL_FILE_HEADER_BYTES, journalFileHoldsFrames } from './journal-fra
 export const JOURNAL_FILE = 'journal.log';
 
 const READ_BUFFER_BYTES = 1 << 16;
+const FIRST_READ_BYTES = 4096;
 /** The file grows by its own size, at least this much and at most EXTENT_MAX, in zero-filled space. */
 const EXTENT_MIN = 1 << 16;
 const EXTENT_MAX = 1 << 23;
 const PAGE_BYTES = 4096;
 let zeros: Buffer | undefined;
+/** Whether /proc/self/fd links can be read here (Linux). */
+let procFdLinks = true;
 
 /** Called per complete frame, in file order; returns false to stop before this frame. */
 export type FrameVisitor = (scope: Buffer, epoch: number, seq: number, record: Buffer) => boolean;
@@ -104,8 +107,15 @@ export class JournalFile {
     return this.#version;
   }
 
-  /** Opens the file at the path when it is not the one open (created, or replaced by a compaction). One stat. */
+  /**
+   * Opens the file at the path when it is not the one open (created, or replaced by a compaction).
+   * While a file is open, Linux's `/proc/self/fd` link says whether it was replaced (unlinked):
+   * a `stat` of the file would do, but on kernels with fine-grained timestamps (6.13 on) a file
+   * whose times were read gets a new mtime at its next write, and the `fdatasync` after that
+   * write then costs 40 µs more here (docs/benchmarks.md, "Issue 29: stop 38").
+   */
   refresh(): void {
+    if (this.#fd !== undefined && this.#stillAtPath(this.#fd)) return;
     let stats: Stats | undefined;
     try {
       stats = statSync(this.path, { throwIfNoEntry: false });
@@ -133,6 +143,17 @@ export class JournalFile {
     this.#fd = fd;
     this.#generation++;
     this.#knownEnd = JOURNAL_FILE_HEADER_BYTES;
+  }
+
+  /** False when the open file was unlinked, or when it cannot be told without a stat (no /proc). */
+  #stillAtPath(fd: number): boolean {
+    if (!procFdLinks) return false;
+    try {
+      return !readlinkSync(`/proc/self/fd/${fd}`).endsWith(' (deleted)');
+    } catch {
+      procFdLinks = false;
+      return false;
+    }
   }
 
   #readHeader(fd: number): void {
@@ -193,8 +214,11 @@ export class JournalFile {
     const headerBytes = v1 ? V1_FRAME_HEADER_BYTES : FRAME_HEADER_BYTES;
     let position = from.end;
     let link = from.link;
+    // A catch-up mostly finds no frame, where version 2 has zeros to the end of the file: the
+    // first read is of one page.
+    let wanted = v1 ? this.#read.length : FIRST_READ_BYTES;
     for (;;) {
-      const n = this.#readAt(fd, position);
+      const n = this.#readAt(fd, position, wanted);
       if (n === 0) return { end: position, link, torn: false };
       let at = 0;
       while (at + 4 <= n) {
@@ -215,19 +239,21 @@ export class JournalFile {
         at += frameBytes;
       }
       if (at === 0) {
-        // Not even one frame in the buffer: a frame longer than it, or the file ends inside one.
+        // Not even one frame in what was read: a frame longer than it, or the file ends inside one.
         const frameBytes = n >= 4 ? this.#read.readUInt32LE(0) : 0;
-        if (n < this.#read.length || frameBytes <= this.#read.length) return { end: position, link, torn: true };
-        this.#read = Buffer.allocUnsafe(frameBytes);
+        if (n < wanted || frameBytes <= wanted) return { end: position, link, torn: true };
+        if (frameBytes > this.#read.length) this.#read = Buffer.allocUnsafe(frameBytes);
+        wanted = this.#read.length;
         continue;
       }
       position += at;
+      wanted = this.#read.length;
     }
   }
 
-  #readAt(fd: number, position: number): number {
+  #readAt(fd: number, position: number, bytes: number): number {
     try {
-      return readSync(fd, this.#read, 0, this.#read.length, position);
+      return readSync(fd, this.#read, 0, bytes, position);
     } catch (error) {
       throw asStoreError(error, `reading ${this.path}`);
     }
