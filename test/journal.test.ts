@@ -81,6 +81,36 @@ describe('the journal file', () => {
     await reopened.close();
   });
 
+  test('a batch too large for zero-filled room extends the file itself; the small batches after it and a reopen read every frame', async () => {
+    const dir = tempDir();
+    const large = generatedUrls(20_000, 295);
+    const small = generatedUrls(500, 296);
+    const script = `
+      import { SeenStore } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
+      import { readFileSync } from 'node:fs';
+      const [dir, file] = process.argv.slice(1);
+      const urls = readFileSync(file, 'utf8').split('\\n').filter(Boolean);
+      const store = await SeenStore.open(dir, { checkpointJournalBytes: 2 ** 40, checkpointIntervalMs: 2 ** 40 });
+      const scope = store.scope('default', { capacityUrls: 100_000 });
+      await scope.add(urls.slice(0, 20_000));
+      for (let i = 20_000; i < urls.length; i += 100) await scope.add(urls.slice(i, i + 100));
+      process.kill(process.pid, 'SIGKILL');`;
+    const file = join(dir, 'urls.txt');
+    writeFileSync(file, `${[...large, ...small].join('\n')}\n`);
+    const { spawnSync } = await import('node:child_process');
+    const store = join(dir, 'store');
+    spawnSync(process.execPath, ['--input-type=module', '-e', script, store, file]);
+    const journal = readFileSync(join(store, 'journal.log'));
+    const first = journal.readUInt32LE(HEADER_BYTES);
+    assert.ok(first > 128 * 1024, `the large batch's frame is ${first} bytes`);
+    assert.ok(journal.readUInt32LE(HEADER_BYTES + first) > 0, 'a small batch follows the large one');
+    const reopened = await SeenStore.open(store);
+    assert.ok((await reopened.scope().has([...large, ...small])).every(Boolean));
+    assert.equal((await reopened.scope().stats()).epochs[0]!.journalRecords, 6);
+    assert.equal((await reopened.verify()).ok, true);
+    await reopened.close();
+  });
+
   test('two writers on one journal, one killed between its append and its sync: both keep every acknowledged add', async () => {
     const dir = tempDir();
     const urls = generatedUrls(8_000, 294);

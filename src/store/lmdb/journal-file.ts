@@ -26,9 +26,15 @@ export const JOURNAL_FILE = 'journal.log';
 
 const READ_BUFFER_BYTES = 1 << 16;
 const FIRST_READ_BYTES = 4096;
-/** The file grows by its own size, at least this much and at most EXTENT_MAX, in zero-filled space. */
+/** The file grows by 16 writes of the size that needs the room, at least EXTENT_MIN and at most EXTENT_MAX, zero-filled. */
 const EXTENT_MIN = 1 << 16;
-const EXTENT_MAX = 1 << 23;
+const EXTENT_MAX = 1 << 20;
+/**
+ * A write this large extends the file itself: zero-filling its room first would send its bytes to
+ * the disk twice, and its sync is mostly its own data (the metadata commit a small write saves is
+ * ~40 µs). Durable adds of 10k-URL batches measured the same either way here (2.57–2.78 M/s).
+ */
+const EXTENDING_WRITE_BYTES = 1 << 17;
 const PAGE_BYTES = 4096;
 let zeros: Buffer | undefined;
 /** Whether /proc/self/fd links can be read here (Linux). */
@@ -366,7 +372,7 @@ export class JournalFile {
     const syncedEnd = this.#syncedGeneration === this.#generation ? this.#syncedEnd : 0;
     const link = sealFrames(this.#hash, staged, at.link, Math.min(syncedEnd, at.end));
     try {
-      if (at.end + bytes > this.#size) this.#grow(fd, at.end + bytes);
+      if (at.end + bytes > this.#size) this.#grow(fd, at.end, bytes);
       let written = 0;
       while (written < bytes) written += writeSync(fd, staged, written, bytes - written, at.end + written);
     } catch (error) {
@@ -382,12 +388,16 @@ export class JournalFile {
     return { end: at.end + bytes, link };
   }
 
-  /** Grows the file (zero-filled) so that it holds at least `needed` bytes: by its size, EXTENT_MIN to EXTENT_MAX at a time. */
-  #grow(fd: number, needed: number): void {
+  /**
+   * Grows the file, zero-filled, so that it has room for `bytes` at `at`; a large write is left
+   * to extend it (EXTENDING_WRITE_BYTES).
+   */
+  #grow(fd: number, at: number, bytes: number): void {
+    const needed = at + bytes;
     const size = fstatSync(fd).size;
-    this.#size = size;
-    if (needed <= size) return;
-    const grown = Math.ceil(Math.max(needed, size + Math.min(EXTENT_MAX, Math.max(EXTENT_MIN, size))) / PAGE_BYTES) * PAGE_BYTES;
+    this.#size = Math.max(size, bytes >= EXTENDING_WRITE_BYTES ? needed : 0);
+    if (needed <= size || bytes >= EXTENDING_WRITE_BYTES) return;
+    const grown = Math.ceil(Math.max(needed, size + Math.min(EXTENT_MAX, Math.max(EXTENT_MIN, 16 * bytes))) / PAGE_BYTES) * PAGE_BYTES;
     this.#writeZeros(fd, size, grown);
     this.#size = grown;
   }
