@@ -1,9 +1,10 @@
-import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, readlinkSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
 import { replaceDurably } from '../file-open.js';
 import { faultPoint } from '../faults.js';
+import { fdLink } from '../fd-link.js';
 import {
   FILE_MAGIC,
   FILE_VERSION,
@@ -37,8 +38,6 @@ const EXTENT_MAX = 1 << 20;
 const EXTENDING_WRITE_BYTES = 1 << 17;
 const PAGE_BYTES = 4096;
 let zeros: Buffer | undefined;
-/** Whether /proc/self/fd links can be read here (Linux). */
-let procFdLinks = true;
 
 /** Called per complete frame, in file order; returns false to stop before this frame. */
 export type FrameVisitor = (scope: Buffer, epoch: number, seq: number, record: Buffer) => boolean;
@@ -115,10 +114,8 @@ export class JournalFile {
 
   /**
    * Opens the file at the path when it is not the one open (created, or replaced by a compaction).
-   * While a file is open, Linux's `/proc/self/fd` link says whether it was replaced (unlinked):
-   * a `stat` of the file would do, but on kernels with fine-grained timestamps (6.13 on) a file
-   * whose times were read gets a new mtime at its next write, and the `fdatasync` after that
-   * write then costs 40 µs more here (docs/benchmarks.md, "Issue 29: stop 38").
+   * While a file is open, its `/proc/self/fd` link says whether it was replaced (unlinked), with
+   * no `stat` of the file, which would make the next sync cost more (fdLink).
    */
   refresh(): void {
     if (this.#fd !== undefined && this.#stillAtPath(this.#fd)) return;
@@ -151,15 +148,10 @@ export class JournalFile {
     this.#knownEnd = JOURNAL_FILE_HEADER_BYTES;
   }
 
-  /** False when the open file was unlinked, or when it cannot be told without a stat (no /proc). */
+  /** False when the open file was unlinked, or when that cannot be told without a stat (no /proc). */
   #stillAtPath(fd: number): boolean {
-    if (!procFdLinks) return false;
-    try {
-      return !readlinkSync(`/proc/self/fd/${fd}`).endsWith(' (deleted)');
-    } catch {
-      procFdLinks = false;
-      return false;
-    }
+    const link = fdLink(fd);
+    return link !== undefined && !link.endsWith(' (deleted)');
   }
 
   #readHeader(fd: number): void {
