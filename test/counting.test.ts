@@ -1,16 +1,14 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStore, type Scope } from '../src/index.js';
-import { setFaultHook } from '../src/store/faults.js';
 import { COUNTER_MAX, CountingFilter, SpectralFilter } from '../src/filters/counting.js';
 import { sizeForFpr } from '../src/filters/sizing.js';
 import { XxHash } from '../src/hash/xxhash.js';
+import { pausedAt, startCheckpointChild } from './helpers/checkpoint-race.js';
 import { runCrashChild } from './helpers/cli.js';
-import { binomialUpper, ROOT, sharedUrls } from './helpers/data.js';
+import { binomialUpper, sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -231,45 +229,22 @@ describe('the counting strategy in the store', () => {
       const first = await SeenStore.open(dir, options);
       await first.scope('s', { capacityUrls: 10_000, fprTarget: 1e-6, strategy }).add(batch(0));
       await first.close();
-      const child = spawn(process.execPath, [join(ROOT, 'dist', 'test', 'helpers', 'checkpoint-child.js'), dir, 's', file, signals], { stdio: ['ignore', 'ignore', 'inherit'] });
-      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-      const appeared = async (name: string): Promise<void> => {
-        while (!existsSync(join(signals, name))) {
-          if (child.exitCode !== null) throw new Error(`the child exited (${child.exitCode}) before writing ${name}`);
-          await sleep(5);
-        }
-      };
+      const child = startCheckpointChild(dir, 's', file, signals);
       const store = await SeenStore.open(dir, options);
       const held = async (scope: Scope, n: number): Promise<number> => (strategy === 'counting' ? (await scope.count(urls.slice(0, n * size))).filter((c) => c === 1) : (await scope.has(urls.slice(0, n * size))).filter(Boolean)).length;
       try {
-        await appeared('ready');
-        let paused = false;
-        setFaultHook((point) => {
-          if (point !== 'load:before-replay' || paused) return;
-          paused = true;
-          writeFileSync(join(signals, 'go'), '');
-          // Long enough for the child's adds and checkpoint (it holds no lock of this process's).
-          const until = Date.now() + 2_000;
-          const wait = new Int32Array(new SharedArrayBuffer(4));
-          while (!existsSync(join(signals, 'done')) && Date.now() < until) Atomics.wait(wait, 0, 0, 10);
-        });
+        await child.appeared('ready');
         const scope = store.scope('s');
-        try {
-          await scope.has(batch(0));
-        } finally {
-          setFaultHook(undefined);
-        }
-        assert.ok(paused, 'the test did not reach its fault point');
-        await appeared('done');
+        assert.ok(await pausedAt('load:before-replay', signals, () => scope.has(batch(0))), 'the test did not reach its fault point');
+        await child.appeared('done');
         // Only now may the child close (its close checkpoints, which would make this copy reload).
-        writeFileSync(join(signals, 'exit'), '');
-        assert.equal(await exited, 0);
+        assert.equal(await child.finish(), 0);
         assert.equal(await held(scope, 5), 5 * size, 'a batch the child added is missing from this process\'s copy');
         assert.equal((await scope.stats()).epochs[0]!.submitted, 5 * size, 'the copy\'s counts miss a batch');
         await scope.add(batch(5));
         await scope.checkpoint();
       } finally {
-        child.kill('SIGKILL');
+        child.kill();
         await store.close();
       }
       const reopened = await SeenStore.open(dir, options);

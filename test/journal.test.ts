@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
 import { runChild, type ChildOut } from './helpers/child-run.js';
+import { pausedAt, startCheckpointChild } from './helpers/checkpoint-race.js';
 import { runCrashChild } from './helpers/cli.js';
 import { ROOT } from './helpers/data.js';
 import { generatedUrls } from './helpers/generated-urls.js';
@@ -110,6 +111,43 @@ describe('the journal file', () => {
     assert.equal((await reopened.verify()).ok, true);
     await reopened.close();
   });
+
+  // Another process adds two batches (acknowledged before the query below begins), then, while
+  // this process's query has read its snapshot of LMDB and not yet the journal file (the fault
+  // point), checkpoints them (they leave the journal file) and adds one more. The query found a
+  // hole where they had been and answered without them: acknowledged URLs reported unseen until
+  // the next query. A replay without the lock that stops short now tries a newer snapshot.
+  for (const { threads, readOnly } of [{ threads: 1, readOnly: false }, { threads: 2, readOnly: false }, { threads: 1, readOnly: true }]) {
+    test(`a query keeps batches acknowledged before it that another process checkpoints meanwhile (threads ${threads}${readOnly ? ', read-only' : ''})`, async () => {
+      const dir = tempDir();
+      const signals = tempDir();
+      const size = 200;
+      const urls = generatedUrls(5 * size, 297);
+      const batch = (n: number): string[] => urls.slice(n * size, (n + 1) * size);
+      const file = join(signals, 'urls.txt');
+      writeFileSync(file, `${urls.slice(size).join('\n')}\n`);
+      const options = { checkpointJournalBytes: 2 ** 40, checkpointIntervalMs: 2 ** 40, threads };
+      const setup = await SeenStore.open(dir, options);
+      await setup.scope('s', { capacityUrls: 10_000, fprTarget: 1e-6 }).add(batch(0));
+      if (readOnly) await setup.close();
+      // The copy is loaded before the child's adds; the query catches up.
+      const store = readOnly ? await SeenStore.open(dir, { ...options, readOnly }) : setup;
+      const scope = store.scope('s');
+      assert.equal((await scope.has(batch(0))).filter(Boolean).length, size);
+      const child = startCheckpointChild(dir, 's', file, signals, 'late-checkpoint');
+      try {
+        await child.appeared('ready');
+        let answers: boolean[] = [];
+        assert.ok(await pausedAt('replay:before-file', signals, async () => (answers = await scope.has(urls.slice(0, 4 * size)))), 'the test did not reach its fault point');
+        await child.appeared('done');
+        assert.equal(answers.filter(Boolean).length, 4 * size, 'a batch acknowledged before the query was answered unseen');
+        assert.equal(await child.finish(), 0);
+      } finally {
+        child.kill();
+        await store.close();
+      }
+    });
+  }
 
   test('two writers on one journal, one killed between its append and its sync: both keep every acknowledged add', async () => {
     const dir = tempDir();

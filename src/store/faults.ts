@@ -13,6 +13,7 @@ export type FaultPoint =
   | 'checkpoint:before-trim'
   | 'checkpoint:after-trim'
   | 'load:before-replay'
+  | 'replay:before-file'
   | 'rotate:before-commit'
   | 'rotate:after-commit'
   | 'prune:after-unlink'

@@ -21,6 +21,8 @@ import { compactJournal, fencedCheckpoint, readEpochCheckpoint, writeEpochCheckp
 
 /** Most slices an epoch may grow to; slice j holds capacity * 2^j URLs, so this is never reached in practice. */
 export const MAX_SLICES = 24;
+/** Newer read snapshots a catch-up without the lock tries when its replay stopped short (a hole a power cut left stays until a writer fills it). */
+const SHORT_REPLAY_RETRIES = 3;
 
 /** Runs inside an add's write transaction once its answers are decided. */
 export type AfterDecide = () => void;
@@ -170,20 +172,35 @@ export abstract class EpochCopy {
     );
   }
 
-  /** Brings the in-memory copy up to what the store holds now. Call after env.refresh() or inside a write. */
+  /**
+   * Brings the in-memory copy up to what the store holds now. Call after env.refresh() or inside a
+   * write. Without the lock, a replay that stopped short of a record its read snapshot does not
+   * show yet (journal-cursor.ts, stoppedShort) is tried again on a newer snapshot: its records may
+   * have been folded into chunks meanwhile, and acknowledged before this catch-up began.
+   */
   catchUp(): void {
-    if (this.poisoned) {
-      this.loadFresh();
-      return;
+    for (let attempt = 0; ; attempt++) {
+      if (this.poisoned) {
+        this.loadFresh();
+        return;
+      }
+      this.#refreshHeader();
+      const checkpoint = this.readCheckpoint();
+      if (checkpoint.merges !== this.merges || !this.catchUpToCheckpoint(checkpoint)) {
+        // The chunks changed in a way no journal record carries: start from them.
+        this.loadFresh();
+        return;
+      }
+      this.#cursor.replay(this.#replayTarget);
+      if (!this.#retriesShortReplay(attempt)) return;
     }
-    this.#refreshHeader();
-    const checkpoint = this.readCheckpoint();
-    if (checkpoint.merges !== this.merges || !this.catchUpToCheckpoint(checkpoint)) {
-      // The chunks changed in a way no journal record carries: start from them.
-      this.loadFresh();
-      return;
-    }
-    this.#cursor.replay(this.#replayTarget);
+  }
+
+  /** Whether a replay without the lock stopped short (and a newer read snapshot is taken to try again). */
+  #retriesShortReplay(attempt: number): boolean {
+    if (this.env.writing || !this.#cursor.stoppedShort || attempt >= SHORT_REPLAY_RETRIES) return false;
+    this.env.refresh();
+    return true;
   }
 
   /**
@@ -421,6 +438,7 @@ export abstract class EpochCopy {
     faultPoint('load:before-replay');
     if (this.env.writing || this.env.readOnly) {
       this.#cursor.replay(this.#replayTarget);
+      if (this.#retriesShortReplay(0)) this.catchUp();
       return;
     }
     this.#cursor.beginBatch(false);

@@ -1,4 +1,5 @@
 import { SeenStoreError } from '../../errors.js';
+import { faultPoint } from '../faults.js';
 import type { XxHash } from '../../hash/xxhash.js';
 import type { StoreEnv } from './env.js';
 import { decodeJournalRecord, encodeCountingRecord, encodeJournalRecord, type JournalRecord } from './journal.js';
@@ -82,9 +83,18 @@ export class JournalCursor {
     return { generation: this.#generation, end: this.#at.end, lmdbCommitted: this.lmdbChanged, lmdbOthers: this.#appliedLmdbRecords };
   }
 
+  /**
+   * The last replay without the lock stopped where a record was not in its view yet: a hole
+   * (another process checkpointed after this process's read snapshot began, and compacted the
+   * records out of the journal file), or a slice not yet committed.
+   */
+  stoppedShort = false;
+
   /** Applies what follows the target's `appliedSeq`, from both homes. */
   replay(target: ReplayTarget): void {
+    this.stoppedShort = false;
     this.#replayLmdb(target);
+    faultPoint('replay:before-file');
     this.replayFile(target);
   }
 
@@ -121,7 +131,7 @@ export class JournalCursor {
       if (seq > target.appliedSeq + 1) this.#replayLmdb(target);
       if (seq <= target.appliedSeq) return true;
       if (seq > target.appliedSeq + 1) {
-        if (!this.#env.writing) return false;
+        if (!this.#env.writing) return this.#stopShort();
         this.#fillHoles(target, seq);
       }
       const where = `journal frame ${this.#scope}/${this.#epoch}/${seq}`;
@@ -140,7 +150,7 @@ export class JournalCursor {
    */
   #fits(target: ReplayTarget, record: JournalRecord, where: string): boolean {
     const filters = target.filtersOf(record.slice);
-    if (filters === undefined && !this.#env.writing) return false;
+    if (filters === undefined && !this.#env.writing) return this.#stopShort();
     if (filters !== record.filterCount) {
       throw new SeenStoreError('STORE_CORRUPT', `${where}: names slice ${record.slice} with ${record.filterCount} filters, which the epoch does not have`);
     }
@@ -148,6 +158,11 @@ export class JournalCursor {
       throw new SeenStoreError('STORE_CORRUPT', `${where}: a ${record.op} record in a ${target.counting ? 'counting' : 'Bloom'} slice`);
     }
     return true;
+  }
+
+  #stopShort(): false {
+    this.stoppedShort = true;
+    return false;
   }
 
   /** Empty LMDB records for the lost sequence numbers before `seq` (inside a write transaction). */
