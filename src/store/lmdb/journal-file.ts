@@ -5,6 +5,7 @@ import type { XxHash } from '../../hash/xxhash.js';
 import { replaceDurably } from '../file-open.js';
 import { faultPoint } from '../faults.js';
 import { fdLink } from '../fd-link.js';
+import { makeRoom, writeZeros } from './journal-room.js';
 import {
   FILE_MAGIC,
   FILE_VERSION,
@@ -15,7 +16,7 @@ import {
   buildJournalFile,
   encodeFrame,
   frameSeq,
-  provesDamage,
+  refuseDamage,
   sealFrames,
   type JournalFrame,
 } from './journal-frames.js';
@@ -27,17 +28,6 @@ export const JOURNAL_FILE = 'journal.log';
 
 const READ_BUFFER_BYTES = 1 << 16;
 const FIRST_READ_BYTES = 4096;
-/** The file grows by 16 writes of the size that needs the room, at least EXTENT_MIN and at most EXTENT_MAX, zero-filled. */
-const EXTENT_MIN = 1 << 16;
-const EXTENT_MAX = 1 << 20;
-/**
- * A write this large extends the file itself: zero-filling its room first would send its bytes to
- * the disk twice, and its sync is mostly its own data (the metadata commit a small write saves is
- * ~40 µs). Durable adds of 10k-URL batches measured the same either way here (2.57–2.78 M/s).
- */
-const EXTENDING_WRITE_BYTES = 1 << 17;
-const PAGE_BYTES = 4096;
-let zeros: Buffer | undefined;
 
 /** Called per complete frame, in file order; returns false to stop before this frame. */
 export type FrameVisitor = (scope: Buffer, epoch: number, seq: number, record: Buffer) => boolean;
@@ -192,7 +182,7 @@ export class JournalFile {
     const fd = this.#fd;
     if (fd === undefined) return { end: from.end, link: from.link, torn: false };
     const read = this.#readFrames(fd, from, visit);
-    if (read.torn && this.#version !== 1) this.#refuseDamage(read.end, true);
+    if (read.torn && this.#version !== 1) refuseDamage(this.#hash, this.#requireFd(), this.path, read.end, true);
     if (read.end > this.#knownEnd) this.#knownEnd = read.end;
     return read;
   }
@@ -257,42 +247,9 @@ export class JournalFile {
     }
   }
 
-  /**
-   * STORE_CORRUPT when the bytes at `end`, where the frames stopped, are a damaged frame
-   * (provesDamage). With `firstOnly`, only that frame and the next are read.
-   */
-  #refuseDamage(end: number, firstOnly: boolean): void {
-    const size = fstatSync(this.#requireFd()).size;
-    let tail = this.#readTail(end, size, firstOnly ? FRAME_HEADER_BYTES : size - end);
-    if (firstOnly) {
-      const first = tail.length >= 4 ? tail.readUInt32LE(0) : 0;
-      if (first >= FRAME_HEADER_BYTES && first <= FRAME_BYTES_MAX) {
-        tail = this.#readTail(end, size, first + 4);
-        const next = tail.length >= first + 4 ? tail.readUInt32LE(first) : 0;
-        tail = this.#readTail(end, size, first + Math.min(Math.max(next, FRAME_HEADER_BYTES), FRAME_BYTES_MAX));
-      }
-    }
-    const at = provesDamage(this.#hash, tail, end, size, firstOnly);
-    if (at !== undefined) {
-      throw new SeenStoreError('STORE_CORRUPT', `${this.path}: the frame at byte ${end} is damaged (the frame at byte ${at} was written after it had been synced; run \`seenstore verify\`)`);
-    }
-  }
-
   /** STORE_CORRUPT when the bytes at `end`, where a read of the frames stopped torn, prove damage (the whole rest of the file is read). */
   checkTail(end: number): void {
-    if (this.#version !== 1) this.#refuseDamage(end, false);
-  }
-
-  /** Up to `bytes` bytes of the file from `from` (fewer at its end). */
-  #readTail(from: number, size: number, bytes: number): Buffer {
-    const tail = Buffer.alloc(Math.max(0, Math.min(bytes, size - from)));
-    let n = 0;
-    while (n < tail.length) {
-      const got = readSync(this.#requireFd(), tail, n, tail.length - n, from + n);
-      if (got === 0) break;
-      n += got;
-    }
-    return tail.subarray(0, n);
+    if (this.#version !== 1) refuseDamage(this.#hash, this.#requireFd(), this.path, end, false);
   }
 
   /**
@@ -311,17 +268,11 @@ export class JournalFile {
         ftruncateSync(fd, end);
         return;
       }
-      this.#refuseDamage(end, false);
-      this.#writeZeros(fd, end, size);
+      refuseDamage(this.#hash, fd, this.path, end, false);
+      writeZeros(fd, end, size);
     } catch (error) {
       throw asStoreError(error, `cutting the torn tail of ${this.path}`);
     }
-  }
-
-  /** Writes zeros over [from, to). */
-  #writeZeros(fd: number, from: number, to: number): void {
-    zeros ??= Buffer.alloc(EXTENT_MAX);
-    for (let at = from; at < to; ) at += writeSync(fd, zeros, 0, Math.min(zeros.length, to - at), at);
   }
 
   /**
@@ -364,13 +315,13 @@ export class JournalFile {
     const syncedEnd = this.#syncedGeneration === this.#generation ? this.#syncedEnd : 0;
     const link = sealFrames(this.#hash, staged, at.link, Math.min(syncedEnd, at.end));
     try {
-      if (at.end + bytes > this.#size) this.#grow(fd, at.end, bytes);
+      if (at.end + bytes > this.#size) this.#size = makeRoom(fd, this.path, at.end, bytes);
       let written = 0;
       while (written < bytes) written += writeSync(fd, staged, written, bytes - written, at.end + written);
     } catch (error) {
       // Leave no frame for the next writer to find.
       try {
-        this.#writeZeros(fd, at.end, Math.min(at.end + bytes, this.#size));
+        writeZeros(fd, at.end, Math.min(at.end + bytes, this.#size));
       } catch {
         // The next writer zeroes it (cutTornTail).
       }
@@ -378,20 +329,6 @@ export class JournalFile {
     }
     this.#knownEnd = at.end + bytes;
     return { end: at.end + bytes, link };
-  }
-
-  /**
-   * Grows the file, zero-filled, so that it has room for `bytes` at `at`; a large write is left
-   * to extend it (EXTENDING_WRITE_BYTES).
-   */
-  #grow(fd: number, at: number, bytes: number): void {
-    const needed = at + bytes;
-    const size = fstatSync(fd).size;
-    this.#size = Math.max(size, bytes >= EXTENDING_WRITE_BYTES ? needed : 0);
-    if (needed <= size || bytes >= EXTENDING_WRITE_BYTES) return;
-    const grown = Math.ceil(Math.max(needed, size + Math.min(EXTENT_MAX, Math.max(EXTENT_MIN, 16 * bytes))) / PAGE_BYTES) * PAGE_BYTES;
-    this.#writeZeros(fd, size, grown);
-    this.#size = grown;
   }
 
   /**

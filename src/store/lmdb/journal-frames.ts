@@ -1,5 +1,5 @@
-import { closeSync, openSync, readSync } from 'node:fs';
-import { asStoreError } from '../../errors.js';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
 
 /**
@@ -99,6 +99,40 @@ export function provesDamage(hash: XxHash, tail: Buffer, end: number, fileBytes:
   }
   for (let q = 1; q + FRAME_HEADER_BYTES <= tail.length; q++) if (candidate(q, true)) return end + q;
   return undefined;
+}
+
+/**
+ * STORE_CORRUPT when the bytes at `end` of the journal file `fd` (at `path`), where its frames
+ * stopped, are a damaged frame (provesDamage). With `firstOnly`, only that frame and the next are
+ * read; else the whole rest of the file.
+ */
+export function refuseDamage(hash: XxHash, fd: number, path: string, end: number, firstOnly: boolean): void {
+  const size = fstatSync(fd).size;
+  let tail = readTail(fd, end, size, firstOnly ? FRAME_HEADER_BYTES : size - end);
+  if (firstOnly) {
+    const first = tail.length >= 4 ? tail.readUInt32LE(0) : 0;
+    if (first >= FRAME_HEADER_BYTES && first <= FRAME_BYTES_MAX) {
+      tail = readTail(fd, end, size, first + 4);
+      const next = tail.length >= first + 4 ? tail.readUInt32LE(first) : 0;
+      tail = readTail(fd, end, size, first + Math.min(Math.max(next, FRAME_HEADER_BYTES), FRAME_BYTES_MAX));
+    }
+  }
+  const at = provesDamage(hash, tail, end, size, firstOnly);
+  if (at !== undefined) {
+    throw new SeenStoreError('STORE_CORRUPT', `${path}: the frame at byte ${end} is damaged (the frame at byte ${at} was written after it had been synced; run \`seenstore verify\`)`);
+  }
+}
+
+/** Up to `bytes` bytes of `fd` from `from` (fewer at its end, `size`). */
+function readTail(fd: number, from: number, size: number, bytes: number): Buffer {
+  const tail = Buffer.alloc(Math.max(0, Math.min(bytes, size - from)));
+  let n = 0;
+  while (n < tail.length) {
+    const got = readSync(fd, tail, n, tail.length - n, from + n);
+    if (got === 0) break;
+    n += got;
+  }
+  return tail.subarray(0, n);
 }
 
 /** One frame's contents. */
