@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { batchOptions, inform, inputProgress, openStore, pinnedEpoch, scopeOptions, warn, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
+import { batchOptions, inputProgress, openStore, pinnedEpoch, scopeOptions, warn, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
 import { forEachBatch, openInputChunks } from '../input.js';
 import { formatCount, summaryText } from '../output.js';
 import { addingScope, noteGrowth } from '../scope-notes.js';
