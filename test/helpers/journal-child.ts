@@ -1,17 +1,18 @@
 /**
  * A child process for the journal tests. Usage:
- *   node journal-child.js STORE power-cut BATCHES KILL_AT
+ *   node journal-child.js STORE power-cut BATCHES KILL_AT [SEED]
  *     Adds BATCHES batches of 50 URLs (https://power.example/B/I), four in flight at a time,
  *     printing "ack B" once batch B is acknowledged. When the KILL_AT-th batch reaches
- *     add:before-sync (written, not yet synced), it simulates a power cut of the page cache that
- *     lost the first sector written after the last fdatasync (journal:after-sync) and kept the
- *     later ones: 512 bytes there become zeros again, then the process kills itself with SIGKILL.
+ *     add:before-sync (written, not yet synced), it simulates a power cut of the page cache: of
+ *     the 512-byte sectors written after the last fdatasync (journal:after-sync), the first is
+ *     lost (zeros again) and the later ones kept, or with SEED each is kept or lost at random;
+ *     then the process kills itself with SIGKILL.
  *   node journal-child.js STORE add|enqueue FILE
  *     Adds (or enqueues) FILE's URLs in batches of 100, then prints "new N": how many were new.
  *   node journal-child.js STORE add-and-die URL...
  *     Adds the URLs, prints "ack", and kills itself with SIGKILL (a journal tail no checkpoint folded).
  */
-import { openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { SeenStore } from '../../src/index.js';
 import { setFaultHook } from '../../src/store/faults.js';
@@ -19,14 +20,41 @@ import { powerUrls } from './power-urls.js';
 
 const NEVER = { checkpointJournalBytes: 2 ** 40, checkpointIntervalMs: 2 ** 40 };
 
-async function powerCut(dir: string, batches: number, killAt: number): Promise<void> {
+/** Sectors a disk writes whole (the unit a power cut keeps or loses). */
+const SECTOR_BYTES = 512;
+
+/**
+ * What a power cut leaves of the bytes written after the last fdatasync, [syncedEnd, end of
+ * file): with `seed` undefined, the first sector lost (zeros again) and the later ones kept; with
+ * a seed, each sector kept or lost at random.
+ */
+function cutPower(file: string, syncedEnd: number, seed: number | undefined): void {
+  const fd = openSync(file, 'r+');
+  const size = fstatSync(fd).size;
+  const zeros = Buffer.alloc(SECTOR_BYTES);
+  let state = seed ?? 0;
+  const lost = (): boolean => {
+    // mulberry32
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) % 2 === 0;
+  };
+  for (let at = syncedEnd; at < size; at = (Math.floor(at / SECTOR_BYTES) + 1) * SECTOR_BYTES) {
+    const sectorEnd = Math.min(size, (Math.floor(at / SECTOR_BYTES) + 1) * SECTOR_BYTES);
+    if (seed === undefined ? at === syncedEnd : lost()) writeSync(fd, zeros, 0, sectorEnd - at, at);
+    if (seed === undefined) break;
+  }
+  closeSync(fd);
+}
+
+async function powerCut(dir: string, batches: number, killAt: number, seed: number | undefined): Promise<void> {
   let syncedEnd = 0;
   let reached = 0;
   setFaultHook((point, detail) => {
     if (point === 'journal:after-sync') syncedEnd = Math.max(syncedEnd, detail!);
     if (point !== 'add:before-sync' || ++reached < killAt) return;
-    const fd = openSync(join(dir, 'journal.log'), 'r+');
-    writeSync(fd, Buffer.alloc(512), 0, 512, syncedEnd);
+    cutPower(join(dir, 'journal.log'), syncedEnd, seed);
     process.kill(process.pid, 'SIGKILL');
   });
   const store = await SeenStore.open(dir, NEVER);
@@ -56,7 +84,7 @@ async function addAll(dir: string, file: string, enqueue: boolean): Promise<void
 }
 
 const [dir, mode, ...rest] = process.argv.slice(2);
-if (mode === 'power-cut') await powerCut(dir!, Number(rest[0]), Number(rest[1]));
+if (mode === 'power-cut') await powerCut(dir!, Number(rest[0]), Number(rest[1]), rest[2] === undefined ? undefined : Number(rest[2]));
 else if (mode === 'add' || mode === 'enqueue') await addAll(dir!, rest[0]!, mode === 'enqueue');
 else if (mode === 'add-and-die') {
   const store = await SeenStore.open(dir!, NEVER);
