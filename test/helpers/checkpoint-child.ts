@@ -5,7 +5,7 @@
  * writes DIR/ready; once DIR/go exists it adds the second and third, checkpoints (folding them
  * into the chunks and compacting them out of the journal file), adds the fourth, and writes
  * DIR/done; it closes the store (which checkpoints again) once DIR/exit exists. The scope must
- * exist. With MODE `late-checkpoint` (query.test.ts), the second and third are added before
+ * exist. With MODE `late-checkpoint` (journal.test.ts), the second and third are added before
  * DIR/ready, and only their checkpoint waits for DIR/go.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
