@@ -192,15 +192,14 @@ export abstract class EpochCopy {
         return;
       }
       this.#cursor.replay(this.#replayTarget);
-      if (!this.#retriesShortReplay(attempt)) return;
+      if (!this.#replayStoppedShort(attempt)) return;
+      this.env.refresh();
     }
   }
 
-  /** Whether a replay without the lock stopped short (and a newer read snapshot is taken to try again). */
-  #retriesShortReplay(attempt: number): boolean {
-    if (this.env.writing || !this.#cursor.stoppedShort || attempt >= SHORT_REPLAY_RETRIES) return false;
-    this.env.refresh();
-    return true;
+  /** Whether the last replay, without the lock, stopped short and may try again on a newer snapshot. */
+  #replayStoppedShort(attempt: number): boolean {
+    return !this.env.writing && this.#cursor.stoppedShort && attempt < SHORT_REPLAY_RETRIES;
   }
 
   /**
@@ -438,7 +437,10 @@ export abstract class EpochCopy {
     faultPoint('load:before-replay');
     if (this.env.writing || this.env.readOnly) {
       this.#cursor.replay(this.#replayTarget);
-      if (this.#retriesShortReplay(0)) this.catchUp();
+      if (this.#replayStoppedShort(0)) {
+        this.env.refresh();
+        this.catchUp();
+      }
       return;
     }
     this.#cursor.beginBatch(false);

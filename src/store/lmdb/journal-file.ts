@@ -16,6 +16,7 @@ import {
   buildJournalFile,
   encodeFrame,
   frameSeq,
+  readWord,
   refuseDamage,
   sealFrames,
   type JournalFrame,
@@ -95,11 +96,6 @@ export class JournalFile {
   /** Where the file's frames begin. */
   get start(): JournalPosition {
     return { end: JOURNAL_FILE_HEADER_BYTES, link: this.#nonce };
-  }
-
-  /** The open file's version: 1 until a writer rewrites it (`upgrade`). */
-  get version(): number {
-    return this.#version;
   }
 
   /**
@@ -182,7 +178,7 @@ export class JournalFile {
     const fd = this.#fd;
     if (fd === undefined) return { end: from.end, link: from.link, torn: false };
     const read = this.#readFrames(fd, from, visit);
-    if (read.torn && this.#version !== 1) refuseDamage(this.#hash, this.#requireFd(), this.path, read.end, true);
+    if (read.torn && this.#version !== 1) refuseDamage(this.#hash, fd, this.path, read.end, true);
     if (read.end > this.#knownEnd) this.#knownEnd = read.end;
     return read;
   }
@@ -268,7 +264,7 @@ export class JournalFile {
         ftruncateSync(fd, end);
         return;
       }
-      refuseDamage(this.#hash, fd, this.path, end, false);
+      refuseDamage(this.#hash, fd, this.path, end, false, size);
       writeZeros(fd, end, size);
     } catch (error) {
       throw asStoreError(error, `cutting the torn tail of ${this.path}`);
@@ -369,36 +365,26 @@ export class JournalFile {
    * one. Call holding the open guard, with every frame `keep` refuses folded into LMDB pages that
    * are already durable.
    */
-  compact(keep: (scope: Buffer, epoch: number, seq: number) => boolean): { readonly keptBytes: number; readonly droppedBytes: number } {
+  compact(keep: (scope: Buffer, epoch: number, seq: number) => boolean): void {
     this.refresh();
-    if (this.#fd === undefined) return { keptBytes: 0, droppedBytes: 0 };
+    const fd = this.#fd;
+    if (fd === undefined) return;
     const kept: JournalFrame[] = [];
-    let keptBytes = 0;
-    let droppedBytes = 0;
+    let dropped = false;
     const { end } = this.readAll((scope, epoch, seq, record) => {
-      const frameBytes = FRAME_HEADER_BYTES + scope.length + record.length;
       // Copies: the read buffer is reused for the next stretch of the file.
-      if (keep(scope, epoch, seq)) {
-        kept.push({ scope: Buffer.from(scope), epoch, seq, record: Buffer.from(record) });
-        keptBytes += frameBytes;
-      } else droppedBytes += frameBytes;
+      if (keep(scope, epoch, seq)) kept.push({ scope: Buffer.from(scope), epoch, seq, record: Buffer.from(record) });
+      else dropped = true;
       return true;
     });
-    const tornBytes = this.#version === 1 ? fstatSync(this.#fd).size - end : this.#readU32(end) === 0 ? 0 : 1;
-    if (droppedBytes === 0 && tornBytes === 0 && this.#version !== 1) return { keptBytes, droppedBytes };
-    this.#replaceWith(kept);
-    return { keptBytes, droppedBytes: droppedBytes + Math.max(0, tornBytes) };
-  }
-
-  /** The u32 at `at` (0 past the end of the file). */
-  #readU32(at: number): number {
-    const word = Buffer.alloc(4);
-    return readSync(this.#requireFd(), word, 0, 4, at) === 4 ? word.readUInt32LE(0) : 0;
+    // Bytes after the frames: a torn tail (version 1: up to the file's size; version 2: not zeros).
+    const torn = this.#version === 1 ? fstatSync(fd).size > end : readWord(fd, end) !== 0;
+    if (dropped || torn || this.#version === 1) this.#replaceWith(kept);
   }
 
   /** Whether the file has a frame (or bytes where one would begin). */
   holdsFrames(): boolean {
-    return this.#fd !== undefined && this.#readU32(JOURNAL_FILE_HEADER_BYTES) !== 0;
+    return this.#fd !== undefined && readWord(this.#fd, JOURNAL_FILE_HEADER_BYTES) !== 0;
   }
 
   /**

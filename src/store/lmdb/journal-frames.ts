@@ -104,10 +104,9 @@ export function provesDamage(hash: XxHash, tail: Buffer, end: number, fileBytes:
 /**
  * STORE_CORRUPT when the bytes at `end` of the journal file `fd` (at `path`), where its frames
  * stopped, are a damaged frame (provesDamage). With `firstOnly`, only that frame and the next are
- * read; else the whole rest of the file.
+ * read; else the whole rest of the file (of `size` bytes).
  */
-export function refuseDamage(hash: XxHash, fd: number, path: string, end: number, firstOnly: boolean): void {
-  const size = fstatSync(fd).size;
+export function refuseDamage(hash: XxHash, fd: number, path: string, end: number, firstOnly: boolean, size = fstatSync(fd).size): void {
   let tail = readTail(fd, end, size, firstOnly ? FRAME_HEADER_BYTES : size - end);
   if (firstOnly) {
     const first = tail.length >= 4 ? tail.readUInt32LE(0) : 0;
@@ -162,6 +161,12 @@ export function buildJournalFile(hash: XxHash, frames: readonly JournalFrame[]):
   return bytes;
 }
 
+/** The u32 at offset `at` of `fd` (0 past the end of the file): a frame's length word. */
+export function readWord(fd: number, at: number): number {
+  const word = Buffer.alloc(4);
+  return readSync(fd, word, 0, 4, at) === 4 ? word.readUInt32LE(0) : 0;
+}
+
 /** Whether the journal file at `path` has a frame, or bytes where one would begin (a backup copies it then); false when there is none. */
 export function journalFileHoldsFrames(path: string): boolean {
   let fd: number;
@@ -172,8 +177,7 @@ export function journalFileHoldsFrames(path: string): boolean {
     throw asStoreError(error, `reading ${path}`);
   }
   try {
-    const word = Buffer.alloc(4);
-    return readSync(fd, word, 0, 4, JOURNAL_FILE_HEADER_BYTES) === 4 && word.readUInt32LE(0) !== 0;
+    return readWord(fd, JOURNAL_FILE_HEADER_BYTES) !== 0;
   } finally {
     closeSync(fd);
   }
