@@ -212,6 +212,24 @@ describe('store API', () => {
     await reopened.close();
   });
 
+  // The soak's damaged-store part flipped a byte of a stored seed (one hex digit became a byte
+  // that is no UTF-8): every command failed with INTERNAL, from the hasher, instead of naming the
+  // damaged record.
+  test('an epoch header whose seed is damaged is STORE_CORRUPT, not INTERNAL', async () => {
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    await store.scope().add(['https://a.example/']);
+    await store.close();
+    await editStore(dir, ({ meta }) => {
+      const header = packr.unpack(meta.getBinary(['epoch', 'default', 1]));
+      const [slice, ...rest] = header.slices;
+      meta.putSync(['epoch', 'default', 1], packr.pack({ ...header, slices: [{ ...slice, seeds: [`${slice.seeds[0].slice(0, 15)}\ufffd`, ...slice.seeds.slice(1)] }, ...rest] }));
+    });
+    const reopened = await SeenStore.open(dir);
+    await expectCode('STORE_CORRUPT', () => reopened.scope().has(['https://a.example/']));
+    await reopened.close().catch(() => undefined);
+  });
+
   test('a damaged chunk is detected when it is loaded, never answered from', async () => {
     const dir = tempDir();
     const store = await SeenStore.open(dir);

@@ -1,4 +1,4 @@
-import { BLOCK_BITS } from '../hash/scheme.js';
+import { BLOCK_BITS, isSeedHex } from '../hash/scheme.js';
 
 /**
  * The partitioned layout (`partitioned-blocked`, docs/format.md "Partitioned epochs"): a blocked
@@ -65,7 +65,7 @@ export function isPartitioning(value: unknown): value is Partitioning {
   const p = value as Partial<Record<string, unknown>> | null;
   return (
     typeof p === 'object' && p !== null && Number.isInteger(p.count) && (p.count as number) >= 1 && (p.count as number) <= MAX_PARTITIONS &&
-    typeof p.seed === 'string' && /^[0-9a-f]{16}$/.test(p.seed)
+    isSeedHex(p.seed)
   );
 }
 

@@ -1,7 +1,7 @@
 import { SeenStoreError } from '../errors.js';
 import type { Keying } from '../filters/keying.js';
 import { isPartitioning, PARTITIONED_LAYOUT, type Partitioning } from '../filters/partitions.js';
-import { HASH_SCHEMES, isHashScheme } from '../hash/scheme.js';
+import { HASH_SCHEMES, isHashScheme, isSeedHex } from '../hash/scheme.js';
 import { CHUNK_PAYLOAD_BYTES } from './chunks.js';
 
 /**
@@ -140,7 +140,7 @@ export function readSliceSpec(value: unknown, where: string): SliceSpec {
   const slice = value as Partial<SliceSpec> | null;
   const ok = typeof slice?.layout === 'string' && Number.isSafeInteger(slice.mBits) && Number.isInteger(slice.k) &&
     typeof slice.capacityUrls === 'number' && Array.isArray(slice.seeds) && slice.seeds.length > 0 &&
-    slice.seeds.every((seed: unknown) => typeof seed === 'string') && keyingFits(slice.keying, slice.seeds.length);
+    slice.seeds.every(isSeedHex) && keyingFits(slice.keying, slice.seeds.length);
   if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${where}: malformed slice`);
   return slice as SliceSpec;
 }
