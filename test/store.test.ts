@@ -24,6 +24,18 @@ async function editStore(dir: string, edit: (dbs: { meta: any; chunks: any; jour
   await root.close();
 }
 
+/** A store holding https://a.example/ in epoch default/1, whose stored header `change` then rewrote. */
+async function storeWithEpochHeader(change: (header: any) => object): Promise<string> {
+  const dir = tempDir();
+  const store = await SeenStore.open(dir);
+  await store.scope().add(['https://a.example/']);
+  await store.close();
+  await editStore(dir, ({ meta }) => {
+    meta.putSync(['epoch', 'default', 1], packr.pack(change(packr.unpack(meta.getBinary(['epoch', 'default', 1])))));
+  });
+  return dir;
+}
+
 describe('store API', () => {
   test('a store directory with a dot in its name (mktemp -d, crawl.v2) is a directory, existing or not', async () => {
     for (const name of ['crawl.v2', 'tmp.AbC123']) {
@@ -199,14 +211,7 @@ describe('store API', () => {
   });
 
   test('an epoch written with an unknown hash scheme is refused, never reinterpreted', async () => {
-    const dir = tempDir();
-    const store = await SeenStore.open(dir);
-    await store.scope().add(['https://a.example/']);
-    await store.close();
-    await editStore(dir, ({ meta }) => {
-      const header = packr.unpack(meta.getBinary(['epoch', 'default', 1]));
-      meta.putSync(['epoch', 'default', 1], packr.pack({ ...header, hashScheme: 'xxh64-km-v9' }));
-    });
+    const dir = await storeWithEpochHeader((header) => ({ ...header, hashScheme: 'xxh64-km-v9' }));
     const reopened = await SeenStore.open(dir);
     await expectCode('FORMAT_UNSUPPORTED', () => reopened.scope().has(['https://a.example/']));
     await reopened.close();
@@ -216,14 +221,9 @@ describe('store API', () => {
   // that is no UTF-8): every command failed with INTERNAL, from the hasher, instead of naming the
   // damaged record.
   test('an epoch header whose seed is damaged is STORE_CORRUPT, not INTERNAL', async () => {
-    const dir = tempDir();
-    const store = await SeenStore.open(dir);
-    await store.scope().add(['https://a.example/']);
-    await store.close();
-    await editStore(dir, ({ meta }) => {
-      const header = packr.unpack(meta.getBinary(['epoch', 'default', 1]));
+    const dir = await storeWithEpochHeader((header) => {
       const [slice, ...rest] = header.slices;
-      meta.putSync(['epoch', 'default', 1], packr.pack({ ...header, slices: [{ ...slice, seeds: [`${slice.seeds[0].slice(0, 15)}\ufffd`, ...slice.seeds.slice(1)] }, ...rest] }));
+      return { ...header, slices: [{ ...slice, seeds: [`${slice.seeds[0].slice(0, 15)}\ufffd`, ...slice.seeds.slice(1)] }, ...rest] };
     });
     const reopened = await SeenStore.open(dir);
     await expectCode('STORE_CORRUPT', () => reopened.scope().has(['https://a.example/']));
