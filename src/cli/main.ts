@@ -53,4 +53,4 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+void main();
