@@ -20,7 +20,7 @@ filter_new() {
   rm -rf "$store"/s
   local start end
   start=$(date +%s.%N)
-  node "$1/dist/src/cli/main.js" filter-new --store "$store/s" --capacity 2000000 < "$file" > /dev/null
+  node "$(ls "$1"/dist/src/cli/bin.cjs 2>/dev/null || echo "$1/dist/src/cli/main.js")" filter-new --store "$store/s" --capacity 2000000 < "$file" > /dev/null
   end=$(date +%s.%N)
   echo "$end - $start" | bc
 }

@@ -76,3 +76,12 @@ if (process.argv[1]?.endsWith('data.js')) {
   const quick = process.argv.includes('--quick');
   process.stdout.write(`${JSON.stringify(quick ? [sharedDataset()] : [sharedDataset(), packageReposDataset()])}\n`);
 }
+
+/**
+ * The `seenstore` command of a built checkout: dist/src/cli/bin.cjs (the bundle through the code
+ * cache), or, in a build older than it, dist/src/cli/main.js.
+ */
+export function cliOf(root: string): string {
+  const bin = join(root, 'dist', 'src', 'cli', 'bin.cjs');
+  return existsSync(bin) ? bin : join(root, 'dist', 'src', 'cli', 'main.js');
+}

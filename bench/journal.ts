@@ -19,7 +19,7 @@ import { closeSync, existsSync, fdatasyncSync, mkdtempSync, openSync, readdirSyn
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { BENCH_DIR } from './data.js';
+import { BENCH_DIR, cliOf } from './data.js';
 import { recordTargets } from './targets.js';
 import { CLI, redisBenchmark, startRedis, startSeenstore } from './servers.js';
 import { generatedUrls } from '../test/helpers/generated-urls.js';
@@ -128,7 +128,7 @@ async function main(): Promise<void> {
       const order = run % 2 === 0 ? builds : [...builds].reverse();
       for (const build of order) {
         const mine = figures.get(build.name)!;
-        const cli = build.root === ROOT ? CLI : join(build.root, 'dist', 'src', 'cli', 'main.js');
+        const cli = build.root === ROOT ? CLI : cliOf(build.root);
         progress(`run ${run + 1}/${RUNS}: ${build.name} serve`);
         const server = await startSeenstore(cli);
         try {

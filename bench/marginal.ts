@@ -13,11 +13,11 @@ import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { BENCH_DIR } from './data.js';
+import { BENCH_DIR, cliOf } from './data.js';
 import { recordTargets } from './targets.js';
 import { median } from './stats.js';
 
-const CLI = resolve(BENCH_DIR, '..', 'dist', 'src', 'cli', 'main.js');
+const CLI = cliOf(resolve(BENCH_DIR, '..'));
 const SHARED = resolve(BENCH_DIR, '..', '..', 'shared', 'data');
 const INPUTS = ['crawl-sitelist-15k.txt', 'crawl-benign-35k.txt'];
 const REPEATS = 70;
@@ -70,7 +70,7 @@ function main(): void {
     for (let i = 0; i < 3; i++) appendFileSync(x3, once);
     const builds: Build[] = [{ name: 'this', cli: CLI, t1: [], t3: [] }];
     if (BEFORE !== undefined) {
-      const cli = join(BEFORE, 'dist', 'src', 'cli', 'main.js');
+      const cli = cliOf(BEFORE);
       if (!existsSync(cli)) throw new Error(`--before ${BEFORE}: no ${cli} (a checkout built with npm run build)`);
       builds.push({ name: 'before', cli, t1: [], t3: [] });
     }

@@ -22,11 +22,11 @@ import { join, resolve } from 'node:path';
 import { SeenStore } from '../src/index.js';
 import { FORMAT_VERSION } from '../src/store/records.js';
 import { recordTargets, type TargetRow } from './targets.js';
-import { BENCH_DIR, packageReposDataset, readUrls, sharedDataset } from './data.js';
+import { BENCH_DIR, cliOf, packageReposDataset, readUrls, sharedDataset } from './data.js';
 import { median } from './stats.js';
 
 const ROOT = resolve(BENCH_DIR, '..');
-const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+const CLI = cliOf(ROOT);
 const SELF = join(ROOT, 'dist', 'bench', 'open.js');
 const STORES = process.env.SEENSTORE_BENCH_STORES ?? '/tmp/seenstore-bench-open';
 const SCOPE = 'bench';

@@ -13,12 +13,12 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { BATCH, CONTENDERS, FPR, type Figures } from './contender.js';
-import { BENCH_DIR, type Dataset } from './data.js';
+import { BENCH_DIR, cliOf, type Dataset } from './data.js';
 import { median } from './stats.js';
 
 const ROOT = resolve(BENCH_DIR, '..');
 const CONTENDER = join(ROOT, 'dist', 'bench', 'contender.js');
-const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+const CLI = cliOf(ROOT);
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');

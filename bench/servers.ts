@@ -8,10 +8,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { BENCH_DIR } from './data.js';
+import { BENCH_DIR, cliOf } from './data.js';
 
 /** This checkout's CLI; another build's (an A/B run) is passed to startSeenstore. */
-export const CLI = join(resolve(BENCH_DIR, '..'), 'dist', 'src', 'cli', 'main.js');
+export const CLI = cliOf(resolve(BENCH_DIR, '..'));
 
 export interface Running {
   readonly port: number;

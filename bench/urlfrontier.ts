@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { SeenStore } from '../src/index.js';
 import { NEEDS_SHARED_DATA, ROOT } from '../test/helpers/data.js';
 import { discovered, FrontierClient, type Ack } from '../test/helpers/urlfrontier.js';
-import { readUrls, sharedDataset } from './data.js';
+import { cliOf, readUrls, sharedDataset } from './data.js';
 import { recordTargets } from './targets.js';
 
 const PASSES = 4;
@@ -37,7 +37,7 @@ if (NEEDS_SHARED_DATA !== false) {
 const urls = readUrls(sharedDataset().path);
 const hosts = new Set(urls.map((url) => { try { return new URL(url).host; } catch { return ''; } })).size;
 
-const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+const CLI = cliOf(ROOT);
 
 /** `seenstore serve --urlfrontier-port 0` over `location`, and the port it logged. */
 function serve(location: string): Promise<{ child: ChildProcess; port: number }> {

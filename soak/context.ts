@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 
 /** What every part of the soak shares: the CLI, the URL lists and the failure log. */
 export interface SoakContext {
-  /** dist/src/cli/main.js */
+  /** dist/src/cli/bin.cjs */
   readonly cli: string;
   /** The shared URL lists, deduplicated. */
   readonly urls: readonly string[];

@@ -44,7 +44,7 @@ import { allSharedUrls } from '../test/helpers/data.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CRASH_CHILD = join(ROOT, 'dist', 'test', 'helpers', 'crash-child.js');
-const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+const CLI = join(ROOT, 'dist', 'src', 'cli', 'bin.cjs');
 const LOCK_CHILD = join(ROOT, 'dist', 'soak', 'lock-child.js');
 
 const args = process.argv.slice(2);

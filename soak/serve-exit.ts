@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../test/helpers/data.js';
 
-const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+const CLI = join(ROOT, 'dist', 'src', 'cli', 'bin.cjs');
 const runs = Number(process.argv[2] ?? 80);
 const kind = process.argv[3] ?? 'memory';
 const work = mkdtempSync(join(tmpdir(), 'seenstore-serve-exit-'));

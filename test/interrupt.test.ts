@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { ERROR_CODES, SeenStore } from '../src/index.js';
-import { CLI, collectCli, runCli, type CliResult } from './helpers/cli.js';
+import { CLI, CLI_MODULES, collectCli, runCli, type CliResult } from './helpers/cli.js';
 import { ROOT, sharedUrls } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -45,8 +45,8 @@ function runSignalled(point: string, signal: 'SIGINT' | 'SIGTERM', args: readonl
       process.stderr.write('signalled at ${point}\\n');
       process.kill(process.pid, ${JSON.stringify(signal)});
     });
-    process.argv = [process.argv[0], ${JSON.stringify(CLI)}, ...process.argv.slice(1)];
-    await import(${JSON.stringify(pathToFileURL(CLI).href)});`;
+    process.argv = [process.argv[0], ${JSON.stringify(CLI_MODULES)}, ...process.argv.slice(1)];
+    await import(${JSON.stringify(pathToFileURL(CLI_MODULES).href)});`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdin.end();
   const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);

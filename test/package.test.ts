@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, test } from 'node:test';
@@ -80,7 +80,7 @@ describe('the npm package, packed from a fresh clone and installed elsewhere', (
 
     const { stdout: listing } = await sh('tar', ['-tzf', tarball], packed);
     const files = listing.trim().split('\n');
-    for (const needed of ['package/dist/src/cli/main.js', 'package/dist/src/index.js', 'package/dist/seenstore.d.ts', 'package/cjs/index.cjs', 'package/LICENSE', 'package/dist/migrations/index.js', 'package/dist/src/store/redis/lua/library.lua', 'package/dist/src/urlfrontier/urlfrontier.proto']) {
+    for (const needed of ['package/dist/src/cli/bin.cjs', 'package/dist/src/cli/bundle.cjs', 'package/dist/src/cli/bundle.code-cache', 'package/dist/src/cli/main.js', 'package/dist/src/index.js', 'package/dist/seenstore.d.ts', 'package/cjs/index.cjs', 'package/LICENSE', 'package/dist/migrations/index.js', 'package/dist/src/store/redis/lua/library.lua', 'package/dist/src/urlfrontier/urlfrontier.proto']) {
       assert.ok(files.includes(needed), `${needed} is in the tarball`);
     }
     assert.deepEqual(files.filter((f) => f.endsWith('.map')), [], 'no source maps pointing at sources the tarball lacks');
@@ -96,6 +96,14 @@ describe('the npm package, packed from a fresh clone and installed elsewhere', (
 
     const { stdout: version } = await sh(NPM, ['exec', '--offline', '--', 'seenstore', '--version'], project);
     assert.equal(version.trim(), VERSION);
+    // The installed command runs a store command from the bundle, through the code cache that
+    // prepack made with this Node: the cache is taken as it is, not written again.
+    const cliDir = join(project, 'node_modules', 'seenstore', 'dist', 'src', 'cli');
+    const shipped = statSync(join(cliDir, 'bundle.code-cache')).ino;
+    const filtered = execFileSync(join(project, 'node_modules', '.bin', 'seenstore'), ['--store', './cli-store', '--quiet', 'filter-new'], { cwd: project, input: 'https://a/\nhttps://a/\nhttps://b/\n', encoding: 'utf8' });
+    assert.equal(filtered, 'https://a/\nhttps://b/\n');
+    // A cache written anew replaces the file by a rename: another inode.
+    assert.equal(statSync(join(cliDir, 'bundle.code-cache')).ino, shipped, 'the shipped code cache was accepted');
 
     const esm = `import { SeenStore } from 'seenstore';
 const store = await SeenStore.open('./store');

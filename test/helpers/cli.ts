@@ -2,7 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { ROOT } from './data.js';
 
-export const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+/** The `seenstore` command as a package installs it (package.json "bin"): the bundle, through the code cache. */
+export const CLI = join(ROOT, 'dist', 'src', 'cli', 'bin.cjs');
+/** The same CLI from its modules: what a test imports in its own process, to share its fault hooks. */
+export const CLI_MODULES = join(ROOT, 'dist', 'src', 'cli', 'main.js');
 
 export interface CliResult {
   readonly code: number | null;

@@ -5,7 +5,7 @@ import { SeenStoreError } from '../../errors.js';
 import { storeDir, type GlobalOptions } from '../context.js';
 import { formatCount } from '../output.js';
 
-const MAIN = fileURLToPath(new URL('../main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../bin.cjs', import.meta.url));
 
 /** A small deterministic PRNG so the demo crawl is the same on every machine. */
 export function mulberry32(seed: number): () => number {
