@@ -94,6 +94,37 @@ describe('the journal file', () => {
     await reopened.close();
   });
 
+  test('a length word past the end of the file (damage) ends the frames there, read without a buffer of that size', async () => {
+    const dir = tempDir();
+    const first = generatedUrls(300, 293);
+    const run = await runJournalChild([dir, 'add-and-die', ...first]);
+    assert.ok(run.killed);
+    const journal = join(dir, 'journal.log');
+    const frames = readFileSync(journal);
+    const end = HEADER_BYTES + frames.readUInt32LE(HEADER_BYTES);
+    // A length word of 200 MiB, then 2 MiB of zeros: a read of the frames fills its 64 KiB buffer
+    // there, so only the file's size tells that no such frame can follow.
+    const junk = Buffer.alloc(2 << 20);
+    junk.writeUInt32LE(200 << 20, 0);
+    const fd = openSync(journal, 'r+');
+    writeSync(fd, junk, 0, junk.length, end);
+    closeSync(fd);
+    const before = process.memoryUsage().arrayBuffers;
+    const reader = await SeenStore.open(dir, { readOnly: true });
+    assert.ok((await reader.scope().has(first)).every(Boolean));
+    const grown = process.memoryUsage().arrayBuffers - before;
+    await reader.close();
+    assert.ok(grown < 64 << 20, `reading the frames took ${Math.round(grown / 2 ** 20)} MiB of buffers`);
+    const store = await SeenStore.open(dir);
+    const second = generatedUrls(300, 294);
+    assert.equal((await store.scope().addIfAbsent(second)).filter(Boolean).length, 300);
+    await store.close();
+    const reopened = await SeenStore.open(dir);
+    assert.ok((await reopened.scope().has([...first, ...second])).every(Boolean));
+    assert.equal((await reopened.verify()).ok, true);
+    await reopened.close();
+  });
+
   test('a batch too large for zero-filled room extends the file itself; the small batches after it and a reopen read every frame', async () => {
     const dir = tempDir();
     const large = generatedUrls(20_000, 295);

@@ -226,12 +226,23 @@ export class JournalFile {
         // Not even one frame in what was read: a frame longer than it, or the file ends inside one.
         const frameBytes = n >= 4 ? this.#read.readUInt32LE(0) : 0;
         if (n < wanted || frameBytes <= wanted) return { end: position, link, torn: true };
+        // A length the file cannot hold (a damaged word, or a frame still being written) is the
+        // same torn end as a read that ends inside the frame, found without a buffer of its size.
+        if (position + frameBytes > this.#fileBytes(fd)) return { end: position, link, torn: true };
         if (frameBytes > this.#read.length) this.#read = Buffer.allocUnsafe(frameBytes);
         wanted = this.#read.length;
         continue;
       }
       position += at;
       wanted = this.#read.length;
+    }
+  }
+
+  #fileBytes(fd: number): number {
+    try {
+      return fstatSync(fd).size;
+    } catch (error) {
+      throw asStoreError(error, `reading ${this.path}`);
     }
   }
 
