@@ -19,6 +19,17 @@ function runJournalChild(args: readonly string[]): Promise<ChildOut> {
   return runChild(CHILD, args, 'journal child');
 }
 
+/** A writer adds `urls` in one batch and is killed: the journal file then holds its one frame, which ends at `end`. */
+async function oneFrameLeft(dir: string, urls: readonly string[]): Promise<{ journal: string; end: number }> {
+  const run = await runJournalChild([dir, 'add-and-die', ...urls]);
+  assert.ok(run.killed);
+  const journal = join(dir, 'journal.log');
+  const frames = readFileSync(journal);
+  const end = HEADER_BYTES + frames.readUInt32LE(HEADER_BYTES);
+  assert.ok(end > urls.length * 8 && frames.readUInt32LE(end) === 0, 'the killed writer left one frame in the journal file');
+  return { journal, end };
+}
+
 describe('the journal file', () => {
   /**
    * Runs the power-cut child (journal-child.ts), then checks: every acknowledged batch is there;
@@ -64,12 +75,7 @@ describe('the journal file', () => {
     const dir = tempDir();
     const first = generatedUrls(300, 291);
     const second = generatedUrls(300, 292);
-    const run = await runJournalChild([dir, 'add-and-die', ...first]);
-    assert.ok(run.killed);
-    const journal = join(dir, 'journal.log');
-    const frames = readFileSync(journal);
-    const end = HEADER_BYTES + frames.readUInt32LE(HEADER_BYTES);
-    assert.ok(end > 300 * 8 && frames.readUInt32LE(end) === 0, 'the killed writer left one frame in the journal file');
+    const { journal, end } = await oneFrameLeft(dir, first);
     // 12 KiB of a 16 KiB frame whose writer died. Its bytes repeat 00 40 00 00: the next frame
     // (45 + 8 * 300 bytes) overwrites its start and ends where they read as the length word 64, a
     // frame that fails its checksum, and as a frame naming byte 64 + 64 * 2^32 synced, which
@@ -97,11 +103,7 @@ describe('the journal file', () => {
   test('a length word past the end of the file (damage) ends the frames there, read without a buffer of that size', async () => {
     const dir = tempDir();
     const first = generatedUrls(300, 293);
-    const run = await runJournalChild([dir, 'add-and-die', ...first]);
-    assert.ok(run.killed);
-    const journal = join(dir, 'journal.log');
-    const frames = readFileSync(journal);
-    const end = HEADER_BYTES + frames.readUInt32LE(HEADER_BYTES);
+    const { journal, end } = await oneFrameLeft(dir, first);
     // A length word of 200 MiB, then 2 MiB of zeros: a read of the frames fills its 64 KiB buffer
     // there, so only the file's size tells that no such frame can follow.
     const junk = Buffer.alloc(2 << 20);
