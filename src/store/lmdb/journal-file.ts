@@ -6,6 +6,7 @@ import { replaceDurably } from '../file-open.js';
 import { faultPoint } from '../faults.js';
 import { fdLink } from '../fd-link.js';
 import { makeRoom, writeZeros } from './journal-room.js';
+import { SyncPacing } from './journal-sync.js';
 import {
   FILE_MAGIC,
   FILE_VERSION,
@@ -76,6 +77,9 @@ export class JournalFile {
   #syncedGeneration = 0;
   #syncedEnd = 0;
   #syncing: Promise<void> | undefined;
+  /** Where the running sync's file ends: a caller past it needs the next sync. */
+  #syncingEnd = 0;
+  readonly #pacing = new SyncPacing();
   /** Descriptors of replaced files, closed once no fdatasync may still use them. */
   #retired: number[] = [];
 
@@ -335,6 +339,7 @@ export class JournalFile {
       throw asStoreError(error, `appending to ${this.path}`);
     }
     this.#knownEnd = at.end + bytes;
+    this.#pacing.wrote();
     return { end: at.end + bytes, link };
   }
 
@@ -346,27 +351,44 @@ export class JournalFile {
   async durable(generation: number, end: number): Promise<void> {
     // No file yet: nothing was appended.
     while (this.#fd !== undefined && generation === this.#generation && !(this.#syncedGeneration === generation && this.#syncedEnd >= end)) {
-      if (this.#syncing === undefined) this.#syncing = this.#syncOnce();
+      if (this.#syncing === undefined) {
+        // Cleared once settled, never before the assignment (a sync on this thread may end first).
+        this.#syncing = this.#syncOnce().finally(() => {
+          this.#syncing = undefined;
+          this.#closeRetired();
+        });
+      } else if (end > this.#syncingEnd) this.#pacing.waited();
       await this.#syncing;
     }
   }
 
+  /** One fdatasync, on this thread or in libuv's pool (journal-sync.ts). */
   async #syncOnce(): Promise<void> {
+    const inline = this.#pacing.inline;
+    // Batches already waiting to run (events queued behind this one) write their frames first, and share this sync.
+    if (inline) await new Promise<void>((resolve) => setImmediate(resolve));
     const fd = this.#requireFd();
     const generation = this.#generation;
     const end = this.#knownEnd;
-    try {
-      await new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error === null ? resolve() : reject(asStoreError(error, `syncing ${this.path}`)))));
-      faultPoint('journal:after-sync', end);
-      if (generation > this.#syncedGeneration) {
-        this.#syncedGeneration = generation;
-        this.#syncedEnd = end;
-      } else if (generation === this.#syncedGeneration) {
-        this.#syncedEnd = Math.max(this.#syncedEnd, end);
+    this.#syncingEnd = end;
+    const covered = this.#pacing.begin();
+    const started = performance.now();
+    if (inline) {
+      try {
+        fdatasyncSync(fd);
+      } catch (error) {
+        throw asStoreError(error, `syncing ${this.path}`);
       }
-    } finally {
-      this.#syncing = undefined;
-      this.#closeRetired();
+    } else {
+      await new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error === null ? resolve() : reject(asStoreError(error, `syncing ${this.path}`)))));
+    }
+    this.#pacing.end(covered, performance.now() - started);
+    faultPoint('journal:after-sync', end);
+    if (generation > this.#syncedGeneration) {
+      this.#syncedGeneration = generation;
+      this.#syncedEnd = end;
+    } else if (generation === this.#syncedGeneration) {
+      this.#syncedEnd = Math.max(this.#syncedEnd, end);
     }
   }
 
