@@ -14,6 +14,7 @@
  */
 import { closeSync, fstatSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { mulberry32 } from '../../src/cli/commands/demo.js';
 import { SeenStore } from '../../src/index.js';
 import { setFaultHook } from '../../src/store/faults.js';
 import { powerUrls } from './power-urls.js';
@@ -32,14 +33,8 @@ function cutPower(file: string, syncedEnd: number, seed: number | undefined): vo
   const fd = openSync(file, 'r+');
   const size = fstatSync(fd).size;
   const zeros = Buffer.alloc(SECTOR_BYTES);
-  let state = seed ?? 0;
-  const lost = (): boolean => {
-    // mulberry32
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) % 2 === 0;
-  };
+  const random = mulberry32(seed ?? 0);
+  const lost = (): boolean => random() < 0.5;
   for (let at = syncedEnd; at < size; at = (Math.floor(at / SECTOR_BYTES) + 1) * SECTOR_BYTES) {
     const sectorEnd = Math.min(size, (Math.floor(at / SECTOR_BYTES) + 1) * SECTOR_BYTES);
     if (seed === undefined ? at === syncedEnd : lost()) writeSync(fd, zeros, 0, sectorEnd - at, at);

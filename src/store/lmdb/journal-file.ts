@@ -365,7 +365,8 @@ export class JournalFile {
   /** One fdatasync, on this thread or in libuv's pool (journal-sync.ts). */
   async #syncOnce(): Promise<void> {
     const inline = this.#pacing.inline;
-    // Batches already waiting to run (events queued behind this one) write their frames first, and share this sync.
+    // Batches already waiting to run (events queued behind this one) write their frames first,
+    // and share this sync.
     if (inline) await new Promise<void>((resolve) => setImmediate(resolve));
     const fd = this.#requireFd();
     const generation = this.#generation;

@@ -12,8 +12,8 @@
  * write their frames first and share it: serve's store thread gets each connection's batch as a
  * message of its own, and without the yield each would sync alone, on the calling thread, one after
  * another (64 connections over 16 keys: 23–26k adds/s against 35–40k). Finding company, the
- * journal goes back to the pool. Durability is the same either way: an add is acknowledged after an fdatasync that began after
- * its frames were written.
+ * journal goes back to the pool. Durability is the same either way: an add is acknowledged after
+ * an fdatasync that began after its frames were written.
  */
 
 /** A slower sync than this blocks the event loop too long: the next runs in the pool. */
