@@ -5,9 +5,11 @@ import { describe, test } from 'node:test';
 import { open } from 'lmdb';
 import { SeenStore } from '../src/index.js';
 import { XxHash } from '../src/hash/xxhash.js';
+import { BloomFilter } from '../src/filters/bloom.js';
 import { BloomCopy } from '../src/store/lmdb/bloom-copy.js';
 import { StoreEnv } from '../src/store/lmdb/env.js';
 import { readHeader } from '../src/store/lmdb/metadata.js';
+import { StreamedReads } from '../src/store/lmdb/streamed-reads.js';
 import { allSharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
 import { tempDir } from './helpers/tmp.js';
@@ -120,6 +122,43 @@ describe('opens that cost what they touch', () => {
     } finally {
       await env.close();
     }
+  });
+
+  test('a streamed read tests memory only in chunks resident or holding bits not yet stored', () => {
+    // One 64-byte block per URL and one chunk per block: each URL below touches one chunk.
+    const filter = new BloomFilter({ layout: 'blocked', mBits: 512 * 64, k: 7 }, { regionBytes: 64 });
+    const regionOf = (words: Uint32Array): number => {
+      const positions = new Float64Array(7);
+      filter.positionsOf(words, 0, 2, 0, 1, positions);
+      return Math.floor(positions[0]! / 512);
+    };
+    // Hashes in four different chunks.
+    const picked: Uint32Array[] = [];
+    for (let seed = 1; picked.length < 4; seed++) {
+      const words = new Uint32Array([Math.imul(seed, 0x9e3779b1) >>> 0, Math.imul(seed, 0x85ebca6b) >>> 0]);
+      if (!picked.some((other) => regionOf(other) === regionOf(words))) picked.push(words);
+    }
+    const [inMemory, stored, stale, resident] = picked as [Uint32Array, Uint32Array, Uint32Array, Uint32Array];
+    const bitsOf = (words: Uint32Array): Uint8Array => {
+      const alone = new BloomFilter(filter.geometry, { regionBytes: 64 });
+      alone.addAll(words, 0, 2, 1);
+      return alone.region(regionOf(words)).slice();
+    };
+    filter.addAll(inMemory, 0, 2, 1); // a journal tail replayed: its chunk is dirty
+    // Bits of a stale or resident chunk are in memory, the chunk clean (as after a checkpoint, or a load).
+    filter.region(regionOf(stale)).set(bitsOf(stale));
+    filter.region(regionOf(resident)).set(bitsOf(resident));
+    const payloads = new Map([[regionOf(stored), bitsOf(stored)]]);
+    const source = {
+      resident: (_index: number, region: number) => region === regionOf(resident),
+      payload: (_index: number, region: number) => payloads.get(region),
+    };
+    const words = new Uint32Array([...inMemory, ...stored, ...stale, ...resident]);
+    const out = new Uint8Array(4);
+    new StreamedReads().answer([{ filters: [filter], offset: 0, at: 0 }], words, 2, 4, source, out);
+    // The stale chunk's memory is not read: a clean chunk's bits in memory are stored ones, and
+    // reading memory nobody wrote costs a page where the kernel has no shared zero page.
+    assert.deepEqual([...out], [1, 1, 0, 1]);
   });
 
   test("Scope.settings reads the epoch's header only: no chunk, so not a damaged one either", async () => {

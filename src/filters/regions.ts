@@ -66,6 +66,11 @@ export abstract class RegionedBytes {
     return out;
   }
 
+  /** Whether region `index` changed since it was last marked clean. */
+  isDirty(index: number): boolean {
+    return this.dirty[index] === 1;
+  }
+
   markClean(index: number): void {
     this.dirty[index] = 0;
   }
