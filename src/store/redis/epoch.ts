@@ -3,6 +3,7 @@ import { filterGeometries } from '../../filters/keying.js';
 import { keyCount, sliceKeys, type Keys } from '../../hash/xxhash.js';
 import { PartlyDecided, type CheckpointOutcome, type EpochBits, type EpochContents, type EpochSummary, type QueueItems } from '../backend.js';
 import { isCountingEpoch, type EpochHeader, type SliceSpec } from '../records.js';
+import { CALL_BYTES_MAX } from './call-parts.js';
 import type { Reply } from './connection.js';
 import { freshId, list, pairs, text, type RedisContext } from './context.js';
 import { TurnQueue, type Turn } from '../turns.js';
@@ -23,11 +24,6 @@ export const BATCH_ANSWERS_TTL_S = 300;
 const ROTATION_WAIT_MS = 10_000;
 /** Keys per ss_has / ss_count call. */
 const READ_STEP = 16_384;
-/**
- * Most bytes of queue items (URLs and data) one add sends: a larger enqueue is split (Redis takes
- * at most 512 MiB in one argument, and one call holds its master for as long as it runs).
- */
-const QUEUE_ITEMS_BYTES_PER_CALL = 64 * 1024 * 1024;
 
 /** An epoch's entry in its scope's `epochs` hash. */
 export interface EpochEntry {
@@ -127,7 +123,7 @@ export class RedisEpoch implements EpochBits {
               queued.set(p, items);
               bytes += items.length;
             }
-            if (bytes > QUEUE_ITEMS_BYTES_PER_CALL && count > 1) {
+            if (bytes > CALL_BYTES_MAX && count > 1) {
               // Nothing sent yet: too large for one call, the batch goes as two, which take turns after this one's.
               for (const turn of turns.values()) turn.done();
               turns.clear();

@@ -4,6 +4,7 @@ import { faultPoint } from '../faults.js';
 import { QUEUE_KEY_MODES, type QueueKeyMode } from '../../url/queue-key.js';
 import type { Reply } from './connection.js';
 import { freshId, list, pairs, text, type RedisContext } from './context.js';
+import { callParts } from './call-parts.js';
 import { drainInboxes, oldFrontierError } from './inbox.js';
 import type { QueuePartitionKeys } from './keys.js';
 import { QUEUE_PARTITIONS, queuePartitionOf } from './queue-partition.js';
@@ -119,14 +120,21 @@ export class RedisFrontier implements Frontier {
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
     if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
     const s = await this.#settings();
-    return this.#eachPart(ids, s, (i, part) => {
-      const payloads = part.map(({ index }) => (data?.[index] === undefined ? '' : (JSON.stringify(data[index]) ?? '')));
-      return this.#answered(i, (answer) => releaseIds(this.#ctx, this.#keys(i), answer, s, part.map(({ id }) => id), payloads, this.#doing('releasing URLs of')));
-    });
+    const payloads = ids.map((_, index) => (data?.[index] === undefined ? '' : (JSON.stringify(data[index]) ?? '')));
+    return this.#eachPart(
+      ids,
+      s,
+      (i, part) => this.#answered(i, (answer) => releaseIds(this.#ctx, this.#keys(i), answer, s, part.map(({ id }) => id), part.map(({ index }) => payloads[index]!), this.#doing('releasing URLs of'))),
+      (index) => Buffer.byteLength(payloads[index]!),
+    );
   }
 
-  /** `ids` (every one checked first) by partition, ITEMS_PER_CALL at a time; the sum of what the calls answered. */
-  async #eachPart(ids: readonly string[], s: Settings, call: (i: number, part: { id: string; index: number }[]) => Promise<Reply>): Promise<number> {
+  /**
+   * `ids` (every one checked first) by partition, in calls of at most ITEMS_PER_CALL ids and
+   * CALL_BYTES_MAX bytes (`bytesOf(index)`: what id `index` carries besides itself); the sum of
+   * what the calls answered.
+   */
+  async #eachPart(ids: readonly string[], s: Settings, call: (i: number, part: { id: string; index: number }[]) => Promise<Reply>, bytesOf: (index: number) => number = () => 0): Promise<number> {
     const byPartition = new Map<number, { id: string; index: number }[]>();
     ids.forEach((id, index) => {
       const parsed = parseFrontierId(id);
@@ -135,7 +143,9 @@ export class RedisFrontier implements Frontier {
     let total = 0;
     for (const [i, entries] of byPartition) {
       if (i >= s.partitions) continue;
-      for (let from = 0; from < entries.length; from += ITEMS_PER_CALL) total += Number(await call(i, entries.slice(from, from + ITEMS_PER_CALL)));
+      for (const { from, to } of callParts(entries.length, (n) => entries[n]!.id.length + bytesOf(entries[n]!.index), ITEMS_PER_CALL)) {
+        total += Number(await call(i, entries.slice(from, to)));
+      }
     }
     return total;
   }
@@ -169,8 +179,9 @@ export class RedisFrontier implements Frontier {
     await Promise.all([...moving].map(([i, urls]) => forgetUrls(this.#ctx, this.#keys(i), s, urls, this.#doing('moving URLs of'))));
     let waiting = 0;
     for (const [i, part] of byPartition) {
-      for (let from = 0; from < part.length; from += ITEMS_PER_CALL) {
-        waiting += Number(await this.#answered(i, (answer) => scheduleUrls(this.#ctx, this.#keys(i), answer, s, part.slice(from, from + ITEMS_PER_CALL), this.#doing('scheduling URLs of'))));
+      const bytesOf = (n: number): number => Buffer.byteLength(part[n]!.url) + Buffer.byteLength(part[n]!.queue) + Buffer.byteLength(part[n]!.data) + 32;
+      for (const { from, to } of callParts(part.length, bytesOf, ITEMS_PER_CALL)) {
+        waiting += Number(await this.#answered(i, (answer) => scheduleUrls(this.#ctx, this.#keys(i), answer, s, part.slice(from, to), this.#doing('scheduling URLs of'))));
       }
     }
     return waiting;

@@ -2,6 +2,7 @@ import { SeenStoreError } from '../../errors.js';
 import type { QueueItems } from '../backend.js';
 import { faultPoint } from '../faults.js';
 import { list, text, type RedisContext } from './context.js';
+import { callParts } from './call-parts.js';
 import type { Reply } from './connection.js';
 import type { InboxEntry } from './queue-functions.js';
 
@@ -76,10 +77,20 @@ export async function drainInboxes(
       const i = route(entry.queue);
       byPartition.set(i, [...(byPartition.get(i) ?? []), { ...entry, dueMs: batchDueMs.get(entry.batch)! }]);
     }
-    await Promise.all([...byPartition].map(([i, entries]) => admit(i, entries)));
+    // Each partition's entries in inbox order, in calls of bounded size (call-parts.ts).
+    await Promise.all(
+      [...byPartition].map(async ([i, entries]) => {
+        for (const { from, to } of callParts(entries.length, (n) => entryBytes(entries[n]!), INBOX_PAGE_ENTRIES)) await admit(i, entries.slice(from, to));
+      }),
+    );
     faultPoint('frontier:inbox-admitted');
     await Promise.all(read.map((entries, p) => (entries.length === 0 ? undefined : ctx.call(keys[p]!, ['XDEL', keys[p]!, ...entries.map((entry) => entry.id)], `moving the inbox of ${scope}'s frontier`))));
   }
+}
+
+/** The bytes an entry adds to an admission's arguments. */
+function entryBytes(entry: InboxEntry): number {
+  return Buffer.byteLength(entry.url) + Buffer.byteLength(entry.queue) + Buffer.byteLength(entry.data) + 64;
 }
 
 /** Inbox p's entry [id, [field, value, ...]], checked right after reading. */

@@ -36,15 +36,23 @@ local function ss_fq_ready(keys, args)
   return out
 end
 
--- Leases up to n of the queue's due entries (due order, then id) until until_ms; its delay begins.
+-- Most bytes of URLs and data one take replies (CALL_BYTES_MAX in call-parts.ts): a call holds
+-- its master while it runs, and one that outlasts cluster-node-timeout gets its master failed
+-- over. A take stops there, with at least one entry; the rest wait for the next take.
+local TAKE_BYTES_MAX = 4194304
+
+-- Leases up to n of the queue's due entries (due order, then id) until until_ms, while the reply
+-- (out, out.bytes so far) is under TAKE_BYTES_MAX; its delay begins.
 local function take_queue(F, key, q, n, now, until_ms, owner, out)
   local upper = digits(now + 1, DUE_DIGITS)
   for _, member in ipairs(members(F.w, key, n, upper)) do
+    if #out > 0 and out.bytes >= TAKE_BYTES_MAX then break end
     local id = member_id(member)
     local e = entry_get(F, id)
     lease(F, id, e, until_ms, owner)
     entry_put(F, id, e)
     out[#out + 1] = {id, e.u, key, e.e, e.a, until_ms, e.d or ''}
+    out.bytes = out.bytes + #e.u + #(e.d or '') + 64
   end
   q.t = now
   queue_put(F, key, q)
@@ -63,8 +71,9 @@ local function ss_fq_take(keys, args)
   F, now = fbegin(keys, args)
   local until_ms = now + tonumber(args[6])
   local owner = args[7] ~= '' and args[7] or nil
-  local out = {}
+  local out = {bytes = 0}
   for i = 8, #args, 2 do
+    if out.bytes >= TAKE_BYTES_MAX then break end
     local key = args[i]
     local q = queue_get(F, key)
     local at = q and ready_at(F, key, q)
@@ -73,6 +82,7 @@ local function ss_fq_take(keys, args)
       take_queue(F, key, q, n, now, until_ms, owner, out)
     end
   end
+  out.bytes = nil
   keep_answer(F.answer, cjson.encode(out), tonumber(args[4]))
   return out
 end
