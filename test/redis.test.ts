@@ -202,7 +202,8 @@ describe('redis backend', { skip: missing }, () => {
         const keys = cluster.cli(port, '--scan', '--pattern', `{${prefix}/spread/*`).split('\n').filter(Boolean);
         assert.ok(keys.length >= 3, `master ${port} holds ${keys.length} of the epoch's keys`);
       }
-      const probes = sharedUrls('crawl-sitelist-15k.txt').filter((url) => !new Set(inserted).has(url));
+      const insertedSet = new Set(inserted);
+      const probes = sharedUrls('crawl-sitelist-15k.txt').filter((url) => !insertedSet.has(url));
       const falsePositives = (await scope.has(probes)).filter(Boolean).length;
       assert.ok(falsePositives < probes.length * 0.02, `${falsePositives} false positives of ${probes.length} at a 1 % promise`);
     } finally {
