@@ -109,6 +109,31 @@ function killAfter(argv: string[], delayMs: number, input?: string, env: NodeJS.
   });
 }
 
+/**
+ * How long a writer child takes, on this machine, from its spawn to its first acknowledged batch:
+ * the random kills' window grows by twice that, so that a slow machine still sees kills after
+ * acknowledgements (a window tuned where the first ack came at ~150 ms killed every writer before
+ * its first ack on a machine four times slower).
+ */
+async function firstAckMs(file: string, batch: number): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'soak-first-ack-'));
+  try {
+    return await new Promise((done) => {
+      const started = performance.now();
+      const child = spawn(process.execPath, [CRASH_CHILD, dir, 'soak', file, String(batch), 'none', 'none'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      let acked: number | undefined;
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        if (acked !== undefined || !chunk.includes('ack ')) return;
+        acked = performance.now() - started;
+        child.kill('SIGKILL');
+      });
+      child.on('close', () => done(acked ?? performance.now() - started));
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function check(dir: string, what: string, expectSeen: string[], scope: string): Promise<void> {
   let store: SeenStore;
   try {
@@ -141,12 +166,13 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
   await source.close();
   const pruning = await pruneTemplate();
   const batch = 1000;
+  const window = 700 + 2 * (await firstAckMs(file, batch));
   const killedBy: Record<string, number> = {};
   let acked = 0;
   for (let trial = 0; trial < TRIALS; trial++) {
     const dir = mkdtempSync(join(tmpdir(), 'soak-kill-'));
     const workload = ['checkpoint-each', 'end', 'rotate', 'import', 'prune', 'counting'][trial % 6]!;
-    const delay = 30 + Math.floor(Math.random() * 700);
+    const delay = 30 + Math.floor(Math.random() * window);
     if (workload === 'prune') {
       if (await prunedAtRandom(pruning, dir, trial)) killedBy[workload] = (killedBy[workload] ?? 0) + 1;
     } else if (workload === 'import') {
