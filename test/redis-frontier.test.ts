@@ -10,7 +10,7 @@ import { QUEUE_PARTITIONS, queuePartitionOf } from '../src/store/redis/queue-par
 import { runCli } from './helpers/cli.js';
 import { ROOT, sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
-import { failOver } from './helpers/redis-failover.js';
+import { failOver, replicaOf } from './helpers/redis-failover.js';
 import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
 import { runChild, type ChildOut } from './helpers/child-run.js';
 import { tempDir } from './helpers/tmp.js';
@@ -330,6 +330,39 @@ describe('redis frontier', { skip: missing }, () => {
       assert.deepEqual(taken.map((entry) => entry.url), some);
       assert.ok(taken.every((entry) => (entry.data as { url: string }).url === entry.url && (entry.data as { pad: string }).pad.length === 61_000));
       assert.equal(await scope.frontier().done(taken.map((entry) => entry.id)), some.length);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('the move deletes URLs from the inbox only once a replica of their queue\'s master has them', async () => {
+    const location = cluster.location();
+    const store = await SeenStore.open(location, quiet);
+    const some = urls.slice(17_100, 17_110);
+    const hash = await XxHash.load();
+    const home = queuePartitionOf(hash, '', QUEUE_PARTITIONS, new Uint32Array(2));
+    const replica = replicaOf(cluster, `{${prefixOf(location)}/v/q${home}}:ent`);
+    const inboxLength = (): number => Number(redis('XLEN', `{${prefixOf(location)}/v/0}:in`));
+    try {
+      const scope = await noDelay(store, 'v', EXACT, 'none');
+      assert.deepEqual(await scope.enqueue(some), some.map(() => true));
+      assert.equal(inboxLength(), some.length);
+      // The replica stops: no WAIT is answered. The move admits the URLs (a take hands them out)
+      // but leaves them in the inbox, which the replica has.
+      replica.process.kill('SIGSTOP');
+      let first: LeasedUrl[];
+      try {
+        first = await scope.frontier().take(100, { leaseMs: 60_000, perQueue: 100 });
+        assert.equal(inboxLength(), some.length, 'deleted from the inbox before a replica had the admission');
+      } finally {
+        replica.process.kill('SIGCONT');
+      }
+      assert.deepEqual(first.map((entry) => entry.url), some);
+      // Once the replica confirms, the next move admits nothing twice and empties the inbox.
+      const deadline = Date.now() + 30_000;
+      while (inboxLength() > 0 && Date.now() < deadline) await scope.frontier().stats();
+      assert.equal(inboxLength(), 0);
+      assert.deepEqual(await scope.frontier().stats(), { pending: 0, leased: some.length, done: 0, queues: 1 });
     } finally {
       await store.close();
     }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStore } from '../../src/index.js';
 import { ROOT } from './data.js';
-import type { RedisCluster } from './redis-cluster.js';
+import type { RedisCluster, RedisNode } from './redis-cluster.js';
 
 const WRITER = join(ROOT, 'dist', 'test', 'helpers', 'redis-writer.js');
 
@@ -62,20 +62,33 @@ function exited(child: ChildProcess): Promise<number | null> {
  * would (it rejoins as a replica).
  */
 export async function failOver(cluster: RedisCluster, key: string): Promise<void> {
-  const anyPort = cluster.masters()[0]!;
-  const slot = Number(cluster.cli(anyPort, 'CLUSTER', 'KEYSLOT', key));
-  const nodes = cluster.cli(anyPort, 'CLUSTER', 'NODES').split('\n');
-  const owner = cluster.nodes.find((node) => {
-    const line = nodes.find((l) => l.includes(`:${node.port}@`) && / master|,master/.test(l));
-    return line !== undefined && line.split(' ').slice(8).some((range) => {
-      const [from, to] = range.split('-').map(Number);
-      return slot >= from! && slot <= (to ?? from)!;
-    });
-  })!;
+  const owner = masterOf(cluster, key);
   await cluster.kill(owner);
   const survivor = cluster.nodes.find((node) => node !== owner)!;
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline && !cluster.cli(survivor.port, 'CLUSTER', 'INFO').includes('cluster_state:fail')) await sleep(50);
   while (Date.now() < deadline && !cluster.cli(survivor.port, 'CLUSTER', 'INFO').includes('cluster_state:ok')) await sleep(50);
   await cluster.restart(owner);
+}
+
+/** The node that is master of `key`'s slot now. */
+export function masterOf(cluster: RedisCluster, key: string): RedisNode {
+  const anyPort = cluster.masters()[0]!;
+  const slot = Number(cluster.cli(anyPort, 'CLUSTER', 'KEYSLOT', key));
+  const nodes = cluster.cli(anyPort, 'CLUSTER', 'NODES').split('\n');
+  return cluster.nodes.find((node) => {
+    const line = nodes.find((l) => l.includes(`:${node.port}@`) && / master|,master/.test(l));
+    return line !== undefined && line.split(' ').slice(8).some((range) => {
+      const [from, to] = range.split('-').map(Number);
+      return slot >= from! && slot <= (to ?? from)!;
+    });
+  })!;
+}
+
+/** A replica of the master of `key`'s slot. */
+export function replicaOf(cluster: RedisCluster, key: string): RedisNode {
+  const master = masterOf(cluster, key);
+  const nodes = cluster.cli(master.port, 'CLUSTER', 'NODES').split('\n');
+  const masterId = nodes.find((l) => l.includes(`:${master.port}@`))!.split(' ')[0]!;
+  return cluster.nodes.find((node) => nodes.some((l) => l.includes(`:${node.port}@`) && l.split(' ')[3] === masterId))!;
 }

@@ -94,6 +94,21 @@ export class RedisContext {
     }
   }
 
+  /**
+   * Whether the writes made so far through this connection to `key`'s master are on one of its
+   * replicas: true where it has none (nothing to wait for) or waitReplicas already waited; false
+   * when no replica confirmed within a `WAIT` timeout, or the node is no master. For a step that
+   * deletes what it copied to that master (the frontier's move), even without waitReplicas: the
+   * copy must not be less safe than the original was.
+   */
+  async onAReplica(key: string, doing: string): Promise<boolean> {
+    if (this.waitReplicas > 0) return true;
+    const role = list(await this.call(key, ['ROLE'], doing));
+    if (text(role[0]) !== 'master') return false;
+    if (list(role[2]).length === 0) return true;
+    return Number(await this.call(key, ['WAIT', '1', String(this.deadlines.waitTimeoutMs)], doing)) >= 1;
+  }
+
   /** One attempt's time: an attempt, never past the call's deadline. */
   #attemptMs(deadlineAtMs: number): number {
     return Math.max(1, Math.min(this.deadlines.attemptMs, deadlineAtMs - Date.now()));

@@ -324,7 +324,14 @@ export class RedisFrontier implements Frontier {
       if (s.rev === '0') s = this.#parseSettings(pairs(await configureFrontier(this.#ctx, this.#ctx.keys.frontier(this.#scope), QUEUE_PARTITIONS, [], this.#doing('creating'))));
       this.#layoutChecked = true;
     }
-    await drainInboxes(this.#ctx, this.#scope, inboxes, (queue) => this.#route(queue, s), (i, entries) => admitEntries(this.#ctx, this.#keys(i), s, entries, this.#doing('queuing new URLs of')));
+    await drainInboxes(
+      this.#ctx,
+      this.#scope,
+      inboxes,
+      (queue) => this.#route(queue, s),
+      (i, entries) => admitEntries(this.#ctx, this.#keys(i), s, entries, this.#doing('queuing new URLs of')),
+      (i) => this.#ctx.onAReplica(this.#keys(i).state[0]!, this.#doing('queuing new URLs of')),
+    );
     return s;
   }
 

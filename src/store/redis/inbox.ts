@@ -52,10 +52,12 @@ export function oldFrontierError(scope: string): SeenStoreError {
  * Moves every entry of the scope's `inboxes` inboxes into its queue's partition, a page of each
  * inbox at a time: the entries are grouped by `route(queue key)` and handed to `admit` (each
  * partition admits an entry once, by the inbox id it last admitted from that inbox), then deleted
- * from their inboxes. Movers may race and crash anywhere: an entry is admitted exactly once, and
- * leaves its inbox only after it was. The URLs of one add, spread over inboxes whose masters
- * stamped them a millisecond apart, are all due at the earliest of their times and keep their
- * order in the add.
+ * from their inboxes once `replicated(partition)` says a replica of the partition's master has
+ * them. Movers may race and crash anywhere: an entry is admitted exactly once, and leaves its
+ * inbox only after it was. Entries whose admission no replica confirmed stay in their inbox (the
+ * next move admits nothing twice), and the move stops there. The URLs of one add, spread over
+ * inboxes whose masters stamped them a millisecond apart, are all due at the earliest of their
+ * times and keep their order in the add.
  */
 export async function drainInboxes(
   ctx: RedisContext,
@@ -63,6 +65,7 @@ export async function drainInboxes(
   inboxes: number,
   route: (queue: string) => number,
   admit: (partition: number, entries: readonly InboxEntry[]) => Promise<unknown>,
+  replicated: (partition: number) => Promise<boolean>,
 ): Promise<void> {
   const keys = Array.from({ length: inboxes }, (_, p) => ctx.keys.inbox(scope, p));
   for (let full = true; full; ) {
@@ -78,13 +81,18 @@ export async function drainInboxes(
       byPartition.set(i, [...(byPartition.get(i) ?? []), { ...entry, dueMs: batchDueMs.get(entry.batch)! }]);
     }
     // Each partition's entries in inbox order, in calls of bounded size (call-parts.ts).
+    // Inbox entries (`source id`) whose admission no replica confirmed: they stay in their inbox.
+    const unconfirmed = new Set<string>();
     await Promise.all(
       [...byPartition].map(async ([i, entries]) => {
         for (const { from, to } of callParts(entries.length, (n) => entryBytes(entries[n]!), INBOX_PAGE_ENTRIES)) await admit(i, entries.slice(from, to));
+        if (!(await replicated(i))) for (const entry of entries) unconfirmed.add(`${entry.source} ${entry.id}`);
       }),
     );
     faultPoint('frontier:inbox-admitted');
-    await Promise.all(read.map((entries, p) => (entries.length === 0 ? undefined : ctx.call(keys[p]!, ['XDEL', keys[p]!, ...entries.map((entry) => entry.id)], `moving the inbox of ${scope}'s frontier`))));
+    const moved = read.map((entries) => entries.filter((entry) => !unconfirmed.has(`${entry.source} ${entry.id}`)));
+    await Promise.all(moved.map((entries, p) => (entries.length === 0 ? undefined : ctx.call(keys[p]!, ['XDEL', keys[p]!, ...entries.map((entry) => entry.id)], `moving the inbox of ${scope}'s frontier`))));
+    if (unconfirmed.size > 0) return;
   }
 }
 
