@@ -38,6 +38,7 @@ import type { SoakContext } from './context.js';
 import { checkpointers } from './checkpointers.js';
 import { badInputCorpus } from './corpus.js';
 import { damagedStores } from './damage.js';
+import { firstAckMs, killAfter } from './kills.js';
 import { manyProcesses } from './many-processes.js';
 import { openerRace } from './opener-race.js';
 import { allSharedUrls } from '../test/helpers/data.js';
@@ -89,51 +90,6 @@ const fail = (message: string): void => {
   process.stderr.write(`soak: FAILURE ${message}\n`);
 };
 
-/** Runs `argv` and SIGKILLs it after `delayMs` (if still running); resolves with its stdout. */
-function killAfter(argv: string[], delayMs: number, input?: string, env: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; killed: boolean; code: number | null; stderr: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, argv, { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    if (input !== undefined) {
-      child.stdin!.on('error', () => undefined);
-      child.stdin!.end(input);
-    }
-    const timer = setTimeout(() => child.kill('SIGKILL'), delayMs);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      done({ stdout, stderr, killed: signal === 'SIGKILL', code });
-    });
-  });
-}
-
-/**
- * How long a writer child takes, on this machine, from its spawn to its first acknowledged batch:
- * the random kills' window grows by twice that, so that a slow machine still sees kills after
- * acknowledgements (a window tuned where the first ack came at ~150 ms killed every writer before
- * its first ack on a machine four times slower).
- */
-async function firstAckMs(file: string, batch: number): Promise<number> {
-  const dir = mkdtempSync(join(tmpdir(), 'soak-first-ack-'));
-  try {
-    return await new Promise((done) => {
-      const started = performance.now();
-      const child = spawn(process.execPath, [CRASH_CHILD, dir, 'soak', file, String(batch), 'none', 'none'], { stdio: ['ignore', 'pipe', 'ignore'] });
-      let acked: number | undefined;
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-        if (acked !== undefined || !chunk.includes('ack ')) return;
-        acked = performance.now() - started;
-        child.kill('SIGKILL');
-      });
-      child.on('close', () => done(acked ?? performance.now() - started));
-    });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 async function check(dir: string, what: string, expectSeen: string[], scope: string): Promise<void> {
   let store: SeenStore;
   try {
@@ -166,7 +122,7 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
   await source.close();
   const pruning = await pruneTemplate();
   const batch = 1000;
-  const window = 700 + 2 * (await firstAckMs(file, batch));
+  const window = 700 + 2 * (await firstAckMs(CRASH_CHILD, file, batch));
   const killedBy: Record<string, number> = {};
   let acked = 0;
   for (let trial = 0; trial < TRIALS; trial++) {
