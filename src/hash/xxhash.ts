@@ -106,9 +106,8 @@ export class XxHash {
 
   /**
    * UTF-8-encodes keys from `start` into the kernel's memory, as many as fit in one round, and
-   * hashes them; returns how many. The round's keys are joined and written by one native call (one
-   * string per round, none per key); key boundaries come from the UTF-16 lengths when the round is
-   * ASCII, else from a walk over the written bytes.
+   * hashes them; returns how many. Each key is written where the last ended (encodeKeys): no
+   * string is made.
    */
   #hashStrings(keys: readonly string[], start: number, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): number {
     if (this.#offsets.length < Math.min(keys.length - start, ROUND_KEYS_MAX) + 1) this.#offsets = new Uint32Array(Math.min(keys.length - start, ROUND_KEYS_MAX) + 1);
@@ -198,65 +197,25 @@ export class XxHash {
 
 /**
  * UTF-8-encodes keys start..start+count back to back at the start of `target` (room for 3 bytes
- * per UTF-16 unit) by one native write of the joined keys, and writes their boundaries to
- * offsets[0..count]: from the UTF-16 lengths when all is ASCII, else from a walk over the bytes.
- * Returns the bytes written. A key with a lone surrogate is refused (INVALID_URL).
+ * per UTF-16 unit), one native write per key, and writes their boundaries to offsets[0..count].
+ * Returns the bytes written. A key with a lone surrogate (which Buffer#write encodes as U+FFFD,
+ * so its bytes outnumber its UTF-16 units) is refused (INVALID_URL).
+ *
+ * Not one write of the joined keys: the joined string of a 10,000-URL batch (~600 KB) is a large
+ * object V8 maps afresh for each batch, and where a first touch of a page costs 12-16 us (stop
+ * 40's machine) that cost 400 ns per URL against 87 per key (docs/benchmarks.md).
  */
 function encodeKeys(keys: readonly string[], start: number, count: number, target: Buffer, offsets: Uint32Array): number {
-  const joined = start === 0 && count === keys.length ? keys.join('') : keys.slice(start, start + count).join('');
-  const written = target.write(joined, 0, 'utf8');
   let end = 0;
-  if (written === joined.length) {
-    for (let i = 0; i < count; i++) {
-      offsets[i] = end;
-      end += keys[start + i]!.length;
-    }
-  } else {
-    end = utf8Boundaries(keys, start, count, target, offsets);
-    checkEncodedKeys(keys, start, count, target, offsets, end);
+  for (let i = 0; i < count; i++) {
+    const key = keys[start + i]!;
+    offsets[i] = end;
+    const written = target.write(key, end, 'utf8');
+    if (written !== key.length && !key.isWellFormed()) throw illFormedKey(key);
+    end += written;
   }
   offsets[count] = end;
   return end;
-}
-
-/**
- * Key boundaries in the UTF-8 `bytes` of keys start..start+count written back to back: each key
- * spans its UTF-16 length (a lead byte of 1-3 bytes encodes one UTF-16 unit, of 4 bytes a surrogate
- * pair). Writes offsets[0..count-1]; returns the end of the last key. A key ending in the first
- * half of a pair whose second half starts the next key is refused (INVALID_URL).
- */
-export function utf8Boundaries(keys: readonly string[], start: number, count: number, bytes: Uint8Array, offsets: Uint32Array): number {
-  let position = 0;
-  for (let i = 0; i < count; i++) {
-    offsets[i] = position;
-    for (let units = keys[start + i]!.length; units > 0; ) {
-      const lead = bytes[position]!;
-      if (lead < 0x80) position += 1;
-      else if (lead >= 0xf0) {
-        // A pair split across two keys joins up in the joined batch: two lone halves, refused.
-        if (units === 1) throw illFormedKey(keys[start + i]!);
-        position += 4;
-        units--;
-      } else position += lead >= 0xe0 ? 3 : 2;
-      units--;
-    }
-  }
-  return position;
-}
-
-/**
- * Refuses a key with a lone surrogate, which Buffer#write encodes as U+FFFD (EF BF BD): only keys
- * whose UTF-8 holds that sequence are checked, so a batch pays nothing unless one does.
- */
-function checkEncodedKeys(keys: readonly string[], start: number, count: number, bytes: Uint8Array, offsets: Uint32Array, end: number): void {
-  const written = bytes.subarray(0, end);
-  let i = 0;
-  for (let at = written.indexOf(0xef); at >= 0; at = written.indexOf(0xef, at + 1)) {
-    if (written[at + 1] !== 0xbf || written[at + 2] !== 0xbd) continue;
-    while (i + 1 < count && offsets[i + 1]! <= at) i++;
-    const key = keys[start + i]!;
-    if (!key.isWellFormed()) throw illFormedKey(key);
-  }
 }
 
 /** INVALID_URL for a key with a lone surrogate. */
