@@ -7,6 +7,13 @@
  */
 export const CALL_BYTES_MAX = 4 * 1024 * 1024;
 
+/** What an item of `texts` (its URL, queue key, data...) adds to a call's arguments, framing included. */
+export function itemBytes(...texts: string[]): number {
+  let bytes = 64;
+  for (const text of texts) bytes += Buffer.byteLength(text);
+  return bytes;
+}
+
 /**
  * Items 0..count - 1 in consecutive parts of at most `itemsMax` items and CALL_BYTES_MAX bytes
  * (`bytesOf(i)`: item i's); an item larger than that goes in a part of its own.

@@ -4,7 +4,7 @@ import { faultPoint } from '../faults.js';
 import { QUEUE_KEY_MODES, type QueueKeyMode } from '../../url/queue-key.js';
 import type { Reply } from './connection.js';
 import { freshId, list, pairs, text, type RedisContext } from './context.js';
-import { callParts } from './call-parts.js';
+import { callParts, itemBytes } from './call-parts.js';
 import { drainInboxes, oldFrontierError } from './inbox.js';
 import type { QueuePartitionKeys } from './keys.js';
 import { QUEUE_PARTITIONS, queuePartitionOf } from './queue-partition.js';
@@ -125,7 +125,7 @@ export class RedisFrontier implements Frontier {
       ids,
       s,
       (i, part) => this.#answered(i, (answer) => releaseIds(this.#ctx, this.#keys(i), answer, s, part.map(({ id }) => id), part.map(({ index }) => payloads[index]!), this.#doing('releasing URLs of'))),
-      (index) => Buffer.byteLength(payloads[index]!),
+      (index) => itemBytes(payloads[index]!),
     );
   }
 
@@ -179,8 +179,7 @@ export class RedisFrontier implements Frontier {
     await Promise.all([...moving].map(([i, urls]) => forgetUrls(this.#ctx, this.#keys(i), s, urls, this.#doing('moving URLs of'))));
     let waiting = 0;
     for (const [i, part] of byPartition) {
-      const bytesOf = (n: number): number => Buffer.byteLength(part[n]!.url) + Buffer.byteLength(part[n]!.queue) + Buffer.byteLength(part[n]!.data) + 32;
-      for (const { from, to } of callParts(part.length, bytesOf, ITEMS_PER_CALL)) {
+      for (const { from, to } of callParts(part.length, (n) => itemBytes(part[n]!.url, part[n]!.queue, part[n]!.data), ITEMS_PER_CALL)) {
         waiting += Number(await this.#answered(i, (answer) => scheduleUrls(this.#ctx, this.#keys(i), answer, s, part.slice(from, to), this.#doing('scheduling URLs of'))));
       }
     }

@@ -2,7 +2,7 @@ import { SeenStoreError } from '../../errors.js';
 import type { QueueItems } from '../backend.js';
 import { faultPoint } from '../faults.js';
 import { list, text, type RedisContext } from './context.js';
-import { callParts } from './call-parts.js';
+import { callParts, itemBytes } from './call-parts.js';
 import type { Reply } from './connection.js';
 import type { InboxEntry } from './queue-functions.js';
 
@@ -85,7 +85,7 @@ export async function drainInboxes(
     const unconfirmed = new Set<string>();
     await Promise.all(
       [...byPartition].map(async ([i, entries]) => {
-        for (const { from, to } of callParts(entries.length, (n) => entryBytes(entries[n]!), INBOX_PAGE_ENTRIES)) await admit(i, entries.slice(from, to));
+        for (const { from, to } of callParts(entries.length, (n) => itemBytes(entries[n]!.url, entries[n]!.queue, entries[n]!.data), INBOX_PAGE_ENTRIES)) await admit(i, entries.slice(from, to));
         if (!(await replicated(i))) for (const entry of entries) unconfirmed.add(`${entry.source} ${entry.id}`);
       }),
     );
@@ -94,11 +94,6 @@ export async function drainInboxes(
     await Promise.all(moved.map((entries, p) => (entries.length === 0 ? undefined : ctx.call(keys[p]!, ['XDEL', keys[p]!, ...entries.map((entry) => entry.id)], `moving the inbox of ${scope}'s frontier`))));
     if (unconfirmed.size > 0) return;
   }
-}
-
-/** The bytes an entry adds to an admission's arguments. */
-function entryBytes(entry: InboxEntry): number {
-  return Buffer.byteLength(entry.url) + Buffer.byteLength(entry.queue) + Buffer.byteLength(entry.data) + 64;
 }
 
 /** Inbox p's entry [id, [field, value, ...]], checked right after reading. */
