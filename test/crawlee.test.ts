@@ -7,11 +7,13 @@ import { describe, test } from 'node:test';
 import { ROOT } from './helpers/data.js';
 import { runKillable, type KillableRun } from './helpers/killable.js';
 import { redisMissing, startRedisCluster } from './helpers/redis-cluster.js';
+import { sized } from './helpers/scale.js';
 import { coverage, spawnSite } from './helpers/site.js';
 import { tempDir } from './helpers/tmp.js';
 
 const CHILD = join(ROOT, 'dist', 'test', 'helpers', 'crawlee-child.js');
-const PAGES = 600;
+/** The site's pages: 600 under `npm run test:full` (test/helpers/scale.ts). */
+const PAGES = sized(600, 300);
 const CONCURRENCY = 8;
 /** Requests the manager takes ahead of the crawler (its default). */
 const PREFETCH = 5;
@@ -39,7 +41,7 @@ describe('Crawlee on the seenstore frontier (a real CheerioCrawler, a local site
     const site = await spawnSite({ pages: PAGES });
     try {
       const store = tempDir();
-      const first = await crawl(store, site.url, 200);
+      const first = await crawl(store, site.url, PAGES / 3);
       assert.ok(!first.finished, 'the crawl finished before the kill');
       const resumed = await crawl(store, site.url);
       assert.ok(resumed.finished);

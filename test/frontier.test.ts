@@ -72,7 +72,9 @@ describe('frontier: kill -9 at every named point loses nothing acknowledged', ()
       const file = join(dir, 'urls.txt');
       writeFileSync(file, `${urls.join('\n')}\n`);
       assert.equal((await child([dir, file, '500', 'none', 'enqueue'])).lines.at(-1), 'finished');
-      const run = await child([dir, file, '300', point, point.includes('change') ? 'done' : 'take', '400']);
+      // Leases of 10 s: they must still be live when the stats below are read (a slow, loaded machine
+      // took more than 400 ms from the kill to the stats), and run out for the handle whose clock is ahead.
+      const run = await child([dir, file, '300', point, point.includes('change') ? 'done' : 'take', '10000']);
       assert.ok(run.killed, 'the child was not killed at the fault point');
       const store = await SeenStore.open(dir);
       try {
@@ -83,8 +85,8 @@ describe('frontier: kill -9 at every named point loses nothing acknowledged', ()
         const tookCommitted = point !== 'frontier:take-before-commit';
         assert.equal(stats.done, 0, `${JSON.stringify(stats)}: an uncommitted done took effect`);
         assert.equal(stats.leased, tookCommitted ? 300 : 0, `${JSON.stringify(stats)}: leases are not what was committed`);
-        // A second handle whose clock is past the dead taker's 400 ms leases: they have run out for it.
-        const later = await SeenStore.open(dir, { clock: () => Date.now() + 1_000 });
+        // A second handle whose clock is past the dead taker's 10 s leases: they have run out for it.
+        const later = await SeenStore.open(dir, { clock: () => Date.now() + 11_000 });
         let again;
         try {
           again = await later.scope('f').frontier().take(65_536, { leaseMs: 60_000, perQueue: 65_536 });

@@ -6,6 +6,7 @@ import { after, describe, test } from 'node:test';
 import { collectCli, runCli, spawnCli, type CliResult } from './helpers/cli.js';
 import { binomialUpper, largeUrls } from './helpers/data.js';
 import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
+import { sized } from './helpers/scale.js';
 import { tempDir } from './helpers/tmp.js';
 
 /**
@@ -17,15 +18,21 @@ import { tempDir } from './helpers/tmp.js';
  * not repeated, nor is the temporal p^2 check (the storage contract runs it on the cluster). Each test prints its figures as `# ...` lines (docs/redis.md, "Verified end to end").
  */
 const missing = redisMissing();
-const MILLION = 1_000_000;
+/** URLs the first test crawls: issue 19's million under `npm run test:full`, 200,000 in `npm test` (test/helpers/scale.ts). */
+const CRAWL = sized(1_000_000, 200_000);
+/** Never-added URLs the first test probes. */
+const NEVER = sized(200_000, 50_000);
+/** The URLs the two-machines test shares out, and the members of the epoch the export test moves. */
+const SHARED = sized(200_000, 80_000);
+const MOVED = sized(100_000, 30_000);
 
 const cluster = missing === undefined ? await startRedisCluster() : (undefined as unknown as RedisCluster);
 after(() => cluster?.stop());
-const large = missing === undefined ? largeUrls(MILLION + 200_000) : { urls: [], source: '' };
-/** The first million: what the crawls add. */
-const crawled = large.urls.slice(0, MILLION);
+const large = missing === undefined ? largeUrls(CRAWL + NEVER) : { urls: [], source: '' };
+/** What the crawls add. */
+const crawled = large.urls.slice(0, CRAWL);
 /** Real URLs never added anywhere in this file: every "seen" answer for one is a false positive. */
-const neverAdded = large.urls.slice(MILLION);
+const neverAdded = large.urls.slice(CRAWL);
 
 function lines(text: string): string[] {
   return text.split('\n').filter((line) => line.length > 0);
@@ -82,12 +89,12 @@ function note(message: string): void {
 }
 
 describe(`redis at scale: the CLI and the public API on a real cluster (${large.source || 'no data'})`, { skip: missing }, () => {
-  test('filter-new over a million real URLs prints each distinct URL once, in order, then nothing; false positives within the target', async () => {
+  test(`filter-new over ${CRAWL.toLocaleString('en-US')} real URLs prints each distinct URL once, in order, then nothing; false positives within the target`, async () => {
     const dir = tempDir('seenstore-rscale-');
     const input = writeUrls(join(dir, 'crawl.txt'), withRepeats(crawled));
     const distinct = [...new Set(input)];
     const store = cluster.location();
-    const args = ['--store', store, '--scope', 'million', '--json', 'filter-new', join(dir, 'crawl.txt')];
+    const args = ['--store', store, '--scope', 'crawl', '--json', 'filter-new', join(dir, 'crawl.txt')];
 
     const first = await timed(() => runCli(args));
     assert.equal(first.result.code, 0, first.result.stderr);
@@ -97,7 +104,7 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
     assert.ok(placesInInput(printed, input) !== undefined, 'the output is not input lines in input order');
     assert.deepEqual(summary(first.result), { read: input.length, new: printed.length, seen: input.length - printed.length, invalid: 0 });
 
-    const stats = JSON.parse((await runCli(['--store', store, '--scope', 'million', '--json', 'stats'])).stdout);
+    const stats = JSON.parse((await runCli(['--store', store, '--scope', 'crawl', '--json', 'stats'])).stdout);
     const epoch = stats.scopes[0].epochs[0];
     assert.equal(epoch.added, printed.length, 'the epoch counts what was printed');
     const falsePositives = distinct.length - printed.length;
@@ -110,7 +117,7 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
     assert.deepEqual(summary(second.result), { read: input.length, new: 0, seen: input.length, invalid: 0 });
 
     writeUrls(join(dir, 'never.txt'), neverAdded);
-    const probed = await runCli(['--store', store, '--scope', 'million', '--json', 'has', '--count', join(dir, 'never.txt')]);
+    const probed = await runCli(['--store', store, '--scope', 'crawl', '--json', 'has', '--count', join(dir, 'never.txt')]);
     assert.equal(probed.code, 0, probed.stderr);
     const { seen } = JSON.parse(probed.stdout) as { seen: number };
     assert.ok(seen <= binomialUpper(neverAdded.length, fprTarget), `${seen} of ${neverAdded.length} never-added URLs answered seen (target ${fprTarget})`);
@@ -141,7 +148,7 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
   test('two machines\' worth of CLI processes on overlapping slices: no URL printed twice, every URL printed but the false positives', async () => {
     const dir = tempDir('seenstore-rscale-');
     const store = cluster.location();
-    const shared = crawled.slice(0, 200_000);
+    const shared = crawled.slice(0, SHARED);
     // Process p takes a window of half the URLs starting at p quarters: every URL is offered by two
     // processes, the odd ones in reverse order.
     const quarter = shared.length / 4;
@@ -182,12 +189,12 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
   test('an epoch moves Redis -> LMDB -> Redis through export and import and answers identically', async () => {
     const dir = tempDir('seenstore-rscale-');
     const [redisFrom, lmdb, redisTo] = [cluster.location(), join(dir, 'lmdb-store'), cluster.location()];
-    const members = crawled.slice(300_000, 400_000);
+    const members = crawled.slice(-MOVED);
     // A filter at its capacity (about 1 % false positives), so that the answers compared include false positives.
-    const added = await runCli(['--store', redisFrom, '--scope', 'move', 'add', '--capacity', '100000', '--fpr', '0.01'], `${members.join('\n')}\n`);
+    const added = await runCli(['--store', redisFrom, '--scope', 'move', 'add', '--capacity', String(MOVED), '--fpr', '0.01'], `${members.join('\n')}\n`);
     assert.equal(added.code, 0, added.stderr);
     const probeFile = join(dir, 'probes.txt');
-    writeUrls(probeFile, [...members, ...neverAdded.slice(0, 100_000)]);
+    writeUrls(probeFile, [...members, ...neverAdded.slice(0, MOVED)]);
     const answers = async (store: string): Promise<string[]> => {
       const has = await runCli(['--store', store, '--scope', 'move', 'has', '--epochs', '1', probeFile]);
       assert.equal(has.code, 0, has.stderr);
@@ -205,7 +212,7 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
     const original = await answers(redisFrom);
     const falsePositives = original.length - members.length;
     assert.deepEqual(original.slice(0, members.length), members, 'a member is missing on Redis');
-    assert.ok(falsePositives >= 100 && falsePositives <= binomialUpper(100_000, 0.01), `${falsePositives} false positives of 100,000`);
+    assert.ok(falsePositives >= MOVED / 1_000 && falsePositives <= binomialUpper(MOVED, 0.01), `${falsePositives} false positives of ${MOVED}`);
     const { seconds } = await timed(async () => {
       await step(redisFrom, lmdb, 'from-redis.ssx', false);
       assert.deepEqual(await answers(lmdb), original, 'LMDB answers differently');
@@ -218,9 +225,9 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
     // is one the epoch answered unseen above (a URL never added is a false positive of this full
     // filter about 1 % of the time: it would be answered seen, rightly).
     const answeredSeen = new Set(original);
-    const fresh = neverAdded.slice(0, 100_000).find((url) => !answeredSeen.has(url))!;
+    const fresh = neverAdded.slice(0, MOVED).find((url) => !answeredSeen.has(url))!;
     const resumed = await runCli(['--store', redisTo, '--scope', 'move', 'filter-new'], `${members.slice(0, 10_000).join('\n')}\n${fresh}\n`);
     assert.equal(resumed.stdout, `${fresh}\n`);
-    note(`export/import: 100,000 members and 100,000 never-added URLs answer identically on Redis, LMDB and Redis again (${falsePositives} false positives each); the round trip took ${seconds.toFixed(1)} s`);
+    note(`export/import: ${MOVED} members and ${MOVED} never-added URLs answer identically on Redis, LMDB and Redis again (${falsePositives} false positives each); the round trip took ${seconds.toFixed(1)} s`);
   });
 });

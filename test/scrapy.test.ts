@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import { ROOT } from './helpers/data.js';
 import { runKillable, type KillableRun } from './helpers/killable.js';
 import { startServer } from './helpers/server.js';
+import { sized } from './helpers/scale.js';
 import { coverage, spawnSite } from './helpers/site.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -14,7 +15,8 @@ const NEEDS_SCRAPY: string | false =
   spawnSync(SYSTEM_PYTHON, ['-c', 'import scrapy, redis, venv, setuptools']).status === 0
     ? false
     : 'needs Debian python3-scrapy, python3-redis, python3-venv and python3-setuptools (CI installs them)';
-const PAGES = 600;
+/** The site's pages: 600 under `npm run test:full` (test/helpers/scale.ts). */
+const PAGES = sized(600, 300);
 
 /**
  * The integration installed as its README says: `pip install ./integrations/scrapy` into a venv
@@ -24,7 +26,17 @@ const PAGES = 600;
  * installed package. Returns the venv's python and the spider's path.
  */
 function installed(): { python: string; spider: string } {
-  const dir = tempDir('seenstore-scrapy-venv-');
+  install ??= installOnce();
+  return install;
+}
+
+/** The one install both tests use: a venv and a pip install each time cost seconds of CPU. */
+let install: { python: string; spider: string } | undefined;
+/** Where it goes: made at the file's top level, so that it outlives the test that installs first. */
+const INSTALL_DIR = tempDir('seenstore-scrapy-venv-');
+
+function installOnce(): { python: string; spider: string } {
+  const dir = INSTALL_DIR;
   const source = join(dir, 'scrapy');
   cpSync(join(ROOT, 'integrations', 'scrapy'), source, { recursive: true });
   execFileSync(SYSTEM_PYTHON, ['-m', 'venv', '--system-site-packages', join(dir, 'venv')]);
@@ -55,7 +67,7 @@ describe('Scrapy on the seenstore frontier (Debian Scrapy, redis-py, seenstore s
     const server = await startServer(join(tempDir(), 'store'));
     try {
       const url = `redis://127.0.0.1:${server.port}`;
-      const first = await spider(python, site.url, url, 200);
+      const first = await spider(python, site.url, url, PAGES / 3);
       assert.ok(!first.finished, 'the crawl finished before the kill');
       // In flight at the kill: pages the site served that the frontier had not been told are done
       // (downloading, or downloaded and waiting in Scrapy's scraper queue to be parsed).
