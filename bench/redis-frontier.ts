@@ -4,7 +4,10 @@
  * are empty once moved), waiting and leased, with and without a small payload, and enqueue
  * (add, inbox and the move into the queues) and take rates (per-host queues, no delay, 1,000 per
  * take and at most 1,000 of a queue), on a local cluster of 3 masters without replicas
- * (appendonly yes, appendfsync always), in one process.
+ * (appendonly yes, appendfsync always), in one process; then the real lists' enqueue and take
+ * again on a cluster of 3 masters with a replica each, where the move from the inboxes waits for a
+ * replica to hold what it queued before it deletes the inbox entries (WAIT 1: docs/redis.md,
+ * "Durability").
  *   npm run build && tsc -p bench/tsconfig.json && node dist/bench/redis-frontier.js
  * The URLs: the shared lists (../shared/data, about 50k real crawl URLs) and 100k generated
  * crawl-like ones (the real lists hold fewer than 100k).
@@ -84,16 +87,23 @@ const missing = redisMissing();
 if (missing !== undefined) {
   console.log(`redis frontier bench skipped: ${missing}`);
 } else {
-  const cluster = await startRedisCluster({ masters: 3, replicas: 0 });
+  const real = [...sharedUrls('crawl-sitelist-15k.txt'), ...sharedUrls('crawl-benign-35k.txt')];
+  const distinct = [...new Set(real)];
+  const name = HAVE_SHARED_DATA ? 'shared lists (real)' : 'shared lists (generated stand-ins)';
+  const bare = await startRedisCluster({ masters: 3, replicas: 0 });
   try {
-    const real = [...sharedUrls('crawl-sitelist-15k.txt'), ...sharedUrls('crawl-benign-35k.txt')];
-    const distinct = [...new Set(real)];
-    const name = HAVE_SHARED_DATA ? 'shared lists (real)' : 'shared lists (generated stand-ins)';
-    await baseline(cluster, name, distinct);
-    await measure(cluster, name, distinct, false);
-    await measure(cluster, name, distinct, true);
-    await measure(cluster, 'generated', generatedUrls(100_000, 7), false);
+    await baseline(bare, name, distinct);
+    await measure(bare, name, distinct, false);
+    await measure(bare, name, distinct, true);
+    await measure(bare, 'generated', generatedUrls(100_000, 7), false);
   } finally {
-    await cluster.stop();
+    await bare.stop();
+  }
+  const replicated = await startRedisCluster({ masters: 3, replicas: 1 });
+  try {
+    await baseline(replicated, `${name}, a replica per master`, distinct);
+    await measure(replicated, `${name}, a replica per master`, distinct, false);
+  } finally {
+    await replicated.stop();
   }
 }
