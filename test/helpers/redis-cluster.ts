@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ask } from './resp.js';
 
 /** One redis-server the harness started: its port, pid and directory. */
 export interface RedisNode {
@@ -145,7 +146,7 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
       node.process = launch(node);
       nodes.push(node);
       const gone = (): boolean => node.process.exitCode !== null || node.process.signalCode !== null;
-      await waitFor(() => gone() || ping(cli, node.port), `redis-server on port ${node.port}`);
+      await waitFor(async () => gone() || (await answers(node.port)), `redis-server on port ${node.port}`);
       if (!gone()) return node;
       nodes.pop();
       if (attempt === 5) throw new Error(`redis-server exited at start 5 times (last on port ${port})`);
@@ -154,9 +155,10 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
   for (let i = 0; i < masterCount * (1 + replicaCount); i++) await startNode();
   if (clusterMode) {
     cli(nodes[0]!.port, '--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', String(replicaCount), '--cluster-yes');
-    for (const node of nodes) await waitFor(() => cli(node.port, 'CLUSTER', 'INFO').includes('cluster_state:ok'), `cluster_state:ok on ${node.port}`);
+    for (const node of nodes) await waitFor(async () => String(await ask(node.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'), `cluster_state:ok on ${node.port}`);
     // Replicas must have synced before a test counts on them.
-    await waitFor(() => nodes.every((node) => !cli(node.port, 'INFO', 'replication').includes('master_link_status:down')), 'replicas in sync');
+    const inSync = async (node: RedisNode): Promise<boolean> => !String(await ask(node.port, 'INFO', 'replication')).includes('master_link_status:down');
+    await waitFor(async () => (await Promise.all(nodes.map(inSync))).every(Boolean), 'replicas in sync');
   }
   const run = `${process.pid}-${Date.now().toString(36)}`;
   return {
@@ -169,7 +171,7 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
     },
     restart: async (node) => {
       node.process = launch(node);
-      await waitFor(() => ping(cli, node.port), `redis-server on port ${node.port}`);
+      await waitFor(() => answers(node.port), `redis-server on port ${node.port}`);
     },
     masters: () => {
       const live = nodes.find((node) => node.process.exitCode === null && node.process.signalCode === null)!;
@@ -183,19 +185,21 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
   };
 }
 
-function ping(cli: (port: number, ...args: string[]) => string, port: number): boolean {
+/** Whether the node on `port` answers PING (over RESP: a poll spawns no redis-cli). */
+async function answers(port: number): Promise<boolean> {
   try {
-    return cli(port, 'PING') === 'PONG';
+    return (await ask(port, 'PING')) === 'PONG';
   } catch {
     return false;
   }
 }
 
-async function waitFor(ok: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
+/** Polls `ok` every 50 ms until it holds; a poll that throws counts as not yet. */
+async function waitFor(ok: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!ok()) {
+  while (!(await Promise.resolve().then(ok).catch(() => false))) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
+    await sleep(50);
   }
 }
 

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { after } from 'node:test';
 import { spawnCli } from './cli.js';
+import { encodeCommand, parseReply } from './resp.js';
 
 /** Why the tests that need redis-cli / redis-py skip, or false when the tool is there. */
 export const NEEDS_REDIS_CLI: string | false = spawnSync('redis-cli', ['--version']).status === 0 ? false : 'redis-cli is not installed (apt-get install redis-tools; CI installs it)';
@@ -131,63 +132,5 @@ export class RawClient {
 
   #wake(): void {
     for (const wake of this.#waiters.splice(0)) wake();
-  }
-}
-
-export function encodeCommand(args: readonly (string | Buffer)[]): Buffer {
-  const parts: Buffer[] = [Buffer.from(`*${args.length}\r\n`)];
-  for (const arg of args) {
-    const bytes = typeof arg === 'string' ? Buffer.from(arg) : arg;
-    parts.push(Buffer.from(`$${bytes.length}\r\n`), bytes, Buffer.from('\r\n'));
-  }
-  return Buffer.concat(parts);
-}
-
-/** One RESP2/RESP3 reply at `at`, or undefined when incomplete. Maps become Map objects. */
-export function parseReply(buf: Buffer, at: number): { value: unknown; end: number } | undefined {
-  const lineEnd = buf.indexOf('\r\n', at);
-  if (lineEnd === -1) return undefined;
-  const type = String.fromCharCode(buf[at]!);
-  const line = buf.toString('utf8', at + 1, lineEnd);
-  const next = lineEnd + 2;
-  switch (type) {
-    case '+':
-      return { value: line, end: next };
-    case '-':
-      return { value: new Error(line), end: next };
-    case ':':
-      return { value: Number(line), end: next };
-    case ',':
-      return { value: Number(line), end: next };
-    case '#':
-      return { value: line === 't', end: next };
-    case '_':
-      return { value: null, end: next };
-    case '$':
-    case '=': {
-      const length = Number(line);
-      if (length < 0) return { value: null, end: next };
-      if (buf.length < next + length + 2) return undefined;
-      return { value: buf.toString('utf8', next, next + length), end: next + length + 2 };
-    }
-    case '*':
-    case '%': {
-      const count = Number(line);
-      if (count < 0) return { value: null, end: next };
-      const items: unknown[] = [];
-      let end = next;
-      for (let i = 0; i < (type === '%' ? 2 * count : count); i++) {
-        const item = parseReply(buf, end);
-        if (item === undefined) return undefined;
-        items.push(item.value);
-        end = item.end;
-      }
-      if (type === '*') return { value: items, end };
-      const map = new Map<unknown, unknown>();
-      for (let i = 0; i < items.length; i += 2) map.set(items[i], items[i + 1]);
-      return { value: map, end };
-    }
-    default:
-      throw new Error(`unexpected reply type ${JSON.stringify(type)}`);
   }
 }
