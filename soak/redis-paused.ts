@@ -59,7 +59,7 @@ async function pausedRun(cluster: RedisCluster, waitReplicas: number): Promise<s
     const replica = replicaOf(cluster, victim.port)!;
     const started = Date.now();
     await whilePaused([victim], async () => {
-      await until(() => roleOf(cluster, replica) === 'master', 'the replica promoted', 60_000);
+      await until(async () => (await roleOf(replica)) === 'master', 'the replica promoted', 60_000);
       await sleep(pauseMs);
     });
     const pausedMs = Date.now() - started;

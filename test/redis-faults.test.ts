@@ -6,6 +6,7 @@ import { collectCli, spawnCli, type CliResult } from './helpers/cli.js';
 import { expectCode } from './helpers/errors.js';
 import { redisMissing, startRedisCluster, type RedisCluster, type RedisNode } from './helpers/redis-cluster.js';
 import { clusterSettled, masterOf, replicaOf, roleOf, silentListener, until, whilePaused } from './helpers/redis-faults.js';
+import { ask } from './helpers/resp.js';
 
 /**
  * Issue 32, Redis under faults: every call ends within its deadline (`timeout-ms=` in the
@@ -166,13 +167,13 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
       await whilePaused([victim], async () => {
         const added = await scope.addIfAbsent(['http://a.example/1', 'http://a.example/0']);
         assert.deepEqual(added, [true, false]);
-        await until(() => /role:master/.test(cluster.cli(replica.port, 'INFO', 'replication')), 'the replica promoted');
+        await until(async () => (await roleOf(replica)) === 'master', 'the replica promoted');
       });
     } finally {
       await store.close();
     }
     // The resumed master rejoins as a replica; the next tests read the cluster's layout.
-    if (victim !== undefined) await until(() => roleOf(cluster, victim!) === 'slave' && clusterSettled(cluster), 'the old master rejoined as a replica');
+    if (victim !== undefined) await until(async () => (await roleOf(victim!)) === 'slave' && (await clusterSettled(cluster)), 'the old master rejoined as a replica');
   });
 
   test('a master demoted (CLUSTER FAILOVER) under --wait-replicas 1 writers: both exit 0, every URL printed exactly once', async () => {
@@ -199,7 +200,7 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
     })();
     await sleep(300);
     cluster.cli(replica.port, 'CLUSTER', 'FAILOVER');
-    await until(() => roleOf(cluster, replica) === 'master' && roleOf(cluster, master) === 'slave', 'the replica promoted, the master demoted');
+    await until(async () => (await roleOf(replica)) === 'master' && (await roleOf(master)) === 'slave', 'the replica promoted, the master demoted');
     failedOver = true;
     await feeding;
     feed(urls.length);
@@ -295,7 +296,7 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
     assert.match(during.stdout, /seen 1\nunseen 1/);
     // Now the promoted replica dies too: its slots have no node. Readers and writers end at the deadline.
     await cluster.kill(replica);
-    await until(() => cluster.cli(cluster.nodes[0]!.port, 'CLUSTER', 'INFO').includes('cluster_state:fail'), 'cluster_state:fail');
+    await until(async () => String(await ask(cluster.nodes[0]!.port, 'CLUSTER', 'INFO')).includes('cluster_state:fail'), 'cluster_state:fail');
     for (const command of [['has', '--count'], ['filter-new']]) {
       const run = await timedCli(['--store', withTimeout(location, 3_000), '--scope', 's', ...command], 'http://a.example/1\nhttp://b.example/2\nhttp://c.example/3\n');
       assert.equal(run.code, 16, `${command[0]}: ${run.stderr} (after ${run.ms} ms)`);

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStore } from '../../src/index.js';
 import { ROOT } from './data.js';
 import type { RedisCluster, RedisNode } from './redis-cluster.js';
+import { ask } from './resp.js';
 
 const WRITER = join(ROOT, 'dist', 'test', 'helpers', 'redis-writer.js');
 
@@ -66,8 +67,9 @@ export async function failOver(cluster: RedisCluster, key: string): Promise<void
   await cluster.kill(owner);
   const survivor = cluster.nodes.find((node) => node !== owner)!;
   const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline && !cluster.cli(survivor.port, 'CLUSTER', 'INFO').includes('cluster_state:fail')) await sleep(50);
-  while (Date.now() < deadline && !cluster.cli(survivor.port, 'CLUSTER', 'INFO').includes('cluster_state:ok')) await sleep(50);
+  const state = async (): Promise<string> => String(await ask(survivor.port, 'CLUSTER', 'INFO'));
+  while (Date.now() < deadline && !(await state()).includes('cluster_state:fail')) await sleep(50);
+  while (Date.now() < deadline && !(await state()).includes('cluster_state:ok')) await sleep(50);
   await cluster.restart(owner);
 }
 

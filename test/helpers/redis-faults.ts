@@ -1,6 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RedisCluster, RedisNode } from './redis-cluster.js';
+import { ask } from './resp.js';
 
 /**
  * Runs `work` with `nodes` paused (SIGSTOP): a node that holds its connections and never answers.
@@ -81,9 +82,9 @@ export function masterOf(cluster: RedisCluster, key: string): RedisNode {
 }
 
 /** Polls `ok` every 50 ms until it holds, failing after `timeoutMs`. */
-export async function until(ok: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+export async function until(ok: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!ok()) {
+  while (!(await ok())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }
@@ -94,13 +95,12 @@ export async function until(ok: () => boolean, what: string, timeoutMs = 30_000)
  * (by address, none flagged failing): after a failover, a resumed old master keeps a stale view
  * for a while, and a test that picks "the master of a key" from it would pick the wrong node.
  */
-export function clusterSettled(cluster: RedisCluster): boolean {
+export async function clusterSettled(cluster: RedisCluster): Promise<boolean> {
   const views = new Set<string>();
   for (const node of cluster.nodes) {
     try {
-      if (!/cluster_state:ok/.test(cluster.cli(node.port, 'CLUSTER', 'INFO'))) return false;
-      const masters = cluster
-        .cli(node.port, 'CLUSTER', 'NODES')
+      if (!/cluster_state:ok/.test(String(await ask(node.port, 'CLUSTER', 'INFO')))) return false;
+      const masters = String(await ask(node.port, 'CLUSTER', 'NODES'))
         .split('\n')
         .filter((line) => /\bmaster\b/.test(line.split(' ')[2] ?? ''))
         .map((line) => (/fail/.test(line.split(' ')[2]!) ? 'failing' : line.split(' ')[1]!.split('@')[0]!))
@@ -114,9 +114,9 @@ export function clusterSettled(cluster: RedisCluster): boolean {
 }
 
 /** The node's role as it reports it (`master` / `slave`), or '' when it does not answer. */
-export function roleOf(cluster: RedisCluster, node: RedisNode): string {
+export async function roleOf(node: RedisNode): Promise<string> {
   try {
-    return /role:(\w+)/.exec(cluster.cli(node.port, 'INFO', 'replication'))?.[1] ?? '';
+    return /role:(\w+)/.exec(String(await ask(node.port, 'INFO', 'replication')))?.[1] ?? '';
   } catch {
     return '';
   }
