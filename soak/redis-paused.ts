@@ -16,8 +16,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStore } from '../src/index.js';
 import { ROOT } from '../test/helpers/data.js';
-import { redisMissing, startRedisCluster, type RedisCluster } from '../test/helpers/redis-cluster.js';
-import { replicaOf, roleOf, until, whilePaused } from '../test/helpers/redis-faults.js';
+import { redisMissing, startRedisCluster, until, type RedisCluster } from '../test/helpers/redis-cluster.js';
+import { replicaOf, roleOf, whilePaused } from '../test/helpers/redis-faults.js';
 import { generatedUrls } from './redis-urls.js';
 
 const WRITER = join(ROOT, 'dist', 'test', 'helpers', 'redis-writer.js');

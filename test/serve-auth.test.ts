@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { AUTH_FAILURE_SPACING_MS } from '../src/server/auth-throttle.js';
 import { collectCli, spawnCli } from './helpers/cli.js';
-import { RawClient, startServer } from './helpers/server.js';
+import { RawClient } from './helpers/resp.js';
+import { startServer } from './helpers/server.js';
 import { tempDir } from './helpers/tmp.js';
 
 /** Issue 32's smaller items of `serve`: a password of blanks is refused; wrong passwords are paced. */

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
 import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
-import { RawClient, startServer } from './helpers/server.js';
+import { RawClient } from './helpers/resp.js';
+import { startServer } from './helpers/server.js';
 import { tempDir } from './helpers/tmp.js';
 
 /**

@@ -3,8 +3,8 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { xorshift32 } from './helpers/data.js';
-import { encodeCommand } from './helpers/resp.js';
-import { RawClient, startServer } from './helpers/server.js';
+import { RawClient, encodeCommand } from './helpers/resp.js';
+import { startServer } from './helpers/server.js';
 import { tempDir } from './helpers/tmp.js';
 
 const FRAMES = 3000;

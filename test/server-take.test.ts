@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { memoryStore } from './helpers/memory.js';
-import { RawClient, startServer } from './helpers/server.js';
+import { RawClient } from './helpers/resp.js';
+import { startServer } from './helpers/server.js';
 
 /** SEEN.TAKE's per-queue options over RESP (docs/server.md): the frontier's politeness for any client. */
 describe('SEEN.TAKE PERQUEUE and MAXQUEUES', () => {

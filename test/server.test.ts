@@ -8,8 +8,8 @@ import { SeenStore } from '../src/index.js';
 import { RespParser, type Request } from '../src/server/resp-parser.js';
 import { serverLimits } from '../src/server/limits.js';
 import { runCli } from './helpers/cli.js';
-import { encodeCommand } from './helpers/resp.js';
-import { NEEDS_REDIS_CLI, RawClient, startServer } from './helpers/server.js';
+import { RawClient, encodeCommand } from './helpers/resp.js';
+import { NEEDS_REDIS_CLI, startServer } from './helpers/server.js';
 import { tempDir } from './helpers/tmp.js';
 
 const exec = promisify(execFile);

@@ -13,8 +13,8 @@ import { runCli } from './helpers/cli.js';
 import { ROOT, allSharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
 import { redisMissing, startRedisCluster } from './helpers/redis-cluster.js';
-import { encodeCommand } from './helpers/resp.js';
-import { RawClient, startServer } from './helpers/server.js';
+import { RawClient, encodeCommand } from './helpers/resp.js';
+import { startServer } from './helpers/server.js';
 import { tempDir } from './helpers/tmp.js';
 
 const hash = await XxHash.load();

@@ -146,7 +146,7 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
       node.process = launch(node);
       nodes.push(node);
       const gone = (): boolean => node.process.exitCode !== null || node.process.signalCode !== null;
-      await waitFor(async () => gone() || (await answers(node.port)), `redis-server on port ${node.port}`);
+      await until(async () => gone() || (await answers(node.port)), `redis-server on port ${node.port}`, START_MS);
       if (!gone()) return node;
       nodes.pop();
       if (attempt === 5) throw new Error(`redis-server exited at start 5 times (last on port ${port})`);
@@ -155,10 +155,10 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
   for (let i = 0; i < masterCount * (1 + replicaCount); i++) await startNode();
   if (clusterMode) {
     cli(nodes[0]!.port, '--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', String(replicaCount), '--cluster-yes');
-    for (const node of nodes) await waitFor(async () => String(await ask(node.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'), `cluster_state:ok on ${node.port}`);
+    for (const node of nodes) await until(async () => (await infoOf(node.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'), `cluster_state:ok on ${node.port}`, START_MS);
     // Replicas must have synced before a test counts on them.
-    const inSync = async (node: RedisNode): Promise<boolean> => !String(await ask(node.port, 'INFO', 'replication')).includes('master_link_status:down');
-    await waitFor(async () => (await Promise.all(nodes.map(inSync))).every(Boolean), 'replicas in sync');
+    const inSync = async (node: RedisNode): Promise<boolean> => !/master_link_status:down|^$/.test(await infoOf(node.port, 'INFO', 'replication'));
+    await until(async () => (await Promise.all(nodes.map(inSync))).every(Boolean), 'replicas in sync', START_MS);
   }
   const run = `${process.pid}-${Date.now().toString(36)}`;
   return {
@@ -171,7 +171,7 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
     },
     restart: async (node) => {
       node.process = launch(node);
-      await waitFor(() => answers(node.port), `redis-server on port ${node.port}`);
+      await until(() => answers(node.port), `redis-server on port ${node.port}`, START_MS);
     },
     masters: () => {
       const live = nodes.find((node) => node.process.exitCode === null && node.process.signalCode === null)!;
@@ -185,6 +185,9 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
   };
 }
 
+/** How long a node or the cluster may take to start. */
+const START_MS = 60_000;
+
 /** Whether the node on `port` answers PING (over RESP: a poll spawns no redis-cli). */
 async function answers(port: number): Promise<boolean> {
   try {
@@ -194,10 +197,19 @@ async function answers(port: number): Promise<boolean> {
   }
 }
 
-/** Polls `ok` every 50 ms until it holds; a poll that throws counts as not yet. */
-async function waitFor(ok: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
+/** An INFO-like reply of the node on `port` as text, '' while it cannot answer (starting, loading). */
+async function infoOf(port: number, ...args: string[]): Promise<string> {
+  try {
+    return String(await ask(port, ...args));
+  } catch {
+    return '';
+  }
+}
+
+/** Polls `ok` every 50 ms until it holds, failing after `timeoutMs`. */
+export async function until(ok: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!(await Promise.resolve().then(ok).catch(() => false))) {
+  while (!(await ok())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStore } from '../../src/index.js';
 import { ROOT } from './data.js';
-import type { RedisCluster, RedisNode } from './redis-cluster.js';
+import { until, type RedisCluster, type RedisNode } from './redis-cluster.js';
 import { ask } from './resp.js';
 
 const WRITER = join(ROOT, 'dist', 'test', 'helpers', 'redis-writer.js');
@@ -66,10 +66,9 @@ export async function failOver(cluster: RedisCluster, key: string): Promise<void
   const owner = masterOf(cluster, key);
   await cluster.kill(owner);
   const survivor = cluster.nodes.find((node) => node !== owner)!;
-  const deadline = Date.now() + 30_000;
   const state = async (): Promise<string> => String(await ask(survivor.port, 'CLUSTER', 'INFO'));
-  while (Date.now() < deadline && !(await state()).includes('cluster_state:fail')) await sleep(50);
-  while (Date.now() < deadline && !(await state()).includes('cluster_state:ok')) await sleep(50);
+  await until(async () => (await state()).includes('cluster_state:fail'), 'the cluster to notice the kill');
+  await until(async () => (await state()).includes('cluster_state:ok'), 'a replica to take over');
   await cluster.restart(owner);
 }
 

@@ -1,5 +1,4 @@
 import { createServer, type Server, type Socket } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { RedisCluster, RedisNode } from './redis-cluster.js';
 import { ask } from './resp.js';
 
@@ -79,15 +78,6 @@ export function masterOf(cluster: RedisCluster, key: string): RedisNode {
   });
   if (node === undefined) throw new Error(`no master serves the slot of ${key}`);
   return node;
-}
-
-/** Polls `ok` every 50 ms until it holds, failing after `timeoutMs`. */
-export async function until(ok: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
 }
 
 /**

@@ -1,5 +1,5 @@
 /** The Redis protocol for tests: commands as RESP arrays, replies parsed (RESP2 and RESP3), one-shot commands. */
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 
 export function encodeCommand(args: readonly (string | Buffer)[]): Buffer {
   const parts: Buffer[] = [Buffer.from(`*${args.length}\r\n`)];
@@ -60,24 +60,93 @@ export function parseReply(buf: Buffer, at: number): { value: unknown; end: numb
 }
 
 /**
- * One command to the server on 127.0.0.1:`port` over a connection of its own, and its reply; an
- * error reply rejects. What polling a starting node needs, without a redis-cli process per poll.
+ * A minimal RESP client for tests that need raw bytes on the wire: send anything, read replies
+ * as parsed values (errors as Error, RESP3 types included).
  */
-export function ask(port: number, ...args: string[]): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    let received = Buffer.alloc(0);
-    socket.setTimeout(10_000, () => socket.destroy(new Error(`no reply from port ${port} in 10 s`)));
-    socket.once('connect', () => socket.write(encodeCommand(args)));
+export class RawClient {
+  readonly socket: Socket;
+  #buffer = Buffer.alloc(0);
+  #waiters: (() => void)[] = [];
+  #closed = false;
+
+  private constructor(socket: Socket) {
+    this.socket = socket;
     socket.on('data', (chunk: Buffer) => {
-      received = Buffer.concat([received, chunk]);
-      const reply = parseReply(received, 0);
-      if (reply === undefined) return;
-      socket.destroy();
-      if (reply.value instanceof Error) reject(reply.value);
-      else resolve(reply.value);
+      this.#buffer = Buffer.concat([this.#buffer, chunk]);
+      this.#wake();
     });
-    socket.once('error', reject);
-    socket.once('close', () => reject(new Error(`port ${port} closed the connection before its reply`)));
-  });
+    socket.on('close', () => {
+      this.#closed = true;
+      this.#wake();
+    });
+    socket.on('error', () => undefined);
+  }
+
+  static connect(port: number): Promise<RawClient> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => resolve(new RawClient(socket)));
+      socket.once('error', reject);
+    });
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  write(data: string | Buffer): void {
+    this.socket.write(data);
+  }
+
+  /** Sends one command as a RESP array of bulk strings. */
+  send(...args: (string | Buffer)[]): void {
+    this.write(encodeCommand(args));
+  }
+
+  async command(...args: (string | Buffer)[]): Promise<unknown> {
+    this.send(...args);
+    return this.read();
+  }
+
+  /** The next reply; rejects if the connection closes first. */
+  async read(): Promise<unknown> {
+    for (;;) {
+      const parsed = parseReply(this.#buffer, 0);
+      if (parsed !== undefined) {
+        this.#buffer = this.#buffer.subarray(parsed.end);
+        return parsed.value;
+      }
+      if (this.#closed) throw new Error('connection closed');
+      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    }
+  }
+
+  /** Resolves once the server has closed the connection. */
+  async waitClosed(): Promise<void> {
+    while (!this.#closed) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+
+  #wake(): void {
+    for (const wake of this.#waiters.splice(0)) wake();
+  }
+}
+
+/**
+ * One command to the server on 127.0.0.1:`port` over a connection of its own, and its reply; an
+ * error reply rejects, and so does a server that does not answer in 10 s (a paused node). What
+ * polling a starting node needs, without a redis-cli process per poll.
+ */
+export async function ask(port: number, ...args: string[]): Promise<unknown> {
+  const client = await RawClient.connect(port);
+  client.socket.setTimeout(10_000, () => client.close());
+  try {
+    const reply = await client.command(...args);
+    if (reply instanceof Error) throw reply;
+    return reply;
+  } finally {
+    client.close();
+  }
 }

@@ -1,9 +1,7 @@
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
 import { after } from 'node:test';
 import { spawnCli } from './cli.js';
-import { encodeCommand, parseReply } from './resp.js';
 
 /** Why the tests that need redis-cli / redis-py skip, or false when the tool is there. */
 export const NEEDS_REDIS_CLI: string | false = spawnSync('redis-cli', ['--version']).status === 0 ? false : 'redis-cli is not installed (apt-get install redis-tools; CI installs it)';
@@ -58,79 +56,4 @@ export async function startServer(store: string, args: readonly string[] = [], e
       return exited;
     },
   };
-}
-
-/**
- * A minimal RESP client for tests that need raw bytes on the wire: send anything, read replies
- * as parsed values (errors as Error, RESP3 types included).
- */
-export class RawClient {
-  readonly socket: Socket;
-  #buffer = Buffer.alloc(0);
-  #waiters: (() => void)[] = [];
-  #closed = false;
-
-  private constructor(socket: Socket) {
-    this.socket = socket;
-    socket.on('data', (chunk: Buffer) => {
-      this.#buffer = Buffer.concat([this.#buffer, chunk]);
-      this.#wake();
-    });
-    socket.on('close', () => {
-      this.#closed = true;
-      this.#wake();
-    });
-    socket.on('error', () => undefined);
-  }
-
-  static connect(port: number): Promise<RawClient> {
-    return new Promise((resolve, reject) => {
-      const socket = connect(port, '127.0.0.1', () => resolve(new RawClient(socket)));
-      socket.once('error', reject);
-    });
-  }
-
-  get closed(): boolean {
-    return this.#closed;
-  }
-
-  write(data: string | Buffer): void {
-    this.socket.write(data);
-  }
-
-  /** Sends one command as a RESP array of bulk strings. */
-  send(...args: (string | Buffer)[]): void {
-    this.write(encodeCommand(args));
-  }
-
-  async command(...args: (string | Buffer)[]): Promise<unknown> {
-    this.send(...args);
-    return this.read();
-  }
-
-  /** The next reply; rejects if the connection closes first. */
-  async read(): Promise<unknown> {
-    for (;;) {
-      const parsed = parseReply(this.#buffer, 0);
-      if (parsed !== undefined) {
-        this.#buffer = this.#buffer.subarray(parsed.end);
-        return parsed.value;
-      }
-      if (this.#closed) throw new Error('connection closed');
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
-    }
-  }
-
-  /** Resolves once the server has closed the connection. */
-  async waitClosed(): Promise<void> {
-    while (!this.#closed) await new Promise<void>((resolve) => this.#waiters.push(resolve));
-  }
-
-  close(): void {
-    this.socket.destroy();
-  }
-
-  #wake(): void {
-    for (const wake of this.#waiters.splice(0)) wake();
-  }
 }

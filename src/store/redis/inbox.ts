@@ -80,19 +80,20 @@ export async function drainInboxes(
       const i = route(entry.queue);
       byPartition.set(i, [...(byPartition.get(i) ?? []), { ...entry, dueMs: batchDueMs.get(entry.batch)! }]);
     }
-    // Each partition's entries in inbox order, in calls of bounded size (call-parts.ts).
-    // Inbox entries (`source id`) whose admission no replica confirmed: they stay in their inbox.
-    const unconfirmed = new Set<string>();
+    // Each partition's entries in inbox order, in calls of bounded size (call-parts.ts); then
+    // whether a replica of its master has them.
+    const confirmed = new Map<number, boolean>();
     await Promise.all(
       [...byPartition].map(async ([i, entries]) => {
         for (const { from, to } of callParts(entries.length, (n) => itemBytes(entries[n]!.url, entries[n]!.queue, entries[n]!.data), INBOX_PAGE_ENTRIES)) await admit(i, entries.slice(from, to));
-        if (!(await replicated(i))) for (const entry of entries) unconfirmed.add(`${entry.source} ${entry.id}`);
+        confirmed.set(i, await replicated(i));
       }),
     );
     faultPoint('frontier:inbox-admitted');
-    const moved = read.map((entries) => entries.filter((entry) => !unconfirmed.has(`${entry.source} ${entry.id}`)));
+    // Entries of an unconfirmed partition stay in their inbox.
+    const moved = read.map((entries) => entries.filter((entry) => confirmed.get(route(entry.queue))));
     await Promise.all(moved.map((entries, p) => (entries.length === 0 ? undefined : ctx.call(keys[p]!, ['XDEL', keys[p]!, ...entries.map((entry) => entry.id)], `moving the inbox of ${scope}'s frontier`))));
-    if (unconfirmed.size > 0) return;
+    if ([...confirmed.values()].includes(false)) return;
   }
 }
 
