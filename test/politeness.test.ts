@@ -9,21 +9,18 @@ const HOSTS = 20;
 const PAGES_PER_HOST = 12;
 const DELAY_MS = 250;
 const TAKERS = 3;
-/**
- * How much closer than the delay two requests to one host may reach it. The frontier gates the
- * takes (checked exactly by the take times the requests carry); a request reaches the host a
- * little after its take, and on a loaded machine one taker's process, or the sites' event loop,
- * is held up longer than another's (measured in a full suite run at load ~8: 91 ms apart at a
- * 250 ms delay). A queue handed out twice at once shows a gap near 0.
- */
-const ARRIVAL_SLACK_MS = (DELAY_MS * 4) / 5;
 
 /** The sites' logs of a politeness crawl: every page once, no host faster than its delay, hosts in parallel. */
 function checkCrawl(site: PoliteSite, report: PolitenessReport): void {
   assert.equal(report.pagesFetched, site.pages, `${JSON.stringify(report)}: pages missed`);
   assert.equal(report.requests, site.pages, `${JSON.stringify(report)}: a page was fetched twice`);
   assert.ok(report.minTakeGapMs >= DELAY_MS, `${JSON.stringify(report)}: a host's URLs were handed out within its delay`);
-  assert.ok(report.minGapMs >= DELAY_MS - ARRIVAL_SLACK_MS, `${JSON.stringify(report)}: a host was hit faster than its delay allows`);
+  // The frontier gates the takes; a request reaches its host a little after its take, and on a
+  // loaded machine one taker's process is held up longer than another's (CI saw two requests to a
+  // host 13 ms apart, their takes 254 ms apart). So the hosts' logs are checked against the takes:
+  // no request came before its own take, and none came within the delay of the host's take before it.
+  assert.ok(report.minTakeToHitMs >= 0, `${JSON.stringify(report)}: a request reached its host before its URL was taken`);
+  assert.ok(report.minHitAfterTakeMs >= DELAY_MS, `${JSON.stringify(report)}: a host was hit within its delay of the take before`);
   // The delays allow boundMs (2.75 s here); one host at a time would take sequentialMs (60 s).
   // The margin is for a loaded machine: the takers' start and the links' discovery.
   assert.ok(report.durationMs < 2 * report.boundMs + 1_000, `${JSON.stringify(report)}: the crawl was slower than the delays allow`);

@@ -63,10 +63,14 @@ export interface PolitenessReport {
   /** Pages fetched at least once, and requests in all. */
   readonly pagesFetched: number;
   readonly requests: number;
-  /** The shortest time between two requests to one host, as the host received them. */
+  /** The shortest time between two requests to one host, as the host received them (reported, not a bound: a loaded taker may send late). */
   readonly minGapMs: number;
   /** The shortest time between two takes of one host's URLs, by the take times the requests carried. */
   readonly minTakeGapMs: number;
+  /** The shortest time from a take of a host's URL to the arrival of the request of the host's next take. */
+  readonly minHitAfterTakeMs: number;
+  /** The shortest time from a take to its own request's arrival: below 0, a request came before its take. */
+  readonly minTakeToHitMs: number;
   /** First request to last. */
   readonly durationMs: number;
   /** The crawl's duration if the delays were the only limit: the busiest host's pages, one delay apart. */
@@ -192,6 +196,11 @@ export function politenessReport(site: PoliteSite, delayMs: number): PolitenessR
     }
     return gapMs;
   };
+  let minHitAfterTakeMs = Infinity;
+  for (const requests of byHost.values()) {
+    const byTake = [...requests].sort((a, b) => a.takenAtMs - b.takenAtMs);
+    for (let i = 1; i < byTake.length; i++) minHitAfterTakeMs = Math.min(minHitAfterTakeMs, byTake[i]!.atMs - byTake[i - 1]!.takenAtMs);
+  }
   const times = site.log.map((request) => request.atMs).sort((a, b) => a - b);
   let peakHostsPerDelay = 0;
   for (const start of times) {
@@ -203,6 +212,8 @@ export function politenessReport(site: PoliteSite, delayMs: number): PolitenessR
     requests: site.log.length,
     minGapMs: minGap((request) => request.atMs),
     minTakeGapMs: minGap((request) => request.takenAtMs),
+    minHitAfterTakeMs,
+    minTakeToHitMs: Math.min(...site.log.map((request) => request.atMs - request.takenAtMs)),
     durationMs: times.length === 0 ? 0 : times.at(-1)! - times[0]!,
     boundMs: (busiest - 1) * delayMs,
     sequentialMs: (site.log.length - 1) * delayMs,
