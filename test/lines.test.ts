@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { FileChunks } from '../src/cli/file-chunks.js';
 import { LineSplitter, Utf8LineBatcher } from '../src/cli/lines.js';
+import { formatCount } from '../src/cli/output.js';
 import { tempDir } from './helpers/tmp.js';
 
 /** A deterministic generator (xorshift32), so a failure reproduces. */
@@ -103,5 +104,13 @@ describe('FileChunks', () => {
       if (++chunks === 3) stopped.destroy();
     }
     assert.equal(chunks, 3);
+  });
+});
+
+describe('formatCount', () => {
+  test('writes integers as toLocaleString(\'en-US\') does, without loading ICU', () => {
+    const values = [0, 7, -7, 999, 1_000, -1_000, 12_345, 999_999, 1_000_000, 1_234_567_890, Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 2 ** 40, 1.5, 1234.5678, 2 ** 60];
+    for (let n = 1; n < 1e15; n = n * 7 + 3) values.push(n, -n);
+    for (const n of values) assert.equal(formatCount(n), n.toLocaleString('en-US'), String(n));
   });
 });
