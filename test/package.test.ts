@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
@@ -72,17 +72,36 @@ async function typeCheck(dir: string, files: readonly string[], resolution: (typ
   }
 }
 
-describe('the npm package, packed from a fresh clone and installed elsewhere', () => {
-  test('prepack builds; the tarball installs; the CLI, ESM import, require() and types work', { timeout: 300_000 }, async () => {
-    // A fresh clone: no dist/. The repository's node_modules stands in for `npm install` there.
-    const clone = tempDir('seenstore-clone-');
-    for (const entry of CLONE_ENTRIES) cpSync(join(ROOT, entry), join(clone, entry), { recursive: true });
-    symlinkSync(join(ROOT, 'node_modules'), join(clone, 'node_modules'), 'dir');
-    const packed = tempDir('seenstore-tarball-');
+/**
+ * Packs a copy of the checkout. Under `npm run test:full`, a fresh clone (no dist/) that prepack
+ * builds whole; in `npm test`, the checkout with the dist/ that `npm test` has just built (in CI,
+ * from a fresh checkout), where only prepack's last step is left to run: its compiler run of the
+ * sources would repeat the build's (~17 CPU-s here). Returns the tarball's path.
+ */
+async function pack(): Promise<string> {
+  const clone = tempDir('seenstore-clone-');
+  for (const entry of CLONE_ENTRIES) cpSync(join(ROOT, entry), join(clone, entry), { recursive: true });
+  // The repository's node_modules stands in for `npm install` there.
+  symlinkSync(join(ROOT, 'node_modules'), join(clone, 'node_modules'), 'dir');
+  const packed = tempDir('seenstore-tarball-');
+  if (FULL) {
     await sh(NPM, ['pack', '--silent', '--pack-destination', packed], clone);
-    const tarballs = readdirSync(packed).filter((name) => name.endsWith('.tgz'));
-    assert.deepEqual(tarballs, [`seenstore-${VERSION}.tgz`]);
-    const tarball = join(packed, tarballs[0]!);
+  } else {
+    const prepack = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts['prepack'];
+    assert.equal(prepack, 'npm run build && npm run build:types', 'prepack builds what npm test builds, then the types');
+    for (const built of ['src', 'migrations']) cpSync(join(ROOT, 'dist', built), join(clone, 'dist', built), { recursive: true });
+    await sh(NPM, ['run', '--silent', 'build:types'], clone);
+    await sh(NPM, ['pack', '--silent', '--ignore-scripts', '--pack-destination', packed], clone);
+  }
+  const tarballs = readdirSync(packed).filter((name) => name.endsWith('.tgz'));
+  assert.deepEqual(tarballs, [`seenstore-${VERSION}.tgz`]);
+  return join(packed, tarballs[0]!);
+}
+
+describe('the npm package, packed from a checkout and installed elsewhere', () => {
+  test('prepack builds; the tarball installs; the CLI, ESM import, require() and types work', { timeout: 300_000 }, async () => {
+    const tarball = await pack();
+    const packed = dirname(tarball);
 
     const { stdout: listing } = await sh('tar', ['-tzf', tarball], packed);
     const files = listing.trim().split('\n');
@@ -100,7 +119,8 @@ describe('the npm package, packed from a fresh clone and installed elsewhere', (
     const { stdout: library } = await sh(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(pathToFileURL(libraryModule).href)}); console.log(m.LIBRARY_VERSION, m.LIBRARY.length)`], project);
     assert.match(library.trim(), new RegExp(`^${VERSION.replace(/\./g, '\\.')}\\+[0-9a-f]{16} [0-9]{4,}$`));
 
-    const { stdout: version } = await sh(NPM, ['exec', '--offline', '--', 'seenstore', '--version'], project);
+    // The command npm linked (`npx seenstore` runs the same link; readme-recipe.test.ts runs npx).
+    const { stdout: version } = await sh(join(project, 'node_modules', '.bin', 'seenstore'), ['--version'], project);
     assert.equal(version.trim(), VERSION);
     // The installed command runs a store command from the bundle, through the code cache that
     // prepack made with this Node: the cache is taken as it is, not written again.
