@@ -41,6 +41,7 @@ import { damagedStores } from './damage.js';
 import { firstAckMs, killAfter } from './kills.js';
 import { manyProcesses } from './many-processes.js';
 import { openerRace } from './opener-race.js';
+import { parseCommandLine, type Part } from './options.js';
 import { allSharedUrls } from '../test/helpers/data.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -48,30 +49,23 @@ const CRASH_CHILD = join(ROOT, 'dist', 'test', 'helpers', 'crash-child.js');
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'bin.cjs');
 const LOCK_CHILD = join(ROOT, 'dist', 'soak', 'lock-child.js');
 
-const args = process.argv.slice(2);
-const option = (name: string, fallback: number): number => {
-  const at = args.indexOf(`--${name}`);
-  return at >= 0 ? Number(args[at + 1]) : fallback;
-};
-const TRIALS = option('trials', 100);
-const WRITERS = option('writers', 4);
-const ROUNDS = option('rounds', 5);
-const LOCK_TRIALS = option('lock-trials', 6);
-const PROCESSES = option('processes', 200);
+const { counts: option, only: ONLY } = parseCommandLine(process.argv.slice(2));
+const TRIALS = option.trials;
+const WRITERS = option.writers;
+const ROUNDS = option.rounds;
+const LOCK_TRIALS = option['lock-trials'];
+const PROCESSES = option.processes;
 const RACE = {
-  rounds: option('race-rounds', 4),
-  writers: option('race-writers', 3),
-  openers: option('race-openers', 2),
-  libraryOpeners: option('race-library-openers', 2),
-  roundMs: option('race-round-ms', 15_000),
+  rounds: option['race-rounds'],
+  writers: option['race-writers'],
+  openers: option['race-openers'],
+  libraryOpeners: option['race-library-openers'],
+  roundMs: option['race-round-ms'],
 };
-const DAMAGED_STORES = option('damaged-stores', 16);
-const CHECKPOINTER_ROUNDS = option('checkpointer-rounds', 30);
-const PARTS = ['kills', 'writers', 'locks', 'disk', 'many', 'race', 'damage', 'corpus', 'checkpointers'] as const;
-const ONLY = new Set(args.includes('--only') ? args[args.indexOf('--only') + 1]!.split(',') : PARTS);
-for (const part of ONLY) if (!(PARTS as readonly string[]).includes(part)) throw new Error(`soak: unknown part ${part} (${PARTS.join(', ')})`);
+const DAMAGED_STORES = option['damaged-stores'];
+const CHECKPOINTER_ROUNDS = option['checkpointer-rounds'];
 /** Runs `part` if --only asks for it (every part by default); a skipped part is `null` in the summary. */
-const run = <T>(part: (typeof PARTS)[number], action: () => Promise<T>): Promise<T | null> => (ONLY.has(part) ? action() : Promise.resolve(null));
+const run = <T>(part: Part, action: () => Promise<T>): Promise<T | null> => (ONLY.has(part) ? action() : Promise.resolve(null));
 /** The soak runs its lock trials at the smallest staleness seenstore accepts, to keep them short. */
 const LOCK_STALE_MS = 2000;
 /**
