@@ -22,8 +22,9 @@ function checkCrawl(site: PoliteSite, report: PolitenessReport): void {
   assert.ok(report.minTakeToHitMs >= 0, `${JSON.stringify(report)}: a request reached its host before its URL was taken`);
   assert.ok(report.minHitAfterTakeMs >= DELAY_MS, `${JSON.stringify(report)}: a host was hit within its delay of the take before`);
   // The delays allow boundMs (2.75 s here); one host at a time would take sequentialMs (60 s).
-  // The margin is for a loaded machine: the takers' start and the links' discovery.
-  assert.ok(report.durationMs < 2 * report.boundMs + 1_000, `${JSON.stringify(report)}: the crawl was slower than the delays allow`);
+  // The margin is for a loaded machine: the takers' start and the links' discovery (CI's Redis run
+  // took 5.0 s, the earlier bound 6.5 s); a crawl held to one host at a time stays far above it.
+  assert.ok(report.durationMs < 3 * report.boundMs + 2_000, `${JSON.stringify(report)}: the crawl was slower than the delays allow`);
   assert.ok(report.peakHostsPerDelay >= HOSTS / 2, `${JSON.stringify(report)}: hosts were not crawled in parallel`);
 }
 
