@@ -99,7 +99,7 @@ async function pack(): Promise<string> {
 }
 
 describe('the npm package, packed from a checkout and installed elsewhere', () => {
-  test('prepack builds; the tarball installs; the CLI, ESM import, require() and types work', { timeout: 300_000 }, async () => {
+  test(`${FULL ? 'prepack builds a fresh clone' : 'the built checkout packs'}; the tarball installs; the CLI, ESM import, require() and types work`, { timeout: 300_000 }, async () => {
     const tarball = await pack();
     const packed = dirname(tarball);
 
