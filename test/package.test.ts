@@ -12,7 +12,8 @@ import { tempDir } from './helpers/tmp.js';
 const run = promisify(execFile);
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; scripts: Record<string, string> };
+const VERSION = PACKAGE.version;
 
 /** What a fresh clone holds that `npm pack` needs: sources and files, no dist/. */
 const CLONE_ENTRIES = ['package.json', 'package-lock.json', 'tsconfig.json', 'scripts', 'src', 'migrations', 'cjs', 'docs', 'README.md', 'CHANGELOG.md', 'LICENSE'];
@@ -87,8 +88,7 @@ async function pack(): Promise<string> {
   if (FULL) {
     await sh(NPM, ['pack', '--silent', '--pack-destination', packed], clone);
   } else {
-    const prepack = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts['prepack'];
-    assert.equal(prepack, 'npm run build && npm run build:types', 'prepack builds what npm test builds, then the types');
+    assert.equal(PACKAGE.scripts['prepack'], 'npm run build && npm run build:types', 'prepack builds what npm test builds, then the types');
     for (const built of ['src', 'migrations']) cpSync(join(ROOT, 'dist', built), join(clone, 'dist', built), { recursive: true });
     await sh(NPM, ['run', '--silent', 'build:types'], clone);
     await sh(NPM, ['pack', '--silent', '--ignore-scripts', '--pack-destination', packed], clone);

@@ -6,7 +6,7 @@ import { collectCli, spawnCli, type CliResult } from './helpers/cli.js';
 import { expectCode } from './helpers/errors.js';
 import { redisMissing, startRedisCluster, until, type RedisCluster, type RedisNode } from './helpers/redis-cluster.js';
 import { clusterSettled, masterOf, replicaOf, roleOf, silentListener, whilePaused } from './helpers/redis-faults.js';
-import { ask } from './helpers/resp.js';
+import { replyText } from './helpers/resp.js';
 
 /**
  * Issue 32, Redis under faults: every call ends within its deadline (`timeout-ms=` in the
@@ -296,7 +296,7 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
     assert.match(during.stdout, /seen 1\nunseen 1/);
     // Now the promoted replica dies too: its slots have no node. Readers and writers end at the deadline.
     await cluster.kill(replica);
-    await until(async () => String(await ask(cluster.nodes[0]!.port, 'CLUSTER', 'INFO')).includes('cluster_state:fail'), 'cluster_state:fail');
+    await until(async () => (await replyText(cluster.nodes[0]!.port, 'CLUSTER', 'INFO')).includes('cluster_state:fail'), 'cluster_state:fail');
     for (const command of [['has', '--count'], ['filter-new']]) {
       const run = await timedCli(['--store', withTimeout(location, 3_000), '--scope', 's', ...command], 'http://a.example/1\nhttp://b.example/2\nhttp://c.example/3\n');
       assert.equal(run.code, 16, `${command[0]}: ${run.stderr} (after ${run.ms} ms)`);

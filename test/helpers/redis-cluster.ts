@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ask } from './resp.js';
+import { replyText } from './resp.js';
 
 /** One redis-server the harness started: its port, pid and directory. */
 export interface RedisNode {
@@ -155,9 +155,9 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
   for (let i = 0; i < masterCount * (1 + replicaCount); i++) await startNode();
   if (clusterMode) {
     cli(nodes[0]!.port, '--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', String(replicaCount), '--cluster-yes');
-    for (const node of nodes) await until(async () => (await infoOf(node.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'), `cluster_state:ok on ${node.port}`, START_MS);
+    for (const node of nodes) await until(async () => (await replyText(node.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'), `cluster_state:ok on ${node.port}`, START_MS);
     // Replicas must have synced before a test counts on them.
-    const inSync = async (node: RedisNode): Promise<boolean> => !/master_link_status:down|^$/.test(await infoOf(node.port, 'INFO', 'replication'));
+    const inSync = async (node: RedisNode): Promise<boolean> => !/master_link_status:down|^$/.test(await replyText(node.port, 'INFO', 'replication'));
     await until(async () => (await Promise.all(nodes.map(inSync))).every(Boolean), 'replicas in sync', START_MS);
   }
   const run = `${process.pid}-${Date.now().toString(36)}`;
@@ -190,20 +190,7 @@ const START_MS = 60_000;
 
 /** Whether the node on `port` answers PING (over RESP: a poll spawns no redis-cli). */
 async function answers(port: number): Promise<boolean> {
-  try {
-    return (await ask(port, 'PING')) === 'PONG';
-  } catch {
-    return false;
-  }
-}
-
-/** An INFO-like reply of the node on `port` as text, '' while it cannot answer (starting, loading). */
-async function infoOf(port: number, ...args: string[]): Promise<string> {
-  try {
-    return String(await ask(port, ...args));
-  } catch {
-    return '';
-  }
+  return (await replyText(port, 'PING')) === 'PONG';
 }
 
 /** Polls `ok` every 50 ms until it holds, failing after `timeoutMs`. */

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStore } from '../../src/index.js';
 import { ROOT } from './data.js';
 import { until, type RedisCluster, type RedisNode } from './redis-cluster.js';
-import { ask } from './resp.js';
+import { replyText } from './resp.js';
 
 const WRITER = join(ROOT, 'dist', 'test', 'helpers', 'redis-writer.js');
 
@@ -66,7 +66,7 @@ export async function failOver(cluster: RedisCluster, key: string): Promise<void
   const owner = masterOf(cluster, key);
   await cluster.kill(owner);
   const survivor = cluster.nodes.find((node) => node !== owner)!;
-  const state = async (): Promise<string> => String(await ask(survivor.port, 'CLUSTER', 'INFO'));
+  const state = (): Promise<string> => replyText(survivor.port, 'CLUSTER', 'INFO');
   await until(async () => (await state()).includes('cluster_state:fail'), 'the cluster to notice the kill');
   await until(async () => (await state()).includes('cluster_state:ok'), 'a replica to take over');
   await cluster.restart(owner);

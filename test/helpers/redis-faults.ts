@@ -1,6 +1,6 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { RedisCluster, RedisNode } from './redis-cluster.js';
-import { ask } from './resp.js';
+import { replyText } from './resp.js';
 
 /**
  * Runs `work` with `nodes` paused (SIGSTOP): a node that holds its connections and never answers.
@@ -88,26 +88,19 @@ export function masterOf(cluster: RedisCluster, key: string): RedisNode {
 export async function clusterSettled(cluster: RedisCluster): Promise<boolean> {
   const views = new Set<string>();
   for (const node of cluster.nodes) {
-    try {
-      if (!/cluster_state:ok/.test(String(await ask(node.port, 'CLUSTER', 'INFO')))) return false;
-      const masters = String(await ask(node.port, 'CLUSTER', 'NODES'))
-        .split('\n')
-        .filter((line) => /\bmaster\b/.test(line.split(' ')[2] ?? ''))
-        .map((line) => (/fail/.test(line.split(' ')[2]!) ? 'failing' : line.split(' ')[1]!.split('@')[0]!))
-        .sort();
-      views.add(masters.join(','));
-    } catch {
-      return false;
-    }
+    if (!/cluster_state:ok/.test(await replyText(node.port, 'CLUSTER', 'INFO'))) return false;
+    const masters = (await replyText(node.port, 'CLUSTER', 'NODES'))
+      .split('\n')
+      .filter((line) => /\bmaster\b/.test(line.split(' ')[2] ?? ''))
+      .map((line) => (/fail/.test(line.split(' ')[2]!) ? 'failing' : line.split(' ')[1]!.split('@')[0]!))
+      .sort();
+    if (masters.length === 0) return false;
+    views.add(masters.join(','));
   }
   return views.size === 1 && ![...views][0]!.includes('failing');
 }
 
 /** The node's role as it reports it (`master` / `slave`), or '' when it does not answer. */
 export async function roleOf(node: RedisNode): Promise<string> {
-  try {
-    return /role:(\w+)/.exec(String(await ask(node.port, 'INFO', 'replication')))?.[1] ?? '';
-  } catch {
-    return '';
-  }
+  return /role:(\w+)/.exec(await replyText(node.port, 'INFO', 'replication'))?.[1] ?? '';
 }

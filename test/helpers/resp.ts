@@ -150,3 +150,15 @@ export async function ask(port: number, ...args: string[]): Promise<unknown> {
     client.close();
   }
 }
+
+/**
+ * `ask`'s reply as text, or '' while the node cannot answer (starting, loading, paused, killed, or
+ * answering with an error): what a poll of a node's state compares with.
+ */
+export async function replyText(port: number, ...args: string[]): Promise<string> {
+  try {
+    return String(await ask(port, ...args));
+  } catch {
+    return '';
+  }
+}
