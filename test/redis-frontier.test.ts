@@ -225,10 +225,11 @@ describe('redis frontier', { skip: missing }, () => {
       const hosts = Array.from({ length: 200 }, (_, i) => `https://h${i}.example`);
       // Three URLs a host, two a take: a host handed out twice would show a third URL.
       await scope.enqueue(hosts.flatMap((host) => [`${host}/1`, `${host}/2`, `${host}/3`]));
-      // Started one after another, the takers begin together: else on a loaded machine the first
-      // could drain every host before the others connect, and nothing would race.
-      const startAtMs = String(Date.now() + 2_000);
-      const runs = await Promise.all([0, 1, 2, 3].map(() => child([location, 'take', '30', '60000', 'none', '2', 'g'], { CHILD_START_AT_MS: startAtMs })));
+      // Started one after another, the takers begin together, once all four have opened the store:
+      // else on a loaded machine the first could drain every host before the others connect, and
+      // nothing would race (a start time 2 s ahead was not enough on a loaded machine).
+      const barrier = `${tempDir('seenstore-barrier-')}:4`;
+      const runs = await Promise.all([0, 1, 2, 3].map(() => child([location, 'take', '30', '60000', 'none', '2', 'g'], { CHILD_BARRIER: barrier })));
       const taken = runs.flatMap((run) => [...tookOf(run.lines).values()]);
       const perHost = new Map<string, number>();
       for (const url of taken) perHost.set(new URL(url).host, (perHost.get(new URL(url).host) ?? 0) + 1);

@@ -7,10 +7,12 @@
  * `take`: takes BATCH URLs at a time (at most PER_QUEUE of a queue, default all) until none is
  * left, printing "took ID<TAB>URL" for each once the take resolved. With FAULT_POINT, the process
  * kills itself with SIGKILL when it is first reached. `drain`: reads the stats of SCOPE's frontier
- * (which moves its inboxes into its queues) with FAULT_POINT set. Env CHILD_START_AT_MS (take):
- * the wall-clock time of the first take, so that takers started one after another race.
+ * (which moves its inboxes into its queues) with FAULT_POINT set. Env CHILD_BARRIER=DIR:N (take): a
+ * start barrier, so that takers started one after another race: each, once its store is open,
+ * leaves a file in DIR and takes only when N files are there.
  */
-import { readFileSync, writeSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStore } from '../../src/index.js';
 import { setFaultHook, type FaultPoint } from '../../src/store/faults.js';
@@ -39,9 +41,15 @@ if (mode === 'drain') {
   const [batch, leaseMs, point, perQueue] = [Number(rest[0]), Number(rest[1]), rest[2], Number(rest[3] ?? 65_536)];
   killAt(point);
   const frontier = scope.frontier();
-  // A start barrier for takers that must race: the first take waits for this wall-clock time.
-  const startAtMs = Number(process.env.CHILD_START_AT_MS ?? 0);
-  if (startAtMs > Date.now()) await sleep(startAtMs - Date.now());
+  // A start barrier for takers that must race: the first take waits until every taker is ready.
+  const barrier = process.env.CHILD_BARRIER;
+  if (barrier !== undefined) {
+    const [dir, count] = [barrier.slice(0, barrier.lastIndexOf(':')), Number(barrier.slice(barrier.lastIndexOf(':') + 1))];
+    writeFileSync(join(dir, String(process.pid)), '');
+    // Bounded: a taker that died before the barrier must not hold the others forever.
+    const deadline = Date.now() + 60_000;
+    while (readdirSync(dir).length < count && Date.now() < deadline) await sleep(2);
+  }
   for (;;) {
     const taken = await frontier.take(batch, { leaseMs, perQueue });
     if (taken.length === 0) break;
