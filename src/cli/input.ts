@@ -99,6 +99,10 @@ interface Batcher<B> {
   push(chunk: Buffer): void;
   end(): void;
   take(): B;
+  /** Lines of a batch taken. */
+  size(batch: B): number;
+  /** Lines `start` up to `end` of a batch taken, sharing its buffers. */
+  part(batch: B, start: number, end: number): B;
 }
 
 type OnInvalidLine = (lineNo: number, reason: InvalidReason) => void;
@@ -133,6 +137,8 @@ export function forEachBatch(input: InputChunks, options: BatchOptions, handle: 
         pending = [];
         return batch;
       },
+      size: (batch) => batch.length,
+      part: (batch, start, end) => batch.slice(start, end),
     };
   });
 }
@@ -193,11 +199,17 @@ async function runBatches<B>(
     chain = chain.then(async () => {
       if (batcher.count === 0 || failure !== undefined) return;
       counts.read += batcher.count;
-      const done = handle(batcher.take(), last);
-      done.catch(fail);
-      last = done;
-      inFlight.push(done);
-      while (inFlight.length >= depth) await inFlight.shift();
+      // A chunk of input may hold more lines than a batch: the batches handed over keep to batchSize.
+      const whole = batcher.take();
+      const size = batcher.size(whole);
+      for (let start = 0; start < size && failure === undefined; start += options.batchSize) {
+        const batch = size <= options.batchSize ? whole : batcher.part(whole, start, Math.min(size, start + options.batchSize));
+        const done = handle(batch, last);
+        done.catch(fail);
+        last = done;
+        inFlight.push(done);
+        while (inFlight.length >= depth) await inFlight.shift();
+      }
     });
     chain.catch(fail);
     return chain;

@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { SeenStoreError } from '../errors.js';
 import { isAsciiSpace, shapedBytes, urlKeyRange } from '../url/url-shape.js';
 import { markCheckedUrlKeys } from '../url/url-keys.js';
+import type { Utf8Keys } from '../hash/xxhash.js';
 
 export type InvalidReason = 'invalid UTF-8' | 'line too long' | 'not a usable URL' | 'not an absolute URL (scheme://host)';
 
@@ -217,6 +218,16 @@ export class Utf8LineBatcher extends BlockSplitter {
     this.#used = 0;
     this.#count = 0;
     return batch;
+  }
+
+  size(batch: Utf8Keys): number {
+    return batch.count;
+  }
+
+  /** Lines `start` up to `end` of a batch taken, in its buffers (checked URL keys stay marked so). */
+  part(batch: Utf8Keys, start: number, end: number): Utf8Keys {
+    const part = { bytes: batch.bytes, ranges: batch.ranges.subarray(2 * start, 2 * end), count: end - start };
+    return this.#urlKeys ? markCheckedUrlKeys(part) : part;
   }
 
   protected lines(block: Buffer, firstLineNo: number): number {
