@@ -1,6 +1,6 @@
 import { SeenStoreError } from '../errors.js';
 import { keyCount, pickKeys, type Keys } from '../hash/xxhash.js';
-import { PartlyDecided, type EpochBits, type QueueItems } from '../store/backend.js';
+import { PartlyDecided, type DeliveryWrite, type EpochBits, type QueueItems } from '../store/backend.js';
 import { pickQueue } from '../store/queue-items.js';
 
 /** Where a batch goes, and how it follows a rotation. */
@@ -20,7 +20,14 @@ export interface AddRoute {
  * (PartlyDecided): each key lands in exactly one epoch and keeps the answer it got there.
  * `issued` runs once the batch is handed to the backend (the next call of the handle may then go).
  */
-export async function addFollowingRotations(route: AddRoute, keys: Keys, answers: boolean[] | undefined, enqueue: QueueItems | undefined, issued?: () => void): Promise<number> {
+export async function addFollowingRotations(
+  route: AddRoute,
+  keys: Keys,
+  answers: boolean[] | undefined,
+  enqueue: QueueItems | undefined,
+  deliver: DeliveryWrite | undefined,
+  issued?: () => void,
+): Promise<number> {
   let added = 0;
   /** Indices of the keys still to decide (undefined: all of them). */
   let rest: number[] | undefined;
@@ -34,7 +41,8 @@ export async function addFollowingRotations(route: AddRoute, keys: Keys, answers
     };
     try {
       const restQueue = enqueue === undefined || rest === undefined ? enqueue : pickQueue(enqueue, rest);
-      const adding = route.epoch.addIfAbsent(rest === undefined ? keys : pickKeys(keys, rest), restAnswers, restQueue);
+      const restDeliver = deliver === undefined || rest === undefined ? deliver : deliverRest(deliver, answers!, rest);
+      const adding = route.epoch.addIfAbsent(rest === undefined ? keys : pickKeys(keys, rest), restAnswers, restQueue, restDeliver);
       issued?.();
       added += await adding;
       copyBack();
@@ -54,4 +62,21 @@ export async function addFollowingRotations(route: AddRoute, keys: Keys, answers
       }
     }
   }
+}
+
+/**
+ * A delivered batch's rest after a partial decision: its lines are the whole batch's new URLs, the
+ * ones the sealed epoch decided (already in `answers`) and the rest's.
+ */
+function deliverRest(deliver: DeliveryWrite, answers: readonly boolean[], rest: readonly number[]): DeliveryWrite {
+  return {
+    ...deliver,
+    lines: (restAnswers) => {
+      const whole = answers.slice();
+      rest.forEach((i, t) => {
+        whole[i] = restAnswers[t]!;
+      });
+      return deliver.lines(whole);
+    },
+  };
 }

@@ -2,7 +2,7 @@ import { SeenStoreError, assert } from '../errors.js';
 import { parseStrategy, strategyName, strategyOf } from '../filters/strategy.js';
 import { keyCount, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
 import { TurnQueue } from '../store/turns.js';
-import type { Backend, CheckpointOutcome, EpochBits, QueueItems } from '../store/backend.js';
+import type { Backend, CheckpointOutcome, Deliveries, DeliveryWrite, EpochBits, QueueItems } from '../store/backend.js';
 import { addFollowingRotations, type AddRoute } from './add-routing.js';
 import { addCounts, hasKeys, hasUrls, MAX_BATCH_URLS } from './epoch-queries.js';
 import type { NormalizeMode } from '../url/normalize.js';
@@ -134,6 +134,25 @@ export class Scope {
     const answers = new Array<boolean>(urls.length);
     await this.#add(urls, answers, addOptions, items);
     return answers;
+  }
+
+  /**
+   * @internal Delivery's add (epochs/delivery.ts): addIfAbsent, or with `enqueue` an enqueue, of
+   * at most MAX_BATCH_URLS URLs whose new ones are kept as undelivered in the same atomic step.
+   */
+  async addDelivered(urls: Keys, deliver: DeliveryWrite, options: AddOptions = {}, enqueue?: boolean): Promise<boolean[]> {
+    this.#ctx.assertOpen();
+    this.#ctx.assertWritable('add');
+    const items = enqueue === true ? await this.frontier().queueItems(urls as readonly string[], {}) : undefined;
+    const answers = new Array<boolean>(keyCount(urls));
+    await this.#add(urls, answers, options, items, deliver);
+    return answers;
+  }
+
+  /** The scope's undelivered batches, for Delivery (epochs/delivery.ts). */
+  async deliveries(): Promise<Deliveries> {
+    this.#ctx.assertOpen();
+    return this.#ctx.backend.deliveries(this.name);
   }
 
   /** The scope's frontier: take, done, release and stats of its queued URLs (docs/frontier.md). */
@@ -367,23 +386,26 @@ export class Scope {
   }
 
   /** `urls`: an array (addIfAbsent and add check) or UTF-8 keys of the right shape (addIfAbsentUtf8 checks). */
-  async #add(urls: Keys, answers: boolean[] | undefined, options: AddOptions, enqueue?: QueueItems): Promise<number> {
+  async #add(urls: Keys, answers: boolean[] | undefined, options: AddOptions, enqueue?: QueueItems, deliver?: DeliveryWrite): Promise<number> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('add');
     if (keyCount(urls) === 0) return 0;
+    if (deliver !== undefined && (answers === undefined || keyCount(urls) > MAX_BATCH_URLS)) {
+      throw new TypeError(`a delivered add wants its answers and at most ${MAX_BATCH_URLS} URLs`);
+    }
     // Calls of one handle reach the backend in the order they were made: the next waits until this
     // one has issued its last batch (a backend deciding batches in flight out of order would answer
     // a URL given in two of them "new" at its later occurrence).
     const turn = this.#addOrder.take();
     try {
       await turn.ready;
-      return await this.#addInTurn(urls, answers, options, enqueue, turn.done);
+      return await this.#addInTurn(urls, answers, options, enqueue, deliver, turn.done);
     } finally {
       turn.done();
     }
   }
 
-  async #addInTurn(urls: Keys, answers: boolean[] | undefined, options: AddOptions, enqueue: QueueItems | undefined, issued: () => void): Promise<number> {
+  async #addInTurn(urls: Keys, answers: boolean[] | undefined, options: AddOptions, enqueue: QueueItems | undefined, deliver: DeliveryWrite | undefined, issued: () => void): Promise<number> {
     const count = keyCount(urls);
     const known = this.#addTarget;
     const existing = known !== undefined && (options.epoch === undefined || options.epoch === known.header.epoch) ? known : await this.#open(false);
@@ -406,7 +428,7 @@ export class Scope {
       const partAnswers = answers === undefined || partCount === count ? answers : new Array<boolean>(partCount);
       const last = start + partCount === count;
       const partQueue = enqueue === undefined || partCount === count ? enqueue : queuePart(enqueue, start, start + partCount);
-      added += await addFollowingRotations(route, part, partAnswers, partQueue, last ? issued : undefined);
+      added += await addFollowingRotations(route, part, partAnswers, partQueue, deliver, last ? issued : undefined);
       if (answers !== undefined && partAnswers !== answers) for (let i = 0; i < partCount; i++) answers[start + i] = partAnswers![i]!;
       start += partCount;
     }

@@ -72,6 +72,8 @@ export interface Backend {
 
   /** The scope's frontier: its queue of discovered, not yet finished URLs. */
   frontier(scope: string): Promise<Frontier>;
+  /** The scope's undelivered batches: recorded URLs a command has not yet handed to its reader. */
+  deliveries(scope: string): Promise<Deliveries>;
 
   /** Writes what must be written (checkpoints) and releases everything. Idempotent. */
   close(): Promise<void>;
@@ -96,8 +98,10 @@ export interface EpochBits {
    * lands in exactly one epoch). Resolves when the batch is durable, with the number
    * of new keys. With `enqueue` (one URL per key, and `answers` given), the URLs of the new keys
    * join the scope's frontier in the same atomic step: a URL is queued exactly when it is new.
+   * With `deliver` (and `answers` given), the batch's new URLs are kept as undelivered, and the
+   * owner's batches it names as delivered deleted, in the same atomic step (Deliveries).
    */
-  addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems): Promise<number>;
+  addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems, deliver?: DeliveryWrite): Promise<number>;
   /** Membership of each key: out[i] = 1 when the epoch (probably) holds key i, else 0. */
   has(keys: readonly string[], out: Uint8Array): Promise<void>;
   /** Counting epochs: out[i] += the count of key i (recurring minimum), 0 when absent. */
@@ -296,6 +300,42 @@ export interface UrlStatus {
 }
 
 /** What an enqueue queues for each key: its URL, the queue it joins, and optionally a payload kept with it. */
+/** Which batch of which owner: an owner is one delivering run of a command (epochs/delivery.ts). */
+export interface UndeliveredKey {
+  /** `PID.START.N`: the process, when it started, and the run within it (store/owners.ts). */
+  readonly owner: string;
+  readonly seq: number;
+}
+
+/** A batch of recorded URLs not yet handed to their reader: lines, each ending in a newline. */
+export interface UndeliveredBatch extends UndeliveredKey {
+  readonly lines: Uint8Array;
+}
+
+/** What an add keeps as undelivered (EpochBits.addIfAbsent's `deliver`). */
+export interface DeliveryWrite extends UndeliveredKey {
+  /** The new URLs' lines, given the answers: called once inside the atomic step, after the decision. */
+  readonly lines: (answers: readonly boolean[]) => Uint8Array;
+  /** Batches of the same owner that were delivered since: deleted in the same step. */
+  readonly delivered: readonly number[];
+}
+
+/**
+ * A scope's undelivered batches (docs/reliability.md "Delivery"). A command that records URLs and
+ * then prints them keeps each batch's new URLs here in the same atomic step that records them
+ * (EpochBits.addIfAbsent's `deliver`), and deletes them once they are written; what a run that
+ * ended abnormally left is printed first by the next run, once the process that left it is gone.
+ */
+export interface Deliveries {
+  /** Batches whose owner's process is gone (never a running process's), by owner then seq. */
+  orphaned(): Promise<UndeliveredBatch[]>;
+  /**
+   * In one atomic step: deletes the batches `remove` names and stores `put`. When one of `remove`
+   * is no longer there (another run claimed it), nothing changes and it resolves false.
+   */
+  change(remove: readonly UndeliveredKey[], put: readonly UndeliveredBatch[]): Promise<boolean>;
+}
+
 export interface QueueItems {
   readonly urls: readonly string[];
   /** queues[i]: the queue key of URL i (FrontierSettings.queueKey of it, or a key the caller gave). */

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
-import type { Backend, EpochBits, Frontier, EpochUsage, ImportRequest, Rotation, RotateRequest, StoreMaintenance } from '../backend.js';
+import type { Backend, Deliveries, EpochBits, Frontier, EpochUsage, ImportRequest, Rotation, RotateRequest, StoreMaintenance } from '../backend.js';
 import { faultPoint } from '../faults.js';
 import { removeStoreLeftovers } from '../leftovers.js';
 import { sealHeader, type EpochHeader, type ScopeRecord } from '../records.js';
@@ -14,6 +14,7 @@ import type { EpochCopy } from './epoch-copy.js';
 import { scopeKey, epochKey } from './keys.js';
 import { EXCLUSIVE_LOCK, effectiveLockStaleMs, isLocked } from './lock.js';
 import { LmdbFrontier } from './frontier.js';
+import { LmdbDeliveries } from './deliveries.js';
 import * as meta from './metadata.js';
 import { SNAPSHOTS_DIR } from './data-file.js';
 import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
@@ -184,6 +185,10 @@ export class LmdbBackend implements Backend {
 
   async frontier(scope: string): Promise<Frontier> {
     return new LmdbFrontier(this.#env, scope, this.#clock);
+  }
+
+  async deliveries(scope: string): Promise<Deliveries> {
+    return new LmdbDeliveries(this.#env, scope);
   }
 
   async epoch(scope: string, n: number): Promise<EpochBits> {

@@ -24,8 +24,8 @@ export const MAX_SLICES = 24;
 /** Newer read snapshots a catch-up without the lock tries when its replay stopped short (a hole a power cut left stays until a writer fills it). */
 const SHORT_REPLAY_RETRIES = 3;
 
-/** Runs inside an add's write transaction once its answers are decided. */
-export type AfterDecide = () => void;
+/** Runs inside an add's write transaction once its answers are decided; true when it changed LMDB. */
+export type AfterDecide = () => boolean;
 
 /** One slice as stored: its spec, the filters its chunks hold, and where its filters start. */
 export interface StoredSlice {
@@ -225,8 +225,10 @@ export abstract class EpochCopy {
     let result = 0;
     let touched = false;
     let txnId = -1;
+    let decidedChanged = false;
     const cursor = this.#cursor;
     cursor.beginBatch(afterDecide !== undefined);
+    const commits = (): boolean => cursor.lmdbChanged || decidedChanged;
     try {
       // The transaction commits only when the batch changed LMDB; a batch journaled in the file
       // uses it for its locks and its view of the newest commit, and aborts it (no LMDB sync).
@@ -237,10 +239,10 @@ export abstract class EpochCopy {
         else cursor.replayFile(this.#replayTarget);
         touched = true;
         result = change();
-        afterDecide?.();
+        decidedChanged = afterDecide?.() === true;
         faultPoint('add:before-commit');
-      }, () => cursor.journalInLmdb || cursor.lmdbChanged, () => cursor.writeStaged());
-      this.#batchTxnId = cursor.journalInLmdb || cursor.lmdbChanged ? txnId : txnId - 1;
+      }, commits, () => cursor.writeStaged());
+      this.#batchTxnId = commits() ? txnId : txnId - 1;
     } catch (error) {
       if (touched) this.poisoned = true;
       throw asStoreError(error, `${doing} ${this.currentHeader.scope}/${this.currentHeader.epoch}`);
@@ -357,7 +359,7 @@ export abstract class EpochCopy {
    */
   protected appendJournal(value: Buffer, slice: number, submitted: number, added: number): void {
     const seq = this.appliedSeq + 1;
-    this.#cursor.append(seq, value);
+    this.#cursor.append(seq, value, added);
     this.appliedSeq = seq;
     this.countRecord(slice, submitted, added);
     this.#journalBytesSinceCheckpoint += value.length;

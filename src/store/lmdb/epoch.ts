@@ -1,7 +1,8 @@
 import { SeenStoreError, assert } from '../../errors.js';
 import { queueNew } from './frontier.js';
 import { keyCount, type Keys, type XxHash } from '../../hash/xxhash.js';
-import type { CheckpointOutcome, EpochBits, EpochContents, EpochSummary, QueueItems } from '../backend.js';
+import type { CheckpointOutcome, DeliveryWrite, EpochBits, EpochContents, EpochSummary, QueueItems } from '../backend.js';
+import { keepUndelivered } from './deliveries.js';
 import { isCountingEpoch, type EpochHeader } from '../records.js';
 import type { BitThread } from './bit-thread.js';
 import type { StoreEnv } from './env.js';
@@ -68,17 +69,24 @@ export class LmdbEpoch implements EpochBits {
     return this.#filters.counting;
   }
 
-  async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems): Promise<number> {
+  async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems, deliver?: DeliveryWrite): Promise<number> {
     const filters = this.#filters;
     const { scope, epoch } = filters.header;
     const env = this.#ctx.env;
     const expectOpen = (): void => expectOpenEpoch(env, scope, epoch);
-    let afterDecide: (() => void) | undefined;
+    const steps: (() => boolean)[] = [];
     if (enqueue !== undefined) {
       assert(answers !== undefined && enqueue.urls.length === keyCount(keys), 'an enqueue gives one URL per key and wants the answers');
       env.ensureFrontierDb();
-      afterDecide = () => queueNew(env, scope, epoch, enqueue, answers, this.#ctx.clock());
+      steps.push(() => queueNew(env, scope, epoch, enqueue, answers, this.#ctx.clock()));
     }
+    if (deliver !== undefined) {
+      assert(answers !== undefined, 'a delivered add wants the answers');
+      env.ensureDeliveryDb();
+      steps.push(() => keepUndelivered(env, scope, deliver, answers));
+    }
+    // The frontier's entries and the undelivered batch commit in the add's own LMDB transaction.
+    const afterDecide = steps.length === 0 ? undefined : steps.length === 1 ? steps[0] : () => steps.map((step) => step()).includes(true);
     const thread = this.#ctx.bitThread;
     let added: number;
     if (thread === undefined) {

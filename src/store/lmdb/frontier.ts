@@ -12,14 +12,15 @@ import { FRONTIER_TAGS, frontierTagRange } from './keys.js';
  * Queues the URLs whose answer is true (inside the add's write transaction, after deciding): the
  * entries commit with the batch's journal record, or neither does.
  */
-export function queueNew(env: StoreEnv, scope: string, epoch: number, items: QueueItems, answers: readonly boolean[], atMs: number): void {
+export function queueNew(env: StoreEnv, scope: string, epoch: number, items: QueueItems, answers: readonly boolean[], atMs: number): boolean {
   const db = env.frontierDb;
   if (db === undefined) throw new SeenStoreError('INTERNAL', 'invariant broken: the frontier database exists before an enqueue writes');
-  if (!answers.includes(true)) return;
+  if (!answers.includes(true)) return false;
   const txn = new FrontierTxn(env, db, scope, atMs);
   const { urls, queues, data } = items;
   for (let i = 0; i < urls.length; i++) if (answers[i]) txn.insert(urls[i]!, queues[i]!, epoch, atMs, data?.[i]);
   txn.settle();
+  return true;
 }
 
 /**

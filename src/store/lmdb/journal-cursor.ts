@@ -176,12 +176,17 @@ export class JournalCursor {
   }
 
   /**
-   * Journals record `seq` (inside the write transaction, caught up): into LMDB for a batch that
-   * enqueues, else staged for the journal file (writeStaged).
+   * Journals record `seq` (inside the write transaction, caught up): into LMDB for a batch whose
+   * new URLs write LMDB records in the same transaction (frontier entries, an undelivered batch),
+   * else staged for the journal file (writeStaged): a batch with nothing new writes none of them.
    */
-  append(seq: number, value: Buffer): void {
-    if (this.journalInLmdb) this.#env.journalDb.putSync(journalKey(this.#scope, this.#epoch, seq), value);
-    else this.#file.stage(this.#scopeBytes, this.#epoch, seq, value);
+  append(seq: number, value: Buffer, added: number): void {
+    if (this.journalInLmdb && added > 0) {
+      this.#env.journalDb.putSync(journalKey(this.#scope, this.#epoch, seq), value);
+      this.lmdbChanged = true;
+    } else {
+      this.#file.stage(this.#scopeBytes, this.#epoch, seq, value);
+    }
   }
 
   /**

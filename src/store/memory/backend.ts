@@ -1,12 +1,13 @@
 import { SeenStoreError } from '../../errors.js';
 import type { Keys, XxHash } from '../../hash/xxhash.js';
-import type { Backend, CheckpointOutcome, EpochBits, EpochContents, EpochSummary, EpochUsage, Frontier, ImportRequest, QueueItems, Rotation, RotateRequest } from '../backend.js';
+import type { Backend, CheckpointOutcome, Deliveries, DeliveryWrite, EpochBits, EpochContents, EpochSummary, EpochUsage, Frontier, ImportRequest, QueueItems, Rotation, RotateRequest } from '../backend.js';
 import type { OpenOptions } from '../driver.js';
 import { safePoint } from '../interruption.js';
 import { sealHeader, type EpochHeader, type ScopeRecord } from '../records.js';
 import { EpochFilters } from './bits.js';
 import { memoryDriver, type MemoryOptions } from './driver.js';
 import { MemoryFrontier } from './frontier.js';
+import { MemoryDeliveries } from './deliveries.js';
 
 /** A scope's state: its record, its epochs' filters by number, and its frontier. */
 interface ScopeState {
@@ -18,6 +19,7 @@ interface ScopeState {
 interface MemoryStore {
   readonly scopes: Map<string, ScopeState>;
   readonly frontiers: Map<string, MemoryFrontier>;
+  readonly deliveries: Map<string, MemoryDeliveries>;
 }
 
 /** Every memory store of the process, by location: a second open of one name shares the first's state. */
@@ -49,7 +51,7 @@ export class MemoryBackend implements Backend {
     let store = STORES.get(location);
     if (store === undefined) {
       if (!common.create || common.readOnly) throw new SeenStoreError('NOT_FOUND', `no store at ${location}`);
-      store = { scopes: new Map(), frontiers: new Map() };
+      store = { scopes: new Map(), frontiers: new Map(), deliveries: new Map() };
       STORES.set(location, store);
     }
     return new MemoryBackend(location, common, options, store);
@@ -126,11 +128,24 @@ export class MemoryBackend implements Backend {
   }
 
   async epoch(scope: string, n: number): Promise<EpochBits> {
-    return new MemoryEpoch(this.#filters(scope, n), () => this.#expectOpen(scope, n), this.#frontier(scope));
+    return new MemoryEpoch(this.#filters(scope, n), () => this.#expectOpen(scope, n), this.#frontier(scope), this.#deliveries(scope));
   }
 
   async frontier(scope: string): Promise<Frontier> {
     return this.#frontier(scope);
+  }
+
+  async deliveries(scope: string): Promise<Deliveries> {
+    return this.#deliveries(scope);
+  }
+
+  #deliveries(scope: string): MemoryDeliveries {
+    let deliveries = this.#store.deliveries.get(scope);
+    if (deliveries === undefined) {
+      deliveries = new MemoryDeliveries();
+      this.#store.deliveries.set(scope, deliveries);
+    }
+    return deliveries;
   }
 
   async close(): Promise<void> {}
@@ -166,11 +181,13 @@ class MemoryEpoch implements EpochBits {
   readonly #filters: EpochFilters;
   readonly #expectOpen: () => void;
   readonly #frontier: MemoryFrontier;
+  readonly #deliveries: MemoryDeliveries;
 
-  constructor(filters: EpochFilters, expectOpen: () => void, frontier: MemoryFrontier) {
+  constructor(filters: EpochFilters, expectOpen: () => void, frontier: MemoryFrontier, deliveries: MemoryDeliveries) {
     this.#filters = filters;
     this.#expectOpen = expectOpen;
     this.#frontier = frontier;
+    this.#deliveries = deliveries;
   }
 
   get header(): EpochHeader {
@@ -181,10 +198,11 @@ class MemoryEpoch implements EpochBits {
     return this.#filters.counting;
   }
 
-  async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems): Promise<number> {
+  async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems, deliver?: DeliveryWrite): Promise<number> {
     this.#expectOpen();
     const added = this.#filters.add(keys, answers);
     if (enqueue !== undefined) this.#frontier.enqueue(this.header.epoch, enqueue, answers!);
+    if (deliver !== undefined) this.#deliveries.keep(deliver, answers!);
     return added;
   }
 

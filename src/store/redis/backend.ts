@@ -1,7 +1,8 @@
 import { SeenStoreError } from '../../errors.js';
-import type { Backend, EpochBits, EpochUsage, Frontier, ImportRequest, Rotation, RotateRequest } from '../backend.js';
+import type { Backend, Deliveries, EpochBits, EpochUsage, Frontier, ImportRequest, Rotation, RotateRequest } from '../backend.js';
 import type { OpenOptions } from '../driver.js';
 import { redisDriver, type RedisOptions } from './driver.js';
+import { RedisDeliveries } from './deliveries.js';
 import { readEpochHeader, readScopeRecord, sealHeader, type EpochHeader, type ScopeRecord, type SliceSpec } from '../records.js';
 import { connectRedis, type Reply } from './connection.js';
 import { redisDeadlines } from './deadline.js';
@@ -218,6 +219,10 @@ export class RedisBackend implements Backend {
       this.#frontiers.set(scope, frontier);
     }
     return frontier;
+  }
+
+  async deliveries(scope: string): Promise<Deliveries> {
+    return new RedisDeliveries(this.#ctx, this.#ctx.keys.undelivered(scope), scope);
   }
 
   async close(): Promise<void> {

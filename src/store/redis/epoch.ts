@@ -1,13 +1,14 @@
 import { SeenStoreError } from '../../errors.js';
 import { filterGeometries } from '../../filters/keying.js';
 import { keyCount, sliceKeys, type Keys } from '../../hash/xxhash.js';
-import { PartlyDecided, type CheckpointOutcome, type EpochBits, type EpochContents, type EpochSummary, type QueueItems } from '../backend.js';
+import { PartlyDecided, type CheckpointOutcome, type DeliveryWrite, type EpochBits, type EpochContents, type EpochSummary, type QueueItems } from '../backend.js';
 import { isCountingEpoch, type EpochHeader, type SliceSpec } from '../records.js';
 import { CALL_BYTES_MAX } from './call-parts.js';
 import type { Reply } from './connection.js';
 import { freshId, list, pairs, text, type RedisContext } from './context.js';
 import { TurnQueue, type Turn } from '../turns.js';
 import { queuePart } from '../queue-items.js';
+import { RedisDeliveries } from './deliveries.js';
 import { encodeQueueItems, oldFrontierError } from './inbox.js';
 import { GrowthPlan, type Planning } from './growth-plan.js';
 import { mergeInto } from './merge.js';
@@ -88,7 +89,14 @@ export class RedisEpoch implements EpochBits {
     return `epoch ${this.#header.scope}/${this.#header.epoch}`;
   }
 
-  async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems): Promise<number> {
+  async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems, deliver?: DeliveryWrite): Promise<number> {
+    if (deliver === undefined) return this.#add(keys, answers, enqueue);
+    if (answers === undefined) throw new TypeError('a delivered add wants the answers');
+    const deliveries = new RedisDeliveries(this.#ctx, this.#ctx.keys.undelivered(this.#header.scope), this.#header.scope);
+    return deliveries.around(deliver, keyCount(keys), answers, () => this.#add(keys, answers, enqueue));
+  }
+
+  async #add(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems): Promise<number> {
     const count = keyCount(keys);
     if (count === 0) return 0;
     if (enqueue !== undefined && (answers === undefined || enqueue.urls.length !== count)) throw new TypeError('enqueue needs answers and one URL per key');
@@ -181,7 +189,7 @@ export class RedisEpoch implements EpochBits {
     for (const [start, end] of [[0, middle], [middle, count]] as const) {
       const part = new Array<boolean>(end - start);
       const items = queuePart(enqueue, start, end);
-      fresh += await this.addIfAbsent(sliceKeys(keys, start, end), part, items);
+      fresh += await this.#add(sliceKeys(keys, start, end), part, items);
       for (let i = start; i < end; i++) answers[i] = part[i - start]!;
     }
     return fresh;

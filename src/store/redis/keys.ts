@@ -53,6 +53,11 @@ export class RedisKeys {
     return `{${this.#prefix}/${scope}}:frontier`;
   }
 
+  /** Hash: the scope's undelivered batches and their owners' leases (lua/delivery.lua). */
+  undelivered(scope: string): string {
+    return `{${this.#prefix}/${scope}}:undelivered`;
+  }
+
   /** Hash: owner -> the time of its last take in ms (host affinity's live owners). */
   owners(scope: string): string {
     return `{${this.#prefix}/${scope}}:owners`;
