@@ -37,6 +37,12 @@ export const ERROR_CODES = {
   UNSUPPORTED: 15,
   /** The backend could not be reached, or did not answer within its bounded time; nothing unacknowledged is taken as done. */
   STORE_UNAVAILABLE: 16,
+  /**
+   * The reader of a command's output went away (EPIPE): what the command recorded and had not
+   * surely delivered is kept for the next run to print first. 141, as a shell reports a writer
+   * that SIGPIPE ended.
+   */
+  OUTPUT_CLOSED: 141,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -46,12 +46,17 @@ async function filterNewKilled(dir: string, urls: readonly string[], killAfterMs
 const KILL_TRIALS = sized(25, 12);
 
 describe('crash safety', () => {
-  test(`kill -9 of filter-new mid-stream, ${KILL_TRIALS} times: every printed URL is recorded, none printed twice`, async () => {
+  test(`kill -9 of filter-new mid-stream, ${KILL_TRIALS} times: every printed URL is recorded, none lost, few twice`, async () => {
     const dir = tempDir();
     const urls = allSharedUrls();
     const trials = KILL_TRIALS;
     const perTrial = 2000;
-    const printedEver = new Set<string>();
+    const batch = 100;
+    /** Times each URL was printed, over every run. */
+    const printedTimes = new Map<string, number>();
+    const count = (printed: readonly string[]): void => {
+      for (const url of printed) printedTimes.set(url, (printedTimes.get(url) ?? 0) + 1);
+    };
     let kills = 0;
     let random = 42;
     for (let t = 0; t < trials; t++) {
@@ -59,19 +64,17 @@ describe('crash safety', () => {
       const slice = urls.slice(t * perTrial, (t + 1) * perTrial);
       const trial = await filterNewKilled(dir, slice, 150 + (random % 500));
       if (trial.killedMidStream) kills++;
-      for (const url of trial.printed) {
-        assert.ok(!printedEver.has(url), `printed twice: ${url}`);
-        printedEver.add(url);
-      }
+      count(trial.printed);
       const store = await SeenStore.open(dir);
-      const seen = (await store.scope().has(trial.printed));
+      const seen = await store.scope().has(trial.printed);
       assert.equal(seen.filter((s) => !s).length, 0, `trial ${t}: a printed URL is not recorded`);
       await store.close();
     }
     assert.ok(kills >= trials * 0.8, `only ${kills} of ${trials} kills hit a running filter-new`);
-    // Finishing the crawl prints exactly the URLs never printed before: nothing lost, nothing twice.
+    // Finishing the crawl prints what the kills left undelivered first, then the URLs never seen.
     const input = join(dir, 'all.txt');
-    writeFileSync(input, `${urls.slice(0, trials * perTrial).join('\n')}\n`);
+    const given = urls.slice(0, trials * perTrial);
+    writeFileSync(input, `${given.join('\n')}\n`);
     const rest = await new Promise<string>((resolve) => {
       const child = spawnCli(['filter-new', '--store', dir, input]);
       let out = '';
@@ -79,17 +82,14 @@ describe('crash safety', () => {
       child.on('close', () => resolve(out));
       child.stdin!.end();
     });
-    for (const url of rest.split('\n').filter(Boolean)) {
-      assert.ok(!printedEver.has(url), `printed again after the crashes: ${url}`);
-      printedEver.add(url);
-    }
-    // Printing follows the durable commit, so a kill between the two leaves that one batch
-    // recorded but unprinted: at most one batch (here <= 100 URLs) per kill, and all of it recorded.
-    const unprinted = urls.slice(0, trials * perTrial).filter((url) => !printedEver.has(url));
-    assert.ok(unprinted.length <= kills * 100, `${unprinted.length} URLs were never printed`);
-    const store = await SeenStore.open(dir);
-    assert.ok((await store.scope().has(unprinted)).every(Boolean), 'an unprinted URL is not even recorded: lost');
-    await store.close();
+    count(rest.split('\n').filter(Boolean));
+    // At least once: every URL given was printed (the data's URLs are distinct).
+    const never = given.filter((url) => !printedTimes.has(url));
+    assert.deepEqual(never.slice(0, 5), [], `${never.length} URLs were never printed`);
+    // Printed twice only what a kill left in flight: the batch being written, the one committed
+    // behind it, and one written whose deletion waited for the next commit.
+    const twice = [...printedTimes.values()].reduce((n, times) => n + times - 1, 0);
+    assert.ok(twice <= kills * 3 * batch, `${twice} URLs printed more than once after ${kills} kills`);
   });
 
   const points = ['add:before-commit', 'add:after-commit', 'checkpoint:after-chunk-txn', 'checkpoint:before-trim', 'checkpoint:after-trim'];

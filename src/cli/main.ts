@@ -2,6 +2,7 @@
 import { CommanderError } from 'commander';
 import { SeenStoreError, asStoreError } from '../errors.js';
 import { signalExitCode } from './interrupt.js';
+import { stdoutErrorsClaimed } from './delivered-output.js';
 import { buildProgram } from './program.js';
 
 /** Any failure as a SeenStoreError: a missing file is NOT_FOUND, a command-line mistake USAGE. */
@@ -39,6 +40,8 @@ function fail(error: unknown, options: { debug: boolean; json: boolean }): never
 async function main(): Promise<void> {
   const options = { debug: process.argv.includes('--debug'), json: process.argv.includes('--json') };
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    // A delivering command (filter-new, frontier push) handles its output's errors at each write.
+    if (stdoutErrorsClaimed()) return;
     if (error.code === 'EPIPE') process.exit(0);
     fail(error, options);
   });

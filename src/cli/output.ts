@@ -112,6 +112,13 @@ export function summaryText(counts: Readonly<Record<string, number>>, elapsedMs:
   return `${fields.join(', ')} in ${(elapsedMs / 1000).toFixed(2)} s`;
 }
 
+/** The counts without `field` when it is 0 (a summary mentions redelivered URLs only when there were some). */
+export function withoutZero(counts: Readonly<Record<string, number>>, field: string): Record<string, number> {
+  if (counts[field] !== 0) return { ...counts };
+  const { [field]: _zero, ...rest } = counts;
+  return rest;
+}
+
 export function formatCount(n: number): string {
   // Integers by hand: the first toLocaleString of a process loads ICU's number formats, 20 ms
   // of a one-URL command's 300. Same text as toLocaleString('en-US') (test/lines.test.ts).

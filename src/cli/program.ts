@@ -57,12 +57,17 @@ function planOptions(command: Command): Command {
     .addOption(new Option('--threads <n>', 'threads for adds (default 1; 2: a second thread sets the bits while this one hashes)').argParser(count('threads')));
 }
 
+/** `--no-redeliver` of the commands that record URLs and print them (docs/reliability.md "Delivery"). */
+function redeliverOption(command: Command): Command {
+  return command.option('--no-redeliver', 'do not print first the URLs that earlier runs recorded and did not surely deliver (they stay kept)');
+}
+
 const epochsOption = (what: string): Option =>
   new Option('--epochs <spec>', `current (default), previous, N, N..M, last:K or all${what}`).argParser(validated(parseEpochSpec));
 
 function addUrlCommands(program: Command): void {
   examples(
-    planOptions(inputOptions(program.command('filter-new [file]'), true))
+    redeliverOption(planOptions(inputOptions(program.command('filter-new [file]'), true)))
       .description('print each URL (FILE or stdin, one per line) not seen before, and record it')
       .action(async (file: string | undefined, _o, command: Command) => (await import('./commands/filter-new.js')).filterNew(file, command)),
     [
@@ -307,7 +312,7 @@ function addFrontierCommands(program: Command): void {
   const frontier = program.command('frontier').description("the scope's durable queue of URLs found new and not yet finished (docs/frontier.md)");
   const load = async () => import('./commands/frontier.js');
   examples(
-    planOptions(inputOptions(frontier.command('push [file]'), true))
+    redeliverOption(planOptions(inputOptions(frontier.command('push [file]'), true)))
       .description('queue the URLs not seen before (recording them as seen, in one step) and print them')
       .action(async (file: string | undefined, _o, command: Command) => (await load()).frontierPush(file, command)),
     ['extract-links page.html | seenstore --scope example.org frontier push > /dev/null'],

@@ -1,11 +1,14 @@
 import type { Command } from 'commander';
-import { batchOptions, openStore, parseCount, requireScope, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
-import { forEachBatch, openInputChunks } from '../input.js';
-import { formatCount, summaryText, writeAll } from '../output.js';
+import { batchOptions, inform, openStore, warn, parseCount, requireScope, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
+import { forEachBatch, openInputChunks, type InputCounts } from '../input.js';
+import { Delivery } from '../../epochs/delivery.js';
+import { deliver, redeliver, stoppedRun } from '../delivered-output.js';
+import { stopOnSignals } from '../interrupt.js';
+import { formatCount, summaryText, withoutZero, writeAll } from '../output.js';
 import { addingScope } from '../scope-notes.js';
 import { parseDuration } from '../duration.js';
 
-type PushOptions = GlobalOptions & InputOptions & PlanOptions;
+type PushOptions = GlobalOptions & InputOptions & PlanOptions & { readonly redeliver?: boolean };
 type TakeOptions = GlobalOptions & {
   readonly count?: string;
   readonly leaseMs?: string;
@@ -18,28 +21,42 @@ type TakeOptions = GlobalOptions & {
 
 /**
  * `frontier push [FILE]`: the URLs not seen before join the scope's frontier (and are recorded as
- * seen) in one step per batch; prints the queued URLs, like filter-new, so pipes compose.
+ * seen) in one step per batch; prints the queued URLs, like filter-new, so pipes compose, and as
+ * filter-new does, at least once (the frontier holds them whatever the printing met).
  */
 export async function frontierPush(file: string | undefined, command: Command): Promise<void> {
   const startMs = Date.now();
   const options = command.optsWithGlobals<PushOptions>();
+  const input = openInputChunks(file);
+  const signal = stopOnSignals();
   const store = await openStore(options, true);
+  let delivery: Delivery | undefined;
+  let handled = 0;
+  let queued = 0;
+  let redelivered = 0;
+  let counts: InputCounts;
   try {
     const { scope, ready } = await addingScope(store, options, scopeOptions(options));
-    let queued = 0;
-    const counts = await forEachBatch(openInputChunks(file), batchOptions(options, await scope.normalizeMode()), async (lines) => {
+    delivery = await Delivery.begin(scope, { redeliver: options.redeliver !== false });
+    const run = delivery;
+    redelivered = await redeliver(run, signal);
+    counts = await forEachBatch(input, { ...batchOptions(options, await scope.normalizeMode()), signal }, async (lines) => {
       await ready();
-      const fresh = await scope.enqueue(lines);
-      const out = lines.filter((_, i) => fresh[i]);
-      queued += out.length;
-      if (out.length > 0) await writeAll(process.stdout, `${out.join('\n')}\n`);
+      handled += lines.length;
+      const { batch } = await run.addIfAbsent(lines, {}, true);
+      await deliver(run, batch);
+      queued += batch.urls;
     });
-    const summary = { read: counts.read, queued, seen: counts.read - queued, invalid: counts.invalid };
-    if (options.json) process.stderr.write(`${JSON.stringify(summary)}\n`);
-    else if (options.quiet !== true) process.stderr.write(`${summaryText(summary, Date.now() - startMs)}\n`);
+    if (!(await run.finish())) warn('warning: another run claimed some of the URLs this run printed while it waited on its reader: they will be printed again');
+  } catch (error) {
+    throw await stoppedRun(error, delivery, `${formatCount(handled)} lines recorded, ${formatCount(queued)} URLs queued and written`);
   } finally {
+    input.destroy();
     await store.close();
   }
+  const summary = { read: counts.read, queued, seen: counts.read - queued, invalid: counts.invalid, redelivered };
+  if (options.json) process.stderr.write(`${JSON.stringify(summary)}\n`);
+  else inform(options, `frontier push: ${summaryText(withoutZero(summary, 'redelivered'), Date.now() - startMs)}`);
 }
 
 /**
