@@ -1,4 +1,3 @@
-import { SeenStoreError } from '../errors.js';
 import { keyCount, type Utf8Keys } from '../hash/xxhash.js';
 import type { Deliveries, UndeliveredBatch, UndeliveredKey } from '../store/backend.js';
 import { newOwner } from '../store/owners.js';
@@ -14,6 +13,9 @@ import type { AddOptions } from './scope-types.js';
 export const KEEP_WRITTEN_BYTES = 2 ** 20;
 
 const NEWLINE = 0x0a;
+/** Buffers kept for reuse, and the smallest worth keeping (smaller ones come from Node's pool). */
+const SPARE_BUFFERS = 4;
+const SPARE_BYTES_MIN = 64 * 1024;
 
 /** A batch this run recorded: its new URLs' lines, to be written, then reported with `written`. */
 export interface RecordedBatch extends UndeliveredBatch {
@@ -38,7 +40,7 @@ export interface DeliveryOptions {
 export class Delivery {
   readonly #scope: Scope;
   readonly #deliveries: Deliveries;
-  readonly #owner = newOwner();
+  readonly #owner: string;
   #seq = 0;
   /** Stored batches written since the last step: the next step deletes them. */
   #delivered: number[] = [];
@@ -47,34 +49,31 @@ export class Delivery {
   /** The last batches written, oldest first, while the ones after the oldest hold under KEEP_WRITTEN_BYTES. */
   readonly #recent: RecordedBatch[] = [];
   #recentBytes = 0;
+  /** Buffers of batches written and no longer kept: the next batches' lines go there (no allocation per batch). */
+  readonly #spare: Buffer[] = [];
+  /** The buffers this run's batches were written into whole (never another's, or Node's shared pool). */
+  readonly #reusable = new WeakSet<ArrayBufferLike>();
   /** The batches earlier runs left, claimed by this one: write them first. */
   readonly redelivered: readonly RecordedBatch[];
 
-  private constructor(scope: Scope, deliveries: Deliveries, redelivered: RecordedBatch[]) {
+  private constructor(scope: Scope, deliveries: Deliveries, owner: string, redelivered: readonly UndeliveredBatch[]) {
     this.#scope = scope;
+    this.#owner = owner;
     this.#deliveries = deliveries;
-    this.redelivered = redelivered;
-    for (const batch of redelivered) this.#unwritten.set(batch.seq, batch.urls);
+    this.redelivered = redelivered.map((batch) => ({ ...batch, urls: countLines(batch.lines) }));
+    for (const batch of this.redelivered) this.#unwritten.set(batch.seq, batch.urls);
+    this.#seq = redelivered.length;
   }
 
   /**
    * Starts a delivering run on the scope: with `redeliver` (the default), it first claims the
-   * batches whose runs are gone, in one atomic step (of two runs starting at once, one gets them).
+   * batches of runs that are gone (of two runs starting at once, each batch goes to one).
    */
   static async begin(scope: Scope, options: DeliveryOptions = {}): Promise<Delivery> {
     const deliveries = await scope.deliveries();
-    if (options.redeliver === false) return new Delivery(scope, deliveries, []);
-    for (let attempt = 0; ; attempt++) {
-      const orphaned = await deliveries.orphaned();
-      const claimed = new Delivery(scope, deliveries, []).#claim(orphaned);
-      if (orphaned.length === 0 || (await deliveries.change(orphaned.map(keyOf), claimed.batches))) return new Delivery(scope, deliveries, claimed.batches);
-      if (attempt === 3) throw new SeenStoreError('STORE_BUSY', `scope ${scope.name}: other runs kept claiming the same undelivered batches`);
-    }
-  }
-
-  /** The orphans as this run's own batches (fresh keys), in their order. */
-  #claim(orphaned: readonly UndeliveredBatch[]): { batches: RecordedBatch[] } {
-    return { batches: orphaned.map((batch) => ({ owner: this.#owner, seq: ++this.#seq, lines: batch.lines, urls: countLines(batch.lines) })) };
+    const owner = newOwner();
+    const claimed = options.redeliver === false ? [] : await deliveries.claim(owner, 1);
+    return new Delivery(scope, deliveries, owner, claimed);
   }
 
   /** URLs recorded by this run (or claimed) that were not written yet. */
@@ -86,7 +85,11 @@ export class Delivery {
 
   /** As Scope.addIfAbsentUtf8 (the lines as they are: each key's bytes, printed as they came). */
   async addIfAbsentUtf8(lines: Utf8Keys, options: AddOptions = {}): Promise<{ answers: boolean[]; batch: RecordedBatch }> {
-    return this.#add(lines, options, false, (answers) => selectedUtf8Lines(lines, answers));
+    return this.#add(lines, options, false, (answers) => {
+      const out = selectedUtf8Lines(lines, answers, this.#spare);
+      if (out.buffer.byteLength >= SPARE_BYTES_MIN) this.#reusable.add(out.buffer);
+      return out;
+    });
   }
 
   /** As Scope.addIfAbsent, or Scope.enqueue with `enqueue` (the URLs as given). */
@@ -123,7 +126,11 @@ export class Delivery {
     this.#recent.push(batch);
     this.#recentBytes += batch.lines.length;
     while (this.#recent.length > 1 && this.#recentBytes - this.#recent[0]!.lines.length >= KEEP_WRITTEN_BYTES) {
-      this.#recentBytes -= this.#recent.shift()!.lines.length;
+      const old = this.#recent.shift()!;
+      this.#recentBytes -= old.lines.length;
+      // Written, and no longer kept for keepWritten: its buffer serves a later batch.
+      if (this.#spare.length < SPARE_BUFFERS && this.#reusable.has(old.lines.buffer)) this.#spare.push(Buffer.from(old.lines.buffer));
+
     }
   }
 
@@ -135,11 +142,7 @@ export class Delivery {
   async finish(): Promise<boolean> {
     const kept: UndeliveredKey[] = this.#delivered.map((seq) => ({ owner: this.#owner, seq }));
     this.#delivered = [];
-    if (kept.length === 0) return true;
-    if (await this.#deliveries.change(kept, [])) return true;
-    // Some were claimed: delete the rest one by one.
-    for (const key of kept) await this.#deliveries.change([key], []);
-    return false;
+    return kept.length === 0 || this.#deliveries.release(kept);
   }
 
   /**
@@ -153,17 +156,13 @@ export class Delivery {
     const deleted = this.#recent.filter((batch) => !this.#delivered.includes(batch.seq));
     if (deleted.length > 0) {
       const lines = Buffer.concat(deleted.map((batch) => batch.lines));
-      await this.#deliveries.change([], [{ owner: this.#owner, seq: ++this.#seq, lines }]);
+      await this.#deliveries.keep({ owner: this.#owner, seq: ++this.#seq, lines });
     }
     this.#delivered = [];
     let urls = this.unwrittenUrls;
     for (const batch of this.#recent) urls += batch.urls;
     return urls;
   }
-}
-
-function keyOf(batch: UndeliveredKey): UndeliveredKey {
-  return { owner: batch.owner, seq: batch.seq };
 }
 
 function countLines(lines: Uint8Array): number {
@@ -173,11 +172,12 @@ function countLines(lines: Uint8Array): number {
 }
 
 /** The selected keys' bytes, each followed by a newline, in a buffer of their own. */
-export function selectedUtf8Lines(batch: Utf8Keys, selected: readonly boolean[]): Uint8Array {
+export function selectedUtf8Lines(batch: Utf8Keys, selected: readonly boolean[], spare: Buffer[] = []): Uint8Array {
   const { bytes, ranges, count } = batch;
   let size = 0;
   for (let i = 0; i < count; i++) if (selected[i]) size += ranges[2 * i + 1]! - ranges[2 * i]! + 1;
-  const out = Buffer.allocUnsafe(size);
+  const reuse = spare.findIndex((buffer) => buffer.length >= size);
+  const out = reuse >= 0 ? spare.splice(reuse, 1)[0]!.subarray(0, size) : Buffer.allocUnsafe(size);
   let n = 0;
   for (let i = 0; i < count; ) {
     if (!selected[i]) {
@@ -188,7 +188,7 @@ export function selectedUtf8Lines(batch: Utf8Keys, selected: readonly boolean[])
     let end = ranges[2 * i + 1]!;
     // Consecutive selected lines separated by a bare newline copy as one run.
     for (i++; i < count && selected[i] && ranges[2 * i] === end + 1; i++) end = ranges[2 * i + 1]!;
-    out.set(bytes.subarray(start, end), n);
+    Buffer.prototype.copy.call(bytes, out, n, start, end);
     n += end - start;
     out[n++] = NEWLINE;
   }

@@ -323,17 +323,23 @@ export interface DeliveryWrite extends UndeliveredKey {
 /**
  * A scope's undelivered batches (docs/reliability.md "Delivery"). A command that records URLs and
  * then prints them keeps each batch's new URLs here in the same atomic step that records them
- * (EpochBits.addIfAbsent's `deliver`), and deletes them once they are written; what a run that
- * ended abnormally left is printed first by the next run, once the process that left it is gone.
+ * (EpochBits.addIfAbsent's `deliver`), and releases them once they are written; what a run that
+ * ended abnormally left is printed first by the next run, which claims it once the process that
+ * left it is gone — never a running one's.
  */
 export interface Deliveries {
-  /** Batches whose owner's process is gone (never a running process's), by owner then seq. */
-  orphaned(): Promise<UndeliveredBatch[]>;
   /**
-   * In one atomic step: deletes the batches `remove` names and stores `put`. When one of `remove`
-   * is no longer there (another run claimed it), nothing changes and it resolves false.
+   * Takes over every batch whose run is gone, as batches of `owner` numbered from `firstSeq` on,
+   * in their order; of runs claiming at once, each batch goes to one. Resolves with them.
    */
-  change(remove: readonly UndeliveredKey[], put: readonly UndeliveredBatch[]): Promise<boolean>;
+  claim(owner: string, firstSeq: number): Promise<UndeliveredBatch[]>;
+  /** Keeps `batch` as undelivered (a run that stops keeps the lines it wrote last). */
+  keep(batch: UndeliveredBatch): Promise<void>;
+  /**
+   * Lets delivered batches go. False when some were gone already: another run claimed them, as
+   * it may once a run's lease ran out (Redis: DELIVERY_LEASE_MS without a write).
+   */
+  release(keys: readonly UndeliveredKey[]): Promise<boolean>;
 }
 
 export interface QueueItems {

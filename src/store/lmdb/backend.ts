@@ -14,7 +14,7 @@ import type { EpochCopy } from './epoch-copy.js';
 import { scopeKey, epochKey } from './keys.js';
 import { EXCLUSIVE_LOCK, effectiveLockStaleMs, isLocked } from './lock.js';
 import { LmdbFrontier } from './frontier.js';
-import { LmdbDeliveries } from './deliveries.js';
+import { LmdbDeliveries, type DeliveryFiles } from './deliveries.js';
 import * as meta from './metadata.js';
 import { SNAPSHOTS_DIR } from './data-file.js';
 import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
@@ -38,6 +38,7 @@ export class LmdbBackend implements Backend {
   /** Loaded epochs, by `scope/epoch`: the open ones, and sealed ones that were read. */
   readonly #epochs = new Map<string, LmdbEpoch>();
   #words = new Uint32Array(0);
+  readonly #deliveryFiles: DeliveryFiles = new Map();
   readonly #clock: () => number;
   #closed = false;
 
@@ -55,6 +56,7 @@ export class LmdbBackend implements Backend {
       lockStaleMs: effectiveLockStaleMs(options.lockStaleMs),
       warn: common.warn,
       clock: options.clock,
+      deliveryFiles: this.#deliveryFiles,
       scratch: (words: number) => {
         if (this.#words.length < words) this.#words = new Uint32Array(Math.max(words, 2048));
         return this.#words;
@@ -188,7 +190,7 @@ export class LmdbBackend implements Backend {
   }
 
   async deliveries(scope: string): Promise<Deliveries> {
-    return new LmdbDeliveries(this.#env, scope);
+    return new LmdbDeliveries(this.#env.dir, scope, this.#deliveryFiles);
   }
 
   async epoch(scope: string, n: number): Promise<EpochBits> {
@@ -216,6 +218,7 @@ export class LmdbBackend implements Backend {
         for (const epoch of this.#epochs.values()) if (epoch.header.state === 'open') await epoch.flush();
       }
     } finally {
+      for (const file of this.#deliveryFiles.values()) file.close();
       await this.#env.close();
       await this.#bitThread?.close();
     }

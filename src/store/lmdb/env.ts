@@ -41,9 +41,8 @@ function holding<T>(guard: OpenGuard | undefined, action: () => T): T {
   return guard === undefined ? action() : guard.hold(action);
 }
 
-/** The named databases created by their first write (docs/format.md): the frontier's, and the undelivered batches'. */
-type LazyDb = 'frontier' | 'delivery';
-const LAZY_DBS: readonly LazyDb[] = ['frontier', 'delivery'];
+/** The named database of the frontier (docs/format.md). */
+const FRONTIER_DB = 'frontier';
 
 /** Whether the environment has the named database `name` (named databases are keys of the root). */
 function namedDbExists(root: RootDatabase, name: string): boolean {
@@ -80,8 +79,6 @@ export class StoreEnv {
     journal: Database<Buffer, Key>;
     /** Created by the first frontier write (ensureFrontierDb): a store without a frontier has none. */
     frontier: Database<Buffer, Key> | undefined;
-    /** Created by the first undelivered batch (ensureDeliveryDb). */
-    delivery: Database<Buffer, Key> | undefined;
   };
   /** Earlier handles being closed (releaseMappedPages); close() waits for them. */
   readonly #closing: Promise<void>[] = [];
@@ -147,33 +144,17 @@ export class StoreEnv {
     return this.#handles.frontier;
   }
 
-  /** The undelivered batches' database (epochs/delivery.ts), or undefined while none was ever kept. */
-  get deliveryDb(): Database<Buffer, Key> | undefined {
-    return this.#handles.delivery;
-  }
-
-  /** The frontier's database, created by the first frontier write of the store (see #ensure). */
-  ensureFrontierDb(): Database<Buffer, Key> {
-    return this.#ensure('frontier', 'write to the frontier');
-  }
-
-  /** The undelivered batches' database, created by the first batch kept (see #ensure). */
-  ensureDeliveryDb(): Database<Buffer, Key> {
-    return this.#ensure('delivery', 'keep undelivered URLs');
-  }
-
   /**
-   * A lazily created named database. Creating one is a commit of its own, so it happens holding
-   * the open guard, never inside another write transaction.
+   * The frontier's database, created by the first frontier write of the store. Creating a named
+   * database is a commit of its own, so it happens holding the open guard, never inside another
+   * write transaction.
    */
-  #ensure(name: LazyDb, doing: string): Database<Buffer, Key> {
-    const existing = this.#handles[name];
-    if (existing !== undefined) return existing;
-    if (this.readOnly) throw readOnlyError(this.dir, doing);
+  ensureFrontierDb(): Database<Buffer, Key> {
+    if (this.#handles.frontier !== undefined) return this.#handles.frontier;
+    if (this.readOnly) throw readOnlyError(this.dir, 'write to the frontier');
     const root = this.#handles.root;
-    const db = holding(this.#guard, () => root.openDB<Buffer, Key>({ name, encoding: 'binary' }));
-    this.#handles[name] = db;
-    return db;
+    this.#handles.frontier = holding(this.#guard, () => root.openDB<Buffer, Key>({ name: FRONTIER_DB, encoding: 'binary' }));
+    return this.#handles.frontier;
   }
 
   #attach(root: RootDatabase): void {
@@ -182,10 +163,8 @@ export class StoreEnv {
       meta: root.openDB<Buffer, Key>({ name: 'meta', encoding: 'binary' }),
       chunks: root.openDB<Buffer, Key>({ name: 'chunks', encoding: 'binary' }),
       journal: root.openDB<Buffer, Key>({ name: 'journal', encoding: 'binary' }),
-      frontier: undefined,
-      delivery: undefined,
+      frontier: namedDbExists(root, FRONTIER_DB) ? root.openDB<Buffer, Key>({ name: FRONTIER_DB, encoding: 'binary' }) : undefined,
     };
-    for (const name of LAZY_DBS) if (namedDbExists(root, name)) this.#handles[name] = root.openDB<Buffer, Key>({ name, encoding: 'binary' });
   }
 
   static #openRoot(dir: string, mapSizeBytes: number, readOnly: boolean): RootDatabase {

@@ -24,8 +24,19 @@ export const MAX_SLICES = 24;
 /** Newer read snapshots a catch-up without the lock tries when its replay stopped short (a hole a power cut left stays until a writer fills it). */
 const SHORT_REPLAY_RETRIES = 3;
 
-/** Runs inside an add's write transaction once its answers are decided; true when it changed LMDB. */
-export type AfterDecide = () => boolean;
+/** What an add does inside its write transaction once its answers are decided (epoch.ts). */
+export interface AfterDecide {
+  /**
+   * LMDB records that commit with the batch (the frontier's entries); true when it wrote any. The
+   * batch's journal record then goes to LMDB too, in the same commit.
+   */
+  readonly inLmdb?: () => boolean;
+  /**
+   * Writes outside LMDB that must reach the kernel before the batch is recorded (its undelivered
+   * URLs: the journal frame that records the batch is written after the transaction).
+   */
+  readonly inFile?: () => void;
+}
 
 /** One slice as stored: its spec, the filters its chunks hold, and where its filters start. */
 export interface StoredSlice {
@@ -227,7 +238,7 @@ export abstract class EpochCopy {
     let txnId = -1;
     let decidedChanged = false;
     const cursor = this.#cursor;
-    cursor.beginBatch(afterDecide !== undefined);
+    cursor.beginBatch(afterDecide?.inLmdb !== undefined);
     const commits = (): boolean => cursor.lmdbChanged || decidedChanged;
     try {
       // The transaction commits only when the batch changed LMDB; a batch journaled in the file
@@ -239,7 +250,8 @@ export abstract class EpochCopy {
         else cursor.replayFile(this.#replayTarget);
         touched = true;
         result = change();
-        decidedChanged = afterDecide?.() === true;
+        decidedChanged = afterDecide?.inLmdb?.() === true;
+        afterDecide?.inFile?.();
         faultPoint('add:before-commit');
       }, commits, () => cursor.writeStaged());
       this.#batchTxnId = commits() ? txnId : txnId - 1;

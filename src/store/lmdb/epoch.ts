@@ -2,7 +2,8 @@ import { SeenStoreError, assert } from '../../errors.js';
 import { queueNew } from './frontier.js';
 import { keyCount, type Keys, type XxHash } from '../../hash/xxhash.js';
 import type { CheckpointOutcome, DeliveryWrite, EpochBits, EpochContents, EpochSummary, QueueItems } from '../backend.js';
-import { keepUndelivered } from './deliveries.js';
+import { keepUndelivered, type DeliveryFiles } from './deliveries.js';
+import type { AfterDecide } from './epoch-copy.js';
 import { isCountingEpoch, type EpochHeader } from '../records.js';
 import type { BitThread } from './bit-thread.js';
 import type { StoreEnv } from './env.js';
@@ -33,6 +34,8 @@ export interface LmdbEpochContext {
   readonly warn: (message: string) => void;
   /** The clock of frontier entries' times (SeenStoreOptions.clock). */
   readonly clock: () => number;
+  /** The delivery files this handle's runs write (deliveries.ts). */
+  readonly deliveryFiles: DeliveryFiles;
   /** A reused word buffer of at least `words` words: one per store, no allocation per batch. */
   readonly scratch: (words: number) => Uint32Array;
 }
@@ -74,19 +77,18 @@ export class LmdbEpoch implements EpochBits {
     const { scope, epoch } = filters.header;
     const env = this.#ctx.env;
     const expectOpen = (): void => expectOpenEpoch(env, scope, epoch);
-    const steps: (() => boolean)[] = [];
+    let inLmdb: (() => boolean) | undefined;
     if (enqueue !== undefined) {
       assert(answers !== undefined && enqueue.urls.length === keyCount(keys), 'an enqueue gives one URL per key and wants the answers');
       env.ensureFrontierDb();
-      steps.push(() => queueNew(env, scope, epoch, enqueue, answers, this.#ctx.clock()));
+      inLmdb = () => queueNew(env, scope, epoch, enqueue, answers, this.#ctx.clock());
     }
+    let inFile: (() => void) | undefined;
     if (deliver !== undefined) {
       assert(answers !== undefined, 'a delivered add wants the answers');
-      env.ensureDeliveryDb();
-      steps.push(() => keepUndelivered(env, scope, deliver, answers));
+      inFile = () => keepUndelivered(this.#ctx.deliveryFiles, env.dir, scope, deliver, answers);
     }
-    // The frontier's entries and the undelivered batch commit in the add's own LMDB transaction.
-    const afterDecide = steps.length === 0 ? undefined : steps.length === 1 ? steps[0] : () => steps.map((step) => step()).includes(true);
+    const afterDecide: AfterDecide | undefined = inLmdb === undefined && inFile === undefined ? undefined : { ...(inLmdb && { inLmdb }), ...(inFile && { inFile }) };
     const thread = this.#ctx.bitThread;
     let added: number;
     if (thread === undefined) {

@@ -10,7 +10,6 @@
  *            ['drop', scope, epoch]       an epoch being pruned (its data is still being deleted)
  *   chunks   [scope, epoch, filter, chunkNo]
  *   journal  [scope, epoch, seq]
- *   delivery [scope, owner, seq]          an undelivered batch (epochs/delivery.ts)
  */
 export type MetaKey = string | (string | number)[];
 type DataKey = (string | number)[];
@@ -29,16 +28,6 @@ export const dropKey = (scope: string, epoch: number): MetaKey => ['drop', scope
 
 export const chunkKey = (scope: string, epoch: number, filter: number, chunkNo: number): DataKey => [scope, epoch, filter, chunkNo];
 export const journalKey = (scope: string, epoch: number, seq: number): DataKey => [scope, epoch, seq];
-
-export const deliveryKey = (scope: string, owner: string, seq: number): DataKey => [scope, owner, seq];
-/** Every undelivered batch of a scope. */
-export const deliveryScopeRange = (scope: string): KeyRange => ({ start: [scope], end: [`${scope}\u0000`] });
-
-/** The owner and batch number of a delivery key. */
-export function deliveryKeyParts(key: unknown): { readonly owner: string; readonly seq: number } {
-  const [, owner, seq] = key as [string, string, number];
-  return { owner, seq };
-}
 
 /** Every scope record. */
 export const scopeRange = (): KeyRange => ({ start: ['scope'], end: ['scope\u0000'] });

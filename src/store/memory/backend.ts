@@ -202,7 +202,7 @@ class MemoryEpoch implements EpochBits {
     this.#expectOpen();
     const added = this.#filters.add(keys, answers);
     if (enqueue !== undefined) this.#frontier.enqueue(this.header.epoch, enqueue, answers!);
-    if (deliver !== undefined) this.#deliveries.keep(deliver, answers!);
+    if (deliver !== undefined) this.#deliveries.keepAdded(deliver, answers!);
     return added;
   }
 

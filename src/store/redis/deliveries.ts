@@ -28,7 +28,31 @@ export class RedisDeliveries implements Deliveries {
     this.#scope = scope;
   }
 
-  async orphaned(): Promise<UndeliveredBatch[]> {
+  async claim(owner: string, firstSeq: number): Promise<UndeliveredBatch[]> {
+    for (let attempt = 0; ; attempt++) {
+      const gone = await this.#orphaned();
+      if (gone.length === 0) return [];
+      const claimed = gone.map((batch, i) => ({ owner, seq: firstSeq + i, lines: batch.lines }));
+      // All or nothing: a batch another run claimed meanwhile makes the call change nothing, and it is tried again.
+      if (await this.#change(owner, gone.map(fieldOf), [], claimed.flatMap((batch) => [fieldOf(batch), encodeUndelivered(batch.lines)]))) return claimed;
+      if (attempt === 3) throw new SeenStoreError('STORE_BUSY', `scope ${this.#scope}: other runs kept claiming the same undelivered batches`);
+    }
+  }
+
+  async keep(batch: UndeliveredBatch): Promise<void> {
+    await this.#change(batch.owner, [], [], [fieldOf(batch), encodeUndelivered(batch.lines)]);
+  }
+
+  async release(keys: readonly UndeliveredKey[]): Promise<boolean> {
+    if (keys.length === 0) return true;
+    if (await this.#change('', keys.map(fieldOf), [], [])) return true;
+    // Some were claimed (this run's lease lapsed): let the rest go.
+    await this.#change('', [], keys.map(fieldOf), []);
+    return false;
+  }
+
+  /** Batches whose owner's lease ran out (or who has none), by owner, then seq. */
+  async #orphaned(): Promise<UndeliveredBatch[]> {
     const reply = list(await this.#ctx.fcall('ss_dv_orphaned', [this.#key], [], `reading the undelivered batches of scope ${this.#scope}`));
     const found: UndeliveredBatch[] = [];
     for (let i = 0; i + 1 < reply.length; i += 2) {
@@ -38,11 +62,6 @@ export class RedisDeliveries implements Deliveries {
       found.push({ owner: match[1]!, seq: Number(match[2]), lines: decodeUndelivered(bytesOf(reply[i + 1]), `scope ${this.#scope}: undelivered batch ${field}`) });
     }
     return found.sort((a, b) => (a.owner === b.owner ? a.seq - b.seq : a.owner < b.owner ? -1 : 1));
-  }
-
-  async change(remove: readonly UndeliveredKey[], put: readonly UndeliveredBatch[]): Promise<boolean> {
-    const owner = put[0]?.owner ?? '';
-    return this.#change(owner, remove.map(fieldOf), [], put.flatMap((batch) => [fieldOf(batch), encodeUndelivered(batch.lines)]));
   }
 
   /**
