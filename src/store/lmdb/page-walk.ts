@@ -38,6 +38,11 @@ export interface PageWalkReport {
   readonly fileBytes: number;
   /** Branch, leaf and overflow-run head pages read. */
   readonly pagesRead: number;
+  /**
+   * Overflow runs longer than their value needs (sound: mdb_cursor_put reuses a run in place
+   * without shrinking it); counted so that tests can show they walked such a state.
+   */
+  readonly longRuns: number;
   /** The highest page any database uses (overflow runs counted whole): the file must hold it. */
   readonly highestUsedPage: number;
   /**
@@ -80,6 +85,7 @@ class PageWalk {
   #filePages = 0;
   #pagesRead = 0;
   #highestUsed = 1;
+  #longRuns = 0;
   /** Tree pages seen, to catch a page used twice (and so a cycle). */
   readonly #seen = new Set<number>();
   /** Overflow runs seen, [first, count]: checked for overlaps at the end. */
@@ -113,6 +119,7 @@ class PageWalk {
       fileBytes: this.#fileBytes,
       pagesRead: this.#pagesRead,
       highestUsedPage: this.#highestUsed,
+      longRuns: this.#longRuns,
       snapshotMoved: meta !== undefined && this.#newestTxnId() > txnId + 1n,
       damage: this.damage,
     };
@@ -385,6 +392,7 @@ class PageWalk {
       this.#report(start, db, `should start an overflow run of ${count} pages, has flags 0x${flags.toString(16)} and a count of ${stored}`);
       return 0n;
     }
+    if (pages > needed) this.#longRuns++;
     this.#runs.push([start, count]);
     this.#visit?.(start, db, 'overflow');
     return pages;
