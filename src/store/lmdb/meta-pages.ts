@@ -82,8 +82,11 @@ function txnIdsAgree(io: MetaReads, first: Meta, second: Meta): boolean {
   return true;
 }
 
-/** The meta record in `head` (a page header and the meta), and what is wrong with it, if anything. */
-function readMeta(head: Buffer, page: number): Meta {
+/**
+ * The meta record in `head` (a page header and the meta), and what is wrong with it, if anything.
+ * Salvage (salvage-pages.ts) reads both meta pages with it, to fall back on the older snapshot.
+ */
+export function readMeta(head: Buffer, page: number): Meta {
   const at = META_OFFSET;
   const pageBytes = head.readUInt32LE(at + META_FREE_DB);
   const lastPage = head.readBigUInt64LE(at + META_LAST_PAGE);
