@@ -51,7 +51,7 @@ export function checkDataFile(dir: string): void {
   if (first !== undefined) {
     throw new SeenStoreError(
       'STORE_CORRUPT',
-      `${path} is damaged: ${describeDamage(first)} (\`seenstore verify\` lists every damaged place; \`seenstore snapshot restore NAME\` returns the store to a snapshot and keeps this file as a snapshot)`,
+      `${path} is damaged: ${describeDamage(first)} (\`seenstore verify\` lists every damaged place; \`seenstore salvage --to NEWDIR\` copies everything readable into a new store; \`seenstore snapshot restore NAME\` returns the store to a snapshot and keeps this file as a snapshot)`,
     );
   }
   if (report !== undefined) recordSoundWalk(before, statSync(path, { bigint: true }), report);

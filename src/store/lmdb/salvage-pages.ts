@@ -167,6 +167,14 @@ class SnapshotReader {
     if (tree.db !== 'main' && tree.flags !== 0) this.#lose(db, tree.db, all, -1, `its record has flags 0x${tree.flags.toString(16)}`);
     else if (tree.depth < 1 || tree.depth > MAX_DEPTH) this.#lose(db, tree.db, all, -1, `its record says depth ${tree.depth}`);
     else this.#walkPage(db, tree.db, tree.root, 1, all);
+    // LMDB keeps md_entries exact (page-walk.ts #walkTree). A tree read whole that disagrees was
+    // entered at a page that is not its root (a damaged root pointer that reaches another sound
+    // page): its records belong to something else, and the whole database is lost.
+    if (db.lost.length === 0 && BigInt(db.records.length) !== tree.entries) {
+      const found = db.records.length;
+      db.records.length = 0;
+      this.#lose(db, tree.db, all, Number(tree.root), `its record counts ${tree.entries} entries, the tree at its root page holds ${found}: the root is not its own`);
+    }
     return db;
   }
 
@@ -196,15 +204,25 @@ class SnapshotReader {
       });
       return;
     }
-    for (const at of nodes) this.#leafNode(db, name, page, Number(pgno), at);
+    let previous: Buffer | undefined;
+    for (const at of nodes) {
+      const key = nodeKey(page, at);
+      // Keys on a page are in order, inside the bounds its parent gives (mdb_cursor_put and
+      // mdb_page_split keep both). A key out of place has a damaged size or offset: the real key of
+      // that node is unknown, so the whole page's range counts as lost (its other records are kept).
+      const inPlace = (previous === undefined || Buffer.compare(key, previous) > 0) && (bounds.from === undefined || Buffer.compare(key, bounds.from) >= 0) && (bounds.to === undefined || Buffer.compare(key, bounds.to) < 0);
+      if (!inPlace) this.#lose(db, name, bounds, Number(pgno), `a key is out of order on page ${pgno}`);
+      else this.#leafNode(db, name, page, Number(pgno), at, key, bounds);
+      previous = key;
+    }
   }
 
-  #leafNode(db: SalvagedDb, name: string, page: Buffer, pgno: number, at: number): void {
+  /** One leaf node's record; a node that fails loses its page's range (`bounds`): its key may be damaged too. */
+  #leafNode(db: SalvagedDb, name: string, page: Buffer, pgno: number, at: number, key: Buffer, bounds: Bounds): void {
     const flags = page.readUInt16LE(at + 4);
-    const key = nodeKey(page, at);
     const dataBytes = page.readUInt16LE(at) + page.readUInt16LE(at + 2) * 0x10000;
     const data = at + NODE_HEADER_BYTES + key.length;
-    const exact: Bounds = { from: key, to: Buffer.concat([key, Buffer.from([0])]) };
+    const exact = bounds;
     if ((flags & ~(F_BIGDATA | F_SUBDATA | F_DUPDATA)) !== 0 || flags & F_DUPDATA || (flags & F_BIGDATA && flags & F_SUBDATA)) {
       this.#lose(db, name, exact, pgno, `a node has flags 0x${flags.toString(16)}`);
       return;

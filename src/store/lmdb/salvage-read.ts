@@ -110,17 +110,23 @@ function chooseRecords(name: string, newest: SalvagedSnapshot, older: readonly S
 }
 
 function lostPages(range: LostRange): Skipped {
-  const bound = (key: Buffer | undefined, none: string): string => (key === undefined ? none : JSON.stringify(safeKey(key)));
+  const bound = (key: Buffer | undefined, none: string): string => (key === undefined ? none : showKey(key));
   return {
     kind: 'page',
     where: `data.mdb${range.page < 0 ? '' : ` page ${range.page}`} (database ${range.db})`,
-    problem: `${range.problem}; its keys from ${bound(range.from, 'the first')} to ${bound(range.to, 'the last')} are lost`,
+    problem: `${range.problem}; ${exactKey(range) ? `its record ${bound(range.from, '')} is lost` : `its keys from ${bound(range.from, 'the first')} to ${bound(range.to, 'the last')} are lost`}`,
   };
 }
 
-function safeKey(key: Buffer): unknown {
+/** A range of one key (a record whose value could not be read). */
+function exactKey(range: LostRange): boolean {
+  return range.from !== undefined && range.to !== undefined && range.to.length === range.from.length + 1 && range.to.subarray(0, range.from.length).equals(range.from);
+}
+
+/** A key as text for a report: decoded when it decodes (a damaged one may hold anything), else its bytes in hex. */
+function showKey(key: Buffer): string {
   try {
-    return decodeKey(key);
+    return JSON.stringify(decodeKey(key), (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) ?? key.toString('hex');
   } catch {
     return key.toString('hex');
   }
@@ -166,7 +172,7 @@ class RecordReader {
       this.#skipped.push({ kind: 'record', where: `database ${db} key ${rawKey.toString('hex')}`, problem: `the key cannot be decoded (${String(error)})` });
       return;
     }
-    const where = `${db} ${JSON.stringify(key)}`;
+    const where = `${db} ${showKey(rawKey)}`;
     try {
       if (db === 'meta') this.#meta(key, value, where);
       else if (db === 'chunks') this.#keyed(key, 4, where, ([scope, epoch, filter, chunk]) => this.#pendingChunks.push([scope as string, epoch as number, `${filter}/${chunk}`, value]));
@@ -210,7 +216,7 @@ class RecordReader {
   delivery(records: RawRecord[]): RawRecord[] {
     return records.filter(({ key, value }) => {
       if (value.length >= 1 && value[0] === DELIVERY_RECORD_VERSION) return true;
-      this.#skipped.push({ kind: 'delivery', where: `delivery ${JSON.stringify(safeKey(key))}`, problem: `record version ${value[0] ?? '(empty)'} is unknown` });
+      this.#skipped.push({ kind: 'delivery', where: `delivery ${showKey(key)}`, problem: `record version ${value[0] ?? '(empty)'} is unknown` });
       return false;
     });
   }

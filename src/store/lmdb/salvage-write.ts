@@ -105,7 +105,7 @@ function chunkPayloads(hash: XxHash, epoch: SalvagedEpoch, lostChunks: readonly 
   filterBytes.forEach((bytes, filter) => {
     for (let chunk = 0; chunk * CHUNK_PAYLOAD_BYTES < bytes; chunk++) {
       const payloadBytes = Math.min(CHUNK_PAYLOAD_BYTES, bytes - chunk * CHUNK_PAYLOAD_BYTES);
-      const where = `chunk ${header.scope}/${header.epoch}/filter ${filter}/#${chunk}`;
+      const where = `${header.scope}/${header.epoch}/filter ${filter}/#${chunk}`;
       known.add(`${filter}/${chunk}`);
       const value = epoch.chunks.get(`${filter}/${chunk}`);
       let problem: string | undefined;
@@ -129,7 +129,7 @@ function chunkPayloads(hash: XxHash, epoch: SalvagedEpoch, lostChunks: readonly 
     }
   });
   for (const at of epoch.chunks.keys()) {
-    if (!known.has(at)) skipped.push({ kind: 'chunk', where: `chunk ${header.scope}/${header.epoch} ${at}`, problem: 'no such filter or chunk in the epoch' });
+    if (!known.has(at)) skipped.push({ kind: 'chunk', where: `${header.scope}/${header.epoch} ${at}`, problem: 'no such filter or chunk in the epoch' });
   }
   return out;
 }
