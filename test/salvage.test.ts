@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, cpSync, existsSync, openSync, readFileSync, readSync, rmSync, truncateSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { open } from 'lmdb';
 import { SeenStore, type SalvageReport } from '../src/index.js';
 import { walkPages } from '../src/store/lmdb/page-walk.js';
 import { runCli } from './helpers/cli.js';
@@ -127,6 +128,30 @@ describe('salvage of a healthy store', () => {
     assert.ok(dueNow > 80, `${dueNow} URLs due`);
     await old.close();
     await store.close();
+  });
+
+  test('copies the undelivered batches of a delivery database as they are', async () => {
+    const dir = await storeCopy();
+    // What at-least-once delivery keeps (docs/format.md to come): [scope, owner, seq] -> version 1, then lines.
+    const batches: [(string | number)[], Buffer][] = [
+      [['v', 'pid-1', 1], Buffer.from('\u0001https://a.example/\nhttps://b.example/\n', 'latin1')],
+      [['v', 'pid-2', 7], Buffer.from('\u0001https://c.example/\n', 'latin1')],
+    ];
+    const write = (path: string, put: boolean): Map<string, string> => {
+      const root = open({ path, noSubdir: false, maxDbs: 8, pageSize: 4096 });
+      const db = root.openDB<Buffer, (string | number)[]>({ name: 'delivery', encoding: 'binary' });
+      if (put) for (const [key, value] of batches) db.putSync(key, value);
+      const out = new Map<string, string>();
+      for (const { key, value } of db.getRange({})) out.set(JSON.stringify(key), value.toString('latin1'));
+      void root.close();
+      return out;
+    };
+    const before = write(dir, true);
+    const to = join(tempDir(), 'copy');
+    const report = await SeenStore.salvage(dir, to);
+    assert.equal(report.complete, true, JSON.stringify(report.skipped));
+    assert.equal(report.deliveryRecords, 2);
+    assert.deepEqual(write(to, false), before);
   });
 
   test('refuses a --to that holds files, and a store directory without data.mdb', async () => {
