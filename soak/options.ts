@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 
 /** The soak's parts, in the order they run; `--only a,b` runs some of them. */
-export const PARTS = ['kills', 'writers', 'locks', 'disk', 'many', 'race', 'damage', 'corpus', 'checkpointers'] as const;
+export const PARTS = ['kills', 'writers', 'locks', 'disk', 'many', 'race', 'damage', 'corpus', 'checkpointers', 'engine'] as const;
 export type Part = (typeof PARTS)[number];
 
 /** The soak's options, each a count or a duration, with its default (`npm run soak` runs these). */
@@ -18,6 +18,8 @@ const DEFAULTS = {
   'race-round-ms': 15_000,
   'damaged-stores': 16,
   'checkpointer-rounds': 30,
+  'engine-seeds': 4,
+  'engine-rounds': 24,
 } as const;
 type Name = keyof typeof DEFAULTS;
 

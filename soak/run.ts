@@ -6,7 +6,8 @@
  *   node dist/soak/run.js [--trials N] [--writers N] [--rounds N] [--lock-trials N] [--processes N]
  *     [--race-rounds N] [--race-writers N] [--race-openers N] [--race-library-openers N] [--race-round-ms MS]
  *     [--damaged-stores N] [--checkpointer-rounds N]
- *     [--only kills,writers,locks,disk,many,race,damage,corpus,checkpointers]
+ *     [--engine-seeds N] [--engine-rounds N]
+ *     [--only kills,writers,locks,disk,many,race,damage,corpus,checkpointers,engine]
  *
  * Part 1, random kills (N trials, default 100): a child adds the shared URL lists in batches,
  * printing "ack N" after each acknowledged batch, in one of six workloads (checkpoint after every
@@ -25,6 +26,8 @@
  * Part 7, damaged data files (default 16: 8 flipped, 8 truncated) through every command: soak/damage.ts.
  * Part 8, the bad-input corpus, every input through every URL-reading command in both modes: soak/corpus.ts.
  * Part 9, two writers checkpointing after every batch (default 30 rounds, 3 at once): soak/checkpointers.ts.
+ * Part 10, engine states: seeded operation mixes in fresh processes, the page walk and verify after
+ * each round (default 4 seeds × 24 rounds): soak/engine-states.ts.
  * With the defaults the whole run took about six and a half minutes on a 2-core machine (382 s)
  * before part 8, which adds about a minute (162 runs of the CLI: 54 s on a loaded machine).
  */
@@ -38,6 +41,7 @@ import type { SoakContext } from './context.js';
 import { checkpointers } from './checkpointers.js';
 import { badInputCorpus } from './corpus.js';
 import { damagedStores } from './damage.js';
+import { engineStatesPart } from './engine-states.js';
 import { firstAckMs, killAfter } from './kills.js';
 import { manyProcesses } from './many-processes.js';
 import { openerRace } from './opener-race.js';
@@ -440,6 +444,7 @@ const raceResults = await run('race', () => openerRace(ctx, RACE));
 const damageResults = await run('damage', () => damagedStores(ctx, DAMAGED_STORES));
 const corpusResults = await run('corpus', () => badInputCorpus(ctx));
 const checkpointerResults = await run('checkpointers', () => checkpointers(ctx, CRASH_CHILD, CHECKPOINTER_ROUNDS));
+const engineResults = await run('engine', () => engineStatesPart(ctx, option['engine-seeds'], option['engine-rounds']));
 const summary = {
   date: new Date().toISOString(),
   seconds: Math.round((Date.now() - started) / 1000),
@@ -453,6 +458,7 @@ const summary = {
   damagedStores: damageResults,
   badInputCorpus: corpusResults,
   checkpointers: checkpointerResults,
+  engineStates: engineResults,
   failures,
 };
 process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);

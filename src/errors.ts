@@ -47,6 +47,13 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/**
+ * The CLI's exit code when `salvage` made the copy but had to leave something out (the report
+ * lists it). Not an error code: the command did its work. Kept apart from the error codes, which
+ * grow upward from 2, as `stats --check`'s 1 is (docs/errors.md).
+ */
+export const SALVAGED_IN_PART_EXIT = 20;
+
 export class SeenStoreError extends Error {
   readonly code: ErrorCode;
 

@@ -28,7 +28,7 @@ export { STRATEGY_HELP } from './filters/strategy.js';
 export type { Keying } from './filters/keying.js';
 export { parseStrategy, type Strategy } from './filters/strategy.js';
 export type { NormalizeMode } from './url/normalize.js';
-export type { VerifyReport, Damage, SnapshotInfo, RestoreResult, MigrationReport, CheckpointOutcome, SliceSummary } from './store/backend.js';
+export type { VerifyReport, Damage, SalvageReport, SalvageSkip, SnapshotInfo, RestoreResult, MigrationReport, CheckpointOutcome, SliceSummary } from './store/backend.js';
 export type { ExportResult, ImportOptions, ImportResult, MergeResult, MergeFilesResult } from './epochs/transfer.js';
 export { ExportedEpoch, type ExportedSummary } from './epochs/exported.js';
 export { ScopeFrontier, DEFAULT_LEASE_MS, DEFAULT_FRONTIER_SETTINGS, type TakeOptions, type LeasedUrl, type FrontierStats, type FrontierSettings, type QueueOptions, type QueueStats, type UrlStatus } from './epochs/frontier.js';

@@ -246,6 +246,14 @@ function addStoreCommands(program: Command): void {
   );
   examples(
     program
+      .command('salvage')
+      .description('copy everything readable of the store, even one open refuses as damaged, into a new store (--to); exit 20 when something had to be skipped')
+      .requiredOption('--to <dir>', 'the new store: a directory that does not exist, or an empty one')
+      .action(async (_o, command: Command) => (await import('./commands/salvage.js')).salvage(command)),
+    ['seenstore --store /var/lib/crawler/seen salvage --to /var/lib/crawler/seen-salvaged'],
+  );
+  examples(
+    program
       .command('report')
       .description('write one self-contained HTML page with charts of every epoch (or --scope\'s): URLs added and new, distinct vs capacity, fill, FPR vs target, slices, sizing, prunes')
       .option('--out <file>', 'write the page to FILE (default: stdout)')

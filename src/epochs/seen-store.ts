@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { SeenStoreError, unsupported } from '../errors.js';
 import { XxHash } from '../hash/xxhash.js';
-import type { Backend, DiskUsage, MigrationReport, RestoreResult, SnapshotInfo, StoreMaintenance, VerifyReport } from '../store/backend.js';
+import type { Backend, DiskUsage, MigrationReport, RestoreResult, SalvageReport, SnapshotInfo, StoreMaintenance, VerifyReport } from '../store/backend.js';
 import type { OfflineOperations } from '../store/driver.js';
 import { driverFor, openBackend, redactLocation } from '../store/open.js';
 import { checkScopeName } from './create.js';
@@ -149,6 +149,23 @@ export class SeenStore {
     const offline = await offlineOperations(dir, 'restore a snapshot of');
     refuseIfOpenHere(dir, `restore snapshot ${name}`);
     return offline.restore(dir, name, options);
+  }
+
+  /**
+   * Copies everything readable of the store at `dir` into a new store at `to` (a path that does
+   * not exist, or an empty directory): every scope's epochs (headers, checkpoint counts, chunks,
+   * the journal after each checkpoint), every frontier URL with its state (a leased URL waits
+   * again), the undelivered batches. `dir` is read without LMDB (its pages with positional reads,
+   * checked as the open's page walk checks them), so a store that open refuses as damaged is
+   * salvaged too; what cannot be read is skipped and listed in the report (`complete` false), a
+   * written chunk that cannot be read is filled with ones. `dir` is never written. LMDB stores
+   * only; run it while no process writes to `dir`.
+   */
+  static async salvage(dir: string, to: string, options: Pick<SeenStoreOptions, 'mapSizeBytes'> = {}): Promise<SalvageReport> {
+    if (typeof dir !== 'string' || dir.length === 0) throw new TypeError('dir must be a non-empty string');
+    if (typeof to !== 'string' || to.length === 0) throw new TypeError('to must be a non-empty string');
+    const offline = await offlineOperations(dir, 'salvage');
+    return offline.salvage(dir, to, options);
   }
 
   /** The handle of scope `name` (default `default`). Options shape its first epoch only. */

@@ -459,6 +459,39 @@ export interface StoreMaintenance {
   verify(): Promise<VerifyReport>;
 }
 
+/** One thing salvage could not read or copy: its kind (`page`, `record`, `chunk`, `journal`, `frontier`, `delivery`), its place, and why. */
+export interface SalvageSkip {
+  readonly kind: string;
+  readonly where: string;
+  readonly problem: string;
+}
+
+/** What a salvage (SeenStore.salvage) copied into the new store, and what it could not. */
+export interface SalvageReport {
+  readonly from: string;
+  readonly to: string;
+  /** Nothing was skipped: the copy holds everything the damaged store held. */
+  readonly complete: boolean;
+  readonly scopes: number;
+  readonly epochs: number;
+  /** Chunk records written, the filled ones included. */
+  readonly chunks: number;
+  /** Chunks that were written in the old store and could not be read: filled with ones in the copy (every URL there reads as seen). */
+  readonly chunksFilled: number;
+  /** Journal records after the epochs' checkpoints, carried into the copy (replayed when it opens). */
+  readonly journalRecords: number;
+  readonly frontierUrls: number;
+  /** Of them, URLs that were leased: they wait again in the copy. */
+  readonly leasesGivenBack: number;
+  /** Undelivered batches (the `delivery` database) copied. */
+  readonly deliveryRecords: number;
+  /** Pages of the damaged data file read. */
+  readonly pagesRead: number;
+  readonly skipped: readonly SalvageSkip[];
+  /** Differences of the copy that lose nothing: records rebuilt, a database read from the commit before. */
+  readonly notes: readonly string[];
+}
+
 /** A snapshot: a consistent, read-only, point-in-time copy of a whole store. */
 export interface SnapshotInfo {
   readonly name: string;

@@ -1,5 +1,5 @@
 import type { XxHash } from '../hash/xxhash.js';
-import type { Backend, MigrationReport, RestoreResult, VerifyReport } from './backend.js';
+import type { Backend, MigrationReport, RestoreResult, SalvageReport, VerifyReport } from './backend.js';
 import type { SeenStoreError } from '../errors.js';
 
 /**
@@ -92,6 +92,8 @@ export interface OfflineOperations {
   restore(location: string, name: string, settings: StoreSettings): Promise<RestoreResult>;
   /** The report of a store that open refused as damaged (STORE_CORRUPT). */
   damagedStoreReport(location: string, refusal: SeenStoreError): VerifyReport;
+  /** Copies everything readable of the store (damaged or not) into a new store at `to`. */
+  salvage(location: string, to: string, settings: StoreSettings): Promise<SalvageReport>;
 }
 
 /**

@@ -48,7 +48,12 @@ export function checkDataFile(dir: string): void {
   if (walkedSound(path, before)) return;
   const report = stableWalk(path, 1);
   const first = report?.damage[0];
-  if (first !== undefined) throw new SeenStoreError('STORE_CORRUPT', `${path} is damaged: ${describeDamage(first)}`);
+  if (first !== undefined) {
+    throw new SeenStoreError(
+      'STORE_CORRUPT',
+      `${path} is damaged: ${describeDamage(first)} (\`seenstore verify\` lists every damaged place; \`seenstore salvage --to NEWDIR\` copies everything readable into a new store; \`seenstore snapshot restore NAME\` returns the store to a snapshot and keeps this file as a snapshot)`,
+    );
+  }
   if (report !== undefined) recordSoundWalk(before, statSync(path, { bigint: true }), report);
 }
 

@@ -63,6 +63,7 @@ export const lmdbDriver: Driver<LmdbOptions> = Object.freeze({
       migrate: async (location: string, settings: StoreSettings & { readonly snapshot?: boolean }) => offline.migrate(location, offlineOptions(settings, settings.snapshot)),
       restore: async (location: string, name: string, settings: StoreSettings) => offline.restore(location, name, offlineOptions(settings, undefined)),
       damagedStoreReport: (location: string, refusal: SeenStoreError) => offline.damagedStoreReport(location, refusal),
+      salvage: async (location: string, to: string, settings: StoreSettings) => offline.salvage(location, to, offlineOptions(settings, undefined)),
     };
   },
 });

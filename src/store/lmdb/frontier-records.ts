@@ -71,11 +71,14 @@ export function newQueue(): QueueRecord {
   return { v: 1, waiting: 0, leased: 0, completed: 0, blockedUntilMs: 0 };
 }
 
+/** What decodes a record's msgpack: the store's environment, or salvage's decoder of records read from pages. */
+export type RecordDecoder = Pick<StoreEnv, 'decodeMeta'>;
+
 const isCount = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0;
 const isTime = (n: unknown): boolean => typeof n === 'number' && Number.isFinite(n);
 const isOptional = (n: unknown, check: (n: unknown) => boolean): boolean => n === undefined || check(n);
 
-function decoded(env: StoreEnv, bytes: Uint8Array, where: string, version: number, valid: (record: Record<string, unknown>) => boolean): unknown {
+function decoded(env: RecordDecoder, bytes: Uint8Array, where: string, version: number, valid: (record: Record<string, unknown>) => boolean): unknown {
   const record = env.decodeMeta(bytes, where) as Record<string, unknown> | null;
   if (record === null || typeof record !== 'object' || record.v !== version || !valid(record)) {
     const newer = typeof record?.v === 'number' && record.v > version;
@@ -89,7 +92,7 @@ function validSettings(settings: unknown): boolean {
   return typeof s === 'object' && s !== null && QUEUE_KEY_MODES.includes(s.queueKey!) && isCount(s.delayMs) && isCount(s.maxInFlightPerQueue);
 }
 
-export function readState(env: StoreEnv, bytes: Uint8Array | undefined, scope: string): FrontierState {
+export function readState(env: RecordDecoder, bytes: Uint8Array | undefined, scope: string): FrontierState {
   if (bytes === undefined) return newState();
   const where = `frontier state of ${scope}`;
   return decoded(env, bytes, where, 2, (r) =>
@@ -98,20 +101,20 @@ export function readState(env: StoreEnv, bytes: Uint8Array | undefined, scope: s
   ) as FrontierState;
 }
 
-export function readEntry(env: StoreEnv, bytes: Uint8Array, scope: string, id: number): EntryRecord {
+export function readEntry(env: RecordDecoder, bytes: Uint8Array, scope: string, id: number): EntryRecord {
   return decoded(env, bytes, `frontier entry ${scope}/${id}`, 2, (r) =>
     typeof r.url === 'string' && typeof r.queue === 'string' && isCount(r.epoch) && isTime(r.dueMs) && isTime(r.leaseUntilMs) && isCount(r.attempts) && isOptional(r.owner, (o) => typeof o === 'string'),
   ) as EntryRecord;
 }
 
-export function readQueue(env: StoreEnv, bytes: Uint8Array, scope: string, key: string): QueueRecord {
+export function readQueue(env: RecordDecoder, bytes: Uint8Array, scope: string, key: string): QueueRecord {
   return decoded(env, bytes, `frontier queue ${scope}/${JSON.stringify(key)}`, 1, (r) =>
     isCount(r.waiting) && isCount(r.leased) && isCount(r.completed) && isOptional(r.delayMs, isCount) && isTime(r.blockedUntilMs) &&
     isOptional(r.crawlLimit, isCount) && isOptional(r.lastTakeMs, isTime) && isOptional(r.firstDueMs, isTime) && isOptional(r.readyAtMs, isTime) && isOptional(r.indexedTakeMs, isTime),
   ) as QueueRecord;
 }
 
-export function readOwner(env: StoreEnv, bytes: Uint8Array, scope: string, owner: string): OwnerRecord {
+export function readOwner(env: RecordDecoder, bytes: Uint8Array, scope: string, owner: string): OwnerRecord {
   return decoded(env, bytes, `frontier owner ${scope}/${owner}`, 1, (r) => isTime(r.lastTakeMs)) as OwnerRecord;
 }
 

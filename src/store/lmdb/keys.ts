@@ -11,6 +11,8 @@
  *   chunks   [scope, epoch, filter, chunkNo]
  *   journal  [scope, epoch, seq]
  */
+import * as lmdb from 'lmdb';
+
 export type MetaKey = string | (string | number)[];
 type DataKey = (string | number)[];
 
@@ -100,3 +102,19 @@ export const frontierUrlRange = (scope: string, urlHash: number): KeyRange => ({
 /** Queues that hold URLs, in key order, after `after` (exclusive) when given. */
 export const frontierNonEmptyRange = (scope: string, after: string | undefined): KeyRange =>
   ({ start: after === undefined ? [scope, 'n'] : [scope, 'n', after, 0], end: [scope, 'n\u0000'] });
+
+/**
+ * A key as LMDB stores it (lmdb-js's ordered-binary encoding), and back: what salvage needs to
+ * read keys from pages it read itself (salvage-pages.ts), and to tell whether a key lies in a
+ * range of keys that was lost.
+ */
+export function decodeKey(bytes: Buffer): unknown {
+  return keyCodec.bufferToKeyValue(bytes);
+}
+
+export function encodeKey(key: MetaKey | DataKey): Buffer {
+  return keyCodec.keyValueToBuffer(key);
+}
+
+/** lmdb-js exports its key codec (ordered-binary's) without declaring it in its types. */
+const keyCodec = lmdb as unknown as { bufferToKeyValue(bytes: Buffer): unknown; keyValueToBuffer(key: unknown): Buffer };

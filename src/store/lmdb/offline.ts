@@ -1,9 +1,11 @@
 import { SeenStoreError } from '../../errors.js';
-import type { VerifyReport } from '../backend.js';
+import { XxHash } from '../../hash/xxhash.js';
+import type { SalvageReport, VerifyReport } from '../backend.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from './env.js';
 import { effectiveLockStaleMs } from './lock.js';
 import { migrateStore, type MigrationReport } from './migrate.js';
 import { restoreSnapshot, type RestoreResult } from './snapshots.js';
+import { salvageStore } from './salvage.js';
 import { verifyPages } from './verify.js';
 
 /** Options of the operations on a closed LMDB store. */
@@ -36,4 +38,9 @@ export function damagedStoreReport(dir: string, refusal: SeenStoreError): Verify
   const structure = verifyPages(dir);
   const damage = structure.damage.length > 0 ? structure.damage : [{ where: dir, problem: refusal.message, code: refusal.code }];
   return { ok: false, pages: structure.pages, scopes: 0, epochs: 0, chunks: 0, journalRecords: 0, notes: [], damage };
+}
+
+/** Copies everything readable of the store at `dir` into a new store at `to` (salvage.ts). */
+export async function salvage(dir: string, to: string, options: OfflineOptions): Promise<SalvageReport> {
+  return salvageStore(dir, to, await XxHash.load(), options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES);
 }

@@ -39,9 +39,17 @@ export const F_DUPDATA = 0x04;
 export const P_INVALID = 0xffff_ffff_ffff_ffffn;
 export const MDB_INTEGERKEY = 0x08;
 export const MDB_OVERLAPPINGSYNC = 0x1000;
-/** mdb.c's CURSOR_STACK: LMDB cannot descend a deeper tree. */
+/**
+ * Environment flags mdb_env_init_meta0 may persist in mm_flags (`me_flags & 0xffff`), none of which
+ * changes how LMDB reads the file: MDB_FIXEDMAP, MDB_TRACK_METRICS, MDB_SAFE_RESTORE,
+ * MDB_OVERLAPPINGSYNC, MDB_NOSUBDIR (lmdb.h). MDB_ENCRYPT (0x2000) is not among them: its pages
+ * cannot be read without the key.
+ */
+export const ENV_FLAGS_PERSISTED = 0x0001 | 0x0400 | 0x0800 | MDB_OVERLAPPINGSYNC | 0x4000;
+/** mdb.c's CURSOR_STACK: mdb_cursor_push refuses a deeper stack (MDB_CURSOR_FULL), so no tree is deeper. */
 export const MAX_DEPTH = 32;
-export const PAGE_SIZES = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536];
+/** mdb_env_set_pagesize: a power of two from 256 to MAX_PAGESIZE (64 KiB). */
+export const PAGE_SIZES = [256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536];
 
 /** One structural fault, with its place. */
 export interface Tree {

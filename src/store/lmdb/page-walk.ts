@@ -1,10 +1,9 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import {
-  PAGE_HEADER_BYTES, NODE_HEADER_BYTES, DB_RECORD_BYTES, OVERFLOW_REF_BYTES, META_OFFSET, META_MAIN_DB,
-  META_FREE_DB, META_LAST_PAGE, META_TXNID, META_BYTES, LMDB_MAGIC, LMDB_DATA_VERSION, P_BRANCH, P_LEAF,
-  P_OVERFLOW, P_META, F_BIGDATA, F_SUBDATA, F_DUPDATA, P_INVALID, MDB_INTEGERKEY, MDB_OVERLAPPINGSYNC,
-  MAX_DEPTH, PAGE_SIZES, readTree, type Tree, type Meta,
+  PAGE_HEADER_BYTES, NODE_HEADER_BYTES, DB_RECORD_BYTES, OVERFLOW_REF_BYTES, META_OFFSET, META_TXNID, P_BRANCH,
+  P_LEAF, P_OVERFLOW, F_BIGDATA, F_SUBDATA, F_DUPDATA, P_INVALID, MAX_DEPTH, readTree, type Tree, type Meta,
 } from './page-format.js';
+import { pickMeta } from './meta-pages.js';
 
 export { PAGE_HEADER_BYTES };
 
@@ -17,7 +16,9 @@ export { PAGE_HEADER_BYTES };
  * offsets, key and data sizes, child page numbers and overflow runs. It does not look at the
  * bytes of keys and values: the records' own checksums do that (verify.ts).
  *
- * The page layouts are in page-format.ts.
+ * The page layouts are in page-format.ts, the meta pages' checks in meta-pages.ts. Every check
+ * names the lines of mdb.c that make it a promise: a check LMDB does not promise refuses healthy
+ * stores (docs/format.md, "What the page walk checks, and why LMDB promises it").
  */
 
 export interface PageDamage {
@@ -37,6 +38,11 @@ export interface PageWalkReport {
   readonly fileBytes: number;
   /** Branch, leaf and overflow-run head pages read. */
   readonly pagesRead: number;
+  /**
+   * Overflow runs longer than their value needs (sound: mdb_cursor_put reuses a run in place
+   * without shrinking it); counted so that tests can show they walked such a state.
+   */
+  readonly longRuns: number;
   /** The highest page any database uses (overflow runs counted whole): the file must hold it. */
   readonly highestUsedPage: number;
   /**
@@ -79,6 +85,7 @@ class PageWalk {
   #filePages = 0;
   #pagesRead = 0;
   #highestUsed = 1;
+  #longRuns = 0;
   /** Tree pages seen, to catch a page used twice (and so a cycle). */
   readonly #seen = new Set<number>();
   /** Overflow runs seen, [first, count]: checked for overlaps at the end. */
@@ -98,7 +105,7 @@ class PageWalk {
   run(): PageWalkReport {
     let meta: Meta | undefined;
     try {
-      meta = this.#pickMeta();
+      meta = pickMeta({ fileBytes: this.#fileBytes, read: (buffer, position) => this.#read(buffer, position), report: (page, db, problem) => this.#report(page, db, problem) });
       if (meta !== undefined) this.#walkAll(meta);
     } catch (error) {
       if (!(error instanceof WalkStop)) throw error;
@@ -112,6 +119,7 @@ class PageWalk {
       fileBytes: this.#fileBytes,
       pagesRead: this.#pagesRead,
       highestUsedPage: this.#highestUsed,
+      longRuns: this.#longRuns,
       snapshotMoved: meta !== undefined && this.#newestTxnId() > txnId + 1n,
       damage: this.damage,
     };
@@ -132,116 +140,16 @@ class PageWalk {
     if (this.damage.length >= this.#maxDamage) throw new WalkStop();
   }
 
-  /**
-   * LMDB opens from the meta page with the larger transaction id, and checks only page 0's type,
-   * magic and version before it does (mdb_env_read_header); the chosen one must be sound, or LMDB
-   * would follow its roots wherever they point. lmdb-js (overlapping sync) also writes a third,
-   * partial meta at half of page 0 (the last synced state), from another thread and outside the
-   * open guard; LMDB opens from it only with MDB_PREVSNAPSHOT, which seenstore never sets, so it
-   * is not checked (a check refused a store two processes were creating at once).
-   */
-  #pickMeta(): Meta | undefined {
-    const head = Buffer.alloc(PAGE_HEADER_BYTES + META_BYTES);
-    if (this.#read(head, 0) < head.length) {
-      this.#report(0, 'file', `the file has ${this.#fileBytes} bytes, too short for an LMDB meta page`);
-      return undefined;
-    }
-    const first = this.#readMeta(head, 0);
-    if (first.valid !== undefined) {
-      this.#report(0, 'file', `meta page 0 ${first.valid}`);
-      return undefined;
-    }
-    this.#pageBytes = first.pageBytes;
-    const second = this.#readMetaAt(1, this.#pageBytes);
-    if (second === undefined) return undefined;
-    const newest = second.txnId > first.txnId ? second : first;
-    if (newest.valid !== undefined) {
-      this.#report(newest.page, 'file', `meta page ${newest.page}, the newest (txn ${newest.txnId}), ${newest.valid}`);
-      return undefined;
-    }
-    // The older meta page is the one the next commit overwrites (from its map size on, never its
-    // header): damage there is not followed, but it is damage.
-    if (second.valid !== undefined) {
-      this.#report(1, 'file', `meta page 1 ${second.valid}`);
-      return undefined;
-    }
-    if (second.pageBytes !== first.pageBytes) this.#report(1, 'file', `meta page 1 has page size ${second.pageBytes}, meta page 0 ${first.pageBytes}`);
-    return this.#txnIdsAgree(first, second) ? newest : undefined;
-  }
-
-  /**
-   * Commit T writes meta page T % 2 (mdb_env_write_meta), so the two pages hold consecutive txnids,
-   * or 0 beside the first (a new file, or a compacting copy: it writes txn T | 1 to page 1 only).
-   * A txnid off that pattern would make LMDB open an older snapshot, silently dropping commits.
-   */
-  #txnIdsAgree(first: Meta, second: Meta): boolean {
-    for (const meta of [first, second]) {
-      if (meta.txnId !== 0n && Number(meta.txnId & 1n) !== meta.page) {
-        this.#report(meta.page, 'file', `meta page ${meta.page} holds txn ${meta.txnId}, which LMDB writes to meta page ${meta.txnId & 1n}`);
-        return false;
-      }
-    }
-    const gap = first.txnId > second.txnId ? first.txnId - second.txnId : second.txnId - first.txnId;
-    if (first.txnId !== 0n && second.txnId !== 0n && gap !== 1n) {
-      this.#report(0, 'file', `the meta pages hold txns ${first.txnId} and ${second.txnId}, not consecutive ones`);
-      return false;
-    }
-    return true;
-  }
-
-  #readMetaAt(page: number, offset: number): Meta | undefined {
-    const head = Buffer.alloc(PAGE_HEADER_BYTES + META_BYTES);
-    if (this.#read(head, offset) < head.length) {
-      if (page >= 0) this.#report(page, 'file', `the file has ${this.#fileBytes} bytes: meta page ${page} is missing`);
-      return undefined;
-    }
-    return this.#readMeta(head, page);
-  }
-
-  /** The meta record in `head` (a page header and the meta), and what is wrong with it, if anything. */
-  #readMeta(head: Buffer, page: number): Meta {
-    const at = META_OFFSET;
-    const pageBytes = head.readUInt32LE(at + META_FREE_DB);
-    const lastPage = head.readBigUInt64LE(at + META_LAST_PAGE);
-    const txnId = head.readBigUInt64LE(at + META_TXNID);
-    let valid: string | undefined;
-    // The synced copy at half a page carries no page header, magic or version (only the fields
-    // from the map size on are written there).
-    if (page >= 0) {
-      if (head.readBigUInt64LE(0) !== BigInt(page)) valid = `carries page number ${head.readBigUInt64LE(0)}`;
-      else if ((head.readUInt16LE(18) & P_META) === 0) valid = `is not a meta page (flags 0x${head.readUInt16LE(18).toString(16)})`;
-      else if (head.readUInt32LE(at) !== LMDB_MAGIC) valid = 'does not carry LMDB\'s magic number';
-      else if ((head.readUInt32LE(at + 4) & 0xffff) !== LMDB_DATA_VERSION) valid = `has LMDB data version ${head.readUInt32LE(at + 4) & 0xffff}, not ${LMDB_DATA_VERSION}`;
-    }
-    if (valid === undefined && !PAGE_SIZES.includes(pageBytes)) valid = `has an impossible page size ${pageBytes}`;
-    // The free DB's flags double as the environment's persistent flags (mm_flags): LMDB writes
-    // MDB_INTEGERKEY, plus MDB_OVERLAPPINGSYNC on commits not yet synced; any other bit changes
-    // how LMDB reads the file.
-    const envFlags = head.readUInt16LE(at + META_FREE_DB + 4);
-    if (valid === undefined && (envFlags & ~MDB_OVERLAPPINGSYNC) !== MDB_INTEGERKEY) valid = `has environment flags 0x${envFlags.toString(16)}`;
-    if (valid === undefined && (lastPage < 1n || lastPage > BigInt(Number.MAX_SAFE_INTEGER) / BigInt(pageBytes))) {
-      valid = `has an impossible last page ${lastPage}`;
-    }
-    return {
-      page,
-      valid,
-      txnId,
-      pageBytes,
-      lastPage,
-      free: readTree(head, at + META_FREE_DB, 'free'),
-      main: readTree(head, at + META_MAIN_DB, 'main'),
-    };
-  }
-
   #walkAll(meta: Meta): void {
+    this.#pageBytes = meta.pageBytes;
     this.#lastPage = Number(meta.lastPage);
     this.#txnId = meta.txnId;
     // Measured after the meta page was read: every page of its snapshot was written before it.
     this.#fileBytes = fstatSync(this.#fd).size;
+    // A file that is not a whole number of pages is not damage by itself: a crash during the
+    // extending write of a commit that never reached its meta page leaves a partial page past the
+    // snapshot's pages. Only a used page past the whole pages is (the check below, and #readPage).
     this.#filePages = Math.floor(this.#fileBytes / this.#pageBytes);
-    if (this.#fileBytes % this.#pageBytes !== 0) {
-      this.#report(-1, 'file', `the file size ${this.#fileBytes} bytes is not a whole number of ${this.#pageBytes}-byte pages`);
-    }
     this.#walkTree(meta.free, false);
     const named = this.#walkTree(meta.main, true);
     for (const tree of named) this.#walkTree(tree, false);
@@ -258,14 +166,22 @@ class PageWalk {
   /** Walks one B-tree; for the main DB, returns the named databases its leaves hold. */
   #walkTree(tree: Tree, collectNamed: boolean): Tree[] {
     const named: Tree[] = [];
+    // An empty tree: mdb_rebalance (root leaf of no keys) and mdb_drop0 set md_root = P_INVALID,
+    // md_depth = 0, and md_entries counts down to 0 with each delete (mdb_cursor_del0).
     if (tree.root === P_INVALID) {
       if (tree.depth !== 0 || tree.entries !== 0n) this.#report(-1, tree.db, `empty, but its record says depth ${tree.depth} and ${tree.entries} entries`);
       return named;
     }
+    // mdb_dbi_open stores a database's persistent flags when it creates it, and refuses other flags
+    // later (MDB_INCOMPATIBLE); seenstore opens every database with none (env.ts: lmdb-js's
+    // openDB({ encoding: 'binary' }) passes no MDB_DUPSORT, MDB_INTEGERKEY, ...). A flag would
+    // change how LMDB reads the tree (MDB_DUPSORT follows data as sub-pages).
     if (tree.db !== 'free' && tree.flags !== 0) {
       this.#report(-1, tree.db, `its record has flags 0x${tree.flags.toString(16)}; seenstore's databases have none`);
       return named;
     }
+    // md_depth grows only at a new root (mdb_page_split) and shrinks only there (mdb_rebalance),
+    // so every leaf is at level md_depth; mdb_cursor_push refuses level CURSOR_STACK.
     if (tree.depth < 1 || tree.depth > MAX_DEPTH) {
       this.#report(-1, tree.db, `its record says depth ${tree.depth}`);
       return named;
@@ -273,6 +189,10 @@ class PageWalk {
     const counts = { branch: 0n, leaf: 0n, overflow: 0n, entries: 0n };
     const root = this.#childPage(tree.root, tree.db, -1);
     if (root !== undefined) this.#walkPage(tree, root, 1, counts, collectNamed ? named : undefined);
+    // LMDB keeps these counts exact: mdb_page_new (++ by page type, + run length), mdb_ovpage_free
+    // (- run length, the run's own count), mdb_page_merge and mdb_rebalance (--), mdb_cursor_put
+    // and mdb_cursor_del0 (entries). A run reused in place keeps its length and its count. The
+    // compacting copy (mdb_env_copyfd1) follows the free DB's counts to place the new last page.
     if (this.damage.length === 0) {
       const expected = `${tree.branchPages}/${tree.leafPages}/${tree.overflowPages}/${tree.entries}`;
       const found = `${counts.branch}/${counts.leaf}/${counts.overflow}/${counts.entries}`;
@@ -281,7 +201,12 @@ class PageWalk {
     return named;
   }
 
-  /** A page number taken from a pointer: inside the pages the meta page accounts for. */
+  /**
+   * A page number taken from a pointer: inside the pages the meta page accounts for. mdb.c's page
+   * header comment: each non-meta page up to mm_last_pg is reachable exactly once in the snapshot;
+   * pages 0 and 1 are the meta pages; mdb_page_alloc hands out pages below mt_next_pgno, and
+   * mdb_env_write_meta stores mm_last_pg = mt_next_pgno - 1.
+   */
   #childPage(pgno: bigint, db: string, from: number): number | undefined {
     if (pgno < 2n || pgno > BigInt(this.#lastPage)) {
       this.#report(from, db, `points to page ${pgno}, outside pages 2..${this.#lastPage}`);
@@ -291,6 +216,7 @@ class PageWalk {
   }
 
   #walkPage(tree: Tree, pgno: number, level: number, counts: { branch: bigint; leaf: bigint; overflow: bigint; entries: bigint }, named: Tree[] | undefined): void {
+    // "Reachable exactly once" (mdb.c, the MDB_page_header comment): a second parent is damage, and a cycle.
     if (this.#seen.has(pgno)) {
       this.#report(pgno, tree.db, 'is reached twice (a page shared by two parents, or a cycle)');
       return;
@@ -300,7 +226,9 @@ class PageWalk {
     if (page === undefined) return;
     const flags = page.readUInt16LE(18);
     const leaf = level === tree.depth;
-    // seenstore's databases hold no duplicates, so no LEAF2 or sub-pages: exactly one type bit.
+    // mdb_page_new sets one type bit; P_LOOSE pages are never flushed and P_KEEP is cleared before a
+    // page is written (mdb_page_flush), P_DIRTY_OVF is never set; seenstore's databases hold no
+    // duplicates (no MDB_DUPSORT, see #walkTree), so no P_LEAF2 or P_SUBP. Leaves are at md_depth.
     if (flags !== (leaf ? P_LEAF : P_BRANCH)) {
       this.#report(pgno, tree.db, `has flags 0x${flags.toString(16)}, expected a ${leaf ? 'leaf' : 'branch'} page at level ${level} of ${tree.depth}`);
       return;
@@ -331,7 +259,15 @@ class PageWalk {
     return this.#nodeMaxBytes() - (NODE_HEADER_BYTES + DB_RECORD_BYTES);
   }
 
-  /** The byte offsets of the page's nodes, each checked to lie, with its key, inside the page. */
+  /**
+   * The byte offsets of the page's nodes, each checked to lie, with its key, inside the page.
+   * mdb_page_new sets lower = 0 and upper = page size - header; mdb_node_add puts each node at
+   * `upper - EVEN(node size)` and lowers upper (2-byte aligned), one u16 pointer per node raising
+   * lower; mdb_node_del moves nodes up by EVEN sizes. A page in a tree has keys: mdb_rebalance
+   * merges or drops a page below minkeys (1 on a leaf, 2 on a branch) and empties a root to
+   * P_INVALID. Keys are at most me_maxkey (mdb_env_open2: me_nodemax - (NODESIZE + sizeof(MDB_db)), as
+   * MDB_MAXKEYSIZE=0 in lmdb-js's binding.gyp makes it).
+   */
   #nodeOffsets(page: Buffer, pgno: number, db: string): number[] | undefined {
     const lower = page.readUInt16LE(20);
     const upper = page.readUInt16LE(22);
@@ -364,10 +300,15 @@ class PageWalk {
     const dataBytes = page.readUInt16LE(at) + page.readUInt16LE(at + 2) * 0x10000;
     const data = at + NODE_HEADER_BYTES + keyBytes;
     const where = `node at offset ${at - PAGE_HEADER_BYTES}`;
+    // NODE_ADD_FLAGS (F_DUPDATA | F_SUBDATA; MDB_RESERVE and MDB_APPEND lie above mn_flags' 16
+    // bits) plus F_BIGDATA, which mdb_node_add sets only on data it puts on overflow pages.
     if ((flags & ~(F_BIGDATA | F_SUBDATA | F_DUPDATA)) !== 0 || (flags & F_BIGDATA && flags & (F_SUBDATA | F_DUPDATA))) {
       this.#report(pgno, tree.db, `${where} has unknown flags 0x${flags.toString(16)}`);
       return;
     }
+    // mdb_node_add keeps data inline only when NODESIZE + key + data <= me_nodemax; bigger data
+    // goes to an overflow run and the node holds an MDB_ovpage. (The reverse does not hold: a run
+    // reused in place may hold a value small enough to be inline, mdb_cursor_put.)
     const inline = flags & F_BIGDATA ? OVERFLOW_REF_BYTES : dataBytes;
     if (data + inline > this.#pageBytes || (!(flags & F_BIGDATA) && NODE_HEADER_BYTES + keyBytes + dataBytes > this.#nodeMaxBytes())) {
       this.#report(pgno, tree.db, `${where} has ${inline} bytes of data that run past the page end or belong on overflow pages`);
@@ -378,6 +319,7 @@ class PageWalk {
     if (flags & F_BIGDATA) {
       counts.overflow += this.#overflowRun(tree.db, pgno, page, data, dataBytes);
     } else if (flags & F_SUBDATA) {
+      // mdb_dbi_open and mdb_txn_commit write a named DB's record as an inline sizeof(MDB_db).
       if (dataBytes !== DB_RECORD_BYTES) {
         this.#report(pgno, tree.db, `${where} names a database with a ${dataBytes}-byte record, not ${DB_RECORD_BYTES}`);
         return;
@@ -391,7 +333,9 @@ class PageWalk {
 
   /**
    * A free-DB record: an 8-byte transaction id, then a list of page numbers (a u64 count, then the
-   * page entries), which LMDB's writers take pages from.
+   * page entries), which LMDB's writers take pages from. mdb_freelist_save writes every record
+   * with an 8-byte key (sizeof(txnid_t)) and (n + 1) u64 of data: MDB_IDL_SIZEOF for the pages this
+   * commit freed, `(len + 1 or 2) * sizeof(pgno_t)` for the reserved records of me_pghead.
    */
   #freeRecord(page: Buffer, pgno: number, keyBytes: number, at: number, inlineBytes: number | undefined, dataBytes: number): void {
     if (keyBytes !== 8 || dataBytes % 8 !== 0 || dataBytes < 8) {
@@ -400,7 +344,9 @@ class PageWalk {
     }
     if (inlineBytes === undefined) return;
     const count = page.readBigUInt64LE(at);
-    // LMDB reserves a record's room before it knows the final list, which may come out shorter.
+    // LMDB reserves a record's room before it knows the final list, which may come out shorter
+    // (mdb_freelist_save writes `mop[start] = len` with len <= the reserved length), never longer:
+    // mdb_page_alloc and mdb_env_copyfd1 read idl[1..idl[0]] inside the record.
     if (count > BigInt(inlineBytes / 8 - 1)) {
       this.#report(pgno, 'free', `a free-page record says it lists ${count} pages in ${inlineBytes} bytes`);
       return;
@@ -409,17 +355,30 @@ class PageWalk {
     // separators), which readers never follow: they are not checked one by one.
   }
 
-  /** Checks the run a big value points to (its first page's header, its place); returns its page count. */
+  /**
+   * Checks the run a big value points to (its first page's header, its place); returns its page
+   * count. A run is never shorter than its value needs (OVPAGES): mdb_node_add allocates exactly
+   * OVPAGES(size), and mdb_cursor_put overwrites a run in place only when `ovpages >= dpages`. It
+   * may be longer: that overwrite ("overflow page overwrites", mdb_cursor_put) keeps the run and
+   * only sets the node's data size ("we don't bother to try shrinking the page"), and
+   * mdb_freelist_save re-puts its own records with MDB_RESERVE in one commit, smaller ones too.
+   * The node's page count, the run's header (mdb_page_new: mp_pages = num) and md_overflow_pages
+   * then agree on the longer run, which mdb_ovpage_free frees whole.
+   */
   #overflowRun(db: string, from: number, page: Buffer, at: number, dataBytes: number): bigint {
     const first = page.readBigUInt64LE(at);
     const pages = page.readBigUInt64LE(at + 16);
     const needed = BigInt(Math.floor((PAGE_HEADER_BYTES - 1 + dataBytes) / this.#pageBytes) + 1);
-    if (pages !== needed) {
-      this.#report(from, db, `a ${dataBytes}-byte value is said to take ${pages} overflow pages, it needs ${needed}`);
+    if (pages < needed) {
+      this.#report(from, db, `a ${dataBytes}-byte value is said to take ${pages} overflow pages, it needs at least ${needed}`);
       return 0n;
     }
     const start = this.#childPage(first, db, from);
     if (start === undefined) return 0n;
+    if (pages > BigInt(this.#lastPage)) {
+      this.#report(from, db, `the overflow run at page ${start} of ${pages} pages ends past the last page ${this.#lastPage}`);
+      return 0n;
+    }
     const count = Number(pages);
     if (start + count - 1 > this.#lastPage) {
       this.#report(from, db, `the overflow run at page ${start} of ${count} pages ends past the last page ${this.#lastPage}`);
@@ -433,12 +392,13 @@ class PageWalk {
       this.#report(start, db, `should start an overflow run of ${count} pages, has flags 0x${flags.toString(16)} and a count of ${stored}`);
       return 0n;
     }
+    if (pages > needed) this.#longRuns++;
     this.#runs.push([start, count]);
     this.#visit?.(start, db, 'overflow');
     return pages;
   }
 
-  /** Overflow runs and tree pages must not overlap (each page is used once). */
+  /** Overflow runs and tree pages must not overlap ("reachable exactly once", mdb.c's MDB_page_header comment). */
   #checkRuns(): void {
     const spans: [number, number][] = [...this.#runs];
     for (const pgno of this.#seen) spans.push([pgno, 1]);
@@ -449,7 +409,6 @@ class PageWalk {
     }
   }
 
-  /** Page `pgno` (its first page when it starts a run of `count`), or undefined when the file lacks it. */
   /**
    * The page buffer of tree level `level`: a page's buffer stays valid while its children (one
    * level down) are read. An overflow run's head needs only its header (#runHead).
@@ -463,6 +422,11 @@ class PageWalk {
     return buffer;
   }
 
+  /**
+   * Page `pgno` (its first page when it starts a run of `count`), or undefined when the file lacks
+   * it. A committed snapshot's pages are in the file: mdb_txn_commit writes them (mdb_page_flush,
+   * a run whole, `psize * nump` bytes) before the meta page that reaches them.
+   */
   #readPage(pgno: number, db: string, count: number, page: Buffer): Buffer | undefined {
     this.#highestUsed = Math.max(this.#highestUsed, pgno + count - 1);
     if (pgno + count > this.#filePages) {
@@ -474,11 +438,14 @@ class PageWalk {
       return undefined;
     }
     this.#pagesRead++;
+    // mdb_page_alloc gives a new page its number (np->mp_pgno = pgno), mdb_page_touch keeps it on
+    // the copy, and mdb_page_flush writes the page at pgno * psize: a page carries its own number.
     if (page.readBigUInt64LE(0) !== BigInt(pgno)) {
       this.#report(pgno, db, `carries page number ${page.readBigUInt64LE(0)}`);
       return undefined;
     }
-    // A page's txnid is the commit that wrote it. One newer than the snapshot would make a writer
+    // A page's txnid is the commit that wrote it (mdb_page_flush: `dp->mp_txnid = txn->mt_txnid`
+    // before the write; mdb_env_cwalk writes 1). One newer than the snapshot would make a writer
     // take the mapped page for its own dirty copy and write into the read-only map (SIGSEGV).
     if (page.readBigUInt64LE(8) > this.#txnId) {
       this.#report(pgno, db, `was written by txn ${page.readBigUInt64LE(8)}, after the snapshot's txn ${this.#txnId}`);
