@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
@@ -72,6 +72,15 @@ describe('a store created whole or not at all', () => {
     assert.deepEqual(await store.scope('live').addIfAbsent(['https://a.example/1']), [true]);
     await store.close();
     assert.deepEqual(readdirSync(dir).filter((name) => name.startsWith('.seenstore-creating-')), [], 'the dead creator\'s staging directory was removed');
+  });
+
+  test('--store naming a symbolic link to an empty directory creates the store in that directory', async () => {
+    const parent = tempDir();
+    mkdirSync(join(parent, 'real'));
+    symlinkSync(join(parent, 'real'), join(parent, 'link'));
+    const run = await runCli(['--store', join(parent, 'link'), 'add'], 'https://a.example/1\n');
+    assert.equal(run.code, 0, run.stderr);
+    assert.ok(readdirSync(join(parent, 'real')).includes('data.mdb'));
   });
 
   test('four processes creating one store at once all open the same store', async () => {

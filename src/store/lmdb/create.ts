@@ -1,4 +1,4 @@
-import { existsSync, linkSync, lstatSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { asStoreError } from '../../errors.js';
 import { faultPoint } from '../faults.js';
@@ -65,7 +65,8 @@ export async function createStoreWhole(dir: string, mapSizeBytes: number): Promi
  */
 function needsCreation(dir: string): boolean {
   try {
-    if (!lstatSync(dir).isDirectory()) return false;
+    // stat, not lstat: --store may name a symbolic link to the directory.
+    if (!statSync(dir).isDirectory()) return false;
   } catch (error) {
     return (error as { code?: string }).code === 'ENOENT';
   }
