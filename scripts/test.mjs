@@ -15,7 +15,7 @@ const TESTS = join('dist', 'test');
 /** The longest files, longest first (docs/benchmarks.md, "Test suite duration"); the rest follow by name. */
 const LONGEST = [
   'package', 'redis-frontier', 'crawlee', 'soak', 'redis-scale', 'contract-redis', 'page-damage', 'redis-faults',
-  'redis', 'bad-input', 'counting', 'crash', 'scrapy', 'server', 'cli', 'politeness',
+  'redis', 'bad-input', 'counting', 'crash', 'create-kill', 'scrapy', 'server', 'cli', 'politeness',
 ].map((name) => `${name}.test.js`);
 
 function suiteFiles() {

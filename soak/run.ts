@@ -130,8 +130,8 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
     if (workload === 'prune') {
       if (await prunedAtRandom(pruning, dir, trial)) killedBy[workload] = (killedBy[workload] ?? 0) + 1;
     } else if (workload === 'import') {
-      // The store exists before the kill: this trial is about the import's atomicity. A store whose
-      // creator is killed before LMDB wrote its first pages is refused by design (docs/reliability.md).
+      // The store exists before the kill: this trial is about the import's atomicity (a kill while
+      // the store is created is test/create-kill.test.ts's).
       await (await SeenStore.open(dir)).close();
       const script = `import { SeenStore } from ${JSON.stringify(new URL('../src/index.js', import.meta.url).href)};
         const store = await SeenStore.open(process.argv[1]); await store.import(process.argv[2], { scope: 'imp' }); await store.close();`;

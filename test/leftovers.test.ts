@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
@@ -61,17 +61,26 @@ describe('a store created whole or not at all', () => {
     const dir = join(parent, 'store');
     const urls = join(parent, 'urls.txt');
     writeFileSync(urls, 'https://a.example/1\nhttps://a.example/2\n');
-    const killed = await runCrashChild([dir, 'live', urls, '1', 'create:before-rename']);
+    const killed = await runCrashChild([dir, 'live', urls, '1', 'create:before-link']);
     assert.equal(killed.signal, 'SIGKILL', 'the child reached the fault point');
     assert.equal(killed.acked, 0);
-    assert.ok(!existsSync(dir), 'nothing at the store path');
-    const staged = readdirSync(parent).filter((name) => name.startsWith('.seenstore-creating-'));
-    assert.equal(staged.length, 1, 'the killed creator left its staging directory');
+    const staged = readdirSync(dir);
+    assert.equal(staged.length, 1, `the killed creator left only its staging directory: ${staged.join(', ')}`);
+    assert.match(staged[0]!, /^\.seenstore-creating-\d+-\d+$/);
 
     const store = await SeenStore.open(dir);
     assert.deepEqual(await store.scope('live').addIfAbsent(['https://a.example/1']), [true]);
     await store.close();
-    assert.deepEqual(readdirSync(parent).filter((name) => name.startsWith('.seenstore-creating-')), [], 'the dead creator\'s staging directory was removed');
+    assert.deepEqual(readdirSync(dir).filter((name) => name.startsWith('.seenstore-creating-')), [], 'the dead creator\'s staging directory was removed');
+  });
+
+  test('--store naming a symbolic link to an empty directory creates the store in that directory', async () => {
+    const parent = tempDir();
+    mkdirSync(join(parent, 'real'));
+    symlinkSync(join(parent, 'real'), join(parent, 'link'));
+    const run = await runCli(['--store', join(parent, 'link'), 'add'], 'https://a.example/1\n');
+    assert.equal(run.code, 0, run.stderr);
+    assert.ok(readdirSync(join(parent, 'real')).includes('data.mdb'));
   });
 
   test('four processes creating one store at once all open the same store', async () => {
@@ -88,7 +97,7 @@ describe('a store created whole or not at all', () => {
     const seen = await store.scope('live').has(SITELIST.slice(0, 400));
     assert.ok(seen.every(Boolean), 'every URL any creator added is in the one store');
     await store.close();
-    assert.deepEqual(readdirSync(parent).filter((name) => name.startsWith('.seenstore-creating-')), []);
+    assert.deepEqual([...readdirSync(parent), ...readdirSync(dir)].filter((name) => name.startsWith('.seenstore-creating-')), []);
   });
 });
 

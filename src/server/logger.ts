@@ -2,7 +2,7 @@
  * The server's log: one line per start, stop, rotation and error, on stderr. Plain text
  * (`seenstore serve: <time> <event> key=value ...`) or, with --log-json, one JSON object per line.
  */
-export type LogEvent = 'start' | 'urlfrontier' | 'stop' | 'rotation' | 'prune' | 'snapshot' | 'error' | 'warning';
+export type LogEvent = 'created' | 'start' | 'urlfrontier' | 'stop' | 'rotation' | 'prune' | 'snapshot' | 'error' | 'warning';
 
 export interface Logger {
   log(event: LogEvent, fields: Readonly<Record<string, string | number | boolean | null>>): void;

@@ -4,7 +4,7 @@
  * installs a hook.
  */
 export type FaultPoint =
-  | 'create:before-rename'
+  | 'create:before-link'
   | 'add:before-commit'
   | 'add:after-commit'
   | 'add:before-sync'

@@ -6,12 +6,14 @@ import { basename, dirname, join } from 'node:path';
  * deleted (`snapshots/.deleting-NAME-PID`), a restore's incoming data and journal files
  * (`data.mdb.restoring-PID`, `data.mdb.restoring-PID.journal.log`), a compacted journal file being
  * written (`journal.log.new-PID`), an export file being written (`FILE.tmp-PID`), a store being
- * created (`.seenstore-creating-PID-N` beside it, lmdb/create.ts). Each carries the pid
+ * created (`.seenstore-creating-PID-N` in its directory, lmdb/create.ts). Each carries the pid
  * of its writer; the next command that meets one removes it when that process is gone, never
  * while it lives. Like LMDB's own reader table, this takes pids to mean the same processes for
  * every user of the store (one pid namespace).
  */
 const STORE_LEFTOVER = /^(?:data\.mdb\.restoring|journal\.log\.new)-(\d+)(?:\.journal\.log)?$/;
+/** A store being created (lmdb/create.ts): inside its directory (beside it in earlier builds). */
+export const STAGING_LEFTOVER = /^\.seenstore-creating-(\d+)-\d+$/;
 const SNAPSHOT_LEFTOVER = /^\.(?:tmp|deleting)-.+-(\d+)$/;
 
 /** Whether process `pid` exists (EPERM: it does, under another user). */
@@ -47,9 +49,9 @@ export function removeDeadEntries(dir: string, pattern: RegExp): string[] {
   return removed;
 }
 
-/** Removes the store's leftovers of dead processes (restores, snapshots); returns their paths. */
+/** Removes the store's leftovers of dead processes (restores, snapshots, creations); returns their paths. */
 export function removeStoreLeftovers(storeDir: string, snapshotsDir: string): string[] {
-  return [...removeDeadEntries(storeDir, STORE_LEFTOVER), ...removeDeadEntries(snapshotsDir, SNAPSHOT_LEFTOVER)];
+  return [...removeDeadEntries(storeDir, STORE_LEFTOVER), ...removeDeadEntries(storeDir, STAGING_LEFTOVER), ...removeDeadEntries(snapshotsDir, SNAPSHOT_LEFTOVER)];
 }
 
 /** Removes the temporary files that dead writers of export file `path` left beside it. */

@@ -6,6 +6,7 @@ import { createLogger } from '../../server/logger.js';
 import type { ServerLimits } from '../../server/limits.js';
 import { DEFAULT_BIND, DEFAULT_PORT, isLoopback, SeenServer } from '../../server/server.js';
 import { isStoreUrl, openServedStore } from '../../server/store-spec.js';
+import { driverFor, redactLocation } from '../../store/open.js';
 import { parseCount, parseFpr, storeDir, warn, type GlobalOptions } from '../context.js';
 
 interface ServeCliOptions extends GlobalOptions {
@@ -78,7 +79,13 @@ export async function serve(command: Command): Promise<void> {
   const serverLimits = limits(options);
   const capacityUrls = parseCount('default-capacity', options.defaultCapacity) ?? 1_000_000;
   const fprTarget = parseFpr(options.defaultFpr) ?? 0.01;
-  const store = await openServedStore(spec, { onWarning: (message) => logger.log('warning', { message }), ...(threads === undefined ? {} : { threads }) });
+  // --no-create guards the store only: scopes are still created by clients (RedisBloom's BF.ADD).
+  const mayCreate = options.create !== false;
+  const absent = await driverFor(spec).knownAbsent(spec);
+  const store = await openServedStore(spec, { create: mayCreate, onWarning: (message) => logger.log('warning', { message }), ...(threads === undefined ? {} : { threads }) });
+  // Said before the start line, like the other commands' `created store at DIR`: a mistyped
+  // --store would otherwise serve an empty store, and every crawler behind it re-crawls everything.
+  if (mayCreate && absent && options.quiet !== true) logger.log('created', { store: redactLocation(spec) });
   const server = new SeenServer(store, {
     port,
     bind,
@@ -99,6 +106,18 @@ export async function serve(command: Command): Promise<void> {
     authThrottle: server.authThrottle,
     ...(secret === undefined ? {} : { password: secret }),
   });
+  // Listening before the start line: a SIGTERM sent as soon as it appears stops the server
+  // cleanly once it has started, instead of killing it.
+  const stopped = new Promise<string>((resolve) => {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      resolve(signal);
+      // A second signal while stopping: the operator insists; exit without waiting (acknowledged
+      // writes are durable already; unacknowledged ones were never promised).
+      process.once(signal, () => process.exit(signal === 'SIGINT' ? 130 : 143));
+    };
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+  });
   try {
     // Logged before RESP's start line, so that whoever waits for that line knows both ports.
     if (urlfrontier !== undefined) {
@@ -117,16 +136,6 @@ export async function serve(command: Command): Promise<void> {
     }
     throw error;
   }
-  const stopped = new Promise<string>((resolve) => {
-    const onSignal = (signal: NodeJS.Signals): void => {
-      resolve(signal);
-      // A second signal while stopping: the operator insists; exit without waiting (acknowledged
-      // writes are durable already; unacknowledged ones were never promised).
-      process.once(signal, () => process.exit(signal === 'SIGINT' ? 130 : 143));
-    };
-    process.once('SIGTERM', onSignal);
-    process.once('SIGINT', onSignal);
-  });
   const signal = await Promise.race([stopped, store.failed]);
   if (signal instanceof Error) {
     // The store failed underneath (its thread died): nothing more can be acknowledged.

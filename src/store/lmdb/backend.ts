@@ -69,7 +69,8 @@ export class LmdbBackend implements Backend {
     const mapSizeBytes = options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES;
     // Loaded here: only an open that may create the store needs it (not `has`, a server's reads).
     if (common.create && !common.readOnly) await (await import('./create.js')).createStoreWhole(dir, mapSizeBytes);
-    const env = StoreEnv.open(dir, { create: common.create, mapSizeBytes, readOnly: common.readOnly });
+    // Never created in place (create.ts): a data file missing now is NOT_FOUND or lost data.
+    const env = StoreEnv.open(dir, { create: false, mapSizeBytes, readOnly: common.readOnly });
     // Checked after opening: a restore or migration that started before this process entered
     // LMDB's reader table is seen here; one that starts later sees this process and refuses.
     if (await isLocked(dir, EXCLUSIVE_LOCK, effectiveLockStaleMs(options.lockStaleMs))) {

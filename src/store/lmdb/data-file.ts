@@ -8,24 +8,23 @@ import { recordSoundWalk, walkedSound } from './walk-record.js';
 export const SNAPSHOTS_DIR = 'snapshots';
 
 /**
- * Files and directories that only a store that was opened (lock.mdb) or used (locks/, snapshots/)
- * has, each of its kind (/proc has a file named `locks`).
+ * Files and directories that only a store that was opened (lock.mdb), written to (journal.log) or
+ * used (locks/, snapshots/) has, each of its kind (/proc has a file named `locks`). A store is
+ * created with its data file whole before any of them (create.ts).
  */
 const STORE_TRACES = [
   { name: 'lock.mdb', directory: false },
+  { name: 'journal.log', directory: false },
   { name: 'locks', directory: true },
   { name: SNAPSHOTS_DIR, directory: true },
 ] as const;
-/** How long an empty data file beside a lock file may be a store another process is creating. */
-const CREATION_GRACE_MS = 1_000;
-const CREATION_POLL_MS = 20;
 /** Walks repeated while writers keep moving the newest snapshot (see PageWalkReport.snapshotMoved). */
 const WALK_ATTEMPTS = 5;
 
 /**
- * Refuses (STORE_CORRUPT) a store whose data file is missing or empty while the store's other files
- * exist: lost data, which LMDB would take for a new store. A missing directory or data file of a
- * store that never existed passes: the caller creates it or answers NOT_FOUND.
+ * Refuses (STORE_CORRUPT) a store whose data file is empty, or missing while the store's other
+ * files exist: lost data, which LMDB would take for a new store. A missing directory or data file
+ * of a store that never existed passes: the caller creates it or answers NOT_FOUND.
  */
 export function refuseLostDataFile(dir: string): void {
   const path = join(dir, 'data.mdb');
@@ -109,26 +108,24 @@ function isKind(path: string, directory: boolean): boolean {
   }
 }
 
+/** The names of STORE_TRACES that `dir` holds. */
+export function storeTraces(dir: string): string[] {
+  return STORE_TRACES.filter((trace) => isKind(join(dir, trace.name), trace.directory)).map((trace) => trace.name);
+}
+
 /**
- * LMDB creates lock.mdb, then data.mdb, then writes the meta pages: an empty or missing data file
- * beside a lock file is a store being created for a moment, and lost data after that. Waits out
- * the moment, then refuses. A store is created whole in a staging directory and renamed into place
- * (create.ts), so a killed creator leaves no such state; one created in place in a non-empty
- * directory, or by an older seenstore, whose creator was killed inside that moment is refused too.
+ * A store's data file appears under its name only whole (create.ts stages it and links it into
+ * place), so an empty one is lost data, and so is a missing one beside the store's other files:
+ * never a store being created, refused rather than recreated. (A store that an earlier seenstore
+ * created in place, killed while it did, is refused the same way.)
  */
 function refuseLostData(dir: string, path: string): void {
-  const traces = STORE_TRACES.filter((trace) => isKind(join(dir, trace.name), trace.directory)).map((trace) => trace.name);
-  if (traces.length === 0) return;
-  if (traces.length === 1 && traces[0] === 'lock.mdb') {
-    const deadline = Date.now() + CREATION_GRACE_MS;
-    while (Date.now() < deadline) {
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, CREATION_POLL_MS);
-      if (dataBytes(path) > 0) return;
-    }
-  }
-  const state = existsSync(path) ? 'is empty' : 'is missing';
+  const traces = storeTraces(dir);
+  const present = existsSync(path);
+  if (!present && traces.length === 0) return;
+  const beside = traces.length === 0 ? '' : ` while the store's ${traces.join(', ')} exist`;
   throw new SeenStoreError(
     'STORE_CORRUPT',
-    `${path} ${state} while the store's ${traces.join(', ')} exist: its data is lost, not a new store (restore a snapshot, or delete ${dir} to start afresh)`,
+    `${path} ${present ? 'is empty' : 'is missing'}${beside}: its data is lost, not a new store (restore a snapshot, or delete ${dir} to start afresh)`,
   );
 }

@@ -44,6 +44,8 @@ export class RedisBackend implements Backend {
     const ctx = new RedisContext(conn, parsed.prefix, common.hash, options.waitReplicas, deadlines, common.warn);
     try {
       await loadLibrary(ctx);
+      // Before checkFormat, whose first call on an empty prefix makes it a store.
+      if (!common.create) await refuseMissingStore(ctx, redacted);
       await checkFormat(ctx, redacted);
       if (!common.readOnly) await checkDurability(ctx, redacted);
     } catch (error) {
@@ -367,6 +369,18 @@ function textOf(value: unknown): string {
  * Set by the first open of an empty store; a store of another layout is refused, never misread.
  */
 export const REDIS_STORE_FORMAT = '2';
+
+/**
+ * NOT_FOUND for an open that may not create the store (`--no-create`, the reading commands) when
+ * nothing of a store is under the prefix: neither its format key nor a scope. A mistyped prefix or
+ * host would otherwise be served as an empty store.
+ */
+async function refuseMissingStore(ctx: RedisContext, location: string): Promise<void> {
+  const keys = ctx.keys;
+  const doing = 'looking for the store';
+  if (Number(await ctx.call(keys.format(), ['EXISTS', keys.format()], doing)) > 0 || Number(await ctx.call(keys.scopes(), ['SCARD', keys.scopes()], doing)) > 0) return;
+  throw new SeenStoreError('NOT_FOUND', `no seenstore store at ${location} (nothing is stored under its prefix)`);
+}
 
 async function checkFormat(ctx: RedisContext, location: string): Promise<void> {
   const keys = ctx.keys;
