@@ -321,7 +321,7 @@ function addFrontierCommands(program: Command): void {
       .addOption(new Option('--max-queues <n>', 'most queues to take from (default: no limit but --count)').argParser(count('max-queues')))
       .option('--queue <key>', 'only URLs of this queue (a host, by default)')
       .addOption(new Option('--lease-ms <ms>', 'lease length in milliseconds (default 300000): unfinished URLs come back after it').argParser(count('lease-ms')))
-      .option('--owner <name>', 'who takes (1-128 of A-Z a-z 0-9 . _ : -), for reclaim and affinity')
+      .option('--owner <name>', 'who takes (1-128 of A-Z a-z 0-9 . _ : -), for `frontier reclaim` and affinity')
       .option('--affinity', 'only queues this owner owns on the consistent-hash ring of live owners (needs --owner)')
       .action(async (_o, command: Command) => (await load()).frontierTake(command)),
     ['seenstore --scope example.org frontier take --count 100 --per-queue 2 > batch.tsv'],
@@ -340,6 +340,13 @@ function addFrontierCommands(program: Command): void {
       .description('give leased URLs back before their lease runs out: IDs as arguments, or on stdin')
       .action(async (ids: string[], _o, command: Command) => (await load()).frontierFinish('release', ids, command)),
     ['seenstore --scope example.org frontier release 17 18'],
+  );
+  examples(
+    frontier
+      .command('reclaim <owner>')
+      .description("give back at once every lease OWNER holds (take --owner): a dead worker's URLs, without waiting out their leases")
+      .action(async (owner: string, _o, command: Command) => (await load()).frontierReclaim(owner, command)),
+    ['seenstore --scope example.org frontier reclaim worker-3'],
   );
   examples(
     frontier

@@ -90,6 +90,18 @@ export async function frontierFinish(which: 'done' | 'release', ids: string[], c
   }
 }
 
+/** `frontier reclaim OWNER`: every running lease of OWNER is given back, to be taken again at once. */
+export async function frontierReclaim(owner: string, command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  const store = await openStore(options, false);
+  try {
+    const reclaimed = await (await requireScope(store, options)).frontier().reclaim(owner);
+    process.stderr.write(options.json ? `${JSON.stringify({ owner, reclaimed })}\n` : `reclaimed ${formatCount(reclaimed)} ${reclaimed === 1 ? 'lease' : 'leases'} of ${owner}\n`);
+  } finally {
+    await store.close();
+  }
+}
+
 /** `frontier stats`: pending, leased and done. */
 export async function frontierStats(command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions>();
