@@ -191,6 +191,22 @@ function addEpochCommands(program: Command): void {
   );
 }
 
+function addScopeCommands(program: Command): void {
+  const scope = program.command('scope').description('list and delete the scopes of a store');
+  const load = async () => import('./commands/scope.js');
+  examples(scope.command('list').description('the names of the scopes in the store, one per line').action(async (_o, command: Command) => (await load()).scopeList(command)), [
+    'seenstore scope list',
+  ]);
+  examples(
+    scope
+      .command('delete <name>')
+      .description('delete a scope with all its epochs, its frontier and its settings, for good (refused without --yes)')
+      .option('--yes', 'really delete it')
+      .action(async (name: string, _o, command: Command) => (await load()).scopeDelete(name, command)),
+    ['seenstore scope delete exmaple.org --yes'],
+  );
+}
+
 function addStoreCommands(program: Command): void {
   examples(
     program
@@ -494,6 +510,7 @@ export function buildProgram(): Command {
   addUrlCommands(program);
   addSetdiffCommands(program);
   addEpochCommands(program);
+  addScopeCommands(program);
   addStoreCommands(program);
   addFrontierCommands(program);
   addServeCommand(program);
