@@ -15,7 +15,7 @@ type Options = GlobalOptions & InputOptions & PlanOptions & { readonly epoch?: s
 export async function filterNew(file: string | undefined, command: Command): Promise<void> {
   const startMs = Date.now();
   const options = command.optsWithGlobals<Options>();
-  const store = await openStore(options, true);
+  const store = await openStore(options, true, file);
   try {
     const requested = scopeOptions(options);
     const { scope, watch, ready } = await addingScope(store, options, requested);
@@ -47,6 +47,8 @@ export async function filterNew(file: string | undefined, command: Command): Pro
         await writeAll(process.stdout, out);
       });
     }
+    // An input read whole without a batch (empty) still creates the scope with the plan given.
+    await ready();
     await noteGrowth(scope, watch, warn);
     const summary = { read: counts.read, new: printed, seen: counts.read - printed, invalid: counts.invalid };
     if (options.json) process.stderr.write(`${JSON.stringify(summary)}\n`);

@@ -23,7 +23,7 @@ type TakeOptions = GlobalOptions & {
 export async function frontierPush(file: string | undefined, command: Command): Promise<void> {
   const startMs = Date.now();
   const options = command.optsWithGlobals<PushOptions>();
-  const store = await openStore(options, true);
+  const store = await openStore(options, true, file);
   try {
     const { scope, ready } = await addingScope(store, options, scopeOptions(options));
     let queued = 0;
@@ -34,6 +34,8 @@ export async function frontierPush(file: string | undefined, command: Command): 
       queued += out.length;
       if (out.length > 0) await writeAll(process.stdout, `${out.join('\n')}\n`);
     });
+    // An input read whole without a batch (empty) still creates the scope with the plan given.
+    await ready();
     const summary = { read: counts.read, queued, seen: counts.read - queued, invalid: counts.invalid };
     if (options.json) process.stderr.write(`${JSON.stringify(summary)}\n`);
     else if (options.quiet !== true) process.stderr.write(`${summaryText(summary, Date.now() - startMs)}\n`);
