@@ -499,6 +499,7 @@ export function buildProgram(): Command {
     .option('--wait-replicas <n>', 'Redis stores: replicas that must confirm each write before it is acknowledged (default 0)')
     .option('--scope <name>', 'scope: a site or crawl job (default "default")')
     .option('--no-create', 'fail with NOT_FOUND instead of creating a store or scope that does not exist (filter-new, add, frontier push, import)')
+    .option('--allow-nonempty-dir', 'create a store in a --store directory that holds other files (refused by default: a mistyped --store)')
     .option('--quiet', 'no informational lines on stderr (a store or scope created, the summary at the end); warnings and errors stay')
     .option('--json', 'machine-readable output; errors as one JSON object on stderr')
     .addOption(new Option('--debug', 'print stack traces of errors'))
