@@ -62,3 +62,21 @@ test('CLI: frontier reclaim gives back the leases of a dead owner at once, and o
   assert.equal(bad.code, 2, bad.stderr);
   assert.match(bad.stderr, /owner must be 1-128 of/);
 });
+
+test('CLI: a queue setting on a queue that holds nothing says so; block names its positional DURATION when refusing', async () => {
+  const store = join(tempDir(), 'store');
+  const cli = (args: readonly string[], input = '') => runCli(['--store', store, '--scope', 's', ...args], input);
+  assert.equal((await cli(['--quiet', 'frontier', 'push'], 'http://a.test/1\n')).code, 0);
+  const known = await cli(['frontier', 'block', 'a.test', '1h']);
+  assert.equal(known.code, 0, known.stderr);
+  assert.equal(known.stderr, '');
+  for (const args of [['block', 'nosuchhost.example', '1h'], ['set-delay', 'other.example', '5000'], ['crawl-limit', 'third.example', '5']]) {
+    const made = await cli(['frontier', ...args]);
+    assert.equal(made.code, 0, made.stderr);
+    assert.match(made.stderr, new RegExp(`^seenstore: warning: the frontier had no queue "${args[1]!.replace(/\./g, '\\.')}": made it, empty, with this setting`));
+  }
+  const bare = await cli(['frontier', 'block', 'a.test', '10']);
+  assert.equal(bare.code, 2, bare.stderr);
+  assert.match(bare.stderr, /the DURATION of frontier block must be a duration: .*; "10" has no unit/);
+  assert.doesNotMatch(bare.stderr, /--block/);
+});

@@ -387,8 +387,8 @@ function addFrontierQueueCommands(frontier: Command): void {
     ['seenstore --scope example.org frontier config --delay-ms 2000 --max-in-flight 2'],
   );
   const queueCommands: Array<[string, QueueActionName, string, string]> = [
-    ['set-delay <key> <ms>', 'set-delay', "a queue's own delay between two takes, in ms ('default': the frontier's again)", 'frontier set-delay example.org 5000'],
-    ['block <key> <duration>', 'block', "hand out nothing of a queue for a while (Retry-After, a robots Crawl-delay); '0' unblocks", 'frontier block example.org 10m'],
+    ['set-delay <key> <ms>', 'set-delay', "a queue's own delay between two takes, in ms, such as a robots Crawl-delay ('default': the frontier's again)", 'frontier set-delay example.org 5000'],
+    ['block <key> <duration>', 'block', "hand out nothing of a queue for a while (a 429 or 503 with Retry-After; a robots Crawl-delay is set-delay); '0' unblocks", 'frontier block example.org 10m'],
     ['crawl-limit <key> <n>', 'crawl-limit', "once n URLs of the queue are done it hands out no more ('none': no limit)", 'frontier crawl-limit example.org 500'],
     ['delete-queue <key>', 'delete-queue', 'remove a queue with its waiting, scheduled and leased URLs', 'frontier delete-queue spam.example'],
     ['queue <key>', 'queue', "one queue's counts and settings", 'frontier queue example.org'],
