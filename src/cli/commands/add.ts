@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { batchOptions, inputProgress, openStore, pinnedEpoch, scopeOptions, warn, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
+import { batchOptions, inform, inputProgress, openStore, pinnedEpoch, scopeOptions, warn, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
 import { forEachBatch, openInputChunks } from '../input.js';
 import { formatCount, summaryText } from '../output.js';
 import { addingScope, noteGrowth } from '../scope-notes.js';
@@ -26,7 +26,7 @@ export async function add(file: string | undefined, command: Command): Promise<v
     await noteGrowth(scope, watch, warn);
     const summary = { read: counts.read, new: added, seen: counts.read - added, invalid: counts.invalid };
     if (options.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
-    else if (options.quiet !== true) process.stderr.write(`${summaryText(summary, Date.now() - startMs)}\n`);
+    else inform(options, `add: ${summaryText(summary, Date.now() - startMs)}`);
   } finally {
     await store.close();
   }

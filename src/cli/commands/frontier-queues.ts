@@ -131,7 +131,7 @@ export async function frontierSchedule(file: string | undefined, command: Comman
       waiting += await frontier.schedule(lines, inMs === 0 ? 0 : Date.now() + inMs);
     });
     const summary = { read: counts.read, waiting, invalid: counts.invalid };
-    process.stderr.write(options.json ? `${JSON.stringify(summary)}\n` : `read ${formatCount(counts.read)}, ${formatCount(waiting)} scheduled\n`);
+    process.stderr.write(options.json ? `${JSON.stringify(summary)}\n` : `seenstore: frontier schedule: read ${formatCount(counts.read)}, ${formatCount(waiting)} scheduled\n`);
   } finally {
     await store.close();
   }

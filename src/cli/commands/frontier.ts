@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { batchOptions, openStore, parseCount, requireScope, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
+import { batchOptions, inform, openStore, parseCount, requireScope, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
 import { forEachBatch, openInputChunks } from '../input.js';
 import { formatCount, summaryText, writeAll } from '../output.js';
 import { addingScope } from '../scope-notes.js';
@@ -38,7 +38,7 @@ export async function frontierPush(file: string | undefined, command: Command): 
     await ready();
     const summary = { read: counts.read, queued, seen: counts.read - queued, invalid: counts.invalid };
     if (options.json) process.stderr.write(`${JSON.stringify(summary)}\n`);
-    else if (options.quiet !== true) process.stderr.write(`${summaryText(summary, Date.now() - startMs)}\n`);
+    else inform(options, `frontier push: ${summaryText(summary, Date.now() - startMs)}`);
   } finally {
     await store.close();
   }
