@@ -40,7 +40,7 @@ export class RedisBackend implements Backend {
     const parsed = parseRedisLocation(location);
     // The location's timeout-ms= wins over the option: it reaches every program the location is given to.
     const deadlines = redisDeadlines(parsed.timeoutMs ?? options.unavailableAfterMs);
-    const conn = await connectRedis(parsed, deadlines);
+    const conn = await connectRedis(parsed, deadlines, common.warn);
     const ctx = new RedisContext(conn, parsed.prefix, common.hash, options.waitReplicas, deadlines, common.warn);
     try {
       await loadLibrary(ctx);
