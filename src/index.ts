@@ -34,7 +34,7 @@ export { ExportedEpoch, type ExportedSummary } from './epochs/exported.js';
 export { ScopeFrontier, DEFAULT_LEASE_MS, DEFAULT_FRONTIER_SETTINGS, type TakeOptions, type LeasedUrl, type FrontierStats, type FrontierSettings, type QueueOptions, type QueueStats, type UrlStatus } from './epochs/frontier.js';
 export { mergeExportFiles } from './epochs/seen-store.js';
 export type { ExportHeader } from './store/export-file.js';
-export type { DiskUsage } from './store/backend.js';
+export type { DiskUsage, DeletedScope } from './store/backend.js';
 export {
   SetSummary,
   SetSummaryBuilder,

@@ -59,7 +59,9 @@ describe('CLI', () => {
   test('add prints a summary; --json makes it machine-readable', async () => {
     const dir = tempDir();
     const text = await runCli(['add', '--store', dir], 'https://x.example/\nhttps://x.example/\n\n');
-    assert.match(text.stderr, /read 2, new 1, already seen 1, invalid 0/);
+    assert.match(text.stderr, /^seenstore: created store at .*\nseenstore: created scope default in store .*\nseenstore: add: read 2, new 1, already seen 1, invalid 0 in \d+\.\d\d s\n$/);
+    const pushed = await runCli(['frontier', 'push', '--store', dir], 'https://x.example/\nhttps://z.example/\n');
+    assert.match(pushed.stderr, /^seenstore: frontier push: read 2, queued 1, already seen 1, invalid 0 in \d+\.\d\d s\n$/);
     const json = await runCli(['add', '--store', dir, '--json'], 'https://x.example/\nhttps://y.example/\n');
     assert.deepEqual(JSON.parse(json.stdout), { read: 2, new: 1, seen: 1, invalid: 0 });
   });

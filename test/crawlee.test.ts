@@ -79,7 +79,7 @@ describe('examples/crawlee (issue 30)', () => {
   test('installed by path (this checkout, not a registry package), it crawls a site and writes no ./storage', async () => {
     const readme = readFileSync(join(ROOT, 'examples', 'crawlee', 'README.md'), 'utf8');
     assert.doesNotMatch(readme, /npm install seenstore/, 'would install whatever a registry has under that name');
-    assert.match(readme, /npm install \.\.\/\.\.\/seenstore-\*\.tgz/);
+    assert.match(readme, /npm install --no-save \.\.\/\.\.\/seenstore-\*\.tgz/, 'would write this machine\'s tarball path into the tracked package.json');
     // `npm install ../..` makes exactly this link; crawlee is the checkout's own (no registry here).
     const project = tempDir('seenstore-example-');
     mkdirSync(join(project, 'node_modules'));
@@ -90,12 +90,14 @@ describe('examples/crawlee (issue 30)', () => {
     try {
       const { CRAWLEE_STORAGE_DIR: _unset, ...rest } = process.env;
       // The local site is ours: no delay between its pages (the example waits 1 s by default).
-      const env = { ...rest, SAME_DOMAIN_DELAY_SECS: '0' };
+      const tmp = tempDir('seenstore-example-tmp-');
+      const env = { ...rest, SAME_DOMAIN_DELAY_SECS: '0', TMPDIR: tmp };
       const { stdout } = await promisify(execFile)(process.execPath, ['crawl.mjs', `${site.url}/`, './crawl-store'], { cwd: project, env, timeout: 120_000 });
       assert.equal(stdout.split('\n').filter((line) => line.startsWith('http')).length, 60, 'every page once');
       assert.deepEqual(coverage(await site.stats()).missedPages, []);
       assert.ok(existsSync(join(project, 'crawl-store', 'data.mdb')), 'the crawl state is in the store');
       assert.deepEqual(readdirSync(project).sort(), ['crawl-store', 'crawl.mjs', 'node_modules'], 'no ./storage left by Crawlee');
+      assert.deepEqual(readdirSync(tmp), [], "Crawlee's temporary storage was left behind");
     } finally {
       await site.stop();
     }

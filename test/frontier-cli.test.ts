@@ -44,3 +44,39 @@ test('CLI: frontier config, per-queue takes, queue settings, listing, revisits, 
   assert.match(refused.stderr, /cannot change once URLs were queued/);
   assert.equal(await ok(['frontier', 'queue', 'a.test']).then((line) => line.split('\t')[1]), 'waiting 1');
 });
+
+test('CLI: frontier reclaim gives back the leases of a dead owner at once, and only them', async () => {
+  const store = join(tempDir(), 'store');
+  const cli = (args: readonly string[], input = '') => runCli(['--store', store, '--scope', 's', '--quiet', ...args], input);
+  assert.equal((await cli(['frontier', 'config', '--delay-ms', '0'])).code, 0);
+  assert.equal((await cli(['frontier', 'push'], 'http://a.test/1\nhttp://b.test/1\nhttp://c.test/1\n')).code, 0);
+  assert.equal((await cli(['frontier', 'take', '--count', '2', '--owner', 'worker-1'])).stdout.trim().split('\n').length, 2);
+  assert.equal((await cli(['frontier', 'take', '--count', '1', '--owner', 'worker-2'])).stdout.trim().split('\n').length, 1);
+  assert.equal((await cli(['frontier', 'take', '--count', '5'])).stdout, '', 'everything is leased');
+  const reclaimed = await cli(['frontier', 'reclaim', 'worker-1']);
+  assert.equal(reclaimed.code, 0, reclaimed.stderr);
+  assert.equal(reclaimed.stderr, 'reclaimed 2 leases of worker-1\n');
+  assert.equal((await cli(['frontier', 'take', '--count', '5'])).stdout.trim().split('\n').length, 2, "worker-1's URLs are takeable again, worker-2's are not");
+  assert.deepEqual(JSON.parse((await cli(['--json', 'frontier', 'reclaim', 'worker-1'])).stderr), { owner: 'worker-1', reclaimed: 0 });
+  const bad = await cli(['frontier', 'reclaim', 'no spaces']);
+  assert.equal(bad.code, 2, bad.stderr);
+  assert.match(bad.stderr, /owner must be 1-128 of/);
+});
+
+test('CLI: a queue setting on a queue that holds nothing says so; block names its positional DURATION when refusing', async () => {
+  const store = join(tempDir(), 'store');
+  const cli = (args: readonly string[], input = '') => runCli(['--store', store, '--scope', 's', ...args], input);
+  assert.equal((await cli(['--quiet', 'frontier', 'push'], 'http://a.test/1\n')).code, 0);
+  const known = await cli(['frontier', 'block', 'a.test', '1h']);
+  assert.equal(known.code, 0, known.stderr);
+  assert.equal(known.stderr, '');
+  for (const args of [['block', 'nosuchhost.example', '1h'], ['set-delay', 'other.example', '5000'], ['crawl-limit', 'third.example', '5']]) {
+    const made = await cli(['frontier', ...args]);
+    assert.equal(made.code, 0, made.stderr);
+    assert.match(made.stderr, new RegExp(`^seenstore: warning: the frontier had no queue "${args[1]!.replace(/\./g, '\\.')}": made it, empty, with this setting`));
+  }
+  const bare = await cli(['frontier', 'block', 'a.test', '10']);
+  assert.equal(bare.code, 2, bare.stderr);
+  assert.match(bare.stderr, /the DURATION of frontier block must be a duration: .*; "10" has no unit/);
+  assert.doesNotMatch(bare.stderr, /--block/);
+});

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ERROR_CODES, SeenStore } from '../src/index.js';
@@ -100,5 +100,50 @@ describe('safe defaults: nothing created by surprise', () => {
     const bad = await runCli(['--store', store, '--scope', 'bad/scope', 'has'], URLS);
     assert.equal(bad.code, ERROR_CODES.USAGE, bad.stderr);
     assert.match(bad.stderr, /^seenstore: error USAGE: invalid scope name "bad\/scope"/);
+  });
+});
+
+describe('safe defaults: inputs checked before anything is created', () => {
+  test('an empty input creates the scope with the plan given (--capacity is not lost)', async () => {
+    const store = join(tempDir(), 'store');
+    for (const [scope, command] of [['a', ['add']], ['p', ['frontier', 'push']], ['f', ['filter-new']]] as const) {
+      const run = await runCli(['--store', store, '--scope', scope, ...command, '--capacity', '5000000'], '');
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stderr, new RegExp(`created scope ${scope} in store`));
+    }
+    const s = await SeenStore.open(store, { create: false, readOnly: true });
+    try {
+      assert.deepEqual(await s.scopeNames(), ['a', 'f', 'p']);
+      for (const name of ['a', 'f', 'p']) assert.equal((await s.scope(name).stats()).epochs[0]!.capacityUrls, 5_000_000, name);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a missing input file is NOT_FOUND before a store is created', async () => {
+    const parent = tempDir();
+    for (const command of [['filter-new'], ['add'], ['frontier', 'push'], ['frontier', 'schedule', '--in', '1h']]) {
+      const store = join(parent, command.join('-'));
+      const run = await runCli(['--store', store, ...command, join(parent, 'nope.txt')], '');
+      assert.equal(run.code, ERROR_CODES.NOT_FOUND, `${command.join(' ')}: ${run.stderr}`);
+      assert.match(run.stderr, /^seenstore: error NOT_FOUND: no such file: .*nope\.txt\n$/);
+      assert.equal(existsSync(store), false, `${command.join(' ')} created a store for a missing input`);
+    }
+  });
+
+  test('--store on a directory of unrelated files is refused unless --allow-nonempty-dir', async () => {
+    const pages = tempDir();
+    for (let i = 0; i < 5; i++) writeFileSync(join(pages, `page-${i}.html`), '<html></html>');
+    const refused = await runCli(['--store', pages, 'filter-new'], URLS);
+    assert.equal(refused.code, ERROR_CODES.USAGE, refused.stderr);
+    assert.match(refused.stderr, /holds 5 entries \(page-0\.html, page-1\.html, page-2\.html, \.\.\.\) and no store: .*--allow-nonempty-dir/);
+    assert.equal(refused.stdout, '');
+    assert.equal(readdirSync(pages).length, 5, 'a refused run left files behind');
+    const told = await runCli(['--store', pages, '--allow-nonempty-dir', 'filter-new'], URLS);
+    assert.equal(told.code, 0, told.stderr);
+    assert.equal(told.stdout, URLS);
+    // Once the store is there, the option is needed no more; an empty directory never needed it.
+    assert.equal((await runCli(['--store', pages, 'filter-new'], URLS)).code, 0);
+    assert.equal((await runCli(['--store', tempDir(), 'filter-new'], URLS)).code, 0);
   });
 });

@@ -2,7 +2,7 @@
 //   node examples/crawlee/crawl.mjs https://example.org/ [STORE_DIR]
 // Kill it (Ctrl-C, kill -9) and run it again: it resumes where it stopped. To crawl everything
 // again later: `seenstore --store STORE_DIR --scope HOST epoch rotate`, then run it again.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SeenStore } from 'seenstore';
@@ -10,8 +10,13 @@ import { SeenstoreRequestManager, crawlerOptions } from 'seenstore/crawlee';
 
 // Crawlee keeps its own storage (statistics, session pool) in ./storage by default; the crawl's
 // state is all in the seenstore store, so Crawlee's goes to a temporary directory instead of
-// littering the working directory. Set CRAWLEE_STORAGE_DIR to keep it elsewhere.
-process.env.CRAWLEE_STORAGE_DIR ??= mkdtempSync(join(tmpdir(), 'crawlee-storage-'));
+// littering the working directory, and is removed when the process exits (Ctrl-C included). Set
+// CRAWLEE_STORAGE_DIR to keep it elsewhere.
+if (process.env.CRAWLEE_STORAGE_DIR === undefined) {
+  const storage = mkdtempSync(join(tmpdir(), 'crawlee-storage-'));
+  process.env.CRAWLEE_STORAGE_DIR = storage;
+  process.on('exit', () => rmSync(storage, { recursive: true, force: true }));
+}
 const { CheerioCrawler } = await import('crawlee');
 
 const [start, storeDir = './crawl-store'] = process.argv.slice(2);

@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { SeenStoreError } from '../errors.js';
 import { MAX_THREADS, SeenStore } from '../epochs/seen-store.js';
 import type { Scope, ScopeOptions } from '../epochs/scope.js';
@@ -23,6 +23,8 @@ export interface GlobalOptions {
   readonly debug?: boolean;
   /** false with --no-create: a store or scope that does not exist is NOT_FOUND, never created. */
   readonly create?: boolean;
+  /** --allow-nonempty-dir: a store may be created in a directory that holds other files. */
+  readonly allowNonemptyDir?: boolean;
   /** --quiet: no informational lines on stderr (creations, summaries); warnings and errors stay. */
   readonly quiet?: boolean;
   /** `--threads N` of the adding commands (SeenStoreOptions.threads). */
@@ -77,15 +79,49 @@ export function scopeName(options: GlobalOptions): string {
  * not, unless --quiet (a mistyped --store would otherwise start a whole re-crawl in silence, and
  * under cron the line is the only trace of it).
  */
-export async function openStore(options: GlobalOptions, create: boolean): Promise<SeenStore> {
+export async function openStore(options: GlobalOptions, create: boolean, input?: string): Promise<SeenStore> {
   const threads = parseCount('threads', options.threads);
   if (threads !== undefined && threads > MAX_THREADS) throw new SeenStoreError('USAGE', `--threads must be at most ${MAX_THREADS}, got ${threads}`);
+  checkInputFile(input);
   const dir = storeDir(options);
   const mayCreate = create && options.create !== false;
   const absent = await driverFor(dir).knownAbsent(dir);
+  if (mayCreate && absent && options.allowNonemptyDir !== true) refuseForeignDirectory(dir);
   const store = await SeenStore.open(dir, { create: mayCreate, onWarning: (message) => warn(message), ...storeOptions(options), ...(threads === undefined ? {} : { threads }) });
   if (mayCreate && absent) inform(options, `created store at ${dir}`);
   return store;
+}
+
+/**
+ * A named input file is checked before the store is opened: a typo in its name must fail with
+ * NOT_FOUND before a new store is created for it.
+ */
+function checkInputFile(file: string | undefined): void {
+  if (file === undefined || file === '-') return;
+  const stats = statSync(file, { throwIfNoEntry: false });
+  if (stats === undefined) throw new SeenStoreError('NOT_FOUND', `no such file: ${file}`);
+  if (stats.isDirectory()) throw new SeenStoreError('USAGE', `${file} is a directory; give a file of URLs, one per line (or - for stdin)`);
+}
+
+/**
+ * A store is created in a directory that does not exist or is empty, not among unrelated files
+ * (`--store .` in a folder of pages): unless --allow-nonempty-dir. A directory holding a store's
+ * own files without its data file is left to the store, which tells lost data from a creation
+ * cut short.
+ */
+function refuseForeignDirectory(dir: string): void {
+  let entries: string[];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return;
+  }
+  if (entries.length === 0 || entries.some((name) => /\.mdb(-lock)?$/.test(name))) return;
+  throw new SeenStoreError(
+    'USAGE',
+    `${dir} holds ${entries.length} ${entries.length === 1 ? 'entry' : 'entries'} (${entries.slice(0, 3).join(', ')}${entries.length > 3 ? ', ...' : ''}) and no store: ` +
+      'give --store a new or empty directory, or add --allow-nonempty-dir to create the store among them',
+  );
 }
 
 /** The progress line of a command reading `file` (stdin when undefined or `-`), with a percentage for a regular file. */

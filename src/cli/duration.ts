@@ -38,11 +38,11 @@ export const DURATION_HELP = 'a duration: a number and a unit (ms, s, m, h, d, w
 /**
  * Parses durations like `90s`, `30m`, `12h`, `3d`, `3days`, `2w`, `1h30m` or `1d 12h` into
  * milliseconds (rounded to whole ms). A bare number is refused: minutes or days? Each unit may
- * appear once. Case does not matter. `name` is the option, for the message.
+ * appear once. Case does not matter. `name` is the option, for the message; `label` names a positional argument instead.
  */
-export function parseDuration(name: string, text: string): number {
+export function parseDuration(name: string, text: string, label = `--${name}`): number {
   const refuse = (why: string): never => {
-    throw new SeenStoreError('USAGE', `--${name} must be ${DURATION_HELP}; ${JSON.stringify(text)} ${why}`);
+    throw new SeenStoreError('USAGE', `${label} must be ${DURATION_HELP}; ${JSON.stringify(text)} ${why}`);
   };
   let rest = text.trim().toLowerCase();
   if (rest === '') refuse('is empty');

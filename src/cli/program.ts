@@ -196,6 +196,22 @@ function addEpochCommands(program: Command): void {
   );
 }
 
+function addScopeCommands(program: Command): void {
+  const scope = program.command('scope').description('list and delete the scopes of a store');
+  const load = async () => import('./commands/scope.js');
+  examples(scope.command('list').description('the names of the scopes in the store, one per line').action(async (_o, command: Command) => (await load()).scopeList(command)), [
+    'seenstore scope list',
+  ]);
+  examples(
+    scope
+      .command('delete <name>')
+      .description('delete a scope with all its epochs, its frontier and its settings, for good (refused without --yes)')
+      .option('--yes', 'really delete it')
+      .action(async (name: string, _o, command: Command) => (await load()).scopeDelete(name, command)),
+    ['seenstore scope delete exmaple.org --yes'],
+  );
+}
+
 function addStoreCommands(program: Command): void {
   examples(
     program
@@ -334,7 +350,7 @@ function addFrontierCommands(program: Command): void {
       .addOption(new Option('--max-queues <n>', 'most queues to take from (default: no limit but --count)').argParser(count('max-queues')))
       .option('--queue <key>', 'only URLs of this queue (a host, by default)')
       .addOption(new Option('--lease-ms <ms>', 'lease length in milliseconds (default 300000): unfinished URLs come back after it').argParser(count('lease-ms')))
-      .option('--owner <name>', 'who takes (1-128 of A-Z a-z 0-9 . _ : -), for reclaim and affinity')
+      .option('--owner <name>', 'who takes (1-128 of A-Z a-z 0-9 . _ : -), for `frontier reclaim` and affinity')
       .option('--affinity', 'only queues this owner owns on the consistent-hash ring of live owners (needs --owner)')
       .action(async (_o, command: Command) => (await load()).frontierTake(command)),
     ['seenstore --scope example.org frontier take --count 100 --per-queue 2 > batch.tsv'],
@@ -353,6 +369,13 @@ function addFrontierCommands(program: Command): void {
       .description('give leased URLs back before their lease runs out: IDs as arguments, or on stdin')
       .action(async (ids: string[], _o, command: Command) => (await load()).frontierFinish('release', ids, command)),
     ['seenstore --scope example.org frontier release 17 18'],
+  );
+  examples(
+    frontier
+      .command('reclaim <owner>')
+      .description("give back at once every lease OWNER holds (take --owner): a dead worker's URLs, without waiting out their leases")
+      .action(async (owner: string, _o, command: Command) => (await load()).frontierReclaim(owner, command)),
+    ['seenstore --scope example.org frontier reclaim worker-3'],
   );
   examples(
     frontier
@@ -377,8 +400,8 @@ function addFrontierQueueCommands(frontier: Command): void {
     ['seenstore --scope example.org frontier config --delay-ms 2000 --max-in-flight 2'],
   );
   const queueCommands: Array<[string, QueueActionName, string, string]> = [
-    ['set-delay <key> <ms>', 'set-delay', "a queue's own delay between two takes, in ms ('default': the frontier's again)", 'frontier set-delay example.org 5000'],
-    ['block <key> <duration>', 'block', "hand out nothing of a queue for a while (Retry-After, a robots Crawl-delay); '0' unblocks", 'frontier block example.org 10m'],
+    ['set-delay <key> <ms>', 'set-delay', "a queue's own delay between two takes, in ms, such as a robots Crawl-delay ('default': the frontier's again)", 'frontier set-delay example.org 5000'],
+    ['block <key> <duration>', 'block', "hand out nothing of a queue for a while (a 429 or 503 with Retry-After; a robots Crawl-delay is set-delay); '0' unblocks", 'frontier block example.org 10m'],
     ['crawl-limit <key> <n>', 'crawl-limit', "once n URLs of the queue are done it hands out no more ('none': no limit)", 'frontier crawl-limit example.org 500'],
     ['delete-queue <key>', 'delete-queue', 'remove a queue with its waiting, scheduled and leased URLs', 'frontier delete-queue spam.example'],
     ['queue <key>', 'queue', "one queue's counts and settings", 'frontier queue example.org'],
@@ -489,6 +512,7 @@ export function buildProgram(): Command {
     .option('--wait-replicas <n>', 'Redis stores: replicas that must confirm each write before it is acknowledged (default 0)')
     .option('--scope <name>', 'scope: a site or crawl job (default "default")')
     .option('--no-create', 'fail with NOT_FOUND instead of creating a store or scope that does not exist (filter-new, add, frontier push, import)')
+    .option('--allow-nonempty-dir', 'create a store in a --store directory that holds other files (refused by default: a mistyped --store)')
     .option('--quiet', 'no informational lines on stderr (a store or scope created, the summary at the end); warnings and errors stay')
     .option('--json', 'machine-readable output; errors as one JSON object on stderr')
     .addOption(new Option('--debug', 'print stack traces of errors'))
@@ -500,6 +524,7 @@ export function buildProgram(): Command {
   addUrlCommands(program);
   addSetdiffCommands(program);
   addEpochCommands(program);
+  addScopeCommands(program);
   addStoreCommands(program);
   addFrontierCommands(program);
   addServeCommand(program);

@@ -198,7 +198,7 @@ export class ScopeFrontier {
     await this.#setQueue(queue, { delayMs });
   }
 
-  /** A queue hands out nothing before `untilMs` (ms since the Unix epoch; 0 unblocks): Retry-After, a robots Crawl-delay. */
+  /** A queue hands out nothing before `untilMs` (ms since the Unix epoch; 0 unblocks): a 429 or 503 with Retry-After (a robots Crawl-delay is setDelay). */
   async blockUntil(queue: string, untilMs: number): Promise<void> {
     checkWhole('untilMs', untilMs, 0, this.#ctx.clock() + MAX_AHEAD_MS);
     await this.#setQueue(queue, { blockedUntilMs: untilMs });

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { SeenStoreError, unsupported } from '../errors.js';
 import { XxHash } from '../hash/xxhash.js';
-import type { Backend, DiskUsage, MigrationReport, RestoreResult, SalvageReport, SnapshotInfo, StoreMaintenance, VerifyReport } from '../store/backend.js';
+import type { Backend, DeletedScope, DiskUsage, MigrationReport, RestoreResult, SalvageReport, SnapshotInfo, StoreMaintenance, VerifyReport } from '../store/backend.js';
 import type { OfflineOperations } from '../store/driver.js';
 import { driverFor, openBackend, redactLocation } from '../store/open.js';
 import { checkScopeName } from './create.js';
@@ -184,6 +184,20 @@ export class SeenStore {
   async scopeNames(): Promise<string[]> {
     this.#ctx.assertOpen();
     return this.#backend.scopeNames();
+  }
+
+  /**
+   * Deletes scope `name` with all of its epochs, its frontier and its settings; resolves with what
+   * it held, or undefined when it does not exist. Gone for every process at once: a writer still
+   * adding to it fails EPOCH_SEALED, and a later add under the name creates a new scope with
+   * fresh seeds. Not undoable (take a snapshot first, or export its epochs).
+   */
+  async deleteScope(name: string): Promise<DeletedScope | undefined> {
+    this.#ctx.assertOpen();
+    this.#ctx.assertWritable('delete a scope');
+    checkScopeName(name);
+    this.#scopes.delete(name);
+    return this.#backend.deleteScope(name);
   }
 
   async stats(): Promise<ScopeStats[]> {

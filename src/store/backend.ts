@@ -62,6 +62,11 @@ export interface Backend {
    * crash interrupted is finished by `finishDrops`. Resolves with the bytes it gave back.
    */
   dropEpoch(header: EpochHeader): Promise<number>;
+  /**
+   * Deletes a scope with its epochs, its frontier and its settings: gone for every reader at once,
+   * then its data deleted. Resolves undefined when the scope does not exist.
+   */
+  deleteScope(scope: string): Promise<DeletedScope | undefined>;
   /** Finishes drops (and failed imports) that a crash interrupted; their epochs, with what was recorded of them. */
   finishDrops(scope: string): Promise<EpochHeader[]>;
   /** What an epoch occupies in the backend, without loading its filters. */
@@ -122,6 +127,13 @@ export interface EpochBits {
 
   /** Folds what the backend logged into the epoch's durable form now (`capabilities.checkpoints`); 'clean' where there is nothing to do. */
   checkpoint(): Promise<CheckpointOutcome>;
+}
+
+/** What a deleted scope held. */
+export interface DeletedScope {
+  readonly epochs: number;
+  /** URLs its frontier held (waiting, scheduled or leased). */
+  readonly queuedUrls: number;
 }
 
 export type CheckpointOutcome = 'written' | 'clean' | 'busy';

@@ -8,6 +8,7 @@ import { growthContract } from './growth.js';
 import { keysContract } from './keys.js';
 import { queuesContract } from './queues.js';
 import { rotationContract } from './rotation.js';
+import { scopesContract } from './scopes.js';
 import { transferContract } from './transfer.js';
 
 export type { StoreFactory } from './context.js';
@@ -32,6 +33,7 @@ export function contractSuite(factory: StoreFactory): void {
     describe('keys', () => keysContract(ctx));
     describe('frontier', () => frontierContract(ctx));
     describe('queues', () => queuesContract(ctx));
+    describe('scopes', () => scopesContract(ctx));
     describe('errors', () => errorsContract(ctx));
   });
 }

@@ -24,7 +24,7 @@ export async function filterNew(file: string | undefined, command: Command): Pro
   const options = command.optsWithGlobals<Options>();
   const input = openInputChunks(file);
   const signal = stopOnSignals();
-  const store = await openStore(options, true);
+  const store = await openStore(options, true, file);
   let delivery: Delivery | undefined;
   let counts: InputCounts = { read: 0, invalid: 0 };
   let handled = 0;
@@ -59,6 +59,8 @@ export async function filterNew(file: string | undefined, command: Command): Pro
         printed += batch.urls;
       });
     }
+    // An input read whole without a batch (empty) still creates the scope with the plan given.
+    await ready();
     if (!(await run.finish())) warn('warning: another run claimed some of the URLs this run printed while it waited on its reader: they will be printed again');
     await noteGrowth(scope, watch, warn);
   } catch (error) {

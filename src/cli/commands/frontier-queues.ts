@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
 import type { QueueStats } from '../../epochs/frontier.js';
 import { QUEUE_KEY_MODES } from '../../url/queue-key.js';
-import { batchOptions, openStore, parseCount, requireScope, scopeName, type GlobalOptions, type InputOptions } from '../context.js';
+import { batchOptions, openStore, parseCount, requireScope, scopeName, warn, type GlobalOptions, type InputOptions } from '../context.js';
 import { parseDuration } from '../duration.js';
 import { forEachBatch, openInputChunks } from '../input.js';
 import { formatCount, writeAll } from '../output.js';
@@ -50,7 +50,10 @@ export async function frontierQueue(action: QueueAction, key: string, value: str
       process.stderr.write(options.json ? `${JSON.stringify({ queue: key, removed })}\n` : `deleted queue ${JSON.stringify(key)}: ${formatCount(removed)} URLs\n`);
       return;
     }
+    const existed = apply === undefined || (await frontier.queue(key)) !== undefined;
     await apply?.(frontier, key);
+    // A setting on a queue that holds nothing makes the queue: a mistyped key would otherwise leave the real one as it was, in silence.
+    if (!existed) warn(`warning: the frontier had no queue ${JSON.stringify(key)}: made it, empty, with this setting (frontier queues lists the queues that hold URLs)`);
     const stats = await frontier.queue(key);
     if (stats === undefined) throw new SeenStoreError('NOT_FOUND', `the frontier has no queue ${JSON.stringify(key)}`);
     process.stdout.write(`${options.json ? JSON.stringify(stats) : queueLine(stats)}\n`);
@@ -70,7 +73,7 @@ function queueChange(action: QueueAction, value: string | undefined): ((frontier
   }
   if (action === 'block') {
     if (value === undefined) throw new SeenStoreError('USAGE', 'block needs a duration (30s, 10m, 1h) or 0 to unblock');
-    const forMs = value === '0' ? 0 : parseDuration('block', value);
+    const forMs = value === '0' ? 0 : parseDuration('block', value, 'the DURATION of frontier block');
     return (frontier, key) => frontier.blockUntil(key, forMs === 0 ? 0 : Date.now() + forMs);
   }
   if (action === 'crawl-limit') {
@@ -119,7 +122,7 @@ export async function frontierSchedule(file: string | undefined, command: Comman
   const options = command.optsWithGlobals<ScheduleOptions>();
   if (options.in === undefined) throw new SeenStoreError('USAGE', 'schedule needs --in DURATION (0 to finish the URLs instead)');
   const inMs = options.in === '0' ? 0 : parseDuration('in', options.in);
-  const store = await openStore(options, true);
+  const store = await openStore(options, true, file);
   try {
     const scope = store.scope(scopeName(options));
     const frontier = scope.frontier();
@@ -128,7 +131,7 @@ export async function frontierSchedule(file: string | undefined, command: Comman
       waiting += await frontier.schedule(lines, inMs === 0 ? 0 : Date.now() + inMs);
     });
     const summary = { read: counts.read, waiting, invalid: counts.invalid };
-    process.stderr.write(options.json ? `${JSON.stringify(summary)}\n` : `read ${formatCount(counts.read)}, ${formatCount(waiting)} scheduled\n`);
+    process.stderr.write(options.json ? `${JSON.stringify(summary)}\n` : `seenstore: frontier schedule: read ${formatCount(counts.read)}, ${formatCount(waiting)} scheduled\n`);
   } finally {
     await store.close();
   }

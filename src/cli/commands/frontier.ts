@@ -29,7 +29,7 @@ export async function frontierPush(file: string | undefined, command: Command): 
   const options = command.optsWithGlobals<PushOptions>();
   const input = openInputChunks(file);
   const signal = stopOnSignals();
-  const store = await openStore(options, true);
+  const store = await openStore(options, true, file);
   let delivery: Delivery | undefined;
   let handled = 0;
   let queued = 0;
@@ -47,6 +47,8 @@ export async function frontierPush(file: string | undefined, command: Command): 
       await deliver(run, batch);
       queued += batch.urls;
     });
+    // An input read whole without a batch (empty) still creates the scope with the plan given.
+    await ready();
     if (!(await run.finish())) warn('warning: another run claimed some of the URLs this run printed while it waited on its reader: they will be printed again');
   } catch (error) {
     throw await stoppedRun(error, delivery, `${formatCount(handled)} lines recorded, ${formatCount(queued)} URLs queued and written`);
@@ -102,6 +104,18 @@ export async function frontierFinish(which: 'done' | 'release', ids: string[], c
     const changed = which === 'done' ? await frontier.done(given, refetch) : await frontier.release(given);
     const summary = { given: given.length, [which === 'done' ? 'done' : 'released']: changed };
     process.stderr.write(options.json ? `${JSON.stringify(summary)}\n` : `${which === 'done' ? 'done' : 'released'} ${formatCount(changed)} of ${formatCount(given.length)}\n`);
+  } finally {
+    await store.close();
+  }
+}
+
+/** `frontier reclaim OWNER`: every running lease of OWNER is given back, to be taken again at once. */
+export async function frontierReclaim(owner: string, command: Command): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  const store = await openStore(options, false);
+  try {
+    const reclaimed = await (await requireScope(store, options)).frontier().reclaim(owner);
+    process.stderr.write(options.json ? `${JSON.stringify({ owner, reclaimed })}\n` : `reclaimed ${formatCount(reclaimed)} ${reclaimed === 1 ? 'lease' : 'leases'} of ${owner}\n`);
   } finally {
     await store.close();
   }

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
-import type { Backend, Deliveries, EpochBits, Frontier, EpochUsage, ImportRequest, Rotation, RotateRequest, StoreMaintenance } from '../backend.js';
+import type { Backend, DeletedScope, Deliveries, EpochBits, Frontier, EpochUsage, ImportRequest, Rotation, RotateRequest, StoreMaintenance } from '../backend.js';
 import { faultPoint } from '../faults.js';
 import { removeStoreLeftovers } from '../leftovers.js';
 import { sealHeader, type EpochHeader, type ScopeRecord } from '../records.js';
@@ -173,6 +173,13 @@ export class LmdbBackend implements Backend {
     meta.dropEpoch(this.#env, header);
     await this.#env.flushed();
     return bytesOnDisk;
+  }
+
+  async deleteScope(scope: string): Promise<DeletedScope | undefined> {
+    for (const id of [...this.#epochs.keys()]) if (id.slice(0, id.lastIndexOf('/')) === scope) this.#epochs.delete(id);
+    const deleted = (await import('./scope-delete.js')).deleteScope(this.#env, scope);
+    await this.#env.flushed();
+    return deleted;
   }
 
   async finishDrops(scope: string): Promise<EpochHeader[]> {

@@ -74,6 +74,8 @@ export function putNewEpoch(env: StoreEnv, header: EpochHeader, atMs: number): v
 export function createScope(env: StoreEnv, scope: string, first: EpochHeader): ScopeRecord {
   const existing = readScope(env, scope);
   if (existing !== undefined) return existing;
+  // A deleted scope of this name whose data a crash left behind: its epoch numbers are about to be reused.
+  finishDrops(env, scope);
   return env.write(() => {
     const raced = readScope(env, scope);
     if (raced !== undefined) return raced;

@@ -1,6 +1,6 @@
 import { SeenStoreError } from '../../errors.js';
 import type { Keys, XxHash } from '../../hash/xxhash.js';
-import type { Backend, CheckpointOutcome, Deliveries, DeliveryWrite, EpochBits, EpochContents, EpochSummary, EpochUsage, Frontier, ImportRequest, QueueItems, Rotation, RotateRequest } from '../backend.js';
+import type { Backend, CheckpointOutcome, DeletedScope, Deliveries, DeliveryWrite, EpochBits, EpochContents, EpochSummary, EpochUsage, Frontier, ImportRequest, QueueItems, Rotation, RotateRequest } from '../backend.js';
 import type { OpenOptions } from '../driver.js';
 import { safePoint } from '../interruption.js';
 import { sealHeader, type EpochHeader, type ScopeRecord } from '../records.js';
@@ -116,6 +116,15 @@ export class MemoryBackend implements Backend {
     const bytes = epochs.get(header.epoch)?.bytes ?? 0;
     epochs.delete(header.epoch);
     return bytes;
+  }
+
+  async deleteScope(scope: string): Promise<DeletedScope | undefined> {
+    const state = this.#store.scopes.get(scope);
+    if (state === undefined) return undefined;
+    const held = await this.#store.frontiers.get(scope)?.stats();
+    this.#store.scopes.delete(scope);
+    this.#store.frontiers.delete(scope);
+    return { epochs: state.epochs.size, queuedUrls: held === undefined ? 0 : held.pending + held.leased };
   }
 
   async finishDrops(): Promise<EpochHeader[]> {

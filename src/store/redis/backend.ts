@@ -1,5 +1,5 @@
 import { SeenStoreError } from '../../errors.js';
-import type { Backend, Deliveries, EpochBits, EpochUsage, Frontier, ImportRequest, Rotation, RotateRequest } from '../backend.js';
+import type { Backend, DeletedScope, Deliveries, EpochBits, EpochUsage, Frontier, ImportRequest, Rotation, RotateRequest } from '../backend.js';
 import type { OpenOptions } from '../driver.js';
 import { redisDriver, type RedisOptions } from './driver.js';
 import { RedisDeliveries } from './deliveries.js';
@@ -9,6 +9,7 @@ import { redisDeadlines } from './deadline.js';
 import { RedisContext, freshId, list, pairs, text } from './context.js';
 import { RedisEpoch, checkRedisSlice, writeBytes, type EpochEntry } from './epoch.js';
 import { RedisFrontier } from './frontier.js';
+import { deleteFrontierKeys } from './scope-delete.js';
 import { createImportedScope, createScopeRecord, dropEpochEntry, rotateScope, storeFormat, type ScopeKeys } from './functions.js';
 import type { RedisKeys } from './keys.js';
 import { LIBRARY, libraryConflict, libraryOrder } from './library.js';
@@ -40,7 +41,7 @@ export class RedisBackend implements Backend {
     const parsed = parseRedisLocation(location);
     // The location's timeout-ms= wins over the option: it reaches every program the location is given to.
     const deadlines = redisDeadlines(parsed.timeoutMs ?? options.unavailableAfterMs);
-    const conn = await connectRedis(parsed, deadlines);
+    const conn = await connectRedis(parsed, deadlines, common.warn);
     const ctx = new RedisContext(conn, parsed.prefix, common.hash, options.waitReplicas, deadlines, common.warn);
     try {
       await loadLibrary(ctx);
@@ -190,6 +191,38 @@ export class RedisBackend implements Backend {
     if (reply === null) return 0;
     this.#epochs.delete(`${header.scope}/${header.epoch}`);
     return this.#deleteData(header.scope, parseEntry(text(reply), header.scope, header.epoch));
+  }
+
+  /**
+   * Seals the open epoch (adds racing the delete fail EPOCH_SEALED from then on, and its grown
+   * slices are final), moves every epoch to the drops (gone for readers), deletes the frontier,
+   * then the scope record, and last the epochs' data. Interrupted, the scope may stay listed
+   * without epochs: a second delete finishes it.
+   */
+  async deleteScope(scope: string): Promise<DeletedScope | undefined> {
+    const keys = this.#ctx.keys;
+    const doing = `deleting scope ${scope}`;
+    const record = await this.scopeRecord(scope);
+    if (record === undefined) {
+      await this.finishDrops(scope);
+      return undefined;
+    }
+    const sealed = await this.#load(scope, record.openEpoch).then((epoch) => epoch.seal(), () => undefined);
+    const numbers = await this.epochNumbers(scope);
+    for (const n of numbers) {
+      const entry = await this.#entry(scope, n);
+      const header = n === sealed?.header.epoch ? sealed.header : entry.header;
+      await dropEpochEntry(this.#ctx, keys.epochs(scope), keys.drops(scope), n, doing);
+      // The open epoch's entry holds its first header: the drop must delete the slices it grew into too.
+      if (header !== entry.header) await this.#ctx.call(keys.drops(scope), ['HSET', keys.drops(scope), String(n), JSON.stringify({ ...entry, header })], doing);
+    }
+    const queuedUrls = await deleteFrontierKeys(this.#ctx, scope, await this.frontier(scope));
+    await this.#ctx.call(keys.scope(scope), ['DEL', keys.scope(scope), keys.epochs(scope)], doing);
+    await this.#ctx.call(keys.scopes(), ['SREM', keys.scopes(), scope], doing);
+    for (const id of [...this.#epochs.keys()]) if (id.slice(0, id.lastIndexOf('/')) === scope) this.#epochs.delete(id);
+    this.#frontiers.delete(scope);
+    await this.finishDrops(scope);
+    return { epochs: numbers.length, queuedUrls };
   }
 
   async finishDrops(scope: string): Promise<EpochHeader[]> {

@@ -33,9 +33,11 @@ const BUFFERS = { [RESP_TYPES.BLOB_STRING]: Buffer, [RESP_TYPES.SIMPLE_STRING]: 
  * cluster_enabled:1 (discovered from it: slots, masters, replicas; MOVED and ASK followed by the
  * client), else that single server. Every node is tried in turn, again and again, until one
  * answers or `deadlines.unavailableAfterMs` has passed (a start during a failover finds the
- * cluster once it has a master for every slot): then STORE_UNAVAILABLE.
+ * cluster once it has a master for every slot): then STORE_UNAVAILABLE. When the first round
+ * finds no node, `warn` says at once what is retried and until when; when no node's name resolves
+ * (DNS), it fails at once.
  */
-export async function connectRedis(location: RedisLocation, deadlines: RedisDeadlines): Promise<RedisConnection> {
+export async function connectRedis(location: RedisLocation, deadlines: RedisDeadlines, warn: (message: string) => void = () => {}): Promise<RedisConnection> {
   const socket = {
     connectTimeout: deadlines.attemptMs,
     socketTimeout: deadlines.attemptMs,
@@ -45,11 +47,14 @@ export async function connectRedis(location: RedisLocation, deadlines: RedisDead
   const auth = authOf(location);
   const options = { ...auth, pingInterval: Math.floor(deadlines.attemptMs / 2) };
   const deadlineAtMs = Date.now() + deadlines.unavailableAfterMs;
+  const nodes = location.nodes.map((n) => `${n.host}:${n.port}`).join(',');
   let probeError: unknown;
   for (let round = 0; Date.now() < deadlineAtMs; round++) {
+    let unresolved = 0;
     for (const node of location.nodes) {
       const kind = await probe(node, socket, auth, Math.min(deadlines.attemptMs, deadlineAtMs - Date.now())).catch((error: unknown) => {
         if (refusedCredentials(error)) throw new SeenStoreError('STORE_UNAVAILABLE', `Redis node ${node.host}:${node.port} refused the credentials: ${(error as Error).message}`, { cause: error });
+        if ((error as NodeJS.ErrnoException).code === 'ENOTFOUND') unresolved++;
         probeError = error;
         return undefined;
       });
@@ -57,9 +62,13 @@ export async function connectRedis(location: RedisLocation, deadlines: RedisDead
       const remainingMs = Math.max(1, deadlineAtMs - Date.now());
       return kind === 'single' ? single(node, socket, options, deadlines, remainingMs) : cluster(location, socket, options, deadlines, remainingMs);
     }
+    // A name that does not resolve is a wrong address, not a failover: waiting would not cure it.
+    if (unresolved === location.nodes.length) {
+      throw new SeenStoreError('STORE_UNAVAILABLE', `no Redis node of ${nodes} has an address: ${(probeError as Error).message} (a mistyped host in --store?)`, { cause: probeError });
+    }
+    if (round === 0) warn(`warning: no Redis node of ${nodes} answers (${(probeError as Error)?.message}); retrying until ${new Date(deadlineAtMs).toISOString()}, ${Math.round((deadlineAtMs - Date.now()) / 1000)} s from now (timeout-ms= in the location sets the wait)`);
     await sleep(Math.max(0, Math.min(250 * 2 ** round, 1_000, deadlineAtMs - Date.now())));
   }
-  const nodes = location.nodes.map((n) => `${n.host}:${n.port}`).join(',');
   throw new SeenStoreError('STORE_UNAVAILABLE', `no Redis node of ${nodes} answered within ${Math.round(deadlines.unavailableAfterMs / 1000)} s: ${(probeError as Error)?.message}`, {
     cause: probeError,
   });
