@@ -2,14 +2,18 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { join } from 'node:path';
 import { mkdtempSync } from 'node:fs';
+import { EventEmitter } from 'node:events';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { AuthThrottle } from '../src/server/auth-throttle.js';
 import { createLogger } from '../src/server/logger.js';
 import { openServedStore } from '../src/server/store-spec.js';
+import type { Crawls } from '../src/urlfrontier/crawls.js';
+import { PutDiscoveredStream } from '../src/urlfrontier/put-discovered.js';
 import { UrlFrontierServer } from '../src/urlfrontier/server.js';
 import { memoryStore } from './helpers/memory.js';
 import { tempDir } from './helpers/tmp.js';
-import { discovered, FrontierClient, known, statusOf, type UrlInfo } from './helpers/urlfrontier.js';
+import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
+import { discovered, FrontierClient, info, known, statusOf, type UrlInfo } from './helpers/urlfrontier.js';
 
 /**
  * The URLFrontier service driven by a real gRPC client (@grpc/grpc-js) through the behaviours
@@ -18,10 +22,24 @@ import { discovered, FrontierClient, known, statusOf, type UrlInfo } from './hel
  * moving the clock, never by sleeping. A driver joins by adding its line.
  */
 const LMDB_ROOT = tempDir();
-const LOCATIONS: readonly { readonly name: string; readonly location: () => string; readonly skip?: string }[] = [
-  { name: 'memory', location: () => memoryStore('urlfrontier') },
+const REDIS_MISSING = redisMissing();
+let cluster: Promise<RedisCluster> | undefined;
+after(async () => (await cluster?.catch(() => undefined))?.stop());
+
+interface Location {
+  readonly name: string;
+  readonly location: () => string | Promise<string>;
+  /** The store keeps time by the test's clock (Redis keeps Redis's: tests that move the clock skip it). */
+  readonly ownsClock: boolean;
+  readonly skip?: string;
+}
+
+const LOCATIONS: readonly Location[] = [
+  { name: 'memory', location: () => memoryStore('urlfrontier'), ownsClock: true },
   // Stores in one directory removed when the file ends, after every server and store is closed.
-  { name: 'lmdb', location: () => mkdtempSync(join(LMDB_ROOT, 'store-')) },
+  { name: 'lmdb', location: () => mkdtempSync(join(LMDB_ROOT, 'store-')), ownsClock: true },
+  // One local cluster (3 masters, 1 replica each, AOF fsynced always) for the file; a store is a fresh key prefix on it.
+  { name: 'redis cluster', location: async () => (await (cluster ??= startRedisCluster())).location(), ownsClock: false, ...(REDIS_MISSING === undefined ? {} : { skip: REDIS_MISSING }) },
 ];
 
 interface Served {
@@ -54,10 +72,10 @@ async function serve(location: string, password?: string): Promise<Served> {
 
 const urlsOf = (infos: readonly UrlInfo[]): string[] => infos.map((info) => info.url).sort();
 
-for (const { name, location, skip } of LOCATIONS) {
+for (const { name, location, skip } of LOCATIONS.filter((l) => l.ownsClock)) {
   describe(`URLFrontier over gRPC (${name})`, { ...(skip === undefined ? {} : { skip }) }, () => {
     test('duplicates are acked, each with its ID, and queued once', async () => {
-      const { client } = await serve(location());
+      const { client } = await serve(await location());
       const acks = await client.put([discovered('http://a.com/1'), discovered('http://a.com/1', { ID: 'again' }), discovered('http://b.com/1')]);
       assert.deepEqual(acks, [{ ID: 'http://a.com/1', status: 'OK' }, { ID: 'again', status: 'OK' }, { ID: 'http://b.com/1', status: 'OK' }]);
       assert.deepEqual(await client.put([discovered('http://a.com/1')]), [{ ID: 'http://a.com/1', status: 'OK' }]);
@@ -66,7 +84,7 @@ for (const { name, location, skip } of LOCATIONS) {
     });
 
     test('one queue per host: GetURLs hands out max_urls_per_queue of each, keyed by host', async () => {
-      const { client } = await serve(location());
+      const { client } = await serve(await location());
       await client.put(['http://a.com/1', 'http://a.com/2', 'http://b.com/1', 'http://c.com:8080/1', 'http://c.com:8080/2'].map((url) => discovered(url)));
       const queues = await client.call<{ values: string[]; total: number }>('ListQueues', { include_inactive: true });
       assert.deepEqual(queues.values, ['a.com', 'b.com', 'c.com:8080']);
@@ -78,7 +96,7 @@ for (const { name, location, skip } of LOCATIONS) {
     });
 
     test('an in-process URL is not handed out again until delay_requestable has passed', async () => {
-      const { client, advance } = await serve(location());
+      const { client, advance } = await serve(await location());
       await client.call('SetDelay', { key: '', delay_requestable: 0 });
       await client.put([discovered('http://a.com/1')]);
       assert.deepEqual(urlsOf(await client.get({ delay_requestable: 60 })), ['http://a.com/1']);
@@ -91,7 +109,7 @@ for (const { name, location, skip } of LOCATIONS) {
     });
 
     test('a known URL without a refetch date is finished: never handed out again', async () => {
-      const { client, advance } = await serve(location());
+      const { client, advance } = await serve(await location());
       await client.call('SetDelay', { key: '', delay_requestable: 0 });
       await client.put([discovered('http://a.com/1'), discovered('http://a.com/2')]);
       assert.equal((await client.get({ delay_requestable: 10 })).length, 2);
@@ -104,7 +122,7 @@ for (const { name, location, skip } of LOCATIONS) {
     });
 
     test('revisits: nothing before its date, the sooner refetch date first', async () => {
-      const { client, advance, nowS } = await serve(location());
+      const { client, advance, nowS } = await serve(await location());
       await client.call('SetDelay', { key: '', delay_requestable: 0 });
       await client.put([known('http://x.com/later', nowS() + 200), known('http://x.com/sooner', nowS() + 100)]);
       assert.deepEqual(await client.get(), []);
@@ -114,7 +132,7 @@ for (const { name, location, skip } of LOCATIONS) {
     });
 
     test('crawl IDs are separate frontiers; anyCrawlID takes from each', async () => {
-      const { client } = await serve(location());
+      const { client } = await serve(await location());
       await client.call('SetDelay', { key: '', delay_requestable: 0, crawlID: 'c1' });
       await client.put([discovered('http://a.com/1', { crawlID: 'c1' }), discovered('http://a.com/1', { crawlID: 'c2' }), discovered('http://b.com/1', { crawlID: 'c2' })]);
       assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values.sort(), ['c1', 'c2']);
@@ -126,7 +144,7 @@ for (const { name, location, skip } of LOCATIONS) {
     });
 
     test('DeleteQueue and DeleteCrawl answer how many URLs they removed; a deleted crawl takes its URLs anew', async () => {
-      const { client } = await serve(location());
+      const { client } = await serve(await location());
       await client.put(['http://a.com/1', 'http://a.com/2', 'http://a.com/3', 'http://b.com/1', 'http://b.com/2'].map((url) => discovered(url, { crawlID: 'c' })));
       assert.equal((await client.call('DeleteQueue', { key: 'a.com', crawlID: 'c' })).value, 3);
       assert.equal((await client.call('GetStats', { crawlID: 'c' })).size, 2);
@@ -137,7 +155,7 @@ for (const { name, location, skip } of LOCATIONS) {
     });
 
     test('politeness: SetDelay, BlockQueueUntil and SetCrawlLimit gate a queue', async () => {
-      const { client, advance, nowS } = await serve(location());
+      const { client, advance, nowS } = await serve(await location());
       await client.put(['http://a.com/1', 'http://a.com/2', 'http://a.com/3', 'http://b.com/1', 'http://b.com/2'].map((url) => discovered(url)));
       await client.call('SetDelay', { key: 'a.com', delay_requestable: 10 });
       await client.call('BlockQueueUntil', { key: 'b.com', time: nowS() + 60 });
@@ -155,7 +173,7 @@ for (const { name, location, skip } of LOCATIONS) {
     });
 
     test('GetURLStatus: queued and scheduled exactly, finished as probably seen, else NOT_FOUND', async () => {
-      const { client, nowS } = await serve(location());
+      const { client, nowS } = await serve(await location());
       await client.put([discovered('http://a.com/new'), discovered('http://a.com/done'), known('http://a.com/later', nowS() + 100)]);
       await client.put([known('http://a.com/done', 0)]);
       const fresh = await client.call<{ item: string; discovered: { info: UrlInfo } }>('GetURLStatus', { url: 'http://a.com/new' });
@@ -169,7 +187,7 @@ for (const { name, location, skip } of LOCATIONS) {
     });
 
     test('metadata travels with a URL; SetActive(false) holds GetURLs while PutURLs goes on', async () => {
-      const { client } = await serve(location());
+      const { client } = await serve(await location());
       assert.equal((await client.call('GetActive', {})).state, true);
       await client.call('SetActive', { state: false });
       await client.put([discovered('http://a.com/1', { metadata: { depth: { values: ['2'] }, source: { values: ['http://s.com/'] } } })]);
@@ -178,6 +196,39 @@ for (const { name, location, skip } of LOCATIONS) {
       await client.call('SetActive', { state: true });
       const [info] = await client.get();
       assert.deepEqual(info!.metadata, { depth: { values: ['2'] }, source: { values: ['http://s.com/'] } });
+    });
+  });
+}
+
+for (const { name, location, skip } of LOCATIONS) {
+  describe(`URLFrontier API of 69399d2 over gRPC (${name})`, { ...(skip === undefined ? {} : { skip }) }, () => {
+    test('PutDiscovered: one ack per batch with its ID; new OK; known, repeated or hostless SKIPPED; empty batch acked', async () => {
+      const { client } = await serve(await location());
+      const acks = await client.putDiscovered([
+        { ID: 'b1', items: [info('http://a.com/1'), info('http://b.com/1'), info('http://a.com/2')] },
+        { ID: 'b2', items: [info('http://a.com/1'), info('http://c.com/1'), info('http://c.com/1')] },
+        { ID: 'b3', items: [info(''), info('not a url'), info('http://d.com/1')] },
+        { ID: 'probe', items: [] },
+      ]);
+      assert.deepEqual(acks, [
+        { ID: 'b1', statuses: ['OK', 'OK', 'OK'] },
+        { ID: 'b2', statuses: ['SKIPPED', 'OK', 'SKIPPED'] },
+        { ID: 'b3', statuses: ['SKIPPED', 'SKIPPED', 'OK'] },
+        { ID: 'probe', statuses: [] },
+      ]);
+      assert.deepEqual(await client.putDiscovered([{ ID: 'again', items: [info('http://a.com/2'), info('http://e.com/1')] }]), [{ ID: 'again', statuses: ['SKIPPED', 'OK'] }], 'known from an earlier stream');
+      assert.equal((await client.call('CountURLs', {})).value, 6, 'each URL queued once');
+      assert.deepEqual((await client.call<{ values: string[] }>('ListQueues', { include_inactive: true })).values, ['a.com', 'b.com', 'c.com', 'd.com', 'e.com']);
+      assert.equal((await client.call('GetStats', { key: 'a.com' })).size, 2);
+    });
+
+    test('PutDiscovered: crawl IDs per URL; one that cannot be a crawl is SKIPPED, as in PutURLs', async () => {
+      const { client } = await serve(await location());
+      const acks = await client.putDiscovered([{ ID: 'x', items: [info('http://a.com/1', { crawlID: 'c1' }), info('http://a.com/1', { crawlID: 'c2' }), info('http://a.com/2', { crawlID: 'no spaces' }), info('http://a.com/3', { key: 'mine', crawlID: 'c1' })] }]);
+      assert.deepEqual(acks, [{ ID: 'x', statuses: ['OK', 'OK', 'SKIPPED', 'OK'] }]);
+      assert.deepEqual(await client.put([discovered('http://a.com/2', { crawlID: 'no spaces', ID: 'p' })]), [{ ID: 'p', status: 'SKIPPED' }]);
+      assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values.sort(), ['c1', 'c2']);
+      assert.equal((await client.call('CountURLs', { crawlID: 'c1', key: 'mine' })).value, 1, 'a key given is the queue');
     });
   });
 }
@@ -261,3 +312,70 @@ describe('URLFrontier: bad input gets a status, and the server keeps serving', (
     }
   });
 });
+
+describe('URLFrontier: PutDiscovered in-flight cap', () => {
+  test('the stream is no longer read with maxInFlight batches unacked, and is read again once they are acked', async () => {
+    const gates: (() => void)[] = [];
+    const enqueued: string[][] = [];
+    const scope = {
+      enqueue: async (urls: readonly string[]) => {
+        enqueued.push([...urls]);
+        await new Promise<void>((resolve) => gates.push(resolve));
+        return urls.map(() => true);
+      },
+    };
+    const crawls = { scope: async () => scope, queueKeyMode: async () => 'host' } as unknown as Crawls;
+    const call = new FakeDuplex();
+    new PutDiscoveredStream(call as never, { crawls, maxInFlight: 2, onUnusableCrawl: () => undefined });
+    call.emit('data', { ID: 'b1', items: [info('http://a.com/1')] });
+    assert.equal(call.isPaused(), false);
+    call.emit('data', { ID: 'b2', items: [info('http://a.com/2')] });
+    assert.equal(call.isPaused(), true, 'two batches in flight: paused');
+    await until(() => gates.length === 1);
+    assert.deepEqual(enqueued, [['http://a.com/1', 'http://a.com/2']], 'batches waiting together are one enqueue');
+    assert.equal(call.written.length, 0, 'no ack before the commit');
+    gates.shift()!();
+    await until(() => call.written.length === 2);
+    assert.deepEqual(call.written.map((ack) => ack.ID), ['b1', 'b2']);
+    assert.equal(call.isPaused(), false, 'acked: read again');
+    call.emit('data', { ID: 'b3', items: [info('http://a.com/3')] });
+    call.emit('end');
+    await until(() => gates.length === 1);
+    gates.shift()!();
+    await until(() => call.ended);
+    assert.deepEqual(call.written.map((ack) => ack.ID), ['b1', 'b2', 'b3']);
+  });
+});
+
+/** The part of a grpc-js server duplex stream PutDiscoveredStream uses. */
+class FakeDuplex extends EventEmitter {
+  readonly written: { ID: string; statuses: string[] }[] = [];
+  ended = false;
+  #paused = false;
+  get writableEnded(): boolean {
+    return this.ended;
+  }
+  pause(): void {
+    this.#paused = true;
+  }
+  resume(): void {
+    this.#paused = false;
+  }
+  isPaused(): boolean {
+    return this.#paused;
+  }
+  write(ack: { ID: string; statuses: string[] }): void {
+    this.written.push(ack);
+  }
+  end(): void {
+    this.ended = true;
+  }
+}
+
+/** Resolves once `ok()` holds, checked on each turn of the event loop (no timers: the condition is an event of the code under test). */
+async function until(ok: () => boolean): Promise<void> {
+  for (let turn = 0; !ok(); turn++) {
+    if (turn > 10_000) throw new Error('condition never held');
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}

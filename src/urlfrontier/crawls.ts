@@ -3,6 +3,7 @@ import type { ScopeOptions } from '../index.js';
 import { scopeOfKey } from '../server/server.js';
 import type { ServedFrontier, ServedScope, ServedStore } from '../server/served-store.js';
 import { SCOPE_NAME_PATTERN } from '../store/records.js';
+import type { QueueKeyMode } from '../url/queue-key.js';
 import { RpcError } from './status.js';
 
 /** The crawl an empty crawl ID names: URLFrontier's own name for its default crawl. */
@@ -25,6 +26,7 @@ export class Crawls {
   readonly #store: ServedStore;
   readonly #scopeOptions: ScopeOptions;
   readonly #known = new Set<string>();
+  readonly #queueKeys = new Map<string, Promise<QueueKeyMode>>();
 
   /** `scopeOptions` shape a crawl's scope when its first URL creates it: the same as RESP's auto-created scopes, so either side may create it. */
   constructor(store: ServedStore, scopeOptions: ScopeOptions) {
@@ -60,6 +62,18 @@ export class Crawls {
     const names = await this.#store.scopeNames();
     for (const known of names) this.#known.add(known);
     return this.#known.has(name);
+  }
+
+  /** The queue key a crawl's URLs are queued by, pinned: no configure can change it while this server keeps it. */
+  queueKeyMode(crawlID: string): Promise<QueueKeyMode> {
+    const name = scopeOfCrawl(crawlID);
+    let mode = this.#queueKeys.get(name);
+    if (mode === undefined) {
+      mode = this.frontier(crawlID).then((frontier) => frontier.pinnedQueueKey());
+      mode.catch(() => this.#queueKeys.delete(name));
+      this.#queueKeys.set(name, mode);
+    }
+    return mode;
   }
 
   names(): Promise<string[]> {

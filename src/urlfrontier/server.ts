@@ -8,6 +8,7 @@ import { passwordDigest } from '../server/server-commands.js';
 import { isLoopback } from '../server/server.js';
 import { Crawls } from './crawls.js';
 import { urlFrontierService } from './proto.js';
+import { PUT_DISCOVERED_IN_FLIGHT_DEFAULT } from './put-discovered.js';
 import { urlFrontierHandlers } from './service.js';
 
 /** URLFrontier's usual port. */
@@ -29,6 +30,8 @@ export interface UrlFrontierServerOptions {
   readonly authThrottle: AuthThrottle;
   /** The store's clock (SeenStoreOptions.clock), for what is due now (default Date.now). */
   readonly clock?: () => number;
+  /** Batches a PutDiscovered stream may have received and not yet acked before it is no longer read (default 16, the reference's putDiscovered.max.inflight). */
+  readonly putDiscoveredInFlight?: number;
 }
 
 /**
@@ -49,6 +52,8 @@ export class UrlFrontierServer {
       crawls: new Crawls(store, options.scopeOptions),
       address: () => `${options.bind}:${this.#port}`,
       clock: options.clock ?? Date.now,
+      putDiscoveredInFlight: options.putDiscoveredInFlight ?? PUT_DISCOVERED_IN_FLIGHT_DEFAULT,
+      onUnusableCrawl: (method, crawlID, message) => options.logger.log('warning', { event: 'urlfrontier', method, crawl_id: crawlID.slice(0, 80), message: `its URLs are acked SKIPPED: ${message}` }),
       onInternalError: (method, error) => options.logger.log('error', { event: 'urlfrontier', method, message: (error as Error).message, stack: (error as Error).stack ?? null }),
     });
     this.#server.addService(urlFrontierService(), this.#digest === undefined ? handlers : this.#guarded(handlers));

@@ -3,6 +3,7 @@ import { MAX_TAKE } from '../epochs/frontier.js';
 import type { QueueStats } from '../epochs/frontier.js';
 import type { ServedFrontier } from '../server/served-store.js';
 import { Crawls } from './crawls.js';
+import { PutDiscoveredStream, type BatchAck, type DiscoveredBatch } from './put-discovered.js';
 import { PutUrlsStream } from './put-urls.js';
 import type {
   AckMessage, BlockQueueParams, CountUrlParams, CrawlLimitParams, GetParams, MalformedMessage, Pagination, QueueDelayParams, QueueWithinCrawlParams, UrlInfo, UrlItem, UrlStatusRequest,
@@ -27,6 +28,10 @@ export interface UrlFrontierServiceOptions {
   readonly address: () => string;
   /** Logs a failure that is a bug (answered INTERNAL). */
   readonly onInternalError: (method: string, error: unknown) => void;
+  /** Logs the items of a put stream SKIPPED because their crawl ID cannot be a crawl (once per stream and crawl ID). */
+  readonly onUnusableCrawl: (method: string, crawlID: string, message: string) => void;
+  /** Batches a PutDiscovered stream may have received and not acked (PUT_DISCOVERED_IN_FLIGHT_DEFAULT). */
+  readonly putDiscoveredInFlight: number;
 }
 
 /**
@@ -86,7 +91,14 @@ export function urlFrontierHandlers(options: UrlFrontierServiceOptions): Untyped
       );
     },
     PutURLs: (call: ServerDuplexStream<UrlItem | MalformedMessage, AckMessage>) => {
-      new PutUrlsStream(call, crawls);
+      new PutUrlsStream(call, crawls, (crawlID, message) => options.onUnusableCrawl('PutURLs', crawlID, message));
+    },
+    PutDiscovered: (call: ServerDuplexStream<DiscoveredBatch | MalformedMessage, BatchAck>) => {
+      new PutDiscoveredStream(call, {
+        crawls,
+        maxInFlight: options.putDiscoveredInFlight,
+        onUnusableCrawl: (crawlID, message) => options.onUnusableCrawl('PutDiscovered', crawlID, message),
+      });
     },
   };
 }
