@@ -6,6 +6,7 @@ import { EventEmitter } from 'node:events';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { AuthThrottle } from '../src/server/auth-throttle.js';
 import { createLogger } from '../src/server/logger.js';
+import type { ServedStore } from '../src/server/served-store.js';
 import { openServedStore } from '../src/server/store-spec.js';
 import type { Crawls } from '../src/urlfrontier/crawls.js';
 import { PutDiscoveredStream } from '../src/urlfrontier/put-discovered.js';
@@ -44,6 +45,7 @@ const LOCATIONS: readonly Location[] = [
 
 interface Served {
   readonly client: FrontierClient;
+  readonly store: ServedStore;
   readonly port: number;
   /** Moves the store's clock on. */
   advance(ms: number): void;
@@ -67,7 +69,7 @@ async function serve(location: string, password?: string): Promise<Served> {
     await server.stop();
     await store.close();
   });
-  return { client, port: server.port, advance: (ms) => (nowMs += ms), nowS: () => Math.floor(nowMs / 1000) };
+  return { client, store, port: server.port, advance: (ms) => (nowMs += ms), nowS: () => Math.floor(nowMs / 1000) };
 }
 
 const urlsOf = (infos: readonly UrlInfo[]): string[] => infos.map((info) => info.url).sort();
@@ -222,6 +224,31 @@ for (const { name, location, skip } of LOCATIONS) {
       assert.equal((await client.call('GetStats', { key: 'a.com' })).size, 2);
     });
 
+    test('DeleteCrawl as the reference: unknown answers 0; a deleted crawl leaves ListCrawls and GetStats; unknown GetStats is zeros', async () => {
+      const { client, store } = await serve(await location());
+      assert.equal((await client.call('DeleteCrawl', { value: 'nosuch' })).value, 0);
+      assert.deepEqual(await client.call('GetStats', { crawlID: 'nosuch' }), { size: 0, inProcess: 0, counts: { completed: 0 }, numberOfQueues: 0, crawlID: 'nosuch' });
+      assert.equal((await client.call('CountURLs', { crawlID: 'nosuch' })).value, 0);
+      await client.put(['http://a.com/1', 'http://a.com/2', 'http://b.com/1'].map((url) => discovered(url, { crawlID: 'c' })));
+      await client.put([known('http://a.com/1', 0, { crawlID: 'c' })]);
+      await client.call('SetDelay', { key: '', delay_requestable: 7, crawlID: 'c' });
+      assert.equal((await client.call<{ counts: { completed: number } }>('GetStats', { crawlID: 'c' })).counts.completed, 1);
+      assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values, ['c']);
+      assert.equal((await client.call('DeleteCrawl', { value: 'c' })).value, 2);
+      assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values, [], 'deleted: not listed');
+      assert.deepEqual(await client.call('GetStats', { crawlID: 'c' }), { size: 0, inProcess: 0, counts: { completed: 0 }, numberOfQueues: 0, crawlID: 'c' });
+      const scope = await store.scope('c', {});
+      assert.equal((await scope.frontier().settings()).delayMs, 1_000, 'the crawl\'s default delay is gone too');
+      const opened = await scope.epoch((await scope.openEpoch())!);
+      assert.equal(opened.epoch, 2);
+      assert.equal(opened.capacityUrls, 100_000, 'the capacity carries over: not sized from 2 URLs');
+      assert.equal(opened.sizing.policy, 'carry-over');
+      assert.equal((await client.call('DeleteCrawl', { value: 'c' })).value, 0, 'deleting again: nothing queued');
+      assert.equal((await scope.epoch((await scope.openEpoch())!)).capacityUrls, 100_000, 'and an empty epoch sealed by it carries over again');
+      assert.deepEqual(await client.put([discovered('http://a.com/1', { crawlID: 'c' })]), [{ ID: 'http://a.com/1', status: 'OK' }]);
+      assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values, ['c'], 'put again: listed again');
+    });
+
     test('PutDiscovered: crawl IDs per URL; one that cannot be a crawl is SKIPPED, as in PutURLs', async () => {
       const { client } = await serve(await location());
       const acks = await client.putDiscovered([{ ID: 'x', items: [info('http://a.com/1', { crawlID: 'c1' }), info('http://a.com/1', { crawlID: 'c2' }), info('http://a.com/2', { crawlID: 'no spaces' }), info('http://a.com/3', { key: 'mine', crawlID: 'c1' })] }]);
@@ -263,11 +290,10 @@ describe('URLFrontier: bad input gets a status, and the server keeps serving', (
     assert.equal((await client.call('CountURLs', {})).value, 1);
   });
 
-  test('unknown crawl ID, unusable crawl ID, negative delay: NOT_FOUND and INVALID_ARGUMENT', async () => {
+  test('a URL of an unknown crawl, an unusable crawl ID, a negative delay: NOT_FOUND and INVALID_ARGUMENT', async () => {
     const { client } = await serve(memoryStore('urlfrontier-bad'));
-    const unknown = await statusOf(client.call('GetStats', { crawlID: 'nosuchcrawl' }));
-    assert.deepEqual([unknown.code, unknown.details], [GrpcStatus.NOT_FOUND, 'unknown crawl ID "nosuchcrawl": no such crawl (ListCrawls lists them)']);
-    assert.equal((await statusOf(client.call('DeleteCrawl', { value: 'nosuchcrawl' }))).code, GrpcStatus.NOT_FOUND);
+    const unknown = await statusOf(client.call('GetURLStatus', { url: 'http://a.com/', crawlID: 'nosuchcrawl' }));
+    assert.deepEqual([unknown.code, unknown.details], [GrpcStatus.NOT_FOUND, 'http://a.com/ is not in crawl nosuchcrawl: no such crawl']);
     assert.deepEqual(await client.get({ crawlID: 'nosuchcrawl' }), [], 'GetURLs polls: an unknown crawl has nothing to hand out');
     assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values, [], 'and the poll made no crawl');
     const unusable = await statusOf(client.call('SetDelay', { key: 'a.com', delay_requestable: 1, crawlID: 'no spaces/allowed' }));

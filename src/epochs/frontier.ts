@@ -234,11 +234,11 @@ export class ScopeFrontier {
     return (await this.#frontier()).deleteQueue(key);
   }
 
-  /** Removes every queue; resolves with how many URLs they held. */
-  async clear(): Promise<number> {
+  /** Removes every queue; resolves with how many URLs they held. `completed`: the count of finished URLs starts again from 0 too. */
+  async clear(options: { readonly completed?: boolean } = {}): Promise<number> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('clear the frontier');
-    return (await this.#frontier()).clear();
+    return (await this.#frontier()).clear(options);
   }
 
   async stats(): Promise<FrontierStats> {

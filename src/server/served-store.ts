@@ -63,7 +63,7 @@ export interface ServedFrontier {
   listQueues(options?: { readonly after?: string; readonly limit?: number }): Promise<QueueStats[]>;
   queue(key: string): Promise<QueueStats | undefined>;
   deleteQueue(key: string): Promise<number>;
-  clear(): Promise<number>;
+  clear(options?: { readonly completed?: boolean }): Promise<number>;
 }
 
 /** What the server uses of a store. */

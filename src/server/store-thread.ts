@@ -162,7 +162,7 @@ function remoteScope(thread: StoreThread, name: string): ServedScope {
       listQueues: (options) => call('frontier.listQueues', options),
       queue: (key) => call('frontier.queue', key),
       deleteQueue: (key) => call('frontier.deleteQueue', key),
-      clear: () => call('frontier.clear'),
+      clear: (options) => call('frontier.clear', options),
     }),
   };
 }

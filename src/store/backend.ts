@@ -212,8 +212,12 @@ export interface Frontier {
   queue(key: string): Promise<QueueStats | undefined>;
   /** Removes a queue: its URLs (waiting, scheduled and leased) and its settings. Resolves with how many URLs it held. */
   deleteQueue(key: string): Promise<number>;
-  /** Removes every queue; resolves with how many URLs they held. */
-  clear(): Promise<number>;
+  /**
+   * Removes every queue; resolves with how many URLs they held. With `completed`, the count of
+   * URLs finished since the frontier began starts again from 0 (URLFrontier's DeleteCrawl: a
+   * deleted crawl shows nothing completed).
+   */
+  clear(options?: { readonly completed?: boolean }): Promise<number>;
 
   /** Owners that took at or after `sinceMs` (host affinity's live owners), recorded by take. */
   owners(sinceMs: number): Promise<string[]>;

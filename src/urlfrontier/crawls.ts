@@ -44,15 +44,11 @@ export class Crawls {
   }
 
   /**
-   * The scope of a crawl that must exist: NOT_FOUND for a named crawl that does not (a typo in a
-   * crawl ID must not read as an empty crawl). The default crawl always answers, empty before
-   * its first URL, as URLFrontier's reference service does.
+   * The scope of a crawl, or undefined when there is none: the reference service answers a crawl
+   * it does not know as an empty one (GetStats zeros, DeleteCrawl 0), and no state is made for it.
    */
-  async existing(crawlID: string): Promise<ServedScope> {
-    if (!(await this.exists(crawlID))) {
-      throw new RpcError(GrpcStatus.NOT_FOUND, `unknown crawl ID ${JSON.stringify(crawlID)}: no such crawl (ListCrawls lists them)`);
-    }
-    return this.scope(crawlID);
+  async find(crawlID: string): Promise<ServedScope | undefined> {
+    return (await this.exists(crawlID)) ? this.scope(crawlID) : undefined;
   }
 
   /** Whether a crawl exists (the default crawl always does). Scopes are never deleted, so a name found once is not asked again. */
@@ -76,7 +72,17 @@ export class Crawls {
     return mode;
   }
 
-  names(): Promise<string[]> {
-    return this.#store.scopeNames();
+  /**
+   * The crawls, as ListCrawls lists them: scopes whose frontier holds URLs or finished some. A
+   * deleted crawl (its frontier emptied and its completed count zeroed) is not listed, nor is a
+   * scope that only RESP's Bloom commands use.
+   */
+  async names(): Promise<string[]> {
+    const names: string[] = [];
+    for (const name of await this.#store.scopeNames()) {
+      const stats = await (await this.#store.scope(name, this.#scopeOptions)).frontier().stats();
+      if (stats.pending + stats.leased + stats.done > 0) names.push(name);
+    }
+    return names;
   }
 }

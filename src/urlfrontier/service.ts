@@ -1,8 +1,8 @@
 import { status as GrpcStatus, type ServerDuplexStream, type ServerWritableStream, type ServiceError, type UntypedServiceImplementation } from '@grpc/grpc-js';
-import { MAX_TAKE } from '../epochs/frontier.js';
+import { DEFAULT_FRONTIER_SETTINGS, MAX_TAKE } from '../epochs/frontier.js';
 import type { QueueStats } from '../epochs/frontier.js';
 import type { ServedFrontier } from '../server/served-store.js';
-import { Crawls } from './crawls.js';
+import { Crawls, scopeOfCrawl } from './crawls.js';
 import { PutDiscoveredStream, type BatchAck, type DiscoveredBatch } from './put-discovered.js';
 import { PutUrlsStream } from './put-urls.js';
 import type {
@@ -59,7 +59,7 @@ export function urlFrontierHandlers(options: UrlFrontierServiceOptions): Untyped
     ListQueues: unary('ListQueues', (request: Pagination) => listQueues(crawls, request, options.clock())),
     GetStats: unary('GetStats', (request: QueueWithinCrawlParams) => stats(crawls, request)),
     DeleteQueue: unary('DeleteQueue', async (request: QueueWithinCrawlParams) => ({
-      value: await (await crawls.existing(request.crawlID)).frontier().deleteQueue(request.key),
+      value: await ((await crawls.find(request.crawlID))?.frontier().deleteQueue(request.key) ?? 0),
     })),
     BlockQueueUntil: unary('BlockQueueUntil', async (request: BlockQueueParams) => {
       await (await crawls.frontier(request.crawlID)).blockUntil(request.key, request.time * SECONDS_TO_MS);
@@ -153,22 +153,29 @@ function metadataOf(data: unknown): UrlInfo['metadata'] {
 }
 
 /**
- * DeleteCrawl: the crawl's frontier is emptied (queues, URLs and their settings) and its scope
- * rotated, so that URLs put again afterwards are new again, as URLFrontier users expect; the
- * sealed epoch stays until pruned. Resolves with how many URLs were queued.
+ * DeleteCrawl, as the reference service does it: the crawl's frontier is emptied (queues, URLs,
+ * their settings, the crawl's default delay and in-flight limit, its completed count), so that
+ * ListCrawls no longer lists it and GetStats answers zeros; its scope is rotated, so that URLs
+ * put again afterwards are new again. The rotation carries the capacity over rather than sizing
+ * the next epoch from one cut short. An unknown crawl answers 0. Resolves with how many URLs
+ * were queued.
  */
 async function deleteCrawl(crawls: Crawls, crawlID: string): Promise<number> {
-  const scope = await crawls.existing(crawlID);
-  const removed = await scope.frontier().clear();
-  if ((await scope.openEpoch()) !== null) await scope.rotate({});
+  const scope = await crawls.find(crawlID);
+  if (scope === undefined) return 0;
+  const frontier = scope.frontier();
+  const removed = await frontier.clear({ completed: true });
+  await frontier.configure({ delayMs: DEFAULT_FRONTIER_SETTINGS.delayMs, maxInFlightPerQueue: DEFAULT_FRONTIER_SETTINGS.maxInFlightPerQueue });
+  if ((await scope.openEpoch()) !== null) await scope.rotate({ afterDeletion: true });
   return removed;
 }
 
 /** ListQueues: queue keys in key order, paged by start and size; inactive ones (nothing takeable now) only when asked for. */
 async function listQueues(crawls: Crawls, request: Pagination, nowMs: number): Promise<object> {
-  const scope = await crawls.existing(request.crawlID);
-  const frontier = scope.frontier();
+  const scope = await crawls.find(request.crawlID);
   const size = request.size === 0 ? LIST_QUEUES_SIZE_DEFAULT : request.size;
+  if (scope === undefined) return { values: [], total: 0, start: request.start, size: 0, crawlID: scopeOfCrawl(request.crawlID) };
+  const frontier = scope.frontier();
   const values: string[] = [];
   let total = 0;
   await forEachQueue(frontier, (queue) => {
@@ -194,9 +201,10 @@ async function forEachQueue(frontier: ServedFrontier, visit: (queue: QueueStats)
   }
 }
 
-/** GetStats of a queue (key given) or of the whole crawl: size = URLs waiting (due or scheduled), inProcess = leased. */
+/** GetStats of a queue (key given) or of the whole crawl: size = URLs waiting (due or scheduled), inProcess = leased. An unknown crawl: zeros. */
 async function stats(crawls: Crawls, request: QueueWithinCrawlParams): Promise<object> {
-  const scope = await crawls.existing(request.crawlID);
+  const scope = await crawls.find(request.crawlID);
+  if (scope === undefined) return { size: 0, inProcess: 0, counts: { completed: 0 }, numberOfQueues: 0, crawlID: scopeOfCrawl(request.crawlID) };
   const frontier = scope.frontier();
   if (request.key !== '') {
     const queue = await frontier.queue(request.key);
@@ -220,7 +228,8 @@ async function stats(crawls: Crawls, request: QueueWithinCrawlParams): Promise<o
  */
 async function urlStatus(crawls: Crawls, request: UrlStatusRequest): Promise<object> {
   if (request.url === '') throw invalidArgument('GetURLStatus needs a url');
-  const scope = await crawls.existing(request.crawlID);
+  const scope = await crawls.find(request.crawlID);
+  if (scope === undefined) throw new RpcError(GrpcStatus.NOT_FOUND, `${request.url.slice(0, 200)} is not in crawl ${scopeOfCrawl(request.crawlID)}: no such crawl`);
   const entry = await scope.frontier().urlStatus(request.url);
   const info = { url: request.url, key: entry?.queue ?? request.key, metadata: {}, crawlID: scope.name };
   if (entry !== undefined && entry.state === 'scheduled') return { known: { info, refetchable_from_date: Math.ceil(entry.atMs / SECONDS_TO_MS) }, ID: request.url };
@@ -233,7 +242,9 @@ async function urlStatus(crawls: Crawls, request: UrlStatusRequest): Promise<obj
 /** CountURLs: URLs in the frontier (waiting, scheduled or in process), of one queue or the crawl: exact. */
 async function countUrls(crawls: Crawls, request: CountUrlParams): Promise<object> {
   if (request.filter !== undefined && request.filter !== '') throw new RpcError(GrpcStatus.UNIMPLEMENTED, 'CountURLs with a filter is not served: the frontier does not search URLs by text');
-  const frontier = (await crawls.existing(request.crawlID)).frontier();
+  const scope = await crawls.find(request.crawlID);
+  if (scope === undefined) return { value: 0 };
+  const frontier = scope.frontier();
   if (request.key !== '') {
     const queue = await frontier.queue(request.key);
     return { value: queue === undefined ? 0 : queue.waiting + queue.leased };

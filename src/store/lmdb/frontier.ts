@@ -189,7 +189,7 @@ export class LmdbFrontier implements Frontier {
     });
   }
 
-  async clear(): Promise<number> {
+  async clear(options: { readonly completed?: boolean } = {}): Promise<number> {
     if (this.#env.frontierDb === undefined) return 0;
     const db = this.#env.frontierDb;
     return this.#change((txn) => {
@@ -200,7 +200,7 @@ export class LmdbFrontier implements Frontier {
         if (tag === 's' || tag === 'o') continue;
         for (const key of [...db.getKeys(frontierTagRange(this.#scope, tag))]) db.removeSync(key);
       }
-      Object.assign(state, { entries: 0, leased: 0, queues: 0 });
+      Object.assign(state, { entries: 0, leased: 0, queues: 0 }, options.completed === true ? { done: 0 } : {});
       return held;
     });
   }

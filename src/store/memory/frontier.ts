@@ -200,8 +200,9 @@ export class MemoryFrontier implements Frontier {
     return held;
   }
 
-  async clear(): Promise<number> {
+  async clear(options: { readonly completed?: boolean } = {}): Promise<number> {
     const n = this.#entries.size;
+    if (options.completed === true) this.#done = 0;
     this.#entries.clear();
     this.#byUrl.clear();
     this.#queues.clear();

@@ -277,9 +277,9 @@ export class RedisFrontier implements Frontier {
     return Number(await deleteQueueEntries(this.#ctx, this.#keys(this.#route(key, s)), s, key, this.#doing('deleting a queue of')));
   }
 
-  async clear(): Promise<number> {
+  async clear(options: { readonly completed?: boolean } = {}): Promise<number> {
     const s = await this.#prepared();
-    const counts = await Promise.all(range(s.partitions).map((i) => clearQueues(this.#ctx, this.#keys(i), s, this.#doing('clearing'))));
+    const counts = await Promise.all(range(s.partitions).map((i) => clearQueues(this.#ctx, this.#keys(i), s, options.completed === true, this.#doing('clearing'))));
     return counts.reduce((sum: number, n) => sum + Number(n), 0);
   }
 
