@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { mkdtempSync } from 'node:fs';
 import { EventEmitter } from 'node:events';
 import { status as GrpcStatus } from '@grpc/grpc-js';
+import { Registry } from 'prom-client';
 import { AuthThrottle } from '../src/server/auth-throttle.js';
 import { createLogger } from '../src/server/logger.js';
 import type { ServedStore } from '../src/server/served-store.js';
@@ -46,6 +47,8 @@ const LOCATIONS: readonly Location[] = [
 interface Served {
   readonly client: FrontierClient;
   readonly store: ServedStore;
+  /** The service's Prometheus metrics, as /metrics would show them. */
+  metrics(): Promise<string>;
   readonly port: number;
   /** Moves the store's clock on. */
   advance(ms: number): void;
@@ -58,8 +61,9 @@ async function serve(location: string, password?: string): Promise<Served> {
   let nowMs = Date.now();
   const clock = (): number => nowMs;
   const store = await openServedStore(location, { clock }, false);
+  const registry = new Registry();
   const server = new UrlFrontierServer(store, {
-    port: 0, bind: '127.0.0.1', scopeOptions: { capacityUrls: 100_000, fprTarget: 0.001, keys: 'raw' }, logger: quietLogger, authThrottle: new AuthThrottle(), clock,
+    registry, port: 0, bind: '127.0.0.1', scopeOptions: { capacityUrls: 100_000, fprTarget: 0.001, keys: 'raw' }, logger: quietLogger, authThrottle: new AuthThrottle(), clock,
     ...(password === undefined ? {} : { password }),
   });
   await server.start();
@@ -69,7 +73,7 @@ async function serve(location: string, password?: string): Promise<Served> {
     await server.stop();
     await store.close();
   });
-  return { client, store, port: server.port, advance: (ms) => (nowMs += ms), nowS: () => Math.floor(nowMs / 1000) };
+  return { client, store, metrics: () => registry.metrics(), port: server.port, advance: (ms) => (nowMs += ms), nowS: () => Math.floor(nowMs / 1000) };
 }
 
 const urlsOf = (infos: readonly UrlInfo[]): string[] => infos.map((info) => info.url).sort();
@@ -249,6 +253,26 @@ for (const { name, location, skip } of LOCATIONS) {
       assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values, ['c'], 'put again: listed again');
     });
 
+    test('metrics: calls, URLs in by status and out, errors and latency per RPC', async () => {
+      const { client, metrics } = await serve(await location());
+      await client.call('SetDelay', { key: '', delay_requestable: 0 });
+      await client.putDiscovered([{ ID: 'b', items: [info('http://a.com/1'), info('http://a.com/1'), info('http://b.com/1')] }]);
+      await client.put([discovered('http://c.com/1'), discovered('')]);
+      assert.equal((await client.get({ max_urls_per_queue: 5 })).length, 3);
+      await statusOf(client.call('SetDelay', { key: 'a.com', delay_requestable: -1 }));
+      const text = await metrics();
+      const value = (line: string): number => Number(new RegExp(`^${line.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+      assert.equal(value('seenstore_urlfrontier_calls_total{rpc="PutDiscovered"}'), 1);
+      assert.equal(value('seenstore_urlfrontier_calls_total{rpc="SetDelay"}'), 2);
+      assert.equal(value('seenstore_urlfrontier_urls_in_total{rpc="PutDiscovered",status="OK"}'), 2);
+      assert.equal(value('seenstore_urlfrontier_urls_in_total{rpc="PutDiscovered",status="SKIPPED"}'), 1);
+      assert.equal(value('seenstore_urlfrontier_urls_in_total{rpc="PutURLs",status="OK"}'), 1);
+      assert.equal(value('seenstore_urlfrontier_urls_in_total{rpc="PutURLs",status="SKIPPED"}'), 1);
+      assert.equal(value('seenstore_urlfrontier_urls_out_total{rpc="GetURLs"}'), 3);
+      assert.equal(value(`seenstore_urlfrontier_errors_total{rpc="SetDelay",code="${GrpcStatus.INVALID_ARGUMENT}"}`), 1);
+      assert.equal(value('seenstore_urlfrontier_seconds_count{rpc="GetURLs"}'), 1);
+    });
+
     test('PutDiscovered: crawl IDs per URL; one that cannot be a crawl is SKIPPED, as in PutURLs', async () => {
       const { client } = await serve(await location());
       const acks = await client.putDiscovered([{ ID: 'x', items: [info('http://a.com/1', { crawlID: 'c1' }), info('http://a.com/1', { crawlID: 'c2' }), info('http://a.com/2', { crawlID: 'no spaces' }), info('http://a.com/3', { key: 'mine', crawlID: 'c1' })] }]);
@@ -352,7 +376,7 @@ describe('URLFrontier: PutDiscovered in-flight cap', () => {
     };
     const crawls = { scope: async () => scope, queueKeyMode: async () => 'host' } as unknown as Crawls;
     const call = new FakeDuplex();
-    new PutDiscoveredStream(call as never, { crawls, maxInFlight: 2, onUnusableCrawl: () => undefined });
+    new PutDiscoveredStream(call as never, { crawls, maxInFlight: 2, onUnusableCrawl: () => undefined, onAcks: () => undefined });
     call.emit('data', { ID: 'b1', items: [info('http://a.com/1')] });
     assert.equal(call.isPaused(), false);
     call.emit('data', { ID: 'b2', items: [info('http://a.com/2')] });

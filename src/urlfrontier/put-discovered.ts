@@ -2,7 +2,7 @@ import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { queueKeyOf } from '../url/queue-key.js';
 import type { Crawls } from './crawls.js';
 import { isMalformed, type MalformedMessage, type UrlInfo } from './proto.js';
-import { infoSkipReason, isBadInput } from './put-urls.js';
+import { infoSkipReason, isBadInput, type PutStreamHooks } from './put-urls.js';
 import { invalidArgument, RpcError, toServiceError } from './status.js';
 
 /** Batches of one stream received and not yet acked, past which it is no longer read (the reference's putDiscovered.max.inflight). */
@@ -22,14 +22,10 @@ export interface BatchAck {
 
 type Status = 'OK' | 'SKIPPED' | 'FAIL';
 
-export interface PutDiscoveredOptions {
+export interface PutDiscoveredOptions extends PutStreamHooks<BatchAck> {
   readonly crawls: Crawls;
   /** Batches received and not yet acked before the stream is paused (>= 1). */
   readonly maxInFlight: number;
-  /** An item's crawl ID cannot be a crawl: its URLs are SKIPPED, and the operator should hear of it once per stream. */
-  readonly onUnusableCrawl: (crawlID: string, message: string) => void;
-  /** Counts the statuses of each acked batch (metrics). */
-  readonly onAck?: (ack: BatchAck) => void;
 }
 
 /** One URL of a batch, checked: where its status goes and what to enqueue. */
@@ -100,14 +96,13 @@ export class PutDiscoveredStream {
       let urls = this.#pending[0]!.items.length;
       while (end < this.#pending.length && urls + this.#pending[end]!.items.length <= JOINED_URLS_MAX) urls += this.#pending[end++]!.items.length;
       const joined = this.#pending.slice(0, end);
+      const startNs = process.hrtime.bigint();
       const statuses = await this.#commit(joined);
       // Removed once acked: a batch counts toward the in-flight cap until its ack is written.
       this.#pending = this.#pending.slice(end);
-      joined.forEach((batch, i) => {
-        const ack = { ID: batch.ID, statuses: statuses[i]! };
-        this.#call.write(ack);
-        this.#options.onAck?.(ack);
-      });
+      const acks = joined.map((batch, i) => ({ ID: batch.ID, statuses: statuses[i]! }));
+      for (const ack of acks) this.#call.write(ack);
+      this.#options.onAcks(acks, startNs);
       if (this.#call.isPaused() && this.#pending.length < this.#options.maxInFlight) this.#call.resume();
     }
     if (!this.#ended || this.#call.writableEnded || this.#cancelled) return;

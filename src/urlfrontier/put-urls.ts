@@ -13,6 +13,14 @@ const PENDING_ITEMS_MAX = 4 * PUT_BATCH_ITEMS_MAX;
 const URL_BYTES_MAX = 64 * 1024;
 const SECONDS_TO_MS = 1_000;
 
+/** What a put stream tells its service: for the log and the metrics. */
+export interface PutStreamHooks<Ack> {
+  /** Hears once per stream of each crawl ID whose items are SKIPPED because it cannot be a crawl. */
+  readonly onUnusableCrawl: (crawlID: string, message: string) => void;
+  /** The acks of one commit, written; `startNs` (process.hrtime.bigint()) when it began. */
+  readonly onAcks: (acks: readonly Ack[], startNs: bigint) => void;
+}
+
 /** One item of a batch, checked: what to do with it and which ack it gets. */
 interface PutEntry {
   readonly ackId: string;
@@ -46,14 +54,13 @@ export class PutUrlsStream {
   #malformed: string | undefined;
   #cancelled = false;
 
-  readonly #onUnusableCrawl: (crawlID: string, message: string) => void;
+  readonly #hooks: PutStreamHooks<AckMessage>;
   readonly #warned = new Set<string>();
 
-  /** `onUnusableCrawl` hears once per stream of each crawl ID whose items are SKIPPED because it cannot be a crawl. */
-  constructor(call: ServerDuplexStream<UrlItem | MalformedMessage, AckMessage>, crawls: Crawls, onUnusableCrawl: (crawlID: string, message: string) => void) {
+  constructor(call: ServerDuplexStream<UrlItem | MalformedMessage, AckMessage>, crawls: Crawls, hooks: PutStreamHooks<AckMessage>) {
     this.#call = call;
     this.#crawls = crawls;
-    this.#onUnusableCrawl = onUnusableCrawl;
+    this.#hooks = hooks;
     call.on('data', (item: UrlItem | MalformedMessage) => this.#receive(item));
     call.on('end', () => {
       this.#ended = true;
@@ -95,7 +102,10 @@ export class PutUrlsStream {
       const batch = this.#pending.length <= PUT_BATCH_ITEMS_MAX ? this.#pending : this.#pending.slice(0, PUT_BATCH_ITEMS_MAX);
       this.#pending = batch === this.#pending ? [] : this.#pending.slice(PUT_BATCH_ITEMS_MAX);
       if (this.#call.isPaused() && this.#pending.length < PENDING_ITEMS_MAX) this.#call.resume();
-      for (const ack of await this.#commit(batch)) this.#call.write(ack);
+      const startNs = process.hrtime.bigint();
+      const acks = await this.#commit(batch);
+      for (const ack of acks) this.#call.write(ack);
+      this.#hooks.onAcks(acks, startNs);
     }
     if (!this.#ended || this.#call.writableEnded || this.#cancelled) return;
     if (this.#malformed !== undefined) this.#call.emit('error', toServiceError(invalidArgument(this.#malformed)));
@@ -132,7 +142,7 @@ export class PutUrlsStream {
         const crawlID = run[0]!.crawlID;
         if (!this.#warned.has(crawlID)) {
           this.#warned.add(crawlID);
-          this.#onUnusableCrawl(crawlID, error.message);
+          this.#hooks.onUnusableCrawl(crawlID, error.message);
         }
         return run.map(() => 'SKIPPED');
       }

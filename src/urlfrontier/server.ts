@@ -7,6 +7,8 @@ import type { ServedStore } from '../server/served-store.js';
 import { passwordDigest } from '../server/server-commands.js';
 import { isLoopback } from '../server/server.js';
 import { Crawls } from './crawls.js';
+import { Registry } from 'prom-client';
+import { UrlFrontierMetrics } from './metrics.js';
 import { urlFrontierService } from './proto.js';
 import { PUT_DISCOVERED_IN_FLIGHT_DEFAULT } from './put-discovered.js';
 import { urlFrontierHandlers } from './service.js';
@@ -32,6 +34,8 @@ export interface UrlFrontierServerOptions {
   readonly clock?: () => number;
   /** Batches a PutDiscovered stream may have received and not yet acked before it is no longer read (default 16, the reference's putDiscovered.max.inflight). */
   readonly putDiscoveredInFlight?: number;
+  /** serve's Prometheus registry (ServerMetrics.registry): the service's metrics join it. None: they are kept but not served. */
+  readonly registry?: Registry;
 }
 
 /**
@@ -53,6 +57,7 @@ export class UrlFrontierServer {
       address: () => `${options.bind}:${this.#port}`,
       clock: options.clock ?? Date.now,
       putDiscoveredInFlight: options.putDiscoveredInFlight ?? PUT_DISCOVERED_IN_FLIGHT_DEFAULT,
+      metrics: new UrlFrontierMetrics(options.registry ?? new Registry()),
       onUnusableCrawl: (method, crawlID, message) => options.logger.log('warning', { event: 'urlfrontier', method, crawl_id: crawlID.slice(0, 80), message: `its URLs are acked SKIPPED: ${message}` }),
       onInternalError: (method, error) => options.logger.log('error', { event: 'urlfrontier', method, message: (error as Error).message, stack: (error as Error).stack ?? null }),
     });

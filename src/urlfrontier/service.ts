@@ -3,6 +3,7 @@ import { DEFAULT_FRONTIER_SETTINGS, MAX_TAKE } from '../epochs/frontier.js';
 import type { QueueStats } from '../epochs/frontier.js';
 import type { ServedFrontier } from '../server/served-store.js';
 import { Crawls, scopeOfCrawl } from './crawls.js';
+import type { UrlFrontierMetrics } from './metrics.js';
 import { PutDiscoveredStream, type BatchAck, type DiscoveredBatch } from './put-discovered.js';
 import { PutUrlsStream } from './put-urls.js';
 import type {
@@ -32,6 +33,7 @@ export interface UrlFrontierServiceOptions {
   readonly onUnusableCrawl: (method: string, crawlID: string, message: string) => void;
   /** Batches a PutDiscovered stream may have received and not acked (PUT_DISCOVERED_IN_FLIGHT_DEFAULT). */
   readonly putDiscoveredInFlight: number;
+  readonly metrics: UrlFrontierMetrics;
 }
 
 /**
@@ -41,17 +43,34 @@ export interface UrlFrontierServiceOptions {
  * (SetLogLevel, ListURLs, PurgeURLs) answer UNIMPLEMENTED.
  */
 export function urlFrontierHandlers(options: UrlFrontierServiceOptions): UntypedServiceImplementation {
-  const { crawls } = options;
+  const { crawls, metrics } = options;
   let active = true;
   const unary = <Request, Reply>(method: string, run: (request: Request) => Promise<Reply>) =>
     (call: { request: Request | MalformedMessage }, callback: (error: Partial<ServiceError> | null, reply?: Reply) => void): void => {
+      metrics.call(method);
+      const startNs = process.hrtime.bigint();
       const request = call.request;
       const answer = isMalformed(request) ? Promise.reject(invalidArgument(request.malformed)) : run(request);
       answer.then(
-        (reply) => callback(null, reply),
-        (error: unknown) => callback(failure(options, method, error)),
+        (reply) => {
+          metrics.elapsed(method, startNs);
+          callback(null, reply);
+        },
+        (error: unknown) => {
+          metrics.elapsed(method, startNs);
+          callback(failure(options, method, error));
+        },
       );
     };
+  const putHooks = <Ack>(method: string, statusesOf: (ack: Ack) => readonly string[]) => ({
+    onUnusableCrawl: (crawlID: string, message: string) => options.onUnusableCrawl(method, crawlID, message),
+    onAcks: (acks: readonly Ack[], startNs: bigint) => {
+      metrics.elapsed(method, startNs);
+      const counts = new Map<string, number>();
+      for (const ack of acks) for (const status of statusesOf(ack)) counts.set(status, (counts.get(status) ?? 0) + 1);
+      for (const [status, count] of counts) metrics.urlsIn(method, status, count);
+    },
+  });
   return {
     ListNodes: unary('ListNodes', async () => ({ values: [options.address()] })),
     ListCrawls: unary('ListCrawls', async () => ({ values: await crawls.names() })),
@@ -85,26 +104,31 @@ export function urlFrontierHandlers(options: UrlFrontierServiceOptions): Untyped
     GetURLStatus: unary('GetURLStatus', (request: UrlStatusRequest) => urlStatus(crawls, request)),
     CountURLs: unary('CountURLs', (request: CountUrlParams) => countUrls(crawls, request)),
     GetURLs: (call: ServerWritableStream<GetParams | MalformedMessage, UrlInfo>) => {
+      metrics.call('GetURLs');
+      const startNs = process.hrtime.bigint();
       getUrls(crawls, call, active).then(
-        () => call.end(),
+        (sent) => {
+          metrics.urlsOut('GetURLs', sent);
+          metrics.elapsed('GetURLs', startNs);
+          call.end();
+        },
         (error: unknown) => call.emit('error', failure(options, 'GetURLs', error)),
       );
     },
     PutURLs: (call: ServerDuplexStream<UrlItem | MalformedMessage, AckMessage>) => {
-      new PutUrlsStream(call, crawls, (crawlID, message) => options.onUnusableCrawl('PutURLs', crawlID, message));
+      metrics.call('PutURLs');
+      new PutUrlsStream(call, crawls, putHooks<AckMessage>('PutURLs', (ack) => [ack.status]));
     },
     PutDiscovered: (call: ServerDuplexStream<DiscoveredBatch | MalformedMessage, BatchAck>) => {
-      new PutDiscoveredStream(call, {
-        crawls,
-        maxInFlight: options.putDiscoveredInFlight,
-        onUnusableCrawl: (crawlID, message) => options.onUnusableCrawl('PutDiscovered', crawlID, message),
-      });
+      metrics.call('PutDiscovered');
+      new PutDiscoveredStream(call, { crawls, maxInFlight: options.putDiscoveredInFlight, ...putHooks<BatchAck>('PutDiscovered', (ack) => ack.statuses) });
     },
   };
 }
 
 function failure(options: UrlFrontierServiceOptions, method: string, error: unknown): ReturnType<typeof toServiceError> {
   const status = toServiceError(error);
+  options.metrics.error(method, status.code);
   if (status.code === GrpcStatus.INTERNAL) options.onInternalError(method, error);
   return status;
 }
@@ -121,11 +145,12 @@ function checkedSeconds(name: string, seconds: number): number {
  * reference service): until then it is not handed out again, and if it is not reported back (a
  * known item) by then, it is. Inactive (SetActive false): nothing.
  */
-async function getUrls(crawls: Crawls, call: ServerWritableStream<GetParams | MalformedMessage, UrlInfo>, active: boolean): Promise<void> {
+async function getUrls(crawls: Crawls, call: ServerWritableStream<GetParams | MalformedMessage, UrlInfo>, active: boolean): Promise<number> {
   const request = call.request;
   if (isMalformed(request)) throw invalidArgument(request.malformed);
   const leaseMs = checkedSeconds('delay_requestable', request.delay_requestable === 0 ? DEFAULT_LEASE_S : request.delay_requestable) * SECONDS_TO_MS;
-  if (!active) return;
+  if (!active) return 0;
+  let sent = 0;
   const perQueue = request.max_urls_per_queue === 0 ? MAX_TAKE : Math.min(request.max_urls_per_queue, MAX_TAKE);
   let count = request.max_queues === 0 || request.max_urls_per_queue === 0 ? MAX_TAKE : Math.min(MAX_TAKE, request.max_queues * request.max_urls_per_queue);
   let queuesLeft = request.max_queues;
@@ -143,8 +168,10 @@ async function getUrls(crawls: Crawls, call: ServerWritableStream<GetParams | Ma
       call.write({ url: entry.url, key: entry.queue, metadata: metadataOf(entry.data), crawlID });
     }
     count -= leased.length;
+    sent += leased.length;
     if (request.max_queues > 0) queuesLeft -= queues.size;
   }
+  return sent;
 }
 
 function metadataOf(data: unknown): UrlInfo['metadata'] {

@@ -99,6 +99,7 @@ export async function serve(command: Command): Promise<void> {
     scopeOptions: { capacityUrls, fprTarget, keys: 'raw' },
     logger,
     authThrottle: server.authThrottle,
+    registry: server.metrics.registry,
     ...(putDiscoveredInFlight === undefined ? {} : { putDiscoveredInFlight }),
     ...(secret === undefined ? {} : { password: secret }),
   });
