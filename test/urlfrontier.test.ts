@@ -57,13 +57,13 @@ interface Served {
 
 const quietLogger = createLogger(true, () => undefined);
 
-async function serve(location: string, password?: string): Promise<Served> {
+async function serve(location: string, password?: string, logger = quietLogger): Promise<Served> {
   let nowMs = Date.now();
   const clock = (): number => nowMs;
   const store = await openServedStore(location, { clock }, false);
   const registry = new Registry();
   const server = new UrlFrontierServer(store, {
-    registry, port: 0, bind: '127.0.0.1', scopeOptions: { capacityUrls: 100_000, fprTarget: 0.001, keys: 'raw' }, logger: quietLogger, authThrottle: new AuthThrottle(), clock,
+    registry, port: 0, bind: '127.0.0.1', scopeOptions: { capacityUrls: 100_000, fprTarget: 0.001, keys: 'raw' }, logger, authThrottle: new AuthThrottle(), clock,
     ...(password === undefined ? {} : { password }),
   });
   await server.start();
@@ -340,11 +340,20 @@ describe('URLFrontier: bad input gets a status, and the server keeps serving', (
     assert.equal((await client.call('CountURLs', {})).value, 1);
   });
 
-  test('RPCs not served answer UNIMPLEMENTED, never a wrong answer', async () => {
-    const { client } = await serve(memoryStore('urlfrontier-bad'));
-    assert.equal((await statusOf(client.call('PurgeURLs', { key: 'a.com', days: 1 }))).code, GrpcStatus.UNIMPLEMENTED);
-    assert.equal((await statusOf(client.call('SetLogLevel', { package: 'x', level: 'DEBUG' }))).code, GrpcStatus.UNIMPLEMENTED);
-    assert.equal((await statusOf(client.call('CountURLs', { filter: 'a.com' }))).code, GrpcStatus.UNIMPLEMENTED);
+  test('SetLogLevel sets the level of serve\'s log: DEBUG logs each call, ERROR only errors', async () => {
+    const lines: string[] = [];
+    const { client } = await serve(memoryStore('urlfrontier-log'), undefined, createLogger(true, (line) => lines.push(line)));
+    await client.call('GetActive', {});
+    assert.equal(lines.length, 0, 'info: calls are not logged');
+    await client.call('SetLogLevel', { package: 'crawlercommons.urlfrontier', level: 'DEBUG' });
+    assert.match(lines.at(-1)!, /"method":"SetLogLevel","level":"debug"/);
+    await client.call('GetStats', { crawlID: 'c' });
+    assert.match(lines.at(-1)!, /"event":"debug".*"method":"GetStats"/);
+    await client.call('SetLogLevel', { package: '', level: 'ERROR' });
+    const before = lines.length;
+    await client.call('GetStats', {});
+    await client.put([discovered('http://a.com/1', { crawlID: 'no spaces' })]);
+    assert.equal(lines.length, before, 'error: neither calls nor warnings are logged');
   });
 
   test('with a password, a call needs it as a Bearer token: UNAUTHENTICATED without', async () => {

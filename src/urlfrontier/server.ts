@@ -57,6 +57,7 @@ export class UrlFrontierServer {
       address: () => `${options.bind}:${this.#port}`,
       clock: options.clock ?? Date.now,
       putDiscoveredInFlight: options.putDiscoveredInFlight ?? PUT_DISCOVERED_IN_FLIGHT_DEFAULT,
+      logger: options.logger,
       metrics: new UrlFrontierMetrics(options.registry ?? new Registry()),
       onUnusableCrawl: (method, crawlID, message) => options.logger.log('warning', { event: 'urlfrontier', method, crawl_id: crawlID.slice(0, 80), message: `its URLs are acked SKIPPED: ${message}` }),
       onInternalError: (method, error) => options.logger.log('error', { event: 'urlfrontier', method, message: (error as Error).message, stack: (error as Error).stack ?? null }),

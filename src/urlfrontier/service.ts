@@ -4,10 +4,11 @@ import type { QueueStats } from '../epochs/frontier.js';
 import type { ServedFrontier } from '../server/served-store.js';
 import { Crawls, scopeOfCrawl } from './crawls.js';
 import type { UrlFrontierMetrics } from './metrics.js';
+import type { Logger, LogLevel } from '../server/logger.js';
 import { PutDiscoveredStream, type BatchAck, type DiscoveredBatch } from './put-discovered.js';
 import { PutUrlsStream } from './put-urls.js';
 import type {
-  AckMessage, BlockQueueParams, CountUrlParams, CrawlLimitParams, GetParams, MalformedMessage, Pagination, QueueDelayParams, QueueWithinCrawlParams, UrlInfo, UrlItem, UrlStatusRequest,
+  AckMessage, BlockQueueParams, CountUrlParams, CrawlLimitParams, GetParams, LogLevelParams, MalformedMessage, Pagination, QueueDelayParams, QueueWithinCrawlParams, UrlInfo, UrlItem, UrlStatusRequest,
 } from './proto.js';
 import { isMalformed } from './proto.js';
 import { invalidArgument, RpcError, toServiceError } from './status.js';
@@ -34,6 +35,8 @@ export interface UrlFrontierServiceOptions {
   /** Batches a PutDiscovered stream may have received and not acked (PUT_DISCOVERED_IN_FLIGHT_DEFAULT). */
   readonly putDiscoveredInFlight: number;
   readonly metrics: UrlFrontierMetrics;
+  /** serve's log: SetLogLevel sets its level; at debug, each call is logged. */
+  readonly logger: Logger;
 }
 
 /**
@@ -50,6 +53,7 @@ export function urlFrontierHandlers(options: UrlFrontierServiceOptions): Untyped
       metrics.call(method);
       const startNs = process.hrtime.bigint();
       const request = call.request;
+      if (options.logger.enabled('debug')) options.logger.log('debug', { service: 'urlfrontier', method, request: JSON.stringify(request).slice(0, 500) });
       const answer = isMalformed(request) ? Promise.reject(invalidArgument(request.malformed)) : run(request);
       answer.then(
         (reply) => {
@@ -101,6 +105,10 @@ export function urlFrontierHandlers(options: UrlFrontierServiceOptions): Untyped
       await (await crawls.frontier(request.crawlID)).setCrawlLimit(request.key, request.limit === 0 ? null : request.limit);
       return {};
     }),
+    SetLogLevel: unary('SetLogLevel', async (request: LogLevelParams) => {
+      setLogLevel(options.logger, request);
+      return {};
+    }),
     GetURLStatus: unary('GetURLStatus', (request: UrlStatusRequest) => urlStatus(crawls, request)),
     CountURLs: unary('CountURLs', (request: CountUrlParams) => countUrls(crawls, request)),
     GetURLs: (call: ServerWritableStream<GetParams | MalformedMessage, UrlInfo>) => {
@@ -131,6 +139,21 @@ function failure(options: UrlFrontierServiceOptions, method: string, error: unkn
   options.metrics.error(method, status.code);
   if (status.code === GrpcStatus.INTERNAL) options.onInternalError(method, error);
   return status;
+}
+
+/** URLFrontier's levels as serve's: TRACE and DEBUG are debug (every call logged), WARN warning. */
+const LEVEL_OF: Readonly<Record<LogLevelParams['level'], LogLevel>> = { TRACE: 'debug', DEBUG: 'debug', INFO: 'info', WARN: 'warning', ERROR: 'error' };
+
+/**
+ * SetLogLevel: serve has one log, so the level applies to it whatever `package` names (the
+ * reference's loggers are per Java package). The change is logged (at info: a level of warning or
+ * error hides it).
+ */
+function setLogLevel(logger: Logger, request: LogLevelParams): void {
+  const level = LEVEL_OF[request.level];
+  if (level === undefined) throw invalidArgument(`unknown log level ${JSON.stringify(request.level)}`);
+  logger.setLevel(level);
+  logger.log('urlfrontier', { method: 'SetLogLevel', level, package: request.package.slice(0, 200) });
 }
 
 function checkedSeconds(name: string, seconds: number): number {
