@@ -76,6 +76,14 @@ async function serve(location: string, password?: string, logger = quietLogger):
   return { client, store, metrics: () => registry.metrics(), port: server.port, advance: (ms) => (nowMs += ms), nowS: () => Math.floor(nowMs / 1000) };
 }
 
+interface ListedItem {
+  readonly item: 'discovered' | 'known';
+  readonly discovered?: { info: UrlInfo };
+  readonly known?: { info: UrlInfo; refetchable_from_date: number };
+  readonly creation_date: number;
+}
+const urlOfItem = (item: ListedItem): string => (item.discovered ?? item.known)!.info.url;
+
 const urlsOf = (infos: readonly UrlInfo[]): string[] => infos.map((info) => info.url).sort();
 
 for (const { name, location, skip } of LOCATIONS.filter((l) => l.ownsClock)) {
@@ -192,6 +200,17 @@ for (const { name, location, skip } of LOCATIONS.filter((l) => l.ownsClock)) {
       assert.equal((await statusOf(client.call('GetURLStatus', { url: 'http://a.com/never' }))).code, GrpcStatus.NOT_FOUND);
     });
 
+    test('PurgeURLs goes by each URL\'s creation_date', async () => {
+      const { client, advance } = await serve(await location());
+      await client.put([discovered('http://a.com/old')]);
+      advance(3 * 24 * 3600_000);
+      await client.put([discovered('http://a.com/new')]);
+      const dates = new Map((await client.list<ListedItem>({})).map((item) => [urlOfItem(item), item.creation_date]));
+      assert.equal(dates.get('http://a.com/new')! - dates.get('http://a.com/old')!, 3 * 24 * 3600);
+      assert.equal((await client.call('PurgeURLs', { days: 2 })).value, 1);
+      assert.deepEqual((await client.list<ListedItem>({})).map(urlOfItem), ['http://a.com/new']);
+    });
+
     test('metadata travels with a URL; SetActive(false) holds GetURLs while PutURLs goes on', async () => {
       const { client } = await serve(await location());
       assert.equal((await client.call('GetActive', {})).state, true);
@@ -271,6 +290,46 @@ for (const { name, location, skip } of LOCATIONS) {
       assert.equal(value('seenstore_urlfrontier_urls_out_total{rpc="GetURLs"}'), 3);
       assert.equal(value(`seenstore_urlfrontier_errors_total{rpc="SetDelay",code="${GrpcStatus.INVALID_ARGUMENT}"}`), 1);
       assert.equal(value('seenstore_urlfrontier_seconds_count{rpc="GetURLs"}'), 1);
+    });
+
+    test('ListURLs pages and filters; CountURLs filters; creation_date is when the URL was first stored', async () => {
+      const { client, nowS } = await serve(await location());
+      const before = nowS();
+      await client.put([...['http://a.com/One', 'http://a.com/two', 'http://b.com/one', 'http://b.com/three'].map((url) => discovered(url, { crawlID: 'c' })), known('http://c.com/later', before + 500, { crawlID: 'c' })]);
+      const listed = await client.list<ListedItem>({ crawlID: 'c' });
+      assert.deepEqual(listed.map(urlOfItem).sort(), ['http://a.com/One', 'http://a.com/two', 'http://b.com/one', 'http://b.com/three', 'http://c.com/later']);
+      const later = listed.find((item) => urlOfItem(item) === 'http://c.com/later')!;
+      assert.deepEqual([later.item, later.known!.refetchable_from_date, later.known!.info.key], ['known', before + 500, 'c.com']);
+      for (const item of listed) {
+        assert.ok(item.creation_date >= before - 1 && item.creation_date <= Math.floor(Date.now() / 1000) + 1, `creation_date ${item.creation_date} is when it was stored`);
+      }
+      // Pages: start and size walk the same order without gap or repeat.
+      const pages = [...(await client.list<ListedItem>({ crawlID: 'c', size: 2 })), ...(await client.list<ListedItem>({ crawlID: 'c', start: 2, size: 2 })), ...(await client.list<ListedItem>({ crawlID: 'c', start: 4, size: 2 }))];
+      assert.deepEqual(pages.map(urlOfItem), listed.map(urlOfItem));
+      assert.deepEqual((await client.list<ListedItem>({ crawlID: 'c', key: 'b.com' })).map(urlOfItem).sort(), ['http://b.com/one', 'http://b.com/three']);
+      assert.deepEqual((await client.list<ListedItem>({ crawlID: 'c', filter: 'one' })).map(urlOfItem), ['http://b.com/one']);
+      assert.deepEqual((await client.list<ListedItem>({ crawlID: 'c', filter: 'one', ignoreCase: true })).map(urlOfItem).sort(), ['http://a.com/One', 'http://b.com/one']);
+      assert.deepEqual(await client.list<ListedItem>({ crawlID: 'nosuch' }), []);
+      assert.equal((await client.call('CountURLs', { crawlID: 'c', filter: 'one' })).value, 1);
+      assert.equal((await client.call('CountURLs', { crawlID: 'c', filter: 'ONE', ignoreCase: true })).value, 2);
+      assert.equal((await client.call('CountURLs', { crawlID: 'c', filter: 'w', key: 'a.com' })).value, 1);
+      assert.equal((await client.call('CountURLs', { crawlID: 'c', filter: ' ' })).value, 5, 'a blank filter is no filter');
+      const status = await client.call<{ creation_date: number }>('GetURLStatus', { url: 'http://a.com/two', crawlID: 'c' });
+      assert.equal(status.creation_date, listed.find((item) => urlOfItem(item) === 'http://a.com/two')!.creation_date);
+    });
+
+    test('PurgeURLs removes the URLs older than N days, of a queue or the crawl, without completing them', async () => {
+      const { client, advance, nowS } = await serve(await location());
+      await client.put([discovered('http://a.com/1'), discovered('http://a.com/2'), discovered('http://b.com/1'), known('http://c.com/x', nowS() + 100)]);
+      assert.equal((await client.call('PurgeURLs', { days: 1 })).value, 0, 'nothing is a day old');
+      advance(2 * 24 * 3600_000);
+      assert.equal((await client.call('PurgeURLs', { key: 'a.com', days: 1 })).value, 2);
+      assert.equal((await client.call('CountURLs', {})).value, 2);
+      assert.equal((await client.call('PurgeURLs', { days: 1, crawlID: 'nosuch' })).value, 0);
+      assert.equal((await client.call('PurgeURLs', { days: 1 })).value, 2);
+      assert.equal((await client.call('CountURLs', {})).value, 0);
+      assert.equal((await client.call<{ counts: { completed: number } }>('GetStats', {})).counts.completed, 0, 'purged, not completed');
+      assert.deepEqual(await client.putDiscovered([{ ID: 'p', items: [info('http://a.com/1')] }]), [{ ID: 'p', statuses: ['SKIPPED'] }], 'a purged URL stays seen in the crawl\'s filter');
     });
 
     test('PutDiscovered: crawl IDs per URL; one that cannot be a crawl is SKIPPED, as in PutURLs', async () => {

@@ -163,6 +163,8 @@ function remoteScope(thread: StoreThread, name: string): ServedScope {
       queue: (key) => call('frontier.queue', key),
       deleteQueue: (key) => call('frontier.deleteQueue', key),
       clear: (options) => call('frontier.clear', options),
+      entries: (options) => call('frontier.entries', options),
+      purge: (ids, beforeMs) => call('frontier.purge', ids, beforeMs),
     }),
   };
 }

@@ -4,11 +4,12 @@ import type { QueueStats } from '../epochs/frontier.js';
 import type { ServedFrontier } from '../server/served-store.js';
 import { Crawls, scopeOfCrawl } from './crawls.js';
 import type { UrlFrontierMetrics } from './metrics.js';
+import { countUrls, listUrls, metadataOf, purgeUrls, urlItemOf, type CountUrlParams, type ListUrlParams, type PurgeUrlParams } from './url-listing.js';
 import type { Logger, LogLevel } from '../server/logger.js';
 import { PutDiscoveredStream, type BatchAck, type DiscoveredBatch } from './put-discovered.js';
 import { PutUrlsStream } from './put-urls.js';
 import type {
-  AckMessage, BlockQueueParams, CountUrlParams, CrawlLimitParams, GetParams, LogLevelParams, MalformedMessage, Pagination, QueueDelayParams, QueueWithinCrawlParams, UrlInfo, UrlItem, UrlStatusRequest,
+  AckMessage, BlockQueueParams, CrawlLimitParams, GetParams, LogLevelParams, MalformedMessage, Pagination, QueueDelayParams, QueueWithinCrawlParams, UrlInfo, UrlItem, UrlStatusRequest,
 } from './proto.js';
 import { isMalformed } from './proto.js';
 import { invalidArgument, RpcError, toServiceError } from './status.js';
@@ -42,8 +43,8 @@ export interface UrlFrontierServiceOptions {
 /**
  * The URLFrontier RPCs over a served store (docs/frontier.md "URLFrontier"). Every handler checks
  * its request, calls the engine (a crawl is a scope, its queues the scope's frontier queues) and
- * answers; a thrown error becomes the status toServiceError gives. RPCs not listed here
- * (SetLogLevel, ListURLs, PurgeURLs) answer UNIMPLEMENTED.
+ * answers; a thrown error becomes the status toServiceError gives. Every RPC of the API is
+ * served (ListURLs, CountURLs and PurgeURLs in url-listing.ts).
  */
 export function urlFrontierHandlers(options: UrlFrontierServiceOptions): UntypedServiceImplementation {
   const { crawls, metrics } = options;
@@ -111,6 +112,19 @@ export function urlFrontierHandlers(options: UrlFrontierServiceOptions): Untyped
     }),
     GetURLStatus: unary('GetURLStatus', (request: UrlStatusRequest) => urlStatus(crawls, request)),
     CountURLs: unary('CountURLs', (request: CountUrlParams) => countUrls(crawls, request)),
+    PurgeURLs: unary('PurgeURLs', (request: PurgeUrlParams) => purgeUrls(crawls, request, options.clock())),
+    ListURLs: (call: ServerWritableStream<ListUrlParams | MalformedMessage, object>) => {
+      metrics.call('ListURLs');
+      const startNs = process.hrtime.bigint();
+      listUrls(crawls, call).then(
+        (sent) => {
+          metrics.urlsOut('ListURLs', sent);
+          metrics.elapsed('ListURLs', startNs);
+          call.end();
+        },
+        (error: unknown) => call.emit('error', failure(options, 'ListURLs', error)),
+      );
+    },
     GetURLs: (call: ServerWritableStream<GetParams | MalformedMessage, UrlInfo>) => {
       metrics.call('GetURLs');
       const startNs = process.hrtime.bigint();
@@ -197,11 +211,6 @@ async function getUrls(crawls: Crawls, call: ServerWritableStream<GetParams | Ma
   return sent;
 }
 
-function metadataOf(data: unknown): UrlInfo['metadata'] {
-  const metadata = (data as { metadata?: UrlInfo['metadata'] } | null | undefined)?.metadata;
-  return typeof metadata === 'object' && metadata !== null ? metadata : {};
-}
-
 /**
  * DeleteCrawl, as the reference service does it: the crawl's frontier is emptied (queues, URLs,
  * their settings, the crawl's default delay and in-flight limit, its completed count), so that
@@ -281,24 +290,9 @@ async function urlStatus(crawls: Crawls, request: UrlStatusRequest): Promise<obj
   const scope = await crawls.find(request.crawlID);
   if (scope === undefined) throw new RpcError(GrpcStatus.NOT_FOUND, `${request.url.slice(0, 200)} is not in crawl ${scopeOfCrawl(request.crawlID)}: no such crawl`);
   const entry = await scope.frontier().urlStatus(request.url);
-  const info = { url: request.url, key: entry?.queue ?? request.key, metadata: {}, crawlID: scope.name };
-  if (entry !== undefined && entry.state === 'scheduled') return { known: { info, refetchable_from_date: Math.ceil(entry.atMs / SECONDS_TO_MS) }, ID: request.url };
-  if (entry !== undefined) return { discovered: { info }, ID: request.url };
+  if (entry !== undefined) return urlItemOf({ url: request.url, queue: entry.queue, state: entry.state, atMs: entry.atMs, createdMs: entry.createdMs }, scope.name);
+  const info = { url: request.url, key: request.key, metadata: {}, crawlID: scope.name };
   const [seen] = await scope.has([request.url]);
   if (seen === true) return { known: { info, refetchable_from_date: 0 }, ID: request.url };
   throw new RpcError(GrpcStatus.NOT_FOUND, `${request.url.slice(0, 200)} is not in crawl ${scope.name}`);
-}
-
-/** CountURLs: URLs in the frontier (waiting, scheduled or in process), of one queue or the crawl: exact. */
-async function countUrls(crawls: Crawls, request: CountUrlParams): Promise<object> {
-  if (request.filter !== undefined && request.filter !== '') throw new RpcError(GrpcStatus.UNIMPLEMENTED, 'CountURLs with a filter is not served: the frontier does not search URLs by text');
-  const scope = await crawls.find(request.crawlID);
-  if (scope === undefined) return { value: 0 };
-  const frontier = scope.frontier();
-  if (request.key !== '') {
-    const queue = await frontier.queue(request.key);
-    return { value: queue === undefined ? 0 : queue.waiting + queue.leased };
-  }
-  const s = await frontier.stats();
-  return { value: s.pending + s.leased };
 }

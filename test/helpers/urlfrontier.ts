@@ -87,6 +87,17 @@ export class FrontierClient {
     return this.raw.PutURLs!.call(this.raw, this.#metadata) as Stream;
   }
 
+  /** ListURLs: every URLItem it streams. */
+  list<T = never>(params: object = {}): Promise<T[]> {
+    return new Promise((resolve, reject) => {
+      const stream = this.raw.ListURLs!.call(this.raw, params, this.#metadata) as Stream;
+      const items: T[] = [];
+      stream.on('data', (item: T) => items.push(item));
+      stream.on('end', () => resolve(items));
+      stream.on('error', reject);
+    });
+  }
+
   get(params: object = {}): Promise<UrlInfo[]> {
     return new Promise((resolve, reject) => {
       const stream = this.raw.GetURLs!.call(this.raw, params, this.#metadata) as Stream;
