@@ -7,7 +7,6 @@ import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { URLFRONTIER_PROTO_PATH } from '../src/urlfrontier/proto.js';
 import { sharedUrls } from './helpers/data.js';
-import { memoryStore } from './helpers/memory.js';
 import { startServer, type RunningServer } from './helpers/server.js';
 import { tempDir } from './helpers/tmp.js';
 import { discovered, FrontierClient, type Ack } from './helpers/urlfrontier.js';
@@ -20,8 +19,8 @@ const NEEDS_GRPCIO: string | false =
     : 'needs Debian python3-grpcio, python3-protobuf and protobuf-compiler (CI installs them)';
 
 /** `seenstore serve --urlfrontier-port 0` over `store`, and the port it logged. */
-async function serveFrontier(store: string): Promise<{ server: RunningServer; port: number }> {
-  const server = await startServer(store, ['--urlfrontier-port', '0']);
+async function serveFrontier(store: string, args: readonly string[] = []): Promise<{ server: RunningServer; port: number }> {
+  const server = await startServer(store, ['--urlfrontier-port', '0', ...args]);
   const line = server.log.find((entry) => entry.includes('"event":"urlfrontier"'));
   assert.ok(line !== undefined, `no urlfrontier line in the log: ${server.log.join('\n')}`);
   return { server, port: (JSON.parse(line) as { port: number }).port };
@@ -71,16 +70,26 @@ out["stats"] = unary("GetStats", pb.QueueWithinCrawlParams(crawlID="other"), pb.
 put([disc("http://z.com/2", crawl="other"), disc("http://z.com/3", crawl="other")])
 out["deleteQueue"] = unary("DeleteQueue", pb.QueueWithinCrawlParams(key="z.com", crawlID="other"), pb.Long).value
 out["deleteCrawl"] = unary("DeleteCrawl", pb.DeleteCrawlMessage(value="other"), pb.Long).value
-try:
-    unary("GetStats", pb.QueueWithinCrawlParams(crawlID="nosuch"), pb.Stats)
-    out["unknown"] = None
-except grpc.RpcError as e:
-    out["unknown"] = [e.code().name, e.details()]
-try:
-    unary("ListURLs", pb.ListUrlParams(), pb.URLItem)
-    out["unimplemented"] = None
-except grpc.RpcError as e:
-    out["unimplemented"] = e.code().name
+out["crawlsAfter"] = sorted(unary("ListCrawls", pb.Local(), pb.StringList).values)
+s = unary("GetStats", pb.QueueWithinCrawlParams(crawlID="nosuch"), pb.Stats)
+out["unknown"] = [s.size, s.inProcess, dict(s.counts), s.crawlID]
+out["deleteUnknown"] = unary("DeleteCrawl", pb.DeleteCrawlMessage(value="nosuch"), pb.Long).value
+def discovered(batches):
+    call = channel.stream_stream("/urlfrontier.URLFrontier/PutDiscovered", request_serializer=pb.DiscoveredBatch.SerializeToString, response_deserializer=pb.BatchAck.FromString)
+    return [(a.ID, [pb.AckMessage.Status.Name(s) for s in a.statuses]) for a in call(iter(batches))]
+out["putDiscovered"] = discovered([
+    pb.DiscoveredBatch(ID="probe"),
+    pb.DiscoveredBatch(ID="b1", items=[pb.URLInfo(url="http://d.com/1", crawlID="pd"), pb.URLInfo(url="http://d.com/1", crawlID="pd"), pb.URLInfo(url="", crawlID="pd"), pb.URLInfo(url="http://e.com/1", crawlID="pd")]),
+    pb.DiscoveredBatch(ID="b2", items=[pb.URLInfo(url="http://e.com/1", crawlID="pd"), pb.URLInfo(url="http://e.com/Two", crawlID="pd")]),
+])
+lister = channel.unary_stream("/urlfrontier.URLFrontier/ListURLs", request_serializer=pb.ListUrlParams.SerializeToString, response_deserializer=pb.URLItem.FromString)
+items = list(lister(pb.ListUrlParams(crawlID="pd")))
+out["listed"] = sorted([i.discovered.info.url for i in items])
+out["created"] = [abs(i.creation_date - time.time()) < 600 for i in items]
+out["listFiltered"] = [i.discovered.info.url for i in lister(pb.ListUrlParams(crawlID="pd", filter="two", ignoreCase=True))]
+out["countFiltered"] = unary("CountURLs", pb.CountUrlParams(crawlID="pd", filter="e.com"), pb.Long).value
+out["purged"] = [unary("PurgeURLs", pb.PurgeUrlParams(crawlID="pd", days=1), pb.Long).value, unary("PurgeURLs", pb.PurgeUrlParams(crawlID="pd", key="d.com", days=0), pb.Long).value]
+unary("SetLogLevel", pb.LogLevelParams(package="crawlercommons.urlfrontier", level=pb.LogLevelParams.DEBUG), pb.Empty)
 print(json.dumps(out))
 `;
 
@@ -89,9 +98,16 @@ describe('URLFrontier through `seenstore serve` with Python grpcio', { skip: NEE
     const dir = tempDir();
     await exec('protoc', [`--proto_path=${join(URLFRONTIER_PROTO_PATH, '..')}`, `--python_out=${dir}`, URLFRONTIER_PROTO_PATH]);
     writeFileSync(join(dir, 'program.py'), GRPCIO_PROGRAM);
-    const { server, port } = await serveFrontier(memoryStore('urlfrontier-py'));
-    const { stdout } = await exec('/usr/bin/python3', [join(dir, 'program.py'), String(port)], { cwd: dir });
-    await server.stop();
+    // A directory store: its calls go through serve's store thread, as in production.
+    const { server, port } = await serveFrontier(join(dir, 'store'), ['--metrics-port', '0']);
+    const metricsPort = (JSON.parse(server.log.find((line) => line.includes('"event":"start"'))!) as { metrics_port: number }).metrics_port;
+    let stdout: string;
+    try {
+      ({ stdout } = await exec('/usr/bin/python3', [join(dir, 'program.py'), String(port)], { cwd: dir }));
+    } catch (error) {
+      await server.stop();
+      throw error;
+    }
     const out = JSON.parse(stdout) as Record<string, unknown>;
     assert.deepEqual(out.acks, [['http://a.com/1', 'OK'], ['dup', 'OK'], ['http://a.com/2', 'OK'], ['http://b.com/1', 'OK']]);
     assert.equal(out.count, 3, 'the duplicate is acked but queued once');
@@ -106,8 +122,21 @@ describe('URLFrontier through `seenstore serve` with Python grpcio', { skip: NEE
     assert.equal(out.stats, 2);
     assert.equal(out.deleteQueue, 3);
     assert.equal(out.deleteCrawl, 1);
-    assert.deepEqual(out.unknown, ['NOT_FOUND', 'unknown crawl ID "nosuch": no such crawl (ListCrawls lists them)']);
-    assert.equal(out.unimplemented, 'UNIMPLEMENTED');
+    assert.deepEqual(out.crawlsAfter, ['DEFAULT'], 'a deleted crawl is not listed');
+    assert.deepEqual(out.unknown, [0, 0, { completed: 0 }, 'nosuch'], 'an unknown crawl: zeros');
+    assert.equal(out.deleteUnknown, 0);
+    assert.deepEqual(out.putDiscovered, [['probe', []], ['b1', ['OK', 'SKIPPED', 'SKIPPED', 'OK']], ['b2', ['SKIPPED', 'OK']]]);
+    assert.deepEqual(out.listed, ['http://d.com/1', 'http://e.com/1', 'http://e.com/Two']);
+    assert.deepEqual(out.created, [true, true, true]);
+    assert.deepEqual(out.listFiltered, ['http://e.com/Two']);
+    assert.equal(out.countFiltered, 2);
+    assert.deepEqual(out.purged, [0, 1], 'nothing a day old; with 0 days, what was stored before now');
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    assert.match(metrics, /^seenstore_urlfrontier_calls_total\{rpc="PutDiscovered"\} 1$/m);
+    assert.match(metrics, /^seenstore_urlfrontier_urls_in_total\{rpc="PutDiscovered",status="OK"\} 3$/m);
+    assert.match(metrics, /^seenstore_urlfrontier_urls_out_total\{rpc="ListURLs"\} 4$/m);
+    await server.stop();
+    assert.ok(server.log.some((line) => line.includes('"method":"SetLogLevel","level":"debug"')), 'SetLogLevel is logged');
   });
 });
 

@@ -1,13 +1,13 @@
 import { SeenStoreError } from '../errors.js';
 import type { XxHash } from '../hash/xxhash.js';
 import type { EncodedSummary, SummarizeOptions } from '../setdiff/set-difference.js';
-import type { Backend, Frontier, FrontierSettings, FrontierStats, LeasedUrl, QueueItems, QueueStats, UrlStatus } from '../store/backend.js';
+import type { Backend, EntryPage, Frontier, FrontierEntry, FrontierSettings, FrontierStats, LeasedUrl, QueueItems, QueueStats, UrlStatus } from '../store/backend.js';
 import { toKey } from '../url/normalize.js';
 import { MAX_QUEUE_KEY_LENGTH, QUEUE_KEY_MODES, queueKeyOf, type QueueKeyMode } from '../url/queue-key.js';
 import { OwnerRing } from './owner-ring.js';
 
 export { DEFAULT_FRONTIER_SETTINGS } from '../store/backend.js';
-export type { FrontierSettings, FrontierStats, LeasedUrl, QueueStats, UrlStatus };
+export type { EntryPage, FrontierEntry, FrontierSettings, FrontierStats, LeasedUrl, QueueStats, UrlStatus };
 
 /** A lease's default length: long enough to fetch and parse a page, short enough that a dead crawler's URLs come back soon. */
 export const DEFAULT_LEASE_MS = 5 * 60_000;
@@ -234,16 +234,44 @@ export class ScopeFrontier {
     return (await this.#frontier()).deleteQueue(key);
   }
 
-  /** Removes every queue; resolves with how many URLs they held. */
-  async clear(): Promise<number> {
+  /** Removes every queue; resolves with how many URLs they held. `completed`: the count of finished URLs starts again from 0 too. */
+  async clear(options: { readonly completed?: boolean } = {}): Promise<number> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('clear the frontier');
-    return (await this.#frontier()).clear();
+    return (await this.#frontier()).clear(options);
   }
 
   async stats(): Promise<FrontierStats> {
     this.#ctx.assertOpen();
     return (await this.#frontier()).stats();
+  }
+
+  /**
+   * A page of the frontier's entries (waiting, scheduled, leased) with their queue, due or lease
+   * time, creation time and payload, of one queue or all: pass the page's `cursor` back for the
+   * next; none comes back with the last. About `limit` (default 1,000) per page. A read.
+   */
+  async entries(options: { readonly cursor?: string; readonly limit?: number; readonly queue?: string } = {}): Promise<EntryPage> {
+    this.#ctx.assertOpen();
+    const limit = options.limit ?? 1_000;
+    checkWhole('limit', limit, 1, MAX_TAKE);
+    if (options.queue !== undefined) checkQueueKey(options.queue);
+    if (options.cursor !== undefined && typeof options.cursor !== 'string') throw new TypeError('cursor must be a string from an earlier page');
+    return (await this.#frontier()).entries({ limit, ...(options.cursor === undefined ? {} : { cursor: options.cursor }), ...(options.queue === undefined ? {} : { queue: options.queue }) });
+  }
+
+  /**
+   * Removes the entries of `ids` (FrontierEntry.id) that were created before `beforeMs`, checked
+   * in the same atomic step, without counting them completed (URLFrontier's PurgeURLs); resolves
+   * with how many. Their URLs stay seen in the filter.
+   */
+  async purge(ids: readonly string[], beforeMs: number): Promise<number> {
+    this.#ctx.assertOpen();
+    this.#ctx.assertWritable('purge frontier URLs');
+    if (!Array.isArray(ids) || ids.some((id) => typeof id !== 'string')) throw new TypeError('ids must be an array of strings');
+    checkWhole('beforeMs', beforeMs, 0, Number.MAX_SAFE_INTEGER);
+    if (ids.length === 0) return 0;
+    return (await this.#frontier()).purge(ids, beforeMs);
   }
 
   /**

@@ -3,7 +3,7 @@ import type { EpochHeader } from '../store/records.js';
 import type { NormalizeMode } from '../url/normalize.js';
 import { parseStrategy, strategyOf } from '../filters/strategy.js';
 import { newEpochHeader, type EpochPlan } from './create.js';
-import { capacityFromHistory } from './sizing-policy.js';
+import { capacityFromHistory, carriedOver } from './sizing-policy.js';
 
 export interface RotateOptions {
   /** Capacity of the new epoch; default: chosen from history (docs/epochs.md). */
@@ -20,6 +20,12 @@ export interface RotateOptions {
    * rotates nothing (Scope.rotate then returns null).
    */
   readonly ifEpoch?: number;
+  /**
+   * The rotation follows a deletion of the scope's contents (URLFrontier's DeleteCrawl): the
+   * sealed epoch was cut short, so the new one keeps its capacity instead of being sized from
+   * it (policy `carry-over`), and the rotation after it measures no growth against it.
+   */
+  readonly afterDeletion?: boolean;
 }
 
 /**
@@ -30,7 +36,7 @@ export interface RotateOptions {
  */
 export function planNextEpoch(options: RotateOptions, clock: () => number = Date.now): (current: EpochHeader, summary: EpochSummary, before: EpochHeader | undefined) => EpochHeader {
   return (current, summary, before) => {
-    const fromHistory = capacityFromHistory(current, summary.estimatedDistinct, before);
+    const fromHistory = options.afterDeletion === true ? carriedOver(current) : capacityFromHistory(current, summary.estimatedDistinct, before);
     const fprTarget = options.fprTarget ?? current.fprTarget;
     const plan: EpochPlan = {
       capacityUrls: options.capacityUrls ?? fromHistory.capacityUrls,

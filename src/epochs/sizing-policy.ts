@@ -26,14 +26,32 @@ function distinct(header: EpochHeader | undefined): number | undefined {
   return header?.final?.estimatedDistinct;
 }
 
+/** Policy `carry-over`: the epoch after one emptied by a deletion keeps its capacity (nothing to learn from an epoch cut short). */
+export const CARRY_OVER_POLICY = 'carry-over';
+
+export function carriedOver(sealing: EpochHeader): CapacityChoice {
+  return {
+    capacityUrls: sealing.capacityUrls,
+    sizing: {
+      policy: CARRY_OVER_POLICY,
+      reason: `epoch ${sealing.epoch} was emptied by a deletion: its capacity ${sealing.capacityUrls} carries over`,
+      inputs: { previousEpoch: sealing.epoch, previousCapacity: sealing.capacityUrls },
+    },
+  };
+}
+
+/**
+ * `before` is ignored when `sealing` was opened by a deletion (policy carry-over): growth is not
+ * measured against an epoch cut short.
+ */
 export function capacityFromHistory(sealing: EpochHeader, distinctNow: number, before: EpochHeader | undefined): CapacityChoice {
   const d1 = distinctNow;
-  const d0 = distinct(before);
+  const d0 = sealing.sizing.policy === CARRY_OVER_POLICY ? undefined : distinct(before);
   const inputs = {
     previousEpoch: sealing.epoch,
     previousDistinct: d1,
     previousCapacity: sealing.capacityUrls,
-    earlierEpoch: before?.epoch ?? null,
+    earlierEpoch: sealing.sizing.policy === CARRY_OVER_POLICY ? null : (before?.epoch ?? null),
     earlierDistinct: d0 ?? null,
     headroom: HISTORY_HEADROOM,
   };

@@ -17,7 +17,7 @@ import type {
   SnapshotInfo,
   Utf8Keys,
 } from '../index.js';
-import type { FrontierSettings, QueueOptions, QueueStats, UrlStatus } from '../epochs/frontier.js';
+import type { EntryPage, FrontierSettings, QueueOptions, QueueStats, UrlStatus } from '../epochs/frontier.js';
 import type { EncodedSummary, SummarizeOptions } from '../setdiff/set-difference.js';
 import type { QueueKeyMode } from '../url/queue-key.js';
 
@@ -63,7 +63,9 @@ export interface ServedFrontier {
   listQueues(options?: { readonly after?: string; readonly limit?: number }): Promise<QueueStats[]>;
   queue(key: string): Promise<QueueStats | undefined>;
   deleteQueue(key: string): Promise<number>;
-  clear(): Promise<number>;
+  clear(options?: { readonly completed?: boolean }): Promise<number>;
+  entries(options: { readonly cursor?: string; readonly limit?: number; readonly queue?: string }): Promise<EntryPage>;
+  purge(ids: readonly string[], beforeMs: number): Promise<number>;
 }
 
 /** What the server uses of a store. */

@@ -162,7 +162,9 @@ function remoteScope(thread: StoreThread, name: string): ServedScope {
       listQueues: (options) => call('frontier.listQueues', options),
       queue: (key) => call('frontier.queue', key),
       deleteQueue: (key) => call('frontier.deleteQueue', key),
-      clear: () => call('frontier.clear'),
+      clear: (options) => call('frontier.clear', options),
+      entries: (options) => call('frontier.entries', options),
+      purge: (ids, beforeMs) => call('frontier.purge', ids, beforeMs),
     }),
   };
 }

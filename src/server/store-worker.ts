@@ -16,7 +16,7 @@ const SCOPE_METHODS = new Set(['addIfAbsentUtf8', 'has', 'stats', 'openEpoch', '
 /** The frontier methods (ServedFrontier), called as `frontier.NAME`. */
 const FRONTIER_METHODS = new Set([
   'take', 'done', 'release', 'reclaim', 'stats', 'setdiffSummary', 'schedule', 'urlStatus', 'settings', 'pinnedQueueKey', 'configure',
-  'setDelay', 'blockUntil', 'setCrawlLimit', 'listQueues', 'queue', 'deleteQueue', 'clear',
+  'setDelay', 'blockUntil', 'setCrawlLimit', 'listQueues', 'queue', 'deleteQueue', 'clear', 'entries', 'purge',
 ]);
 
 function reply(message: StoreReply, transfer: ArrayBuffer[] = []): void {

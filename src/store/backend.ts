@@ -228,8 +228,12 @@ export interface Frontier {
   queue(key: string): Promise<QueueStats | undefined>;
   /** Removes a queue: its URLs (waiting, scheduled and leased) and its settings. Resolves with how many URLs it held. */
   deleteQueue(key: string): Promise<number>;
-  /** Removes every queue; resolves with how many URLs they held. */
-  clear(): Promise<number>;
+  /**
+   * Removes every queue; resolves with how many URLs they held. With `completed`, the count of
+   * URLs finished since the frontier began starts again from 0 (URLFrontier's DeleteCrawl: a
+   * deleted crawl shows nothing completed).
+   */
+  clear(options?: { readonly completed?: boolean }): Promise<number>;
 
   /** Owners that took at or after `sinceMs` (host affinity's live owners), recorded by take. */
   owners(sinceMs: number): Promise<string[]>;
@@ -239,6 +243,32 @@ export interface Frontier {
    * read, nothing changes (a set-difference summary of the frontier, src/setdiff/).
    */
   forEachUrl(onBatch: (urls: string[]) => void): Promise<void>;
+  /**
+   * A page of the entries (waiting, scheduled and leased), of one queue or all, from `cursor` (a
+   * previous page's; none: the first page): a read, nothing changes. At most `limit` entries;
+   * no cursor back: the last page. Entries queued or removed meanwhile may or may not be seen.
+   */
+  entries(options: { readonly cursor?: string; readonly limit: number; readonly queue?: string }): Promise<EntryPage>;
+  /** Removes the entries of `ids` that were created before `beforeMs`, in one atomic step, without counting them completed; resolves with how many. */
+  purge(ids: readonly string[], beforeMs: number): Promise<number>;
+}
+
+/** One entry as `entries` lists it. */
+export interface FrontierEntry {
+  readonly id: string;
+  readonly url: string;
+  readonly queue: string;
+  readonly state: 'waiting' | 'scheduled' | 'leased';
+  /** When it is due (waiting and scheduled), or its lease ends (leased). */
+  readonly atMs: number;
+  /** When the URL was first stored in the frontier (entries written before this was kept: their due time). */
+  readonly createdMs: number;
+  readonly data?: unknown;
+}
+
+export interface EntryPage {
+  readonly entries: FrontierEntry[];
+  readonly cursor?: string;
 }
 
 export interface TakeRequest {
@@ -309,6 +339,8 @@ export interface UrlStatus {
   readonly atMs: number;
   readonly attempts: number;
   readonly epoch: number;
+  /** When the URL was first stored in the frontier (FrontierEntry.createdMs). */
+  readonly createdMs: number;
 }
 
 /** What an enqueue queues for each key: its URL, the queue it joins, and optionally a payload kept with it. */

@@ -3,6 +3,7 @@ import type { ScopeOptions } from '../index.js';
 import { scopeOfKey } from '../server/server.js';
 import type { ServedFrontier, ServedScope, ServedStore } from '../server/served-store.js';
 import { SCOPE_NAME_PATTERN } from '../store/records.js';
+import type { QueueKeyMode } from '../url/queue-key.js';
 import { RpcError } from './status.js';
 
 /** The crawl an empty crawl ID names: URLFrontier's own name for its default crawl. */
@@ -25,6 +26,7 @@ export class Crawls {
   readonly #store: ServedStore;
   readonly #scopeOptions: ScopeOptions;
   readonly #known = new Set<string>();
+  readonly #queueKeys = new Map<string, Promise<QueueKeyMode>>();
 
   /** `scopeOptions` shape a crawl's scope when its first URL creates it: the same as RESP's auto-created scopes, so either side may create it. */
   constructor(store: ServedStore, scopeOptions: ScopeOptions) {
@@ -42,15 +44,11 @@ export class Crawls {
   }
 
   /**
-   * The scope of a crawl that must exist: NOT_FOUND for a named crawl that does not (a typo in a
-   * crawl ID must not read as an empty crawl). The default crawl always answers, empty before
-   * its first URL, as URLFrontier's reference service does.
+   * The scope of a crawl, or undefined when there is none: the reference service answers a crawl
+   * it does not know as an empty one (GetStats zeros, DeleteCrawl 0), and no state is made for it.
    */
-  async existing(crawlID: string): Promise<ServedScope> {
-    if (!(await this.exists(crawlID))) {
-      throw new RpcError(GrpcStatus.NOT_FOUND, `unknown crawl ID ${JSON.stringify(crawlID)}: no such crawl (ListCrawls lists them)`);
-    }
-    return this.scope(crawlID);
+  async find(crawlID: string): Promise<ServedScope | undefined> {
+    return (await this.exists(crawlID)) ? this.scope(crawlID) : undefined;
   }
 
   /** Whether a crawl exists (the default crawl always does). Scopes are never deleted, so a name found once is not asked again. */
@@ -62,7 +60,29 @@ export class Crawls {
     return this.#known.has(name);
   }
 
-  names(): Promise<string[]> {
-    return this.#store.scopeNames();
+  /** The queue key a crawl's URLs are queued by, pinned: no configure can change it while this server keeps it. */
+  queueKeyMode(crawlID: string): Promise<QueueKeyMode> {
+    const name = scopeOfCrawl(crawlID);
+    let mode = this.#queueKeys.get(name);
+    if (mode === undefined) {
+      mode = this.frontier(crawlID).then((frontier) => frontier.pinnedQueueKey());
+      mode.catch(() => this.#queueKeys.delete(name));
+      this.#queueKeys.set(name, mode);
+    }
+    return mode;
+  }
+
+  /**
+   * The crawls, as ListCrawls lists them: scopes whose frontier holds URLs or finished some. A
+   * deleted crawl (its frontier emptied and its completed count zeroed) is not listed, nor is a
+   * scope that only RESP's Bloom commands use.
+   */
+  async names(): Promise<string[]> {
+    const names: string[] = [];
+    for (const name of await this.#store.scopeNames()) {
+      const stats = await (await this.#store.scope(name, this.#scopeOptions)).frontier().stats();
+      if (stats.pending + stats.leased + stats.done > 0) names.push(name);
+    }
+    return names;
   }
 }

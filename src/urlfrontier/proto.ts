@@ -124,6 +124,11 @@ export interface CountUrlParams {
   readonly filter?: string;
 }
 
+export interface LogLevelParams {
+  readonly package: string;
+  readonly level: 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+}
+
 export interface AckMessage {
   readonly ID: string;
   readonly status: 'OK' | 'SKIPPED' | 'FAIL';

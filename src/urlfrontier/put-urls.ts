@@ -1,9 +1,8 @@
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { SeenStoreError } from '../errors.js';
-import type { QueueKeyMode } from '../url/queue-key.js';
 import { MAX_QUEUE_KEY_LENGTH, queueKeyOf } from '../url/queue-key.js';
 import type { Crawls } from './crawls.js';
-import { isMalformed, type AckMessage, type MalformedMessage, type UrlItem } from './proto.js';
+import { isMalformed, type AckMessage, type MalformedMessage, type UrlInfo, type UrlItem } from './proto.js';
 import { invalidArgument, RpcError, toServiceError } from './status.js';
 
 /** Items of one stream committed together: one enqueue (one durable commit) per run of a batch. */
@@ -13,6 +12,14 @@ const PENDING_ITEMS_MAX = 4 * PUT_BATCH_ITEMS_MAX;
 /** Longest URL accepted, in UTF-8 bytes: the library's limit on a key. */
 const URL_BYTES_MAX = 64 * 1024;
 const SECONDS_TO_MS = 1_000;
+
+/** What a put stream tells its service: for the log and the metrics. */
+export interface PutStreamHooks<Ack> {
+  /** Hears once per stream of each crawl ID whose items are SKIPPED because it cannot be a crawl. */
+  readonly onUnusableCrawl: (crawlID: string, message: string) => void;
+  /** The acks of one commit, written; `startNs` (process.hrtime.bigint()) when it began. */
+  readonly onAcks: (acks: readonly Ack[], startNs: bigint) => void;
+}
 
 /** One item of a batch, checked: what to do with it and which ack it gets. */
 interface PutEntry {
@@ -41,16 +48,19 @@ type Checked = PutEntry | { readonly ackId: string; readonly skipped: string };
 export class PutUrlsStream {
   readonly #call: ServerDuplexStream<UrlItem | MalformedMessage, AckMessage>;
   readonly #crawls: Crawls;
-  readonly #queueKeys = new Map<string, Promise<QueueKeyMode>>();
   #pending: UrlItem[] = [];
   #running: Promise<void> | undefined;
   #ended = false;
   #malformed: string | undefined;
   #cancelled = false;
 
-  constructor(call: ServerDuplexStream<UrlItem | MalformedMessage, AckMessage>, crawls: Crawls) {
+  readonly #hooks: PutStreamHooks<AckMessage>;
+  readonly #warned = new Set<string>();
+
+  constructor(call: ServerDuplexStream<UrlItem | MalformedMessage, AckMessage>, crawls: Crawls, hooks: PutStreamHooks<AckMessage>) {
     this.#call = call;
     this.#crawls = crawls;
+    this.#hooks = hooks;
     call.on('data', (item: UrlItem | MalformedMessage) => this.#receive(item));
     call.on('end', () => {
       this.#ended = true;
@@ -92,7 +102,10 @@ export class PutUrlsStream {
       const batch = this.#pending.length <= PUT_BATCH_ITEMS_MAX ? this.#pending : this.#pending.slice(0, PUT_BATCH_ITEMS_MAX);
       this.#pending = batch === this.#pending ? [] : this.#pending.slice(PUT_BATCH_ITEMS_MAX);
       if (this.#call.isPaused() && this.#pending.length < PENDING_ITEMS_MAX) this.#call.resume();
-      for (const ack of await this.#commit(batch)) this.#call.write(ack);
+      const startNs = process.hrtime.bigint();
+      const acks = await this.#commit(batch);
+      for (const ack of acks) this.#call.write(ack);
+      this.#hooks.onAcks(acks, startNs);
     }
     if (!this.#ended || this.#call.writableEnded || this.#cancelled) return;
     if (this.#malformed !== undefined) this.#call.emit('error', toServiceError(invalidArgument(this.#malformed)));
@@ -125,7 +138,14 @@ export class PutUrlsStream {
       return run.map(() => 'OK');
     } catch (error) {
       // A crawl ID that cannot be a scope name fails the whole run, which is all of that crawl.
-      if (error instanceof RpcError) return run.map(() => 'SKIPPED');
+      if (error instanceof RpcError) {
+        const crawlID = run[0]!.crawlID;
+        if (!this.#warned.has(crawlID)) {
+          this.#warned.add(crawlID);
+          this.#hooks.onUnusableCrawl(crawlID, error.message);
+        }
+        return run.map(() => 'SKIPPED');
+      }
       if (!isBadInput(error)) return run.map(() => 'FAIL');
       if (run.length === 1) return ['SKIPPED'];
       const statuses: AckMessage['status'][] = [];
@@ -137,7 +157,7 @@ export class PutUrlsStream {
   async #write(run: readonly PutEntry[]): Promise<void> {
     const { crawlID, kind } = run[0]!;
     const scope = await this.#crawls.scope(crawlID);
-    const mode = await this.#queueKeyMode(crawlID);
+    const mode = await this.#crawls.queueKeyMode(crawlID);
     const urls = run.map((entry) => entry.url);
     const queues = run.map((entry) => (entry.key === '' ? queueKeyOf(entry.url, mode)! : entry.key));
     const withData = run.some((entry) => entry.metadata !== undefined);
@@ -146,24 +166,27 @@ export class PutUrlsStream {
     else await scope.frontier().schedule(urls, run.map((entry) => entry.atMs), { queues, ...(data === undefined ? {} : { data }) });
   }
 
-  #queueKeyMode(crawlID: string): Promise<QueueKeyMode> {
-    let mode = this.#queueKeys.get(crawlID);
-    if (mode === undefined) {
-      // Pinned: no configure can change it while this server keeps it.
-      mode = this.#crawls.frontier(crawlID).then((frontier) => frontier.pinnedQueueKey());
-      mode.catch(() => this.#queueKeys.delete(crawlID));
-      this.#queueKeys.set(crawlID, mode);
-    }
-    return mode;
-  }
 }
 
 function sameRun(a: PutEntry, b: Checked): boolean {
   return !('skipped' in b) && b.kind === a.kind && b.crawlID === a.crawlID;
 }
 
-function isBadInput(error: unknown): boolean {
+export function isBadInput(error: unknown): boolean {
   return error instanceof SeenStoreError && (error.code === 'USAGE' || error.code === 'INVALID_URL');
+}
+
+/**
+ * Why a URLInfo can never be queued (its item is SKIPPED), or undefined: no URL, too long, a key
+ * too long, or no key and no host to derive one from (the reference service skips it too).
+ */
+export function infoSkipReason(info: UrlInfo): string | undefined {
+  const url = info.url;
+  if (url === '') return 'no URL';
+  if (url.length > URL_BYTES_MAX || Buffer.byteLength(url) > URL_BYTES_MAX) return 'URL too long';
+  if (info.key.length > MAX_QUEUE_KEY_LENGTH) return 'key too long';
+  if (info.key === '' && queueKeyOf(url, 'host') === undefined) return 'no host to derive a queue from';
+  return undefined;
 }
 
 /** What an item asks, or why it is SKIPPED. Queue keys are derived later, with the crawl's queue-key mode. */
@@ -174,11 +197,8 @@ function checkItem(item: UrlItem): Checked {
   const url = info?.url ?? '';
   const ackId = item.ID === '' ? url : item.ID;
   if (kind === undefined || info === null) return { ackId, skipped: 'neither discovered nor known, or no URLInfo' };
-  if (url === '') return { ackId, skipped: 'no URL' };
-  if (url.length > URL_BYTES_MAX || Buffer.byteLength(url) > URL_BYTES_MAX) return { ackId, skipped: 'URL too long' };
-  if (info.key.length > MAX_QUEUE_KEY_LENGTH) return { ackId, skipped: 'key too long' };
-  // No key given: the URL must have a host to be polite to (the reference service skips it too).
-  if (info.key === '' && queueKeyOf(url, 'host') === undefined) return { ackId, skipped: 'no host to derive a queue from' };
+  const skipped = infoSkipReason(info);
+  if (skipped !== undefined) return { ackId, skipped };
   const refetchS = kind === 'known' ? item.known!.refetchable_from_date : 0;
   if (!Number.isSafeInteger(refetchS * SECONDS_TO_MS)) return { ackId, skipped: 'refetchable_from_date out of range' };
   const metadata = Object.keys(info.metadata).length === 0 ? undefined : info.metadata;

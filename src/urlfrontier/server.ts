@@ -7,7 +7,10 @@ import type { ServedStore } from '../server/served-store.js';
 import { passwordDigest } from '../server/server-commands.js';
 import { isLoopback } from '../server/server.js';
 import { Crawls } from './crawls.js';
+import { Registry } from 'prom-client';
+import { UrlFrontierMetrics } from './metrics.js';
 import { urlFrontierService } from './proto.js';
+import { PUT_DISCOVERED_IN_FLIGHT_DEFAULT } from './put-discovered.js';
 import { urlFrontierHandlers } from './service.js';
 
 /** URLFrontier's usual port. */
@@ -29,6 +32,10 @@ export interface UrlFrontierServerOptions {
   readonly authThrottle: AuthThrottle;
   /** The store's clock (SeenStoreOptions.clock), for what is due now (default Date.now). */
   readonly clock?: () => number;
+  /** Batches a PutDiscovered stream may have received and not yet acked before it is no longer read (default 16, the reference's putDiscovered.max.inflight). */
+  readonly putDiscoveredInFlight?: number;
+  /** serve's Prometheus registry (ServerMetrics.registry): the service's metrics join it. None: they are kept but not served. */
+  readonly registry?: Registry;
 }
 
 /**
@@ -49,6 +56,10 @@ export class UrlFrontierServer {
       crawls: new Crawls(store, options.scopeOptions),
       address: () => `${options.bind}:${this.#port}`,
       clock: options.clock ?? Date.now,
+      putDiscoveredInFlight: options.putDiscoveredInFlight ?? PUT_DISCOVERED_IN_FLIGHT_DEFAULT,
+      logger: options.logger,
+      metrics: new UrlFrontierMetrics(options.registry ?? new Registry()),
+      onUnusableCrawl: (method, crawlID, message) => options.logger.log('warning', { event: 'urlfrontier', method, crawl_id: crawlID.slice(0, 80), message: `its URLs are acked SKIPPED: ${message}` }),
       onInternalError: (method, error) => options.logger.log('error', { event: 'urlfrontier', method, message: (error as Error).message, stack: (error as Error).stack ?? null }),
     });
     this.#server.addService(urlFrontierService(), this.#digest === undefined ? handlers : this.#guarded(handlers));

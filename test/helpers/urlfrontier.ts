@@ -23,6 +23,11 @@ export function discovered(url: string, fields: { key?: string; crawlID?: string
   return { discovered: { info: { url, key: fields.key ?? '', crawlID: fields.crawlID ?? '', metadata: fields.metadata ?? {} } }, ID: fields.ID ?? '' };
 }
 
+/** A URLInfo of a PutDiscovered batch. */
+export function info(url: string, fields: { key?: string; crawlID?: string } = {}): object {
+  return { url, key: fields.key ?? '', crawlID: fields.crawlID ?? '', metadata: {} };
+}
+
 /** A known item of PutURLs: refetchable from `refetchS` (seconds since the Unix epoch; 0: done for good). */
 export function known(url: string, refetchS: number, fields: { key?: string; crawlID?: string } = {}): object {
   return { known: { info: { url, key: fields.key ?? '', crawlID: fields.crawlID ?? '', metadata: {} }, refetchable_from_date: refetchS } };
@@ -64,8 +69,33 @@ export class FrontierClient {
     return done;
   }
 
+  /** Sends the batches on one PutDiscovered stream and resolves with every BatchAck once the server ends it. */
+  putDiscovered(batches: readonly { ID: string; items: readonly object[] }[]): Promise<{ ID: string; statuses: string[] }[]> {
+    const stream = this.raw.PutDiscovered!.call(this.raw, this.#metadata) as Stream;
+    const acks: { ID: string; statuses: string[] }[] = [];
+    stream.on('data', (ack: { ID: string; statuses: string[] }) => acks.push(ack));
+    const done = new Promise<typeof acks>((resolve, reject) => {
+      stream.on('end', () => resolve(acks));
+      stream.on('error', reject);
+    });
+    for (const batch of batches) stream.write(batch);
+    stream.end();
+    return done;
+  }
+
   putStream(): Stream {
     return this.raw.PutURLs!.call(this.raw, this.#metadata) as Stream;
+  }
+
+  /** ListURLs: every URLItem it streams. */
+  list<T = never>(params: object = {}): Promise<T[]> {
+    return new Promise((resolve, reject) => {
+      const stream = this.raw.ListURLs!.call(this.raw, params, this.#metadata) as Stream;
+      const items: T[] = [];
+      stream.on('data', (item: T) => items.push(item));
+      stream.on('end', () => resolve(items));
+      stream.on('error', reject);
+    });
   }
 
   get(params: object = {}): Promise<UrlInfo[]> {

@@ -15,6 +15,7 @@ interface ServeCliOptions extends GlobalOptions {
   readonly requirepassFile?: string;
   readonly metricsPort?: string;
   readonly urlfrontierPort?: string;
+  readonly putDiscoveredMaxInflight?: string;
   readonly metricsBind?: string;
   readonly logJson?: boolean;
   readonly maxClients?: string;
@@ -67,6 +68,7 @@ export async function serve(command: Command): Promise<void> {
   const metricsPort = parseCount('metrics-port', options.metricsPort, 0);
   const urlfrontierPort = parseCount('urlfrontier-port', options.urlfrontierPort, 0);
   if (urlfrontierPort !== undefined && urlfrontierPort > 65_535) throw new SeenStoreError('USAGE', `--urlfrontier-port must be at most 65535, got ${urlfrontierPort}`);
+  const putDiscoveredInFlight = parseCount('put-discovered-max-inflight', options.putDiscoveredMaxInflight, 1);
   const bind = options.bind ?? DEFAULT_BIND;
   const secret = password(options);
   if (secret === undefined && !isLoopback(bind)) {
@@ -104,6 +106,8 @@ export async function serve(command: Command): Promise<void> {
     scopeOptions: { capacityUrls, fprTarget, keys: 'raw' },
     logger,
     authThrottle: server.authThrottle,
+    registry: server.metrics.registry,
+    ...(putDiscoveredInFlight === undefined ? {} : { putDiscoveredInFlight }),
     ...(secret === undefined ? {} : { password: secret }),
   });
   // Listening before the start line: a SIGTERM sent as soon as it appears stops the server

@@ -1,11 +1,11 @@
 import { SeenStoreError } from '../../errors.js';
-import type { FrontierSettings, FrontierStats, QueueStats, UrlStatus } from '../backend.js';
+import type { EntryPage, FrontierEntry, FrontierSettings, FrontierStats, QueueStats, UrlStatus } from '../backend.js';
 import type { StoreEnv } from './env.js';
 import {
   frontierEntryKey, frontierLeaseRange, frontierNonEmptyRange, frontierQueueKey, frontierStateKey, frontierTagRange,
   frontierUrlRange,
 } from './keys.js';
-import { readEntry, readOwner, readQueue, readState, urlHash, type EntryRecord, type FrontierState, type QueueRecord } from './frontier-records.js';
+import { createdMsOf, readEntry, readOwner, readQueue, readState, urlHash, type EntryRecord, type FrontierState, type QueueRecord } from './frontier-records.js';
 import { queueRoom, readyAt, type FrontierDb } from './frontier-txn.js';
 
 /** URLs per batch that forEachUrl hands over. */
@@ -69,7 +69,7 @@ export class FrontierReader {
       if (entry?.url !== url) continue;
       const now = this.#nowMs;
       const state = entry.leaseUntilMs > now ? 'leased' : entry.dueMs > now ? 'scheduled' : 'waiting';
-      return { id: String(id), queue: entry.queue, state, atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs, attempts: entry.attempts, epoch: entry.epoch };
+      return { id: String(id), queue: entry.queue, state, atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs, attempts: entry.attempts, epoch: entry.epoch, createdMs: createdMsOf(entry) };
     }
     return undefined;
   }
@@ -81,6 +81,22 @@ export class FrontierReader {
       if (readOwner(this.#env, value, this.#scope, owner).lastTakeMs >= sinceMs) out.push(owner);
     }
     return out;
+  }
+
+  /** A page of entries in id order after `afterId`, of one queue or all (a queue's are found by scanning: ListURLs of one queue is rare). */
+  entries(afterId: number, limit: number, queue: string | undefined): EntryPage {
+    const entries: FrontierEntry[] = [];
+    const range = frontierTagRange(this.#scope, 'e');
+    for (const { key, value } of this.#db.getRange({ ...range, start: frontierEntryKey(this.#scope, afterId + 1) })) {
+      const id = (key as unknown as [string, string, number])[2];
+      const entry = readEntry(this.#env, value, this.#scope, id);
+      if (queue !== undefined && entry.queue !== queue) continue;
+      if (entries.length === limit) return { entries, cursor: entries[entries.length - 1]!.id };
+      const now = this.#nowMs;
+      const state = entry.leaseUntilMs > now ? 'leased' : entry.dueMs > now ? 'scheduled' : 'waiting';
+      entries.push({ id: String(id), url: entry.url, queue: entry.queue, state, atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs, createdMs: createdMsOf(entry), ...(entry.data === undefined ? {} : { data: entry.data }) });
+    }
+    return { entries };
   }
 
   forEachUrl(onBatch: (urls: string[]) => void): void {

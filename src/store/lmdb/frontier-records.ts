@@ -33,6 +33,16 @@ export interface EntryRecord {
   /** Who holds the lease (take's owner), when one was given. */
   owner?: string;
   data?: unknown;
+  /**
+   * When the URL was first stored (ms since 1970): URLFrontier's creation_date, PurgeURLs' age.
+   * Absent in entries written before it was kept, which are dated by `dueMs` (createdMsOf).
+   */
+  readonly createdMs?: number;
+}
+
+/** An entry's creation time: its own, or for an entry written before creation times were kept, its due time (when it was queued, unless it was rescheduled since: then later, never earlier). */
+export function createdMsOf(entry: EntryRecord): number {
+  return entry.createdMs ?? entry.dueMs;
 }
 
 /**
@@ -103,7 +113,7 @@ export function readState(env: RecordDecoder, bytes: Uint8Array | undefined, sco
 
 export function readEntry(env: RecordDecoder, bytes: Uint8Array, scope: string, id: number): EntryRecord {
   return decoded(env, bytes, `frontier entry ${scope}/${id}`, 2, (r) =>
-    typeof r.url === 'string' && typeof r.queue === 'string' && isCount(r.epoch) && isTime(r.dueMs) && isTime(r.leaseUntilMs) && isCount(r.attempts) && isOptional(r.owner, (o) => typeof o === 'string'),
+    typeof r.url === 'string' && typeof r.queue === 'string' && isCount(r.epoch) && isTime(r.dueMs) && isTime(r.leaseUntilMs) && isCount(r.attempts) && isOptional(r.owner, (o) => typeof o === 'string') && isOptional(r.createdMs, isTime),
   ) as EntryRecord;
 }
 

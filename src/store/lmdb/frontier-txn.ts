@@ -93,7 +93,7 @@ export class FrontierTxn {
     const state = this.state;
     const id = state.nextId++;
     state.entries++;
-    const entry: EntryRecord = { v: 2, url, queue, epoch, dueMs, leaseUntilMs: 0, attempts: 0, ...(data === undefined ? {} : { data }) };
+    const entry: EntryRecord = { v: 2, url, queue, epoch, dueMs, leaseUntilMs: 0, attempts: 0, ...(data === undefined ? {} : { data }), createdMs: this.nowMs };
     this.#put(id, entry);
     this.#db.putSync(frontierUrlKey(this.#scope, urlHash(url), id), MARK);
     this.#addWaiting(queue, dueMs, id);

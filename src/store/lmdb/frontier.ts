@@ -1,10 +1,10 @@
 import { SeenStoreError } from '../../errors.js';
-import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus } from '../backend.js';
+import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus, type EntryPage } from '../backend.js';
 import { faultPoint, type FaultPoint } from '../faults.js';
 import { parseFrontierId } from '../frontier-id.js';
 import type { StoreEnv } from './env.js';
 import { FrontierReader } from './frontier-reads.js';
-import type { EntryRecord } from './frontier-records.js';
+import { createdMsOf, type EntryRecord } from './frontier-records.js';
 import { FrontierTxn } from './frontier-txn.js';
 import { FRONTIER_TAGS, frontierTagRange } from './keys.js';
 
@@ -190,7 +190,7 @@ export class LmdbFrontier implements Frontier {
     });
   }
 
-  async clear(): Promise<number> {
+  async clear(options: { readonly completed?: boolean } = {}): Promise<number> {
     if (this.#env.frontierDb === undefined) return 0;
     const db = this.#env.frontierDb;
     return this.#change((txn) => {
@@ -201,7 +201,7 @@ export class LmdbFrontier implements Frontier {
         if (tag === 's' || tag === 'o') continue;
         for (const key of [...db.getKeys(frontierTagRange(this.#scope, tag))]) db.removeSync(key);
       }
-      Object.assign(state, { entries: 0, leased: 0, queues: 0 });
+      Object.assign(state, { entries: 0, leased: 0, queues: 0 }, options.completed === true ? { done: 0 } : {});
       return held;
     });
   }
@@ -212,6 +212,19 @@ export class LmdbFrontier implements Frontier {
 
   async stats(): Promise<FrontierStats> {
     return this.#read({ pending: 0, leased: 0, done: 0, queues: 0 }, (reader) => reader.stats());
+  }
+
+  async entries(options: { readonly cursor?: string; readonly limit: number; readonly queue?: string }): Promise<EntryPage> {
+    const afterId = options.cursor === undefined ? 0 : parseFrontierId(options.cursor);
+    return this.#read({ entries: [] }, (reader) => reader.entries(afterId, options.limit, options.queue));
+  }
+
+  async purge(ids: readonly string[], beforeMs: number): Promise<number> {
+    return this.#eachEntry(ids, (txn, id, entry) => {
+      if (createdMsOf(entry) >= beforeMs) return false;
+      txn.remove(id, entry);
+      return true;
+    });
   }
 
   async forEachUrl(onBatch: (urls: string[]) => void): Promise<void> {

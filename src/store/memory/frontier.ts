@@ -1,5 +1,5 @@
 import { SeenStoreError } from '../../errors.js';
-import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus } from '../backend.js';
+import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus, type EntryPage, type FrontierEntry } from '../backend.js';
 import { parseFrontierId } from '../frontier-id.js';
 
 /** One queued URL: waiting from `dueMs` on; leased while `leaseUntilMs` is in the future. */
@@ -13,6 +13,7 @@ interface Entry {
   attempts: number;
   owner: string | undefined;
   data: unknown;
+  readonly createdMs: number;
 }
 
 /** A queue's entries (in the order they were queued) and its politeness state. */
@@ -149,7 +150,7 @@ export class MemoryFrontier implements Frontier {
     if (entry === undefined) return undefined;
     const now = this.#now();
     const state = entry.leaseUntilMs > now ? 'leased' : entry.dueMs > now ? 'scheduled' : 'waiting';
-    return { id: String(entry.id), queue: entry.queue, state, atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs, attempts: entry.attempts, epoch: entry.epoch };
+    return { id: String(entry.id), queue: entry.queue, state, atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs, attempts: entry.attempts, epoch: entry.epoch, createdMs: entry.createdMs };
   }
 
   async settings(): Promise<FrontierSettings> {
@@ -200,8 +201,9 @@ export class MemoryFrontier implements Frontier {
     return held;
   }
 
-  async clear(): Promise<number> {
+  async clear(options: { readonly completed?: boolean } = {}): Promise<number> {
     const n = this.#entries.size;
+    if (options.completed === true) this.#done = 0;
     this.#entries.clear();
     this.#byUrl.clear();
     this.#queues.clear();
@@ -219,6 +221,31 @@ export class MemoryFrontier implements Frontier {
     let queues = 0;
     for (const queue of this.#queues.values()) if (queue.entries.size > 0) queues++;
     return { pending: this.#entries.size - leased, leased, done: this.#done, queues };
+  }
+
+  async entries(options: { readonly cursor?: string; readonly limit: number; readonly queue?: string }): Promise<EntryPage> {
+    const now = this.#now();
+    const after = options.cursor === undefined ? 0 : Number(options.cursor);
+    const source = options.queue === undefined ? this.#entries.values() : [...(this.#queues.get(options.queue)?.entries ?? [])].sort((a, b) => a.id - b.id);
+    const entries: FrontierEntry[] = [];
+    for (const entry of source) {
+      if (entry.id <= after) continue;
+      if (entries.length === options.limit) return { entries, cursor: String(entries[entries.length - 1]!.id) };
+      const state = entry.leaseUntilMs > now ? 'leased' : entry.dueMs > now ? 'scheduled' : 'waiting';
+      entries.push({ id: String(entry.id), url: entry.url, queue: entry.queue, state, atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs, createdMs: entry.createdMs, ...(entry.data === undefined ? {} : { data: entry.data }) });
+    }
+    return { entries };
+  }
+
+  async purge(ids: readonly string[], beforeMs: number): Promise<number> {
+    let n = 0;
+    for (const id of ids) {
+      const entry = this.#entries.get(parseFrontierId(id));
+      if (entry === undefined || entry.createdMs >= beforeMs) continue;
+      this.#remove(entry);
+      n++;
+    }
+    return n;
   }
 
   async forEachUrl(onBatch: (urls: string[]) => void): Promise<void> {
@@ -257,7 +284,7 @@ export class MemoryFrontier implements Frontier {
   }
 
   #insert(url: string, key: string, epoch: number, dueMs: number, data: unknown): void {
-    const entry: Entry = { id: this.#nextId++, url, queue: key, epoch, dueMs, leaseUntilMs: 0, attempts: 0, owner: undefined, data };
+    const entry: Entry = { id: this.#nextId++, url, queue: key, epoch, dueMs, leaseUntilMs: 0, attempts: 0, owner: undefined, data, createdMs: this.#now() };
     this.#entries.set(entry.id, entry);
     this.#byUrl.set(url, entry);
     this.#queue(key).entries.add(entry);

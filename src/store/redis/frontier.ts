@@ -1,5 +1,5 @@
 import { SeenStoreError } from '../../errors.js';
-import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus } from '../backend.js';
+import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus, type EntryPage, type FrontierEntry } from '../backend.js';
 import { faultPoint } from '../faults.js';
 import { QUEUE_KEY_MODES, type QueueKeyMode } from '../../url/queue-key.js';
 import type { Reply } from './connection.js';
@@ -10,7 +10,7 @@ import type { QueuePartitionKeys } from './keys.js';
 import { QUEUE_PARTITIONS, queuePartitionOf } from './queue-partition.js';
 import { pickQueues, type Candidate } from './queue-picks.js';
 import {
-  admitEntries, clearQueues, configureFrontier, pinFrontierQueueKey, deleteQueueEntries, findUrls, finishIds, forgetUrls, listQueueStates, queueCounts, queueState, readyQueues, reclaimOwner,
+  admitEntries, clearQueues, purgeIds, configureFrontier, pinFrontierQueueKey, deleteQueueEntries, findUrls, finishIds, forgetUrls, listQueueStates, queueCounts, queueState, readyQueues, reclaimOwner,
   releaseIds, scheduleUrls, setQueueState, takeQueues, type AnswerArgs, type QueueSettingsArgs, type ScheduledUrl,
 } from './queue-functions.js';
 
@@ -192,7 +192,7 @@ export class RedisFrontier implements Frontier {
     if (where === undefined) return undefined;
     const { entry, nowMs } = where;
     const state = entry.l > nowMs ? 'leased' : entry.t > nowMs ? 'scheduled' : 'waiting';
-    return { id: `${where.partition}-${where.id}`, queue: entry.q, state, atMs: state === 'leased' ? entry.l : entry.t, attempts: entry.a, epoch: entry.e };
+    return { id: `${where.partition}-${where.id}`, queue: entry.q, state, atMs: state === 'leased' ? entry.l : entry.t, attempts: entry.a, epoch: entry.e, createdMs: entry.c ?? entry.t };
   }
 
   /** Where each URL is queued, looked up in every partition at once (a URL's queue, and so its partition, is not known from it). */
@@ -277,9 +277,9 @@ export class RedisFrontier implements Frontier {
     return Number(await deleteQueueEntries(this.#ctx, this.#keys(this.#route(key, s)), s, key, this.#doing('deleting a queue of')));
   }
 
-  async clear(): Promise<number> {
+  async clear(options: { readonly completed?: boolean } = {}): Promise<number> {
     const s = await this.#prepared();
-    const counts = await Promise.all(range(s.partitions).map((i) => clearQueues(this.#ctx, this.#keys(i), s, this.#doing('clearing'))));
+    const counts = await Promise.all(range(s.partitions).map((i) => clearQueues(this.#ctx, this.#keys(i), s, options.completed === true, this.#doing('clearing'))));
     return counts.reduce((sum: number, n) => sum + Number(n), 0);
   }
 
@@ -311,6 +311,57 @@ export class RedisFrontier implements Frontier {
         if (urls.length > 0) onBatch(urls);
       } while (cursor !== '0');
     }
+  }
+
+  /**
+   * A page of entries: one HSCAN page of one partition's entry hash (cursor `PARTITION:HSCAN`),
+   * so a page may hold more or fewer than `limit`; of one queue, only its partition is read.
+   * HSCAN may repeat an entry when the hash is resized during the listing.
+   */
+  async entries(options: { readonly cursor?: string; readonly limit: number; readonly queue?: string }): Promise<EntryPage> {
+    const s = await this.#prepared();
+    const partitions = options.queue === undefined ? range(s.partitions) : [this.#route(options.queue, s)];
+    let [at, scan] = options.cursor === undefined ? [0, '0'] : options.cursor.split(':').map((part, i) => (i === 0 ? Number(part) : part)) as [number, string];
+    const nowMs = Date.now();
+    const entries: FrontierEntry[] = [];
+    while (at < partitions.length && entries.length === 0) {
+      const i = partitions[at]!;
+      const key = this.#keys(i).state[1]!;
+      const reply = list(await this.#ctx.call(key, ['HSCAN', key, scan, 'COUNT', String(options.limit)], this.#doing('listing')));
+      scan = text(reply[0]);
+      const flat = list(reply[1]);
+      for (let n = 0; n < flat.length; n += 2) {
+        const entry = this.#entry(text(flat[n + 1]));
+        if (options.queue !== undefined && entry.q !== options.queue) continue;
+        const state = entry.l > nowMs ? 'leased' : entry.t > nowMs ? 'scheduled' : 'waiting';
+        const data = entry.d === undefined ? undefined : (JSON.parse(entry.d) as unknown);
+        entries.push({ id: `${i}-${text(flat[n])}`, url: entry.u, queue: entry.q, state, atMs: state === 'leased' ? entry.l : entry.t, createdMs: entry.c ?? entry.t, ...(data === undefined ? {} : { data }) });
+      }
+      if (scan === '0') {
+        at++;
+      }
+    }
+    return at < partitions.length ? { entries, cursor: `${at}:${scan}` } : { entries };
+  }
+
+  async purge(ids: readonly string[], beforeMs: number): Promise<number> {
+    const s = await this.#prepared();
+    const byPartition = new Map<number, string[]>();
+    for (const id of ids) {
+      const match = ID_PATTERN.exec(id);
+      if (match === null) continue;
+      const part = byPartition.get(Number(match[1])) ?? [];
+      part.push(match[2]!);
+      byPartition.set(Number(match[1]), part);
+    }
+    let n = 0;
+    for (const [i, part] of byPartition) {
+      if (i >= s.partitions) continue;
+      for (let from = 0; from < part.length; from += ITEMS_PER_CALL) {
+        n += Number(await purgeIds(this.#ctx, this.#keys(i), s, beforeMs, part.slice(from, from + ITEMS_PER_CALL), this.#doing('purging')));
+      }
+    }
+    return n;
   }
 
   /** The settings, with the inboxes moved into the queues (before anything reads or takes queues); a frontier of layout 1 is refused. */
@@ -430,6 +481,8 @@ interface StoredEntry {
   readonly a: number;
   readonly l: number;
   readonly d?: string;
+  /** When it was created (absent in entries written before creation times were kept: `t` stands for it). */
+  readonly c?: number;
 }
 
 interface FoundEntry {

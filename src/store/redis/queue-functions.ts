@@ -133,9 +133,14 @@ export function deleteQueueEntries(ctx: RedisContext, keys: QueuePartitionKeys, 
   return ctx.fcallDurable('ss_fq_delete', keys.state, [...settingsArgs(s), key], doing);
 }
 
-/** ss_fq_clear: removes every queue of the partition; how many entries they held. */
-export function clearQueues(ctx: RedisContext, keys: QueuePartitionKeys, s: QueueSettingsArgs, doing: string): Promise<Reply> {
-  return ctx.fcallDurable('ss_fq_clear', keys.state, settingsArgs(s), doing);
+/** ss_fq_purge: removes the entries of `ids` (numbers within the partition) created before `beforeMs`, without finishing them; how many. */
+export function purgeIds(ctx: RedisContext, keys: QueuePartitionKeys, s: QueueSettingsArgs, beforeMs: number, ids: readonly string[], doing: string): Promise<Reply> {
+  return ctx.fcallDurable('ss_fq_purge', keys.state, [...settingsArgs(s), String(beforeMs), ...ids], doing);
+}
+
+/** ss_fq_clear: removes every queue of the partition (and with `completed` its count of finished entries); how many entries they held. */
+export function clearQueues(ctx: RedisContext, keys: QueuePartitionKeys, s: QueueSettingsArgs, completed: boolean, doing: string): Promise<Reply> {
+  return ctx.fcallDurable('ss_fq_clear', keys.state, [...settingsArgs(s), completed ? '1' : '0'], doing);
 }
 
 /** ss_fq_stats: entries, leased, done, queues holding entries. */

@@ -58,13 +58,14 @@ local function ss_fq_delete(keys, args)
   return n
 end
 
--- ARGV: settings. Removes every queue; replies how many entries they held. What was admitted
--- from the inboxes stays marked, and the done count stays.
+-- ARGV: settings, '1' to zero the done count. Removes every queue; replies how many entries they
+-- held. What was admitted from the inboxes stays marked, and the done count stays unless asked.
 local function ss_fq_clear(keys, args)
   local F = fbegin(keys, args)
   local n = tonumber(redis.call('HGET', F.counts, 'n') or '0')
   redis.call('DEL', F.ent, F.url, F.qs, F.w, F.l, F.leases, F.ready, F.names)
   redis.call('HSET', F.counts, 'n', 0)
+  if args[4] == '1' then redis.call('HSET', F.counts, 'done', 0) end
   return n
 end
 

@@ -22,7 +22,8 @@ local function ss_fq_admit(keys, args)
     if inbox_after(id, marks[source]) then
       marks[source] = id
       if redis.call('HEXISTS', F.url, url) == 0 then
-        insert(F, url, key, tonumber(args[i + 4]), tonumber(args[i + 6]), tonumber(args[i + 7]), args[i + 5])
+        -- Created when the add found it new: its due time, not the move into its queue.
+        insert(F, url, key, tonumber(args[i + 4]), tonumber(args[i + 6]), tonumber(args[i + 7]), args[i + 5], tonumber(args[i + 6]))
         touched[key] = true
         n = n + 1
       end
@@ -112,7 +113,7 @@ local function schedule_one(F, url, key, at_ms, place, data)
     return 0
   end
   if not e then
-    insert(F, url, key, 0, at_ms, place, data)
+    insert(F, url, key, 0, at_ms, place, data, now_ms())
     refresh(F, key)
     return 1
   end
@@ -154,6 +155,24 @@ local function ss_fq_forget(keys, args)
       n = n + 1
     end
   end
+  return n
+end
+
+-- ARGV: settings, cutoff ms, ids. Removes the entries of the ids created before the cutoff
+-- (an entry written before creation times were kept: its due time), without finishing them
+-- (URLFrontier's PurgeURLs); replies how many.
+local function ss_fq_purge(keys, args)
+  local F = fbegin(keys, args)
+  local cutoff, n, touched = tonumber(args[4]), 0, {}
+  for i = 5, #args do
+    local e = entry_get(F, args[i])
+    if e and (e.c or e.t) < cutoff then
+      remove(F, args[i], e)
+      touched[e.q] = true
+      n = n + 1
+    end
+  end
+  for key in pairs(touched) do refresh(F, key) end
   return n
 end
 

@@ -138,9 +138,9 @@ local function unlease(F, id, e)
   attach(F, id, e)
 end
 
-local function insert(F, url, key, epoch, due, place, data)
+local function insert(F, url, key, epoch, due, place, data, created)
   local id = redis.call('INCR', F.seq)
-  local e = {u = url, q = key, e = epoch, t = due, n = place, a = 0, l = 0}
+  local e = {u = url, q = key, e = epoch, t = due, n = place, a = 0, l = 0, c = created}
   if data ~= '' then e.d = data end
   entry_put(F, id, e)
   redis.call('HSET', F.url, url, id)
