@@ -34,13 +34,11 @@ export interface SalvagedScope {
   readonly frontier: SalvagedFrontier;
 }
 
-/** What could not be read, one each, by kind (`page`, `record`, `chunk`, `journal`, `frontier`, `delivery`). */
+/** What could not be read, one each, by kind (`page`, `record`, `chunk`, `journal`, `frontier`, `delivery`: a run's delivery file). */
 export type Skipped = SalvageSkip;
 
 export interface SalvagedStore {
   readonly scopes: Map<string, SalvagedScope>;
-  /** The `delivery` database's records (undelivered batches), raw, when the store has one. */
-  readonly delivery: RawRecord[] | undefined;
   /** Lost key ranges of the chunks database: a chunk key inside one was written and is lost. */
   readonly lostChunks: LostRange[];
   readonly skipped: Skipped[];
@@ -48,10 +46,8 @@ export interface SalvagedStore {
   readonly pagesRead: number;
 }
 
-/** The record version byte of a `delivery` value (a colleague's batch record: version 1, then lines). */
-const DELIVERY_RECORD_VERSION = 1;
-/** The databases seenstore writes (env.ts, and `delivery` of at-least-once delivery). */
-const KNOWN_DBS = ['meta', 'chunks', 'journal', 'frontier', 'delivery'];
+/** The databases seenstore writes (env.ts). */
+const KNOWN_DBS = ['meta', 'chunks', 'journal', 'frontier'];
 
 /**
  * Reads the store at `dir` without LMDB: its pages (salvage-pages.ts) and its journal file
@@ -68,7 +64,6 @@ export function readSalvage(dir: string, hash: XxHash): SalvagedStore {
   for (const lost of newest!.mainLost) skipped.push(lostPages(lost));
   const names = new Set([...newest!.dbs.keys(), ...older.flatMap((s) => [...s.dbs.keys()])]);
   let lostChunks: LostRange[] = [];
-  let delivery: RawRecord[] | undefined;
   for (const name of names) {
     if (!KNOWN_DBS.includes(name)) {
       notes.push(`database ${name} is not one seenstore writes: not copied`);
@@ -78,11 +73,10 @@ export function readSalvage(dir: string, hash: XxHash): SalvagedStore {
     if (from !== newest) notes.push(`database ${name} was read from the commit before the newest (txn ${from.txnId}): the newest one's main database could not reach it`);
     for (const range of lost) skipped.push(lostPages(range));
     if (name === 'chunks') lostChunks = lost;
-    if (name === 'delivery') delivery = reader.delivery(records);
-    else for (const record of records) reader.add(name, record);
+    for (const record of records) reader.add(name, record);
   }
   reader.addJournalFile(join(dir, JOURNAL_FILE));
-  return { scopes: reader.scopes, delivery, lostChunks, skipped, notes, pagesRead: pages.snapshots.reduce((n, s) => n + s.pagesRead, 0) };
+  return { scopes: reader.scopes, lostChunks, skipped, notes, pagesRead: pages.snapshots.reduce((n, s) => n + s.pagesRead, 0) };
 }
 
 /**
@@ -211,14 +205,6 @@ class RecordReader {
     else if (tag === 'e' && typeof id === 'number') frontier.entries.set(id, readEntry(this.#decoder, value, scope, id));
     else if (tag === 'q' && typeof id === 'string') frontier.queues.set(id, readQueue(this.#decoder, value, scope, id));
     // The indexes (n, w, r, l, u) and owners (o) are rebuilt from the entries by the copy.
-  }
-
-  delivery(records: RawRecord[]): RawRecord[] {
-    return records.filter(({ key, value }) => {
-      if (value.length >= 1 && value[0] === DELIVERY_RECORD_VERSION) return true;
-      this.#skipped.push({ kind: 'delivery', where: `delivery ${showKey(key)}`, problem: `record version ${value[0] ?? '(empty)'} is unknown` });
-      return false;
-    });
   }
 
   addJournalFile(path: string): void {

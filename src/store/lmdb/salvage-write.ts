@@ -31,7 +31,7 @@ export interface SalvageCounts {
 /**
  * Writes what `readSalvage` found into the new store's environment `env`: per scope its epochs
  * (headers, checkpoint records, chunks, the journal records after each checkpoint) and its scope
- * record, then its frontier, then the `delivery` records. Lists what it must leave out in `skipped`.
+ * record, then its frontier. Lists what it must leave out in `skipped`.
  */
 export function writeSalvage(env: StoreEnv, hash: XxHash, store: SalvagedStore, skipped: Skipped[], notes: string[]): SalvageCounts {
   const counts: SalvageCounts = { scopes: 0, epochs: 0, chunks: 0, chunksFilled: 0, journalRecords: 0, frontierUrls: 0, leasesGivenBack: 0, deliveryRecords: 0 };
@@ -46,7 +46,6 @@ export function writeSalvage(env: StoreEnv, hash: XxHash, store: SalvagedStore, 
     }
     writeFrontier(env, name, scope.frontier, counts, skipped, notes);
   }
-  if (store.delivery !== undefined) counts.deliveryRecords = writeDelivery(env, store.delivery);
   return counts;
 }
 
@@ -177,12 +176,4 @@ function writeFrontier(env: StoreEnv, scope: string, frontier: SalvagedFrontier,
   if (state !== undefined && state.entries !== entries.length) {
     notes.push(`frontier of ${scope}: its state counted ${state.entries} URLs, ${entries.length} were read`);
   }
-}
-
-function writeDelivery(env: StoreEnv, records: readonly { key: Buffer; value: Buffer }[]): number {
-  const db = env.holdGuard(() => env.root.openDB<Buffer, Buffer>({ name: 'delivery', encoding: 'binary', keyEncoding: 'binary' }));
-  env.write(() => {
-    for (const { key, value } of records) db.putSync(key, value);
-  });
-  return records.length;
 }

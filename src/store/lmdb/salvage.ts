@@ -5,9 +5,10 @@ import type { XxHash } from '../../hash/xxhash.js';
 import { fsyncPath } from '../file-open.js';
 import { removeDeadEntries } from '../leftovers.js';
 import { StoreEnv } from './env.js';
-import type { SalvageReport } from '../backend.js';
+import type { SalvageReport, SalvageSkip } from '../backend.js';
 import { readSalvage } from './salvage-read.js';
 import { writeSalvage, type SalvageCounts } from './salvage-write.js';
+import { DELIVERY_DIR, DeliveryFile, listDeliveryFiles, readDeliveryFile } from './delivery-files.js';
 
 /** A salvage under way, beside its target: `.seenstore-salvage-PID-N`. */
 const STAGING_PREFIX = '.seenstore-salvage-';
@@ -44,7 +45,7 @@ export async function salvageStore(dir: string, to: string, hash: XxHash, mapSiz
     const env = StoreEnv.open(staging, { create: true, mapSizeBytes });
     let counts: SalvageCounts;
     try {
-      counts = writeSalvage(env, hash, found, skipped, notes);
+      counts = { ...writeSalvage(env, hash, found, skipped, notes), deliveryRecords: copyDeliveryFiles(dir, staging, skipped) };
       await env.syncData();
     } finally {
       await env.close();
@@ -72,4 +73,31 @@ function refuseTarget(to: string): void {
     throw asStoreError(error, `checking ${to}`);
   }
   if (!empty) throw new SeenStoreError('USAGE', `salvage --to ${basename(to)}: ${to} exists and is not an empty directory; name a new one`);
+}
+
+/**
+ * The undelivered batches of every run's delivery file (delivery-files.ts), rewritten into the
+ * copy's own files of the same names; a file cut short keeps its batches before the cut.
+ */
+function copyDeliveryFiles(dir: string, staging: string, skipped: SalvageSkip[]): number {
+  let batches = 0;
+  for (const { name } of listDeliveryFiles(dir)) {
+    const path = join(dir, DELIVERY_DIR, name);
+    let read: ReturnType<typeof readDeliveryFile>;
+    try {
+      read = readDeliveryFile(path);
+    } catch (error) {
+      skipped.push({ kind: 'delivery', where: path, problem: (error as Error).message });
+      continue;
+    }
+    if (read.cut) skipped.push({ kind: 'delivery', where: path, problem: 'cut short: the batches after the cut are lost' });
+    const copy = new DeliveryFile(join(staging, DELIVERY_DIR, name));
+    try {
+      for (const batch of read.batches) copy.append([], batch);
+    } finally {
+      copy.close();
+    }
+    batches += read.batches.length;
+  }
+  return batches;
 }
