@@ -40,7 +40,7 @@ function prepare(target: Target): { dir: string; watched: string } {
 
 /** `seenstore --store DIR add`, under strace when it is installed and `slowed`. */
 function spawnAdd(dir: string, slowed = true): ChildProcess {
-  const cli = [CLI, '--store', dir, 'add'];
+  const cli = [CLI, '--store', dir, '--allow-nonempty-dir', 'add'];
   const child = STRACE && slowed
     ? spawn('strace', ['-f', '--seccomp-bpf', '-qq', '-o', '/dev/null', '-e', `trace=${SLOWED}`, '-e', `inject=${SLOWED}:delay_enter=${DELAY_US}`, process.execPath, ...cli], { stdio: ['pipe', 'ignore', 'pipe'] })
     : spawn(process.execPath, cli, { stdio: ['pipe', 'ignore', 'pipe'] });
@@ -179,7 +179,7 @@ describe('kill -9 while a store is created (issue 43)', () => {
       const dir = tempDir();
       writeFileSync(join(dir, 'data.mdb'), '');
       for (const name of beside) writeFileSync(join(dir, name), '');
-      const run = await runCli(['--store', dir, 'add'], `${URLS[0]}\n`);
+      const run = await runCli(['--store', dir, '--allow-nonempty-dir', 'add'], `${URLS[0]}\n`);
       assert.equal(run.code, 6, run.stderr);
       assert.match(run.stderr, /STORE_CORRUPT: \S+data\.mdb is empty/);
       assert.equal(readFileSync(join(dir, 'data.mdb')).length, 0, 'the empty file was left as it was');

@@ -16,7 +16,9 @@ describe('states the engine leaves are never refused', () => {
     const push = await runCli(['--store', dir, '--quiet', 'frontier', 'push'], `${urls.join('\n')}\n`);
     assert.equal(push.code, 0, push.stderr);
     for (const url of push.stdout.split('\n').filter((l) => l !== '')) acks.pushed.add(url);
-    assert.equal(acks.pushed.size, 300_000);
+    // A few of the 300,000 may be Bloom false positives at the scope's default 1 % FPR (expected
+    // about 2 at this fill): they are not queued, so the counts below follow what push printed.
+    assert.ok(acks.pushed.size > 299_900 && acks.pushed.size <= 300_000, `${acks.pushed.size} queued`);
     const take = await runCli(['--store', dir, '--quiet', 'frontier', 'take', '--count', '10000', '--lease-ms', '1500']);
     assert.equal(take.code, 0, take.stderr);
     const ids = take.stdout.split('\n').slice(0, 10).map((line) => line.split('\t')[0]!);
@@ -33,7 +35,7 @@ describe('states the engine leaves are never refused', () => {
     const store = await SeenStore.open(dir, { readOnly: true });
     const stats = await store.scope('default').frontier().stats();
     await store.close();
-    assert.deepEqual([stats.pending, stats.leased, stats.done], [299_988, 2, 10], JSON.stringify(stats));
+    assert.deepEqual([stats.pending, stats.leased, stats.done], [acks.pushed.size - 12, 2, 10], JSON.stringify(stats));
   });
 
   test('seeded operation mixes in fresh and concurrent processes: no refusal, nothing acknowledged lost', async () => {

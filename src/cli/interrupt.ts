@@ -14,8 +14,10 @@ let installed = false;
  * answers with INTERRUPTED, having removed whatever it had half-made; main then exits 130 or 143.
  * An operation past its last safe point completes and exits as usual. A second signal exits at
  * once, for an operation that never reaches a safe point (its temporary files are then removed by
- * the next command that meets them). Commands that only stream URLs keep the default: a signal
- * ends them at once, which loses nothing they acknowledged.
+ * the next command that meets them). The delivering commands (filter-new, frontier push) stop
+ * reading at the first signal and finish the batch being written (delivered-output.ts); the other
+ * commands that only stream URLs keep the default: a signal ends them at once, which loses
+ * nothing they acknowledged.
  */
 export function stopOnSignals(): AbortSignal {
   if (!installed) {

@@ -371,7 +371,7 @@ export abstract class EpochCopy {
    */
   protected appendJournal(value: Buffer, slice: number, submitted: number, added: number): void {
     const seq = this.appliedSeq + 1;
-    this.#cursor.append(seq, value, added);
+    this.#cursor.append(seq, value);
     this.appliedSeq = seq;
     this.countRecord(slice, submitted, added);
     this.#journalBytesSinceCheckpoint += value.length;

@@ -176,12 +176,12 @@ export class JournalCursor {
   }
 
   /**
-   * Journals record `seq` (inside the write transaction, caught up): into LMDB for a batch whose
-   * new URLs write LMDB records in the same transaction (frontier entries, an undelivered batch),
-   * else staged for the journal file (writeStaged): a batch with nothing new writes none of them.
+   * Journals record `seq` (inside the write transaction, caught up): into LMDB for a batch that
+   * enqueues (its frontier entries commit with it; such a batch always commits, which the next
+   * batch's catch-up relies on), else staged for the journal file (writeStaged).
    */
-  append(seq: number, value: Buffer, added: number): void {
-    if (this.journalInLmdb && added > 0) {
+  append(seq: number, value: Buffer): void {
+    if (this.journalInLmdb) {
       this.#env.journalDb.putSync(journalKey(this.#scope, this.#epoch, seq), value);
       this.lmdbChanged = true;
     } else {
