@@ -48,6 +48,9 @@ export async function createStoreWhole(dir: string, mapSizeBytes: number): Promi
   removeDeadEntries(dirname(dir), STAGING_LEFTOVER);
   const staging = join(dir, `${STAGING_PREFIX}${process.pid}-${stagings++}`);
   try {
+    // Made here without `recursive`: Node's recursive mkdir loops for ever where the parent exists
+    // and refuses new entries with ENOENT (/proc).
+    mkdirSync(staging);
     await StoreEnv.open(staging, { create: true, mapSizeBytes }).close();
     faultPoint('create:before-link');
     linkIntoPlace(join(staging, 'data.mdb'), join(dir, 'data.mdb'));
