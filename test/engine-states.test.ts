@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
 import { runCli } from './helpers/cli.js';
@@ -13,7 +15,10 @@ describe('states the engine leaves are never refused', () => {
     const dir = tempDir('seenstore-overflow-reuse-');
     const acks = newAcks();
     const urls = Array.from({ length: 300_000 }, (_, i) => `http://h${i % 50_000}.example/p${i}`);
-    const push = await runCli(['--store', dir, '--quiet', 'frontier', 'push'], `${urls.join('\n')}\n`);
+    // From a file, as the repro runs it: read in fixed chunks, its batches do not depend on timing.
+    const file = join(tempDir('seenstore-overflow-urls-'), 'urls.txt');
+    writeFileSync(file, `${urls.join('\n')}\n`);
+    const push = await runCli(['--store', dir, '--quiet', 'frontier', 'push', file]);
     assert.equal(push.code, 0, push.stderr);
     for (const url of push.stdout.split('\n').filter((l) => l !== '')) acks.pushed.add(url);
     // A few of the 300,000 may be Bloom false positives at the scope's default 1 % FPR (expected

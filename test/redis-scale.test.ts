@@ -50,8 +50,8 @@ function withRepeats(urls: readonly string[]): string[] {
 }
 
 /** The summary `--json` puts on stderr's last line. */
-function summary(result: CliResult): { read: number; new: number; seen: number; invalid: number } {
-  return JSON.parse(lines(result.stderr).at(-1)!) as { read: number; new: number; seen: number; invalid: number };
+function summary(result: CliResult): { read: number; new: number; seen: number; invalid: number; redelivered: number } {
+  return JSON.parse(lines(result.stderr).at(-1)!) as { read: number; new: number; seen: number; invalid: number; redelivered: number };
 }
 
 /**
@@ -102,7 +102,7 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
     const printedSet = new Set(printed);
     assert.equal(printedSet.size, printed.length, 'a URL was printed twice');
     assert.ok(placesInInput(printed, input) !== undefined, 'the output is not input lines in input order');
-    assert.deepEqual(summary(first.result), { read: input.length, new: printed.length, seen: input.length - printed.length, invalid: 0 });
+    assert.deepEqual(summary(first.result), { read: input.length, new: printed.length, seen: input.length - printed.length, invalid: 0, redelivered: 0 });
 
     const stats = JSON.parse((await runCli(['--store', store, '--scope', 'crawl', '--json', 'stats'])).stdout);
     const epoch = stats.scopes[0].epochs[0];
@@ -114,7 +114,7 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
     const second = await timed(() => runCli(args));
     assert.equal(second.result.code, 0, second.result.stderr);
     assert.equal(second.result.stdout, '', 'the second pass printed URLs');
-    assert.deepEqual(summary(second.result), { read: input.length, new: 0, seen: input.length, invalid: 0 });
+    assert.deepEqual(summary(second.result), { read: input.length, new: 0, seen: input.length, invalid: 0, redelivered: 0 });
 
     writeUrls(join(dir, 'never.txt'), neverAdded);
     const probed = await runCli(['--store', store, '--scope', 'crawl', '--json', 'has', '--count', join(dir, 'never.txt')]);

@@ -83,7 +83,7 @@ describe('safe defaults: nothing created by surprise', () => {
     assert.equal(out.stdout, 'https://shop.example/b\n');
     assert.match(out.stderr, /^seenstore: filter-new: read 2, new 1, already seen 1, invalid 0 in \d+\.\d\d s\n$/);
     const json = await runCli(['--store', store, '--json', 'filter-new'], URLS);
-    assert.deepEqual(JSON.parse(json.stderr), { read: 2, new: 0, seen: 2, invalid: 0 });
+    assert.deepEqual(JSON.parse(json.stderr), { read: 2, new: 0, seen: 2, invalid: 0, redelivered: 0 });
     const quiet = await runCli(['--store', store, '--quiet', 'filter-new'], URLS);
     assert.equal(quiet.stderr, '');
   });

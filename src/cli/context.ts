@@ -116,7 +116,9 @@ function refuseForeignDirectory(dir: string): void {
   } catch {
     return;
   }
-  if (entries.length === 0 || entries.some((name) => /\.mdb(-lock)?$/.test(name))) return;
+  // A store's own entries, a creation under way in it included (another process creating the
+  // store at this moment: `.seenstore-creating-PID-N`), are the store's to judge.
+  if (entries.length === 0 || entries.some((name) => /\.mdb(-lock)?$/.test(name) || name.startsWith('.seenstore-creating-'))) return;
   throw new SeenStoreError(
     'USAGE',
     `${dir} holds ${entries.length} ${entries.length === 1 ? 'entry' : 'entries'} (${entries.slice(0, 3).join(', ')}${entries.length > 3 ? ', ...' : ''}) and no store: ` +

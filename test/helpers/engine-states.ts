@@ -3,7 +3,8 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { SeenStore } from '../../src/index.js';
 import { walkPages } from '../../src/store/lmdb/page-walk.js';
-import { tempDir } from './tmp.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 
 /**
  * The page walk and verify against the states LMDB really leaves (docs/format.md, "What the page
@@ -101,7 +102,16 @@ export async function assertStoreHolds(dir: string, acks: Acks, where: string, f
  * ten minutes a round so that leases of earlier rounds run out.
  */
 export async function engineStates(seed: number, rounds: number, stepsPerChild: number): Promise<{ longRuns: number }> {
-  const dir = tempDir('seenstore-engine-states-');
+  // Not tempDir (tmp.ts): the soak imports this module outside node:test, whose after() would start a test run.
+  const dir = mkdtempSync(join(tmpdir(), 'seenstore-engine-states-'));
+  try {
+    return await engineRounds(dir, seed, rounds, stepsPerChild);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function engineRounds(dir: string, seed: number, rounds: number, stepsPerChild: number): Promise<{ longRuns: number }> {
   const acks = newAcks();
   let longRuns = 0;
   for (let round = 0; round < rounds; round++) {
