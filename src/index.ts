@@ -35,6 +35,7 @@ export { ScopeFrontier, DEFAULT_LEASE_MS, DEFAULT_FRONTIER_SETTINGS, type TakeOp
 export { mergeExportFiles } from './epochs/seen-store.js';
 export type { ExportHeader } from './store/export-file.js';
 export type { DiskUsage, DeletedScope } from './store/backend.js';
+export type { NodeRegistry } from './store/nodes.js';
 export {
   SetSummary,
   SetSummaryBuilder,

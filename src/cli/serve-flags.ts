@@ -6,6 +6,7 @@ export const SERVE_FLAGS: readonly (readonly [string, string])[] = [
   ['--bind <addr>', `address to listen on (default ${DEFAULT_BIND}); any other than loopback needs a password`],
   ['--requirepass-file <file>', 'clients must AUTH with the password in FILE (default: $SEENSTORE_PASSWORD, else none)'],
   ['--urlfrontier-port <n>', 'also serve the URLFrontier gRPC API on port N (usually 7071; 0: a free one, logged) on --bind; needs the password as a Bearer token where RESP needs AUTH'],
+  ['--advertise <host:port>', 'URLFrontier: the address clients reach this node at, as ListNodes lists it for the store\'s other nodes (default: --bind and the URLFrontier port; give it behind NAT, a container or --bind 0.0.0.0)'],
   ['--put-discovered-max-inflight <n>', 'URLFrontier: batches one PutDiscovered stream may send ahead of their acks before it is no longer read (default 16, as the reference\'s putDiscovered.max.inflight)'],
   ['--metrics-port <n>', 'serve Prometheus metrics on http://127.0.0.1:N/metrics'],
   ['--metrics-bind <addr>', 'address of the metrics endpoint (default 127.0.0.1)'],

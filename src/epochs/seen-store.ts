@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { SeenStoreError, unsupported } from '../errors.js';
 import { XxHash } from '../hash/xxhash.js';
+import type { NodeRegistry } from '../store/nodes.js';
 import type { Backend, DeletedScope, DiskUsage, MigrationReport, RestoreResult, SalvageReport, SnapshotInfo, StoreMaintenance, VerifyReport } from '../store/backend.js';
 import type { OfflineOperations } from '../store/driver.js';
 import { driverFor, openBackend, redactLocation } from '../store/open.js';
@@ -184,6 +185,15 @@ export class SeenStore {
   async scopeNames(): Promise<string[]> {
     this.#ctx.assertOpen();
     return this.#backend.scopeNames();
+  }
+
+  /**
+   * The serve nodes that share this store (URLFrontier's ListNodes, docs/frontier.md "A fleet"):
+   * kept where the store's data is, so every process of the store sees every node's entry.
+   */
+  nodes(): NodeRegistry {
+    this.#ctx.assertOpen();
+    return this.#backend.nodes;
   }
 
   /**

@@ -19,6 +19,7 @@ import type {
 } from '../index.js';
 import type { EntryPage, FrontierSettings, QueueOptions, QueueStats, UrlStatus } from '../epochs/frontier.js';
 import type { EncodedSummary, SummarizeOptions } from '../setdiff/set-difference.js';
+import type { NodeRegistry } from '../store/nodes.js';
 import type { QueueKeyMode } from '../url/queue-key.js';
 
 
@@ -77,6 +78,8 @@ export interface ServedStore {
   scopeNames(): Promise<string[]>;
   snapshot(name?: string): Promise<SnapshotInfo>;
   snapshotCount(): Promise<number>;
+  /** The store's serve nodes (SeenStore.nodes()). */
+  readonly nodes: NodeRegistry;
   /** Checkpoints and closes the store (and its thread). */
   close(): Promise<void>;
   /** Settles with the error if the store fails underneath the server (its thread died); never otherwise. */

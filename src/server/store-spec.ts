@@ -22,6 +22,7 @@ export async function openServedStore(spec: string, options: SeenStoreOptions = 
     scopeNames: () => store.scopeNames(),
     snapshot: (name) => store.snapshot(name),
     snapshotCount: async () => (await store.snapshots()).length,
+    nodes: store.nodes(),
     close: () => store.close(),
     failed: new Promise<Error>(() => undefined),
   };

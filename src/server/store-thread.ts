@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { SeenStoreError, type ErrorCode, type SeenStoreOptions, type Utf8Keys } from '../index.js';
+import type { NodeRegistry } from '../store/nodes.js';
 import type { ServedScope, ServedStore } from './served-store.js';
 
 /** What the store thread is started with. */
@@ -114,6 +115,17 @@ export class StoreThread implements ServedStore {
   snapshotCount(): Promise<number> {
     return this.call('snapshotCount', undefined, []) as Promise<number>;
   }
+
+  /** The store's serve nodes, kept by the store on its thread (a directory store's node files). */
+  readonly nodes: NodeRegistry = {
+    heartbeat: async (address, ttlMs) => {
+      await this.call('nodes.heartbeat', undefined, [address, ttlMs]);
+    },
+    leave: async (address) => {
+      await this.call('nodes.leave', undefined, [address]);
+    },
+    live: () => this.call('nodes.live', undefined, []) as Promise<string[]>,
+  };
 
   async close(): Promise<void> {
     this.#closing = true;

@@ -55,6 +55,12 @@ async function run(call: StoreCall): Promise<unknown> {
       return opened.snapshot(call.args[0] as string | undefined);
     case 'snapshotCount':
       return (await opened.snapshots()).length;
+    case 'nodes.heartbeat':
+      return opened.nodes().heartbeat(call.args[0] as string, call.args[1] as number);
+    case 'nodes.leave':
+      return opened.nodes().leave(call.args[0] as string);
+    case 'nodes.live':
+      return opened.nodes().live();
     case 'close':
       await opened.close();
       return null;

@@ -1,6 +1,7 @@
 import { SeenStoreError } from '../errors.js';
 import type { Keys } from '../hash/xxhash.js';
 import type { DriverManifest } from './driver.js';
+import type { NodeRegistry } from './nodes.js';
 import type { EpochHeader, ScopeRecord } from './records.js';
 import type { QueueKeyMode } from '../url/queue-key.js';
 
@@ -29,6 +30,8 @@ export interface Backend {
   readonly readOnly: boolean;
   /** Operations on the whole open store: set exactly when `driver.capabilities.maintenance`. */
   readonly maintenance?: StoreMaintenance;
+  /** The serve nodes sharing the store (URLFrontier's ListNodes), kept where the store's data is. */
+  readonly nodes: NodeRegistry;
 
   /** Names of the scopes that exist. */
   scopeNames(): Promise<string[]>;

@@ -12,6 +12,7 @@ import { UrlFrontierMetrics } from './metrics.js';
 import { urlFrontierService } from './proto.js';
 import { PUT_DISCOVERED_IN_FLIGHT_DEFAULT } from './put-discovered.js';
 import { urlFrontierHandlers } from './service.js';
+import { addressOf, NODE_TTL_MS, NodePresence } from './node-presence.js';
 
 /** URLFrontier's usual port. */
 export const URLFRONTIER_DEFAULT_PORT = 7071;
@@ -34,6 +35,8 @@ export interface UrlFrontierServerOptions {
   readonly clock?: () => number;
   /** Batches a PutDiscovered stream may have received and not yet acked before it is no longer read (default 16, the reference's putDiscovered.max.inflight). */
   readonly putDiscoveredInFlight?: number;
+  /** HOST:PORT clients reach this node at, listed by ListNodes (`--advertise`); none: `bind:port`. */
+  readonly advertise?: string;
   /** serve's Prometheus registry (ServerMetrics.registry): the service's metrics join it. None: they are kept but not served. */
   readonly registry?: Registry;
 }
@@ -47,14 +50,16 @@ export class UrlFrontierServer {
   readonly #options: UrlFrontierServerOptions;
   readonly #server = new Server();
   readonly #digest: Buffer | undefined;
+  readonly #presence: NodePresence;
   #port = 0;
 
   constructor(store: ServedStore, options: UrlFrontierServerOptions) {
     this.#options = options;
     this.#digest = options.password === undefined ? undefined : passwordDigest(options.password);
+    this.#presence = new NodePresence(store.nodes, options.logger);
     const handlers = urlFrontierHandlers({
       crawls: new Crawls(store, options.scopeOptions),
-      address: () => `${options.bind}:${this.#port}`,
+      nodes: () => this.#presence.list(),
       clock: options.clock ?? Date.now,
       putDiscoveredInFlight: options.putDiscoveredInFlight ?? PUT_DISCOVERED_IN_FLIGHT_DEFAULT,
       logger: options.logger,
@@ -69,6 +74,11 @@ export class UrlFrontierServer {
     return this.#port;
   }
 
+  /** The address ListNodes lists for this node, once started. */
+  get address(): string | undefined {
+    return this.#presence.address;
+  }
+
   async start(): Promise<void> {
     if (this.#digest === undefined && !isLoopback(this.#options.bind)) {
       throw new Error(`refusing to serve URLFrontier on ${this.#options.bind} without a token: give --requirepass-file FILE or SEENSTORE_PASSWORD, or bind 127.0.0.1`);
@@ -77,10 +87,23 @@ export class UrlFrontierServer {
     this.#port = await new Promise<number>((resolve, reject) => {
       this.#server.bindAsync(`${host}:${this.#options.port}`, ServerCredentials.createInsecure(), (error, port) => (error === null ? resolve(port) : reject(error)));
     });
+    // Listed once it can answer; a node that cannot register in its store does not serve.
+    try {
+      await this.#presence.join(this.#options.advertise ?? addressOf(this.#options.bind, this.#port));
+    } catch (error) {
+      this.#server.forceShutdown();
+      throw error;
+    }
   }
 
-  /** No new calls; open ones get STOP_GRACE_MS to finish (each PutURLs ack already sent is durable), then are ended. */
+  /**
+   * Leaves the store's node list first (clients that ask ListNodes stop coming here), then takes
+   * no new calls; open ones get STOP_GRACE_MS to finish (each PutURLs ack already sent is
+   * durable), then are ended. A store that cannot be reached to leave is logged: the entry then
+   * ends by itself after NODE_TTL_MS.
+   */
   async stop(): Promise<void> {
+    await this.#presence.leave().catch((error: unknown) => this.#options.logger.log('warning', { event: 'urlfrontier', message: `cannot remove this node from the store's node list (it ends by itself in ${NODE_TTL_MS} ms): ${(error as Error).message}` }));
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         this.#server.forceShutdown();

@@ -27,8 +27,8 @@ const SECONDS_TO_MS = 1_000;
 export interface UrlFrontierServiceOptions {
   readonly crawls: Crawls;
   readonly clock: () => number;
-  /** This node's address, for ListNodes. */
-  readonly address: () => string;
+  /** The live serve nodes of the store, this one among them (ListNodes). */
+  readonly nodes: () => Promise<string[]>;
   /** Logs a failure that is a bug (answered INTERNAL). */
   readonly onInternalError: (method: string, error: unknown) => void;
   /** Logs the items of a put stream SKIPPED because their crawl ID cannot be a crawl (once per stream and crawl ID). */
@@ -77,7 +77,7 @@ export function urlFrontierHandlers(options: UrlFrontierServiceOptions): Untyped
     },
   });
   return {
-    ListNodes: unary('ListNodes', async () => ({ values: [options.address()] })),
+    ListNodes: unary('ListNodes', async () => ({ values: await options.nodes() })),
     ListCrawls: unary('ListCrawls', async () => ({ values: await crawls.names() })),
     DeleteCrawl: unary('DeleteCrawl', async (request: { value: string }) => ({ value: await deleteCrawl(crawls, request.value) })),
     ListQueues: unary('ListQueues', (request: Pagination) => listQueues(crawls, request, options.clock())),

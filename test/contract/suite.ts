@@ -6,6 +6,7 @@ import { errorsContract } from './errors.js';
 import { frontierContract } from './frontier.js';
 import { growthContract } from './growth.js';
 import { keysContract } from './keys.js';
+import { nodesContract } from './nodes.js';
 import { queuesContract } from './queues.js';
 import { rotationContract } from './rotation.js';
 import { scopesContract } from './scopes.js';
@@ -34,6 +35,7 @@ export function contractSuite(factory: StoreFactory): void {
     describe('frontier', () => frontierContract(ctx));
     describe('queues', () => queuesContract(ctx));
     describe('scopes', () => scopesContract(ctx));
+    describe('nodes', () => nodesContract(ctx));
     describe('errors', () => errorsContract(ctx));
   });
 }

@@ -7,6 +7,7 @@ import type { ServerLimits } from '../../server/limits.js';
 import { DEFAULT_BIND, DEFAULT_PORT, isLoopback, SeenServer } from '../../server/server.js';
 import { isStoreUrl, openServedStore } from '../../server/store-spec.js';
 import { driverFor, redactLocation } from '../../store/open.js';
+import { checkAdvertisedAddress } from '../../urlfrontier/node-presence.js';
 import { parseCount, parseFpr, storeDir, warn, type GlobalOptions } from '../context.js';
 
 interface ServeCliOptions extends GlobalOptions {
@@ -16,6 +17,7 @@ interface ServeCliOptions extends GlobalOptions {
   readonly metricsPort?: string;
   readonly urlfrontierPort?: string;
   readonly putDiscoveredMaxInflight?: string;
+  readonly advertise?: string;
   readonly metricsBind?: string;
   readonly logJson?: boolean;
   readonly maxClients?: string;
@@ -68,6 +70,8 @@ export async function serve(command: Command): Promise<void> {
   const metricsPort = parseCount('metrics-port', options.metricsPort, 0);
   const urlfrontierPort = parseCount('urlfrontier-port', options.urlfrontierPort, 0);
   if (urlfrontierPort !== undefined && urlfrontierPort > 65_535) throw new SeenStoreError('USAGE', `--urlfrontier-port must be at most 65535, got ${urlfrontierPort}`);
+  if (options.advertise !== undefined && urlfrontierPort === undefined) throw new SeenStoreError('USAGE', '--advertise names the URLFrontier address: give --urlfrontier-port too');
+  const advertise = options.advertise === undefined ? undefined : checkAdvertisedAddress(options.advertise);
   const putDiscoveredInFlight = parseCount('put-discovered-max-inflight', options.putDiscoveredMaxInflight, 1);
   const bind = options.bind ?? DEFAULT_BIND;
   const secret = password(options);
@@ -108,6 +112,7 @@ export async function serve(command: Command): Promise<void> {
     authThrottle: server.authThrottle,
     registry: server.metrics.registry,
     ...(putDiscoveredInFlight === undefined ? {} : { putDiscoveredInFlight }),
+    ...(advertise === undefined ? {} : { advertise }),
     ...(secret === undefined ? {} : { password: secret }),
   });
   // Listening before the start line: a SIGTERM sent as soon as it appears stops the server
@@ -128,7 +133,7 @@ export async function serve(command: Command): Promise<void> {
       await urlfrontier.start().catch((error: unknown) => {
         throw new SeenStoreError('IO_ERROR', `cannot serve URLFrontier on ${bind}:${urlfrontierPort}: ${(error as Error).message}`, { cause: error });
       });
-      logger.log('urlfrontier', { bind, port: urlfrontier.port, auth: secret !== undefined });
+      logger.log('urlfrontier', { bind, port: urlfrontier.port, node: urlfrontier.address ?? null, auth: secret !== undefined });
     }
     await server.start();
   } catch (error) {

@@ -19,6 +19,7 @@ import * as meta from './metadata.js';
 import { SNAPSHOTS_DIR } from './data-file.js';
 import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
 import { epochUsage } from './usage.js';
+import { DirectoryNodes } from './nodes.js';
 
 
 /**
@@ -32,6 +33,7 @@ export class LmdbBackend implements Backend {
   readonly driver = lmdbDriver;
   readonly location: string;
   readonly maintenance: StoreMaintenance;
+  readonly nodes: DirectoryNodes;
   readonly #env: StoreEnv;
   readonly #ctx: LmdbEpochContext;
   readonly #bitThread: BitThread | undefined;
@@ -63,6 +65,7 @@ export class LmdbBackend implements Backend {
       },
     });
     this.maintenance = lmdbMaintenance(env, common.hash);
+    this.nodes = new DirectoryNodes(env.dir, options.clock);
   }
 
   static async open(dir: string, common: OpenOptions, options: LmdbOptions): Promise<LmdbBackend> {

@@ -8,6 +8,7 @@ import { EpochFilters } from './bits.js';
 import { memoryDriver, type MemoryOptions } from './driver.js';
 import { MemoryFrontier } from './frontier.js';
 import { MemoryDeliveries } from './deliveries.js';
+import { LocalNodes } from '../nodes.js';
 
 /** A scope's state: its record, its epochs' filters by number, and its frontier. */
 interface ScopeState {
@@ -20,6 +21,8 @@ interface MemoryStore {
   readonly scopes: Map<string, ScopeState>;
   readonly frontiers: Map<string, MemoryFrontier>;
   readonly deliveries: Map<string, MemoryDeliveries>;
+  /** The serve nodes of this store: only processes' own, since no other process sees it. */
+  readonly nodes: LocalNodes;
 }
 
 /** Every memory store of the process, by location: a second open of one name shares the first's state. */
@@ -47,11 +50,15 @@ export class MemoryBackend implements Backend {
     this.#store = store;
   }
 
+  get nodes(): LocalNodes {
+    return this.#store.nodes;
+  }
+
   static async open(location: string, common: OpenOptions, options: MemoryOptions): Promise<MemoryBackend> {
     let store = STORES.get(location);
     if (store === undefined) {
       if (!common.create || common.readOnly) throw new SeenStoreError('NOT_FOUND', `no store at ${location}`);
-      store = { scopes: new Map(), frontiers: new Map(), deliveries: new Map() };
+      store = { scopes: new Map(), frontiers: new Map(), deliveries: new Map(), nodes: new LocalNodes(options.clock) };
       STORES.set(location, store);
     }
     return new MemoryBackend(location, common, options, store);

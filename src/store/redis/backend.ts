@@ -15,6 +15,7 @@ import type { RedisKeys } from './keys.js';
 import { LIBRARY, libraryConflict, libraryOrder } from './library.js';
 import { parseRedisLocation } from './location.js';
 import { filterGeometries } from '../../filters/keying.js';
+import { RedisNodes } from './nodes.js';
 
 /**
  * The Redis backend (docs/redis.md): a Redis server or Redis Cluster holds the scopes. A scope's
@@ -26,6 +27,7 @@ export class RedisBackend implements Backend {
   readonly driver = redisDriver;
   readonly location: string;
   readonly readOnly: boolean;
+  readonly nodes: RedisNodes;
   readonly #ctx: RedisContext;
   readonly #epochs = new Map<string, RedisEpoch>();
   readonly #frontiers = new Map<string, RedisFrontier>();
@@ -35,6 +37,7 @@ export class RedisBackend implements Backend {
     this.location = location;
     this.readOnly = readOnly;
     this.#ctx = ctx;
+    this.nodes = new RedisNodes(ctx);
   }
 
   static async open(location: string, redacted: string, common: OpenOptions, options: RedisOptions): Promise<RedisBackend> {

@@ -161,3 +161,16 @@ export function dropEpochEntry(ctx: RedisContext, epochs: string, drops: string,
 export function storeFormat(ctx: RedisContext, formatKey: string, scopesKey: string, layout: string, doing: string): Promise<Reply> {
   return ctx.fcall('ss_format', [formatKey, scopesKey], [layout], doing);
 }
+
+/**
+ * ss_node_beat: registers or refreshes a serve node for `ttlMs` by Redis's clock, dropping ended
+ * entries. Not waited for by replicas: a heartbeat lost in a failover is made again by the next.
+ */
+export function nodeHeartbeat(ctx: RedisContext, nodesKey: string, address: string, ttlMs: number, doing: string): Promise<Reply> {
+  return ctx.fcall('ss_node_beat', [nodesKey], [address, String(ttlMs)], doing);
+}
+
+/** ss_nodes: the live serve nodes' addresses. */
+export function liveNodes(ctx: RedisContext, nodesKey: string, doing: string): Promise<Reply> {
+  return ctx.fcall('ss_nodes', [nodesKey], [], doing);
+}

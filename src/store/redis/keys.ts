@@ -24,6 +24,11 @@ export class RedisKeys {
     return `{${this.#prefix}}:scopes`;
   }
 
+  /** Sorted set: serve node address -> when its entry ends, ms by Redis's clock (lua/nodes.lua; its own slot). */
+  nodes(): string {
+    return `{${this.#prefix}}:nodes`;
+  }
+
   scope(scope: string): string {
     return `{${this.#prefix}/${scope}}:scope`;
   }

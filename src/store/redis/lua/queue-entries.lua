@@ -23,8 +23,8 @@ local function ss_fq_admit(keys, args)
       marks[source] = id
       if redis.call('HEXISTS', F.url, url) == 0 then
         -- Created when the add found it new: its due time, not the move into its queue.
-        local due = tonumber(args[i + 6])
-        insert(F, url, key, tonumber(args[i + 4]), due, tonumber(args[i + 7]), args[i + 5], due)
+        insert(F, url, key, tonumber(args[i + 4]), tonumber(args[i + 6]), tonumber(args[i + 7]), args[i + 5],
+          tonumber(args[i + 6]))
         touched[key] = true
         n = n + 1
       end
