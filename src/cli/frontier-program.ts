@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { DURATION_HELP, parseDuration } from './duration.js';
 import { count, examples, inputOptions, planOptions, redeliverOption } from './command-options.js';
-import { validated } from './parse.js';
+import { parseFpr, validated } from './parse.js';
 
 /* The `frontier` commands of the program (docs/frontier.md); each command module loads when it runs. */
 
@@ -60,8 +60,32 @@ export function addFrontierCommands(program: Command): void {
     ['seenstore --scope example.org --json frontier stats'],
   );
   addFrontierQueueCommands(frontier);
+  addFrontierDumpCommands(frontier);
 }
 
+/** import and export of the reference URLFrontier client's DumpURLs files: a crawl moves between the two either way. */
+function addFrontierDumpCommands(frontier: Command): void {
+  const load = async () => import('./commands/frontier-dump.js');
+  examples(
+    frontier
+      .command('import [file]')
+      .description("load a dump of the reference URLFrontier client's DumpURLs (JSON lines, gzipped or not; FILE or stdin): discovered URLs are queued if new, known ones scheduled or recorded as done; each line goes to the scope of its crawlID (DEFAULT when empty) unless --scope is given")
+      .addOption(new Option('--on-invalid <mode>', 'fail (default): stop at the first bad line, naming it; skip: count and report bad lines').choices(['skip', 'fail']))
+      .addOption(new Option('--batch-size <n>', 'lines handled together, a few durable commits per scope (default 1000)').argParser(count('batch-size')))
+      .addOption(new Option('--capacity <n>', "URLs the first epoch of each scope the import creates is sized for (default 1000000)").argParser(count('capacity')))
+      .addOption(new Option('--fpr <p>', 'target false-positive rate of the scopes the import creates (default 0.01)').argParser(validated(parseFpr)))
+      .action(async (file: string | undefined, _o, command: Command) => (await load()).frontierImport(file, command)),
+    ['seenstore --store /var/lib/seenstore frontier import crawl-dump.jsonl.gz', 'seenstore --scope news frontier import --on-invalid skip < dump.jsonl'],
+  );
+  examples(
+    frontier
+      .command('export')
+      .description("write the frontier of every scope (or of --scope) as the reference URLFrontier client's DumpURLs does: waiting and leased URLs as discovered, scheduled ones as known with their date; finished URLs are not in it (they are only bits of the filter)")
+      .option('--out <file>', 'write to FILE (gzipped when it ends in .gz) instead of stdout')
+      .action(async (_o, command: Command) => (await load()).frontierExport(command)),
+    ['seenstore frontier export --out crawl-dump.jsonl.gz', 'seenstore --scope news frontier export > news.jsonl'],
+  );
+}
 
 function addFrontierQueueCommands(frontier: Command): void {
   const load = async () => import('./commands/frontier-queues.js');
