@@ -12,16 +12,23 @@
  * PASSES crawls of their own (crawl IDs) to make the run long enough to time, once on one stream and
  * once spread over STREAMS streams into each crawl; without the shared
  * data the bench says so and stops.
+ *
+ * Issue 44 rows (`--only issue44` runs them alone): PutDiscovered from ONE Python grpcio client
+ * (bench/urlfrontier-grpcio.py) in batches of 1,000 real URLs of all-the-package-repos, on LMDB and
+ * on a local Redis Cluster (3 masters, test/helpers/redis-cluster.ts), and GetURLs, one URL per
+ * host, over 50,000 hosts synthesized from the shared lists' URLs, on LMDB.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SeenStore } from '../src/index.js';
 import { NEEDS_SHARED_DATA, ROOT } from '../test/helpers/data.js';
+import { redisMissing, startRedisCluster } from '../test/helpers/redis-cluster.js';
+import { URLFRONTIER_PROTO_PATH } from '../src/urlfrontier/proto.js';
 import { discovered, FrontierClient, type Ack } from '../test/helpers/urlfrontier.js';
-import { cliOf, readUrls, sharedDataset } from './data.js';
-import { recordTargets } from './targets.js';
+import { BENCH_DIR, cliOf, packageReposDataset, readUrls, sharedDataset } from './data.js';
+import { recordTargets, type TargetRow } from './targets.js';
 
 const PASSES = 4;
 /** Streams at once in the concurrent ingest row. */
@@ -171,8 +178,108 @@ async function engine(location: string): Promise<{ enqueue: number; take: number
 }
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en');
+
+/** URLs of the PutDiscovered rows: the first of all-the-package-repos, in file order. */
+const PUT_DISCOVERED_URLS = 300_000;
+const PUT_DISCOVERED_BATCH = 1_000;
+/** Hosts of the GetURLs row, one URL each. */
+const GET_URLS_HOSTS = 50_000;
+const TARGET_PUT_DISCOVERED_LMDB = 150_000;
+const TARGET_PUT_DISCOVERED_REDIS = 50_000;
+const TARGET_GET_URLS_LMDB = 100_000;
+const PYTHON = '/usr/bin/python3';
+
+interface GrpcioRun {
+  readonly urls: number;
+  readonly seconds: number;
+  readonly OK?: number;
+  readonly SKIPPED?: number;
+}
+
+/** Runs the Python grpcio client (bench/urlfrontier-grpcio.py) against `port`. */
+function grpcio(pbDir: string, port: number, args: readonly string[]): GrpcioRun {
+  const out = execFileSync(PYTHON, [join(BENCH_DIR, 'urlfrontier-grpcio.py'), pbDir, String(port), ...args], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  return JSON.parse(out) as GrpcioRun;
+}
+
+/** One URL per host, GET_URLS_HOSTS hosts: the shared lists' paths under hosts of their own. */
+function perHostUrls(): string[] {
+  return Array.from({ length: GET_URLS_HOSTS }, (_, i) => {
+    const source = new URL(urls[i % urls.length]!);
+    return `https://h${i}.${source.hostname}${source.pathname}`;
+  });
+}
+
+/** PutDiscovered (and on LMDB GetURLs) through one grpcio client; rows of docs/benchmarks.md "Issue 44". */
+async function issue44(work: string): Promise<void> {
+  const missingGrpcio = execFileSync(PYTHON, ['-c', 'import grpc, google.protobuf; print("ok")'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() !== 'ok';
+  if (missingGrpcio) throw new Error('the issue 44 rows need Debian python3-grpcio, python3-protobuf and protobuf-compiler');
+  const pbDir = join(work, 'pb');
+  execFileSync('mkdir', ['-p', pbDir]);
+  execFileSync('protoc', [`--proto_path=${join(URLFRONTIER_PROTO_PATH, '..')}`, `--python_out=${pbDir}`, URLFRONTIER_PROTO_PATH]);
+  const putFile = join(work, 'put-discovered.txt');
+  const repos = readUrls(packageReposDataset().path).slice(0, PUT_DISCOVERED_URLS);
+  writeFileSync(putFile, `${repos.join('\n')}\n`);
+  const hostFile = join(work, 'per-host.txt');
+  writeFileSync(hostFile, `${perHostUrls().join('\n')}\n`);
+  const rows: string[] = [];
+  const targets: TargetRow[] = [];
+  const putRow = (store: string, run: GrpcioRun, target: number): number => {
+    const rate = run.urls / run.seconds;
+    rows.push(`| ${store} | PutDiscovered, 1 grpcio client, batches of ${fmt(PUT_DISCOVERED_BATCH)} | ${fmt(run.urls)} (${fmt(run.OK ?? 0)} new) | ${fmt(rate)} URLs/s | ≥ ${fmt(target)} |`);
+    return rate;
+  };
+
+  const lmdbDir = join(work, 'issue44-lmdb');
+  const lmdb = await serve(lmdbDir);
+  try {
+    const put = putRow('LMDB', grpcio(pbDir, lmdb.port, ['put', putFile, 'put', String(PUT_DISCOVERED_BATCH)]), TARGET_PUT_DISCOVERED_LMDB);
+    targets.push({ issue: 44, order: 1, figure: 'PutDiscovered ingest on LMDB, 1 grpcio client', measured: `${fmt(put)} URLs/s`, target: `≥ ${fmt(TARGET_PUT_DISCOVERED_LMDB)} URLs/s`, met: put >= TARGET_PUT_DISCOVERED_LMDB });
+    grpcio(pbDir, lmdb.port, ['put', hostFile, 'hosts', String(PUT_DISCOVERED_BATCH)]);
+    const client = new FrontierClient(lmdb.port);
+    await client.call('SetDelay', { key: '', delay_requestable: 0, crawlID: 'hosts' });
+    client.close();
+    const got = grpcio(pbDir, lmdb.port, ['get', '-', 'hosts']);
+    if (got.urls !== GET_URLS_HOSTS) throw new Error(`GetURLs handed out ${got.urls} of ${GET_URLS_HOSTS} URLs`);
+    const rate = got.urls / got.seconds;
+    rows.push(`| LMDB | GetURLs, 1 grpcio client, 1 URL per queue over ${fmt(GET_URLS_HOSTS)} hosts | ${fmt(got.urls)} | ${fmt(rate)} URLs/s | ≥ ${fmt(TARGET_GET_URLS_LMDB)} |`);
+    targets.push({ issue: 44, order: 3, figure: 'GetURLs on LMDB, 1 per host, 1 grpcio client', measured: `${fmt(rate)} URLs/s`, target: `≥ ${fmt(TARGET_GET_URLS_LMDB)} URLs/s`, met: rate >= TARGET_GET_URLS_LMDB });
+  } finally {
+    await stop(lmdb.child);
+  }
+
+  const noRedis = redisMissing();
+  if (noRedis !== undefined) rows.push(`| Redis Cluster | PutDiscovered: not run (${noRedis}) | | | |`);
+  else {
+    const cluster = await startRedisCluster();
+    try {
+      const redis = await serve(cluster.location());
+      try {
+        const put = putRow('Redis Cluster (3 masters, local)', grpcio(pbDir, redis.port, ['put', putFile, 'put', String(PUT_DISCOVERED_BATCH)]), TARGET_PUT_DISCOVERED_REDIS);
+        targets.push({ issue: 44, order: 2, figure: 'PutDiscovered ingest on a local Redis Cluster, 1 grpcio client', measured: `${fmt(put)} URLs/s`, target: `≥ ${fmt(TARGET_PUT_DISCOVERED_REDIS)} URLs/s`, met: put >= TARGET_PUT_DISCOVERED_REDIS });
+      } finally {
+        await stop(redis.child);
+      }
+    } finally {
+      await cluster.stop();
+    }
+  }
+  process.stdout.write(`Issue 44: ${fmt(PUT_DISCOVERED_URLS)} URLs of all-the-package-repos for PutDiscovered; ${fmt(GET_URLS_HOSTS)} one-URL hosts for GetURLs; client and serve in separate processes on this machine\n\n`);
+  process.stdout.write(`| store | what | URLs | rate | target (URLs/s) |\n|---|---|---:|---:|---:|\n${rows.join('\n')}\n`);
+  recordTargets('urlfrontier-issue44', targets);
+}
+
 const work = mkdtempSync(join(tmpdir(), 'seenstore-bench-urlfrontier-'));
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
 try {
+  if (only === undefined || only === 'issue28') await issue28(work);
+  if (only === undefined || only === 'issue44') await issue44(work);
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
+
+/** The issue 28 rows: PutURLs from grpc-js clients, GetURLs, memory and disk per URL. */
+async function issue28(work: string): Promise<void> {
   const lmdbDir = join(work, 'lmdb');
   const rows = [
     await measure('LMDB', lmdbDir, lmdbDir),
@@ -192,6 +299,4 @@ try {
   recordTargets('urlfrontier', [
     { issue: 28, order: 1, figure: 'gRPC PutURLs ingest on LMDB', measured: `${fmt(best)} URLs/s (1 stream ${fmt(rows[0]!.ingest1)}, ${STREAMS} streams ${fmt(rows[0]!.ingestN)})`, target: `≥ ${fmt(TARGET_INGEST_URLS_PER_S)} URLs/s`, met: best >= TARGET_INGEST_URLS_PER_S },
   ]);
-} finally {
-  rmSync(work, { recursive: true, force: true });
 }

@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { parseEpochSpec } from '../epochs/epoch-spec.js';
-import { LAYOUTS } from '../filters/bloom.js';
 import { STRATEGY_HELP, parseStrategy } from '../filters/strategy.js';
-import { KEY_MODES, NORMALIZE_MODES } from '../url/normalize.js';
-import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE } from './defaults.js';
+import { NORMALIZE_MODES } from '../url/normalize.js';
 import { DURATION_HELP, parseDuration } from './duration.js';
-import { parseCount, parseFpr, parseSeeds, validated } from './parse.js';
+import { parseFpr, parseSeeds, validated } from './parse.js';
 import { SERVE_FLAGS } from './serve-flags.js';
+import { count, examples, inputOptions, planOptions, redeliverOption } from './command-options.js';
+import { addFrontierCommands } from './frontier-program.js';
 
 /*
  * The command line. Command modules (and through them the store and LMDB) are imported only when
@@ -20,46 +20,6 @@ import { SERVE_FLAGS } from './serve-flags.js';
 export function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
   return pkg.version;
-}
-
-const count = (name: string, min = 1): ((text: string) => string) => validated((text) => parseCount(name, text, min));
-
-type QueueActionName = 'set-delay' | 'block' | 'crawl-limit' | 'delete-queue' | 'queue';
-
-function examples(command: Command, lines: readonly string[]): Command {
-  return command.addHelpText('after', `\nExamples:\n${lines.map((line) => `  ${line}`).join('\n')}\n`);
-}
-
-/** Options of the commands that read URLs; `writes`: whether each batch is a durable commit. */
-function inputOptions(command: Command, writes: boolean): Command {
-  const batch = writes ? 'URLs per durable commit' : 'URLs looked up together';
-  return command
-    .addOption(new Option('--on-invalid <mode>', 'skip (default): count and report invalid lines; fail: stop at the first one').choices(['skip', 'fail']))
-    .addOption(new Option('--batch-size <n>', `${batch} (default ${DEFAULT_BATCH_SIZE})`).argParser(count('batch-size')))
-    .addOption(new Option('--batch-delay-ms <ms>', `close a partial batch this long after its first line (default ${DEFAULT_BATCH_DELAY_MS})`).argParser(count('batch-delay-ms', 0)));
-}
-
-/** Options that shape a scope's first epoch (filter-new, add). */
-function planOptions(command: Command): Command {
-  return command
-    .addOption(new Option('--capacity <n>', "URLs the scope's first epoch is sized for (default 1000000; ignored, with a warning, once the scope exists)").argParser(count('capacity')))
-    .addOption(new Option('--fpr <p>', 'target false-positive rate at capacity (default 0.01)').argParser(validated(parseFpr)))
-    .addOption(new Option('--strategy <name>', `${STRATEGY_HELP}; default classic (docs/strategies.md)`).argParser(validated(parseStrategy)))
-    .addOption(new Option('--layout <layout>', 'older spelling of --strategy classic|blocked').choices(LAYOUTS))
-    .addOption(new Option('--normalize <mode>', 'none (default): the exact bytes; whatwg: the URL-standard form; crawler: whatwg without the fragment, query parameters sorted').choices(NORMALIZE_MODES))
-    .addOption(new Option('--keys <mode>', "a new scope's keys: url (default): trimmed lines that start like scheme://host, others counted invalid; raw: any line as it is").choices(KEY_MODES))
-    .addOption(
-      new Option('--seeds <hex>', "the first epoch's seeds (16 hex digits per filter, comma-separated, from epoch show) instead of fresh ones: parallel crawlers that will merge").argParser(
-        validated(parseSeeds),
-      ),
-    )
-    .addOption(new Option('--epoch <n>', 'only add to epoch N; fail with EPOCH_SEALED once it is not the open epoch').argParser(count('epoch')))
-    .addOption(new Option('--threads <n>', 'threads for adds (default 1; 2: a second thread sets the bits while this one hashes)').argParser(count('threads')));
-}
-
-/** `--no-redeliver` of the commands that record URLs and print them (docs/reliability.md "Delivery"). */
-function redeliverOption(command: Command): Command {
-  return command.option('--no-redeliver', 'do not print first the URLs that earlier runs recorded and did not surely deliver (they stay kept)');
 }
 
 const epochsOption = (what: string): Option =>
@@ -329,115 +289,6 @@ function addSnapshotCommands(program: Command): void {
       .description('delete a snapshot')
       .action(async (name: string, _o, command: Command) => (await import('./commands/snapshot.js')).snapshotDelete(name, command)),
     ['seenstore snapshot delete pre-restore-2026-11-01T00-00-00Z'],
-  );
-}
-
-function addFrontierCommands(program: Command): void {
-  const frontier = program.command('frontier').description("the scope's durable queue of URLs found new and not yet finished (docs/frontier.md)");
-  const load = async () => import('./commands/frontier.js');
-  examples(
-    redeliverOption(planOptions(inputOptions(frontier.command('push [file]'), true)))
-      .description('queue the URLs not seen before (recording them as seen, in one step) and print them')
-      .action(async (file: string | undefined, _o, command: Command) => (await load()).frontierPush(file, command)),
-    ['extract-links page.html | seenstore --scope example.org frontier push > /dev/null'],
-  );
-  examples(
-    frontier
-      .command('take')
-      .description('lease up to --count queued URLs of queues (hosts) whose delay has passed, oldest ready first; prints ID<TAB>URL per URL')
-      .addOption(new Option('--count <n>', 'URLs to take (default 1)').argParser(count('count')))
-      .addOption(new Option('--per-queue <n>', 'most URLs of one queue (default 1)').argParser(count('per-queue')))
-      .addOption(new Option('--max-queues <n>', 'most queues to take from (default: no limit but --count)').argParser(count('max-queues')))
-      .option('--queue <key>', 'only URLs of this queue (a host, by default)')
-      .addOption(new Option('--lease-ms <ms>', 'lease length in milliseconds (default 300000): unfinished URLs come back after it').argParser(count('lease-ms')))
-      .option('--owner <name>', 'who takes (1-128 of A-Z a-z 0-9 . _ : -), for `frontier reclaim` and affinity')
-      .option('--affinity', 'only queues this owner owns on the consistent-hash ring of live owners (needs --owner)')
-      .action(async (_o, command: Command) => (await load()).frontierTake(command)),
-    ['seenstore --scope example.org frontier take --count 100 --per-queue 2 > batch.tsv'],
-  );
-  examples(
-    frontier
-      .command('done [ids...]')
-      .description("finish leased URLs: IDs as arguments, or take's lines on stdin")
-      .addOption(new Option('--refetch-in <duration>', `schedule the URLs to be fetched again after ${DURATION_HELP}, instead of finishing them`).argParser(validated((text) => parseDuration('refetch-in', text))))
-      .action(async (ids: string[], _o, command: Command) => (await load()).frontierFinish('done', ids, command)),
-    ['seenstore --scope example.org frontier done < batch.tsv'],
-  );
-  examples(
-    frontier
-      .command('release [ids...]')
-      .description('give leased URLs back before their lease runs out: IDs as arguments, or on stdin')
-      .action(async (ids: string[], _o, command: Command) => (await load()).frontierFinish('release', ids, command)),
-    ['seenstore --scope example.org frontier release 17 18'],
-  );
-  examples(
-    frontier
-      .command('reclaim <owner>')
-      .description("give back at once every lease OWNER holds (take --owner): a dead worker's URLs, without waiting out their leases")
-      .action(async (owner: string, _o, command: Command) => (await load()).frontierReclaim(owner, command)),
-    ['seenstore --scope example.org frontier reclaim worker-3'],
-  );
-  examples(
-    frontier
-      .command('stats')
-      .description('URLs pending, leased and done, and queues that hold URLs')
-      .action(async (_o, command: Command) => (await load()).frontierStats(command)),
-    ['seenstore --scope example.org --json frontier stats'],
-  );
-  addFrontierQueueCommands(frontier);
-}
-
-function addFrontierQueueCommands(frontier: Command): void {
-  const load = async () => import('./commands/frontier-queues.js');
-  examples(
-    frontier
-      .command('config')
-      .description("show or change the frontier's queue key (before any URL is queued), default delay and in-flight limit per queue")
-      .addOption(new Option('--queue-key <mode>', 'how URLs are grouped into queues: host (default), domain (registrable domain), none (one queue)').choices(['host', 'domain', 'none']))
-      .addOption(new Option('--delay-ms <ms>', 'milliseconds between two takes of one queue, unless it has its own (default 1000)').argParser(count('delay-ms', 0)))
-      .addOption(new Option('--max-in-flight <n>', 'most URLs of one queue leased at once (0: no limit, the default)').argParser(count('max-in-flight', 0)))
-      .action(async (_o, command: Command) => (await load()).frontierConfig(command)),
-    ['seenstore --scope example.org frontier config --delay-ms 2000 --max-in-flight 2'],
-  );
-  const queueCommands: Array<[string, QueueActionName, string, string]> = [
-    ['set-delay <key> <ms>', 'set-delay', "a queue's own delay between two takes, in ms, such as a robots Crawl-delay ('default': the frontier's again)", 'frontier set-delay example.org 5000'],
-    ['block <key> <duration>', 'block', "hand out nothing of a queue for a while (a 429 or 503 with Retry-After; a robots Crawl-delay is set-delay); '0' unblocks", 'frontier block example.org 10m'],
-    ['crawl-limit <key> <n>', 'crawl-limit', "once n URLs of the queue are done it hands out no more ('none': no limit)", 'frontier crawl-limit example.org 500'],
-    ['delete-queue <key>', 'delete-queue', 'remove a queue with its waiting, scheduled and leased URLs', 'frontier delete-queue spam.example'],
-    ['queue <key>', 'queue', "one queue's counts and settings", 'frontier queue example.org'],
-  ];
-  for (const [usage, action, description, example] of queueCommands) {
-    examples(
-      frontier.command(usage).description(description).action(async (...args: unknown[]) => {
-        // Commander calls with the arguments, then the options and the command: (key, [value,] options, command).
-        const value = args.length === 4 ? (args[1] as string) : undefined;
-        await (await load()).frontierQueue(action, args[0] as string, value, args[args.length - 1] as Command);
-      }),
-      [`seenstore --scope example.org ${example}`],
-    );
-  }
-  examples(
-    frontier
-      .command('queues')
-      .description('the queues that hold URLs, in key order: waiting, leased, completed, when ready, own settings')
-      .option('--after <key>', 'start after this queue key (paging)')
-      .addOption(new Option('--limit <n>', 'most queues to list (default 1000)').argParser(count('limit')))
-      .action(async (_o, command: Command) => (await load()).frontierQueues(command)),
-    ['seenstore --scope example.org frontier queues --limit 20'],
-  );
-  examples(
-    inputOptions(frontier.command('schedule [file]'), false)
-      .description('revisits: the URLs (one per line) wait, queued before or not, until --in from now; --in 0 finishes them')
-      .requiredOption('--in <duration>', `when: ${DURATION_HELP}, or 0`)
-      .action(async (file: string | undefined, _o, command: Command) => (await load()).frontierSchedule(file, command)),
-    ['seenstore --scope example.org frontier schedule --in 7d < refetch.txt'],
-  );
-  examples(
-    frontier
-      .command('status <url>')
-      .description('where a URL is in the frontier: waiting, scheduled or leased, in which queue')
-      .action(async (url: string, _o, command: Command) => (await load()).frontierStatus(url, command)),
-    ["seenstore --scope example.org frontier status 'https://example.org/'"],
   );
 }
 

@@ -1,23 +1,17 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { ScopeOptions } from '../index.js';
-import { scopeOfKey } from '../server/server.js';
 import type { ServedFrontier, ServedScope, ServedStore } from '../server/served-store.js';
-import { SCOPE_NAME_PATTERN } from '../store/records.js';
 import type { QueueKeyMode } from '../url/queue-key.js';
+import { DEFAULT_CRAWL, scopeNameOfCrawl, unusableCrawlMessage } from './crawl-name.js';
 import { RpcError } from './status.js';
-
-/** The crawl an empty crawl ID names: URLFrontier's own name for its default crawl. */
-export const DEFAULT_CRAWL = 'DEFAULT';
 
 /**
  * URLFrontier's crawls are seenstore's scopes: crawl ID `c` is scope `c` (`""` is DEFAULT; a `:`
  * stands for a `.`, as for RESP keys). An ID that cannot be a scope name is INVALID_ARGUMENT.
  */
 export function scopeOfCrawl(crawlID: string): string {
-  const name = crawlID === '' ? DEFAULT_CRAWL : scopeOfKey(crawlID);
-  if (!SCOPE_NAME_PATTERN.test(name)) {
-    throw new RpcError(GrpcStatus.INVALID_ARGUMENT, `crawl ID ${JSON.stringify(crawlID.slice(0, 80))} is not usable: 1-64 of A-Z a-z 0-9 . _ - (a : stands for a .), starting with a letter or digit`);
-  }
+  const name = scopeNameOfCrawl(crawlID);
+  if (name === undefined) throw new RpcError(GrpcStatus.INVALID_ARGUMENT, unusableCrawlMessage(crawlID));
   return name;
 }
 
