@@ -31,7 +31,7 @@ export function frontierCommands(): CommandSpec[] {
 async function enqueue(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
   checkItemCount(server, request, 2);
   const urls = argTexts(request, 2);
-  server.metrics.urls.inc({ op: 'added' }, urls.length);
+  server.metrics.urls.inc({ op: 'enqueued' }, urls.length);
   const fresh = await (await server.scope(argText(request, 1))).scope.enqueue(urls);
   return boolArray(fresh, 0, fresh.length, proto);
 }
@@ -40,7 +40,7 @@ async function enqueueData(server: ServerContext, _client: ClientState, request:
   if ((request.argc - 2) % 2 !== 0) throw wrongArity('seen.enqueuedata');
   checkItemCount(server, request, 2);
   const { keys, data } = pairs(request, 2);
-  server.metrics.urls.inc({ op: 'added' }, keys.length);
+  server.metrics.urls.inc({ op: 'enqueued' }, keys.length);
   const fresh = await (await server.scope(argText(request, 1))).scope.enqueue(keys, { data });
   return boolArray(fresh, 0, fresh.length, proto);
 }
