@@ -150,7 +150,7 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     assert.equal(await cli('SEEN.RELEASEDATA', 'crawl', third[0]!, '{"depth":2,"retries":1}'), '1');
     assert.deepEqual((await cli('SEEN.TAKE', 'crawl', '5', 'PERQUEUE', '5')).split('\n').slice(1), ['http://a/3', '2', '{"depth":2,"retries":1}']);
     assert.equal(await cli('SEEN.RECLAIM', 'crawl', 'w1'), '1');
-    assert.equal(await cli('SEEN.FRONTIER', 'crawl'), 'pending\n1\nleased\n1\ndone\n1');
+    assert.equal(await cli('SEEN.FRONTIER', 'crawl'), 'pending\n1\nleased\n1\ndone\n1\nfailed\n0');
     assert.match(await cli('SEEN.ENQUEUEDATA', 'crawl', 'http://a/4', 'not json'), /ERR data of item 1 is not JSON/);
     assert.match(await cli('SEEN.DONE', 'crawl', 'x'), /USAGE/);
     await server.stop();

@@ -24,7 +24,7 @@ export function frontierCommands(): CommandSpec[] {
     seen('SEEN.RELEASE', -3, true, 'Gives taken items back by id; answers how many', 'SEEN.RELEASE key id [id ...]', release),
     seen('SEEN.RELEASEDATA', -4, true, 'As SEEN.RELEASE, replacing each item\'s JSON data', 'SEEN.RELEASEDATA key id data [id data ...]', releaseData),
     seen('SEEN.RECLAIM', 3, true, 'Gives back every lease an owner holds; answers how many', 'SEEN.RECLAIM key owner', reclaim),
-    seen('SEEN.FRONTIER', 2, false, 'The frontier: pending, leased, done', 'SEEN.FRONTIER key', stats),
+    seen('SEEN.FRONTIER', 2, false, 'The frontier: pending, leased, done, failed', 'SEEN.FRONTIER key', stats),
   ];
 }
 
@@ -90,6 +90,7 @@ async function stats(server: ServerContext, _client: ClientState, request: Reque
       ['pending', integer(s.pending)],
       ['leased', integer(s.leased)],
       ['done', integer(s.done)],
+      ['failed', integer(s.failed)],
     ],
     proto,
   );

@@ -23,7 +23,8 @@ local function ss_fq_admit(keys, args)
       marks[source] = id
       if redis.call('HEXISTS', F.url, url) == 0 then
         -- Created when the add found it new: its due time, not the move into its queue.
-        insert(F, url, key, tonumber(args[i + 4]), tonumber(args[i + 6]), tonumber(args[i + 7]), args[i + 5], tonumber(args[i + 6]))
+        local due = tonumber(args[i + 6])
+        insert(F, url, key, tonumber(args[i + 4]), due, tonumber(args[i + 7]), args[i + 5], due)
         touched[key] = true
         n = n + 1
       end
@@ -63,10 +64,12 @@ local function answered_each(keys, args, act)
 end
 
 -- ARGV: settings, answer ttl s, '1' to delete the previous answer, n, n ids, n refetch times ms
--- (0: none). Finishes the entries there (finish); replies how many were.
+-- (0: none), then '1' when they failed (counted as failed, not done; absent: '0'). Finishes the
+-- entries there (finish); replies how many were.
 local function ss_fq_done(keys, args)
+  local failed = args[7 + 2 * tonumber(args[6])] == '1'
   return answered_each(keys, args, function(F, id, e, refetch_ms)
-    finish(F, id, e, tonumber(refetch_ms))
+    finish(F, id, e, tonumber(refetch_ms), failed)
     return true
   end)
 end
