@@ -119,7 +119,7 @@ describe('frontier: kill -9 of a schedule before it commits', () => {
       const frontier = store.scope('f').frontier();
       const states = await Promise.all(urls.map(async (url) => (await frontier.urlStatus(url))?.state));
       urls.forEach((url, i) => assert.equal(states[i], i < acked * 200 ? 'scheduled' : 'waiting', `URL ${i}`));
-      assert.deepEqual(await frontier.stats(), { pending: urls.length, leased: 0, done: 0, queues: (await frontier.listQueues({ limit: 65_536 })).length });
+      assert.deepEqual(await frontier.stats(), { pending: urls.length, leased: 0, done: 0, failed: 0, queues: (await frontier.listQueues({ limit: 65_536 })).length });
     } finally {
       await store.close();
     }
@@ -215,7 +215,7 @@ describe('frontier CLI', () => {
     const stats = await runCli(['--store', dir, '--scope', 'c', '--json', 'frontier', 'stats']);
     const takenUrls = new Set(taken.map((line) => line.split('\t')[1]));
     const queuesLeft = new Set(push.stdout.split('\n').filter((url) => url !== '' && !takenUrls.has(url)).map((url) => new URL(url).host)).size;
-    assert.deepEqual(JSON.parse(stats.stdout), { scope: 'c', pending: 31, leased: 0, done: 20, queues: queuesLeft });
+    assert.deepEqual(JSON.parse(stats.stdout), { scope: 'c', pending: 31, leased: 0, done: 20, failed: 0, queues: queuesLeft });
     const bad = await runCli(['--store', dir, '--scope', 'c', 'frontier', 'done', 'abc']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /seenstore: error USAGE: not a frontier id/);

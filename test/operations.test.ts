@@ -159,6 +159,29 @@ describe('operations: monitoring', () => {
     }
   });
 
+  test('one vocabulary (issue 45): adds with repeats, new without, in stats --json, text stats, textfile metrics and the report', async () => {
+    const store = join(tempDir(), 'store');
+    const repeated = `${urls('v', 3)}${urls('v', 2)}`;
+    assert.equal((await cli(['add', '--store', store, '--scope', 'v'], repeated)).code, 0);
+    const json = JSON.parse((await cli(['stats', '--json', '--store', store])).stdout) as { scopes: { epochs: Record<string, unknown>[] }[] };
+    const epoch = json.scopes[0]!.epochs[0]!;
+    assert.deepEqual([epoch.adds, epoch.new], [5, 3]);
+    assert.deepEqual([epoch.submitted, epoch.added], [5, 3], 'the names before issue 45, deprecated, readable for one release');
+    const text = (await cli(['stats', '--store', store])).stdout.split('\n');
+    const head = text[0]!.trim().split(/\s+/);
+    const row = text[1]!.trim().split(/\s+/);
+    assert.deepEqual([row[head.indexOf('adds')], row[head.indexOf('new')]], ['5', '3']);
+    assert.ok(!head.includes('added'));
+    const all = samples((await cli(['stats', '--format', 'prometheus', '--store', store])).stdout);
+    const value = (name: string): number | undefined => all.find(([n]) => n === name)?.[2];
+    assert.deepEqual([value('seenstore_epoch_adds'), value('seenstore_epoch_new_urls')], [5, 3]);
+    const html = (await cli(['report', '--store', store])).stdout;
+    assert.match(html, /<th[^>]*>adds<\/th><th[^>]*>new<\/th>/);
+    assert.match(html, /adds \(with repeats\)/);
+    assert.match(html, /<td>5<\/td><td>3<\/td>/);
+    assert.doesNotMatch(html, />added</);
+  });
+
   test('stats --check: exit 1 naming an open epoch past its capacity; 0 once rotated', async () => {
     const store = tempDir();
     await cli(['add', '--store', store, '--capacity', '1000'], urls('a', 500));
@@ -178,7 +201,7 @@ describe('operations: monitoring', () => {
   });
 
   test('the FPR check: an epoch whose estimated FPR is above its target, sealed or open, is a finding', () => {
-    const epoch = { epoch: 4, state: 'sealed', createdAtMs: 0, sealedAtMs: 1, capacityUrls: 1000, fprTarget: 0.01, strategy: 'classic', normalize: 'none', submitted: 900, added: 900, estimatedDistinct: 900, fillRatio: 0.6, estimatedFpr: 0.013, slices: 1, bytesOnDisk: 0, journalRecords: 0 } as const;
+    const epoch = { epoch: 4, state: 'sealed', createdAtMs: 0, sealedAtMs: 1, capacityUrls: 1000, fprTarget: 0.01, strategy: 'classic', normalize: 'none', adds: 900, new: 900, submitted: 900, added: 900, estimatedDistinct: 900, fillRatio: 0.6, estimatedFpr: 0.013, slices: 1, bytesOnDisk: 0, journalRecords: 0 } as const;
     const scopes: ScopeStats[] = [{ scope: 'x', openEpoch: 5, epochs: [epoch, { ...epoch, epoch: 5, state: 'open', estimatedFpr: 0.002 }] }];
     assert.deepEqual(checkScopes(scopes).map((f) => [f.epoch, f.problem]), [[4, 'fpr-above-target']]);
     assert.deepEqual(checkScopes([{ ...scopes[0]!, epochs: [{ ...epoch, estimatedFpr: 0.01 }] }]), [], 'at the target is within it');

@@ -99,7 +99,7 @@ describe('redis frontier', { skip: missing }, () => {
     const store = await SeenStore.open(location, quiet);
     try {
       const stats = await store.scope('f').frontier().stats();
-      assert.deepEqual({ ...stats, queues: 0 }, { pending: 0, leased: all.length, done: 0, queues: 0 });
+      assert.deepEqual({ ...stats, queues: 0 }, { pending: 0, leased: all.length, done: 0, failed: 0, queues: 0 });
       assert.ok(stats.queues > 100, `the URLs went to ${stats.queues} queues, not one per host`);
     } finally {
       await store.close();
@@ -200,7 +200,7 @@ describe('redis frontier', { skip: missing }, () => {
       const dead = await child([location, 'take', '100', '1500', 'frontier:take-after-commit']);
       assert.ok(dead.killed && tookOf(dead.lines).size === 0, 'the taker was not killed at its take');
       const frontier = scope.frontier();
-      assert.deepEqual(await frontier.stats(), { pending: 400, leased: 100, done: 0, queues: 1 });
+      assert.deepEqual(await frontier.stats(), { pending: 400, leased: 100, done: 0, failed: 0, queues: 1 });
       const rest = await frontier.take(1_000, { leaseMs: 60_000, perQueue: 1_000 });
       assert.deepEqual(rest.map((entry) => entry.url), queued.slice(100), 'the dead taker\'s URLs were handed out under its lease');
       // Until the dead taker's leases end by the servers' clock (its lease end, as the frontier tells).
@@ -210,7 +210,7 @@ describe('redis frontier', { skip: missing }, () => {
       assert.deepEqual(back.map((entry) => entry.url), queued.slice(0, 100));
       assert.ok(back.every((entry) => entry.attempts === 2));
       assert.equal(await frontier.done([...rest, ...back].map((entry) => entry.id)), 500);
-      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 500, queues: 0 });
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 500, failed: 0, queues: 0 });
     } finally {
       await store.close();
     }
@@ -252,9 +252,9 @@ describe('redis frontier', { skip: missing }, () => {
       const first = await frontier.take(4, { leaseMs: 60_000, owner: 'c1', perQueue: 4 });
       const second = await frontier.take(3, { leaseMs: 60_000, owner: 'c2', perQueue: 3 });
       assert.deepEqual([...first, ...second].map((entry) => entry.url), queued.slice(0, 7));
-      assert.deepEqual(await frontier.stats(), { pending: 3, leased: 7, done: 0, queues: 1 });
+      assert.deepEqual(await frontier.stats(), { pending: 3, leased: 7, done: 0, failed: 0, queues: 1 });
       assert.equal(await frontier.reclaim('c1'), 4);
-      assert.deepEqual(await frontier.stats(), { pending: 7, leased: 3, done: 0, queues: 1 });
+      assert.deepEqual(await frontier.stats(), { pending: 7, leased: 3, done: 0, failed: 0, queues: 1 });
       assert.equal(await frontier.release([second[0]!.id, second[1]!.id], [{ depth: 4, retries: 1 }, undefined]), 2);
       assert.equal(await frontier.release([second[0]!.id], [{ depth: 4, retries: 2 }]), 0, 'an entry not leased was released');
       const next = await frontier.take(20, { leaseMs: 60_000, owner: 'c3', perQueue: 20 });
@@ -276,12 +276,12 @@ describe('redis frontier', { skip: missing }, () => {
       for (const bad of ['x', '1', '0-1-2', '-0-1', '00-1', '0-0', '0-1234567890123456', `${next[0]!.id} `]) {
         await expectCode('USAGE', () => frontier.done([next[0]!.id, bad]));
       }
-      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 10, done: 0, queues: 1 }, 'a call with a bad id changed something');
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 10, done: 0, failed: 0, queues: 1 }, 'a call with a bad id changed something');
       // Well-formed ids of nothing (a number not given, a partition the frontier does not have) are skipped.
       const [partition] = next[0]!.id.split('-');
       assert.equal(await frontier.done([`${partition}-999999999`, '40-1', '99999-1']), 0);
       assert.equal(await frontier.done([...next, second[2]!].map((entry) => entry.id)), 10);
-      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 10, queues: 0 });
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 10, failed: 0, queues: 0 });
     } finally {
       await store.close();
     }
@@ -300,12 +300,12 @@ describe('redis frontier', { skip: missing }, () => {
       const taken = call('ss_fq_take', 'take-1', '60000', 'retrier', '', '4');
       assert.equal(call('ss_fq_take', 'take-1', '60000', 'retrier', '', '4'), taken);
       assert.match(taken, new RegExp(urls[7_503]!.replace(/[.?*+^$[\]\\(){}|]/g, '\\$&')));
-      assert.deepEqual(await scope.frontier().stats(), { pending: 6, leased: 4, done: 0, queues: 1 });
+      assert.deepEqual(await scope.frontier().stats(), { pending: 6, leased: 4, done: 0, failed: 0, queues: 1 });
       const id = taken.split('\n')[0]!;
       assert.equal(call('ss_fq_done', 'done-1', '1', id, '0'), '1');
       assert.equal(call('ss_fq_done', 'done-1', '1', id, '0'), '1', 'a retried done answered otherwise');
       assert.equal(call('ss_fq_done', 'done-2', '1', id, '0'), '0');
-      assert.deepEqual(await scope.frontier().stats(), { pending: 6, leased: 3, done: 1, queues: 1 });
+      assert.deepEqual(await scope.frontier().stats(), { pending: 6, leased: 3, done: 1, failed: 0, queues: 1 });
     } finally {
       await store.close();
     }
@@ -364,7 +364,7 @@ describe('redis frontier', { skip: missing }, () => {
       const deadline = Date.now() + 30_000;
       while (inboxLength() > 0 && Date.now() < deadline) await scope.frontier().stats();
       assert.equal(inboxLength(), 0);
-      assert.deepEqual(await scope.frontier().stats(), { pending: 0, leased: some.length, done: 0, queues: 1 });
+      assert.deepEqual(await scope.frontier().stats(), { pending: 0, leased: some.length, done: 0, failed: 0, queues: 1 });
     } finally {
       await store.close();
     }
@@ -421,7 +421,7 @@ describe('redis frontier', { skip: missing }, () => {
       const queued = Array.from({ length: 40 }, (_, i) => `${hosts[i % 3]}/${i}`);
       assert.equal((await scope.enqueue(queued)).filter(Boolean).length, 40);
       const frontier = scope.frontier();
-      assert.deepEqual(await frontier.stats(), { pending: 40, leased: 0, done: 0, queues: 3 });
+      assert.deepEqual(await frontier.stats(), { pending: 40, leased: 0, done: 0, failed: 0, queues: 3 });
       const all: { readonly id: string; readonly url: string; readonly queue: string }[] = [];
       for (let take = 0; take < 20; take++) {
         const got = await frontier.take(7, { leaseMs: 60_000, perQueue: 3 });
@@ -437,7 +437,7 @@ describe('redis frontier', { skip: missing }, () => {
         assert.deepEqual(mine.map((entry) => entry.url), queued.filter((url) => url.startsWith(host)), `${host}'s queue not oldest first`);
       }
       assert.equal(await frontier.done(all.map((entry) => entry.id)), 40);
-      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 40, queues: 0 });
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 40, failed: 0, queues: 0 });
     } finally {
       await store.close();
     }
@@ -470,7 +470,7 @@ describe('redis frontier', { skip: missing }, () => {
     const release = await runCli([...durable, '--scope', 'c', 'frontier', 'release', ...lines.slice(10).map((line) => line.split('\t')[0]!)]);
     assert.match(release.stderr, new RegExp(`released ${took.length - 10} of ${took.length - 10}`));
     const stats = await runCli(['--store', store, '--scope', 'c', '--json', 'frontier', 'stats']);
-    assert.deepEqual(JSON.parse(stats.stdout), { scope: 'c', pending: 40, leased: 0, done: 10, queues: hosts.size - countDoneHosts(took.slice(0, 10), urls.slice(9_000, 9_050)) });
+    assert.deepEqual(JSON.parse(stats.stdout), { scope: 'c', pending: 40, leased: 0, done: 10, failed: 0, queues: hosts.size - countDoneHosts(took.slice(0, 10), urls.slice(9_000, 9_050)) });
     const bad = await runCli(['--store', store, '--scope', 'c', 'frontier', 'done', '17']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /seenstore: error USAGE: not a frontier id/);
@@ -499,7 +499,7 @@ describe('redis frontier', { skip: missing }, () => {
       assert.ok(failing !== undefined);
       assert.equal(new Set(taken).size, taken.length, 'a URL was taken twice');
       assert.deepEqual(new Set(taken), new Set(all), 'a queued URL was lost');
-      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: all.length, queues: 0 });
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: all.length, failed: 0, queues: 0 });
     } finally {
       await store.close();
     }

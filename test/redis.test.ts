@@ -309,7 +309,7 @@ describe('redis backend', { skip: missing }, () => {
       try {
         assert.ok((await store.scope('served').has(batch)).every(Boolean));
         assert.equal((await store.scope('served').epoch(1)).strategy, 'partitioned');
-        assert.deepEqual(await store.scope('crawl').frontier().stats(), { pending: 1, leased: 1, done: 0, queues: 1 });
+        assert.deepEqual(await store.scope('crawl').frontier().stats(), { pending: 1, leased: 1, done: 0, failed: 0, queues: 1 });
       } finally {
         await store.close();
       }

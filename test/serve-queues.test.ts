@@ -43,7 +43,7 @@ for (const [name, location] of STORES) {
       assert.equal(await cli('SEEN.TAKE', 'c', '10'), '', 'a scheduled URL or a queue at its crawl limit was handed out');
       assert.equal(await cli('SEEN.QDELETE', 'c', 'b.test'), '2');
       assert.equal(await cli('SEEN.QINFO', 'c', 'b.test'), '');
-      assert.equal(await cli('SEEN.FRONTIER', 'c'), 'pending\n1\nleased\n2\ndone\n1');
+      assert.equal(await cli('SEEN.FRONTIER', 'c'), 'pending\n1\nleased\n2\ndone\n1\nfailed\n0');
       assert.match(await cli('SEEN.QDELAY', 'c', 'a.test', '-5'), /USAGE delayMs must be a whole number/);
       assert.match(await cli('SEEN.QCONFIG', 'c', 'QUEUEKEY', 'path'), /ERR QUEUEKEY must be one of host, domain, none/);
       assert.match(await cli('SEEN.QCONFIG', 'c', 'QUEUEKEY', 'domain'), /USAGE .*cannot change once URLs were queued/);

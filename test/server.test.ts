@@ -104,13 +104,13 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     assert.equal(await cli('SEEN.CLASSIFY', 'urls', 'http://a/', 'http://d/'), 'revisit\nnew');
     assert.equal(await cli('SEEN.DIFF', 'urls', 'FROM', 'previous', 'TO', 'current', 'ITEMS', 'http://a/', 'http://b/', 'http://d/', 'http://z/'), 'both\nonly-from\nonly-to\nneither');
     assert.match(await cli('SEEN.EPOCHS', 'urls'), /^epoch\n1\nstate\nsealed\n[^]*epoch\n2\nstate\nopen\n/);
-    assert.match(await cli('SEEN.STATS', 'urls'), /^epoch\n2\nstate\nopen\n[^]*added\n2\n/);
+    assert.match(await cli('SEEN.STATS', 'urls'), /^epoch\n2\nstate\nopen\n[^]*adds\n2\nnew\n2\nsubmitted\n2\nadded\n2\n/, 'adds and new, and the deprecated names for one release');
     assert.equal(await cli('SEEN.PRUNE', 'urls', 'KEEPLAST', '1'), '1');
     assert.match(await cli('SEEN.MEXISTS', 'urls', 'EPOCHS', '1', 'ITEMS', 'x'), /^NOT_FOUND scope urls has no epoch 1/);
     assert.match(await cli('SEEN.SNAPSHOT', 'nightly'), /^name\nnightly\npath\n/);
     const info = await cli('INFO');
     for (const section of ['# Server', '# Clients', '# Stats', '# Persistence', '# Scopes']) assert.ok(info.includes(section), section);
-    assert.match(info, /scope_urls:epoch=2,epochs=1,capacity=2000,added=2,/);
+    assert.match(info, /scope_urls:epoch=2,epochs=1,capacity=2000,adds=2,new=2,added=2,submitted=2,/);
     assert.match(await cli('COMMAND', 'DOCS', 'bf.add'), /^bf.add\nsummary\n/);
     assert.equal(await cli('COMMAND', 'COUNT'), String((await cli('COMMAND', 'LIST')).split('\n').length));
 
@@ -150,7 +150,7 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     assert.equal(await cli('SEEN.RELEASEDATA', 'crawl', third[0]!, '{"depth":2,"retries":1}'), '1');
     assert.deepEqual((await cli('SEEN.TAKE', 'crawl', '5', 'PERQUEUE', '5')).split('\n').slice(1), ['http://a/3', '2', '{"depth":2,"retries":1}']);
     assert.equal(await cli('SEEN.RECLAIM', 'crawl', 'w1'), '1');
-    assert.equal(await cli('SEEN.FRONTIER', 'crawl'), 'pending\n1\nleased\n1\ndone\n1');
+    assert.equal(await cli('SEEN.FRONTIER', 'crawl'), 'pending\n1\nleased\n1\ndone\n1\nfailed\n0');
     assert.match(await cli('SEEN.ENQUEUEDATA', 'crawl', 'http://a/4', 'not json'), /ERR data of item 1 is not JSON/);
     assert.match(await cli('SEEN.DONE', 'crawl', 'x'), /USAGE/);
     await server.stop();
@@ -211,12 +211,21 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     for (let round = 0; round < 5; round++) {
       await Promise.all(clients.map((client, i) => client.command('BF.ADD', 'g', `http://g/${round}/${i}`)));
     }
+    for (let i = 0; i < 5; i++) await clients[0]!.command('BF.ADD', 'g', 'http://g/0/0');
     const metrics = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
     const batches = Number(/^seenstore_batch_urls_count (\d+)$/m.exec(metrics)![1]);
     const urls = Number(/^seenstore_batch_urls_sum (\d+)$/m.exec(metrics)![1]);
-    assert.equal(urls, 160);
+    assert.equal(urls, 165);
     assert.ok(batches < urls / 2, `${batches} commits for ${urls} single adds from 32 connections`);
-    assert.match(metrics, /^seenstore_commands_total\{command="BF.ADD"\} 160$/m);
+    assert.match(metrics, /^seenstore_commands_total\{command="BF.ADD"\} 165$/m);
+    // One vocabulary (issue 45): adds with repeats, new without; the old gauge names stay one release.
+    assert.match(metrics, /^seenstore_urls_total\{op="adds"\} 165$/m);
+    assert.match(metrics, /^seenstore_urls_total\{op="new"\} 160$/m);
+    assert.match(metrics, /^seenstore_epoch_adds\{scope="g",epoch="1"\} 165$/m);
+    assert.match(metrics, /^seenstore_epoch_new_urls\{scope="g",epoch="1"\} 160$/m);
+    assert.match(metrics, /^seenstore_epoch_submitted_urls\{scope="g",epoch="1"\} 165$/m);
+    assert.match(metrics, /^seenstore_epoch_added_urls\{scope="g",epoch="1"\} 160$/m);
+    assert.match(metrics, /^# HELP seenstore_epoch_added_urls Deprecated: /m);
     assert.match(metrics, /^seenstore_commit_seconds_bucket\{le="/m);
     assert.match(metrics, /^seenstore_epoch_fill_ratio\{scope="g",epoch="1"\} 0\.\d+$/m);
     assert.match(metrics, /^seenstore_epoch_estimated_fpr\{scope="g",epoch="1"\} /m);

@@ -10,7 +10,10 @@ import { tempDir } from './helpers/tmp.js';
 
 /**
  * The format vectors of normalisation `url` (docs/format.md "URL keys"): a line, and its key or
- * null when the line is invalid. Frozen: a change here is a new mode, never an edit.
+ * null when the line is invalid. Frozen: a change of an accepted line's key is a new mode, never an
+ * edit. Accepting a line that was refused changes no accepted line's key or bits, so it is an
+ * edit: `https://@host` (an empty userinfo, valid by the WHATWG URL standard) was refused until
+ * issue 45 and is now accepted, keyed as written.
  */
 export const URL_KEY_VECTORS: readonly (readonly [string, string | null])[] = [
   ['https://example.org/a?b=1#c', 'https://example.org/a?b=1#c'],
@@ -32,7 +35,11 @@ export const URL_KEY_VECTORS: readonly (readonly [string, string | null])[] = [
   ['https://', null],
   ['https://?q', null],
   ['https://#f', null],
-  ['https://@host', null],
+  ['https://@host', 'https://@host'],
+  ['http://@xkcd.com/c257.html', 'http://@xkcd.com/c257.html'],
+  ['https://@', null],
+  ['https://@/path', null],
+  ['https://@@host', null],
   ['https://:80/', null],
   ['1http://example.org/', null],
   ['ht tp://example.org/', null],

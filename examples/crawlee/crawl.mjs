@@ -34,7 +34,9 @@ const crawler = new CheerioCrawler({
   ...crawlerOptions(manager),
   maxConcurrency: 10,
   async requestHandler({ request, $, enqueueLinks }) {
-    console.log(`${request.url}\t${$('title').text().trim()}`);
+    // The request's key (Crawlee's uniqueKey, its normalised URL) is what the store records: print
+    // it, so that `cut -f1 | seenstore classify` asks about what was crawled (docs/crawlee.md).
+    console.log(`${request.uniqueKey}\t${$('title').text().trim()}`);
     await enqueueLinks();
   },
 });

@@ -35,6 +35,7 @@ export function addFrontierCommands(program: Command): void {
       .command('done [ids...]')
       .description("finish leased URLs: IDs as arguments, or take's lines on stdin")
       .addOption(new Option('--refetch-in <duration>', `schedule the URLs to be fetched again after ${DURATION_HELP}, instead of finishing them`).argParser(validated((text) => parseDuration('refetch-in', text))))
+      .option('--failed', 'the URLs were given up on: finished, counted as failed in frontier stats instead of done')
       .action(async (ids: string[], _o, command: Command) => (await load()).frontierFinish('done', ids, command)),
     ['seenstore --scope example.org frontier done < batch.tsv'],
   );
@@ -55,7 +56,7 @@ export function addFrontierCommands(program: Command): void {
   examples(
     frontier
       .command('stats')
-      .description('URLs pending, leased and done, and queues that hold URLs')
+      .description('URLs pending, leased, done and failed, and queues that hold URLs')
       .action(async (_o, command: Command) => (await load()).frontierStats(command)),
     ['seenstore --scope example.org --json frontier stats'],
   );

@@ -176,7 +176,7 @@ function addStoreCommands(program: Command): void {
   examples(
     program
       .command('stats')
-      .description('per scope and epoch: capacity, adds, estimated distinct URLs, fill, estimated FPR, bytes on disk; or metrics for Prometheus; or a health check')
+      .description('per scope and epoch: capacity, adds (with repeats), new (without), estimated distinct URLs, fill, estimated FPR, bytes on disk; or metrics for Prometheus; or a health check')
       .addOption(new Option('--format <format>', 'text (default), json (as --json) or prometheus (node_exporter textfile format)').choices(['text', 'json', 'prometheus']))
       .option('--check', 'print what is wrong and exit 1 if an open epoch is past its capacity or any epoch\'s estimated FPR is above its target')
       .action(async (_o, command: Command) => (await import('./commands/stats.js')).stats(command)),

@@ -15,8 +15,8 @@ interface Metric {
 }
 
 const EPOCH_METRICS: readonly Metric[] = [
-  { name: 'seenstore_epoch_adds', help: 'URLs submitted to the epoch (repeats included).', value: (e) => e.submitted },
-  { name: 'seenstore_epoch_new_urls', help: 'URLs the epoch answered as new.', value: (e) => e.added },
+  { name: 'seenstore_epoch_adds', help: 'Adds: URLs submitted to the epoch, repeats included.', value: (e) => e.adds },
+  { name: 'seenstore_epoch_new_urls', help: 'URLs the epoch answered as new (the adds without repeats).', value: (e) => e.new },
   { name: 'seenstore_epoch_estimated_distinct_urls', help: 'Distinct URLs estimated from the fill.', value: (e) => e.estimatedDistinct },
   { name: 'seenstore_epoch_capacity_urls', help: 'URLs the epoch was planned for.', value: (e) => e.capacityUrls },
   { name: 'seenstore_epoch_fill_ratio', help: 'Share of the epoch\'s bits set (all slices).', value: (e) => e.fillRatio },

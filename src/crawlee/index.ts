@@ -2,7 +2,7 @@
  * seenstore for Crawlee (`import { ... } from 'seenstore/crawlee'`; `crawlee` is an optional peer
  * dependency). docs/crawlee.md.
  */
-import type { RequestQueue } from 'crawlee';
+import { Request, type RequestQueue } from 'crawlee';
 import { SeenstoreRequestManager, type FrontierScope, type RequestManagerOptions } from './request-manager.js';
 
 export { SeenstoreRequestManager, type FrontierScope, type RequestManagerOptions };
@@ -14,6 +14,16 @@ export { SeenstoreRequestManager, type FrontierScope, type RequestManagerOptions
  */
 export function crawlerOptions(manager: SeenstoreRequestManager): { readonly requestQueue: RequestQueue } {
   return { requestQueue: manager as unknown as RequestQueue };
+}
+
+/**
+ * The keys the manager records for these URLs: Crawlee's `uniqueKey` of a request of each (its
+ * normalised URL: lower-case host, sorted query, no fragment, no trailing slash, so
+ * `https://example.org/` is `https://example.org`). Classify these, not the URLs as the crawler
+ * printed them: `scope.classify(crawleeKeys(urls))` (docs/crawlee.md "Recrawl").
+ */
+export function crawleeKeys(urls: readonly string[]): string[] {
+  return urls.map((url) => new Request({ url }).uniqueKey);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { Request, type RequestOptions, type Source } from 'crawlee';
+import { Request, RequestState, type RequestOptions, type Source } from 'crawlee';
 import { queueKeyOf, type QueueKeyMode } from '../url/queue-key.js';
 
 /**
@@ -19,10 +19,10 @@ interface LeasedUrl {
 
 interface ScopeFrontierLike {
   take(count: number, options?: { readonly leaseMs?: number; readonly owner?: string; readonly perQueue?: number }): Promise<LeasedUrl[]>;
-  done(ids: readonly string[]): Promise<number>;
+  done(ids: readonly string[], options?: { readonly failed?: boolean }): Promise<number>;
   release(ids: readonly string[], data?: readonly unknown[]): Promise<number>;
   reclaim(owner: string): Promise<number>;
-  stats(): Promise<{ readonly pending: number; readonly leased: number; readonly done: number }>;
+  stats(): Promise<{ readonly pending: number; readonly leased: number; readonly done: number; readonly failed: number }>;
   pinnedQueueKey(): Promise<QueueKeyMode>;
   configure(change: { readonly delayMs?: number }): Promise<unknown>;
 }
@@ -166,8 +166,13 @@ export class SeenstoreRequestManager {
     return request;
   }
 
+  /**
+   * Crawlee calls this for a request that succeeded and for one it gave up on (its retries spent,
+   * or `noRetry`), the latter from its error handling: that one is finished as failed, counted in
+   * the frontier's `failed` rather than its `done`.
+   */
   async markRequestHandled(request: Request): Promise<null> {
-    await this.#frontier.done([requestId(request)]);
+    await this.#frontier.done([requestId(request)], { failed: request.state === RequestState.ERROR_HANDLER });
     this.#inProgress = Math.max(0, this.#inProgress - 1);
     this.#handled++;
     return null;
@@ -187,13 +192,15 @@ export class SeenstoreRequestManager {
   async isFinished(): Promise<boolean> {
     if (this.#buffer.length > 0 || this.#inProgress > 0) return false;
     const stats = await this.#frontier.stats();
-    this.#handled = Math.max(this.#handled, stats.done);
+    this.#handled = Math.max(this.#handled, stats.done + stats.failed);
     this.#pending = stats.pending + stats.leased;
     return this.#pending === 0;
   }
 
+  /** As Crawlee's own queue counts it: requests finished, failed ones included (the crawler's stats tell them apart). */
   async handledCount(): Promise<number> {
-    this.#handled = (await this.#frontier.stats()).done;
+    const stats = await this.#frontier.stats();
+    this.#handled = stats.done + stats.failed;
     return this.#handled;
   }
 

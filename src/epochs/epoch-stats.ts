@@ -14,11 +14,15 @@ export interface EpochStats {
   /** `classic`, `blocked` or `spatial:S` (ScopeOptions.strategy). */
   readonly strategy: string;
   readonly normalize: string;
-  /** URLs submitted to add / addIfAbsent. */
+  /** Adds: URLs submitted to add / addIfAbsent, repeats included. */
+  readonly adds: number;
+  /** URLs the epoch answered as new: the adds without repeats (and without false positives). */
+  readonly new: number;
+  /** @deprecated The same as `adds`; kept for one release for scripts that read `stats --json`. */
   readonly submitted: number;
-  /** URLs reported new. */
+  /** @deprecated The same as `new`; kept for one release for scripts that read `stats --json`. */
   readonly added: number;
-  /** Distinct URLs estimated from the fill (close to `added`; differs by false positives). */
+  /** Distinct URLs estimated from the fill (close to `new`; differs by false positives). */
   readonly estimatedDistinct: number;
   readonly fillRatio: number;
   /** False-positive rate of a query now, from the fill (the union over slices). */
@@ -79,6 +83,8 @@ export interface ScopeStats {
 /** Stats of an epoch: live from `summary` when given (the open epoch), else from the sealed header's final counts. */
 export function epochStats(header: EpochHeader, summary: EpochSummary | undefined, usage: EpochUsage): EpochStats {
   const final = header.final;
+  const adds = summary?.submitted ?? final?.submitted ?? 0;
+  const fresh = summary?.added ?? final?.added ?? 0;
   return {
     epoch: header.epoch,
     state: header.state,
@@ -88,8 +94,10 @@ export function epochStats(header: EpochHeader, summary: EpochSummary | undefine
     fprTarget: header.fprTarget,
     strategy: strategyName(strategyOf(header.slices[0]!, header.growth)),
     normalize: header.normalize,
-    submitted: summary?.submitted ?? final?.submitted ?? 0,
-    added: summary?.added ?? final?.added ?? 0,
+    adds,
+    new: fresh,
+    submitted: adds,
+    added: fresh,
     estimatedDistinct: summary?.estimatedDistinct ?? final?.estimatedDistinct ?? 0,
     fillRatio: summary?.fillRatio ?? final?.fillRatio ?? 0,
     estimatedFpr: summary?.estimatedFpr ?? final?.estimatedFpr ?? 0,

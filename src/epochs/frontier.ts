@@ -119,15 +119,17 @@ export class ScopeFrontier {
   /**
    * Finishes URLs by the ids take gave; resolves with how many were still there to finish. With
    * `refetchAtMs` (one time per id, ms since the Unix epoch; 0 for none), those URLs are scheduled
-   * to be fetched again then instead of leaving the frontier.
+   * to be fetched again then instead of leaving the frontier. With `failed: true` they were given up
+   * on (a crawler's failed request): finished all the same, counted in `stats().failed`, not `done`.
    */
-  async done(ids: readonly string[], options: { readonly refetchAtMs?: readonly number[] } = {}): Promise<number> {
+  async done(ids: readonly string[], options: { readonly refetchAtMs?: readonly number[]; readonly failed?: boolean } = {}): Promise<number> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('finish frontier URLs');
     if (!Array.isArray(ids)) throw new TypeError('ids must be an array of strings');
     const refetch = options.refetchAtMs;
     if (refetch !== undefined) checkTimes('refetchAtMs', refetch, ids.length, this.#ctx.clock());
-    return (await this.#frontier()).done(ids, refetch);
+    if (options.failed !== undefined && typeof options.failed !== 'boolean') throw new TypeError('failed must be a boolean');
+    return (await this.#frontier()).done(ids, refetch, options.failed === true);
   }
 
   /**

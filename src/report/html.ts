@@ -70,23 +70,23 @@ function urlsChart(scope: ReportScope, id: string): string {
       format: compact,
       markerLabel: 'planned capacity',
       series: [
-        { key: 'submitted', label: 'URLs added (with repeats)', pattern: 3 },
-        { key: 'added', label: 'new in epoch', pattern: 0 },
+        { key: 'adds', label: 'adds (with repeats)', pattern: 3 },
+        { key: 'new', label: 'new (without repeats)', pattern: 0 },
         { key: 'distinct', label: 'estimated distinct', pattern: 1 },
       ],
       columns: columns(scope, (e) => ({
         kind: 'epoch',
         epoch: e.epoch,
         labels: [`epoch ${e.epoch}`, day(e.createdAtMs).slice(0, 10)],
-        values: [e.submitted, e.added, e.estimatedDistinct],
+        values: [e.adds, e.new, e.estimatedDistinct],
         marker: e.capacityUrls,
         ...(e.estimatedDistinct > e.capacityUrls ? { flag: 'over capacity' } : {}),
-        title: `epoch ${e.epoch} (${e.state}): ${count(e.submitted)} added, ${count(e.added)} new, ~${count(e.estimatedDistinct)} distinct; planned capacity ${count(e.capacityUrls)}`,
+        title: `epoch ${e.epoch} (${e.state}): ${count(e.adds)} adds, ${count(e.new)} new, ~${count(e.estimatedDistinct)} distinct; planned capacity ${count(e.capacityUrls)}`,
       })),
     },
     `URLs per epoch of scope ${scope.name}`,
   );
-  return figure(id, 'URLs per epoch: added, new, estimated distinct, against the planned capacity (dashed)', chart);
+  return figure(id, 'URLs per epoch: adds (with repeats), new (without), estimated distinct, against the planned capacity (dashed)', chart);
 }
 
 function fprChart(scope: ReportScope, id: string): string {
@@ -139,7 +139,7 @@ function figure(id: string, caption: string, svg: string): string {
 }
 
 function epochTable(scope: ReportScope): string {
-  const head = ['epoch', 'state', 'created', 'sealed', 'strategy', 'capacity', 'added', 'new', 'new since previous', 'est. distinct', 'fill', 'est. FPR', 'target', 'slices', 'bytes'];
+  const head = ['epoch', 'state', 'created', 'sealed', 'strategy', 'capacity', 'adds', 'new', 'new since previous', 'est. distinct', 'fill', 'est. FPR', 'target', 'slices', 'bytes'];
   const rows = scope.epochs.map((e) => {
     const over = e.estimatedFpr > e.fprTarget ? ' class="over"' : '';
     const cells = [
@@ -149,8 +149,8 @@ function epochTable(scope: ReportScope): string {
       `<td class="left">${day(e.sealedAtMs)}</td>`,
       `<td class="left">${escapeXml(e.strategy)}</td>`,
       `<td>${count(e.capacityUrls)}</td>`,
-      `<td>${count(e.submitted)}</td>`,
-      `<td>${count(e.added)}</td>`,
+      `<td>${count(e.adds)}</td>`,
+      `<td>${count(e.new)}</td>`,
       newSincePreviousCell(e.newSincePreviousAtLeast),
       `<td>${count(e.estimatedDistinct)}</td>`,
       `<td>${percent(e.fillRatio)}</td>`,

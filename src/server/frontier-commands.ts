@@ -24,14 +24,14 @@ export function frontierCommands(): CommandSpec[] {
     seen('SEEN.RELEASE', -3, true, 'Gives taken items back by id; answers how many', 'SEEN.RELEASE key id [id ...]', release),
     seen('SEEN.RELEASEDATA', -4, true, 'As SEEN.RELEASE, replacing each item\'s JSON data', 'SEEN.RELEASEDATA key id data [id data ...]', releaseData),
     seen('SEEN.RECLAIM', 3, true, 'Gives back every lease an owner holds; answers how many', 'SEEN.RECLAIM key owner', reclaim),
-    seen('SEEN.FRONTIER', 2, false, 'The frontier: pending, leased, done', 'SEEN.FRONTIER key', stats),
+    seen('SEEN.FRONTIER', 2, false, 'The frontier: pending, leased, done, failed', 'SEEN.FRONTIER key', stats),
   ];
 }
 
 async function enqueue(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
   checkItemCount(server, request, 2);
   const urls = argTexts(request, 2);
-  server.metrics.urls.inc({ op: 'added' }, urls.length);
+  server.metrics.urls.inc({ op: 'enqueued' }, urls.length);
   const fresh = await (await server.scope(argText(request, 1))).scope.enqueue(urls);
   return boolArray(fresh, 0, fresh.length, proto);
 }
@@ -40,7 +40,7 @@ async function enqueueData(server: ServerContext, _client: ClientState, request:
   if ((request.argc - 2) % 2 !== 0) throw wrongArity('seen.enqueuedata');
   checkItemCount(server, request, 2);
   const { keys, data } = pairs(request, 2);
-  server.metrics.urls.inc({ op: 'added' }, keys.length);
+  server.metrics.urls.inc({ op: 'enqueued' }, keys.length);
   const fresh = await (await server.scope(argText(request, 1))).scope.enqueue(keys, { data });
   return boolArray(fresh, 0, fresh.length, proto);
 }
@@ -90,6 +90,7 @@ async function stats(server: ServerContext, _client: ClientState, request: Reque
       ['pending', integer(s.pending)],
       ['leased', integer(s.leased)],
       ['done', integer(s.done)],
+      ['failed', integer(s.failed)],
     ],
     proto,
   );

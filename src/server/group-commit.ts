@@ -139,7 +139,7 @@ export class GroupCommit {
     this.#metrics.batchUrls.observe(count);
     let added = 0;
     for (let i = 0; i < count; i++) if (answers[i]) added++;
-    this.#metrics.urls.inc({ op: 'submitted' }, count);
+    this.#metrics.urls.inc({ op: 'adds' }, count);
     this.#metrics.urls.inc({ op: 'new' }, added);
     let from = 0;
     for (const entry of batch) {

@@ -76,7 +76,7 @@ async function sectionFields(server: ServerContext, section: Section): Promise<[
         const open = scope.epochs.find((epoch) => epoch.epoch === scope.openEpoch);
         const figures = open === undefined
           ? 'epoch=none'
-          : `epoch=${open.epoch},epochs=${scope.epochs.length},capacity=${open.capacityUrls},added=${open.added},submitted=${open.submitted},estimated_distinct=${open.estimatedDistinct},fill=${open.fillRatio.toFixed(6)},estimated_fpr=${open.estimatedFpr.toExponential(3)},fpr_target=${open.fprTarget},slices=${open.slices},bytes_on_disk=${open.bytesOnDisk}`;
+          : `epoch=${open.epoch},epochs=${scope.epochs.length},capacity=${open.capacityUrls},adds=${open.adds},new=${open.new},added=${open.new},submitted=${open.adds},estimated_distinct=${open.estimatedDistinct},fill=${open.fillRatio.toFixed(6)},estimated_fpr=${open.estimatedFpr.toExponential(3)},fpr_target=${open.fprTarget},slices=${open.slices},bytes_on_disk=${open.bytesOnDisk}`;
         return [`scope_${scope.scope}`, figures];
       });
   }

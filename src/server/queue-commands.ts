@@ -48,7 +48,7 @@ async function enqueueFor(server: ServerContext, _client: ClientState, request: 
       throw new ReplyError(`ERR data of item ${i / 3 + 1} is not JSON`);
     }
   }
-  server.metrics.urls.inc({ op: 'added' }, keys.length);
+  server.metrics.urls.inc({ op: 'enqueued' }, keys.length);
   const fresh = await served.enqueue(keys, { data, queues });
   return boolArray(fresh, 0, fresh.length, proto);
 }

@@ -187,9 +187,10 @@ export interface Frontier {
    * Finishes leased or waiting URLs by id: they leave the frontier and count as completed in their
    * queue (toward its crawl limit); unknown ids (finished already) are skipped. With
    * `refetchAtMs[i]` (> 0), URL i is instead rescheduled: it waits until then, its attempts start
-   * again from 0, and it still counts as completed. Resolves with how many ids were there.
+   * again from 0, and it still counts as completed. `failed`: the URLs were given up on, counted
+   * in the frontier's `failed` instead of its `done`. Resolves with how many ids were there.
    */
-  done(ids: readonly string[], refetchAtMs?: readonly number[]): Promise<number>;
+  done(ids: readonly string[], refetchAtMs?: readonly number[], failed?: boolean): Promise<number>;
   /**
    * Gives leased URLs back before their lease runs out (to be taken again); `data[i]`, when given,
    * replaces what is kept with URL i. Resolves with how many were leased.
@@ -416,8 +417,10 @@ export interface FrontierStats {
   readonly pending: number;
   /** Taken, lease still running. */
   readonly leased: number;
-  /** Finished since the frontier began. */
+  /** Finished since the frontier began, failures not included. */
   readonly done: number;
+  /** Finished as failures since the frontier began (`done` with `failed: true`): given up on, not fetched. */
+  readonly failed: number;
   /** Queues that hold URLs. */
   readonly queues: number;
 }

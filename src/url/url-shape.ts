@@ -2,8 +2,9 @@
  * The cheap check of normalisation `url` (keys are URLs): a key is its line without surrounding
  * ASCII whitespace, and it must start like an absolute URL with a host: a scheme (a letter, then
  * letters, digits, `+`, `-`, `.`), `://`, then a first host character that is none of `/ ? # @ :`
- * and no whitespace or control character. Nothing after that is looked at: no parse, no
- * allocation, a few byte comparisons per key. Each function has a string and a byte form that
+ * and no whitespace or control character, after at most one `@` (an empty userinfo: the WHATWG URL
+ * standard reads `http://@host/` as `http://host/`). Nothing else past the host's first character
+ * is looked at: no parse, no allocation, a few byte comparisons per key. Each function has a string and a byte form that
  * decide alike, since one input is read either way (strings through the library, bytes by
  * filter-new).
  */
@@ -29,13 +30,24 @@ function canStartHost(code: number): boolean {
   return code > 0x20 && code !== 0x7f && code !== 0x2f && code !== 0x3f && code !== 0x23 && code !== 0x40 && code !== 0x3a;
 }
 
+/** Whether the host that starts at `at` (before `end`) starts well: `@` (an empty userinfo) then a host character, or a host character. */
+function hostStartsString(line: string, at: number, end: number): boolean {
+  const code = line.charCodeAt(at);
+  return code === 0x40 ? at + 1 < end && canStartHost(line.charCodeAt(at + 1)) : canStartHost(code);
+}
+
+function hostStartsBytes(bytes: Uint8Array, at: number, end: number): boolean {
+  const code = bytes[at]!;
+  return code === 0x40 ? at + 1 < end && canStartHost(bytes[at + 1]!) : canStartHost(code);
+}
+
 /** Whether line[start, end) starts like `scheme://host`. */
 function shapedString(line: string, start: number, end: number): boolean {
   if (end - start < 4 || !isAlpha(line.charCodeAt(start))) return false;
   let i = start + 1;
   const schemeEnd = Math.min(end, start + SCHEME_CHARS_MAX + 1);
   while (i < schemeEnd && isSchemeChar(line.charCodeAt(i))) i++;
-  return i + 3 < end && line.charCodeAt(i) === 0x3a && line.charCodeAt(i + 1) === 0x2f && line.charCodeAt(i + 2) === 0x2f && canStartHost(line.charCodeAt(i + 3));
+  return i + 3 < end && line.charCodeAt(i) === 0x3a && line.charCodeAt(i + 1) === 0x2f && line.charCodeAt(i + 2) === 0x2f && hostStartsString(line, i + 3, end);
 }
 
 /** The key of `line` in mode `url` (trimmed), or undefined when it does not start like an absolute URL. */
@@ -68,11 +80,11 @@ export function shapedBytes(bytes: Uint8Array, start: number, end: number): bool
   // Most crawled URLs are http(s): `http` then `://` or `s://`, decided without the scheme loop.
   if (end - start > 8 && bytes[start] === 0x68 && bytes[start + 1] === 0x74 && bytes[start + 2] === 0x74 && bytes[start + 3] === 0x70) {
     const colon = bytes[start + 4] === 0x73 ? start + 5 : start + 4;
-    if (bytes[colon] === 0x3a) return bytes[colon + 1] === 0x2f && bytes[colon + 2] === 0x2f && canStartHost(bytes[colon + 3]!);
+    if (bytes[colon] === 0x3a) return bytes[colon + 1] === 0x2f && bytes[colon + 2] === 0x2f && hostStartsBytes(bytes, colon + 3, end);
   }
   if (end - start < 4 || !isAlpha(bytes[start]!)) return false;
   let i = start + 1;
   const schemeEnd = Math.min(end, start + SCHEME_CHARS_MAX + 1);
   while (i < schemeEnd && isSchemeChar(bytes[i]!)) i++;
-  return i + 3 < end && bytes[i] === 0x3a && bytes[i + 1] === 0x2f && bytes[i + 2] === 0x2f && canStartHost(bytes[i + 3]!);
+  return i + 3 < end && bytes[i] === 0x3a && bytes[i + 1] === 0x2f && bytes[i + 2] === 0x2f && hostStartsBytes(bytes, i + 3, end);
 }

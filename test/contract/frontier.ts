@@ -39,14 +39,20 @@ export function frontierContract(ctx: ContractContext): void {
       ctx.sameTaken(retried.map((entry) => entry.url), short.map((entry) => entry.url), 'URLs whose lease ran out did not come back');
       assert.ok(retried.every((entry) => entry.attempts === 3));
       const finished = [...rest, ...none].map((entry) => entry.id);
-      assert.equal(await frontier.done(finished), 700);
+      // A crawler's failed requests (issue 45): finished all the same, counted apart from done.
+      assert.equal(await frontier.done(finished.slice(0, 50), { failed: true }), 50);
+      assert.equal(await frontier.done(finished), 650);
       assert.equal(await frontier.done(finished), 0, 'a URL was finished twice');
+      assert.equal(await frontier.done(finished, { failed: true }), 0, 'a finished URL was counted failed');
       assert.equal(await frontier.release(retried.map((entry) => entry.id)), 300);
-      assert.deepEqual(await frontier.stats(), { pending: 300, leased: 0, done: 700, queues: 1 });
+      assert.deepEqual(await frontier.stats(), { pending: 300, leased: 0, done: 650, failed: 50, queues: 1 });
       await scope.rotate();
-      assert.deepEqual(await frontier.stats(), { pending: 300, leased: 0, done: 700, queues: 1 }, 'rotation changed the frontier');
+      assert.deepEqual(await frontier.stats(), { pending: 300, leased: 0, done: 650, failed: 50, queues: 1 }, 'rotation changed the frontier');
+      await assert.rejects(async () => frontier.done([], { failed: 'yes' as unknown as boolean }), TypeError);
       await expectCode('USAGE', () => frontier.take(0));
       await expectCode('USAGE', () => frontier.done(['not-an-id']));
+      await frontier.clear({ completed: true });
+      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 0, failed: 0, queues: 0 }, 'clear({ completed }) keeps a count of finished URLs');
     } finally {
       await store.close();
     }

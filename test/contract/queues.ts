@@ -73,7 +73,7 @@ export function queuesContract(ctx: ContractContext): void {
       assert.deepEqual(first.map((entry) => entry.url), [b('1'), b('2'), a('1'), a('2'), c('1')]);
       assert.deepEqual(queuesOf(first), ['b.example', 'b.example', 'a.example', 'a.example', 'c.example:8080']);
       const stats = await frontier.stats();
-      assert.deepEqual({ ...stats }, { pending: 2, leased: 5, done: 0, queues: 3 });
+      assert.deepEqual({ ...stats }, { pending: 2, leased: 5, done: 0, failed: 0, queues: 3 });
       const queueA = await frontier.queue('a.example');
       assert.equal(queueA?.waiting, 2);
       assert.equal(queueA?.leased, 2);
@@ -248,7 +248,7 @@ export function queuesContract(ctx: ContractContext): void {
       assert.equal(await frontier.deleteQueue('a.example'), 0);
       assert.equal((await frontier.stats()).queues, 2);
       assert.equal(await frontier.clear(), 2);
-      assert.deepEqual({ ...(await frontier.stats()), done: 0 }, { pending: 0, leased: 0, done: 0, queues: 0 });
+      assert.deepEqual({ ...(await frontier.stats()), done: 0 }, { pending: 0, leased: 0, done: 0, failed: 0, queues: 0 });
       assert.deepEqual(await scope.enqueue([a('1')]), [false], 'deleting a queue forgot what was seen');
     } finally {
       await store.close();
@@ -311,7 +311,7 @@ export function queuesContract(ctx: ContractContext): void {
       await expectCode('USAGE', () => frontier.queue('k'.repeat(600)));
       await expectCode('USAGE', () => scope.enqueue([a('1')], { queues: ['one', 'two'] }));
       await expectCode('USAGE', () => frontier.done(['1'], { refetchAtMs: [-1] }));
-      assert.deepEqual({ ...(await frontier.stats()) }, { pending: 0, leased: 0, done: 0, queues: 0 });
+      assert.deepEqual({ ...(await frontier.stats()) }, { pending: 0, leased: 0, done: 0, failed: 0, queues: 0 });
       assert.deepEqual(await scope.has([a('1')]), [false]);
     } finally {
       await store.close();

@@ -21,8 +21,8 @@ export function epochCells(e: EpochStats): string[] {
     when(e.createdAtMs),
     when(e.sealedAtMs),
     formatCount(e.capacityUrls),
-    formatCount(e.submitted),
-    formatCount(e.added),
+    formatCount(e.adds),
+    formatCount(e.new),
     formatCount(e.estimatedDistinct),
     `${(e.fillRatio * 100).toFixed(2)}%`,
     e.estimatedFpr.toExponential(2),
@@ -54,7 +54,7 @@ function renderDetails(d: EpochDetails): string {
     `  plan             ${formatCount(d.capacityUrls)} URLs at FPR ${d.fprTarget}; growth x${d.growth.factor} per slice, error x${d.growth.tightening}`,
     `  sizing           ${d.sizing.policy}: ${d.sizing.reason}`,
     `  sizing inputs    ${Object.entries(d.sizing.inputs).map(([k, v]) => `${k}=${v}`).join(' ')}`,
-    `  counts           adds ${formatCount(d.submitted)}, new ${formatCount(d.added)}, est. distinct ${formatCount(d.estimatedDistinct)}`,
+    `  counts           adds ${formatCount(d.adds)}, new ${formatCount(d.new)}, est. distinct ${formatCount(d.estimatedDistinct)}`,
     `  now              fill ${(d.fillRatio * 100).toFixed(2)}%, est. FPR ${d.estimatedFpr.toExponential(2)}, ${formatCount(d.bytesOnDisk)} bytes on disk`,
   ];
   d.sliceDetails.forEach((s, j) => {
@@ -123,7 +123,7 @@ export async function epochRotate(command: Command): Promise<void> {
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else {
       process.stdout.write(
-        `sealed epoch ${result.sealed.epoch}: ${formatCount(result.sealed.added)} new URLs, ~${formatCount(result.sealed.estimatedDistinct)} distinct\n${renderDetails(result.opened)}`,
+        `sealed epoch ${result.sealed.epoch}: ${formatCount(result.sealed.new)} new URLs, ~${formatCount(result.sealed.estimatedDistinct)} distinct\n${renderDetails(result.opened)}`,
       );
     }
   } finally {

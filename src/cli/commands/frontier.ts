@@ -91,19 +91,22 @@ export async function frontierTake(command: Command): Promise<void> {
 
 /**
  * `frontier done|release [IDS...]`: ids from the arguments, else the first field of each stdin line
- * (take's output). `done --refetch-in DURATION`: the URLs are scheduled again instead of finished.
+ * (take's output). `done --refetch-in DURATION`: the URLs are scheduled again instead of finished;
+ * `done --failed`: they were given up on, counted as failed.
  */
 export async function frontierFinish(which: 'done' | 'release', ids: string[], command: Command): Promise<void> {
-  const options = command.optsWithGlobals<GlobalOptions & { readonly refetchIn?: string }>();
+  const options = command.optsWithGlobals<GlobalOptions & { readonly refetchIn?: string; readonly failed?: boolean }>();
   const refetchInMs = options.refetchIn === undefined ? undefined : parseDuration('refetch-in', options.refetchIn);
   const given = ids.length > 0 ? ids : await idsFromStdin();
   const store = await openStore(options, false);
   try {
     const frontier = (await requireScope(store, options)).frontier();
     const refetch = refetchInMs === undefined ? {} : { refetchAtMs: given.map(() => Date.now() + refetchInMs) };
-    const changed = which === 'done' ? await frontier.done(given, refetch) : await frontier.release(given);
-    const summary = { given: given.length, [which === 'done' ? 'done' : 'released']: changed };
-    process.stderr.write(options.json ? `${JSON.stringify(summary)}\n` : `${which === 'done' ? 'done' : 'released'} ${formatCount(changed)} of ${formatCount(given.length)}\n`);
+    const failed = which === 'done' && options.failed === true;
+    const changed = which === 'done' ? await frontier.done(given, { ...refetch, failed }) : await frontier.release(given);
+    const verb = which === 'release' ? 'released' : failed ? 'failed' : 'done';
+    const summary = { given: given.length, [verb]: changed };
+    process.stderr.write(options.json ? `${JSON.stringify(summary)}\n` : `${verb} ${formatCount(changed)} of ${formatCount(given.length)}\n`);
   } finally {
     await store.close();
   }
@@ -121,13 +124,13 @@ export async function frontierReclaim(owner: string, command: Command): Promise<
   }
 }
 
-/** `frontier stats`: pending, leased and done. */
+/** `frontier stats`: pending, leased, done and failed. */
 export async function frontierStats(command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions>();
   const store = await openStore(options, false);
   try {
     const stats = await (await requireScope(store, options)).frontier().stats();
-    process.stdout.write(options.json ? `${JSON.stringify({ scope: scopeName(options), ...stats })}\n` : `pending ${formatCount(stats.pending)}, leased ${formatCount(stats.leased)}, done ${formatCount(stats.done)}, queues ${formatCount(stats.queues)}\n`);
+    process.stdout.write(options.json ? `${JSON.stringify({ scope: scopeName(options), ...stats })}\n` : `pending ${formatCount(stats.pending)}, leased ${formatCount(stats.leased)}, done ${formatCount(stats.done)}, failed ${formatCount(stats.failed)}, queues ${formatCount(stats.queues)}\n`);
   } finally {
     await store.close();
   }

@@ -14,7 +14,7 @@ export const CHECK_FAILED_EXIT = 1;
 type StatsOptions = GlobalOptions & { readonly format?: 'text' | 'json' | 'prometheus'; readonly check?: boolean };
 
 /**
- * Per scope and epoch: capacity, adds, estimated distinct URLs, fill, estimated FPR, bytes; in
+ * Per scope and epoch: capacity, adds, new, estimated distinct URLs, fill, estimated FPR, bytes; in
  * text, JSON or Prometheus's format; or, with --check, what is wrong (exit 1) or that all is well.
  */
 export async function stats(command: Command): Promise<void> {

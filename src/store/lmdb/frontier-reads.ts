@@ -42,7 +42,7 @@ export class FrontierReader {
   stats(): FrontierStats {
     const state = this.state();
     const leased = state.leased - this.#lapsedLeases().total;
-    return { pending: state.entries - leased, leased, done: state.done, queues: state.queues };
+    return { pending: state.entries - leased, leased, done: state.done, failed: state.failed ?? 0, queues: state.queues };
   }
 
   queue(key: string): QueueStats | undefined {

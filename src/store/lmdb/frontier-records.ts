@@ -8,8 +8,10 @@ export interface FrontierState {
   readonly v: 2;
   /** Id of the next URL queued. */
   nextId: number;
-  /** URLs finished since the frontier began. */
+  /** URLs finished since the frontier began, failures not included. */
   done: number;
+  /** URLs finished as failures since the frontier began. Absent (a record written before it was counted): 0. */
+  failed?: number;
   /** Entries in the frontier (waiting, scheduled or leased). */
   entries: number;
   /** Of them, leased (leases that ran out count until a write gives them back). */
@@ -107,7 +109,7 @@ export function readState(env: RecordDecoder, bytes: Uint8Array | undefined, sco
   const where = `frontier state of ${scope}`;
   return decoded(env, bytes, where, 2, (r) =>
     Number.isSafeInteger(r.nextId) && (r.nextId as number) >= 1 && isCount(r.done) && isCount(r.entries) && isCount(r.leased) && isCount(r.queues) && validSettings(r.settings) &&
-    isOptional(r.queueKeyPinned, (p) => p === true),
+    isOptional(r.queueKeyPinned, (p) => p === true) && isOptional(r.failed, isCount),
   ) as FrontierState;
 }
 

@@ -169,9 +169,10 @@ export class FrontierTxn {
   }
 
   /** Done: the entry leaves (or waits for its refetch time, its attempts from 0) and counts as completed in its queue. */
-  finish(id: number, entry: EntryRecord, refetchAtMs: number): void {
+  finish(id: number, entry: EntryRecord, refetchAtMs: number, failed = false): void {
     this.queue(entry.queue).completed++;
-    this.state.done++;
+    if (failed) this.state.failed = (this.state.failed ?? 0) + 1;
+    else this.state.done++;
     if (refetchAtMs <= 0) {
       this.remove(id, entry);
       return;

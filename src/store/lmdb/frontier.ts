@@ -65,9 +65,9 @@ export class LmdbFrontier implements Frontier {
     return taken;
   }
 
-  async done(ids: readonly string[], refetchAtMs?: readonly number[]): Promise<number> {
+  async done(ids: readonly string[], refetchAtMs?: readonly number[], failed = false): Promise<number> {
     return this.#eachEntry(ids, (txn, id, entry, i) => {
-      txn.finish(id, entry, refetchAtMs?.[i] ?? 0);
+      txn.finish(id, entry, refetchAtMs?.[i] ?? 0, failed);
       return true;
     });
   }
@@ -201,7 +201,7 @@ export class LmdbFrontier implements Frontier {
         if (tag === 's' || tag === 'o') continue;
         for (const key of [...db.getKeys(frontierTagRange(this.#scope, tag))]) db.removeSync(key);
       }
-      Object.assign(state, { entries: 0, leased: 0, queues: 0 }, options.completed === true ? { done: 0 } : {});
+      Object.assign(state, { entries: 0, leased: 0, queues: 0 }, options.completed === true ? { done: 0, failed: 0 } : {});
       return held;
     });
   }
@@ -211,7 +211,7 @@ export class LmdbFrontier implements Frontier {
   }
 
   async stats(): Promise<FrontierStats> {
-    return this.#read({ pending: 0, leased: 0, done: 0, queues: 0 }, (reader) => reader.stats());
+    return this.#read({ pending: 0, leased: 0, done: 0, failed: 0, queues: 0 }, (reader) => reader.stats());
   }
 
   async entries(options: { readonly cursor?: string; readonly limit: number; readonly queue?: string }): Promise<EntryPage> {

@@ -152,6 +152,7 @@ function writeFrontier(env: StoreEnv, scope: string, frontier: SalvagedFrontier,
         if (state !== undefined) {
           txn.state.settings = state.settings;
           txn.state.done = state.done;
+          if (state.failed !== undefined) txn.state.failed = state.failed;
           txn.state.nextId = state.nextId;
           if (state.queueKeyPinned === true) txn.state.queueKeyPinned = true;
         }

@@ -44,6 +44,7 @@ export class MemoryFrontier implements Frontier {
   /** Whether the queue key was pinned (pinnedSettings): configure no longer changes it. */
   #queueKeyPinned = false;
   #done = 0;
+  #failed = 0;
 
   constructor(now: () => number) {
     this.#now = now;
@@ -87,13 +88,13 @@ export class MemoryFrontier implements Frontier {
     return out;
   }
 
-  async done(ids: readonly string[], refetchAtMs?: readonly number[]): Promise<number> {
+  async done(ids: readonly string[], refetchAtMs?: readonly number[], failed = false): Promise<number> {
     let n = 0;
     ids.map(parseFrontierId).forEach((id, i) => {
       const entry = this.#entries.get(id);
       if (entry === undefined) return;
       n++;
-      this.#finish(entry, refetchAtMs?.[i] ?? 0);
+      this.#finish(entry, refetchAtMs?.[i] ?? 0, failed);
     });
     return n;
   }
@@ -203,7 +204,7 @@ export class MemoryFrontier implements Frontier {
 
   async clear(options: { readonly completed?: boolean } = {}): Promise<number> {
     const n = this.#entries.size;
-    if (options.completed === true) this.#done = 0;
+    if (options.completed === true) [this.#done, this.#failed] = [0, 0];
     this.#entries.clear();
     this.#byUrl.clear();
     this.#queues.clear();
@@ -220,7 +221,7 @@ export class MemoryFrontier implements Frontier {
     for (const entry of this.#entries.values()) if (entry.leaseUntilMs > now) leased++;
     let queues = 0;
     for (const queue of this.#queues.values()) if (queue.entries.size > 0) queues++;
-    return { pending: this.#entries.size - leased, leased, done: this.#done, queues };
+    return { pending: this.#entries.size - leased, leased, done: this.#done, failed: this.#failed, queues };
   }
 
   async entries(options: { readonly cursor?: string; readonly limit: number; readonly queue?: string }): Promise<EntryPage> {
@@ -291,9 +292,10 @@ export class MemoryFrontier implements Frontier {
   }
 
   /** Done: the entry leaves (or waits for its refetch time), and counts as completed in its queue. */
-  #finish(entry: Entry, refetchAtMs: number): void {
+  #finish(entry: Entry, refetchAtMs: number, failed = false): void {
     this.#queue(entry.queue).completed++;
-    this.#done++;
+    if (failed) this.#failed++;
+    else this.#done++;
     if (refetchAtMs > 0) {
       entry.dueMs = refetchAtMs;
       entry.attempts = 0;

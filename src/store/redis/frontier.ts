@@ -110,10 +110,10 @@ export class RedisFrontier implements Frontier {
     return reply.map((entry) => this.#leased(i, list(entry)));
   }
 
-  async done(ids: readonly string[], refetchAtMs?: readonly number[]): Promise<number> {
+  async done(ids: readonly string[], refetchAtMs?: readonly number[], failed = false): Promise<number> {
     const s = await this.#settings();
     return this.#eachPart(ids, s, (i, part) =>
-      this.#answered(i, (answer) => finishIds(this.#ctx, this.#keys(i), answer, s, part.map(({ id }) => id), part.map(({ index }) => refetchAtMs?.[index] ?? 0), this.#doing('finishing URLs of'))),
+      this.#answered(i, (answer) => finishIds(this.#ctx, this.#keys(i), answer, s, part.map(({ id }) => id), part.map(({ index }) => refetchAtMs?.[index] ?? 0), failed, this.#doing('finishing URLs of'))),
     );
   }
 
@@ -292,8 +292,8 @@ export class RedisFrontier implements Frontier {
   async stats(): Promise<FrontierStats> {
     const s = await this.#prepared();
     const all = await Promise.all(range(s.partitions).map(async (i) => list(await queueCounts(this.#ctx, this.#keys(i), s, this.#doing('reading'))).map(Number)));
-    const sum = (at: number) => all.reduce((total, counts) => total + counts[at]!, 0);
-    return { pending: sum(0) - sum(1), leased: sum(1), done: sum(2), queues: sum(3) };
+    const sum = (at: number) => all.reduce((total, counts) => total + (counts[at] ?? 0), 0);
+    return { pending: sum(0) - sum(1), leased: sum(1), done: sum(2), failed: sum(4), queues: sum(3) };
   }
 
   /** Every queued URL, a batch per HSCAN page of each partition's URL index: reads only; a URL queued or finished meanwhile may or may not be seen. */

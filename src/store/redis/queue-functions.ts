@@ -82,9 +82,9 @@ export function admitEntries(ctx: RedisContext, keys: QueuePartitionKeys, s: Que
   return ctx.fcallDurable('ss_fq_admit', keys.state, [...settingsArgs(s), ...flat], doing);
 }
 
-/** ss_fq_done: finishes entries by id (refetchAtMs[i] > 0: rescheduled then); how many were there. */
-export function finishIds(ctx: RedisContext, keys: QueuePartitionKeys, a: AnswerArgs, s: QueueSettingsArgs, ids: readonly string[], refetchAtMs: readonly number[], doing: string): Promise<Reply> {
-  return ctx.fcallDurable('ss_fq_done', answerKeys(keys, a), [...settingsArgs(s), ...answerArgs(a), String(ids.length), ...ids, ...refetchAtMs.map(String)], doing);
+/** ss_fq_done: finishes entries by id (refetchAtMs[i] > 0: rescheduled then), counted as failed or done; how many were there. */
+export function finishIds(ctx: RedisContext, keys: QueuePartitionKeys, a: AnswerArgs, s: QueueSettingsArgs, ids: readonly string[], refetchAtMs: readonly number[], failed: boolean, doing: string): Promise<Reply> {
+  return ctx.fcallDurable('ss_fq_done', answerKeys(keys, a), [...settingsArgs(s), ...answerArgs(a), String(ids.length), ...ids, ...refetchAtMs.map(String), failed ? '1' : '0'], doing);
 }
 
 /** ss_fq_release: gives leased entries back, each with new data (JSON) or '' to keep its own; how many were leased. */
@@ -143,7 +143,7 @@ export function clearQueues(ctx: RedisContext, keys: QueuePartitionKeys, s: Queu
   return ctx.fcallDurable('ss_fq_clear', keys.state, [...settingsArgs(s), completed ? '1' : '0'], doing);
 }
 
-/** ss_fq_stats: entries, leased, done, queues holding entries. */
+/** ss_fq_stats: entries, leased, done, queues holding entries, failed. */
 export function queueCounts(ctx: RedisContext, keys: QueuePartitionKeys, s: QueueSettingsArgs, doing: string): Promise<Reply> {
   return ctx.fcall('ss_fq_stats', keys.state, settingsArgs(s), doing);
 }

@@ -58,23 +58,24 @@ local function ss_fq_delete(keys, args)
   return n
 end
 
--- ARGV: settings, '1' to zero the done count. Removes every queue; replies how many entries they
--- held. What was admitted from the inboxes stays marked, and the done count stays unless asked.
+-- ARGV: settings, '1' to zero the done and failed counts. Removes every queue; replies how many
+-- entries they held. What was admitted from the inboxes stays marked, and the counts stay unless asked.
 local function ss_fq_clear(keys, args)
   local F = fbegin(keys, args)
   local n = tonumber(redis.call('HGET', F.counts, 'n') or '0')
   redis.call('DEL', F.ent, F.url, F.qs, F.w, F.l, F.leases, F.ready, F.names)
   redis.call('HSET', F.counts, 'n', 0)
-  if args[4] == '1' then redis.call('HSET', F.counts, 'done', 0) end
+  if args[4] == '1' then redis.call('HSET', F.counts, 'done', 0, 'failed', 0) end
   return n
 end
 
 -- ARGV: settings. Replies entries (waiting, scheduled and leased), leased, done, queues that hold
--- entries.
+-- entries, failed (absent from a counts hash written before it was counted: 0).
 local function ss_fq_stats(keys, args)
   local F = fbegin(keys, args)
   return {
     tonumber(redis.call('HGET', F.counts, 'n') or '0'), redis.call('ZCARD', F.leases),
     tonumber(redis.call('HGET', F.counts, 'done') or '0'), redis.call('ZCARD', F.names),
+    tonumber(redis.call('HGET', F.counts, 'failed') or '0'),
   }
 end

@@ -8,7 +8,7 @@
 -- URL -> id), qs (hash queue key -> queue JSON), w (waiting entries: prefix, due ms in 15 digits,
 -- place in 15, id in 12), l (leased entries: prefix, id), leases (id scored by lease end ms), ready (queue key
 -- scored by the time it is ready), names (queue keys that hold entries, lexical), inbox marks
--- (hash source partition -> last inbox id admitted), counts (hash n, done), cfg (hash rev), and
+-- (hash source partition -> last inbox id admitted), counts (hash n, done, failed), cfg (hash rev), and
 -- for the calls answered once, answer and previous answer. ARGV always begins with the settings:
 -- their revision, the default delay ms, the in-flight limit (0: none).
 --
@@ -157,12 +157,12 @@ local function remove(F, id, e)
 end
 
 -- Done: the entry leaves (or waits for its refetch time, attempts from 0), and counts as
--- completed in its queue.
-local function finish(F, id, e, refetch_ms)
+-- completed in its queue; in the counts hash as done, or as failed when it was given up on.
+local function finish(F, id, e, refetch_ms, failed)
   local q = queue_of(F, e.q)
   q.c = q.c + 1
   queue_put(F, e.q, q)
-  redis.call('HINCRBY', F.counts, 'done', 1)
+  redis.call('HINCRBY', F.counts, failed and 'failed' or 'done', 1)
   if refetch_ms > 0 then
     detach(F, id, e)
     e.t, e.n, e.a = refetch_ms, 0, 0
