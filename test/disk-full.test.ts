@@ -53,6 +53,30 @@ describe('a full disk', () => {
     for (const line of lines.slice(0, -1)) assert.match(line, /^(Write error: .*|read .*)$/, `only LMDB's line may precede: ${JSON.stringify(out.stderr)}`);
   });
 
+  test('filter-new on a full disk: a run whose work is committed exits 0 with a warning; a batch that cannot be kept is not recorded', async (t) => {
+    const mountPoint = mountSmall('ext4');
+    if (mountPoint === undefined) {
+      t.skip('needs root, mkfs.ext4 and loop mounts');
+      return;
+    }
+    const store = join(mountPoint, 'store');
+    assert.equal((await runCli(['filter-new', '--store', store], 'https://a.example/\n')).code, 0);
+    fill(mountPoint);
+    // Nothing new: the journal takes the batch in the room it keeps ahead; only the checkpoint at close finds no room.
+    const seen = await runCli(['filter-new', '--store', store], 'https://a.example/\n');
+    assert.equal(seen.code, 0, seen.stderr);
+    assert.match(seen.stderr, /warning: the checkpoint of default\/1 at close was not written, the disk is full/);
+    // New URLs: their batch cannot be kept as undelivered, so it is refused before it is recorded.
+    const fresh = Array.from({ length: 50 }, (_, i) => `https://new.example/${i}`);
+    const refused = await runCli(['filter-new', '--store', store], `${fresh.join('\n')}\n`);
+    assert.equal(refused.code, ERROR_CODES.STORE_FULL, refused.stderr);
+    assert.equal(refused.stdout, '');
+    rmSync(join(mountPoint, 'filler'));
+    const later = await runCli(['filter-new', '--store', store], `${fresh.join('\n')}\n`);
+    assert.equal(later.code, 0, later.stderr);
+    assert.deepEqual(later.stdout.split('\n').filter(Boolean), fresh, 'the refused batch was recorded after all');
+  });
+
   test('a new store on a full tmpfs is STORE_FULL, not a SIGBUS in LMDB\'s lock file', async (t) => {
     const mountPoint = mountSmall('tmpfs');
     if (mountPoint === undefined) {

@@ -38,7 +38,7 @@ describe('frozen fixture format-4-frontier', () => {
       const scope = store.scope(expected.scope);
       const frontier = scope.frontier();
       const { pending, leased, done } = expected.stats;
-      assert.deepEqual(await frontier.stats(), { pending: pending + leased, leased: 0, done, queues: new Set(expected.queued.map((q) => q.host)).size });
+      assert.deepEqual(await frontier.stats(), { pending: pending + leased, leased: 0, done, failed: 0, queues: new Set(expected.queued.map((q) => q.host)).size });
       for (const url of expected.finished) assert.equal(await frontier.urlStatus(url), undefined, `${url} was finished`);
       const hosts = [...new Set(expected.queued.map((q) => q.host))].sort();
       assert.deepEqual((await frontier.listQueues()).map((q) => [q.key, q.waiting, q.leased]), hosts.map((host) => [host, expected.queued.filter((q) => q.host === host).length, 0]));

@@ -1,6 +1,8 @@
 import { SeenStoreError } from '../errors.js';
 import type { Delivery, RecordedBatch } from '../epochs/delivery.js';
 import { formatCount } from './output.js';
+import { MAX_BATCH_URLS } from '../epochs/epoch-queries.js';
+import type { BatchOptions } from './input.js';
 
 let stdoutClaimed = false;
 
@@ -64,4 +66,23 @@ export async function stoppedRun(error: unknown, delivery: Delivery | undefined,
     kept = `keeping the URLs written last for redelivery failed (${(keeping as Error).message}); the batches not written are kept`;
   }
   return new SeenStoreError(error.code, `${error.message}; ${done}; ${kept}`, { cause: error });
+}
+
+/**
+ * Closes the store at the end of a delivering run. When the run is already failing (`failing`),
+ * a failure of the close (a full disk that refuses the checkpoint too) must not replace the error
+ * that says what happened: it is reported as a warning instead.
+ */
+export async function closeKeepingError(store: { close(): Promise<void> }, failing: boolean): Promise<void> {
+  try {
+    await store.close();
+  } catch (error) {
+    if (!failing) throw error;
+    process.stderr.write(`seenstore: warning: closing the store failed too: ${(error as Error).message}\n`);
+  }
+}
+
+/** A delivering run keeps each batch in one step: at most MAX_BATCH_URLS URLs (a larger --batch-size is split). */
+export function deliveringBatches(options: BatchOptions): BatchOptions {
+  return options.batchSize <= MAX_BATCH_URLS ? options : { ...options, batchSize: MAX_BATCH_URLS };
 }

@@ -26,6 +26,8 @@ export interface RecordedBatch extends UndeliveredBatch {
 export interface DeliveryOptions {
   /** Print first what earlier runs left undelivered (default true; `--no-redeliver`). */
   readonly redeliver?: boolean;
+  /** The run enqueues what it finds new (frontier push): what it redelivers is enqueued too. */
+  readonly enqueue?: boolean;
 }
 
 /**
@@ -73,6 +75,12 @@ export class Delivery {
     const deliveries = await scope.deliveries();
     const owner = newOwner();
     const claimed = options.redeliver === false ? [] : await deliveries.claim(owner, 1);
+    // A run killed between keeping a batch and recording it left lines that are not recorded:
+    // they are recorded now, before they are printed (printed implies recorded).
+    for (const batch of claimed) {
+      const urls = Buffer.from(batch.lines.buffer, batch.lines.byteOffset, batch.lines.length).toString('utf8').split('\n').filter((line) => line !== '');
+      await (options.enqueue === true ? scope.enqueue(urls) : scope.add(urls));
+    }
     return new Delivery(scope, deliveries, owner, claimed);
   }
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { Delivery } from '../../epochs/delivery.js';
 import { batchOptions, inform, inputProgress, openStore, pinnedEpoch, scopeOptions, warn, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
-import { deliver, redeliver, stoppedRun } from '../delivered-output.js';
+import { closeKeepingError, deliver, deliveringBatches, redeliver, stoppedRun } from '../delivered-output.js';
 import { forEachBatch, forEachUtf8Batch, openInputChunks, type InputCounts } from '../input.js';
 import { stopOnSignals } from '../interrupt.js';
 import { formatCount, summaryText, withoutZero } from '../output.js';
@@ -25,6 +25,7 @@ export async function filterNew(file: string | undefined, command: Command): Pro
   const input = openInputChunks(file);
   const signal = stopOnSignals();
   const store = await openStore(options, true, file);
+  let failing = false;
   let delivery: Delivery | undefined;
   let counts: InputCounts = { read: 0, invalid: 0 };
   let handled = 0;
@@ -39,7 +40,7 @@ export async function filterNew(file: string | undefined, command: Command): Pro
     const run = delivery;
     redelivered = await redeliver(run, signal);
     const progress = inputProgress('filter-new', file, () => `${formatCount(printed)} new`);
-    const batching = { ...batchOptions(options, mode), progress, signal };
+    const batching = { ...deliveringBatches(batchOptions(options, mode)), progress, signal };
     if (mode === 'none' || mode === 'url') {
       // Two batches in flight: the next one is decided and committed while this one is written.
       counts = await forEachUtf8Batch(input, { ...batching, urlKeys: mode === 'url', inFlight: 2 }, async (lines, previous) => {
@@ -64,10 +65,11 @@ export async function filterNew(file: string | undefined, command: Command): Pro
     if (!(await run.finish())) warn('warning: another run claimed some of the URLs this run printed while it waited on its reader: they will be printed again');
     await noteGrowth(scope, watch, warn);
   } catch (error) {
+    failing = true;
     throw await stoppedRun(error, delivery, `${formatCount(handled)} lines recorded, ${formatCount(printed + redelivered)} URLs written`);
   } finally {
     input.destroy();
-    await store.close();
+    await closeKeepingError(store, failing);
   }
   const summary = { read: counts.read, new: printed, seen: counts.read - printed, invalid: counts.invalid, redelivered };
   if (options.json) process.stderr.write(`${JSON.stringify(summary)}\n`);

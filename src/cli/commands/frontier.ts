@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { batchOptions, inform, openStore, warn, parseCount, requireScope, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
 import { forEachBatch, openInputChunks, type InputCounts } from '../input.js';
 import { Delivery } from '../../epochs/delivery.js';
-import { deliver, redeliver, stoppedRun } from '../delivered-output.js';
+import { closeKeepingError, deliver, deliveringBatches, redeliver, stoppedRun } from '../delivered-output.js';
 import { stopOnSignals } from '../interrupt.js';
 import { formatCount, summaryText, withoutZero, writeAll } from '../output.js';
 import { addingScope } from '../scope-notes.js';
@@ -30,6 +30,7 @@ export async function frontierPush(file: string | undefined, command: Command): 
   const input = openInputChunks(file);
   const signal = stopOnSignals();
   const store = await openStore(options, true, file);
+  let failing = false;
   let delivery: Delivery | undefined;
   let handled = 0;
   let queued = 0;
@@ -37,10 +38,10 @@ export async function frontierPush(file: string | undefined, command: Command): 
   let counts: InputCounts;
   try {
     const { scope, ready } = await addingScope(store, options, scopeOptions(options));
-    delivery = await Delivery.begin(scope, { redeliver: options.redeliver !== false });
+    delivery = await Delivery.begin(scope, { redeliver: options.redeliver !== false, enqueue: true });
     const run = delivery;
     redelivered = await redeliver(run, signal);
-    counts = await forEachBatch(input, { ...batchOptions(options, await scope.normalizeMode()), signal }, async (lines) => {
+    counts = await forEachBatch(input, { ...deliveringBatches(batchOptions(options, await scope.normalizeMode())), signal }, async (lines) => {
       await ready();
       handled += lines.length;
       const { batch } = await run.addIfAbsent(lines, {}, true);
@@ -51,10 +52,11 @@ export async function frontierPush(file: string | undefined, command: Command): 
     await ready();
     if (!(await run.finish())) warn('warning: another run claimed some of the URLs this run printed while it waited on its reader: they will be printed again');
   } catch (error) {
+    failing = true;
     throw await stoppedRun(error, delivery, `${formatCount(handled)} lines recorded, ${formatCount(queued)} URLs queued and written`);
   } finally {
     input.destroy();
-    await store.close();
+    await closeKeepingError(store, failing);
   }
   const summary = { read: counts.read, queued, seen: counts.read - queued, invalid: counts.invalid, redelivered };
   if (options.json) process.stderr.write(`${JSON.stringify(summary)}\n`);

@@ -226,12 +226,27 @@ export class LmdbBackend implements Backend {
     try {
       // A read-only handle replayed the journal tail in memory only: there is nothing of its own to write.
       if (!this.#env.readOnly) {
-        for (const epoch of this.#epochs.values()) if (epoch.header.state === 'open') await epoch.flush();
+        for (const epoch of this.#epochs.values()) if (epoch.header.state === 'open') await this.#flushAtClose(epoch);
       }
     } finally {
       for (const file of this.#deliveryFiles.values()) file.close();
       await this.#env.close();
       await this.#bitThread?.close();
+    }
+  }
+
+  /**
+   * The checkpoint at close. On a full disk it cannot be written, and need not be: every
+   * acknowledged add is in the journal, which a later run folds into LMDB once there is room. So
+   * a run whose work is committed ends with a warning, not STORE_FULL (docs/reliability.md).
+   */
+  async #flushAtClose(epoch: LmdbEpoch): Promise<void> {
+    try {
+      await epoch.flush();
+    } catch (error) {
+      if (!(error instanceof SeenStoreError) || error.code !== 'STORE_FULL') throw error;
+      const { scope, epoch: n } = epoch.header;
+      this.#ctx.warn(`warning: the checkpoint of ${scope}/${n} at close was not written, the disk is full (${error.message}); every acknowledged URL is in the journal, and a later run writes the checkpoint once there is room`);
     }
   }
 }

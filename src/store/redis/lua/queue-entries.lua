@@ -64,10 +64,12 @@ local function answered_each(keys, args, act)
 end
 
 -- ARGV: settings, answer ttl s, '1' to delete the previous answer, n, n ids, n refetch times ms
--- (0: none). Finishes the entries there (finish); replies how many were.
+-- (0: none), then '1' when they failed (counted as failed, not done; absent: '0'). Finishes the
+-- entries there (finish); replies how many were.
 local function ss_fq_done(keys, args)
+  local failed = args[7 + 2 * tonumber(args[6])] == '1'
   return answered_each(keys, args, function(F, id, e, refetch_ms)
-    finish(F, id, e, tonumber(refetch_ms))
+    finish(F, id, e, tonumber(refetch_ms), failed)
     return true
   end)
 end
