@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { SeenStore, SeenStoreError, type Utf8Keys } from '../src/index.js';
 import { forEachBatch, forEachUtf8Batch, type BatchOptions } from '../src/cli/input.js';
-import { compactSelectedLines } from '../src/cli/output.js';
+import { selectedUtf8Lines } from '../src/epochs/delivery.js';
 import { firstInvalidUtf8Key, toKey } from '../src/url/normalize.js';
 import { allSharedUrls } from './helpers/data.js';
 import { CLI } from './helpers/cli.js';
@@ -161,19 +161,19 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
     }
   });
 
-  test('compactSelectedLines prints the chosen lines in order, without CRs, in runs or one by one', () => {
+  test('selectedUtf8Lines copies the chosen lines in order, without CRs, in runs or one by one', () => {
     const long = `https://long.example/${'y'.repeat(200)}`;
     const lines = ['a', 'bb', long, 'ccc', 'dddd', 'e'];
     const text = (out: Uint8Array): string => Buffer.from(out).toString();
-    assert.equal(text(compactSelectedLines(asLines(lines, '\r\n'), [true, false, true, true, false, true])), `a\n${long}\nccc\ne\n`);
-    assert.equal(text(compactSelectedLines(asLines(lines), [true, true, true, false, true, true])), `a\nbb\n${long}\ndddd\ne\n`);
-    assert.equal(text(compactSelectedLines(asLines(lines, '\r\n'), lines.map(() => true))), `${lines.join('\n')}\n`);
-    assert.equal(compactSelectedLines(asLines(lines), lines.map(() => false)).length, 0);
+    assert.equal(text(selectedUtf8Lines(asLines(lines, '\r\n'), [true, false, true, true, false, true])), `a\n${long}\nccc\ne\n`);
+    assert.equal(text(selectedUtf8Lines(asLines(lines), [true, true, true, false, true, true])), `a\nbb\n${long}\ndddd\ne\n`);
+    assert.equal(text(selectedUtf8Lines(asLines(lines, '\r\n'), lines.map(() => true))), `${lines.join('\n')}\n`);
+    assert.equal(selectedUtf8Lines(asLines(lines), lines.map(() => false)).length, 0);
     // Every selection of six lines, against the plain answer.
     for (let mask = 0; mask < 64; mask++) {
       const selected = lines.map((_, i) => (mask & (1 << i)) !== 0);
       const expected = lines.filter((_, i) => selected[i]).map((line) => `${line}\n`).join('');
-      for (const separator of ['\n', '\r\n']) assert.equal(text(compactSelectedLines(asLines(lines, separator), selected)), expected, `mask ${mask}`);
+      for (const separator of ['\n', '\r\n']) assert.equal(text(selectedUtf8Lines(asLines(lines, separator), selected)), expected, `mask ${mask}`);
     }
   });
 

@@ -1,4 +1,3 @@
-import type { Utf8Keys } from '../hash/xxhash.js';
 import type { Writable } from 'node:stream';
 
 /** Writes to a stream, waiting for 'drain' when its buffer is full, so memory stays bounded. */
@@ -17,31 +16,6 @@ export async function writeAll(stream: Writable, text: string | Uint8Array): Pro
     stream.once('drain', onDrain);
     stream.once('error', onError);
   });
-}
-
-/**
- * The selected lines of a UTF-8 batch, each followed by a newline, compacted in place to the
- * front of the batch's own buffer, which is returned (a view): no allocation, whatever the
- * selection. Consecutive selected lines separated by a bare newline move as one run. Output never
- * overtakes input (each line keeps at least its separator's byte), so the move is safe; the batch's
- * bytes are overwritten, so call it last.
- */
-export function compactSelectedLines(batch: Utf8Keys, selected: readonly boolean[]): Uint8Array {
-  const { bytes, ranges, count } = batch;
-  let n = 0;
-  for (let i = 0; i < count; ) {
-    if (!selected[i]) {
-      i++;
-      continue;
-    }
-    const start = ranges[2 * i]!;
-    let end = ranges[2 * i + 1]!;
-    for (i++; i < count && selected[i] && ranges[2 * i] === end + 1; i++) end = ranges[2 * i + 1]!;
-    if (n !== start) bytes.copyWithin(n, start, end);
-    n += end - start;
-    bytes[n++] = 0x0a;
-  }
-  return bytes.subarray(0, n);
 }
 
 /** A line on stderr that rewrites itself, only when stderr is a terminal. */
