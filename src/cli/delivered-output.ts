@@ -70,15 +70,15 @@ export async function stoppedRun(error: unknown, delivery: Delivery | undefined,
 
 /**
  * Closes the store at the end of a delivering run. When the run is already failing (`failing`),
- * a failure of the close (a full disk that refuses the checkpoint too) must not replace the error
- * that says what happened: it is reported as a warning instead.
+ * a failure of the close (the same deleted store, or a full disk that refuses the checkpoint too)
+ * must not replace the error that says what happened, which stays the one line: it is dropped.
+ * What the run acknowledged is durable whether or not the close's checkpoint was written.
  */
 export async function closeKeepingError(store: { close(): Promise<void> }, failing: boolean): Promise<void> {
   try {
     await store.close();
   } catch (error) {
     if (!failing) throw error;
-    process.stderr.write(`seenstore: warning: closing the store failed too: ${(error as Error).message}\n`);
   }
 }
 
