@@ -64,6 +64,11 @@ chans = [channel(p) for p in ports]
 out = {}
 if cmd == "nodes":
     out = [sorted(unary(ch, "ListNodes", pb.Empty(), pb.StringList).values) for ch in chans]
+elif cmd == "active":
+    # SetActive on node 0 with local as asked; then each node's own state, and node 2's view of the cluster.
+    unary(chans[0], "SetActive", pb.Active(state=args["state"], local=args["local"]), pb.Empty)
+    out["own"] = [unary(ch, "GetActive", pb.Local(local=True), pb.Boolean).state for ch in chans]
+    out["cluster"] = unary(chans[2], "GetActive", pb.Local(local=False), pb.Boolean).state
 elif cmd == "put":
     # Node 0 puts the first half, node 1 the whole list as PutDiscovered, node 2 the second half
     # and the first URL again: each URL is new exactly once, whichever node saw it first.
@@ -151,6 +156,14 @@ describe('a fleet: three serve nodes over one Redis Cluster store', { skip: NEED
     const addresses = nodes.map((node) => node.address).sort();
     assert.deepEqual(addresses, nodes.map((node) => `127.0.0.1:${node.port}`).sort(), 'each node registers bind:port');
     assert.deepEqual(await python('nodes', nodes, {}), [addresses, addresses, addresses], 'every node lists all three');
+
+    // SetActive's state is a node's own; local: false (proto3's default) sets it on every node, and
+    // GetActive with local: false is true only when every node is active.
+    type Active = { own: boolean[]; cluster: boolean };
+    assert.deepEqual(await python<Active>('active', nodes, { state: false, local: true }), { own: [false, true, true], cluster: false });
+    assert.deepEqual(await python<Active>('active', nodes, { state: true, local: true }), { own: [true, true, true], cluster: true });
+    assert.deepEqual(await python<Active>('active', nodes, { state: false, local: false }), { own: [false, false, false], cluster: false });
+    assert.deepEqual(await python<Active>('active', nodes, { state: true, local: false }), { own: [true, true, true], cluster: true });
 
     // Puts through different nodes dedup globally.
     const urls = Array.from({ length: HOSTS * PAGES }, (_, i) => `http://h${i % HOSTS}.example/${Math.floor(i / HOSTS)}`);

@@ -127,6 +127,8 @@ export interface CountUrlParams {
 export interface LogLevelParams {
   readonly package: string;
   readonly level: 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+  /** Set on this node only; false (the default): on every node of the store. */
+  readonly local?: boolean;
 }
 
 export interface AckMessage {

@@ -9,6 +9,7 @@ import { isLoopback } from '../server/server.js';
 import { Crawls } from './crawls.js';
 import { Registry } from 'prom-client';
 import { UrlFrontierMetrics } from './metrics.js';
+import { Peers } from './peers.js';
 import { urlFrontierService } from './proto.js';
 import { PUT_DISCOVERED_IN_FLIGHT_DEFAULT } from './put-discovered.js';
 import { urlFrontierHandlers } from './service.js';
@@ -51,15 +52,20 @@ export class UrlFrontierServer {
   readonly #server = new Server();
   readonly #digest: Buffer | undefined;
   readonly #presence: NodePresence;
+  readonly #peers: Peers;
   #port = 0;
 
   constructor(store: ServedStore, options: UrlFrontierServerOptions) {
     this.#options = options;
     this.#digest = options.password === undefined ? undefined : passwordDigest(options.password);
     this.#presence = new NodePresence(store.nodes, options.logger);
+    this.#peers = new Peers(() => this.#presence.list(), () => this.#presence.address, options.password, (address, error) =>
+      options.logger.log('warning', { event: 'urlfrontier', node: address, message: `another node did not answer (left out): ${error.message}` }),
+    );
     const handlers = urlFrontierHandlers({
       crawls: new Crawls(store, options.scopeOptions),
       nodes: () => this.#presence.list(),
+      peers: this.#peers,
       clock: options.clock ?? Date.now,
       putDiscoveredInFlight: options.putDiscoveredInFlight ?? PUT_DISCOVERED_IN_FLIGHT_DEFAULT,
       logger: options.logger,
@@ -115,6 +121,7 @@ export class UrlFrontierServer {
         resolve();
       });
     });
+    this.#peers.close();
   }
 
   /** Every handler behind the token check: a call without the right `authorization: Bearer TOKEN` is UNAUTHENTICATED. */

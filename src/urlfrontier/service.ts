@@ -11,6 +11,7 @@ import { PutUrlsStream } from './put-urls.js';
 import type {
   AckMessage, BlockQueueParams, CrawlLimitParams, GetParams, LogLevelParams, MalformedMessage, Pagination, QueueDelayParams, QueueWithinCrawlParams, UrlInfo, UrlItem, UrlStatusRequest,
 } from './proto.js';
+import type { Peers } from './peers.js';
 import { isMalformed } from './proto.js';
 import { invalidArgument, RpcError, toServiceError } from './status.js';
 
@@ -29,6 +30,8 @@ export interface UrlFrontierServiceOptions {
   readonly clock: () => number;
   /** The live serve nodes of the store, this one among them (ListNodes). */
   readonly nodes: () => Promise<string[]>;
+  /** The other nodes, for the calls whose `local: false` applies to every node (SetActive, GetActive, SetLogLevel). */
+  readonly peers: Peers;
   /** Logs a failure that is a bug (answered INTERNAL). */
   readonly onInternalError: (method: string, error: unknown) => void;
   /** Logs the items of a put stream SKIPPED because their crawl ID cannot be a crawl (once per stream and crawl ID). */
@@ -89,11 +92,17 @@ export function urlFrontierHandlers(options: UrlFrontierServiceOptions): Untyped
       await (await crawls.frontier(request.crawlID)).blockUntil(request.key, request.time * SECONDS_TO_MS);
       return {};
     }),
-    SetActive: unary('SetActive', async (request: { state: boolean }) => {
+    // A node's own state; `local: false` (the default of proto3) applies it to every node.
+    SetActive: unary('SetActive', async (request: { state: boolean; local?: boolean }) => {
       active = request.state;
+      if (request.local !== true) await options.peers.each('SetActive', { state: request.state, local: true });
       return {};
     }),
-    GetActive: unary('GetActive', async () => ({ state: active })),
+    GetActive: unary('GetActive', async (request: { local?: boolean }) => {
+      if (!active || request.local === true) return { state: active };
+      const others = (await options.peers.each('GetActive', { local: true })) as { state?: boolean }[];
+      return { state: others.every((reply) => reply.state === true) };
+    }),
     SetDelay: unary('SetDelay', async (request: QueueDelayParams) => {
       const delayMs = checkedSeconds('delay_requestable', request.delay_requestable) * SECONDS_TO_MS;
       const frontier = await crawls.frontier(request.crawlID);
@@ -108,6 +117,7 @@ export function urlFrontierHandlers(options: UrlFrontierServiceOptions): Untyped
     }),
     SetLogLevel: unary('SetLogLevel', async (request: LogLevelParams) => {
       setLogLevel(options.logger, request);
+      if (request.local !== true) await options.peers.each('SetLogLevel', { ...request, local: true });
       return {};
     }),
     GetURLStatus: unary('GetURLStatus', (request: UrlStatusRequest) => urlStatus(crawls, request)),
