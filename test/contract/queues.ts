@@ -91,6 +91,41 @@ export function queuesContract(ctx: ContractContext): void {
     }
   });
 
+  test('take order: ready first; of queues ready at once, the one taken longest ago, so none starves', async () => {
+    const { store, time } = await openTimed();
+    try {
+      const scope = store.scope('o', EXACT);
+      const frontier = scope.frontier();
+      await frontier.configure({ delayMs: 0 });
+      // Queued c, then b, then a: ready in that order, the reverse of key order.
+      for (const host of [c, b, a]) {
+        await scope.enqueue([host('1'), host('2'), host('3')]);
+        await time.advance(5);
+      }
+      const takeOne = async (): Promise<string> => {
+        const taken = await frontier.take(1, { perQueue: 1, leaseMs: HOUR_MS });
+        assert.equal(taken.length, 1, 'a take found no ready queue');
+        return taken[0]!.queue;
+      };
+      const first: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        first.push(await takeOne());
+        await time.advance(5);
+      }
+      assert.deepEqual(first, ['c.example:8080', 'b.example', 'a.example'], 'the queue ready first was not taken first');
+      // With a delay of 0 a queue is ready again at once: a block makes all three ready at the same
+      // time, and then the one taken longest ago goes first, not key order, so none is passed over.
+      const blockedUntilMs = time.now() + time.unit;
+      for (const key of first) await frontier.blockUntil(key, blockedUntilMs);
+      await time.advance(time.unit);
+      const second: string[] = [];
+      for (let i = 0; i < 3; i++) second.push(await takeOne());
+      assert.deepEqual(second, first, 'of queues ready at once, the one taken longest ago did not come first');
+    } finally {
+      await store.close();
+    }
+  });
+
   test('queues: domain keys group a site\'s hosts; the key is fixed once URLs were queued', async () => {
     const { store } = await openTimed();
     try {

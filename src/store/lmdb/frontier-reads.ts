@@ -6,7 +6,8 @@ import {
   frontierUrlRange,
 } from './keys.js';
 import { createdMsOf, readEntry, readOwner, readQueue, readState, urlHash, type EntryRecord, type FrontierState, type QueueRecord } from './frontier-records.js';
-import { queueRoom, readyAt, type FrontierDb } from './frontier-txn.js';
+import type { FrontierDb } from './frontier-txn.js';
+import { queueRoom, readyAtMs } from '../politeness.js';
 
 /** URLs per batch that forEachUrl hands over. */
 const LIST_BATCH_URLS = 10_000;
@@ -116,12 +117,12 @@ export class FrontierReader {
     const waiting = queue.waiting + queue.leased - leased;
     const firstDueMs = Math.min(lapsed?.firstDueMs ?? Infinity, queue.firstDueMs ?? Infinity);
     const room = queueRoom({ ...queue, leased }, settings.maxInFlightPerQueue);
-    const readyAtMs = firstDueMs === Infinity ? undefined : readyAt(queue, firstDueMs, settings, room);
+    const readyAt = readyAtMs(queue, firstDueMs === Infinity ? undefined : firstDueMs, settings.delayMs, room);
     return {
       key, waiting, leased, completed: queue.completed, blockedUntilMs: queue.blockedUntilMs,
       ...(queue.delayMs === undefined ? {} : { delayMs: queue.delayMs }),
       ...(queue.crawlLimit === undefined ? {} : { crawlLimit: queue.crawlLimit }),
-      ...(readyAtMs === undefined ? {} : { readyAtMs }),
+      ...(readyAt === undefined ? {} : { readyAtMs: readyAt }),
     };
   }
 

@@ -4,6 +4,7 @@ import {
   frontierEntryKey, frontierLeaseKey, frontierLeaseRange, frontierNonEmptyKey, frontierOwnerKey, frontierQueueKey, frontierReadyKey,
   frontierReadyRange, frontierStateKey, frontierUrlKey, frontierUrlRange, frontierWaitKey, frontierWaitRange, NEVER_TAKEN_MS,
 } from './keys.js';
+import { queueRoom, readyAtMs } from '../politeness.js';
 import { newQueue, readEntry, readQueue, readState, urlHash, type EntryRecord, type FrontierState, type QueueRecord } from './frontier-records.js';
 
 export type FrontierDb = NonNullable<StoreEnv['frontierDb']>;
@@ -206,7 +207,10 @@ export class FrontierTxn {
     return ids;
   }
 
-  /** Ready queues by now, oldest ready first, for which `accept` is true: at most `limit` of them. */
+  /**
+   * Ready queues by now for which `accept` is true, at most `limit` of them, in take order
+   * (politeness.ts's compareReady, which the ready key encodes).
+   */
   readyQueues(limit: number, accept: (queue: string) => boolean): string[] {
     const found: string[] = [];
     if (limit <= 0) return found;
@@ -219,7 +223,7 @@ export class FrontierTxn {
     return found;
   }
 
-  /** How many more URLs of the queue may be out on lease: its in-flight and crawl limits. */
+  /** How many more URLs of the queue may be out on lease (politeness.ts's queueRoom). */
   room(queue: QueueRecord): number {
     return queueRoom(queue, this.state.settings.maxInFlightPerQueue);
   }
@@ -279,16 +283,16 @@ export class FrontierTxn {
     if (queue.waiting === 0) delete queue.firstDueMs;
     else if (slot.firstDueStale || queue.firstDueMs === undefined) queue.firstDueMs = this.#firstDueMs(key);
     slot.firstDueStale = false;
-    const readyAtMs = queue.firstDueMs === undefined ? undefined : readyAt(queue, queue.firstDueMs, this.state.settings, this.room(queue));
+    const readyAt = readyAtMs(queue, queue.firstDueMs, this.state.settings.delayMs, this.room(queue));
     const takeMs = queue.lastTakeMs ?? NEVER_TAKEN_MS;
-    if (readyAtMs !== queue.readyAtMs || (readyAtMs !== undefined && takeMs !== queue.indexedTakeMs)) {
+    if (readyAt !== queue.readyAtMs || (readyAt !== undefined && takeMs !== queue.indexedTakeMs)) {
       if (queue.readyAtMs !== undefined) this.#db.removeSync(frontierReadyKey(this.#scope, queue.readyAtMs, queue.indexedTakeMs ?? NEVER_TAKEN_MS, key));
-      if (readyAtMs === undefined) {
+      if (readyAt === undefined) {
         delete queue.readyAtMs;
         delete queue.indexedTakeMs;
       } else {
-        this.#db.putSync(frontierReadyKey(this.#scope, readyAtMs, takeMs, key), MARK);
-        queue.readyAtMs = readyAtMs;
+        this.#db.putSync(frontierReadyKey(this.#scope, readyAt, takeMs, key), MARK);
+        queue.readyAtMs = readyAt;
         queue.indexedTakeMs = takeMs;
       }
     }
@@ -329,19 +333,4 @@ export class FrontierTxn {
     this.#entries.set(id, entry);
     this.#dirtyEntries.add(id);
   }
-}
-
-/** How many more URLs of a queue may be out on lease, given its counts: the in-flight limit and its crawl limit. */
-export function queueRoom(queue: Pick<QueueRecord, 'leased' | 'completed' | 'crawlLimit'>, maxInFlightPerQueue: number): number {
-  const inFlight = maxInFlightPerQueue === 0 ? Infinity : maxInFlightPerQueue - queue.leased;
-  // Leased URLs count toward the crawl limit: when they are done the queue must not be over it.
-  const limit = queue.crawlLimit === undefined ? Infinity : queue.crawlLimit - queue.completed - queue.leased;
-  return Math.max(0, Math.min(inFlight, limit));
-}
-
-/** When take may hand a queue out, from its first due entry, its last take and delay, and its block; undefined when it has no room. */
-export function readyAt(queue: QueueRecord, firstDueMs: number, settings: { readonly delayMs: number }, room: number): number | undefined {
-  if (room === 0) return undefined;
-  const delayedMs = queue.lastTakeMs === undefined ? -Infinity : queue.lastTakeMs + (queue.delayMs ?? settings.delayMs);
-  return Math.max(firstDueMs, delayedMs, queue.blockedUntilMs);
 }

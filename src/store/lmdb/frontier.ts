@@ -6,6 +6,7 @@ import type { StoreEnv } from './env.js';
 import { FrontierReader } from './frontier-reads.js';
 import { createdMsOf, type EntryRecord } from './frontier-records.js';
 import { FrontierTxn } from './frontier-txn.js';
+import { takeAllowance } from '../politeness.js';
 import { FRONTIER_TAGS, frontierTagRange } from './keys.js';
 
 /**
@@ -51,7 +52,7 @@ export class LmdbFrontier implements Frontier {
       for (const key of ready) {
         if (out.length >= count) break;
         const record = txn.queue(key);
-        for (const id of txn.dueIds(key, Math.min(perQueue, count - out.length, txn.room(record)))) {
+        for (const id of txn.dueIds(key, takeAllowance(perQueue, count - out.length, txn.room(record)))) {
           const entry = present(txn, id);
           txn.lease(id, entry, txn.nowMs + leaseMs, owner);
           out.push(leasedUrl(id, entry));

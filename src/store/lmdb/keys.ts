@@ -76,8 +76,12 @@ type FrontierTag = 's' | 'e' | 'q' | 'n' | 'w' | 'r' | 'l' | 'u' | 'o';
 
 /** Every tag of the frontier's keys, for clearing a scope. */
 export const FRONTIER_TAGS: readonly FrontierTag[] = ['s', 'e', 'q', 'n', 'w', 'r', 'l', 'u', 'o'];
-/** The lastTakeMs of a queue's ready key before its first take: it sorts before every real time. */
-export const NEVER_TAKEN_MS = -1;
+/**
+ * The lastTakeMs of a queue's ready key before its first take: it sorts before every real time.
+ * The ready key `[readyAtMs, lastTakeMs, queue]` encodes the take order of politeness.ts
+ * (compareReady), whose constant this is; the value is stored in keys, so it never changes.
+ */
+export { NEVER_TAKEN_MS } from '../politeness.js';
 
 export const frontierStateKey = (scope: string): DataKey => [scope, 's'];
 export const frontierEntryKey = (scope: string, id: number): DataKey => [scope, 'e', id];

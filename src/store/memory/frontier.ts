@@ -1,6 +1,7 @@
 import { SeenStoreError } from '../../errors.js';
 import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus, type EntryPage, type FrontierEntry } from '../backend.js';
 import { parseFrontierId } from '../frontier-id.js';
+import { compareKeys, compareReady, queueRoom, readyAtMs, takeAllowance } from '../politeness.js';
 
 /** One queued URL: waiting from `dueMs` on; leased while `leaseUntilMs` is in the future. */
 interface Entry {
@@ -61,20 +62,19 @@ export class MemoryFrontier implements Frontier {
   async take(request: TakeRequest): Promise<LeasedUrl[]> {
     const now = this.#now();
     if (request.owner !== undefined) this.#owners.set(request.owner, now);
-    const ready: Array<{ queue: Queue; readyAtMs: number }> = [];
+    const ready: Array<{ queue: Queue; key: string; readyAtMs: number; lastTakeMs: number }> = [];
     for (const queue of this.#queues.values()) {
       if (request.queue !== undefined && queue.key !== request.queue) continue;
-      const readyAtMs = this.#readyAt(queue, now);
-      if (readyAtMs !== undefined && readyAtMs <= now) ready.push({ queue, readyAtMs });
+      const readyAt = this.#readyAt(queue, now);
+      if (readyAt !== undefined && readyAt <= now) ready.push({ queue, key: queue.key, readyAtMs: readyAt, lastTakeMs: queue.lastTakeMs });
     }
-    // Oldest ready first; a tie (delay 0) goes to the queue taken longest ago, so none starves.
-    ready.sort((a, b) => a.readyAtMs - b.readyAtMs || a.queue.lastTakeMs - b.queue.lastTakeMs || compareKeys(a.queue.key, b.queue.key));
+    ready.sort(compareReady);
     const out: LeasedUrl[] = [];
     let queues = 0;
     for (const { queue } of ready) {
       if (out.length >= request.count || (request.maxQueues > 0 && queues >= request.maxQueues)) break;
       if (request.owns !== undefined && !request.owns(queue.key)) continue;
-      const room = Math.min(request.perQueue, request.count - out.length, this.#room(queue, now));
+      const room = takeAllowance(request.perQueue, request.count - out.length, this.#room(queue, now));
       const due = [...queue.entries].filter((entry) => entry.leaseUntilMs <= now && entry.dueMs <= now).sort(byDue).slice(0, room);
       for (const entry of due) {
         entry.leaseUntilMs = now + request.leaseMs;
@@ -255,21 +255,19 @@ export class MemoryFrontier implements Frontier {
 
   /** When take may next hand the queue out, or undefined when nothing in it could be. */
   #readyAt(queue: Queue, now: number): number | undefined {
-    if (this.#room(queue, now) === 0) return undefined;
+    const room = this.#room(queue, now);
+    if (room === 0) return undefined;
     let dueMs = Infinity;
     for (const entry of queue.entries) if (entry.leaseUntilMs <= now && entry.dueMs < dueMs) dueMs = entry.dueMs;
-    if (dueMs === Infinity) return undefined;
-    return Math.max(dueMs, queue.lastTakeMs + (queue.delayMs ?? this.#settings.delayMs), queue.blockedUntilMs);
+    const lastTakeMs = queue.lastTakeMs === -Infinity ? undefined : queue.lastTakeMs;
+    return readyAtMs({ lastTakeMs, delayMs: queue.delayMs, blockedUntilMs: queue.blockedUntilMs }, dueMs === Infinity ? undefined : dueMs, this.#settings.delayMs, room);
   }
 
-  /** How many more URLs of the queue may be out on lease: its in-flight and crawl limits. */
+  /** How many more URLs of the queue may be out on lease (politeness.ts's queueRoom). */
   #room(queue: Queue, now: number): number {
     let leased = 0;
     for (const entry of queue.entries) if (entry.leaseUntilMs > now) leased++;
-    const inFlight = this.#settings.maxInFlightPerQueue === 0 ? Infinity : this.#settings.maxInFlightPerQueue - leased;
-    // Leased URLs count toward the crawl limit: when they are done the queue must not be over it.
-    const limit = queue.crawlLimit === undefined ? Infinity : queue.crawlLimit - queue.completed - leased;
-    return Math.max(0, Math.min(inFlight, limit));
+    return queueRoom({ leased, completed: queue.completed, crawlLimit: queue.crawlLimit }, this.#settings.maxInFlightPerQueue);
   }
 
   #stats(queue: Queue, now: number): QueueStats {
@@ -335,11 +333,6 @@ function leased(entry: Entry): LeasedUrl {
 
 function byDue(a: Entry, b: Entry): number {
   return a.dueMs - b.dueMs || a.id - b.id;
-}
-
-/** Queue keys in code-unit order, the order every driver lists them in. */
-function compareKeys(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function unlease(entry: Entry): void {

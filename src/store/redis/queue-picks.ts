@@ -1,4 +1,5 @@
 import type { TakeRequest } from '../backend.js';
+import { compareReady, takeAllowance } from '../politeness.js';
 
 /** A ready queue as a partition reported it (ss_fq_ready). */
 export interface Candidate {
@@ -20,14 +21,13 @@ export interface Pick {
 
 /**
  * The queues of one round of a take, by partition: the ready queues of every partition merged,
- * the one that became ready first first (ties: taken longest ago, then key order, as the memory
- * driver), leaving out those this take already asked for (`tried`) and those `request.owns`
- * refuses (counted per partition in `skipped`, so the next round reads past them); each gets
+ * in take order (politeness.ts's compareReady), leaving out those this take already asked for
+ * (`tried`) and those `request.owns` refuses (counted per partition in `skipped`, so the next round reads past them); each gets
  * `perQueue` URLs of the count left (no more than it has available), up to `maxQueues` queues in
  * the take (`queuesOut` so far).
  */
 export function pickQueues(candidates: readonly Candidate[], request: TakeRequest, taken: number, queuesOut: number, tried: ReadonlySet<string>, skipped: Map<number, number>): Map<number, Pick[]> {
-  const sorted = candidates.filter((c) => !tried.has(c.key)).sort((a, b) => a.readyAtMs - b.readyAtMs || a.lastTakeMs - b.lastTakeMs || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const sorted = candidates.filter((c) => !tried.has(c.key)).sort(compareReady);
   const out = new Map<number, Pick[]>();
   let budget = request.count - taken;
   let queues = queuesOut;
@@ -38,7 +38,7 @@ export function pickQueues(candidates: readonly Candidate[], request: TakeReques
       skipped.set(candidate.partition, (skipped.get(candidate.partition) ?? 0) + 1);
       continue;
     }
-    const quota = Math.min(request.perQueue, budget, Math.max(1, candidate.available));
+    const quota = takeAllowance(request.perQueue, budget, Math.max(1, candidate.available));
     budget -= quota;
     queues++;
     out.set(candidate.partition, [...(out.get(candidate.partition) ?? []), { key: candidate.key, quota, order: order++ }]);

@@ -82,24 +82,20 @@ local function queue_of(F, key)
   return queue_get(F, key) or {c = 0}
 end
 
--- How many more of the queue's entries may be out on lease (in-flight and crawl limits; leased
--- entries count toward the crawl limit), and how many are.
+-- How many more of the queue's entries may be out on lease (politeness.lua), and how many are.
 local function room(F, key, q)
   local leased = member_count(F.l, key)
-  local r = math.huge
-  if F.inflight > 0 then r = F.inflight - leased end
-  if q.l then r = math.min(r, q.l - q.c - leased) end
-  return math.max(0, r), leased
+  return queue_room(F.inflight, leased, q.c, q.l), leased
 end
 
--- When take may next hand the queue out; nil when nothing in it could be.
+-- When take may next hand the queue out (politeness.lua); nil when nothing in it could be.
 local function ready_at(F, key, q)
-  if room(F, key, q) == 0 then return nil end
+  local r = room(F, key, q)
+  if r == 0 then return nil end
   local first = members(F.w, key, 1)[1]
   if not first then return nil end
-  local at = tonumber(string.sub(first, #prefix(key) + 1, #prefix(key) + DUE_DIGITS))
-  if q.t then at = math.max(at, q.t + (q.d or F.delay)) end
-  return math.max(at, q.b or 0)
+  local due = tonumber(string.sub(first, #prefix(key) + 1, #prefix(key) + DUE_DIGITS))
+  return queue_ready_at(due, q.t, q.d, F.delay, q.b, r)
 end
 
 -- After any change of a queue: its place in names (holds entries) and ready (its ready time).
