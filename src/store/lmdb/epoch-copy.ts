@@ -26,15 +26,9 @@ const SHORT_REPLAY_RETRIES = 3;
 
 /** What an add does inside its write transaction once its answers are decided (epoch.ts). */
 export interface AfterDecide {
-  /**
-   * LMDB records that commit with the batch (the frontier's entries); true when it wrote any. The
-   * batch's journal record then goes to LMDB too, in the same commit.
-   */
+  /** LMDB records committed with the batch (frontier entries; its journal record then goes to LMDB too); true when it wrote any. */
   readonly inLmdb?: () => boolean;
-  /**
-   * Writes outside LMDB that must reach the kernel before the batch is recorded (its undelivered
-   * URLs: the journal frame that records the batch is written after the transaction).
-   */
+  /** Writes outside LMDB that must reach the kernel before the batch is recorded (its undelivered URLs). */
   readonly inFile?: () => void;
 }
 
