@@ -127,7 +127,7 @@ export class Delivery {
     return { answers, batch: { owner: this.#owner, seq, lines, urls: urlsNew } };
   }
 
-  /** The reader's side took the batch's bytes: the next step deletes it. */
+  /** The reader's side took the batch's bytes: the next step releases it. */
   written(batch: RecordedBatch): void {
     if (!this.#unwritten.delete(batch.seq)) return;
     this.#delivered.push(batch.seq);
@@ -138,7 +138,6 @@ export class Delivery {
       this.#recentBytes -= old.lines.length;
       // Written, and no longer kept for keepWritten: its buffer serves a later batch.
       if (this.#spare.length < SPARE_BUFFERS && this.#reusable.has(old.lines.buffer)) this.#spare.push(Buffer.from(old.lines.buffer));
-
     }
   }
 
