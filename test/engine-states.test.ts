@@ -9,38 +9,13 @@ import { tempDir } from './helpers/tmp.js';
 
 describe('states the engine leaves are never refused', () => {
   test('the overflow-reuse reproduction: a frontier whose free list reuses a run in place opens, verifies, keeps every URL', async () => {
-    // /work/shared/repro/overflow-reuse.md, step by step in fresh processes: the push and the take
-    // through the CLI, as the repro runs them (the free list's shape depends on how push batches
-    // its input); then, instead of a sleep, children whose clock is past the 1.5 s leases.
-    const dir = tempDir('seenstore-overflow-reuse-');
-    const acks = newAcks();
-    const urls = Array.from({ length: 300_000 }, (_, i) => `http://h${i % 50_000}.example/p${i}`);
-    // From a file, as the repro runs it: read in fixed chunks, its batches do not depend on timing.
-    const file = join(tempDir('seenstore-overflow-urls-'), 'urls.txt');
-    writeFileSync(file, `${urls.join('\n')}\n`);
-    const push = await runCli(['--store', dir, '--quiet', 'frontier', 'push', file]);
-    assert.equal(push.code, 0, push.stderr);
-    for (const url of push.stdout.split('\n').filter((l) => l !== '')) acks.pushed.add(url);
-    // A few of the 300,000 may be Bloom false positives at the scope's default 1 % FPR (expected
-    // about 2 at this fill): they are not queued, so the counts below follow what push printed.
-    assert.ok(acks.pushed.size > 299_900 && acks.pushed.size <= 300_000, `${acks.pushed.size} queued`);
-    const take = await runCli(['--store', dir, '--quiet', 'frontier', 'take', '--count', '10000', '--lease-ms', '1500']);
-    assert.equal(take.code, 0, take.stderr);
-    const ids = take.stdout.split('\n').slice(0, 10).map((line) => line.split('\t')[0]!);
-    const later = Date.now() + 60_000;
-    const steps = (list: object[]): object => ({ kind: 'steps', steps: list });
-    await runChild(dir, later, steps([{ op: 'done', ids }]), acks);
-    for (const line of take.stdout.split('\n').slice(0, 10)) acks.done.add(line.split('\t').find((f) => f.startsWith('http'))!);
-    await runChild(dir, later, steps([{ op: 'take', count: 1, leaseMs: 600_000 }]), acks);
-    await runChild(dir, later, steps([{ op: 'take', count: 1, leaseMs: 600_000 }]), acks);
-    const report = assertWalkSound(dir, 'overflow reuse');
+    // The state depends on the exact commit history, which a checkpoint's timing (it is time-driven)
+    // can shift: the reproduction runs again, in a fresh store, until it leaves a run longer than
+    // its value, at most REPRO_ATTEMPTS times. Every attempt must pass every check.
+    let longRuns = 0;
+    for (let attempt = 0; attempt < REPRO_ATTEMPTS && longRuns === 0; attempt++) longRuns = await overflowReuse();
     // The state the check used to refuse: without a run longer than its value, this test could not fail.
-    assert.ok(report.longRuns > 0, 'the reproduction left no overflow run longer than its value');
-    await assertStoreHolds(dir, acks, 'overflow reuse', 'default');
-    const store = await SeenStore.open(dir, { readOnly: true });
-    const stats = await store.scope('default').frontier().stats();
-    await store.close();
-    assert.deepEqual([stats.pending, stats.leased, stats.done], [acks.pushed.size - 12, 2, 10], JSON.stringify(stats));
+    assert.ok(longRuns > 0, `the reproduction left no overflow run longer than its value in ${REPRO_ATTEMPTS} attempts`);
   });
 
   test('seeded operation mixes in fresh and concurrent processes: no refusal, nothing acknowledged lost', async () => {
@@ -49,3 +24,42 @@ describe('states the engine leaves are never refused', () => {
     await engineStates(43, full ? 24 : 5, full ? 60 : 20);
   });
 });
+
+const REPRO_ATTEMPTS = 4;
+
+/**
+ * /work/shared/repro/overflow-reuse.md, step by step in fresh processes: the push and the take
+ * through the CLI, as the repro runs them (the free list's shape depends on how push batches its
+ * input); then, instead of a sleep, children whose clock is past the 1.5 s leases. Checks that the
+ * store is sound and holds every URL; resolves with the overflow runs longer than their values.
+ */
+async function overflowReuse(): Promise<number> {
+  const dir = tempDir('seenstore-overflow-reuse-');
+  const acks = newAcks();
+  const urls = Array.from({ length: 300_000 }, (_, i) => `http://h${i % 50_000}.example/p${i}`);
+  // From a file, as the repro runs it: read in fixed chunks, its batches do not depend on timing.
+  const file = join(tempDir('seenstore-overflow-urls-'), 'urls.txt');
+  writeFileSync(file, `${urls.join('\n')}\n`);
+  const push = await runCli(['--store', dir, '--quiet', 'frontier', 'push', file]);
+  assert.equal(push.code, 0, push.stderr);
+  for (const url of push.stdout.split('\n').filter((l) => l !== '')) acks.pushed.add(url);
+  // A few of the 300,000 may be Bloom false positives at the scope's default 1 % FPR (expected
+  // about 2 at this fill): they are not queued, so the counts below follow what push printed.
+  assert.ok(acks.pushed.size > 299_900 && acks.pushed.size <= 300_000, `${acks.pushed.size} queued`);
+  const take = await runCli(['--store', dir, '--quiet', 'frontier', 'take', '--count', '10000', '--lease-ms', '1500']);
+  assert.equal(take.code, 0, take.stderr);
+  const ids = take.stdout.split('\n').slice(0, 10).map((line) => line.split('\t')[0]!);
+  const later = Date.now() + 60_000;
+  const steps = (list: object[]): object => ({ kind: 'steps', steps: list });
+  await runChild(dir, later, steps([{ op: 'done', ids }]), acks);
+  for (const line of take.stdout.split('\n').slice(0, 10)) acks.done.add(line.split('\t').find((f) => f.startsWith('http'))!);
+  await runChild(dir, later, steps([{ op: 'take', count: 1, leaseMs: 600_000 }]), acks);
+  await runChild(dir, later, steps([{ op: 'take', count: 1, leaseMs: 600_000 }]), acks);
+  const report = assertWalkSound(dir, 'overflow reuse');
+  await assertStoreHolds(dir, acks, 'overflow reuse', 'default');
+  const store = await SeenStore.open(dir, { readOnly: true });
+  const stats = await store.scope('default').frontier().stats();
+  await store.close();
+  assert.deepEqual([stats.pending, stats.leased, stats.done], [acks.pushed.size - 12, 2, 10], JSON.stringify(stats));
+  return report.longRuns;
+}
