@@ -9,6 +9,7 @@ import { drainInboxes, oldFrontierError } from './inbox.js';
 import type { QueuePartitionKeys } from './keys.js';
 import { QUEUE_PARTITIONS, queuePartitionOf } from './queue-partition.js';
 import { pickQueues, type Candidate } from './queue-picks.js';
+import { ID_PATTERN, parseFrontierId, queueStats, readStoredEntry, type FoundEntry } from './frontier-records.js';
 import {
   admitEntries, clearQueues, purgeIds, configureFrontier, pinFrontierQueueKey, deleteQueueEntries, findUrls, finishIds, forgetUrls, listQueueStates, queueCounts, queueState, readyQueues, reclaimOwner,
   releaseIds, scheduleUrls, setQueueState, takeQueues, type AnswerArgs, type QueueSettingsArgs, type ScheduledUrl,
@@ -28,8 +29,6 @@ const MAX_TAKE_ROUNDS = 16;
 const CANDIDATES_PER_PARTITION = 1_000;
 /** Queue keys listed per HSCAN page of forEachUrl. */
 const SCAN_PAGE = 10_000;
-/** A frontier id: the queue partition, then the entry's number in it. */
-const ID_PATTERN = /^(0|[1-9][0-9]{0,4})-([1-9][0-9]{0,14})$/;
 
 interface Settings extends FrontierSettings, QueueSettingsArgs {
   readonly partitions: number;
@@ -206,7 +205,7 @@ export class RedisFrontier implements Frontier {
           const nowMs = Number(reply[0]);
           for (let n = 0; n < part.length; n++) {
             const json = text(reply[2 + 2 * n]);
-            if (json !== '') out[from + n] = { partition: i, id: text(reply[1 + 2 * n]), entry: this.#entry(json), nowMs };
+            if (json !== '') out[from + n] = { partition: i, id: text(reply[1 + 2 * n]), entry: readStoredEntry(json, this.#scope), nowMs };
           }
         }),
       );
@@ -331,7 +330,7 @@ export class RedisFrontier implements Frontier {
       scan = text(reply[0]);
       const flat = list(reply[1]);
       for (let n = 0; n < flat.length; n += 2) {
-        const entry = this.#entry(text(flat[n + 1]));
+        const entry = readStoredEntry(text(flat[n + 1]), this.#scope);
         if (options.queue !== undefined && entry.q !== options.queue) continue;
         const state = entry.l > nowMs ? 'leased' : entry.t > nowMs ? 'scheduled' : 'waiting';
         const data = entry.d === undefined ? undefined : (JSON.parse(entry.d) as unknown);
@@ -446,16 +445,6 @@ export class RedisFrontier implements Frontier {
     return reply;
   }
 
-  #entry(json: string): StoredEntry {
-    try {
-      const entry = JSON.parse(json) as StoredEntry;
-      if (typeof entry.u === 'string' && typeof entry.q === 'string' && Number.isSafeInteger(entry.t) && Number.isSafeInteger(entry.a)) return entry;
-    } catch {
-      // Reported below, as any entry seenstore did not write.
-    }
-    throw new SeenStoreError('STORE_CORRUPT', `the frontier of ${this.#scope}: an entry seenstore did not write (${json.slice(0, 200)})`);
-  }
-
   /** A take's entry (`take_queue` in lua/queue-take.lua: id, URL, queue, epoch, attempts, lease end, data or ''), checked right after reading. */
   #leased(i: number, entry: Reply[]): LeasedUrl {
     const id = `${i}-${text(entry[0])}`;
@@ -470,37 +459,6 @@ export class RedisFrontier implements Frontier {
       throw new SeenStoreError('STORE_CORRUPT', `the frontier of ${this.#scope}, entry ${id} (${url}): its data is not JSON`, { cause: error });
     }
   }
-}
-
-/** An entry as lua/queue-state.lua stores it. */
-interface StoredEntry {
-  readonly u: string;
-  readonly q: string;
-  readonly e: number;
-  readonly t: number;
-  readonly a: number;
-  readonly l: number;
-  readonly d?: string;
-  /** When it was created (absent in entries written before creation times were kept: `t` stands for it). */
-  readonly c?: number;
-}
-
-interface FoundEntry {
-  readonly partition: number;
-  readonly id: string;
-  readonly entry: StoredEntry;
-  readonly nowMs: number;
-}
-
-/** A queue's stats from ss_fq_queue's reply (-1: none). */
-function queueStats(key: string, reply: Reply[]): QueueStats {
-  const [waiting, leased, completed, delayMs, blockedUntilMs, crawlLimit, readyAtMs] = reply.map(Number) as [number, number, number, number, number, number, number];
-  return {
-    key, waiting, leased, completed, blockedUntilMs,
-    ...(delayMs < 0 ? {} : { delayMs }),
-    ...(crawlLimit < 0 ? {} : { crawlLimit }),
-    ...(readyAtMs < 0 ? {} : { readyAtMs }),
-  };
 }
 
 /**
@@ -534,11 +492,4 @@ function leaseOutlived(sentAtMs: number, leaseMs: number, entries: number, ctx: 
   if (elapsedMs < leaseMs || entries === 0) return false;
   ctx.warn(`a frontier take was answered after ${elapsedMs} ms, past its ${leaseMs} ms lease: its ${entries} URLs are not handed out, and come back as their leases have run out`);
   return true;
-}
-
-/** A frontier id as take gave it (`I-N`: queue partition, entry number); USAGE for anything else. */
-export function parseFrontierId(id: string): { partition: number; entry: string } {
-  const match = typeof id === 'string' ? ID_PATTERN.exec(id) : null;
-  if (match === null) throw new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
-  return { partition: Number(match[1]), entry: match[2]! };
 }
