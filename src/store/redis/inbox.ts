@@ -78,7 +78,9 @@ export async function drainInboxes(
     const byPartition = new Map<number, InboxEntry[]>();
     for (const entry of read.flat()) {
       const i = route(entry.queue);
-      byPartition.set(i, [...(byPartition.get(i) ?? []), { ...entry, dueMs: batchDueMs.get(entry.batch)! }]);
+      const part = byPartition.get(i);
+      if (part === undefined) byPartition.set(i, [{ ...entry, dueMs: batchDueMs.get(entry.batch)! }]);
+      else part.push({ ...entry, dueMs: batchDueMs.get(entry.batch)! });
     }
     // Each partition's entries in inbox order, in calls of bounded size (call-parts.ts); then
     // whether a replica of its master has them.
