@@ -110,7 +110,12 @@ export function forgetUrls(ctx: RedisContext, keys: QueuePartitionKeys, s: Queue
 
 /** ss_fq_find (read-only): Redis's now, then per URL its id and entry JSON ('' and '' when not here). */
 export function findUrls(ctx: RedisContext, keys: QueuePartitionKeys, urls: readonly string[], doing: string): Promise<Reply> {
-  return ctx.fcall('ss_fq_find', [keys.state[2]!, keys.state[1]!], urls, doing);
+  return ctx.fcall('ss_fq_find', keys.state, urls, doing);
+}
+
+/** ss_fq_scan (read-only): one HSCAN page of the partition's entry pages from `cursor`: the next cursor ('0': done), then per entry its id and entry JSON. */
+export function scanEntries(ctx: RedisContext, keys: QueuePartitionKeys, cursor: string, count: number, doing: string): Promise<Reply> {
+  return ctx.fcall('ss_fq_scan', keys.state, [cursor, String(count)], doing);
 }
 
 /** ss_fq_set: a queue's own delay, block and crawl limit. */

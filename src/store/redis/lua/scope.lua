@@ -79,7 +79,7 @@ end
 -- queue key is pinned (ss_frontier_pin), a change of it changes nothing at all: the reply shows
 -- the key unchanged, and the caller refuses.
 local function ss_frontier_configure(keys, args)
-  redis.call('HSETNX', keys[1], 'layout', '2')
+  redis.call('HSETNX', keys[1], 'layout', '3')
   redis.call('HSETNX', keys[1], 'partitions', args[1])
   if redis.call('HEXISTS', keys[1], 'pinned') == 1 then
     local current = redis.call('HGET', keys[1], 'queueKey') or args[2]
