@@ -118,6 +118,11 @@ export function scanEntries(ctx: RedisContext, keys: QueuePartitionKeys, cursor:
   return ctx.fcall('ss_fq_scan', keys.state, [cursor, String(count)], doing);
 }
 
+/** ss_fq_migrate: moves up to `batch` entries (or queue records) of key layout 2 into layout 3; how many it moved and how many are left. */
+export function migratePartition(ctx: RedisContext, keys: QueuePartitionKeys, s: QueueSettingsArgs, batch: number, doing: string): Promise<Reply> {
+  return ctx.fcallDurable('ss_fq_migrate', [...keys.state, ...keys.layout2], [...settingsArgs(s), String(batch)], doing);
+}
+
 /** ss_fq_set: a queue's own delay, block and crawl limit. */
 export function setQueueState(ctx: RedisContext, keys: QueuePartitionKeys, s: QueueSettingsArgs, key: string, change: QueueStateChange, doing: string): Promise<Reply> {
   return ctx.fcallDurable('ss_fq_set', keys.state, [...settingsArgs(s), key, optional(change.delayMs), optional(change.blockedUntilMs), optional(change.crawlLimit)], doing);
@@ -159,6 +164,11 @@ export function queueCounts(ctx: RedisContext, keys: QueuePartitionKeys, s: Queu
  */
 export function configureFrontier(ctx: RedisContext, key: string, partitions: number, fields: readonly (readonly [string, string])[], doing: string): Promise<Reply> {
   return ctx.fcallDurable('ss_frontier_configure', [key], [String(partitions), DEFAULT_FRONTIER_SETTINGS.queueKey, ...fields.flat()], doing);
+}
+
+/** ss_frontier_layout: the frontier's key layout `from` becomes `to` (another layout is left as it is); the layout now. */
+export function setFrontierLayout(ctx: RedisContext, key: string, from: string, to: string, doing: string): Promise<Reply> {
+  return ctx.fcallDurable('ss_frontier_layout', [key], [from, to], doing);
 }
 
 /** ss_frontier_pin: pins the queue key (configure no longer changes it); all settings. */

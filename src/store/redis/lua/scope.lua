@@ -92,6 +92,13 @@ local function ss_frontier_configure(keys, args)
   return redis.call('HGETALL', keys[1])
 end
 
+-- KEYS: the frontier's settings hash. ARGV: a key layout, the layout that replaces it (a
+-- migration's last step: lua/queue-migrate.lua). Replies the layout now.
+local function ss_frontier_layout(keys, args)
+  if redis.call('HGET', keys[1], 'layout') == args[1] then redis.call('HSET', keys[1], 'layout', args[2]) end
+  return redis.call('HGET', keys[1], 'layout')
+end
+
 -- KEYS: the frontier's settings hash. Pins the queue key (ss_frontier_configure changes it no
 -- more) and replies every setting: what an enqueue reads before it computes its URLs' queues.
 local function ss_frontier_pin(keys)
