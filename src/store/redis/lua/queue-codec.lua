@@ -73,27 +73,45 @@ local IN_FIFO, IN_SET, LEASED = 1, 2, 3
 local URL_FORMS = {'https://', 'http://'}
 
 -- A page: its version byte, the due time and place its records are stored relative to, then per
--- record its slot (a byte), its length (varint) and its body. Bodies stay as read until changed.
+-- record (in slot order) its slot (a byte), its length (varint) and its body. A page keeps its blob
+-- as read and where each record is in it (s, b, e: where the record, its body and its end are);
+-- a record is decoded when asked for (recs), and a write copies the unchanged ones as they were.
+local function page_scan(page, at)
+  local blob = page.blob
+  page.s, page.b, page.e = {}, {}, {}
+  while at <= #blob do
+    local slot = string.byte(blob, at)
+    local length, body = read_varint(blob, at + 1)
+    if slot >= PAGE_ENTRIES or body + length - 1 > #blob then
+      error('seenstore: ' .. page.where .. ' holds a damaged record')
+    end
+    page.s[slot], page.b[slot], page.e[slot] = at, body, body + length - 1
+    at = body + length
+  end
+end
+
+local function page_new(where)
+  return {blob = '', where = where, s = {}, b = {}, e = {}, recs = {}, changed = {}}
+end
+
 local function page_decode(blob, where)
   if string.byte(blob, 1) ~= PAGE_VERSION then
     error('seenstore: ' .. where .. ' is a frontier page of version ' .. tostring(string.byte(blob, 1)) ..
       ', not ' .. PAGE_VERSION)
   end
-  local page = {raw = {}, recs = {}}
+  local page = page_new(where)
+  page.blob = blob
   local at
   page.due, at = read_varint(blob, 2)
   page.place, at = read_varint(blob, at)
-  while at <= #blob do
-    local slot = string.byte(blob, at)
-    local length
-    length, at = read_varint(blob, at + 1)
-    if slot >= PAGE_ENTRIES or at + length - 1 > #blob then
-      error('seenstore: ' .. where .. ' holds a damaged record')
-    end
-    page.raw[slot] = string.sub(blob, at, at + length - 1)
-    at = at + length
-  end
+  page_scan(page, at)
   return page
+end
+
+-- The stored body of the record in `slot` (nil: none).
+local function page_body(page, slot)
+  local b = page.b[slot]
+  return b and string.sub(page.blob, b, page.e[slot])
 end
 
 -- A record's body: flags (state in bits 0-1, URL form in 2-3, then owner, data and a creation time
@@ -163,20 +181,28 @@ local function record_encode(r, page)
   return table.concat(parts)
 end
 
--- The page's blob, or nil when it holds no record.
+-- The page's blob, or nil when it holds no record; the page then is as if read from it.
 local function page_encode(page)
   local parts = {string.char(PAGE_VERSION), varint(page.due), varint(page.place)}
-  local any = false
+  local header, from, to = #parts, nil, nil
   for slot = 0, PAGE_ENTRIES - 1 do
-    local body = page.raw[slot]
-    if body == nil and page.recs[slot] then
-      body = record_encode(page.recs[slot], page)
-      page.raw[slot] = body
+    if page.changed[slot] or page.s[slot] == nil or to == nil or page.s[slot] ~= to + 1 then
+      if from then parts[#parts + 1] = string.sub(page.blob, from, to) end
+      from, to = nil, nil
     end
-    if body then
-      parts[#parts + 1] = string.char(slot) .. varint(#body) .. body
-      any = true
+    if page.changed[slot] then
+      local r = page.recs[slot]
+      if r then
+        local body = record_encode(r, page)
+        parts[#parts + 1] = string.char(slot) .. varint(#body) .. body
+      end
+    elseif page.s[slot] then
+      from, to = from or page.s[slot], page.e[slot]
     end
   end
-  return any and table.concat(parts) or nil
+  if from then parts[#parts + 1] = string.sub(page.blob, from, to) end
+  if #parts == header then return nil end
+  page.blob, page.changed = table.concat(parts), {}
+  page_scan(page, #parts[1] + #parts[2] + #parts[3] + 1)
+  return page.blob
 end

@@ -60,6 +60,40 @@ local function fifo_append(F, q, items)
   chunk_set(F, q.qn, q.z, ids)
 end
 
+-- A position in the queue's FIFO, from its head: at() is the entry number there (nil past the
+-- end), next() moves on, commit() drops every number before the position (taken, or of entries
+-- that left the FIFO). Reads only what it passes: a take of n reads about n numbers.
+local function fifo_cursor(F, q)
+  local cur = {c = q.h, at = 1}
+  local blob = q.h and chunk_blob(F, q.qn, q.h) or ''
+  function cur.at_id()
+    while cur.c do
+      if cur.at <= #blob then
+        local v
+        v, cur.after = read_varint(blob, cur.at)
+        cur.id = cur.at == 1 and v or cur.prev + unzigzag(v)
+        return cur.id
+      end
+      if cur.c >= q.z then return nil end
+      cur.c, cur.at = cur.c + 1, 1
+      blob = chunk_blob(F, q.qn, cur.c)
+    end
+  end
+  function cur.next()
+    cur.prev, cur.at = cur.id, cur.after
+  end
+  function cur.commit()
+    if cur.c == nil then return end
+    -- Past chunks it used up, then the number at the position becomes its chunk's first.
+    local id = cur.at_id()
+    if cur.c == q.h and cur.at == 1 then return end
+    for gone = q.h, cur.c - 1 do chunk_set(F, q.qn, gone, nil) end
+    q.h = cur.c
+    if cur.at > 1 then chunk_set(F, q.qn, cur.c, nil, id and (varint(id) .. string.sub(blob, cur.after)) or '') end
+  end
+  return cur
+end
+
 -- The head of the queue's FIFO is a live entry (numbers of entries that left are dropped), and
 -- fd its due time; a FIFO with no live entry has no chunk left.
 local function fifo_settle(F, q)
@@ -70,48 +104,30 @@ local function fifo_settle(F, q)
     q.h, q.z = nil, nil
     return
   end
-  while true do
-    local ids = chunk_get(F, q.qn, q.h)
-    for i, id in ipairs(ids) do
-      local r = record_get(F, id)
-      if r and r.st == IN_FIFO then
-        if i > 1 then chunk_set(F, q.qn, q.h, {unpack(ids, i)}) end
-        q.fd = r.t
-        return
-      end
+  local cur = fifo_cursor(F, q)
+  for id in cur.at_id do
+    local r = record_get(F, id)
+    if r and r.st == IN_FIFO then
+      cur.commit()
+      q.fd = r.t
+      return
     end
-    if q.h == q.z then error('seenstore: a frontier queue counts ' .. q.f .. ' entries in its FIFO and holds none') end
-    chunk_set(F, q.qn, q.h, nil)
-    q.h = q.h + 1
+    cur.next()
   end
+  error('seenstore: a frontier queue counts ' .. q.f .. ' entries in its FIFO and holds none')
 end
 
 -- The FIFO's live entries from the head: peek() gives an entry number and its record (nil: no
 -- more), skip() passes it; commit() drops what was passed (taken, or entries that had left).
 local function fifo_reader(F, q)
-  local c, i = q.h, 1
-  local ids = c and chunk_get(F, q.qn, c) or {}
-  local reader = {}
+  local cur = fifo_cursor(F, q)
+  local reader = {commit = cur.commit, skip = cur.next}
   function reader.peek()
-    while c do
-      local id = ids[i]
-      if id == nil then
-        if c >= q.z then return nil end
-        c, i = c + 1, 1
-        ids = chunk_get(F, q.qn, c)
-      else
-        local r = record_get(F, id)
-        if r and r.st == IN_FIFO then return id, r end
-        i = i + 1
-      end
+    for id in cur.at_id do
+      local r = record_get(F, id)
+      if r and r.st == IN_FIFO then return id, r end
+      cur.next()
     end
-  end
-  function reader.skip() i = i + 1 end
-  function reader.commit()
-    if c == nil or (c == q.h and i == 1) then return end
-    for gone = q.h, c - 1 do chunk_set(F, q.qn, gone, nil) end
-    q.h = c
-    chunk_set(F, q.qn, c, {unpack(ids, i)})
   end
   return reader
 end

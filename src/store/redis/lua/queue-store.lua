@@ -94,7 +94,7 @@ local function page_of(F, p)
   local page = F.pages[p]
   if page == nil then
     local blob = redis.call('HGET', F.pg, int(p))
-    page = blob and page_decode(blob, F.pg .. ' page ' .. int(p)) or {raw = {}, recs = {}}
+    page = blob and page_decode(blob, F.pg .. ' page ' .. int(p)) or page_new(F.pg .. ' page ' .. int(p))
     F.pages[p] = page
   end
   return page
@@ -107,9 +107,12 @@ local function record_get(F, id)
   local page = page_of(F, math.floor(id / PAGE_ENTRIES))
   local slot = id % PAGE_ENTRIES
   local r = page.recs[slot]
-  if r == nil and page.raw[slot] then
-    r = record_decode(page.raw[slot], page, F.resolve)
-    page.recs[slot] = r
+  if r == nil and not page.changed[slot] then
+    local body = page_body(page, slot)
+    if body then
+      r = record_decode(body, page, F.resolve)
+      page.recs[slot] = r
+    end
   end
   return r
 end
@@ -119,40 +122,62 @@ local function record_put(F, id, r)
   local page = page_of(F, math.floor(id / PAGE_ENTRIES))
   local slot = id % PAGE_ENTRIES
   if page.due == nil then page.due, page.place = r.t, r.n end
-  page.recs[slot], page.raw[slot], page.dirty = r, nil, true
+  page.recs[slot], page.changed[slot], page.dirty = r, true, true
 end
 
 local function record_delete(F, id)
   local page = page_of(F, math.floor(id / PAGE_ENTRIES))
   local slot = id % PAGE_ENTRIES
-  page.recs[slot], page.raw[slot], page.dirty = nil, nil, true
+  page.recs[slot], page.changed[slot], page.dirty = nil, true, true
 end
 
 -- A FIFO chunk: its entry numbers as a varint, then zigzag varint differences (consecutive
--- admissions differ by 1: a byte each).
+-- admissions differ by 1: a byte each). A chunk is kept as read (its blob) while its head is read
+-- and trimmed (fifo_cursor: a take touches only what it takes), and decoded (ids) to append.
 local FIFO_CHUNK_ENTRIES = 256
 
-local function chunk_get(F, qn, c)
+local function chunk_encode(ids)
+  local parts = {}
+  for i, id in ipairs(ids) do parts[i] = i == 1 and varint(id) or varint(zigzag(id - ids[i - 1])) end
+  return table.concat(parts)
+end
+
+local function chunk_entry(F, qn, c)
   local field = qn .. ':' .. c
   local chunk = F.chunks[field]
   if chunk == nil then
-    local blob = redis.call('HGET', F.fo, field) or ''
-    chunk = {ids = {}}
-    local at, id = 1, 0
+    chunk = {blob = redis.call('HGET', F.fo, field) or ''}
+    F.chunks[field] = chunk
+  end
+  return chunk
+end
+
+-- Chunk c of queue qn's entry numbers, decoded (a table the caller may change, then chunk_set).
+local function chunk_get(F, qn, c)
+  local chunk = chunk_entry(F, qn, c)
+  if chunk.ids == nil then
+    local ids, at, id, blob = {}, 1, 0, chunk.blob
     while at <= #blob do
       local v
       v, at = read_varint(blob, at)
-      id = #chunk.ids == 0 and v or id + unzigzag(v)
-      chunk.ids[#chunk.ids + 1] = id
+      id = #ids == 0 and v or id + unzigzag(v)
+      ids[#ids + 1] = id
     end
-    F.chunks[field] = chunk
+    chunk.ids, chunk.blob = ids, nil
   end
   return chunk.ids
 end
 
--- Chunk c of queue qn holds `ids` (nil or empty: no chunk).
-local function chunk_set(F, qn, c, ids)
-  F.chunks[qn .. ':' .. c] = {ids = ids or {}, dirty = true}
+-- Chunk c of queue qn's blob, as stored.
+local function chunk_blob(F, qn, c)
+  local chunk = chunk_entry(F, qn, c)
+  if chunk.blob == nil then chunk.blob, chunk.ids = chunk_encode(chunk.ids), nil end
+  return chunk.blob
+end
+
+-- Chunk c of queue qn holds `ids` (nil or empty: no chunk), or the blob `blob`.
+local function chunk_set(F, qn, c, ids, blob)
+  F.chunks[qn .. ':' .. c] = {ids = blob == nil and (ids or {}) or nil, blob = blob, dirty = true}
 end
 
 -- The URL index: bucket -> entries of 9 bytes, the first 32 bits of the SHA-1 of a URL then its
@@ -207,7 +232,7 @@ local function prefetch_pages(F, ids)
   end
   for i, blob in ipairs(hash_read(F.pg, fields)) do
     local p = tonumber(fields[i])
-    F.pages[p] = blob and page_decode(blob, F.pg .. ' page ' .. fields[i]) or {raw = {}, recs = {}}
+    F.pages[p] = blob and page_decode(blob, F.pg .. ' page ' .. fields[i]) or page_new(F.pg .. ' page ' .. fields[i])
   end
 end
 
@@ -317,12 +342,6 @@ local function index_remove(F, url, id, h)
   if buckets > 1 and ix.n < INDEX_MERGE_LOAD * buckets then index_merge(F, ix) end
 end
 
-local function chunk_blob(ids)
-  local parts = {}
-  for i, id in ipairs(ids) do parts[i] = i == 1 and varint(id) or varint(zigzag(id - ids[i - 1])) end
-  return table.concat(parts)
-end
-
 -- Everything the call changed, written: pages, FIFO chunks, index buckets and state, the count of
 -- entries. What is written stays cached (a call may write back more than once).
 local function write_back(F)
@@ -334,7 +353,7 @@ local function write_back(F)
         sets[#sets + 1], sets[#sets + 2] = int(p), blob
       else
         dels[#dels + 1] = int(p)
-        page.due = nil
+        F.pages[p] = page_new(page.where)
       end
       page.dirty = false
     end
@@ -343,8 +362,9 @@ local function write_back(F)
   sets, dels = {}, {}
   for field, chunk in pairs(F.chunks) do
     if chunk.dirty then
-      if #chunk.ids > 0 then
-        sets[#sets + 1], sets[#sets + 2] = field, chunk_blob(chunk.ids)
+      if chunk.blob == nil then chunk.blob, chunk.ids = chunk_encode(chunk.ids), nil end
+      if #chunk.blob > 0 then
+        sets[#sets + 1], sets[#sets + 2] = field, chunk.blob
       else
         dels[#dels + 1] = field
       end
