@@ -74,10 +74,12 @@ local URL_FORMS = {'https://', 'http://'}
 
 -- A page: its version byte, the due time and place its records are stored relative to, then per
 -- record (in slot order) its slot (a byte), its length (varint) and its body. A page keeps its blob
--- as read and where each record is in it (s, b, e: where the record, its body and its end are);
--- a record is decoded when asked for (recs), and a write copies the unchanged ones as they were.
-local function page_scan(page, at)
-  local blob = page.blob
+-- as read and, once asked (page_spans), where each record is in it (s, b, e: where the record, its
+-- body and its end are); a record is decoded when asked for (recs), and a write copies the
+-- unchanged ones as they were.
+local function page_spans(page)
+  if page.s then return end
+  local blob, at = page.blob, page.first
   page.s, page.b, page.e = {}, {}, {}
   while at <= #blob do
     local slot = string.byte(blob, at)
@@ -91,7 +93,7 @@ local function page_scan(page, at)
 end
 
 local function page_new(where)
-  return {blob = '', where = where, s = {}, b = {}, e = {}, recs = {}, changed = {}}
+  return {blob = '', first = 1, where = where, recs = {}, changed = {}}
 end
 
 local function page_decode(blob, where)
@@ -101,15 +103,14 @@ local function page_decode(blob, where)
   end
   local page = page_new(where)
   page.blob = blob
-  local at
-  page.due, at = read_varint(blob, 2)
-  page.place, at = read_varint(blob, at)
-  page_scan(page, at)
+  page.due, page.first = read_varint(blob, 2)
+  page.place, page.first = read_varint(blob, page.first)
   return page
 end
 
 -- The stored body of the record in `slot` (nil: none).
 local function page_body(page, slot)
+  page_spans(page)
   local b = page.b[slot]
   return b and string.sub(page.blob, b, page.e[slot])
 end
@@ -183,6 +184,7 @@ end
 
 -- The page's blob, or nil when it holds no record; the page then is as if read from it.
 local function page_encode(page)
+  page_spans(page)
   local parts = {string.char(PAGE_VERSION), varint(page.due), varint(page.place)}
   local header, from, to = #parts, nil, nil
   for slot = 0, PAGE_ENTRIES - 1 do
@@ -202,7 +204,7 @@ local function page_encode(page)
   end
   if from then parts[#parts + 1] = string.sub(page.blob, from, to) end
   if #parts == header then return nil end
-  page.blob, page.changed = table.concat(parts), {}
-  page_scan(page, #parts[1] + #parts[2] + #parts[3] + 1)
+  page.first = #parts[1] + #parts[2] + #parts[3] + 1
+  page.blob, page.changed, page.s = table.concat(parts), {}, nil
   return page.blob
 end
