@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
-import { SeenStoreError, type ErrorCode, type ScopeOptions, type SeenStoreOptions, type Utf8Keys } from '../index.js';
+import { SeenStoreError, type ScopeOptions, type SeenStoreOptions, type Utf8Keys } from '../index.js';
 import { SERVED_METHODS, type Served, type ServedObject, type ServedScope, type ServedStore } from './served-store.js';
+import { unpackError, type PackedError } from './thread-error.js';
 
 /** What the store thread is started with. */
 export interface StoreThreadData {
@@ -23,7 +24,7 @@ export interface StoreCall {
 
 export type StoreReply =
   | { readonly id: number; readonly value: unknown }
-  | { readonly id: number; readonly error: { readonly code: string | undefined; readonly message: string; readonly stack: string | undefined; readonly name: string } }
+  | { readonly id: number; readonly error: PackedError }
   | { readonly id: 0; readonly warning: string };
 
 /**
@@ -31,7 +32,8 @@ export type StoreReply =
  * thread for the sync (0.3-0.9 ms here, more on a busy disk); on the server's thread that would
  * stop every socket for as long. Here the server thread keeps parsing requests and writing replies
  * (and gathering the next batch) while the store thread commits. Calls run on the store thread in
- * the order they are posted; a batch's bytes move there without a copy (transferred).
+ * the order they are posted; a batch's bytes move there without a copy (transferred); an error
+ * comes back whole (thread-error.ts).
  */
 export class StoreThread {
   readonly #worker: Worker;
@@ -58,7 +60,7 @@ export class StoreThread {
       const call = this.#calls.get(message.id);
       if (call === undefined) return;
       this.#calls.delete(message.id);
-      if ('error' in message) call.reject(revive(message.error));
+      if ('error' in message) call.reject(unpackError(message.error));
       else call.resolve(message.value);
     });
     const fail = (error: Error): void => {
@@ -147,13 +149,4 @@ export class StoreThread {
     // left the process ended with 13 (an unsettled top-level await) instead of 0.
     await this.#exit;
   }
-}
-
-/** The thread's error as the server thread's: a SeenStoreError keeps its code; anything else stays a bug with its stack. */
-function revive(error: { code: string | undefined; message: string; stack: string | undefined; name: string }): Error {
-  if (error.code !== undefined) return new SeenStoreError(error.code as ErrorCode, error.message);
-  const revived = new Error(error.message);
-  revived.name = error.name;
-  if (error.stack !== undefined) revived.stack = error.stack;
-  return revived;
 }

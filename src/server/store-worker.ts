@@ -1,7 +1,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { SeenStore, SeenStoreError, type Scope, type SeenStoreOptions } from '../index.js';
+import { SeenStore, type Scope, type SeenStoreOptions } from '../index.js';
 import { isServedMethod, type ServedObject, type ServedObjects } from './served-store.js';
 import type { StoreCall, StoreReply, StoreThreadData } from './store-thread.js';
+import { packError } from './thread-error.js';
 
 /**
  * The store thread of `seenstore serve` (store-thread.ts): owns the one SeenStore handle and runs
@@ -75,9 +76,6 @@ port.on('message', (call: StoreCall) => {
       // Closed: the thread exits once the reply is out.
       if (call.object === 'control' && call.method === 'close') port.close();
     },
-    (error: unknown) => {
-      const e = error as Error & { code?: unknown };
-      reply({ id: call.id, error: { code: error instanceof SeenStoreError ? e.code as string : undefined, message: e.message, stack: e.stack, name: e.name } });
-    },
+    (error: unknown) => reply({ id: call.id, error: packError(error) }),
   );
 });
