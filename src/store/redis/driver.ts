@@ -26,6 +26,7 @@ export const redisDriver: Driver<RedisOptions> = Object.freeze({
     maintenance: false,
     offline: false,
     checkpoints: false,
+    commitsBlockThread: false,
     frontierOrder: 'per-partition',
     leaseClock: 'server',
     defaultStrategy: 'partitioned',
