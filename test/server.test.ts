@@ -8,6 +8,7 @@ import { SeenStore } from '../src/index.js';
 import { RespParser, type Request } from '../src/server/resp-parser.js';
 import { serverLimits } from '../src/server/limits.js';
 import { runCli } from './helpers/cli.js';
+import { until } from './helpers/redis-cluster.js';
 import { RawClient, encodeCommand } from './helpers/resp.js';
 import { NEEDS_REDIS_CLI, startServer } from './helpers/server.js';
 import { tempDir } from './helpers/tmp.js';
@@ -290,15 +291,20 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     const server = await startServer(join(tempDir(), 'store'), ['--max-pending-replies', '1000']);
     const client = await RawClient.connect(server.port);
     client.socket.pause();
-    const count = 100_000;
-    const ping = encodeCommand(['ECHO', 'x'.repeat(64)]);
-    client.write(Buffer.concat(Array.from({ length: count }, () => ping)));
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    const list = await redisCli(server.port, 'CLIENT', 'LIST');
-    const pending = Number(/id=1 .*pending=(\d+)/.exec(list)![1]);
+    // 32 MiB of replies: past the 8 MiB the server queues for a slow reader plus what the kernel buffers.
+    const count = 2_000;
+    const payload = 'x'.repeat(16 * 1024);
+    const echo = encodeCommand(['ECHO', payload]);
+    client.write(Buffer.concat(Array.from({ length: count }, () => echo)));
+    const line = async (): Promise<string> => /^id=1 .*$/m.exec(await redisCli(server.port, 'CLIENT', 'LIST'))![0];
+    // The event: the server has stopped reading the client (its line shows events= without r).
+    await until(async () => / events= /.test(await line()), 'the server to stop reading the client that reads no reply');
+    const pending = Number(/ pending=(\d+)/.exec(await line())![1]);
     assert.ok(pending <= 1000 + 2000, `pending replies ${pending} with --max-pending-replies 1000`);
+    const processed = Number(/total_commands_processed:(\d+)/.exec(await redisCli(server.port, 'INFO', 'stats'))![1]);
+    assert.ok(processed < count, `the server ran ${processed} commands: all ${count} of a client that reads no reply, and more`);
     client.socket.resume();
-    for (let i = 0; i < count; i++) assert.equal(await client.read(), 'x'.repeat(64));
+    for (let i = 0; i < count; i++) assert.equal(await client.read(), payload);
     client.close();
   });
 });

@@ -72,8 +72,9 @@ export interface Capabilities {
   readonly frontierOrder: 'oldest-first' | 'per-partition';
   /**
    * Whose clock times the frontier's leases: `options` (SeenStoreOptions.clock, in this process),
-   * or `server` (a remote store's own: Redis TIME; a take answered after its lease ended hands out
-   * nothing there, docs/frontier.md).
+   * or `server` (a remote store's own: Redis TIME, or the time of a test's clock option passed in
+   * each call, docs/redis.md "Time"; a take answered after its lease ended, by the time elapsed
+   * here, hands out nothing there, docs/frontier.md).
    */
   readonly leaseClock: 'options' | 'server';
   /** The strategy of new scopes that name none (`classic`; Redis: `partitioned`, which spreads over a cluster). */
