@@ -1,0 +1,147 @@
+import { SeenStoreError } from '../../errors.js';
+import { DEFAULT_FRONTIER_SETTINGS, type FrontierSettings } from '../backend.js';
+import { QUEUE_KEY_MODES } from '../../url/queue-key.js';
+import type { StoreEnv } from './env.js';
+
+/** A scope's frontier state record (docs/format.md), format 6. */
+export interface FrontierState {
+  readonly v: 2;
+  /** Id of the next URL queued. */
+  nextId: number;
+  /** URLs finished since the frontier began, failures not included. */
+  done: number;
+  /** URLs finished as failures since the frontier began. Absent (a record written before it was counted): 0. */
+  failed?: number;
+  /** Entries in the frontier (waiting, scheduled or leased). */
+  entries: number;
+  /** Of them, leased (leases that ran out count until a write gives them back). */
+  leased: number;
+  /** Queues that hold URLs. */
+  queues: number;
+  settings: FrontierSettings;
+  /** True once an enqueue (or a caller that keeps the key) read the queue key: configure no longer changes it. Absent: false. */
+  queueKeyPinned?: true;
+}
+
+/** One queued URL. `leaseUntilMs` 0: not leased. */
+export interface EntryRecord {
+  readonly v: 2;
+  readonly url: string;
+  queue: string;
+  readonly epoch: number;
+  dueMs: number;
+  leaseUntilMs: number;
+  attempts: number;
+  /** Who holds the lease (take's owner), when one was given. */
+  owner?: string;
+  data?: unknown;
+  /**
+   * When the URL was first stored (ms since 1970): URLFrontier's creation_date, PurgeURLs' age.
+   * Absent in entries written before it was kept, which are dated by `dueMs` (createdMsOf).
+   */
+  readonly createdMs?: number;
+}
+
+/** An entry's creation time: its own, or for an entry written before creation times were kept, its due time (when it was queued, unless it was rescheduled since: then later, never earlier). */
+export function createdMsOf(entry: EntryRecord): number {
+  return entry.createdMs ?? entry.dueMs;
+}
+
+/**
+ * A queue's counts and politeness. `readyAtMs`/`indexedTakeMs` name its key in the ready index
+ * (absent: not in it), so that a change can remove the old key; `firstDueMs` spares an enqueue a
+ * read of the waiting index.
+ */
+export interface QueueRecord {
+  readonly v: 1;
+  /** Entries not leased (due now or later). */
+  waiting: number;
+  /** Entries leased (leases that ran out count until a write gives them back). */
+  leased: number;
+  completed: number;
+  delayMs?: number;
+  blockedUntilMs: number;
+  crawlLimit?: number;
+  /** When take last handed the queue out. */
+  lastTakeMs?: number;
+  /** The due time of its first entry not leased (set exactly when `waiting` > 0). */
+  firstDueMs?: number;
+  readyAtMs?: number;
+  indexedTakeMs?: number;
+}
+
+export interface OwnerRecord {
+  readonly v: 1;
+  readonly lastTakeMs: number;
+}
+
+export function newState(): FrontierState {
+  return { v: 2, nextId: 1, done: 0, entries: 0, leased: 0, queues: 0, settings: DEFAULT_FRONTIER_SETTINGS };
+}
+
+export function newQueue(): QueueRecord {
+  return { v: 1, waiting: 0, leased: 0, completed: 0, blockedUntilMs: 0 };
+}
+
+/** What decodes a record's msgpack: the store's environment, or salvage's decoder of records read from pages. */
+export type RecordDecoder = Pick<StoreEnv, 'decodeMeta'>;
+
+const isCount = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0;
+const isTime = (n: unknown): boolean => typeof n === 'number' && Number.isFinite(n);
+const isOptional = (n: unknown, check: (n: unknown) => boolean): boolean => n === undefined || check(n);
+
+function decoded(env: RecordDecoder, bytes: Uint8Array, where: string, version: number, valid: (record: Record<string, unknown>) => boolean): unknown {
+  const record = env.decodeMeta(bytes, where) as Record<string, unknown> | null;
+  if (record === null || typeof record !== 'object' || record.v !== version || !valid(record)) {
+    const newer = typeof record?.v === 'number' && record.v > version;
+    throw new SeenStoreError(newer ? 'FORMAT_UNSUPPORTED' : 'STORE_CORRUPT', `${where}: malformed or of an unknown version`);
+  }
+  return record;
+}
+
+function validSettings(settings: unknown): boolean {
+  const s = settings as Partial<FrontierSettings> | undefined;
+  return typeof s === 'object' && s !== null && QUEUE_KEY_MODES.includes(s.queueKey!) && isCount(s.delayMs) && isCount(s.maxInFlightPerQueue);
+}
+
+export function readState(env: RecordDecoder, bytes: Uint8Array | undefined, scope: string): FrontierState {
+  if (bytes === undefined) return newState();
+  const where = `frontier state of ${scope}`;
+  return decoded(env, bytes, where, 2, (r) =>
+    Number.isSafeInteger(r.nextId) && (r.nextId as number) >= 1 && isCount(r.done) && isCount(r.entries) && isCount(r.leased) && isCount(r.queues) && validSettings(r.settings) &&
+    isOptional(r.queueKeyPinned, (p) => p === true) && isOptional(r.failed, isCount),
+  ) as FrontierState;
+}
+
+export function readEntry(env: RecordDecoder, bytes: Uint8Array, scope: string, id: number): EntryRecord {
+  return decoded(env, bytes, `frontier entry ${scope}/${id}`, 2, (r) =>
+    typeof r.url === 'string' && typeof r.queue === 'string' && isCount(r.epoch) && isTime(r.dueMs) && isTime(r.leaseUntilMs) && isCount(r.attempts) && isOptional(r.owner, (o) => typeof o === 'string') && isOptional(r.createdMs, isTime),
+  ) as EntryRecord;
+}
+
+export function readQueue(env: RecordDecoder, bytes: Uint8Array, scope: string, key: string): QueueRecord {
+  return decoded(env, bytes, `frontier queue ${scope}/${JSON.stringify(key)}`, 1, (r) =>
+    isCount(r.waiting) && isCount(r.leased) && isCount(r.completed) && isOptional(r.delayMs, isCount) && isTime(r.blockedUntilMs) &&
+    isOptional(r.crawlLimit, isCount) && isOptional(r.lastTakeMs, isTime) && isOptional(r.firstDueMs, isTime) && isOptional(r.readyAtMs, isTime) && isOptional(r.indexedTakeMs, isTime),
+  ) as QueueRecord;
+}
+
+export function readOwner(env: RecordDecoder, bytes: Uint8Array, scope: string, owner: string): OwnerRecord {
+  return decoded(env, bytes, `frontier owner ${scope}/${owner}`, 1, (r) => isTime(r.lastTakeMs)) as OwnerRecord;
+}
+
+/**
+ * The hash of a URL in the frontier's URL index: two 32-bit FNV-1a of its UTF-16 code units (with
+ * two offset bases) joined into 52 bits. Part of the format; entries of one hash are told apart
+ * by their URL, so a collision costs a read, never a wrong answer.
+ */
+export function urlHash(url: string): number {
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let i = 0; i < url.length; i++) {
+    const c = url.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193);
+  }
+  return (a >>> 0) * 0x100000 + (b >>> 12);
+}
