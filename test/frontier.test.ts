@@ -183,8 +183,8 @@ describe('frontier records in verify', () => {
     await store.close();
     const root = open({ path: dir, noSubdir: false, maxDbs: 8 });
     const db = root.openDB<Buffer, Buffer>({ name: 'queue', encoding: 'binary', keyEncoding: 'binary' });
-    // The second URL's waiting key: scope number 1, tag 'w', queue 1, its due time, seq 2.
-    const second = [...db.getKeys({})].find((key) => key[0] === 1 && key[1] === 0x77 && key.readUIntBE(key.length - 5, 5) === 2)!;
+    // The block of both waiting URLs: scope number 1, tag 'w', queue 1, their due time, block seq 1.
+    const second = [...db.getKeys({})].find((key) => key[0] === 1 && key[1] === 0x77 && key.readUIntBE(key.length - 5, 5) === 1)!;
     await db.put(second, Buffer.from([0xc1]));
     await root.close();
     const report = await SeenStore.verify(dir);

@@ -60,10 +60,12 @@ async function differential(seed: number, steps: number): Promise<void> {
         taken.push(...out.map((entry) => entry.id));
       } else if (op < 0.6) {
         const ids = Array.from({ length: Math.floor(rand() * 6) }, () => pick(taken.length > 0 ? taken : ['1']));
+        if (taken.length === 0) await pairFirst(pair);
         const refetch = rand() < 0.3 ? ids.map(() => (rand() < 0.5 ? 0 : nowMs + Math.floor(rand() * 5_000))) : undefined;
         await same(pair, (frontier, id) => frontier.done(ids.map(id), refetch === undefined ? {} : { refetchAtMs: refetch }), false, `${where} done`);
       } else if (op < 0.67) {
         const ids = Array.from({ length: Math.floor(rand() * 4) }, () => pick(taken.length > 0 ? taken : ['1']));
+        if (taken.length === 0) await pairFirst(pair);
         const data = rand() < 0.5 ? ids.map((_, i) => ({ retry: i })) : undefined;
         await same(pair, (frontier, id) => frontier.release(ids.map(id), data), false, `${where} release`);
       } else if (op < 0.7) {
@@ -124,6 +126,14 @@ async function sameReads(pair: Pair, url: string, where: string): Promise<void> 
     const expected = await (read as (f: ScopeFrontier) => Promise<unknown>)(pair.memory);
     assert.deepEqual(pairIds(pair, expected, await (read as (f: ScopeFrontier) => Promise<unknown>)(pair.lmdb)), expected, `${where}: ${name}`);
   }
+}
+
+/** Pairs the reference's id 1 (the first URL queued, if it is still there) with LMDB's id of that URL. */
+async function pairFirst(pair: Pair): Promise<void> {
+  const first = (await pair.memory.entries({ limit: 65_536 })).entries.find((entry) => entry.id === '1');
+  if (first === undefined || pair.ids.has('1')) return;
+  const ours = await pair.lmdb.urlStatus(first.url);
+  if (ours !== undefined) pair.ids.set('1', ours.id);
 }
 
 /**

@@ -1,14 +1,16 @@
 import { SeenStoreError } from '../../errors.js';
 import type { StoreEnv } from './env.js';
 import { KeyReader, KeyWriter } from './frontier-keys.js';
-import { EntryCodec, readLocation, urlHash, type EntryRecord, type EntryRef } from './frontier-records.js';
+import { decodeBlock, type Block } from './frontier-blocks.js';
+import { EntryCodec, readLocation, urlHash, type BlockId, type EntryRecord, type EntryRef } from './frontier-records.js';
 
 export type FrontierDb = NonNullable<StoreEnv['frontierDb']>;
 
-/** An entry and the id that names it. */
+/** An entry and the id that names it; a waiting entry's block. */
 export interface Found {
   readonly ref: EntryRef;
   readonly entry: EntryRecord;
+  readonly block?: BlockId;
 }
 
 /**
@@ -40,10 +42,37 @@ export class FrontierLookup {
     const location = this.#db.getBinary(this.keys.location(ref.hash, ref.seq));
     if (location === undefined) return undefined;
     const where = `frontier location ${this.#scope}/${ref.seq}`;
-    const { queueNo, dueMs } = readLocation(location, where);
-    const value = this.#db.getBinary(this.keys.waiting(queueNo, dueMs, ref.seq));
-    if (value === undefined) throw new SeenStoreError('STORE_CORRUPT', `${where} names a waiting entry that is not there`);
-    return { ref, entry: this.#decode(value, ref.seq, { q: queueNo, dueMs }) };
+    const id = readLocation(location, ref.seq, where);
+    const block = this.block(id);
+    const item = block?.items.find((i) => i.seq === ref.seq);
+    if (item === undefined) throw new SeenStoreError('STORE_CORRUPT', `${where} names a waiting entry that is not there`);
+    return { ref, entry: this.entryOf(block!, item.bytes, item.seq), block: id };
+  }
+
+  /** A block as stored, or undefined. */
+  block(id: BlockId): Block | undefined {
+    const value = this.#db.getBinary(this.keys.waiting(id.q, id.dueMs, id.blockSeq));
+    return value === undefined ? undefined : decodeBlock(id.q, id.dueMs, id.blockSeq, value, this.#blockWhere(id.blockSeq));
+  }
+
+  /** A block from its key and value. */
+  blockOf(key: Buffer, value: Buffer): Block {
+    const { q, dueMs, seq } = this.parts.waiting(key);
+    return decodeBlock(q, dueMs, seq, value, this.#blockWhere(seq));
+  }
+
+  /** Every entry of a block, in take order. */
+  entriesOf(block: Block): Found[] {
+    const id: BlockId = { q: block.q, dueMs: block.dueMs, blockSeq: block.blockSeq };
+    return block.items.map(({ seq, bytes }) => {
+      const entry = this.entryOf(block, bytes, seq);
+      return { ref: { seq, hash: urlHash(entry.url) }, entry, block: id };
+    });
+  }
+
+  /** One waiting entry of a block from its bytes. */
+  entryOf(block: Block, bytes: Buffer, seq: number): EntryRecord {
+    return this.codec.decode(bytes, `frontier entry ${this.#scope}/${seq}`, { q: block.q, dueMs: block.dueMs }, (q) => this.queueName(q)).entry;
   }
 
   /** The seqs of the entries whose URL has this hash (one in almost every case). */
@@ -69,13 +98,6 @@ export class FrontierLookup {
     return { ref: { seq, hash: urlHash(entry.url) }, entry };
   }
 
-  /** A waiting entry from its key and value. */
-  waiting(key: Buffer, value: Buffer): Found {
-    const { q, dueMs, seq } = this.parts.waiting(key);
-    const entry = this.#decode(value, seq, { q, dueMs });
-    return { ref: { seq, hash: urlHash(entry.url) }, entry };
-  }
-
   /** The key of queue number q. */
   queueName(q: number): string {
     let name = this.#names.get(q);
@@ -91,6 +113,10 @@ export class FrontierLookup {
   /** Queue number q is the queue `name` (known from its record). */
   knowQueue(q: number, name: string): void {
     this.#names.set(q, name);
+  }
+
+  #blockWhere(blockSeq: number): string {
+    return `frontier block ${this.#scope}/${blockSeq}`;
   }
 
   #decode(value: Buffer, seq: number, waiting: { readonly q: number; readonly dueMs: number } | undefined): EntryRecord {

@@ -96,7 +96,7 @@ export class FrontierReader {
     const range = keys.locationsAfter(after === undefined ? undefined : keys.copy(keys.location(after.hash, after.seq)));
     for (const { key, value } of this.#db.getRange(range)) {
       const { hash, seq } = this.#lookup.parts.location(key as Buffer);
-      if (queueNo !== undefined && readLocation(value, `frontier location ${this.#scope}/${seq}`).queueNo !== queueNo) continue;
+      if (queueNo !== undefined && readLocation(value, seq, `frontier location ${this.#scope}/${seq}`).q !== queueNo) continue;
       const found = this.#lookup.byRef({ seq, hash });
       if (found === undefined) throw new SeenStoreError('STORE_CORRUPT', `frontier location ${this.#scope}/${seq} names an entry that is not there`);
       if (entries.length === limit) return { entries, cursor: entries[entries.length - 1]!.id };
@@ -114,7 +114,7 @@ export class FrontierReader {
       onBatch(batch);
       batch = [];
     };
-    for (const { key, value } of this.#db.getRange(this.#lookup.keys.tagRange('w'))) add(this.#lookup.waiting(key as Buffer, value));
+    for (const { key, value } of this.#db.getRange(this.#lookup.keys.tagRange('w'))) this.#lookup.entriesOf(this.#lookup.blockOf(key as Buffer, value)).forEach(add);
     for (const key of this.#db.getKeys(this.#lookup.keys.tagRange('l'))) add(this.#lookup.leased(this.#lookup.parts.leased(key as Buffer))!);
     if (batch.length > 0) onBatch(batch);
   }

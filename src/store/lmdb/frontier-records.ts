@@ -245,11 +245,21 @@ export class EntryCodec {
   }
 }
 
-/** A location value: the entry's queue number and due time, LEB128 varints. */
-export function writeLocation(queueNo: number, dueMs: number): Buffer {
-  const out = Buffer.allocUnsafe(16);
+/** Where a waiting entry is: the key of its block (frontier-blocks.ts). */
+export interface BlockId {
+  readonly q: number;
+  readonly dueMs: number;
+  readonly blockSeq: number;
+}
+
+/**
+ * A location value: its entry's block as LEB128 varints, queue number, due time, and how far
+ * below the entry's seq the block's seq is (0 for a leased entry's, whose place is its own key).
+ */
+export function writeLocation({ q, dueMs, blockSeq }: BlockId, seq: number): Buffer {
+  const out = Buffer.allocUnsafe(24);
   let at = 0;
-  for (let v of [queueNo, dueMs]) {
+  for (let v of [q, dueMs, blockSeq === 0 ? 0 : seq - blockSeq + 1]) {
     while (v >= 128) {
       out[at++] = (v % 128) | 0x80;
       v = Math.floor(v / 128);
@@ -259,12 +269,13 @@ export function writeLocation(queueNo: number, dueMs: number): Buffer {
   return out.subarray(0, at);
 }
 
-export function readLocation(bytes: Buffer, where: string): { queueNo: number; dueMs: number } {
+export function readLocation(bytes: Buffer, seq: number, where: string): BlockId {
   const read = new VarintReader(bytes, where);
-  const queueNo = read.varint();
+  const q = read.varint();
   const dueMs = read.varint();
-  if (read.at !== bytes.length) throw read.corrupt('not a location');
-  return { queueNo, dueMs };
+  const below = read.varint();
+  if (read.at !== bytes.length || below > seq) throw read.corrupt('not a location');
+  return { q, dueMs, blockSeq: below === 0 ? 0 : seq - below + 1 };
 }
 
 class VarintReader {

@@ -3,7 +3,8 @@ import type { StoreEnv } from './env.js';
 import { MAX_SEQ, lastScopeNumberKey, scopeNumberKey, scopePrefix, type KeyReader, type KeyWriter } from './frontier-keys.js';
 import { FrontierLookup, type FrontierDb, type Found } from './frontier-lookup.js';
 import { queueRoom, readyAtMs, NEVER_TAKEN_MS } from '../politeness.js';
-import { newQueue, readQueue, readState, urlHash, writeLocation, type EntryCodec, type EntryRecord, type EntryRef, type FrontierState, type QueueRecord } from './frontier-records.js';
+import { newQueue, readQueue, readState, urlHash, writeLocation, type BlockId, type EntryCodec, type EntryRecord, type EntryRef, type FrontierState, type QueueRecord } from './frontier-records.js';
+import { BlockCache } from './frontier-block-cache.js';
 
 export type { FrontierDb, Found } from './frontier-lookup.js';
 
@@ -61,6 +62,9 @@ export class FrontierTxn {
   readonly #queues = new Map<string, QueueSlot>();
   readonly #entries = new Map<number, Found | null>();
   readonly #dirty = new Set<number>();
+  readonly #blocks: BlockCache;
+  /** The block of each waiting entry this transaction read or wrote. */
+  readonly #blockOf = new Map<number, BlockId>();
   #state: FrontierState | undefined;
 
   constructor(env: StoreEnv, db: FrontierDb, scope: string, nowMs: number) {
@@ -72,6 +76,7 @@ export class FrontierTxn {
     this.#keys = this.#lookup.keys;
     this.#parts = this.#lookup.parts;
     this.#codec = this.#lookup.codec;
+    this.#blocks = new BlockCache(db, this.#lookup);
   }
 
   get state(): FrontierState {
@@ -85,6 +90,7 @@ export class FrontierTxn {
     if (cached !== undefined) return cached !== null && cached.ref.hash === ref.hash ? cached.entry : undefined;
     const found = this.#lookup.byRef(ref);
     this.#entries.set(ref.seq, found ?? null);
+    if (found?.block !== undefined) this.#blockOf.set(ref.seq, found.block);
     return found?.entry;
   }
 
@@ -134,10 +140,11 @@ export class FrontierTxn {
     state.entries++;
     const ref = { seq, hash: urlHash(entry.url) };
     const queue = this.queue(entry.queue);
-    this.#db.putSync(this.#keys.location(ref.hash, seq), writeLocation(queue.no, entry.dueMs));
     if (entry.leaseUntilMs === 0) {
       this.#addWaiting(ref, entry);
     } else {
+      // A leased entry is found by its seq: its location only has to be there (for lookups by URL).
+      this.#db.putSync(this.#keys.location(ref.hash, seq), writeLocation({ q: queue.no, dueMs: entry.dueMs, blockSeq: 0 }, seq));
       this.#putLeased(ref, entry, queue.no);
       queue.leased++;
       state.leased++;
@@ -175,7 +182,6 @@ export class FrontierTxn {
     this.#removeWaiting(ref, entry);
     entry.queue = queue;
     entry.dueMs = dueMs;
-    this.#db.putSync(this.#keys.location(ref.hash, ref.seq), writeLocation(this.queue(queue).no, dueMs));
     this.#addWaiting(ref, entry);
   }
 
@@ -231,8 +237,12 @@ export class FrontierTxn {
     const out: Found[] = [];
     const queue = this.peekQueue(name);
     if (limit <= 0 || queue === undefined) return out;
-    for (const { key, value } of this.#db.getRange({ ...this.#keys.waitingRange(queue.no, this.nowMs), limit })) {
-      out.push(this.#waitingEntry(key as Buffer, value));
+    this.#blocks.flush();
+    for (const { key, value } of this.#db.getRange(this.#keys.waitingRange(queue.no, this.nowMs))) {
+      for (const found of this.#blockEntries(key as Buffer, value)) {
+        out.push(found);
+        if (out.length >= limit) return out;
+      }
     }
     return out;
   }
@@ -272,7 +282,8 @@ export class FrontierTxn {
     const queue = this.peekQueue(name);
     if (queue === undefined) return [];
     const out: Found[] = [];
-    for (const { key, value } of this.#db.getRange(this.#keys.waitingRange(queue.no, Infinity))) out.push(this.#waitingEntry(key as Buffer, value));
+    this.#blocks.flush();
+    for (const { key, value } of [...this.#db.getRange(this.#keys.waitingRange(queue.no, Infinity))]) out.push(...this.#blockEntries(key as Buffer, value));
     for (const found of this.leasedEntries()) if (found.entry.queue === name) out.push(found);
     return out;
   }
@@ -299,10 +310,11 @@ export class FrontierTxn {
       const found = this.#entries.get(seq);
       if (found === null || found === undefined) continue;
       const { ref, entry } = found;
-      if (entry.leaseUntilMs === 0) this.#db.putSync(this.#keys.waiting(this.queue(entry.queue).no, entry.dueMs, ref.seq), this.#codec.encode(entry, undefined));
+      if (entry.leaseUntilMs === 0) this.#blocks.replace(this.#blockOf.get(seq)!, seq, Buffer.from(this.#codec.encode(entry, undefined)));
       else this.#putLeased(ref, entry, this.queue(entry.queue).no, false);
     }
     this.#dirty.clear();
+    this.#blocks.flush();
     for (const [name, slot] of this.#queues) {
       if (!slot.dirty) continue;
       this.#index(name, slot);
@@ -341,6 +353,7 @@ export class FrontierTxn {
 
   /** The due time of the queue's first entry not leased (the queue has one). */
   #firstDueMs(name: string, queue: QueueRecord): number {
+    this.#blocks.flush();
     for (const key of this.#db.getKeys({ ...this.#keys.waitingRange(queue.no, Infinity), limit: 1 })) return this.#parts.waiting(key as Buffer).dueMs;
     throw new SeenStoreError('STORE_CORRUPT', `frontier queue ${this.#scope}/${JSON.stringify(name)} counts waiting URLs it does not hold`);
   }
@@ -348,7 +361,9 @@ export class FrontierTxn {
   /** The entry joins its queue's waiting keys. */
   #addWaiting(ref: EntryRef, entry: EntryRecord): void {
     const record = this.queue(entry.queue);
-    this.#db.putSync(this.#keys.waiting(record.no, entry.dueMs, ref.seq), this.#codec.encode(entry, undefined));
+    const block = this.#blocks.add(record.no, entry.dueMs, ref.seq, Buffer.from(this.#codec.encode(entry, undefined)));
+    this.#blockOf.set(ref.seq, block);
+    this.#db.putSync(this.#keys.location(ref.hash, ref.seq), writeLocation(block, ref.seq));
     this.#dirty.delete(ref.seq);
     record.waiting++;
     if (record.firstDueMs === undefined || entry.dueMs < record.firstDueMs) record.firstDueMs = entry.dueMs;
@@ -357,7 +372,10 @@ export class FrontierTxn {
   /** The entry leaves its queue's waiting keys; when it may have been the first, settle looks the first up again. */
   #removeWaiting(ref: EntryRef, entry: EntryRecord): void {
     const record = this.queue(entry.queue);
-    this.#db.removeSync(this.#keys.waiting(record.no, entry.dueMs, ref.seq));
+    const block = this.#blockOf.get(ref.seq);
+    if (block === undefined) throw new SeenStoreError('INTERNAL', `invariant broken: waiting frontier entry ${ref.seq} was not read from its block`);
+    this.#blocks.remove(block, ref.seq);
+    this.#blockOf.delete(ref.seq);
     record.waiting--;
     if (record.firstDueMs === undefined || entry.dueMs <= record.firstDueMs) this.#queues.get(entry.queue)!.firstDueStale = true;
   }
@@ -380,9 +398,17 @@ export class FrontierTxn {
     return this.#remember(this.#lookup.leased(seq));
   }
 
-  #waitingEntry(key: Buffer, value: Buffer): Found {
-    const cached = this.#entries.get(this.#parts.waiting(key).seq);
-    return cached ?? this.#remember(this.#lookup.waiting(key, value))!;
+  /** The entries of a block read from a range (this transaction's copies where it has them). */
+  #blockEntries(key: Buffer, value: Buffer): Found[] {
+    const block = this.#blocks.fromRange(key, value);
+    const id: BlockId = { q: block.q, dueMs: block.dueMs, blockSeq: block.blockSeq };
+    return block.items.map(({ seq, bytes }) => {
+      this.#blockOf.set(seq, id);
+      const cached = this.#entries.get(seq);
+      if (cached !== undefined && cached !== null) return cached;
+      const entry = this.#lookup.entryOf(block, bytes, seq);
+      return this.#remember({ ref: { seq, hash: urlHash(entry.url) }, entry, block: id })!;
+    });
   }
 
   #remember(found: Found | undefined): Found | undefined {

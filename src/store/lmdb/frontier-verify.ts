@@ -44,13 +44,13 @@ export function verifyFrontier(env: StoreEnv): { where: string; error: unknown }
         if (tag === 's') readState(env, value, scope);
         else if (tag === 'k') readQueue(env, value, scope, parts.text(raw));
         else if (tag === 'o') readOwner(env, value, scope, parts.text(raw));
-        else if (tag === 'w') lookup.waiting(raw, value);
+        else if (tag === 'w') lookup.entriesOf(lookup.blockOf(raw, value));
         else if (tag === 'l') lookup.leased(parts.leased(raw));
         else if (tag === 'u') {
           // The entry it names is there (its value is checked at its own place).
           const { seq } = parts.location(raw);
-          const { queueNo, dueMs } = readLocation(value, `location ${seq}`);
-          if (db.getBinary(lookup.keys.leased(seq)) === undefined && db.getBinary(lookup.keys.waiting(queueNo, dueMs, seq)) === undefined) {
+          const block = readLocation(value, seq, `location ${seq}`);
+          if (db.getBinary(lookup.keys.leased(seq)) === undefined && db.getBinary(lookup.keys.waiting(block.q, block.dueMs, block.blockSeq)) === undefined) {
             throw new SeenStoreError('STORE_CORRUPT', `location ${seq} names an entry that is not there`);
           }
         }

@@ -1,5 +1,6 @@
 import { SeenStoreError } from '../../errors.js';
 import type { FrontierSettings } from '../backend.js';
+import { decodeBlock } from './frontier-blocks.js';
 import { KeyReader, readScopeNumber, scopePrefix } from './frontier-keys.js';
 import * as legacy from './frontier-legacy.js';
 import { EntryCodec, readQueue, readState, type EntryRecord, type RecordDecoder } from './frontier-records.js';
@@ -128,7 +129,9 @@ export class FrontierSalvage {
         const tag = tagOf(record);
         if (tag === 'w') {
           const { q, dueMs, seq } = parts.waiting(record.key);
-          frontier.entries.set(seq, codec.decode(record.value, record.where, { q, dueMs }, queueName).entry);
+          for (const item of decodeBlock(q, dueMs, seq, record.value, record.where).items) {
+            frontier.entries.set(item.seq, codec.decode(item.bytes, `${record.where} entry ${item.seq}`, { q, dueMs }, queueName).entry);
+          }
         } else if (tag === 'l') {
           frontier.entries.set(parts.leased(record.key), codec.decode(record.value, record.where, undefined, queueName).entry);
         }

@@ -1,0 +1,129 @@
+import { SeenStoreError } from '../../errors.js';
+import { addItem, encodeBlock, hasRoom, removeItem, type Block } from './frontier-blocks.js';
+import type { FrontierDb, FrontierLookup } from './frontier-lookup.js';
+import type { BlockId } from './frontier-records.js';
+
+const idText = (id: BlockId): string => `${id.q}:${id.dueMs}:${id.blockSeq}`;
+const idOf = (block: Block): BlockId => ({ q: block.q, dueMs: block.dueMs, blockSeq: block.blockSeq });
+
+/**
+ * The waiting blocks one write transaction changes (frontier-blocks.ts): read once, changed in
+ * memory, written back by `flush` (before any read of a range of them, and at settle), so an
+ * enqueue of many URLs to one queue writes each block once. Each queue's last block is
+ * remembered: a new URL (the largest seq) due no earlier than it joins it while it has room.
+ */
+export class BlockCache {
+  readonly #db: FrontierDb;
+  readonly #lookup: FrontierLookup;
+  readonly #blocks = new Map<string, Block>();
+  readonly #dirty = new Set<string>();
+  /** Each queue's last block (null: the queue has none), where this transaction looked it up. */
+  readonly #tails = new Map<number, Block | null>();
+
+  constructor(db: FrontierDb, lookup: FrontierLookup) {
+    this.#db = db;
+    this.#lookup = lookup;
+  }
+
+  /** A block by its id (this transaction's copy when it has one). */
+  get(id: BlockId): Block | undefined {
+    const text = idText(id);
+    let block = this.#blocks.get(text);
+    if (block === undefined) {
+      block = this.#lookup.block(id);
+      if (block !== undefined) this.#blocks.set(text, block);
+    }
+    return block;
+  }
+
+  /** A block read from a range (this transaction's copy when it has one). */
+  fromRange(key: Buffer, value: Buffer): Block {
+    const { q, dueMs, seq } = this.#lookup.parts.waiting(key);
+    const text = idText({ q, dueMs, blockSeq: seq });
+    let block = this.#blocks.get(text);
+    if (block === undefined) {
+      block = this.#lookup.blockOf(key, value);
+      this.#blocks.set(text, block);
+    }
+    return block;
+  }
+
+  /** Puts an entry of queue q due at dueMs in its block (by seq order); returns the block's id. */
+  add(q: number, dueMs: number, seq: number, bytes: Buffer): BlockId {
+    const item = { seq, bytes };
+    const tail = this.#tail(q);
+    const afterTail = tail === null || dueMs > tail.dueMs || (dueMs === tail.dueMs && seq > tail.items[tail.items.length - 1]!.seq);
+    let block: Block | undefined;
+    if (afterTail) {
+      if (tail !== null && tail.dueMs === dueMs && hasRoom(tail, bytes.length)) block = tail;
+    } else {
+      // Before the queue's last block: the block with the greatest key at or before (q, due, seq).
+      const before = this.#before(q, dueMs, seq);
+      // A seq inside its range must go in it (blocks of one due time hold disjoint seq ranges).
+      if (before !== undefined && (before.items[before.items.length - 1]!.seq > seq || hasRoom(before, bytes.length))) block = before;
+    }
+    if (block === undefined) {
+      block = { q, dueMs, blockSeq: seq, items: [], size: 0 };
+      this.#blocks.set(idText(block), block);
+      if (afterTail) this.#tails.set(q, block);
+    }
+    addItem(block, item);
+    this.#dirty.add(idText(block));
+    return idOf(block);
+  }
+
+  /** Takes entry `seq` out of its block. */
+  remove(id: BlockId, seq: number): void {
+    const block = this.get(id);
+    if (block === undefined || !removeItem(block, seq)) throw new SeenStoreError('STORE_CORRUPT', `frontier block ${id.blockSeq} does not hold entry ${seq}`);
+    this.#dirty.add(idText(id));
+    if (block.items.length === 0 && this.#tails.get(id.q) === block) this.#tails.delete(id.q);
+  }
+
+  /** Entry `seq`'s bytes changed (its payload). */
+  replace(id: BlockId, seq: number, bytes: Buffer): void {
+    const block = this.get(id);
+    const i = block?.items.findIndex((item) => item.seq === seq) ?? -1;
+    if (i < 0) throw new SeenStoreError('STORE_CORRUPT', `frontier block ${id.blockSeq} does not hold entry ${seq}`);
+    block!.size += bytes.length - block!.items[i]!.bytes.length;
+    block!.items[i] = { seq, bytes };
+    this.#dirty.add(idText(id));
+  }
+
+  /** Writes the changed blocks (an emptied block is deleted). */
+  flush(): void {
+    for (const text of this.#dirty) {
+      const block = this.#blocks.get(text)!;
+      const key = this.#lookup.keys.waiting(block.q, block.dueMs, block.blockSeq);
+      if (block.items.length === 0) {
+        this.#db.removeSync(key);
+        this.#blocks.delete(text);
+      } else {
+        this.#db.putSync(key, encodeBlock(block));
+      }
+    }
+    this.#dirty.clear();
+  }
+
+  #tail(q: number): Block | null {
+    let tail = this.#tails.get(q);
+    if (tail === undefined) {
+      this.flush();
+      tail = null;
+      // Backwards: from (not including) the next queue's keys down to this queue's first.
+      const { start, end } = this.#lookup.keys.waitingRange(q, Infinity);
+      for (const { key, value } of this.#db.getRange({ start: end, end: start, reverse: true, limit: 1 })) tail = this.fromRange(key as Buffer, value);
+      this.#tails.set(q, tail);
+    }
+    return tail;
+  }
+
+  #before(q: number, dueMs: number, seq: number): Block | undefined {
+    this.flush();
+    const keys = this.#lookup.keys;
+    const start = keys.copy(keys.waiting(q, dueMs, seq));
+    const end = keys.copy(keys.waiting(q, dueMs, 0));
+    for (const { key, value } of this.#db.getRange({ start, end, reverse: true, limit: 1 })) return this.fromRange(key as Buffer, value);
+    return undefined;
+  }
+}

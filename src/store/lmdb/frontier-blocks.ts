@@ -1,0 +1,117 @@
+import { SeenStoreError } from '../../errors.js';
+
+/**
+ * A queue's waiting URLs are kept in blocks (docs/format.md "Frontier"): one key
+ * `P 'w' q due blockSeq` holds the entries of queue q due at `due` with seqs from blockSeq on, in
+ * seq order, so the queue's key and the per-key overhead of LMDB are paid once per block, not per
+ * URL. Blocks of one queue and due time hold disjoint, increasing seq ranges; a block's key never
+ * changes while it holds entries (its first entry may be taken: blockSeq stays a lower bound), so
+ * the location index can name it.
+ *
+ * Value: varint count, then per entry varint (seq − previous seq, the first from blockSeq),
+ * varint length, the entry's bytes (EntryCodec's waiting form).
+ */
+
+/** A block holds at most this many entries... */
+export const BLOCK_MAX_ENTRIES = 64;
+/** ...and at most this many bytes of entries (LMDB keeps a page's values inline below ~2 KB). */
+export const BLOCK_MAX_BYTES = 1_200;
+
+export interface BlockItem {
+  readonly seq: number;
+  readonly bytes: Buffer;
+}
+
+/** One block: where it is and what it holds, in seq order. */
+export interface Block {
+  readonly q: number;
+  readonly dueMs: number;
+  readonly blockSeq: number;
+  readonly items: BlockItem[];
+  /** Bytes of its entries. */
+  size: number;
+}
+
+export function decodeBlock(q: number, dueMs: number, blockSeq: number, value: Buffer, where: string): Block {
+  const items: BlockItem[] = [];
+  let at = 0;
+  const varint = (): number => {
+    let n = 0;
+    let scale = 1;
+    for (;;) {
+      if (at >= value.length) throw new SeenStoreError('STORE_CORRUPT', `${where}: cut short`);
+      const b = value[at++]!;
+      n += (b & 0x7f) * scale;
+      if ((b & 0x80) === 0) return n;
+      scale *= 128;
+      if (scale > 2 ** 56) throw new SeenStoreError('STORE_CORRUPT', `${where}: a number over 2^53`);
+    }
+  };
+  const count = varint();
+  let seq = blockSeq;
+  let size = 0;
+  for (let i = 0; i < count; i++) {
+    const delta = varint();
+    if (i > 0 && delta === 0) throw new SeenStoreError('STORE_CORRUPT', `${where}: entries out of order`);
+    seq += delta;
+    const length = varint();
+    if (at + length > value.length || length === 0) throw new SeenStoreError('STORE_CORRUPT', `${where}: cut short`);
+    items.push({ seq, bytes: value.subarray(at, at + length) });
+    at += length;
+    size += length;
+  }
+  if (at !== value.length || count === 0) throw new SeenStoreError('STORE_CORRUPT', `${where}: ${count === 0 ? 'an empty block' : 'bytes past its entries'}`);
+  return { q, dueMs, blockSeq, items, size };
+}
+
+export function encodeBlock(block: Block): Buffer {
+  const parts: number[] = [];
+  const varint = (n: number): void => {
+    let v = n;
+    while (v >= 128) {
+      parts.push((v % 128) | 0x80);
+      v = Math.floor(v / 128);
+    }
+    parts.push(v);
+  };
+  const out = Buffer.allocUnsafe(16 + block.items.length * 16 + block.size);
+  let at = 0;
+  const flush = (): void => {
+    for (const b of parts) out[at++] = b;
+    parts.length = 0;
+  };
+  varint(block.items.length);
+  let previous = block.blockSeq;
+  for (const { seq, bytes } of block.items) {
+    varint(seq - previous);
+    varint(bytes.length);
+    flush();
+    bytes.copy(out, at);
+    at += bytes.length;
+    previous = seq;
+  }
+  flush();
+  return out.subarray(0, at);
+}
+
+/** Whether an entry of `bytes` fits in the block. */
+export function hasRoom(block: Block, bytes: number): boolean {
+  return block.items.length < BLOCK_MAX_ENTRIES && block.size + bytes <= BLOCK_MAX_BYTES;
+}
+
+/** Puts an entry in the block at its place in seq order. */
+export function addItem(block: Block, item: BlockItem): void {
+  let i = block.items.length;
+  while (i > 0 && block.items[i - 1]!.seq > item.seq) i--;
+  block.items.splice(i, 0, item);
+  block.size += item.bytes.length;
+}
+
+/** Takes entry `seq` out of the block; false when it is not there. */
+export function removeItem(block: Block, seq: number): boolean {
+  const i = block.items.findIndex((item) => item.seq === seq);
+  if (i < 0) return false;
+  block.size -= block.items[i]!.bytes.length;
+  block.items.splice(i, 1);
+  return true;
+}
