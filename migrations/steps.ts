@@ -8,7 +8,7 @@ export interface MigrationTxn {
   /** Every meta record of the store, decoded: its key and value. */
   metaRecords(): Iterable<{ readonly key: unknown; readonly value: unknown }>;
   putMeta(key: unknown, value: object): void;
-  /** Every record of the frontier database of format 6 and before (none when the store has none): its key and decoded value. */
+  /** Every record of the frontier database of format 6 and before (none when the store has none): its key and decoded value (undefined: an index key's empty value). */
   frontierRecords(): Iterable<{ readonly key: unknown; readonly value: unknown }>;
   removeFrontier(key: unknown): void;
   /** Deletes the frontier database of format 6 and before (its records read and written anew). */

@@ -78,7 +78,8 @@ export async function migrateStore(dir: string, options: MigrateOptions): Promis
 function frontierMigration(store: StoreEnv): Pick<MigrationTxn, 'frontierRecords' | 'removeFrontier' | 'dropOldFrontier' | 'putFrontier'> {
   const old = store.legacyFrontierDb();
   return {
-    frontierRecords: () => (old === undefined ? [] : [...old.getRange({})].map(({ key, value }) => ({ key, value: store.decodeMeta(value, `frontier record ${JSON.stringify(key)}`) }))),
+    // Index keys (format 6) have empty values: undefined.
+    frontierRecords: () => (old === undefined ? [] : [...old.getRange({})].map(({ key, value }) => ({ key, value: value.length === 0 ? undefined : store.decodeMeta(value, `frontier record ${JSON.stringify(key)}`) }))),
     removeFrontier: (key) => old?.removeSync(key as never),
     dropOldFrontier: () => old?.dropSync(),
     putFrontier: (scope, counters, entries, queues = [], owners = []) => {
