@@ -1,5 +1,5 @@
 import { SeenStoreError } from '../../errors.js';
-import { addItem, encodeBlock, hasRoom, removeItem, type Block } from './frontier-blocks.js';
+import { addItem, before, encodeBlock, hasRoom, removeItem, type Block } from './frontier-blocks.js';
 import type { FrontierDb, FrontierLookup } from './frontier-lookup.js';
 import type { BlockId } from './frontier-records.js';
 
@@ -10,7 +10,8 @@ const idOf = (block: Block): BlockId => ({ q: block.q, dueMs: block.dueMs, block
  * The waiting blocks one write transaction changes (frontier-blocks.ts): read once, changed in
  * memory, written back by `flush` (before any read of a range of them, and at settle), so an
  * enqueue of many URLs to one queue writes each block once. Each queue's last block is
- * remembered: a new URL (the largest seq) due no earlier than it joins it while it has room.
+ * remembered: a URL after its last entry in take order (a new URL: the largest seq, due now or
+ * later) joins it while it has room.
  */
 export class BlockCache {
   readonly #db: FrontierDb;
@@ -48,19 +49,19 @@ export class BlockCache {
     return block;
   }
 
-  /** Puts an entry of queue q due at dueMs in its block (by seq order); returns the block's id. */
+  /** Puts an entry of queue q due at dueMs in its block (by take order); returns the block's id. */
   add(q: number, dueMs: number, seq: number, bytes: Buffer): BlockId {
-    const item = { seq, bytes };
+    const item = { dueMs, seq, bytes };
     const tail = this.#tail(q);
-    const afterTail = tail === null || dueMs > tail.dueMs || (dueMs === tail.dueMs && seq > tail.items[tail.items.length - 1]!.seq);
+    const afterTail = tail === null || before(tail.items[tail.items.length - 1]!, item);
     let block: Block | undefined;
     if (afterTail) {
-      if (tail !== null && tail.dueMs === dueMs && hasRoom(tail, bytes.length)) block = tail;
+      if (tail !== null && hasRoom(tail, bytes.length)) block = tail;
     } else {
-      // Before the queue's last block: the block with the greatest key at or before (q, due, seq).
-      const before = this.#before(q, dueMs, seq);
-      // A seq inside its range must go in it (blocks of one due time hold disjoint seq ranges).
-      if (before !== undefined && (before.items[before.items.length - 1]!.seq > seq || hasRoom(before, bytes.length))) block = before;
+      // Before the queue's last entry: the block with the greatest key at or before (due, seq).
+      const found = this.#before(q, dueMs, seq);
+      // Inside its range it must go in it (ranges stay disjoint); after it, while it has room.
+      if (found !== undefined && (before(item, found.items[found.items.length - 1]!) || hasRoom(found, bytes.length))) block = found;
     }
     if (block === undefined) {
       block = { q, dueMs, blockSeq: seq, items: [], size: 0 };
@@ -85,8 +86,9 @@ export class BlockCache {
     const block = this.get(id);
     const i = block?.items.findIndex((item) => item.seq === seq) ?? -1;
     if (i < 0) throw new SeenStoreError('STORE_CORRUPT', `frontier block ${id.blockSeq} does not hold entry ${seq}`);
-    block!.size += bytes.length - block!.items[i]!.bytes.length;
-    block!.items[i] = { seq, bytes };
+    const old = block!.items[i]!;
+    block!.size += bytes.length - old.bytes.length;
+    block!.items[i] = { ...old, bytes };
     this.#dirty.add(idText(id));
   }
 
@@ -122,7 +124,7 @@ export class BlockCache {
     this.flush();
     const keys = this.#lookup.keys;
     const start = keys.copy(keys.waiting(q, dueMs, seq));
-    const end = keys.copy(keys.waiting(q, dueMs, 0));
+    const end = keys.waitingRange(q, Infinity).start;
     for (const { key, value } of this.#db.getRange({ start, end, reverse: true, limit: 1 })) return this.fromRange(key as Buffer, value);
     return undefined;
   }

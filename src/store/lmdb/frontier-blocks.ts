@@ -1,15 +1,17 @@
 import { SeenStoreError } from '../../errors.js';
 
 /**
- * A queue's waiting URLs are kept in blocks (docs/format.md "Frontier"): one key
- * `P 'w' q due blockSeq` holds the entries of queue q due at `due` with seqs from blockSeq on, in
- * seq order, so the queue's key and the per-key overhead of LMDB are paid once per block, not per
- * URL. Blocks of one queue and due time hold disjoint, increasing seq ranges; a block's key never
- * changes while it holds entries (its first entry may be taken: blockSeq stays a lower bound), so
- * the location index can name it.
+ * A queue's waiting URLs are kept in blocks (docs/format.md "The frontier"): one key
+ * `P 'w' q due blockSeq` holds entries of queue q in take order (due time, then seq), all at or
+ * after (due, blockSeq), so the queue's key and LMDB's per-key cost are paid once per block, not
+ * per URL. A queue's blocks hold disjoint, increasing ranges of (due, seq): the blocks in key
+ * order, and the entries of each in order, are the queue's take order. A block's key never changes
+ * while it holds entries (its first entries may be taken: the key stays a lower bound), so the
+ * location index can name it.
  *
- * Value: varint count, then per entry varint (seq − previous seq, the first from blockSeq),
- * varint length, the entry's bytes (EntryCodec's waiting form).
+ * Value: varint count, then per entry varint (due − the key's due), zigzag varint (seq − the
+ * previous entry's seq, the first's from blockSeq), varint length, the entry's bytes (EntryCodec's
+ * waiting form).
  */
 
 /** A block holds at most this many entries... */
@@ -18,8 +20,14 @@ export const BLOCK_MAX_ENTRIES = 64;
 export const BLOCK_MAX_BYTES = 1_200;
 
 export interface BlockItem {
+  readonly dueMs: number;
   readonly seq: number;
   readonly bytes: Buffer;
+}
+
+/** Take order: due time, then seq. */
+export function before(a: { readonly dueMs: number; readonly seq: number }, b: { readonly dueMs: number; readonly seq: number }): boolean {
+  return a.dueMs < b.dueMs || (a.dueMs === b.dueMs && a.seq < b.seq);
 }
 
 /** One block: where it is and what it holds, in seq order. */
@@ -31,6 +39,8 @@ export interface Block {
   /** Bytes of its entries. */
   size: number;
 }
+
+const unzig = (n: number): number => (n % 2 === 0 ? n / 2 : -(n + 1) / 2);
 
 export function decodeBlock(q: number, dueMs: number, blockSeq: number, value: Buffer, where: string): Block {
   const items: BlockItem[] = [];
@@ -51,12 +61,12 @@ export function decodeBlock(q: number, dueMs: number, blockSeq: number, value: B
   let seq = blockSeq;
   let size = 0;
   for (let i = 0; i < count; i++) {
-    const delta = varint();
-    if (i > 0 && delta === 0) throw new SeenStoreError('STORE_CORRUPT', `${where}: entries out of order`);
-    seq += delta;
+    const item = { dueMs: dueMs + varint(), seq: seq + unzig(varint()) };
+    seq = item.seq;
+    if (i === 0 ? before(item, { dueMs, seq: blockSeq }) : !before(items[i - 1]!, item)) throw new SeenStoreError('STORE_CORRUPT', `${where}: entries out of order`);
     const length = varint();
     if (at + length > value.length || length === 0) throw new SeenStoreError('STORE_CORRUPT', `${where}: cut short`);
-    items.push({ seq, bytes: value.subarray(at, at + length) });
+    items.push({ ...item, bytes: value.subarray(at, at + length) });
     at += length;
     size += length;
   }
@@ -74,7 +84,7 @@ export function encodeBlock(block: Block): Buffer {
     }
     parts.push(v);
   };
-  const out = Buffer.allocUnsafe(16 + block.items.length * 16 + block.size);
+  const out = Buffer.allocUnsafe(16 + block.items.length * 24 + block.size);
   let at = 0;
   const flush = (): void => {
     for (const b of parts) out[at++] = b;
@@ -82,8 +92,10 @@ export function encodeBlock(block: Block): Buffer {
   };
   varint(block.items.length);
   let previous = block.blockSeq;
-  for (const { seq, bytes } of block.items) {
-    varint(seq - previous);
+  for (const { dueMs, seq, bytes } of block.items) {
+    varint(dueMs - block.dueMs);
+    const delta = seq - previous;
+    varint(delta >= 0 ? delta * 2 : -delta * 2 - 1);
     varint(bytes.length);
     flush();
     bytes.copy(out, at);
@@ -99,10 +111,10 @@ export function hasRoom(block: Block, bytes: number): boolean {
   return block.items.length < BLOCK_MAX_ENTRIES && block.size + bytes <= BLOCK_MAX_BYTES;
 }
 
-/** Puts an entry in the block at its place in seq order. */
+/** Puts an entry in the block at its place in take order. */
 export function addItem(block: Block, item: BlockItem): void {
   let i = block.items.length;
-  while (i > 0 && block.items[i - 1]!.seq > item.seq) i--;
+  while (i > 0 && before(item, block.items[i - 1]!)) i--;
   block.items.splice(i, 0, item);
   block.size += item.bytes.length;
 }

@@ -3,7 +3,12 @@ import { DEFAULT_FRONTIER_SETTINGS, type FrontierSettings } from '../backend.js'
 import { QUEUE_KEY_MODES } from '../../url/queue-key.js';
 import type { StoreEnv } from './env.js';
 
-/** A scope's frontier state record (docs/format.md), format 6. */
+/**
+ * The frontier's records of format 6 (docs/format.md "The frontier", its last paragraph), read by
+ * salvage from the pages of an older store. Format 7's are in frontier-records.ts.
+ */
+
+/** A scope's frontier state record, format 6. */
 export interface FrontierState {
   readonly v: 2;
   /** Id of the next URL queued. */
@@ -70,17 +75,8 @@ export interface QueueRecord {
   indexedTakeMs?: number;
 }
 
-export interface OwnerRecord {
-  readonly v: 1;
-  readonly lastTakeMs: number;
-}
-
 export function newState(): FrontierState {
   return { v: 2, nextId: 1, done: 0, entries: 0, leased: 0, queues: 0, settings: DEFAULT_FRONTIER_SETTINGS };
-}
-
-export function newQueue(): QueueRecord {
-  return { v: 1, waiting: 0, leased: 0, completed: 0, blockedUntilMs: 0 };
 }
 
 /** What decodes a record's msgpack: the store's environment, or salvage's decoder of records read from pages. */
@@ -124,24 +120,4 @@ export function readQueue(env: RecordDecoder, bytes: Uint8Array, scope: string, 
     isCount(r.waiting) && isCount(r.leased) && isCount(r.completed) && isOptional(r.delayMs, isCount) && isTime(r.blockedUntilMs) &&
     isOptional(r.crawlLimit, isCount) && isOptional(r.lastTakeMs, isTime) && isOptional(r.firstDueMs, isTime) && isOptional(r.readyAtMs, isTime) && isOptional(r.indexedTakeMs, isTime),
   ) as QueueRecord;
-}
-
-export function readOwner(env: RecordDecoder, bytes: Uint8Array, scope: string, owner: string): OwnerRecord {
-  return decoded(env, bytes, `frontier owner ${scope}/${owner}`, 1, (r) => isTime(r.lastTakeMs)) as OwnerRecord;
-}
-
-/**
- * The hash of a URL in the frontier's URL index: two 32-bit FNV-1a of its UTF-16 code units (with
- * two offset bases) joined into 52 bits. Part of the format; entries of one hash are told apart
- * by their URL, so a collision costs a read, never a wrong answer.
- */
-export function urlHash(url: string): number {
-  let a = 0x811c9dc5;
-  let b = 0x050c5d1f;
-  for (let i = 0; i < url.length; i++) {
-    const c = url.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x01000193);
-  }
-  return (a >>> 0) * 0x100000 + (b >>> 12);
 }

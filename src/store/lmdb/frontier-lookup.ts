@@ -1,7 +1,7 @@
 import { SeenStoreError } from '../../errors.js';
 import type { StoreEnv } from './env.js';
 import { KeyReader, KeyWriter } from './frontier-keys.js';
-import { decodeBlock, type Block } from './frontier-blocks.js';
+import { decodeBlock, type Block, type BlockItem } from './frontier-blocks.js';
 import { EntryCodec, readLocation, urlHash, type BlockId, type EntryRecord, type EntryRef } from './frontier-records.js';
 
 export type FrontierDb = NonNullable<StoreEnv['frontierDb']>;
@@ -46,7 +46,7 @@ export class FrontierLookup {
     const block = this.block(id);
     const item = block?.items.find((i) => i.seq === ref.seq);
     if (item === undefined) throw new SeenStoreError('STORE_CORRUPT', `${where} names a waiting entry that is not there`);
-    return { ref, entry: this.entryOf(block!, item.bytes, item.seq), block: id };
+    return { ref, entry: this.entryOf(block!, item), block: id };
   }
 
   /** A block as stored, or undefined. */
@@ -64,15 +64,15 @@ export class FrontierLookup {
   /** Every entry of a block, in take order. */
   entriesOf(block: Block): Found[] {
     const id: BlockId = { q: block.q, dueMs: block.dueMs, blockSeq: block.blockSeq };
-    return block.items.map(({ seq, bytes }) => {
-      const entry = this.entryOf(block, bytes, seq);
-      return { ref: { seq, hash: urlHash(entry.url) }, entry, block: id };
+    return block.items.map((item) => {
+      const entry = this.entryOf(block, item);
+      return { ref: { seq: item.seq, hash: urlHash(entry.url) }, entry, block: id };
     });
   }
 
-  /** One waiting entry of a block from its bytes. */
-  entryOf(block: Block, bytes: Buffer, seq: number): EntryRecord {
-    return this.codec.decode(bytes, `frontier entry ${this.#scope}/${seq}`, { q: block.q, dueMs: block.dueMs }, (q) => this.queueName(q)).entry;
+  /** One waiting entry of a block. */
+  entryOf(block: Block, item: BlockItem): EntryRecord {
+    return this.codec.decode(item.bytes, `frontier entry ${this.#scope}/${item.seq}`, { q: block.q, dueMs: item.dueMs }, (q) => this.queueName(q)).entry;
   }
 
   /** The seqs of the entries whose URL has this hash (one in almost every case). */

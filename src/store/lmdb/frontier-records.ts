@@ -253,13 +253,15 @@ export interface BlockId {
 }
 
 /**
- * A location value: its entry's block as LEB128 varints, queue number, due time, and how far
- * below the entry's seq the block's seq is (0 for a leased entry's, whose place is its own key).
+ * A location value: its entry's block as LEB128 varints, queue number, due time, and 1 + zigzag
+ * of (the entry's seq − the block's seq): small, as a block's entries are near its key (0: a
+ * leased entry's, whose place is its own key).
  */
 export function writeLocation({ q, dueMs, blockSeq }: BlockId, seq: number): Buffer {
   const out = Buffer.allocUnsafe(24);
   let at = 0;
-  for (let v of [q, dueMs, blockSeq === 0 ? 0 : seq - blockSeq + 1]) {
+  const apart = seq - blockSeq;
+  for (let v of [q, dueMs, blockSeq === 0 ? 0 : (apart >= 0 ? apart * 2 : -apart * 2 - 1) + 1]) {
     while (v >= 128) {
       out[at++] = (v % 128) | 0x80;
       v = Math.floor(v / 128);
@@ -273,9 +275,10 @@ export function readLocation(bytes: Buffer, seq: number, where: string): BlockId
   const read = new VarintReader(bytes, where);
   const q = read.varint();
   const dueMs = read.varint();
-  const below = read.varint();
-  if (read.at !== bytes.length || below > seq) throw read.corrupt('not a location');
-  return { q, dueMs, blockSeq: below === 0 ? 0 : seq - below + 1 };
+  const coded = read.varint();
+  const apart = coded === 0 ? 0 : coded % 2 === 1 ? (coded - 1) / 2 : -coded / 2;
+  if (read.at !== bytes.length || seq - apart < 1) throw read.corrupt('not a location');
+  return { q, dueMs, blockSeq: coded === 0 ? 0 : seq - apart };
 }
 
 class VarintReader {

@@ -238,8 +238,10 @@ export class FrontierTxn {
     const queue = this.peekQueue(name);
     if (limit <= 0 || queue === undefined) return out;
     this.#blocks.flush();
+    // Blocks whose key is due by now; in them, entries in take order up to the first due later.
     for (const { key, value } of this.#db.getRange(this.#keys.waitingRange(queue.no, this.nowMs))) {
       for (const found of this.#blockEntries(key as Buffer, value)) {
+        if (found.entry.dueMs > this.nowMs) return out;
         out.push(found);
         if (out.length >= limit) return out;
       }
@@ -354,7 +356,8 @@ export class FrontierTxn {
   /** The due time of the queue's first entry not leased (the queue has one). */
   #firstDueMs(name: string, queue: QueueRecord): number {
     this.#blocks.flush();
-    for (const key of this.#db.getKeys({ ...this.#keys.waitingRange(queue.no, Infinity), limit: 1 })) return this.#parts.waiting(key as Buffer).dueMs;
+    // The first block's first entry (the block's key is a lower bound).
+    for (const { key, value } of this.#db.getRange({ ...this.#keys.waitingRange(queue.no, Infinity), limit: 1 })) return this.#blocks.fromRange(key as Buffer, value).items[0]!.dueMs;
     throw new SeenStoreError('STORE_CORRUPT', `frontier queue ${this.#scope}/${JSON.stringify(name)} counts waiting URLs it does not hold`);
   }
 
@@ -402,12 +405,12 @@ export class FrontierTxn {
   #blockEntries(key: Buffer, value: Buffer): Found[] {
     const block = this.#blocks.fromRange(key, value);
     const id: BlockId = { q: block.q, dueMs: block.dueMs, blockSeq: block.blockSeq };
-    return block.items.map(({ seq, bytes }) => {
-      this.#blockOf.set(seq, id);
-      const cached = this.#entries.get(seq);
+    return block.items.map((item) => {
+      this.#blockOf.set(item.seq, id);
+      const cached = this.#entries.get(item.seq);
       if (cached !== undefined && cached !== null) return cached;
-      const entry = this.#lookup.entryOf(block, bytes, seq);
-      return this.#remember({ ref: { seq, hash: urlHash(entry.url) }, entry, block: id })!;
+      const entry = this.#lookup.entryOf(block, item);
+      return this.#remember({ ref: { seq: item.seq, hash: urlHash(entry.url) }, entry, block: id })!;
     });
   }
 

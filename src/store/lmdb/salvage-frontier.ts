@@ -129,8 +129,9 @@ export class FrontierSalvage {
         const tag = tagOf(record);
         if (tag === 'w') {
           const { q, dueMs, seq } = parts.waiting(record.key);
+          // Each entry's own due time is in the block (the key's is a lower bound).
           for (const item of decodeBlock(q, dueMs, seq, record.value, record.where).items) {
-            frontier.entries.set(item.seq, codec.decode(item.bytes, `${record.where} entry ${item.seq}`, { q, dueMs }, queueName).entry);
+            frontier.entries.set(item.seq, codec.decode(item.bytes, `${record.where} entry ${item.seq}`, { q, dueMs: item.dueMs }, queueName).entry);
           }
         } else if (tag === 'l') {
           frontier.entries.set(parts.leased(record.key), codec.decode(record.value, record.where, undefined, queueName).entry);
