@@ -1,7 +1,5 @@
-import { SeenStoreError } from '../../errors.js';
 import { DEFAULT_FRONTIER_SETTINGS, type FrontierSettings } from '../backend.js';
-import { QUEUE_KEY_MODES } from '../../url/queue-key.js';
-import type { StoreEnv } from './env.js';
+import { decoded, isCount, isOptional, isTime, validSettings, type QueueRecord as QueueRecordV7, type RecordDecoder } from './frontier-records.js';
 
 /**
  * The frontier's records of format 6 (docs/format.md "The frontier", its last paragraph), read by
@@ -52,52 +50,11 @@ export function createdMsOf(entry: EntryRecord): number {
   return entry.createdMs ?? entry.dueMs;
 }
 
-/**
- * A queue's counts and politeness. `readyAtMs`/`indexedTakeMs` name its key in the ready index
- * (absent: not in it), so that a change can remove the old key; `firstDueMs` spares an enqueue a
- * read of the waiting index.
- */
-export interface QueueRecord {
-  readonly v: 1;
-  /** Entries not leased (due now or later). */
-  waiting: number;
-  /** Entries leased (leases that ran out count until a write gives them back). */
-  leased: number;
-  completed: number;
-  delayMs?: number;
-  blockedUntilMs: number;
-  crawlLimit?: number;
-  /** When take last handed the queue out. */
-  lastTakeMs?: number;
-  /** The due time of its first entry not leased (set exactly when `waiting` > 0). */
-  firstDueMs?: number;
-  readyAtMs?: number;
-  indexedTakeMs?: number;
-}
+/** A queue's counts and politeness: format 7's record without its number. */
+export type QueueRecord = Omit<QueueRecordV7, 'v' | 'no'> & { readonly v: 1 };
 
 export function newState(): FrontierState {
   return { v: 2, nextId: 1, done: 0, entries: 0, leased: 0, queues: 0, settings: DEFAULT_FRONTIER_SETTINGS };
-}
-
-/** What decodes a record's msgpack: the store's environment, or salvage's decoder of records read from pages. */
-export type RecordDecoder = Pick<StoreEnv, 'decodeMeta'>;
-
-const isCount = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0;
-const isTime = (n: unknown): boolean => typeof n === 'number' && Number.isFinite(n);
-const isOptional = (n: unknown, check: (n: unknown) => boolean): boolean => n === undefined || check(n);
-
-function decoded(env: RecordDecoder, bytes: Uint8Array, where: string, version: number, valid: (record: Record<string, unknown>) => boolean): unknown {
-  const record = env.decodeMeta(bytes, where) as Record<string, unknown> | null;
-  if (record === null || typeof record !== 'object' || record.v !== version || !valid(record)) {
-    const newer = typeof record?.v === 'number' && record.v > version;
-    throw new SeenStoreError(newer ? 'FORMAT_UNSUPPORTED' : 'STORE_CORRUPT', `${where}: malformed or of an unknown version`);
-  }
-  return record;
-}
-
-function validSettings(settings: unknown): boolean {
-  const s = settings as Partial<FrontierSettings> | undefined;
-  return typeof s === 'object' && s !== null && QUEUE_KEY_MODES.includes(s.queueKey!) && isCount(s.delayMs) && isCount(s.maxInFlightPerQueue);
 }
 
 export function readState(env: RecordDecoder, bytes: Uint8Array | undefined, scope: string): FrontierState {

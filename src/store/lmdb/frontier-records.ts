@@ -80,11 +80,12 @@ export function newQueue(no: number): QueueRecord {
 /** What decodes a record's msgpack: the store's environment, or salvage's decoder of records read from pages. */
 export type RecordDecoder = Pick<StoreEnv, 'decodeMeta'>;
 
-const isCount = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0;
-const isTime = (n: unknown): boolean => typeof n === 'number' && Number.isFinite(n);
-const isOptional = (n: unknown, check: (n: unknown) => boolean): boolean => n === undefined || check(n);
+export const isCount = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0;
+export const isTime = (n: unknown): boolean => typeof n === 'number' && Number.isFinite(n);
+export const isOptional = (n: unknown, check: (n: unknown) => boolean): boolean => n === undefined || check(n);
 
-function decoded(env: RecordDecoder, bytes: Uint8Array, where: string, version: number, valid: (record: Record<string, unknown>) => boolean): unknown {
+/** A record decoded and checked: its version and fields (`valid`); FORMAT_UNSUPPORTED for a newer version. */
+export function decoded(env: RecordDecoder, bytes: Uint8Array, where: string, version: number, valid: (record: Record<string, unknown>) => boolean): unknown {
   const record = env.decodeMeta(bytes, where) as Record<string, unknown> | null;
   if (record === null || typeof record !== 'object' || record.v !== version || !valid(record)) {
     const newer = typeof record?.v === 'number' && record.v > version;
