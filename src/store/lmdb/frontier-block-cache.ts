@@ -8,7 +8,7 @@ const idOf = (block: Block): BlockId => ({ q: block.q, dueMs: block.dueMs, block
 
 /**
  * The waiting blocks one write transaction changes (frontier-blocks.ts): read once, changed in
- * memory, written back by `flush` (before any read of a range of them, and at settle), so an
+ * memory, written back by `flush` (a queue's before a read of a range of its blocks; all at settle), so an
  * enqueue of many URLs to one queue writes each block once. Each queue's last block is
  * remembered: a URL after its last entry in take order (a new URL: the largest seq, due now or
  * later) joins it while it has room.
@@ -17,7 +17,8 @@ export class BlockCache {
   readonly #db: FrontierDb;
   readonly #lookup: FrontierLookup;
   readonly #blocks = new Map<string, Block>();
-  readonly #dirty = new Set<string>();
+  /** The changed blocks, by queue number. */
+  readonly #dirty = new Map<number, Set<string>>();
   /** Each queue's last block (null: the queue has none), where this transaction looked it up. */
   readonly #tails = new Map<number, Block | null>();
 
@@ -69,7 +70,7 @@ export class BlockCache {
       if (afterTail) this.#tails.set(q, block);
     }
     addItem(block, item);
-    this.#dirty.add(idText(block));
+    this.#changed(block);
     return idOf(block);
   }
 
@@ -77,7 +78,7 @@ export class BlockCache {
   remove(id: BlockId, seq: number): void {
     const block = this.get(id);
     if (block === undefined || !removeItem(block, seq)) throw new SeenStoreError('STORE_CORRUPT', `frontier block ${id.blockSeq} does not hold entry ${seq}`);
-    this.#dirty.add(idText(id));
+    this.#changed(block);
     if (block.items.length === 0 && this.#tails.get(id.q) === block) this.#tails.delete(id.q);
   }
 
@@ -89,28 +90,36 @@ export class BlockCache {
     const old = block!.items[i]!;
     block!.size += bytes.length - old.bytes.length;
     block!.items[i] = { ...old, bytes };
-    this.#dirty.add(idText(id));
+    this.#changed(block!);
   }
 
-  /** Writes the changed blocks (an emptied block is deleted). */
-  flush(): void {
-    for (const text of this.#dirty) {
-      const block = this.#blocks.get(text)!;
-      const key = this.#lookup.keys.waiting(block.q, block.dueMs, block.blockSeq);
-      if (block.items.length === 0) {
-        this.#db.removeSync(key);
-        this.#blocks.delete(text);
-      } else {
-        this.#db.putSync(key, encodeBlock(block));
+  /** Writes the changed blocks (an emptied block is deleted): all, or those of queue q. */
+  flush(q?: number): void {
+    for (const queue of q === undefined ? [...this.#dirty.keys()] : [q]) {
+      for (const text of this.#dirty.get(queue) ?? []) {
+        const block = this.#blocks.get(text)!;
+        const key = this.#lookup.keys.waiting(block.q, block.dueMs, block.blockSeq);
+        if (block.items.length === 0) {
+          this.#db.removeSync(key);
+          this.#blocks.delete(text);
+        } else {
+          this.#db.putSync(key, encodeBlock(block));
+        }
       }
+      this.#dirty.delete(queue);
     }
-    this.#dirty.clear();
+  }
+
+  #changed(block: Block): void {
+    let texts = this.#dirty.get(block.q);
+    if (texts === undefined) this.#dirty.set(block.q, (texts = new Set()));
+    texts.add(idText(block));
   }
 
   #tail(q: number): Block | null {
     let tail = this.#tails.get(q);
     if (tail === undefined) {
-      this.flush();
+      this.flush(q);
       tail = null;
       // Backwards: from (not including) the next queue's keys down to this queue's first.
       const { start, end } = this.#lookup.keys.waitingRange(q, Infinity);
@@ -121,7 +130,7 @@ export class BlockCache {
   }
 
   #before(q: number, dueMs: number, seq: number): Block | undefined {
-    this.flush();
+    this.flush(q);
     const keys = this.#lookup.keys;
     const start = keys.copy(keys.waiting(q, dueMs, seq));
     const end = keys.waitingRange(q, Infinity).start;

@@ -74,21 +74,22 @@ export function decodeBlock(q: number, dueMs: number, blockSeq: number, value: B
   return { q, dueMs, blockSeq, items, size };
 }
 
+/** One reused buffer for encoding blocks (LMDB copies a value as it is put). */
+let scratch = Buffer.allocUnsafe(8192);
+
+/** The block's value: a view of a reused buffer, good until the next encode. */
 export function encodeBlock(block: Block): Buffer {
-  const parts: number[] = [];
+  const need = 16 + block.items.length * 24 + block.size;
+  if (scratch.length < need) scratch = Buffer.allocUnsafe(Math.max(need, scratch.length * 2));
+  const out = scratch;
+  let at = 0;
   const varint = (n: number): void => {
     let v = n;
     while (v >= 128) {
-      parts.push((v % 128) | 0x80);
+      out[at++] = (v % 128) | 0x80;
       v = Math.floor(v / 128);
     }
-    parts.push(v);
-  };
-  const out = Buffer.allocUnsafe(16 + block.items.length * 24 + block.size);
-  let at = 0;
-  const flush = (): void => {
-    for (const b of parts) out[at++] = b;
-    parts.length = 0;
+    out[at++] = v;
   };
   varint(block.items.length);
   let previous = block.blockSeq;
@@ -97,12 +98,10 @@ export function encodeBlock(block: Block): Buffer {
     const delta = seq - previous;
     varint(delta >= 0 ? delta * 2 : -delta * 2 - 1);
     varint(bytes.length);
-    flush();
     bytes.copy(out, at);
     at += bytes.length;
     previous = seq;
   }
-  flush();
   return out.subarray(0, at);
 }
 

@@ -237,7 +237,7 @@ export class FrontierTxn {
     const out: Found[] = [];
     const queue = this.peekQueue(name);
     if (limit <= 0 || queue === undefined) return out;
-    this.#blocks.flush();
+    this.#blocks.flush(queue.no);
     // Blocks whose key is due by now; in them, entries in take order up to the first due later.
     for (const { key, value } of this.#db.getRange(this.#keys.waitingRange(queue.no, this.nowMs))) {
       for (const found of this.#blockEntries(key as Buffer, value)) {
@@ -284,7 +284,7 @@ export class FrontierTxn {
     const queue = this.peekQueue(name);
     if (queue === undefined) return [];
     const out: Found[] = [];
-    this.#blocks.flush();
+    this.#blocks.flush(queue.no);
     for (const { key, value } of [...this.#db.getRange(this.#keys.waitingRange(queue.no, Infinity))]) out.push(...this.#blockEntries(key as Buffer, value));
     for (const found of this.leasedEntries()) if (found.entry.queue === name) out.push(found);
     return out;
@@ -355,7 +355,7 @@ export class FrontierTxn {
 
   /** The due time of the queue's first entry not leased (the queue has one). */
   #firstDueMs(name: string, queue: QueueRecord): number {
-    this.#blocks.flush();
+    this.#blocks.flush(queue.no);
     // The first block's first entry (the block's key is a lower bound).
     for (const { key, value } of this.#db.getRange({ ...this.#keys.waitingRange(queue.no, Infinity), limit: 1 })) return this.#blocks.fromRange(key as Buffer, value).items[0]!.dueMs;
     throw new SeenStoreError('STORE_CORRUPT', `frontier queue ${this.#scope}/${JSON.stringify(name)} counts waiting URLs it does not hold`);
