@@ -9,9 +9,9 @@ const idOf = (block: Block): BlockId => ({ q: block.q, dueMs: block.dueMs, block
 /**
  * The waiting blocks one write transaction changes (frontier-blocks.ts): read once, changed in
  * memory, written back by `flush` (a queue's before a read of a range of its blocks; all at settle), so an
- * enqueue of many URLs to one queue writes each block once. Each queue's last block is
- * remembered: a URL after its last entry in take order (a new URL: the largest seq, due now or
- * later) joins it while it has room.
+ * enqueue of many URLs to one queue writes each block once. The last block this transaction
+ * started for a queue is remembered: a URL after every entry of the queue in take order (a new
+ * URL, due no earlier than the others) joins it while it has room.
  */
 export class BlockCache {
   readonly #db: FrontierDb;
@@ -19,8 +19,8 @@ export class BlockCache {
   readonly #blocks = new Map<string, Block>();
   /** The changed blocks, by queue number. */
   readonly #dirty = new Map<number, Set<string>>();
-  /** Each queue's last block (null: the queue has none), where this transaction looked it up. */
-  readonly #tails = new Map<number, Block | null>();
+  /** Each queue's last block, where this transaction started it. */
+  readonly #tails = new Map<number, Block>();
 
   constructor(db: FrontierDb, lookup: FrontierLookup) {
     this.#db = db;
@@ -50,16 +50,20 @@ export class BlockCache {
     return block;
   }
 
-  /** Puts an entry of queue q due at dueMs in its block (by take order); returns the block's id. */
-  add(q: number, dueMs: number, seq: number, bytes: Buffer): BlockId {
+  /**
+   * Puts an entry of queue q due at dueMs in its block (by take order); returns the block's id.
+   * `afterAll`: the entry comes after every waiting entry of the queue (the caller knows it from
+   * the queue's record): it joins the queue's last block if this transaction wrote it and it has
+   * room, else starts a block, with no read; a broad crawl's enqueue touches each queue once.
+   */
+  add(q: number, dueMs: number, seq: number, bytes: Buffer, afterAll: boolean): BlockId {
     const item = { dueMs, seq, bytes };
-    const tail = this.#tail(q);
-    const afterTail = tail === null || before(tail.items[tail.items.length - 1]!, item);
     let block: Block | undefined;
-    if (afterTail) {
-      if (tail !== null && hasRoom(tail, bytes.length)) block = tail;
+    if (afterAll) {
+      const tail = this.#tails.get(q);
+      if (tail !== undefined && tail.items.length > 0 && before(tail.items[tail.items.length - 1]!, item) && hasRoom(tail, bytes.length)) block = tail;
     } else {
-      // Before the queue's last entry: the block with the greatest key at or before (due, seq).
+      // Among the queue's entries: the block with the greatest key at or before (due, seq).
       const found = this.#before(q, dueMs, seq);
       // Inside its range it must go in it (ranges stay disjoint); after it, while it has room.
       if (found !== undefined && (before(item, found.items[found.items.length - 1]!) || hasRoom(found, bytes.length))) block = found;
@@ -67,7 +71,7 @@ export class BlockCache {
     if (block === undefined) {
       block = { q, dueMs, blockSeq: seq, items: [], size: 0 };
       this.#blocks.set(idText(block), block);
-      if (afterTail) this.#tails.set(q, block);
+      if (afterAll) this.#tails.set(q, block);
     }
     addItem(block, item);
     this.#changed(block);
@@ -79,7 +83,7 @@ export class BlockCache {
     const block = this.get(id);
     if (block === undefined || !removeItem(block, seq)) throw new SeenStoreError('STORE_CORRUPT', `frontier block ${id.blockSeq} does not hold entry ${seq}`);
     this.#changed(block);
-    if (block.items.length === 0 && this.#tails.get(id.q) === block) this.#tails.delete(id.q);
+    if (this.#tails.get(id.q) === block) this.#tails.delete(id.q);
   }
 
   /** Entry `seq`'s bytes changed (its payload). */
@@ -114,19 +118,6 @@ export class BlockCache {
     let texts = this.#dirty.get(block.q);
     if (texts === undefined) this.#dirty.set(block.q, (texts = new Set()));
     texts.add(idText(block));
-  }
-
-  #tail(q: number): Block | null {
-    let tail = this.#tails.get(q);
-    if (tail === undefined) {
-      this.flush(q);
-      tail = null;
-      // Backwards: from (not including) the next queue's keys down to this queue's first.
-      const { start, end } = this.#lookup.keys.waitingRange(q, Infinity);
-      for (const { key, value } of this.#db.getRange({ start: end, end: start, reverse: true, limit: 1 })) tail = this.fromRange(key as Buffer, value);
-      this.#tails.set(q, tail);
-    }
-    return tail;
   }
 
   #before(q: number, dueMs: number, seq: number): Block | undefined {

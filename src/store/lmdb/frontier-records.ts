@@ -60,6 +60,8 @@ export interface QueueRecord {
   lastTakeMs?: number;
   /** The due time of its first entry not leased (set exactly when `waiting` > 0). */
   firstDueMs?: number;
+  /** No entry not leased is due later (set when `waiting` > 0; an upper bound: an entry taken does not lower it). */
+  lastDueMs?: number;
   readyAtMs?: number;
   indexedTakeMs?: number;
 }
@@ -111,7 +113,7 @@ export function readState(env: RecordDecoder, bytes: Uint8Array | undefined, sco
 export function readQueue(env: RecordDecoder, bytes: Uint8Array, scope: string, key: string): QueueRecord {
   return decoded(env, bytes, `frontier queue ${scope}/${JSON.stringify(key)}`, 2, (r) =>
     isCount(r.no) && (r.no as number) >= 1 && isCount(r.waiting) && isCount(r.leased) && isCount(r.completed) && isOptional(r.delayMs, isCount) && isTime(r.blockedUntilMs) &&
-    isOptional(r.crawlLimit, isCount) && isOptional(r.lastTakeMs, isTime) && isOptional(r.firstDueMs, isTime) && isOptional(r.readyAtMs, isTime) && isOptional(r.indexedTakeMs, isTime),
+    isOptional(r.crawlLimit, isCount) && isOptional(r.lastTakeMs, isTime) && isOptional(r.firstDueMs, isTime) && isOptional(r.lastDueMs, isTime) && isOptional(r.readyAtMs, isTime) && isOptional(r.indexedTakeMs, isTime),
   ) as QueueRecord;
 }
 

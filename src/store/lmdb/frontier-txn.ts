@@ -334,7 +334,10 @@ export class FrontierTxn {
       this.state.queues += heldUrls ? 1 : -1;
       slot.heldUrls = heldUrls;
     }
-    if (queue.waiting === 0) delete queue.firstDueMs;
+    if (queue.waiting === 0) {
+      delete queue.firstDueMs;
+      delete queue.lastDueMs;
+    }
     else if (slot.firstDueStale || queue.firstDueMs === undefined) queue.firstDueMs = this.#firstDueMs(name, queue);
     slot.firstDueStale = false;
     const readyAt = readyAtMs(queue, queue.firstDueMs, this.state.settings.delayMs, this.room(queue));
@@ -364,7 +367,12 @@ export class FrontierTxn {
   /** The entry joins its queue's waiting keys. */
   #addWaiting(ref: EntryRef, entry: EntryRecord): void {
     const record = this.queue(entry.queue);
-    const block = this.#blocks.add(record.no, entry.dueMs, ref.seq, Buffer.from(this.#codec.encode(entry, undefined)));
+    // After every waiting entry of the queue: due later than any (lastDueMs bounds them), or as
+    // late and newer than all (a new entry's seq is the largest).
+    const last = record.waiting === 0 ? undefined : record.lastDueMs;
+    const afterAll = last === undefined || entry.dueMs > last || (entry.dueMs === last && ref.seq === this.state.nextSeq - 1);
+    if (last === undefined || entry.dueMs > last) record.lastDueMs = entry.dueMs;
+    const block = this.#blocks.add(record.no, entry.dueMs, ref.seq, Buffer.from(this.#codec.encode(entry, undefined)), afterAll);
     this.#blockOf.set(ref.seq, block);
     this.#db.putSync(this.#keys.location(ref.hash, ref.seq), writeLocation(block, ref.seq));
     this.#dirty.delete(ref.seq);
