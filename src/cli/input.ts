@@ -3,7 +3,8 @@ import type { Readable } from 'node:stream';
 import { SeenStoreError } from '../errors.js';
 import type { Utf8Keys } from '../hash/xxhash.js';
 import { FileChunks } from './file-chunks.js';
-import { LineSplitter, Utf8LineBatcher, type InvalidReason } from './lines.js';
+import { holdsControlTrimmed } from '../url/url-shape.js';
+import { CONTROL_REASON, LineSplitter, Utf8LineBatcher, type InvalidReason } from './lines.js';
 
 export type OnInvalid = 'skip' | 'fail';
 
@@ -120,7 +121,7 @@ export function forEachBatch(input: InputChunks, options: BatchOptions, handle: 
       {
         line: (text, lineNo) => {
           if (options.accept(text)) pending.push(text);
-          else invalid(lineNo, 'not a usable URL');
+          else invalid(lineNo, holdsControlTrimmed(text) ? CONTROL_REASON : 'not a usable URL');
         },
         invalid,
       },
