@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SeenStore, type Utf8Keys } from '../../src/index.js';
+import { SeenStore } from '../../src/index.js';
+import { utf8Lines } from '../helpers/data.js';
 import { expectCode } from '../helpers/errors.js';
 import { EXACT, type ContractContext } from './context.js';
 
@@ -46,7 +47,7 @@ export function keysContract(ctx: ContractContext): void {
         await expectCode('INVALID_URL', () => scope.addIfAbsent(call));
         await expectCode('INVALID_URL', () => scope.add(call));
         await expectCode('INVALID_URL', () => scope.enqueue(call));
-        await expectCode('INVALID_URL', () => scope.addIfAbsentUtf8(asLines(call)));
+        await expectCode('INVALID_URL', () => scope.addIfAbsentUtf8(utf8Lines(call)));
         await expectCode('INVALID_URL', () => scope.has(call));
         await expectCode('INVALID_URL', () => scope.classify(call));
         await expectCode('INVALID_URL', () => scope.frontier().schedule([ctx.urls[1]!, url], 0));
@@ -54,7 +55,7 @@ export function keysContract(ctx: ContractContext): void {
       // A call of several atomic steps is checked whole before its first step is written.
       const many = Array.from({ length: 70_000 }, (_, i) => `https://many.example/${i}`);
       await expectCode('INVALID_URL', () => scope.add([...many, bad[0]!]));
-      await expectCode('INVALID_URL', () => scope.addIfAbsentUtf8(asLines([...many, bad[1]!])));
+      await expectCode('INVALID_URL', () => scope.addIfAbsentUtf8(utf8Lines([...many, bad[1]!])));
       assert.ok((await scope.has([...filler, many[0]!, many[69_999]!])).every((seen) => !seen), 'a refused call recorded a URL');
       assert.equal((await scope.stats()).epochs[0]!.submitted, 1);
       assert.equal((await scope.frontier().stats()).pending, 0, 'a refused enqueue or schedule queued a URL');
@@ -65,18 +66,4 @@ export function keysContract(ctx: ContractContext): void {
       await store.close();
     }
   });
-}
-
-/** Strings as UTF-8 lines of one buffer (what filter-new hands the library). */
-function asLines(urls: readonly string[]): Utf8Keys {
-  const bytes = Buffer.from(`${urls.join('\n')}\n`);
-  const ranges = new Uint32Array(2 * urls.length);
-  let at = 0;
-  urls.forEach((url, i) => {
-    ranges[2 * i] = at;
-    at += Buffer.byteLength(url);
-    ranges[2 * i + 1] = at;
-    at++;
-  });
-  return { bytes, ranges, count: urls.length };
 }
