@@ -328,6 +328,37 @@ describe('seenstore serve group commit', () => {
   });
 });
 
+describe('seenstore serve: a URL with a control character (issue 45)', () => {
+  it('a scope of URL keys: fails only its own write command, whatever its batch holds; queries answer INVALID_URL; nothing of it is added', async () => {
+    const store = join(tempDir(), 'store');
+    // The CLI's scopes have URL keys; serve's own (BF.ADD of a new key) raw keys, which take any string.
+    const created = await runCli(['--store', store, '--scope', 'c', 'add'], 'https://first.example/\n');
+    assert.equal(created.code, 0, created.stderr);
+    const server = await startServer(store);
+    const clients = await Promise.all(Array.from({ length: 6 }, () => RawClient.connect(server.port)));
+    // One group commit for all six: the library refuses the batch, which is then committed command by command.
+    const bad: Record<number, string> = { 2: 'https://bad.example/\u0000', 4: 'https://bad.example/a\tb' };
+    for (const [i, client] of clients.entries()) client.send('BF.MADD', 'c', `https://ok.example/${i}`, bad[i] ?? `https://ok.example/${i}/b`);
+    const replies = await Promise.all(clients.map((client) => client.read()));
+    replies.forEach((reply, i) => {
+      if (bad[i] !== undefined) assert.match(String(reply), /^Error: INVALID_URL .*control character/, `client ${i}`);
+      else assert.deepEqual(reply, [1, 1], `client ${i}`);
+    });
+    const client = clients[0]!;
+    assert.match(String(await client.command('BF.ADD', 'c', 'https://bad.example/\u007f')), /^Error: INVALID_URL /);
+    assert.match(String(await client.command('BF.INSERT', 'c', 'ITEMS', 'https://ok.example/9', 'https://bad.example/\u001b[D')), /^Error: INVALID_URL /);
+    assert.match(String(await client.command('BF.EXISTS', 'c', 'https://bad.example/\u0000')), /^Error: INVALID_URL /);
+    assert.match(String(await client.command('SEEN.MEXISTS', 'c', 'ITEMS', 'https://first.example/', 'https://bad.example/\rx')), /^Error: INVALID_URL /);
+    assert.match(String(await client.command('SEEN.CLASSIFY', 'c', 'https://bad.example/\u0001')), /^Error: INVALID_URL /);
+    assert.deepEqual(await client.command('BF.MEXISTS', 'c', 'https://ok.example/2', 'https://ok.example/4', 'https://ok.example/9', 'https://ok.example/1/b'), [0, 0, 0, 1]);
+    assert.equal(await client.command('BF.CARD', 'c'), 9, 'the first URL and the four good commands\' two each');
+    assert.match(String(await client.command('SEEN.ENQUEUE', 'c', 'https://ok.example/q', 'https://bad.example/\u0000')), /^Error: INVALID_URL /);
+    assert.deepEqual(await client.command('BF.MEXISTS', 'c', 'https://ok.example/q'), [0]);
+    assert.deepEqual(await client.command('BF.MADD', 'raw', 'item\u0000one', 'item\ttwo'), [1, 1], 'raw keys take any string');
+    for (const c of clients) c.close();
+  });
+});
+
 describe('seenstore serve durability', () => {
   it('SIGTERM answers every request it took, closes the store and exits 0', async () => {
     const store = join(tempDir(), 'store');
