@@ -43,12 +43,10 @@ function holding<T>(guard: OpenGuard | undefined, action: () => T): T {
 
 /** The named database of the frontier (docs/format.md "Frontier"): byte keys (frontier-keys.ts), format 7 on. */
 const FRONTIER_DB = 'queue';
-/** The frontier's database of format 6 and before (lmdb-js's ordered keys): read by the migration to format 7, then dropped. */
-const LEGACY_FRONTIER_DB = 'frontier';
 const FRONTIER_OPTIONS = { name: FRONTIER_DB, encoding: 'binary', keyEncoding: 'binary' } as const;
 
 /** Whether the environment has the named database `name` (named databases are keys of the root). */
-function namedDbExists(root: RootDatabase, name: string): boolean {
+export function namedDbExists(root: RootDatabase, name: string): boolean {
   for (const key of root.getKeys({ start: name })) return key === name;
   return false;
 }
@@ -158,12 +156,6 @@ export class StoreEnv {
     const root = this.#handles.root;
     this.#handles.frontier = holding(this.#guard, () => root.openDB<Buffer, Buffer>(FRONTIER_OPTIONS));
     return this.#handles.frontier;
-  }
-
-  /** The frontier database of format 6 and before, when the store has one (migrations read it). */
-  legacyFrontierDb(): Database<Buffer, Key> | undefined {
-    const root = this.#handles.root;
-    return namedDbExists(root, LEGACY_FRONTIER_DB) ? root.openDB<Buffer, Key>({ name: LEGACY_FRONTIER_DB, encoding: 'binary' }) : undefined;
   }
 
   #attach(root: RootDatabase): void {

@@ -1,6 +1,7 @@
+import type { Database } from 'lmdb';
 import { MIGRATIONS, type MigrationTxn } from '../../../migrations/index.js';
 import { SeenStoreError, asStoreError, assert } from '../../errors.js';
-import { StoreEnv, STORE_HEADER_KEY } from './env.js';
+import { StoreEnv, STORE_HEADER_KEY, namedDbExists } from './env.js';
 import { faultPoint } from '../faults.js';
 import { EXCLUSIVE_LOCK, tryLock } from './lock.js';
 import { FORMAT_VERSION } from '../records.js';
@@ -44,7 +45,7 @@ export async function migrateStore(dir: string, options: MigrateOptions): Promis
     const snapshot = options.snapshot === false ? null : await createSnapshot(env, defaultSnapshotName(`pre-migrate-${from}-to-${FORMAT_VERSION}-`), 'pre-migrate', from);
     const store = env;
     // Creating a named database is a commit of its own: before the migration's transaction.
-    if (store.legacyFrontierDb() !== undefined) store.ensureFrontierDb();
+    if (oldFrontierDb(store) !== undefined) store.ensureFrontierDb();
     const txn: MigrationTxn = {
       metaRecords: () => [...store.metaDb.getRange({})].map(({ key, value }) => ({ key, value: store.decodeMeta(value, `meta record ${JSON.stringify(key)}`) })),
       putMeta: (key, value) => store.putMeta(key as never, value),
@@ -76,7 +77,7 @@ export async function migrateStore(dir: string, options: MigrateOptions): Promis
  * layout (its database is created before the transaction: see migrateStore).
  */
 function frontierMigration(store: StoreEnv): Pick<MigrationTxn, 'frontierRecords' | 'removeFrontier' | 'dropOldFrontier' | 'putFrontier'> {
-  const old = store.legacyFrontierDb();
+  const old = oldFrontierDb(store);
   return {
     // Index keys (format 6) have empty values: undefined.
     frontierRecords: () => (old === undefined ? [] : [...old.getRange({})].map(({ key, value }) => ({ key, value: value.length === 0 ? undefined : store.decodeMeta(value, `frontier record ${JSON.stringify(key)}`) }))),
@@ -96,4 +97,9 @@ function frontierMigration(store: StoreEnv): Pick<MigrationTxn, 'frontierRecords
       txn.settle();
     },
   };
+}
+
+/** The frontier database of format 6 and before (lmdb-js's ordered keys), when the store has one. */
+function oldFrontierDb(store: StoreEnv): Database<Buffer> | undefined {
+  return namedDbExists(store.root, 'frontier') ? store.root.openDB<Buffer>({ name: 'frontier', encoding: 'binary' }) : undefined;
 }
