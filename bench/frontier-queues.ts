@@ -13,14 +13,14 @@
  *
  *   npm run build && tsc -p bench/tsconfig.json && node dist/bench/frontier-queues.js
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { SeenStore } from '../src/index.js';
 import { queueKeyOf } from '../src/url/queue-key.js';
 import { BENCH_DIR, readUrls } from './data.js';
 import { recordTargets } from './targets.js';
+import { oldBuild } from './old-build.js';
 
 /** main before issue 28 (the frontier's one list per scope). */
 const OLD_FRONTIER_COMMIT = '076b5f3';
@@ -104,12 +104,7 @@ function figures(label: string, queues: number | string, runs: readonly { enqueu
 
 /** The seenstore of OLD_FRONTIER_COMMIT, compiled in a temporary directory; its SeenStore class. */
 async function oldSeenStore(work: string): Promise<{ open(dir: string): Promise<StoreLike> }> {
-  execFileSync('sh', ['-c', `git -C "${ROOT}" archive ${OLD_FRONTIER_COMMIT} src migrations scripts tsconfig.json package.json | tar -x -C "${work}"`]);
-  symlinkSync(join(ROOT, 'node_modules'), join(work, 'node_modules'));
-  execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(work, 'tsconfig.json')]);
-  execFileSync(process.execPath, [join(work, 'scripts', 'build-assets.mjs')]);
-  const module = (await import(join(work, 'dist', 'src', 'index.js'))) as { SeenStore: { open(dir: string): Promise<StoreLike> } };
-  return module.SeenStore;
+  return (await oldBuild<{ SeenStore: { open(dir: string): Promise<StoreLike> } }>(OLD_FRONTIER_COMMIT, work)).module.SeenStore;
 }
 
 function row(f: Figures): string {

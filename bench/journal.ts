@@ -100,7 +100,7 @@ function lastJson<T>(out: string): T {
 /** A URL file for the JS Set row: the bench's large data set when prepared, else generated URLs. */
 function setUrlsFile(dir: string): string {
   const data = join(BENCH_DIR, '.data');
-  const prepared = existsSync(data) ? readdirSync(data).find((name) => name.startsWith('package-repos-') && name.endsWith('.usable.txt')) : undefined;
+  const prepared = existsSync(data) ? readdirSync(data).find((name) => name.startsWith('package-repos-') && name.endsWith('.usable2.txt')) : undefined;
   if (prepared !== undefined) return join(data, prepared);
   const file = join(dir, 'urls.txt');
   writeFileSync(file, `${generatedUrls(SET_URLS, 29).join('\n')}\n`);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Before/after runs of the Redis frontier of two builds of seenstore, interleaved
-# (docs/benchmarks.md "Issue 47"): bench/redis-frontier-ab.ts on each build in turn, the build
+# (docs/benchmarks.md "Issue 47 (the Redis part)"): bench/redis-frontier-ab.ts on each build in turn, the build
 # that goes first alternating by round.
 #
 #   bench/redis-frontier-ab.sh BEFORE_DIR AFTER_DIR [ROUNDS] [COUNT] [packages|shared]

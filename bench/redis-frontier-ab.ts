@@ -1,6 +1,6 @@
 /**
  * The Redis frontier of one build of seenstore, for before/after runs of two builds interleaved
- * (bench/redis-frontier-ab.sh; docs/benchmarks.md "Issue 47"): on a fresh local cluster of 3
+ * (bench/redis-frontier-ab.sh; docs/benchmarks.md "Issue 47 (the Redis part)"): on a fresh local cluster of 3
  * masters (no replicas, AOF fsynced always), enqueues COUNT real URLs in batches of 10,000, each
  * followed by a frontier call (which moves the batch from the inboxes into the queues, as a
  * crawler's next take would), then measures what the waiting URLs occupy, then takes every URL

@@ -122,7 +122,7 @@ async function main(): Promise<void> {
     await client.connect();
     const hash = await XxHash.load();
     const slice = { layout: 'classic', mBits: Math.ceil(mBits / KEYS / 512) * 512, k, seeds: [freshSeedHex()] };
-    const hasher = new EpochHasher(hash, [slice]);
+    const hasher = new EpochHasher(hash, 'url', [slice]);
     const plan = new PositionPlan([slice], 'xxh64-km-v2');
     rows.push(
       await measure('bitmap Bloom, k BITFIELD SET per URL', cluster, urls, async () => {

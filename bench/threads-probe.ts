@@ -73,7 +73,7 @@ function median(values: number[]): number {
 }
 
 async function main(): Promise<void> {
-  const file = process.argv[2] ?? new URL('../../bench/.data/package-repos-2.0.3148.usable.txt', import.meta.url).pathname;
+  const file = process.argv[2] ?? new URL('../../bench/.data/package-repos-2.0.3148.usable2.txt', import.meta.url).pathname;
   const { insert } = splitUrls(readUrls(file));
   const hash = await XxHash.load();
   const words = new Uint32Array(2 * insert.length);

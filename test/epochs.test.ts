@@ -2,10 +2,9 @@ import assert from 'node:assert/strict';
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStore } from '../src/index.js';
 import { HISTORY_HEADROOM } from '../src/epochs/sizing-policy.js';
-import { runCli, runCrashChild } from './helpers/cli.js';
+import { runCli, runCrashChild, runPacedChild } from './helpers/cli.js';
 import { binomialUpper, sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
 import { tempDir } from './helpers/tmp.js';
@@ -117,18 +116,25 @@ describe('epochs', () => {
     const store = await SeenStore.open(dir);
     const scope = store.scope('default', { capacityUrls: 100_000, fprTarget: 1e-7 });
     await scope.add(['https://start.example/']);
-    const child = runCrashChild([dir, 'default', file, '500', 'none']);
+    // Batches of 500 in a child that waits for this process after each: after every 10th, a
+    // rotation begins and the child's next batch races it; five batches on, the rotation has
+    // committed before the child goes on, so every epoch gets batches of its own.
+    const batches = Math.ceil(benign.length / 500);
     let rotations = 0;
-    for (let settled = false; !settled; ) {
-      settled = await Promise.race([child.then(() => true), sleep(40).then(() => false)]);
-      if (!settled) {
-        await scope.rotate({ capacityUrls: 100_000, fprTarget: 1e-7 });
+    let rotating: Promise<unknown> = Promise.resolve();
+    const child = runPacedChild([dir, 'default', file, '500', 'none'], async (n) => {
+      if (n % 10 === 4) await rotating;
+      if (n % 10 === 9 && n + 6 < batches) {
+        rotating = scope.rotate({ capacityUrls: 100_000, fprTarget: 1e-7 });
         rotations++;
       }
-    }
+    });
     assert.ok((await child).done);
-    assert.ok(rotations >= 3, `only ${rotations} rotations raced the adds`);
+    await rotating;
+    assert.ok(rotations >= 3, `only ${rotations} rotations for ${batches} batches`);
     const stats = (await scope.stats());
+    assert.equal(stats.epochs.length, rotations + 1);
+    assert.deepEqual(stats.epochs.filter((e) => e.added === 0).map((e) => e.epoch), [], 'the child added nothing to an epoch: it missed a rotation by another process');
     const addedOverEpochs = stats.epochs.reduce((sum, e) => sum + e.added, 0);
     assert.equal(addedOverEpochs, benign.length + 1, 'each URL was new in exactly one epoch');
     const perEpoch: number[] = [];

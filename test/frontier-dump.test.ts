@@ -202,6 +202,7 @@ test('bad lines: one error naming the line by default; counted and skipped with 
     '{"discovered":{"info":{}}}',
     '[1]',
     `{"discovered":{"info":{"url":"https://x.example/${'a'.repeat(1_100_000)}"}}}`,
+    '{"discovered":{"info":{"url":"https://x.example/\\u0000"}}}',
   ];
   for (const [i, line] of bad.entries()) {
     const store = await SeenStore.open(`memory://dump-bad-${process.pid}-${++stores}`, quiet);
@@ -216,9 +217,10 @@ test('bad lines: one error naming the line by default; counted and skipped with 
   try {
     const warnings: string[] = [];
     const counts = await importDump(store, Readable.from([Buffer.from(`${[good, ...bad, good.replace('/1', '/2')].join('\n')}`)]), { onInvalid: 'skip', warn: (m) => warnings.push(m) });
-    assert.deepEqual({ read: counts.read, queued: counts.queued, invalid: counts.invalid }, { read: 12, queued: 2, invalid: 10 });
-    assert.equal(warnings.length, 10);
+    assert.deepEqual({ read: counts.read, queued: counts.queued, invalid: counts.invalid }, { read: 13, queued: 2, invalid: 11 });
+    assert.equal(warnings.length, 11);
     assert.match(warnings[9]!, /^line 11: longer than/);
+    assert.equal(warnings[10], '11 invalid lines skipped in all');
   } finally {
     await store.close();
   }

@@ -126,6 +126,9 @@ describe('frontier: kill -9 of a schedule before it commits', () => {
   });
 });
 
+/** The seq of an LMDB frontier id (`SEQ-HASH`): the order the entry was queued in. */
+const seqOf = (id: string): number => Number(id.split('-')[0]);
+
 describe('frontier: kill -9 of a polite taker mid-stream', () => {
   const hosts = 20;
   const urls = Array.from({ length: hosts * 5 }, (_, i) => `https://h${i % hosts}.polite.example/p/${i}`);
@@ -138,9 +141,9 @@ describe('frontier: kill -9 of a polite taker mid-stream', () => {
       assert.equal((await child([dir, file, '500', 'none', 'enqueue', '0', '0', '200'])).lines.at(-1), 'finished');
       const run = await child([dir, file, '1000', point, 'polite', '60000', String(skip)]);
       assert.ok(run.killed, 'the taker was not killed at the fault point');
-      const acked = new Set(run.lines.filter((line) => line.startsWith('done ')).map((line) => Number(line.slice(5))));
+      const acked = new Set(run.lines.filter((line) => line.startsWith('done ')).map((line) => seqOf(line.slice(5))));
       assert.ok(acked.size > 0 && acked.size < urls.length, `killed mid-stream: ${acked.size} done`);
-      // Ids are given in the order queued: id i is urls[i - 1].
+      // Ids are given in the order queued: the id of seq i is urls[i - 1]'s.
       const store = await SeenStore.open(dir);
       let leasedAtKill: number;
       try {
@@ -162,7 +165,7 @@ describe('frontier: kill -9 of a polite taker mid-stream', () => {
         await frontier.configure({ delayMs: 0 });
         const again = [];
         for (let taken; (taken = await frontier.take(1_000, { perQueue: 1_000, leaseMs: 60_000 })).length > 0;) again.push(...taken);
-        assert.deepEqual(again.map((entry) => Number(entry.id)).sort((a, b) => a - b), urls.map((_, i) => i + 1).filter((id) => !acked.has(id)));
+        assert.deepEqual(again.map((entry) => seqOf(entry.id)).sort((a, b) => a - b), urls.map((_, i) => i + 1).filter((id) => !acked.has(id)));
         assert.equal(again.filter((entry) => entry.attempts === 2).length, leasedAtKill, 'the dead taker\'s leases did not come back');
       } finally {
         await later.close();
@@ -179,12 +182,14 @@ describe('frontier records in verify', () => {
     await store.scope('f').frontier().configure({ delayMs: 0 });
     await store.close();
     const root = open({ path: dir, noSubdir: false, maxDbs: 8 });
-    const db = root.openDB<Buffer, (string | number)[]>({ name: 'frontier', encoding: 'binary' });
-    await db.put(['f', 'e', 2], Buffer.from([0xc1]));
+    const db = root.openDB<Buffer, Buffer>({ name: 'queue', encoding: 'binary', keyEncoding: 'binary' });
+    // The block of both waiting URLs: scope number 1, tag 'w', queue 1, their due time, block seq 1.
+    const second = [...db.getKeys({})].find((key) => key[0] === 1 && key[1] === 0x77 && key.readUIntBE(key.length - 5, 5) === 1)!;
+    await db.put(second, Buffer.from([0xc1]));
     await root.close();
     const report = await SeenStore.verify(dir);
     assert.equal(report.ok, false);
-    assert.deepEqual(report.damage.map((d) => d.where), ['frontier ["f","e",2]']);
+    assert.deepEqual(report.damage.map((d) => d.where), [`frontier f ${second.toString('hex')}`]);
     const again = await SeenStore.open(dir);
     try {
       await expectCode('STORE_CORRUPT', () => again.scope('f').frontier().take(5, { perQueue: 5 }));
@@ -208,7 +213,7 @@ describe('frontier CLI', () => {
     assert.equal(take.code, 0, take.stderr);
     const taken = take.stdout.split('\n').filter(Boolean);
     assert.equal(taken.length, 20);
-    assert.ok(taken.every((line) => /^\d+\thttps?:\/\//.test(line)));
+    assert.ok(taken.every((line) => /^\d+-\d+\thttps?:\/\//.test(line)));
     const done = await runCli(['--store', dir, '--scope', 'c', 'frontier', 'done'], take.stdout);
     assert.equal(done.code, 0, done.stderr);
     assert.match(done.stderr, /done 20 of 20/);

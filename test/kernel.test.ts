@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { mulberry32 } from '../src/cli/commands/demo.js';
 import { BloomFilter, type Layout } from '../src/filters/bloom.js';
 import { decideRange, type DecideTarget } from '../src/filters/decide.js';
 import { KernelBits } from '../src/filters/kernel-bits.js';
+import { Kernel } from '../src/hash/kernel.js';
 import { HASH_SCHEMES, type HashSchemeId } from '../src/hash/scheme.js';
 import { XxHash } from '../src/hash/xxhash.js';
 import { SeenStore } from '../src/index.js';
@@ -71,6 +73,58 @@ describe('the hot-path kernel (kernel.wat)', () => {
         if (out[at] !== one[0] || out[at + 1] !== one[1]) assert.fail(`key ${i} (${JSON.stringify(url.slice(0, 40))}) seed ${s} differs`);
       });
     });
+  });
+
+  test('controlAt finds what a byte-by-byte reading finds: the first control byte, line ends (LF, a CR before an LF) left aside', () => {
+    const kernel = new Kernel(false);
+    const next = mulberry32(11);
+    // Mostly URL bytes, with every kind of byte the scan tells apart: controls, LF, CR, DEL, space, 0x80 and up.
+    const special = [0x00, 0x01, 0x09, 0x0a, 0x0a, 0x0d, 0x0d, 0x1b, 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0xc3, 0xff];
+    for (let round = 0; round < 4_000; round++) {
+      const length = Math.floor(next() * 300);
+      const at = kernel.scratch(length + 64) + Math.floor(next() * 32);
+      const bytes = kernel.bytes;
+      // Rare odd bytes, so that a control byte often sits far in, past several 64-byte chunks.
+      const rate = [0.001, 0.02, 0.2][round % 3]!;
+      for (let i = 0; i < length; i++) bytes[at + i] = next() < rate ? special[Math.floor(next() * special.length)]! : 0x21 + Math.floor(next() * 0x5d);
+      // CRLFs at the edges of the chunks, and at the range's end (its LF past `to` does not count).
+      if (length > 70 && round % 5 === 0) bytes.set([0x0d, 0x0a], at + 63);
+      if (length > 70 && round % 7 === 0) bytes.set([0x0d, 0x0a], at + 64);
+      if (length > 2 && round % 11 === 0) bytes.set([0x0d, 0x0a], at + length - 1);
+      const from = at + Math.floor(next() * Math.min(length + 1, 70));
+      const to = at + length;
+      assert.equal(kernel.controlAt(from, to), referenceControlAt(bytes, from, to), `round ${round}: from ${from - at}, to ${length}`);
+    }
+  });
+
+  test('hashRanges with controls stops at the first key holding a control byte, at every length and place; without, hashes every key', () => {
+    const kernel = new Kernel(false);
+    const controls = [0x00, 0x09, 0x0a, 0x0d, 0x1f, 0x7f];
+    const clean = [0x20, 0x61, 0x7e, 0x80, 0xc3, 0xff];
+    const keyCount = 3;
+    for (let length = 0; length <= 80; length++) {
+      for (let place = -1; place < length; place++) {
+        // Three keys; the middle one holds a control byte at `place` (none when -1), the others none.
+        const rangesAt = kernel.scratch(8 * keyCount + 8 + 8 * keyCount + 3 * (length + 16));
+        const seedsAt = rangesAt + 8 * keyCount;
+        const outAt = seedsAt + 8;
+        const keysAt = outAt + 8 * keyCount;
+        const bytes = kernel.bytes;
+        const ranges = new Uint32Array(kernel.buffer, rangesAt, 2 * keyCount);
+        for (let k = 0; k < keyCount; k++) {
+          const start = keysAt + k * (length + 16) + (k % 2);
+          for (let i = 0; i < length; i++) bytes[start + i] = clean[(i + k + length) % clean.length]!;
+          if (k === 1 && place >= 0) bytes[start + place] = controls[(place + length) % controls.length]!;
+          // Control bytes just outside the key are not its own.
+          bytes[start - 1] = 0x00;
+          bytes[start + length] = 0x0a;
+          ranges[2 * k] = start;
+          ranges[2 * k + 1] = start + length;
+        }
+        assert.equal(kernel.hashRanges(rangesAt, keyCount, seedsAt, 1, outAt, 8, true), place >= 0 ? 1 : -1, `length ${length}, control at ${place}`);
+        assert.equal(kernel.hashRanges(rangesAt, keyCount, seedsAt, 1, outAt, 8, false), -1);
+      }
+    }
   });
 
   for (const scheme of HASH_SCHEMES) {
@@ -176,3 +230,14 @@ describe('the hot-path kernel (kernel.wat)', () => {
     assert.equal(kernel.decide({ older: [{ filters: [elsewhere], at: 0 }], newest: [placed], newestAt: 2, stride: 4 }, words, 0, 1, 1, new Uint8Array(1)), undefined);
   });
 });
+
+/** kernel.wat controlAt, byte by byte. */
+function referenceControlAt(bytes: Uint8Array, from: number, to: number): number {
+  for (let p = from; p < to; p++) {
+    const b = bytes[p]!;
+    if (b >= 0x20 && b !== 0x7f) continue;
+    if (b === 0x0a || (b === 0x0d && p + 1 < to && bytes[p + 1] === 0x0a)) continue;
+    return p;
+  }
+  return to;
+}

@@ -12,7 +12,15 @@ interface Pair {
   readonly lmdb: ScopeFrontier;
   readonly memoryScope: ReturnType<SeenStore['scope']>;
   readonly lmdbScope: ReturnType<SeenStore['scope']>;
+  /**
+   * Ids are each driver's own (memory numbers its entries, LMDB names them `SEQ-HASH`): the
+   * reference's id of an entry -> LMDB's, paired as the two first hand out or report the entry.
+   */
+  readonly ids: Map<string, string>;
 }
+
+/** An id no LMDB entry has, for the reference's ids that name nothing. */
+const NO_LMDB_ID = '999999-0';
 
 /**
  * Runs `steps` random frontier operations on the memory driver (the reference) and on LMDB, with
@@ -27,7 +35,7 @@ async function differential(seed: number, steps: number): Promise<void> {
   try {
     const memoryScope = memoryStoreHandle.scope('d', { capacityUrls: 10_000, fprTarget: 1e-9 });
     const lmdbScope = lmdbStoreHandle.scope('d', { capacityUrls: 10_000, fprTarget: 1e-9 });
-    const pair: Pair = { memory: memoryScope.frontier(), lmdb: lmdbScope.frontier(), memoryScope, lmdbScope };
+    const pair: Pair = { memory: memoryScope.frontier(), lmdb: lmdbScope.frontier(), memoryScope, lmdbScope, ids: new Map() };
     // Seeded: the same operations on every run, and on both drivers.
     const rand = mulberry32(seed);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
@@ -52,12 +60,14 @@ async function differential(seed: number, steps: number): Promise<void> {
         taken.push(...out.map((entry) => entry.id));
       } else if (op < 0.6) {
         const ids = Array.from({ length: Math.floor(rand() * 6) }, () => pick(taken.length > 0 ? taken : ['1']));
+        if (taken.length === 0) await pairFirst(pair);
         const refetch = rand() < 0.3 ? ids.map(() => (rand() < 0.5 ? 0 : nowMs + Math.floor(rand() * 5_000))) : undefined;
-        await same(pair, (frontier) => frontier.done(ids, refetch === undefined ? {} : { refetchAtMs: refetch }), false, `${where} done`);
+        await same(pair, (frontier, id) => frontier.done(ids.map(id), refetch === undefined ? {} : { refetchAtMs: refetch }), false, `${where} done`);
       } else if (op < 0.67) {
         const ids = Array.from({ length: Math.floor(rand() * 4) }, () => pick(taken.length > 0 ? taken : ['1']));
+        if (taken.length === 0) await pairFirst(pair);
         const data = rand() < 0.5 ? ids.map((_, i) => ({ retry: i })) : undefined;
-        await same(pair, (frontier) => frontier.release(ids, data), false, `${where} release`);
+        await same(pair, (frontier, id) => frontier.release(ids.map(id), data), false, `${where} release`);
       } else if (op < 0.7) {
         const owner = pick(['c1', 'c2']);
         await same(pair, (frontier) => frontier.reclaim(owner), false, `${where} reclaim`);
@@ -91,11 +101,15 @@ async function differential(seed: number, steps: number): Promise<void> {
   }
 }
 
-/** Runs one operation on both drivers; their answers (or errors) must be equal. */
-async function same<T>(pair: Pair, run: (target: ScopeFrontier & ReturnType<SeenStore['scope']>) => Promise<T>, onScope: boolean, where: string): Promise<T> {
+/**
+ * Runs one operation on both drivers (`id` gives the driver's id of the reference's); their
+ * answers (or errors) must be equal, ids compared through the pairing.
+ */
+async function same<T>(pair: Pair, run: (target: ScopeFrontier & ReturnType<SeenStore['scope']>, id: (id: string) => string) => Promise<T>, onScope: boolean, where: string): Promise<T> {
   const targets = onScope ? [pair.memoryScope, pair.lmdbScope] : [pair.memory, pair.lmdb];
-  const [expected, actual] = await Promise.all(targets.map((target) => run(target as never).then((value) => ({ value }), (error: Error) => ({ error: error.message }))));
-  assert.deepEqual(actual, expected, where);
+  const translate = [(id: string) => id, (id: string) => pair.ids.get(id) ?? NO_LMDB_ID];
+  const [expected, actual] = await Promise.all(targets.map((target, i) => run(target as never, translate[i]!).then((value) => ({ value }), (error: Error) => ({ error: error.message }))));
+  assert.deepEqual(pairIds(pair, expected, actual), expected, where);
   if ('error' in expected!) throw new Error(`${where}: the reference failed: ${expected.error}`);
   return expected!.value as T;
 }
@@ -109,8 +123,37 @@ async function sameReads(pair: Pair, url: string, where: string): Promise<void> 
     ['urlStatus', (f: ScopeFrontier) => f.urlStatus(url)],
     ['owners', (f: ScopeFrontier) => f.settings()],
   ] as const) {
-    assert.deepEqual(await (read as (f: ScopeFrontier) => Promise<unknown>)(pair.lmdb), await (read as (f: ScopeFrontier) => Promise<unknown>)(pair.memory), `${where}: ${name}`);
+    const expected = await (read as (f: ScopeFrontier) => Promise<unknown>)(pair.memory);
+    assert.deepEqual(pairIds(pair, expected, await (read as (f: ScopeFrontier) => Promise<unknown>)(pair.lmdb)), expected, `${where}: ${name}`);
   }
+}
+
+/** Pairs the reference's id 1 (the first URL queued, if it is still there) with LMDB's id of that URL. */
+async function pairFirst(pair: Pair): Promise<void> {
+  const first = (await pair.memory.entries({ limit: 65_536 })).entries.find((entry) => entry.id === '1');
+  if (first === undefined || pair.ids.has('1')) return;
+  const ours = await pair.lmdb.urlStatus(first.url);
+  if (ours !== undefined) pair.ids.set('1', ours.id);
+}
+
+/**
+ * LMDB's answer with each id replaced by the reference's id of the same entry: where both answers
+ * hold an id at the same place, the pair is recorded the first time either id is seen; an id
+ * paired with another entry's stays as it is (and fails the comparison).
+ */
+function pairIds(pair: Pair, expected: unknown, actual: unknown): unknown {
+  if (Array.isArray(actual)) return actual.map((item, i) => pairIds(pair, Array.isArray(expected) ? expected[i] : undefined, item));
+  if (actual === null || typeof actual !== 'object') return actual;
+  const out: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(actual)) out[field] = pairIds(pair, (expected as Record<string, unknown> | undefined)?.[field], value);
+  const theirs = (expected as { id?: unknown } | undefined)?.id;
+  const ours = (actual as { id?: unknown }).id;
+  if (typeof theirs === 'string' && typeof ours === 'string') {
+    const known = pair.ids.get(theirs);
+    if (known === undefined && ![...pair.ids.values()].includes(ours)) pair.ids.set(theirs, ours);
+    if (pair.ids.get(theirs) === ours) out.id = theirs;
+  }
+  return out;
 }
 
 describe('LMDB frontier v2 answers as the memory reference does', () => {

@@ -78,7 +78,7 @@ describe('partitioned layout', () => {
       assert.deepEqual([...reference], v.positions, v.key);
       // The implementation: the epoch hasher folds, a blocked BloomFilter sets exactly those bits.
       const slices = [{ layout: PARTITIONED_LAYOUT, mBits: v.mBits, k: v.k, seeds: [v.seed] }];
-      const hasher = new EpochHasher(hash, slices, { count: v.partitions, seed: v.partitionSeed });
+      const hasher = new EpochHasher(hash, 'url', slices, { count: v.partitions, seed: v.partitionSeed });
       const words = new Uint32Array(hasher.stride);
       hasher.hash([v.key], words);
       assert.equal(hasher.partition(0), v.partition);
@@ -100,7 +100,7 @@ describe('partitioned layout', () => {
       { layout: PARTITIONED_LAYOUT, mBits: 512 * 32 * 3, k: 7, seeds: [freshSeedHex()] },
       { layout: PARTITIONED_LAYOUT, mBits: 512 * 32 * 11, k: 9, seeds: [freshSeedHex()] },
     ];
-    const hasher = new EpochHasher(hash, slices, partitions);
+    const hasher = new EpochHasher(hash, 'url', slices, partitions);
     const words = new Uint32Array(keys.length * hasher.stride);
     hasher.hash(keys, words);
     const local = new PositionPlan(slices, 'xxh64-km-v2', partitions.count);

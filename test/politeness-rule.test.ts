@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { createClient } from 'redis';
-import { encodeKey, frontierReadyKey, NEVER_TAKEN_MS } from '../src/store/lmdb/keys.js';
-import { compareReady, queueRoom, readyAtMs, takeAllowance } from '../src/store/politeness.js';
+import { KeyWriter, scopePrefix } from '../src/store/lmdb/frontier-keys.js';
+import { compareReady, NEVER_TAKEN_MS, queueRoom, readyAtMs, takeAllowance } from '../src/store/politeness.js';
 import { pickQueues } from '../src/store/redis/queue-picks.js';
 import { ROOT } from './helpers/data.js';
 import { ALLOWANCE_CASES, ORDER_CASES, READY_CASES, ROOM_CASES, type OrderCase } from './helpers/politeness-cases.js';
@@ -35,7 +35,8 @@ describe('the politeness rule in TypeScript (store/politeness.ts), case by case'
 
   it('order: LMDB\'s ready index key sorts as compareReady (its bytes, as LMDB compares them)', () => {
     for (const c of ORDER_CASES) {
-      const keys = readyQueues(c).map((q) => ({ q, bytes: encodeKey(frontierReadyKey('scope', q.readyAtMs, q.lastTakeMs, q.key)) }));
+      const writer = new KeyWriter(scopePrefix(1));
+      const keys = readyQueues(c).map((q) => ({ q, bytes: Buffer.from(writer.ready(q.readyAtMs, q.lastTakeMs, q.key)) }));
       assert.deepEqual(keys.sort((a, b) => Buffer.compare(a.bytes, b.bytes)).map(({ q }) => q.key), c.order, c.name);
     }
   });

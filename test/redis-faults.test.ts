@@ -36,6 +36,12 @@ async function timedCli(args: readonly string[], input: string): Promise<CliResu
   }
 }
 
+/** A node's clock (TIME) in ms. */
+async function redisTimeMs(port: number): Promise<number> {
+  const [seconds, micros] = (await replyText(port, 'TIME')).split(',').map(Number);
+  return seconds! * 1000 + Math.floor(micros! / 1000);
+}
+
 function withTimeout(location: string, ms: number): string {
   return `${location}${location.includes('?') ? '&' : '/?'}timeout-ms=${ms}`;
 }
@@ -184,7 +190,9 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
     const inputs = [urls, [...urls].reverse()];
     const writers = inputs.map(() => {
       const child = spawnCli(['--store', withTimeout(location, 20_000), '--scope', 's', '--wait-replicas', '1', 'filter-new', '--batch-size', '50', '--batch-delay-ms', '5']);
-      return { child, result: collectCli(child) };
+      const writer = { child, result: collectCli(child), printing: false };
+      child.stdout!.once('data', () => (writer.printing = true));
+      return writer;
     });
     let fed = 0;
     const feed = (upTo: number): void => {
@@ -198,7 +206,8 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
         await sleep(20);
       }
     })();
-    await sleep(300);
+    // Once both writers have answered a batch (their stores open, their first writes done), they are mid-stream.
+    await until(() => writers.every((writer) => writer.printing), 'both writers printing new URLs');
     cluster.cli(replica.port, 'CLUSTER', 'FAILOVER');
     await until(async () => (await roleOf(replica)) === 'master' && (await roleOf(master)) === 'slave', 'the replica promoted, the master demoted');
     failedOver = true;
@@ -269,8 +278,9 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
       const one = take();
       await until(() => leaseEnds().length === 1, 'the first take run in Redis');
       const firstEnds = Math.max(...leaseEnds());
-      // The first take's leases run out (Redis's clock: nothing to inject), then a second taker comes.
-      await sleep(LEASE_MS + 200);
+      // The first take's leases run out by the clock that times them (the CLI's calls pass none:
+      // Redis's TIME), then a second taker comes.
+      await until(async () => (await redisTimeMs(streamMaster.port)) > firstEnds, 'the first take\'s leases to end by Redis\'s clock');
       const two = take();
       await until(() => Math.min(...leaseEnds()) > firstEnds, 'the second take run in Redis');
       return [one, two];

@@ -11,6 +11,8 @@ import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/re
 
 const LUACHECK_MISSING = spawnSync('luacheck', ['--version'], { encoding: 'utf8' }).status === 0 ? false : 'luacheck is not installed (apt-get install lua-check; CI installs it)';
 const REDIS_MISSING = redisMissing() ?? false;
+/** The last argument of every call of a function that reads the clock (`timed`): '', Redis's TIME. */
+const REDIS_TIME = '';
 
 describe('the Redis function library as Lua', () => {
   it('every file is under 500 lines', () => {
@@ -93,6 +95,53 @@ describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
     await call('FUNCTION', 'FLUSH');
   });
 
+  describe('the clock: a timed function\'s caller passes it last, \'\' for Redis\'s TIME', () => {
+    const HOUR_MS = 3_600_000;
+    const redisMs = async (): Promise<number> => {
+      const [s, us] = (await call('TIME')) as [string, string];
+      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    };
+    const beat = (address: string, ttlMs: number, clock: string): Promise<unknown> => call('FCALL', 'ss_node_beat', '1', '{clock}:nodes', address, String(ttlMs), clock);
+    const live = (clock: string): Promise<unknown> => call('FCALL', 'ss_nodes', '1', '{clock}:nodes', clock);
+
+    before(async () => {
+      await call('FUNCTION', 'LOAD', 'REPLACE', assembleLibrary().text);
+    });
+
+    it('takes the time given as now, else Redis\'s TIME; an entry lives by the clock that reads it', async () => {
+      const before = await redisMs();
+      const now = Number(await beat('b:1', 60_000, REDIS_TIME));
+      assert.ok(before <= now && now <= (await redisMs()), `Redis's now ${now} is not its TIME`);
+      assert.equal(Number(await beat('a:1', 1000, '1000000')), 1_000_000, 'a test\'s clock was not taken as now');
+      assert.deepEqual(await live('1000500'), ['a:1', 'b:1'], 'entries did not live by the clock that read them');
+      assert.deepEqual(await live(REDIS_TIME), ['b:1'], 'an entry of a clock in 1970 lived on');
+      assert.deepEqual(await live(String(now + HOUR_MS)), [], 'a node outlived its time to live on a clock an hour ahead');
+    });
+
+    it('refuses a call without its clock, or with one that is not whole ms since 1970', async () => {
+      for (const bad of [[], ['x'], ['1.5'], ['-1']]) {
+        await assert.rejects(call('FCALL', 'ss_nodes', '1', '{clock}:nodes', ...bad), /last argument is its clock/, JSON.stringify(bad));
+      }
+    });
+
+    it('queues inbox entries at the test\'s time, their ids still growing when that clock goes back', async () => {
+      const keys = ['state', 'slices', 'batch:0', 'batch:0', 'in', 'q', 'f0'].map((name) => `{clockin}:${name}`);
+      const geometry = JSON.stringify({ filters: [[0, 2, 0]], bytes: [128], caps: [100], planned: [], max: 1 });
+      await call('FCALL', 'ss_init', '3', keys[0]!, keys[1]!, keys[6]!, '{}', '1', '128');
+      const string = (value: string): Buffer => Buffer.concat([Buffer.from(Uint32Array.of(Buffer.byteLength(value)).buffer), Buffer.from(value)]);
+      const addOne = (n: number, clock: string): Promise<unknown> => {
+        const item = Buffer.concat([Buffer.from(Uint32Array.of(n, 0).buffer), string(`https://a.com/${n}`), string('a.com'), string('')]);
+        const batch = `{clockin}:batch:${n}`;
+        return call('FCALL', 'ss_add', '7', keys[0]!, keys[1]!, batch, batch, keys[4]!, keys[5]!, keys[6]!, '1', '1', geometry, Buffer.from(Uint32Array.of(2 * n, 2 * n + 1).buffer), '60', '', item, '1', clock);
+      };
+      const ids = async (): Promise<string[]> => ((await call('XRANGE', '{clockin}:in', '-', '+')) as [string][]).map(([id]) => id);
+      await addOne(1, '5000000');
+      await addOne(2, '4000000');
+      await addOne(3, '6000000');
+      assert.deepEqual(await ids(), ['5000000-0', '5000000-1', '6000000-0']);
+    });
+  });
+
   describe('each refusal of an add, called directly', () => {
     // One classic filter of 1024 bits, k = 2, a slice of 3 URLs; the epoch may grow to 2 slices, none planned yet.
     const geometry = JSON.stringify({ filters: [[0, 2, 0]], bytes: [128], caps: [3], planned: [], max: 2 });
@@ -103,7 +152,7 @@ describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
     };
     const keys = (tag: string): string[] => [`{${tag}}:state`, `{${tag}}:slices`, `{${tag}}:batch:1`, `{${tag}}:batch:1`, `{${tag}}:in`, `{${tag}}:q`, `{${tag}}:f0`];
     const add = (tag: string, n: number, blob: Buffer, slices = '1', extra: (string | Buffer)[] = []): Promise<unknown> =>
-      call('FCALL', 'ss_add', '7', ...keys(tag), slices, String(n), geometry, blob, '60', '', ...extra);
+      call('FCALL', 'ss_add', '7', ...keys(tag), slices, String(n), geometry, blob, '60', '', ...extra, REDIS_TIME);
     /** Queue items (encodeQueueItems): batch number, index, then URL, queue key and data, each length-prefixed. */
     const item = (url: string, queue: string, index = 0): Buffer => {
       const string = (value: string): Buffer => Buffer.concat([Buffer.from(Uint32Array.of(Buffer.byteLength(value)).buffer), Buffer.from(value)]);
@@ -163,13 +212,13 @@ describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
       assert.deepEqual(fields, ['v', '2', 'u', 'https://a.com/', 'k', 'a.com', 'e', '1', 'b', '1', 'n', '0']);
       const state = QUEUE_STATE_KEYS.map((name) => `{q}:${name}`);
       const settings = ['1', '0', '0'];
-      const admit = (...entries: string[][]): Promise<unknown> => call('FCALL', 'ss_fq_admit', String(state.length), ...state, ...settings, ...entries.flat());
+      const admit = (...entries: string[][]): Promise<unknown> => call('FCALL', 'ss_fq_admit', String(state.length), ...state, ...settings, ...entries.flat(), REDIS_TIME);
       const entry = (inboxId: string, url: string): string[] => ['0', inboxId, url, 'a.com', '1', '', inboxId.split('-')[0]!, '0'];
       assert.equal(await admit(entry(id, 'https://a.com/')), 1);
       assert.equal(await admit(entry(id, 'https://a.com/')), 0, 'an inbox entry was admitted twice');
       assert.equal(await admit(entry('1-0', 'https://a.com/other')), 0, 'an inbox entry before the mark was admitted');
       const take = (answer: string, previous: string, drop: string): Promise<unknown> =>
-        call('FCALL', 'ss_fq_take', String(state.length + 2), ...state, `{q}:a:${answer}`, `{q}:a:${previous}`, ...settings, '60', drop, '60000', 'crawler', 'a.com', '10');
+        call('FCALL', 'ss_fq_take', String(state.length + 2), ...state, `{q}:a:${answer}`, `{q}:a:${previous}`, ...settings, '60', drop, '60000', 'crawler', 'a.com', '10', REDIS_TIME);
       const first = (await take('1', '1', '')) as unknown[][];
       assert.equal(first.length, 1);
       assert.deepEqual(first[0]!.slice(1, 5), ['https://a.com/', 'a.com', 1, 1]);

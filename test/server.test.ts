@@ -8,6 +8,7 @@ import { SeenStore } from '../src/index.js';
 import { RespParser, type Request } from '../src/server/resp-parser.js';
 import { serverLimits } from '../src/server/limits.js';
 import { runCli } from './helpers/cli.js';
+import { until } from './helpers/redis-cluster.js';
 import { RawClient, encodeCommand } from './helpers/resp.js';
 import { NEEDS_REDIS_CLI, startServer } from './helpers/server.js';
 import { tempDir } from './helpers/tmp.js';
@@ -290,15 +291,20 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     const server = await startServer(join(tempDir(), 'store'), ['--max-pending-replies', '1000']);
     const client = await RawClient.connect(server.port);
     client.socket.pause();
-    const count = 100_000;
-    const ping = encodeCommand(['ECHO', 'x'.repeat(64)]);
-    client.write(Buffer.concat(Array.from({ length: count }, () => ping)));
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    const list = await redisCli(server.port, 'CLIENT', 'LIST');
-    const pending = Number(/id=1 .*pending=(\d+)/.exec(list)![1]);
+    // 32 MiB of replies: past the 8 MiB the server queues for a slow reader plus what the kernel buffers.
+    const count = 2_000;
+    const payload = 'x'.repeat(16 * 1024);
+    const echo = encodeCommand(['ECHO', payload]);
+    client.write(Buffer.concat(Array.from({ length: count }, () => echo)));
+    const line = async (): Promise<string> => /^id=1 .*$/m.exec(await redisCli(server.port, 'CLIENT', 'LIST'))![0];
+    // The event: the server has stopped reading the client (its line shows events= without r).
+    await until(async () => / events= /.test(await line()), 'the server to stop reading the client that reads no reply');
+    const pending = Number(/ pending=(\d+)/.exec(await line())![1]);
     assert.ok(pending <= 1000 + 2000, `pending replies ${pending} with --max-pending-replies 1000`);
+    const processed = Number(/total_commands_processed:(\d+)/.exec(await redisCli(server.port, 'INFO', 'stats'))![1]);
+    assert.ok(processed < count, `the server ran ${processed} commands: all ${count} of a client that reads no reply, and more`);
     client.socket.resume();
-    for (let i = 0; i < count; i++) assert.equal(await client.read(), 'x'.repeat(64));
+    for (let i = 0; i < count; i++) assert.equal(await client.read(), payload);
     client.close();
   });
 });
@@ -319,6 +325,37 @@ describe('seenstore serve group commit', () => {
     });
     assert.deepEqual(await clients[0]!.command('BF.MEXISTS', 'w', 'https://ok.example/3', 'https://ok.example/2/b', 'HTTPS://FIRST.example'), [0, 1, 1]);
     for (const client of clients) client.close();
+  });
+});
+
+describe('seenstore serve: a URL with a control character (issue 45)', () => {
+  it('a scope of URL keys: fails only its own write command, whatever its batch holds; queries answer INVALID_URL; nothing of it is added', async () => {
+    const store = join(tempDir(), 'store');
+    // The CLI's scopes have URL keys; serve's own (BF.ADD of a new key) raw keys, which take any string.
+    const created = await runCli(['--store', store, '--scope', 'c', 'add'], 'https://first.example/\n');
+    assert.equal(created.code, 0, created.stderr);
+    const server = await startServer(store);
+    const clients = await Promise.all(Array.from({ length: 6 }, () => RawClient.connect(server.port)));
+    // One group commit for all six: the library refuses the batch, which is then committed command by command.
+    const bad: Record<number, string> = { 2: 'https://bad.example/\u0000', 4: 'https://bad.example/a\tb' };
+    for (const [i, client] of clients.entries()) client.send('BF.MADD', 'c', `https://ok.example/${i}`, bad[i] ?? `https://ok.example/${i}/b`);
+    const replies = await Promise.all(clients.map((client) => client.read()));
+    replies.forEach((reply, i) => {
+      if (bad[i] !== undefined) assert.match(String(reply), /^Error: INVALID_URL .*control character/, `client ${i}`);
+      else assert.deepEqual(reply, [1, 1], `client ${i}`);
+    });
+    const client = clients[0]!;
+    assert.match(String(await client.command('BF.ADD', 'c', 'https://bad.example/\u007f')), /^Error: INVALID_URL /);
+    assert.match(String(await client.command('BF.INSERT', 'c', 'ITEMS', 'https://ok.example/9', 'https://bad.example/\u001b[D')), /^Error: INVALID_URL /);
+    assert.match(String(await client.command('BF.EXISTS', 'c', 'https://bad.example/\u0000')), /^Error: INVALID_URL /);
+    assert.match(String(await client.command('SEEN.MEXISTS', 'c', 'ITEMS', 'https://first.example/', 'https://bad.example/\rx')), /^Error: INVALID_URL /);
+    assert.match(String(await client.command('SEEN.CLASSIFY', 'c', 'https://bad.example/\u0001')), /^Error: INVALID_URL /);
+    assert.deepEqual(await client.command('BF.MEXISTS', 'c', 'https://ok.example/2', 'https://ok.example/4', 'https://ok.example/9', 'https://ok.example/1/b'), [0, 0, 0, 1]);
+    assert.equal(await client.command('BF.CARD', 'c'), 9, 'the first URL and the four good commands\' two each');
+    assert.match(String(await client.command('SEEN.ENQUEUE', 'c', 'https://ok.example/q', 'https://bad.example/\u0000')), /^Error: INVALID_URL /);
+    assert.deepEqual(await client.command('BF.MEXISTS', 'c', 'https://ok.example/q'), [0]);
+    assert.deepEqual(await client.command('BF.MADD', 'raw', 'item\u0000one', 'item\ttwo'), [1, 1], 'raw keys take any string');
+    for (const c of clients) c.close();
   });
 });
 

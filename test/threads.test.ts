@@ -117,6 +117,8 @@ describe('threads (a bit thread over filters in shared memory)', () => {
     // A URL the hashing refuses, in a late chunk: the bit thread has usually decided the earlier ones.
     const bad = [...urls.slice(10_000, 19_000), 'https://x.example/\ud800', ...urls.slice(19_000, 20_000)];
     await expectCode('INVALID_URL', () => scope.addIfAbsent(bad));
+    // A control character, which the kernel's hashing pass refuses, likewise.
+    await expectCode('INVALID_URL', () => scope.addIfAbsent([...urls.slice(10_000, 19_000), 'https://x.example/\u0000', ...urls.slice(19_000, 20_000)]));
     assert.ok((await scope.addIfAbsent(urls.slice(10_000, 20_000))).filter(Boolean).length > 9_900);
     await store.close();
   });

@@ -396,7 +396,11 @@ describe('URLFrontier: bad input gets a status, and the server keeps serving', (
     assert.match(huge.details, /larger than max/);
     const acks = await client.put([discovered(`http://a.com/${'x'.repeat(100_000)}`, { ID: 'long' }), discovered('', { ID: 'empty' }), discovered('not a url', { ID: 'hostless' }), discovered('http://a.com/x', { ID: 'badcrawl', crawlID: 'no spaces' }), discovered('http://a.com/ok')]);
     assert.deepEqual(acks.map((ack) => `${ack.ID} ${ack.status}`), ['long SKIPPED', 'empty SKIPPED', 'hostless SKIPPED', 'badcrawl SKIPPED', 'http://a.com/ok OK']);
-    assert.equal((await client.call('CountURLs', {})).value, 1);
+    // A control character (issue 45), discovered or known, in a batch with a good URL: only it is SKIPPED.
+    const controls = await client.put([discovered('http://a.com/\u0000', { ID: 'nul' }), discovered('http://a.com/ok2'), { ...known('http://a.com/x\ty', 0), ID: 'tab' }]);
+    assert.deepEqual(controls.map((ack) => `${ack.ID} ${ack.status}`), ['nul SKIPPED', 'http://a.com/ok2 OK', 'tab SKIPPED']);
+    assert.deepEqual(await client.putDiscovered([{ ID: 'd', items: [info('http://a.com/\u007f'), info('http://a.com/ok3')] }]), [{ ID: 'd', statuses: ['SKIPPED', 'OK'] }]);
+    assert.equal((await client.call('CountURLs', {})).value, 3);
   });
 
   test('SetLogLevel sets the level of serve\'s log: DEBUG logs each call, ERROR only errors', async () => {

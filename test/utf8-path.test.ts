@@ -72,6 +72,56 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
     }
   });
 
+  test('URL keys: the byte path takes and refuses the same lines as the string path, control characters anywhere, however the input is chunked', async () => {
+    let state = 7;
+    const next = (): number => {
+      state = (state * 1_103_515_245 + 12_345) >>> 0;
+      return state / 2 ** 32;
+    };
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+    const controls = [0x00, 0x01, 0x08, 0x09, 0x0b, 0x0c, 0x0d, 0x1b, 0x1f, 0x7f].map((code) => String.fromCharCode(code));
+    const lines: string[] = [];
+    for (let i = 0; i < 6_000; i++) {
+      // Lengths that put the control character in every place of the scan's 64-byte chunks.
+      let line = `https://site${i % 13}.example/${'p'.repeat(Math.floor(next() * 150))}/${i}${next() < 0.1 ? 'é' : ''}`;
+      const kind = next();
+      if (kind < 0.15) {
+        const at = Math.floor(next() * (line.length + 1));
+        line = `${line.slice(0, at)}${pick(controls)}${line.slice(at)}`;
+      } else if (kind < 0.2) {
+        line = `${pick([' ', '\t', '\u000b', '\u000c'])}${line}${pick([' ', '\t', '\r', '\u000c'])}`;
+      } else if (kind < 0.23) {
+        line = pick(['not a url', '', '\u0000', '/relative', `mailto:${i}@a.example`]);
+      }
+      lines.push(line);
+    }
+    const input = Buffer.from(lines.map((line, i) => `${line}${i % 3 === 0 ? '\r\n' : '\n'}`).join(''));
+    let viaBytesOnce: string[] = [];
+    const urlOptions = (warn: (message: string) => void): BatchOptions => options({ accept: (line) => toKey(line, 'url') !== undefined, urlKeys: true, warn, batchSize: 700 });
+    for (const seed of [1, 2, 3]) {
+      const viaStrings: string[] = [];
+      const warned: string[] = [];
+      await forEachBatch(chunked(input, seed), urlOptions((m) => warned.push(m)), async (batch) => {
+        viaStrings.push(...batch.map((line) => toKey(line, 'url')!));
+      });
+      const viaBytes: string[] = [];
+      const byteWarned: string[] = [];
+      await forEachUtf8Batch(chunked(input, seed), { ...urlOptions((m) => byteWarned.push(m)), inFlight: 2 }, async (batch) => {
+        for (let i = 0; i < batch.count; i++) viaBytes.push(Buffer.from(batch.bytes).toString('utf8', batch.ranges[2 * i], batch.ranges[2 * i + 1]));
+      });
+      assert.deepEqual(viaBytes, viaStrings, `seed ${seed}`);
+      viaBytesOnce = viaBytes;
+      // The first ten invalid lines are named, with the same numbers (the reasons for a line that
+      // does not start like a URL are worded apart); then both count them all.
+      const numbers = (messages: string[]): string[] => messages.map((m) => /^line \d+|^\d+ invalid/.exec(m)![0]);
+      assert.deepEqual(numbers(byteWarned), numbers(warned));
+      assert.ok(warned.some((m) => m.includes('a control character')), 'a control character was named');
+    }
+    const expected = lines.map((line) => toKey(line, 'url')).filter((key) => key !== undefined);
+    assert.deepEqual(viaBytesOnce, expected);
+    assert.ok(expected.length > 4_000 && expected.length < 5_500, `${expected.length} of ${lines.length} lines are URL keys`);
+  });
+
   test('batches close at the batch size, and each stays intact until its handler is done, with two in flight', async () => {
     const urls = allSharedUrls().slice(0, 5000);
     const back: string[] = [];

@@ -182,7 +182,9 @@ export function batchOptions(options: InputOptions, mode: NormalizeMode): BatchO
     maxDelayMs: parseCount('batch-delay-ms', options.batchDelayMs, 0) ?? DEFAULT_BATCH_DELAY_MS,
     maxLineBytes: MAX_KEY_BYTES,
     onInvalid: parseChoice<OnInvalid>('on-invalid', options.onInvalid, ['skip', 'fail']) ?? 'skip',
-    accept: (line) => toKey(line, mode) !== undefined,
+    // A line decoded from valid UTF-8 is well-formed, and a control-free one needs no look for
+    // control characters: what toKey leaves to the hashing then has nothing to find.
+    accept: (line, controlFree) => toKey(line, mode, controlFree) !== undefined,
     warn,
   };
 }

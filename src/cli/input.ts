@@ -3,7 +3,8 @@ import type { Readable } from 'node:stream';
 import { SeenStoreError } from '../errors.js';
 import type { Utf8Keys } from '../hash/xxhash.js';
 import { FileChunks } from './file-chunks.js';
-import { LineSplitter, Utf8LineBatcher, type InvalidReason } from './lines.js';
+import { holdsControlTrimmed } from '../url/url-shape.js';
+import { CONTROL_REASON, LineSplitter, Utf8LineBatcher, type InvalidReason } from './lines.js';
 
 export type OnInvalid = 'skip' | 'fail';
 
@@ -14,8 +15,12 @@ export interface BatchOptions {
   readonly maxDelayMs: number;
   readonly maxLineBytes: number;
   readonly onInvalid: OnInvalid;
-  /** Extra per-line check (e.g. URL parsing when normalising); returns false for unusable lines. */
-  readonly accept: (line: string) => boolean;
+  /**
+   * Extra per-line check (e.g. URL parsing when normalising); returns false for unusable lines.
+   * `controlFree`: the line surely holds no control character (LineSink), so a check that looks
+   * for one at every character may skip it.
+   */
+  readonly accept: (line: string, controlFree: boolean) => boolean;
   /** forEachUtf8Batch: lines are URL keys (normalisation `url`), trimmed and checked as such. */
   readonly urlKeys?: boolean;
   /** Called with a message for each invalid line that is skipped (the first few). */
@@ -118,9 +123,9 @@ export function forEachBatch(input: InputChunks, options: BatchOptions, handle: 
     let pending: string[] = [];
     const splitter = new LineSplitter(
       {
-        line: (text, lineNo) => {
-          if (options.accept(text)) pending.push(text);
-          else invalid(lineNo, 'not a usable URL');
+        line: (text, lineNo, controlFree) => {
+          if (options.accept(text, controlFree)) pending.push(text);
+          else invalid(lineNo, holdsControlTrimmed(text) ? CONTROL_REASON : 'not a usable URL');
         },
         invalid,
       },

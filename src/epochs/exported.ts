@@ -37,7 +37,7 @@ export class ExportedEpoch {
 
   constructor(hash: XxHash, epoch: EpochHeader, filters: readonly Uint8Array[], header: ExportHeader) {
     checkEpochSupported(epoch);
-    this.#hasher = new EpochHasher(hash, epoch.slices, epoch.partitions);
+    this.#hasher = new EpochHasher(hash, epoch.normalize, epoch.slices, epoch.partitions);
     this.header = header;
     // checkSupported vouched for the scheme.
     const options = { regionBytes: CHUNK_PAYLOAD_BYTES, scheme: epoch.hashScheme as HashSchemeId };

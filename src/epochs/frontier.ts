@@ -1,9 +1,10 @@
 import { SeenStoreError } from '../errors.js';
-import type { XxHash } from '../hash/xxhash.js';
+import { controlKey, type XxHash } from '../hash/xxhash.js';
 import type { EncodedSummary, SummarizeOptions } from '../setdiff/set-difference.js';
 import type { Backend, EntryPage, Frontier, FrontierEntry, FrontierSettings, FrontierStats, LeasedUrl, QueueItems, QueueStats, UrlStatus } from '../store/backend.js';
-import { toKey } from '../url/normalize.js';
+import { toKey, type NormalizeMode } from '../url/normalize.js';
 import { MAX_QUEUE_KEY_LENGTH, QUEUE_KEY_MODES, queueKeyOf, type QueueKeyMode } from '../url/queue-key.js';
+import { holdsControlString } from '../url/url-shape.js';
 import { OwnerRing } from './owner-ring.js';
 
 export { DEFAULT_FRONTIER_SETTINGS } from '../store/backend.js';
@@ -71,11 +72,14 @@ export interface QueueOptions {
 export class ScopeFrontier {
   readonly scope: string;
   readonly #ctx: FrontierContext;
+  /** The scope's normalisation (Scope.normalizeMode): whether its keys are URLs. */
+  readonly #normalizeMode: () => Promise<NormalizeMode>;
 
   /** @internal Frontiers come from Scope.frontier(). */
-  constructor(ctx: FrontierContext, scope: string) {
+  constructor(ctx: FrontierContext, scope: string, normalizeMode: () => Promise<NormalizeMode>) {
     this.#ctx = ctx;
     this.scope = scope;
+    this.#normalizeMode = normalizeMode;
   }
 
   /** Up to `count` due URLs of ready queues, each leased to the caller; durable when it resolves. */
@@ -148,11 +152,16 @@ export class ScopeFrontier {
    * Revisits: URL i waits, not takeable, until `atMs[i]` (ms since the Unix epoch; one time for
    * all when a number), queued before or not; an `atMs` of 0 finishes the URL instead. The URLs
    * are not added to the seen-filter: discovery stays with `enqueue`. Resolves with how many wait.
+   * A scope whose keys are URLs refuses one with a control character (INVALID_URL, nothing
+   * scheduled), as its adds do.
    */
   async schedule(urls: readonly string[], atMs: number | readonly number[], options: QueueOptions = {}): Promise<number> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('schedule frontier URLs');
     if (!Array.isArray(urls) || urls.some((url) => typeof url !== 'string')) throw new TypeError('urls must be an array of strings');
+    // Scheduled URLs are not hashed (where an add's URL keys are refused a control character): checked here.
+    const control = urls.find((url) => holdsControlString(url, 0, url.length));
+    if (control !== undefined && (await this.#normalizeMode()) !== 'none') throw controlKey(control);
     const times = typeof atMs === 'number' ? urls.map(() => atMs) : atMs;
     checkTimes('atMs', times, urls.length, this.#ctx.clock());
     return (await this.#frontier()).schedule(await this.queueItems(urls, options), times);

@@ -158,7 +158,7 @@ export class Scope {
   /** The scope's frontier: take, done, release and stats of its queued URLs (docs/frontier.md). */
   frontier(): ScopeFrontier {
     this.#ctx.assertOpen();
-    return new ScopeFrontier(this.#ctx, this.name);
+    return new ScopeFrontier(this.#ctx, this.name, () => this.normalizeMode());
   }
 
   /** Records the URLs; resolves with counts once durable. */

@@ -67,7 +67,9 @@ export interface SeenStoreOptions {
   /**
    * The clock of the store's record times, epoch ages and frontier leases, in milliseconds since
    * the Unix epoch (default Date.now). For tests, which must not wait for time to pass: a clock set
-   * ahead makes leases run out and epochs old at once. A Redis store's leases follow the server's clock.
+   * ahead makes leases run out and epochs old at once. A Redis store without it times leases, delays
+   * and node entries by Redis's TIME, one clock for every machine; with it, each call passes this
+   * clock's time and Redis takes it as now (docs/redis.md "Time"): never in production.
    */
   readonly clock?: () => number;
 }

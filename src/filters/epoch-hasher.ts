@@ -24,6 +24,10 @@ export interface HashedSlice {
  *
  * A partitioned epoch (filters/partitions.ts) also hashes each key under its partition seed: the
  * key's partition (`partition(i)` after `hash`) and every filter's low word folded into it.
+ *
+ * Under normalisation `url` a key is the URL as given (trimmed), and one that holds a control
+ * character is refused (INVALID_URL) by the pass that hashes it: the keys' callers leave that check
+ * to the hashing (src/url/url-keys.ts), which looks at every byte anyway.
  */
 export class EpochHasher {
   readonly #hash: XxHash;
@@ -33,9 +37,13 @@ export class EpochHasher {
   /** Per key of the last batch: its partition hash (two words), then its partition. */
   #partitionHash = new Uint32Array(0);
   #partitionOf = new Uint32Array(0);
+  /** Keys are URLs as given (normalisation `url`): a control character refuses the batch. */
+  readonly #controls: boolean;
 
-  constructor(hash: XxHash, slices: readonly HashedSlice[] = [], partitions?: Partitioning) {
+  /** `normalize` is the epoch's normalisation (its header's `normalize`). */
+  constructor(hash: XxHash, normalize: string, slices: readonly HashedSlice[] = [], partitions?: Partitioning) {
     this.#hash = hash;
+    this.#controls = normalize === 'url';
     this.#partitions = partitions === undefined ? undefined : { count: partitions.count, seeds: [seedFromHex(partitions.seed)] };
     this.extend(slices);
   }
@@ -82,10 +90,18 @@ export class EpochHasher {
     return this.#slices[j]!.at;
   }
 
-  /** Hashes every key for every filter of every slice into `words` (at least stride × keys long). */
+  /**
+   * Hashes every key for every filter of every slice into `words` (at least stride × keys long).
+   * Throws INVALID_URL for a key the epoch cannot take (see the class); `words` is then garbage.
+   */
   hash(keys: Keys, words: Uint32Array): void {
     const stride = this.stride;
-    for (const slice of this.#slices) hashSlice(this.#hash, slice.keying, keys, slice.seeds, words, stride, slice.at);
+    // The first slice's pass looks for control characters: the keys are the same for every slice.
+    let controls = this.#controls;
+    for (const slice of this.#slices) {
+      hashSlice(this.#hash, slice.keying, keys, slice.seeds, words, stride, slice.at, controls);
+      controls = false;
+    }
     if (this.#partitions !== undefined) this.#fold(keys, words, stride, this.#partitions);
   }
 

@@ -1,4 +1,4 @@
-import { illFormedKey, keyStrings, type Keys, type XxHash } from '../hash/xxhash.js';
+import { controlKey, illFormedKey, keyStrings, type Keys, type XxHash } from '../hash/xxhash.js';
 import type { FilterGeometry, Layout } from './bloom.js';
 import { PARTITIONED_LAYOUT } from './partitions.js';
 
@@ -99,6 +99,9 @@ export function urlLayers(url: string, layers: number, out: string[]): void {
   }
 }
 
+/** A control character: what the kernel's pass refuses in a URL key (strategies with derived keys test the URL here). */
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+
 function firstOf(text: string, chars: string, from = 0): number {
   for (let i = from; i < text.length; i++) if (chars.includes(text[i]!)) return i;
   return text.length;
@@ -107,15 +110,20 @@ function firstOf(text: string, chars: string, from = 0): number {
 /**
  * Hashes the keys of `batch` for every filter of one slice into `words`: filter f's hash of key i goes to
  * words[i * stride + at + 2f] (low half) and the next word (high half), as the journal stores it.
+ * With `controls`, a key that holds a control character is refused (INVALID_URL; XxHash.hashKeys).
  */
-export function hashSlice(hash: XxHash, keying: Keying | undefined, batch: Keys, seeds: readonly bigint[], words: Uint32Array, stride: number, at: number): void {
+export function hashSlice(hash: XxHash, keying: Keying | undefined, batch: Keys, seeds: readonly bigint[], words: Uint32Array, stride: number, at: number, controls = false): void {
   if (keying === undefined || keying.kind === 'counting-v1') {
-    hash.hashKeys(batch, seeds, words, stride, at);
+    hash.hashKeys(batch, seeds, words, stride, at, controls);
     return;
   }
   const keys = keyStrings(batch);
-  // Derived keys need not contain a URL's lone surrogate: refuse it here, as hashing the URL would.
-  for (const key of keys) if (!key.isWellFormed()) throw illFormedKey(key);
+  // Derived keys need not contain a URL's lone surrogate or control character (the features join
+  // with U+001F): refuse them here, as hashing the URL would.
+  for (const key of keys) {
+    if (!key.isWellFormed()) throw illFormedKey(key);
+    if (controls && CONTROL_CHARACTER.test(key)) throw controlKey(key);
+  }
   if (keying.kind === 'eigen-v1') {
     hash.hashKeys(keys, [seeds[0]!], words, stride, at);
     hash.hashKeys(keys.map(eigenFeatures), [seeds[1]!], words, stride, at + 2);

@@ -7,7 +7,8 @@ const KERNEL_MEMORY_PAGES_MAX = 65_536;
 const LINE_BYTES = 64;
 
 interface KernelExports {
-  readonly hashRanges: (ranges: number, count: number, seeds: number, seedCount: number, out: number, strideBytes: number) => void;
+  readonly hashRanges: (ranges: number, count: number, seeds: number, seedCount: number, out: number, strideBytes: number, controls: number) => number;
+  readonly controlAt: (from: number, to: number) => number;
   readonly decide: (plan: number, words: number, strideBytes: number, from: number, to: number, room: number, flags: number) => number;
   readonly fresh: () => number;
 }
@@ -81,8 +82,17 @@ export class Kernel {
     return at;
   }
 
-  hashRanges(ranges: number, count: number, seeds: number, seedCount: number, out: number, strideBytes: number): void {
-    this.#exports.hashRanges(ranges, count, seeds, seedCount, out, strideBytes);
+  /**
+   * Hashes keys (kernel.wat hashRanges); returns -1, or with `controls` the index of the first key
+   * that holds a control byte (0x00-0x1F, 0x7F), where hashing stopped.
+   */
+  hashRanges(ranges: number, count: number, seeds: number, seedCount: number, out: number, strideBytes: number, controls: boolean): number {
+    return this.#exports.hashRanges(ranges, count, seeds, seedCount, out, strideBytes, controls ? 1 : 0);
+  }
+
+  /** Address of the first control byte in [from, to) that does not end a line (kernel.wat controlAt); `to` when there is none. */
+  controlAt(from: number, to: number): number {
+    return this.#exports.controlAt(from, to);
   }
 
   /** Decides URLs from..to - 1 (kernel.wat decide); returns how many were decided; `fresh` tells how many of them were new. */

@@ -9,10 +9,16 @@
 ;; grows; private (hashing alone), JavaScript copies keys into it faster. The module itself is
 ;; single-threaded: no atomics.
 ;;
-;; hashRanges(ranges, count, seeds, seedCount, out, strideBytes): key i spans
+;; hashRanges(ranges, count, seeds, seedCount, out, strideBytes, controls): key i spans
 ;; [ranges[2i], ranges[2i + 1]) (u32 addresses in this memory); its xxh64 under seed s (u64 at
 ;; seeds + 8s) is stored as a little-endian u64 at out + i * strideBytes + 8s. Every seed of a key is
-;; hashed while its bytes are in the cache.
+;; hashed while its bytes are in the cache. Returns -1; with `controls` 1, a key that holds a
+;; control byte (0x00-0x1F or 0x7F: no URL holds one) stops the call before it is hashed, and its
+;; index is returned.
+;;
+;; controlAt(from, to): where the first control byte of [from, to) is, line ends left aside (an LF,
+;; and a CR right before an LF inside the range); `to` when there is none. For the line reader,
+;; over a block of input lines (src/cli/lines.ts).
 ;;
 ;; decide(plan, words, strideBytes, from, to, room, flags): the add-if-absent decision of URLs
 ;; from..to - 1, stopping after `room` new ones; returns how many were decided, and `fresh()` how
@@ -98,14 +104,42 @@
     (local.set $h (i64.mul (i64.xor (local.get $h) (i64.shr_u (local.get $h) (i64.const 29))) (i64.const 0x165667B19E3779F9)))
     (i64.xor (local.get $h) (i64.shr_u (local.get $h) (i64.const 32))))
 
-  (func (export "hashRanges") (param $ranges i32) (param $count i32) (param $seeds i32) (param $seedCount i32) (param $out i32) (param $strideBytes i32)
+  (func (export "hashRanges") (param $ranges i32) (param $count i32) (param $seeds i32) (param $seedCount i32) (param $out i32) (param $strideBytes i32) (param $controls i32) (result i32)
     (local $i i32) (local $s i32) (local $start i32) (local $len i32) (local $at i32) (local $row i32)
+    (local $p i32) (local $v v128) (local $seen v128) (local $x20 v128) (local $del v128)
+    (local.set $x20 (v128.const i8x16 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20))
+    (local.set $del (v128.const i8x16 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f))
     (block $done
       (loop $next
         (br_if $done (i32.ge_u (local.get $i) (local.get $count)))
         (local.set $at (i32.add (local.get $ranges) (i32.shl (local.get $i) (i32.const 3))))
         (local.set $start (i32.load (local.get $at)))
         (local.set $len (i32.sub (i32.load offset=4 (local.get $at)) (local.get $start)))
+        ;; Control bytes, sixteen at a time: a lane of 0x20 -sat v is not 0 exactly when v is below
+        ;; 0x20. The last sixteen overlap the ones before (no byte-by-byte tail); a key shorter
+        ;; than 16 bytes is looked at byte by byte. Written out here: V8 does not inline wasm
+        ;; calls (Node 20), and it would build the constants again in every call.
+        (if (local.get $controls)
+          (then
+            (if (i32.lt_u (local.get $len) (i32.const 16))
+              (then
+                (if (call $holdsControl (local.get $start) (local.get $len))
+                  (then (return (local.get $i)))))
+              (else
+                (local.set $v (v128.load (i32.sub (i32.add (local.get $start) (local.get $len)) (i32.const 16))))
+                (local.set $seen (v128.or (i8x16.sub_sat_u (local.get $x20) (local.get $v)) (i8x16.eq (local.get $v) (local.get $del))))
+                (local.set $p (local.get $start))
+                (block $chunks_done
+                  (loop $chunk
+                    (br_if $chunks_done (i32.ge_u (i32.add (local.get $p) (i32.const 16)) (i32.add (local.get $start) (local.get $len))))
+                    (local.set $v (v128.load (local.get $p)))
+                    (local.set $seen
+                      (v128.or (local.get $seen)
+                        (v128.or (i8x16.sub_sat_u (local.get $x20) (local.get $v)) (i8x16.eq (local.get $v) (local.get $del)))))
+                    (local.set $p (i32.add (local.get $p) (i32.const 16)))
+                    (br $chunk)))
+                (if (v128.any_true (local.get $seen))
+                  (then (return (local.get $i))))))))
         (local.set $row (i32.add (local.get $out) (i32.mul (local.get $i) (local.get $strideBytes))))
         (local.set $s (i32.const 0))
         (block $seeds_done
@@ -118,7 +152,119 @@
             (local.set $s (i32.add (local.get $s) (i32.const 1)))
             (br $seed)))
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
-        (br $next))))
+        (br $next)))
+    (i32.const -1))
+
+  ;; 1 when the $len bytes at $p hold a control byte (below 0x20, or 0x7F), byte by byte.
+  (func $holdsControl (param $p i32) (param $len i32) (result i32)
+    (local $end i32) (local $b i32)
+    (local.set $end (i32.add (local.get $p) (local.get $len)))
+    (block $done
+      (loop $byte
+        (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
+        (local.set $b (i32.load8_u (local.get $p)))
+        (if (i32.or (i32.lt_u (local.get $b) (i32.const 0x20)) (i32.eq (local.get $b) (i32.const 0x7f)))
+          (then (return (i32.const 1))))
+        (local.set $p (i32.add (local.get $p) (i32.const 1)))
+        (br $byte)))
+    (i32.const 0))
+
+  ;; Sixty-four bytes at a time, a lane is suspect when its byte is a control byte other than LF:
+  ;; t = v xor 0x0A takes LF to 0 and keeps the other control bytes below 0x20, not 0; then
+  ;; 0x1F -sat (t - 1) is not 0 exactly for t in 1..0x1F; and 0x7F. A chunk with a suspect lane (in a
+  ;; CRLF file, every line's CR) is looked at again with the byte after each, its line-ending CRs
+  ;; left aside; the last bytes (fewer than 65) one by one. The constants are in locals: V8 would
+  ;; build each again in every round of the loop.
+  (func (export "controlAt") (param $p i32) (param $to i32) (result i32)
+    (local $a v128) (local $b v128) (local $c v128) (local $d v128) (local $bits i64) (local $found i32)
+    (local $lf v128) (local $cr v128) (local $one v128) (local $x1f v128) (local $x20 v128) (local $del v128)
+    (local.set $lf (v128.const i8x16 0x0a 0x0a 0x0a 0x0a 0x0a 0x0a 0x0a 0x0a 0x0a 0x0a 0x0a 0x0a 0x0a 0x0a 0x0a 0x0a))
+    (local.set $cr (v128.const i8x16 0x0d 0x0d 0x0d 0x0d 0x0d 0x0d 0x0d 0x0d 0x0d 0x0d 0x0d 0x0d 0x0d 0x0d 0x0d 0x0d))
+    (local.set $one (v128.const i8x16 0x01 0x01 0x01 0x01 0x01 0x01 0x01 0x01 0x01 0x01 0x01 0x01 0x01 0x01 0x01 0x01))
+    (local.set $x1f (v128.const i8x16 0x1f 0x1f 0x1f 0x1f 0x1f 0x1f 0x1f 0x1f 0x1f 0x1f 0x1f 0x1f 0x1f 0x1f 0x1f 0x1f))
+    (local.set $x20 (v128.const i8x16 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20))
+    (local.set $del (v128.const i8x16 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f 0x7f))
+    (block $tail
+      (loop $chunk
+        ;; The byte after the chunk is read too (it may end a CR at the chunk's end).
+        (br_if $tail (i32.gt_u (i32.add (local.get $p) (i32.const 65)) (local.get $to)))
+        (local.set $a (v128.load (local.get $p)))
+        (local.set $b (v128.load offset=16 (local.get $p)))
+        (local.set $c (v128.load offset=32 (local.get $p)))
+        (local.set $d (v128.load offset=48 (local.get $p)))
+        (if (v128.any_true
+              (v128.or
+                (v128.or
+                  (v128.or
+                  (i8x16.sub_sat_u (local.get $x1f) (i8x16.sub (v128.xor (local.get $a) (local.get $lf)) (local.get $one)))
+                  (i8x16.eq (local.get $a) (local.get $del)))
+                  (v128.or
+                  (i8x16.sub_sat_u (local.get $x1f) (i8x16.sub (v128.xor (local.get $b) (local.get $lf)) (local.get $one)))
+                  (i8x16.eq (local.get $b) (local.get $del))))
+                (v128.or
+                  (v128.or
+                  (i8x16.sub_sat_u (local.get $x1f) (i8x16.sub (v128.xor (local.get $c) (local.get $lf)) (local.get $one)))
+                  (i8x16.eq (local.get $c) (local.get $del)))
+                  (v128.or
+                  (i8x16.sub_sat_u (local.get $x1f) (i8x16.sub (v128.xor (local.get $d) (local.get $lf)) (local.get $one)))
+                  (i8x16.eq (local.get $d) (local.get $del))))))
+          (then
+            (local.set $bits
+              (i64.or
+                (i64.or
+                  (i64.extend_i32_u (i8x16.bitmask
+                    (v128.andnot
+                      (v128.or (i8x16.lt_u (local.get $a) (local.get $x20)) (i8x16.eq (local.get $a) (local.get $del)))
+                      (v128.or
+                        (i8x16.eq (local.get $a) (local.get $lf))
+                        (v128.and (i8x16.eq (local.get $a) (local.get $cr)) (i8x16.eq (v128.load offset=1 (local.get $p)) (local.get $lf)))))))
+                  (i64.shl (i64.extend_i32_u (i8x16.bitmask
+                    (v128.andnot
+                      (v128.or (i8x16.lt_u (local.get $b) (local.get $x20)) (i8x16.eq (local.get $b) (local.get $del)))
+                      (v128.or
+                        (i8x16.eq (local.get $b) (local.get $lf))
+                        (v128.and (i8x16.eq (local.get $b) (local.get $cr)) (i8x16.eq (v128.load offset=17 (local.get $p)) (local.get $lf))))))) (i64.const 16)))
+                (i64.or
+                  (i64.shl (i64.extend_i32_u (i8x16.bitmask
+                    (v128.andnot
+                      (v128.or (i8x16.lt_u (local.get $c) (local.get $x20)) (i8x16.eq (local.get $c) (local.get $del)))
+                      (v128.or
+                        (i8x16.eq (local.get $c) (local.get $lf))
+                        (v128.and (i8x16.eq (local.get $c) (local.get $cr)) (i8x16.eq (v128.load offset=33 (local.get $p)) (local.get $lf))))))) (i64.const 32))
+                  (i64.shl (i64.extend_i32_u (i8x16.bitmask
+                    (v128.andnot
+                      (v128.or (i8x16.lt_u (local.get $d) (local.get $x20)) (i8x16.eq (local.get $d) (local.get $del)))
+                      (v128.or
+                        (i8x16.eq (local.get $d) (local.get $lf))
+                        (v128.and (i8x16.eq (local.get $d) (local.get $cr)) (i8x16.eq (v128.load offset=49 (local.get $p)) (local.get $lf))))))) (i64.const 48)))))
+            (if (i64.ne (local.get $bits) (i64.const 0))
+              (then (return (i32.add (local.get $p) (i32.wrap_i64 (i64.ctz (local.get $bits)))))))))
+        (local.set $p (i32.add (local.get $p) (i32.const 64)))
+        (br $chunk)))
+    (local.set $found (call $firstControl (local.get $p) (local.get $to) (local.get $to)))
+    (select (local.get $to) (local.get $found) (i32.lt_s (local.get $found) (i32.const 0))))
+
+  ;; The first control byte of [$p, $end) that ends no line (an LF, or a CR whose next byte, below
+  ;; $to, is an LF), byte by byte; -1 when there is none.
+  (func $firstControl (param $p i32) (param $end i32) (param $to i32) (result i32)
+    (local $b i32)
+    (block $done
+      (loop $byte
+        (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
+        (local.set $b (i32.load8_u (local.get $p)))
+        (if (i32.and
+              (i32.or (i32.lt_u (local.get $b) (i32.const 0x20)) (i32.eq (local.get $b) (i32.const 0x7f)))
+              (i32.ne (local.get $b) (i32.const 0x0a)))
+          (then
+            (if (i32.ne (local.get $b) (i32.const 0x0d))
+              (then (return (local.get $p))))
+            (if (i32.ge_u (i32.add (local.get $p) (i32.const 1)) (local.get $to))
+              (then (return (local.get $p))))
+            (if (i32.ne (i32.load8_u offset=1 (local.get $p)) (i32.const 0x0a))
+              (then (return (local.get $p))))))
+        (local.set $p (i32.add (local.get $p) (i32.const 1)))
+        (br $byte)))
+    (i32.const -1))
 
   ;; Sets the filter's positions of hash $h; returns the bits that were clear (0: it held the URL).
   (func $add (param $f i32) (param $h i64) (result i32)

@@ -30,10 +30,24 @@ export function isUtf8Keys(keys: Keys): keys is Utf8Keys {
   return !Array.isArray(keys);
 }
 
-/** Keys start..end of the batch (a view for UTF-8 keys, a copy of the array for strings). */
+/** Keys start..end of the batch (a view for UTF-8 keys, a copy of the array for strings; the batch itself when whole). */
 export function sliceKeys(keys: Keys, start: number, end: number): Keys {
-  if (!isUtf8Keys(keys)) return start === 0 && end === keys.length ? keys : keys.slice(start, end);
+  if (start === 0 && end === keyCount(keys)) return keys;
+  if (!isUtf8Keys(keys)) return keys.slice(start, end);
   return { bytes: keys.bytes, ranges: keys.ranges.subarray(2 * start, 2 * end), count: end - start };
+}
+
+/**
+ * UTF-8 batches whose keys a vector pass found free of control characters already (the CLI's line
+ * reader: src/cli/lines.ts): hashKeys does not look again (~2.5 ns per URL on filter-new's path).
+ * The batch must not change after it is marked; a part of it taken apart is looked at again.
+ */
+const controlFreeKeys = new WeakSet<Utf8Keys>();
+
+/** Marks `keys` as free of control characters (see controlFreeKeys). */
+export function markControlFree<K extends Utf8Keys>(keys: K): K {
+  controlFreeKeys.add(keys);
+  return keys;
 }
 
 /** The keys at `indices`, in that order (UTF-8 keys keep their bytes; only the ranges are picked). */
@@ -91,15 +105,17 @@ export class XxHash {
    * Hashes every key with every seed: the hash of key i with seeds[s] goes to
    * out[i * stride + at + 2 * s] (low half) and the next word (high half). A key that is not
    * well-formed UTF-16 (a lone surrogate, which UTF-8 cannot encode exactly) is refused with
-   * INVALID_URL before anything is hashed.
+   * INVALID_URL, and with `controls` (keys that are URLs) so is a key that holds a control
+   * character (U+0000-U+001F, U+007F), looked for by the kernel in the pass that hashes: what was
+   * hashed before it is left in `out`, for the caller to throw away.
    */
-  hashKeys(keys: Keys, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): void {
+  hashKeys(keys: Keys, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number, controls = false): void {
     if (isUtf8Keys(keys)) {
-      this.#hashRanges(keys, seeds, out, stride, at);
+      this.#hashRanges(keys, seeds, out, stride, at, controls && !controlFreeKeys.has(keys));
       return;
     }
     for (let start = 0; start < keys.length; ) {
-      const count = this.#hashStrings(keys, start, seeds, out, stride, at);
+      const count = this.#hashStrings(keys, start, seeds, out, stride, at, controls);
       start += count;
     }
   }
@@ -109,7 +125,7 @@ export class XxHash {
    * hashes them; returns how many. Each key is written where the last ended (encodeKeys): no
    * string is made.
    */
-  #hashStrings(keys: readonly string[], start: number, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): number {
+  #hashStrings(keys: readonly string[], start: number, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number, controls: boolean): number {
     if (this.#offsets.length < Math.min(keys.length - start, ROUND_KEYS_MAX) + 1) this.#offsets = new Uint32Array(Math.min(keys.length - start, ROUND_KEYS_MAX) + 1);
     const offsets = this.#offsets;
     let count = 0;
@@ -125,7 +141,8 @@ export class XxHash {
       ranges[2 * i] = round.keysAt + offsets[i]!;
       ranges[2 * i + 1] = round.keysAt + (i + 1 < count ? offsets[i + 1]! : end);
     }
-    this.#hashRound(round, count, seeds.length, out, start * stride, stride, at);
+    const bad = this.#hashRound(round, count, seeds.length, out, start * stride, stride, at, controls);
+    if (bad >= 0) throw controlKey(keys[start + bad]!);
     return count;
   }
 
@@ -134,7 +151,7 @@ export class XxHash {
    * and the next word. Each round copies the bytes spanning its keys into the kernel's memory at
    * once (separators and all) and hashes them where they lie.
    */
-  #hashRanges(keys: Utf8Keys, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number): void {
+  #hashRanges(keys: Utf8Keys, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number, controls: boolean): void {
     const { bytes, ranges, count: total } = keys;
     for (let start = 0; start < total; ) {
       const base = ranges[2 * start]!;
@@ -147,7 +164,8 @@ export class XxHash {
       const local = round.ranges;
       const shift = round.keysAt - base;
       for (let i = 0; i < 2 * count; i++) local[i] = ranges[2 * start + i]! + shift;
-      this.#hashRound(round, count, seeds.length, out, start * stride, stride, at);
+      const bad = this.#hashRound(round, count, seeds.length, out, start * stride, stride, at, controls);
+      if (bad >= 0) throw controlKey(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8', ranges[2 * (start + bad)], ranges[2 * (start + bad) + 1]));
       start = end;
     }
   }
@@ -164,19 +182,24 @@ export class XxHash {
     return { keysAt, rangesAt, ranges: new Uint32Array(buffer, rangesAt, 2 * count), seedsAt, hashesAt };
   }
 
-  /** Hashes a round's keys under every seed and copies the hashes to out[first + i * stride + at + 2s]. */
-  #hashRound(round: { rangesAt: number; seedsAt: number; hashesAt: number }, count: number, seedCount: number, out: Uint32Array, first: number, stride: number, at: number): void {
-    this.#kernel.hashRanges(round.rangesAt, count, round.seedsAt, seedCount, round.hashesAt, 8 * seedCount);
+  /**
+   * Hashes a round's keys under every seed and copies the hashes to out[first + i * stride + at + 2s];
+   * returns -1, or with `controls` the round's first key that holds a control byte (nothing copied).
+   */
+  #hashRound(round: { rangesAt: number; seedsAt: number; hashesAt: number }, count: number, seedCount: number, out: Uint32Array, first: number, stride: number, at: number, controls: boolean): number {
+    const bad = this.#kernel.hashRanges(round.rangesAt, count, round.seedsAt, seedCount, round.hashesAt, 8 * seedCount, controls);
+    if (bad >= 0) return bad;
     const words = 2 * seedCount;
     const hashes = new Uint32Array(this.#kernel.buffer, round.hashesAt, words * count);
     if (words === stride && at === 0) {
       out.set(hashes, first);
-      return;
+      return -1;
     }
     for (let i = 0; i < count; i++) {
       const into = first + i * stride + at;
       for (let w = 0; w < words; w++) out[into + w] = hashes[i * words + w]!;
     }
+    return -1;
   }
 
   /** The 64-bit hash as 16 lower-case hex digits (for test vectors and docs). */
@@ -216,6 +239,16 @@ function encodeKeys(keys: readonly string[], start: number, count: number, targe
   }
   offsets[count] = end;
   return end;
+}
+
+/** INVALID_URL for a URL key with a control character (U+0000-U+001F, U+007F), named by its code and place. */
+export function controlKey(key: string): SeenStoreError {
+  let at = 0;
+  while (at < key.length && key.charCodeAt(at) >= 0x20 && key.charCodeAt(at) !== 0x7f) at++;
+  const code = key.charCodeAt(at).toString(16).toUpperCase().padStart(4, '0');
+  // JSON escapes the C0 characters; DEL too, so that the message shows where it is.
+  const shown = JSON.stringify(key.slice(0, 100)).replaceAll('\u007f', '\\u007f');
+  return new SeenStoreError('INVALID_URL', `URL ${shown} is not a usable URL: it holds control character U+${code} at character ${at + 1}`);
 }
 
 /** INVALID_URL for a key with a lone surrogate. */

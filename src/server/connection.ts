@@ -87,6 +87,10 @@ export class Connection implements ClientState {
     return this.#nextSlot - this.#headSlot;
   }
 
+  get reading(): boolean {
+    return !this.#paused;
+  }
+
   closeAfterReplies(): void {
     this.#closing = true;
   }

@@ -20,6 +20,8 @@ export interface ClientState {
   lastCommandAtMs: number;
   /** Requests received and not answered yet. */
   readonly pendingReplies: number;
+  /** Whether the server reads the socket: false while replies back up (backpressure, docs/server.md "Limits"). */
+  readonly reading: boolean;
   /** Close the connection once the replies so far are written (QUIT). */
   closeAfterReplies(): void;
   /** The transaction being queued (after MULTI, until EXEC or DISCARD). */

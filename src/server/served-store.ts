@@ -1,82 +1,72 @@
-import type {
-  Classification,
-  DiffResult,
-  Dropped,
-  EnqueueOptions,
-  EpochDetails,
-  EpochSpec,
-  FrontierStats,
-  LeasedUrl,
-  TakeOptions,
-  PruneOptions,
-  QueryOptions,
-  RotateOptions,
-  RotateResult,
-  ScopeOptions,
-  ScopeStats,
-  SnapshotInfo,
-  Utf8Keys,
-} from '../index.js';
-import type { EntryPage, FrontierSettings, QueueOptions, QueueStats, UrlStatus } from '../epochs/frontier.js';
-import type { EncodedSummary, SummarizeOptions } from '../setdiff/set-difference.js';
+import type { Scope, ScopeFrontier, ScopeOptions, SeenStore } from '../index.js';
 import type { NodeRegistry } from '../store/nodes.js';
-import type { QueueKeyMode } from '../url/queue-key.js';
 
+/** The names of T's methods that return a promise: the only kind a thread can answer by name. */
+type AsyncMethodOf<T> = { [K in keyof T]: T[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof T] & string;
 
 /**
- * What the server uses of a scope: the library's Scope methods it calls, all promises. The store
- * lives on its own thread (store-thread.ts), so that a commit, which syncs to disk inside the
- * library and blocks its thread for that long, never stops the server from reading and answering
- * sockets.
+ * The library methods serve calls, by the object they belong to: the one list from which the
+ * served types below, the store thread's proxies (store-thread.ts) and its allow-list
+ * (store-worker.ts) are derived. A name added here is callable through both threads at once;
+ * a name that is not a promise-returning method of its object does not compile; nothing that is
+ * not here is run by name.
  */
-export interface ServedScope {
-  readonly name: string;
-  addIfAbsentUtf8(keys: Utf8Keys): Promise<boolean[]>;
-  has(urls: readonly string[], options?: QueryOptions): Promise<boolean[]>;
-  stats(): Promise<ScopeStats>;
-  openEpoch(): Promise<number | null>;
-  epoch(n: number): Promise<EpochDetails>;
-  create(options?: ScopeOptions): Promise<boolean>;
-  rotate(options: RotateOptions): Promise<RotateResult | null>;
-  prune(options: PruneOptions): Promise<Dropped[]>;
-  classify(urls: readonly string[]): Promise<Classification[]>;
-  diff(urls: readonly string[], from: EpochSpec, to: EpochSpec): Promise<DiffResult>;
-  enqueue(urls: readonly string[], options?: EnqueueOptions): Promise<boolean[]>;
-  frontier(): ServedFrontier;
+export const SERVED_METHODS = {
+  /** SeenStore's. */
+  store: ['stats', 'scopeNames', 'snapshot'],
+  /** SeenStore.nodes()'s (NodeRegistry). */
+  nodes: ['heartbeat', 'leave', 'live'],
+  /** Scope's. */
+  scope: ['addIfAbsentUtf8', 'has', 'stats', 'openEpoch', 'epoch', 'create', 'rotate', 'prune', 'classify', 'diff', 'enqueue'],
+  /** Scope.frontier()'s (ScopeFrontier). */
+  frontier: [
+    'take', 'done', 'release', 'reclaim', 'stats', 'setdiffSummary', 'schedule', 'urlStatus', 'settings', 'pinnedQueueKey', 'configure',
+    'setDelay', 'blockUntil', 'setCrawlLimit', 'listQueues', 'queue', 'deleteQueue', 'clear', 'entries', 'purge',
+  ],
+} as const satisfies {
+  readonly store: readonly AsyncMethodOf<SeenStore>[];
+  readonly nodes: readonly AsyncMethodOf<NodeRegistry>[];
+  readonly scope: readonly AsyncMethodOf<Scope>[];
+  readonly frontier: readonly AsyncMethodOf<ScopeFrontier>[];
+};
+
+/** The library objects whose methods serve calls. */
+export interface ServedObjects {
+  readonly store: SeenStore;
+  readonly nodes: NodeRegistry;
+  readonly scope: Scope;
+  readonly frontier: ScopeFrontier;
+}
+
+export type ServedObject = keyof typeof SERVED_METHODS;
+export type ServedMethod<O extends ServedObject> = (typeof SERVED_METHODS)[O][number];
+/** What serve uses of object O: its listed methods, with the library's own signatures. */
+export type Served<O extends ServedObject> = Pick<ServedObjects[O], Extract<ServedMethod<O>, keyof ServedObjects[O]>>;
+
+/** True when `method` is listed for `object`: the store thread runs nothing else by name. */
+export function isServedMethod<O extends ServedObject>(object: O, method: string): method is ServedMethod<O> {
+  const names: readonly string[] = SERVED_METHODS[object];
+  return names.includes(method);
 }
 
 /** What the server uses of a scope's frontier (Scope.frontier()). */
-export interface ServedFrontier {
-  take(count: number, options?: TakeOptions): Promise<LeasedUrl[]>;
-  done(ids: readonly string[], options?: { readonly refetchAtMs?: readonly number[] }): Promise<number>;
-  release(ids: readonly string[], data?: readonly unknown[]): Promise<number>;
-  reclaim(owner: string): Promise<number>;
-  stats(): Promise<FrontierStats>;
-  setdiffSummary(options?: SummarizeOptions): Promise<EncodedSummary>;
-  schedule(urls: readonly string[], atMs: number | readonly number[], options?: QueueOptions): Promise<number>;
-  urlStatus(url: string): Promise<UrlStatus | undefined>;
-  settings(): Promise<FrontierSettings>;
-  pinnedQueueKey(): Promise<QueueKeyMode>;
-  configure(change: Partial<FrontierSettings>): Promise<FrontierSettings>;
-  setDelay(queue: string, delayMs: number | null): Promise<void>;
-  blockUntil(queue: string, untilMs: number): Promise<void>;
-  setCrawlLimit(queue: string, limit: number | null): Promise<void>;
-  listQueues(options?: { readonly after?: string; readonly limit?: number }): Promise<QueueStats[]>;
-  queue(key: string): Promise<QueueStats | undefined>;
-  deleteQueue(key: string): Promise<number>;
-  clear(options?: { readonly completed?: boolean }): Promise<number>;
-  entries(options: { readonly cursor?: string; readonly limit?: number; readonly queue?: string }): Promise<EntryPage>;
-  purge(ids: readonly string[], beforeMs: number): Promise<number>;
+export type ServedFrontier = Served<'frontier'>;
+
+/**
+ * What the server uses of a scope: the library's Scope methods it calls, all promises. A store
+ * whose commits block their thread lives on its own thread (store-thread.ts), so that a commit,
+ * which syncs to disk inside the library and blocks its thread for that long, never stops the
+ * server from reading and answering sockets.
+ */
+export interface ServedScope extends Served<'scope'> {
+  readonly name: string;
+  frontier(): ServedFrontier;
 }
 
 /** What the server uses of a store. */
-export interface ServedStore {
+export interface ServedStore extends Served<'store'> {
   /** The handle of scope `name` (USAGE for a name that is not a scope name); `options` shape a scope the first add creates. */
   scope(name: string, options: ScopeOptions): Promise<ServedScope>;
-  stats(): Promise<ScopeStats[]>;
-  /** Names of the scopes that exist. */
-  scopeNames(): Promise<string[]>;
-  snapshot(name?: string): Promise<SnapshotInfo>;
   snapshotCount(): Promise<number>;
   /** The store's serve nodes (SeenStore.nodes()). */
   readonly nodes: NodeRegistry;

@@ -100,7 +100,7 @@ function checkName(name: string): string {
 export function clientLine(client: ClientState, now: number): string {
   const age = Math.floor((now - client.createdAtMs) / 1000);
   const idle = Math.floor((now - client.lastCommandAtMs) / 1000);
-  return `id=${client.id} addr=${client.remoteAddress} laddr=${client.localAddress} name=${client.name} age=${age} idle=${idle} db=0 resp=${client.proto} pending=${client.pendingReplies} cmd=${client.lastCommand.toLowerCase()}`;
+  return `id=${client.id} addr=${client.remoteAddress} laddr=${client.localAddress} name=${client.name} age=${age} idle=${idle} db=0 resp=${client.proto} pending=${client.pendingReplies} events=${client.reading ? 'r' : ''} cmd=${client.lastCommand.toLowerCase()}`;
 }
 
 function clientCommand(server: ServerContext, client: ClientState, request: Request): Encoded {

@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
-import { SeenStoreError, type ErrorCode, type SeenStoreOptions, type Utf8Keys } from '../index.js';
-import type { NodeRegistry } from '../store/nodes.js';
-import type { ServedScope, ServedStore } from './served-store.js';
+import { SeenStoreError, type ScopeOptions, type SeenStoreOptions, type Utf8Keys } from '../index.js';
+import { SERVED_METHODS, type Served, type ServedObject, type ServedScope, type ServedStore } from './served-store.js';
+import { unpackError, type PackedError } from './thread-error.js';
 
 /** What the store thread is started with. */
 export interface StoreThreadData {
@@ -10,8 +10,13 @@ export interface StoreThreadData {
   readonly options: Omit<SeenStoreOptions, 'onWarning'>;
 }
 
+/**
+ * One call: a served method of `object` (for a scope or its frontier, of scope `scope`), or one of
+ * the store thread's own steps (`control`: open, scope (a scope's handle), snapshotCount, close).
+ */
 export interface StoreCall {
   readonly id: number;
+  readonly object: ServedObject | 'control';
   readonly method: string;
   readonly scope: string | undefined;
   readonly args: readonly unknown[];
@@ -19,7 +24,7 @@ export interface StoreCall {
 
 export type StoreReply =
   | { readonly id: number; readonly value: unknown }
-  | { readonly id: number; readonly error: { readonly code: string | undefined; readonly message: string; readonly stack: string | undefined; readonly name: string } }
+  | { readonly id: number; readonly error: PackedError }
   | { readonly id: 0; readonly warning: string };
 
 /**
@@ -27,9 +32,10 @@ export type StoreReply =
  * thread for the sync (0.3-0.9 ms here, more on a busy disk); on the server's thread that would
  * stop every socket for as long. Here the server thread keeps parsing requests and writing replies
  * (and gathering the next batch) while the store thread commits. Calls run on the store thread in
- * the order they are posted; a batch's bytes move there without a copy (transferred).
+ * the order they are posted; a batch's bytes move there without a copy (transferred); an error
+ * comes back whole (thread-error.ts).
  */
-export class StoreThread implements ServedStore {
+export class StoreThread {
   readonly #worker: Worker;
   readonly #calls = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   readonly #scopes = new Map<string, Promise<ServedScope>>();
@@ -37,7 +43,7 @@ export class StoreThread implements ServedStore {
   #exited: Error | undefined;
   #closing = false;
   #fail: (error: Error) => void = () => undefined;
-  readonly failed = new Promise<Error>((resolve) => {
+  readonly #failed = new Promise<Error>((resolve) => {
     this.#fail = resolve;
   });
   /** Resolves when the thread has exited; listened for from the start, so that no exit is missed. */
@@ -54,7 +60,7 @@ export class StoreThread implements ServedStore {
       const call = this.#calls.get(message.id);
       if (call === undefined) return;
       this.#calls.delete(message.id);
-      if ('error' in message) call.reject(revive(message.error));
+      if ('error' in message) call.reject(unpackError(message.error));
       else call.resolve(message.value);
     });
     const fail = (error: Error): void => {
@@ -68,31 +74,52 @@ export class StoreThread implements ServedStore {
   }
 
   /** Starts the thread and opens the store on it; the open's errors (STORE_LOCKED, ...) are thrown here. */
-  static async open(dir: string, options: SeenStoreOptions = {}): Promise<StoreThread> {
+  static async open(dir: string, options: SeenStoreOptions = {}): Promise<ServedStore> {
     const { onWarning, ...rest } = options;
     const thread = new StoreThread({ dir, options: rest }, onWarning ?? (() => undefined));
     try {
-      await thread.call('open', undefined, []);
+      await thread.#call('control', 'open', undefined, []);
     } catch (error) {
       await thread.#worker.terminate();
       throw error;
     }
-    return thread;
+    return thread.#served();
   }
 
-  call(method: string, scope: string | undefined, args: readonly unknown[], transfer: ArrayBuffer[] = []): Promise<unknown> {
+  #call(object: StoreCall['object'], method: string, scope: string | undefined, args: readonly unknown[], transfer: ArrayBuffer[] = []): Promise<unknown> {
     if (this.#exited !== undefined) return Promise.reject(this.#exited);
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#calls.set(id, { resolve, reject });
-      this.#worker.postMessage({ id, method, scope, args } satisfies StoreCall, transfer);
+      this.#worker.postMessage({ id, object, method, scope, args } satisfies StoreCall, transfer);
     });
   }
 
-  scope(name: string, options: object): Promise<ServedScope> {
+  /**
+   * Object O's served methods (SERVED_METHODS), each a call on the store thread. Built by name
+   * from the list that `Served<O>` is picked by, so the object has exactly the typed methods.
+   */
+  #remote<O extends ServedObject>(object: O, scope: string | undefined): Served<O> {
+    const methods = SERVED_METHODS[object].map((method) => [method, (...args: unknown[]) => this.#call(object, method, scope, args)]);
+    return Object.fromEntries(methods) as Served<O>;
+  }
+
+  #served(): ServedStore {
+    return {
+      ...this.#remote('store', undefined),
+      scope: (name, options) => this.#scope(name, options),
+      snapshotCount: () => this.#call('control', 'snapshotCount', undefined, []) as Promise<number>,
+      // The store's serve nodes, kept by the store on its thread (a directory store's node files).
+      nodes: this.#remote('nodes', undefined),
+      close: () => this.#close(),
+      failed: this.#failed,
+    };
+  }
+
+  #scope(name: string, options: ScopeOptions): Promise<ServedScope> {
     let scope = this.#scopes.get(name);
     if (scope === undefined) {
-      scope = this.call('scope', undefined, [name, options]).then(() => remoteScope(this, name));
+      scope = this.#call('control', 'scope', undefined, [name, options]).then(() => this.#remoteScope(name));
       // A refused name is not kept: the next use asks (and is refused) again.
       scope.catch(() => this.#scopes.delete(name));
       this.#scopes.set(name, scope);
@@ -100,92 +127,26 @@ export class StoreThread implements ServedStore {
     return scope;
   }
 
-  stats(): Promise<never> {
-    return this.call('stats', undefined, []) as Promise<never>;
+  #remoteScope(name: string): ServedScope {
+    const frontier = this.#remote('frontier', name);
+    return {
+      ...this.#remote('scope', name),
+      name,
+      frontier: () => frontier,
+      addIfAbsentUtf8: (keys: Utf8Keys) => {
+        // The bytes and ranges are the batch's own (GroupCommit made them): moved, not copied.
+        const transfer = [keys.bytes.buffer, keys.ranges.buffer].filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
+        return this.#call('scope', 'addIfAbsentUtf8', name, [keys], transfer) as Promise<boolean[]>;
+      },
+    };
   }
 
-  scopeNames(): Promise<string[]> {
-    return this.call('scopeNames', undefined, []) as Promise<string[]>;
-  }
-
-  snapshot(name?: string): Promise<never> {
-    return this.call('snapshot', undefined, [name]) as Promise<never>;
-  }
-
-  snapshotCount(): Promise<number> {
-    return this.call('snapshotCount', undefined, []) as Promise<number>;
-  }
-
-  /** The store's serve nodes, kept by the store on its thread (a directory store's node files). */
-  readonly nodes: NodeRegistry = {
-    heartbeat: async (address, ttlMs) => {
-      await this.call('nodes.heartbeat', undefined, [address, ttlMs]);
-    },
-    leave: async (address) => {
-      await this.call('nodes.leave', undefined, [address]);
-    },
-    live: () => this.call('nodes.live', undefined, []) as Promise<string[]>,
-  };
-
-  async close(): Promise<void> {
+  async #close(): Promise<void> {
     this.#closing = true;
-    await this.call('close', undefined, []);
+    await this.#call('control', 'close', undefined, []);
     // The thread may exit before this line runs (it ends once it has answered the close): a
     // listener added only now would wait for an exit that already happened, and with nothing else
     // left the process ended with 13 (an unsettled top-level await) instead of 0.
     await this.#exit;
   }
-}
-
-function remoteScope(thread: StoreThread, name: string): ServedScope {
-  const call = (method: string, ...args: unknown[]): Promise<never> => thread.call(method, name, args) as Promise<never>;
-  return {
-    name,
-    addIfAbsentUtf8: (keys: Utf8Keys) => {
-      // The bytes and ranges are the batch's own (GroupCommit made them): moved, not copied.
-      const transfer = [keys.bytes.buffer, keys.ranges.buffer].filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
-      return thread.call('addIfAbsentUtf8', name, [keys], transfer) as Promise<never>;
-    },
-    has: (urls, options) => call('has', urls, options),
-    stats: () => call('stats'),
-    openEpoch: () => call('openEpoch'),
-    epoch: (n) => call('epoch', n),
-    create: (options) => call('create', options),
-    rotate: (options) => call('rotate', options),
-    prune: (options) => call('prune', options),
-    classify: (urls) => call('classify', urls),
-    diff: (urls, from, to) => call('diff', urls, from, to),
-    enqueue: (urls, options) => call('enqueue', urls, options),
-    frontier: () => ({
-      take: (count, options) => call('frontier.take', count, options),
-      done: (ids, options) => call('frontier.done', ids, options),
-      release: (ids, data) => call('frontier.release', ids, data),
-      reclaim: (owner) => call('frontier.reclaim', owner),
-      stats: () => call('frontier.stats'),
-      setdiffSummary: (options) => call('frontier.setdiffSummary', options),
-      schedule: (urls, atMs, options) => call('frontier.schedule', urls, atMs, options),
-      urlStatus: (url) => call('frontier.urlStatus', url),
-      settings: () => call('frontier.settings'),
-      pinnedQueueKey: () => call('frontier.pinnedQueueKey'),
-      configure: (change) => call('frontier.configure', change),
-      setDelay: (queue, delayMs) => call('frontier.setDelay', queue, delayMs),
-      blockUntil: (queue, untilMs) => call('frontier.blockUntil', queue, untilMs),
-      setCrawlLimit: (queue, limit) => call('frontier.setCrawlLimit', queue, limit),
-      listQueues: (options) => call('frontier.listQueues', options),
-      queue: (key) => call('frontier.queue', key),
-      deleteQueue: (key) => call('frontier.deleteQueue', key),
-      clear: (options) => call('frontier.clear', options),
-      entries: (options) => call('frontier.entries', options),
-      purge: (ids, beforeMs) => call('frontier.purge', ids, beforeMs),
-    }),
-  };
-}
-
-/** The thread's error as the server thread's: a SeenStoreError keeps its code; anything else stays a bug with its stack. */
-function revive(error: { code: string | undefined; message: string; stack: string | undefined; name: string }): Error {
-  if (error.code !== undefined) return new SeenStoreError(error.code as ErrorCode, error.message);
-  const revived = new Error(error.message);
-  revived.name = error.name;
-  if (error.stack !== undefined) revived.stack = error.stack;
-  return revived;
 }

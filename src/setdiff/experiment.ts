@@ -130,7 +130,7 @@ export function runSetdiffExperiment(hash: XxHash, input: SetdiffExperimentInput
 /** The seed's (1 − ε)^(d + 1) per tree over B − A (less the skipped lookups), with each filter's measured ε and B's real depths. */
 function theoryOf(hash: XxHash, b: readonly string[], onlyB: ReadonlySet<string>, summary: SetSummary): { recall: number; meanDepth: number } {
   const elements = new ElementHashes(summary.header.trees);
-  elements.add(hash, b);
+  elements.add(hash, b, false);
   const missAll = new Float64Array(b.length).fill(1);
   let depthSum = 0;
   const skip = summary.header.skipDepth;

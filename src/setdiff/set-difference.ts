@@ -135,7 +135,7 @@ export class SetSummaryBuilder {
 
   /** Adds URLs of A (INVALID_URL, and nothing added, when one cannot be a key). */
   add(urls: readonly string[]): void {
-    this.#elements.add(this.#hash, urlKeys(urls, this.#normalize, true));
+    this.#elements.add(this.#hash, urlKeys(urls, this.#normalize, true), this.#normalize === 'url');
   }
 
   /** Builds each tree in turn (memory: one tree at a time) and adds its nodes to its filter. */
@@ -236,7 +236,7 @@ export class SetDifference {
   }
 
   add(urls: readonly string[]): void {
-    this.#elements.add(this.#hash, urlKeys(urls, this.#summary.header.normalize, true));
+    this.#elements.add(this.#hash, urlKeys(urls, this.#summary.header.normalize, true), this.#summary.header.normalize === 'url');
   }
 
   finish(): SetDifferenceResult {

@@ -56,13 +56,17 @@ export class ElementHashes {
     return this.#words.subarray(0, this.#count * this.trees * WORDS_PER_TREE);
   }
 
-  /** Hashes a batch of keys (already in the summary's normalisation) and appends them. */
-  add(hash: XxHash, keys: readonly string[]): void {
+  /**
+   * Hashes a batch of keys (already in the summary's normalisation) and appends them; with
+   * `controls` (URL keys, normalisation `url`) a key with a control character is INVALID_URL, and
+   * nothing is appended.
+   */
+  add(hash: XxHash, keys: readonly string[], controls: boolean): void {
     const stride = this.trees * WORDS_PER_TREE;
     this.#reserve(this.#count + keys.length);
     const out = this.#words.subarray(this.#count * stride);
     // One seed per pair of words: universe then leaf seed of tree 0, then tree 1, ...
-    hash.hashKeys(keys, this.#seeds, out, stride, 0);
+    hash.hashKeys(keys, this.#seeds, out, stride, 0, controls);
     this.#count += keys.length;
   }
 

@@ -58,14 +58,23 @@ export interface Capabilities {
   /** Checkpoints do something (fold a log into the bits); elsewhere they answer `clean`. */
   readonly checkpoints: boolean;
   /**
+   * A durable commit holds the thread that makes it: the library syncs to disk inside the call
+   * (LMDB: 0.3-0.9 ms here, more on a busy disk). `seenstore serve` runs such a store on a thread
+   * of its own, so that a commit never stops the server from reading and answering sockets; a
+   * store whose commits are network round trips (Redis), or that has none (memory), stays on the
+   * server's thread and saves the hop.
+   */
+  readonly commitsBlockThread: boolean;
+  /**
    * How a frontier's `take` orders what it hands out: oldest first over the whole frontier, or
    * oldest first within each partition with the partitions in turn.
    */
   readonly frontierOrder: 'oldest-first' | 'per-partition';
   /**
    * Whose clock times the frontier's leases: `options` (SeenStoreOptions.clock, in this process),
-   * or `server` (a remote store's own: Redis TIME; a take answered after its lease ended hands out
-   * nothing there, docs/frontier.md).
+   * or `server` (a remote store's own: Redis TIME, or the time of a test's clock option passed in
+   * each call, docs/redis.md "Time"; a take answered after its lease ended, by the time elapsed
+   * here, hands out nothing there, docs/frontier.md).
    */
   readonly leaseClock: 'options' | 'server';
   /** The strategy of new scopes that name none (`classic`; Redis: `partitioned`, which spreads over a cluster). */

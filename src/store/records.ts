@@ -14,7 +14,7 @@ import { CHUNK_PAYLOAD_BYTES } from './chunks.js';
 export const SCOPE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /** On-disk format of the whole store. Bumped with a migration whenever any record or key changes. */
-export const FORMAT_VERSION = 6;
+export const FORMAT_VERSION = 7;
 
 export interface ScopeRecord {
   readonly v: 1;

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { SeenStoreError } from '../errors.js';
 import type { Utf8Keys } from '../hash/xxhash.js';
 import { crawlerForm } from './crawler-form.js';
-import { urlKeyOf } from './url-shape.js';
+import { holdsControlTrimmed, urlKeyOf } from './url-shape.js';
 
 /**
  * How an input line becomes the key that is hashed. The mode is fixed in the epoch header when the
@@ -12,11 +12,13 @@ import { urlKeyOf } from './url-shape.js';
  *   (`keys: 'raw'`).
  * - `url` (the default of new scopes since format 4: `keys: 'url'` with no normalisation): the
  *   line without surrounding ASCII whitespace, when it starts like an absolute URL
- *   (`scheme://host`, src/url/url-shape.ts); other lines are invalid. The bytes are not changed
- *   otherwise, so a URL given without surrounding whitespace has the same key as under `none`.
+ *   (`scheme://host`, src/url/url-shape.ts) and holds no control character; other lines are
+ *   invalid. The bytes are not changed otherwise, so a URL given without surrounding whitespace
+ *   has the same key as under `none`.
  * - `whatwg`: the WHATWG URL serialisation (`new URL(line).href`): lower-cased scheme and host,
  *   punycode IDNs, default ports dropped, dot segments resolved, percent-encoding made canonical.
- *   Lines that do not parse as absolute URLs are invalid.
+ *   Lines that do not parse as absolute URLs are invalid, and so are lines that hold a control
+ *   character once trimmed (which the parser would drop or percent-encode).
  * - `crawler`: the `whatwg` form without its fragment, with canonical percent-escapes and the query
  *   parameters sorted by key (src/url/crawler-form.ts), so that the links a crawler finds in
  *   different orders or with different fragments are one key.
@@ -54,20 +56,22 @@ export function keyModeOf(mode: NormalizeMode): KeyMode {
 export const MAX_KEY_BYTES = 65_536;
 
 /**
- * Returns the key for `url`, or undefined when it cannot be a key in this mode. With
- * `checkWellFormed` false, mode `none` leaves the lone-surrogate check to the hashing, which refuses
- * such a key with INVALID_URL while encoding it (free for ASCII batches; `String.isWellFormed`
- * costs about 100 ns per URL): only for callers that hash every key before writing anything.
+ * Returns the key for `url`, or undefined when it cannot be a key in this mode. With `byHashing`,
+ * what the hashing refuses anyway (INVALID_URL) while it reads the key is left to it: a lone
+ * surrogate, found while encoding (free for ASCII batches; `String.isWellFormed` costs about 100 ns
+ * per URL), and in mode `url` a control character, found by the kernel's pass over the bytes (a
+ * loop over the characters here costs ~80-120 ns per URL): only for callers that hash every key
+ * before writing anything.
  */
-export function toKey(url: string, mode: NormalizeMode, checkWellFormed = true): string | undefined {
+export function toKey(url: string, mode: NormalizeMode, byHashing = false): string | undefined {
   if (url.length === 0 || url.length > MAX_KEY_BYTES) return undefined;
-  if (mode === 'none') return (checkWellFormed && !url.isWellFormed()) || tooLong(url) ? undefined : url;
+  if (mode === 'none') return (!byHashing && !url.isWellFormed()) || tooLong(url) ? undefined : url;
   if (mode === 'url') {
-    const key = urlKeyOf(url);
-    return key === undefined || (checkWellFormed && !key.isWellFormed()) || tooLong(key) ? undefined : key;
+    const key = urlKeyOf(url, !byHashing);
+    return key === undefined || (!byHashing && !key.isWellFormed()) || tooLong(key) ? undefined : key;
   }
   if (mode !== 'whatwg' && mode !== 'crawler') unknownMode(mode);
-  if (!url.isWellFormed()) return undefined;
+  if (!url.isWellFormed() || holdsControlTrimmed(url)) return undefined;
   let href: string;
   try {
     href = new URL(url).href;

@@ -7,6 +7,10 @@
  * is looked at: no parse, no allocation, a few byte comparisons per key. Each function has a string and a byte form that
  * decide alike, since one input is read either way (strings through the library, bytes by
  * filter-new).
+ *
+ * Nor may a URL key hold a control character (U+0000-U+001F, U+007F) anywhere: that check looks at
+ * every character, so the hot paths leave it to a pass that reads every byte anyway (the kernel's
+ * hashing, the line reader's scan: src/hash/kernel.wat); the functions here that make it say so.
  */
 
 /** Space, tab, LF, VT, FF, CR: what is trimmed from both ends of a key. */
@@ -50,19 +54,49 @@ function shapedString(line: string, start: number, end: number): boolean {
   return i + 3 < end && line.charCodeAt(i) === 0x3a && line.charCodeAt(i + 1) === 0x2f && line.charCodeAt(i + 2) === 0x2f && hostStartsString(line, i + 3, end);
 }
 
-/** The key of `line` in mode `url` (trimmed), or undefined when it does not start like an absolute URL. */
-export function urlKeyOf(line: string): string | undefined {
+/**
+ * The key of `line` in mode `url` (trimmed), or undefined when it does not start like an absolute
+ * URL, or, with `controls`, when the key holds a control character.
+ */
+export function urlKeyOf(line: string, controls: boolean): string | undefined {
   let start = 0;
   let end = line.length;
   while (start < end && isAsciiSpace(line.charCodeAt(start))) start++;
   while (end > start && isAsciiSpace(line.charCodeAt(end - 1))) end--;
-  if (!shapedString(line, start, end)) return undefined;
+  if (!shapedString(line, start, end) || (controls && holdsControlString(line, start, end))) return undefined;
   return start === 0 && end === line.length ? line : line.slice(start, end);
+}
+
+/** A control character: C0 (U+0000-U+001F) or DEL (U+007F). No URL holds one unescaped. */
+export function isControl(code: number): boolean {
+  return code < 0x20 || code === 0x7f;
+}
+
+/** Whether line[start, end) holds a control character. */
+export function holdsControlString(line: string, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (isControl(line.charCodeAt(i))) return true;
+  return false;
+}
+
+/** Whether `line` holds a control character once its surrounding ASCII whitespace is left aside. */
+export function holdsControlTrimmed(line: string): boolean {
+  let start = 0;
+  let end = line.length;
+  while (start < end && isAsciiSpace(line.charCodeAt(start))) start++;
+  while (end > start && isAsciiSpace(line.charCodeAt(end - 1))) end--;
+  return holdsControlString(line, start, end);
+}
+
+/** Whether bytes[start, end) holds a control character (the bytes of any other UTF-8 character are 0x20 or more). */
+export function holdsControlBytes(bytes: Uint8Array, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (isControl(bytes[i]!)) return true;
+  return false;
 }
 
 /**
  * As urlKeyOf, for the UTF-8 key bytes[start, end): its trimmed start and end written to
- * `range` (two numbers), true when it starts like an absolute URL. No allocation.
+ * `range` (two numbers), true when it starts like an absolute URL (control characters are the
+ * caller's: holdsControlBytes). No allocation.
  */
 export function urlKeyRange(bytes: Uint8Array, start: number, end: number, range: Uint32Array): boolean {
   while (start < end && isAsciiSpace(bytes[start]!)) start++;

@@ -2,6 +2,7 @@ import type { FrontierEntry } from '../store/backend.js';
 import { MAX_DATA_BYTES } from '../epochs/frontier.js';
 import { MAX_KEY_BYTES } from '../url/normalize.js';
 import { MAX_QUEUE_KEY_LENGTH, queueKeyOf } from '../url/queue-key.js';
+import { holdsControlString } from '../url/url-shape.js';
 import { scopeNameOfCrawl, unusableCrawlMessage } from './crawl-name.js';
 
 /*
@@ -103,6 +104,7 @@ function checkUrl(url: string, key: string): void {
   if (url === '') throw new DumpLineError('no URL');
   if (Buffer.byteLength(url) > MAX_KEY_BYTES) throw new DumpLineError('URL over 64 KiB');
   if (!url.isWellFormed()) throw new DumpLineError('URL is not well-formed UTF-16 (a lone surrogate)');
+  if (holdsControlString(url, 0, url.length)) throw new DumpLineError('URL holds a control character (U+0000-U+001F or U+007F)');
   if (key.length > MAX_QUEUE_KEY_LENGTH) throw new DumpLineError(`key over ${MAX_QUEUE_KEY_LENGTH} characters`);
   if (key === '' && queueKeyOf(url, 'host') === undefined) throw new DumpLineError('no key, and no host in the URL to derive one from');
 }

@@ -1,6 +1,7 @@
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { SeenStoreError } from '../errors.js';
 import { MAX_QUEUE_KEY_LENGTH, queueKeyOf } from '../url/queue-key.js';
+import { holdsControlString } from '../url/url-shape.js';
 import type { Crawls } from './crawls.js';
 import { isMalformed, type AckMessage, type MalformedMessage, type UrlInfo, type UrlItem } from './proto.js';
 import { invalidArgument, RpcError, toServiceError } from './status.js';
@@ -177,13 +178,15 @@ export function isBadInput(error: unknown): boolean {
 }
 
 /**
- * Why a URLInfo can never be queued (its item is SKIPPED), or undefined: no URL, too long, a key
- * too long, or no key and no host to derive one from (the reference service skips it too).
+ * Why a URLInfo can never be queued (its item is SKIPPED), or undefined: no URL, too long, a
+ * control character in it (U+0000-U+001F, U+007F), a key too long, or no key and no host to
+ * derive one from (the reference service skips it too).
  */
 export function infoSkipReason(info: UrlInfo): string | undefined {
   const url = info.url;
   if (url === '') return 'no URL';
   if (url.length > URL_BYTES_MAX || Buffer.byteLength(url) > URL_BYTES_MAX) return 'URL too long';
+  if (holdsControlString(url, 0, url.length)) return 'a control character in the URL';
   if (info.key.length > MAX_QUEUE_KEY_LENGTH) return 'key too long';
   if (info.key === '' && queueKeyOf(url, 'host') === undefined) return 'no host to derive a queue from';
   return undefined;

@@ -34,6 +34,37 @@ export interface ContractContext {
   readonly sameTaken: (actual: readonly string[], expected: readonly string[], message: string) => void;
 }
 
+/**
+ * Time as a store sees it, moved only by the test: a fake clock (SeenStoreOptions.clock) that
+ * `advance` moves, so no test waits for time to pass and none depends on the machine's speed.
+ * Stores that time leases in this process read it; a server that keeps time (Redis: `leaseClock`
+ * 'server') takes its time as now in each call of a store opened with it (docs/redis.md, "Time").
+ */
+export interface TestTime {
+  /** The options that give a store this clock (with the factory's own). */
+  readonly options: SeenStoreOptions;
+  /** One delay unit, in ms. */
+  readonly unit: number;
+  now(): number;
+  advance(ms: number): void;
+}
+
+export function testTime(): TestTime {
+  let nowMs = Date.UTC(2026, 10, 26, 12);
+  return {
+    options: { clock: () => nowMs },
+    unit: 1_000,
+    now: () => nowMs,
+    advance: (ms) => void (nowMs += ms),
+  };
+}
+
+/** A fresh store on its own test clock. */
+export async function openTimed(factory: StoreFactory): Promise<{ store: SeenStore; time: TestTime }> {
+  const time = testTime();
+  return { store: await factory.open({ ...factory.options, ...time.options }), time };
+}
+
 /** Sized so that a false positive is all but impossible: answers can be compared exactly. */
 export const EXACT = { capacityUrls: 200_000, fprTarget: 1e-9 } as const;
 

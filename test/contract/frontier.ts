@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { LeasedUrl } from '../../src/index.js';
-import { EXACT, type ContractContext } from './context.js';
+import { EXACT, openTimed, type ContractContext } from './context.js';
 import { expectCode } from '../helpers/errors.js';
 
 /** Every URL of a take from one queue. */
@@ -10,7 +9,7 @@ const ALL = 65_536;
 /** The frontier: discovery exactly once, leases, payloads, owners. */
 export function frontierContract(ctx: ContractContext): void {
   test('frontier: discovery exactly once, leases that run out, done and release, queued URLs kept across rotation', async () => {
-    const { store } = await ctx.open();
+    const { store, time } = await openTimed(ctx.factory);
     try {
       const scope = store.scope('f', EXACT);
       // One queue without delay: the frontier as a plain durable queue, oldest first.
@@ -19,8 +18,7 @@ export function frontierContract(ctx: ContractContext): void {
       assert.equal((await scope.enqueue(input)).filter(Boolean).length, 1_000);
       assert.equal((await scope.enqueue(ctx.urls.slice(0, 1_000))).filter(Boolean).length, 0, 'a URL was queued twice');
       const frontier = scope.frontier();
-      // Leases long enough that none runs out during the test, however slow the machine: running
-      // out is tested below with a lease that has ended, by the backend's own account, before the take.
+      // Leases that run out only when the test moves its clock past them (below).
       const short = await frontier.take(300, { perQueue: ALL, leaseMs: 60_000 });
       assert.equal(short.length, 300);
       ctx.takenFirst(short.map((entry) => entry.url), ctx.urls.slice(0, 1_000), 'not taken oldest first');
@@ -34,7 +32,8 @@ export function frontierContract(ctx: ContractContext): void {
       // a take answered after its lease ended hands out nothing (so that no two takers hold a URL).
       const expiring = await frontier.take(1_000, { perQueue: ALL, leaseMs: ctx.capabilities.leaseClock === 'server' ? 2_000 : 1 });
       ctx.sameTaken(expiring.map((entry) => entry.url), short.map((entry) => entry.url), 'released URLs did not wait again');
-      await pastLeases(expiring);
+      assert.deepEqual(await frontier.take(10, { perQueue: ALL }), [], 'a URL was taken again before its lease ran out');
+      time.advance(Math.max(...expiring.map((entry) => entry.leaseUntilMs)) + 1 - time.now());
       const retried = await frontier.take(1_000, { perQueue: ALL, leaseMs: 60_000 });
       ctx.sameTaken(retried.map((entry) => entry.url), short.map((entry) => entry.url), 'URLs whose lease ran out did not come back');
       assert.ok(retried.every((entry) => entry.attempts === 3));
@@ -86,14 +85,4 @@ export function frontierContract(ctx: ContractContext): void {
       await store.close();
     }
   });
-}
-
-/**
- * Waits until every lease of `taken` has ended by the clock the backend stamped them with (this
- * machine's: the Redis servers of the tests run here too): a few milliseconds, and an explicit
- * condition rather than a sleep that a slow machine could outrun.
- */
-async function pastLeases(taken: readonly LeasedUrl[]): Promise<void> {
-  const endMs = Math.max(...taken.map((entry) => entry.leaseUntilMs));
-  while (Date.now() <= endMs) await new Promise((resolve) => setTimeout(resolve, endMs - Date.now() + 1));
 }

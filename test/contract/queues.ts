@@ -1,39 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SeenStore, type LeasedUrl, type SeenStoreOptions } from '../../src/index.js';
-import { EXACT, type ContractContext } from './context.js';
+import { SeenStore, type LeasedUrl } from '../../src/index.js';
+import { EXACT, openTimed, type ContractContext } from './context.js';
 import { expectCode } from '../helpers/errors.js';
-
-/**
- * Time as the backend sees it. Where the store takes its clock from the options, the test moves a
- * fake clock (no sleeps, exact); where a server keeps time (Redis), it waits real time, with a delay
- * unit long enough that a take's round trip under load stays well inside it.
- */
-interface TestTime {
-  readonly options: SeenStoreOptions;
-  /** One delay unit, in ms. */
-  readonly unit: number;
-  now(): number;
-  advance(ms: number): Promise<void>;
-}
-
-function testTime(ctx: ContractContext): TestTime {
-  if (ctx.capabilities.leaseClock === 'server') {
-    return {
-      options: {},
-      unit: 1_500,
-      now: () => Date.now(),
-      advance: (ms) => new Promise((resolve) => setTimeout(resolve, ms + 20)),
-    };
-  }
-  let nowMs = Date.UTC(2026, 10, 26, 12);
-  return {
-    options: { clock: () => nowMs },
-    unit: 1_000,
-    now: () => nowMs,
-    advance: async (ms) => void (nowMs += ms),
-  };
-}
 
 const host = (name: string) => (path: string) => `https://${name}/${path}`;
 const [a, b, c] = [host('a.example'), host('b.example'), host('c.example:8080')];
@@ -51,22 +20,17 @@ function countBy(values: readonly string[]): Map<string, number> {
 
 /** Frontier v2: per-host queues, politeness, crawl limits, revisits, queue admin, the atomic gate, affinity. */
 export function queuesContract(ctx: ContractContext): void {
-  async function openTimed(): Promise<{ store: SeenStore; time: TestTime }> {
-    const time = testTime(ctx);
-    return { store: await ctx.factory.open({ ...ctx.factory.options, ...time.options }), time };
-  }
-
   test('queues: one queue per host (port included), perQueue and maxQueues, oldest ready first, listing', async () => {
-    const { store, time } = await openTimed();
+    const { store, time } = await openTimed(ctx.factory);
     try {
       const scope = store.scope('q', EXACT);
       const frontier = scope.frontier();
       assert.deepEqual(await frontier.settings(), { queueKey: 'host', delayMs: 1_000, maxInFlightPerQueue: 0 });
       await frontier.configure({ delayMs: 0 });
       await scope.enqueue([b('1'), b('2')]);
-      await time.advance(5);
+      time.advance(5);
       await scope.enqueue([a('1'), a('2'), a('3'), a('4')]);
-      await time.advance(5);
+      time.advance(5);
       await scope.enqueue([c('1')]);
       const first = await frontier.take(100, { perQueue: 2, leaseMs: HOUR_MS });
       // b's URLs came first, then a's, then c's.
@@ -92,7 +56,7 @@ export function queuesContract(ctx: ContractContext): void {
   });
 
   test('take order: ready first; of queues ready at once, the one taken longest ago, so none starves', async () => {
-    const { store, time } = await openTimed();
+    const { store, time } = await openTimed(ctx.factory);
     try {
       const scope = store.scope('o', EXACT);
       const frontier = scope.frontier();
@@ -100,7 +64,7 @@ export function queuesContract(ctx: ContractContext): void {
       // Queued c, then b, then a: ready in that order, the reverse of key order.
       for (const host of [c, b, a]) {
         await scope.enqueue([host('1'), host('2'), host('3')]);
-        await time.advance(5);
+        time.advance(5);
       }
       const takeOne = async (): Promise<string> => {
         const taken = await frontier.take(1, { perQueue: 1, leaseMs: HOUR_MS });
@@ -110,14 +74,14 @@ export function queuesContract(ctx: ContractContext): void {
       const first: string[] = [];
       for (let i = 0; i < 3; i++) {
         first.push(await takeOne());
-        await time.advance(5);
+        time.advance(5);
       }
       assert.deepEqual(first, ['c.example:8080', 'b.example', 'a.example'], 'the queue ready first was not taken first');
       // With a delay of 0 a queue is ready again at once: a block makes all three ready at the same
       // time, and then the one taken longest ago goes first, not key order, so none is passed over.
       const blockedUntilMs = time.now() + time.unit;
       for (const key of first) await frontier.blockUntil(key, blockedUntilMs);
-      await time.advance(time.unit);
+      time.advance(time.unit);
       const second: string[] = [];
       for (let i = 0; i < 3; i++) second.push(await takeOne());
       assert.deepEqual(second, first, 'of queues ready at once, the one taken longest ago did not come first');
@@ -127,7 +91,7 @@ export function queuesContract(ctx: ContractContext): void {
   });
 
   test('queues: domain keys group a site\'s hosts; the key is fixed once URLs were queued', async () => {
-    const { store } = await openTimed();
+    const { store } = await openTimed(ctx.factory);
     try {
       const scope = store.scope('d', EXACT);
       const frontier = scope.frontier();
@@ -142,7 +106,7 @@ export function queuesContract(ctx: ContractContext): void {
   });
 
   test('queues: the key an enqueue reads is pinned; a configure after the read cannot re-key what it queues', async () => {
-    const { store } = await openTimed();
+    const { store } = await openTimed(ctx.factory);
     try {
       const scope = store.scope('p', EXACT);
       const frontier = scope.frontier();
@@ -172,7 +136,7 @@ export function queuesContract(ctx: ContractContext): void {
   });
 
   test('politeness: a queue waits its delay (its own, else the default), a block, and its in-flight limit', async () => {
-    const { store, time } = await openTimed();
+    const { store, time } = await openTimed(ctx.factory);
     const unit = time.unit;
     try {
       const scope = store.scope('p', EXACT);
@@ -184,14 +148,14 @@ export function queuesContract(ctx: ContractContext): void {
       assert.deepEqual(await frontier.take(100, { leaseMs: HOUR_MS }), [], 'a queue was handed out again inside its delay');
       const readyAt = (await frontier.queue('a.example'))?.readyAtMs;
       assert.ok(readyAt !== undefined && readyAt > time.now(), 'a queue inside its delay says it is ready');
-      await time.advance(unit);
+      time.advance(unit);
       assert.deepEqual((await frontier.take(100, { leaseMs: HOUR_MS })).map((entry) => entry.url).sort(), [a('2'), b('2')]);
       await frontier.setDelay('b.example', 3 * unit);
       assert.equal((await frontier.queue('b.example'))?.delayMs, 3 * unit);
-      await time.advance(unit);
+      time.advance(unit);
       assert.deepEqual((await frontier.take(100, { leaseMs: HOUR_MS })).map((entry) => entry.url), [a('3')], 'a queue\'s own delay was not kept');
       await frontier.blockUntil('a.example', time.now() + 10 * unit);
-      await time.advance(3 * unit);
+      time.advance(3 * unit);
       assert.deepEqual((await frontier.take(100, { leaseMs: HOUR_MS })).map((entry) => entry.url), [b('3')], 'a blocked queue was handed out');
       assert.ok(((await frontier.queue('a.example'))?.blockedUntilMs ?? 0) > time.now());
       await frontier.blockUntil('a.example', 0);
@@ -207,7 +171,7 @@ export function queuesContract(ctx: ContractContext): void {
   });
 
   test('crawl limit: once n URLs of a queue are completed it hands out no more; leased ones count', async () => {
-    const { store } = await openTimed();
+    const { store } = await openTimed(ctx.factory);
     try {
       const scope = store.scope('l', EXACT);
       const frontier = scope.frontier();
@@ -231,7 +195,7 @@ export function queuesContract(ctx: ContractContext): void {
   });
 
   test('revisits: scheduled URLs wait until their time, sooner first; done with a refetch time reschedules; 0 finishes', async () => {
-    const { store, time } = await openTimed();
+    const { store, time } = await openTimed(ctx.factory);
     const unit = time.unit;
     try {
       const scope = store.scope('r', EXACT);
@@ -241,7 +205,7 @@ export function queuesContract(ctx: ContractContext): void {
       assert.deepEqual(await frontier.take(100, { perQueue: 10, leaseMs: HOUR_MS }), [], 'a URL was handed out before its time');
       assert.equal((await frontier.urlStatus(a('later')))?.state, 'scheduled');
       assert.equal((await frontier.queue('a.example'))?.waiting, 2);
-      await time.advance(2 * unit);
+      time.advance(2 * unit);
       const due = await frontier.take(100, { perQueue: 10, leaseMs: HOUR_MS });
       assert.deepEqual(due.map((entry) => entry.url), [a('sooner'), a('later')], 'the sooner refetch date did not come first');
       assert.equal((await frontier.urlStatus(a('sooner')))?.state, 'leased');
@@ -251,7 +215,7 @@ export function queuesContract(ctx: ContractContext): void {
       assert.equal(status?.state, 'scheduled');
       assert.equal(status?.queue, 'a.example');
       assert.deepEqual(await frontier.take(100, { leaseMs: HOUR_MS }), []);
-      await time.advance(unit);
+      time.advance(unit);
       const again = await frontier.take(100, { leaseMs: HOUR_MS });
       assert.deepEqual(again.map((entry) => [entry.url, entry.attempts]), [[a('sooner'), 1]]);
       // A queued URL scheduled later moves to that time; a schedule of 0 finishes it.
@@ -269,7 +233,7 @@ export function queuesContract(ctx: ContractContext): void {
   });
 
   test('queues: deleteQueue and clear remove waiting, scheduled and leased URLs and count them', async () => {
-    const { store, time } = await openTimed();
+    const { store, time } = await openTimed(ctx.factory);
     try {
       const scope = store.scope('x', EXACT);
       const frontier = scope.frontier();
@@ -291,7 +255,7 @@ export function queuesContract(ctx: ContractContext): void {
   });
 
   test('the gate is atomic: concurrent takers on two handles never get one queue twice inside its delay', async () => {
-    const { store, time } = await openTimed();
+    const { store, time } = await openTimed(ctx.factory);
     const other = await SeenStore.open(store.dir, { ...ctx.factory.options, ...time.options });
     try {
       const scope = store.scope('g', EXACT);
@@ -310,7 +274,7 @@ export function queuesContract(ctx: ContractContext): void {
   });
 
   test('affinity: live owners split the queues between them on the ring, each queue to one owner', async () => {
-    const { store } = await openTimed();
+    const { store } = await openTimed(ctx.factory);
     try {
       const scope = store.scope('o', EXACT);
       const frontier = scope.frontier();
@@ -332,7 +296,7 @@ export function queuesContract(ctx: ContractContext): void {
   });
 
   test('queues: bad input is USAGE and changes nothing', async () => {
-    const { store, time } = await openTimed();
+    const { store, time } = await openTimed(ctx.factory);
     try {
       const scope = store.scope('b', EXACT);
       const frontier = scope.frontier();

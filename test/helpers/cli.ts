@@ -50,6 +50,48 @@ export interface ChildRun {
   readonly signal: NodeJS.Signals | null;
 }
 
+/**
+ * Runs test/helpers/crash-child in its `paced` mode (args without the mode): after batch N is
+ * acknowledged, `onAck(N)` runs, and the child adds its next batch once it resolves. Rejects as
+ * runCrashChild does, or with onAck's error (the child is killed then).
+ */
+export function runPacedChild(args: readonly string[], onAck: (batch: number) => Promise<void>): Promise<ChildRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CRASH_CHILD, ...args, 'paced'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    let failure: unknown;
+    let acks = Promise.resolve();
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      const lines = `${out.slice(out.lastIndexOf('\n') + 1)}${chunk}`.split('\n').slice(0, -1);
+      out += chunk;
+      for (const line of lines) {
+        const ack = /^ack (\d+)$/.exec(line);
+        if (ack === null) continue;
+        acks = acks
+          .then(() => onAck(Number(ack[1])))
+          .then(
+            () => void child.stdin!.write('go\n'),
+            (error: unknown) => {
+              failure ??= error;
+              child.kill('SIGKILL');
+            },
+          );
+      }
+    });
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+    child.stdin!.on('error', () => undefined);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      void acks.then(() => {
+        if (failure !== undefined) reject(failure);
+        else if (code !== 0 && signal !== 'SIGKILL') reject(new Error(`child failed (${code}): ${err}`));
+        else resolve({ acked: out.split('\n').filter((line) => line.startsWith('ack ')).length, done: out.includes('done\n'), signal });
+      });
+    });
+  });
+}
+
 /** Runs test/helpers/crash-child with `args`; rejects unless it exits 0 or was SIGKILLed on purpose. */
 export function runCrashChild(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ChildRun> {
   return new Promise((resolve, reject) => {

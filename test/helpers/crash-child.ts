@@ -7,9 +7,12 @@
  * CHILD_THREADS (default 1) is SeenStoreOptions.threads. CHILD_KILL_AT (default 1): the time FAULT_POINT
  * is reached that kills.
  * Modes: `checkpoint-each` checkpoints after every batch (else once at the end); `rotate` rotates
- * the scope after the adds; `prune` rotates twice, then prunes all but the open epoch.
+ * the scope after the adds; `prune` rotates twice, then prunes all but the open epoch; `paced`
+ * waits for a line on stdin before each batch after the first (runPacedChild in cli.ts), so that
+ * the parent acts between batches, or while one runs, at points it chooses.
  */
 import { readFileSync, writeSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { SeenStore } from '../../src/index.js';
 import { setFaultHook, type FaultPoint } from '../../src/store/faults.js';
 
@@ -31,7 +34,10 @@ const scope = store.scope(scopeName, {
   fprTarget: 1e-7,
   ...(process.env.CHILD_STRATEGY === undefined ? {} : { strategy: process.env.CHILD_STRATEGY }),
 });
+const input = mode === 'paced' ? createInterface({ input: process.stdin }) : undefined;
+const goes = input?.[Symbol.asyncIterator]();
 for (let start = 0, n = 0; start < urls.length; start += batchSize, n++) {
+  if (goes !== undefined && n > 0 && (await goes.next()).done === true) throw new Error('stdin ended before the last batch');
   await scope.add(urls.slice(start, start + batchSize));
   writeSync(1, `ack ${n}\n`);
   if (mode === 'checkpoint-each') await scope.checkpoint();
@@ -46,4 +52,8 @@ if (mode === 'prune') {
   await scope.prune({ keepLast: 1 });
 }
 writeSync(1, 'done\n');
+if (input !== undefined) {
+  input.close();
+  process.stdin.destroy();
+}
 await store.close();

@@ -111,9 +111,12 @@ const PACKAGE_REPOS = join(ROOT, 'bench', 'node_modules', 'all-the-package-repos
 /** Where bench/data.ts keeps the data set as one URL per line (the same file is written here). */
 const BENCH_CACHE = join(ROOT, 'bench', '.data');
 
-/** The file bench/data.ts and largeUrls keep the data set in (`.usable`: since URLs without a host are left out). */
+/**
+ * The file bench/data.ts and largeUrls keep the data set in (`.usable`: since URLs without a host
+ * are left out; `2`: since those with a control character are too, as URL keys refuse them).
+ */
 export function packageReposFile(version: string): string {
-  return `package-repos-${version}.usable.txt`;
+  return `package-repos-${version}.usable2.txt`;
 }
 
 /**

@@ -139,6 +139,9 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
         'save ""',
         'daemonize no',
         'logfile ""',
+        // A replica's first sync starts at once: by default a master waits 5 s for more replicas to
+        // share one diskless transfer, which every cluster start and every rejoin would wait out.
+        'repl-diskless-sync-delay 0',
         ...(clusterMode ? ['cluster-enabled yes', 'cluster-config-file nodes.conf', 'cluster-node-timeout 2000'] : []),
       ];
       writeFileSync(join(dir, 'redis.conf'), `${conf.join('\n')}\n`);

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { SeenStoreError } from '../../errors.js';
 import type { QueueStats } from '../../epochs/frontier.js';
 import { QUEUE_KEY_MODES } from '../../url/queue-key.js';
+import { holdsControlString } from '../../url/url-shape.js';
 import { batchOptions, openStore, parseCount, requireScope, scopeName, warn, type GlobalOptions, type InputOptions } from '../context.js';
 import { parseDuration } from '../duration.js';
 import { forEachBatch, openInputChunks } from '../input.js';
@@ -127,7 +128,10 @@ export async function frontierSchedule(file: string | undefined, command: Comman
     const scope = store.scope(scopeName(options));
     const frontier = scope.frontier();
     let waiting = 0;
-    const counts = await forEachBatch(openInputChunks(file), batchOptions(options, 'none'), async (lines) => {
+    // A line is a URL as it is, not trimmed; with URL keys, not one with a control character.
+    const urlKeys = (await scope.normalizeMode()) !== 'none';
+    const batching = { ...batchOptions(options, 'none'), accept: (line: string) => !urlKeys || !holdsControlString(line, 0, line.length) };
+    const counts = await forEachBatch(openInputChunks(file), batching, async (lines) => {
       waiting += await frontier.schedule(lines, inMs === 0 ? 0 : Date.now() + inMs);
     });
     const summary = { read: counts.read, waiting, invalid: counts.invalid };

@@ -5,7 +5,7 @@ import { MAX_THREADS } from '../../epochs/seen-store.js';
 import { createLogger } from '../../server/logger.js';
 import type { ServerLimits } from '../../server/limits.js';
 import { DEFAULT_BIND, DEFAULT_PORT, isLoopback, SeenServer } from '../../server/server.js';
-import { isStoreUrl, openServedStore } from '../../server/store-spec.js';
+import { openServedStore } from '../../server/store-spec.js';
 import { driverFor, redactLocation } from '../../store/open.js';
 import { checkAdvertisedAddress } from '../../urlfrontier/node-presence.js';
 import { parseCount, parseFpr, storeDir, warn, type GlobalOptions } from '../context.js';
@@ -80,7 +80,8 @@ export async function serve(command: Command): Promise<void> {
   }
   const threads = parseCount('threads', options.threads);
   if (threads !== undefined && threads > MAX_THREADS) throw new SeenStoreError('USAGE', `--threads must be at most ${MAX_THREADS}, got ${threads}`);
-  const spec = options.store !== undefined && isStoreUrl(options.store) ? options.store : storeDir(options);
+  // The driver resolves the location: a directory becomes absolute, a redis:// URL passes through.
+  const spec = storeDir(options);
   const logger = createLogger(options.logJson === true);
   const serverLimits = limits(options);
   const capacityUrls = parseCount('default-capacity', options.defaultCapacity) ?? 1_000_000;

@@ -32,6 +32,7 @@ export const lmdbDriver: Driver<LmdbOptions> = Object.freeze({
     maintenance: true,
     offline: true,
     checkpoints: true,
+    commitsBlockThread: true,
     frontierOrder: 'oldest-first',
     leaseClock: 'options',
     defaultStrategy: 'classic',

@@ -41,11 +41,12 @@ function holding<T>(guard: OpenGuard | undefined, action: () => T): T {
   return guard === undefined ? action() : guard.hold(action);
 }
 
-/** The named database of the frontier (docs/format.md). */
-const FRONTIER_DB = 'frontier';
+/** The named database of the frontier (docs/format.md "Frontier"): byte keys (frontier-keys.ts), format 7 on. */
+const FRONTIER_DB = 'queue';
+const FRONTIER_OPTIONS = { name: FRONTIER_DB, encoding: 'binary', keyEncoding: 'binary' } as const;
 
 /** Whether the environment has the named database `name` (named databases are keys of the root). */
-function namedDbExists(root: RootDatabase, name: string): boolean {
+export function namedDbExists(root: RootDatabase, name: string): boolean {
   for (const key of root.getKeys({ start: name })) return key === name;
   return false;
 }
@@ -78,7 +79,7 @@ export class StoreEnv {
     chunks: Database<Buffer, Key>;
     journal: Database<Buffer, Key>;
     /** Created by the first frontier write (ensureFrontierDb): a store without a frontier has none. */
-    frontier: Database<Buffer, Key> | undefined;
+    frontier: Database<Buffer, Buffer> | undefined;
   };
   /** Earlier handles being closed (releaseMappedPages); close() waits for them. */
   readonly #closing: Promise<void>[] = [];
@@ -140,7 +141,7 @@ export class StoreEnv {
   }
 
   /** The frontier's database (pending URLs of every scope), or undefined while no frontier was ever written. */
-  get frontierDb(): Database<Buffer, Key> | undefined {
+  get frontierDb(): Database<Buffer, Buffer> | undefined {
     return this.#handles.frontier;
   }
 
@@ -149,11 +150,11 @@ export class StoreEnv {
    * database is a commit of its own, so it happens holding the open guard, never inside another
    * write transaction.
    */
-  ensureFrontierDb(): Database<Buffer, Key> {
+  ensureFrontierDb(): Database<Buffer, Buffer> {
     if (this.#handles.frontier !== undefined) return this.#handles.frontier;
     if (this.readOnly) throw readOnlyError(this.dir, 'write to the frontier');
     const root = this.#handles.root;
-    this.#handles.frontier = holding(this.#guard, () => root.openDB<Buffer, Key>({ name: FRONTIER_DB, encoding: 'binary' }));
+    this.#handles.frontier = holding(this.#guard, () => root.openDB<Buffer, Buffer>(FRONTIER_OPTIONS));
     return this.#handles.frontier;
   }
 
@@ -163,7 +164,7 @@ export class StoreEnv {
       meta: root.openDB<Buffer, Key>({ name: 'meta', encoding: 'binary' }),
       chunks: root.openDB<Buffer, Key>({ name: 'chunks', encoding: 'binary' }),
       journal: root.openDB<Buffer, Key>({ name: 'journal', encoding: 'binary' }),
-      frontier: namedDbExists(root, FRONTIER_DB) ? root.openDB<Buffer, Key>({ name: FRONTIER_DB, encoding: 'binary' }) : undefined,
+      frontier: namedDbExists(root, FRONTIER_DB) ? root.openDB<Buffer, Buffer>(FRONTIER_OPTIONS) : undefined,
     };
   }
 

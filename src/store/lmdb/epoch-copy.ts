@@ -84,7 +84,7 @@ export abstract class EpochCopy {
     this.hash = hash;
     this.currentHeader = header;
     this.scheme = header.hashScheme as HashSchemeId;
-    this.hasher = new EpochHasher(hash, [], header.partitions);
+    this.hasher = new EpochHasher(hash, header.normalize, [], header.partitions);
     this.chunks = new EpochChunks(env, hash, () => this.currentHeader, (index) => this.filterAt(index));
     this.#cursor = new JournalCursor(env, hash, header.scope, header.epoch);
     this.#replayTarget = this.#makeReplayTarget();
@@ -430,7 +430,7 @@ export abstract class EpochCopy {
   protected loadFresh(): void {
     this.currentHeader = readHeader(this.env, this.currentHeader.scope, this.currentHeader.epoch);
     this.slices = [];
-    this.hasher = new EpochHasher(this.hash, [], this.currentHeader.partitions);
+    this.hasher = new EpochHasher(this.hash, this.currentHeader.normalize, [], this.currentHeader.partitions);
     this.#addSlices(0);
     const checkpoint = this.readCheckpoint();
     this.storedChunksChanged(0);

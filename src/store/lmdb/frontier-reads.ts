@@ -1,12 +1,8 @@
 import { SeenStoreError } from '../../errors.js';
 import type { EntryPage, FrontierEntry, FrontierSettings, FrontierStats, QueueStats, UrlStatus } from '../backend.js';
 import type { StoreEnv } from './env.js';
-import {
-  frontierEntryKey, frontierLeaseRange, frontierNonEmptyRange, frontierQueueKey, frontierStateKey, frontierTagRange,
-  frontierUrlRange,
-} from './keys.js';
-import { createdMsOf, readEntry, readOwner, readQueue, readState, urlHash, type EntryRecord, type FrontierState, type QueueRecord } from './frontier-records.js';
-import type { FrontierDb } from './frontier-txn.js';
+import { FrontierLookup, type FrontierDb, type Found } from './frontier-lookup.js';
+import { formatId, parseId, readLocation, readOwner, readQueue, readState, type EntryRecord, type FrontierState, type QueueRecord } from './frontier-records.js';
 import { queueRoom, readyAtMs } from '../politeness.js';
 
 /** URLs per batch that forEachUrl hands over. */
@@ -27,88 +23,117 @@ export class FrontierReader {
   readonly #db: FrontierDb;
   readonly #scope: string;
   readonly #nowMs: number;
+  readonly #lookup: FrontierLookup;
   #lapsed: Lapsed | undefined;
 
-  constructor(env: StoreEnv, db: FrontierDb, scope: string, nowMs: number) {
+  constructor(env: StoreEnv, db: FrontierDb, scope: string, prefix: Buffer, nowMs: number) {
     this.#env = env;
     this.#db = db;
     this.#scope = scope;
     this.#nowMs = nowMs;
+    this.#lookup = new FrontierLookup(env, db, scope, prefix);
   }
 
   state(): FrontierState {
-    return readState(this.#env, this.#db.getBinary(frontierStateKey(this.#scope)), this.#scope);
+    return readState(this.#env, this.#db.getBinary(this.#lookup.keys.state()), this.#scope);
   }
 
   stats(): FrontierStats {
     const state = this.state();
     const leased = state.leased - this.#lapsedLeases().total;
-    return { pending: state.entries - leased, leased, done: state.done, failed: state.failed ?? 0, queues: state.queues };
+    return { pending: state.entries - leased, leased, done: state.done, failed: state.failed, queues: state.queues };
   }
 
   queue(key: string): QueueStats | undefined {
-    const bytes = this.#db.getBinary(frontierQueueKey(this.#scope, key));
-    return bytes === undefined ? undefined : this.#queueStats(key, readQueue(this.#env, bytes, this.#scope, key), this.state().settings);
+    const record = this.#queueRecord(key);
+    return record === undefined ? undefined : this.#queueStats(key, record, this.state().settings);
   }
 
   queues(after: string | undefined, limit: number): QueueStats[] {
     const settings = this.state().settings;
     const out: QueueStats[] = [];
-    for (const key of this.#db.getKeys({ ...frontierNonEmptyRange(this.#scope, after), limit })) {
-      const queue = (key as unknown as [string, string, string])[2];
-      const bytes = this.#db.getBinary(frontierQueueKey(this.#scope, queue));
-      if (bytes === undefined) throw new SeenStoreError('STORE_CORRUPT', `frontier queue ${this.#scope}/${JSON.stringify(queue)} is listed but has no record`);
-      out.push(this.#queueStats(queue, readQueue(this.#env, bytes, this.#scope, queue), settings));
+    for (const key of this.#db.getKeys({ ...this.#lookup.keys.nonEmptyRange(after), limit })) {
+      const name = this.#lookup.parts.text(key as Buffer);
+      const record = this.#queueRecord(name);
+      if (record === undefined) throw new SeenStoreError('STORE_CORRUPT', `frontier queue ${this.#scope}/${JSON.stringify(name)} is listed but has no record`);
+      out.push(this.#queueStats(name, record, settings));
     }
     return out;
   }
 
   urlStatus(url: string): UrlStatus | undefined {
-    for (const key of this.#db.getKeys(frontierUrlRange(this.#scope, urlHash(url)))) {
-      const id = (key as unknown as [string, string, number, number])[3];
-      const entry = this.#entry(id);
-      if (entry?.url !== url) continue;
-      const now = this.#nowMs;
-      const state = entry.leaseUntilMs > now ? 'leased' : entry.dueMs > now ? 'scheduled' : 'waiting';
-      return { id: String(id), queue: entry.queue, state, atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs, attempts: entry.attempts, epoch: entry.epoch, createdMs: createdMsOf(entry) };
-    }
-    return undefined;
+    const found = this.#lookup.byUrl(url);
+    if (found === undefined) return undefined;
+    const { entry } = found;
+    const state = this.#stateOf(entry);
+    return { id: formatId(found.ref), queue: entry.queue, state, atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs, attempts: entry.attempts, epoch: entry.epoch, createdMs: entry.createdMs };
   }
 
   owners(sinceMs: number): string[] {
     const out: string[] = [];
-    for (const { key, value } of this.#db.getRange(frontierTagRange(this.#scope, 'o'))) {
-      const owner = (key as unknown as [string, string, string])[2];
+    for (const { key, value } of this.#db.getRange(this.#lookup.keys.tagRange('o'))) {
+      const owner = this.#lookup.parts.text(key as Buffer);
       if (readOwner(this.#env, value, this.#scope, owner).lastTakeMs >= sinceMs) out.push(owner);
     }
     return out;
   }
 
-  /** A page of entries in id order after `afterId`, of one queue or all (a queue's are found by scanning: ListURLs of one queue is rare). */
-  entries(afterId: number, limit: number, queue: string | undefined): EntryPage {
+  /**
+   * A page of entries, of one queue or all, in the order of their ids' hashes (the location
+   * index: an entry's place there never changes while it is queued, so a listing across pages
+   * misses none that stayed, whatever was taken or rescheduled meanwhile). The cursor is the last
+   * id listed. A queue's entries are picked out by the queue number each location holds.
+   */
+  entries(cursor: string | undefined, limit: number, queue: string | undefined): EntryPage {
     const entries: FrontierEntry[] = [];
-    const range = frontierTagRange(this.#scope, 'e');
-    for (const { key, value } of this.#db.getRange({ ...range, start: frontierEntryKey(this.#scope, afterId + 1) })) {
-      const id = (key as unknown as [string, string, number])[2];
-      const entry = readEntry(this.#env, value, this.#scope, id);
-      if (queue !== undefined && entry.queue !== queue) continue;
+    let queueNo: number | undefined;
+    if (queue !== undefined) {
+      queueNo = this.#queueRecord(queue)?.no;
+      if (queueNo === undefined) return { entries };
+    }
+    const after = cursor === undefined ? undefined : parseId(cursor);
+    const keys = this.#lookup.keys;
+    const range = keys.locationsAfter(after === undefined ? undefined : keys.copy(keys.location(after.hash, after.seq)));
+    for (const { key, value } of this.#db.getRange(range)) {
+      const { hash, seq } = this.#lookup.parts.location(key as Buffer);
+      if (queueNo !== undefined && readLocation(value, seq, `frontier location ${this.#scope}/${seq}`).q !== queueNo) continue;
+      const found = this.#lookup.byRef({ seq, hash });
+      if (found === undefined) throw new SeenStoreError('STORE_CORRUPT', `frontier location ${this.#scope}/${seq} names an entry that is not there`);
       if (entries.length === limit) return { entries, cursor: entries[entries.length - 1]!.id };
-      const now = this.#nowMs;
-      const state = entry.leaseUntilMs > now ? 'leased' : entry.dueMs > now ? 'scheduled' : 'waiting';
-      entries.push({ id: String(id), url: entry.url, queue: entry.queue, state, atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs, createdMs: createdMsOf(entry), ...(entry.data === undefined ? {} : { data: entry.data }) });
+      entries.push(this.#listed(found));
     }
     return { entries };
   }
 
+  /** Every queued URL, waiting ones in queue order, then leased ones. */
   forEachUrl(onBatch: (urls: string[]) => void): void {
     let batch: string[] = [];
-    for (const { key, value } of this.#db.getRange(frontierTagRange(this.#scope, 'e'))) {
-      batch.push(readEntry(this.#env, value, this.#scope, (key as unknown as [string, string, number])[2]).url);
-      if (batch.length < LIST_BATCH_URLS) continue;
+    const add = (found: Found): void => {
+      batch.push(found.entry.url);
+      if (batch.length < LIST_BATCH_URLS) return;
       onBatch(batch);
       batch = [];
-    }
+    };
+    for (const { key, value } of this.#db.getRange(this.#lookup.keys.tagRange('w'))) this.#lookup.entriesOf(this.#lookup.blockOf(key as Buffer, value)).forEach(add);
+    for (const key of this.#db.getKeys(this.#lookup.keys.tagRange('l'))) add(this.#lookup.leased(this.#lookup.parts.leased(key as Buffer))!);
     if (batch.length > 0) onBatch(batch);
+  }
+
+  #listed({ ref, entry }: Found): FrontierEntry {
+    const state = this.#stateOf(entry);
+    return { id: formatId(ref), url: entry.url, queue: entry.queue, state, atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs, createdMs: entry.createdMs, ...(entry.data === undefined ? {} : { data: entry.data }) };
+  }
+
+  #stateOf(entry: EntryRecord): 'leased' | 'scheduled' | 'waiting' {
+    return entry.leaseUntilMs > this.#nowMs ? 'leased' : entry.dueMs > this.#nowMs ? 'scheduled' : 'waiting';
+  }
+
+  #queueRecord(name: string): QueueRecord | undefined {
+    const bytes = this.#db.getBinary(this.#lookup.keys.queue(name));
+    if (bytes === undefined) return undefined;
+    const record = readQueue(this.#env, bytes, this.#scope, name);
+    this.#lookup.knowQueue(record.no, name);
+    return record;
   }
 
   #queueStats(key: string, queue: QueueRecord, settings: FrontierSettings): QueueStats {
@@ -129,9 +154,10 @@ export class FrontierReader {
   #lapsedLeases(): Lapsed {
     if (this.#lapsed !== undefined) return this.#lapsed;
     const lapsed: Lapsed = { total: 0, byQueue: new Map() };
-    for (const key of this.#db.getKeys(frontierLeaseRange(this.#scope, this.#nowMs))) {
-      const entry = this.#entry((key as unknown as [string, string, number, number])[3]);
-      if (entry === undefined) continue;
+    for (const key of this.#db.getKeys(this.#lookup.keys.leaseRange(this.#nowMs))) {
+      const found = this.#lookup.leased(this.#lookup.parts.lease(key as Buffer).seq);
+      if (found === undefined) continue;
+      const { entry } = found;
       const queue = lapsed.byQueue.get(entry.queue) ?? { count: 0, firstDueMs: Infinity };
       queue.count++;
       queue.firstDueMs = Math.min(queue.firstDueMs, entry.dueMs);
@@ -140,10 +166,5 @@ export class FrontierReader {
     }
     this.#lapsed = lapsed;
     return lapsed;
-  }
-
-  #entry(id: number): EntryRecord | undefined {
-    const bytes = this.#db.getBinary(frontierEntryKey(this.#scope, id));
-    return bytes === undefined ? undefined : readEntry(this.#env, bytes, this.#scope, id);
   }
 }

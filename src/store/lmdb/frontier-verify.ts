@@ -1,49 +1,61 @@
 import { SeenStoreError } from '../../errors.js';
 import type { StoreEnv } from './env.js';
-import { readEntry, readOwner, readQueue, readState } from './frontier-records.js';
+import { KeyReader, readScopeNumber, scopePrefix, scopeRange } from './frontier-keys.js';
+import { FrontierLookup } from './frontier-lookup.js';
+import { readLocation, readOwner, readQueue, readState } from './frontier-records.js';
 
-const isId = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 1;
-const isTime = (n: unknown): boolean => typeof n === 'number' && Number.isFinite(n);
-const isText = (s: unknown): boolean => typeof s === 'string';
+/** Each tag's key length after the prefix and tag where the layout fixes it (frontier-keys.ts); undefined: text. */
+const KEY_LENGTHS: Readonly<Record<string, number | undefined>> = { s: 0, k: undefined, i: 4, n: undefined, r: undefined, w: 15, l: 5, x: 11, u: 9, o: undefined };
 
-/** The shape of each frontier key after [scope, tag] (docs/format.md). */
-const KEY_SHAPES: Readonly<Record<string, readonly ((part: unknown) => boolean)[]>> = {
-  s: [],
-  e: [isId],
-  q: [isText],
-  n: [isText],
-  w: [isText, isTime, isId],
-  r: [isTime, isTime, isText],
-  l: [isTime, isId],
-  u: [isTime, isId],
-  o: [isText],
-};
-
-/** Every frontier record that does not read back (for verify): each with its place and the error. */
+/**
+ * Every frontier record that does not read back (for verify): each with its place and the error.
+ * Each scope's records are read by tag: the state, queue and owner records decode, every entry
+ * decodes (its queue's key known), and every location names an entry that is there.
+ */
 export function verifyFrontier(env: StoreEnv): { where: string; error: unknown }[] {
   const db = env.frontierDb;
   if (db === undefined) return [];
   const found: { where: string; error: unknown }[] = [];
-  for (const { key, value } of db.getRange({})) {
-    const where = `frontier ${JSON.stringify(key)}`;
+  const attempt = (where: string, check: () => void): void => {
     try {
-      checkRecord(env, key as unknown, value);
+      check();
     } catch (error) {
       found.push({ where, error });
     }
+  };
+  const scopes: [string, number][] = [];
+  for (const { key, value } of db.getRange({ start: Buffer.from([0]), end: Buffer.from([1]) })) {
+    const raw = key as Buffer;
+    attempt(`frontier ${raw.toString('hex')}`, () => {
+      if (raw[1] === 0x6e) scopes.push([raw.toString('utf8', 2), readScopeNumber(value, 'a scope number')]);
+      else if (raw[1] !== 0x63 || raw.length !== 2 || value.length !== 4) throw new SeenStoreError('STORE_CORRUPT', 'not a frontier key');
+    });
+  }
+  for (const [scope, no] of scopes) {
+    const prefix = scopePrefix(no);
+    const parts = new KeyReader(prefix.length);
+    const lookup = new FrontierLookup(env, db, scope, prefix);
+    for (const { key, value } of db.getRange(scopeRange(prefix))) {
+      const raw = key as Buffer;
+      attempt(`frontier ${scope} ${raw.toString('hex')}`, () => {
+        const tag = String.fromCharCode(raw[prefix.length]!);
+        const length = KEY_LENGTHS[tag];
+        if (!(tag in KEY_LENGTHS) || (length !== undefined && raw.length !== prefix.length + 1 + length)) throw new SeenStoreError('STORE_CORRUPT', 'not a frontier key');
+        if (tag === 's') readState(env, value, scope);
+        else if (tag === 'k') readQueue(env, value, scope, parts.text(raw));
+        else if (tag === 'o') readOwner(env, value, scope, parts.text(raw));
+        else if (tag === 'w') lookup.entriesOf(lookup.blockOf(raw, value));
+        else if (tag === 'l') lookup.leased(parts.leased(raw));
+        else if (tag === 'u') {
+          // The entry it names is there (its value is checked at its own place).
+          const { seq } = parts.location(raw);
+          const block = readLocation(value, seq, `location ${seq}`);
+          if (db.getBinary(lookup.keys.leased(seq)) === undefined && db.getBinary(lookup.keys.waiting(block.q, block.dueMs, block.blockSeq)) === undefined) {
+            throw new SeenStoreError('STORE_CORRUPT', `location ${seq} names an entry that is not there`);
+          }
+        }
+      });
+    }
   }
   return found;
-}
-
-function checkRecord(env: StoreEnv, key: unknown, value: Uint8Array): void {
-  const parts = Array.isArray(key) ? (key as unknown[]) : [];
-  const [scope, tag, ...rest] = parts;
-  const shape = typeof tag === 'string' ? KEY_SHAPES[tag] : undefined;
-  if (typeof scope !== 'string' || shape === undefined || rest.length !== shape.length || !shape.every((check, i) => check(rest[i]))) {
-    throw new SeenStoreError('STORE_CORRUPT', 'not a frontier key');
-  }
-  if (tag === 's') readState(env, value, scope);
-  else if (tag === 'e') readEntry(env, value, scope, rest[0] as number);
-  else if (tag === 'q') readQueue(env, value, scope, rest[0] as string);
-  else if (tag === 'o') readOwner(env, value, scope, rest[0] as string);
 }

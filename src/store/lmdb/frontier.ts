@@ -1,13 +1,12 @@
 import { SeenStoreError } from '../../errors.js';
 import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus, type EntryPage } from '../backend.js';
 import { faultPoint, type FaultPoint } from '../faults.js';
-import { parseFrontierId } from '../frontier-id.js';
 import type { StoreEnv } from './env.js';
 import { FrontierReader } from './frontier-reads.js';
-import { createdMsOf, type EntryRecord } from './frontier-records.js';
-import { FrontierTxn } from './frontier-txn.js';
+import { formatId, parseId, type EntryRecord, type EntryRef } from './frontier-records.js';
+import { FrontierTxn, frontierPrefix } from './frontier-txn.js';
 import { takeAllowance } from '../politeness.js';
-import { FRONTIER_TAGS, frontierTagRange } from './keys.js';
+import { FRONTIER_TAGS, KeyWriter } from './frontier-keys.js';
 
 /**
  * Queues the URLs whose answer is true (inside the add's write transaction, after deciding): the
@@ -52,10 +51,9 @@ export class LmdbFrontier implements Frontier {
       for (const key of ready) {
         if (out.length >= count) break;
         const record = txn.queue(key);
-        for (const id of txn.dueIds(key, takeAllowance(perQueue, count - out.length, txn.room(record)))) {
-          const entry = present(txn, id);
-          txn.lease(id, entry, txn.nowMs + leaseMs, owner);
-          out.push(leasedUrl(id, entry));
+        for (const { ref, entry } of txn.dueEntries(key, takeAllowance(perQueue, count - out.length, txn.room(record)))) {
+          txn.lease(ref, entry, txn.nowMs + leaseMs, owner);
+          out.push(leasedUrl(ref, entry));
         }
         record.lastTakeMs = txn.nowMs;
       }
@@ -67,18 +65,21 @@ export class LmdbFrontier implements Frontier {
   }
 
   async done(ids: readonly string[], refetchAtMs?: readonly number[], failed = false): Promise<number> {
-    return this.#eachEntry(ids, (txn, id, entry, i) => {
-      txn.finish(id, entry, refetchAtMs?.[i] ?? 0, failed);
+    return this.#eachEntry(ids, (txn, ref, entry, i) => {
+      txn.finish(ref, entry, refetchAtMs?.[i] ?? 0, failed);
       return true;
     });
   }
 
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
     if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
-    return this.#eachEntry(ids, (txn, id, entry, i) => {
+    return this.#eachEntry(ids, (txn, ref, entry, i) => {
       if (entry.leaseUntilMs === 0) return false;
-      txn.unlease(id, entry);
-      if (data?.[i] !== undefined) entry.data = data[i];
+      txn.unlease(ref, entry);
+      if (data?.[i] !== undefined) {
+        entry.data = data[i];
+        txn.changed(ref);
+      }
       return true;
     });
   }
@@ -88,10 +89,9 @@ export class LmdbFrontier implements Frontier {
     return this.#change((txn) => {
       txn.expireLeases();
       let n = 0;
-      for (const id of txn.leasedIds()) {
-        const entry = present(txn, id);
+      for (const { ref, entry } of txn.leasedEntries()) {
         if (entry.owner !== owner) continue;
-        txn.unlease(id, entry);
+        txn.unlease(ref, entry);
         n++;
       }
       return n;
@@ -106,7 +106,7 @@ export class LmdbFrontier implements Frontier {
         const at = atMs[i]!;
         const found = txn.findUrl(url);
         if (at === 0) {
-          if (found !== undefined) txn.finish(found.id, found.entry, 0);
+          if (found !== undefined) txn.finish(found.ref, found.entry, 0);
           return;
         }
         waiting++;
@@ -114,9 +114,12 @@ export class LmdbFrontier implements Frontier {
           txn.insert(url, items.queues[i]!, 0, at, items.data?.[i]);
           return;
         }
-        txn.unlease(found.id, found.entry);
-        txn.reschedule(found.id, found.entry, items.queues[i]!, at);
-        if (items.data?.[i] !== undefined) found.entry.data = items.data[i];
+        txn.unlease(found.ref, found.entry);
+        txn.reschedule(found.ref, found.entry, items.queues[i]!, at);
+        if (items.data?.[i] !== undefined) {
+          found.entry.data = items.data[i];
+          txn.changed(found.ref);
+        }
       });
       return waiting;
     });
@@ -147,14 +150,14 @@ export class LmdbFrontier implements Frontier {
     return this.#change((txn) => {
       const state = txn.state;
       const old = state.settings;
-      if (change.queueKey !== undefined && change.queueKey !== old.queueKey && (state.nextId > 1 || state.queueKeyPinned === true)) {
+      if (change.queueKey !== undefined && change.queueKey !== old.queueKey && (state.nextSeq > 1 || state.queueKeyPinned === true)) {
         throw queueKeyFixedError(old.queueKey);
       }
       state.settings = { ...old, ...change };
       // Every queue's ready time depends on the default delay and the in-flight limit.
       if (state.settings.delayMs !== old.delayMs || state.settings.maxInFlightPerQueue !== old.maxInFlightPerQueue) {
         txn.expireLeases();
-        txn.touchQueues(this.#queueKeys());
+        txn.touchQueues();
       }
       return state.settings;
     });
@@ -184,10 +187,10 @@ export class LmdbFrontier implements Frontier {
     if (this.#env.frontierDb === undefined) return 0;
     return this.#change((txn) => {
       if (txn.peekQueue(key) === undefined) return 0;
-      const ids = txn.queueIds(key);
-      for (const id of ids) txn.remove(id, present(txn, id));
+      const entries = txn.queueEntries(key);
+      for (const { ref, entry } of entries) txn.remove(ref, entry);
       txn.dropQueue(key);
-      return ids.length;
+      return entries.length;
     });
   }
 
@@ -197,10 +200,11 @@ export class LmdbFrontier implements Frontier {
     return this.#change((txn) => {
       const state = txn.state;
       const held = state.entries;
+      const keys = new KeyWriter(frontierPrefix(db, this.#scope, true)!);
       // Owners stay (they are takers, not queued URLs), and so do the settings and the counters.
       for (const tag of FRONTIER_TAGS) {
         if (tag === 's' || tag === 'o') continue;
-        for (const key of [...db.getKeys(frontierTagRange(this.#scope, tag))]) db.removeSync(key);
+        for (const key of [...db.getKeys(keys.tagRange(tag))]) db.removeSync(key);
       }
       Object.assign(state, { entries: 0, leased: 0, queues: 0 }, options.completed === true ? { done: 0, failed: 0 } : {});
       return held;
@@ -216,14 +220,13 @@ export class LmdbFrontier implements Frontier {
   }
 
   async entries(options: { readonly cursor?: string; readonly limit: number; readonly queue?: string }): Promise<EntryPage> {
-    const afterId = options.cursor === undefined ? 0 : parseFrontierId(options.cursor);
-    return this.#read({ entries: [] }, (reader) => reader.entries(afterId, options.limit, options.queue));
+    return this.#read({ entries: [] }, (reader) => reader.entries(options.cursor, options.limit, options.queue));
   }
 
   async purge(ids: readonly string[], beforeMs: number): Promise<number> {
-    return this.#eachEntry(ids, (txn, id, entry) => {
-      if (createdMsOf(entry) >= beforeMs) return false;
-      txn.remove(id, entry);
+    return this.#eachEntry(ids, (txn, ref, entry) => {
+      if (entry.createdMs >= beforeMs) return false;
+      txn.remove(ref, entry);
       return true;
     });
   }
@@ -232,20 +235,15 @@ export class LmdbFrontier implements Frontier {
     this.#read(undefined, (reader) => reader.forEachUrl(onBatch));
   }
 
-  /** Every queue key that has a record. */
-  *#queueKeys(): Iterable<string> {
-    for (const key of this.#env.frontierDb!.getKeys(frontierTagRange(this.#scope, 'q'))) yield (key as unknown as [string, string, string])[2];
-  }
-
   /** Applies `change` to each entry of `ids` that is there, in one change; resolves with how many it changed. */
-  async #eachEntry(ids: readonly string[], change: (txn: FrontierTxn, id: number, entry: EntryRecord, index: number) => boolean): Promise<number> {
-    const numbers = ids.map(parseFrontierId);
+  async #eachEntry(ids: readonly string[], change: (txn: FrontierTxn, ref: EntryRef, entry: EntryRecord, index: number) => boolean): Promise<number> {
+    const refs = ids.map(parseId);
     return this.#change((txn) => {
       txn.expireLeases();
       let n = 0;
-      numbers.forEach((id, i) => {
-        const entry = txn.entry(id);
-        if (entry !== undefined && change(txn, id, entry, i)) n++;
+      refs.forEach((ref, i) => {
+        const entry = txn.entry(ref);
+        if (entry !== undefined && change(txn, ref, entry, i)) n++;
       });
       return n;
     });
@@ -256,7 +254,8 @@ export class LmdbFrontier implements Frontier {
     const env = this.#env;
     env.refresh();
     const db = env.frontierDb;
-    return db === undefined ? empty : read(new FrontierReader(env, db, this.#scope, this.#clock()));
+    const prefix = db === undefined ? undefined : frontierPrefix(db, this.#scope, false);
+    return prefix === undefined ? empty : read(new FrontierReader(env, db!, this.#scope, prefix, this.#clock()));
   }
 
   /** A change other than take: one write transaction, durable when it resolves. */
@@ -285,14 +284,7 @@ function readyOne(txn: FrontierTxn, key: string, accept: (queue: string) => bool
   return queue?.readyAtMs !== undefined && queue.readyAtMs <= txn.nowMs && accept(key) ? [key] : [];
 }
 
-/** The entry an index names: it must be there. */
-function present(txn: FrontierTxn, id: number): EntryRecord {
-  const entry = txn.entry(id);
-  if (entry === undefined) throw new SeenStoreError('STORE_CORRUPT', `frontier index names entry ${id}, which is not there`);
-  return entry;
-}
-
-function leasedUrl(id: number, entry: EntryRecord): LeasedUrl {
+function leasedUrl(ref: EntryRef, entry: EntryRecord): LeasedUrl {
   const { url, queue, epoch, attempts, leaseUntilMs, data } = entry;
-  return { id: String(id), url, queue, epoch, attempts, leaseUntilMs, ...(data === undefined ? {} : { data }) };
+  return { id: formatId(ref), url, queue, epoch, attempts, leaseUntilMs, ...(data === undefined ? {} : { data }) };
 }

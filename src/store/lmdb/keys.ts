@@ -10,6 +10,8 @@
  *            ['drop', scope, epoch]       an epoch being pruned (its data is still being deleted)
  *   chunks   [scope, epoch, filter, chunkNo]
  *   journal  [scope, epoch, seq]
+ *
+ * The frontier database's keys are bytes of their own layout: frontier-keys.ts.
  */
 import * as lmdb from 'lmdb';
 
@@ -58,54 +60,6 @@ export function chunkKeyParts(key: unknown): { readonly filter: number; readonly
 export function journalKeySeq(key: unknown): number {
   return (key as [string, number, number])[2];
 }
-
-/**
- * The frontier database (created by the first frontier write), format 6 (docs/format.md). Every
- * key starts with the scope and a one-letter tag:
- *   [scope, 's']                            the scope's frontier state (counts, next id, settings)
- *   [scope, 'e', id]                        one queued URL, id >= 1 in the order queued
- *   [scope, 'q', queue]                     a queue's record (counts, politeness, last take)
- *   [scope, 'n', queue]                     the queue holds URLs (listing skips empty queues)
- *   [scope, 'w', queue, dueMs, id]          an entry not leased, in its queue's take order
- *   [scope, 'r', readyAtMs, lastTakeMs, queue]  a queue take may hand out from readyAtMs on
- *   [scope, 'l', leaseUntilMs, id]          a leased entry, by the time its lease runs out
- *   [scope, 'u', urlHash, id]               an entry by a hash of its URL (urlStatus, schedule)
- *   [scope, 'o', owner]                     a taker's last take (host affinity's live owners)
- */
-type FrontierTag = 's' | 'e' | 'q' | 'n' | 'w' | 'r' | 'l' | 'u' | 'o';
-
-/** Every tag of the frontier's keys, for clearing a scope. */
-export const FRONTIER_TAGS: readonly FrontierTag[] = ['s', 'e', 'q', 'n', 'w', 'r', 'l', 'u', 'o'];
-/**
- * The lastTakeMs of a queue's ready key before its first take: it sorts before every real time.
- * The ready key `[readyAtMs, lastTakeMs, queue]` encodes the take order of politeness.ts
- * (compareReady), whose constant this is; the value is stored in keys, so it never changes.
- */
-export { NEVER_TAKEN_MS } from '../politeness.js';
-
-export const frontierStateKey = (scope: string): DataKey => [scope, 's'];
-export const frontierEntryKey = (scope: string, id: number): DataKey => [scope, 'e', id];
-export const frontierQueueKey = (scope: string, queue: string): DataKey => [scope, 'q', queue];
-export const frontierNonEmptyKey = (scope: string, queue: string): DataKey => [scope, 'n', queue];
-export const frontierWaitKey = (scope: string, queue: string, dueMs: number, id: number): DataKey => [scope, 'w', queue, dueMs, id];
-export const frontierReadyKey = (scope: string, readyAtMs: number, lastTakeMs: number, queue: string): DataKey => [scope, 'r', readyAtMs, lastTakeMs, queue];
-export const frontierLeaseKey = (scope: string, leaseUntilMs: number, id: number): DataKey => [scope, 'l', leaseUntilMs, id];
-export const frontierUrlKey = (scope: string, urlHash: number, id: number): DataKey => [scope, 'u', urlHash, id];
-export const frontierOwnerKey = (scope: string, owner: string): DataKey => [scope, 'o', owner];
-
-/** Every key of one tag of a scope (ordered-binary ends a string with byte 0, so `tag + NUL` sorts after them all). */
-export const frontierTagRange = (scope: string, tag: FrontierTag): KeyRange => ({ start: [scope, tag], end: [scope, `${tag}\u0000`] });
-/** A queue's entries not leased, due at or before `dueMs` (the whole queue with Infinity). */
-export const frontierWaitRange = (scope: string, queue: string, dueMs: number): KeyRange => ({ start: [scope, 'w', queue], end: [scope, 'w', queue, dueMs, Infinity] });
-/** Ready queues with a ready time at or before `nowMs`, oldest first. */
-export const frontierReadyRange = (scope: string, nowMs: number): KeyRange => ({ start: [scope, 'r'], end: [scope, 'r', nowMs, Infinity] });
-/** Leases that run out at or before `nowMs` (Infinity: every lease). */
-export const frontierLeaseRange = (scope: string, nowMs: number): KeyRange => ({ start: [scope, 'l'], end: [scope, 'l', nowMs, Infinity] });
-/** The entries whose URL has hash `urlHash`. */
-export const frontierUrlRange = (scope: string, urlHash: number): KeyRange => ({ start: [scope, 'u', urlHash], end: [scope, 'u', urlHash, Infinity] });
-/** Queues that hold URLs, in key order, after `after` (exclusive) when given. */
-export const frontierNonEmptyRange = (scope: string, after: string | undefined): KeyRange =>
-  ({ start: after === undefined ? [scope, 'n'] : [scope, 'n', after, 0], end: [scope, 'n\u0000'] });
 
 /**
  * A key as LMDB stores it (lmdb-js's ordered-binary encoding), and back: what salvage needs to

@@ -1,12 +1,13 @@
+import type { Database } from 'lmdb';
 import { MIGRATIONS, type MigrationTxn } from '../../../migrations/index.js';
 import { SeenStoreError, asStoreError, assert } from '../../errors.js';
-import { StoreEnv, STORE_HEADER_KEY } from './env.js';
+import { StoreEnv, STORE_HEADER_KEY, namedDbExists } from './env.js';
 import { faultPoint } from '../faults.js';
 import { EXCLUSIVE_LOCK, tryLock } from './lock.js';
 import { FORMAT_VERSION } from '../records.js';
 import type { StoreHeader } from './records.js';
 import { createSnapshot, defaultSnapshotName, requireAlone } from './snapshots.js';
-import type { MigrationReport } from '../backend.js';
+import type { FrontierSettings, MigrationReport } from '../backend.js';
 import { FrontierTxn } from './frontier-txn.js';
 
 export type { MigrationReport };
@@ -43,6 +44,8 @@ export async function migrateStore(dir: string, options: MigrateOptions): Promis
     requireAlone(env, 'migrate');
     const snapshot = options.snapshot === false ? null : await createSnapshot(env, defaultSnapshotName(`pre-migrate-${from}-to-${FORMAT_VERSION}-`), 'pre-migrate', from);
     const store = env;
+    // Creating a named database is a commit of its own: before the migration's transaction.
+    if (oldFrontierDb(store) !== undefined) store.ensureFrontierDb();
     const txn: MigrationTxn = {
       metaRecords: () => [...store.metaDb.getRange({})].map(({ key, value }) => ({ key, value: store.decodeMeta(value, `meta record ${JSON.stringify(key)}`) })),
       putMeta: (key, value) => store.putMeta(key as never, value),
@@ -68,20 +71,35 @@ export async function migrateStore(dir: string, options: MigrateOptions): Promis
   }
 }
 
-/** The frontier's part of a migration transaction (call inside the migration's write). */
-function frontierMigration(store: StoreEnv): Pick<MigrationTxn, 'frontierRecords' | 'removeFrontier' | 'putFrontier'> {
+/**
+ * The frontier's part of a migration transaction (call inside the migration's write): the records
+ * of format 6 and before come from their own database; the frontier is written in the current
+ * layout (its database is created before the transaction: see migrateStore).
+ */
+function frontierMigration(store: StoreEnv): Pick<MigrationTxn, 'frontierRecords' | 'removeFrontier' | 'dropOldFrontier' | 'putFrontier'> {
+  const old = oldFrontierDb(store);
   return {
-    frontierRecords: () => {
-      const db = store.frontierDb;
-      return db === undefined ? [] : [...db.getRange({})].map(({ key, value }) => ({ key, value: store.decodeMeta(value, `frontier record ${JSON.stringify(key)}`) }));
-    },
-    removeFrontier: (key) => store.frontierDb?.removeSync(key as never),
-    putFrontier: (scope, counters, entries) => {
+    // Index keys (format 6) have empty values: undefined.
+    frontierRecords: () => (old === undefined ? [] : [...old.getRange({})].map(({ key, value }) => ({ key, value: value.length === 0 ? undefined : store.decodeMeta(value, `frontier record ${JSON.stringify(key)}`) }))),
+    removeFrontier: (key) => old?.removeSync(key as never),
+    dropOldFrontier: () => old?.dropSync(),
+    putFrontier: (scope, counters, entries, queues = [], owners = []) => {
       const txn = new FrontierTxn(store, store.ensureFrontierDb(), scope, Date.now());
-      for (const { id, ...entry } of entries) txn.restore(id, { v: 2, ...entry });
-      txn.state.nextId = Math.max(txn.state.nextId, counters.nextId);
-      txn.state.done = counters.done;
+      const state = txn.state;
+      state.nextSeq = Math.max(state.nextSeq, counters.nextId);
+      state.done = counters.done;
+      state.failed = counters.failed ?? 0;
+      if (counters.settings !== undefined) state.settings = counters.settings as FrontierSettings;
+      if (counters.queueKeyPinned === true) state.queueKeyPinned = true;
+      for (const { key, ...politeness } of queues) Object.assign(txn.queue(key), politeness);
+      for (const { id, createdMs, ...entry } of entries) txn.restore({ ...entry, createdMs: createdMs ?? entry.dueMs }, id);
+      for (const { owner, lastTakeMs } of owners) txn.putOwner(owner, lastTakeMs);
       txn.settle();
     },
   };
+}
+
+/** The frontier database of format 6 and before (lmdb-js's ordered keys), when the store has one. */
+function oldFrontierDb(store: StoreEnv): Database<Buffer> | undefined {
+  return namedDbExists(store.root, 'frontier') ? store.root.openDB<Buffer>({ name: 'frontier', encoding: 'binary' }) : undefined;
 }

@@ -4,7 +4,8 @@ import { SeenStoreError } from '../../errors.js';
 import type { SalvageSkip } from '../backend.js';
 import type { XxHash } from '../../hash/xxhash.js';
 import { readEpochHeader, readScopeRecord, type EpochHeader, type ScopeRecord } from '../records.js';
-import { readState, readEntry, readQueue, type EntryRecord, type FrontierState, type QueueRecord, type RecordDecoder } from './frontier-records.js';
+import type { RecordDecoder } from './frontier-records.js';
+import { FrontierSalvage, emptyFrontier, type SalvagedFrontier } from './salvage-frontier.js';
 import { decodeJournalRecord } from './journal.js';
 import { JOURNAL_FILE } from './journal-file.js';
 import { decodeKey } from './keys.js';
@@ -22,11 +23,7 @@ export interface SalvagedEpoch {
   readonly journal: Map<number, Buffer>;
 }
 
-export interface SalvagedFrontier {
-  state: FrontierState | undefined;
-  readonly queues: Map<string, QueueRecord>;
-  readonly entries: Map<number, EntryRecord>;
-}
+export type { SalvagedFrontier } from './salvage-frontier.js';
 
 export interface SalvagedScope {
   record: ScopeRecord | undefined;
@@ -47,7 +44,7 @@ export interface SalvagedStore {
 }
 
 /** The databases seenstore writes (env.ts). */
-const KNOWN_DBS = ['meta', 'chunks', 'journal', 'frontier'];
+const KNOWN_DBS = ['meta', 'chunks', 'journal', 'queue', 'frontier'];
 
 /**
  * Reads the store at `dir` without LMDB: its pages (salvage-pages.ts) and its journal file
@@ -76,6 +73,7 @@ export function readSalvage(dir: string, hash: XxHash): SalvagedStore {
     for (const record of records) reader.add(name, record);
   }
   reader.addJournalFile(join(dir, JOURNAL_FILE));
+  reader.finishFrontier();
   return { scopes: reader.scopes, lostChunks, skipped, notes, pagesRead: pages.snapshots.reduce((n, s) => n + s.pagesRead, 0) };
 }
 
@@ -143,22 +141,28 @@ class RecordReader {
   readonly #checkpoints: [string, number, CheckpointRecord][] = [];
   readonly #pendingChunks: [string, number, string, Buffer][] = [];
   readonly #pendingJournal: [string, number, number, Buffer, string][] = [];
+  readonly #frontier: FrontierSalvage;
 
   constructor(hash: XxHash, skipped: Skipped[]) {
     this.#hash = hash;
     this.#skipped = skipped;
+    this.#frontier = new FrontierSalvage(this.#decoder, (where, problem) => skipped.push({ kind: 'frontier', where, problem }));
   }
 
   #scope(name: string): SalvagedScope {
     let scope = this.scopes.get(name);
     if (scope === undefined) {
-      scope = { record: undefined, epochs: new Map(), frontier: { state: undefined, queues: new Map(), entries: new Map() } };
+      scope = { record: undefined, epochs: new Map(), frontier: emptyFrontier() };
       this.scopes.set(name, scope);
     }
     return scope;
   }
 
   add(db: string, { key: rawKey, value }: RawRecord): void {
+    if (db === 'queue') {
+      this.#guarded('frontier', `queue ${rawKey.toString('hex')}`, () => this.#frontier.add(rawKey, value));
+      return;
+    }
     let key: unknown;
     try {
       key = decodeKey(rawKey);
@@ -171,7 +175,7 @@ class RecordReader {
       if (db === 'meta') this.#meta(key, value, where);
       else if (db === 'chunks') this.#keyed(key, 4, where, ([scope, epoch, filter, chunk]) => this.#pendingChunks.push([scope as string, epoch as number, `${filter}/${chunk}`, value]));
       else if (db === 'journal') this.#keyed(key, 3, where, ([scope, epoch, seq]) => this.#pendingJournal.push([scope as string, epoch as number, seq as number, value, where]));
-      else if (db === 'frontier') this.#frontier(key, value, where);
+      else if (db === 'frontier') this.#frontier.addLegacy(rawKey, value, (scope) => this.#scope(scope).frontier);
     } catch (error) {
       this.#skipped.push({ kind: db === 'frontier' ? 'frontier' : 'record', where, problem: error instanceof Error ? error.message : String(error) });
     }
@@ -197,14 +201,17 @@ class RecordReader {
     // Fence tokens belong to the old store's checkpointers; drop markers name epochs being pruned, whose data is not copied.
   }
 
-  #frontier(key: unknown, value: Buffer, where: string): void {
-    const [scope, tag, id] = (Array.isArray(key) ? key : []) as [unknown, unknown, unknown];
-    if (typeof scope !== 'string') throw new SeenStoreError('STORE_CORRUPT', `${where}: not a key of the frontier database`);
-    const frontier = this.#scope(scope).frontier;
-    if (tag === 's') frontier.state = readState(this.#decoder, value, scope);
-    else if (tag === 'e' && typeof id === 'number') frontier.entries.set(id, readEntry(this.#decoder, value, scope, id));
-    else if (tag === 'q' && typeof id === 'string') frontier.queues.set(id, readQueue(this.#decoder, value, scope, id));
-    // The indexes (n, w, r, l, u) and owners (o) are rebuilt from the entries by the copy.
+  /** The format-7 frontier records, resolved once every page was read. */
+  finishFrontier(): void {
+    this.#frontier.finish((scope) => this.#scope(scope).frontier);
+  }
+
+  #guarded(kind: 'frontier', where: string, read: () => void): void {
+    try {
+      read();
+    } catch (error) {
+      this.#skipped.push({ kind, where, problem: error instanceof Error ? error.message : String(error) });
+    }
   }
 
   addJournalFile(path: string): void {

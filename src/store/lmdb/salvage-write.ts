@@ -152,9 +152,9 @@ function writeFrontier(env: StoreEnv, scope: string, frontier: SalvagedFrontier,
         if (state !== undefined) {
           txn.state.settings = state.settings;
           txn.state.done = state.done;
-          if (state.failed !== undefined) txn.state.failed = state.failed;
-          txn.state.nextId = state.nextId;
-          if (state.queueKeyPinned === true) txn.state.queueKeyPinned = true;
+          txn.state.failed = state.failed;
+          txn.state.nextSeq = Math.max(txn.state.nextSeq, state.nextSeq);
+          if (state.queueKeyPinned) txn.state.queueKeyPinned = true;
         }
         for (const [key, old] of frontier.queues) {
           const queue = txn.queue(key);
@@ -165,10 +165,10 @@ function writeFrontier(env: StoreEnv, scope: string, frontier: SalvagedFrontier,
           if (old.lastTakeMs !== undefined) queue.lastTakeMs = old.lastTakeMs;
         }
       }
-      for (const [id, entry] of entries.slice(start, start + ENTRIES_PER_TXN)) {
+      for (const [seq, entry] of entries.slice(start, start + ENTRIES_PER_TXN)) {
         const { owner: _owner, ...rest } = entry;
         if (entry.leaseUntilMs !== 0) counts.leasesGivenBack++;
-        txn.restore(id, { ...rest, leaseUntilMs: 0 });
+        txn.restore({ ...rest, leaseUntilMs: 0 }, seq);
         counts.frontierUrls++;
       }
       txn.settle();

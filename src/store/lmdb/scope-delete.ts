@@ -2,7 +2,9 @@ import type { DeletedScope } from '../backend.js';
 import { readEpochHeader } from '../records.js';
 import type { StoreEnv } from './env.js';
 import { readState } from './frontier-records.js';
-import { FRONTIER_TAGS, checkpointKey, dropKey, epochKey, fenceKey, frontierStateKey, frontierTagRange, scopeKey } from './keys.js';
+import { checkpointKey, dropKey, epochKey, fenceKey, scopeKey } from './keys.js';
+import { KeyWriter, scopeNumberKey, scopeRange } from './frontier-keys.js';
+import { frontierPrefix } from './frontier-txn.js';
 import { epochNumbers, finishDrops, readScope } from './metadata.js';
 
 /**
@@ -35,10 +37,11 @@ export function deleteScope(env: StoreEnv, scope: string): DeletedScope | undefi
 function deleteFrontier(env: StoreEnv, scope: string): number {
   const db = env.frontierDb;
   if (db === undefined) return 0;
-  const held = readState(env, db.getBinary(frontierStateKey(scope)), scope).entries;
-  for (const tag of FRONTIER_TAGS) {
-    for (const key of [...db.getKeys(frontierTagRange(scope, tag))]) db.removeSync(key);
-  }
+  const prefix = frontierPrefix(db, scope, false);
+  if (prefix === undefined) return 0;
+  const held = readState(env, db.getBinary(new KeyWriter(prefix).state()), scope).entries;
+  for (const key of [...db.getKeys(scopeRange(prefix))]) db.removeSync(key);
+  db.removeSync(scopeNumberKey(scope));
   return held;
 }
 

@@ -39,7 +39,7 @@ export class EpochFilters {
   constructor(hash: XxHash, header: EpochHeader) {
     checkEpochSupported(header);
     this.#header = header;
-    this.#hasher = new EpochHasher(hash, [], header.partitions);
+    this.#hasher = new EpochHasher(hash, header.normalize, [], header.partitions);
     // Regions of the export file's size, so that filterBytes() is the bytes an export holds.
     this.#options = { regionBytes: CHUNK_PAYLOAD_BYTES, scheme: header.hashScheme as HashSchemeId };
     this.#addSlices(header.slices);

@@ -20,6 +20,7 @@ export const memoryDriver: Driver<MemoryOptions> = Object.freeze({
     maintenance: false,
     offline: false,
     checkpoints: false,
+    commitsBlockThread: false,
     frontierOrder: 'oldest-first',
     leaseClock: 'options',
     defaultStrategy: 'classic',

@@ -46,7 +46,7 @@ export class RedisBackend implements Backend {
     // The location's timeout-ms= wins over the option: it reaches every program the location is given to.
     const deadlines = redisDeadlines(parsed.timeoutMs ?? options.unavailableAfterMs);
     const conn = await connectRedis(parsed, deadlines, common.warn);
-    const ctx = new RedisContext(conn, parsed.prefix, common.hash, options.waitReplicas, deadlines, common.warn);
+    const ctx = new RedisContext(conn, parsed.prefix, common.hash, options.waitReplicas, deadlines, common.warn, options.clock);
     try {
       await loadLibrary(ctx);
       // Before checkFormat, whose first call on an empty prefix makes it a store.
@@ -90,7 +90,7 @@ export class RedisBackend implements Backend {
   async createScope(scope: string, first: EpochHeader): Promise<ScopeRecord> {
     for (const slice of first.slices) checkRedisSlice(first, slice);
     const keys = this.#ctx.keys;
-    const record: ScopeRecord = { v: 1, name: scope, openEpoch: first.epoch, createdAtMs: Date.now() };
+    const record: ScopeRecord = { v: 1, name: scope, openEpoch: first.epoch, createdAtMs: this.#ctx.now() };
     const doing = `creating scope ${scope}`;
     await this.#ctx.call(keys.scopes(), ['SADD', keys.scopes(), scope], doing);
     const entry: EpochEntry = { uid: freshId(), header: first };
@@ -118,7 +118,7 @@ export class RedisBackend implements Backend {
     const before = await this.#entry(scope, current.epoch - 1).then((entry) => entry.header, () => undefined);
     const opened = request.next(current, final, before);
     for (const slice of opened.slices) checkRedisSlice(opened, slice);
-    const now = Date.now();
+    const now = this.#ctx.now();
     const sealed = sealHeader(current, final, now);
     const next: EpochEntry = { uid: freshId(), header: opened };
     const doing = `rotating ${scope}/${current.epoch}`;
@@ -172,7 +172,7 @@ export class RedisBackend implements Backend {
         }
       }
       interrupted();
-      const record: ScopeRecord = { v: 1, name: scope, openEpoch: next?.epoch ?? header.epoch, createdAtMs: Date.now() };
+      const record: ScopeRecord = { v: 1, name: scope, openEpoch: next?.epoch ?? header.epoch, createdAtMs: this.#ctx.now() };
       const entries: [number, string][] = [[header.epoch, JSON.stringify(entry)]];
       if (next !== undefined) entries.push([next.epoch, JSON.stringify({ uid: freshId(), header: next } satisfies EpochEntry)]);
       const queues = Math.max(count, next === undefined ? 1 : partitionsOf(next));

@@ -17,14 +17,35 @@ export class RedisContext {
   /** How long a call keeps retrying through failovers and lost connections before STORE_UNAVAILABLE, and how long one attempt may take. */
   readonly deadlines: RedisDeadlines;
   readonly warn: (message: string) => void;
+  /** The store's clock (SeenStoreOptions.clock), or undefined: Redis's TIME as it is. */
+  readonly #clock: (() => number) | undefined;
 
-  constructor(conn: RedisConnection, prefix: string, hash: XxHash, waitReplicas: number, deadlines: RedisDeadlines, warn: (message: string) => void) {
+  constructor(conn: RedisConnection, prefix: string, hash: XxHash, waitReplicas: number, deadlines: RedisDeadlines, warn: (message: string) => void, clock?: () => number) {
     this.conn = conn;
     this.keys = new RedisKeys(prefix);
     this.hash = hash;
     this.waitReplicas = waitReplicas;
     this.deadlines = deadlines;
     this.warn = warn;
+    this.#clock = clock;
+  }
+
+  /**
+   * The last argument of every call of a function that reads Redis's clock (`timed` in
+   * lua/common.lua): '' without a clock option, so that Redis's TIME stays the one clock of every
+   * machine (leases, the node registry); with one (tests), its time in whole ms, which the call
+   * takes as now: Redis's time for this handle is the test's, exactly, and moves only as it does.
+   */
+  clockArg(): string {
+    if (this.#clock === undefined) return '';
+    const nowMs = Math.round(this.#clock());
+    if (!Number.isSafeInteger(nowMs) || nowMs < 0) throw new TypeError(`clock must return milliseconds since 1970, returned ${nowMs}`);
+    return String(nowMs);
+  }
+
+  /** This process's time in ms: the store's clock when one was given, else the machine's. */
+  now(): number {
+    return this.#clock === undefined ? Date.now() : this.#clock();
   }
 
   get unavailableAfterMs(): number {

@@ -53,7 +53,7 @@ export class RedisDeliveries implements Deliveries {
 
   /** Batches whose owner's lease ran out (or who has none), by owner, then seq. */
   async #orphaned(): Promise<UndeliveredBatch[]> {
-    const reply = list(await this.#ctx.fcall('ss_dv_orphaned', [this.#key], [], `reading the undelivered batches of scope ${this.#scope}`));
+    const reply = list(await this.#ctx.fcall('ss_dv_orphaned', [this.#key], [this.#ctx.clockArg()], `reading the undelivered batches of scope ${this.#scope}`));
     const found: UndeliveredBatch[] = [];
     for (let i = 0; i + 1 < reply.length; i += 2) {
       const field = text(reply[i]);
@@ -79,7 +79,8 @@ export class RedisDeliveries implements Deliveries {
   }
 
   async #change(owner: string, mustGo: readonly string[], mayGo: readonly string[], put: readonly (string | Buffer)[]): Promise<boolean> {
-    const args = [owner, String(DELIVERY_LEASE_MS), String(mustGo.length), ...mustGo, String(mayGo.length), ...mayGo, ...put];
+    // The caller's clock last: ss_dv_change reads Redis's clock (`timed` in lua/library.lua).
+    const args = [owner, String(DELIVERY_LEASE_MS), String(mustGo.length), ...mustGo, String(mayGo.length), ...mayGo, ...put, this.#ctx.clockArg()];
     const reply = await this.#ctx.fcallDurable('ss_dv_change', [this.#key], args, `keeping the undelivered batches of scope ${this.#scope}`);
     return reply === 1;
   }

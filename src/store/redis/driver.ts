@@ -11,6 +11,11 @@ export interface RedisOptions {
   readonly waitReplicas: number;
   /** How long a call keeps retrying through a failover or a lost connection. */
   readonly unavailableAfterMs: number;
+  /**
+   * The store's clock (SeenStoreOptions.clock; a test's, which must not wait): this handle's calls
+   * take its time as Redis's; undefined: Redis's TIME, the one clock of every machine.
+   */
+  readonly clock: (() => number) | undefined;
 }
 
 /**
@@ -26,6 +31,7 @@ export const redisDriver: Driver<RedisOptions> = Object.freeze({
     maintenance: false,
     offline: false,
     checkpoints: false,
+    commitsBlockThread: false,
     frontierOrder: 'per-partition',
     leaseClock: 'server',
     defaultStrategy: 'partitioned',
@@ -35,7 +41,9 @@ export const redisDriver: Driver<RedisOptions> = Object.freeze({
   parseOptions(settings: StoreSettings): RedisOptions {
     const waitReplicas = numberSetting(settings, 'waitReplicas') ?? 0;
     if (!Number.isInteger(waitReplicas) || waitReplicas < 0) throw new SeenStoreError('USAGE', `waitReplicas must be a whole number >= 0, got ${waitReplicas}`);
-    return Object.freeze({ waitReplicas, unavailableAfterMs: numberSetting(settings, 'unavailableAfterMs') ?? DEFAULT_UNAVAILABLE_AFTER_MS });
+    const clock = settings.clock;
+    if (clock !== undefined && typeof clock !== 'function') throw new TypeError('clock must be a function returning milliseconds');
+    return Object.freeze({ waitReplicas, unavailableAfterMs: numberSetting(settings, 'unavailableAfterMs') ?? DEFAULT_UNAVAILABLE_AFTER_MS, clock: clock as (() => number) | undefined });
   },
   async open(location: string, common: OpenOptions, options: RedisOptions) {
     const { RedisBackend } = await import('./backend.js');

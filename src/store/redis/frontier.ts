@@ -64,7 +64,7 @@ export class RedisFrontier implements Frontier {
    */
   async take(request: TakeRequest): Promise<LeasedUrl[]> {
     const owners = this.#ctx.keys.owners(this.#scope);
-    const [s] = await Promise.all([this.#prepared(), request.owner === undefined ? undefined : this.#ctx.call(owners, ['HSET', owners, request.owner, String(Date.now())], this.#doing('recording an owner of'))]);
+    const [s] = await Promise.all([this.#prepared(), request.owner === undefined ? undefined : this.#ctx.call(owners, ['HSET', owners, request.owner, String(this.#ctx.now())], this.#doing('recording an owner of'))]);
     const partitions = request.queue === undefined ? range(s.partitions) : [this.#route(request.queue, s)];
     const out: LeasedUrl[] = [];
     const tried = new Set<string>();
@@ -319,7 +319,7 @@ export class RedisFrontier implements Frontier {
     const s = await this.#prepared();
     const partitions = options.queue === undefined ? range(s.partitions) : [this.#route(options.queue, s)];
     let [at, scan] = options.cursor === undefined ? [0, '0'] : options.cursor.split(':').map((part, i) => (i === 0 ? Number(part) : part)) as [number, string];
-    const nowMs = Date.now();
+    const nowMs = this.#ctx.now();
     const entries: FrontierEntry[] = [];
     while (at < partitions.length && entries.length === 0) {
       const i = partitions[at]!;

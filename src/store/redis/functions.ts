@@ -6,7 +6,8 @@ import type { RedisContext } from './context.js';
  * the only place that knows the order of each function's KEYS and ARGV, so no caller counts
  * positions. A function that writes goes through fcallDurable (WAIT for the store's replicas);
  * a read through fcall. Replies are returned as Redis gives them; each function's Lua comment
- * says what they hold.
+ * says what they hold. A function that reads Redis's clock (`timed` in lua/library.lua) takes the
+ * caller's clock (RedisContext.clockArg) after the arguments its Lua comment lists.
  */
 
 /** A partition's keys that its batch calls declare (batch.lua). */
@@ -72,7 +73,7 @@ export function addBatch(ctx: RedisContext, counting: boolean, keys: BatchKeys &
   return ctx.fcallDurable(
     counting ? 'ss_count_add' : 'ss_add',
     [keys.state, keys.slices, keys.batch, keys.previousBatch, keys.inbox, keys.oldStream, ...keys.filters],
-    [...batchArgs(args), ...(queue === undefined ? [] : [queue.items, String(queue.epoch)])],
+    [...batchArgs(args), ...(queue === undefined ? [] : [queue.items, String(queue.epoch)]), ctx.clockArg()],
     doing,
   );
 }
@@ -167,10 +168,10 @@ export function storeFormat(ctx: RedisContext, formatKey: string, scopesKey: str
  * entries. Not waited for by replicas: a heartbeat lost in a failover is made again by the next.
  */
 export function nodeHeartbeat(ctx: RedisContext, nodesKey: string, address: string, ttlMs: number, doing: string): Promise<Reply> {
-  return ctx.fcall('ss_node_beat', [nodesKey], [address, String(ttlMs)], doing);
+  return ctx.fcall('ss_node_beat', [nodesKey], [address, String(ttlMs), ctx.clockArg()], doing);
 }
 
 /** ss_nodes: the live serve nodes' addresses. */
 export function liveNodes(ctx: RedisContext, nodesKey: string, doing: string): Promise<Reply> {
-  return ctx.fcall('ss_nodes', [nodesKey], [], doing);
+  return ctx.fcall('ss_nodes', [nodesKey], [ctx.clockArg()], doing);
 }

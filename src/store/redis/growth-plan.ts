@@ -59,7 +59,7 @@ export class GrowthPlan {
       this.#planning = {
         key: this.#slices.length,
         slices: this.#slices,
-        hasher: new EpochHasher(this.#ctx.hash, this.#slices, partitions),
+        hasher: new EpochHasher(this.#ctx.hash, this.#header.normalize, this.#slices, partitions),
         positions: new PositionPlan(this.#slices, this.#header.hashScheme as HashSchemeId, partitions?.count ?? 1),
         geometry: new Map(),
       };

@@ -1,5 +1,5 @@
 -- What every part of the library uses: reading the positions blob, numbers as Redis wants them,
--- the server's clock, a filter's geometry, and the answers a retried call gets back.
+-- the server's clock (or a test's), a filter's geometry, and the answers a retried call gets back.
 
 -- The little-endian u32 at byte `at` (1-based) of a binary argument.
 local function u32(blob, at)
@@ -12,9 +12,32 @@ local function int(x)
   return string.format('%.0f', x)
 end
 
+-- The running call's clock, set by `timed` for the call of a function that reads the time (nil
+-- outside one): false for Redis's TIME, the one clock every machine agrees on (leases, the node
+-- registry), which production always passes; or the time in ms that a test's clock gives
+-- (RedisContext.clockArg), so that its time moves as the test says, without waiting.
+local call_now_ms = nil
+
 local function now_ms()
+  assert(call_now_ms ~= nil, 'now_ms outside a timed function (library.lua)')
+  if call_now_ms then return call_now_ms end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- A function that reads the clock, as registered (library.lua): its caller appends its clock to
+-- its arguments ('' for Redis's TIME, else whole ms); taken off here, so that the function sees
+-- its ARGV as its comment lists it.
+local function timed(callback)
+  return function(keys, args)
+    local clock = table.remove(args) or 'none'
+    local ms = tonumber(clock)
+    assert(clock == '' or (ms and ms >= 0 and ms == math.floor(ms)), 'a timed function\'s last argument is its clock')
+    call_now_ms = clock ~= '' and ms
+    local reply = callback(keys, args)
+    call_now_ms = nil
+    return reply
+  end
 end
 
 -- A batch's geometry (partitionGeometry in redis/partition.ts), decoded from JSON:

@@ -3,7 +3,7 @@
 -- moves them into their queues' partitions (ss_fq_admit in queue-entries.lua). The stream holds
 -- one entry per new URL: v (INBOX_VERSION), u (the URL), k (its queue key), e (the epoch it was
 -- found new in), b (the add's batch id) and n (the URL's place: queue_items), d (its data as
--- JSON, when it has some). Its id's ms part, Redis's time of the add, is when it was queued.
+-- JSON, when it has some). Its id's ms part, Redis's time of the add (now_ms), is when it was queued.
 
 local INBOX_VERSION = '2'
 
@@ -38,8 +38,23 @@ local function queue_items(blob, n)
   return items
 end
 
+-- The id of the inbox's next entries: Redis's own ('*': its TIME) on Redis's clock; on a test's
+-- clock, that clock's ms, never below the stream's last id (ids only grow).
+local function inbox_id(inbox)
+  if not call_now_ms then return '*' end
+  local ms = now_ms()
+  if redis.call('EXISTS', inbox) == 1 then
+    local info = redis.call('XINFO', 'STREAM', inbox)
+    for i = 1, #info, 2 do
+      if info[i] == 'last-generated-id' then ms = math.max(ms, tonumber(string.match(info[i + 1], '^%d+'))) end
+    end
+  end
+  return int(ms) .. '-*'
+end
+
 -- Appends the items whose flag is '1' (found new by this batch) to the inbox, in batch order.
 local function queue_new(inbox, flags, items, epoch, batch)
+  local id = inbox_id(inbox)
   for i = 1, #items do
     if flags[i] == '1' then
       local url, key, data, place = items[i][1], items[i][2], items[i][3], items[i][4]
@@ -48,7 +63,7 @@ local function queue_new(inbox, flags, items, epoch, batch)
         fields[#fields + 1] = 'd'
         fields[#fields + 1] = data
       end
-      redis.call('XADD', inbox, '*', unpack(fields))
+      redis.call('XADD', inbox, id, unpack(fields))
     end
   end
 end

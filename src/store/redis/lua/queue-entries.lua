@@ -2,7 +2,7 @@
 -- inboxes, finished, given back, scheduled, found, listed.
 
 -- An inbox id ('MS-SEQ') as two numbers.
-local function inbox_id(id)
+local function parsed_inbox_id(id)
   local ms, n = string.match(id, '^(%d+)%-(%d+)$')
   return {tonumber(ms), tonumber(n)}
 end
@@ -39,8 +39,8 @@ local function ss_fq_admit(keys, args)
   local F = fbegin(keys, args)
   local marks, fresh, hashes = {}, {}, {}
   for i = 4, #args, 8 do
-    local source, id = args[i], inbox_id(args[i + 1])
-    marks[source] = marks[source] or inbox_id(redis.call('HGET', F.marks, source) or '0-0')
+    local source, id = args[i], parsed_inbox_id(args[i + 1])
+    marks[source] = marks[source] or parsed_inbox_id(redis.call('HGET', F.marks, source) or '0-0')
     if inbox_after(id, marks[source]) then
       marks[source] = id
       fresh[#fresh + 1] = i
