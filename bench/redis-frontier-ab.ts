@@ -8,8 +8,8 @@
  * JSON line: how many URLs the enqueue found new and how many the frontier holds, the mean URL's
  * bytes; per waiting URL, MEMORY USAGE of the frontier's queue partitions (every key of
  * `{PREFIX/SCOPE/qI}`, whatever the layout) and the masters' used_memory grown by the enqueue less
- * the epoch's own keys; URLs per second, and the masters' and this process's CPU µs per URL, of
- * enqueue (add, inbox and move), take and done.
+ * the epoch's own keys; URLs per second, the masters' and this process's CPU µs per URL, and the
+ * bytes per URL written to the masters' AOFs, of enqueue (add, inbox and move), take and done.
  *
  *   node dist/bench/redis-frontier-ab.js PATH/TO/dist/src/index.js [COUNT] [packages|shared]
  *
@@ -68,14 +68,20 @@ function keysBytes(cluster: RedisCluster, pattern: string, except?: RegExp): num
   return bytes;
 }
 
-/** Runs `phase`; its wall seconds, the masters' CPU seconds and this process's. */
-async function timed(cluster: RedisCluster, phase: () => Promise<void>): Promise<{ wallS: number; redisS: number; clientS: number }> {
+/** Bytes the masters' append-only files hold (INFO persistence: aof_current_size). */
+function aofBytes(cluster: RedisCluster): number {
+  return cluster.masters().reduce((sum, port) => sum + Number(/aof_current_size:(\d+)/.exec(cluster.cli(port, 'INFO', 'persistence'))![1]), 0);
+}
+
+/** Runs `phase`; its wall seconds, the masters' CPU seconds and this process's, and the bytes it added to the masters' AOFs. */
+async function timed(cluster: RedisCluster, phase: () => Promise<void>): Promise<{ wallS: number; redisS: number; clientS: number; aofBytes: number }> {
   const cpu = redisCpuS(cluster);
+  const aof = aofBytes(cluster);
   const client = process.cpuUsage();
   const started = process.hrtime.bigint();
   await phase();
   const used = process.cpuUsage(client);
-  return { wallS: Number(process.hrtime.bigint() - started) / 1e9, redisS: redisCpuS(cluster) - cpu, clientS: (used.user + used.system) / 1e6 };
+  return { wallS: Number(process.hrtime.bigint() - started) / 1e9, redisS: redisCpuS(cluster) - cpu, clientS: (used.user + used.system) / 1e6, aofBytes: aofBytes(cluster) - aof };
 }
 
 const cluster = await startRedisCluster({ masters: 3, replicas: 0 });
@@ -128,12 +134,15 @@ try {
       enqueueUrlsPerS: Math.round(urls.length / enqueue.wallS),
       enqueueRedisUsPerUrl: per(urls.length, enqueue.redisS * 1e6),
       enqueueClientUsPerUrl: per(urls.length, enqueue.clientS * 1e6),
+      enqueueAofBytesPerUrl: per(urls.length, enqueue.aofBytes),
       takeUrlsPerS: Math.round(ids.length / take.wallS),
       takeRedisUsPerUrl: per(ids.length, take.redisS * 1e6),
       takeClientUsPerUrl: per(ids.length, take.clientS * 1e6),
+      takeAofBytesPerUrl: per(ids.length, take.aofBytes),
       doneUrlsPerS: Math.round(finished / done.wallS),
       doneRedisUsPerUrl: per(finished, done.redisS * 1e6),
       doneClientUsPerUrl: per(finished, done.clientS * 1e6),
+      doneAofBytesPerUrl: per(finished, done.aofBytes),
     })}\n`,
   );
 } finally {
