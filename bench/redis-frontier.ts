@@ -13,6 +13,7 @@
  * crawl-like ones (the real lists hold fewer than 100k).
  */
 import { SeenStore } from '../src/index.js';
+import { QUEUE_STATE_KEYS } from '../src/store/redis/keys.js';
 import { HAVE_SHARED_DATA, sharedUrls } from '../test/helpers/data.js';
 import { generatedUrls } from '../test/helpers/generated-urls.js';
 import { redisMissing, startRedisCluster, type RedisCluster } from '../test/helpers/redis-cluster.js';
@@ -20,7 +21,6 @@ import { redisMissing, startRedisCluster, type RedisCluster } from '../test/help
 const BATCH = 10_000;
 const TAKE = 1_000;
 
-const QUEUE_KEYS = ['seq', 'ent', 'url', 'qs', 'w', 'l', 'leases', 'ready', 'names', 'marks', 'counts', 'cfg'];
 
 function memory(cluster: RedisCluster, key: string): number {
   return Number(cluster.cli(cluster.nodes[0]!.port, '-c', 'MEMORY', 'USAGE', key, 'SAMPLES', '0') || 0);
@@ -60,7 +60,7 @@ async function measure(cluster: RedisCluster, name: string, urls: readonly strin
     const partitions = Number(cluster.cli(cluster.nodes[0]!.port, '-c', 'HGET', `{${prefix}/m}:frontier`, 'partitions'));
     const keys = [
       ...Array.from({ length: inboxes }, (_, p) => `{${prefix}/m/${p}}:in`),
-      ...Array.from({ length: partitions }, (_, i) => QUEUE_KEYS.map((name) => `{${prefix}/m/q${i}}:${name}`)).flat(),
+      ...Array.from({ length: partitions }, (_, i) => QUEUE_STATE_KEYS.map((name) => `{${prefix}/m/q${i}}:${name}`)).flat(),
     ];
     const used = (): number => keys.reduce((sum, key) => sum + memory(cluster, key), 0);
     const waiting = used();

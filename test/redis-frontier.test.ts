@@ -6,6 +6,7 @@ import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStore, type LeasedUrl, type Scope, type ScopeOptions } from '../src/index.js';
 import { XxHash } from '../src/hash/xxhash.js';
+import { QUEUE_STATE_KEYS } from '../src/store/redis/keys.js';
 import { QUEUE_PARTITIONS, queuePartitionOf } from '../src/store/redis/queue-partition.js';
 import { runCli } from './helpers/cli.js';
 import { ROOT, sharedUrls } from './helpers/data.js';
@@ -298,8 +299,8 @@ describe('redis frontier', { skip: missing }, () => {
       await scope.enqueue(urls.slice(7_500, 7_510));
       const [partition] = (await scope.frontier().urlStatus(urls[7_500]!))!.id.split('-');
       const tag = `{${prefixOf(location)}/r/q${partition}}`;
-      const state = ['seq', 'ent', 'url', 'qs', 'w', 'l', 'leases', 'ready', 'names', 'marks', 'counts', 'cfg'].map((name) => `${tag}:${name}`);
-      const call = (name: string, id: string, ...args: string[]): string => redis('FCALL', name, '14', ...state, `${tag}:a:${id}`, `${tag}:a:${id}`, '1', '0', '0', '300', '', ...args, REDIS_TIME);
+      const state = QUEUE_STATE_KEYS.map((name) => `${tag}:${name}`);
+      const call = (name: string, id: string, ...args: string[]): string => redis('FCALL', name, String(state.length + 2), ...state, `${tag}:a:${id}`, `${tag}:a:${id}`, '1', '0', '0', '300', '', ...args, REDIS_TIME);
       const taken = call('ss_fq_take', 'take-1', '60000', 'retrier', '', '4');
       assert.equal(call('ss_fq_take', 'take-1', '60000', 'retrier', '', '4'), taken);
       assert.match(taken, new RegExp(urls[7_503]!.replace(/[.?*+^$[\]\\(){}|]/g, '\\$&')));
@@ -346,7 +347,7 @@ describe('redis frontier', { skip: missing }, () => {
     const some = urls.slice(17_100, 17_110);
     const hash = await XxHash.load();
     const home = queuePartitionOf(hash, '', QUEUE_PARTITIONS, new Uint32Array(2));
-    const replica = replicaOf(cluster, `{${prefixOf(location)}/v/q${home}}:ent`);
+    const replica = replicaOf(cluster, `{${prefixOf(location)}/v/q${home}}:seq`);
     const inboxLength = (): number => Number(redis('XLEN', `{${prefixOf(location)}/v/0}:in`));
     try {
       const scope = await noDelay(store, 'v', EXACT, 'none');
@@ -496,7 +497,7 @@ describe('redis frontier', { skip: missing }, () => {
         taken.push(...got.map((entry) => entry.url));
         assert.equal(await frontier.done(got.map((entry) => entry.id)), got.length, 'a retried done answered otherwise');
         // The kill happens at once (failOver's first step), with 2,500 URLs still to take.
-        if (failing === undefined && taken.length >= 500) failing = failOver(cluster, `{${prefixOf(location)}/k/q${partition}}:ent`);
+        if (failing === undefined && taken.length >= 500) failing = failOver(cluster, `{${prefixOf(location)}/k/q${partition}}:seq`);
       }
       await failing;
       assert.ok(failing !== undefined);

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { createClient } from 'redis';
 import { SeenStore } from '../src/index.js';
+import { QUEUE_STATE_KEYS } from '../src/store/redis/keys.js';
 import { assembleLibrary, LIBRARY_VERSION, LUA_FILES, libraryOrder, sourceOfLine, withSourceLines } from '../src/store/redis/library.js';
 import { ROOT } from './helpers/data.js';
 import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
@@ -209,15 +210,15 @@ describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
       await add('q', 1, positions(1, 2), '1', [item('https://a.com/', 'a.com'), '1']);
       const [id, fields] = ((await call('XRANGE', '{q}:in', '-', '+')) as [string, string[]][])[0]!;
       assert.deepEqual(fields, ['v', '2', 'u', 'https://a.com/', 'k', 'a.com', 'e', '1', 'b', '1', 'n', '0']);
-      const state = ['seq', 'ent', 'url', 'qs', 'w', 'l', 'leases', 'ready', 'names', 'marks', 'counts', 'cfg'].map((name) => `{q}:${name}`);
+      const state = QUEUE_STATE_KEYS.map((name) => `{q}:${name}`);
       const settings = ['1', '0', '0'];
-      const admit = (...entries: string[][]): Promise<unknown> => call('FCALL', 'ss_fq_admit', '12', ...state, ...settings, ...entries.flat(), REDIS_TIME);
+      const admit = (...entries: string[][]): Promise<unknown> => call('FCALL', 'ss_fq_admit', String(state.length), ...state, ...settings, ...entries.flat(), REDIS_TIME);
       const entry = (inboxId: string, url: string): string[] => ['0', inboxId, url, 'a.com', '1', '', inboxId.split('-')[0]!, '0'];
       assert.equal(await admit(entry(id, 'https://a.com/')), 1);
       assert.equal(await admit(entry(id, 'https://a.com/')), 0, 'an inbox entry was admitted twice');
       assert.equal(await admit(entry('1-0', 'https://a.com/other')), 0, 'an inbox entry before the mark was admitted');
       const take = (answer: string, previous: string, drop: string): Promise<unknown> =>
-        call('FCALL', 'ss_fq_take', '14', ...state, `{q}:a:${answer}`, `{q}:a:${previous}`, ...settings, '60', drop, '60000', 'crawler', 'a.com', '10', REDIS_TIME);
+        call('FCALL', 'ss_fq_take', String(state.length + 2), ...state, `{q}:a:${answer}`, `{q}:a:${previous}`, ...settings, '60', drop, '60000', 'crawler', 'a.com', '10', REDIS_TIME);
       const first = (await take('1', '1', '')) as unknown[][];
       assert.equal(first.length, 1);
       assert.deepEqual(first[0]!.slice(1, 5), ['https://a.com/', 'a.com', 1, 1]);

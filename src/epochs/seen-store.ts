@@ -134,9 +134,13 @@ export class SeenStore {
   /**
    * Brings an older store to this version's format (see migrations/): refuses while any other
    * process has it open, snapshots it first (unless `snapshot: false`), then migrates in one
-   * transaction. A store of the current format is left as it is. LMDB stores only.
+   * transaction. A store of the current format is left as it is. A store on a shared server
+   * (Redis) migrates while it stays open to others, in steps a crash cannot cut in half, with no
+   * snapshot: what an older layout kept is refused until its migration ends (docs/redis.md
+   * "Frontier").
    */
   static async migrate(dir: string, options: Pick<SeenStoreOptions, 'mapSizeBytes' | 'lockStaleMs'> & { snapshot?: boolean } = {}): Promise<MigrationReport> {
+    if (!driverFor(dir).capabilities.offline) return migrateOpen(dir);
     const offline = await offlineOperations(dir, 'migrate');
     refuseIfOpenHere(dir, 'migrate');
     return offline.migrate(dir, options);
@@ -336,6 +340,17 @@ export class SeenStore {
  */
 export async function mergeExportFiles(paths: readonly string[], out: string, options: { readonly signal?: AbortSignal } = {}): Promise<MergeFilesResult> {
   return (await import('./transfer.js')).mergeFiles(await XxHash.load(), paths, out, options.signal);
+}
+
+/** The migration of a store that migrates while open (Backend.migrate); UNSUPPORTED for a driver with neither. */
+async function migrateOpen(location: string): Promise<MigrationReport> {
+  const backend = await openBackend(location, { hash: await XxHash.load(), create: false, readOnly: false, warn: (message) => process.emitWarning(message, 'SeenStoreWarning') }, {});
+  try {
+    if (backend.migrate === undefined) throw unsupported(backend.driver.name, `migrate ${redactLocation(location)}`);
+    return await backend.migrate();
+  } finally {
+    await backend.close();
+  }
 }
 
 /** The operations on a closed store, of a driver that has them (`capabilities.offline`); UNSUPPORTED elsewhere. */

@@ -5,7 +5,7 @@ import type { NodeRegistry } from './nodes.js';
 import type { EpochHeader, ScopeRecord } from './records.js';
 import type { QueueKeyMode } from '../url/queue-key.js';
 import type { Deliveries, DeliveryWrite } from './deliveries.js';
-import type { StoreMaintenance } from './maintenance.js';
+import type { MigrationReport, StoreMaintenance } from './maintenance.js';
 
 /**
  * The storage seam: what the epoch engine (src/epochs) needs from wherever the bits live. Above it
@@ -84,6 +84,13 @@ export interface Backend {
   frontier(scope: string): Promise<Frontier>;
   /** The scope's undelivered batches: recorded URLs a command has not yet handed to its reader. */
   deliveries(scope: string): Promise<Deliveries>;
+
+  /**
+   * Brings what the store keeps in an earlier layout to this version's while the store stays in
+   * use (a shared server's store: the Redis frontier's key layout, docs/redis.md "Frontier").
+   * Absent where migrations run on a closed store (`Driver.offline`).
+   */
+  migrate?(): Promise<MigrationReport>;
 
   /** Writes what must be written (checkpoints) and releases everything. Idempotent. */
   close(): Promise<void>;

@@ -28,6 +28,7 @@ export type FaultPoint =
   | 'frontier:take-before-commit'
   | 'frontier:take-after-commit'
   | 'frontier:inbox-admitted'
+  | 'frontier:migrate-batch'
   | 'frontier:change-before-commit';
 
 /** `detail`: a number some points pass (journal:after-sync, the journal file's offset the sync covered). */

@@ -3,11 +3,13 @@
  *   node redis-frontier-child.js LOCATION enqueue FILE BATCH
  *   node redis-frontier-child.js LOCATION take BATCH LEASE_MS [FAULT_POINT|none] [PER_QUEUE] [SCOPE]
  *   node redis-frontier-child.js LOCATION drain SCOPE FAULT_POINT
+ *   node redis-frontier-child.js LOCATION migrate FAULT_POINT [NTH]
  * `enqueue`: enqueues FILE's URLs to scope `f` in batches, printing "ack N" after batch N.
  * `take`: takes BATCH URLs at a time (at most PER_QUEUE of a queue, default all) until none is
  * left, printing "took ID<TAB>URL" for each once the take resolved. With FAULT_POINT, the process
  * kills itself with SIGKILL when it is first reached. `drain`: reads the stats of SCOPE's frontier
- * (which moves its inboxes into its queues) with FAULT_POINT set. Env CHILD_BARRIER=DIR:N (take): a
+ * (which moves its inboxes into its queues) with FAULT_POINT set. `migrate`: SeenStore.migrate,
+killed when FAULT_POINT is reached the NTH time (default 1). Env CHILD_BARRIER=DIR:N (take): a
  * start barrier, so that takers started one after another race: each, once its store is open,
  * leaves a file in DIR and takes only when N files are there.
  */
@@ -21,13 +23,17 @@ const [location, mode, ...rest] = process.argv.slice(2);
 const store = await SeenStore.open(location!, { onWarning: () => {} });
 const scopeName = mode === 'drain' ? rest[0]! : mode === 'take' ? (rest[4] ?? 'f') : 'f';
 const scope = store.scope(scopeName, { capacityUrls: 100_000, fprTarget: 1e-9 });
-const killAt = (point: string | undefined): void => {
+const killAt = (point: string | undefined, nth = 1): void => {
   if (point === undefined || point === 'none') return;
+  let times = 0;
   setFaultHook((reached: FaultPoint) => {
-    if (reached === point) process.kill(process.pid, 'SIGKILL');
+    if (reached === point && ++times >= nth) process.kill(process.pid, 'SIGKILL');
   });
 };
-if (mode === 'drain') {
+if (mode === 'migrate') {
+  killAt(rest[0], Number(rest[1] ?? 1));
+  await SeenStore.migrate(location!);
+} else if (mode === 'drain') {
   killAt(rest[1]);
   await scope.frontier().stats();
 } else if (mode === 'enqueue') {

@@ -1,5 +1,5 @@
 import { SeenStoreError } from '../../errors.js';
-import type { Backend, DeletedScope, Deliveries, EpochBits, EpochUsage, Frontier, ImportRequest, Rotation, RotateRequest } from '../backend.js';
+import type { Backend, DeletedScope, Deliveries, EpochBits, EpochUsage, Frontier, ImportRequest, MigrationReport, Rotation, RotateRequest } from '../backend.js';
 import type { OpenOptions } from '../driver.js';
 import { redisDriver, type RedisOptions } from './driver.js';
 import { RedisDeliveries } from './deliveries.js';
@@ -9,6 +9,7 @@ import { redisDeadlines } from './deadline.js';
 import { RedisContext, freshId, list, pairs, text } from './context.js';
 import { RedisEpoch, checkRedisSlice, writeBytes, type EpochEntry } from './epoch.js';
 import { RedisFrontier } from './frontier.js';
+import { migrateFrontier } from './frontier-migrate.js';
 import { deleteFrontierKeys } from './scope-delete.js';
 import { createImportedScope, createScopeRecord, dropEpochEntry, rotateScope, storeFormat, type ScopeKeys } from './functions.js';
 import type { RedisKeys } from './keys.js';
@@ -257,6 +258,16 @@ export class RedisBackend implements Backend {
       this.#frontiers.set(scope, frontier);
     }
     return frontier;
+  }
+
+  /** Every scope's frontier of key layout 2 moved to layout 3 (frontier-migrate.ts); the other scopes are left as they are. */
+  async migrate(): Promise<MigrationReport> {
+    const steps: MigrationReport['steps'][number][] = [];
+    for (const scope of await this.scopeNames()) {
+      const moved = await migrateFrontier(this.#ctx, scope);
+      if (moved !== undefined) steps.push({ from: 2, to: 3, summary: `the frontier of scope ${scope}, Redis key layout 2 to 3`, changed: moved });
+    }
+    return { from: steps.length > 0 ? 2 : 3, to: 3, steps, snapshot: null };
   }
 
   async deliveries(scope: string): Promise<Deliveries> {

@@ -2,6 +2,7 @@
 import { SeenStoreError } from '../../errors.js';
 import type { QueueStats } from '../backend.js';
 import type { Reply } from './connection.js';
+import { list, text } from './context.js';
 
 /** A frontier id: the queue partition, then the entry's number in it. */
 export const ID_PATTERN = /^(0|[1-9][0-9]{0,4})-([1-9][0-9]{0,14})$/;
@@ -46,6 +47,25 @@ export function readStoredEntry(json: string, scope: string): StoredEntry {
     // Reported below, as any entry seenstore did not write.
   }
   throw new SeenStoreError('STORE_CORRUPT', `the frontier of ${scope}: an entry seenstore did not write (${json.slice(0, 200)})`);
+}
+
+/** One page of ss_fq_scan's reply (the next cursor, then id and entry JSON pairs), checked. */
+export function scannedEntries(reply: Reply, scope: string): { cursor: string; entries: { id: string; entry: StoredEntry }[] } {
+  const flat = list(reply);
+  const entries: { id: string; entry: StoredEntry }[] = [];
+  for (let at = 1; at + 1 < flat.length; at += 2) entries.push({ id: text(flat[at]), entry: readStoredEntry(text(flat[at + 1]), scope) });
+  return { cursor: text(flat[0]), entries };
+}
+
+/**
+ * The refusal of a frontier of key layout 2 (a JSON record per entry, before issue 47): every
+ * frontier call until `seenstore migrate` moved it to layout 3 (docs/redis.md "Frontier").
+ */
+export function layout2Error(scope: string): SeenStoreError {
+  return new SeenStoreError(
+    'FORMAT_UNSUPPORTED',
+    `the frontier of scope ${scope} has the Redis key layout 2 (a JSON record per URL); this seenstore reads layout 3: run \`seenstore --store LOCATION migrate\` once to move it (URLs, leases and ids are kept; docs/redis.md "Frontier")`,
+  );
 }
 
 /** A frontier id as take gave it (`I-N`: queue partition, entry number); USAGE for anything else. */

@@ -9,26 +9,28 @@ import { drainInboxes, oldFrontierError } from './inbox.js';
 import type { QueuePartitionKeys } from './keys.js';
 import { QUEUE_PARTITIONS, queuePartitionOf } from './queue-partition.js';
 import { pickQueues, type Candidate } from './queue-picks.js';
-import { ID_PATTERN, parseFrontierId, queueStats, readStoredEntry, type FoundEntry } from './frontier-records.js';
+import { ID_PATTERN, layout2Error, parseFrontierId, queueStats, readStoredEntry, scannedEntries, type FoundEntry } from './frontier-records.js';
 import {
   admitEntries, clearQueues, purgeIds, configureFrontier, pinFrontierQueueKey, deleteQueueEntries, findUrls, finishIds, forgetUrls, listQueueStates, queueCounts, queueState, readyQueues, reclaimOwner,
-  releaseIds, scheduleUrls, setQueueState, takeQueues, type AnswerArgs, type QueueSettingsArgs, type ScheduledUrl,
+  releaseIds, scanEntries, scheduleUrls, setQueueState, takeQueues, type AnswerArgs, type QueueSettingsArgs, type ScheduledUrl,
 } from './queue-functions.js';
 
 /** Seconds a frontier call's answer stays for a retry of the same call (deleted by the handle's next call on that partition). */
 export const FRONTIER_ANSWER_TTL_S = 300;
 /** Most inboxes a scope may have (`{PREFIX/SCOPE}:queues`). */
 export const MAX_INBOXES = 65_536;
-/** The frontier key layout this seenstore writes (`layout` in the settings): 2, queues; 1 was one stream per partition. */
-const FRONTIER_LAYOUT = '2';
+/** The frontier key layout this seenstore writes (`layout` in the settings): 3, compact queues; 2 was a JSON record per entry, 1 one stream per partition. */
+const FRONTIER_LAYOUT = '3';
 /** Most ids or URLs one call sends to one partition. */
 const ITEMS_PER_CALL = 10_000;
 /** Most rounds of one take (a round reads ready queues, then takes them; racing takers may leave it short). */
 const MAX_TAKE_ROUNDS = 16;
 /** Most ready queues read from one partition per round. */
 const CANDIDATES_PER_PARTITION = 1_000;
-/** Queue keys listed per HSCAN page of forEachUrl. */
-const SCAN_PAGE = 10_000;
+/** Entry pages read per HSCAN page of forEachUrl (lua/queue-codec.lua: up to ENTRIES_PER_PAGE entries each). */
+const SCAN_PAGES = 300;
+/** Entry numbers per page of a partition's entries (PAGE_ENTRIES in lua/queue-codec.lua). */
+const ENTRIES_PER_PAGE = 32;
 
 interface Settings extends FrontierSettings, QueueSettingsArgs {
   readonly partitions: number;
@@ -295,25 +297,21 @@ export class RedisFrontier implements Frontier {
     return { pending: sum(0) - sum(1), leased: sum(1), done: sum(2), failed: sum(4), queues: sum(3) };
   }
 
-  /** Every queued URL, a batch per HSCAN page of each partition's URL index: reads only; a URL queued or finished meanwhile may or may not be seen. */
+  /** Every queued URL, a batch per HSCAN page of each partition's entry pages: reads only; a URL queued or finished meanwhile may or may not be seen. */
   async forEachUrl(onBatch: (urls: string[]) => void): Promise<void> {
     const s = await this.#prepared();
     for (const i of range(s.partitions)) {
-      const key = this.#keys(i).state[2]!;
       let cursor = '0';
       do {
-        const reply = list(await this.#ctx.call(key, ['HSCAN', key, cursor, 'COUNT', String(SCAN_PAGE)], this.#doing('listing')));
-        cursor = text(reply[0]);
-        const flat = list(reply[1]);
-        const urls: string[] = [];
-        for (let at = 0; at < flat.length; at += 2) urls.push(text(flat[at]));
-        if (urls.length > 0) onBatch(urls);
+        const page = scannedEntries(await scanEntries(this.#ctx, this.#keys(i), cursor, SCAN_PAGES, this.#doing('listing')), this.#scope);
+        cursor = page.cursor;
+        if (page.entries.length > 0) onBatch(page.entries.map(({ entry }) => entry.u));
       } while (cursor !== '0');
     }
   }
 
   /**
-   * A page of entries: one HSCAN page of one partition's entry hash (cursor `PARTITION:HSCAN`),
+   * A page of entries: one HSCAN page of one partition's entry pages (cursor `PARTITION:HSCAN`),
    * so a page may hold more or fewer than `limit`; of one queue, only its partition is read.
    * HSCAN may repeat an entry when the hash is resized during the listing.
    */
@@ -325,16 +323,13 @@ export class RedisFrontier implements Frontier {
     const entries: FrontierEntry[] = [];
     while (at < partitions.length && entries.length === 0) {
       const i = partitions[at]!;
-      const key = this.#keys(i).state[1]!;
-      const reply = list(await this.#ctx.call(key, ['HSCAN', key, scan, 'COUNT', String(options.limit)], this.#doing('listing')));
-      scan = text(reply[0]);
-      const flat = list(reply[1]);
-      for (let n = 0; n < flat.length; n += 2) {
-        const entry = readStoredEntry(text(flat[n + 1]), this.#scope);
+      const page = scannedEntries(await scanEntries(this.#ctx, this.#keys(i), scan, Math.max(1, Math.ceil(options.limit / ENTRIES_PER_PAGE)), this.#doing('listing')), this.#scope);
+      scan = page.cursor;
+      for (const { id, entry } of page.entries) {
         if (options.queue !== undefined && entry.q !== options.queue) continue;
         const state = entry.l > nowMs ? 'leased' : entry.t > nowMs ? 'scheduled' : 'waiting';
         const data = entry.d === undefined ? undefined : (JSON.parse(entry.d) as unknown);
-        entries.push({ id: `${i}-${text(flat[n])}`, url: entry.u, queue: entry.q, state, atMs: state === 'leased' ? entry.l : entry.t, createdMs: entry.c ?? entry.t, ...(data === undefined ? {} : { data }) });
+        entries.push({ id: `${i}-${id}`, url: entry.u, queue: entry.q, state, atMs: state === 'leased' ? entry.l : entry.t, createdMs: entry.c ?? entry.t, ...(data === undefined ? {} : { data }) });
       }
       if (scan === '0') {
         at++;
@@ -393,6 +388,7 @@ export class RedisFrontier implements Frontier {
   #parseSettings(stored: Map<string, string>): Settings {
     const where = `${this.#ctx.keys.frontier(this.#scope)}`;
     const layout = stored.get('layout') ?? FRONTIER_LAYOUT;
+    if (layout === '2') throw layout2Error(this.#scope);
     if (layout !== FRONTIER_LAYOUT) throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where}: frontier layout ${layout}, this seenstore reads ${FRONTIER_LAYOUT}`);
     const whole = (name: string, fallback: number, max: number): number => {
       const value = stored.get(name);

@@ -76,12 +76,14 @@ export async function drainInboxes(
     const batchDueMs = new Map<string, number>();
     for (const entry of read.flat()) batchDueMs.set(entry.batch, Math.min(batchDueMs.get(entry.batch) ?? Infinity, entry.dueMs));
     const byPartition = new Map<number, InboxEntry[]>();
-    for (const entry of read.flat()) {
+    for (const entry of mergedByDue(read.map((entries) => entries.map((e) => ({ ...e, dueMs: batchDueMs.get(e.batch)! }))))) {
       const i = route(entry.queue);
-      byPartition.set(i, [...(byPartition.get(i) ?? []), { ...entry, dueMs: batchDueMs.get(entry.batch)! }]);
+      const part = byPartition.get(i);
+      if (part === undefined) byPartition.set(i, [entry]);
+      else part.push(entry);
     }
-    // Each partition's entries in inbox order, in calls of bounded size (call-parts.ts); then
-    // whether a replica of its master has them.
+    // Each partition's entries (each inbox's in inbox order), in calls of bounded size
+    // (call-parts.ts); then whether a replica of its master has them.
     const confirmed = new Map<number, boolean>();
     await Promise.all(
       [...byPartition].map(async ([i, entries]) => {
@@ -95,6 +97,43 @@ export async function drainInboxes(
     await Promise.all(moved.map((entries, p) => (entries.length === 0 ? undefined : ctx.call(keys[p]!, ['XDEL', keys[p]!, ...entries.map((entry) => entry.id)], `moving the inbox of ${scope}'s frontier`))));
     if ([...confirmed.values()].includes(false)) return;
   }
+}
+
+/**
+ * The inboxes' entries as one sequence, oldest add first (due time, then place), each inbox's
+ * entries in their inbox order (a partition admits an inbox's entries only in that order: its
+ * mark). Within an inbox the adds are in time order already, so the result is in due order but
+ * for adds stamped out of order by different masters' clocks: a queue's FIFO then appends its
+ * URLs in order (lua/queue-state.lua), where reading inbox after inbox made it merge every call.
+ */
+function mergedByDue(inboxes: readonly InboxEntry[][]): InboxEntry[] {
+  const heads = inboxes.map(() => 0);
+  const first = (p: number): InboxEntry => inboxes[p]![heads[p]!]!;
+  const earlier = (a: number, b: number): boolean => first(a).dueMs < first(b).dueMs || (first(a).dueMs === first(b).dueMs && (first(a).place < first(b).place || (first(a).place === first(b).place && a < b)));
+  // A binary heap of the inboxes that have entries left, by their first entry.
+  const heap = inboxes.flatMap((entries, p) => (entries.length > 0 ? [p] : []));
+  const down = (at: number): void => {
+    for (;;) {
+      let least = at;
+      for (const child of [2 * at + 1, 2 * at + 2]) if (child < heap.length && earlier(heap[child]!, heap[least]!)) least = child;
+      if (least === at) return;
+      [heap[at], heap[least]] = [heap[least]!, heap[at]!];
+      at = least;
+    }
+  };
+  for (let at = Math.floor(heap.length / 2) - 1; at >= 0; at--) down(at);
+  const out: InboxEntry[] = [];
+  while (heap.length > 0) {
+    const p = heap[0]!;
+    out.push(first(p));
+    heads[p] = heads[p]! + 1;
+    if (heads[p]! >= inboxes[p]!.length) {
+      heap[0] = heap[heap.length - 1]!;
+      heap.pop();
+    }
+    if (heap.length > 0) down(0);
+  }
+  return out;
 }
 
 /** Inbox p's entry [id, [field, value, ...]], checked right after reading. */

@@ -93,20 +93,28 @@ export class RedisKeys {
     return `{${this.#prefix}/${scope}/${p}}:q`;
   }
 
-  /** Every key of partition i of the frontier's queues, in the order the queue functions declare them (lua/queue-state.lua). */
+  /** Every key of partition i of the frontier's queues, in the order the queue functions declare them (lua/queue-store.lua). */
   queuePartition(scope: string, i: number): QueuePartitionKeys {
     const tag = `{${this.#prefix}/${scope}/q${i}}`;
     return {
-      state: ['seq', 'ent', 'url', 'qs', 'w', 'l', 'leases', 'ready', 'names', 'marks', 'counts', 'cfg'].map((name) => `${tag}:${name}`),
+      state: QUEUE_STATE_KEYS.map((name) => `${tag}:${name}`),
+      layout2: LAYOUT_2_KEYS.map((name) => `${tag}:${name}`),
       answer: (id: string) => `${tag}:a:${id}`,
     };
   }
 }
 
+/** The keys of a partition of the frontier's queues in key layout 3 (fkeys in lua/queue-store.lua), in order. */
+export const QUEUE_STATE_KEYS = ['seq', 'pg', 'ux', 'qr', 'qn', 'fo', 's', 'leases', 'ready', 'names', 'marks', 'counts', 'cfg'] as const;
+/** The keys of key layout 2 that layout 3 does not keep (lua/queue-migrate.lua), in order. */
+export const LAYOUT_2_KEYS = ['ent', 'url', 'qs', 'w', 'l'] as const;
+
 /** A partition of the frontier's queues: its keys, all in one slot. */
 export interface QueuePartitionKeys {
-  /** The keys every queue function declares first, in order (fkeys in lua/queue-state.lua). */
+  /** The keys every queue function declares first, in order (fkeys in lua/queue-store.lua). */
   readonly state: readonly string[];
+  /** Those of key layout 2 that layout 3 replaced: what a migration moves (lua/queue-migrate.lua). */
+  readonly layout2: readonly string[];
   /** A call's answer, kept for a retry of the same call. */
   answer(id: string): string;
 }

@@ -9,7 +9,7 @@ import { SeenStoreError } from '../../errors.js';
  * the one chunk that FUNCTION LOAD takes, in LUA_FILES order (a file may call the local
  * functions of the files before it), and names its version.
  */
-export const LUA_FILES = ['common', 'inbox', 'batch', 'blocks', 'bits', 'counting', 'politeness', 'queue-state', 'queue-take', 'queue-entries', 'queue-admin', 'scope', 'delivery', 'nodes', 'library'] as const;
+export const LUA_FILES = ['common', 'inbox', 'batch', 'blocks', 'bits', 'counting', 'politeness', 'queue-codec', 'queue-store', 'queue-state', 'queue-take', 'queue-entries', 'queue-admin', 'queue-migrate', 'scope', 'delivery', 'nodes', 'library'] as const;
 
 const HEADER = '#!lua name=seenstore';
 

@@ -112,7 +112,17 @@ export function forgetUrls(ctx: RedisContext, keys: QueuePartitionKeys, s: Queue
 
 /** ss_fq_find (read-only): Redis's now, then per URL its id and entry JSON ('' and '' when not here). */
 export function findUrls(ctx: RedisContext, keys: QueuePartitionKeys, urls: readonly string[], doing: string): Promise<Reply> {
-  return ctx.fcall('ss_fq_find', [keys.state[2]!, keys.state[1]!], [...urls, ctx.clockArg()], doing);
+  return ctx.fcall('ss_fq_find', keys.state, [...urls, ctx.clockArg()], doing);
+}
+
+/** ss_fq_scan (read-only): one HSCAN page of the partition's entry pages from `cursor`: the next cursor ('0': done), then per entry its id and entry JSON. */
+export function scanEntries(ctx: RedisContext, keys: QueuePartitionKeys, cursor: string, count: number, doing: string): Promise<Reply> {
+  return ctx.fcall('ss_fq_scan', keys.state, [cursor, String(count)], doing);
+}
+
+/** ss_fq_migrate: moves up to `batch` entries (or queue records) of key layout 2 into layout 3; how many it moved and how many are left. */
+export function migratePartition(ctx: RedisContext, keys: QueuePartitionKeys, s: QueueSettingsArgs, batch: number, doing: string): Promise<Reply> {
+  return ctx.fcallDurable('ss_fq_migrate', [...keys.state, ...keys.layout2], [...settingsArgs(s), String(batch), ctx.clockArg()], doing);
 }
 
 /** ss_fq_set: a queue's own delay, block and crawl limit. */
@@ -156,6 +166,11 @@ export function queueCounts(ctx: RedisContext, keys: QueuePartitionKeys, s: Queu
  */
 export function configureFrontier(ctx: RedisContext, key: string, partitions: number, fields: readonly (readonly [string, string])[], doing: string): Promise<Reply> {
   return ctx.fcallDurable('ss_frontier_configure', [key], [String(partitions), DEFAULT_FRONTIER_SETTINGS.queueKey, ...fields.flat()], doing);
+}
+
+/** ss_frontier_layout: the frontier's key layout `from` becomes `to` (another layout is left as it is); the layout now. */
+export function setFrontierLayout(ctx: RedisContext, key: string, from: string, to: string, doing: string): Promise<Reply> {
+  return ctx.fcallDurable('ss_frontier_layout', [key], [from, to], doing);
 }
 
 /** ss_frontier_pin: pins the queue key (configure no longer changes it); all settings. */

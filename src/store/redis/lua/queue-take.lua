@@ -4,11 +4,12 @@
 -- which checks each queue's gate again: of racing takers, one gets a queue, the others find it
 -- not ready (its delay began again).
 
--- How many of a ready queue's entries a take could lease now: those due, within its limits.
-local function available(F, key, q, now)
-  local p = prefix(key)
-  local due = redis.call('ZLEXCOUNT', F.w, '[' .. p, '(' .. p .. digits(now + 1, DUE_DIGITS))
-  return math.min(due, (room(F, key, q)))
+-- How many of a ready queue's entries a take could lease now: those due, within its limits. A
+-- FIFO whose head is due counts whole (its entries are due when queued).
+local function available(F, q, now)
+  local due = (q.f > 0 and q.fd <= now) and q.f or 0
+  if q.s > 0 then due = due + set_due_count(F, q.qn, now) end
+  return math.min(due, queue_room(F.inflight, q.k, q.c, q.l))
 end
 
 -- ARGV: settings, offset, limit, '=' and a queue key, or '' for every queue. Replies Redis's now, then per ready queue
@@ -22,17 +23,20 @@ local function ss_fq_ready(keys, args)
     out[#out + 1] = key
     out[#out + 1] = at
     out[#out + 1] = q.t or -1
-    out[#out + 1] = available(F, key, q, now)
+    out[#out + 1] = available(F, q, now)
   end
   if args[6] ~= '' then
     local only = string.sub(args[6], 2)
     local q = queue_get(F, only)
-    local at = q and ready_at(F, only, q)
+    local at = q and ready_at(F, q)
     if at and at <= now then add(only, q, at) end
     return out
   end
   local ready = redis.call('ZRANGEBYSCORE', F.ready, '-inf', int(now), 'WITHSCORES', 'LIMIT', args[4], args[5])
-  for i = 1, #ready, 2 do add(ready[i], queue_of(F, ready[i]), tonumber(ready[i + 1])) end
+  for i = 1, #ready, 2 do
+    local q = queue_get(F, ready[i])
+    if q then add(ready[i], q, tonumber(ready[i + 1])) end
+  end
   return out
 end
 
@@ -41,22 +45,36 @@ end
 -- over. A take stops there, with at least one entry; the rest wait for the next take.
 local TAKE_BYTES_MAX = 4194304
 
--- Leases up to n of the queue's due entries (due order, then id) until until_ms, while the reply
--- (out, out.bytes so far) is under TAKE_BYTES_MAX; its delay begins.
+-- Leases up to n of the queue's due entries (due order, then place and number: the FIFO's head and
+-- the set's merged) until until_ms, while the reply (out, out.bytes so far) is under
+-- TAKE_BYTES_MAX; its delay begins.
 local function take_queue(F, key, q, n, now, until_ms, owner, out)
-  local upper = digits(now + 1, DUE_DIGITS)
-  for _, member in ipairs(members(F.w, key, n, upper)) do
-    if #out > 0 and out.bytes >= TAKE_BYTES_MAX then break end
-    local id = member_id(member)
-    local e = entry_get(F, id)
-    lease(F, id, e, until_ms, owner)
-    entry_put(F, id, e)
-    out[#out + 1] = {id, e.u, key, e.e, e.a, until_ms, e.d or ''}
-    out.bytes = out.bytes + #e.u + #(e.d or '') + 64
+  local fifo = fifo_reader(F, q)
+  local set = {}
+  if q.s > 0 then
+    for i, member in ipairs(set_range(F, q.qn, n, now)) do set[i] = set_parse(member) end
   end
+  local j = 1
+  for _ = 1, n do
+    if #out > 0 and out.bytes >= TAKE_BYTES_MAX then break end
+    local id, r = fifo.peek()
+    if r and r.t > now then id, r = nil, nil end
+    local s = set[j]
+    if s and (r == nil or before(s.t, s.n, s.id, r.t, r.n, id)) then
+      id, r = s.id, record_get(F, s.id)
+      j = j + 1
+    elseif r then
+      fifo.skip()
+    else
+      break
+    end
+    lease(F, id, r, q, until_ms, owner)
+    out[#out + 1] = {id, r.u, key, r.e, r.a, until_ms, r.d or ''}
+    out.bytes = out.bytes + #r.u + #(r.d or '') + 64
+  end
+  fifo.commit()
   q.t = now
-  queue_put(F, key, q)
-  refresh(F, key, q)
+  touch(F, key)
 end
 
 -- ARGV: settings, answer ttl s, '1' to delete the previous answer, lease ms, owner ('' none), then
@@ -76,12 +94,13 @@ local function ss_fq_take(keys, args)
     if out.bytes >= TAKE_BYTES_MAX then break end
     local key = args[i]
     local q = queue_get(F, key)
-    local at = q and ready_at(F, key, q)
+    local at = q and ready_at(F, q)
     if at and at <= now then
-      local n = math.min(tonumber(args[i + 1]), (room(F, key, q)))
+      local n = math.min(tonumber(args[i + 1]), queue_room(F.inflight, q.k, q.c, q.l))
       take_queue(F, key, q, n, now, until_ms, owner, out)
     end
   end
+  fflush(F)
   out.bytes = nil
   keep_answer(F.answer, cjson.encode(out), tonumber(args[4]))
   return out

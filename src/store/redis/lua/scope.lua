@@ -79,7 +79,7 @@ end
 -- queue key is pinned (ss_frontier_pin), a change of it changes nothing at all: the reply shows
 -- the key unchanged, and the caller refuses.
 local function ss_frontier_configure(keys, args)
-  redis.call('HSETNX', keys[1], 'layout', '2')
+  redis.call('HSETNX', keys[1], 'layout', '3')
   redis.call('HSETNX', keys[1], 'partitions', args[1])
   if redis.call('HEXISTS', keys[1], 'pinned') == 1 then
     local current = redis.call('HGET', keys[1], 'queueKey') or args[2]
@@ -90,6 +90,13 @@ local function ss_frontier_configure(keys, args)
   if #args > 2 then redis.call('HSET', keys[1], unpack(args, 3)) end
   redis.call('HINCRBY', keys[1], 'rev', 1)
   return redis.call('HGETALL', keys[1])
+end
+
+-- KEYS: the frontier's settings hash. ARGV: a key layout, the layout that replaces it (a
+-- migration's last step: lua/queue-migrate.lua). Replies the layout now.
+local function ss_frontier_layout(keys, args)
+  if redis.call('HGET', keys[1], 'layout') == args[1] then redis.call('HSET', keys[1], 'layout', args[2]) end
+  return redis.call('HGET', keys[1], 'layout')
 end
 
 -- KEYS: the frontier's settings hash. Pins the queue key (ss_frontier_configure changes it no
