@@ -14,6 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { allSharedUrls, utf8Lines } from '../test/helpers/data.js';
 
 // Either build's modules, untyped: the two builds' types differ.
+// biome-ignore lint/suspicious/noExplicitAny: untyped on purpose, the two builds' types differ.
 type Module = Record<string, any>;
 
 const dist = resolve(process.argv[2] ?? 'dist');

@@ -92,7 +92,7 @@ function writer(ctx: SoakContext, dir: string, name: string, stop: Promise<void>
 }
 
 /** A library opener: opens and closes the store for `durationMs`; resolves with its run and its count of opens. */
-function libraryOpener(ctx: SoakContext, dir: string, durationMs: number): Promise<{ run: CliRun; opens: number }> {
+function libraryOpener(_ctx: SoakContext, dir: string, durationMs: number): Promise<{ run: CliRun; opens: number }> {
   return new Promise((done) => {
     const child = spawn(process.execPath, [OPENER_CHILD, dir, String(durationMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

@@ -44,7 +44,7 @@ export function parseCommandLine(args: readonly string[]): { readonly counts: Re
   } catch (error) {
     usageError((error as Error).message);
   }
-  if (values['help'] === true) {
+  if (values.help === true) {
     process.stdout.write(USAGE);
     process.exit(0);
   }
@@ -56,7 +56,7 @@ export function parseCommandLine(args: readonly string[]): { readonly counts: Re
     if (!Number.isSafeInteger(n) || n < 0) usageError(`--${name} takes a whole number, not ${JSON.stringify(given)}`);
     counts[name] = n;
   }
-  const named = typeof values['only'] === 'string' ? values['only'].split(',') : PARTS;
+  const named = typeof values.only === 'string' ? values.only.split(',') : PARTS;
   for (const part of named) if (!(PARTS as readonly string[]).includes(part)) usageError(`unknown part ${part} (${PARTS.join(', ')})`);
   return { counts, only: new Set(named as Part[]) };
 }

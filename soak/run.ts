@@ -138,7 +138,10 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
       const run = await killAfter(['--input-type=module', '-e', script, dir, exportFile], delay);
       if (run.killed) killedBy[workload] = (killedBy[workload] ?? 0) + 1;
       else if (run.code !== 0) fail(`trial ${trial} (import): exit ${run.code}: ${run.stderr}`);
-      const store = await SeenStore.open(dir).catch((error: Error) => (fail(`trial ${trial} (import): ${error.message}`), undefined));
+      const store = await SeenStore.open(dir).catch((error: Error) => {
+        fail(`trial ${trial} (import): ${error.message}`);
+        return undefined;
+      });
       if (store !== undefined) {
         const present = (await store.scopeNames()).includes('imp');
         if (present && !(await store.scope('imp').has(URLS, { epochs: 1 })).every(Boolean)) fail(`trial ${trial} (import): a partial import is visible`);

@@ -89,7 +89,7 @@ describe('CLI manners: usage errors', () => {
     for (const path of leaves) {
       const help = helpOf(program, path);
       assert.match(help, /\nExamples:\n {2}\S*.*seenstore /, `${path.join(' ')}: examples`);
-      assert.match(help, /Global Options:[^]*--store <dir>[^]*--scope <name>[^]*--json/, `${path.join(' ')}: global options`);
+      assert.match(help, /Global Options:[\s\S]*--store <dir>[\s\S]*--scope <name>[\s\S]*--json/, `${path.join(' ')}: global options`);
     }
     // What the command prints is that text, and it exits 0, at the top and in a subcommand.
     for (const path of [[], ['epoch', 'prune']]) {

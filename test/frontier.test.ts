@@ -118,7 +118,7 @@ describe('frontier: kill -9 of a schedule before it commits', () => {
     try {
       const frontier = store.scope('f').frontier();
       const states = await Promise.all(urls.map(async (url) => (await frontier.urlStatus(url))?.state));
-      urls.forEach((url, i) => assert.equal(states[i], i < acked * 200 ? 'scheduled' : 'waiting', `URL ${i}`));
+      urls.forEach((_url, i) => assert.equal(states[i], i < acked * 200 ? 'scheduled' : 'waiting', `URL ${i}`));
       assert.deepEqual(await frontier.stats(), { pending: urls.length, leased: 0, done: 0, failed: 0, queues: (await frontier.listQueues({ limit: 65_536 })).length });
     } finally {
       await store.close();

@@ -88,7 +88,7 @@ async function pack(): Promise<string> {
   if (FULL) {
     await sh(NPM, ['pack', '--silent', '--pack-destination', packed], clone);
   } else {
-    assert.equal(PACKAGE.scripts['prepack'], 'npm run build && npm run build:types', 'prepack builds what npm test builds, then the types');
+    assert.equal(PACKAGE.scripts.prepack, 'npm run build && npm run build:types', 'prepack builds what npm test builds, then the types');
     for (const built of ['src', 'migrations']) cpSync(join(ROOT, 'dist', built), join(clone, 'dist', built), { recursive: true });
     await sh(NPM, ['run', '--silent', 'build:types'], clone);
     await sh(NPM, ['pack', '--silent', '--ignore-scripts', '--pack-destination', packed], clone);

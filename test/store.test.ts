@@ -13,6 +13,7 @@ import { tempDir } from './helpers/tmp.js';
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 
 /** Edits a closed store's LMDB records directly, to simulate other versions or damage. */
+// biome-ignore lint/suspicious/noExplicitAny: raw records of any format version, edited as each test needs.
 async function editStore(dir: string, edit: (dbs: { meta: any; chunks: any; journal: any }) => void): Promise<void> {
   const root = open({ path: dir, maxDbs: 8 });
   const dbs = {
@@ -25,6 +26,7 @@ async function editStore(dir: string, edit: (dbs: { meta: any; chunks: any; jour
 }
 
 /** A store holding https://a.example/ in epoch default/1, whose stored header `change` then rewrote. */
+// biome-ignore lint/suspicious/noExplicitAny: raw records of any format version, edited as each test needs.
 async function storeWithEpochHeader(change: (header: any) => object): Promise<string> {
   const dir = tempDir();
   const store = await SeenStore.open(dir);

@@ -38,8 +38,8 @@ test('npm test tool check: installs as root with apt-get, else stops with the ex
   assert.equal(install.line, 'seenstore test: installing the Debian packages the suite needs: wabt lua-check');
   const user = decide(['wabt', 'lua-check'], { isRoot: false, hasAptGet: true });
   assert.equal(user.action, 'stop');
-  assert.match(user.line!, /\n  sudo apt-get install -y wabt lua-check$/);
-  assert.match(decide(['wabt'], { isRoot: true, hasAptGet: false }).line!, /\n  apt-get install -y wabt$/);
+  assert.match(user.line!, /\n {2}sudo apt-get install -y wabt lua-check$/);
+  assert.match(decide(['wabt'], { isRoot: true, hasAptGet: false }).line!, /\n {2}apt-get install -y wabt$/);
 });
 
 test('npm test stops before any test when tools are missing and apt-get is not there', () => {
@@ -47,6 +47,6 @@ test('npm test stops before any test when tools are missing and apt-get is not t
   symlinkSync(process.execPath, join(bin, 'node'));
   const run = spawnSync(process.execPath, [join(ROOT, 'scripts', 'test.mjs')], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, PATH: bin } });
   assert.equal(run.status, 1, run.stderr);
-  assert.match(run.stderr, /^seenstore test: the suite needs Debian packages that are missing: wabt lua-check .*\n  install them, then run npm test again:\n  (sudo )?apt-get install -y wabt lua-check /);
+  assert.match(run.stderr, /^seenstore test: the suite needs Debian packages that are missing: wabt lua-check .*\n {2}install them, then run npm test again:\n {2}(sudo )?apt-get install -y wabt lua-check /);
   assert.equal(run.stdout, '', 'a test ran');
 });

@@ -24,7 +24,7 @@ const DIGEST_BYTES = 32;
 
 /** Where the cache lives: $SEENSTORE_CODE_CACHE (a file, or `off`), else beside the bundle. */
 function cachePath(): string | undefined {
-  const setting = process.env['SEENSTORE_CODE_CACHE'];
+  const setting = process.env.SEENSTORE_CODE_CACHE;
   if (setting === 'off') return undefined;
   return setting !== undefined && setting !== '' ? setting : join(__dirname, 'bundle.code-cache');
 }

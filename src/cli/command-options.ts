@@ -1,4 +1,4 @@
-import { Command, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import { LAYOUTS } from '../filters/bloom.js';
 import { STRATEGY_HELP, parseStrategy } from '../filters/strategy.js';
 import { KEY_MODES, NORMALIZE_MODES } from '../url/normalize.js';

@@ -1,4 +1,4 @@
-import { Command, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import { DURATION_HELP, parseDuration } from './duration.js';
 import { count, examples, inputOptions, planOptions, redeliverOption } from './command-options.js';
 import { parseFpr, validated } from './parse.js';

@@ -411,7 +411,7 @@ export class Scope {
     const existing = known !== undefined && (options.epoch === undefined || options.epoch === known.header.epoch) ? known : await this.#open(false);
     // Every URL is checked before anything is written, the scope's creation included.
     let keys = anyUrlKeys(urls, this.#normalizeOf(existing), count <= MAX_BATCH_URLS);
-    let epoch = existing ?? (await this.#created());
+    const epoch = existing ?? (await this.#created());
     if (existing === undefined && epoch.header.normalize !== this.#plan.normalize) {
       // Another process created the scope meanwhile, normalising otherwise.
       keys = anyUrlKeys(urls, epoch.header.normalize as NormalizeMode, count <= MAX_BATCH_URLS);

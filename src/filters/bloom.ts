@@ -64,6 +64,7 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
   /** Positions markRegions() computes, reused. */
   #spread = new Float64Array(0);
   /** Where warm() leaves what it read, so the compiler cannot drop the reads. */
+  // biome-ignore lint/correctness/noUnusedPrivateClassMembers: written only, so that the reads it sums stay.
   #warmth = 0;
   /** Aligned copy of a stored region being ORed in. */
   #scratch = new Uint8Array(0);

@@ -5,6 +5,7 @@ declare namespace WebAssembly {
     grow(deltaPages: number): number;
   }
   var Memory: { new (descriptor: { initial: number; maximum?: number; shared?: boolean }): Memory };
+  // biome-ignore lint/suspicious/noEmptyInterface: an opaque compiled module, as the DOM typings declare it.
   interface Module {}
   var Module: { new (bytes: Uint8Array): Module };
   interface Instance {

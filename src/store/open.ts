@@ -23,7 +23,7 @@ export function supportedSchemes(): string[] {
 
 /** The scheme of a URL-looking location, lower case; undefined for a path. */
 export function locationScheme(location: string): string | undefined {
-  return SCHEME.exec(location)?.[1]!.toLowerCase();
+  return SCHEME.exec(location)?.[1]?.toLowerCase();
 }
 
 /**

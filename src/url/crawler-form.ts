@@ -40,9 +40,9 @@ const STRAY_PERCENT = /%(?![0-9A-Fa-f]{2})/;
 
 function canonicalEscapes(text: string): string {
   const decode = !STRAY_PERCENT.test(text);
-  return text.replace(ESCAPE, (escape: string, hex: string) => {
+  return text.replace(ESCAPE, (found: string, hex: string) => {
     const code = Number.parseInt(hex, 16);
-    return decode && isUnreserved(code) ? String.fromCharCode(code) : escape.toUpperCase();
+    return decode && isUnreserved(code) ? String.fromCharCode(code) : found.toUpperCase();
   });
 }
 

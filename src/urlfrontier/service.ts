@@ -2,7 +2,7 @@ import { status as GrpcStatus, type ServerDuplexStream, type ServerWritableStrea
 import { DEFAULT_FRONTIER_SETTINGS, MAX_TAKE } from '../epochs/frontier.js';
 import type { QueueStats } from '../epochs/frontier.js';
 import type { ServedFrontier } from '../server/served-store.js';
-import { Crawls, scopeOfCrawl } from './crawls.js';
+import { type Crawls, scopeOfCrawl } from './crawls.js';
 import type { UrlFrontierMetrics } from './metrics.js';
 import { countUrls, listUrls, metadataOf, purgeUrls, urlItemOf, type CountUrlParams, type ListUrlParams, type PurgeUrlParams } from './url-listing.js';
 import type { Logger, LogLevel } from '../server/logger.js';

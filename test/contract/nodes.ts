@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SeenStore, SeenStoreError } from '../../src/index.js';
+import { SeenStore, type SeenStoreError } from '../../src/index.js';
 import { openTimed, type ContractContext } from './context.js';
 
 export function nodesContract(ctx: ContractContext): void {

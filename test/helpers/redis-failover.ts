@@ -79,7 +79,7 @@ export function masterOf(cluster: RedisCluster, key: string): RedisNode {
   const nodes = cluster.cli(anyPort, 'CLUSTER', 'NODES').split('\n');
   return cluster.nodes.find((node) => {
     const line = nodes.find((l) => l.includes(`:${node.port}@`) && / master|,master/.test(l));
-    return line !== undefined && line.split(' ').slice(8).some((range) => {
+    return line?.split(' ').slice(8).some((range) => {
       const [from, to] = range.split('-').map(Number);
       return slot >= from! && slot <= (to ?? from)!;
     });

@@ -66,9 +66,8 @@ export function masterOf(cluster: RedisCluster, key: string): RedisNode {
   const node = cluster.nodes.find((candidate) => {
     const line = lines.find((l) => l.includes(`:${candidate.port}@`) && / master|,master/.test(l) && !l.includes('fail'));
     return (
-      line !== undefined &&
       line
-        .split(' ')
+        ?.split(' ')
         .slice(8)
         .some((range) => {
           const [from, to] = range.split('-').map(Number);

@@ -5,7 +5,7 @@
  * every bad input through every command, 600-page crawls, 25 kills. The same assertions hold in
  * both; only counts change (README, "Tests").
  */
-export const FULL = process.env['SEENSTORE_TEST_FULL'] === '1';
+export const FULL = process.env.SEENSTORE_TEST_FULL === '1';
 
 /** `full` under `npm run test:full`, else `quick`. */
 export function sized<T>(full: T, quick: T): T {

@@ -1,4 +1,4 @@
-import { SeenStoreError } from '../../errors.js';
+import type { SeenStoreError } from '../../errors.js';
 import { XxHash } from '../../hash/xxhash.js';
 import type { SalvageReport, VerifyReport } from '../backend.js';
 import { DEFAULT_MAP_SIZE_BYTES, StoreEnv } from './env.js';

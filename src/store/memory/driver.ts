@@ -1,4 +1,4 @@
-import { type Driver, type OpenOptions, type StoreSettings } from '../driver.js';
+import type { Driver, OpenOptions, StoreSettings } from '../driver.js';
 
 /** The memory driver's own options. */
 export interface MemoryOptions {
