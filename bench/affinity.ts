@@ -26,7 +26,12 @@ function owners(ring: OwnerRing): Map<string, string> {
   return new Map(hosts.map((host) => [host, ring.ownerOf(host)]));
 }
 
-function maxOverMean(assigned: Map<string, string>, count: number, weight: (host: string) => number, total: number): number {
+function maxOverMean(
+  assigned: Map<string, string>,
+  count: number,
+  weight: (host: string) => number,
+  total: number,
+): number {
   const load = new Map<string, number>();
   for (const [host, owner] of assigned) load.set(owner, (load.get(owner) ?? 0) + weight(host));
   return Math.max(...load.values()) / (total / count);
@@ -38,8 +43,12 @@ function movedShare(a: Map<string, string>, b: Map<string, string>): number {
   return moved / hosts.length;
 }
 
-process.stdout.write(`${dataset.source}: ${totalUrls.toLocaleString('en')} URLs, ${hosts.length.toLocaleString('en')} host queues; ${RING_VIRTUAL_NODES} virtual nodes per owner\n\n`);
-process.stdout.write('| D owners | max/mean queues | max/mean URLs | queues moved when one leaves (theory 1/D) | queues moved when one joins (theory 1/(D+1)) | ring build |\n|---:|---:|---:|---:|---:|---:|\n');
+process.stdout.write(
+  `${dataset.source}: ${totalUrls.toLocaleString('en')} URLs, ${hosts.length.toLocaleString('en')} host queues; ${RING_VIRTUAL_NODES} virtual nodes per owner\n\n`,
+);
+process.stdout.write(
+  '| D owners | max/mean queues | max/mean URLs | queues moved when one leaves (theory 1/D) | queues moved when one joins (theory 1/(D+1)) | ring build |\n|---:|---:|---:|---:|---:|---:|\n',
+);
 for (const count of [4, 16, 64]) {
   const started = performance.now();
   const ring = new OwnerRing(names(count), hash);
@@ -50,5 +59,7 @@ for (const count of [4, 16, 64]) {
   const leave = movedShare(base, owners(new OwnerRing(names(count).slice(1), hash)));
   const join = movedShare(base, owners(new OwnerRing(names(count + 1), hash)));
   const pct = (x: number): string => `${(x * 100).toFixed(2)} %`;
-  process.stdout.write(`| ${count} | ${queues.toFixed(3)} | ${urls.toFixed(3)} | ${pct(leave)} (${pct(1 / count)}) | ${pct(join)} (${pct(1 / (count + 1))}) | ${buildMs.toFixed(2)} ms |\n`);
+  process.stdout.write(
+    `| ${count} | ${queues.toFixed(3)} | ${urls.toFixed(3)} | ${pct(leave)} (${pct(1 / count)}) | ${pct(join)} (${pct(1 / (count + 1))}) | ${buildMs.toFixed(2)} ms |\n`,
+  );
 }

@@ -68,7 +68,12 @@ function dirBytes(dir: string): number {
  * The per-URL contenders (no batch API): add-if-absent over `insert` with `test` then `add`, then
  * `test` over the held-out `query`; the figures all but bits per URL and disk.
  */
-function perUrl(insert: readonly string[], query: readonly string[], test: (url: string) => boolean, add: (url: string) => void) {
+function perUrl(
+  insert: readonly string[],
+  query: readonly string[],
+  test: (url: string) => boolean,
+  add: (url: string) => void,
+) {
   let added = 0;
   let start = process.hrtime.bigint();
   for (const url of insert) {
@@ -82,7 +87,12 @@ function perUrl(insert: readonly string[], query: readonly string[], test: (url:
   let positives = 0;
   for (const url of query) if (test(url)) positives++;
   const querySeconds = seconds(start);
-  return { addsPerSec: insert.length / addSeconds, queriesPerSec: query.length / querySeconds, fpr: positives / query.length, added };
+  return {
+    addsPerSec: insert.length / addSeconds,
+    queriesPerSec: query.length / querySeconds,
+    fpr: positives / query.length,
+    added,
+  };
 }
 
 interface DurableOptions {
@@ -91,10 +101,18 @@ interface DurableOptions {
 }
 
 /** The product: durable addIfAbsent in batches (journal committed and synced per batch). */
-async function durable(insert: readonly string[], query: readonly string[], options: DurableOptions = {}): Promise<Omit<Figures, 'contender' | 'peakRssMB'>> {
+async function durable(
+  insert: readonly string[],
+  query: readonly string[],
+  options: DurableOptions = {},
+): Promise<Omit<Figures, 'contender' | 'peakRssMB'>> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-seenstore-'));
   const store = await SeenStore.open(dir, { threads: options.threads ?? 1 });
-  const scope = store.scope('bench', { capacityUrls: insert.length, fprTarget: FPR, strategy: options.strategy ?? 'classic' });
+  const scope = store.scope('bench', {
+    capacityUrls: insert.length,
+    fprTarget: FPR,
+    strategy: options.strategy ?? 'classic',
+  });
   let added = 0;
   let start = process.hrtime.bigint();
   for (let i = 0; i < insert.length; i += BATCH) {
@@ -103,13 +121,21 @@ async function durable(insert: readonly string[], query: readonly string[], opti
   const addSeconds = seconds(start);
   start = process.hrtime.bigint();
   let positives = 0;
-  for (let i = 0; i < query.length; i += BATCH) for (const seen of await scope.has(query.slice(i, i + BATCH))) if (seen) positives++;
+  for (let i = 0; i < query.length; i += BATCH)
+    for (const seen of await scope.has(query.slice(i, i + BATCH))) if (seen) positives++;
   const querySeconds = seconds(start);
   const bits = (await scope.epoch(1)).sliceDetails.reduce((sum, slice) => sum + slice.mBits * slice.filters, 0);
   await store.close();
   const bytesOnDisk = dirBytes(dir);
   rmSync(dir, { recursive: true, force: true });
-  return { addsPerSec: insert.length / addSeconds, queriesPerSec: query.length / querySeconds, fpr: positives / query.length, bitsPerUrl: bits / insert.length, bytesOnDisk, added };
+  return {
+    addsPerSec: insert.length / addSeconds,
+    queriesPerSec: query.length / querySeconds,
+    fpr: positives / query.length,
+    bitsPerUrl: bits / insert.length,
+    bytesOnDisk,
+    added,
+  };
 }
 
 const contenders: Record<string, Run> = {
@@ -142,12 +168,24 @@ const contenders: Record<string, Run> = {
       for (let j = 0; j < batch.length; j++) if (filter.has(words[2 * j + 1]!, words[2 * j]!)) positives++;
     }
     const querySeconds = seconds(start);
-    return { addsPerSec: insert.length / addSeconds, queriesPerSec: query.length / querySeconds, fpr: positives / query.length, bitsPerUrl: plan.mBits / insert.length, bytesOnDisk: 0, added };
+    return {
+      addsPerSec: insert.length / addSeconds,
+      queriesPerSec: query.length / querySeconds,
+      fpr: positives / query.length,
+      bitsPerUrl: plan.mBits / insert.length,
+      bytesOnDisk: 0,
+      added,
+    };
   },
 
   async 'js-set'(insert, query) {
     const set = new Set<string>();
-    const figures = perUrl(insert, query, (url) => set.has(url), (url) => set.add(url));
+    const figures = perUrl(
+      insert,
+      query,
+      (url) => set.has(url),
+      (url) => set.add(url),
+    );
     const bytes = insert.reduce((sum, url) => sum + url.length, 0);
     return { ...figures, bitsPerUrl: (8 * bytes) / insert.length, bytesOnDisk: 0 };
   },
@@ -155,7 +193,12 @@ const contenders: Record<string, Run> = {
   async 'bloom-filters'(insert, query) {
     const { BloomFilter: Peer } = await peer<typeof import('bloom-filters')>('bloom-filters');
     const filter = Peer.create(insert.length, FPR);
-    const figures = perUrl(insert, query, (url) => filter.has(url), (url) => filter.add(url));
+    const figures = perUrl(
+      insert,
+      query,
+      (url) => filter.has(url),
+      (url) => filter.add(url),
+    );
     return { ...figures, bitsPerUrl: filter.size / insert.length, bytesOnDisk: 0 };
   },
 
@@ -163,7 +206,12 @@ const contenders: Record<string, Run> = {
     const { BloomFilter: Peer } = await peer<typeof import('bloomfilter')>('bloomfilter');
     const { mBits, k } = sizeForFpr(insert.length, FPR);
     const filter = new Peer(mBits, k);
-    const figures = perUrl(insert, query, (url) => filter.test(url), (url) => filter.add(url));
+    const figures = perUrl(
+      insert,
+      query,
+      (url) => filter.test(url),
+      (url) => filter.add(url),
+    );
     return { ...figures, bitsPerUrl: mBits / insert.length, bytesOnDisk: 0 };
   },
 
@@ -194,7 +242,14 @@ const contenders: Record<string, Run> = {
     await db.close();
     const bytesOnDisk = dirBytes(dir);
     rmSync(dir, { recursive: true, force: true });
-    return { addsPerSec: insert.length / addSeconds, queriesPerSec: query.length / querySeconds, fpr: positives / query.length, bitsPerUrl: (8 * bytesOnDisk) / insert.length, bytesOnDisk, added };
+    return {
+      addsPerSec: insert.length / addSeconds,
+      queriesPerSec: query.length / querySeconds,
+      fpr: positives / query.length,
+      bitsPerUrl: (8 * bytesOnDisk) / insert.length,
+      bytesOnDisk,
+      added,
+    };
   },
 };
 
@@ -233,9 +288,14 @@ async function scale(mode: string, dir: string, capacity: number, count: number)
   const [seen] = await store.scope('scale').has([syntheticUrl(0)]);
   const openSeconds = seconds(start);
   const rssMB = process.memoryUsage().rss / 2 ** 20;
-  const filterBytes = (await store.scope('scale').epoch(1)).sliceDetails.reduce((sum, slice) => sum + (slice.mBits / 8) * slice.filters, 0);
+  const filterBytes = (await store.scope('scale').epoch(1)).sliceDetails.reduce(
+    (sum, slice) => sum + (slice.mBits / 8) * slice.filters,
+    0,
+  );
   const journalRecords = (await store.scope('scale').epoch(1)).journalRecords;
-  process.stdout.write(`${JSON.stringify({ openSeconds, seen, filterMB: filterBytes / 2 ** 20, rssMB, peakRssMB: peakRss(), journalRecords })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ openSeconds, seen, filterMB: filterBytes / 2 ** 20, rssMB, peakRssMB: peakRss(), journalRecords })}\n`,
+  );
   process.exit(0);
 }
 
@@ -246,7 +306,8 @@ async function main(): Promise<void> {
     return;
   }
   const run = contenders[name ?? ''];
-  if (run === undefined || file === undefined) throw new Error(`usage: contender.js (${CONTENDERS.join('|')}) DATASET_FILE`);
+  if (run === undefined || file === undefined)
+    throw new Error(`usage: contender.js (${CONTENDERS.join('|')}) DATASET_FILE`);
   const { insert, query } = splitUrls(readUrls(file));
   const figures = await run(insert, query);
   const peakRssMB = peakRss();

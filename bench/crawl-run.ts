@@ -36,17 +36,26 @@ export interface RunResult {
  * Runs the crawler until it exits, or kills it once the site has served `killAtFetches` pages in all
  * (earlier runs count). A run that exits non-zero on its own is an error.
  */
-export async function runCrawler(site: SiteProcess, crawler: CrawlerCommand, killAtFetches?: number): Promise<RunResult> {
+export async function runCrawler(
+  site: SiteProcess,
+  crawler: CrawlerCommand,
+  killAtFetches?: number,
+): Promise<RunResult> {
   const before = coverage(await site.stats()).pageFetches;
   const log = openSync(crawler.logFile, 'a');
   const started = performance.now();
-  const child = spawn(crawler.command, crawler.args, { env: { ...process.env, ...crawler.env }, stdio: ['ignore', log, log] });
+  const child = spawn(crawler.command, crawler.args, {
+    env: { ...process.env, ...crawler.env },
+    stdio: ['ignore', log, log],
+  });
   closeSync(log);
   let exited = false;
-  const exit = new Promise<number | null>((done) => child.once('exit', (code) => {
-    exited = true;
-    done(code);
-  }));
+  const exit = new Promise<number | null>((done) =>
+    child.once('exit', (code) => {
+      exited = true;
+      done(code);
+    }),
+  );
   let firstFetchMs: number | null = null;
   let lastFetchMs: number | null = null;
   let fetchesSeen = before;
@@ -77,7 +86,8 @@ export async function runCrawler(site: SiteProcess, crawler: CrawlerCommand, kil
   fetchesSeen = fetchesAtExit;
   if (!killed && code !== 0) throw new Error(`the crawler exited with ${code}; see ${crawler.logFile}`);
   samples.push({ ms: exitedMs, fetches: fetchesSeen - before });
-  const mostFetchedMs = samples.find(({ fetches }) => fetches > 0 && fetches >= 0.99 * (fetchesSeen - before))?.ms ?? null;
+  const mostFetchedMs =
+    samples.find(({ fetches }) => fetches > 0 && fetches >= 0.99 * (fetchesSeen - before))?.ms ?? null;
   return { exitedMs, firstFetchMs, lastFetchMs, mostFetchedMs, finished: !killed, fetchesSeen };
 }
 

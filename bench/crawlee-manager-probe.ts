@@ -9,7 +9,16 @@
  *
  * Prints one JSON line: the calls by method, the options seen, and the site's coverage.
  */
-import { BasicCrawler, CheerioCrawler, Configuration, Request, type RequestQueue, type IRequestManager, type RequestsLike, type Source } from 'crawlee';
+import {
+  BasicCrawler,
+  CheerioCrawler,
+  Configuration,
+  Request,
+  type RequestQueue,
+  type IRequestManager,
+  type RequestsLike,
+  type Source,
+} from 'crawlee';
 import { coverage, startSite } from '../test/helpers/site.js';
 import { option } from './crawl-run.js';
 
@@ -35,7 +44,8 @@ class ProbeManager implements Manager {
 
   #count(method: string, options?: object): void {
     this.calls.set(method, (this.calls.get(method) ?? 0) + 1);
-    for (const [key, value] of Object.entries(options ?? {})) if (value !== undefined) this.optionsSeen.add(`${method}.${key}`);
+    for (const [key, value] of Object.entries(options ?? {}))
+      if (value !== undefined) this.optionsSeen.add(`${method}.${key}`);
   }
 
   async isFinished(): Promise<boolean> {
@@ -67,7 +77,8 @@ class ProbeManager implements Manager {
     return entry.request as unknown as Request<T>;
   }
   async *[Symbol.asyncIterator](): AsyncGenerator<Request> {
-    for (let request = await this.fetchNextRequest(); request !== null; request = await this.fetchNextRequest()) yield request;
+    for (let request = await this.fetchNextRequest(); request !== null; request = await this.fetchNextRequest())
+      yield request;
   }
   async markRequestHandled(request: Request): Promise<null> {
     this.#count('markRequestHandled');
@@ -93,7 +104,8 @@ class ProbeManager implements Manager {
   async addRequestsBatched(requests: RequestsLike, options?: Record<string, unknown>) {
     this.#count('addRequestsBatched', options);
     const sources: Source[] = [];
-    for await (const source of requests as AsyncIterable<Source | string>) sources.push(typeof source === 'string' ? { url: source } : source);
+    for await (const source of requests as AsyncIterable<Source | string>)
+      sources.push(typeof source === 'string' ? { url: source } : source);
     const addedRequests = this.#enqueue(sources);
     return { addedRequests, waitForAllRequestsToBeAdded: Promise.resolve([]), requestsOverLimit: [] };
   }
@@ -126,8 +138,12 @@ function acceptsRequestManager(make: (manager: ProbeManager) => unknown): string
 
 const pages = option('pages', 500);
 const requestManagerOption = {
-  BasicCrawler: acceptsRequestManager((requestManager) => new BasicCrawler({ requestManager, requestHandler: async () => {} })),
-  CheerioCrawler: acceptsRequestManager((requestManager) => new CheerioCrawler({ requestManager, requestHandler: async () => {} })),
+  BasicCrawler: acceptsRequestManager(
+    (requestManager) => new BasicCrawler({ requestManager, requestHandler: async () => {} }),
+  ),
+  CheerioCrawler: acceptsRequestManager(
+    (requestManager) => new CheerioCrawler({ requestManager, requestHandler: async () => {} }),
+  ),
 };
 const site = await startSite({ pages });
 try {
@@ -135,32 +151,37 @@ try {
   let failures = 0;
   // Passed as `requestQueue` (the validator asks only for fetchNextRequest and addRequest), since
   // the `requestManager` option is refused above; the crawler then uses it as its request manager.
-  const crawler = new CheerioCrawler({
-    requestQueue: manager as unknown as RequestQueue,
-    maxConcurrency: 10,
-    maxRequestRetries: 1,
-    async requestHandler({ enqueueLinks }) {
-      await enqueueLinks();
+  const crawler = new CheerioCrawler(
+    {
+      requestQueue: manager as unknown as RequestQueue,
+      maxConcurrency: 10,
+      maxRequestRetries: 1,
+      async requestHandler({ enqueueLinks }) {
+        await enqueueLinks();
+      },
+      failedRequestHandler() {
+        failures++;
+      },
+      // Statistics and session state in memory: the probe leaves no ./storage behind.
     },
-    failedRequestHandler() {
-      failures++;
-    },
-    // Statistics and session state in memory: the probe leaves no ./storage behind.
-  }, new Configuration({ persistStorage: false }));
+    new Configuration({ persistStorage: false }),
+  );
   await crawler.run([`${site.url}/`]);
   const result = coverage(await site.stats());
-  process.stdout.write(`${JSON.stringify({
-    pages,
-    requestManagerOption,
-    calls: Object.fromEntries([...manager.calls].sort()),
-    optionsSeen: [...manager.optionsSeen].sort(),
-    requestLockSecsSetByCrawler: manager.requestLockSecs ?? null,
-    internalTimeoutMillisSetByCrawler: manager.internalTimeoutMillis ?? null,
-    failedRequests: failures,
-    missedPages: result.missedPages.length,
-    duplicateFetches: result.duplicateFetches,
-    notFound: result.notFound,
-  })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({
+      pages,
+      requestManagerOption,
+      calls: Object.fromEntries([...manager.calls].sort()),
+      optionsSeen: [...manager.optionsSeen].sort(),
+      requestLockSecsSetByCrawler: manager.requestLockSecs ?? null,
+      internalTimeoutMillisSetByCrawler: manager.internalTimeoutMillis ?? null,
+      failedRequests: failures,
+      missedPages: result.missedPages.length,
+      duplicateFetches: result.duplicateFetches,
+      notFound: result.notFound,
+    })}\n`,
+  );
 } finally {
   await site.stop();
 }

@@ -11,7 +11,16 @@
  * Prints a JSON line per trial and writes them all to bench/results/crawlee-resume.json.
  * Not part of `npm test`: a resumed run can wait minutes for the dead process's request locks.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,7 +50,9 @@ async function crawlerMain(siteUrl: string, concurrency: number, manager: string
     const store = await SeenStore.open(join(process.env.CRAWLEE_STORAGE_DIR!, 'seenstore'));
     seenstore = store;
     // Crawlee's own queue has no per-host delay: neither does the frontier here (the site is one host).
-    queueOptions = crawlerOptions(new SeenstoreRequestManager(store.scope('site'), { owner: 'bench', sameDomainDelaySecs: 0, perQueue: 1_000 }));
+    queueOptions = crawlerOptions(
+      new SeenstoreRequestManager(store.scope('site'), { owner: 'bench', sameDomainDelaySecs: 0, perQueue: 1_000 }),
+    );
   }
   const crawler = new CheerioCrawler({
     ...queueOptions,
@@ -110,7 +121,8 @@ async function trial(options: Options, work: string, index: number): Promise<Rec
     full = await runCrawler(fullSite, crawleeCommand(fullSite.url, storage, options, join(work, `full-${index}.log`)));
     fullQueue = queueBytes(storage);
     const fullCoverage = coverage(await fullSite.stats());
-    if (fullCoverage.missedPages.length > 0) throw new Error(`the uninterrupted crawl missed ${fullCoverage.missedPages.length} pages`);
+    if (fullCoverage.missedPages.length > 0)
+      throw new Error(`the uninterrupted crawl missed ${fullCoverage.missedPages.length} pages`);
   } finally {
     await fullSite.stop();
   }
@@ -179,9 +191,17 @@ async function main(): Promise<void> {
     else process.stderr.write(`kept ${work}\n`);
   }
   mkdirSync(join(BENCH_DIR, 'results'), { recursive: true });
-  writeFileSync(join(BENCH_DIR, 'results', `crawlee-resume-${options.manager}.json`), `${JSON.stringify({ node: process.version, results }, null, 2)}\n`);
+  writeFileSync(
+    join(BENCH_DIR, 'results', `crawlee-resume-${options.manager}.json`),
+    `${JSON.stringify({ node: process.version, results }, null, 2)}\n`,
+  );
 }
 
 const crawlerAt = process.argv.indexOf('--crawler');
-if (crawlerAt >= 0) await crawlerMain(process.argv[crawlerAt + 1]!, Number(process.argv[crawlerAt + 2]), process.argv[crawlerAt + 3] ?? 'crawlee');
+if (crawlerAt >= 0)
+  await crawlerMain(
+    process.argv[crawlerAt + 1]!,
+    Number(process.argv[crawlerAt + 2]),
+    process.argv[crawlerAt + 3] ?? 'crawlee',
+  );
 else await main();

@@ -28,7 +28,9 @@ export function splitUrls(urls: readonly string[]): { insert: string[]; query: s
 }
 
 export function readUrls(path: string): string[] {
-  return readFileSync(path, 'utf8').split('\n').filter((line) => line.length > 0);
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line.length > 0);
 }
 
 function write(name: string, urls: readonly string[], source: string, file = `${name}.txt`): Dataset {
@@ -41,7 +43,8 @@ function write(name: string, urls: readonly string[], source: string, file = `${
 /** The shared real lists, deduplicated (~50k URLs). Fails loudly when ../shared/data is missing. */
 export function sharedDataset(): Dataset {
   const files = ['crawl-sitelist-15k.txt', 'crawl-benign-35k.txt'].map((file) => join(SHARED, file));
-  for (const file of files) if (!existsSync(file)) throw new Error(`bench data missing: ${file} (../shared/data beside the project)`);
+  for (const file of files)
+    if (!existsSync(file)) throw new Error(`bench data missing: ${file} (../shared/data beside the project)`);
   const urls = [...new Set(files.flatMap(readUrls))];
   return write('shared-50k', urls, '../shared/data: crawl-sitelist-15k + crawl-benign-35k, deduplicated');
 }
@@ -61,8 +64,15 @@ export function packageReposDataset(): Dataset {
     const path = join(CACHE, file);
     return { name, path, urls: readUrls(path).length, source: `all-the-package-repos@${version}` };
   }
-  const values = Object.values(JSON.parse(readFileSync(join(dirname(packageJson), 'data', 'packages.json'), 'utf8')) as Record<string, unknown>);
-  return write(name, usablePackageRepoUrls(values), `all-the-package-repos@${version}, data/packages.json values, distinct http(s) URLs with a host`, file);
+  const values = Object.values(
+    JSON.parse(readFileSync(join(dirname(packageJson), 'data', 'packages.json'), 'utf8')) as Record<string, unknown>,
+  );
+  return write(
+    name,
+    usablePackageRepoUrls(values),
+    `all-the-package-repos@${version}, data/packages.json values, distinct http(s) URLs with a host`,
+    file,
+  );
 }
 
 /**

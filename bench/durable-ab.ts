@@ -28,7 +28,8 @@ const urls = allSharedUrls();
 const batchUrls = Number(batchText);
 const batches = Number(batchesText);
 let next = 0;
-const batch = (): string[] => Array.from({ length: batchUrls }, () => `${urls[next % urls.length]}#${Math.floor(next++ / urls.length)}`);
+const batch = (): string[] =>
+  Array.from({ length: batchUrls }, () => `${urls[next % urls.length]}#${Math.floor(next++ / urls.length)}`);
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 const dir = mkdtempSync(join(tmpdir(), 'seenstore-ab-'));

@@ -35,7 +35,10 @@ interface Shapes {
 }
 
 function shapes(): Shapes {
-  const urls = [...readUrls(packageReposDataset().path), ...['crawl-sitelist-15k.txt', 'crawl-benign-35k.txt'].flatMap((file) => readUrls(join(SHARED, file)))];
+  const urls = [
+    ...readUrls(packageReposDataset().path),
+    ...['crawl-sitelist-15k.txt', 'crawl-benign-35k.txt'].flatMap((file) => readUrls(join(SHARED, file))),
+  ];
   const counts = new Map<string, number>();
   const paths: string[] = [];
   for (const url of urls) {
@@ -69,13 +72,22 @@ function hostRank(cumulative: Float64Array, u: number): number {
 }
 
 function batch(s: Shapes, rand: () => number, from: number, count: number): string[] {
-  return Array.from({ length: count }, (_, i) => `https://${s.hosts[hostRank(s.cumulative, rand())]}${s.paths[Math.floor(rand() * s.paths.length)]}${(from + i).toString(36)}`);
+  return Array.from(
+    { length: count },
+    (_, i) =>
+      `https://${s.hosts[hostRank(s.cumulative, rand())]}${s.paths[Math.floor(rand() * s.paths.length)]}${(from + i).toString(36)}`,
+  );
 }
 
 function frontierBytes(dir: string): number {
   const root = open({ path: dir, readOnly: true, maxDbs: 8 });
   try {
-    const stats = root.openDB({ name: 'queue', encoding: 'binary', keyEncoding: 'binary' }).getStats() as { treeBranchPageCount: number; treeLeafPageCount: number; overflowPages: number; pageSize: number };
+    const stats = root.openDB({ name: 'queue', encoding: 'binary', keyEncoding: 'binary' }).getStats() as {
+      treeBranchPageCount: number;
+      treeLeafPageCount: number;
+      overflowPages: number;
+      pageSize: number;
+    };
     return (stats.treeBranchPageCount + stats.treeLeafPageCount + stats.overflowPages) * stats.pageSize;
   } finally {
     void root.close();
@@ -88,8 +100,12 @@ if (!existsSync(join(SHARED, 'crawl-sitelist-15k.txt'))) {
   const s = shapes();
   const rand = mulberry32(47);
   const dir = mkdtempSync(join(tmpdir(), 'seenstore-bench-growth-'));
-  console.log(`synthesized URLs: ${HOSTS.toLocaleString('en')} hosts (Zipf 1), ${s.paths.length.toLocaleString('en')} real paths; batches of ${BATCH.toLocaleString('en')}\n`);
-  console.log('| queued | enqueue URLs/s (last stretch) | take 1,000 + done, median ms | frontier bytes per queued URL | average URL bytes | RSS MB |');
+  console.log(
+    `synthesized URLs: ${HOSTS.toLocaleString('en')} hosts (Zipf 1), ${s.paths.length.toLocaleString('en')} real paths; batches of ${BATCH.toLocaleString('en')}\n`,
+  );
+  console.log(
+    '| queued | enqueue URLs/s (last stretch) | take 1,000 + done, median ms | frontier bytes per queued URL | average URL bytes | RSS MB |',
+  );
   console.log('|---:|---:|---:|---:|---:|---:|');
   try {
     let queued = 0;
@@ -108,7 +124,8 @@ if (!existsSync(join(SHARED, 'crawl-sitelist-15k.txt'))) {
           for (const url of urls) urlBytes += url.length;
           const added = (await scope.enqueue(urls)).filter(Boolean).length;
           queued += urls.length;
-          if (added < urls.length * 0.98) throw new Error(`only ${added} of ${urls.length} queued (false positives past the filter's capacity?)`);
+          if (added < urls.length * 0.98)
+            throw new Error(`only ${added} of ${urls.length} queued (false positives past the filter's capacity?)`);
         }
         const perSec = stretch / (Number(process.hrtime.bigint() - started) / 1e9);
         const times: number[] = [];
@@ -119,12 +136,18 @@ if (!existsSync(join(SHARED, 'crawl-sitelist-15k.txt'))) {
           times.push(Number(process.hrtime.bigint() - at) / 1e6);
         }
         const stats = await frontier.stats();
-        line = { perSec, median: times.sort((a, b) => a - b)[Math.floor(TAKES / 2)]!, held: stats.pending + stats.leased };
+        line = {
+          perSec,
+          median: times.sort((a, b) => a - b)[Math.floor(TAKES / 2)]!,
+          held: stats.pending + stats.leased,
+        };
       } finally {
         await store.close();
       }
       const bytes = frontierBytes(dir) / line.held;
-      console.log(`| ${checkpoint.toLocaleString('en')} | ${Math.round(line.perSec).toLocaleString('en')} | ${line.median.toFixed(1)} | ${bytes.toFixed(0)} | ${(urlBytes / queued).toFixed(1)} | ${Math.round(process.memoryUsage().rss / 1e6)} |`);
+      console.log(
+        `| ${checkpoint.toLocaleString('en')} | ${Math.round(line.perSec).toLocaleString('en')} | ${line.median.toFixed(1)} | ${bytes.toFixed(0)} | ${(urlBytes / queued).toFixed(1)} | ${Math.round(process.memoryUsage().rss / 1e6)} |`,
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

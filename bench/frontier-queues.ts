@@ -44,7 +44,13 @@ interface FrontierLike {
   take(count: number, options: object): Promise<unknown[]>;
 }
 interface StoreLike {
-  scope(name: string, options: object): { enqueue(urls: string[]): Promise<unknown>; frontier(): FrontierLike & { configure?(change: object): Promise<unknown> } };
+  scope(
+    name: string,
+    options: object,
+  ): {
+    enqueue(urls: string[]): Promise<unknown>;
+    frontier(): FrontierLike & { configure?(change: object): Promise<unknown> };
+  };
   close(): Promise<void>;
 }
 
@@ -71,7 +77,11 @@ function quantile(sorted: readonly number[], q: number): number {
 }
 
 /** One store: the URLs enqueued, then TAKES takes timed; the enqueue rate and every take's time. */
-async function run(open: (dir: string) => Promise<StoreLike>, urls: readonly string[], takeOptions: object): Promise<{ enqueuePerSec: number; takesMs: number[] }> {
+async function run(
+  open: (dir: string) => Promise<StoreLike>,
+  urls: readonly string[],
+  takeOptions: object,
+): Promise<{ enqueuePerSec: number; takesMs: number[] }> {
   const dir = mkdtempSync(join(tmpdir(), 'seenstore-bench-queues-'));
   const store = await open(dir);
   try {
@@ -96,15 +106,26 @@ async function run(open: (dir: string) => Promise<StoreLike>, urls: readonly str
 }
 
 /** Figures over runs: the median enqueue rate, and the median and p90 of all takes. */
-function figures(label: string, queues: number | string, runs: readonly { enqueuePerSec: number; takesMs: number[] }[]): Figures {
+function figures(
+  label: string,
+  queues: number | string,
+  runs: readonly { enqueuePerSec: number; takesMs: number[] }[],
+): Figures {
   const takesMs = runs.flatMap((r) => r.takesMs).sort((a, b) => a - b);
   const rates = runs.map((r) => r.enqueuePerSec).sort((a, b) => a - b);
-  return { label, queues, enqueuePerSec: quantile(rates, 0.5), takeMedianMs: quantile(takesMs, 0.5), takeP90Ms: quantile(takesMs, 0.9) };
+  return {
+    label,
+    queues,
+    enqueuePerSec: quantile(rates, 0.5),
+    takeMedianMs: quantile(takesMs, 0.5),
+    takeP90Ms: quantile(takesMs, 0.9),
+  };
 }
 
 /** The seenstore of OLD_FRONTIER_COMMIT, compiled in a temporary directory; its SeenStore class. */
 async function oldSeenStore(work: string): Promise<{ open(dir: string): Promise<StoreLike> }> {
-  return (await oldBuild<{ SeenStore: { open(dir: string): Promise<StoreLike> } }>(OLD_FRONTIER_COMMIT, work)).module.SeenStore;
+  return (await oldBuild<{ SeenStore: { open(dir: string): Promise<StoreLike> } }>(OLD_FRONTIER_COMMIT, work)).module
+    .SeenStore;
 }
 
 function row(f: Figures): string {
@@ -138,12 +159,23 @@ if (!existsSync(join(SHARED, 'crawl-sitelist-15k.txt'))) {
     rmSync(work, { recursive: true, force: true });
   }
   const ratio = large.takeMedianMs / small.takeMedianMs;
-  console.log(`${ENTRIES.toLocaleString('en')} queued URLs; ${ROUNDS} x ${TAKES} takes of ${TAKE_URLS} URLs; ${hosts.length.toLocaleString('en')} real hosts\n`);
+  console.log(
+    `${ENTRIES.toLocaleString('en')} queued URLs; ${ROUNDS} x ${TAKES} takes of ${TAKE_URLS} URLs; ${hosts.length.toLocaleString('en')} real hosts\n`,
+  );
   console.log('| frontier | queues | enqueue URLs/s | take median ms | take p90 ms | take URLs/s |');
   console.log('|---|---|---|---|---|---|');
   for (const f of [small, large, old]) console.log(row(f));
-  console.log(`\ntake with 50,000 queues / 1,000 queues: ${ratio.toFixed(2)}x (target <= 1.5x: ${ratio <= 1.5 ? 'met' : 'missed'})`);
+  console.log(
+    `\ntake with 50,000 queues / 1,000 queues: ${ratio.toFixed(2)}x (target <= 1.5x: ${ratio <= 1.5 ? 'met' : 'missed'})`,
+  );
   recordTargets('frontier-queues', [
-    { issue: 28, order: 2, figure: '`take` with 50k queues ÷ 1k queues — LMDB', measured: `${ratio.toFixed(2)}× (${large.takeMedianMs.toFixed(1)} vs ${small.takeMedianMs.toFixed(1)} ms per take)`, target: '≤ 1.5×', met: ratio <= 1.5 },
+    {
+      issue: 28,
+      order: 2,
+      figure: '`take` with 50k queues ÷ 1k queues — LMDB',
+      measured: `${ratio.toFixed(2)}× (${large.takeMedianMs.toFixed(1)} vs ${small.takeMedianMs.toFixed(1)} ms per take)`,
+      target: '≤ 1.5×',
+      met: ratio <= 1.5,
+    },
   ]);
 }

@@ -73,7 +73,11 @@ function realUrls(): string[] {
 function push(build: Build, file: string, urls: number): { perSec: number; dir: string } {
   const dir = mkdtempSync(join(tmpdir(), 'seenstore-bench-size-'));
   const started = process.hrtime.bigint();
-  const run = spawnSync(process.execPath, [build.cli, '--store', dir, '--scope', 'b', '--quiet', 'frontier', 'push', '--capacity', String(urls * 2), file], { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 26 });
+  const run = spawnSync(
+    process.execPath,
+    [build.cli, '--store', dir, '--scope', 'b', '--quiet', 'frontier', 'push', '--capacity', String(urls * 2), file],
+    { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 26 },
+  );
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   if (run.status !== 0) throw new Error(`${build.label}: frontier push: ${run.stderr}`);
   return { perSec: urls / seconds, dir };
@@ -83,7 +87,12 @@ function push(build: Build, file: string, urls: number): { perSec: number; dir: 
 function bytesPerUrl(build: Build, dir: string, urls: number): number {
   const root = open({ path: dir, readOnly: true, maxDbs: 8 });
   try {
-    const stats = root.openDB({ ...build.frontierDb, encoding: 'binary' }).getStats() as { treeBranchPageCount: number; treeLeafPageCount: number; overflowPages: number; pageSize: number };
+    const stats = root.openDB({ ...build.frontierDb, encoding: 'binary' }).getStats() as {
+      treeBranchPageCount: number;
+      treeLeafPageCount: number;
+      overflowPages: number;
+      pageSize: number;
+    };
     return ((stats.treeBranchPageCount + stats.treeLeafPageCount + stats.overflowPages) * stats.pageSize) / urls;
   } finally {
     void root.close();
@@ -102,7 +111,8 @@ async function takeDone(build: Build, dir: string): Promise<number> {
       const taken = await frontier.take(TAKE_URLS, { perQueue: TAKE_URLS, leaseMs: 600_000 });
       const done = await frontier.done(taken.map((entry) => entry.id));
       times.push(Number(process.hrtime.bigint() - started) / 1e6);
-      if (taken.length !== TAKE_URLS || done !== TAKE_URLS) throw new Error(`${build.label}: took ${taken.length}, done ${done}`);
+      if (taken.length !== TAKE_URLS || done !== TAKE_URLS)
+        throw new Error(`${build.label}: took ${taken.length}, done ${done}`);
     }
     return median(times);
   } finally {
@@ -110,7 +120,12 @@ async function takeDone(build: Build, dir: string): Promise<number> {
   }
 }
 
-async function measure(build: Build, files: { all: string; small: string }, counts: { all: number; small: number }, into: Figures): Promise<void> {
+async function measure(
+  build: Build,
+  files: { all: string; small: string },
+  counts: { all: number; small: number },
+  into: Figures,
+): Promise<void> {
   const large = push(build, files.all, counts.all);
   const small = push(build, files.small, counts.small);
   try {
@@ -136,26 +151,71 @@ if (!existsSync(join(SHARED, 'crawl-sitelist-15k.txt'))) {
     const average = urls.reduce((n, url) => n + Buffer.byteLength(url), 0) / urls.length;
     const old = await oldBuild<{ SeenStore: Build['library'] }>(OLD_COMMIT, join(work, 'old'));
     const builds: [Build, Figures][] = [
-      [{ label: 'format 7 (this build)', cli: CLI, frontierDb: { name: 'queue', keyEncoding: 'binary' }, library: SeenStore as unknown as Build['library'] }, { pushPerSec: [], bytesPerUrl: [], takeDoneSmallMs: [], takeDoneLargeMs: [] }],
-      [{ label: `format 6 (${OLD_COMMIT})`, cli: old.cli, frontierDb: { name: 'frontier' }, library: old.module.SeenStore }, { pushPerSec: [], bytesPerUrl: [], takeDoneSmallMs: [], takeDoneLargeMs: [] }],
+      [
+        {
+          label: 'format 7 (this build)',
+          cli: CLI,
+          frontierDb: { name: 'queue', keyEncoding: 'binary' },
+          library: SeenStore as unknown as Build['library'],
+        },
+        { pushPerSec: [], bytesPerUrl: [], takeDoneSmallMs: [], takeDoneLargeMs: [] },
+      ],
+      [
+        {
+          label: `format 6 (${OLD_COMMIT})`,
+          cli: old.cli,
+          frontierDb: { name: 'frontier' },
+          library: old.module.SeenStore,
+        },
+        { pushPerSec: [], bytesPerUrl: [], takeDoneSmallMs: [], takeDoneLargeMs: [] },
+      ],
     ];
     // Alternated, so that a change in the machine's load falls on both.
-    for (let round = 0; round < ROUNDS; round++) for (const [build, figures] of round % 2 === 0 ? builds : [...builds].reverse()) await measure(build, { all, small }, { all: urls.length, small: SMALL }, figures);
-    console.log(`${urls.length.toLocaleString('en')} real URLs (average ${average.toFixed(1)} bytes); ${ROUNDS} rounds, alternated; take + done: median of ${TAKE_ROUNDS}\n`);
-    console.log(`| frontier | disk per queued URL | \`frontier push\` (CLI) | take ${TAKE_URLS} + done at ${(SMALL / 1000).toFixed(0)}k | the same at ${(urls.length / 1e6).toFixed(2)}M | ratio |`);
+    for (let round = 0; round < ROUNDS; round++)
+      for (const [build, figures] of round % 2 === 0 ? builds : [...builds].reverse())
+        await measure(build, { all, small }, { all: urls.length, small: SMALL }, figures);
+    console.log(
+      `${urls.length.toLocaleString('en')} real URLs (average ${average.toFixed(1)} bytes); ${ROUNDS} rounds, alternated; take + done: median of ${TAKE_ROUNDS}\n`,
+    );
+    console.log(
+      `| frontier | disk per queued URL | \`frontier push\` (CLI) | take ${TAKE_URLS} + done at ${(SMALL / 1000).toFixed(0)}k | the same at ${(urls.length / 1e6).toFixed(2)}M | ratio |`,
+    );
     console.log('|---|---:|---:|---:|---:|---:|');
     for (const [build, f] of builds) {
       const ratio = median(f.takeDoneLargeMs) / median(f.takeDoneSmallMs);
-      console.log(`| ${build.label} | ${median(f.bytesPerUrl).toFixed(0)} B (${(median(f.bytesPerUrl) / average).toFixed(2)}× the URL) | ${Math.round(median(f.pushPerSec)).toLocaleString('en')} URLs/s | ${median(f.takeDoneSmallMs).toFixed(1)} ms | ${median(f.takeDoneLargeMs).toFixed(1)} ms | ${ratio.toFixed(2)}× |`);
+      console.log(
+        `| ${build.label} | ${median(f.bytesPerUrl).toFixed(0)} B (${(median(f.bytesPerUrl) / average).toFixed(2)}× the URL) | ${Math.round(median(f.pushPerSec)).toLocaleString('en')} URLs/s | ${median(f.takeDoneSmallMs).toFixed(1)} ms | ${median(f.takeDoneLargeMs).toFixed(1)} ms | ${ratio.toFixed(2)}× |`,
+      );
     }
     const [mine] = builds[0]!.slice(1) as [Figures];
     const bytes = median(mine.bytesPerUrl);
     const pushRate = median(mine.pushPerSec);
     const ratio = median(mine.takeDoneLargeMs) / median(mine.takeDoneSmallMs);
     recordTargets('frontier-size', [
-      { issue: 47, order: 1, figure: 'LMDB disk per queued URL', measured: `${bytes.toFixed(0)} B (${(bytes / average).toFixed(2)}× a ${average.toFixed(0)}-byte URL)`, target: '≤ 2× the URL', met: bytes <= 2 * average },
-      { issue: 47, order: 2, figure: '`frontier push` through the CLI', measured: `${Math.round(pushRate).toLocaleString('en')} URLs/s`, target: '≥ 100,000 URLs/s', met: pushRate >= 100_000 },
-      { issue: 47, order: 3, figure: `take ${TAKE_URLS} + done at ${(urls.length / 1e6).toFixed(2)}M ÷ at 100k`, measured: `${ratio.toFixed(2)}×`, target: '≤ 1.5×', met: ratio <= 1.5 },
+      {
+        issue: 47,
+        order: 1,
+        figure: 'LMDB disk per queued URL',
+        measured: `${bytes.toFixed(0)} B (${(bytes / average).toFixed(2)}× a ${average.toFixed(0)}-byte URL)`,
+        target: '≤ 2× the URL',
+        met: bytes <= 2 * average,
+      },
+      {
+        issue: 47,
+        order: 2,
+        figure: '`frontier push` through the CLI',
+        measured: `${Math.round(pushRate).toLocaleString('en')} URLs/s`,
+        target: '≥ 100,000 URLs/s',
+        met: pushRate >= 100_000,
+      },
+      {
+        issue: 47,
+        order: 3,
+        figure: `take ${TAKE_URLS} + done at ${(urls.length / 1e6).toFixed(2)}M ÷ at 100k`,
+        measured: `${ratio.toFixed(2)}×`,
+        target: '≤ 1.5×',
+        met: ratio <= 1.5,
+      },
     ]);
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -29,14 +29,22 @@ try {
   const guard = OpenGuard.open(dir);
   const root = open({ path: dir, noSubdir: false, maxDbs: 8, pageSize: 4096, noSync: true });
   const info = (root as unknown as { env: { info(): { lastTxnId: number } } }).env;
-  const rows = { 'empty write transaction': [] as number[], 'guard held and released': [] as number[], 'newest-commit check': [] as number[] };
+  const rows = {
+    'empty write transaction': [] as number[],
+    'guard held and released': [] as number[],
+    'newest-commit check': [] as number[],
+  };
   for (let round = 0; round < ROUNDS; round++) {
     rows['empty write transaction'].push(timeUs(() => root.transactionSync(() => 0)));
     rows['guard held and released'].push(timeUs(() => guard.hold(() => 0)));
-    rows['newest-commit check'].push(timeUs(() => root.transactionSync(() => root.getWriteTxnId() <= info.info().lastTxnId)));
+    rows['newest-commit check'].push(
+      timeUs(() => root.transactionSync(() => root.getWriteTxnId() <= info.info().lastTxnId)),
+    );
   }
   for (const [name, values] of Object.entries(rows)) {
-    process.stdout.write(`${name.padEnd(26)} median ${median(values).toFixed(2)} us (${values.map((v) => v.toFixed(2)).join(', ')})\n`);
+    process.stdout.write(
+      `${name.padEnd(26)} median ${median(values).toFixed(2)} us (${values.map((v) => v.toFixed(2)).join(', ')})\n`,
+    );
   }
   await guard.close();
   await root.close();

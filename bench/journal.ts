@@ -15,7 +15,17 @@
  * JSON line (the last line of stdout).
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, fdatasyncSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fdatasyncSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -90,7 +100,11 @@ async function probe(index: string): Promise<void> {
 }
 
 function runNode(script: string, scriptArgs: readonly string[]): string {
-  return execFileSync(process.execPath, [script, ...scriptArgs], { encoding: 'utf8', maxBuffer: 2 ** 26, stdio: ['ignore', 'pipe', 'inherit'] });
+  return execFileSync(process.execPath, [script, ...scriptArgs], {
+    encoding: 'utf8',
+    maxBuffer: 2 ** 26,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
 }
 
 function lastJson<T>(out: string): T {
@@ -100,7 +114,9 @@ function lastJson<T>(out: string): T {
 /** A URL file for the JS Set row: the bench's large data set when prepared, else generated URLs. */
 function setUrlsFile(dir: string): string {
   const data = join(BENCH_DIR, '.data');
-  const prepared = existsSync(data) ? readdirSync(data).find((name) => name.startsWith('package-repos-') && name.endsWith('.usable2.txt')) : undefined;
+  const prepared = existsSync(data)
+    ? readdirSync(data).find((name) => name.startsWith('package-repos-') && name.endsWith('.usable2.txt'))
+    : undefined;
   if (prepared !== undefined) return join(data, prepared);
   const file = join(dir, 'urls.txt');
   writeFileSync(file, `${generatedUrls(SET_URLS, 29).join('\n')}\n`);
@@ -117,8 +133,16 @@ interface BuildFigures {
 
 async function main(): Promise<void> {
   if (args[0] === 'probe') return probe(args[1]!);
-  const builds: Build[] = [{ name: 'this', root: ROOT }, ...(BEFORE === undefined ? [] : [{ name: 'before', root: BEFORE }])];
-  const figures = new Map<string, BuildFigures>(builds.map((b) => [b.name, { manyAddsPerSec: [], oneP50Ms: [], commitP50Ms: [], appendP50Ms: [], durableAddsPerSec: [] }]));
+  const builds: Build[] = [
+    { name: 'this', root: ROOT },
+    ...(BEFORE === undefined ? [] : [{ name: 'before', root: BEFORE }]),
+  ];
+  const figures = new Map<string, BuildFigures>(
+    builds.map((b) => [
+      b.name,
+      { manyAddsPerSec: [], oneP50Ms: [], commitP50Ms: [], appendP50Ms: [], durableAddsPerSec: [] },
+    ]),
+  );
   const redis = { manyAddsPerSec: [] as number[], oneP50Ms: [] as number[], setAddsPerSec: [] as number[] };
   const dir = mkdtempSync(join(tmpdir(), 'bench-journal-'));
   try {
@@ -132,28 +156,47 @@ async function main(): Promise<void> {
         progress(`run ${run + 1}/${RUNS}: ${build.name} serve`);
         const server = await startSeenstore(cli);
         try {
-          mine.manyAddsPerSec.push(redisBenchmark(server.port, MANY_CONNECTIONS, MANY_REQUESTS, ['BF.ADD', 'many', '__rand_int__']).requestsPerSec);
-          mine.oneP50Ms.push(redisBenchmark(server.port, 1, ONE_CLIENT_REQUESTS, ['BF.ADD', 'one', '__rand_int__']).p50Ms);
+          mine.manyAddsPerSec.push(
+            redisBenchmark(server.port, MANY_CONNECTIONS, MANY_REQUESTS, ['BF.ADD', 'many', '__rand_int__'])
+              .requestsPerSec,
+          );
+          mine.oneP50Ms.push(
+            redisBenchmark(server.port, 1, ONE_CLIENT_REQUESTS, ['BF.ADD', 'one', '__rand_int__']).p50Ms,
+          );
         } finally {
           await server.stop();
         }
         progress(`run ${run + 1}/${RUNS}: ${build.name} 48-URL commits`);
-        const probed = lastJson<{ commitP50Ms: number; appendP50Ms: number }>(runNode(join(ROOT, 'dist', 'bench', 'journal.js'), ['probe', join(build.root, 'dist', 'src', 'index.js')]));
+        const probed = lastJson<{ commitP50Ms: number; appendP50Ms: number }>(
+          runNode(join(ROOT, 'dist', 'bench', 'journal.js'), ['probe', join(build.root, 'dist', 'src', 'index.js')]),
+        );
         mine.commitP50Ms.push(probed.commitP50Ms);
         mine.appendP50Ms.push(probed.appendP50Ms);
         progress(`run ${run + 1}/${RUNS}: ${build.name} durable addIfAbsent`);
         const contender = join(build.root, 'dist', 'bench', 'contender.js');
-        mine.durableAddsPerSec.push(lastJson<{ addsPerSec: number }>(runNode(existsSync(contender) ? contender : join(ROOT, 'dist', 'bench', 'contender.js'), ['seenstore-durable', urls])).addsPerSec);
+        mine.durableAddsPerSec.push(
+          lastJson<{ addsPerSec: number }>(
+            runNode(existsSync(contender) ? contender : join(ROOT, 'dist', 'bench', 'contender.js'), [
+              'seenstore-durable',
+              urls,
+            ]),
+          ).addsPerSec,
+        );
       }
       progress(`run ${run + 1}/${RUNS}: redis SADD, JS Set`);
       const server = await startRedis();
       try {
-        redis.manyAddsPerSec.push(redisBenchmark(server.port, MANY_CONNECTIONS, MANY_REQUESTS, ['SADD', 'many', '__rand_int__']).requestsPerSec);
+        redis.manyAddsPerSec.push(
+          redisBenchmark(server.port, MANY_CONNECTIONS, MANY_REQUESTS, ['SADD', 'many', '__rand_int__']).requestsPerSec,
+        );
         redis.oneP50Ms.push(redisBenchmark(server.port, 1, ONE_CLIENT_REQUESTS, ['SADD', 'one', '__rand_int__']).p50Ms);
       } finally {
         await server.stop();
       }
-      redis.setAddsPerSec.push(lastJson<{ addsPerSec: number }>(runNode(join(ROOT, 'dist', 'bench', 'contender.js'), ['js-set', urls])).addsPerSec);
+      redis.setAddsPerSec.push(
+        lastJson<{ addsPerSec: number }>(runNode(join(ROOT, 'dist', 'bench', 'contender.js'), ['js-set', urls]))
+          .addsPerSec,
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -161,8 +204,13 @@ async function main(): Promise<void> {
   report(builds, figures, redis);
 }
 
-function report(builds: readonly Build[], figures: Map<string, BuildFigures>, redis: { manyAddsPerSec: number[]; oneP50Ms: number[]; setAddsPerSec: number[] }): void {
-  const fmt = (n: number, digits = 2): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+function report(
+  builds: readonly Build[],
+  figures: Map<string, BuildFigures>,
+  redis: { manyAddsPerSec: number[]; oneP50Ms: number[]; setAddsPerSec: number[] },
+): void {
+  const fmt = (n: number, digits = 2): string =>
+    n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
   const rows = builds.flatMap((build) => {
     const f = figures.get(build.name)!;
     const many = median(f.manyAddsPerSec) / median(redis.manyAddsPerSec);
@@ -171,10 +219,34 @@ function report(builds: readonly Build[], figures: Map<string, BuildFigures>, re
     const set = median(f.durableAddsPerSec) / median(redis.setAddsPerSec);
     const tag = builds.length > 1 ? ` (${build.name})` : '';
     return [
-      { what: `serve: 64 connections of single BF.ADD ÷ Redis SADD always${tag}`, detail: `${fmt(median(f.manyAddsPerSec), 0)} vs ${fmt(median(redis.manyAddsPerSec), 0)} adds/s`, measured: many, target: '≥ 1.5×', met: many >= 1.5 },
-      { what: `one client, one durable add at a time, p50 ÷ Redis SADD always${tag}`, detail: `${fmt(median(f.oneP50Ms), 3)} vs ${fmt(median(redis.oneP50Ms), 3)} ms`, measured: one, target: '≤ 1.2×', met: one <= 1.2 },
-      { what: `durable commit of a 48-URL batch ÷ append + fdatasync of its bytes, p50${tag}`, detail: `${fmt(median(f.commitP50Ms), 3)} vs ${fmt(median(f.appendP50Ms), 3)} ms`, measured: commit, target: '≤ 1.3×', met: commit <= 1.3 },
-      { what: `durable addIfAbsent ÷ JS Set, one thread${tag}`, detail: `${fmt(median(f.durableAddsPerSec), 0)} vs ${fmt(median(redis.setAddsPerSec), 0)} adds/s`, measured: set, target: '≥ 3×', met: set >= 3 },
+      {
+        what: `serve: 64 connections of single BF.ADD ÷ Redis SADD always${tag}`,
+        detail: `${fmt(median(f.manyAddsPerSec), 0)} vs ${fmt(median(redis.manyAddsPerSec), 0)} adds/s`,
+        measured: many,
+        target: '≥ 1.5×',
+        met: many >= 1.5,
+      },
+      {
+        what: `one client, one durable add at a time, p50 ÷ Redis SADD always${tag}`,
+        detail: `${fmt(median(f.oneP50Ms), 3)} vs ${fmt(median(redis.oneP50Ms), 3)} ms`,
+        measured: one,
+        target: '≤ 1.2×',
+        met: one <= 1.2,
+      },
+      {
+        what: `durable commit of a 48-URL batch ÷ append + fdatasync of its bytes, p50${tag}`,
+        detail: `${fmt(median(f.commitP50Ms), 3)} vs ${fmt(median(f.appendP50Ms), 3)} ms`,
+        measured: commit,
+        target: '≤ 1.3×',
+        met: commit <= 1.3,
+      },
+      {
+        what: `durable addIfAbsent ÷ JS Set, one thread${tag}`,
+        detail: `${fmt(median(f.durableAddsPerSec), 0)} vs ${fmt(median(redis.setAddsPerSec), 0)} adds/s`,
+        measured: set,
+        target: '≥ 3×',
+        met: set >= 3,
+      },
     ];
   });
   const lines = [
@@ -182,15 +254,27 @@ function report(builds: readonly Build[], figures: Map<string, BuildFigures>, re
     '',
     '| figure | seenstore vs peer | measured | target | met |',
     '|---|---:|---:|---:|---|',
-    ...rows.map((row) => `| ${row.what} | ${row.detail} | ${fmt(row.measured)}× | ${row.target} | ${row.met ? 'met' : 'MISSED'} |`),
+    ...rows.map(
+      (row) =>
+        `| ${row.what} | ${row.detail} | ${fmt(row.measured)}× | ${row.target} | ${row.met ? 'met' : 'MISSED'} |`,
+    ),
   ];
   // The issue's rows 1, 2, 3 and 6; with --before only this build's.
   const order = [1, 2, 3, 6];
   recordTargets(
     'journal',
-    rows.slice(0, 4).map((row, i) => ({ issue: 29, order: order[i]!, figure: row.what, measured: `${fmt(row.measured)}× (${row.detail})`, target: row.target, met: row.met })),
+    rows.slice(0, 4).map((row, i) => ({
+      issue: 29,
+      order: order[i]!,
+      figure: row.what,
+      measured: `${fmt(row.measured)}× (${row.detail})`,
+      target: row.target,
+      met: row.met,
+    })),
   );
-  process.stdout.write(`${lines.join('\n')}\n${JSON.stringify({ text: lines.join('\n'), rows, figures: Object.fromEntries(figures), redis })}\n`);
+  process.stdout.write(
+    `${lines.join('\n')}\n${JSON.stringify({ text: lines.join('\n'), rows, figures: Object.fromEntries(figures), redis })}\n`,
+  );
 }
 
 await main();

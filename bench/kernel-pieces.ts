@@ -22,7 +22,9 @@ const load = async (path: string): Promise<Module> => (await import(pathToFileUR
 const { XxHash } = await load('src/hash/xxhash.js');
 const { BloomFilter } = await load('src/filters/bloom.js');
 const { decideRange } = await load('src/filters/decide.js');
-const KernelBits = existsSync(join(dist, 'src/filters/kernel-bits.js')) ? (await load('src/filters/kernel-bits.js')).KernelBits : undefined;
+const KernelBits = existsSync(join(dist, 'src/filters/kernel-bits.js'))
+  ? (await load('src/filters/kernel-bits.js')).KernelBits
+  : undefined;
 
 const urls = allSharedUrls();
 const keys = utf8Lines(urls);
@@ -44,7 +46,9 @@ for (const seedCount of [1, 3]) {
   const seeds = Array.from({ length: seedCount }, (_, s) => BigInt(s + 5));
   const out = new Uint32Array(2 * seedCount * urls.length);
   hash.hashKeys(keys, seeds, out, 2 * seedCount, 0);
-  process.stdout.write(`hash, ${seedCount} seed(s): ${cpuNsPerUrl(20, () => hash.hashKeys(keys, seeds, out, 2 * seedCount, 0)).toFixed(1)} ns/URL\n`);
+  process.stdout.write(
+    `hash, ${seedCount} seed(s): ${cpuNsPerUrl(20, () => hash.hashKeys(keys, seeds, out, 2 * seedCount, 0)).toFixed(1)} ns/URL\n`,
+  );
 }
 const words = new Uint32Array(2 * urls.length);
 hash.hashKeys(keys, [77n], words, 2, 0);
@@ -54,6 +58,12 @@ for (const layout of ['classic', 'blocked']) {
   const kernel = KernelBits === undefined ? undefined : new KernelBits();
   const filter = new BloomFilter(geometry, { regionBytes: 65_472, memory: kernel?.place(geometry, 65_472) ?? false });
   const target = { older: [], newest: [filter], newestAt: 0, stride: 2 };
-  const decide = (): void => void (kernel?.decide(target, words, 0, urls.length, Infinity, flags) ?? decideRange(target, words, 0, urls.length, Infinity, flags));
-  process.stdout.write(`decide, ${layout}: ${cpuNsPerUrl(70, decide).toFixed(1)} ns/URL (${kernel === undefined ? 'decideRange' : 'kernel'})\n`);
+  const decide = (): void =>
+    void (
+      kernel?.decide(target, words, 0, urls.length, Infinity, flags) ??
+      decideRange(target, words, 0, urls.length, Infinity, flags)
+    );
+  process.stdout.write(
+    `decide, ${layout}: ${cpuNsPerUrl(70, decide).toFixed(1)} ns/URL (${kernel === undefined ? 'decideRange' : 'kernel'})\n`,
+  );
 }

@@ -56,7 +56,16 @@ function main(): void {
   const missing = INPUTS.find((name) => !existsSync(join(SHARED, name)));
   if (missing !== undefined) {
     process.stdout.write(`filter-new marginal rate skipped: ../shared/data/${missing} is not there\n`);
-    recordTargets('marginal', [{ issue: 29, order: 4, figure: '`filter-new` marginal rate', measured: `not measured: ../shared/data/${missing} is absent`, target: '≥ 5 M lines/s', met: undefined }]);
+    recordTargets('marginal', [
+      {
+        issue: 29,
+        order: 4,
+        figure: '`filter-new` marginal rate',
+        measured: `not measured: ../shared/data/${missing} is absent`,
+        target: '≥ 5 M lines/s',
+        met: undefined,
+      },
+    ]);
     return;
   }
   const work = mkdtempSync(join(tmpdir(), 'seenstore-bench-marginal-'));
@@ -90,7 +99,9 @@ function main(): void {
       const wall = (2 * lines) / (median(t3.map((t) => t.wall)) - median(t1.map((t) => t.wall)));
       const cpu = (2 * lines) / (median(t3.map((t) => t.cpu)) - median(t1.map((t) => t.cpu)));
       const label = BEFORE === undefined ? '' : `${name}: `;
-      process.stdout.write(`${label}filter-new over ${lines.toLocaleString('en-US')} lines (x1) and 3x: wall ${t1.map((t) => t.wall).join(', ')} s / ${t3.map((t) => t.wall).join(', ')} s; marginal ${fmtM(wall)} lines/s wall, ${fmtM(cpu)} lines/s of CPU\n`);
+      process.stdout.write(
+        `${label}filter-new over ${lines.toLocaleString('en-US')} lines (x1) and 3x: wall ${t1.map((t) => t.wall).join(', ')} s / ${t3.map((t) => t.wall).join(', ')} s; marginal ${fmtM(wall)} lines/s wall, ${fmtM(cpu)} lines/s of CPU\n`,
+      );
       return { wall, cpu };
     });
     if (BEFORE !== undefined) return;

@@ -12,9 +12,16 @@ const ROOT = resolve(BENCH_DIR, '..');
  */
 export async function oldBuild<T>(commit: string, work: string): Promise<{ module: T; cli: string }> {
   mkdirSync(work, { recursive: true });
-  execFileSync('sh', ['-c', `git -C "${ROOT}" archive ${commit} src migrations scripts tsconfig.json package.json | tar -x -C "${work}"`]);
+  execFileSync('sh', [
+    '-c',
+    `git -C "${ROOT}" archive ${commit} src migrations scripts tsconfig.json package.json | tar -x -C "${work}"`,
+  ]);
   symlinkSync(join(ROOT, 'node_modules'), join(work, 'node_modules'));
-  execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(work, 'tsconfig.json')]);
+  execFileSync(process.execPath, [
+    join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
+    '-p',
+    join(work, 'tsconfig.json'),
+  ]);
   execFileSync(process.execPath, [join(work, 'scripts', 'build-assets.mjs')]);
   execFileSync(process.execPath, [join(work, 'scripts', 'build-cli.mjs')], { cwd: work });
   const module = (await import(join(work, 'dist', 'src', 'index.js'))) as T;

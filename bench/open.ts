@@ -33,12 +33,20 @@ const SCOPE = 'bench';
 const QUERIES_PER_PROCESS = 100_000;
 const SHARING_PROCESSES = 4;
 
-
 export interface OpenFigures {
   readonly nodeSeconds: number;
   readonly startupSeconds: number;
   readonly stores: { capacity: number; urls: number; seconds: number; peakRssMB: number; filterMB: number }[];
-  readonly sharing: { processes: number; queries: number; pssMB: number[]; rssMB: number[]; seen: number[]; seconds: number[]; filterMB: number; fileMB: number };
+  readonly sharing: {
+    processes: number;
+    queries: number;
+    pssMB: number[];
+    rssMB: number[];
+    seen: number[];
+    seconds: number[];
+    filterMB: number;
+    fileMB: number;
+  };
   /** Issue 29's rows 5, 7, 8 and 9. */
   readonly rows: TargetRow[];
 }
@@ -50,7 +58,8 @@ function progress(text: string): void {
 /** Wall seconds and peak RSS (MB) of one command, from GNU time, with `input` on stdin. */
 function timed(argv: string[], input: string): { seconds: number; peakRssMB: number; stdout: string } {
   const result = spawnSync('/usr/bin/time', ['-f', '%e %M', ...argv], { input, encoding: 'utf8', maxBuffer: 2 ** 26 });
-  if (result.status !== 0) throw new Error(`${argv.join(' ')} failed (${result.status ?? result.signal}): ${result.stderr}`);
+  if (result.status !== 0)
+    throw new Error(`${argv.join(' ')} failed (${result.status ?? result.signal}): ${result.stderr}`);
   const [seconds, maxKb] = result.stderr.trim().split('\n').pop()!.split(' ').map(Number);
   return { seconds: seconds!, peakRssMB: maxKb! / 1024, stdout: result.stdout };
 }
@@ -72,8 +81,14 @@ export function builtStore(capacity: number, file: string, count: number): strin
   if (existsSync(stampFile) && readFileSync(stampFile, 'utf8') === stamp) return join(dir, 'store');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  progress(`building a ${capacity.toLocaleString('en-US')}-capacity store of ${count.toLocaleString('en-US')} URLs in ${dir} (once)`);
-  const result = spawnSync(process.execPath, [SELF, 'build', join(dir, 'store'), String(capacity), file, String(count)], { stdio: 'inherit' });
+  progress(
+    `building a ${capacity.toLocaleString('en-US')}-capacity store of ${count.toLocaleString('en-US')} URLs in ${dir} (once)`,
+  );
+  const result = spawnSync(
+    process.execPath,
+    [SELF, 'build', join(dir, 'store'), String(capacity), file, String(count)],
+    { stdio: 'inherit' },
+  );
   if (result.status !== 0) throw new Error(`building ${dir} failed`);
   writeFileSync(stampFile, stamp);
   return join(dir, 'store');
@@ -84,7 +99,10 @@ async function build(dir: string, capacity: number, file: string, count: number)
   const store = await SeenStore.open(dir);
   const scope = store.scope(SCOPE, { capacityUrls: capacity, fprTarget: 0.01, keys: 'raw' });
   for (let i = 0; i < urls.length; i += 100_000) await scope.add(urls.slice(i, i + 100_000));
-  const filterBytes = (await scope.epoch(1)).sliceDetails.reduce((sum, slice) => sum + (slice.mBits / 8) * slice.filters, 0);
+  const filterBytes = (await scope.epoch(1)).sliceDetails.reduce(
+    (sum, slice) => sum + (slice.mBits / 8) * slice.filters,
+    0,
+  );
   await store.close();
   writeFileSync(join(dir, '..', 'filter.json'), JSON.stringify({ filterBytes }));
 }
@@ -113,12 +131,17 @@ async function query(dir: string, file: string): Promise<void> {
 }
 
 function smapsMB(pid: number, field: 'Pss' | 'Rss'): number {
-  const line = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
+  const line = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${field}:`));
   return Number(line!.split(/\s+/)[1]) / 1024;
 }
 
 /** Starts the sharing processes, waits until each has queried, reads their PSS and RSS, ends them. */
-async function sharing(dir: string, file: string): Promise<{ pssMB: number[]; rssMB: number[]; seen: number[]; seconds: number[] }> {
+async function sharing(
+  dir: string,
+  file: string,
+): Promise<{ pssMB: number[]; rssMB: number[]; seen: number[]; seconds: number[] }> {
   const urls = readUrls(file);
   const files = Array.from({ length: SHARING_PROCESSES }, (_, i) => {
     const out = join(STORES, `queries-${i + 1}.txt`);
@@ -127,22 +150,34 @@ async function sharing(dir: string, file: string): Promise<{ pssMB: number[]; rs
   });
   const seen: number[] = [];
   const seconds: number[] = [];
-  const children = files.map((queries) => spawn(process.execPath, [SELF, 'query', dir, queries], { stdio: ['pipe', 'pipe', 'inherit'] }));
-  await Promise.all(children.map((child) => new Promise<void>((done, fail) => {
-    child.stdout.once('data', (line: Buffer) => {
-      const reply = JSON.parse(line.toString()) as { seen: number; seconds: number };
-      seen.push(reply.seen);
-      seconds.push(reply.seconds);
-      done();
-    });
-    child.once('exit', (code) => fail(new Error(`a sharing process exited (${code}) before querying`)));
-  })));
+  const children = files.map((queries) =>
+    spawn(process.execPath, [SELF, 'query', dir, queries], { stdio: ['pipe', 'pipe', 'inherit'] }),
+  );
+  await Promise.all(
+    children.map(
+      (child) =>
+        new Promise<void>((done, fail) => {
+          child.stdout.once('data', (line: Buffer) => {
+            const reply = JSON.parse(line.toString()) as { seen: number; seconds: number };
+            seen.push(reply.seen);
+            seconds.push(reply.seconds);
+            done();
+          });
+          child.once('exit', (code) => fail(new Error(`a sharing process exited (${code}) before querying`)));
+        }),
+    ),
+  );
   const pssMB = children.map((child) => smapsMB(child.pid!, 'Pss'));
   const rssMB = children.map((child) => smapsMB(child.pid!, 'Rss'));
-  await Promise.all(children.map((child) => new Promise((done) => {
-    child.once('exit', done);
-    child.stdin.end();
-  })));
+  await Promise.all(
+    children.map(
+      (child) =>
+        new Promise((done) => {
+          child.once('exit', done);
+          child.stdin.end();
+        }),
+    ),
+  );
   return { pssMB, rssMB, seen, seconds };
 }
 
@@ -174,9 +209,17 @@ export async function openBench(runs: number, quick: boolean): Promise<OpenFigur
   progress(`start-up: node -e 0 ${fmt(nodeSeconds, 3)} s, has ${fmt(startupSeconds, 3)} s`);
   const opened = [small, big].map((capacity, i) => {
     const all = Array.from({ length: runs }, () => timed(has(stores[i]!), one));
-    const { filterBytes } = JSON.parse(readFileSync(join(stores[i]!, '..', 'filter.json'), 'utf8')) as { filterBytes: number };
+    const { filterBytes } = JSON.parse(readFileSync(join(stores[i]!, '..', 'filter.json'), 'utf8')) as {
+      filterBytes: number;
+    };
     const filterMB = filterBytes / 2 ** 20;
-    const row = { capacity, urls: count, seconds: median(all.map((r) => r.seconds)), peakRssMB: median(all.map((r) => r.peakRssMB)), filterMB };
+    const row = {
+      capacity,
+      urls: count,
+      seconds: median(all.map((r) => r.seconds)),
+      peakRssMB: median(all.map((r) => r.peakRssMB)),
+      filterMB,
+    };
     progress(`open + has, ${fmt(capacity)} capacity: ${fmt(row.seconds, 2)} s, ${fmt(row.peakRssMB)} MB peak RSS`);
     return row;
   });
@@ -187,11 +230,34 @@ export async function openBench(runs: number, quick: boolean): Promise<OpenFigur
   // once, all of it (an upper bound of what the page cache holds of it).
   const fileMB = statSync(join(stores[1]!, 'data.mdb')).size / 2 ** 20;
   const memoryMB = sum(shared.pssMB) + fileMB;
-  progress(`sharing: PSS ${shared.pssMB.map((v) => fmt(v)).join(' + ')} MB, RSS ${shared.rssMB.map((v) => fmt(v)).join(' + ')} MB, seen ${shared.seen.join(', ')}, query seconds ${shared.seconds.map((v) => fmt(v, 2)).join(', ')}`);
+  progress(
+    `sharing: PSS ${shared.pssMB.map((v) => fmt(v)).join(' + ')} MB, RSS ${shared.rssMB.map((v) => fmt(v)).join(' + ')} MB, seen ${shared.seen.join(', ')}, query seconds ${shared.seconds.map((v) => fmt(v, 2)).join(', ')}`,
+  );
   const rows: TargetRow[] = [
-    { issue: 29, order: 5, figure: 'start-up: one-URL has on a small store ÷ node -e 0', measured: `${fmt(startupSeconds / nodeSeconds, 2)}× (${fmt(startupSeconds, 3)} s vs ${fmt(nodeSeconds, 3)} s)`, target: '≤ 2×', met: startupSeconds / nodeSeconds <= 2 },
-    { issue: 29, order: 7, figure: `open + has of one URL, ${fmt(big)}-capacity store, ${fmt(count)} URLs`, measured: `${fmt(opened[1]!.seconds / nodeSeconds, 2)}× node (${fmt(opened[1]!.seconds, 2)} s), ${fmt(opened[1]!.peakRssMB)} MB RSS`, target: '≤ 2.5× node, ≤ 120 MB RSS', met: opened[1]!.seconds / nodeSeconds <= 2.5 && opened[1]!.peakRssMB <= 120 },
-    { issue: 29, order: 8, figure: `the same at ${fmt(small)} and ${fmt(big)} capacity`, measured: `${fmt(opened[0]!.seconds, 2)} s vs ${fmt(opened[1]!.seconds, 2)} s: ${fmt(opened[1]!.seconds / opened[0]!.seconds, 2)}×`, target: 'within 1.5×', met: Math.max(opened[0]!.seconds, opened[1]!.seconds) / Math.min(opened[0]!.seconds, opened[1]!.seconds) <= 1.5 },
+    {
+      issue: 29,
+      order: 5,
+      figure: 'start-up: one-URL has on a small store ÷ node -e 0',
+      measured: `${fmt(startupSeconds / nodeSeconds, 2)}× (${fmt(startupSeconds, 3)} s vs ${fmt(nodeSeconds, 3)} s)`,
+      target: '≤ 2×',
+      met: startupSeconds / nodeSeconds <= 2,
+    },
+    {
+      issue: 29,
+      order: 7,
+      figure: `open + has of one URL, ${fmt(big)}-capacity store, ${fmt(count)} URLs`,
+      measured: `${fmt(opened[1]!.seconds / nodeSeconds, 2)}× node (${fmt(opened[1]!.seconds, 2)} s), ${fmt(opened[1]!.peakRssMB)} MB RSS`,
+      target: '≤ 2.5× node, ≤ 120 MB RSS',
+      met: opened[1]!.seconds / nodeSeconds <= 2.5 && opened[1]!.peakRssMB <= 120,
+    },
+    {
+      issue: 29,
+      order: 8,
+      figure: `the same at ${fmt(small)} and ${fmt(big)} capacity`,
+      measured: `${fmt(opened[0]!.seconds, 2)} s vs ${fmt(opened[1]!.seconds, 2)} s: ${fmt(opened[1]!.seconds / opened[0]!.seconds, 2)}×`,
+      target: 'within 1.5×',
+      met: Math.max(opened[0]!.seconds, opened[1]!.seconds) / Math.min(opened[0]!.seconds, opened[1]!.seconds) <= 1.5,
+    },
     {
       issue: 29,
       order: 9,
@@ -201,7 +267,13 @@ export async function openBench(runs: number, quick: boolean): Promise<OpenFigur
       met: memoryMB <= 1.5 * filterMB,
     },
   ];
-  return { nodeSeconds, startupSeconds, stores: opened, sharing: { processes: SHARING_PROCESSES, queries: QUERIES_PER_PROCESS, ...shared, filterMB, fileMB }, rows };
+  return {
+    nodeSeconds,
+    startupSeconds,
+    stores: opened,
+    sharing: { processes: SHARING_PROCESSES, queries: QUERIES_PER_PROCESS, ...shared, filterMB, fileMB },
+    rows,
+  };
 }
 
 async function main(): Promise<void> {
@@ -213,7 +285,8 @@ async function main(): Promise<void> {
   const quick = args.includes('--quick');
   const figures = await openBench(runsArg >= 0 ? Number(args[runsArg + 1]) : quick ? 1 : 3, quick);
   let text = '| figure | measured | target | met |\n|---|---:|---:|---|\n';
-  for (const row of figures.rows) text += `| ${row.figure} | ${row.measured} | ${row.target} | ${row.met ? 'met' : 'MISSED'} |\n`;
+  for (const row of figures.rows)
+    text += `| ${row.figure} | ${row.measured} | ${row.target} | ${row.met ? 'met' : 'MISSED'} |\n`;
   process.stdout.write(text);
   mkdirSync(join(BENCH_DIR, 'results'), { recursive: true });
   writeFileSync(join(BENCH_DIR, 'results', 'open.json'), `${JSON.stringify(figures, null, 2)}\n`);

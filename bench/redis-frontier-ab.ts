@@ -31,7 +31,10 @@ if (index === undefined) {
 }
 const { SeenStore } = (await import(pathToFileURL(resolve(index)).href)) as typeof import('../src/index.js');
 const count = Number(countText);
-const urls = source === 'shared' ? [...new Set([...sharedUrls('crawl-sitelist-15k.txt'), ...sharedUrls('crawl-benign-35k.txt')])].slice(0, count) : largeUrls(count).urls;
+const urls =
+  source === 'shared'
+    ? [...new Set([...sharedUrls('crawl-sitelist-15k.txt'), ...sharedUrls('crawl-benign-35k.txt')])].slice(0, count)
+    : largeUrls(count).urls;
 
 /** Seconds of CPU all masters spent (INFO cpu: user and system). */
 function redisCpuS(cluster: RedisCluster): number {
@@ -42,7 +45,9 @@ function redisCpuS(cluster: RedisCluster): number {
 }
 
 function usedMemory(cluster: RedisCluster): number {
-  return cluster.masters().reduce((sum, port) => sum + Number(/used_memory:(\d+)/.exec(cluster.cli(port, 'INFO', 'memory'))![1]), 0);
+  return cluster
+    .masters()
+    .reduce((sum, port) => sum + Number(/used_memory:(\d+)/.exec(cluster.cli(port, 'INFO', 'memory'))![1]), 0);
 }
 
 /** used_memory of all masters once it stopped falling (a closed client's buffers are freed by Redis's cron). */
@@ -62,7 +67,8 @@ function keysBytes(cluster: RedisCluster, pattern: string, except?: RegExp): num
   let bytes = 0;
   for (const port of cluster.masters()) {
     for (const key of cluster.cli(port, '--scan', '--pattern', pattern).split('\n').filter(Boolean)) {
-      if (except === undefined || !except.test(key)) bytes += Number(cluster.cli(port, 'MEMORY', 'USAGE', key, 'SAMPLES', '0') || 0);
+      if (except === undefined || !except.test(key))
+        bytes += Number(cluster.cli(port, 'MEMORY', 'USAGE', key, 'SAMPLES', '0') || 0);
     }
   }
   return bytes;
@@ -70,18 +76,31 @@ function keysBytes(cluster: RedisCluster, pattern: string, except?: RegExp): num
 
 /** Bytes the masters' append-only files hold (INFO persistence: aof_current_size). */
 function aofBytes(cluster: RedisCluster): number {
-  return cluster.masters().reduce((sum, port) => sum + Number(/aof_current_size:(\d+)/.exec(cluster.cli(port, 'INFO', 'persistence'))![1]), 0);
+  return cluster
+    .masters()
+    .reduce(
+      (sum, port) => sum + Number(/aof_current_size:(\d+)/.exec(cluster.cli(port, 'INFO', 'persistence'))![1]),
+      0,
+    );
 }
 
 /** Runs `phase`; its wall seconds, the masters' CPU seconds and this process's, and the bytes it added to the masters' AOFs. */
-async function timed(cluster: RedisCluster, phase: () => Promise<void>): Promise<{ wallS: number; redisS: number; clientS: number; aofBytes: number }> {
+async function timed(
+  cluster: RedisCluster,
+  phase: () => Promise<void>,
+): Promise<{ wallS: number; redisS: number; clientS: number; aofBytes: number }> {
   const cpu = redisCpuS(cluster);
   const aof = aofBytes(cluster);
   const client = process.cpuUsage();
   const started = process.hrtime.bigint();
   await phase();
   const used = process.cpuUsage(client);
-  return { wallS: Number(process.hrtime.bigint() - started) / 1e9, redisS: redisCpuS(cluster) - cpu, clientS: (used.user + used.system) / 1e6, aofBytes: aofBytes(cluster) - aof };
+  return {
+    wallS: Number(process.hrtime.bigint() - started) / 1e9,
+    redisS: redisCpuS(cluster) - cpu,
+    clientS: (used.user + used.system) / 1e6,
+    aofBytes: aofBytes(cluster) - aof,
+  };
 }
 
 const cluster = await startRedisCluster({ masters: 3, replicas: 0 });
@@ -102,14 +121,19 @@ try {
   });
   // Measured with the writer gone: a client's connections hold buffers as large as its last calls.
   await writer.close();
-  const grown = (await settledMemory(cluster)) - memoryBefore - (keysBytes(cluster, `{${prefix}/m*`, /\/q\d+\}/) - epochBefore);
+  const grown =
+    (await settledMemory(cluster)) - memoryBefore - (keysBytes(cluster, `{${prefix}/m*`, /\/q\d+\}/) - epochBefore);
   const frontierBytes = keysBytes(cluster, `{${prefix}/m/q*`);
   const store = await SeenStore.open(location, { onWarning: () => {} });
   const frontier = store.scope('m').frontier();
   const queued = (await frontier.stats()).pending;
   const ids: string[] = [];
   const take = await timed(cluster, async () => {
-    for (let got = await frontier.take(TAKE, { perQueue: TAKE, leaseMs: 3_600_000 }); got.length > 0; got = await frontier.take(TAKE, { perQueue: TAKE, leaseMs: 3_600_000 })) {
+    for (
+      let got = await frontier.take(TAKE, { perQueue: TAKE, leaseMs: 3_600_000 });
+      got.length > 0;
+      got = await frontier.take(TAKE, { perQueue: TAKE, leaseMs: 3_600_000 })
+    ) {
       for (const entry of got) ids.push(entry.id);
     }
   });

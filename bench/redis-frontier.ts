@@ -21,7 +21,6 @@ import { redisMissing, startRedisCluster, type RedisCluster } from '../test/help
 const BATCH = 10_000;
 const TAKE = 1_000;
 
-
 function memory(cluster: RedisCluster, key: string): number {
   return Number(cluster.cli(cluster.nodes[0]!.port, '-c', 'MEMORY', 'USAGE', key, 'SAMPLES', '0') || 0);
 }
@@ -57,10 +56,14 @@ async function measure(cluster: RedisCluster, name: string, urls: readonly strin
     const enqueueSec = Number(process.hrtime.bigint() - started) / 1e9;
     // Every queue partition's keys, and every inbox (the scope's queues key says how many).
     const inboxes = Number(cluster.cli(cluster.nodes[0]!.port, '-c', 'GET', `{${prefix}/m}:queues`) || 1);
-    const partitions = Number(cluster.cli(cluster.nodes[0]!.port, '-c', 'HGET', `{${prefix}/m}:frontier`, 'partitions'));
+    const partitions = Number(
+      cluster.cli(cluster.nodes[0]!.port, '-c', 'HGET', `{${prefix}/m}:frontier`, 'partitions'),
+    );
     const keys = [
       ...Array.from({ length: inboxes }, (_, p) => `{${prefix}/m/${p}}:in`),
-      ...Array.from({ length: partitions }, (_, i) => QUEUE_STATE_KEYS.map((name) => `{${prefix}/m/q${i}}:${name}`)).flat(),
+      ...Array.from({ length: partitions }, (_, i) =>
+        QUEUE_STATE_KEYS.map((name) => `{${prefix}/m/q${i}}:${name}`),
+      ).flat(),
     ];
     const used = (): number => keys.reduce((sum, key) => sum + memory(cluster, key), 0);
     const waiting = used();

@@ -48,10 +48,17 @@ function redisCpu(cluster: RedisCluster): number {
 }
 
 function usedMemory(cluster: RedisCluster): number {
-  return cluster.masters().reduce((sum, port) => sum + Number(/used_memory:(\d+)/.exec(cluster.cli(port, 'INFO', 'memory'))![1]), 0);
+  return cluster
+    .masters()
+    .reduce((sum, port) => sum + Number(/used_memory:(\d+)/.exec(cluster.cli(port, 'INFO', 'memory'))![1]), 0);
 }
 
-async function measure(name: string, cluster: RedisCluster, urls: readonly string[], run: () => Promise<number>): Promise<Row> {
+async function measure(
+  name: string,
+  cluster: RedisCluster,
+  urls: readonly string[],
+  run: () => Promise<number>,
+): Promise<Row> {
   const memory = usedMemory(cluster);
   const redis0 = redisCpu(cluster);
   const cpu0 = process.cpuUsage();
@@ -90,7 +97,11 @@ async function main(): Promise<void> {
       const pending: Promise<void>[] = [];
       for (let at = 0; at < urls.length; at += BATCH) {
         if (pending.length === inFlight) await pending.shift();
-        pending.push(scope.addIfAbsent(urls.slice(at, at + BATCH)).then((answers) => void (fresh += answers.filter(Boolean).length)));
+        pending.push(
+          scope
+            .addIfAbsent(urls.slice(at, at + BATCH))
+            .then((answers) => void (fresh += answers.filter(Boolean).length)),
+        );
       }
       await Promise.all(pending);
       return fresh;
@@ -117,7 +128,9 @@ async function main(): Promise<void> {
     rows.push(await measure('seenstore, appendfsync no (fsync share only)', cluster, urls, () => addAll('no-fsync')));
     for (const port of cluster.masters()) cluster.cli(port, 'CONFIG', 'SET', 'appendfsync', 'always');
     await store.close();
-    const client = createCluster({ rootNodes: [{ socket: { host: '127.0.0.1', port: cluster.nodes[0]!.port } }] }).withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer });
+    const client = createCluster({
+      rootNodes: [{ socket: { host: '127.0.0.1', port: cluster.nodes[0]!.port } }],
+    }).withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer });
     client.on('error', () => {});
     await client.connect();
     const hash = await XxHash.load();
@@ -151,7 +164,16 @@ async function main(): Promise<void> {
         let fresh = 0;
         for (let at = 0; at < urls.length; at += BATCH) {
           const part = urls.slice(at, at + BATCH);
-          const replies = await Promise.all(part.map((url) => client.sendCommand(`{set:${hashOf(url) % KEYS}}`, false, ['SADD', `{set:${hashOf(url) % KEYS}}`, url]) as Promise<number>));
+          const replies = await Promise.all(
+            part.map(
+              (url) =>
+                client.sendCommand(`{set:${hashOf(url) % KEYS}}`, false, [
+                  'SADD',
+                  `{set:${hashOf(url) % KEYS}}`,
+                  url,
+                ]) as Promise<number>,
+            ),
+          );
           for (const added of replies) fresh += Number(added);
         }
         return fresh;
@@ -163,18 +185,36 @@ async function main(): Promise<void> {
     const overlapped = rows[2]!;
     const bitmap = rows.find((row) => row.contender.startsWith('bitmap'))!;
     let text = `\nRedis (issue 19): ${urls.length.toLocaleString('en-US')} URLs, 3 local masters, appendonly yes, appendfsync always, batches of ${BATCH}\n\n`;
-    text += '| contender | URLs/s | new | client CPU µs/URL | Redis CPU µs/URL | used_memory change, bytes |\n|---|---|---|---|---|---|\n';
-    for (const row of [cold, ...rows]) text += `| ${row.contender} | ${Math.round(row.urlsPerSec).toLocaleString('en-US')} | ${row.fresh} | ${row.clientCpuUsPerUrl.toFixed(2)} | ${row.redisCpuUsPerUrl.toFixed(2)} | ${row.redisBytes.toLocaleString('en-US')} |\n`;
+    text +=
+      '| contender | URLs/s | new | client CPU µs/URL | Redis CPU µs/URL | used_memory change, bytes |\n|---|---|---|---|---|---|\n';
+    for (const row of [cold, ...rows])
+      text += `| ${row.contender} | ${Math.round(row.urlsPerSec).toLocaleString('en-US')} | ${row.fresh} | ${row.clientCpuUsPerUrl.toFixed(2)} | ${row.redisCpuUsPerUrl.toFixed(2)} | ${row.redisBytes.toLocaleString('en-US')} |\n`;
     const targets = [
       ['add-if-absent URLs/s from one process', Math.round(ours.urlsPerSec), '>= 250,000', ours.urlsPerSec >= 250_000],
-      ['the same, two batches in flight', Math.round(overlapped.urlsPerSec), '>= 250,000', overlapped.urlsPerSec >= 250_000],
+      [
+        'the same, two batches in flight',
+        Math.round(overlapped.urlsPerSec),
+        '>= 250,000',
+        overlapped.urlsPerSec >= 250_000,
+      ],
       ['Redis CPU per new URL, µs (issue 29)', ours.redisCpuUsPerUrl.toFixed(2), '<= 3', ours.redisCpuUsPerUrl <= 3],
       ['Redis CPU per already-seen URL, µs', seen.redisCpuUsPerUrl.toFixed(2), '-', true],
-      ['vs the per-URL bitmap Bloom', `${(ours.urlsPerSec / bitmap.urlsPerSec).toFixed(2)}x`, '>= 4x', ours.urlsPerSec >= 4 * bitmap.urlsPerSec],
-      ['Redis memory (MEMORY USAGE of the epoch) / filter bits', `${(epochBytes / (filterBits / 8)).toFixed(2)}x`, '<= 1.15x', epochBytes <= 1.15 * (filterBits / 8)],
+      [
+        'vs the per-URL bitmap Bloom',
+        `${(ours.urlsPerSec / bitmap.urlsPerSec).toFixed(2)}x`,
+        '>= 4x',
+        ours.urlsPerSec >= 4 * bitmap.urlsPerSec,
+      ],
+      [
+        'Redis memory (MEMORY USAGE of the epoch) / filter bits',
+        `${(epochBytes / (filterBits / 8)).toFixed(2)}x`,
+        '<= 1.15x',
+        epochBytes <= 1.15 * (filterBits / 8),
+      ],
     ] as const;
     text += '\n| target | measured | wanted | met |\n|---|---|---|---|\n';
-    for (const [what, measured, wanted, met] of targets) text += `| ${what} | ${measured} | ${wanted} | ${met ? 'yes' : 'MISSED'} |\n`;
+    for (const [what, measured, wanted, met] of targets)
+      text += `| ${what} | ${measured} | ${wanted} | ${met ? 'yes' : 'MISSED'} |\n`;
     recordTargets('redis', [
       {
         issue: 29,

@@ -90,8 +90,20 @@ const all: Record<string, unknown> = {};
 const totals: { table: string; observed: number; expected: number; z: number }[] = [];
 let maxZ = 0;
 
-function measure(data: Data, mode: SimulationMode, strategy: string, sizing: { bitsPerHash: number } | { fpr: number }, hashes?: number): SimulationResult {
-  return simulate(hash, data.insert, data.query, { mode, strategy: parseStrategy(strategy), sizing, runs: data.runs, ...(hashes === undefined ? {} : { hashes }) });
+function measure(
+  data: Data,
+  mode: SimulationMode,
+  strategy: string,
+  sizing: { bitsPerHash: number } | { fpr: number },
+  hashes?: number,
+): SimulationResult {
+  return simulate(hash, data.insert, data.query, {
+    mode,
+    strategy: parseStrategy(strategy),
+    sizing,
+    runs: data.runs,
+    ...(hashes === undefined ? {} : { hashes }),
+  });
 }
 
 function pct(x: number): string {
@@ -101,7 +113,15 @@ function pct(x: number): string {
   return (x * 100).toPrecision(2);
 }
 
-function grid(data: Data, table: string, mode: SimulationMode, strategy: string, hashes: number[], multipliers: number[], thesis: number[][]): string {
+function grid(
+  data: Data,
+  table: string,
+  mode: SimulationMode,
+  strategy: string,
+  hashes: number[],
+  multipliers: number[],
+  thesis: number[][],
+): string {
   const header = `| k \\ M | ${multipliers.map((m) => m.toFixed(1)).join(' | ')} |\n|---|${multipliers.map(() => '---').join('|')}|\n`;
   const rows: string[] = [];
   const cells: SimulationResult[][] = [];
@@ -109,7 +129,9 @@ function grid(data: Data, table: string, mode: SimulationMode, strategy: string,
     const row = multipliers.map((m) => measure(data, mode, strategy, { bitsPerHash: m }, k));
     for (const cell of row) if (Number.isFinite(cell.z)) maxZ = Math.max(maxZ, Math.abs(cell.z));
     cells.push(row);
-    rows.push(`| ${k} | ${row.map((r, j) => `${pct(r.mean)} / ${pct(r.theory)} / ${pct((thesis[i]?.[j] ?? NaN) / 100)}`).join(' | ')} |`);
+    rows.push(
+      `| ${k} | ${row.map((r, j) => `${pct(r.mean)} / ${pct(r.theory)} / ${pct((thesis[i]?.[j] ?? NaN) / 100)}`).join(' | ')} |`,
+    );
     process.stderr.write(`results: ${data.dataset.name} table ${table} k=${k} done\n`);
   });
   all[`${data.dataset.name}:${table}`] = cells.map((row) => row.map(({ runs: _runs, ...rest }) => rest));
@@ -155,7 +177,10 @@ function claimsTable(data: Data): string {
     const r = measure(data, 'non-incremental', strategy, { fpr: 0.01 });
     const k = Math.min(MAX_HASHES, Math.max(1, Math.round(r.bitsPerUrl * Math.LN2)));
     const same = measure(data, 'non-incremental', 'classic', { bitsPerHash: r.bitsPerUrl / k }, k);
-    all[`${data.dataset.name}:claim:${strategy}`] = { strategy: { ...r, runs: undefined }, classicSameBits: { ...same, runs: undefined } };
+    all[`${data.dataset.name}:claim:${strategy}`] = {
+      strategy: { ...r, runs: undefined },
+      classicSameBits: { ...same, runs: undefined },
+    };
     const fp = (x: SimulationResult): number => x.runs.reduce((sum, run) => sum + run.falsePositives, 0);
     return `| ${strategy} | ${r.bitsPerUrl.toFixed(2)} | ${pct(r.mean)} (${fp(r)}) | ${pct(r.theory)} | ${pct(same.mean)} (${fp(same)}) | ${pct(same.theory)} | ${(r.addsPerSecond / 1e6).toFixed(2)} | ${(same.addsPerSecond / 1e6).toFixed(2)} |`;
   });
@@ -167,15 +192,30 @@ for (const data of [load(sharedDataset(), SMALL_RUNS), load(packageReposDataset(
   const title = `${data.dataset.name}: ${data.insert.length.toLocaleString('en-US')} inserted, ${data.query.length.toLocaleString('en-US')} queried, ${data.runs} run(s) per cell (${data.dataset.source})`;
   sections.push(`### ${title}`);
   sections.push(`Strategies at a 1 % target (sized by --fpr 0.01):\n\n${strategyTable(data)}`);
-  sections.push(`Seeds 001 and 002 at a 1 % target, against one classic filter with the same bits:\n\n${claimsTable(data)}`);
+  sections.push(
+    `Seeds 001 and 002 at a 1 % target, against one classic filter with the same bits:\n\n${claimsTable(data)}`,
+  );
   sections.push(`Table 5.3 (incremental, m = N·k·2):\n\n${incrementalTable(data)}`);
-  sections.push(`Table 5.9 (non-incremental, one filter; measured / theory / thesis, %):\n\n${grid(data, '5.9', 'non-incremental', 'classic', HASHES, MULTIPLIERS, THESIS['5.9']!)}`);
-  sections.push(`Table 5.16 (revisit, non-incremental; measured / theory / thesis, %):\n\n${grid(data, '5.16', 'revisit', 'classic', HASHES, MULTIPLIERS, THESIS['5.16']!)}`);
-  sections.push(`Table 5.18 (spatial:2, non-incremental; measured / theory / thesis, %):\n\n${grid(data, '5.18', 'non-incremental', 'spatial:2', HASHES, MULTIPLIERS, THESIS['5.18']!)}`);
-  sections.push(`Table 5.20 (spatio-temporal: spatial:2 revisited; measured / theory / thesis, %):\n\n${grid(data, '5.20', 'revisit', 'spatial:2', [2, 3, 4], MULTIPLIERS.slice(0, 4), THESIS_SPATIO_TEMPORAL)}`);
+  sections.push(
+    `Table 5.9 (non-incremental, one filter; measured / theory / thesis, %):\n\n${grid(data, '5.9', 'non-incremental', 'classic', HASHES, MULTIPLIERS, THESIS['5.9']!)}`,
+  );
+  sections.push(
+    `Table 5.16 (revisit, non-incremental; measured / theory / thesis, %):\n\n${grid(data, '5.16', 'revisit', 'classic', HASHES, MULTIPLIERS, THESIS['5.16']!)}`,
+  );
+  sections.push(
+    `Table 5.18 (spatial:2, non-incremental; measured / theory / thesis, %):\n\n${grid(data, '5.18', 'non-incremental', 'spatial:2', HASHES, MULTIPLIERS, THESIS['5.18']!)}`,
+  );
+  sections.push(
+    `Table 5.20 (spatio-temporal: spatial:2 revisited; measured / theory / thesis, %):\n\n${grid(data, '5.20', 'revisit', 'spatial:2', [2, 3, 4], MULTIPLIERS.slice(0, 4), THESIS_SPATIO_TEMPORAL)}`,
+  );
 }
-sections.push(`Largest |z| of a single cell of the thesis tables: ${maxZ.toFixed(2)} (cells expecting far below one false positive make this large on a single hit; the whole-table counts above are the test).`);
+sections.push(
+  `Largest |z| of a single cell of the thesis tables: ${maxZ.toFixed(2)} (cells expecting far below one false positive make this large on a single hit; the whole-table counts above are the test).`,
+);
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}`;
 process.stdout.write(`${machine}\n\n${sections.join('\n\n')}\n`);
 mkdirSync(join(BENCH_DIR, 'results'), { recursive: true });
-writeFileSync(join(BENCH_DIR, 'results', 'results.json'), `${JSON.stringify({ date: new Date().toISOString(), machine, maxZ, totals, tables: all }, null, 1)}\n`);
+writeFileSync(
+  join(BENCH_DIR, 'results', 'results.json'),
+  `${JSON.stringify({ date: new Date().toISOString(), machine, maxZ, totals, tables: all }, null, 1)}\n`,
+);

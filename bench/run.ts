@@ -27,7 +27,8 @@ const RUNS = runsArg >= 0 ? Number(args[runsArg + 1]) : quick ? 1 : 3;
 
 function child(argv: string[]): string {
   const result = spawnSync(process.execPath, argv, { encoding: 'utf8', maxBuffer: 2 ** 26 });
-  if (result.status !== 0) throw new Error(`${argv.join(' ')} failed (${result.status ?? result.signal}): ${result.stderr}`);
+  if (result.status !== 0)
+    throw new Error(`${argv.join(' ')} failed (${result.status ?? result.signal}): ${result.stderr}`);
   return result.stdout.trim().split('\n').pop()!;
 }
 
@@ -96,12 +97,15 @@ function scale(capacity: number, urls: number, replayUrls: number): Scale {
   const dir = mkdtempSync(join(tmpdir(), 'bench-scale-'));
   const replayDir = mkdtempSync(join(tmpdir(), 'bench-replay-'));
   try {
-    progress(`scale: building a ${capacity.toLocaleString('en-US')}-capacity store with ${urls.toLocaleString('en-US')} URLs`);
+    progress(
+      `scale: building a ${capacity.toLocaleString('en-US')}-capacity store with ${urls.toLocaleString('en-US')} URLs`,
+    );
     child([CONTENDER, 'scale-build', dir, String(capacity), String(urls)]);
     // Opening changes nothing on disk (the store was closed with a checkpoint; a replay is not
     // written back), so each run opens the same store in a fresh process: medians of RUNS.
     type Opened = { openSeconds: number; filterMB: number; rssMB: number };
-    const openRuns = (store: string): Opened[] => Array.from({ length: RUNS }, () => JSON.parse(child([CONTENDER, 'open-first-query', store])) as Opened);
+    const openRuns = (store: string): Opened[] =>
+      Array.from({ length: RUNS }, () => JSON.parse(child([CONTENDER, 'open-first-query', store])) as Opened);
     const opened = openRuns(dir);
     progress(`scale: journal of ${replayUrls.toLocaleString('en-US')} adds, then replay`);
     child([CONTENDER, 'journal-build', replayDir, String(replayUrls * 2), String(replayUrls)]);
@@ -149,7 +153,12 @@ function targets(results: Map<string, Figures>, cli: { seenstore: Pipeline; awk:
     row('durable addIfAbsent / LMDB exact set', ratio('lmdb-exact'), 10),
     row('filter-new lines/s (M)', cli.seenstore.linesPerSec / 1e6, 1, ' M'),
     row('filter-new speed / awk', cli.awk.seconds / cli.seenstore.seconds, 1),
-    { what: `open + first query, ${fmt(big.capacity)} capacity`, measured: `${fmt(big.openSeconds, 2)} s`, target: '≤ 1 s', met: big.openSeconds <= 1 },
+    {
+      what: `open + first query, ${fmt(big.capacity)} capacity`,
+      measured: `${fmt(big.openSeconds, 2)} s`,
+      target: '≤ 1 s',
+      met: big.openSeconds <= 1,
+    },
     row('journal replay (M entries/s, incl. open)', big.replayEntries / big.replaySeconds / 1e6, 5, ' M'),
     {
       what: `RSS after open at ${fmt(big.capacity)} capacity`,
@@ -157,23 +166,36 @@ function targets(results: Map<string, Figures>, cli: { seenstore: Pipeline; awk:
       target: `≤ filter ${fmt(filterBytesMB)} MB + 64 MB`,
       met: big.rssMB <= filterBytesMB + 64,
     },
-    row('threads: durable addIfAbsent, 2 threads / 1', results.get('seenstore-durable-2-threads')!.addsPerSec / durable.addsPerSec, 1.6),
+    row(
+      'threads: durable addIfAbsent, 2 threads / 1',
+      results.get('seenstore-durable-2-threads')!.addsPerSec / durable.addsPerSec,
+      1.6,
+    ),
   ];
 }
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]): string => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
-  return [line(header), `|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...rows.map(line)].join('\n');
+  const line = (cells: string[]): string =>
+    `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  return [
+    line(header),
+    `|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`,
+    ...rows.map(line),
+  ].join('\n');
 }
 
 function main(): void {
   if (args.includes('--scale-only')) {
-    process.stdout.write(`${JSON.stringify(quick ? scale(10_000_000, 200_000, 500_000) : scale(100_000_000, 1_000_000, 2_000_000))}\n`);
+    process.stdout.write(
+      `${JSON.stringify(quick ? scale(10_000_000, 200_000, 500_000) : scale(100_000_000, 1_000_000, 2_000_000))}\n`,
+    );
     return;
   }
   // Prepared in a child process, so the harness never holds the data (bench/data.ts says why).
-  const datasets = JSON.parse(child([join(ROOT, 'dist', 'bench', 'data.js'), ...(quick ? ['--quick'] : [])])) as Dataset[];
+  const datasets = JSON.parse(
+    child([join(ROOT, 'dist', 'bench', 'data.js'), ...(quick ? ['--quick'] : [])]),
+  ) as Dataset[];
   const machine = {
     cpus: `${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}`,
     memoryGiB: Math.round(totalmem() / 2 ** 30),
@@ -189,9 +211,15 @@ function main(): void {
   let last: { results: Map<string, Figures>; cli: { seenstore: Pipeline; awk: Pipeline } } | undefined;
   for (const dataset of datasets) {
     const results = new Map<string, Figures>();
-    for (const name of CONTENDERS) results.set(name, contender(name, dataset, name === 'bloom-filters' && dataset.urls > 100_000 ? 1 : RUNS));
+    for (const name of CONTENDERS)
+      results.set(name, contender(name, dataset, name === 'bloom-filters' && dataset.urls > 100_000 ? 1 : RUNS));
     const cli = {
-      seenstore: pipeline('filter-new', `node ${CLI} filter-new --store $STORE --capacity ${dataset.urls} < $FILE > /dev/null`, dataset, RUNS),
+      seenstore: pipeline(
+        'filter-new',
+        `node ${CLI} filter-new --store $STORE --capacity ${dataset.urls} < $FILE > /dev/null`,
+        dataset,
+        RUNS,
+      ),
       awk: pipeline('awk', `awk '!seen[$0]++' $FILE > /dev/null`, dataset, RUNS),
     };
     const durable = results.get('seenstore-durable')!;
@@ -219,12 +247,17 @@ function main(): void {
   report.targets = checked;
   text += `\nscale: ${fmt(big.capacity)}-capacity store (${fmt(big.filterMB)} MB filter, ${fmt(big.urls)} URLs): open + first query ${fmt(big.openSeconds, 2)} s, RSS ${fmt(big.rssMB)} MB; journal replay of ${fmt(big.replayEntries)} entries ${fmt(big.replaySeconds, 2)} s (incl. open)\n`;
   text += `\ntargets (issue 6), on ${datasets[datasets.length - 1]!.name}:\n\n`;
-  text += table(['target', 'measured', 'wanted', 'met'], checked.map((t) => [t.what, t.measured, t.target, t.met ? 'yes' : 'MISSED']));
+  text += table(
+    ['target', 'measured', 'wanted', 'met'],
+    checked.map((t) => [t.what, t.measured, t.target, t.met ? 'yes' : 'MISSED']),
+  );
   text += '\n';
   // The server benchmark (issue 20) in its own process: it starts its servers and load itself.
   progress('server: seenstore serve vs Redis (appendfsync always)');
   try {
-    const server = JSON.parse(child([join(ROOT, 'dist', 'bench', 'server.js'), ...(quick ? ['--quick'] : ['--runs', String(RUNS)])])) as { text: string };
+    const server = JSON.parse(
+      child([join(ROOT, 'dist', 'bench', 'server.js'), ...(quick ? ['--quick'] : ['--runs', String(RUNS)])]),
+    ) as { text: string };
     report.server = server;
     text += `\n${server.text}\n`;
   } catch (error) {

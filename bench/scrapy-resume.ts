@@ -83,4 +83,7 @@ try {
   else rmSync(work, { recursive: true, force: true });
 }
 mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
-writeFileSync(join(ROOT, 'bench', 'results', 'scrapy-resume.json'), `${JSON.stringify({ node: process.version, results }, null, 2)}\n`);
+writeFileSync(
+  join(ROOT, 'bench', 'results', 'scrapy-resume.json'),
+  `${JSON.stringify({ node: process.version, results }, null, 2)}\n`,
+);

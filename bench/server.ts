@@ -62,7 +62,11 @@ function encode(args: readonly string[]): Buffer {
  * round at a time (a round: one request, or a pipeline) and waiting for the round's reply bytes,
  * known in advance (integer replies of 4 bytes: `:0` or `:1`). Returns rounds' latencies.
  */
-async function closedLoop(port: number, rounds: Buffer[][], replyBytes: number): Promise<{ seconds: number; latenciesMs: Float64Array }> {
+async function closedLoop(
+  port: number,
+  rounds: Buffer[][],
+  replyBytes: number,
+): Promise<{ seconds: number; latenciesMs: Float64Array }> {
   const latencies: number[] = [];
   const started = process.hrtime.bigint();
   await Promise.all(
@@ -117,8 +121,16 @@ async function bulk(urls: readonly string[]): Promise<Row[]> {
   const scenario = `(b) ${BULK_CONNECTIONS} connections, real URLs`;
   const madd = roundsOf(urls, MADD_URLS, (part) => encode(['BF.MADD', 'bench', ...part]));
   const maddReply = `*${MADD_URLS}\r\n`.length + 4 * MADD_URLS;
-  const sadd = roundsOf(urls, SADD_PIPELINE, (part) => Buffer.concat(part.map((url) => encode(['SADD', 'bench', url]))));
-  const measure = async (contender: string, start: () => Promise<Running>, rounds: Buffer[][], replyBytes: number, urlsPerRound: number): Promise<void> => {
+  const sadd = roundsOf(urls, SADD_PIPELINE, (part) =>
+    Buffer.concat(part.map((url) => encode(['SADD', 'bench', url]))),
+  );
+  const measure = async (
+    contender: string,
+    start: () => Promise<Running>,
+    rounds: Buffer[][],
+    replyBytes: number,
+    urlsPerRound: number,
+  ): Promise<void> => {
     const runs: Row[] = [];
     for (let r = 0; r < RUNS; r++) {
       progress(`${contender} run ${r + 1}/${RUNS}`);
@@ -126,7 +138,14 @@ async function bulk(urls: readonly string[]): Promise<Row[]> {
       try {
         const { seconds, latenciesMs } = await closedLoop(server.port, rounds, replyBytes);
         const total = rounds.reduce((sum, mine) => sum + mine.length, 0);
-        runs.push({ scenario, contender, urlsPerSec: (total * urlsPerRound) / seconds, requestsPerSec: total / seconds, p50Ms: percentile(latenciesMs, 0.5), p99Ms: percentile(latenciesMs, 0.99) });
+        runs.push({
+          scenario,
+          contender,
+          urlsPerSec: (total * urlsPerRound) / seconds,
+          requestsPerSec: total / seconds,
+          p50Ms: percentile(latenciesMs, 0.5),
+          p99Ms: percentile(latenciesMs, 0.99),
+        });
       } finally {
         await server.stop();
       }
@@ -139,8 +158,15 @@ async function bulk(urls: readonly string[]): Promise<Row[]> {
 }
 
 function medianRow(runs: readonly Row[]): Row {
-  const pick = (field: 'urlsPerSec' | 'requestsPerSec' | 'p50Ms' | 'p99Ms'): number => median(runs.map((run) => run[field]));
-  return { ...runs[0]!, urlsPerSec: pick('urlsPerSec'), requestsPerSec: pick('requestsPerSec'), p50Ms: pick('p50Ms'), p99Ms: pick('p99Ms') };
+  const pick = (field: 'urlsPerSec' | 'requestsPerSec' | 'p50Ms' | 'p99Ms'): number =>
+    median(runs.map((run) => run[field]));
+  return {
+    ...runs[0]!,
+    urlsPerSec: pick('urlsPerSec'),
+    requestsPerSec: pick('requestsPerSec'),
+    p50Ms: pick('p50Ms'),
+    p99Ms: pick('p99Ms'),
+  };
 }
 
 async function single(): Promise<Row[]> {
@@ -183,19 +209,43 @@ function targets(rows: readonly Row[]): ServerTarget[] {
   const madd = find('seenstore BF.MADD');
   const bulkRatio = madd.urlsPerSec / find('redis SADD pipelined').urlsPerSec;
   return [
-    { what: '(a) single BF.ADD / single SADD, 64 connections', measured: `${fmt(singleRatio, 2)}×`, target: '≥ 2.00×', met: singleRatio >= 2 },
-    { what: '(b) BF.MADD × 1,000 URLs/s, 8 connections', measured: fmt(madd.urlsPerSec), target: '≥ 500,000', met: madd.urlsPerSec >= 500_000 },
-    { what: '(b) BF.MADD / SADD pipelined 100 deep', measured: `${fmt(bulkRatio, 2)}×`, target: '≥ 1.00×', met: bulkRatio >= 1 },
+    {
+      what: '(a) single BF.ADD / single SADD, 64 connections',
+      measured: `${fmt(singleRatio, 2)}×`,
+      target: '≥ 2.00×',
+      met: singleRatio >= 2,
+    },
+    {
+      what: '(b) BF.MADD × 1,000 URLs/s, 8 connections',
+      measured: fmt(madd.urlsPerSec),
+      target: '≥ 500,000',
+      met: madd.urlsPerSec >= 500_000,
+    },
+    {
+      what: '(b) BF.MADD / SADD pipelined 100 deep',
+      measured: `${fmt(bulkRatio, 2)}×`,
+      target: '≥ 1.00×',
+      met: bulkRatio >= 1,
+    },
   ];
 }
 
 async function main(): Promise<void> {
   const redisVersion = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
-  if (redisVersion.status !== 0) throw new Error('redis-server is not installed (apt-get install redis-server redis-tools)');
-  const datasets = JSON.parse(spawnSync(process.execPath, [join(ROOT, 'dist', 'bench', 'data.js'), ...(quick ? ['--quick'] : [])], { encoding: 'utf8', maxBuffer: 2 ** 26 }).stdout) as Dataset[];
+  if (redisVersion.status !== 0)
+    throw new Error('redis-server is not installed (apt-get install redis-server redis-tools)');
+  const datasets = JSON.parse(
+    spawnSync(process.execPath, [join(ROOT, 'dist', 'bench', 'data.js'), ...(quick ? ['--quick'] : [])], {
+      encoding: 'utf8',
+      maxBuffer: 2 ** 26,
+    }).stdout,
+  ) as Dataset[];
   const dataset = datasets[datasets.length - 1]!;
   const limit = quick ? 200_000 : 1_000_000;
-  const urls = readFileSync(dataset.path, 'utf8').split('\n').filter((line) => line.length > 0).slice(0, limit);
+  const urls = readFileSync(dataset.path, 'utf8')
+    .split('\n')
+    .filter((line) => line.length > 0)
+    .slice(0, limit);
   const rows = [...(await single()), ...(await bulk(urls))];
   const checked = targets(rows);
   const head = `seenstore serve vs Redis ${/v=([0-9.]+)/.exec(redisVersion.stdout)?.[1] ?? '?'} (appendonly yes, appendfsync always), median of ${RUNS} run(s); (b) on ${fmt(urls.length)} URLs of ${dataset.name}`;
@@ -204,13 +254,18 @@ async function main(): Promise<void> {
     '',
     '| scenario | contender | URLs/s | requests/s | p50 ms | p99 ms |',
     '|---|---|---:|---:|---:|---:|',
-    ...rows.map((row) => `| ${row.scenario} | ${row.contender} | ${fmt(row.urlsPerSec)} | ${fmt(row.requestsPerSec)} | ${fmt(row.p50Ms, 3)} | ${fmt(row.p99Ms, 3)} |`),
+    ...rows.map(
+      (row) =>
+        `| ${row.scenario} | ${row.contender} | ${fmt(row.urlsPerSec)} | ${fmt(row.requestsPerSec)} | ${fmt(row.p50Ms, 3)} | ${fmt(row.p99Ms, 3)} |`,
+    ),
     '',
     '| target | measured | wanted | met |',
     '|---|---:|---:|---|',
     ...checked.map((t) => `| ${t.what} | ${t.measured} | ${t.target} | ${t.met ? 'yes' : 'MISSED'} |`),
   ];
-  process.stdout.write(`${lines.join('\n')}\n${JSON.stringify({ text: lines.join('\n'), rows, targets: checked, dataset: dataset.name, urls: urls.length })}\n`);
+  process.stdout.write(
+    `${lines.join('\n')}\n${JSON.stringify({ text: lines.join('\n'), rows, targets: checked, dataset: dataset.name, urls: urls.length })}\n`,
+  );
 }
 
 await main();

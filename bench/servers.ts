@@ -55,7 +55,26 @@ function stopper(child: ChildProcess, dir: string): () => Promise<void> {
 export async function startRedis(): Promise<Running> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-redis-'));
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--daemonize', 'no'], { stdio: 'ignore' });
+  const child = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'always',
+      '--save',
+      '',
+      '--daemonize',
+      'no',
+    ],
+    { stdio: 'ignore' },
+  );
   await waitForPing(port, child);
   return { port, stop: stopper(child, dir) };
 }
@@ -63,7 +82,11 @@ export async function startRedis(): Promise<Running> {
 export async function startSeenstore(cli = CLI): Promise<Running> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-serve-'));
   const port = await freePort();
-  const child = spawn(process.execPath, [cli, '--store', join(dir, 'store'), 'serve', '--port', String(port), '--default-capacity', '4000000'], { stdio: 'ignore' });
+  const child = spawn(
+    process.execPath,
+    [cli, '--store', join(dir, 'store'), 'serve', '--port', String(port), '--default-capacity', '4000000'],
+    { stdio: 'ignore' },
+  );
   await waitForPing(port, child);
   return { port, stop: stopper(child, dir) };
 }
@@ -77,9 +100,14 @@ const RANDOM_MEMBERS = 1_000_000_000;
 
 /** Members of a set (SCARD) or items of a Bloom key (BF.CARD), read with redis-cli. */
 function cardinality(port: number, command: 'SADD' | 'BF.ADD', key: string): number {
-  const result = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), command === 'SADD' ? 'SCARD' : 'BF.CARD', key], { encoding: 'utf8' });
+  const result = spawnSync(
+    'redis-cli',
+    ['-h', '127.0.0.1', '-p', String(port), command === 'SADD' ? 'SCARD' : 'BF.CARD', key],
+    { encoding: 'utf8' },
+  );
   const count = Number(result.stdout.trim());
-  if (result.status !== 0 || !Number.isSafeInteger(count)) throw new Error(`redis-cli could not count ${key}: ${result.stdout}${result.stderr}`);
+  if (result.status !== 0 || !Number.isSafeInteger(count))
+    throw new Error(`redis-cli could not count ${key}: ${result.stdout}${result.stderr}`);
   return count;
 }
 
@@ -90,19 +118,43 @@ function cardinality(port: number, command: 'SADD' | 'BF.ADD', key: string): num
  * the same members; a run of duplicates writes and syncs nothing and would be measured as a fast
  * durable add. Give each run of one server a key of its own.
  */
-export function redisBenchmark(port: number, connections: number, requests: number, command: readonly string[]): { requestsPerSec: number; p50Ms: number; p99Ms: number } {
+export function redisBenchmark(
+  port: number,
+  connections: number,
+  requests: number,
+  command: readonly string[],
+): { requestsPerSec: number; p50Ms: number; p99Ms: number } {
   const verb = command[0];
-  const adds = (verb === 'SADD' || verb === 'BF.ADD') && command[2] === '__rand_int__' ? ({ command: verb, key: command[1]! } as const) : undefined;
+  const adds =
+    (verb === 'SADD' || verb === 'BF.ADD') && command[2] === '__rand_int__'
+      ? ({ command: verb, key: command[1]! } as const)
+      : undefined;
   const before = adds === undefined ? 0 : cardinality(port, adds.command, adds.key);
   const result = spawnSync(
     'redis-benchmark',
-    ['-h', '127.0.0.1', '-p', String(port), '-c', String(connections), '-n', String(requests), '-r', String(RANDOM_MEMBERS), '--csv', ...command],
+    [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(port),
+      '-c',
+      String(connections),
+      '-n',
+      String(requests),
+      '-r',
+      String(RANDOM_MEMBERS),
+      '--csv',
+      ...command,
+    ],
     { encoding: 'utf8' },
   );
   if (result.status !== 0) throw new Error(`redis-benchmark failed: ${result.stderr}`);
   if (adds !== undefined) {
     const added = cardinality(port, adds.command, adds.key) - before;
-    if (added < 0.99 * requests) throw new Error(`redis-benchmark ${command.join(' ')}: only ${added} of ${requests} adds were new, so the run measured duplicates`);
+    if (added < 0.99 * requests)
+      throw new Error(
+        `redis-benchmark ${command.join(' ')}: only ${added} of ${requests} adds were new, so the run measured duplicates`,
+      );
   }
   // "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
   const line = result.stdout.trim().split('\n').pop()!;

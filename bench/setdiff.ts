@@ -13,7 +13,11 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { XxHash } from '../src/hash/xxhash.js';
-import { runSetdiffExperiment, type SetdiffExperimentConfig, type SetdiffExperimentResult } from '../src/setdiff/experiment.js';
+import {
+  runSetdiffExperiment,
+  type SetdiffExperimentConfig,
+  type SetdiffExperimentResult,
+} from '../src/setdiff/experiment.js';
 import { BENCH_DIR, packageReposDataset, readUrls } from './data.js';
 
 const args = process.argv.slice(2);
@@ -100,24 +104,37 @@ async function main(): Promise<void> {
   if (pool.length < needed) throw new Error(`${dataset.name} has ${pool.length} URLs; ${needed} are needed`);
   const hash = await XxHash.load();
   // One small run first, so that the table's first cell does not carry the compiler's warm-up.
-  runSetdiffExperiment(hash, { common: pool.slice(0, 20_000), onlyA: pool.slice(20_000, 21_000), onlyB: pool.slice(21_000, 22_000) }, { trees: 1 });
+  runSetdiffExperiment(
+    hash,
+    { common: pool.slice(0, 20_000), onlyA: pool.slice(20_000, 21_000), onlyB: pool.slice(21_000, 22_000) },
+    { trees: 1 },
+  );
   const rows: Row[] = [];
   for (const difference of DIFFERENCES) {
     const diffUrls = Math.round(A_URLS * difference);
     // Held out: A's own URLs (onlyA) and B's new ones (onlyB) are disjoint slices of one shuffled pool.
-    const input = { common: pool.slice(0, A_URLS - diffUrls), onlyA: pool.slice(A_URLS - diffUrls, A_URLS), onlyB: pool.slice(A_URLS, A_URLS + diffUrls) };
+    const input = {
+      common: pool.slice(0, A_URLS - diffUrls),
+      onlyA: pool.slice(A_URLS - diffUrls, A_URLS),
+      onlyB: pool.slice(A_URLS, A_URLS + diffUrls),
+    };
     for (const { label, config } of configs(A_URLS)) {
       const runs: SetdiffExperimentResult[] = [];
       for (let run = 0; run < RUNS; run++) {
         runs.push(runSetdiffExperiment(hash, input, config));
-        process.stderr.write(`setdiff ${difference} ${label} run ${run + 1}: recall ${runs.at(-1)!.recall.toFixed(4)}\n`);
+        process.stderr.write(
+          `setdiff ${difference} ${label} run ${run + 1}: recall ${runs.at(-1)!.recall.toFixed(4)}\n`,
+        );
       }
       rows.push({ label, difference, runs });
     }
   }
   const dir = join(BENCH_DIR, 'results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'setdiff.json'), `${JSON.stringify({ dataset: dataset.name, source: dataset.source, aUrls: A_URLS, runs: RUNS, rows }, null, 1)}\n`);
+  writeFileSync(
+    join(dir, 'setdiff.json'),
+    `${JSON.stringify({ dataset: dataset.name, source: dataset.source, aUrls: A_URLS, runs: RUNS, rows }, null, 1)}\n`,
+  );
   process.stdout.write(render(rows, dataset.source));
 }
 

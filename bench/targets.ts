@@ -37,7 +37,12 @@ const DIR = join(BENCH_DIR, 'results', 'targets');
 /** Records `rows` measured by bench step `step` (replacing what the step recorded before). */
 export function recordTargets(step: string, rows: readonly TargetRow[]): void {
   mkdirSync(DIR, { recursive: true });
-  const recorded: Recorded = { step, at: new Date().toISOString(), load: loadavg().map((n) => Math.round(n * 100) / 100), rows };
+  const recorded: Recorded = {
+    step,
+    at: new Date().toISOString(),
+    load: loadavg().map((n) => Math.round(n * 100) / 100),
+    rows,
+  };
   writeFileSync(join(DIR, `${step}.json`), `${JSON.stringify(recorded, null, 2)}\n`);
 }
 
@@ -45,7 +50,10 @@ function commit(): string {
   try {
     const root = resolve(BENCH_DIR, '..');
     const head = execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
+    const dirty =
+      execFileSync('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no'], {
+        encoding: 'utf8',
+      }).trim() !== '';
     return dirty ? `${head} with uncommitted changes` : head;
   } catch {
     return 'unknown (not a git checkout)';
@@ -69,7 +77,10 @@ function report(): void {
     '',
     '| issue | figure | measured | target | | bench step |',
     '|---|---|---|---|---|---|',
-    ...rows.map((row) => `| ${row.issue} | ${row.figure} | ${row.measured} | ${row.target} | ${row.met === undefined ? 'not measured' : row.met ? 'met' : '**missed**'} | ${row.step} |`),
+    ...rows.map(
+      (row) =>
+        `| ${row.issue} | ${row.figure} | ${row.measured} | ${row.target} | ${row.met === undefined ? 'not measured' : row.met ? 'met' : '**missed**'} | ${row.step} |`,
+    ),
   ];
   const text = `${lines.join('\n')}\n`;
   process.stdout.write(`\n${text}`);

@@ -22,7 +22,15 @@ function next(p: number, step: number, m: number): number {
 }
 
 /** Sets the positions of every hash that fall in bytes [lo, hi); returns the bits newly set. */
-function setRange(bytes: Uint8Array, m: number, k: number, words: Uint32Array, count: number, lo: number, hi: number): number {
+function setRange(
+  bytes: Uint8Array,
+  m: number,
+  k: number,
+  words: Uint32Array,
+  count: number,
+  lo: number,
+  hi: number,
+): number {
   const modulus = new Modulus(m);
   const span = hi - lo;
   let set = 0;
@@ -33,7 +41,7 @@ function setRange(bytes: Uint8Array, m: number, k: number, words: Uint32Array, c
     let grow = 0;
     for (let j = 0; j < k; j++) {
       const at = p >>> 3;
-      if (((at - lo) >>> 0) < span) {
+      if ((at - lo) >>> 0 < span) {
         const old = bytes[at]!;
         const clear = (~old >>> (p & 7)) & 1;
         bytes[at] = old | (1 << (p & 7));
@@ -73,7 +81,8 @@ function median(values: number[]): number {
 }
 
 async function main(): Promise<void> {
-  const file = process.argv[2] ?? new URL('../../bench/.data/package-repos-2.0.3148.usable2.txt', import.meta.url).pathname;
+  const file =
+    process.argv[2] ?? new URL('../../bench/.data/package-repos-2.0.3148.usable2.txt', import.meta.url).pathname;
   const { insert } = splitUrls(readUrls(file));
   const hash = await XxHash.load();
   const words = new Uint32Array(2 * insert.length);
@@ -92,7 +101,9 @@ async function main(): Promise<void> {
       }
     }
     const all = median(times.all!);
-    const cells = Object.entries(times).map(([way, ns]) => `${way} ${median(ns).toFixed(0)} ns (${(median(ns) / all).toFixed(2)}x all)`);
+    const cells = Object.entries(times).map(
+      ([way, ns]) => `${way} ${median(ns).toFixed(0)} ns (${(median(ns) / all).toFixed(2)}x all)`,
+    );
     console.log(`filter of ${(m / 8 / 2 ** 20).toFixed(1)} MB, k ${k}: ${cells.join(', ')}`);
   }
 }

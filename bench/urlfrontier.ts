@@ -42,13 +42,37 @@ if (NEEDS_SHARED_DATA !== false) {
 }
 
 const urls = readUrls(sharedDataset().path);
-const hosts = new Set(urls.map((url) => { try { return new URL(url).host; } catch { return ''; } })).size;
+const hosts = new Set(
+  urls.map((url) => {
+    try {
+      return new URL(url).host;
+    } catch {
+      return '';
+    }
+  }),
+).size;
 
 const CLI = cliOf(ROOT);
 
 /** `seenstore serve --urlfrontier-port 0` over `location`, and the port it logged. */
 function serve(location: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, [CLI, '--store', location, 'serve', '--port', '0', '--urlfrontier-port', '0', '--log-json', '--default-capacity', '1000000'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      '--store',
+      location,
+      'serve',
+      '--port',
+      '0',
+      '--urlfrontier-port',
+      '0',
+      '--log-json',
+      '--default-capacity',
+      '1000000',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   return new Promise((resolve, reject) => {
     let log = '';
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
@@ -68,7 +92,9 @@ async function stop(child: ChildProcess): Promise<void> {
 }
 
 function rssBytes(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))!;
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'))!;
   return Number(line.split(/\s+/)[1]) * 1024;
 }
 
@@ -128,7 +154,14 @@ async function measure(name: string, location: string, dir: string | undefined):
     started = process.hrtime.bigint();
     for (let pass = 0; pass < PASSES; pass++) {
       const items = crawlItems(`many${pass}`);
-      await Promise.all(clients.map((c, k) => putAll(c, items.filter((_, i) => i % STREAMS === k))));
+      await Promise.all(
+        clients.map((c, k) =>
+          putAll(
+            c,
+            items.filter((_, i) => i % STREAMS === k),
+          ),
+        ),
+      );
     }
     const ingestN = (PASSES * urls.length) / (Number(process.hrtime.bigint() - started) / 1e9);
     clients.forEach((c) => c.close());
@@ -198,7 +231,10 @@ interface GrpcioRun {
 
 /** Runs the Python grpcio client (bench/urlfrontier-grpcio.py) against `port`. */
 function grpcio(pbDir: string, port: number, args: readonly string[]): GrpcioRun {
-  const out = execFileSync(PYTHON, [join(BENCH_DIR, 'urlfrontier-grpcio.py'), pbDir, String(port), ...args], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  const out = execFileSync(PYTHON, [join(BENCH_DIR, 'urlfrontier-grpcio.py'), pbDir, String(port), ...args], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+  });
   return JSON.parse(out) as GrpcioRun;
 }
 
@@ -212,11 +248,20 @@ function perHostUrls(): string[] {
 
 /** PutDiscovered (and on LMDB GetURLs) through one grpcio client; rows of docs/benchmarks.md "Issue 44". */
 async function issue44(work: string): Promise<void> {
-  const missingGrpcio = execFileSync(PYTHON, ['-c', 'import grpc, google.protobuf; print("ok")'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() !== 'ok';
-  if (missingGrpcio) throw new Error('the issue 44 rows need Debian python3-grpcio, python3-protobuf and protobuf-compiler');
+  const missingGrpcio =
+    execFileSync(PYTHON, ['-c', 'import grpc, google.protobuf; print("ok")'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim() !== 'ok';
+  if (missingGrpcio)
+    throw new Error('the issue 44 rows need Debian python3-grpcio, python3-protobuf and protobuf-compiler');
   const pbDir = join(work, 'pb');
   execFileSync('mkdir', ['-p', pbDir]);
-  execFileSync('protoc', [`--proto_path=${join(URLFRONTIER_PROTO_PATH, '..')}`, `--python_out=${pbDir}`, URLFRONTIER_PROTO_PATH]);
+  execFileSync('protoc', [
+    `--proto_path=${join(URLFRONTIER_PROTO_PATH, '..')}`,
+    `--python_out=${pbDir}`,
+    URLFRONTIER_PROTO_PATH,
+  ]);
   const putFile = join(work, 'put-discovered.txt');
   const repos = readUrls(packageReposDataset().path).slice(0, PUT_DISCOVERED_URLS);
   writeFileSync(putFile, `${repos.join('\n')}\n`);
@@ -226,15 +271,28 @@ async function issue44(work: string): Promise<void> {
   const targets: TargetRow[] = [];
   const putRow = (store: string, run: GrpcioRun, target: number): number => {
     const rate = run.urls / run.seconds;
-    rows.push(`| ${store} | PutDiscovered, 1 grpcio client, batches of ${fmt(PUT_DISCOVERED_BATCH)} | ${fmt(run.urls)} (${fmt(run.OK ?? 0)} new) | ${fmt(rate)} URLs/s | ≥ ${fmt(target)} |`);
+    rows.push(
+      `| ${store} | PutDiscovered, 1 grpcio client, batches of ${fmt(PUT_DISCOVERED_BATCH)} | ${fmt(run.urls)} (${fmt(run.OK ?? 0)} new) | ${fmt(rate)} URLs/s | ≥ ${fmt(target)} |`,
+    );
     return rate;
   };
 
   const lmdbDir = join(work, 'issue44-lmdb');
   const lmdb = await serve(lmdbDir);
   try {
-    const put = putRow('LMDB', grpcio(pbDir, lmdb.port, ['put', putFile, 'put', String(PUT_DISCOVERED_BATCH)]), TARGET_PUT_DISCOVERED_LMDB);
-    targets.push({ issue: 44, order: 1, figure: 'PutDiscovered ingest on LMDB, 1 grpcio client', measured: `${fmt(put)} URLs/s`, target: `≥ ${fmt(TARGET_PUT_DISCOVERED_LMDB)} URLs/s`, met: put >= TARGET_PUT_DISCOVERED_LMDB });
+    const put = putRow(
+      'LMDB',
+      grpcio(pbDir, lmdb.port, ['put', putFile, 'put', String(PUT_DISCOVERED_BATCH)]),
+      TARGET_PUT_DISCOVERED_LMDB,
+    );
+    targets.push({
+      issue: 44,
+      order: 1,
+      figure: 'PutDiscovered ingest on LMDB, 1 grpcio client',
+      measured: `${fmt(put)} URLs/s`,
+      target: `≥ ${fmt(TARGET_PUT_DISCOVERED_LMDB)} URLs/s`,
+      met: put >= TARGET_PUT_DISCOVERED_LMDB,
+    });
     grpcio(pbDir, lmdb.port, ['put', hostFile, 'hosts', String(PUT_DISCOVERED_BATCH)]);
     const client = new FrontierClient(lmdb.port);
     await client.call('SetDelay', { key: '', delay_requestable: 0, crawlID: 'hosts' });
@@ -242,8 +300,17 @@ async function issue44(work: string): Promise<void> {
     const got = grpcio(pbDir, lmdb.port, ['get', '-', 'hosts']);
     if (got.urls !== GET_URLS_HOSTS) throw new Error(`GetURLs handed out ${got.urls} of ${GET_URLS_HOSTS} URLs`);
     const rate = got.urls / got.seconds;
-    rows.push(`| LMDB | GetURLs, 1 grpcio client, 1 URL per queue over ${fmt(GET_URLS_HOSTS)} hosts | ${fmt(got.urls)} | ${fmt(rate)} URLs/s | ≥ ${fmt(TARGET_GET_URLS_LMDB)} |`);
-    targets.push({ issue: 44, order: 3, figure: 'GetURLs on LMDB, 1 per host, 1 grpcio client', measured: `${fmt(rate)} URLs/s`, target: `≥ ${fmt(TARGET_GET_URLS_LMDB)} URLs/s`, met: rate >= TARGET_GET_URLS_LMDB });
+    rows.push(
+      `| LMDB | GetURLs, 1 grpcio client, 1 URL per queue over ${fmt(GET_URLS_HOSTS)} hosts | ${fmt(got.urls)} | ${fmt(rate)} URLs/s | ≥ ${fmt(TARGET_GET_URLS_LMDB)} |`,
+    );
+    targets.push({
+      issue: 44,
+      order: 3,
+      figure: 'GetURLs on LMDB, 1 per host, 1 grpcio client',
+      measured: `${fmt(rate)} URLs/s`,
+      target: `≥ ${fmt(TARGET_GET_URLS_LMDB)} URLs/s`,
+      met: rate >= TARGET_GET_URLS_LMDB,
+    });
   } finally {
     await stop(lmdb.child);
   }
@@ -255,8 +322,19 @@ async function issue44(work: string): Promise<void> {
     try {
       const redis = await serve(cluster.location());
       try {
-        const put = putRow('Redis Cluster (3 masters, local)', grpcio(pbDir, redis.port, ['put', putFile, 'put', String(PUT_DISCOVERED_BATCH)]), TARGET_PUT_DISCOVERED_REDIS);
-        targets.push({ issue: 44, order: 2, figure: 'PutDiscovered ingest on a local Redis Cluster, 1 grpcio client', measured: `${fmt(put)} URLs/s`, target: `≥ ${fmt(TARGET_PUT_DISCOVERED_REDIS)} URLs/s`, met: put >= TARGET_PUT_DISCOVERED_REDIS });
+        const put = putRow(
+          'Redis Cluster (3 masters, local)',
+          grpcio(pbDir, redis.port, ['put', putFile, 'put', String(PUT_DISCOVERED_BATCH)]),
+          TARGET_PUT_DISCOVERED_REDIS,
+        );
+        targets.push({
+          issue: 44,
+          order: 2,
+          figure: 'PutDiscovered ingest on a local Redis Cluster, 1 grpcio client',
+          measured: `${fmt(put)} URLs/s`,
+          target: `≥ ${fmt(TARGET_PUT_DISCOVERED_REDIS)} URLs/s`,
+          met: put >= TARGET_PUT_DISCOVERED_REDIS,
+        });
       } finally {
         await stop(redis.child);
       }
@@ -264,8 +342,12 @@ async function issue44(work: string): Promise<void> {
       await cluster.stop();
     }
   }
-  process.stdout.write(`Issue 44: ${fmt(PUT_DISCOVERED_URLS)} URLs of all-the-package-repos for PutDiscovered; ${fmt(GET_URLS_HOSTS)} one-URL hosts for GetURLs; client and serve in separate processes on this machine\n\n`);
-  process.stdout.write(`| store | what | URLs | rate | target (URLs/s) |\n|---|---|---:|---:|---:|\n${rows.join('\n')}\n`);
+  process.stdout.write(
+    `Issue 44: ${fmt(PUT_DISCOVERED_URLS)} URLs of all-the-package-repos for PutDiscovered; ${fmt(GET_URLS_HOSTS)} one-URL hosts for GetURLs; client and serve in separate processes on this machine\n\n`,
+  );
+  process.stdout.write(
+    `| store | what | URLs | rate | target (URLs/s) |\n|---|---|---:|---:|---:|\n${rows.join('\n')}\n`,
+  );
   recordTargets('urlfrontier-issue44', targets);
 }
 
@@ -287,16 +369,31 @@ async function issue28(work: string): Promise<void> {
   ];
   const lmdbEngine = await engine(join(work, 'engine'));
   const memoryEngine = await engine(`memory://engine-${process.pid}`);
-  process.stdout.write(`${urls.length.toLocaleString('en')} distinct real URLs of ${hosts.toLocaleString('en')} hosts (../shared/data), ${PASSES} crawls of them put on one stream, ${PASSES} more spread over ${STREAMS} streams, over gRPC; client and serve in separate processes on this machine\n\n`);
-  process.stdout.write(`| store | PutURLs ingest, 1 stream | PutURLs ingest, ${STREAMS} streams, one crawl | GetURLs hand-out | serve RSS per queued URL | disk per queued URL | in process: enqueue / take |\n|---|---:|---:|---:|---:|---:|---:|\n`);
+  process.stdout.write(
+    `${urls.length.toLocaleString('en')} distinct real URLs of ${hosts.toLocaleString('en')} hosts (../shared/data), ${PASSES} crawls of them put on one stream, ${PASSES} more spread over ${STREAMS} streams, over gRPC; client and serve in separate processes on this machine\n\n`,
+  );
+  process.stdout.write(
+    `| store | PutURLs ingest, 1 stream | PutURLs ingest, ${STREAMS} streams, one crawl | GetURLs hand-out | serve RSS per queued URL | disk per queued URL | in process: enqueue / take |\n|---|---:|---:|---:|---:|---:|---:|\n`,
+  );
   const engines = [lmdbEngine, memoryEngine];
   rows.forEach((row, i) => {
     const disk = row.diskPerUrl === undefined ? '-' : `${row.diskPerUrl.toFixed(0)} B`;
-    process.stdout.write(`| ${row.store} | ${fmt(row.ingest1)} URLs/s | ${fmt(row.ingestN)} URLs/s | ${fmt(row.handOut)} URLs/s | ${row.rssPerUrl.toFixed(0)} B | ${disk} | ${fmt(engines[i]!.enqueue)} / ${fmt(engines[i]!.take)} URLs/s |\n`);
+    process.stdout.write(
+      `| ${row.store} | ${fmt(row.ingest1)} URLs/s | ${fmt(row.ingestN)} URLs/s | ${fmt(row.handOut)} URLs/s | ${row.rssPerUrl.toFixed(0)} B | ${disk} | ${fmt(engines[i]!.enqueue)} / ${fmt(engines[i]!.take)} URLs/s |\n`,
+    );
   });
   const best = Math.max(rows[0]!.ingest1, rows[0]!.ingestN);
-  process.stdout.write(`\nTarget: ingest >= ${fmt(TARGET_INGEST_URLS_PER_S)} URLs/s over gRPC on LMDB: ${best >= TARGET_INGEST_URLS_PER_S ? 'met' : 'missed'} (${fmt(best)} URLs/s; URLFrontier's RocksDB service publishes ${PUBLISHED_ROCKSDB} URLs/s)\n`);
+  process.stdout.write(
+    `\nTarget: ingest >= ${fmt(TARGET_INGEST_URLS_PER_S)} URLs/s over gRPC on LMDB: ${best >= TARGET_INGEST_URLS_PER_S ? 'met' : 'missed'} (${fmt(best)} URLs/s; URLFrontier's RocksDB service publishes ${PUBLISHED_ROCKSDB} URLs/s)\n`,
+  );
   recordTargets('urlfrontier', [
-    { issue: 28, order: 1, figure: 'gRPC PutURLs ingest on LMDB', measured: `${fmt(best)} URLs/s (1 stream ${fmt(rows[0]!.ingest1)}, ${STREAMS} streams ${fmt(rows[0]!.ingestN)})`, target: `≥ ${fmt(TARGET_INGEST_URLS_PER_S)} URLs/s`, met: best >= TARGET_INGEST_URLS_PER_S },
+    {
+      issue: 28,
+      order: 1,
+      figure: 'gRPC PutURLs ingest on LMDB',
+      measured: `${fmt(best)} URLs/s (1 stream ${fmt(rows[0]!.ingest1)}, ${STREAMS} streams ${fmt(rows[0]!.ingestN)})`,
+      target: `≥ ${fmt(TARGET_INGEST_URLS_PER_S)} URLs/s`,
+      met: best >= TARGET_INGEST_URLS_PER_S,
+    },
   ]);
 }

@@ -11,7 +11,8 @@ import type { MigrationStep } from './steps.js';
 export const formatThreeToFour: MigrationStep = {
   from: 3,
   to: 4,
-  summary: "epochs may normalise with `url` (keys are URLs, the default of new scopes); existing scopes keep their mode ('none' stays any-line)",
+  summary:
+    "epochs may normalise with `url` (keys are URLs, the default of new scopes); existing scopes keep their mode ('none' stays any-line)",
   apply() {
     return 0;
   },

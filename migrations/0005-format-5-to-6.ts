@@ -38,8 +38,13 @@ export const formatFiveToSix: MigrationStep = {
       }
       const entry = value as OldEntry;
       frontier.entries.push({
-        id, url: entry.url, queue: queueKeyOf(entry.url, 'host') ?? '', epoch: entry.epoch, dueMs: entry.atMs ?? nowMs,
-        leaseUntilMs: entry.leaseUntilMs, attempts: entry.attempts,
+        id,
+        url: entry.url,
+        queue: queueKeyOf(entry.url, 'host') ?? '',
+        epoch: entry.epoch,
+        dueMs: entry.atMs ?? nowMs,
+        leaseUntilMs: entry.leaseUntilMs,
+        attempts: entry.attempts,
         ...(entry.owner === undefined ? {} : { owner: entry.owner }),
         ...(entry.data === undefined ? {} : { data: entry.data }),
       });

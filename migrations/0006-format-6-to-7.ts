@@ -21,7 +21,8 @@ type Fields = Record<string, unknown>;
 export const formatSixToSeven: MigrationStep = {
   from: 6,
   to: 7,
-  summary: 'the frontier keeps each queued URL as one compact key in its queue (URL after the host, numbers as varints): about a third of the space',
+  summary:
+    'the frontier keeps each queued URL as one compact key in its queue (URL after the host, numbers as varints): about a third of the space',
   apply(txn) {
     const scopes = new Map<string, ScopeFrontier>();
     const of = (scope: string): ScopeFrontier => {
@@ -38,21 +39,47 @@ export const formatSixToSeven: MigrationStep = {
       const record = value as Fields;
       if (tag === 's') {
         const { nextId, done, failed, settings, queueKeyPinned } = record as unknown as FrontierCounters;
-        of(scope).counters = { nextId, done, ...(failed === undefined ? {} : { failed }), settings: settings!, ...(queueKeyPinned === true ? { queueKeyPinned } : {}) };
+        of(scope).counters = {
+          nextId,
+          done,
+          ...(failed === undefined ? {} : { failed }),
+          settings: settings!,
+          ...(queueKeyPinned === true ? { queueKeyPinned } : {}),
+        };
       } else if (tag === 'e') {
-        const { url, queue, epoch, dueMs, leaseUntilMs, attempts, owner, data, createdMs } = record as unknown as FrontierEntryV6;
-        of(scope).entries.push({ id: name as number, url, queue, epoch, dueMs, leaseUntilMs, attempts, ...(owner === undefined ? {} : { owner }), ...(data === undefined ? {} : { data }), createdMs: createdMs ?? dueMs });
+        const { url, queue, epoch, dueMs, leaseUntilMs, attempts, owner, data, createdMs } =
+          record as unknown as FrontierEntryV6;
+        of(scope).entries.push({
+          id: name as number,
+          url,
+          queue,
+          epoch,
+          dueMs,
+          leaseUntilMs,
+          attempts,
+          ...(owner === undefined ? {} : { owner }),
+          ...(data === undefined ? {} : { data }),
+          createdMs: createdMs ?? dueMs,
+        });
         changed++;
       } else if (tag === 'q') {
         const { completed, blockedUntilMs, delayMs, crawlLimit, lastTakeMs } = record as unknown as FrontierQueueV6;
-        of(scope).queues.push({ key: name as string, completed, blockedUntilMs, ...(delayMs === undefined ? {} : { delayMs }), ...(crawlLimit === undefined ? {} : { crawlLimit }), ...(lastTakeMs === undefined ? {} : { lastTakeMs }) });
+        of(scope).queues.push({
+          key: name as string,
+          completed,
+          blockedUntilMs,
+          ...(delayMs === undefined ? {} : { delayMs }),
+          ...(crawlLimit === undefined ? {} : { crawlLimit }),
+          ...(lastTakeMs === undefined ? {} : { lastTakeMs }),
+        });
       } else if (tag === 'o') {
         of(scope).owners.push({ owner: name as string, lastTakeMs: record.lastTakeMs as number });
       }
       // The indexes (n, w, r, l, u) are built anew from the entries and queues.
     }
     txn.dropOldFrontier();
-    for (const [scope, { counters, entries, queues, owners }] of scopes) txn.putFrontier(scope, counters, entries, queues, owners);
+    for (const [scope, { counters, entries, queues, owners }] of scopes)
+      txn.putFrontier(scope, counters, entries, queues, owners);
     return changed;
   },
 };

@@ -9,4 +9,11 @@ import type { MigrationStep } from './steps.js';
 export type { MigrationStep, MigrationTxn } from './steps.js';
 
 /** Every migration step, in order: step i takes format i + 1 to i + 2. */
-export const MIGRATIONS: readonly MigrationStep[] = [formatOneToTwo, formatTwoToThree, formatThreeToFour, formatFourToFive, formatFiveToSix, formatSixToSeven];
+export const MIGRATIONS: readonly MigrationStep[] = [
+  formatOneToTwo,
+  formatTwoToThree,
+  formatThreeToFour,
+  formatFourToFive,
+  formatFiveToSix,
+  formatSixToSeven,
+];

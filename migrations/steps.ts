@@ -18,7 +18,13 @@ export interface MigrationTxn {
    * counters and settings, its queues' politeness, each entry under its own id (its seq from
    * format 7 on) with its queue, due time and lease, and its takers.
    */
-  putFrontier(scope: string, counters: FrontierCounters, entries: readonly FrontierEntryV6[], queues?: readonly FrontierQueueV6[], owners?: readonly FrontierOwnerV6[]): void;
+  putFrontier(
+    scope: string,
+    counters: FrontierCounters,
+    entries: readonly FrontierEntryV6[],
+    queues?: readonly FrontierQueueV6[],
+    owners?: readonly FrontierOwnerV6[],
+  ): void;
 }
 
 /** A frontier's counters and settings as format 6 keeps them (format 5: nextId and done only). */

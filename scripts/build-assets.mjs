@@ -3,5 +3,10 @@
 // which src/urlfrontier/proto.ts loads beside its own.
 import { cpSync } from 'node:fs';
 
-cpSync(new URL('../src/store/redis/lua/', import.meta.url), new URL('../dist/src/store/redis/lua/', import.meta.url), { recursive: true });
-cpSync(new URL('../src/urlfrontier/urlfrontier.proto', import.meta.url), new URL('../dist/src/urlfrontier/urlfrontier.proto', import.meta.url));
+cpSync(new URL('../src/store/redis/lua/', import.meta.url), new URL('../dist/src/store/redis/lua/', import.meta.url), {
+  recursive: true,
+});
+cpSync(
+  new URL('../src/urlfrontier/urlfrontier.proto', import.meta.url),
+  new URL('../dist/src/urlfrontier/urlfrontier.proto', import.meta.url),
+);

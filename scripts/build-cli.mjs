@@ -28,7 +28,10 @@ const moduleUrls = {
   setup(context) {
     context.onLoad({ filter: /[\\/]dist[\\/]src[\\/].*\.js$/ }, (args) => {
       const from = JSON.stringify(relative(cliDir, args.path).split('\\').join('/'));
-      const text = readFileSync(args.path, 'utf8').replaceAll('import.meta.url', `require("node:url").pathToFileURL(require("node:path").join(__dirname, ${from})).href`);
+      const text = readFileSync(args.path, 'utf8').replaceAll(
+        'import.meta.url',
+        `require("node:url").pathToFileURL(require("node:path").join(__dirname, ${from})).href`,
+      );
       return { contents: text, loader: 'js', resolveDir: dirname(args.path) };
     });
   },
@@ -48,7 +51,8 @@ const result = await build({
 });
 if (result.warnings.length > 0) {
   // Any warning (an import.meta left over, a require it cannot follow) is a bundle that may fail at run time.
-  for (const warning of result.warnings) console.error(`build-cli: ${warning.text} (${warning.location?.file}:${warning.location?.line})`);
+  for (const warning of result.warnings)
+    console.error(`build-cli: ${warning.text} (${warning.location?.file}:${warning.location?.line})`);
   process.exit(1);
 }
 // bin.cjs compiles the bundle inside CommonJS's function wrapper, where a #! line cannot stand.
@@ -56,7 +60,9 @@ const text = readFileSync(outfile, 'latin1').replace(/^#!.*\n/, '');
 // A dynamic import() would need a loader that vm.Script does not have: each package must be require()d.
 const dynamic = text.match(/\bimport\(\s*["'][^."']/);
 if (dynamic !== null) {
-  console.error(`build-cli: the bundle still holds a dynamic import of a package (${dynamic[0]}); bundle it or list it in EXTERNAL`);
+  console.error(
+    `build-cli: the bundle still holds a dynamic import of a package (${dynamic[0]}); bundle it or list it in EXTERNAL`,
+  );
   process.exit(1);
 }
 writeFileSync(outfile, text, 'latin1');

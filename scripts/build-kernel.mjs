@@ -28,7 +28,9 @@ try {
     `export const KERNEL_WASM_PRIVATE: Uint8Array = Buffer.from(\n  '${priv}',\n  'base64',\n);\n`;
   if (process.argv.includes('--check')) {
     if (readFileSync(target, 'utf8') !== source) {
-      process.stderr.write('src/hash/kernel-wasm.ts is not what src/hash/kernel.wat compiles to: run npm run build:kernel\n');
+      process.stderr.write(
+        'src/hash/kernel-wasm.ts is not what src/hash/kernel.wat compiles to: run npm run build:kernel\n',
+      );
       process.exit(1);
     }
   } else {

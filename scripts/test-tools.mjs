@@ -18,9 +18,17 @@ export const TOOLS = Object.freeze([
   { pkg: 'redis-tools', command: 'redis-cli', why: 'the Redis Cluster helper and the RESP server tests' },
   { pkg: 'strace', command: 'strace', why: "test/open-race.test.ts holds a process inside LMDB's open" },
   { pkg: 'git', command: 'git', why: 'test/readme-recipe.test.ts clones the checkout' },
-  { pkg: 'protobuf-compiler', command: 'protoc', why: "test/urlfrontier-serve.test.ts compiles the Python client's messages" },
+  {
+    pkg: 'protobuf-compiler',
+    command: 'protoc',
+    why: "test/urlfrontier-serve.test.ts compiles the Python client's messages",
+  },
   { pkg: 'chromium', file: '/usr/bin/chromium', why: 'test/report.test.ts opens the HTML report headless' },
-  { pkg: 'prometheus-node-exporter', file: '/usr/bin/prometheus-node-exporter', why: 'test/operations.test.ts reads the textfile metrics' },
+  {
+    pkg: 'prometheus-node-exporter',
+    file: '/usr/bin/prometheus-node-exporter',
+    why: 'test/operations.test.ts reads the textfile metrics',
+  },
   { pkg: 'python3', file: '/usr/bin/python3', why: 'the Scrapy, redis-py and URLFrontier clients' },
   { pkg: 'python3-redis', python: 'redis', why: 'redis-py, a real client of test/server*.test.ts' },
   { pkg: 'python3-scrapy', python: 'scrapy', why: 'test/scrapy.test.ts' },
@@ -45,14 +53,19 @@ export function onPath(command, path) {
 
 /** The modules of `modules` that /usr/bin/python3 cannot import (all of them without it), in one run. */
 export function missingPythonModules(modules, python = '/usr/bin/python3') {
-  const probe = 'import importlib.util, sys\nfor m in sys.argv[1:]:\n    try:\n        ok = importlib.util.find_spec(m) is not None\n    except Exception:\n        ok = False\n    if not ok: print(m)';
+  const probe =
+    'import importlib.util, sys\nfor m in sys.argv[1:]:\n    try:\n        ok = importlib.util.find_spec(m) is not None\n    except Exception:\n        ok = False\n    if not ok: print(m)';
   const run = spawnSync(python, ['-c', probe, ...modules], { encoding: 'utf8' });
   if (run.status !== 0) return [...modules];
   return run.stdout.split('\n').filter((line) => line !== '');
 }
 
 /** The Debian packages of TOOLS missing here, in TOOLS's order. */
-export function missingPackages({ path = process.env.PATH, fileExists = existsSync, pythonMissing = missingPythonModules } = {}) {
+export function missingPackages({
+  path = process.env.PATH,
+  fileExists = existsSync,
+  pythonMissing = missingPythonModules,
+} = {}) {
   const absentModules = new Set(pythonMissing(TOOLS.filter((tool) => tool.python).map((tool) => tool.python)));
   return TOOLS.filter((tool) => {
     if (tool.command) return !onPath(tool.command, path);
@@ -72,7 +85,11 @@ export function installLine(packages) {
  */
 export function decide(missing, { isRoot, hasAptGet }) {
   if (missing.length === 0) return { action: 'none' };
-  if (isRoot && hasAptGet) return { action: 'install', line: `seenstore test: installing the Debian packages the suite needs: ${missing.join(' ')}` };
+  if (isRoot && hasAptGet)
+    return {
+      action: 'install',
+      line: `seenstore test: installing the Debian packages the suite needs: ${missing.join(' ')}`,
+    };
   const sudo = isRoot ? '' : 'sudo ';
   return {
     action: 'stop',
@@ -89,9 +106,17 @@ export function ensureTools({ env = process.env, stderr = process.stderr } = {})
   if (plan.action === 'stop') return 1;
   const aptEnv = { ...env, DEBIAN_FRONTEND: 'noninteractive' };
   const update = spawnSync('apt-get', ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env: aptEnv });
-  const install = update.status === 0 ? spawnSync('apt-get', ['install', '-y', '-qq', ...missing], { stdio: ['ignore', 'ignore', 'inherit'], env: aptEnv }) : update;
+  const install =
+    update.status === 0
+      ? spawnSync('apt-get', ['install', '-y', '-qq', ...missing], {
+          stdio: ['ignore', 'ignore', 'inherit'],
+          env: aptEnv,
+        })
+      : update;
   if (install.status !== 0) {
-    stderr.write(`seenstore test: apt-get failed (exit ${install.status}); install the packages by hand:\n  ${installLine(missing)}\n`);
+    stderr.write(
+      `seenstore test: apt-get failed (exit ${install.status}); install the packages by hand:\n  ${installLine(missing)}\n`,
+    );
     return 1;
   }
   const still = missingPackages({ path: env.PATH });

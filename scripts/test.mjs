@@ -17,12 +17,29 @@ const TESTS = join('dist', 'test');
 
 /** The longest files, longest first (docs/benchmarks.md, "Test suite duration"); the rest follow by name. */
 const LONGEST = [
-  'package', 'redis-frontier', 'crawlee', 'soak', 'redis-scale', 'contract-redis', 'page-damage', 'redis-faults',
-  'redis', 'bad-input', 'counting', 'crash', 'create-kill', 'scrapy', 'server', 'cli', 'politeness',
+  'package',
+  'redis-frontier',
+  'crawlee',
+  'soak',
+  'redis-scale',
+  'contract-redis',
+  'page-damage',
+  'redis-faults',
+  'redis',
+  'bad-input',
+  'counting',
+  'crash',
+  'create-kill',
+  'scrapy',
+  'server',
+  'cli',
+  'politeness',
 ].map((name) => `${name}.test.js`);
 
 function suiteFiles() {
-  const all = readdirSync(join(ROOT, TESTS)).filter((name) => name.endsWith('.test.js')).sort();
+  const all = readdirSync(join(ROOT, TESTS))
+    .filter((name) => name.endsWith('.test.js'))
+    .sort();
   const first = LONGEST.filter((name) => all.includes(name));
   return [...first, ...all.filter((name) => !first.includes(name))].map((name) => join(TESTS, name));
 }
@@ -34,5 +51,8 @@ if (named.length === 0) {
   if (status !== 0) process.exit(status);
 }
 const files = named.length > 0 ? named : suiteFiles();
-const run = spawnSync(process.execPath, ['--test', '--test-concurrency=3', ...flags, ...files], { cwd: ROOT, stdio: 'inherit' });
+const run = spawnSync(process.execPath, ['--test', '--test-concurrency=3', ...flags, ...files], {
+  cwd: ROOT,
+  stdio: 'inherit',
+});
 process.exit(run.status ?? 1);

@@ -27,9 +27,18 @@ export interface CheckpointersResult {
   readonly seconds: number;
 }
 
-function addAndCheckpoint(ctx: SoakContext, crashChild: string, dir: string, file: string, env: NodeJS.ProcessEnv): Promise<void> {
+function addAndCheckpoint(
+  ctx: SoakContext,
+  crashChild: string,
+  dir: string,
+  file: string,
+  env: NodeJS.ProcessEnv,
+): Promise<void> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [crashChild, dir, 'default', file, BATCH, 'none', 'checkpoint-each'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, [crashChild, dir, 'default', file, BATCH, 'none', 'checkpoint-each'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.on('close', (code, signal) => {
@@ -40,7 +49,11 @@ function addAndCheckpoint(ctx: SoakContext, crashChild: string, dir: string, fil
 }
 
 /** `crashChild`: test/helpers/crash-child.js, compiled (the writer of part 1 too). */
-export async function checkpointers(ctx: SoakContext, crashChild: string, rounds: number): Promise<CheckpointersResult> {
+export async function checkpointers(
+  ctx: SoakContext,
+  crashChild: string,
+  rounds: number,
+): Promise<CheckpointersResult> {
   const started = Date.now();
   const urls = ctx.urls.slice(0, URLS);
   let wrongUrls = 0;
@@ -51,12 +64,19 @@ export async function checkpointers(ctx: SoakContext, crashChild: string, rounds
     try {
       const file = join(dir, 'urls.txt');
       writeFileSync(file, `${urls.join('\n')}\n`);
-      const env = counting ? { CHILD_CAPACITY: '1000000', CHILD_STRATEGY: 'counting' } : { CHILD_CAPACITY: '1000000', CHILD_THREADS: '2' };
-      await Promise.all([addAndCheckpoint(ctx, crashChild, dir, file, env), addAndCheckpoint(ctx, crashChild, dir, file, env)]);
+      const env = counting
+        ? { CHILD_CAPACITY: '1000000', CHILD_STRATEGY: 'counting' }
+        : { CHILD_CAPACITY: '1000000', CHILD_THREADS: '2' };
+      await Promise.all([
+        addAndCheckpoint(ctx, crashChild, dir, file, env),
+        addAndCheckpoint(ctx, crashChild, dir, file, env),
+      ]);
       const store = await SeenStore.open(dir);
       try {
         const scope = store.scope();
-        const wrong = counting ? (await scope.count(urls)).filter((n) => n !== 2).length : (await scope.has(urls)).filter((seen) => !seen).length;
+        const wrong = counting
+          ? (await scope.count(urls)).filter((n) => n !== 2).length
+          : (await scope.has(urls)).filter((seen) => !seen).length;
         const submitted = (await scope.stats()).epochs[0]!.submitted;
         const what = `checkpointers: round ${round + 1} (${counting ? 'counting' : 'classic, threads 2'})`;
         if (wrong > 0) ctx.fail(`${what}: ${wrong} URLs ${counting ? 'not counted exactly twice' : 'not seen'}`);

@@ -25,7 +25,13 @@ export interface CliRun {
  * Runs the CLI with `args` and `input` on stdin; SIGKILLs it after `limitMs`. `wrapper` is a
  * command line that ends with the node binary (e.g. strace's), to run the CLI under it.
  */
-export function runCli(ctx: SoakContext, args: readonly string[], input: string | Buffer, limitMs: number, wrapper?: readonly string[]): Promise<CliRun> {
+export function runCli(
+  ctx: SoakContext,
+  args: readonly string[],
+  input: string | Buffer,
+  limitMs: number,
+  wrapper?: readonly string[],
+): Promise<CliRun> {
   return new Promise((done) => {
     const [command, ...before] = wrapper ?? [process.execPath];
     const child = spawn(command!, [...before, ctx.cli, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
@@ -48,7 +54,8 @@ export function runCli(ctx: SoakContext, args: readonly string[], input: string 
 }
 
 /** How seenstore's own stderr lines start: its errors, JSON, and the summaries of its commands. */
-const OWN_LINE = /^(seenstore[: ]|\{|(read|seen|unseen|invalid|epoch|against|the filter's|exported|imported|merged|restored|migrated|rotated|pruned|created|deleted|snapshot|wrote|summary of) )/;
+const OWN_LINE =
+  /^(seenstore[: ]|\{|(read|seen|unseen|invalid|epoch|against|the filter's|exported|imported|merged|restored|migrated|rotated|pruned|created|deleted|snapshot|wrote|summary of) )/;
 
 /**
  * Lines on stderr that are not seenstore's own (`mdb_page_touch error`, a libc or node message):
@@ -59,7 +66,12 @@ export function foreignLines(stderr: string): string[] {
 }
 
 /** The URLs among `urls` that the store at `dir` does not see (the CLI's `has --invert`). */
-export async function unseen(ctx: SoakContext, dir: string, urls: readonly string[], scope = 'default'): Promise<string[] | string> {
+export async function unseen(
+  ctx: SoakContext,
+  dir: string,
+  urls: readonly string[],
+  scope = 'default',
+): Promise<string[] | string> {
   if (urls.length === 0) return [];
   const run = await runCli(ctx, ['has', '--store', dir, '--scope', scope, '--invert'], `${urls.join('\n')}\n`, 120_000);
   if (run.code !== 0) return `has --invert exited ${run.code ?? run.signal}: ${run.stderr.trim()}`;

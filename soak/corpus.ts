@@ -27,8 +27,14 @@ export async function badInputCorpus(ctx: SoakContext): Promise<CorpusResult> {
   await store.scope().export(exportFile);
   await store.close();
   const summaryFile = join(mkdtempSync(join(tmpdir(), 'soak-corpus-summary-')), 'b.sum');
-  const summarized = await runCli(ctx, ['setdiff', 'summarize', '--out', summaryFile], Buffer.from('https://seed.example/1\n'), COMMAND_LIMIT_MS);
-  if (summarized.code !== 0) ctx.fail(`corpus: setdiff summarize for the corpus: exit ${summarized.code}: ${summarized.stderr.trim()}`);
+  const summarized = await runCli(
+    ctx,
+    ['setdiff', 'summarize', '--out', summaryFile],
+    Buffer.from('https://seed.example/1\n'),
+    COMMAND_LIMIT_MS,
+  );
+  if (summarized.code !== 0)
+    ctx.fail(`corpus: setdiff summarize for the corpus: exit ${summarized.code}: ${summarized.stderr.trim()}`);
   let runs = 0;
   for (const [name, input] of Object.entries(CORPUS)) {
     for (const command of urlReadingCommands(exportFile, summaryFile, join(dirname(summaryFile), 'a.sum'))) {
@@ -37,9 +43,12 @@ export async function badInputCorpus(ctx: SoakContext): Promise<CorpusResult> {
         const what = `corpus: ${args.join(' ')} < ${name}`;
         const run = await runCli(ctx, args, input, COMMAND_LIMIT_MS);
         runs++;
-        if (run.signal !== null || run.timedOut) ctx.fail(`${what}: ended by ${run.timedOut ? 'the time limit' : run.signal}`);
-        else if (run.code !== 0 && run.code !== ERROR_CODES.INVALID_URL) ctx.fail(`${what}: exit ${run.code}: ${run.stderr.trim()}`);
-        else if (/\n\s+at /.test(run.stderr) || foreignLines(run.stderr).length > 0) ctx.fail(`${what}: raw lines on stderr: ${run.stderr.slice(0, 300)}`);
+        if (run.signal !== null || run.timedOut)
+          ctx.fail(`${what}: ended by ${run.timedOut ? 'the time limit' : run.signal}`);
+        else if (run.code !== 0 && run.code !== ERROR_CODES.INVALID_URL)
+          ctx.fail(`${what}: exit ${run.code}: ${run.stderr.trim()}`);
+        else if (/\n\s+at /.test(run.stderr) || foreignLines(run.stderr).length > 0)
+          ctx.fail(`${what}: raw lines on stderr: ${run.stderr.slice(0, 300)}`);
       }
     }
     ctx.note(`corpus input ${name} done`);

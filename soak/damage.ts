@@ -68,8 +68,16 @@ function commands(urls: string, exportFile: string): Command[] {
     { name: 'stats', args: (st) => ['stats', ...s(st)], readOnly: true },
     { name: 'export', args: (st, work) => ['export', ...s(st), '--out', join(work, 'out.ssx')], readOnly: true },
     { name: 'import', args: (st) => ['import', ...s(st), '--scope', 'imported', exportFile], readOnly: false },
-    { name: 'merge --into-epoch', args: (st) => ['merge', ...s(st), '--scope', 'merged', '--into-epoch', '1', exportFile], readOnly: false },
-    { name: 'merge --out', args: (st, work) => ['merge', ...s(st), '--out', join(work, 'merged.ssx'), exportFile, exportFile], readOnly: true },
+    {
+      name: 'merge --into-epoch',
+      args: (st) => ['merge', ...s(st), '--scope', 'merged', '--into-epoch', '1', exportFile],
+      readOnly: false,
+    },
+    {
+      name: 'merge --out',
+      args: (st, work) => ['merge', ...s(st), '--out', join(work, 'merged.ssx'), exportFile, exportFile],
+      readOnly: true,
+    },
     { name: 'verify', args: (st) => ['verify', ...s(st)], readOnly: true },
     { name: 'snapshot create', args: (st) => ['snapshot', 'create', ...s(st)], readOnly: false },
     { name: 'snapshot list', args: (st) => ['snapshot', 'list', ...s(st)], readOnly: true },
@@ -214,8 +222,12 @@ class Tally {
     }
     if (run.code === ERROR_CODES.INTERNAL) {
       this.internal++;
-      this.ctx.fail(`${what}: INTERNAL where damage must be a typed error: ${(/seenstore: error [^\n]*/.exec(run.stderr)?.[0] ?? run.stderr.trim()).slice(0, 200)}`);
-      this.example(`${command.name}: ${(/seenstore: error [^\n]*/.exec(run.stderr)?.[0] ?? run.stderr.trim()).slice(0, 200)}`);
+      this.ctx.fail(
+        `${what}: INTERNAL where damage must be a typed error: ${(/seenstore: error [^\n]*/.exec(run.stderr)?.[0] ?? run.stderr.trim()).slice(0, 200)}`,
+      );
+      this.example(
+        `${command.name}: ${(/seenstore: error [^\n]*/.exec(run.stderr)?.[0] ?? run.stderr.trim()).slice(0, 200)}`,
+      );
     }
     const raw = foreignLines(run.stderr);
     this.rawLines += raw.length;
@@ -232,7 +244,12 @@ class Tally {
 }
 
 /** Runs `command` on a fresh copy of the damaged store; says whether data.mdb changed. */
-async function runOnCopy(ctx: SoakContext, root: string, damaged: string, command: Command): Promise<{ run: CliRun; dataChanged: boolean }> {
+async function runOnCopy(
+  ctx: SoakContext,
+  root: string,
+  damaged: string,
+  command: Command,
+): Promise<{ run: CliRun; dataChanged: boolean }> {
   const work = mkdtempSync(join(root, 'run-'));
   try {
     const store = join(work, 'store');
@@ -270,5 +287,19 @@ export async function damagedStores(ctx: SoakContext, stores: number): Promise<D
   }
   rmSync(root, { recursive: true, force: true });
   const { outcomes, examples, runs, signals, hung, untyped, internal, rawLines, readOnlyChanged } = tally;
-  return { stores, flips, truncations: stores - flips, commands: list.length, runs, outcomes, signals, hung, untyped, internal, rawLines, readOnlyChanged, examples };
+  return {
+    stores,
+    flips,
+    truncations: stores - flips,
+    commands: list.length,
+    runs,
+    outcomes,
+    signals,
+    hung,
+    untyped,
+    internal,
+    rawLines,
+    readOnlyChanged,
+    examples,
+  };
 }

@@ -4,9 +4,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** Runs `argv` and SIGKILLs it after `delayMs` (if still running); resolves with its stdout. */
-export function killAfter(argv: string[], delayMs: number, input?: string, env: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; killed: boolean; code: number | null; stderr: string }> {
+export function killAfter(
+  argv: string[],
+  delayMs: number,
+  input?: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ stdout: string; killed: boolean; code: number | null; stderr: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, argv, { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, argv, {
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -34,7 +42,9 @@ export async function firstAckMs(writer: string, file: string, batch: number): P
   try {
     return await new Promise((done) => {
       const started = performance.now();
-      const child = spawn(process.execPath, [writer, dir, 'soak', file, String(batch), 'none', 'none'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      const child = spawn(process.execPath, [writer, dir, 'soak', file, String(batch), 'none', 'none'], {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
       let acked: number | undefined;
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
         if (acked !== undefined || !chunk.includes('ack ')) return;

@@ -13,9 +13,15 @@ import { SeenStore } from '../src/index.js';
 import { setFaultHook } from '../src/store/faults.js';
 
 const [dir, scopeName, file, staleText, mode] = process.argv.slice(2);
-const urls = readFileSync(file!, 'utf8').split('\n').filter((line) => line.length > 0);
+const urls = readFileSync(file!, 'utf8')
+  .split('\n')
+  .filter((line) => line.length > 0);
 
-const store = await SeenStore.open(dir!, { checkpointJournalBytes: 2 ** 40, checkpointIntervalMs: 2 ** 40, lockStaleMs: Number(staleText) });
+const store = await SeenStore.open(dir!, {
+  checkpointJournalBytes: 2 ** 40,
+  checkpointIntervalMs: 2 ** 40,
+  lockStaleMs: Number(staleText),
+});
 const scope = store.scope(scopeName!, { capacityUrls: 5_000_000, fprTarget: 1e-7 });
 for (let start = 0, n = 0; start < urls.length; start += 1000, n++) {
   await scope.add(urls.slice(start, start + 1000));

@@ -42,10 +42,15 @@ export async function manyProcesses(ctx: SoakContext, processes: number): Promis
   const commands: HeldCommand[] = Array.from({ length: processes }, (_, i) => {
     const mine = ctx.urls.slice(1 + i * URLS_PER_PROCESS, 1 + (i + 1) * URLS_PER_PROCESS);
     const batching = ['--batch-size', '4', '--batch-delay-ms', '5'];
-    return i % 2 === 0 ? { args: ['filter-new', '--store', dir, '--quiet', ...batching], lines: mine } : { args: ['has', '--store', dir, ...batching], lines: [seed, ...mine.slice(1)] };
+    return i % 2 === 0
+      ? { args: ['filter-new', '--store', dir, '--quiet', ...batching], lines: mine }
+      : { args: ['has', '--store', dir, ...batching], lines: [seed, ...mine.slice(1)] };
   });
   const { results, allReady } = await runHeld(commands, READY_MS, DEADLINE_MS);
-  if (!allReady) ctx.fail(`many processes: not all ${processes} were in within ${READY_MS / 1000} s (a slow machine; the trial proves less)`);
+  if (!allReady)
+    ctx.fail(
+      `many processes: not all ${processes} were in within ${READY_MS / 1000} s (a slow machine; the trial proves less)`,
+    );
   let answered = 0;
   let busy = 0;
   let otherExits = 0;
@@ -79,6 +84,18 @@ export async function manyProcesses(ctx: SoakContext, processes: number): Promis
   else if (lost > 0) ctx.fail(`many processes: ${lost} URLs printed as new are not in the store`);
   rmSync(dir, { recursive: true, force: true });
   const seconds = Math.round((Date.now() - started) / 1000);
-  ctx.note(`many processes: ${processes} in ${seconds} s: ${answered} answered, ${busy} busy, ${otherExits} other exits, ${lost} lost`);
-  return { processes, allHeldTogether: allReady, answered, busy, otherExits, rawStderrLines, printedNew: printed.length, lost, seconds };
+  ctx.note(
+    `many processes: ${processes} in ${seconds} s: ${answered} answered, ${busy} busy, ${otherExits} other exits, ${lost} lost`,
+  );
+  return {
+    processes,
+    allHeldTogether: allReady,
+    answered,
+    busy,
+    otherExits,
+    rawStderrLines,
+    printedNew: printed.length,
+    lost,
+    seconds,
+  };
 }

@@ -13,7 +13,7 @@ let opens = 0;
 try {
   while (Date.now() < until) {
     const store = await SeenStore.open(dir!, { create: false });
-    (await store.stats());
+    await store.stats();
     await store.close();
     opens++;
   }

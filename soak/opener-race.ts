@@ -66,7 +66,11 @@ const TICK_MS = 10;
 /** One writer: fed synthetic URLs until `stop` resolves, then its input ends. */
 function writer(ctx: SoakContext, dir: string, name: string, stop: Promise<void>): Promise<CliRun> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [ctx.cli, 'filter-new', '--store', dir, '--batch-size', '1', '--batch-delay-ms', '0'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [ctx.cli, 'filter-new', '--store', dir, '--batch-size', '1', '--batch-delay-ms', '0'],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -94,12 +98,19 @@ function writer(ctx: SoakContext, dir: string, name: string, stop: Promise<void>
 /** A library opener: opens and closes the store for `durationMs`; resolves with its run and its count of opens. */
 function libraryOpener(_ctx: SoakContext, dir: string, durationMs: number): Promise<{ run: CliRun; opens: number }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [OPENER_CHILD, dir, String(durationMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [OPENER_CHILD, dir, String(durationMs)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('close', (code, signal) => done({ run: { code, signal, stdout, stderr, timedOut: false }, opens: Number(/opens (\d+)/.exec(stdout)?.[1] ?? 0) }));
+    child.on('close', (code, signal) =>
+      done({
+        run: { code, signal, stdout, stderr, timedOut: false },
+        opens: Number(/opens (\d+)/.exec(stdout)?.[1] ?? 0),
+      }),
+    );
   });
 }
 
@@ -115,13 +126,38 @@ export function straceWorks(): boolean {
 function describe(stderr: string): string {
   const own = /seenstore: error [^\n]*/.exec(stderr)?.[0] ?? '';
   const raw = foreignLines(stderr).filter((line) => !line.startsWith('    at '));
-  return `${own.slice(0, 200)}${raw.length > 0 ? ` (raw lines: ${raw.slice(0, 3).map((line) => JSON.stringify(line.slice(0, 80))).join(', ')})` : ''}`;
+  return `${own.slice(0, 200)}${
+    raw.length > 0
+      ? ` (raw lines: ${raw
+          .slice(0, 3)
+          .map((line) => JSON.stringify(line.slice(0, 80)))
+          .join(', ')})`
+      : ''
+  }`;
 }
 
-async function openerLoop(ctx: SoakContext, dir: string, slowed: boolean, writersDone: () => boolean): Promise<CliRun[]> {
+async function openerLoop(
+  ctx: SoakContext,
+  dir: string,
+  slowed: boolean,
+  writersDone: () => boolean,
+): Promise<CliRun[]> {
   const runs: CliRun[] = [];
-  const slow = ['-f', '-qq', '-o', '/dev/null', '-P', join(dir, 'data.mdb'), '-e', 'trace=pread64', '-e', `inject=pread64:delay_exit=${PREAD_DELAY_US}`, process.execPath];
-  while (!writersDone()) runs.push(await runCli(ctx, ['stats', '--store', dir], '', 60_000, slowed ? ['strace', ...slow] : undefined));
+  const slow = [
+    '-f',
+    '-qq',
+    '-o',
+    '/dev/null',
+    '-P',
+    join(dir, 'data.mdb'),
+    '-e',
+    'trace=pread64',
+    '-e',
+    `inject=pread64:delay_exit=${PREAD_DELAY_US}`,
+    process.execPath,
+  ];
+  while (!writersDone())
+    runs.push(await runCli(ctx, ['stats', '--store', dir], '', 60_000, slowed ? ['strace', ...slow] : undefined));
   return runs;
 }
 
@@ -147,9 +183,15 @@ async function round(ctx: SoakContext, options: OpenerRaceOptions, slowed: boole
   let stop!: () => void;
   const stopped = new Promise<void>((resolve) => (stop = resolve));
   let finished = false;
-  const writers = Promise.all(Array.from({ length: options.writers }, (_, w) => writer(ctx, dir, `r${n}w${w}`, stopped))).finally(() => (finished = true));
-  const loops = Promise.all(Array.from({ length: options.openers }, () => openerLoop(ctx, dir, slowed, () => finished)));
-  const library = Promise.all(Array.from({ length: options.libraryOpeners }, () => libraryOpener(ctx, dir, options.roundMs)));
+  const writers = Promise.all(
+    Array.from({ length: options.writers }, (_, w) => writer(ctx, dir, `r${n}w${w}`, stopped)),
+  ).finally(() => (finished = true));
+  const loops = Promise.all(
+    Array.from({ length: options.openers }, () => openerLoop(ctx, dir, slowed, () => finished)),
+  );
+  const library = Promise.all(
+    Array.from({ length: options.libraryOpeners }, () => libraryOpener(ctx, dir, options.roundMs)),
+  );
   setTimeout(stop, options.roundMs);
   const writerRuns = await writers;
   const libraryRuns = await library;
@@ -170,21 +212,42 @@ async function round(ctx: SoakContext, options: OpenerRaceOptions, slowed: boole
   const verify = await runCli(ctx, ['verify', '--store', dir], '', 120_000);
   if (verify.code !== 0) {
     figures.verifyFailed = true;
-    ctx.fail(`${what}: verify exited ${verify.code ?? verify.signal}: ${describe(verify.stderr) || verify.stdout.trim().split('\n')[0]}`);
+    ctx.fail(
+      `${what}: verify exited ${verify.code ?? verify.signal}: ${describe(verify.stderr) || verify.stdout.trim().split('\n')[0]}`,
+    );
   }
   rmSync(dir, { recursive: true, force: true });
-  ctx.note(`${what}/${options.rounds}: ${figures.commits} commits, ${figures.opens} opens, ${figures.lost} lost, ${figures.writerErrors} writers failed`);
+  ctx.note(
+    `${what}/${options.rounds}: ${figures.commits} commits, ${figures.opens} opens, ${figures.lost} lost, ${figures.writerErrors} writers failed`,
+  );
   return figures;
 }
 
 /** Exit codes, signals and raw lines of a round's writers and openers. */
-function processFigures(ctx: SoakContext, what: string, writerRuns: readonly CliRun[], openerRuns: readonly CliRun[]): RoundFigures {
-  const figures: RoundFigures = { commits: 0, opens: 0, lost: 0, unreadable: false, writerErrors: 0, openerErrors: 0, signals: 0, verifyFailed: false, rawLines: 0 };
+function processFigures(
+  ctx: SoakContext,
+  what: string,
+  writerRuns: readonly CliRun[],
+  openerRuns: readonly CliRun[],
+): RoundFigures {
+  const figures: RoundFigures = {
+    commits: 0,
+    opens: 0,
+    lost: 0,
+    unreadable: false,
+    writerErrors: 0,
+    openerErrors: 0,
+    signals: 0,
+    verifyFailed: false,
+    rawLines: 0,
+  };
   const check = (run: CliRun, who: string): boolean => {
     figures.rawLines += foreignLines(run.stderr).filter((line) => !line.startsWith('    at ')).length;
     if (run.signal !== null) figures.signals++;
     if (run.code === 0) return true;
-    ctx.fail(`${what}: ${who} ${run.signal !== null ? `ended by ${run.signal}` : `exited ${run.code}`}: ${describe(run.stderr)}`);
+    ctx.fail(
+      `${what}: ${who} ${run.signal !== null ? `ended by ${run.signal}` : `exited ${run.code}`}: ${describe(run.stderr)}`,
+    );
     return false;
   };
   writerRuns.forEach((run, w) => {
@@ -199,7 +262,8 @@ export async function openerRace(ctx: SoakContext, options: OpenerRaceOptions): 
   if (!slowed) ctx.note('opener race: strace cannot run here; the stats openers run unslowed and seldom meet a commit');
   const rounds: RoundFigures[] = [];
   for (let n = 0; n < options.rounds; n++) rounds.push(await round(ctx, options, slowed, n));
-  const sum = (pick: (figures: RoundFigures) => number): number => rounds.reduce((total, figures) => total + pick(figures), 0);
+  const sum = (pick: (figures: RoundFigures) => number): number =>
+    rounds.reduce((total, figures) => total + pick(figures), 0);
   return {
     ...options,
     openersSlowed: slowed,

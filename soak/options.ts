@@ -1,7 +1,18 @@
 import { parseArgs } from 'node:util';
 
 /** The soak's parts, in the order they run; `--only a,b` runs some of them. */
-export const PARTS = ['kills', 'writers', 'locks', 'disk', 'many', 'race', 'damage', 'corpus', 'checkpointers', 'engine'] as const;
+export const PARTS = [
+  'kills',
+  'writers',
+  'locks',
+  'disk',
+  'many',
+  'race',
+  'damage',
+  'corpus',
+  'checkpointers',
+  'engine',
+] as const;
 export type Part = (typeof PARTS)[number];
 
 /** The soak's options, each a count or a duration, with its default (`npm run soak` runs these). */
@@ -36,11 +47,21 @@ function usageError(message: string): never {
  * The command line, strictly: a mistyped option or part ends the run at once (exit 2) instead of
  * starting an hour of soak with its defaults; `--help` prints the options and their defaults.
  */
-export function parseCommandLine(args: readonly string[]): { readonly counts: Readonly<Record<Name, number>>; readonly only: ReadonlySet<Part> } {
+export function parseCommandLine(args: readonly string[]): {
+  readonly counts: Readonly<Record<Name, number>>;
+  readonly only: ReadonlySet<Part>;
+} {
   let values: Record<string, string | boolean | undefined>;
   try {
-    const options = Object.fromEntries(['only', ...Object.keys(DEFAULTS)].map((name) => [name, { type: 'string' as const }]));
-    values = parseArgs({ args: [...args], options: { ...options, help: { type: 'boolean' } }, strict: true, allowPositionals: false }).values;
+    const options = Object.fromEntries(
+      ['only', ...Object.keys(DEFAULTS)].map((name) => [name, { type: 'string' as const }]),
+    );
+    values = parseArgs({
+      args: [...args],
+      options: { ...options, help: { type: 'boolean' } },
+      strict: true,
+      allowPositionals: false,
+    }).values;
   } catch (error) {
     usageError((error as Error).message);
   }
@@ -57,6 +78,7 @@ export function parseCommandLine(args: readonly string[]): { readonly counts: Re
     counts[name] = n;
   }
   const named = typeof values.only === 'string' ? values.only.split(',') : PARTS;
-  for (const part of named) if (!(PARTS as readonly string[]).includes(part)) usageError(`unknown part ${part} (${PARTS.join(', ')})`);
+  for (const part of named)
+    if (!(PARTS as readonly string[]).includes(part)) usageError(`unknown part ${part} (${PARTS.join(', ')})`);
   return { counts, only: new Set(named as Part[]) };
 }

@@ -21,9 +21,13 @@ for (const waitReplicas of [0, 1]) {
     const cluster = await startRedisCluster();
     try {
       const result = await failoverRun(cluster, input, waitReplicas, 0);
-      process.stdout.write(`waitReplicas ${waitReplicas} run ${run}: ${result.lost} of ${result.acknowledged} acknowledged URLs lost\n`);
+      process.stdout.write(
+        `waitReplicas ${waitReplicas} run ${run}: ${result.lost} of ${result.acknowledged} acknowledged URLs lost\n`,
+      );
     } catch (error) {
-      process.stdout.write(`waitReplicas ${waitReplicas} run ${run}: failed: ${(error as Error).message.split('\n')[0]}\n`);
+      process.stdout.write(
+        `waitReplicas ${waitReplicas} run ${run}: failed: ${(error as Error).message.split('\n')[0]}\n`,
+      );
     } finally {
       await cluster.stop();
     }

@@ -38,8 +38,17 @@ interface Writer {
 }
 
 function writer(location: string, file: string, waitReplicas: number): Writer {
-  const child = spawn(process.execPath, [WRITER, location, 's', file, '500', JSON.stringify({ waitReplicas, unavailableAfterMs: 30_000 }), '5'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const w: Writer = { child, out: '', err: '', exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))) };
+  const child = spawn(
+    process.execPath,
+    [WRITER, location, 's', file, '500', JSON.stringify({ waitReplicas, unavailableAfterMs: 30_000 }), '5'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const w: Writer = {
+    child,
+    out: '',
+    err: '',
+    exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
+  };
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (w.out += chunk));
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (w.err += chunk));
   return w;
@@ -53,7 +62,11 @@ async function pausedRun(cluster: RedisCluster, waitReplicas: number): Promise<s
     writeFileSync(join(dir, 'b.txt'), `${[...input].reverse().join('\n')}\n`);
     const writers = ['a.txt', 'b.txt'].map((file) => writer(location, join(dir, file), waitReplicas));
     const lines = (w: Writer): string[] => w.out.split('\n').slice(0, -1);
-    await until(() => writers.every((w) => lines(w).length >= 2_000 || w.child.exitCode !== null), 'both writers under way', 120_000);
+    await until(
+      () => writers.every((w) => lines(w).length >= 2_000 || w.child.exitCode !== null),
+      'both writers under way',
+      120_000,
+    );
     // A master other than the one the location names (any master holds partitions of the epoch).
     const victim = cluster.nodes.find((node) => node !== cluster.nodes[0] && cluster.masters().includes(node.port))!;
     const replica = replicaOf(cluster, victim.port)!;
@@ -87,7 +100,9 @@ for (const waitReplicas of [0, 1]) {
     try {
       process.stdout.write(`waitReplicas ${waitReplicas} run ${run}: ${await pausedRun(cluster, waitReplicas)}\n`);
     } catch (error) {
-      process.stdout.write(`waitReplicas ${waitReplicas} run ${run}: failed: ${(error as Error).message.split('\n')[0]}\n`);
+      process.stdout.write(
+        `waitReplicas ${waitReplicas} run ${run}: failed: ${(error as Error).message.split('\n')[0]}\n`,
+      );
     } finally {
       await cluster.stop();
     }

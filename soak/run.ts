@@ -69,7 +69,8 @@ const RACE = {
 const DAMAGED_STORES = option['damaged-stores'];
 const CHECKPOINTER_ROUNDS = option['checkpointer-rounds'];
 /** Runs `part` if --only asks for it (every part by default); a skipped part is `null` in the summary. */
-const run = <T>(part: Part, action: () => Promise<T>): Promise<T | null> => (ONLY.has(part) ? action() : Promise.resolve(null));
+const run = <T>(part: Part, action: () => Promise<T>): Promise<T | null> =>
+  ONLY.has(part) ? action() : Promise.resolve(null);
 /** The soak runs its lock trials at the smallest staleness seenstore accepts, to keep them short. */
 const LOCK_STALE_MS = 2000;
 /**
@@ -100,7 +101,7 @@ async function check(dir: string, what: string, expectSeen: string[], scope: str
     const report = await store.verify();
     if (!report.ok) fail(`${what}: verify: ${report.damage.map((d) => `${d.where}: ${d.problem}`).join('; ')}`);
     if (expectSeen.length > 0) {
-      const seen = (await store.scope(scope).has(expectSeen, { epochs: 'all' }));
+      const seen = await store.scope(scope).has(expectSeen, { epochs: 'all' });
       const lost = seen.filter((s) => !s).length;
       if (lost > 0) fail(`${what}: ${lost} acknowledged URLs lost`);
     }
@@ -109,7 +110,12 @@ async function check(dir: string, what: string, expectSeen: string[], scope: str
   }
 }
 
-async function randomKills(): Promise<{ trials: number; kills: number; killedBy: Record<string, number>; acked: number }> {
+async function randomKills(): Promise<{
+  trials: number;
+  kills: number;
+  killedBy: Record<string, number>;
+  acked: number;
+}> {
   const file = join(mkdtempSync(join(tmpdir(), 'soak-data-')), 'urls.txt');
   writeFileSync(file, `${URLS.join('\n')}\n`);
   const exportDir = mkdtempSync(join(tmpdir(), 'soak-export-'));
@@ -144,7 +150,8 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
       });
       if (store !== undefined) {
         const present = (await store.scopeNames()).includes('imp');
-        if (present && !(await store.scope('imp').has(URLS, { epochs: 1 })).every(Boolean)) fail(`trial ${trial} (import): a partial import is visible`);
+        if (present && !(await store.scope('imp').has(URLS, { epochs: 1 })).every(Boolean))
+          fail(`trial ${trial} (import): a partial import is visible`);
         if (!present && !run.killed) fail(`trial ${trial} (import): finished but no scope`);
         if (!(await store.verify()).ok) fail(`trial ${trial} (import): verify`);
         await store.close();
@@ -152,7 +159,12 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
     } else if (workload === 'counting') {
       // A counting epoch, checkpointed after every batch: increments are not idempotent, so every
       // acknowledged URL must count exactly 1 — a lost or a twice-replayed record shows at once.
-      const run = await killAfter([CRASH_CHILD, dir, 'soak', file, String(batch), 'none', 'checkpoint-each'], delay, undefined, { CHILD_STRATEGY: 'counting' });
+      const run = await killAfter(
+        [CRASH_CHILD, dir, 'soak', file, String(batch), 'none', 'checkpoint-each'],
+        delay,
+        undefined,
+        { CHILD_STRATEGY: 'counting' },
+      );
       if (run.killed) killedBy[workload] = (killedBy[workload] ?? 0) + 1;
       else if (run.code !== 0) fail(`trial ${trial} (counting): exit ${run.code}: ${run.stderr}`);
       const batches = run.stdout.split('\n').filter((line) => line.startsWith('ack ')).length;
@@ -161,27 +173,36 @@ async function randomKills(): Promise<{ trials: number; kills: number; killedBy:
       await check(dir, what, URLS.slice(0, batches * batch), 'soak');
       const store = await SeenStore.open(dir, { lockStaleMs: 2000 }).catch(() => undefined);
       if (store !== undefined) {
-        const counts = (await store.scope('soak').count(URLS.slice(0, (batches + 1) * batch)));
+        const counts = await store.scope('soak').count(URLS.slice(0, (batches + 1) * batch));
         const wrong = counts.slice(0, batches * batch).filter((n) => n !== 1).length;
         if (wrong > 0) fail(`${what}: ${wrong} acknowledged URLs not counted exactly once`);
         const inFlight = new Set(counts.slice(batches * batch));
-        if (inFlight.size > 1 || [...inFlight].some((n) => n > 1)) fail(`${what}: the batch in flight is counted ${[...inFlight].join(',')}`);
+        if (inFlight.size > 1 || [...inFlight].some((n) => n > 1))
+          fail(`${what}: the batch in flight is counted ${[...inFlight].join(',')}`);
         await store.close();
       }
     } else {
       const mode = workload === 'end' ? 'none' : workload;
       // Every other round of the six workloads adds with the bit thread (threads: 2).
       const threads = Math.floor(trial / 6) % 2 === 0 ? 1 : 2;
-      const run = await killAfter([CRASH_CHILD, dir, 'soak', file, String(batch), 'none', mode], delay, undefined, { CHILD_THREADS: String(threads) });
+      const run = await killAfter([CRASH_CHILD, dir, 'soak', file, String(batch), 'none', mode], delay, undefined, {
+        CHILD_THREADS: String(threads),
+      });
       const label = `${workload}${threads === 2 ? ', 2 threads' : ''}`;
       if (run.killed) killedBy[label] = (killedBy[label] ?? 0) + 1;
       else if (run.code !== 0) fail(`trial ${trial} (${label}): exit ${run.code}: ${run.stderr}`);
       const batches = run.stdout.split('\n').filter((line) => line.startsWith('ack ')).length;
       acked += batches;
-      await check(dir, `trial ${trial} (${label}, killed after ${delay} ms, ${batches} batches acked)`, URLS.slice(0, batches * batch), 'soak');
+      await check(
+        dir,
+        `trial ${trial} (${label}, killed after ${delay} ms, ${batches} batches acked)`,
+        URLS.slice(0, batches * batch),
+        'soak',
+      );
     }
     rmSync(dir, { recursive: true, force: true });
-    if ((trial + 1) % 10 === 0) process.stderr.write(`soak: ${trial + 1}/${TRIALS} kill trials, ${failures.length} failures\n`);
+    if ((trial + 1) % 10 === 0)
+      process.stderr.write(`soak: ${trial + 1}/${TRIALS} kill trials, ${failures.length} failures\n`);
   }
   rmSync(dirname(file), { recursive: true, force: true });
   rmSync(exportDir, { recursive: true, force: true });
@@ -263,7 +284,14 @@ async function prunedAtRandom(template: PruneTemplate, dir: string, trial: numbe
   return run.killed;
 }
 
-async function writers(): Promise<{ writers: number; rounds: number; kills: number; printed: number; duplicates: number; lost: number }> {
+async function writers(): Promise<{
+  writers: number;
+  rounds: number;
+  kills: number;
+  printed: number;
+  duplicates: number;
+  lost: number;
+}> {
   const dir = mkdtempSync(join(tmpdir(), 'soak-writers-'));
   let kills = 0;
   let printed = 0;
@@ -271,7 +299,9 @@ async function writers(): Promise<{ writers: number; rounds: number; kills: numb
   let lost = 0;
   // Writer w reads a window of the list that overlaps its neighbours' by half.
   const window = Math.ceil((2 * URLS.length) / (WRITERS + 1));
-  const inputs = Array.from({ length: WRITERS }, (_, w) => URLS.slice(Math.floor((w * window) / 2), Math.floor((w * window) / 2) + window));
+  const inputs = Array.from({ length: WRITERS }, (_, w) =>
+    URLS.slice(Math.floor((w * window) / 2), Math.floor((w * window) / 2) + window),
+  );
   for (let round = 0; round < ROUNDS; round++) {
     // Each round is a fresh race on its own scope; one writer is killed at a random moment.
     const scope = `round-${round}`;
@@ -280,7 +310,18 @@ async function writers(): Promise<{ writers: number; rounds: number; kills: numb
       inputs.map((input, w) =>
         killAfter(
           // Odd writers set their bits on a second thread.
-          [CLI, 'filter-new', '--store', dir, '--scope', scope, '--batch-size', '500', '--threads', String(1 + (w % 2))],
+          [
+            CLI,
+            'filter-new',
+            '--store',
+            dir,
+            '--scope',
+            scope,
+            '--batch-size',
+            '500',
+            '--threads',
+            String(1 + (w % 2)),
+          ],
           w === victim ? 100 + Math.floor(Math.random() * 800) : 600_000,
           `${input.join('\n')}\n`,
         ),
@@ -292,7 +333,8 @@ async function writers(): Promise<{ writers: number; rounds: number; kills: numb
       else if (run.code !== 0) fail(`writers round ${round}, writer ${w}: exit ${run.code}: ${run.stderr}`);
       // Complete lines only: a writer killed while writing stdout leaves its last line cut short,
       // a piece of a URL that was never one of the inputs (the part after the last newline).
-      for (const url of run.stdout.split('\n').slice(0, -1)) if (url.length > 0) count.set(url, (count.get(url) ?? 0) + 1);
+      for (const url of run.stdout.split('\n').slice(0, -1))
+        if (url.length > 0) count.set(url, (count.get(url) ?? 0) + 1);
     });
     const twice = [...count.values()].filter((n) => n > 1).length;
     if (twice > 0) fail(`writers round ${round}: ${twice} URLs printed as new more than once`);
@@ -309,8 +351,13 @@ async function writers(): Promise<{ writers: number; rounds: number; kills: numb
     if (missing > 0) {
       // Which promise broke: a URL printed (by which writer, killed or not), or one of a finished writer's input.
       const where = lostUrls.slice(0, 5).map((url) => {
-        const printedBy = runs.map((run, w) => (run.stdout.split('\n').includes(url) ? `${w}${run.killed ? ' (killed)' : ''}` : '')).filter(Boolean);
-        return `${url}: printed by ${printedBy.join(', ') || 'no writer'}; in the input of ${inputs.map((input, w) => (input.includes(url) ? w : -1)).filter((w) => w >= 0).join(', ')}`;
+        const printedBy = runs
+          .map((run, w) => (run.stdout.split('\n').includes(url) ? `${w}${run.killed ? ' (killed)' : ''}` : ''))
+          .filter(Boolean);
+        return `${url}: printed by ${printedBy.join(', ') || 'no writer'}; in the input of ${inputs
+          .map((input, w) => (input.includes(url) ? w : -1))
+          .filter((w) => w >= 0)
+          .join(', ')}`;
       });
       fail(`writers round ${round}: ${missing} acknowledged URLs not seen at the end (${where.join('; ')})`);
     }
@@ -345,7 +392,9 @@ async function staleLocks(): Promise<{ trials: number; worstTakeoverMs: number; 
     const mode = trial % 2 === 0 ? 'stall' : 'kill';
     const what = `lock trial ${trial} (${mode})`;
     const dir = mkdtempSync(join(tmpdir(), 'soak-lock-'));
-    const child = spawn(process.execPath, [LOCK_CHILD, dir, 'lock', file, String(LOCK_STALE_MS), mode], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [LOCK_CHILD, dir, 'lock', file, String(LOCK_STALE_MS), mode], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
@@ -364,7 +413,11 @@ async function staleLocks(): Promise<{ trials: number; worstTakeoverMs: number; 
     }
     // The child refreshes its lock every LOCK_STALE_MS / 5 until it stops, so the lock turns stale
     // at most LOCK_STALE_MS after `holding`.
-    const store = await SeenStore.open(dir, { checkpointJournalBytes: 2 ** 40, checkpointIntervalMs: 2 ** 40, lockStaleMs: LOCK_STALE_MS });
+    const store = await SeenStore.open(dir, {
+      checkpointJournalBytes: 2 ** 40,
+      checkpointIntervalMs: 2 ** 40,
+      lockStaleMs: LOCK_STALE_MS,
+    });
     const scope = store.scope('lock');
     const added: string[] = [];
     let takeoverMs: number | undefined;
@@ -378,7 +431,9 @@ async function staleLocks(): Promise<{ trials: number; worstTakeoverMs: number; 
       else await new Promise((wait) => setTimeout(wait, 100));
     }
     if (takeoverMs === undefined || takeoverMs > LOCK_STALE_MS + TAKEOVER_SLACK_MS) {
-      fail(`${what}: the lock was taken over after ${takeoverMs ?? 'more than 10×'} ms (bound ${LOCK_STALE_MS} + ${TAKEOVER_SLACK_MS})`);
+      fail(
+        `${what}: the lock was taken over after ${takeoverMs ?? 'more than 10×'} ms (bound ${LOCK_STALE_MS} + ${TAKEOVER_SLACK_MS})`,
+      );
     }
     worstTakeoverMs = Math.max(worstTakeoverMs, takeoverMs ?? Infinity);
     if (mode === 'stall') child.kill('SIGCONT');
@@ -389,7 +444,10 @@ async function staleLocks(): Promise<{ trials: number; worstTakeoverMs: number; 
       fencedWrites += writes;
       if (!stdout.includes('resumed\n')) fail(`${what}: the child never resumed: ${stderr}`);
       if (writes > 0) fail(`${what}: the child committed ${writes} chunk transactions after losing its lock`);
-      if (!stdout.includes('checkpoint-error STORE_LOCKED\n')) fail(`${what}: the stalled checkpoint did not fail with STORE_LOCKED: ${stdout.split('\n').slice(-3).join(' | ')}`);
+      if (!stdout.includes('checkpoint-error STORE_LOCKED\n'))
+        fail(
+          `${what}: the stalled checkpoint did not fail with STORE_LOCKED: ${stdout.split('\n').slice(-3).join(' | ')}`,
+        );
     }
     await store.close();
     const expected = [...URLS.slice(0, acked * 1000).slice(0, third), ...added];
@@ -418,9 +476,13 @@ async function diskFull(): Promise<{ ran: boolean; exitCode: number | null; lost
   try {
     const dir = join(mount, 'store');
     const input = URLS.slice(0, 30_000);
-    const run = spawnSync(process.execPath, [CLI, 'add', '--store', dir, '--capacity', '1000000'], { input: `${input.join('\n')}\n`, encoding: 'utf8' });
+    const run = spawnSync(process.execPath, [CLI, 'add', '--store', dir, '--capacity', '1000000'], {
+      input: `${input.join('\n')}\n`,
+      encoding: 'utf8',
+    });
     const errors = run.stderr.split('\n').filter((line) => line.includes('error'));
-    if (run.status !== 9 || errors.length !== 1 || !/STORE_FULL/.test(errors[0]!)) fail(`disk full: exit ${run.status}, stderr ${run.stderr}`);
+    if (run.status !== 9 || errors.length !== 1 || !/STORE_FULL/.test(errors[0]!))
+      fail(`disk full: exit ${run.status}, stderr ${run.stderr}`);
     // The add's summary line says every URL was recorded before the checkpoint failed on close.
     const acknowledged = /read 30,000, new/.test(run.stderr);
     spawnSync('mount', ['-o', 'remount,size=64m', mount]);
@@ -429,7 +491,14 @@ async function diskFull(): Promise<{ ran: boolean; exitCode: number | null; lost
     if (lost > 0) fail(`disk full: ${lost} acknowledged URLs lost`);
     if (!(await store.verify()).ok) fail('disk full: verify after freeing space');
     await store.close();
-    return { ran: true, exitCode: run.status, lost, note: acknowledged ? '30,000 URLs acknowledged, checkpoint hit the full disk' : 'the adds themselves hit the full disk' };
+    return {
+      ran: true,
+      exitCode: run.status,
+      lost,
+      note: acknowledged
+        ? '30,000 URLs acknowledged, checkpoint hit the full disk'
+        : 'the adds themselves hit the full disk',
+    };
   } finally {
     spawnSync('umount', [mount]);
     rmSync(mount, { recursive: true, force: true });

@@ -24,8 +24,12 @@ let failed = 0;
 try {
   for (let i = 0; i < runs; i++) {
     const store = kind === 'lmdb' ? join(work, `store-${i}`) : `memory://exit-${process.pid}-${i}`;
-    const child = spawn(process.execPath, [CLI, '--store', store, 'serve', '--port', '0', '--log-json'], { stdio: ['ignore', 'ignore', 'pipe'] });
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    const child = spawn(process.execPath, [CLI, '--store', store, 'serve', '--port', '0', '--log-json'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on('exit', (code, signal) => resolve({ code, signal })),
+    );
     let log = '';
     const port = await new Promise<number>((resolve, reject) => {
       child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
@@ -35,7 +39,8 @@ try {
       });
       void exited.then(() => reject(new Error(`serve exited before starting: ${log}`)));
     });
-    const cli = (...args: string[]): string => execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' });
+    const cli = (...args: string[]): string =>
+      execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' });
     cli('SEEN.QCONFIG', 'c', 'DELAY', '0');
     cli('SEEN.ENQUEUE', 'c', 'http://a.test/1', 'http://a.test/2', 'http://b.test/1');
     cli('SEEN.TAKE', 'c', '10', 'LEASE', '60000');

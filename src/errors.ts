@@ -89,7 +89,12 @@ export function asStoreError(error: unknown, doing: string): SeenStoreError {
   }
   // LMDB reports a failed page write or sync, or a directory where it cannot create its files
   // (ENOENT in /proc), as the system's message.
-  if ((typeof errno === 'string' && /^E[A-Z]+$/.test(errno)) || /Input\/output error|Read-only file system|Permission denied|No such file or directory|Not a directory|Operation not permitted/.test(message)) {
+  if (
+    (typeof errno === 'string' && /^E[A-Z]+$/.test(errno)) ||
+    /Input\/output error|Read-only file system|Permission denied|No such file or directory|Not a directory|Operation not permitted/.test(
+      message,
+    )
+  ) {
     return new SeenStoreError('IO_ERROR', `${doing}: ${message}`, { cause: error });
   }
   return new SeenStoreError('INTERNAL', `${doing}: ${message}`, { cause: error });
@@ -106,5 +111,8 @@ export function assert(condition: unknown, invariant: string): asserts condition
 
 /** The error of an operation the store's backend does not have. */
 export function unsupported(backend: string, doing: string): SeenStoreError {
-  return new SeenStoreError('UNSUPPORTED', `cannot ${doing}: the ${backend} backend does not support it (docs/architecture.md "Drivers" lists each driver's capabilities)`);
+  return new SeenStoreError(
+    'UNSUPPORTED',
+    `cannot ${doing}: the ${backend} backend does not support it (docs/architecture.md "Drivers" lists each driver's capabilities)`,
+  );
 }

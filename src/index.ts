@@ -28,10 +28,31 @@ export { STRATEGY_HELP } from './filters/strategy.js';
 export type { Keying } from './filters/keying.js';
 export { parseStrategy, type Strategy } from './filters/strategy.js';
 export type { NormalizeMode } from './url/normalize.js';
-export type { VerifyReport, Damage, SalvageReport, SalvageSkip, SnapshotInfo, RestoreResult, MigrationReport, CheckpointOutcome, SliceSummary } from './store/backend.js';
+export type {
+  VerifyReport,
+  Damage,
+  SalvageReport,
+  SalvageSkip,
+  SnapshotInfo,
+  RestoreResult,
+  MigrationReport,
+  CheckpointOutcome,
+  SliceSummary,
+} from './store/backend.js';
 export type { ExportResult, ImportOptions, ImportResult, MergeResult, MergeFilesResult } from './epochs/transfer.js';
 export { ExportedEpoch, type ExportedSummary } from './epochs/exported.js';
-export { ScopeFrontier, DEFAULT_LEASE_MS, DEFAULT_FRONTIER_SETTINGS, type TakeOptions, type LeasedUrl, type FrontierStats, type FrontierSettings, type QueueOptions, type QueueStats, type UrlStatus } from './epochs/frontier.js';
+export {
+  ScopeFrontier,
+  DEFAULT_LEASE_MS,
+  DEFAULT_FRONTIER_SETTINGS,
+  type TakeOptions,
+  type LeasedUrl,
+  type FrontierStats,
+  type FrontierSettings,
+  type QueueOptions,
+  type QueueStats,
+  type UrlStatus,
+} from './epochs/frontier.js';
 export { mergeExportFiles } from './epochs/seen-store.js';
 export type { ExportHeader } from './store/export-file.js';
 export type { DiskUsage, DeletedScope } from './store/backend.js';
@@ -46,5 +67,10 @@ export {
   type SetDifferenceResult,
   type EncodedSummary,
 } from './setdiff/set-difference.js';
-export { writeSummaryFile, SUMMARY_FORMAT_VERSION, type SummaryHeader, type SummaryTree } from './setdiff/summary-file.js';
+export {
+  writeSummaryFile,
+  SUMMARY_FORMAT_VERSION,
+  type SummaryHeader,
+  type SummaryTree,
+} from './setdiff/summary-file.js';
 export { SETDIFF_SCHEME_ID, type TreeSeeds } from './setdiff/universe.js';

@@ -39,10 +39,19 @@ function sections(): { heading: string; folder: string | undefined; lines: strin
   return out;
 }
 
-const globRegExp = (name: string): RegExp => new RegExp(`(^|/)${name.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
+const globRegExp = (name: string): RegExp =>
+  new RegExp(`(^|/)${name.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
 
 describe('docs/architecture.md, the map of src', () => {
-  const all = [...filesUnder('src'), ...filesUnder('test'), ...filesUnder('docs'), ...filesUnder('scripts'), ...filesUnder('bench'), 'package.json', 'tsconfig.json'];
+  const all = [
+    ...filesUnder('src'),
+    ...filesUnder('test'),
+    ...filesUnder('docs'),
+    ...filesUnder('scripts'),
+    ...filesUnder('bench'),
+    'package.json',
+    'tsconfig.json',
+  ];
   const tabled = sections().filter((s) => s.folder !== undefined && s.lines.some((l) => l.startsWith('|')));
 
   it('names every source file of a folder that has a file table (its subfolders too) in a row of that table', () => {
@@ -60,9 +69,17 @@ describe('docs/architecture.md, the map of src', () => {
   });
 
   it('describes every other folder of src in the Layers block', () => {
-    const layers = sections().find((s) => s.heading === '## Layers')!.lines.join('\n');
-    const folders = new Set(all.filter((f) => f.startsWith('src/') && SOURCE.test(f)).map((f) => f.slice(0, f.lastIndexOf('/'))));
-    const undescribed = [...folders].filter((folder) => !tabled.some((s) => folder === s.folder || folder.startsWith(`${s.folder}/`)) && !new RegExp(`(^|[\\s,])${folder}/`, 'm').test(layers));
+    const layers = sections()
+      .find((s) => s.heading === '## Layers')!
+      .lines.join('\n');
+    const folders = new Set(
+      all.filter((f) => f.startsWith('src/') && SOURCE.test(f)).map((f) => f.slice(0, f.lastIndexOf('/'))),
+    );
+    const undescribed = [...folders].filter(
+      (folder) =>
+        !tabled.some((s) => folder === s.folder || folder.startsWith(`${s.folder}/`)) &&
+        !new RegExp(`(^|[\\s,])${folder}/`, 'm').test(layers),
+    );
     assert.deepEqual(undescribed, [], `folders of src the doc does not describe:\n${undescribed.join('\n')}`);
   });
 

@@ -16,12 +16,24 @@ const DOCUMENTED_EXITS = new Set<number>([0, ...Object.values(ERROR_CODES)]);
 /** Bad input never crashes: a documented exit code, no uncaught error or stack trace, one error line when it fails. */
 function assertHandled(out: CliResult, what: string): void {
   assert.equal(out.signal, null, `${what}: killed by ${out.signal}`);
-  assert.ok(out.code !== null && DOCUMENTED_EXITS.has(out.code), `${what}: exit ${out.code} is not documented\n${out.stderr}`);
+  assert.ok(
+    out.code !== null && DOCUMENTED_EXITS.has(out.code),
+    `${what}: exit ${out.code} is not documented\n${out.stderr}`,
+  );
   assert.doesNotMatch(out.stderr, /\n\s+at |Error: .*\n.*node:/, `${what}: stack trace without --debug\n${out.stderr}`);
   for (const line of out.stderr.split('\n').filter(Boolean)) {
-    assert.doesNotMatch(line, /^(node:|\w*Error\b|file:\/\/)/, `${what}: an uncaught error ${JSON.stringify(line.slice(0, 200))}`);
+    assert.doesNotMatch(
+      line,
+      /^(node:|\w*Error\b|file:\/\/)/,
+      `${what}: an uncaught error ${JSON.stringify(line.slice(0, 200))}`,
+    );
   }
-  if (out.code !== 0) assert.equal(out.stderr.split('\n').filter((line) => /error/.test(line)).length, 1, `${what}: one error line\n${out.stderr}`);
+  if (out.code !== 0)
+    assert.equal(
+      out.stderr.split('\n').filter((line) => /error/.test(line)).length,
+      1,
+      `${what}: one error line\n${out.stderr}`,
+    );
 }
 
 async function storeWithEpoch(): Promise<{ dir: string; exportFile: string }> {
@@ -57,7 +69,10 @@ describe('bad input (issue 7 corpus)', () => {
         const args = [...command, '--store', dir, ...extra];
         const out = await runCli(args, input);
         assertHandled(out, `${args.join(' ')} < ${name}`);
-        assert.ok(out.code === 0 || out.code === ERROR_CODES.INVALID_URL, `${args.join(' ')} < ${name}: exit ${out.code}\n${out.stderr}`);
+        assert.ok(
+          out.code === 0 || out.code === ERROR_CODES.INVALID_URL,
+          `${args.join(' ')} < ${name}: exit ${out.code}\n${out.stderr}`,
+        );
       }
     }
     const store = await SeenStore.open(dir);
@@ -76,12 +91,27 @@ describe('bad input (issue 7 corpus)', () => {
     const file = join(tempDir(), 'a-file');
     writeFileSync(file, 'not a store');
     const commands: string[][] = [
-      ['filter-new'], ['add'], ['has'], ['classify'], ['diff', '--from', '1', '--to', '1'],
-      ['epoch', 'list'], ['epoch', 'show', '1'], ['epoch', 'rotate'], ['epoch', 'prune', '--keep-last', '1'],
-      ['stats'], ['export', '--out', join(tempDir(), 'x.ssx')], ['import', exportFile, '--scope', 'new'],
-      ['merge', exportFile, '--into-epoch', '1'], ['verify'], ['snapshot', 'create'], ['snapshot', 'list'],
-      ['snapshot', 'restore', 'none'], ['snapshot', 'delete', 'none'], ['migrate'],
-      ['count', '--scope', 'counts'], ['delete', '--scope', 'counts'],
+      ['filter-new'],
+      ['add'],
+      ['has'],
+      ['classify'],
+      ['diff', '--from', '1', '--to', '1'],
+      ['epoch', 'list'],
+      ['epoch', 'show', '1'],
+      ['epoch', 'rotate'],
+      ['epoch', 'prune', '--keep-last', '1'],
+      ['stats'],
+      ['export', '--out', join(tempDir(), 'x.ssx')],
+      ['import', exportFile, '--scope', 'new'],
+      ['merge', exportFile, '--into-epoch', '1'],
+      ['verify'],
+      ['snapshot', 'create'],
+      ['snapshot', 'list'],
+      ['snapshot', 'restore', 'none'],
+      ['snapshot', 'delete', 'none'],
+      ['migrate'],
+      ['count', '--scope', 'counts'],
+      ['delete', '--scope', 'counts'],
     ];
     // Every command on the newer store; `npm test` runs each on a file or on a missing store in
     // turn, `npm run test:full` on both.
@@ -95,7 +125,10 @@ describe('bad input (issue 7 corpus)', () => {
         assert.notEqual(asFile.code, 0);
       }
       if (gridPairRuns(i, 1, 2)) {
-        const missing = await runCli([...command, '--store', join(tempDir(), 'nothing', 'here')], 'https://x.example/\n');
+        const missing = await runCli(
+          [...command, '--store', join(tempDir(), 'nothing', 'here')],
+          'https://x.example/\n',
+        );
         assertHandled(missing, `${command.join(' ')} on a missing store`);
       }
     }
@@ -106,18 +139,42 @@ describe('bad input (issue 7 corpus)', () => {
   test('invalid option values on every command that takes them: USAGE, one line', async () => {
     const { dir, exportFile } = await storeWithEpoch();
     const cases: string[][] = [
-      ['add', '--capacity', '0'], ['add', '--capacity', '-1'], ['add', '--capacity', '2.5'], ['add', '--fpr', '0'],
-      ['add', '--fpr', '1'], ['add', '--fpr', 'NaN'], ['add', '--layout', 'x'], ['add', '--normalize', 'x'],
-      ['add', '--seeds', 'zz'], ['add', '--batch-size', '0'], ['add', '--on-invalid', 'maybe'],
-      ['has', '--epochs', 'yesterday'], ['has', '--mode', 'some'], ['diff', '--against', exportFile, '--on-invalid', 'maybe'], ['diff', '--from', '1'], ['diff', '--print', 'x', '--from', '1', '--to', '1'],
-      ['epoch', 'show', 'x'], ['epoch', 'rotate', '--capacity', '0'], ['epoch', 'rotate', '--fpr', '2'],
-      ['epoch', 'prune'], ['epoch', 'prune', '--sealed-within', 'soon'], ['export'], ['merge', 'x.ssx'],
-      ['merge', 'x.ssx', '--into-epoch', '1', '--out', 'y.ssx'], ['snapshot', 'create', '.hidden'], ['--scope', '', 'add'],
-      ['add', '--scope', 'fresh', '--strategy', 'x'], ['add', '--scope', 'fresh', '--strategy', 'spatial:0'],
-      ['filter-new', '--scope', 'fresh', '--strategy', 'counting:3'], ['epoch', 'rotate', '--strategy', 'spatial:99'],
+      ['add', '--capacity', '0'],
+      ['add', '--capacity', '-1'],
+      ['add', '--capacity', '2.5'],
+      ['add', '--fpr', '0'],
+      ['add', '--fpr', '1'],
+      ['add', '--fpr', 'NaN'],
+      ['add', '--layout', 'x'],
+      ['add', '--normalize', 'x'],
+      ['add', '--seeds', 'zz'],
+      ['add', '--batch-size', '0'],
+      ['add', '--on-invalid', 'maybe'],
+      ['has', '--epochs', 'yesterday'],
+      ['has', '--mode', 'some'],
+      ['diff', '--against', exportFile, '--on-invalid', 'maybe'],
+      ['diff', '--from', '1'],
+      ['diff', '--print', 'x', '--from', '1', '--to', '1'],
+      ['epoch', 'show', 'x'],
+      ['epoch', 'rotate', '--capacity', '0'],
+      ['epoch', 'rotate', '--fpr', '2'],
+      ['epoch', 'prune'],
+      ['epoch', 'prune', '--sealed-within', 'soon'],
+      ['export'],
+      ['merge', 'x.ssx'],
+      ['merge', 'x.ssx', '--into-epoch', '1', '--out', 'y.ssx'],
+      ['snapshot', 'create', '.hidden'],
+      ['--scope', '', 'add'],
+      ['add', '--scope', 'fresh', '--strategy', 'x'],
+      ['add', '--scope', 'fresh', '--strategy', 'spatial:0'],
+      ['filter-new', '--scope', 'fresh', '--strategy', 'counting:3'],
+      ['epoch', 'rotate', '--strategy', 'spatial:99'],
       ['add', '--scope', 'fresh', '--strategy', 'spatial:2', '--seeds', '0123456789abcdef'],
-      ['simulate', '--urls', exportFile, '--mode', 'x'], ['simulate', '--urls', exportFile, '--runs', '-1'],
-      ['has', '--epochs', '1..99999999999999'], ['has', '--epochs', '4294967296'], ['has', '--epochs', 'last:99999999999999'],
+      ['simulate', '--urls', exportFile, '--mode', 'x'],
+      ['simulate', '--urls', exportFile, '--runs', '-1'],
+      ['has', '--epochs', '1..99999999999999'],
+      ['has', '--epochs', '4294967296'],
+      ['has', '--epochs', 'last:99999999999999'],
       ['count', '--scope', 'counts', '--epochs', '1..4294967296'],
     ];
     for (const args of cases) {
@@ -148,7 +205,10 @@ describe('bad input (issue 7 corpus)', () => {
       // /proc is not empty: --allow-nonempty-dir lets the open reach LMDB, which cannot create its files there.
       const proc = await runCli([...command, '--store', '/proc', '--allow-nonempty-dir'], 'https://x.example/\n');
       assertHandled(proc, `${command.join(' ')} --store /proc`);
-      assert.ok(proc.code === ERROR_CODES.IO_ERROR || proc.code === ERROR_CODES.NOT_FOUND, `${command.join(' ')} --store /proc: ${proc.code} ${proc.stderr}`);
+      assert.ok(
+        proc.code === ERROR_CODES.IO_ERROR || proc.code === ERROR_CODES.NOT_FOUND,
+        `${command.join(' ')} --store /proc: ${proc.code} ${proc.stderr}`,
+      );
     }
   });
 
@@ -157,9 +217,15 @@ describe('bad input (issue 7 corpus)', () => {
     const text = 'https://utf16.example/a\nhttps://utf16.example/b\n';
     const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
     const be = Buffer.from(le).swap16();
-    const bom = await runCli(['add', '--store', dir], Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]));
+    const bom = await runCli(
+      ['add', '--store', dir],
+      Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]),
+    );
     assert.equal(bom.code, 0, bom.stderr);
-    for (const [name, input] of [['LE', le], ['BE', be]] as const) {
+    for (const [name, input] of [
+      ['LE', le],
+      ['BE', be],
+    ] as const) {
       for (const command of [['add'], ['filter-new'], ['has']]) {
         const out = await runCli([...command, '--store', dir], input);
         assertHandled(out, `${command.join(' ')} < UTF-16${name}`);
@@ -171,10 +237,14 @@ describe('bad input (issue 7 corpus)', () => {
     const out = await runCli(['add', '--store', dir, '--scope', 'u16'], le);
     assert.equal(out.code, ERROR_CODES.INVALID_URL, out.stderr);
     const store = await SeenStore.open(dir);
-    const { epochs } = (await store.scope().stats());
+    const { epochs } = await store.scope().stats();
     assert.equal(epochs[0]!.submitted, 2, 'only the two lines of the UTF-8 file were ever added');
     assert.ok(!(await store.scopeNames()).includes('u16'), 'a refused UTF-16 input creates nothing');
-    assert.deepEqual((await store.scope().has(['https://utf16.example/a', 'https://utf16.example/b'])), [true, true], 'the UTF-8 mark is not part of line 1');
+    assert.deepEqual(
+      await store.scope().has(['https://utf16.example/a', 'https://utf16.example/b']),
+      [true, true],
+      'the UTF-8 mark is not part of line 1',
+    );
     await store.close();
   });
 });

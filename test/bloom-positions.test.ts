@@ -24,7 +24,12 @@ function setBits(filter: BloomFilter, near: readonly number[]): number[] {
 describe('BloomFilter.positionsOf: the positions has() tests and add() sets', () => {
   // 2^31 + 512 bits: positions beyond int32, the arithmetic of filters of 1B URLs (256 MiB of
   // address space; only the pages of the bits set are ever touched).
-  const sizes: [Layout, number][] = [['classic', 512 * 1000], ['blocked', 512 * 1000], ['classic', 2 ** 31 + 512], ['blocked', 2 ** 31 + 512]];
+  const sizes: [Layout, number][] = [
+    ['classic', 512 * 1000],
+    ['blocked', 512 * 1000],
+    ['classic', 2 ** 31 + 512],
+    ['blocked', 2 ** 31 + 512],
+  ];
   for (const scheme of HASH_SCHEMES) {
     for (const [layout, mBits] of sizes) {
       test(`${scheme}, ${layout}, ${mBits} bits`, () => {
@@ -37,12 +42,19 @@ describe('BloomFilter.positionsOf: the positions has() tests and add() sets', ()
           assert.ok(expected.every((p) => Number.isInteger(p) && p >= 0 && p < mBits));
           assert.equal(filter.has(hi, lo), false);
           filter.add(hi, lo);
-          assert.deepEqual(setBits(filter, expected), [...new Set(expected)].sort((a, b) => a - b), 'add() set these bits');
+          assert.deepEqual(
+            setBits(filter, expected),
+            [...new Set(expected)].sort((a, b) => a - b),
+            'add() set these bits',
+          );
           assert.equal(filter.onesBits, new Set(expected).size, 'and no other');
           assert.equal(filter.has(hi, lo), true);
           const touched = new Uint8Array(filter.regionCount);
           filter.markRegions(new Uint32Array([lo, hi]), 0, 2, 0, 1, touched);
-          assert.deepEqual([...touched.keys()].filter((r) => touched[r] === 1), [...new Set(expected.map((p) => Math.floor(p / 8 / 65_472)))].sort((a, b) => a - b));
+          assert.deepEqual(
+            [...touched.keys()].filter((r) => touched[r] === 1),
+            [...new Set(expected.map((p) => Math.floor(p / 8 / 65_472)))].sort((a, b) => a - b),
+          );
         }
       });
     }

@@ -23,7 +23,7 @@ async function readerSlots(dir: string): Promise<number> {
 }
 
 describe('many processes on one store', () => {
-  test('a store seenstore opens first has 1024 reader slots, not LMDB\'s 126', async () => {
+  test("a store seenstore opens first has 1024 reader slots, not LMDB's 126", async () => {
     const dir = tempDir();
     const created = await runCli(['add', '--store', dir], 'https://example.com/a\n');
     assert.equal(created.code, 0, created.stderr);
@@ -45,7 +45,10 @@ describe('many processes on one store', () => {
       const commands: HeldCommand[] = Array.from({ length: 2 * SMALL_TABLE_SLOTS }, (_, i) => {
         const mine = urls.slice(1 + i * 10, 11 + i * 10);
         return i % 2 === 0
-          ? { args: ['filter-new', '--store', dir, '--quiet', '--batch-size', '3', '--batch-delay-ms', '5'], lines: mine }
+          ? {
+              args: ['filter-new', '--store', dir, '--quiet', '--batch-size', '3', '--batch-delay-ms', '5'],
+              lines: mine,
+            }
           : { args: ['has', '--store', dir, '--batch-size', '3', '--batch-delay-ms', '5'], lines: [seed, ...mine] };
       });
       const { results, allReady } = await runHeld(commands, 60_000, 90_000);

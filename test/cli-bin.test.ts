@@ -12,7 +12,11 @@ const MAGIC = 'SSCODE\x00\x01';
 const HEADER_BYTES = 8 + 32;
 
 function filterNew(store: string, cache: string): Promise<CliResult> {
-  return runCli(['--store', store, '--quiet', 'filter-new'], 'https://a.example/\nhttps://a.example/\nhttps://b.example/\n', { SEENSTORE_CODE_CACHE: cache });
+  return runCli(
+    ['--store', store, '--quiet', 'filter-new'],
+    'https://a.example/\nhttps://a.example/\nhttps://b.example/\n',
+    { SEENSTORE_CODE_CACHE: cache },
+  );
 }
 
 /** Each run on a fresh store prints both URLs once, and nothing on stderr. */
@@ -37,8 +41,18 @@ describe('the seenstore command and its code cache', () => {
   for (const [name, damage] of [
     // A byte of V8's data, far from V8's own header: V8 checks no checksum in a release build, so
     // only the digest keeps these bytes from being run.
-    ['a damaged byte of V8 data', (file: Buffer) => { file[HEADER_BYTES + Math.floor((file.length - HEADER_BYTES) / 2)]! ^= 0x20; }],
-    ['a digest of another bundle', (file: Buffer) => { file[8]! ^= 0x01; }],
+    [
+      'a damaged byte of V8 data',
+      (file: Buffer) => {
+        file[HEADER_BYTES + Math.floor((file.length - HEADER_BYTES) / 2)]! ^= 0x20;
+      },
+    ],
+    [
+      'a digest of another bundle',
+      (file: Buffer) => {
+        file[8]! ^= 0x01;
+      },
+    ],
     ['a file cut short', (file: Buffer) => file.subarray(0, HEADER_BYTES + 100)],
     ['no magic', (file: Buffer) => Buffer.from(`not a cache ${file.length}`)],
   ] as const) {
@@ -68,7 +82,9 @@ describe('the seenstore command and its code cache', () => {
   test('a failing command keeps its error and exit code while the cache is written', async () => {
     const dir = tempDir();
     const cache = join(dir, 'code-cache');
-    const result = await runCli(['--store', join(dir, 'missing'), 'has'], 'https://a.example/\n', { SEENSTORE_CODE_CACHE: cache });
+    const result = await runCli(['--store', join(dir, 'missing'), 'has'], 'https://a.example/\n', {
+      SEENSTORE_CODE_CACHE: cache,
+    });
     assert.equal(result.code, 11);
     assert.match(result.stderr, /^seenstore: error NOT_FOUND: /);
     assert.ok(existsSync(cache));

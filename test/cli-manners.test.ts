@@ -18,7 +18,11 @@ function assertUsage(out: CliResult, what: string): void {
   assert.equal(out.code, ERROR_CODES.USAGE, `${what}: exit ${out.code}\n${out.stderr}`);
   const lines = out.stderr.split('\n').filter(Boolean);
   assert.match(lines.at(-1) ?? '', /^seenstore: error USAGE: \S/, `${what}: ${out.stderr}`);
-  assert.equal(lines.filter((line) => /^(seenstore: )?error/.test(line)).length, 1, `${what}: one error line\n${out.stderr}`);
+  assert.equal(
+    lines.filter((line) => /^(seenstore: )?error/.test(line)).length,
+    1,
+    `${what}: one error line\n${out.stderr}`,
+  );
 }
 
 /** Every command that runs (leaves of the command tree), as argument lists. */
@@ -58,10 +62,26 @@ describe('CLI manners: usage errors', () => {
   test('every usage error exits 2 with the one-line prefix, in subcommands too', async () => {
     const dir = tempDir();
     const cases: string[][] = [
-      ['stats', '--bogus'], ['filter-new', '--batchsize', '1'], ['merge'], ['epoch', 'show'], ['epoch', 'show', 'x'], ['epoch', 'bogus'],
-      ['add', '--on-invalid', 'maybe'], ['has', '--mode', 'some'], ['diff', '--print', 'most'], ['add', '--strategy', 'counting:3'],
-      ['add', '--batch-size', '0'], ['epoch', 'prune', '--sealed-within', '3 fortnights'], ['epoch', 'prune', '--sealed-within', '12'],
-      ['bogus-command'], [], ['epoch'], ['snapshot'], ['plan', '--capacity', 'lots'], ['simulate', '--mode', 'x'], ['import'],
+      ['stats', '--bogus'],
+      ['filter-new', '--batchsize', '1'],
+      ['merge'],
+      ['epoch', 'show'],
+      ['epoch', 'show', 'x'],
+      ['epoch', 'bogus'],
+      ['add', '--on-invalid', 'maybe'],
+      ['has', '--mode', 'some'],
+      ['diff', '--print', 'most'],
+      ['add', '--strategy', 'counting:3'],
+      ['add', '--batch-size', '0'],
+      ['epoch', 'prune', '--sealed-within', '3 fortnights'],
+      ['epoch', 'prune', '--sealed-within', '12'],
+      ['bogus-command'],
+      [],
+      ['epoch'],
+      ['snapshot'],
+      ['plan', '--capacity', 'lots'],
+      ['simulate', '--mode', 'x'],
+      ['import'],
     ];
     for (const args of cases) assertUsage(await runCli([...args, '--store', dir]), args.join(' ') || '(no command)');
   });
@@ -89,7 +109,11 @@ describe('CLI manners: usage errors', () => {
     for (const path of leaves) {
       const help = helpOf(program, path);
       assert.match(help, /\nExamples:\n {2}\S*.*seenstore /, `${path.join(' ')}: examples`);
-      assert.match(help, /Global Options:[\s\S]*--store <dir>[\s\S]*--scope <name>[\s\S]*--json/, `${path.join(' ')}: global options`);
+      assert.match(
+        help,
+        /Global Options:[\s\S]*--store <dir>[\s\S]*--scope <name>[\s\S]*--json/,
+        `${path.join(' ')}: global options`,
+      );
     }
     // What the command prints is that text, and it exits 0, at the top and in a subcommand.
     for (const path of [[], ['epoch', 'prune']]) {
@@ -112,12 +136,41 @@ describe('CLI manners: usage errors', () => {
 describe('CLI manners: durations', () => {
   test('parseDuration reads 3d, 12h, 90m, 3days, 1h30m, 1.5h; refuses what is not a duration', async () => {
     const cases: [string, number][] = [
-      ['3d', 3 * 86_400_000], ['12h', 12 * 3_600_000], ['90m', 90 * 60_000], ['90s', 90_000], ['2w', 14 * 86_400_000],
-      ['3days', 3 * 86_400_000], ['1 day', 86_400_000], ['2 weeks', 14 * 86_400_000], ['1h30m', 90 * 60_000], ['1d 12h', 36 * 3_600_000],
-      ['1.5h', 90 * 60_000], ['250ms', 250], ['0s', 0], ['12H', 12 * 3_600_000], ['45min', 45 * 60_000], ['10 seconds', 10_000], [' 7d ', 7 * 86_400_000],
+      ['3d', 3 * 86_400_000],
+      ['12h', 12 * 3_600_000],
+      ['90m', 90 * 60_000],
+      ['90s', 90_000],
+      ['2w', 14 * 86_400_000],
+      ['3days', 3 * 86_400_000],
+      ['1 day', 86_400_000],
+      ['2 weeks', 14 * 86_400_000],
+      ['1h30m', 90 * 60_000],
+      ['1d 12h', 36 * 3_600_000],
+      ['1.5h', 90 * 60_000],
+      ['250ms', 250],
+      ['0s', 0],
+      ['12H', 12 * 3_600_000],
+      ['45min', 45 * 60_000],
+      ['10 seconds', 10_000],
+      [' 7d ', 7 * 86_400_000],
     ];
     for (const [text, ms] of cases) assert.equal(parseDuration('sealed-within', text), ms, text);
-    for (const text of ['', '12', '3 fortnights', 'soon', 'd', '-1d', '1h1h', '1d-2h', '1e3s', '1..5h', '.5h', '101y', `${MAX_DURATION_MS / 86_400_000 + 1}d`, '3d!']) {
+    for (const text of [
+      '',
+      '12',
+      '3 fortnights',
+      'soon',
+      'd',
+      '-1d',
+      '1h1h',
+      '1d-2h',
+      '1e3s',
+      '1..5h',
+      '.5h',
+      '101y',
+      `${MAX_DURATION_MS / 86_400_000 + 1}d`,
+      '3d!',
+    ]) {
       const error = await expectCode('USAGE', () => parseDuration('sealed-within', text));
       assert.match(error.message, /^--sealed-within must be a duration/, text);
     }
@@ -135,15 +188,24 @@ describe('CLI manners: durations', () => {
 describe('CLI manners: warnings, creation, progress', () => {
   test('plan options on an existing scope are ignored with a warning; the same values say nothing', async () => {
     const dir = tempDir();
-    const first = await runCli(['add', '--store', dir, '--capacity', '5000', '--strategy', 'classic'], 'https://a.example/\n');
+    const first = await runCli(
+      ['add', '--store', dir, '--capacity', '5000', '--strategy', 'classic'],
+      'https://a.example/\n',
+    );
     assert.equal(first.code, 0);
     assert.doesNotMatch(first.stderr, /warning/);
     const same = await runCli(['add', '--store', dir, '--capacity', '5000'], 'https://b.example/\n');
     assert.doesNotMatch(same.stderr, /warning/);
-    const other = await runCli(['filter-new', '--store', dir, '--capacity', '9000', '--strategy', 'blocked', '--fpr', '0.01'], 'https://c.example/\n');
+    const other = await runCli(
+      ['filter-new', '--store', dir, '--capacity', '9000', '--strategy', 'blocked', '--fpr', '0.01'],
+      'https://c.example/\n',
+    );
     assert.equal(other.code, 0);
     assert.equal(other.stdout, 'https://c.example/\n');
-    assert.match(other.stderr, /^seenstore: warning: scope default exists, so --capacity 9000 \(epoch 1 has 5000\), --strategy blocked \(it has classic\) are ignored: /m);
+    assert.match(
+      other.stderr,
+      /^seenstore: warning: scope default exists, so --capacity 9000 \(epoch 1 has 5000\), --strategy blocked \(it has classic\) are ignored: /m,
+    );
     assert.doesNotMatch(other.stderr, /--fpr 0/, 'an equal --fpr is not named');
   });
 
@@ -152,7 +214,10 @@ describe('CLI manners: warnings, creation, progress', () => {
     const urls = Array.from({ length: 2_500 }, (_, i) => `https://grow.example/${i}`).join('\n');
     const out = await runCli(['add', '--store', dir, '--capacity', '1000'], `${urls}\n`);
     assert.equal(out.code, 0, out.stderr);
-    assert.match(out.stderr, /warning: epoch 1 of scope default grew past its capacity of 1,000 URLs \(~[\d,]+ distinct now\): 2 slices \(was 1\)/);
+    assert.match(
+      out.stderr,
+      /warning: epoch 1 of scope default grew past its capacity of 1,000 URLs \(~[\d,]+ distinct now\): 2 slices \(was 1\)/,
+    );
     const again = await runCli(['add', '--store', dir], `${urls}\n`);
     assert.doesNotMatch(again.stderr, /grew/, 'no growth, no warning');
     const more = Array.from({ length: 3_000 }, (_, i) => `https://grow.example/more/${i}`).join('\n');
@@ -173,7 +238,9 @@ describe('CLI manners: warnings, creation, progress', () => {
     assert.equal(existing.code, 0, existing.stderr);
   });
 
-  test('on a terminal: "created store at DIR", and progress with lines read, rate, new and percent', { skip: SCRIPT === undefined ? 'no script(1) to make a terminal' : false }, async () => {
+  test('on a terminal: "created store at DIR", and progress with lines read, rate, new and percent', {
+    skip: SCRIPT === undefined ? 'no script(1) to make a terminal' : false,
+  }, async () => {
     const cwd = tempDir();
     const file = join(cwd, 'urls.txt');
     writeFileSync(file, `${Array.from({ length: 50_000 }, (_, i) => `https://progress.example/${i}`).join('\n')}\n`);
@@ -183,7 +250,15 @@ describe('CLI manners: warnings, creation, progress', () => {
     const has = await onTerminal(['has', '--store', join(cwd, 'store'), '--count', file], cwd);
     assert.match(has, /has: [\d,]+ lines read \([\d,]+\/s\), [\d,]+ seen, \d+\.\d%/);
     assert.doesNotMatch(has, /created store/);
-    const piped = execFileSync(SCRIPT!, ['-qfec', `cat '${file}' | '${process.execPath}' '${CLI}' has --store '${join(cwd, 'store')}' --count`, '/dev/null'], { cwd }).toString();
+    const piped = execFileSync(
+      SCRIPT!,
+      [
+        '-qfec',
+        `cat '${file}' | '${process.execPath}' '${CLI}' has --store '${join(cwd, 'store')}' --count`,
+        '/dev/null',
+      ],
+      { cwd },
+    ).toString();
     assert.match(piped, /has: [\d,]+ lines read \([\d,]+\/s\), [\d,]+ seen/, 'stdin: progress without a percentage');
     assert.doesNotMatch(piped, /seen, \d+\.\d%/);
   });

@@ -30,7 +30,11 @@ describe('CLI', () => {
     // Incremental false positives at 1 % of a 1M-URL filter filled to 3.5 %: far below 0.1 %.
     assert.ok(printed.length >= urls.length * 0.999, `${printed.length} of ${urls.length}`);
     const printedSet = new Set(printed);
-    assert.deepEqual(printed, urls.filter((url) => printedSet.has(url)), 'output keeps input order');
+    assert.deepEqual(
+      printed,
+      urls.filter((url) => printedSet.has(url)),
+      'output keeps input order',
+    );
     const second = await runCli(['filter-new', '--store', dir, file]);
     assert.equal(second.code, 0);
     assert.equal(second.stdout, '');
@@ -42,7 +46,9 @@ describe('CLI', () => {
 
   test('SEENSTORE_DIR selects the store; stdin is read when FILE is absent or -', async () => {
     const dir = tempDir();
-    const out = await runCli(['filter-new', '-'], 'https://a.example/\nhttps://b.example/\nhttps://a.example/\n', { SEENSTORE_DIR: dir });
+    const out = await runCli(['filter-new', '-'], 'https://a.example/\nhttps://b.example/\nhttps://a.example/\n', {
+      SEENSTORE_DIR: dir,
+    });
     assert.equal(out.stdout, 'https://a.example/\nhttps://b.example/\n');
     const has = await runCli(['has', '--count'], 'https://a.example/\nhttps://c.example/\n', { SEENSTORE_DIR: dir });
     assert.equal(has.stdout, 'seen 1\nunseen 1\ninvalid 0\n');
@@ -52,16 +58,25 @@ describe('CLI', () => {
     const dir = tempDir();
     await runCli(['add', '--store', dir], 'https://seen.example/1\nhttps://seen.example/2\n');
     const input = 'https://seen.example/1\nhttps://unseen.example/\nhttps://seen.example/2\n';
-    assert.equal((await runCli(['has', '--store', dir], input)).stdout, 'https://seen.example/1\nhttps://seen.example/2\n');
+    assert.equal(
+      (await runCli(['has', '--store', dir], input)).stdout,
+      'https://seen.example/1\nhttps://seen.example/2\n',
+    );
     assert.equal((await runCli(['has', '--store', dir, '--invert'], input)).stdout, 'https://unseen.example/\n');
   });
 
   test('add prints a summary; --json makes it machine-readable', async () => {
     const dir = tempDir();
     const text = await runCli(['add', '--store', dir], 'https://x.example/\nhttps://x.example/\n\n');
-    assert.match(text.stderr, /^seenstore: created store at .*\nseenstore: created scope default in store .*\nseenstore: add: read 2, new 1, already seen 1, invalid 0 in \d+\.\d\d s\n$/);
+    assert.match(
+      text.stderr,
+      /^seenstore: created store at .*\nseenstore: created scope default in store .*\nseenstore: add: read 2, new 1, already seen 1, invalid 0 in \d+\.\d\d s\n$/,
+    );
     const pushed = await runCli(['frontier', 'push', '--store', dir], 'https://x.example/\nhttps://z.example/\n');
-    assert.match(pushed.stderr, /^seenstore: frontier push: read 2, queued 1, already seen 1, invalid 0 in \d+\.\d\d s\n$/);
+    assert.match(
+      pushed.stderr,
+      /^seenstore: frontier push: read 2, queued 1, already seen 1, invalid 0 in \d+\.\d\d s\n$/,
+    );
     const json = await runCli(['add', '--store', dir, '--json'], 'https://x.example/\nhttps://y.example/\n');
     assert.deepEqual(JSON.parse(json.stdout), { read: 2, new: 1, seen: 1, invalid: 0 });
   });
@@ -80,15 +95,26 @@ describe('CLI', () => {
     const out = await runCli(['filter-new', '--store', dir, '--json'], input);
     assert.equal(out.code, 0, out.stderr);
     // A URL with a NUL is no URL (issue 45): skipped by number, as the other invalid lines.
-    assert.deepEqual(lines(out.stdout), ['https://crlf.example/', 'https://ünïcode.example/ß', 'https://last.example/']);
+    assert.deepEqual(lines(out.stdout), [
+      'https://crlf.example/',
+      'https://ünïcode.example/ß',
+      'https://last.example/',
+    ]);
     assert.match(out.stderr, /line 4: invalid UTF-8, skipped/);
     assert.match(out.stderr, /line 5: not a usable URL \(a control character in it\), skipped/);
     assert.match(out.stderr, /line 6: line too long, skipped/);
     assert.match(out.stderr, /"invalid":3/);
-    const failing = await runCli(['add', '--store', dir, '--on-invalid', 'fail'], Buffer.concat([Buffer.from('https://a.example/\n'), Buffer.from([0xc3, 0x28, 0x0a])]));
+    const failing = await runCli(
+      ['add', '--store', dir, '--on-invalid', 'fail'],
+      Buffer.concat([Buffer.from('https://a.example/\n'), Buffer.from([0xc3, 0x28, 0x0a])]),
+    );
     assert.equal(failing.code, ERROR_CODES.INVALID_URL);
     assertOneErrorLine(failing.stderr, 'INVALID_URL');
-    assert.equal((await runCli(['has', '--store', dir, '--count'], 'https://a.example/\n')).stdout, 'seen 0\nunseen 1\ninvalid 0\n', 'nothing of the failing batch was recorded');
+    assert.equal(
+      (await runCli(['has', '--store', dir, '--count'], 'https://a.example/\n')).stdout,
+      'seen 0\nunseen 1\ninvalid 0\n',
+      'nothing of the failing batch was recorded',
+    );
   });
 
   test('a 10 MB line is skipped without buffering it whole, and the lines after it still count', async () => {
@@ -101,7 +127,10 @@ describe('CLI', () => {
 
   test('--normalize whatwg records the URL-standard form and reports unparsable lines', async () => {
     const dir = tempDir();
-    const out = await runCli(['filter-new', '--store', dir, '--normalize', 'whatwg'], 'HTTP://Example.COM:80/a/./b\nnot a url\nhttp://example.com/a/b\n');
+    const out = await runCli(
+      ['filter-new', '--store', dir, '--normalize', 'whatwg'],
+      'HTTP://Example.COM:80/a/./b\nnot a url\nhttp://example.com/a/b\n',
+    );
     assert.deepEqual(lines(out.stdout), ['HTTP://Example.COM:80/a/./b']);
     assert.match(out.stderr, /line 2: not a usable URL/);
     const mixed = await runCli(['add', '--store', dir, '--normalize', 'none'], 'x\n');

@@ -8,7 +8,6 @@ import { collectCli, runCrashChild, spawnCli } from './helpers/cli.js';
 import { allSharedUrls, sharedUrls } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
 
-
 /** A deterministic shuffle, so both processes meet the shared URLs in different orders. */
 function shuffled<T>(items: readonly T[], seed: number): T[] {
   const out = [...items];
@@ -65,7 +64,10 @@ describe('several processes, one store', () => {
     // With FPR 1e-9 no URL is wrongly skipped: the union is every distinct input URL.
     assert.equal(union.size, urls.length);
     // The overlap really was contended: each process printed a good share.
-    assert.ok(Math.min(printedA.length, printedB.length) > urls.length / 10, `printed ${printedA.length} and ${printedB.length}`);
+    assert.ok(
+      Math.min(printedA.length, printedB.length) > urls.length / 10,
+      `printed ${printedA.length} and ${printedB.length}`,
+    );
   });
 
   test('concurrent checkpoints of two writers never lose bits', async () => {
@@ -83,7 +85,10 @@ describe('several processes, one store', () => {
     const stats = (await store.scope().stats()).epochs[0]!;
     // A checkpoint that finds the other process holding the lock skips, so a short journal tail may
     // remain; everything before it was trimmed and must be in the chunks, which has() then proves.
-    assert.ok(stats.journalRecords < 10, `${stats.journalRecords} of 35 journal records left: checkpoints did not trim`);
+    assert.ok(
+      stats.journalRecords < 10,
+      `${stats.journalRecords} of 35 journal records left: checkpoints did not trim`,
+    );
     assert.equal((await store.scope().has(urls)).filter((s) => !s).length, 0);
     assert.equal(stats.added, urls.length);
     await store.close();
@@ -95,7 +100,7 @@ describe('several processes, one store', () => {
     const file = join(dir, 'u.txt');
     writeFileSync(file, `${urls.join('\n')}\n`);
     const reader = await SeenStore.open(dir);
-    assert.deepEqual((await reader.scope().has(urls.slice(0, 3))), [false, false, false]);
+    assert.deepEqual(await reader.scope().has(urls.slice(0, 3)), [false, false, false]);
     await runCrashChild([dir, 'default', file, '5000', 'none']);
     assert.equal((await reader.scope().has(urls)).filter((s) => !s).length, 0);
     assert.equal((await reader.scope().stats()).epochs[0]!.added, urls.length);

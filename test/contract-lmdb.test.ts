@@ -4,4 +4,8 @@ import { contractSuite } from './contract/suite.js';
 import { tempDir } from './helpers/tmp.js';
 
 // The storage contract on the LMDB driver: a store is a fresh temporary directory.
-contractSuite({ name: 'lmdb', capabilities: lmdbDriver.capabilities, open: async (options) => SeenStore.open(tempDir('seenstore-contract-lmdb-'), options) });
+contractSuite({
+  name: 'lmdb',
+  capabilities: lmdbDriver.capabilities,
+  open: async (options) => SeenStore.open(tempDir('seenstore-contract-lmdb-'), options),
+});

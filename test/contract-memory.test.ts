@@ -4,4 +4,8 @@ import { contractSuite } from './contract/suite.js';
 
 // The storage contract on the memory driver: a store is a fresh name.
 let stores = 0;
-contractSuite({ name: 'memory', capabilities: memoryDriver.capabilities, open: async (options) => SeenStore.open(`memory://contract-${process.pid}-${++stores}`, options) });
+contractSuite({
+  name: 'memory',
+  capabilities: memoryDriver.capabilities,
+  open: async (options) => SeenStore.open(`memory://contract-${process.pid}-${++stores}`, options),
+});

@@ -15,13 +15,24 @@ import { tempDir } from './helpers/tmp.js';
  */
 const GOOD = ['https://a.example/1', 'https://a.example/2', 'https://a.example/3'];
 // NUL, a tab inside (a TSV line), an ANSI escape (one of the package data set), DEL, a lone CR inside.
-const BAD = ['https://a.example/\u0000x', 'https://a.example/x\ty', 'https://hithub.com\u001b[D\u001b[D/x', 'https://a.example/x\u007f', 'https://a.example/x\ry'];
+const BAD = [
+  'https://a.example/\u0000x',
+  'https://a.example/x\ty',
+  'https://hithub.com\u001b[D\u001b[D/x',
+  'https://a.example/x\u007f',
+  'https://a.example/x\ry',
+];
 // Lines 1, 3, 5 are good (the last with CRLF and a tab around it); 2, 4, 6, 7, 8 are not.
 const INPUT = `${GOOD[0]}\n${BAD[0]}\n${GOOD[1]}\n${BAD[1]}\n\t${GOOD[2]}\t\r\n${BAD[2]}\n${BAD[3]}\n${BAD[4]}\n`;
 const BAD_LINES = [2, 4, 6, 7, 8];
 
 function assertSkipped(stderr: string, what: string): void {
-  for (const n of BAD_LINES) assert.match(stderr, new RegExp(`line ${n}: not a usable URL \\(a control character in it\\), skipped`), `${what}: line ${n}\n${stderr}`);
+  for (const n of BAD_LINES)
+    assert.match(
+      stderr,
+      new RegExp(`line ${n}: not a usable URL \\(a control character in it\\), skipped`),
+      `${what}: line ${n}\n${stderr}`,
+    );
   assert.doesNotMatch(stderr, /line [135]:/, `${what}: a good line was refused\n${stderr}`);
 }
 
@@ -52,11 +63,21 @@ describe('a URL with a control character is refused on every CLI path (issue 45)
   test('--on-invalid fail: INVALID_URL at the first such line, its batch not recorded', async () => {
     const store = join(tempDir(), 'store');
     for (const command of [['filter-new'], ['add'], ['frontier', 'push']]) {
-      const out = await runCli(['--store', store, '--scope', command.join('-'), ...command, '--on-invalid', 'fail'], INPUT);
+      const out = await runCli(
+        ['--store', store, '--scope', command.join('-'), ...command, '--on-invalid', 'fail'],
+        INPUT,
+      );
       assert.equal(out.code, ERROR_CODES.INVALID_URL, `${command.join(' ')}: ${out.stderr}`);
-      assert.match(out.stderr, /line 2: not a usable URL \(a control character in it\); stopped \(--on-invalid fail\), this batch was not recorded/);
+      assert.match(
+        out.stderr,
+        /line 2: not a usable URL \(a control character in it\); stopped \(--on-invalid fail\), this batch was not recorded/,
+      );
       assert.equal(out.stdout, '');
-      assert.deepEqual(await recorded(store, command.join('-')), [false, false, false], `${command.join(' ')}: line 1 shared the refused batch`);
+      assert.deepEqual(
+        await recorded(store, command.join('-')),
+        [false, false, false],
+        `${command.join(' ')}: line 1 shared the refused batch`,
+      );
     }
   });
 
@@ -78,12 +99,19 @@ describe('a URL with a control character is refused on every CLI path (issue 45)
     assert.equal(push.code, 0, push.stderr);
     assert.equal(push.stdout, `${GOOD[0]}\n${GOOD[1]}\n\t${GOOD[2]}\t\n`, 'queued lines are printed as given');
     assertSkipped(push.stderr, 'frontier push');
-    const schedule = await runCli(['--store', store, '--scope', 'f', 'frontier', 'schedule', '--in', '1h'], `${GOOD[0]}\n${BAD[0]}\n`);
+    const schedule = await runCli(
+      ['--store', store, '--scope', 'f', 'frontier', 'schedule', '--in', '1h'],
+      `${GOOD[0]}\n${BAD[0]}\n`,
+    );
     assert.equal(schedule.code, 0, schedule.stderr);
     assert.match(schedule.stderr, /line 2: not a usable URL \(a control character in it\), skipped/);
     assert.match(schedule.stderr, /read 1, 1 scheduled/);
     const take = await runCli(['--store', store, '--scope', 'f', 'frontier', 'take', '--count', '10'], '');
-    assert.equal(take.stdout.split('\n').filter(Boolean).length, 2, `the two URLs not scheduled are taken, nothing else\n${take.stdout}`);
+    assert.equal(
+      take.stdout.split('\n').filter(Boolean).length,
+      2,
+      `the two URLs not scheduled are taken, nothing else\n${take.stdout}`,
+    );
     const raw = await runCli(['--store', store, '--scope', 'raw', 'filter-new', '--keys', 'raw'], INPUT);
     assert.equal(raw.code, 0, raw.stderr);
     assert.equal(raw.stdout, INPUT.replace('\r\n', '\n'), 'raw keys: every line as it is');

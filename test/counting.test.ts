@@ -24,7 +24,7 @@ function hashes(urls: readonly string[], seed: bigint): Uint32Array {
 }
 
 /** A deterministic multiplicity 1..5 per URL. */
-const times = (i: number): number => 1 + ((i * 2654435761) >>> 0) % 5;
+const times = (i: number): number => 1 + (((i * 2654435761) >>> 0) % 5);
 
 describe('counting (spectral Bloom filter)', () => {
   test('minimum selection: never below the true count, exact for most, no false negatives, FPR as a Bloom filter', () => {
@@ -114,7 +114,10 @@ describe('counting (spectral Bloom filter)', () => {
     v1.increment(hi, 5);
     assert.equal(v1.count(hi, 5), 1);
     assert.equal(v1.nonZero, 4, 'four distinct counters');
-    assert.equal(v1.counters.reduce((sum, c) => sum + c, 0), 4);
+    assert.equal(
+      v1.counters.reduce((sum, c) => sum + c, 0),
+      4,
+    );
     v1.decrement(hi, 5);
     assert.equal(v1.count(hi, 5), 0);
     assert.equal(v1.nonZero, 0);
@@ -153,33 +156,44 @@ describe('the counting strategy in the store', () => {
     let store = await SeenStore.open(dir);
     const scope = store.scope('counts', { strategy: 'counting', capacityUrls: 20_000, fprTarget: 0.001 });
     for (let round = 1; round <= 5; round++) await scope.add(urls.filter((_, i) => times(i) >= round));
-    const before = (await scope.count(urls));
+    const before = await scope.count(urls);
     const exact = before.filter((n, i) => n === times(i)).length;
     assert.ok(exact / urls.length > 0.99, `exact ${exact} of ${urls.length}`);
-    assert.ok(before.every((n) => n > 0), 'no false negatives');
+    assert.ok(
+      before.every((n) => n > 0),
+      'no false negatives',
+    );
     const stats = (await scope.stats()).epochs[0]!;
     assert.equal(stats.strategy, 'counting');
     // New = count 0 before the first add: a URL that is a false positive then is not new (rare at
     // this fill: about 0.03 expected), so allow a few.
     assert.ok(stats.added <= urls.length && stats.added >= urls.length - 5, `added ${stats.added}`);
-    assert.equal(stats.submitted, urls.reduce((sum, _, i) => sum + times(i), 0));
+    assert.equal(
+      stats.submitted,
+      urls.reduce((sum, _, i) => sum + times(i), 0),
+    );
     const present = (await scope.has(probes)).filter(Boolean).length;
     assert.ok(present <= binomialUpper(probes.length, 0.001), `${present} false positives of ${probes.length}`);
     await store.close();
 
     store = await SeenStore.open(dir);
     const again = store.scope('counts');
-    assert.deepEqual((await again.count(urls)), before, 'the same counts after reopen (checkpointed on close)');
+    assert.deepEqual(await again.count(urls), before, 'the same counts after reopen (checkpointed on close)');
     assert.equal(await again.delete(urls.slice(0, 1_000)), 1_000);
-    const afterDelete = (await again.count(urls.slice(0, 1_000)));
+    const afterDelete = await again.count(urls.slice(0, 1_000));
     assert.ok(afterDelete.filter((n, i) => n === before[i]! - 1).length > 990, 'one occurrence fewer');
     assert.ok((await store.verify()).ok);
     const file = join(dir, 'counts.ssx');
     await again.export(file);
     await store.import(file, { scope: 'copy' });
-    assert.deepEqual((await store.scope('copy').count(urls, { epochs: 1 })), (await again.count(urls)));
+    assert.deepEqual(await store.scope('copy').count(urls, { epochs: 1 }), await again.count(urls));
     await expectCode('INCOMPATIBLE', () => again.merge([file]));
-    await expectCode('USAGE', () => store.scope('plain').add(['http://a/']).then(() => store.scope('plain').count(['http://a/'])));
+    await expectCode('USAGE', () =>
+      store
+        .scope('plain')
+        .add(['http://a/'])
+        .then(() => store.scope('plain').count(['http://a/'])),
+    );
     await store.close();
   });
 
@@ -194,12 +208,18 @@ describe('the counting strategy in the store', () => {
       assert.equal(crashed.signal, 'SIGKILL', `${point} was never reached`);
       const check = async (): Promise<void> => {
         const store = await SeenStore.open(dir, { lockStaleMs: 2_000 });
-        const counts = (await store.scope().count(urls));
+        const counts = await store.scope().count(urls);
         const acked = crashed.acked * 5000;
-        assert.ok(counts.slice(0, acked).every((n) => n === 1), 'an acknowledged URL is lost or counted twice');
+        assert.ok(
+          counts.slice(0, acked).every((n) => n === 1),
+          'an acknowledged URL is lost or counted twice',
+        );
         // The batch in flight is all there or not at all, each URL once.
         const inFlight = counts.slice(acked, acked + 5000);
-        assert.ok(inFlight.every((n) => n === inFlight[0]) && inFlight[0]! <= 1, `in-flight batch counted ${[...new Set(inFlight)].join(',')}`);
+        assert.ok(
+          inFlight.every((n) => n === inFlight[0]) && inFlight[0]! <= 1,
+          `in-flight batch counted ${[...new Set(inFlight)].join(',')}`,
+        );
         assert.ok(counts.slice(acked + 5000).every((n) => n === 0));
         assert.ok((await store.verify()).ok);
         await store.close();
@@ -216,7 +236,11 @@ describe('the counting strategy in the store', () => {
   // counting copy (and from the chunks its next checkpoint writes), from a Bloom copy loaded
   // whole (threads: 2) and from every copy's counts. The load now catches up inside its write
   // transaction, checkpoint first.
-  for (const [strategy, threads] of [['counting', 1], ['classic', 2], ['classic', 1]] as const) {
+  for (const [strategy, threads] of [
+    ['counting', 1],
+    ['classic', 2],
+    ['classic', 1],
+  ] as const) {
     test(`a copy loaded while another process checkpoints and compacts keeps every batch of it (${strategy}, threads ${threads})`, async () => {
       const dir = tempDir();
       const signals = tempDir();
@@ -231,16 +255,23 @@ describe('the counting strategy in the store', () => {
       await first.close();
       const child = startCheckpointChild(dir, 's', file, signals);
       const store = await SeenStore.open(dir, options);
-      const held = async (scope: Scope, n: number): Promise<number> => (strategy === 'counting' ? (await scope.count(urls.slice(0, n * size))).filter((c) => c === 1) : (await scope.has(urls.slice(0, n * size))).filter(Boolean)).length;
+      const held = async (scope: Scope, n: number): Promise<number> =>
+        (strategy === 'counting'
+          ? (await scope.count(urls.slice(0, n * size))).filter((c) => c === 1)
+          : (await scope.has(urls.slice(0, n * size))).filter(Boolean)
+        ).length;
       try {
         await child.appeared('ready');
         const scope = store.scope('s');
-        assert.ok(await pausedAt('load:before-replay', signals, () => scope.has(batch(0))), 'the test did not reach its fault point');
+        assert.ok(
+          await pausedAt('load:before-replay', signals, () => scope.has(batch(0))),
+          'the test did not reach its fault point',
+        );
         await child.appeared('done');
         // Only now may the child close (its close checkpoints, which would make this copy reload).
         assert.equal(await child.finish(), 0);
-        assert.equal(await held(scope, 5), 5 * size, 'a batch the child added is missing from this process\'s copy');
-        assert.equal((await scope.stats()).epochs[0]!.submitted, 5 * size, 'the copy\'s counts miss a batch');
+        assert.equal(await held(scope, 5), 5 * size, "a batch the child added is missing from this process's copy");
+        assert.equal((await scope.stats()).epochs[0]!.submitted, 5 * size, "the copy's counts miss a batch");
         await scope.add(batch(5));
         await scope.checkpoint();
       } finally {
@@ -249,7 +280,11 @@ describe('the counting strategy in the store', () => {
       }
       const reopened = await SeenStore.open(dir, options);
       try {
-        assert.equal(await held(reopened.scope('s'), 6), 6 * size, 'a batch is missing from the store after this process\'s checkpoint');
+        assert.equal(
+          await held(reopened.scope('s'), 6),
+          6 * size,
+          "a batch is missing from the store after this process's checkpoint",
+        );
         assert.equal((await reopened.scope('s').stats()).epochs[0]!.submitted, 6 * size);
       } finally {
         await reopened.close();
@@ -263,10 +298,12 @@ describe('the counting strategy in the store', () => {
     const urls = benign.slice(0, 20_000);
     writeFileSync(file, `${urls.join('\n')}\n`);
     const env = { CHILD_CAPACITY: '1000000', CHILD_STRATEGY: 'counting' };
-    const runs = await Promise.all([0, 1].map(() => runCrashChild([dir, 'default', file, '1000', 'none', 'checkpoint-each'], env)));
+    const runs = await Promise.all(
+      [0, 1].map(() => runCrashChild([dir, 'default', file, '1000', 'none', 'checkpoint-each'], env)),
+    );
     assert.ok(runs.every((run) => run.done));
     const store = await SeenStore.open(dir);
-    const counts = (await store.scope().count(urls));
+    const counts = await store.scope().count(urls);
     const wrong = counts.filter((n) => n !== 2).length;
     assert.equal(wrong, 0, `${wrong} URLs not counted exactly twice`);
     assert.equal((await store.scope().stats()).epochs[0]!.submitted, 40_000);

@@ -17,7 +17,19 @@ interface KillTrial {
 
 /** Feeds `urls` slowly into filter-new and kills it with SIGKILL after `killAfterMs`. */
 async function filterNewKilled(dir: string, urls: readonly string[], killAfterMs: number): Promise<KillTrial> {
-  const child = spawnCli(['filter-new', '--store', dir, '--capacity', '200000', '--fpr', '1e-9', '--batch-size', '100', '--batch-delay-ms', '5']);
+  const child = spawnCli([
+    'filter-new',
+    '--store',
+    dir,
+    '--capacity',
+    '200000',
+    '--fpr',
+    '1e-9',
+    '--batch-size',
+    '100',
+    '--batch-delay-ms',
+    '5',
+  ]);
   let stdout = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   child.stdin!.on('error', () => undefined);
@@ -92,7 +104,13 @@ describe('crash safety', () => {
     assert.ok(twice <= kills * 3 * batch, `${twice} URLs printed more than once after ${kills} kills`);
   });
 
-  const points = ['add:before-commit', 'add:after-commit', 'checkpoint:after-chunk-txn', 'checkpoint:before-trim', 'checkpoint:after-trim'];
+  const points = [
+    'add:before-commit',
+    'add:after-commit',
+    'checkpoint:after-chunk-txn',
+    'checkpoint:before-trim',
+    'checkpoint:after-trim',
+  ];
   for (const point of points) {
     test(`kill -9 at ${point}: the store opens with every acknowledged URL, and finishes cleanly`, async () => {
       const dir = tempDir();

@@ -12,7 +12,11 @@ const { SeenstoreRequestManager, crawleeKeys, crawlerOptions } = await import('.
 log.setLevel(log.LEVELS.OFF);
 
 /** A real CheerioCrawler over a local site on a store's scope `site`; what it handled. */
-async function crawl(store: string, siteUrl: string, fail: (url: string) => boolean): Promise<{ keys: string[]; urls: string[]; failed: number }> {
+async function crawl(
+  store: string,
+  siteUrl: string,
+  fail: (url: string) => boolean,
+): Promise<{ keys: string[]; urls: string[]; failed: number }> {
   const seen = await SeenStore.open(store, { onWarning: () => {} });
   const keys: string[] = [];
   const urls: string[] = [];
@@ -32,7 +36,11 @@ async function crawl(store: string, siteUrl: string, fail: (url: string) => bool
       new Configuration({ persistStorage: false }),
     );
     const stats = await crawler.run([`${siteUrl}/`]);
-    assert.equal(await manager.handledCount(), stats.requestsFinished + stats.requestsFailed, "handledCount: as Crawlee's own queue, failures included");
+    assert.equal(
+      await manager.handledCount(),
+      stats.requestsFinished + stats.requestsFailed,
+      "handledCount: as Crawlee's own queue, failures included",
+    );
     return { keys, urls, failed: stats.requestsFailed };
   } finally {
     await seen.close();
@@ -73,7 +81,11 @@ describe('Crawlee: failed requests and the keys to classify (issue 45)', () => {
       assert.equal(lines.length, run.keys.length);
       for (const line of lines) assert.match(line, /^revisit\t/);
       const byUrl = await runCli(['--store', store, '--scope', 'site', 'classify'], `${origin}\n`);
-      assert.equal(byUrl.stdout, `new\t${origin}\n`, 'the URL as printed is not the key: what docs/crawlee.md warns of');
+      assert.equal(
+        byUrl.stdout,
+        `new\t${origin}\n`,
+        'the URL as printed is not the key: what docs/crawlee.md warns of',
+      );
     } finally {
       await site.stop();
     }

@@ -47,7 +47,10 @@ describe('Crawlee on the seenstore frontier (a real CheerioCrawler, a local site
       assert.ok(resumed.finished);
       const seen = coverage(await site.stats());
       assert.deepEqual(seen.missedPages, [], 'pages found before the kill were never fetched');
-      assert.ok(seen.duplicateFetches <= CONCURRENCY + PREFETCH, `${seen.duplicateFetches} pages fetched twice (bound: ${CONCURRENCY} in flight + ${PREFETCH} taken ahead)`);
+      assert.ok(
+        seen.duplicateFetches <= CONCURRENCY + PREFETCH,
+        `${seen.duplicateFetches} pages fetched twice (bound: ${CONCURRENCY} in flight + ${PREFETCH} taken ahead)`,
+      );
       // The dead crawler's leases (60 s) are taken back at once by its successor (same owner).
       assert.ok(resumed.seconds < 45, `the resumed crawl took ${resumed.seconds.toFixed(1)} s: it waited for leases`);
     } finally {
@@ -55,20 +58,33 @@ describe('Crawlee on the seenstore frontier (a real CheerioCrawler, a local site
     }
   });
 
-  test('two crawler processes sharing one frontier on a Redis cluster: every page fetched exactly once between them', { skip: redisMissing() }, async () => {
+  test('two crawler processes sharing one frontier on a Redis cluster: every page fetched exactly once between them', {
+    skip: redisMissing(),
+  }, async () => {
     const site = await spawnSite({ pages: PAGES });
     const cluster = await startRedisCluster();
     try {
       const location = cluster.location();
       const machines = ['machine-a', 'machine-b'].map((owner) =>
-        runKillable(process.execPath, [CHILD, tempDir(), site.url, String(CONCURRENCY), owner, location], 'fetched ', Infinity),
+        runKillable(
+          process.execPath,
+          [CHILD, tempDir(), site.url, String(CONCURRENCY), owner, location],
+          'fetched ',
+          Infinity,
+        ),
       );
       const runs = await Promise.all(machines);
-      assert.ok(runs.every((run) => run.finished), 'a crawler did not finish');
+      assert.ok(
+        runs.every((run) => run.finished),
+        'a crawler did not finish',
+      );
       const seen = coverage(await site.stats());
       assert.deepEqual(seen.missedPages, []);
       assert.equal(seen.duplicateFetches, 0, 'a page was fetched by both crawlers, or twice by one');
-      assert.ok(runs.every((run) => run.counted > PAGES / 10), `the work was not shared: ${runs.map((run) => run.counted).join(' + ')} pages`);
+      assert.ok(
+        runs.every((run) => run.counted > PAGES / 10),
+        `the work was not shared: ${runs.map((run) => run.counted).join(' + ')} pages`,
+      );
     } finally {
       await Promise.all([site.stop(), cluster.stop()]);
     }
@@ -79,7 +95,11 @@ describe('examples/crawlee (issue 30)', () => {
   test('installed by path (this checkout, not a registry package), it crawls a site and writes no ./storage', async () => {
     const readme = readFileSync(join(ROOT, 'examples', 'crawlee', 'README.md'), 'utf8');
     assert.doesNotMatch(readme, /npm install seenstore/, 'would install whatever a registry has under that name');
-    assert.match(readme, /npm install --no-save \.\.\/\.\.\/seenstore-\*\.tgz/, 'would write this machine\'s tarball path into the tracked package.json');
+    assert.match(
+      readme,
+      /npm install --no-save \.\.\/\.\.\/seenstore-\*\.tgz/,
+      "would write this machine's tarball path into the tracked package.json",
+    );
     // `npm install ../..` makes exactly this link; crawlee is the checkout's own (no registry here).
     const project = tempDir('seenstore-example-');
     mkdirSync(join(project, 'node_modules'));
@@ -92,11 +112,19 @@ describe('examples/crawlee (issue 30)', () => {
       // The local site is ours: no delay between its pages (the example waits 1 s by default).
       const tmp = tempDir('seenstore-example-tmp-');
       const env = { ...rest, SAME_DOMAIN_DELAY_SECS: '0', TMPDIR: tmp };
-      const { stdout } = await promisify(execFile)(process.execPath, ['crawl.mjs', `${site.url}/`, './crawl-store'], { cwd: project, env, timeout: 120_000 });
+      const { stdout } = await promisify(execFile)(process.execPath, ['crawl.mjs', `${site.url}/`, './crawl-store'], {
+        cwd: project,
+        env,
+        timeout: 120_000,
+      });
       assert.equal(stdout.split('\n').filter((line) => line.startsWith('http')).length, 60, 'every page once');
       assert.deepEqual(coverage(await site.stats()).missedPages, []);
       assert.ok(existsSync(join(project, 'crawl-store', 'data.mdb')), 'the crawl state is in the store');
-      assert.deepEqual(readdirSync(project).sort(), ['crawl-store', 'crawl.mjs', 'node_modules'], 'no ./storage left by Crawlee');
+      assert.deepEqual(
+        readdirSync(project).sort(),
+        ['crawl-store', 'crawl.mjs', 'node_modules'],
+        'no ./storage left by Crawlee',
+      );
       assert.deepEqual(readdirSync(tmp), [], "Crawlee's temporary storage was left behind");
     } finally {
       await site.stop();

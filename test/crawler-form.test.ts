@@ -60,8 +60,50 @@ describe('crawler URL form', () => {
   });
 
   test('the key of a key is the key itself for generated URLs: escapes, stray %, queries, fragments, opaque paths', () => {
-    const bases = ['http://a.example/', 'https://a.example:443/x', 'foo://h/', 'mailto:', 'http://a.example/p?', 'http://u:p%41ss@h/', 'file:///', 'data:', 'foo:/', 'HTTP://xn--bcher-kva.EXAMPLE', 'http://[::1]'];
-    const pieces = ['%', '2', 'e', 'E', 'f', '4', '1', '7', '?', '&', '=', '#', '/', '.', '..', 'a', 'A', '~', '+', ' ', 'é', ';', '_', '%2e', '%2E', '%25', '%7e', ':', '@'];
+    const bases = [
+      'http://a.example/',
+      'https://a.example:443/x',
+      'foo://h/',
+      'mailto:',
+      'http://a.example/p?',
+      'http://u:p%41ss@h/',
+      'file:///',
+      'data:',
+      'foo:/',
+      'HTTP://xn--bcher-kva.EXAMPLE',
+      'http://[::1]',
+    ];
+    const pieces = [
+      '%',
+      '2',
+      'e',
+      'E',
+      'f',
+      '4',
+      '1',
+      '7',
+      '?',
+      '&',
+      '=',
+      '#',
+      '/',
+      '.',
+      '..',
+      'a',
+      'A',
+      '~',
+      '+',
+      ' ',
+      'é',
+      ';',
+      '_',
+      '%2e',
+      '%2E',
+      '%25',
+      '%7e',
+      ':',
+      '@',
+    ];
     const next = xorshift32(21);
     let keyed = 0;
     for (let i = 0; i < 50_000; i++) {
@@ -86,8 +128,14 @@ describe('crawler URL form', () => {
     const dir = tempDir();
     const store = await SeenStore.open(dir);
     const scope = store.scope('crawl', { normalize: 'crawler' });
-    assert.deepEqual(await scope.addIfAbsent(['https://example.com/b?y=2&x=1#top', 'https://example.com/b?x=1&y=2']), [true, false]);
-    assert.deepEqual(await scope.has(['https://EXAMPLE.com:443/b?x=1&y=2#other', 'https://example.com/b?x=2&y=1']), [true, false]);
+    assert.deepEqual(await scope.addIfAbsent(['https://example.com/b?y=2&x=1#top', 'https://example.com/b?x=1&y=2']), [
+      true,
+      false,
+    ]);
+    assert.deepEqual(await scope.has(['https://EXAMPLE.com:443/b?x=1&y=2#other', 'https://example.com/b?x=2&y=1']), [
+      true,
+      false,
+    ]);
     await expectCode('INVALID_URL', () => scope.add(['/relative']));
     const bytes = Buffer.from('https://example.com/c?b=1&a=2#x\n');
     const ranges = Uint32Array.of(0, bytes.length - 1);
@@ -122,7 +170,8 @@ describe('crawler URL form', () => {
 
   test('the CLI takes --normalize crawler and prints each crawler URL once', async () => {
     const dir = tempDir();
-    const input = 'https://example.com/b?y=2&x=1#top\nhttps://example.com/b?x=1&y=2\nnot a url\nhttps://example.com/b?x=1&y=2&\n';
+    const input =
+      'https://example.com/b?y=2&x=1#top\nhttps://example.com/b?x=1&y=2\nnot a url\nhttps://example.com/b?x=1&y=2&\n';
     const out = await runCli(['filter-new', '--store', dir, '--normalize', 'crawler'], input);
     assert.equal(out.code, 0, out.stderr);
     assert.deepEqual(out.stdout.split('\n').filter(Boolean), ['https://example.com/b?y=2&x=1#top']);

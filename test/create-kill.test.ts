@@ -17,7 +17,8 @@ const URLS = ['https://a.example/1', 'https://a.example/2', 'https://b.example/'
  * between any two of them, not only where the unslowed machine spends its time.
  */
 const STRACE = spawnSync('strace', ['-V']).status === 0;
-const SLOWED = 'pwrite64,pwritev,fdatasync,fsync,msync,link,linkat,rename,renameat,renameat2,mkdir,mkdirat,ftruncate,unlink,unlinkat,rmdir';
+const SLOWED =
+  'pwrite64,pwritev,fdatasync,fsync,msync,link,linkat,rename,renameat,renameat2,mkdir,mkdirat,ftruncate,unlink,unlinkat,rmdir';
 const DELAY_US = 1_000;
 /** Trials run this many at a time: each mostly waits (on the delays, on node's start-up). */
 const AT_ONCE = 4;
@@ -41,9 +42,26 @@ function prepare(target: Target): { dir: string; watched: string } {
 /** `seenstore --store DIR add`, under strace when it is installed and `slowed`. */
 function spawnAdd(dir: string, slowed = true): ChildProcess {
   const cli = [CLI, '--store', dir, '--allow-nonempty-dir', 'add'];
-  const child = STRACE && slowed
-    ? spawn('strace', ['-f', '--seccomp-bpf', '-qq', '-o', '/dev/null', '-e', `trace=${SLOWED}`, '-e', `inject=${SLOWED}:delay_enter=${DELAY_US}`, process.execPath, ...cli], { stdio: ['pipe', 'ignore', 'pipe'] })
-    : spawn(process.execPath, cli, { stdio: ['pipe', 'ignore', 'pipe'] });
+  const child =
+    STRACE && slowed
+      ? spawn(
+          'strace',
+          [
+            '-f',
+            '--seccomp-bpf',
+            '-qq',
+            '-o',
+            '/dev/null',
+            '-e',
+            `trace=${SLOWED}`,
+            '-e',
+            `inject=${SLOWED}:delay_enter=${DELAY_US}`,
+            process.execPath,
+            ...cli,
+          ],
+          { stdio: ['pipe', 'ignore', 'pipe'] },
+        )
+      : spawn(process.execPath, cli, { stdio: ['pipe', 'ignore', 'pipe'] });
   child.stdin!.on('error', () => undefined);
   child.stdin!.end(`${URLS.join('\n')}\n`);
   return child;
@@ -74,7 +92,11 @@ function killCli(child: ChildProcess): void {
 function ended(child: ChildProcess): Promise<{ code: number | null; stderr: string; killed: boolean }> {
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, stderr, killed: signal === 'SIGKILL' || (STRACE && code === 137) })));
+  return new Promise((resolve) =>
+    child.on('close', (code, signal) =>
+      resolve({ code, stderr, killed: signal === 'SIGKILL' || (STRACE && code === 137) }),
+    ),
+  );
 }
 
 /** Calls `then` at the first change in `watched` (creation has begun), once. */
@@ -114,15 +136,30 @@ async function creationMs(): Promise<number> {
 
 /** The next run opens the store and works: every URL of a run that finished is there, and adds and queries go through. */
 async function nextRunWorks(dir: string, finished: boolean, what: string): Promise<void> {
-  const store = await SeenStore.open(dir, { onWarning: () => undefined }).catch((error: Error) => assert.fail(`${what}: the next open failed: ${error.message}`));
+  const store = await SeenStore.open(dir, { onWarning: () => undefined }).catch((error: Error) =>
+    assert.fail(`${what}: the next open failed: ${error.message}`),
+  );
   try {
-    if (finished) assert.deepEqual(await store.scope().has(URLS), URLS.map(() => true), `${what}: a finished run's URLs`);
+    if (finished)
+      assert.deepEqual(
+        await store.scope().has(URLS),
+        URLS.map(() => true),
+        `${what}: a finished run's URLs`,
+      );
     await store.scope().add(URLS);
-    assert.deepEqual(await store.scope().has([...URLS, 'https://never.example/']), [...URLS.map(() => true), false], what);
+    assert.deepEqual(
+      await store.scope().has([...URLS, 'https://never.example/']),
+      [...URLS.map(() => true), false],
+      what,
+    );
   } finally {
     await store.close();
   }
-  assert.deepEqual(readdirSync(dir).filter((name) => name.startsWith('.seenstore-creating-')), [], `${what}: the dead creator's staging directory was removed`);
+  assert.deepEqual(
+    readdirSync(dir).filter((name) => name.startsWith('.seenstore-creating-')),
+    [],
+    `${what}: the dead creator's staging directory was removed`,
+  );
 }
 
 /**
@@ -133,7 +170,7 @@ async function killedCreation(trial: number, windowMs: number): Promise<Left> {
   const target = TARGETS[trial % TARGETS.length]!;
   const raced = trial % 4 === 3 && target !== 'missing';
   // A fixed pseudo-random point per trial (Knuth's multiplicative hash): a failure names its trial and reruns alike.
-  const delayMs = (((trial + 1) * 2654435761) % 2 ** 32) / 2 ** 32 * windowMs;
+  const delayMs = ((((trial + 1) * 2654435761) % 2 ** 32) / 2 ** 32) * windowMs;
   const { dir, watched } = prepare(target);
   const victim = spawnAdd(dir);
   // The rival runs at full speed: it only has to race, and it is never killed.
@@ -148,7 +185,8 @@ async function killedCreation(trial: number, windowMs: number): Promise<Left> {
   if (rivalRun !== undefined) assert.equal(rivalRun.code, 0, `${what}: the rival creator failed: ${rivalRun.stderr}`);
   const left = run.killed ? leftBehind(dir) : 'finished';
   await nextRunWorks(dir, !run.killed || rivalRun !== undefined, what);
-  if (target === 'crawl-folder') assert.equal(readFileSync(join(dir, 'urls.txt'), 'utf8'), `${URLS.join('\n')}\n`, `${what}: the folder's own file`);
+  if (target === 'crawl-folder')
+    assert.equal(readFileSync(join(dir, 'urls.txt'), 'utf8'), `${URLS.join('\n')}\n`, `${what}: the folder's own file`);
   // Now and then the next run is the CLI itself, as an operator's would be.
   if (trial % 25 === 0) {
     const has = await runCli(['--store', dir, 'has', '--count'], `${URLS.join('\n')}\n`);
@@ -167,11 +205,16 @@ describe('kill -9 while a store is created (issue 43)', () => {
       for (let trial = next++; trial < TRIALS; trial = next++) left[await killedCreation(trial, windowMs)]++;
     };
     await Promise.all(Array.from({ length: AT_ONCE }, worker));
-    process.stderr.write(`create-kill: ${TRIALS} trials${STRACE ? ' under strace' : ''}, window ${windowMs.toFixed(1)} ms, left: ${JSON.stringify(left)}\n`);
+    process.stderr.write(
+      `create-kill: ${TRIALS} trials${STRACE ? ' under strace' : ''}, window ${windowMs.toFixed(1)} ms, left: ${JSON.stringify(left)}\n`,
+    );
     // The kills must land inside creation, or the test proves nothing: most of the window is the
     // staging, and about a fifth of it lies after the data file is in place.
     assert.ok(left.staging >= TRIALS / 10, `only ${left.staging} of ${TRIALS} kills landed while the store was staged`);
-    assert.ok(left.linked + left.store >= TRIALS / 40, `only ${left.linked + left.store} of ${TRIALS} kills landed after the data file was in place`);
+    assert.ok(
+      left.linked + left.store >= TRIALS / 40,
+      `only ${left.linked + left.store} of ${TRIALS} kills landed after the data file was in place`,
+    );
   });
 
   test('an empty data.mdb is damage, not a creation: refused (STORE_CORRUPT), also with no other store file beside it', async () => {

@@ -44,7 +44,18 @@ interface StoppedRun {
 
 /** filter-new over `file`, stopped by `stop` once its reader took `after` lines. */
 async function stoppedRun(dir: string, file: string, stop: Stop, after: number): Promise<StoppedRun> {
-  const child = spawnCli(['filter-new', '--store', dir, '--capacity', '100000', '--fpr', '1e-9', '--batch-size', String(BATCH), file]);
+  const child = spawnCli([
+    'filter-new',
+    '--store',
+    dir,
+    '--capacity',
+    '100000',
+    '--fpr',
+    '1e-9',
+    '--batch-size',
+    String(BATCH),
+    file,
+  ]);
   child.stdin!.end();
   let text = '';
   let lines = 0;
@@ -76,7 +87,13 @@ async function stoppedRun(dir: string, file: string, stop: Stop, after: number):
   const code = await closed;
   const all = text.split('\n');
   const tail = all.pop()!;
-  return { lines: all.filter((line) => line !== ''), partial: tail !== '', code, stderr: Buffer.concat(stderr).toString('utf8'), stoppedMidway };
+  return {
+    lines: all.filter((line) => line !== ''),
+    partial: tail !== '',
+    code,
+    stderr: Buffer.concat(stderr).toString('utf8'),
+    stoppedMidway,
+  };
 }
 
 describe('delivery: what filter-new records reaches a reader, at least once', { skip: NEEDS_SHARED_DATA }, () => {
@@ -101,17 +118,22 @@ describe('delivery: what filter-new records reaches a reader, at least once', { 
         }
         // A signal lets the batch being written finish: the output ends with a whole line. (A reader
         // that goes away cuts what it reads where it likes, and kill -9 may cut a write.)
-        if (stop === 'SIGINT' || stop === 'SIGTERM') assert.equal(first.partial, false, `trial ${t}: a ${stop} left half a line`);
+        if (stop === 'SIGINT' || stop === 'SIGTERM')
+          assert.equal(first.partial, false, `trial ${t}: a ${stop} left half a line`);
         const next = await runCli(['filter-new', '--store', store, file]);
         assert.equal(next.code, 0, next.stderr);
         const printed = new Map<string, number>();
-        for (const url of [...first.lines, ...next.stdout.split('\n').filter(Boolean)]) printed.set(url, (printed.get(url) ?? 0) + 1);
+        for (const url of [...first.lines, ...next.stdout.split('\n').filter(Boolean)])
+          printed.set(url, (printed.get(url) ?? 0) + 1);
         const never = URLS.filter((url) => !printed.has(url));
         assert.deepEqual(never.slice(0, 3), [], `trial ${t}: ${never.length} URLs never printed`);
         const twice = [...printed.values()].reduce((n, times) => n + times - 1, 0);
         const bound = stop === 'SIGKILL' ? 3 * BATCH : 4 * BATCH + kept;
         assert.ok(twice <= bound, `trial ${t}: ${twice} URLs printed twice, more than ${bound}`);
-        assert.ok([...printed.keys()].every((url) => URLS.includes(url) || url === ''), `trial ${t}: a line that was never input`);
+        assert.ok(
+          [...printed.keys()].every((url) => URLS.includes(url) || url === ''),
+          `trial ${t}: a line that was never input`,
+        );
       }
       assert.ok(midway >= TRIALS / 2, `only ${midway} of ${TRIALS} stops reached a running filter-new`);
     });
@@ -129,7 +151,7 @@ describe('delivery: what filter-new records reaches a reader, at least once', { 
     assert.equal(URLS.filter((url) => !all.has(url)).length, 0);
   });
 
-  test('two runs at once never take each other\'s batches: a running one\'s are not redelivered', async () => {
+  test("two runs at once never take each other's batches: a running one's are not redelivered", async () => {
     const store = join(dir, 'running');
     const stalled = spawnCli(['filter-new', '--store', store, '--batch-size', String(BATCH), file]);
     stalled.stdin!.end();

@@ -21,7 +21,8 @@ function mountSmall(kind: 'ext4' | 'tmpfs'): string | undefined {
   const mountPoint = join(dir, 'mnt');
   try {
     mkdirSync(mountPoint);
-    if (kind === 'tmpfs') execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mountPoint], { stdio: 'ignore' });
+    if (kind === 'tmpfs')
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mountPoint], { stdio: 'ignore' });
     else {
       execFileSync('dd', ['if=/dev/zero', `of=${image}`, 'bs=1M', 'count=8'], { stdio: 'ignore' });
       execFileSync('mkfs.ext4', ['-q', image], { stdio: 'ignore' });
@@ -50,7 +51,8 @@ describe('a full disk', () => {
     assert.equal(out.code, ERROR_CODES.STORE_FULL, out.stderr);
     const lines = out.stderr.split('\n').filter(Boolean);
     assert.match(lines.at(-1)!, /^seenstore: error STORE_FULL: /, out.stderr);
-    for (const line of lines.slice(0, -1)) assert.match(line, /^(Write error: .*|read .*)$/, `only LMDB's line may precede: ${JSON.stringify(out.stderr)}`);
+    for (const line of lines.slice(0, -1))
+      assert.match(line, /^(Write error: .*|read .*)$/, `only LMDB's line may precede: ${JSON.stringify(out.stderr)}`);
   });
 
   test('filter-new on a full disk: a run whose work is committed exits 0 with a warning; a batch that cannot be kept is not recorded', async (t) => {
@@ -77,7 +79,7 @@ describe('a full disk', () => {
     assert.deepEqual(later.stdout.split('\n').filter(Boolean), fresh, 'the refused batch was recorded after all');
   });
 
-  test('a new store on a full tmpfs is STORE_FULL, not a SIGBUS in LMDB\'s lock file', async (t) => {
+  test("a new store on a full tmpfs is STORE_FULL, not a SIGBUS in LMDB's lock file", async (t) => {
     const mountPoint = mountSmall('tmpfs');
     if (mountPoint === undefined) {
       t.skip('needs root and tmpfs mounts');

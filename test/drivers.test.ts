@@ -15,7 +15,8 @@ describe('drivers: the registry of backends', () => {
     const cwd = tempDir('seenstore-drivers-');
     const error = await expectCode('USAGE', () => SeenStore.open('postgres://db.example/crawl'));
     assert.match(error.message, /postgres:\/\//);
-    for (const scheme of supportedSchemes()) assert.ok(error.message.includes(`${scheme}://`), `the refusal lists ${scheme}://`);
+    for (const scheme of supportedSchemes())
+      assert.ok(error.message.includes(`${scheme}://`), `the refusal lists ${scheme}://`);
     const cli = await runCli(['add', '--store', 'postgres://db.example/crawl'], 'https://a.example/\n', {}, cwd);
     assert.equal(cli.code, 2, cli.stderr);
     assert.match(cli.stderr, /unknown store scheme postgres:\/\//);
@@ -26,8 +27,10 @@ describe('drivers: the registry of backends', () => {
     const schemes = supportedSchemes();
     assert.deepEqual([...new Set(schemes)], schemes);
     assert.ok(schemes.includes('redis') && schemes.includes('rediss'));
-    for (const scheme of schemes) assert.deepEqual(driverFor(`${scheme.toUpperCase()}://x`).schemes.includes(scheme), true);
-    for (const path of ['/tmp/crawl', 'crawl.v2', 'a:b', 'C:\\crawl']) assert.deepEqual(driverFor(path).schemes, [], path);
+    for (const scheme of schemes)
+      assert.deepEqual(driverFor(`${scheme.toUpperCase()}://x`).schemes.includes(scheme), true);
+    for (const path of ['/tmp/crawl', 'crawl.v2', 'a:b', 'C:\\crawl'])
+      assert.deepEqual(driverFor(path).schemes, [], path);
   });
 });
 
@@ -88,9 +91,11 @@ describe('drivers: the memory driver', () => {
         assert.deepEqual(await inMemory.addIfAbsent(more), await onDisk.addIfAbsent(more), 'the answers differ');
         const probe = [...probes, ...urls.slice(0, 10_000)];
         assert.deepEqual(await inMemory.has(probe), await onDisk.has(probe), 'membership differs');
-        if (strategy === 'counting') assert.deepEqual(await inMemory.count(probe), await onDisk.count(probe), 'counts differ');
+        if (strategy === 'counting')
+          assert.deepEqual(await inMemory.count(probe), await onDisk.count(probe), 'counts differ');
         const [a, b] = [await inMemory.epoch(1), await onDisk.epoch(1)];
-        for (const field of ['slices', 'submitted', 'added', 'estimatedDistinct', 'fillRatio', 'estimatedFpr'] as const) assert.equal(a[field], b[field], field);
+        for (const field of ['slices', 'submitted', 'added', 'estimatedDistinct', 'fillRatio', 'estimatedFpr'] as const)
+          assert.equal(a[field], b[field], field);
         assert.deepEqual(a.sliceDetails, b.sliceDetails);
       } finally {
         await lmdb.close();
@@ -99,4 +104,3 @@ describe('drivers: the memory driver', () => {
     });
   }
 });
-

@@ -15,7 +15,10 @@ describe('states the engine leaves are never refused', () => {
     let longRuns = 0;
     for (let attempt = 0; attempt < REPRO_ATTEMPTS && longRuns === 0; attempt++) longRuns = await overflowReuse();
     // The state the check used to refuse: without a run longer than its value, this test could not fail.
-    assert.ok(longRuns > 0, `the reproduction left no overflow run longer than its value in ${REPRO_ATTEMPTS} attempts`);
+    assert.ok(
+      longRuns > 0,
+      `the reproduction left no overflow run longer than its value in ${REPRO_ATTEMPTS} attempts`,
+    );
   });
 
   test('seeded operation mixes in fresh and concurrent processes: no refusal, nothing acknowledged lost', async () => {
@@ -53,11 +56,15 @@ async function overflowReuse(): Promise<number> {
   assert.ok(acks.pushed.size > total - 100 && acks.pushed.size <= total, `${acks.pushed.size} queued`);
   const take = await runCli(['--store', dir, '--quiet', 'frontier', 'take', '--count', '10000', '--lease-ms', '1500']);
   assert.equal(take.code, 0, take.stderr);
-  const ids = take.stdout.split('\n').slice(0, 10).map((line) => line.split('\t')[0]!);
+  const ids = take.stdout
+    .split('\n')
+    .slice(0, 10)
+    .map((line) => line.split('\t')[0]!);
   const later = Date.now() + 60_000;
   const steps = (list: object[]): object => ({ kind: 'steps', steps: list });
   await runChild(dir, later, steps([{ op: 'done', ids }]), acks);
-  for (const line of take.stdout.split('\n').slice(0, 10)) acks.done.add(line.split('\t').find((f) => f.startsWith('http'))!);
+  for (const line of take.stdout.split('\n').slice(0, 10))
+    acks.done.add(line.split('\t').find((f) => f.startsWith('http'))!);
   await runChild(dir, later, steps([{ op: 'take', count: 1, leaseMs: 600_000 }]), acks);
   await runChild(dir, later, steps([{ op: 'take', count: 1, leaseMs: 600_000 }]), acks);
   const report = assertWalkSound(dir, 'overflow reuse');

@@ -14,7 +14,6 @@ const benignSet = new Set(benign);
 /** Real URLs never added in these tests: every "seen" answer for them is a false positive. */
 const probes = sharedUrls('crawl-sitelist-15k.txt').filter((url) => !benignSet.has(url));
 
-
 // The temporal strategy's p^2 check (rotation, fresh seeds, `all` over two epochs) is in the storage
 // contract (test/contract/suite.ts), which runs it on every backend.
 describe('epochs', () => {
@@ -98,7 +97,7 @@ describe('epochs', () => {
       assert.equal(run.signal, 'SIGKILL');
       assert.equal(run.acked, 3);
       const store = await SeenStore.open(dir);
-      const stats = (await store.scope().stats());
+      const stats = await store.scope().stats();
       const open = stats.epochs.filter((e) => e.state === 'open');
       assert.equal(open.length, 1);
       assert.equal(stats.openEpoch, point === 'rotate:before-commit' ? 1 : 2);
@@ -132,14 +131,21 @@ describe('epochs', () => {
     assert.ok((await child).done);
     await rotating;
     assert.ok(rotations >= 3, `only ${rotations} rotations for ${batches} batches`);
-    const stats = (await scope.stats());
+    const stats = await scope.stats();
     assert.equal(stats.epochs.length, rotations + 1);
-    assert.deepEqual(stats.epochs.filter((e) => e.added === 0).map((e) => e.epoch), [], 'the child added nothing to an epoch: it missed a rotation by another process');
+    assert.deepEqual(
+      stats.epochs.filter((e) => e.added === 0).map((e) => e.epoch),
+      [],
+      'the child added nothing to an epoch: it missed a rotation by another process',
+    );
     const addedOverEpochs = stats.epochs.reduce((sum, e) => sum + e.added, 0);
     assert.equal(addedOverEpochs, benign.length + 1, 'each URL was new in exactly one epoch');
     const perEpoch: number[] = [];
     for (const e of stats.epochs) perEpoch.push((await scope.has(benign, { epochs: e.epoch })).filter(Boolean).length);
-    assert.equal(perEpoch.reduce((a, b) => a + b, 0), benign.length);
+    assert.equal(
+      perEpoch.reduce((a, b) => a + b, 0),
+      benign.length,
+    );
     assert.equal(stats.epochs.filter((e) => e.state === 'open').length, 1);
     await store.close();
   });
@@ -153,12 +159,22 @@ describe('epochs', () => {
       if (e < 3) await scope.rotate({ capacityUrls: 400_000 });
     }
     await expectCode('USAGE', () => scope.prune({}));
-    assert.deepEqual(await scope.prune({ keepLast: 2, sealedWithinMs: 3_600_000 }), [], 'all sealed within the hour: kept');
+    assert.deepEqual(
+      await scope.prune({ keepLast: 2, sealedWithinMs: 3_600_000 }),
+      [],
+      'all sealed within the hour: kept',
+    );
     const before = (await scope.stats()).epochs;
     const dropped = await scope.prune({ keepLast: 2 });
-    assert.deepEqual(dropped.map((d) => d.epoch), [1, 2]);
+    assert.deepEqual(
+      dropped.map((d) => d.epoch),
+      [1, 2],
+    );
     for (const d of dropped) assert.equal(d.bytesFreed, before.find((e) => e.epoch === d.epoch)!.bytesOnDisk);
-    assert.deepEqual((await scope.stats()).epochs.map((e) => e.epoch), [3, 4]);
+    assert.deepEqual(
+      (await scope.stats()).epochs.map((e) => e.epoch),
+      [3, 4],
+    );
     await expectCode('NOT_FOUND', () => scope.has(['https://x.example/'], { epochs: 1 }));
     await assert.rejects(scope.has(['https://x.example/'], { epochs: '1..3' as never }), TypeError);
     await expectCode('NOT_FOUND', () => scope.diff(['https://x.example/'], 2, 4));
@@ -184,7 +200,10 @@ describe('epochs', () => {
     const grownWithout = await growth(control, controlScope);
     await control.close();
     const freed = dropped.reduce((sum, d) => sum + d.bytesFreed, 0);
-    assert.ok(grown <= grownWithout - freed / 2, `file grew ${grown} bytes after freeing ${freed}, ${grownWithout} without the prune`);
+    assert.ok(
+      grown <= grownWithout - freed / 2,
+      `file grew ${grown} bytes after freeing ${freed}, ${grownWithout} without the prune`,
+    );
     const cli = await runCli(['has', '--store', dir, '--epochs', '1..4'], 'https://x.example/\n');
     assert.equal(cli.code, 11);
     assert.match(cli.stderr, /no epoch 1 \(it was pruned\)/);
@@ -202,7 +221,10 @@ describe('epochs', () => {
     assert.deepEqual((await scope.stats()).epochs.map((e) => e.epoch).includes(1), false);
     const finished = await scope.prune({ keepLast: 1 });
     assert.ok(finished.some((d) => d.epoch === 1));
-    assert.deepEqual((await scope.stats()).epochs.map((e) => e.epoch), [3]);
+    assert.deepEqual(
+      (await scope.stats()).epochs.map((e) => e.epoch),
+      [3],
+    );
     await store.close();
   });
 
@@ -219,13 +241,23 @@ describe('epochs', () => {
     const rotated = await cli(['epoch', 'rotate', '--json']);
     assert.equal(JSON.parse(rotated.stdout).opened.epoch, 2);
     const second = await cli(['filter-new'], `${crawl2.join('\n')}\n`);
-    assert.equal(second.stdout.split('\n').filter(Boolean).length, 4_000, 'a recrawl fetches everything again in its epoch');
-    const newSince = await cli(['diff', '--from', 'previous', '--to', 'current', '--print', 'only-to'], `${crawl2.join('\n')}\n`);
+    assert.equal(
+      second.stdout.split('\n').filter(Boolean).length,
+      4_000,
+      'a recrawl fetches everything again in its epoch',
+    );
+    const newSince = await cli(
+      ['diff', '--from', 'previous', '--to', 'current', '--print', 'only-to'],
+      `${crawl2.join('\n')}\n`,
+    );
     assert.deepEqual(newSince.stdout.split('\n').filter(Boolean), benign.slice(3_000, 6_000));
     const classes = await cli(['classify', '--json'], `${crawl2.join('\n')}\n`);
     assert.deepEqual(JSON.parse(classes.stdout), { read: 4_000, invalid: 0, new: 3_000, revisit: 1_000 });
     const list = await cli(['epoch', 'list', '--json']);
-    assert.deepEqual(JSON.parse(list.stdout).epochs.map((e: { state: string }) => e.state), ['sealed', 'open']);
+    assert.deepEqual(
+      JSON.parse(list.stdout).epochs.map((e: { state: string }) => e.state),
+      ['sealed', 'open'],
+    );
     const bad = await cli(['has', '--epochs', 'yesterday'], 'x\n');
     assert.equal(bad.code, 2);
   });

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { BloomFilter, type Layout } from '../src/filters/bloom.js';
-import { blockedFprCurve, estimateCardinality, expectedFpr, pairFloorFpr, sizeBlockedForFpr, sizeByMultiplier, sizeForFpr } from '../src/filters/sizing.js';
+import {
+  blockedFprCurve,
+  estimateCardinality,
+  expectedFpr,
+  pairFloorFpr,
+  sizeBlockedForFpr,
+  sizeByMultiplier,
+  sizeForFpr,
+} from '../src/filters/sizing.js';
 import { freshSeedHex, seedFromHex } from '../src/hash/scheme.js';
 import { XxHash } from '../src/hash/xxhash.js';
 import { binomialLower, binomialUpper, sharedUrls, xorshift32 } from './helpers/data.js';
@@ -38,7 +46,7 @@ describe('sizing', () => {
 
   test('small filters at low targets grow until the two-value floor is at most a quarter of the target, and meet it', () => {
     const tiny = sizeForFpr(3000, 1e-9);
-    assert.equal(tiny.k, 30, 'k stays the target\'s (optimal m 129,536)');
+    assert.equal(tiny.k, 30, "k stays the target's (optimal m 129,536)");
     assert.ok(tiny.mBits >= 2 * Math.sqrt(3000 / 1e-9), `m = ${tiny.mBits}`);
     assert.ok(pairFloorFpr(tiny.mBits, 3000) <= 1e-9 / 4);
     // Measured: 300 URLs at 1e-5. With the optimal m (7,680 bits) the floor n / m^2 is half the
@@ -56,7 +64,11 @@ describe('sizing', () => {
   });
 
   test('blocked sizing: the smallest m whose closed form meets the target', () => {
-    for (const [n, p] of [[842_729, 0.01], [100_000, 0.001], [5_000, 1e-6]] as const) {
+    for (const [n, p] of [
+      [842_729, 0.01],
+      [100_000, 0.001],
+      [5_000, 1e-6],
+    ] as const) {
       const classic = sizeForFpr(n, p);
       const { mBits, k } = sizeBlockedForFpr(n, p);
       assert.ok(mBits >= classic.mBits && mBits % 512 === 0, `m = ${mBits}`);
@@ -95,12 +107,22 @@ describe('Bloom filters on real URLs', () => {
       // The blocked layout pays for its single cache miss with a higher rate: its closed form (a
       // Poisson mixture over block loads) plus the 11-14 % that the correlation of bits inside a
       // block adds on real URLs (docs/results.md), allowed 25 %.
-      const expected = layout === 'classic' ? fpr : 1.25 * theoryFpr('non-incremental', [filter.geometry], inserted.length);
+      const expected =
+        layout === 'classic' ? fpr : 1.25 * theoryFpr('non-incremental', [filter.geometry], inserted.length);
       const bound = binomialUpper(probes.length, expected);
-      assert.ok(falsePositives <= bound, `${falsePositives} false positives of ${probes.length}, bound ${bound.toFixed(1)}`);
-      assert.ok(falsePositives >= binomialLower(probes.length, fpr / 4), `suspiciously few false positives: ${falsePositives}`);
+      assert.ok(
+        falsePositives <= bound,
+        `${falsePositives} false positives of ${probes.length}, bound ${bound.toFixed(1)}`,
+      );
+      assert.ok(
+        falsePositives >= binomialLower(probes.length, fpr / 4),
+        `suspiciously few false positives: ${falsePositives}`,
+      );
       const estimate = filter.estimatedCount;
-      assert.ok(Math.abs(estimate - inserted.length) / inserted.length < 0.03, `estimated ${estimate} of ${inserted.length}`);
+      assert.ok(
+        Math.abs(estimate - inserted.length) / inserted.length < 0.03,
+        `estimated ${estimate} of ${inserted.length}`,
+      );
       assert.ok(Math.abs(filter.currentFpr - fpr) < fpr * 0.25, `estimated FPR ${filter.currentFpr}`);
     });
   }

@@ -13,7 +13,17 @@ import { runCli } from './helpers/cli.js';
 interface Expected {
   formatVersion: number;
   scope: string;
-  epochs: { epoch: number; state: string; capacityUrls: number; fprTarget: number; strategy?: string; submitted: number; added: number; slices: number; journalRecords: number }[];
+  epochs: {
+    epoch: number;
+    state: string;
+    capacityUrls: number;
+    fprTarget: number;
+    strategy?: string;
+    submitted: number;
+    added: number;
+    slices: number;
+    journalRecords: number;
+  }[];
   urls: Record<string, [string, number]>;
   neverSeenInAnyEpoch: number;
   exportFile?: { file: string; epoch: number; urls: string };
@@ -58,29 +68,52 @@ async function checkpointRecords(dir: string): Promise<Record<string, unknown>> 
 async function answersAsRecorded(dir: string, expected: Expected): Promise<void> {
   const store = await SeenStore.open(dir);
   const scope = store.scope(expected.scope);
-  const stats = (await scope.stats());
+  const stats = await scope.stats();
   for (const want of expected.epochs) {
     const got = stats.epochs.find((e) => e.epoch === want.epoch);
     assert.ok(got, `epoch ${want.epoch} missing`);
-    for (const field of ['state', 'capacityUrls', 'fprTarget', 'submitted', 'added', 'slices', 'journalRecords'] as const) {
+    for (const field of [
+      'state',
+      'capacityUrls',
+      'fprTarget',
+      'submitted',
+      'added',
+      'slices',
+      'journalRecords',
+    ] as const) {
       assert.equal(got[field], want[field], `epoch ${want.epoch} ${field}`);
     }
     // Fixtures before format 3 predate strategies: every epoch of theirs is classic.
     assert.equal(got.strategy, want.strategy ?? 'classic', `epoch ${want.epoch} strategy`);
   }
-  const byEpoch: [number, string][] = [[1, 'epoch1'], [2, 'epoch2'], [3, 'epoch3']];
+  const byEpoch: [number, string][] = [
+    [1, 'epoch1'],
+    [2, 'epoch2'],
+    [3, 'epoch3'],
+  ];
   if (expected.urls.merged !== undefined) byEpoch.push([3, 'merged']);
   for (const [epoch, list] of byEpoch) {
-    assert.ok((await scope.has(urls(expected.urls[list]!), { epochs: epoch })).every(Boolean), `epoch ${epoch} lost URLs of ${list}`);
+    assert.ok(
+      (await scope.has(urls(expected.urls[list]!), { epochs: epoch })).every(Boolean),
+      `epoch ${epoch} lost URLs of ${list}`,
+    );
   }
-  assert.equal((await scope.has(urls(expected.urls.never!), { epochs: 'all' })).filter(Boolean).length, expected.neverSeenInAnyEpoch);
+  assert.equal(
+    (await scope.has(urls(expected.urls.never!), { epochs: 'all' })).filter(Boolean).length,
+    expected.neverSeenInAnyEpoch,
+  );
   if (expected.counting !== undefined) {
-    assert.deepEqual((await store.scope(expected.counting.scope).count(urls(expected.counting.urls))), expected.counting.counts, 'counting scope');
+    assert.deepEqual(
+      await store.scope(expected.counting.scope).count(urls(expected.counting.urls)),
+      expected.counting.counts,
+      'counting scope',
+    );
   }
   assert.ok((await store.verify()).ok);
   // Every fixture epoch hashes by xxh64-km-v1, and keeps doing so (the answers above): an epoch's
   // scheme never changes. Epochs created from now on use the current scheme.
-  for (const want of expected.epochs) assert.equal((await scope.epoch(want.epoch)).hashScheme, expected.hashScheme ?? 'xxh64-km-v1');
+  for (const want of expected.epochs)
+    assert.equal((await scope.epoch(want.epoch)).hashScheme, expected.hashScheme ?? 'xxh64-km-v1');
   await keysAsRecorded(store, expected);
   // Still writable: new adds, a rotation, and the journal tail checkpointed on close.
   assert.deepEqual(await scope.addIfAbsent(['https://fixture.example/after-upgrade']), [true]);
@@ -90,7 +123,9 @@ async function answersAsRecorded(dir: string, expected: Expected): Promise<void>
   assert.equal(opened.normalize, expected.keys?.url.normalize ?? 'none', 'a rotation keeps the key mode');
   await store.close();
   const reopened = await SeenStore.open(dir);
-  assert.ok((await reopened.scope(expected.scope).has(['https://fixture.example/after-upgrade'], { epochs: 'previous' }))[0]);
+  assert.ok(
+    (await reopened.scope(expected.scope).has(['https://fixture.example/after-upgrade'], { epochs: 'previous' }))[0],
+  );
   await reopened.close();
 }
 
@@ -107,7 +142,10 @@ async function keysAsRecorded(store: SeenStore, expected: Expected): Promise<voi
     return;
   }
   assert.equal(normalize, expected.keys.url.normalize);
-  await assert.rejects(urlScope.addIfAbsent(['not a url at all']), (error: unknown) => error instanceof SeenStoreError && error.code === 'INVALID_URL');
+  await assert.rejects(
+    urlScope.addIfAbsent(['not a url at all']),
+    (error: unknown) => error instanceof SeenStoreError && error.code === 'INVALID_URL',
+  );
   const raw = store.scope(expected.keys.raw.scope);
   assert.equal((await raw.stats()).epochs[0]!.normalize, expected.keys.raw.normalize);
   assert.ok((await raw.has(expected.keys.raw.lines)).every(Boolean), 'raw lines recorded as they were');
@@ -178,7 +216,10 @@ describe('journal file version 1 (the format-5 fixture)', () => {
     const scope = store.scope(expected.scope);
     assert.deepEqual(await scope.addIfAbsent(['https://fixture.example/journal-v2']), [true]);
     assert.equal(journalVersion(), 2);
-    assert.ok((await scope.has(urls(expected.urls.epoch3!), { epochs: 3 })).every(Boolean), 'a frame was lost in the rewrite');
+    assert.ok(
+      (await scope.has(urls(expected.urls.epoch3!), { epochs: 3 })).every(Boolean),
+      'a frame was lost in the rewrite',
+    );
     assert.equal((await scope.stats()).epochs.find((e) => e.epoch === 3)!.journalRecords, tail + 1);
     assert.ok((await store.verify()).ok);
     await store.close();
@@ -193,7 +234,10 @@ describe('hash schemes across versions', () => {
     assert.equal((await scope.epoch(1)).hashScheme, HASH_SCHEME_ID);
     await assert.rejects(
       async () => scope.merge([join(FIXTURES, 'format-3', 'export-epoch2.ssx')]),
-      (error: unknown) => error instanceof SeenStoreError && error.code === 'INCOMPATIBLE' && /hash scheme xxh64-km-v1 vs xxh64-km-v2/.test(error.message),
+      (error: unknown) =>
+        error instanceof SeenStoreError &&
+        error.code === 'INCOMPATIBLE' &&
+        /hash scheme xxh64-km-v1 vs xxh64-km-v2/.test(error.message),
     );
     assert.equal((await scope.stats()).epochs[0]!.added, 1);
     await store.close();
@@ -206,7 +250,10 @@ describe('migration 1 -> 2 (fixture in, fixture out)', () => {
     const before = await checkpointRecords(dir);
     await SeenStore.migrate(dir, { snapshot: false });
     const after = await checkpointRecords(dir);
-    const frozen = JSON.parse(readFileSync(join(FIXTURES, 'format-1', 'migrated-to-2.json'), 'utf8')) as Record<string, unknown>;
+    const frozen = JSON.parse(readFileSync(join(FIXTURES, 'format-1', 'migrated-to-2.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
     assert.deepEqual(after, frozen);
     assert.deepEqual(Object.keys(after), Object.keys(before));
     // A second run finds nothing to do.
@@ -230,7 +277,10 @@ describe('migration 1 -> 2 (fixture in, fixture out)', () => {
     assert.ok(ageLocks(dir) >= 1, 'the killed migration left no lock');
     const report = await SeenStore.migrate(dir, { lockStaleMs: 2000 });
     assert.equal(report.to, FORMAT_VERSION);
-    await answersAsRecorded(dir, JSON.parse(readFileSync(join(FIXTURES, 'format-1', 'expected.json'), 'utf8')) as Expected);
+    await answersAsRecorded(
+      dir,
+      JSON.parse(readFileSync(join(FIXTURES, 'format-1', 'expected.json'), 'utf8')) as Expected,
+    );
   });
 
   test('CLI: commands on an unmigrated store exit 5 naming `seenstore migrate`; migrate exits 0 and reports the step', async () => {
@@ -243,12 +293,22 @@ describe('migration 1 -> 2 (fixture in, fixture out)', () => {
     assert.match(migrated.stdout, /^format 1 -> 2: checkpoint records gain .* \(3 records\)\n/);
     assert.match(migrated.stdout, /\nformat 2 -> 3: slices may carry a keying .* \(0 records\)\n/);
     assert.match(migrated.stdout, /\nformat 3 -> 4: epochs may normalise with `url` .* \(0 records\)\n/);
-    assert.match(migrated.stdout, new RegExp(`migrated from format 1 to ${FORMAT_VERSION}; the old store is snapshot pre-migrate-1-to-${FORMAT_VERSION}-`));
-    const answered = await runCli(['has', '--store', dir, '--scope', 'fixture', '--epochs', '1'], 'https://fixture.example/one/0?q=0\n');
+    assert.match(
+      migrated.stdout,
+      new RegExp(
+        `migrated from format 1 to ${FORMAT_VERSION}; the old store is snapshot pre-migrate-1-to-${FORMAT_VERSION}-`,
+      ),
+    );
+    const answered = await runCli(
+      ['has', '--store', dir, '--scope', 'fixture', '--epochs', '1'],
+      'https://fixture.example/one/0?q=0\n',
+    );
     assert.equal(answered.stdout, 'https://fixture.example/one/0?q=0\n');
     assert.match((await runCli(['migrate', '--store', dir])).stdout, /nothing to do/);
     const listed = JSON.parse((await runCli(['snapshot', 'list', '--json', '--store', dir])).stdout);
-    assert.deepEqual(listed.map((s: { reason: string; formatVersion: number }) => [s.reason, s.formatVersion]), [['pre-migrate', 1]]);
+    assert.deepEqual(
+      listed.map((s: { reason: string; formatVersion: number }) => [s.reason, s.formatVersion]),
+      [['pre-migrate', 1]],
+    );
   });
 });
-

@@ -41,11 +41,13 @@ interface Written {
 function urlItemLine(item: Written, camel: boolean): string {
   const info: Record<string, unknown> = { url: item.url };
   if (item.key !== undefined) info.key = item.key;
-  if (item.metadata !== undefined) info.metadata = Object.fromEntries(Object.entries(item.metadata).map(([k, values]) => [k, { values }]));
+  if (item.metadata !== undefined)
+    info.metadata = Object.fromEntries(Object.entries(item.metadata).map(([k, values]) => [k, { values }]));
   if (item.crawlID !== '') info.crawlID = item.crawlID;
   const uint64 = (n: number) => (camel ? String(n) : n);
   const creation = { [camel ? 'creationDate' : 'creation_date']: uint64(nowS - DAY_S) };
-  if (item.refetchS === undefined) return JSON.stringify({ discovered: { info }, ID: `${item.crawlID}_${item.url}`, ...creation });
+  if (item.refetchS === undefined)
+    return JSON.stringify({ discovered: { info }, ID: `${item.crawlID}_${item.url}`, ...creation });
   const known: Record<string, unknown> = { info };
   if (item.refetchS !== 0) known[camel ? 'refetchableFromDate' : 'refetchable_from_date'] = uint64(item.refetchS);
   return JSON.stringify({ known, ...creation });
@@ -59,7 +61,8 @@ function writtenItems(): Written[] {
     const url = `https://h${i % 7}.example/${crawlID || 'd'}/${i}`;
     if (i % 5 === 0) items.push({ url, crawlID, refetchS: laterS + i });
     else if (i % 5 === 1) items.push({ url, crawlID, refetchS: 0 });
-    else if (i % 5 === 2) items.push({ url, crawlID, key: `queue-${i % 4}`, metadata: { depth: [String(i)], tags: ['a', 'b'] } });
+    else if (i % 5 === 2)
+      items.push({ url, crawlID, key: `queue-${i % 4}`, metadata: { depth: [String(i)], tags: ['a', 'b'] } });
     else items.push({ url, crawlID });
   }
   return items;
@@ -79,7 +82,10 @@ async function entriesOf(store: SeenStore, scope: string): Promise<FrontierEntry
   const all: FrontierEntry[] = [];
   let cursor: string | undefined;
   do {
-    const page = await store.scope(scope).frontier().entries({ limit: 7, ...(cursor === undefined ? {} : { cursor }) });
+    const page = await store
+      .scope(scope)
+      .frontier()
+      .entries({ limit: 7, ...(cursor === undefined ? {} : { cursor }) });
     all.push(...page.entries);
     cursor = page.cursor;
   } while (cursor !== undefined);
@@ -91,7 +97,13 @@ async function shapes(store: SeenStore, scope: string): Promise<Map<string, Shap
   const map = new Map<string, Shape>();
   for (const e of await entriesOf(store, scope)) {
     assert.ok(!map.has(e.url), `${e.url} is queued twice in ${scope}`);
-    map.set(e.url, { url: e.url, queue: e.queue, state: e.state, ...(e.state === 'scheduled' ? { atMs: e.atMs } : {}), ...(e.data === undefined || e.data === null ? {} : { data: e.data }) });
+    map.set(e.url, {
+      url: e.url,
+      queue: e.queue,
+      state: e.state,
+      ...(e.state === 'scheduled' ? { atMs: e.atMs } : {}),
+      ...(e.data === undefined || e.data === null ? {} : { data: e.data }),
+    });
   }
   return map;
 }
@@ -109,13 +121,28 @@ async function checkImported(store: SeenStore, items: readonly Written[]): Promi
       assert.equal(entry.queue, item.key ?? new URL(item.url).host);
       assert.equal(entry.state, item.refetchS === undefined ? 'waiting' : 'scheduled');
       if (item.refetchS !== undefined) assert.equal(entry.atMs, item.refetchS * 1000);
-      if (item.metadata !== undefined) assert.deepEqual(entry.data, { metadata: Object.fromEntries(Object.entries(item.metadata).map(([k, values]) => [k, { values }])) });
-      else assert.equal(entry.data ?? undefined, undefined, 'a URL without metadata has no payload (null where others of its batch have one)');
+      if (item.metadata !== undefined)
+        assert.deepEqual(entry.data, {
+          metadata: Object.fromEntries(Object.entries(item.metadata).map(([k, values]) => [k, { values }])),
+        });
+      else
+        assert.equal(
+          entry.data ?? undefined,
+          undefined,
+          'a URL without metadata has no payload (null where others of its batch have one)',
+        );
     }
     // Every URL of the dump is seen, the done ones included: discovering one again queues nothing.
     const urls = mine.map((item) => item.url);
-    assert.deepEqual(await store.scope(scope).has(urls), urls.map(() => true));
-    assert.deepEqual(await store.scope(scope).enqueue(urls), urls.map(() => false), `scope ${scope}: a URL of the dump was discovered again`);
+    assert.deepEqual(
+      await store.scope(scope).has(urls),
+      urls.map(() => true),
+    );
+    assert.deepEqual(
+      await store.scope(scope).enqueue(urls),
+      urls.map(() => false),
+      `scope ${scope}: a URL of the dump was discovered again`,
+    );
   }
 }
 
@@ -134,7 +161,15 @@ async function roundTrip(open: () => Promise<SeenStore>, dir: string): Promise<v
   const second = await open();
   try {
     const counts = await importFile(first, zipped);
-    assert.deepEqual(counts, { read: 60, queued: 36, seen: 0, scheduled: 12, done: 12, invalid: 0, scopes: ['DEFAULT', 'news', 'shop.eu'] });
+    assert.deepEqual(counts, {
+      read: 60,
+      queued: 36,
+      seen: 0,
+      scheduled: 12,
+      done: 12,
+      invalid: 0,
+      scopes: ['DEFAULT', 'news', 'shop.eu'],
+    });
     await checkImported(first, items);
     // Again, plain this time: nothing changes (every step is add-if-absent or a move to the same place).
     const again = await importFile(first, plain);
@@ -142,7 +177,9 @@ async function roundTrip(open: () => Promise<SeenStore>, dir: string): Promise<v
     await checkImported(first, items);
 
     // A payload that is not URLFrontier metadata, and a leased URL, survive the trip (the lease as a waiting URL).
-    await first.scope('news').enqueue(['https://crawlee.example/x'], { data: [{ label: 'DETAIL', retries: 2, nested: [1, null] }] });
+    await first
+      .scope('news')
+      .enqueue(['https://crawlee.example/x'], { data: [{ label: 'DETAIL', retries: 2, nested: [1, null] }] });
     await first.scope('news').frontier().configure({ delayMs: 0 });
     const [leased] = await first.scope('news').frontier().take(1, { queue: 'h1.example' });
     assert.ok(leased !== undefined);
@@ -208,7 +245,14 @@ test('bad lines: one error naming the line by default; counted and skipped with 
     const store = await SeenStore.open(`memory://dump-bad-${process.pid}-${++stores}`, quiet);
     try {
       const input = Readable.from([Buffer.from(`${good}\n${line}\n${good}\n`)]);
-      await assert.rejects(importDump(store, input), (error: unknown) => error instanceof SeenStoreError && error.code === 'INVALID_URL' && /^line 2 of the dump: /.test(error.message), `bad line ${i}`);
+      await assert.rejects(
+        importDump(store, input),
+        (error: unknown) =>
+          error instanceof SeenStoreError &&
+          error.code === 'INVALID_URL' &&
+          /^line 2 of the dump: /.test(error.message),
+        `bad line ${i}`,
+      );
     } finally {
       await store.close();
     }
@@ -216,8 +260,15 @@ test('bad lines: one error naming the line by default; counted and skipped with 
   const store = await SeenStore.open(`memory://dump-bad-${process.pid}-${++stores}`, quiet);
   try {
     const warnings: string[] = [];
-    const counts = await importDump(store, Readable.from([Buffer.from(`${[good, ...bad, good.replace('/1', '/2')].join('\n')}`)]), { onInvalid: 'skip', warn: (m) => warnings.push(m) });
-    assert.deepEqual({ read: counts.read, queued: counts.queued, invalid: counts.invalid }, { read: 13, queued: 2, invalid: 11 });
+    const counts = await importDump(
+      store,
+      Readable.from([Buffer.from(`${[good, ...bad, good.replace('/1', '/2')].join('\n')}`)]),
+      { onInvalid: 'skip', warn: (m) => warnings.push(m) },
+    );
+    assert.deepEqual(
+      { read: counts.read, queued: counts.queued, invalid: counts.invalid },
+      { read: 13, queued: 2, invalid: 11 },
+    );
     assert.equal(warnings.length, 11);
     assert.match(warnings[9]!, /^line 11: longer than/);
     assert.equal(warnings[10], '11 invalid lines skipped in all');
@@ -227,12 +278,17 @@ test('bad lines: one error naming the line by default; counted and skipped with 
 });
 
 test('a damaged gzip stream is STORE_CORRUPT, the lines before it imported', async () => {
-  const lines = Array.from({ length: 3000 }, (_, i) => urlItemLine({ url: `https://g${i}.example/`, crawlID: 'g' }, true)).join('\n');
+  const lines = Array.from({ length: 3000 }, (_, i) =>
+    urlItemLine({ url: `https://g${i}.example/`, crawlID: 'g' }, true),
+  ).join('\n');
   const zipped = gzipSync(lines);
   const cut = zipped.subarray(0, zipped.length - 20);
   const store = await SeenStore.open(`memory://dump-gz-${process.pid}-${++stores}`, quiet);
   try {
-    await assert.rejects(importDump(store, Readable.from([cut])), (error: unknown) => error instanceof SeenStoreError && error.code === 'STORE_CORRUPT');
+    await assert.rejects(
+      importDump(store, Readable.from([cut])),
+      (error: unknown) => error instanceof SeenStoreError && error.code === 'STORE_CORRUPT',
+    );
   } finally {
     await store.close();
   }
@@ -246,13 +302,29 @@ test('CLI: frontier import detects gzip by its bytes; export --out .gz writes th
   const imported = await runCli(['--store', store, '--json', 'frontier', 'import', join(dir, 'dump.bin')]);
   assert.equal(imported.code, 0, imported.stderr);
   assert.equal(JSON.parse(imported.stdout).queued, 36);
-  const exported = await runCli(['--store', store, '--quiet', 'frontier', 'export', '--out', join(dir, 'out.jsonl.gz')]);
+  const exported = await runCli([
+    '--store',
+    store,
+    '--quiet',
+    'frontier',
+    'export',
+    '--out',
+    join(dir, 'out.jsonl.gz'),
+  ]);
   assert.equal(exported.code, 0, exported.stderr);
-  const lines = gunzipSync(readFileSync(join(dir, 'out.jsonl.gz'))).toString('utf8').trim().split('\n');
+  const lines = gunzipSync(readFileSync(join(dir, 'out.jsonl.gz')))
+    .toString('utf8')
+    .trim()
+    .split('\n');
   assert.equal(lines.length, 48);
   const news = await runCli(['--store', store, '--scope', 'news', 'frontier', 'export']);
   assert.equal(news.stdout.trim().split('\n').length, 16);
-  for (const line of news.stdout.trim().split('\n')) assert.equal((JSON.parse(line) as { [k: string]: { info: { crawlID: string } } }).known?.info.crawlID ?? JSON.parse(line).discovered.info.crawlID, 'news');
+  for (const line of news.stdout.trim().split('\n'))
+    assert.equal(
+      (JSON.parse(line) as { [k: string]: { info: { crawlID: string } } }).known?.info.crawlID ??
+        JSON.parse(line).discovered.info.crawlID,
+      'news',
+    );
   const bad = await runCli(['--store', store, 'frontier', 'import'], 'https://plain.example/\n');
   assert.equal(bad.code, 3);
   assert.match(bad.stderr, /line 1 of the dump: not JSON/);

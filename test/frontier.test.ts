@@ -52,16 +52,22 @@ describe('frontier: kill -9 at every named point loses nothing acknowledged', ()
       assert.equal(pending, queued.length);
       const ackedUrls = urls.slice(0, acked * 500);
       const queuedSet = new Set(queued);
-      assert.ok(ackedUrls.every((url) => queuedSet.has(url)), 'an acknowledged URL is missing from the frontier');
+      assert.ok(
+        ackedUrls.every((url) => queuedSet.has(url)),
+        'an acknowledged URL is missing from the frontier',
+      );
       // Queued exactly when recorded as seen: the queue and the bits commit together.
       const store = await SeenStore.open(dir);
       try {
         const seen = await store.scope('f').has(urls);
-        urls.forEach((url, i) => assert.equal(queuedSet.has(url), seen[i], `URL ${i}: queued ${queuedSet.has(url)}, seen ${seen[i]}`));
+        urls.forEach((url, i) =>
+          assert.equal(queuedSet.has(url), seen[i], `URL ${i}: queued ${queuedSet.has(url)}, seen ${seen[i]}`),
+        );
       } finally {
         await store.close();
       }
-      if (point === 'add:before-commit') assert.equal(queued.length, acked * 500, 'the killed batch reached the frontier');
+      if (point === 'add:before-commit')
+        assert.equal(queued.length, acked * 500, 'the killed batch reached the frontier');
       else assert.equal(queued.length, (acked + 1) * 500, 'the committed batch is missing from the frontier');
     });
   }
@@ -80,11 +86,19 @@ describe('frontier: kill -9 at every named point loses nothing acknowledged', ()
       try {
         const frontier = store.scope('f').frontier();
         const stats = await frontier.stats();
-        assert.equal(stats.pending + stats.leased + stats.done, urls.length, `${JSON.stringify(stats)}: URLs went missing`);
+        assert.equal(
+          stats.pending + stats.leased + stats.done,
+          urls.length,
+          `${JSON.stringify(stats)}: URLs went missing`,
+        );
         // take-after-commit and change-before-commit: the take committed, the done (if any) did not.
         const tookCommitted = point !== 'frontier:take-before-commit';
         assert.equal(stats.done, 0, `${JSON.stringify(stats)}: an uncommitted done took effect`);
-        assert.equal(stats.leased, tookCommitted ? 300 : 0, `${JSON.stringify(stats)}: leases are not what was committed`);
+        assert.equal(
+          stats.leased,
+          tookCommitted ? 300 : 0,
+          `${JSON.stringify(stats)}: leases are not what was committed`,
+        );
         // A second handle whose clock is past the dead taker's 10 s leases: they have run out for it.
         const later = await SeenStore.open(dir, { clock: () => Date.now() + 11_000 });
         let again;
@@ -119,7 +133,13 @@ describe('frontier: kill -9 of a schedule before it commits', () => {
       const frontier = store.scope('f').frontier();
       const states = await Promise.all(urls.map(async (url) => (await frontier.urlStatus(url))?.state));
       urls.forEach((_url, i) => assert.equal(states[i], i < acked * 200 ? 'scheduled' : 'waiting', `URL ${i}`));
-      assert.deepEqual(await frontier.stats(), { pending: urls.length, leased: 0, done: 0, failed: 0, queues: (await frontier.listQueues({ limit: 65_536 })).length });
+      assert.deepEqual(await frontier.stats(), {
+        pending: urls.length,
+        leased: 0,
+        done: 0,
+        failed: 0,
+        queues: (await frontier.listQueues({ limit: 65_536 })).length,
+      });
     } finally {
       await store.close();
     }
@@ -133,7 +153,10 @@ describe('frontier: kill -9 of a polite taker mid-stream', () => {
   const hosts = 20;
   const urls = Array.from({ length: hosts * 5 }, (_, i) => `https://h${i % hosts}.polite.example/p/${i}`);
 
-  for (const [point, skip] of [['frontier:change-before-commit', 2], ['frontier:take-after-commit', 3]] as const) {
+  for (const [point, skip] of [
+    ['frontier:change-before-commit', 2],
+    ['frontier:take-after-commit', 3],
+  ] as const) {
     test(`killed at ${point} after ${skip} passes: every acknowledged done holds, the rest is queued, its leases come back`, async () => {
       const dir = tempDir();
       const file = join(dir, 'urls.txt');
@@ -151,9 +174,17 @@ describe('frontier: kill -9 of a polite taker mid-stream', () => {
         const stats = await frontier.stats();
         leasedAtKill = stats.leased;
         assert.ok(leasedAtKill > 0, `${JSON.stringify(stats)}: the dead taker held no lease`);
-        assert.deepEqual({ pending: stats.pending + stats.leased, done: stats.done }, { pending: urls.length - acked.size, done: acked.size }, JSON.stringify(stats));
+        assert.deepEqual(
+          { pending: stats.pending + stats.leased, done: stats.done },
+          { pending: urls.length - acked.size, done: acked.size },
+          JSON.stringify(stats),
+        );
         for (let id = 1; id <= urls.length; id++) {
-          assert.equal((await frontier.urlStatus(urls[id - 1]!)) === undefined, acked.has(id), `URL ${id}: acknowledged done ${acked.has(id)}`);
+          assert.equal(
+            (await frontier.urlStatus(urls[id - 1]!)) === undefined,
+            acked.has(id),
+            `URL ${id}: acknowledged done ${acked.has(id)}`,
+          );
         }
       } finally {
         await store.close();
@@ -164,9 +195,17 @@ describe('frontier: kill -9 of a polite taker mid-stream', () => {
         const frontier = later.scope('f').frontier();
         await frontier.configure({ delayMs: 0 });
         const again = [];
-        for (let taken; (taken = await frontier.take(1_000, { perQueue: 1_000, leaseMs: 60_000 })).length > 0;) again.push(...taken);
-        assert.deepEqual(again.map((entry) => seqOf(entry.id)).sort((a, b) => a - b), urls.map((_, i) => i + 1).filter((id) => !acked.has(id)));
-        assert.equal(again.filter((entry) => entry.attempts === 2).length, leasedAtKill, 'the dead taker\'s leases did not come back');
+        for (let taken; (taken = await frontier.take(1_000, { perQueue: 1_000, leaseMs: 60_000 })).length > 0; )
+          again.push(...taken);
+        assert.deepEqual(
+          again.map((entry) => seqOf(entry.id)).sort((a, b) => a - b),
+          urls.map((_, i) => i + 1).filter((id) => !acked.has(id)),
+        );
+        assert.equal(
+          again.filter((entry) => entry.attempts === 2).length,
+          leasedAtKill,
+          "the dead taker's leases did not come back",
+        );
       } finally {
         await later.close();
       }
@@ -184,12 +223,17 @@ describe('frontier records in verify', () => {
     const root = open({ path: dir, noSubdir: false, maxDbs: 8 });
     const db = root.openDB<Buffer, Buffer>({ name: 'queue', encoding: 'binary', keyEncoding: 'binary' });
     // The block of both waiting URLs: scope number 1, tag 'w', queue 1, their due time, block seq 1.
-    const second = [...db.getKeys({})].find((key) => key[0] === 1 && key[1] === 0x77 && key.readUIntBE(key.length - 5, 5) === 1)!;
+    const second = [...db.getKeys({})].find(
+      (key) => key[0] === 1 && key[1] === 0x77 && key.readUIntBE(key.length - 5, 5) === 1,
+    )!;
     await db.put(second, Buffer.from([0xc1]));
     await root.close();
     const report = await SeenStore.verify(dir);
     assert.equal(report.ok, false);
-    assert.deepEqual(report.damage.map((d) => d.where), [`frontier f ${second.toString('hex')}`]);
+    assert.deepEqual(
+      report.damage.map((d) => d.where),
+      [`frontier f ${second.toString('hex')}`],
+    );
     const again = await SeenStore.open(dir);
     try {
       await expectCode('STORE_CORRUPT', () => again.scope('f').frontier().take(5, { perQueue: 5 }));
@@ -209,7 +253,18 @@ describe('frontier CLI', () => {
     assert.match(push.stderr, /queued 51/);
     const again = await runCli(['--store', dir, '--scope', 'c', 'frontier', 'push'], input);
     assert.equal(again.stdout, '', 'a URL was queued twice');
-    const take = await runCli(['--store', dir, '--scope', 'c', 'frontier', 'take', '--count', '20', '--per-queue', '20']);
+    const take = await runCli([
+      '--store',
+      dir,
+      '--scope',
+      'c',
+      'frontier',
+      'take',
+      '--count',
+      '20',
+      '--per-queue',
+      '20',
+    ]);
     assert.equal(take.code, 0, take.stderr);
     const taken = take.stdout.split('\n').filter(Boolean);
     assert.equal(taken.length, 20);
@@ -219,8 +274,20 @@ describe('frontier CLI', () => {
     assert.match(done.stderr, /done 20 of 20/);
     const stats = await runCli(['--store', dir, '--scope', 'c', '--json', 'frontier', 'stats']);
     const takenUrls = new Set(taken.map((line) => line.split('\t')[1]));
-    const queuesLeft = new Set(push.stdout.split('\n').filter((url) => url !== '' && !takenUrls.has(url)).map((url) => new URL(url).host)).size;
-    assert.deepEqual(JSON.parse(stats.stdout), { scope: 'c', pending: 31, leased: 0, done: 20, failed: 0, queues: queuesLeft });
+    const queuesLeft = new Set(
+      push.stdout
+        .split('\n')
+        .filter((url) => url !== '' && !takenUrls.has(url))
+        .map((url) => new URL(url).host),
+    ).size;
+    assert.deepEqual(JSON.parse(stats.stdout), {
+      scope: 'c',
+      pending: 31,
+      leased: 0,
+      done: 20,
+      failed: 0,
+      queues: queuesLeft,
+    });
     const bad = await runCli(['--store', dir, '--scope', 'c', 'frontier', 'done', 'abc']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /seenstore: error USAGE: not a frontier id/);

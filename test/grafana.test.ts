@@ -28,7 +28,8 @@ function exposition(text: string, into = new Map<string, Set<string>>()): Map<st
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})? /.exec(line);
     assert.ok(match, `not a sample line: ${line}`);
     const labels = into.get(match[1]!) ?? new Set<string>();
-    for (const pair of (match[2] ?? '').split(/,(?=[a-zA-Z_]+=")/)) if (pair !== '') labels.add(pair.slice(0, pair.indexOf('=')));
+    for (const pair of (match[2] ?? '').split(/,(?=[a-zA-Z_]+=")/))
+      if (pair !== '') labels.add(pair.slice(0, pair.indexOf('=')));
     into.set(match[1]!, labels);
   }
   return into;
@@ -71,7 +72,10 @@ describe('the Grafana dashboard', () => {
   test('every panel queries metrics and labels that serve and stats --format prometheus export', async () => {
     const dashboard = JSON.parse(readFileSync(join(ROOT, 'docs', 'grafana-dashboard.json'), 'utf8')) as Dashboard;
     const store = join(tempDir(), 'store');
-    const added = await runCli(['--store', store, '--scope', 'shop', '--quiet', 'add'], 'https://shop.example/a\nhttps://shop.example/b\n');
+    const added = await runCli(
+      ['--store', store, '--scope', 'shop', '--quiet', 'add'],
+      'https://shop.example/a\nhttps://shop.example/b\n',
+    );
     assert.equal(added.code, 0, added.stderr);
     const stats = await runCli(['--store', store, 'stats', '--format', 'prometheus']);
     assert.equal(stats.code, 0, stats.stderr);
@@ -101,12 +105,17 @@ describe('the Grafana dashboard', () => {
       for (const target of panel.targets) all.push(...problems(target.expr, series).map((p) => `${panel.title}: ${p}`));
     }
     for (const variable of dashboard.templating.list) {
-      if (variable.query.includes('seenstore_')) all.push(...problems(variable.query, series).map((p) => `variable ${variable.name}: ${p}`));
+      if (variable.query.includes('seenstore_'))
+        all.push(...problems(variable.query, series).map((p) => `variable ${variable.name}: ${p}`));
     }
     assert.deepEqual(all, []);
     assert.ok(deprecated.length > 0, 'serve keeps the names before issue 45 for one release');
     const queried = JSON.stringify(dashboard);
-    assert.deepEqual(deprecated.filter((name) => queried.includes(name)), [], 'the dashboard queries no deprecated metric');
+    assert.deepEqual(
+      deprecated.filter((name) => queried.includes(name)),
+      [],
+      'the dashboard queries no deprecated metric',
+    );
     assert.ok(series.get('seenstore_urls_total')?.has('op'));
     assert.match(queried, /seenstore_epoch_adds/);
     assert.ok(dashboard.panels.length >= 10);

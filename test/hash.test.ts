@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { BloomFilter } from '../src/filters/bloom.js';
 import { regionReciprocal } from '../src/filters/regions.js';
-import { HASH_SCHEMES, Modulus, blockedPositions, classicPositions, modFast, seedFromHex, MAX_FILTER_BITS, type HashSchemeId } from '../src/hash/scheme.js';
+import {
+  HASH_SCHEMES,
+  Modulus,
+  blockedPositions,
+  classicPositions,
+  modFast,
+  seedFromHex,
+  MAX_FILTER_BITS,
+  type HashSchemeId,
+} from '../src/hash/scheme.js';
 import { XxHash } from '../src/hash/xxhash.js';
 import { sharedUrls, xorshift32 } from './helpers/data.js';
 
@@ -14,7 +23,7 @@ const P4 = 0x85ebca77c2b2ae63n;
 const P5 = 0x27d4eb2f165667c5n;
 const rotl = (x: bigint, r: bigint): bigint => ((x << r) | (x >> (64n - r))) & MASK64;
 const round = (acc: bigint, input: bigint): bigint => (rotl((acc + input * P2) & MASK64, 31n) * P1) & MASK64;
-const merge = (acc: bigint, value: bigint): bigint => (((acc ^ round(0n, value)) * P1 + P4) & MASK64);
+const merge = (acc: bigint, value: bigint): bigint => ((acc ^ round(0n, value)) * P1 + P4) & MASK64;
 
 /** XXH64 written from its specification with BigInt, independent of xxhash-wasm. */
 function referenceXxh64(bytes: Uint8Array, seed: bigint): bigint {
@@ -40,7 +49,8 @@ function referenceXxh64(bytes: Uint8Array, seed: bigint): bigint {
   }
   h = (h + BigInt(len)) & MASK64;
   for (; at + 8 <= len; at += 8) h = (rotl(h ^ round(0n, view.getBigUint64(at, true)), 27n) * P1 + P4) & MASK64;
-  for (; at + 4 <= len; at += 4) h = (rotl(h ^ ((BigInt(view.getUint32(at, true)) * P1) & MASK64), 23n) * P2 + P3) & MASK64;
+  for (; at + 4 <= len; at += 4)
+    h = (rotl(h ^ ((BigInt(view.getUint32(at, true)) * P1) & MASK64), 23n) * P2 + P3) & MASK64;
   for (; at < len; at++) h = (rotl(h ^ ((BigInt(bytes[at]!) * P5) & MASK64), 11n) * P1) & MASK64;
   h = ((h ^ (h >> 33n)) * P2) & MASK64;
   h = ((h ^ (h >> 29n)) * P3) & MASK64;
@@ -71,7 +81,8 @@ function referenceBlocked(x: bigint, m: number, k: number, scheme: HashSchemeId)
   const [c, d, e] = [hi & 511n, (hi >> 9n) & 511n, (hi >> 18n) & 511n];
   return Array.from({ length: k }, (_, n) => {
     const i = BigInt(n);
-    const inBlock = scheme === 'xxh64-km-v2' ? c + i * d + (e * i * (i - 1n)) / 2n + (i * i * i - i) / 6n : c + i * (d | 1n);
+    const inBlock =
+      scheme === 'xxh64-km-v2' ? c + i * d + (e * i * (i - 1n)) / 2n + (i * i * i - i) / 6n : c + i * (d | 1n);
     return Number(base + (inBlock % 512n));
   });
 }
@@ -80,30 +91,84 @@ function referenceBlocked(x: bigint, m: number, k: number, scheme: HashSchemeId)
  * Pinned vectors (also in docs/format.md). A change here is a new hash scheme id, never an edit.
  * `classic` and `blocked` are v2's positions, `classicV1` and `blockedV1` v1's.
  */
-const VECTORS: readonly { url: string; seed: string; m: number; k: number; hash: string; classic: readonly number[]; classicV1: readonly number[]; blocked: readonly number[]; blockedV1: readonly number[] }[] = [
-  { url: 'https://example.com/', seed: '0000000000000000', m: 1024, k: 7, hash: 'a40dbfe31cfba1cf',
-    classic: [463, 870, 254, 664, 53, 470, 892], classicV1: [463, 870, 253, 660, 43, 450, 857],
+const VECTORS: readonly {
+  url: string;
+  seed: string;
+  m: number;
+  k: number;
+  hash: string;
+  classic: readonly number[];
+  classicV1: readonly number[];
+  blocked: readonly number[];
+  blockedV1: readonly number[];
+}[] = [
+  {
+    url: 'https://example.com/',
+    seed: '0000000000000000',
+    m: 1024,
+    k: 7,
+    hash: 'a40dbfe31cfba1cf',
+    classic: [463, 870, 254, 664, 53, 470, 892],
+    classicV1: [463, 870, 253, 660, 43, 450, 857],
     blocked: [995, 706, 677, 909, 891, 624, 621],
-    blockedV1: [995, 706, 929, 640, 863, 574, 797] },
-  { url: 'https://example.com/', seed: '9e3779b97f4a7c15', m: 9_585_152, k: 7, hash: '9ce4a6f2566ed97f',
+    blockedV1: [995, 706, 929, 640, 863, 574, 797],
+  },
+  {
+    url: 'https://example.com/',
+    seed: '9e3779b97f4a7c15',
+    m: 9_585_152,
+    k: 7,
+    hash: '9ce4a6f2566ed97f',
     classic: [8399743, 4713860, 1027978, 6927250, 3241373, 9140652, 5454784],
     classicV1: [8399743, 4713860, 1027977, 6927246, 3241363, 9140632, 5454749],
     blocked: [7166706, 7166789, 7166674, 7166874, 7166878, 7166687, 7166814],
-    blockedV1: [7166706, 7166789, 7166872, 7166955, 7166526, 7166609, 7166692] },
-  { url: 'http://www.goal.com/en-ca/', seed: '0123456789abcdef', m: 958_976, k: 7, hash: '59648727dc7525f7',
+    blockedV1: [7166706, 7166789, 7166872, 7166955, 7166526, 7166609, 7166692],
+  },
+  {
+    url: 'http://www.goal.com/en-ca/',
+    seed: '0123456789abcdef',
+    m: 958_976,
+    k: 7,
+    hash: '59648727dc7525f7',
     classic: [343031, 266554, 190078, 113604, 37133, 919642, 843180],
     classicV1: [343031, 266554, 190077, 113600, 37123, 919622, 843145],
     blocked: [655655, 655722, 655367, 655615, 655443, 655364, 655379],
-    blockedV1: [655655, 655722, 655789, 655856, 655411, 655478, 655545] },
-  { url: 'https://bücher.example/straße?q=ü', seed: 'fedcba9876543210', m: 2 ** 33 + 512, k: 10, hash: '12da1abc55353ad0',
-    classic: [6360306384, 6676589965, 6992873547, 7309157131, 7625440718, 7941724309, 8258007905, 8574291507, 300640012, 616923629],
-    classicV1: [6360306384, 6676589965, 6992873546, 7309157127, 7625440708, 7941724289, 8258007870, 8574291451, 300639928, 616923509],
-    blocked: [1786050236, 1786050505, 1786050445, 1786050057, 1786050366, 1786050349, 1786050519, 1786050365, 1786050400, 1786050113],
-    blockedV1: [1786050236, 1786050505, 1786050262, 1786050531, 1786050288, 1786050557, 1786050314, 1786050071, 1786050340, 1786050097] },
-  { url: 'https://example.com/y', seed: '0000000000000003', m: 1024, k: 7, hash: 'f4283b62e1931f9d',
-    classic: [925, 85, 270, 457, 647, 841, 16], classicV1: [925, 85, 269, 453, 637, 821, 1005],
+    blockedV1: [655655, 655722, 655789, 655856, 655411, 655478, 655545],
+  },
+  {
+    url: 'https://bücher.example/straße?q=ü',
+    seed: 'fedcba9876543210',
+    m: 2 ** 33 + 512,
+    k: 10,
+    hash: '12da1abc55353ad0',
+    classic: [
+      6360306384, 6676589965, 6992873547, 7309157131, 7625440718, 7941724309, 8258007905, 8574291507, 300640012,
+      616923629,
+    ],
+    classicV1: [
+      6360306384, 6676589965, 6992873546, 7309157127, 7625440708, 7941724289, 8258007870, 8574291451, 300639928,
+      616923509,
+    ],
+    blocked: [
+      1786050236, 1786050505, 1786050445, 1786050057, 1786050366, 1786050349, 1786050519, 1786050365, 1786050400,
+      1786050113,
+    ],
+    blockedV1: [
+      1786050236, 1786050505, 1786050262, 1786050531, 1786050288, 1786050557, 1786050314, 1786050071, 1786050340,
+      1786050097,
+    ],
+  },
+  {
+    url: 'https://example.com/y',
+    seed: '0000000000000003',
+    m: 1024,
+    k: 7,
+    hash: 'f4283b62e1931f9d',
+    classic: [925, 85, 270, 457, 647, 841, 16],
+    classicV1: [925, 85, 269, 453, 637, 821, 1005],
     blocked: [866, 895, 679, 731, 540, 619, 969],
-    blockedV1: [866, 895, 924, 953, 982, 1011, 528] },
+    blockedV1: [866, 895, 924, 953, 982, 1011, 528],
+  },
 ];
 
 const hash = await XxHash.load();
@@ -118,9 +183,17 @@ describe('hash schemes xxh64-km-v1 and v2', () => {
   test('batch hashing (joined UTF-8 rounds) equals hashing key by key: ASCII, non-ASCII, astral, many rounds', async () => {
     const hash = await XxHash.load();
     const real = sharedUrls('crawl-sitelist-15k.txt');
-    const odd = ['https://bücher.example/straße', 'https://例え.jp/パス?q=値', 'https://x.example/😀/🚀?e=🎉', 'é', 'a', `https://long.example/${'ü'.repeat(5000)}`];
+    const odd = [
+      'https://bücher.example/straße',
+      'https://例え.jp/パス?q=値',
+      'https://x.example/😀/🚀?e=🎉',
+      'é',
+      'a',
+      `https://long.example/${'ü'.repeat(5000)}`,
+    ];
     const keys: string[] = [];
-    for (let i = 0; i < 60_000; i++) keys.push(i % 97 === 0 ? odd[i % odd.length]! : `${real[i % real.length]!}${'/seg'.repeat(i % 40)}`);
+    for (let i = 0; i < 60_000; i++)
+      keys.push(i % 97 === 0 ? odd[i % odd.length]! : `${real[i % real.length]!}${'/seg'.repeat(i % 40)}`);
     const seeds = [0n, 0x9e3779b97f4a7c15n, 0xfedcba9876543210n];
     const stride = 2 * seeds.length + 2;
     const out = new Uint32Array(stride * keys.length);
@@ -130,7 +203,8 @@ describe('hash schemes xxh64-km-v1 and v2', () => {
       for (let s = 0; s < seeds.length; s++) {
         hash.hashInto(keys[i]!, seeds[s]!, one, 0);
         const at = i * stride + 2 + 2 * s;
-        if (out[at] !== one[0] || out[at + 1] !== one[1]) assert.fail(`key ${i} (${JSON.stringify(keys[i]!.slice(0, 40))}) seed ${s} differs`);
+        if (out[at] !== one[0] || out[at + 1] !== one[1])
+          assert.fail(`key ${i} (${JSON.stringify(keys[i]!.slice(0, 40))}) seed ${s} differs`);
       }
     }
   });
@@ -156,7 +230,16 @@ describe('hash schemes xxh64-km-v1 and v2', () => {
 
   test('xxhash-wasm agrees with an independent XXH64 implementation on real URLs and odd lengths', () => {
     const encoder = new TextEncoder();
-    const keys = ['', 'a', 'abc', 'https://example.com/', 'x'.repeat(31), 'y'.repeat(32), 'z'.repeat(33), 'https://ü.example/€/😀'.repeat(5)];
+    const keys = [
+      '',
+      'a',
+      'abc',
+      'https://example.com/',
+      'x'.repeat(31),
+      'y'.repeat(32),
+      'z'.repeat(33),
+      'https://ü.example/€/😀'.repeat(5),
+    ];
     for (let i = 0; i < 200; i++) keys.push(`https://host${i}.example/path/${'seg/'.repeat(i % 17)}?q=${i}`);
     for (const seedHex of ['0000000000000000', 'ffffffffffffffff', '0123456789abcdef']) {
       const seed = seedFromHex(seedHex);
@@ -170,7 +253,19 @@ describe('hash schemes xxh64-km-v1 and v2', () => {
   test('double-precision positions equal the BigInt statement of the scheme, for m up to 2^40', () => {
     const rand32 = xorshift32(0x12345678);
     // 2^26 is the largest modulus of the one-multiplication path (scheme.ts Modulus); both sides of it.
-    const sizes = [512, 1024, 958_976, 2 ** 26 - 512, 2 ** 26, 2 ** 26 + 512, 2 ** 31 + 512, 2 ** 32, 2 ** 32 + 512, 2 ** 37 + 1536, MAX_FILTER_BITS];
+    const sizes = [
+      512,
+      1024,
+      958_976,
+      2 ** 26 - 512,
+      2 ** 26,
+      2 ** 26 + 512,
+      2 ** 31 + 512,
+      2 ** 32,
+      2 ** 32 + 512,
+      2 ** 37 + 1536,
+      MAX_FILTER_BITS,
+    ];
     const out = new Float64Array(16);
     for (const scheme of HASH_SCHEMES) {
       for (const m of sizes) {
@@ -183,16 +278,38 @@ describe('hash schemes xxh64-km-v1 and v2', () => {
           assert.deepEqual(Array.from(out), referencePositions(x, m, 16, scheme), `${scheme} m=${m} hi=${hi} lo=${lo}`);
         }
         // Extremes, and the hi whose step is m/2 when m - 1 is below 2^32.
-        for (const [hi, lo] of [[0xffffffff, 0xffffffff], [0xffffffff, 0], [0, 0xffffffff], [m % 2 ** 32, 0], [(m / 2 - 1) % 2 ** 32, 7], [1, 3]] as const) {
+        for (const [hi, lo] of [
+          [0xffffffff, 0xffffffff],
+          [0xffffffff, 0],
+          [0, 0xffffffff],
+          [m % 2 ** 32, 0],
+          [(m / 2 - 1) % 2 ** 32, 7],
+          [1, 3],
+        ] as const) {
           classicPositions(modulus, 16, hi, lo, out, scheme);
-          assert.deepEqual(Array.from(out), referencePositions((BigInt(hi) << 32n) | BigInt(lo), m, 16, scheme), `${scheme} m=${m} hi=${hi} lo=${lo}`);
+          assert.deepEqual(
+            Array.from(out),
+            referencePositions((BigInt(hi) << 32n) | BigInt(lo), m, 16, scheme),
+            `${scheme} m=${m} hi=${hi} lo=${lo}`,
+          );
         }
       }
     }
   });
 
   test('modFast equals the exact remainder across its domain, near multiples of m and at the top', () => {
-    for (const m of [3, 511, 512, 958_975, 2 ** 26 - 1, 2 ** 26, 2 ** 31 + 511, 2 ** 32 - 1, 2 ** 37 + 1535, MAX_FILTER_BITS]) {
+    for (const m of [
+      3,
+      511,
+      512,
+      958_975,
+      2 ** 26 - 1,
+      2 ** 26,
+      2 ** 31 + 511,
+      2 ** 32 - 1,
+      2 ** 37 + 1535,
+      MAX_FILTER_BITS,
+    ]) {
       // The whole stated domain, x + m <= 2^53.
       const top = Math.floor((2 ** 53 - m) / m);
       for (const q of [0, 1, 2, 12345, top - 1, top, Math.floor(top / 3), Math.floor(top / 7)]) {
@@ -223,14 +340,20 @@ describe('hash schemes xxh64-km-v1 and v2', () => {
       }
     }
     const expected = (n * 8) / 64;
-    for (const count of buckets) assert.ok(Math.abs(count - expected) < 6 * Math.sqrt(expected), `bucket ${count} vs ${expected}`);
+    for (const count of buckets)
+      assert.ok(Math.abs(count - expected) < 6 * Math.sqrt(expected), `bucket ${count} vs ${expected}`);
     assert.ok(above32 > n * 8 * 0.45, `${above32} positions above 2^32`);
   });
 
-  test('filters on either side of 2^31 bits (int32 and double arithmetic) set exactly the scheme\'s positions and dirty regions', () => {
+  test("filters on either side of 2^31 bits (int32 and double arithmetic) set exactly the scheme's positions and dirty regions", () => {
     const seed = seedFromHex('5eed5eed5eed5eed');
     const regionBytes = 65_472;
-    const cases = [['classic', 'xxh64-km-v1'], ['classic', 'xxh64-km-v2'], ['blocked', 'xxh64-km-v1'], ['blocked', 'xxh64-km-v2']] as const;
+    const cases = [
+      ['classic', 'xxh64-km-v1'],
+      ['classic', 'xxh64-km-v2'],
+      ['blocked', 'xxh64-km-v1'],
+      ['blocked', 'xxh64-km-v2'],
+    ] as const;
     for (const mBits of [2 ** 31 - 512, 2 ** 31, 512 * 1021]) {
       for (const [layout, scheme] of cases) {
         const filter = new BloomFilter({ layout, mBits, k: 8 }, { regionBytes, scheme });
@@ -252,8 +375,13 @@ describe('hash schemes xxh64-km-v1 and v2', () => {
           }
         }
         assert.equal(filter.onesBits, expectedBits.size);
-        for (const p of expectedBits) assert.ok((filter.bytes[Math.floor(p / 8)]! & (1 << (p % 8))) !== 0, `bit ${p} clear`);
-        if (layout === 'classic') assert.deepEqual(filter.dirtyRegions(), [...expectedRegions].sort((a, b) => a - b));
+        for (const p of expectedBits)
+          assert.ok((filter.bytes[Math.floor(p / 8)]! & (1 << (p % 8))) !== 0, `bit ${p} clear`);
+        if (layout === 'classic')
+          assert.deepEqual(
+            filter.dirtyRegions(),
+            [...expectedRegions].sort((a, b) => a - b),
+          );
       }
     }
   });
@@ -301,7 +429,11 @@ describe('hash schemes xxh64-km-v1 and v2', () => {
     const count = 70_000; // more than one run of addAll's position buffer at k = 7
     const words = new Uint32Array(3 * count); // stride 3: hashes at 0 and 1 of each entry
     for (let i = 0; i < words.length; i++) words[i] = rand32();
-    const cases = [['classic', 'xxh64-km-v1'], ['classic', 'xxh64-km-v2'], ['blocked', 'xxh64-km-v2']] as const;
+    const cases = [
+      ['classic', 'xxh64-km-v1'],
+      ['classic', 'xxh64-km-v2'],
+      ['blocked', 'xxh64-km-v2'],
+    ] as const;
     for (const [layout, scheme] of cases) {
       const one = new BloomFilter({ layout, mBits: 512 * 4099, k: 7 }, { regionBytes: 4096, scheme });
       const all = new BloomFilter({ layout, mBits: 512 * 4099, k: 7 }, { regionBytes: 4096, scheme });
@@ -342,7 +474,12 @@ describe('hash schemes xxh64-km-v1 and v2', () => {
     for (const regionBytes of [64, 4096, 65_472, 65_536, 64_000_000]) {
       const perByte = regionReciprocal(regionBytes);
       for (let q = 0; q * regionBytes < 2 ** 31; q += regionBytes < 65_472 ? 997 : 1) {
-        for (const at of [q * regionBytes - 1, q * regionBytes, q * regionBytes + 1, q * regionBytes + regionBytes - 1]) {
+        for (const at of [
+          q * regionBytes - 1,
+          q * regionBytes,
+          q * regionBytes + 1,
+          q * regionBytes + regionBytes - 1,
+        ]) {
           if (at < 0 || at >= 2 ** 31) continue;
           assert.equal((at * perByte) | 0, Math.floor(at / regionBytes), `byte ${at}, regions of ${regionBytes}`);
         }

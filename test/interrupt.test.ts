@@ -35,7 +35,12 @@ async function storeWithEpochs(): Promise<{ dir: string; exportPath: string }> {
  * is reached: the signal then arrives mid-operation, at a known place, every run. The child is
  * killed if it has not finished within `limitMs`.
  */
-function runSignalled(point: string, signal: 'SIGINT' | 'SIGTERM', args: readonly string[], limitMs = 30_000): Promise<CliResult> {
+function runSignalled(
+  point: string,
+  signal: 'SIGINT' | 'SIGTERM',
+  args: readonly string[],
+  limitMs = 30_000,
+): Promise<CliResult> {
   const script = `
     import { setFaultHook } from ${JSON.stringify(FAULTS)};
     let sent = false;
@@ -47,7 +52,9 @@ function runSignalled(point: string, signal: 'SIGINT' | 'SIGTERM', args: readonl
     });
     process.argv = [process.argv[0], ${JSON.stringify(CLI_MODULES)}, ...process.argv.slice(1)];
     await import(${JSON.stringify(pathToFileURL(CLI_MODULES).href)});`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script, ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   child.stdin.end();
   const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);
   return collectCli(child).finally(() => clearTimeout(timer));
@@ -75,7 +82,12 @@ describe('bounded export-file reading', () => {
     execFileSync('mkfifo', [fifo]);
     const directory = tempDir();
     for (const path of ['/dev/zero', fifo, directory]) {
-      for (const args of [['import', path, '--scope', 'x'], ['verify', path], ['diff', '--against', path], ['merge', path, '--out', join(tempDir(), 'm.ssx')]]) {
+      for (const args of [
+        ['import', path, '--scope', 'x'],
+        ['verify', path],
+        ['diff', '--against', path],
+        ['merge', path, '--out', join(tempDir(), 'm.ssx')],
+      ]) {
         const started = Date.now();
         const child = spawn(process.execPath, [CLI, ...args, '--store', dir], { stdio: ['pipe', 'pipe', 'pipe'] });
         child.stdin.end('https://a.example/\n');
@@ -83,7 +95,11 @@ describe('bounded export-file reading', () => {
         const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
         const out = await collectCli(child).finally(() => clearTimeout(timer));
         const tookMs = Date.now() - started;
-        assert.equal(out.code, ERROR_CODES.USAGE, `${args.join(' ')}: exit ${out.code} (${out.signal}) after ${tookMs} ms\n${out.stderr}`);
+        assert.equal(
+          out.code,
+          ERROR_CODES.USAGE,
+          `${args.join(' ')}: exit ${out.code} (${out.signal}) after ${tookMs} ms\n${out.stderr}`,
+        );
         assert.match(out.stderr, /is (a device|a FIFO|a directory); give the path of an export file/);
         // A refusal costs a command's start (0.3 s here, over a second on a loaded CI machine); a
         // read of /dev/zero or of a FIFO without a writer would run into the kill above.
@@ -108,10 +124,17 @@ describe('SIGINT and SIGTERM stop admin commands at a safe point', () => {
   test('import: stopped between chunk transactions, exit 143, no scope and no data left', async () => {
     const { dir, exportPath } = await storeWithEpochs();
     const chunksBefore = await chunksOf(dir);
-    const out = await runSignalled('import:mid-chunks', 'SIGTERM', ['import', exportPath, '--scope', 'copy', '--store', dir]);
+    const out = await runSignalled('import:mid-chunks', 'SIGTERM', [
+      'import',
+      exportPath,
+      '--scope',
+      'copy',
+      '--store',
+      dir,
+    ]);
     assertStopped(out, 'import:mid-chunks', 143);
     const store = await SeenStore.open(dir);
-    assert.deepEqual((await store.scopeNames()), ['default']);
+    assert.deepEqual(await store.scopeNames(), ['default']);
     const report = await store.verify();
     assert.ok(report.ok, JSON.stringify(report.damage));
     assert.equal(report.chunks, chunksBefore, 'no chunk of the stopped import is left');
@@ -122,10 +145,14 @@ describe('SIGINT and SIGTERM stop admin commands at a safe point', () => {
 
   test('import and verify of an export file: stopped while reading it, exit 130', async () => {
     const { dir, exportPath } = await storeWithEpochs();
-    assertStopped(await runSignalled('export:mid-read', 'SIGINT', ['import', exportPath, '--scope', 'copy', '--store', dir]), 'export:mid-read', 130);
+    assertStopped(
+      await runSignalled('export:mid-read', 'SIGINT', ['import', exportPath, '--scope', 'copy', '--store', dir]),
+      'export:mid-read',
+      130,
+    );
     assertStopped(await runSignalled('export:mid-read', 'SIGINT', ['verify', exportPath]), 'export:mid-read', 130);
     const store = await SeenStore.open(dir);
-    assert.deepEqual((await store.scopeNames()), ['default']);
+    assert.deepEqual(await store.scopeNames(), ['default']);
     await store.close();
   });
 
@@ -133,20 +160,42 @@ describe('SIGINT and SIGTERM stop admin commands at a safe point', () => {
     const { dir, exportPath } = await storeWithEpochs();
     const outDir = tempDir();
     const exported = join(outDir, 'e.ssx');
-    assertStopped(await runSignalled('export:mid-write', 'SIGTERM', ['export', '--epoch', '2', '--out', exported, '--store', dir]), 'export:mid-write', 143);
+    assertStopped(
+      await runSignalled('export:mid-write', 'SIGTERM', ['export', '--epoch', '2', '--out', exported, '--store', dir]),
+      'export:mid-write',
+      143,
+    );
     const merged = join(outDir, 'm.ssx');
-    assertStopped(await runSignalled('export:mid-write', 'SIGINT', ['merge', exportPath, '--out', merged]), 'export:mid-write', 130);
+    assertStopped(
+      await runSignalled('export:mid-write', 'SIGINT', ['merge', exportPath, '--out', merged]),
+      'export:mid-write',
+      130,
+    );
     assert.deepEqual(readdirSync(outDir), [], 'neither file nor temporary file');
-    assert.equal((await runCli(['merge', exportPath, '--out', merged])).code, 0, 'the same merge runs to the end unsignalled');
+    assert.equal(
+      (await runCli(['merge', exportPath, '--out', merged])).code,
+      0,
+      'the same merge runs to the end unsignalled',
+    );
   });
 
   test('epoch prune: stopped between epochs, exit 130; the epoch it was dropping is dropped whole, the rest kept', async () => {
     const { dir } = await storeWithEpochs();
-    const out = await runSignalled('prune:mid-delete', 'SIGINT', ['epoch', 'prune', '--keep-last', '1', '--store', dir]);
+    const out = await runSignalled('prune:mid-delete', 'SIGINT', [
+      'epoch',
+      'prune',
+      '--keep-last',
+      '1',
+      '--store',
+      dir,
+    ]);
     assertStopped(out, 'prune:mid-delete', 130);
     assert.match(out.stderr, /after dropping epoch 1/);
     const list = await runCli(['epoch', 'list', '--json', '--store', dir]);
-    assert.deepEqual(JSON.parse(list.stdout).epochs.map((e: { epoch: number }) => e.epoch), [2, 3, 4]);
+    assert.deepEqual(
+      JSON.parse(list.stdout).epochs.map((e: { epoch: number }) => e.epoch),
+      [2, 3, 4],
+    );
     await verifyClean(dir);
   });
 

@@ -28,14 +28,15 @@ describe('the journal sync: calling thread or pool', () => {
     assert.equal(synced(pacing, 1, 0.1, true), false, 'a batch waited for the next sync while this one ran');
     assert.equal(synced(pacing, 1, 0.1), true);
     assert.equal(synced(pacing, 1, INLINE_SYNC_MS_MAX), false, 'a slow disk: the event loop is not held for it');
-    assert.equal(synced(pacing, 0, 0.1), true, 'a sync of another process\'s frames only');
+    assert.equal(synced(pacing, 0, 0.1), true, "a sync of another process's frames only");
   });
 
   test('after quiet adds, 16 scopes adding at once share syncs instead of one each; every answer is durable', async () => {
     const dir = tempDir();
     const store = await SeenStore.open(dir);
     const scopes = Array.from({ length: 16 }, (_, i) => store.scope(`s${i}`));
-    const urls = (s: number, round: number): string[] => Array.from({ length: 20 }, (_, i) => `https://s${s}.example/${round}/${i}`);
+    const urls = (s: number, round: number): string[] =>
+      Array.from({ length: 20 }, (_, i) => `https://s${s}.example/${round}/${i}`);
     let syncs = 0;
     setFaultHook((point) => {
       if (point === 'journal:after-sync') syncs++;
@@ -54,7 +55,14 @@ describe('the journal sync: calling thread or pool', () => {
       // inline sync lets those already queued write first. Without it, each syncs alone.
       for (const scope of scopes.slice(0, 3)) await scope.addIfAbsent(['https://quiet.example/']);
       syncs = 0;
-      const arriving = await Promise.all(scopes.map((scope, s) => new Promise<boolean[]>((resolve, reject) => setImmediate(() => scope.addIfAbsent(urls(s, 11)).then(resolve, reject)))));
+      const arriving = await Promise.all(
+        scopes.map(
+          (scope, s) =>
+            new Promise<boolean[]>((resolve, reject) =>
+              setImmediate(() => scope.addIfAbsent(urls(s, 11)).then(resolve, reject)),
+            ),
+        ),
+      );
       assert.ok(arriving.every((batch) => batch.every(Boolean)));
       assert.ok(syncs <= 3, `${syncs} syncs for 16 batches arriving one event each`);
     } finally {
@@ -62,7 +70,11 @@ describe('the journal sync: calling thread or pool', () => {
     }
     await store.close();
     const reopened = await SeenStore.open(dir, { readOnly: true });
-    for (let s = 0; s < 16; s++) assert.ok((await reopened.scope(`s${s}`).has([...urls(s, 10), ...urls(s, 11)])).every(Boolean), `scope s${s} lost a batch`);
+    for (let s = 0; s < 16; s++)
+      assert.ok(
+        (await reopened.scope(`s${s}`).has([...urls(s, 10), ...urls(s, 11)])).every(Boolean),
+        `scope s${s} lost a batch`,
+      );
     await reopened.close();
   });
 });

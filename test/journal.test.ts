@@ -26,7 +26,10 @@ async function oneFrameLeft(dir: string, urls: readonly string[]): Promise<{ jou
   const journal = join(dir, 'journal.log');
   const frames = readFileSync(journal);
   const end = HEADER_BYTES + frames.readUInt32LE(HEADER_BYTES);
-  assert.ok(end > urls.length * 8 && frames.readUInt32LE(end) === 0, 'the killed writer left one frame in the journal file');
+  assert.ok(
+    end > urls.length * 8 && frames.readUInt32LE(end) === 0,
+    'the killed writer left one frame in the journal file',
+  );
   return { journal, end };
 }
 
@@ -40,21 +43,38 @@ describe('the journal file', () => {
   async function powerCutKeepsAcknowledged(seed?: number): Promise<number> {
     const dir = tempDir();
     const batches = 40;
-    const run = await runJournalChild([dir, 'power-cut', String(batches), '24', ...(seed === undefined ? [] : [String(seed)])]);
+    const run = await runJournalChild([
+      dir,
+      'power-cut',
+      String(batches),
+      '24',
+      ...(seed === undefined ? [] : [String(seed)]),
+    ]);
     assert.ok(run.killed, 'the power cut was never reached');
     const acked = run.lines.filter((line) => line.startsWith('ack ')).map((line) => Number(line.slice(4)));
     assert.ok(acked.length >= 10, `only ${acked.length} batches acknowledged before the cut`);
-    const unacked = Array.from({ length: batches }, (_, b) => b).filter((b) => !acked.includes(b)).flatMap(powerUrls);
+    const unacked = Array.from({ length: batches }, (_, b) => b)
+      .filter((b) => !acked.includes(b))
+      .flatMap(powerUrls);
     const store = await SeenStore.open(dir);
     const scope = store.scope();
-    for (const b of acked) assert.ok((await scope.has(powerUrls(b))).every(Boolean), `acknowledged batch ${b} was lost (seed ${seed})`);
+    for (const b of acked)
+      assert.ok((await scope.has(powerUrls(b))).every(Boolean), `acknowledged batch ${b} was lost (seed ${seed})`);
     const seen = await scope.has(unacked);
     for (let b = batches; b < batches + 8; b++) await scope.add(powerUrls(b));
     await store.close();
     const reopened = await SeenStore.open(dir);
     const again = reopened.scope();
-    for (let b = batches; b < batches + 8; b++) assert.ok((await again.has(powerUrls(b))).every(Boolean), `batch ${b}, added after the cut, was lost (seed ${seed})`);
-    assert.deepEqual(await again.has(unacked), seen, `frames the power cut left behind were read after new ones, or lost (seed ${seed})`);
+    for (let b = batches; b < batches + 8; b++)
+      assert.ok(
+        (await again.has(powerUrls(b))).every(Boolean),
+        `batch ${b}, added after the cut, was lost (seed ${seed})`,
+      );
+    assert.deepEqual(
+      await again.has(unacked),
+      seen,
+      `frames the power cut left behind were read after new ones, or lost (seed ${seed})`,
+    );
     const report = await reopened.verify();
     await reopened.close();
     assert.equal(report.ok, true, JSON.stringify(report.damage));
@@ -92,7 +112,10 @@ describe('the journal file', () => {
     assert.equal((await scope.addIfAbsent(second)).filter(Boolean).length, 300);
     const after = readFileSync(journal);
     const next = end + after.readUInt32LE(end);
-    assert.ok(after.subarray(next, end + torn.length).every((byte) => byte === 0), 'the torn bytes were not cleared');
+    assert.ok(
+      after.subarray(next, end + torn.length).every((byte) => byte === 0),
+      'the torn bytes were not cleared',
+    );
     await store.close();
     const reopened = await SeenStore.open(dir);
     assert.ok((await reopened.scope().has([...first, ...second])).every(Boolean));
@@ -162,7 +185,11 @@ describe('the journal file', () => {
   // point), checkpoints them (they leave the journal file) and adds one more. The query found a
   // hole where they had been and answered without them: acknowledged URLs reported unseen until
   // the next query. A replay without the lock that stops short now tries a newer snapshot.
-  for (const { threads, readOnly } of [{ threads: 1, readOnly: false }, { threads: 2, readOnly: false }, { threads: 1, readOnly: true }]) {
+  for (const { threads, readOnly } of [
+    { threads: 1, readOnly: false },
+    { threads: 2, readOnly: false },
+    { threads: 1, readOnly: true },
+  ]) {
     test(`a query keeps batches acknowledged before it that another process checkpoints meanwhile (threads ${threads}${readOnly ? ', read-only' : ''})`, async () => {
       const dir = tempDir();
       const signals = tempDir();
@@ -183,9 +210,20 @@ describe('the journal file', () => {
       try {
         await child.appeared('ready');
         let answers: boolean[] = [];
-        assert.ok(await pausedAt('replay:before-file', signals, async () => (answers = await scope.has(urls.slice(0, 4 * size)))), 'the test did not reach its fault point');
+        assert.ok(
+          await pausedAt(
+            'replay:before-file',
+            signals,
+            async () => (answers = await scope.has(urls.slice(0, 4 * size))),
+          ),
+          'the test did not reach its fault point',
+        );
         await child.appeared('done');
-        assert.equal(answers.filter(Boolean).length, 4 * size, 'a batch acknowledged before the query was answered unseen');
+        assert.equal(
+          answers.filter(Boolean).length,
+          4 * size,
+          'a batch acknowledged before the query was answered unseen',
+        );
         assert.equal(await child.finish(), 0);
       } finally {
         child.kill();
@@ -213,7 +251,10 @@ describe('the journal file', () => {
     assert.ok(s.done);
     const store = await SeenStore.open(dir);
     const scope = store.scope();
-    assert.ok((await scope.has(urls.slice(0, k.acked * 1_000))).every(Boolean), 'an acknowledged add of the killed writer was lost');
+    assert.ok(
+      (await scope.has(urls.slice(0, k.acked * 1_000))).every(Boolean),
+      'an acknowledged add of the killed writer was lost',
+    );
     assert.ok((await scope.has(urls.slice(2_000))).every(Boolean), 'an acknowledged add of the survivor was lost');
     // Exact: no URL counted new twice, though 2,000 were added by both.
     const added = (await scope.stats()).epochs[0]!.added;
@@ -234,11 +275,18 @@ describe('the journal file', () => {
     setup.scope('default', { capacityUrls: 100_000 });
     await setup.scope().add([]);
     await setup.close();
-    const [enqueuer, adder] = await Promise.all([runJournalChild([dir, 'enqueue', a]), runJournalChild([dir, 'add', b])]);
+    const [enqueuer, adder] = await Promise.all([
+      runJournalChild([dir, 'enqueue', a]),
+      runJournalChild([dir, 'add', b]),
+    ]);
     const fresh = (lines: string[]): number => Number(lines.find((line) => line.startsWith('new '))!.slice(4));
     assert.equal(fresh(enqueuer.lines) + fresh(adder.lines), 6_000, 'each URL new exactly once across both processes');
     const store = await SeenStore.open(dir);
-    assert.equal((await store.scope().frontier().stats()).pending, fresh(enqueuer.lines), 'queued exactly when recorded new by the enqueuer');
+    assert.equal(
+      (await store.scope().frontier().stats()).pending,
+      fresh(enqueuer.lines),
+      'queued exactly when recorded new by the enqueuer',
+    );
     assert.ok((await store.scope().has(urls)).every(Boolean));
     assert.equal((await store.verify()).ok, true);
     await store.close();

@@ -25,7 +25,13 @@ interface Shape {
 const SHAPES: readonly Shape[] = [
   { name: 'one classic filter', layout: 'classic', mBits: 512 * 1500, k: 7, filtersPerSlice: [1] },
   { name: 'one blocked filter', layout: 'blocked', mBits: 512 * 1500, k: 8, filtersPerSlice: [1] },
-  { name: 'small classic filters, two slices of two (fills up: false positives)', layout: 'classic', mBits: 512 * 37, k: 3, filtersPerSlice: [2, 2] },
+  {
+    name: 'small classic filters, two slices of two (fills up: false positives)',
+    layout: 'classic',
+    mBits: 512 * 37,
+    k: 3,
+    filtersPerSlice: [2, 2],
+  },
   { name: 'blocked, three slices', layout: 'blocked', mBits: 512 * 301, k: 5, filtersPerSlice: [1, 2, 1] },
 ];
 
@@ -47,12 +53,19 @@ function target(slices: BloomFilter[][]): DecideTarget {
     at += 2 * filters.length;
     return sliceAt;
   });
-  return { older: slices.slice(0, -1).map((filters, j) => ({ filters, at: ats[j]! })), newest: slices.at(-1)!, newestAt: ats.at(-1)!, stride: at };
+  return {
+    older: slices.slice(0, -1).map((filters, j) => ({ filters, at: ats[j]! })),
+    newest: slices.at(-1)!,
+    newestAt: ats.at(-1)!,
+    stride: at,
+  };
 }
 
 describe('the hot-path kernel (kernel.wat)', () => {
   test('the committed wasm is what src/hash/kernel.wat compiles to', () => {
-    const run = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build-kernel.mjs'), '--check'], { encoding: 'utf8' });
+    const run = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build-kernel.mjs'), '--check'], {
+      encoding: 'utf8',
+    });
     assert.equal(run.status, 0, run.stderr);
   });
 
@@ -70,7 +83,8 @@ describe('the hot-path kernel (kernel.wat)', () => {
       seeds.forEach((seed, s) => {
         hash.hashInto(url, seed, one, 0);
         const at = i * stride + 4 + 2 * s;
-        if (out[at] !== one[0] || out[at + 1] !== one[1]) assert.fail(`key ${i} (${JSON.stringify(url.slice(0, 40))}) seed ${s} differs`);
+        if (out[at] !== one[0] || out[at + 1] !== one[1])
+          assert.fail(`key ${i} (${JSON.stringify(url.slice(0, 40))}) seed ${s} differs`);
       });
     });
   });
@@ -86,14 +100,20 @@ describe('the hot-path kernel (kernel.wat)', () => {
       const bytes = kernel.bytes;
       // Rare odd bytes, so that a control byte often sits far in, past several 64-byte chunks.
       const rate = [0.001, 0.02, 0.2][round % 3]!;
-      for (let i = 0; i < length; i++) bytes[at + i] = next() < rate ? special[Math.floor(next() * special.length)]! : 0x21 + Math.floor(next() * 0x5d);
+      for (let i = 0; i < length; i++)
+        bytes[at + i] =
+          next() < rate ? special[Math.floor(next() * special.length)]! : 0x21 + Math.floor(next() * 0x5d);
       // CRLFs at the edges of the chunks, and at the range's end (its LF past `to` does not count).
       if (length > 70 && round % 5 === 0) bytes.set([0x0d, 0x0a], at + 63);
       if (length > 70 && round % 7 === 0) bytes.set([0x0d, 0x0a], at + 64);
       if (length > 2 && round % 11 === 0) bytes.set([0x0d, 0x0a], at + length - 1);
       const from = at + Math.floor(next() * Math.min(length + 1, 70));
       const to = at + length;
-      assert.equal(kernel.controlAt(from, to), referenceControlAt(bytes, from, to), `round ${round}: from ${from - at}, to ${length}`);
+      assert.equal(
+        kernel.controlAt(from, to),
+        referenceControlAt(bytes, from, to),
+        `round ${round}: from ${from - at}, to ${length}`,
+      );
     }
   });
 
@@ -121,7 +141,11 @@ describe('the hot-path kernel (kernel.wat)', () => {
           ranges[2 * k] = start;
           ranges[2 * k + 1] = start + length;
         }
-        assert.equal(kernel.hashRanges(rangesAt, keyCount, seedsAt, 1, outAt, 8, true), place >= 0 ? 1 : -1, `length ${length}, control at ${place}`);
+        assert.equal(
+          kernel.hashRanges(rangesAt, keyCount, seedsAt, 1, outAt, 8, true),
+          place >= 0 ? 1 : -1,
+          `length ${length}, control at ${place}`,
+        );
         assert.equal(kernel.hashRanges(rangesAt, keyCount, seedsAt, 1, outAt, 8, false), -1);
       }
     }
@@ -140,10 +164,15 @@ describe('the hot-path kernel (kernel.wat)', () => {
         const jsTarget = target(js);
         const kernelTarget = target(placed);
         const words = new Uint32Array(batch.length * jsTarget.stride);
-        const seeds = Array.from({ length: jsTarget.stride / 2 }, (_, f) => BigInt(f + 1) * 0x9e3779b97f4a7c15n & 0xffffffffffffffffn);
+        const seeds = Array.from(
+          { length: jsTarget.stride / 2 },
+          (_, f) => (BigInt(f + 1) * 0x9e3779b97f4a7c15n) & 0xffffffffffffffffn,
+        );
         hash.hashKeys(utf8Lines(batch), seeds, words, jsTarget.stride, 0);
         // Older slices hold the first 2,000 URLs already (their bits set in both copies alike).
-        for (const slices of [js, placed]) for (const filters of slices.slice(0, -1)) filters.forEach((filter, f) => filter.addAll(words, 2 * f, jsTarget.stride, 2_000));
+        for (const slices of [js, placed])
+          for (const filters of slices.slice(0, -1))
+            filters.forEach((filter, f) => filter.addAll(words, 2 * f, jsTarget.stride, 2_000));
         const jsFlags = new Uint8Array(batch.length);
         const kernelFlags = new Uint8Array(batch.length);
         // In steps with a room limit, as a slice filling up decides them.
@@ -171,9 +200,19 @@ describe('the hot-path kernel (kernel.wat)', () => {
     const geometry = { layout: 'classic' as const, mBits: 512 * 64, k: 4 };
     const first = new BloomFilter(geometry, { regionBytes: 512, memory: kernel.place(geometry, 512) ?? false });
     const words = new Uint32Array(2 * 50_000).map((_, i) => Math.imul(i + 1, 0x9e3779b1) >>> 0);
-    kernel.decide({ older: [], newest: [first], newestAt: 0, stride: 2 }, words, 0, 50_000, Infinity, new Uint8Array(50_000));
+    kernel.decide(
+      { older: [], newest: [first], newestAt: 0, stride: 2 },
+      words,
+      0,
+      50_000,
+      Infinity,
+      new Uint8Array(50_000),
+    );
     const second = new BloomFilter(geometry, { regionBytes: 512, memory: kernel.place(geometry, 512) ?? false });
-    assert.equal(second.bytes.every((byte) => byte === 0), true);
+    assert.equal(
+      second.bytes.every((byte) => byte === 0),
+      true,
+    );
     assert.deepEqual(second.dirtyRegions(), []);
   });
 
@@ -210,7 +249,9 @@ describe('the hot-path kernel (kernel.wat)', () => {
         for (const threads of [1, 2]) {
           inKernel = 0;
           const store = await SeenStore.open(tempDir(), { threads });
-          const answers = await store.scope('t', { capacityUrls: 10_000, strategy }).addIfAbsent([...urls, ...urls.slice(0, 100)]);
+          const answers = await store
+            .scope('t', { capacityUrls: 10_000, strategy })
+            .addIfAbsent([...urls, ...urls.slice(0, 100)]);
           await store.close();
           assert.equal(answers.slice(-100).some(Boolean), false, `${strategy}, threads ${threads}: repeats are seen`);
           if (threads === 1) assert.ok(inKernel > 0, `${strategy}: decided in the kernel`);
@@ -224,10 +265,23 @@ describe('the hot-path kernel (kernel.wat)', () => {
 
   test('a filter the kernel does not hold keeps decideRange: decide answers undefined', () => {
     const kernel = new KernelBits();
-    const placed = new BloomFilter({ layout: 'classic', mBits: 512 * 8, k: 3 }, { memory: kernel.place({ layout: 'classic', mBits: 512 * 8, k: 3 }, 512) ?? false });
+    const placed = new BloomFilter(
+      { layout: 'classic', mBits: 512 * 8, k: 3 },
+      { memory: kernel.place({ layout: 'classic', mBits: 512 * 8, k: 3 }, 512) ?? false },
+    );
     const elsewhere = new BloomFilter({ layout: 'classic', mBits: 512 * 8, k: 3 });
     const words = new Uint32Array(4);
-    assert.equal(kernel.decide({ older: [{ filters: [elsewhere], at: 0 }], newest: [placed], newestAt: 2, stride: 4 }, words, 0, 1, 1, new Uint8Array(1)), undefined);
+    assert.equal(
+      kernel.decide(
+        { older: [{ filters: [elsewhere], at: 0 }], newest: [placed], newestAt: 2, stride: 4 },
+        words,
+        0,
+        1,
+        1,
+        new Uint8Array(1),
+      ),
+      undefined,
+    );
   });
 });
 

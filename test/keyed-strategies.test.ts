@@ -20,7 +20,11 @@ describe('eigen and multilayer keying', () => {
     for (const url of urls) {
       urlLayers(url, 4, parts);
       assert.equal(parts.join(''), url);
-      for (let layer = 1; layer < 3; layer++) assert.ok(parts[layer] === '' || (parts[layer]!.startsWith('/') && !/[/?#]/.test(parts[layer]!.slice(1))), `${url}: layer ${layer} ${parts[layer]}`);
+      for (let layer = 1; layer < 3; layer++)
+        assert.ok(
+          parts[layer] === '' || (parts[layer]!.startsWith('/') && !/[/?#]/.test(parts[layer]!.slice(1))),
+          `${url}: layer ${layer} ${parts[layer]}`,
+        );
       tuples.add(parts.join('\u0000'));
     }
     assert.equal(tuples.size, urls.length);
@@ -45,7 +49,10 @@ describe('eigen and multilayer keying', () => {
   });
 
   test('eigen features: scheme, host, depth, path length, extension, query names', () => {
-    assert.equal(eigenFeatures('https://Example.com/a/b/page.HTML?id=3&sort=asc#top'), ['https', 'example.com', 3, 14, 'html', 'id&sort'].join('\u001f'));
+    assert.equal(
+      eigenFeatures('https://Example.com/a/b/page.HTML?id=3&sort=asc#top'),
+      ['https', 'example.com', 3, 14, 'html', 'id&sort'].join('\u001f'),
+    );
     assert.equal(eigenFeatures('http://h/'), ['http', 'h', 0, 1, '', ''].join('\u001f'));
     // Same shape on the same host: same features (the extension region cannot tell them apart).
     assert.equal(eigenFeatures('https://github.com/user1/repo1'), eigenFeatures('https://github.com/user2/repo2'));
@@ -58,7 +65,7 @@ describe('eigen and multilayer keying', () => {
       let store = await SeenStore.open(dir);
       const scope = store.scope('keyed', { strategy, capacityUrls: 20_000, fprTarget: 0.02 });
       await scope.add(inserted);
-      const details = (await scope.epoch(1));
+      const details = await scope.epoch(1);
       assert.equal(details.strategy, strategy);
       const keying = details.sliceDetails[0]!.keying;
       assert.equal(keying?.kind, strategy.startsWith('eigen') ? 'eigen-v1' : 'multilayer-v1');
@@ -77,7 +84,11 @@ describe('eigen and multilayer keying', () => {
       await store.import(file, { scope: 'copy' });
       assert.ok((await store.scope('copy').has(inserted, { epochs: 1 })).every(Boolean));
       assert.equal((await store.scope('copy').has(probes, { epochs: 1 })).filter(Boolean).length, measured);
-      assert.equal((await store.scope('copy').epoch(2)).strategy, strategy, 'the epoch after an import keeps the strategy');
+      assert.equal(
+        (await store.scope('copy').epoch(2)).strategy,
+        strategy,
+        'the epoch after an import keeps the strategy',
+      );
       await store.close();
     });
   }
@@ -97,7 +108,11 @@ describe('eigen and multilayer keying', () => {
       const fill = (await store.scope().stats()).epochs[0]!.fillRatio;
       await store.close();
       const again = await SeenStore.open(dir);
-      assert.equal((await again.scope().stats()).epochs[0]!.fillRatio, fill, 'replay over checkpointed chunks sets no new bit');
+      assert.equal(
+        (await again.scope().stats()).epochs[0]!.fillRatio,
+        fill,
+        'replay over checkpointed chunks sets no new bit',
+      );
       await again.close();
     });
   }
@@ -108,7 +123,12 @@ describe('eigen and multilayer keying', () => {
     for (const strategy of ['eigen:2', 'multilayer:3']) {
       const run = await runCli(['simulate', '--urls', urls, '--strategy', strategy, '--fpr', '0.01', '--json']);
       assert.equal(run.code, 0, run.stderr);
-      const result = JSON.parse(run.stdout) as { geometries: { mBits: number; k: number }[]; mean: number; theory: number; bitsPerUrl: number };
+      const result = JSON.parse(run.stdout) as {
+        geometries: { mBits: number; k: number }[];
+        mean: number;
+        theory: number;
+        bitsPerUrl: number;
+      };
       assert.equal(result.geometries.length, strategy === 'eigen:2' ? 2 : 4);
       if (strategy === 'eigen:2') assert.equal(result.geometries[1]!.k, 2);
       assert.ok(result.mean <= binomialUpper(17_689, 0.01) / 17_689, `${strategy}: ${result.mean}`);

@@ -56,7 +56,10 @@ describe('opens that cost what they touch', () => {
   const added = urls.slice(0, 10_000);
   const probes = urls.slice(10_000);
 
-  for (const [strategy, chunksPerUrl] of [['blocked', '1'], ['classic', 'k']] as const) {
+  for (const [strategy, chunksPerUrl] of [
+    ['blocked', '1'],
+    ['classic', 'k'],
+  ] as const) {
     test(`${strategy}: an open loads no chunk; a writer's query of one URL loads at most ${chunksPerUrl}`, async () => {
       const dir = await builtStore(strategy, added);
       const { copy, env } = await openCopy(dir, false);
@@ -86,7 +89,10 @@ describe('opens that cost what they touch', () => {
         for await (const chunk of process.stdin) chunks.push(chunk);
         await store.scope('s').add(JSON.parse(Buffer.concat(chunks).toString()));
         process.kill(process.pid, 'SIGKILL');`;
-      const killed = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir], { input: JSON.stringify(probes.slice(0, 1000)), encoding: 'utf8' });
+      const killed = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir], {
+        input: JSON.stringify(probes.slice(0, 1000)),
+        encoding: 'utf8',
+      });
       assert.equal(killed.signal, 'SIGKILL', killed.stderr);
       const lazy = await openCopy(dir, false);
       const streamed = await openCopy(dir, true);
@@ -95,7 +101,10 @@ describe('opens that cost what they touch', () => {
         whole.copy.summary();
         assert.ok(whole.copy.takeChunksLoaded() > 100, 'the summary loaded every chunk');
         const expected = [...answers(whole.copy, probes), ...answers(whole.copy, added)];
-        assert.ok(expected.slice(probes.length).every(Boolean) && expected.slice(0, 1000).every(Boolean), 'every added URL is seen');
+        assert.ok(
+          expected.slice(probes.length).every(Boolean) && expected.slice(0, 1000).every(Boolean),
+          'every added URL is seen',
+        );
         assert.deepEqual([...answers(lazy.copy, probes), ...answers(lazy.copy, added)], expected);
         assert.deepEqual([...answers(streamed.copy, probes), ...answers(streamed.copy, added)], expected);
         assert.equal(streamed.copy.takeChunksLoaded(), 0, 'a read-only handle keeps no chunk');
@@ -191,7 +200,10 @@ describe('opens that cost what they touch', () => {
     const store = await SeenStore.open(dir);
     try {
       const scope = store.scope('s');
-      assert.deepEqual(await scope.addIfAbsent(added.slice(0, 5000)), added.slice(0, 5000).map(() => false));
+      assert.deepEqual(
+        await scope.addIfAbsent(added.slice(0, 5000)),
+        added.slice(0, 5000).map(() => false),
+      );
       const fresh = await scope.addIfAbsent(probes.slice(0, 5000));
       assert.ok(fresh.filter(Boolean).length > 4900, 'new URLs are new');
       assert.ok((await scope.has([...added, ...probes.slice(0, 5000)])).every(Boolean));
@@ -200,7 +212,10 @@ describe('opens that cost what they touch', () => {
     }
     const reopened = await SeenStore.open(dir);
     try {
-      assert.deepEqual(await reopened.scope('s').addIfAbsent(probes.slice(0, 5000)), probes.slice(0, 5000).map(() => false));
+      assert.deepEqual(
+        await reopened.scope('s').addIfAbsent(probes.slice(0, 5000)),
+        probes.slice(0, 5000).map(() => false),
+      );
     } finally {
       await reopened.close();
     }
@@ -219,11 +234,18 @@ describe('opens that cost what they touch', () => {
         await store.scope('s').add(JSON.parse(Buffer.concat(chunks).toString()));
         await store.scope('s').checkpoint();
         await store.close();`;
-      const writer = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir], { input: JSON.stringify(probes), encoding: 'utf8' });
+      const writer = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir], {
+        input: JSON.stringify(probes),
+        encoding: 'utf8',
+      });
       assert.equal(writer.status, 0, `${writer.signal ?? ''} ${writer.stderr}`);
       const after = await SeenStore.open(join(dir), { readOnly: true });
       try {
-        assert.equal((await after.scope('s').stats()).epochs[0]!.journalRecords, 0, 'the journal was trimmed: only the chunks hold the URLs');
+        assert.equal(
+          (await after.scope('s').stats()).epochs[0]!.journalRecords,
+          0,
+          'the journal was trimmed: only the chunks hold the URLs',
+        );
       } finally {
         await after.close();
       }

@@ -38,10 +38,10 @@ describe('leftovers of killed processes', () => {
     }
     const list = await runCli(['snapshot', 'list', '--store', dir]);
     assert.equal(list.code, 0, list.stderr);
-    assert.ok(!existsSync(join(snapshots, `.tmp-nightly-${dead}`)), 'a dead snapshot writer\'s directory is removed');
-    assert.ok(!existsSync(join(dir, `data.mdb.restoring-${dead}`)), 'a dead restore\'s copy is removed');
-    assert.ok(existsSync(join(snapshots, `.tmp-nightly-${live}`)), 'a live process\'s directory is kept');
-    assert.ok(existsSync(join(dir, `data.mdb.restoring-${live}`)), 'a live process\'s copy is kept');
+    assert.ok(!existsSync(join(snapshots, `.tmp-nightly-${dead}`)), "a dead snapshot writer's directory is removed");
+    assert.ok(!existsSync(join(dir, `data.mdb.restoring-${dead}`)), "a dead restore's copy is removed");
+    assert.ok(existsSync(join(snapshots, `.tmp-nightly-${live}`)), "a live process's directory is kept");
+    assert.ok(existsSync(join(dir, `data.mdb.restoring-${live}`)), "a live process's copy is kept");
 
     const outDir = tempDir();
     const out = join(outDir, 'e.ssx');
@@ -49,7 +49,7 @@ describe('leftovers of killed processes', () => {
     writeFileSync(join(outDir, `other.ssx.tmp-${dead}`), 'not ours');
     const exported = await runCli(['export', '--out', out, '--store', dir]);
     assert.equal(exported.code, 0, exported.stderr);
-    assert.ok(!existsSync(`${out}.tmp-${dead}`), 'a dead export writer\'s file is removed');
+    assert.ok(!existsSync(`${out}.tmp-${dead}`), "a dead export writer's file is removed");
     assert.ok(existsSync(`${out}.tmp-${live}`), 'a live one is kept');
     assert.ok(existsSync(join(outDir, `other.ssx.tmp-${dead}`)), 'only the temporary files of the file being written');
   });
@@ -71,7 +71,11 @@ describe('a store created whole or not at all', () => {
     const store = await SeenStore.open(dir);
     assert.deepEqual(await store.scope('live').addIfAbsent(['https://a.example/1']), [true]);
     await store.close();
-    assert.deepEqual(readdirSync(dir).filter((name) => name.startsWith('.seenstore-creating-')), [], 'the dead creator\'s staging directory was removed');
+    assert.deepEqual(
+      readdirSync(dir).filter((name) => name.startsWith('.seenstore-creating-')),
+      [],
+      "the dead creator's staging directory was removed",
+    );
   });
 
   test('--store naming a symbolic link to an empty directory creates the store in that directory', async () => {
@@ -92,12 +96,18 @@ describe('a store created whole or not at all', () => {
       return file;
     });
     const runs = await Promise.all(files.map((file) => runCrashChild([dir, 'live', file, '50', 'none'])));
-    assert.ok(runs.every((run) => run.done), 'every creator finished');
+    assert.ok(
+      runs.every((run) => run.done),
+      'every creator finished',
+    );
     const store = await SeenStore.open(dir, { readOnly: true });
     const seen = await store.scope('live').has(SITELIST.slice(0, 400));
     assert.ok(seen.every(Boolean), 'every URL any creator added is in the one store');
     await store.close();
-    assert.deepEqual([...readdirSync(parent), ...readdirSync(dir)].filter((name) => name.startsWith('.seenstore-creating-')), []);
+    assert.deepEqual(
+      [...readdirSync(parent), ...readdirSync(dir)].filter((name) => name.startsWith('.seenstore-creating-')),
+      [],
+    );
   });
 });
 
@@ -122,7 +132,9 @@ describe('epoch rotate --if-epoch', () => {
       const outs = await Promise.all(children.map((child) => collectCli(child)));
       for (const out of outs) assert.equal(out.code, 0, out.stderr);
       const rotations = outs.filter((out) => out.stdout.startsWith(`sealed epoch ${round}:`));
-      const noOps = outs.filter((out) => out.stdout === `epoch ${round} is not the open epoch (${round + 1} is): nothing rotated\n`);
+      const noOps = outs.filter(
+        (out) => out.stdout === `epoch ${round} is not the open epoch (${round + 1} is): nothing rotated\n`,
+      );
       assert.equal(rotations.length, 1, `round ${round}: ${outs.map((o) => o.stdout.split('\n')[0]).join(' | ')}`);
       assert.equal(noOps.length, 1);
       const list = await runCli(['epoch', 'list', '--json', '--store', dir]);

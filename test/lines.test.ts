@@ -25,7 +25,8 @@ function input(next: () => number, lines: number): Buffer {
     const kind = Math.floor(next() * 10);
     if (kind === 0) parts.push(Buffer.from('\n'));
     else if (kind === 1) parts.push(Buffer.from(`https://crlf.example/${i}\r\n`));
-    else if (kind === 2) parts.push(Buffer.concat([Buffer.from('https://bad.example/'), Buffer.from([0xc3, 0x28]), Buffer.from('\n')]));
+    else if (kind === 2)
+      parts.push(Buffer.concat([Buffer.from('https://bad.example/'), Buffer.from([0xc3, 0x28]), Buffer.from('\n')]));
     else if (kind === 3) parts.push(Buffer.from(`https://long.example/${'x'.repeat(300)}\n`));
     else if (kind === 4) parts.push(Buffer.from(`https://ünïcode.example/${i}\n`));
     else parts.push(Buffer.from(`https://site${i % 97}.example/page/${i}\n`));
@@ -44,7 +45,9 @@ function chunked(data: Buffer, next: () => number): Buffer[] {
 }
 
 function linesOf(batch: { bytes: Buffer; ranges: Uint32Array; count: number }): string[] {
-  return Array.from({ length: batch.count }, (_, i) => batch.bytes.toString('utf8', batch.ranges[2 * i], batch.ranges[2 * i + 1]));
+  return Array.from({ length: batch.count }, (_, i) =>
+    batch.bytes.toString('utf8', batch.ranges[2 * i], batch.ranges[2 * i + 1]),
+  );
 }
 
 describe('Utf8LineBatcher', () => {
@@ -54,7 +57,13 @@ describe('Utf8LineBatcher', () => {
       const data = input(next, 3000);
       const expected: string[] = [];
       const expectedInvalid: string[] = [];
-      const splitter = new LineSplitter({ line: (text) => expected.push(text), invalid: (lineNo, reason) => expectedInvalid.push(`${lineNo} ${reason}`) }, 200);
+      const splitter = new LineSplitter(
+        {
+          line: (text) => expected.push(text),
+          invalid: (lineNo, reason) => expectedInvalid.push(`${lineNo} ${reason}`),
+        },
+        200,
+      );
       for (const chunk of chunked(data, random(seed + 10))) splitter.push(chunk);
       splitter.end();
 
@@ -66,7 +75,8 @@ describe('Utf8LineBatcher', () => {
       const take = (): void => {
         const batch = batcher.take();
         // The caller may still hold the last `reuse` batches taken before this one: they must be intact.
-        for (const old of held.slice(-reuse)) assert.deepEqual(linesOf(old.batch), old.lines, `seed ${seed}: a held batch was overwritten`);
+        for (const old of held.slice(-reuse))
+          assert.deepEqual(linesOf(old.batch), old.lines, `seed ${seed}: a held batch was overwritten`);
         const lines = linesOf(batch);
         held.push({ batch, lines });
         got.push(...lines);
@@ -108,8 +118,25 @@ describe('FileChunks', () => {
 });
 
 describe('formatCount', () => {
-  test('writes integers as toLocaleString(\'en-US\') does, without loading ICU', () => {
-    const values = [0, 7, -7, 999, 1_000, -1_000, 12_345, 999_999, 1_000_000, 1_234_567_890, Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 2 ** 40, 1.5, 1234.5678, 2 ** 60];
+  test("writes integers as toLocaleString('en-US') does, without loading ICU", () => {
+    const values = [
+      0,
+      7,
+      -7,
+      999,
+      1_000,
+      -1_000,
+      12_345,
+      999_999,
+      1_000_000,
+      1_234_567_890,
+      Number.MAX_SAFE_INTEGER,
+      -Number.MAX_SAFE_INTEGER,
+      2 ** 40,
+      1.5,
+      1234.5678,
+      2 ** 60,
+    ];
     for (let n = 1; n < 1e15; n = n * 7 + 3) values.push(n, -n);
     for (const n of values) assert.equal(formatCount(n), n.toLocaleString('en-US'), String(n));
   });

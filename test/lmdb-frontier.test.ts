@@ -35,14 +35,21 @@ async function differential(seed: number, steps: number): Promise<void> {
   try {
     const memoryScope = memoryStoreHandle.scope('d', { capacityUrls: 10_000, fprTarget: 1e-9 });
     const lmdbScope = lmdbStoreHandle.scope('d', { capacityUrls: 10_000, fprTarget: 1e-9 });
-    const pair: Pair = { memory: memoryScope.frontier(), lmdb: lmdbScope.frontier(), memoryScope, lmdbScope, ids: new Map() };
+    const pair: Pair = {
+      memory: memoryScope.frontier(),
+      lmdb: lmdbScope.frontier(),
+      memoryScope,
+      lmdbScope,
+      ids: new Map(),
+    };
     // Seeded: the same operations on every run, and on both drivers.
     const rand = mulberry32(seed);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
     const taken: string[] = [];
     let urlNo = 0;
     const url = (): string => `https://${pick(HOSTS)}/p/${urlNo++}`;
-    const known = (): string => (urlNo > 0 && rand() < 0.7 ? `https://${pick(HOSTS)}/p/${Math.floor(rand() * urlNo)}` : url());
+    const known = (): string =>
+      urlNo > 0 && rand() < 0.7 ? `https://${pick(HOSTS)}/p/${Math.floor(rand() * urlNo)}` : url();
     for (let step = 0; step < steps; step++) {
       const op = rand();
       const where = `seed ${seed} step ${step}`;
@@ -51,18 +58,31 @@ async function differential(seed: number, steps: number): Promise<void> {
         await same(pair, (scope) => scope.enqueue(urls), true, `${where} enqueue`);
       } else if (op < 0.45) {
         const options = {
-          leaseMs: pick([1, 500, 5_000, 60_000]), perQueue: 1 + Math.floor(rand() * 4), maxQueues: pick([0, 0, 1, 3]),
+          leaseMs: pick([1, 500, 5_000, 60_000]),
+          perQueue: 1 + Math.floor(rand() * 4),
+          maxQueues: pick([0, 0, 1, 3]),
           ...(rand() < 0.3 ? { owner: pick(['c1', 'c2']) } : {}),
           ...(rand() < 0.1 ? { queue: pick(HOSTS) } : {}),
         };
         const count = 1 + Math.floor(rand() * 30);
-        const out = await same(pair, (frontier) => frontier.take(count, options), false, `${where} take ${JSON.stringify(options)}`);
+        const out = await same(
+          pair,
+          (frontier) => frontier.take(count, options),
+          false,
+          `${where} take ${JSON.stringify(options)}`,
+        );
         taken.push(...out.map((entry) => entry.id));
       } else if (op < 0.6) {
         const ids = Array.from({ length: Math.floor(rand() * 6) }, () => pick(taken.length > 0 ? taken : ['1']));
         if (taken.length === 0) await pairFirst(pair);
-        const refetch = rand() < 0.3 ? ids.map(() => (rand() < 0.5 ? 0 : nowMs + Math.floor(rand() * 5_000))) : undefined;
-        await same(pair, (frontier, id) => frontier.done(ids.map(id), refetch === undefined ? {} : { refetchAtMs: refetch }), false, `${where} done`);
+        const refetch =
+          rand() < 0.3 ? ids.map(() => (rand() < 0.5 ? 0 : nowMs + Math.floor(rand() * 5_000))) : undefined;
+        await same(
+          pair,
+          (frontier, id) => frontier.done(ids.map(id), refetch === undefined ? {} : { refetchAtMs: refetch }),
+          false,
+          `${where} done`,
+        );
       } else if (op < 0.67) {
         const ids = Array.from({ length: Math.floor(rand() * 4) }, () => pick(taken.length > 0 ? taken : ['1']));
         if (taken.length === 0) await pairFirst(pair);
@@ -80,10 +100,17 @@ async function differential(seed: number, steps: number): Promise<void> {
         const which = rand();
         const off = rand() < 0.3;
         const amount = rand();
-        await same(pair, (frontier) =>
-          which < 0.4 ? frontier.setDelay(host, off ? null : Math.floor(amount * 3_000))
-          : which < 0.7 ? frontier.blockUntil(host, off ? 0 : nowMs + Math.floor(amount * 3_000))
-          : frontier.setCrawlLimit(host, off ? null : Math.floor(amount * 10)), false, `${where} setQueue`);
+        await same(
+          pair,
+          (frontier) =>
+            which < 0.4
+              ? frontier.setDelay(host, off ? null : Math.floor(amount * 3_000))
+              : which < 0.7
+                ? frontier.blockUntil(host, off ? 0 : nowMs + Math.floor(amount * 3_000))
+                : frontier.setCrawlLimit(host, off ? null : Math.floor(amount * 10)),
+          false,
+          `${where} setQueue`,
+        );
       } else if (op < 0.87) {
         const change = rand() < 0.5 ? { delayMs: pick([0, 200, 1_000]) } : { maxInFlightPerQueue: pick([0, 1, 2]) };
         await same(pair, (frontier) => frontier.configure(change), false, `${where} configure`);
@@ -105,10 +132,22 @@ async function differential(seed: number, steps: number): Promise<void> {
  * Runs one operation on both drivers (`id` gives the driver's id of the reference's); their
  * answers (or errors) must be equal, ids compared through the pairing.
  */
-async function same<T>(pair: Pair, run: (target: ScopeFrontier & ReturnType<SeenStore['scope']>, id: (id: string) => string) => Promise<T>, onScope: boolean, where: string): Promise<T> {
+async function same<T>(
+  pair: Pair,
+  run: (target: ScopeFrontier & ReturnType<SeenStore['scope']>, id: (id: string) => string) => Promise<T>,
+  onScope: boolean,
+  where: string,
+): Promise<T> {
   const targets = onScope ? [pair.memoryScope, pair.lmdbScope] : [pair.memory, pair.lmdb];
   const translate = [(id: string) => id, (id: string) => pair.ids.get(id) ?? NO_LMDB_ID];
-  const [expected, actual] = await Promise.all(targets.map((target, i) => run(target as never, translate[i]!).then((value) => ({ value }), (error: Error) => ({ error: error.message }))));
+  const [expected, actual] = await Promise.all(
+    targets.map((target, i) =>
+      run(target as never, translate[i]!).then(
+        (value) => ({ value }),
+        (error: Error) => ({ error: error.message }),
+      ),
+    ),
+  );
   assert.deepEqual(pairIds(pair, expected, actual), expected, where);
   if ('error' in expected!) throw new Error(`${where}: the reference failed: ${expected.error}`);
   return expected!.value as T;
@@ -124,7 +163,11 @@ async function sameReads(pair: Pair, url: string, where: string): Promise<void> 
     ['owners', (f: ScopeFrontier) => f.settings()],
   ] as const) {
     const expected = await (read as (f: ScopeFrontier) => Promise<unknown>)(pair.memory);
-    assert.deepEqual(pairIds(pair, expected, await (read as (f: ScopeFrontier) => Promise<unknown>)(pair.lmdb)), expected, `${where}: ${name}`);
+    assert.deepEqual(
+      pairIds(pair, expected, await (read as (f: ScopeFrontier) => Promise<unknown>)(pair.lmdb)),
+      expected,
+      `${where}: ${name}`,
+    );
   }
 }
 
@@ -142,10 +185,12 @@ async function pairFirst(pair: Pair): Promise<void> {
  * paired with another entry's stays as it is (and fails the comparison).
  */
 function pairIds(pair: Pair, expected: unknown, actual: unknown): unknown {
-  if (Array.isArray(actual)) return actual.map((item, i) => pairIds(pair, Array.isArray(expected) ? expected[i] : undefined, item));
+  if (Array.isArray(actual))
+    return actual.map((item, i) => pairIds(pair, Array.isArray(expected) ? expected[i] : undefined, item));
   if (actual === null || typeof actual !== 'object') return actual;
   const out: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(actual)) out[field] = pairIds(pair, (expected as Record<string, unknown> | undefined)?.[field], value);
+  for (const [field, value] of Object.entries(actual))
+    out[field] = pairIds(pair, (expected as Record<string, unknown> | undefined)?.[field], value);
   const theirs = (expected as { id?: unknown } | undefined)?.id;
   const ours = (actual as { id?: unknown }).id;
   if (typeof theirs === 'string' && typeof ours === 'string') {

@@ -45,18 +45,28 @@ describe('merge', () => {
     const files = [await crawler(parts[1]!, seeds), await crawler(parts[2]!, seeds)];
 
     const watcher = await SeenStore.open(dir);
-    assert.equal((await watcher.scope('crawl').has(parts[1]!)).filter(Boolean).length < 200, true, 'before the merge the watcher lacks part 1');
+    assert.equal(
+      (await watcher.scope('crawl').has(parts[1]!)).filter(Boolean).length < 200,
+      true,
+      'before the merge the watcher lacks part 1',
+    );
     const store = await SeenStore.open(dir);
     const result = await store.scope('crawl').merge(files, 1);
     assert.equal(result.files, 2);
     assert.ok(Math.abs(result.estimatedNewUrls - 10_000) < 300, `estimated new URLs ${result.estimatedNewUrls}`);
     // No false negatives for either side, in this handle and in one loaded before the merge.
     assert.ok((await store.scope('crawl').has(SITELIST)).every(Boolean));
-    assert.ok((await watcher.scope('crawl').has(SITELIST)).every(Boolean), 'a handle loaded before the merge reloads the merged chunks');
+    assert.ok(
+      (await watcher.scope('crawl').has(SITELIST)).every(Boolean),
+      'a handle loaded before the merge reloads the merged chunks',
+    );
     assert.deepEqual((await watcher.scope('crawl').addIfAbsent(parts[2]!.slice(0, 100))).filter(Boolean), []);
     const falsePositives = (await store.scope('crawl').has(NEVER_ADDED)).filter(Boolean).length;
     const fpr = (await store.scope('crawl').epoch(1)).estimatedFpr;
-    assert.ok(falsePositives <= binomialUpper(NEVER_ADDED.length, fpr), `${falsePositives} false positives at estimated FPR ${fpr}`);
+    assert.ok(
+      falsePositives <= binomialUpper(NEVER_ADDED.length, fpr),
+      `${falsePositives} false positives at estimated FPR ${fpr}`,
+    );
     await watcher.close();
     await store.close();
     // Survives reopen, and the merged URLs count toward the epoch's capacity.
@@ -80,7 +90,9 @@ describe('merge', () => {
     const imported = await runCli(['import', out, '--store', dir, '--scope', 'union']);
     assert.equal(imported.code, 0, imported.stderr);
     const store = await SeenStore.open(dir);
-    assert.ok((await store.scope('union').has([...SITELIST, ...NEVER_ADDED.slice(0, 10_000)], { epochs: 1 })).every(Boolean));
+    assert.ok(
+      (await store.scope('union').has([...SITELIST, ...NEVER_ADDED.slice(0, 10_000)], { epochs: 1 })).every(Boolean),
+    );
     await store.close();
     assert.equal((await runCli(['verify', out])).code, 0);
   });
@@ -101,10 +113,10 @@ describe('merge', () => {
     const good = await crawler(SITELIST.slice(2000, 3000), seeds);
     const store = await SeenStore.open(dir);
     const scope = store.scope('crawl');
-    const before = (await scope.has(SITELIST));
+    const before = await scope.has(SITELIST);
     assert.match((await expectCode('INCOMPATIBLE', () => scope.merge([good, otherSeeds]))).message, /slice 0 seeds/);
     assert.match((await expectCode('INCOMPATIBLE', () => scope.merge([otherSize]))).message, /slice 0 geometry/);
-    assert.deepEqual((await scope.has(SITELIST)), before, 'a refused merge writes nothing, not even the compatible file');
+    assert.deepEqual(await scope.has(SITELIST), before, 'a refused merge writes nothing, not even the compatible file');
     await store.close();
     const cli = await runCli(['merge', good, otherSeeds, '--into-epoch', '1', '--store', dir, '--scope', 'crawl']);
     assert.equal(cli.code, 13);
@@ -148,9 +160,22 @@ describe('shared seeds from the CLI', () => {
   test('add --seeds creates the scope with them, epoch rotate --seeds opens the next with them; bad seeds exit 2', async () => {
     const dir = tempDir();
     const seed = '00112233445566ff';
-    assert.equal((await runCli(['add', '--store', dir, '--scope', 's', '--seeds', seed], 'https://a.example/\n')).code, 0);
+    assert.equal(
+      (await runCli(['add', '--store', dir, '--scope', 's', '--seeds', seed], 'https://a.example/\n')).code,
+      0,
+    );
     assert.match((await runCli(['epoch', 'show', '1', '--store', dir, '--scope', 's'])).stdout, new RegExp(seed));
-    const rotated = await runCli(['epoch', 'rotate', '--store', dir, '--scope', 's', '--seeds', 'ffeeddccbbaa9988', '--json']);
+    const rotated = await runCli([
+      'epoch',
+      'rotate',
+      '--store',
+      dir,
+      '--scope',
+      's',
+      '--seeds',
+      'ffeeddccbbaa9988',
+      '--json',
+    ]);
     assert.equal(rotated.code, 0, rotated.stderr);
     assert.deepEqual(JSON.parse(rotated.stdout).opened.sliceDetails[0].seeds, ['ffeeddccbbaa9988']);
     for (const bad of ['xyz', '00112233445566FF', '0011223344556677,8899aabbccddeeff', '']) {
@@ -175,7 +200,11 @@ describe('diff --against (reconciliation with another machine)', () => {
     assert.equal(out.code, 0, out.stderr);
     const printed = out.stdout.split('\n').filter(Boolean);
     const held = new Set(SITELIST.slice(0, 10_000));
-    assert.deepEqual(printed.filter((url) => held.has(url)), [], 'a URL the other side has is never printed (no false negatives of the filter)');
+    assert.deepEqual(
+      printed.filter((url) => held.has(url)),
+      [],
+      'a URL the other side has is never printed (no false negatives of the filter)',
+    );
     const lacking = SITELIST.slice(10_000);
     const missed = lacking.length - printed.length;
     assert.ok(missed >= 0 && missed <= binomialUpper(lacking.length, 0.01), `${missed} unseen URLs held back`);

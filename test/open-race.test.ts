@@ -17,7 +17,9 @@ import { ROOT } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
 
 const STRACE_MISSING = spawnSync('strace', ['-V']).status !== 0;
-const SKIP = STRACE_MISSING ? 'strace is not installed (apt-get install strace): no way to hold an opener inside the race window' : false;
+const SKIP = STRACE_MISSING
+  ? 'strace is not installed (apt-get install strace): no way to hold an opener inside the race window'
+  : false;
 
 const LMDB_RAW = join(ROOT, 'dist', 'test', 'helpers', 'lmdb-raw.js');
 /** How long the opener is held between reading the meta pages and publishing the transaction id. */
@@ -56,7 +58,11 @@ class LineChild {
   }
 
   async waitForLines(count: number): Promise<void> {
-    await until(() => this.lines.length >= count, () => `${count} lines from ${this.child.spawnargs.join(' ')}; got ${JSON.stringify(this.lines)}; stderr ${this.#stderr}`);
+    await until(
+      () => this.lines.length >= count,
+      () =>
+        `${count} lines from ${this.child.spawnargs.join(' ')}; got ${JSON.stringify(this.lines)}; stderr ${this.#stderr}`,
+    );
   }
 }
 
@@ -76,11 +82,23 @@ async function until(done: () => boolean, what: () => string): Promise<void> {
 async function heldOpener(dir: string, argv: readonly string[]): Promise<HeldOpener> {
   const log = join(tempDir('seenstore-strace-'), 'strace.log');
   const opener = new LineChild([
-    'strace', '-f', '-qq', '-o', log, '-P', join(dir, 'data.mdb'),
-    '-e', 'trace=mmap', '-e', `inject=mmap:delay_exit=${OPENER_DELAY_MS * 1000}`,
+    'strace',
+    '-f',
+    '-qq',
+    '-o',
+    log,
+    '-P',
+    join(dir, 'data.mdb'),
+    '-e',
+    'trace=mmap',
+    '-e',
+    `inject=mmap:delay_exit=${OPENER_DELAY_MS * 1000}`,
     ...argv,
   ]);
-  await until(() => existsSync(log) && readFileSync(log, 'utf8').includes('mmap('), () => `the opener to map data.mdb (stderr ${opener.stderr})`);
+  await until(
+    () => existsSync(log) && readFileSync(log, 'utf8').includes('mmap('),
+    () => `the opener to map data.mdb (stderr ${opener.stderr})`,
+  );
   // strace -f starts each line with the traced process's id.
   const pid = Number(/^(\d+)\s+mmap\(/m.exec(readFileSync(log, 'utf8'))?.[1]);
   assert.ok(pid > 0, "the opener's pid in the strace log");
@@ -109,12 +127,25 @@ const FUTEX_SYSCALL = ({ x64: 202, arm64: 98 } as Record<string, number>)[proces
 async function blockedOnMutex(pid: number): Promise<void> {
   assert.ok(FUTEX_SYSCALL !== undefined, `futex's number on ${process.arch} is not known to this test`);
   const syscall = (): string => readFileSync(`/proc/${pid}/syscall`, 'utf8');
-  await until(() => syscall().split(' ')[0] === String(FUTEX_SYSCALL), () => `process ${pid} to block on the guard (it is in: ${syscall().trim()})`);
+  await until(
+    () => syscall().split(' ')[0] === String(FUTEX_SYSCALL),
+    () => `process ${pid} to block on the guard (it is in: ${syscall().trim()})`,
+  );
 }
 
 /** A `filter-new` that commits every URL in its own transaction and prints it once durable. */
 function singleUrlWriter(dir: string): LineChild {
-  return new LineChild([process.execPath, CLI, '--store', dir, 'filter-new', '--batch-size', '1', '--batch-delay-ms', '0']);
+  return new LineChild([
+    process.execPath,
+    CLI,
+    '--store',
+    dir,
+    'filter-new',
+    '--batch-size',
+    '1',
+    '--batch-delay-ms',
+    '0',
+  ]);
 }
 
 /**
@@ -138,7 +169,10 @@ async function writerAcrossOpen(opener: (dir: string) => readonly string[], guar
   if (guarded) {
     // The open guard makes the commit wait for the open to finish; the check in the write path
     // alone would also keep the URL, so this is what shows the guard at work.
-    assert.ok(waitedMs >= OPENER_DELAY_MS - 300, `the commit went through ${waitedMs} ms into a ${OPENER_DELAY_MS} ms open`);
+    assert.ok(
+      waitedMs >= OPENER_DELAY_MS - 300,
+      `the commit went through ${waitedMs} ms into a ${OPENER_DELAY_MS} ms open`,
+    );
   }
   assert.equal(await held.exited, 0, held.stderr());
   writer.send('https://example.org/w3');
@@ -173,7 +207,11 @@ describe('opening a store while another process commits', { skip: SKIP }, () => 
     await writer.waitForLines(5);
     assert.equal(await writer.exited, 0, writer.stderr);
     assert.deepEqual(writer.lines.slice(0, 4), ['ready', 'ok k1', 'ok k2', 'ok k3']);
-    assert.equal(writer.lines[4], 'keys k1,k3', 'k2 was committed while the opener sat in the window, and is expected to be lost');
+    assert.equal(
+      writer.lines[4],
+      'keys k1,k3',
+      'k2 was committed while the opener sat in the window, and is expected to be lost',
+    );
   });
 
   it('a seenstore command opening the store (stats) while a writer commits loses nothing', async () => {

@@ -30,7 +30,12 @@ describe('owner ring', () => {
     for (const count of [4, 16, 64]) {
       const full = assignment(new OwnerRing(owners(count), hash));
       const leaver = `crawler-${count >> 1}`;
-      const without = assignment(new OwnerRing(owners(count).filter((o) => o !== leaver), hash));
+      const without = assignment(
+        new OwnerRing(
+          owners(count).filter((o) => o !== leaver),
+          hash,
+        ),
+      );
       let moved = 0;
       for (const host of hosts) {
         if (full.get(host) !== without.get(host)) {
@@ -40,16 +45,22 @@ describe('owner ring', () => {
       }
       // Joining is the same pair seen the other way round: every moved queue goes to the joiner.
       const share = moved / hosts.length;
-      assert.ok(share > 0.25 / count && share < 3 / count, `D=${count}: ${(share * 100).toFixed(2)} % of ${hosts.length} queues moved (theory ${(100 / count).toFixed(2)} %)`);
+      assert.ok(
+        share > 0.25 / count && share < 3 / count,
+        `D=${count}: ${(share * 100).toFixed(2)} % of ${hosts.length} queues moved (theory ${(100 / count).toFixed(2)} %)`,
+      );
     }
   });
 
   // A figure of the real host lists (deterministic: fixed ring seed, fixed hosts); the generated
   // stand-ins of a bare clone have only 600 hosts, too few per owner at D = 64 for this bound.
-  it('spreads real hosts evenly: the largest owner holds at most 1.5x the mean for D = 4, 16, 64', { skip: NEEDS_SHARED_DATA }, () => {
+  it('spreads real hosts evenly: the largest owner holds at most 1.5x the mean for D = 4, 16, 64', {
+    skip: NEEDS_SHARED_DATA,
+  }, () => {
     for (const count of [4, 16, 64]) {
       const perOwner = new Map<string, number>();
-      for (const owner of assignment(new OwnerRing(owners(count), hash)).values()) perOwner.set(owner, (perOwner.get(owner) ?? 0) + 1);
+      for (const owner of assignment(new OwnerRing(owners(count), hash)).values())
+        perOwner.set(owner, (perOwner.get(owner) ?? 0) + 1);
       assert.equal(perOwner.size, count, `D=${count}: an owner got no queue`);
       const maxOverMean = Math.max(...perOwner.values()) / (hosts.length / count);
       assert.ok(maxOverMean <= 1.5, `D=${count}: max/mean ${maxOverMean.toFixed(3)} over ${hosts.length} hosts`);

@@ -12,11 +12,26 @@ import { tempDir } from './helpers/tmp.js';
 const run = promisify(execFile);
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; scripts: Record<string, string> };
+const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  version: string;
+  scripts: Record<string, string>;
+};
 const VERSION = PACKAGE.version;
 
 /** What a fresh clone holds that `npm pack` needs: sources and files, no dist/. */
-const CLONE_ENTRIES = ['package.json', 'package-lock.json', 'tsconfig.json', 'scripts', 'src', 'migrations', 'cjs', 'docs', 'README.md', 'CHANGELOG.md', 'LICENSE'];
+const CLONE_ENTRIES = [
+  'package.json',
+  'package-lock.json',
+  'tsconfig.json',
+  'scripts',
+  'src',
+  'migrations',
+  'cjs',
+  'docs',
+  'README.md',
+  'CHANGELOG.md',
+  'LICENSE',
+];
 
 /** A TypeScript file that uses the public API with its types; any leaked or broken type fails it. */
 const CONSUMER_TS = `import { SeenStore, SeenStoreError, type EpochDetails, type Scope, type ScopeStats } from 'seenstore';
@@ -43,25 +58,41 @@ console.log(n);
  * test:full` node16 as well (a compiler run costs ~6 s of CPU here).
  */
 const RESOLUTIONS = [
-  ...(FULL ? [{ module: 'node16', moduleResolution: 'node16' }] as const : []),
+  ...(FULL ? ([{ module: 'node16', moduleResolution: 'node16' }] as const) : []),
   { module: 'nodenext', moduleResolution: 'nodenext' },
   { module: 'esnext', moduleResolution: 'bundler' },
 ] as const;
 
 async function sh(command: string, args: readonly string[], cwd: string): Promise<{ stdout: string; stderr: string }> {
-  return run(command, args, { cwd, env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' }, maxBuffer: 16 << 20 });
+  return run(command, args, {
+    cwd,
+    env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' },
+    maxBuffer: 16 << 20,
+  });
 }
 
 /**
  * Type-checks the consumer and the misuse in one compiler run: it must fail, and only by the misuse's
  * TS2322 (any error in the consumer or in the package's own types shows up under its own file name).
  */
-async function typeCheck(dir: string, files: readonly string[], resolution: (typeof RESOLUTIONS)[number]): Promise<{ ok: boolean; output: string }> {
+async function typeCheck(
+  dir: string,
+  files: readonly string[],
+  resolution: (typeof RESOLUTIONS)[number],
+): Promise<{ ok: boolean; output: string }> {
   const config = join(dir, `tsconfig.${resolution.moduleResolution}.json`);
   writeFileSync(
     config,
     JSON.stringify({
-      compilerOptions: { ...resolution, target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, types: ['node'], typeRoots: [join(ROOT, 'node_modules', '@types')] },
+      compilerOptions: {
+        ...resolution,
+        target: 'es2022',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: false,
+        types: ['node'],
+        typeRoots: [join(ROOT, 'node_modules', '@types')],
+      },
       files,
     }),
   );
@@ -88,8 +119,13 @@ async function pack(): Promise<string> {
   if (FULL) {
     await sh(NPM, ['pack', '--silent', '--pack-destination', packed], clone);
   } else {
-    assert.equal(PACKAGE.scripts.prepack, 'npm run build && npm run build:types', 'prepack builds what npm test builds, then the types');
-    for (const built of ['src', 'migrations']) cpSync(join(ROOT, 'dist', built), join(clone, 'dist', built), { recursive: true });
+    assert.equal(
+      PACKAGE.scripts.prepack,
+      'npm run build && npm run build:types',
+      'prepack builds what npm test builds, then the types',
+    );
+    for (const built of ['src', 'migrations'])
+      cpSync(join(ROOT, 'dist', built), join(clone, 'dist', built), { recursive: true });
     await sh(NPM, ['run', '--silent', 'build:types'], clone);
     await sh(NPM, ['pack', '--silent', '--ignore-scripts', '--pack-destination', packed], clone);
   }
@@ -99,24 +135,57 @@ async function pack(): Promise<string> {
 }
 
 describe('the npm package, packed from a checkout and installed elsewhere', () => {
-  test(`${FULL ? 'prepack builds a fresh clone' : 'the built checkout packs'}; the tarball installs; the CLI, ESM import, require() and types work`, { timeout: 300_000 }, async () => {
+  test(`${FULL ? 'prepack builds a fresh clone' : 'the built checkout packs'}; the tarball installs; the CLI, ESM import, require() and types work`, {
+    timeout: 300_000,
+  }, async () => {
     const tarball = await pack();
     const packed = dirname(tarball);
 
     const { stdout: listing } = await sh('tar', ['-tzf', tarball], packed);
     const files = listing.trim().split('\n');
-    for (const needed of ['package/dist/src/cli/bin.cjs', 'package/dist/src/cli/bundle.cjs', 'package/dist/src/cli/bundle.code-cache', 'package/dist/src/cli/main.js', 'package/dist/src/index.js', 'package/dist/seenstore.d.ts', 'package/cjs/index.cjs', 'package/LICENSE', 'package/dist/migrations/index.js', 'package/dist/src/store/redis/lua/library.lua', 'package/dist/src/urlfrontier/urlfrontier.proto']) {
+    for (const needed of [
+      'package/dist/src/cli/bin.cjs',
+      'package/dist/src/cli/bundle.cjs',
+      'package/dist/src/cli/bundle.code-cache',
+      'package/dist/src/cli/main.js',
+      'package/dist/src/index.js',
+      'package/dist/seenstore.d.ts',
+      'package/cjs/index.cjs',
+      'package/LICENSE',
+      'package/dist/migrations/index.js',
+      'package/dist/src/store/redis/lua/library.lua',
+      'package/dist/src/urlfrontier/urlfrontier.proto',
+    ]) {
       assert.ok(files.includes(needed), `${needed} is in the tarball`);
     }
-    assert.deepEqual(files.filter((f) => f.endsWith('.map')), [], 'no source maps pointing at sources the tarball lacks');
-    assert.deepEqual(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')), [], 'no TypeScript sources');
+    assert.deepEqual(
+      files.filter((f) => f.endsWith('.map')),
+      [],
+      'no source maps pointing at sources the tarball lacks',
+    );
+    assert.deepEqual(
+      files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')),
+      [],
+      'no TypeScript sources',
+    );
 
     const project = tempDir('seenstore-consumer-');
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }));
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }),
+    );
     await sh(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund', '--no-package-lock', tarball], project);
     // The Redis backend reads its Lua beside its compiled modules: the installed package must have it all.
     const libraryModule = join(project, 'node_modules', 'seenstore', 'dist', 'src', 'store', 'redis', 'library.js');
-    const { stdout: library } = await sh(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(pathToFileURL(libraryModule).href)}); console.log(m.LIBRARY_VERSION, m.LIBRARY.length)`], project);
+    const { stdout: library } = await sh(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `const m = await import(${JSON.stringify(pathToFileURL(libraryModule).href)}); console.log(m.LIBRARY_VERSION, m.LIBRARY.length)`,
+      ],
+      project,
+    );
     assert.match(library.trim(), new RegExp(`^${VERSION.replace(/\./g, '\\.')}\\+[0-9a-f]{16} [0-9]{4,}$`));
 
     // The command npm linked (`npx seenstore` runs the same link; readme-recipe.test.ts runs npx).
@@ -126,7 +195,11 @@ describe('the npm package, packed from a checkout and installed elsewhere', () =
     // prepack made with this Node: the cache is taken as it is, not written again.
     const cliDir = join(project, 'node_modules', 'seenstore', 'dist', 'src', 'cli');
     const shipped = statSync(join(cliDir, 'bundle.code-cache')).ino;
-    const filtered = execFileSync(join(project, 'node_modules', '.bin', 'seenstore'), ['--store', './cli-store', '--quiet', 'filter-new'], { cwd: project, input: 'https://a/\nhttps://a/\nhttps://b/\n', encoding: 'utf8' });
+    const filtered = execFileSync(
+      join(project, 'node_modules', '.bin', 'seenstore'),
+      ['--store', './cli-store', '--quiet', 'filter-new'],
+      { cwd: project, input: 'https://a/\nhttps://a/\nhttps://b/\n', encoding: 'utf8' },
+    );
     assert.equal(filtered, 'https://a/\nhttps://b/\n');
     // A cache written anew replaces the file by a rename: another inode.
     assert.equal(statSync(join(cliDir, 'bundle.code-cache')).ino, shipped, 'the shipped code cache was accepted');
@@ -137,11 +210,18 @@ const scope = store.scope('s');
 console.log(JSON.stringify([await scope.addIfAbsent(['https://a/', 'https://a/']), await scope.has(['https://a/', 'https://b/'])]));
 await store.close();`;
     const { stdout: answers } = await sh(process.execPath, ['--input-type=module', '-e', esm], project);
-    assert.equal(answers.trim(), JSON.stringify([[true, false], [true, false]]));
+    assert.equal(
+      answers.trim(),
+      JSON.stringify([
+        [true, false],
+        [true, false],
+      ]),
+    );
 
     // require(esm): this Node (>= 20.19) takes the module-sync condition; with require(esm) turned
     // off, as on older Node, the require condition's stub says what to do instead.
-    const cjs = "try { console.log(typeof require('seenstore').SeenStore); } catch (e) { console.log(e.code + ': ' + e.message); }";
+    const cjs =
+      "try { console.log(typeof require('seenstore').SeenStore); } catch (e) { console.log(e.code + ': ' + e.message); }";
     assert.equal((await sh(process.execPath, ['-e', cjs], project)).stdout.trim(), 'function');
     const old = (await sh(process.execPath, ['--no-experimental-require-module', '-e', cjs], project)).stdout.trim();
     assert.match(old, /^ERR_REQUIRE_ESM: seenstore is an ES module.*await import\('seenstore'\)/);
@@ -152,8 +232,15 @@ await store.close();`;
     for (const resolution of RESOLUTIONS) {
       const checked = await typeCheck(project, ['src/consumer.ts', 'src/wrong.ts'], resolution);
       const errors = checked.output.split('\n').filter((line) => /error TS\d+/.test(line));
-      assert.ok(!checked.ok && errors.some((line) => line.startsWith('src/wrong.ts(') && /TS2322/.test(line)), `${resolution.moduleResolution}: the misuse is caught:\n${checked.output}`);
-      assert.deepEqual(errors.filter((line) => !line.startsWith('src/wrong.ts(')), [], `${resolution.moduleResolution}, skipLibCheck false: the consumer and the package's types check`);
+      assert.ok(
+        !checked.ok && errors.some((line) => line.startsWith('src/wrong.ts(') && /TS2322/.test(line)),
+        `${resolution.moduleResolution}: the misuse is caught:\n${checked.output}`,
+      );
+      assert.deepEqual(
+        errors.filter((line) => !line.startsWith('src/wrong.ts(')),
+        [],
+        `${resolution.moduleResolution}, skipLibCheck false: the consumer and the package's types check`,
+      );
     }
   });
 });

@@ -1,7 +1,19 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, openSync, readFileSync, readSync, readdirSync, rmSync, truncateSync, writeSync, closeSync, statSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  openSync,
+  readFileSync,
+  readSync,
+  readdirSync,
+  rmSync,
+  truncateSync,
+  writeSync,
+  closeSync,
+  statSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
@@ -65,18 +77,50 @@ function listing(dir: string): string[] {
 }
 
 /** The read-only commands with their input, each paired with what it must print to show it saw the journal tail. */
-function readOnlyCommands(dir: string, out: string): { args: string[]; input: string; sawTail: (r: CliResult) => boolean }[] {
+function readOnlyCommands(
+  dir: string,
+  out: string,
+): { args: string[]; input: string; sawTail: (r: CliResult) => boolean }[] {
   const store = ['--store', dir];
   return [
     { args: ['has', ...store, '--scope', 'v'], input: `${TAIL_URL}\n`, sawTail: (r) => r.stdout === `${TAIL_URL}\n` },
-    { args: ['stats', ...store, '--json'], input: '', sawTail: (r) => JSON.parse(r.stdout).scopes.find((s: { scope: string }) => s.scope === 'v').epochs[1].submitted === 5001 },
-    { args: ['epoch', 'list', ...store, '--scope', 'v', '--json'], input: '', sawTail: (r) => JSON.parse(r.stdout).epochs[1].journalRecords === 1 },
-    { args: ['epoch', 'show', '2', ...store, '--scope', 'v', '--json'], input: '', sawTail: (r) => JSON.parse(r.stdout).submitted === 5001 },
-    { args: ['classify', ...store, '--scope', 'v'], input: `${TAIL_URL}\n`, sawTail: (r) => r.stdout === `new\t${TAIL_URL}\n` },
-    { args: ['diff', ...store, '--scope', 'v', '--from', '1', '--to', '2'], input: `${TAIL_URL}\n`, sawTail: (r) => r.stdout === `only-to\t${TAIL_URL}\n` },
-    { args: ['count', ...store, '--scope', 'c'], input: `${TAIL_URL}\n`, sawTail: (r) => r.stdout === `1\t${TAIL_URL}\n` },
+    {
+      args: ['stats', ...store, '--json'],
+      input: '',
+      sawTail: (r) =>
+        JSON.parse(r.stdout).scopes.find((s: { scope: string }) => s.scope === 'v').epochs[1].submitted === 5001,
+    },
+    {
+      args: ['epoch', 'list', ...store, '--scope', 'v', '--json'],
+      input: '',
+      sawTail: (r) => JSON.parse(r.stdout).epochs[1].journalRecords === 1,
+    },
+    {
+      args: ['epoch', 'show', '2', ...store, '--scope', 'v', '--json'],
+      input: '',
+      sawTail: (r) => JSON.parse(r.stdout).submitted === 5001,
+    },
+    {
+      args: ['classify', ...store, '--scope', 'v'],
+      input: `${TAIL_URL}\n`,
+      sawTail: (r) => r.stdout === `new\t${TAIL_URL}\n`,
+    },
+    {
+      args: ['diff', ...store, '--scope', 'v', '--from', '1', '--to', '2'],
+      input: `${TAIL_URL}\n`,
+      sawTail: (r) => r.stdout === `only-to\t${TAIL_URL}\n`,
+    },
+    {
+      args: ['count', ...store, '--scope', 'c'],
+      input: `${TAIL_URL}\n`,
+      sawTail: (r) => r.stdout === `1\t${TAIL_URL}\n`,
+    },
     { args: ['verify', ...store, '--json'], input: '', sawTail: (r) => JSON.parse(r.stdout).journalRecords === 2 },
-    { args: ['export', ...store, '--scope', 'v', '--out', out], input: '', sawTail: (r) => /exported v\/2/.test(r.stdout) },
+    {
+      args: ['export', ...store, '--scope', 'v', '--out', out],
+      input: '',
+      sawTail: (r) => /exported v\/2/.test(r.stdout),
+    },
   ];
 }
 
@@ -88,7 +132,8 @@ function runOnReadOnlyMount(dir: string, args: readonly string[], input: string)
   const quoted = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
   const script = `mount --bind ${quoted(dir)} ${quoted(dir)} && mount -o remount,bind,ro ${quoted(dir)} && ! touch ${quoted(join(dir, '.probe'))} 2>/dev/null || exit 99; exec ${quoted(process.execPath)} ${quoted(CLI)} ${args.map(quoted).join(' ')}`;
   const r = spawnSync('unshare', ['-m', 'sh', '-c', script], { input });
-  if (r.error !== undefined || r.status === 99 || (r.status === 1 && /unshare/.test(r.stderr.toString()))) return undefined;
+  if (r.error !== undefined || r.status === 99 || (r.status === 1 && /unshare/.test(r.stderr.toString())))
+    return undefined;
   return { code: r.status, signal: r.signal, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 
@@ -117,7 +162,7 @@ describe('read-only commands', () => {
     const files = listing(dir);
     const store = await SeenStore.open(dir, { readOnly: true });
     const scope = store.scope('v');
-    assert.deepEqual((await scope.has([TAIL_URL])), [true]);
+    assert.deepEqual(await scope.has([TAIL_URL]), [true]);
     const writes: [string, () => unknown][] = [
       ['addIfAbsent', () => scope.addIfAbsent(['https://w.example/'])],
       ['add', () => scope.add(['https://w.example/'])],
@@ -130,12 +175,19 @@ describe('read-only commands', () => {
       ['a new scope', () => store.scope('new').add(['https://w.example/'])],
     ];
     for (const [name, write] of writes) {
-      await assert.rejects(async () => write(), (error: { code?: string }) => error.code === 'USAGE', name);
+      await assert.rejects(
+        async () => write(),
+        (error: { code?: string }) => error.code === 'USAGE',
+        name,
+      );
     }
     await store.close();
     assert.equal(sha256(join(dir, 'data.mdb')), before);
     assert.deepEqual(listing(dir), files, 'no file created, no checkpoint lock taken');
-    await assert.rejects(SeenStore.open(join(dir, 'missing'), { readOnly: true }), (error: { code?: string }) => error.code === 'NOT_FOUND');
+    await assert.rejects(
+      SeenStore.open(join(dir, 'missing'), { readOnly: true }),
+      (error: { code?: string }) => error.code === 'NOT_FOUND',
+    );
     assert.equal(existsSync(join(dir, 'missing')), false, 'a read-only open creates nothing');
   });
 
@@ -171,7 +223,12 @@ const DAMAGE_COMMANDS: readonly (readonly string[])[] = [
  * Every command answers (0) or exits STORE_CORRUPT (6), never by a signal; the read-only ones
  * change nothing. `runs(i)` picks which of DAMAGE_COMMANDS run (all by default).
  */
-async function assertNoCrash(dir: string, what: string, mustRefuse: boolean, runs: (i: number) => boolean = () => true): Promise<void> {
+async function assertNoCrash(
+  dir: string,
+  what: string,
+  mustRefuse: boolean,
+  runs: (i: number) => boolean = () => true,
+): Promise<void> {
   const data = join(dir, 'data.mdb');
   const before = existsSync(data) ? sha256(data) : '';
   for (const [i, args] of DAMAGE_COMMANDS.entries()) {
@@ -181,7 +238,8 @@ async function assertNoCrash(dir: string, what: string, mustRefuse: boolean, run
     assert.equal(r.signal, null, line);
     assert.ok(r.code === 0 || r.code === 6, line);
     if (mustRefuse) assert.equal(r.code, 6, line);
-    if (r.code === 6 && args[0] !== 'verify') assert.match(r.stderr, /^seenstore: error STORE_CORRUPT: [^\n]+\n$/, line);
+    if (r.code === 6 && args[0] !== 'verify')
+      assert.match(r.stderr, /^seenstore: error STORE_CORRUPT: [^\n]+\n$/, line);
     assert.doesNotMatch(r.stderr, /mdb_|MDB_/, `${line}: raw LMDB text`);
     if (args[0] === 'filter-new') assert.ok(r.code === 0 || r.stdout === '', `${line}: printed URLs and failed`);
     else if (existsSync(data)) assert.equal(sha256(data), before, `${line}: a read-only command changed data.mdb`);
@@ -205,7 +263,7 @@ describe('a damaged data.mdb', () => {
     }
   });
 
-  test('truncated to 0 bytes, or removed, beside the store\'s other files: STORE_CORRUPT, not a new store', async () => {
+  test("truncated to 0 bytes, or removed, beside the store's other files: STORE_CORRUPT, not a new store", async () => {
     const source = await storeWithTail();
     for (const cut of ['empty', 'missing'] as const) {
       const dir = tempDir();
@@ -213,7 +271,10 @@ describe('a damaged data.mdb', () => {
       if (cut === 'empty') truncateSync(join(dir, 'data.mdb'), 0);
       else rmSync(join(dir, 'data.mdb'));
       await assertNoCrash(dir, `data.mdb ${cut}`, true);
-      const again = await runCli(['filter-new', '--store', dir, '--scope', 'v'], `${sharedUrls('crawl-sitelist-15k.txt')[0]}\n`);
+      const again = await runCli(
+        ['filter-new', '--store', dir, '--scope', 'v'],
+        `${sharedUrls('crawl-sitelist-15k.txt')[0]}\n`,
+      );
       assert.equal(again.stdout, '', 'no acknowledged URL printed again');
       assert.match(again.stderr, new RegExp(`data.mdb is ${cut} while the store's lock.mdb`));
     }
@@ -229,8 +290,14 @@ describe('a damaged data.mdb', () => {
       const has = await runCli(['has', '--store', dir, '--scope', 'v'], `${TAIL_URL}\n`);
       assert.equal(has.stdout, `${TAIL_URL}\n`, has.stderr);
     }
-    const list = JSON.parse((await runCli(['snapshot', 'list', '--store', dir, '--json'])).stdout) as { reason: string; bytes: number }[];
-    assert.deepEqual(list.filter((s) => s.reason === 'pre-restore (damaged)').map((s) => s.bytes), [20 * PAGE_BYTES, 0]);
+    const list = JSON.parse((await runCli(['snapshot', 'list', '--store', dir, '--json'])).stdout) as {
+      reason: string;
+      bytes: number;
+    }[];
+    assert.deepEqual(
+      list.filter((s) => s.reason === 'pre-restore (damaged)').map((s) => s.bytes),
+      [20 * PAGE_BYTES, 0],
+    );
   });
 
   test('flipped bytes at structural places (page headers, node offsets, child pointers, overflow page numbers): an answer or STORE_CORRUPT, never a signal', async () => {
@@ -240,7 +307,10 @@ describe('a damaged data.mdb', () => {
     const kinds = new Map<string, (typeof places)[number]>();
     for (const place of places) kinds.set(place.what.replace(/\d+/g, 'N').replace(/ \(\w+\)/, ''), place);
     assert.ok(kinds.size >= 15, [...kinds.keys()].join(', '));
-    assert.ok([...kinds.keys()].some((kind) => kind.includes('child pointer')), 'the store has branch pages');
+    assert.ok(
+      [...kinds.keys()].some((kind) => kind.includes('child pointer')),
+      'the store has branch pages',
+    );
     // `npm test` runs half the commands on each place, every command on every other kind (stats
     // and verify on one, has and filter-new on the next); `npm run test:full` all four on each.
     for (const [k, place] of [...kinds.values()].entries()) {
@@ -263,7 +333,9 @@ describe('a damaged data.mdb', () => {
     const sound = walkPages(path);
     assert.deepEqual(sound.damage, []);
     assert.ok(sound.pagesRead > 5 && sound.highestUsedPage < statSync(path).size / PAGE_BYTES);
-    const child = structuralPlaces(path).find((p) => p.what.includes('child pointer')) ?? structuralPlaces(path).find((p) => p.what.includes('overflow page number'))!;
+    const child =
+      structuralPlaces(path).find((p) => p.what.includes('child pointer')) ??
+      structuralPlaces(path).find((p) => p.what.includes('overflow page number'))!;
     const fd = openSync(path, 'r+');
     writeSync(fd, Buffer.from([0xff]), 0, 1, child.offset + 3);
     closeSync(fd);

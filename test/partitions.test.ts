@@ -41,12 +41,25 @@ function docVectors(): Vector[] {
   const vectors: Vector[] = [];
   for (const line of doc.slice(start).split('\n').slice(1)) {
     if (line.startsWith('#')) break;
-    const cells = line.split('|').slice(1, -1).map((cell) => cell.trim().replace(/^`|`$/g, ''));
+    const cells = line
+      .split('|')
+      .slice(1, -1)
+      .map((cell) => cell.trim().replace(/^`|`$/g, ''));
     if (cells.length !== 11 || !/^[0-9a-f]{16}$/.test(cells[1]!)) continue;
-    const [key, partitionSeed, partitions, seed, mBits, k, partitionHash, partition, filterHash, folded, positions] = cells as [string, ...string[]];
+    const [key, partitionSeed, partitions, seed, mBits, k, partitionHash, partition, filterHash, folded, positions] =
+      cells as [string, ...string[]];
     vectors.push({
-      key, partitionSeed: partitionSeed!, partitions: Number(partitions), seed: seed!, mBits: Number(mBits), k: Number(k),
-      partitionHash: partitionHash!, partition: Number(partition), filterHash: filterHash!, folded: Number(folded), positions: positions!.split(' ').map(Number),
+      key,
+      partitionSeed: partitionSeed!,
+      partitions: Number(partitions),
+      seed: seed!,
+      mBits: Number(mBits),
+      k: Number(k),
+      partitionHash: partitionHash!,
+      partition: Number(partition),
+      filterHash: filterHash!,
+      folded: Number(folded),
+      positions: positions!.split(' ').map(Number),
     });
   }
   return vectors;
@@ -74,7 +87,14 @@ describe('partitioned layout', () => {
       const lo = BigInt(`0x${v.filterHash}`) & 0xffffffffn;
       assert.equal(Number(BigInt(p) * b + (lo % b)), v.folded, v.key);
       const reference = new Float64Array(v.k);
-      blockedPositions(v.mBits / 512, v.k, Number(BigInt(`0x${v.filterHash}`) >> 32n), v.folded, reference, 'xxh64-km-v2');
+      blockedPositions(
+        v.mBits / 512,
+        v.k,
+        Number(BigInt(`0x${v.filterHash}`) >> 32n),
+        v.folded,
+        reference,
+        'xxh64-km-v2',
+      );
       assert.deepEqual([...reference], v.positions, v.key);
       // The implementation: the epoch hasher folds, a blocked BloomFilter sets exactly those bits.
       const slices = [{ layout: PARTITIONED_LAYOUT, mBits: v.mBits, k: v.k, seeds: [v.seed] }];
@@ -89,7 +109,11 @@ describe('partitioned layout', () => {
       filter.bytes.forEach((byte, at) => {
         for (let bit = 0; bit < 8; bit++) if (byte & (1 << bit)) set.push(at * 8 + bit);
       });
-      assert.deepEqual(set, [...new Set(v.positions)].sort((x, y) => x - y), v.key);
+      assert.deepEqual(
+        set,
+        [...new Set(v.positions)].sort((x, y) => x - y),
+        v.key,
+      );
     }
   });
 
@@ -123,7 +147,8 @@ describe('partitioned layout', () => {
       }
     }
     // Partitions are hash-chosen: every one takes its share (4,000 / 32 = 125, within 4.5 sigma).
-    for (const n of load) assert.ok(n > 125 - 4.5 * Math.sqrt(125) && n < 125 + 4.5 * Math.sqrt(125), `loads ${load.join(' ')}`);
+    for (const n of load)
+      assert.ok(n > 125 - 4.5 * Math.sqrt(125) && n < 125 + 4.5 * Math.sqrt(125), `loads ${load.join(' ')}`);
   });
 
   test('the default partition count: many small partitions, each at most 2 MiB in the first slice and at least 8 blocks', () => {
@@ -136,16 +161,26 @@ describe('partitioned layout', () => {
   });
 
   test('a header that does not fit its partitions is STORE_CORRUPT; the layout id is what an older reader refuses', async () => {
-    const header = newEpochHeader('s', 1, { capacityUrls: 100_000, fprTarget: 0.01, strategy: parseStrategy('partitioned:8'), normalize: 'none', sizing: { policy: 'explicit', reason: 'test', inputs: {} } });
+    const header = newEpochHeader('s', 1, {
+      capacityUrls: 100_000,
+      fprTarget: 0.01,
+      strategy: parseStrategy('partitioned:8'),
+      normalize: 'none',
+      sizing: { policy: 'explicit', reason: 'test', inputs: {} },
+    });
     assert.equal(header.partitions?.count, 8);
     assert.equal(header.slices[0]!.mBits % (8 * 512), 0);
     checkEpochSupported(readEpochHeader(JSON.parse(JSON.stringify(header))));
     const { partitions: _, ...without } = header;
     await expectCode('STORE_CORRUPT', async () => checkEpochSupported(without));
-    await expectCode('STORE_CORRUPT', async () => checkEpochSupported({ ...header, slices: [{ ...header.slices[0]!, mBits: header.slices[0]!.mBits + 512 }] }));
+    await expectCode('STORE_CORRUPT', async () =>
+      checkEpochSupported({ ...header, slices: [{ ...header.slices[0]!, mBits: header.slices[0]!.mBits + 512 }] }),
+    );
     await expectCode('STORE_CORRUPT', async () => readEpochHeader({ ...header, partitions: { count: 0, seed: 'x' } }));
     // A version without the layout sees an unknown layout id: FORMAT_UNSUPPORTED (as this one does for a made-up one).
-    await expectCode('FORMAT_UNSUPPORTED', async () => checkEpochSupported({ ...header, slices: [{ ...header.slices[0]!, layout: 'partitioned-blocked-v9' }] }));
+    await expectCode('FORMAT_UNSUPPORTED', async () =>
+      checkEpochSupported({ ...header, slices: [{ ...header.slices[0]!, layout: 'partitioned-blocked-v9' }] }),
+    );
   });
 
   test('a directory store holds partitioned epochs: exact add-if-absent, growth within the promise, rotation keeps the layout, an export answers alike', async () => {
@@ -158,14 +193,20 @@ describe('partitioned layout', () => {
       const scope = store.scope('p', { strategy: 'partitioned:16', capacityUrls: 8_000, fprTarget: 0.01 });
       const inserted = benign.slice(0, 24_000);
       const first = await scope.addIfAbsent(inserted);
-      assert.ok((await scope.addIfAbsent(inserted)).every((isNew) => !isNew), 'a URL was new twice');
+      assert.ok(
+        (await scope.addIfAbsent(inserted)).every((isNew) => !isNew),
+        'a URL was new twice',
+      );
       const details = await scope.epoch(1);
       assert.equal(details.strategy, 'partitioned');
       assert.equal(details.partitions?.count, 16);
       assert.ok(details.sliceDetails.length >= 2, 'the epoch grew');
       assert.ok((await scope.has(inserted)).every(Boolean), 'no false negatives');
       const falsePositives = (await scope.has(probes)).filter(Boolean).length;
-      assert.ok(falsePositives <= binomialUpper(probes.length, 0.01), `${falsePositives} false positives of ${probes.length} at a 1 % promise`);
+      assert.ok(
+        falsePositives <= binomialUpper(probes.length, 0.01),
+        `${falsePositives} false positives of ${probes.length} at a 1 % promise`,
+      );
       assert.ok(first.filter(Boolean).length >= inserted.length - binomialUpper(inserted.length, 0.01));
       const file = join(dir, 'p.ssx');
       await scope.export(file);
@@ -181,7 +222,9 @@ describe('partitioned layout', () => {
       } finally {
         await copy.close();
       }
-      await expectCode('USAGE', async () => store.scope('x', { strategy: 'partitioned:5000' }).add(['https://example.com/']));
+      await expectCode('USAGE', async () =>
+        store.scope('x', { strategy: 'partitioned:5000' }).add(['https://example.com/']),
+      );
     } finally {
       await store.close();
     }

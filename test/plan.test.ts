@@ -49,11 +49,18 @@ describe('plan: the sizing calculator', () => {
     const parsed = JSON.parse(json.stdout) as { strategy: string; slices: { bits: number }[] };
     assert.equal(parsed.strategy, 'blocked');
     assert.equal(parsed.slices.length, 2);
-    for (const args of [['--capacity', '0'], ['--fpr', '1'], ['--strategy', 'nope'], ['--slices', '13']]) {
+    for (const args of [
+      ['--capacity', '0'],
+      ['--fpr', '1'],
+      ['--strategy', 'nope'],
+      ['--slices', '13'],
+    ]) {
       const bad = await runCli(['plan', ...args]);
       assert.equal(bad.code, 2, `${args.join(' ')}: ${bad.stderr}`);
       assert.match(bad.stderr, /^seenstore: error USAGE: /);
     }
-    await expectCode('USAGE', () => planSizing(10, 0.01, parseStrategy('classic'), 0, lmdbDriver.capabilities.storedBytes));
+    await expectCode('USAGE', () =>
+      planSizing(10, 0.01, parseStrategy('classic'), 0, lmdbDriver.capabilities.storedBytes),
+    );
   });
 });

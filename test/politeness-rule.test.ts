@@ -12,7 +12,8 @@ import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/re
 const REDIS_MISSING = redisMissing() ?? false;
 
 /** The queues of an order case as the take order compares them. */
-const readyQueues = (c: OrderCase) => c.queues.map((q) => ({ key: q.key, readyAtMs: q.readyAtMs, lastTakeMs: q.lastTakeMs ?? NEVER_TAKEN_MS }));
+const readyQueues = (c: OrderCase) =>
+  c.queues.map((q) => ({ key: q.key, readyAtMs: q.readyAtMs, lastTakeMs: q.lastTakeMs ?? NEVER_TAKEN_MS }));
 
 describe('the politeness rule in TypeScript (store/politeness.ts), case by case', () => {
   it('room: the in-flight and crawl limits', () => {
@@ -20,7 +21,8 @@ describe('the politeness rule in TypeScript (store/politeness.ts), case by case'
   });
 
   it('ready time: first due, last take plus delay, block; none without room or waiting URLs', () => {
-    for (const c of READY_CASES) assert.equal(readyAtMs(c, c.firstDueMs, c.defaultDelayMs, c.room), c.readyAtMs, c.name);
+    for (const c of READY_CASES)
+      assert.equal(readyAtMs(c, c.firstDueMs, c.defaultDelayMs, c.room), c.readyAtMs, c.name);
   });
 
   it('allowance: perQueue, the count left, the room', () => {
@@ -29,24 +31,40 @@ describe('the politeness rule in TypeScript (store/politeness.ts), case by case'
 
   it('order: ready first, then taken longest ago, then key', () => {
     for (const c of ORDER_CASES) {
-      for (const queues of [readyQueues(c), readyQueues(c).reverse()]) assert.deepEqual(queues.sort(compareReady).map((q) => q.key), c.order, c.name);
+      for (const queues of [readyQueues(c), readyQueues(c).reverse()])
+        assert.deepEqual(
+          queues.sort(compareReady).map((q) => q.key),
+          c.order,
+          c.name,
+        );
     }
   });
 
-  it('order: LMDB\'s ready index key sorts as compareReady (its bytes, as LMDB compares them)', () => {
+  it("order: LMDB's ready index key sorts as compareReady (its bytes, as LMDB compares them)", () => {
     for (const c of ORDER_CASES) {
       const writer = new KeyWriter(scopePrefix(1));
-      const keys = readyQueues(c).map((q) => ({ q, bytes: Buffer.from(writer.ready(q.readyAtMs, q.lastTakeMs, q.key)) }));
-      assert.deepEqual(keys.sort((a, b) => Buffer.compare(a.bytes, b.bytes)).map(({ q }) => q.key), c.order, c.name);
+      const keys = readyQueues(c).map((q) => ({
+        q,
+        bytes: Buffer.from(writer.ready(q.readyAtMs, q.lastTakeMs, q.key)),
+      }));
+      assert.deepEqual(
+        keys.sort((a, b) => Buffer.compare(a.bytes, b.bytes)).map(({ q }) => q.key),
+        c.order,
+        c.name,
+      );
     }
   });
 
-  it('order: Redis\'s take picks the ready queues of its partitions in that order', () => {
+  it("order: Redis's take picks the ready queues of its partitions in that order", () => {
     const request = { count: 100, leaseMs: 1_000, perQueue: 1, maxQueues: 0 };
     for (const c of ORDER_CASES) {
       const candidates = readyQueues(c).map((q, i) => ({ ...q, partition: i % 2, available: 1 }));
       const picks = [...pickQueues(candidates, request, 0, 0, new Set(), new Map()).values()].flat();
-      assert.deepEqual(picks.sort((a, b) => a.order - b.order).map((p) => p.key), c.order, c.name);
+      assert.deepEqual(
+        picks.sort((a, b) => a.order - b.order).map((p) => p.key),
+        c.order,
+        c.name,
+      );
     }
   });
 });
@@ -71,7 +89,9 @@ end
 return out
 `;
 
-describe('the politeness rule in Lua (redis/lua/politeness.lua), the same cases through a real Redis', { skip: REDIS_MISSING }, () => {
+describe('the politeness rule in Lua (redis/lua/politeness.lua), the same cases through a real Redis', {
+  skip: REDIS_MISSING,
+}, () => {
   let server: RedisCluster;
   let client: ReturnType<typeof createClient>;
 
@@ -93,6 +113,8 @@ describe('the politeness rule in Lua (redis/lua/politeness.lua), the same cases 
     const reply = (await client.sendCommand(['EVAL', `${source}\n${LUA_CASES}`, '0', cases])) as number[];
     assert.equal(reply.length, ROOM_CASES.length + READY_CASES.length);
     ROOM_CASES.forEach((c, i) => assert.equal(reply[i], finite(c.room), `room: ${c.name}`));
-    READY_CASES.forEach((c, i) => assert.equal(reply[ROOM_CASES.length + i], c.readyAtMs ?? -1, `ready time: ${c.name}`));
+    READY_CASES.forEach((c, i) =>
+      assert.equal(reply[ROOM_CASES.length + i], c.readyAtMs ?? -1, `ready time: ${c.name}`),
+    );
   });
 });

@@ -49,7 +49,15 @@ for (const scheme of ['xxh64-km-v2', 'xxh64-km-v1'] as const) {
 }
 
 test('positions of a counting slice are the counters CountingFilter increments, each once', () => {
-  const slices = [{ layout: 'classic', mBits: 8 * 4096, k: 6, seeds: [freshSeedHex(), freshSeedHex()], keying: { kind: 'counting-v1' as const, secondaryCells: 1024 } }];
+  const slices = [
+    {
+      layout: 'classic',
+      mBits: 8 * 4096,
+      k: 6,
+      seeds: [freshSeedHex(), freshSeedHex()],
+      keying: { kind: 'counting-v1' as const, secondaryCells: 1024 },
+    },
+  ];
   const hasher = new EpochHasher(hash, 'url', slices);
   const words = new Uint32Array(keys.length * hasher.stride);
   hasher.hash(keys, words);

@@ -41,13 +41,23 @@ describe('README from a fresh clone', { skip: NOT_A_CLONE }, () => {
     const env = { ...process.env, npm_config_offline: 'true', npm_config_update_notifier: 'false', SEENSTORE_DIR: '' };
     const version = spawnSync('npx', ['seenstore', '--version'], { cwd: clone, env, encoding: 'utf8' });
     assert.equal(version.status, 0, version.stderr);
-    assert.equal(version.stdout.trim(), (JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8')) as { version: string }).version);
-    const run = spawnSync('bash', ['-eo', 'pipefail', '-c', recipe(readme, 'dedup')], { cwd: clone, env, encoding: 'utf8' });
+    assert.equal(
+      version.stdout.trim(),
+      (JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8')) as { version: string }).version,
+    );
+    const run = spawnSync('bash', ['-eo', 'pipefail', '-c', recipe(readme, 'dedup')], {
+      cwd: clone,
+      env,
+      encoding: 'utf8',
+    });
     assert.equal(run.status, 0, run.stderr);
     assert.equal(run.stdout, 'https://example.org/a\nhttps://example.org/b\n', 'cat to-fetch.txt, then nothing new');
     const lines = run.stderr.split('\n');
     assert.equal(lines[0], `seenstore: created store at ${join(clone, 'crawl-store')}`);
-    assert.ok(lines.includes(`seenstore: created scope example.org in store ${join(clone, 'crawl-store')}`), run.stderr);
+    assert.ok(
+      lines.includes(`seenstore: created scope example.org in store ${join(clone, 'crawl-store')}`),
+      run.stderr,
+    );
     assert.match(run.stderr, /filter-new: read 3, new 2, already seen 1, invalid 1 in /);
     assert.match(run.stderr, /filter-new: read 3, new 0, already seen 3, invalid 1 in /);
   });

@@ -46,7 +46,8 @@ function withTimeout(location: string, ms: number): string {
   return `${location}${location.includes('?') ? '&' : '/?'}timeout-ms=${ms}`;
 }
 
-const single = missing === undefined ? await startRedisCluster({ cluster: false }) : (undefined as unknown as RedisCluster);
+const single =
+  missing === undefined ? await startRedisCluster({ cluster: false }) : (undefined as unknown as RedisCluster);
 after(() => single?.stop());
 // The cluster's tests kill nodes: it is this file's own.
 const cluster = missing === undefined ? await startRedisCluster() : (undefined as unknown as RedisCluster);
@@ -117,12 +118,18 @@ describe('redis under faults: a single node', { skip: missing }, () => {
     single.cli(port, 'CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
     single.cli(port, 'CONFIG', 'SET', 'maxmemory', '1');
     try {
-      const has = await timedCli(['--store', withTimeout(location, 3_000), '--scope', 's', 'has', '--count'], 'http://oom.example/1\nhttp://oom.example/2\n');
+      const has = await timedCli(
+        ['--store', withTimeout(location, 3_000), '--scope', 's', 'has', '--count'],
+        'http://oom.example/1\nhttp://oom.example/2\n',
+      );
       assert.equal(has.code, 0, has.stderr);
       assert.match(has.stdout, /seen 1\nunseen 1/);
       const stats = await timedCli(['--store', withTimeout(location, 3_000), '--scope', 's', 'stats'], '');
       assert.equal(stats.code, 0, stats.stderr);
-      const writer = await timedCli(['--store', withTimeout(location, 3_000), '--scope', 's', 'filter-new'], 'http://oom.example/3\n');
+      const writer = await timedCli(
+        ['--store', withTimeout(location, 3_000), '--scope', 's', 'filter-new'],
+        'http://oom.example/3\n',
+      );
       assert.equal(writer.code, 9, writer.stderr);
       assert.match(writer.stderr, /STORE_FULL/);
     } finally {
@@ -179,7 +186,11 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
       await store.close();
     }
     // The resumed master rejoins as a replica; the next tests read the cluster's layout.
-    if (victim !== undefined) await until(async () => (await roleOf(victim!)) === 'slave' && (await clusterSettled(cluster)), 'the old master rejoined as a replica');
+    if (victim !== undefined)
+      await until(
+        async () => (await roleOf(victim!)) === 'slave' && (await clusterSettled(cluster)),
+        'the old master rejoined as a replica',
+      );
   });
 
   test('a master demoted (CLUSTER FAILOVER) under --wait-replicas 1 writers: both exit 0, every URL printed exactly once', async () => {
@@ -189,14 +200,27 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
     // The writers read stdin, fed a little at a time until the failover is over: they are mid-stream through it.
     const inputs = [urls, [...urls].reverse()];
     const writers = inputs.map(() => {
-      const child = spawnCli(['--store', withTimeout(location, 20_000), '--scope', 's', '--wait-replicas', '1', 'filter-new', '--batch-size', '50', '--batch-delay-ms', '5']);
+      const child = spawnCli([
+        '--store',
+        withTimeout(location, 20_000),
+        '--scope',
+        's',
+        '--wait-replicas',
+        '1',
+        'filter-new',
+        '--batch-size',
+        '50',
+        '--batch-delay-ms',
+        '5',
+      ]);
       const writer = { child, result: collectCli(child), printing: false };
       child.stdout!.once('data', () => (writer.printing = true));
       return writer;
     });
     let fed = 0;
     const feed = (upTo: number): void => {
-      for (const [i, writer] of writers.entries()) writer.child.stdin!.write(`${inputs[i]!.slice(fed, upTo).join('\n')}\n`);
+      for (const [i, writer] of writers.entries())
+        writer.child.stdin!.write(`${inputs[i]!.slice(fed, upTo).join('\n')}\n`);
       fed = upTo;
     };
     let failedOver = false;
@@ -209,7 +233,10 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
     // Once both writers have answered a batch (their stores open, their first writes done), they are mid-stream.
     await until(() => writers.every((writer) => writer.printing), 'both writers printing new URLs');
     cluster.cli(replica.port, 'CLUSTER', 'FAILOVER');
-    await until(async () => (await roleOf(replica)) === 'master' && (await roleOf(master)) === 'slave', 'the replica promoted, the master demoted');
+    await until(
+      async () => (await roleOf(replica)) === 'master' && (await roleOf(master)) === 'slave',
+      'the replica promoted, the master demoted',
+    );
     failedOver = true;
     await feeding;
     feed(urls.length);
@@ -225,7 +252,19 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
     const { location, master } = await classicScope();
     const replica = replicaOf(cluster, master.port)!;
     const urls = Array.from({ length: 300 }, (_, i) => `http://u${i % 7}.example/p/${i}`);
-    const child = spawnCli(['--store', withTimeout(location, 20_000), '--scope', 's', '--wait-replicas', '1', 'filter-new', '--batch-size', '100', '--batch-delay-ms', '5']);
+    const child = spawnCli([
+      '--store',
+      withTimeout(location, 20_000),
+      '--scope',
+      's',
+      '--wait-replicas',
+      '1',
+      'filter-new',
+      '--batch-size',
+      '100',
+      '--batch-delay-ms',
+      '5',
+    ]);
     const result = collectCli(child);
     const waiting = (): string[] =>
       cluster
@@ -273,21 +312,44 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
         .filter((_, i) => i % 2 === 1)
         .map(Number);
     const take = (): Promise<CliResult & { ms: number }> =>
-      timedCli(['--store', withTimeout(seededAt(location, streamMaster), 20_000), '--scope', 's', '--wait-replicas', '1', 'frontier', 'take', '--count', '5', '--lease-ms', String(LEASE_MS)], '');
+      timedCli(
+        [
+          '--store',
+          withTimeout(seededAt(location, streamMaster), 20_000),
+          '--scope',
+          's',
+          '--wait-replicas',
+          '1',
+          'frontier',
+          'take',
+          '--count',
+          '5',
+          '--lease-ms',
+          String(LEASE_MS),
+        ],
+        '',
+      );
     const [first, second] = await whilePaused([replica], async () => {
       const one = take();
       await until(() => leaseEnds().length === 1, 'the first take run in Redis');
       const firstEnds = Math.max(...leaseEnds());
       // The first take's leases run out by the clock that times them (the CLI's calls pass none:
       // Redis's TIME), then a second taker comes.
-      await until(async () => (await redisTimeMs(streamMaster.port)) > firstEnds, 'the first take\'s leases to end by Redis\'s clock');
+      await until(
+        async () => (await redisTimeMs(streamMaster.port)) > firstEnds,
+        "the first take's leases to end by Redis's clock",
+      );
       const two = take();
       await until(() => Math.min(...leaseEnds()) > firstEnds, 'the second take run in Redis');
       return [one, two];
     }).then((runs) => Promise.all(runs));
     assert.equal(first!.code, 0, first!.stderr);
     assert.equal(second!.code, 0, second!.stderr);
-    const held = (run: CliResult): string[] => run.stdout.split('\n').filter((line) => line !== '').map((line) => line.split('\t')[1]!);
+    const held = (run: CliResult): string[] =>
+      run.stdout
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => line.split('\t')[1]!);
     // The first take's answer came after its lease had run out: it must hand out nothing.
     assert.deepEqual(held(first!), [], `the first take handed out URLs whose lease had run out: ${first!.stdout}`);
     for (const url of held(second!)) assert.ok(urls.includes(url));
@@ -301,14 +363,23 @@ describe('redis under faults: a cluster', { skip: missing }, () => {
     const victim = cluster.nodes.find((node) => node !== cluster.nodes[0] && cluster.masters().includes(node.port))!;
     const replica = replicaOf(cluster, victim.port)!;
     await cluster.kill(victim);
-    const during = await timedCli(['--store', withTimeout(location, 12_000), '--scope', 's', 'has', '--count'], 'http://a.example/1\nhttp://a.example/2\n');
+    const during = await timedCli(
+      ['--store', withTimeout(location, 12_000), '--scope', 's', 'has', '--count'],
+      'http://a.example/1\nhttp://a.example/2\n',
+    );
     assert.equal(during.code, 0, during.stderr);
     assert.match(during.stdout, /seen 1\nunseen 1/);
     // Now the promoted replica dies too: its slots have no node. Readers and writers end at the deadline.
     await cluster.kill(replica);
-    await until(async () => (await replyText(cluster.nodes[0]!.port, 'CLUSTER', 'INFO')).includes('cluster_state:fail'), 'cluster_state:fail');
+    await until(
+      async () => (await replyText(cluster.nodes[0]!.port, 'CLUSTER', 'INFO')).includes('cluster_state:fail'),
+      'cluster_state:fail',
+    );
     for (const command of [['has', '--count'], ['filter-new']]) {
-      const run = await timedCli(['--store', withTimeout(location, 3_000), '--scope', 's', ...command], 'http://a.example/1\nhttp://b.example/2\nhttp://c.example/3\n');
+      const run = await timedCli(
+        ['--store', withTimeout(location, 3_000), '--scope', 's', ...command],
+        'http://a.example/1\nhttp://b.example/2\nhttp://c.example/3\n',
+      );
       assert.equal(run.code, 16, `${command[0]}: ${run.stderr} (after ${run.ms} ms)`);
       assert.ok(run.ms < 3_000 * 2 + SLACK_MS, `${command[0]}: ${run.ms} ms`);
     }

@@ -26,7 +26,8 @@ const LAYOUT_2_STATE = ['seq', 'ent', 'url', 'qs', 'w', 'l', 'leases', 'ready', 
 const HOUR_MS = 3_600_000;
 const quiet = { onWarning: () => {} };
 
-const cluster = missing === undefined ? await startRedisCluster({ masters: 3, replicas: 0 }) : (undefined as unknown as RedisCluster);
+const cluster =
+  missing === undefined ? await startRedisCluster({ masters: 3, replicas: 0 }) : (undefined as unknown as RedisCluster);
 after(() => cluster?.stop());
 
 interface OldEntry {
@@ -56,43 +57,153 @@ describe('redis frontier: key layout 2 migrated to layout 3', { skip: missing },
     const settings = ['1', '0', '0'];
     let answers = 0;
     const answered = (i: number): string[] => [...state(i), `${tag(i)}:a:${++answers}`, `${tag(i)}:a:${answers}`];
-    const call = (name: string, keys: string[], ...args: string[]): string => redis('FCALL', name, String(keys.length), ...keys, ...settings, ...args);
+    const call = (name: string, keys: string[], ...args: string[]): string =>
+      redis('FCALL', name, String(keys.length), ...keys, ...settings, ...args);
 
     // The scope exists (migrate walks the store's scopes); its frontier is of layout 2.
     const store = await SeenStore.open(location, quiet);
     try {
       await store.scope('m', { capacityUrls: 100_000, fprTarget: 1e-9 }).add(['https://seed.example/']);
-      redis('HSET', `{${prefix}/m}:frontier`, 'layout', '2', 'partitions', String(QUEUE_PARTITIONS), 'queueKey', 'host', 'delayMs', '0', 'maxInFlightPerQueue', '0', 'rev', '1', 'pinned', '1');
+      redis(
+        'HSET',
+        `{${prefix}/m}:frontier`,
+        'layout',
+        '2',
+        'partitions',
+        String(QUEUE_PARTITIONS),
+        'queueKey',
+        'host',
+        'delayMs',
+        '0',
+        'maxInFlightPerQueue',
+        '0',
+        'rev',
+        '1',
+        'pinned',
+        '1',
+      );
 
       // Layout 2's admission: 4,500 URLs of one host (more than one migration batch in its
       // partition) and 1,500 real URLs of many hosts, some with data, due a minute ago.
       const big = Array.from({ length: 4_500 }, (_, i) => `https://big.example/p/${i}?q=${i % 7}`);
-      const real = [...new Set(sharedUrls('crawl-benign-35k.txt'))].filter((url) => new URL(url).host !== '').slice(0, 1_500);
+      const real = [...new Set(sharedUrls('crawl-benign-35k.txt'))]
+        .filter((url) => new URL(url).host !== '')
+        .slice(0, 1_500);
       const dueMs = Date.now() - 60_000;
       const byPartition = new Map<number, string[]>();
       [...big, ...real].forEach((url, n) => {
         const key = new URL(url).host;
         const data = n % 5 === 0 ? JSON.stringify({ depth: n % 3 }) : '';
         const i = partitionOf(key);
-        byPartition.set(i, [...(byPartition.get(i) ?? []), '0', `${dueMs}-${n + 1}`, url, key, '1', data, String(dueMs), String(n)]);
+        byPartition.set(i, [
+          ...(byPartition.get(i) ?? []),
+          '0',
+          `${dueMs}-${n + 1}`,
+          url,
+          key,
+          '1',
+          data,
+          String(dueMs),
+          String(n),
+        ]);
       });
       for (const [i, args] of byPartition) {
-        for (let at = 0; at < args.length; at += 8 * 1_000) call('l2_fq_admit', state(i), ...args.slice(at, at + 8 * 1_000));
+        for (let at = 0; at < args.length; at += 8 * 1_000)
+          call('l2_fq_admit', state(i), ...args.slice(at, at + 8 * 1_000));
       }
       // Leases, finished and failed URLs, a refetch, a release with data, schedules, queue settings.
       const home = partitionOf('big.example');
-      const taken = redis('FCALL', 'l2_fq_take', '14', ...answered(home), ...settings, '300', '', String(HOUR_MS), 'crawler-1', 'big.example', '300').split('\n');
+      const taken = redis(
+        'FCALL',
+        'l2_fq_take',
+        '14',
+        ...answered(home),
+        ...settings,
+        '300',
+        '',
+        String(HOUR_MS),
+        'crawler-1',
+        'big.example',
+        '300',
+      ).split('\n');
       const takenIds = taken.filter((_, at) => at % 7 === 0);
       assert.equal(takenIds.length, 300);
       const leased = takenIds.slice(0, 170);
-      const [finished, failed, refetched, released] = [takenIds.slice(170, 250), takenIds.slice(250, 270), takenIds.slice(270, 280), takenIds.slice(280, 300)];
+      const [finished, failed, refetched, released] = [
+        takenIds.slice(170, 250),
+        takenIds.slice(250, 270),
+        takenIds.slice(270, 280),
+        takenIds.slice(280, 300),
+      ];
       const none = (ids: string[]): string[] => ids.map(() => '0');
-      redis('FCALL', 'l2_fq_done', '14', ...answered(home), ...settings, '300', '', String(finished.length), ...finished, ...none(finished), '0');
-      redis('FCALL', 'l2_fq_done', '14', ...answered(home), ...settings, '300', '', String(failed.length), ...failed, ...none(failed), '1');
-      redis('FCALL', 'l2_fq_done', '14', ...answered(home), ...settings, '300', '', String(refetched.length), ...refetched, ...refetched.map(() => String(Date.now() + HOUR_MS)), '0');
-      redis('FCALL', 'l2_fq_release', '14', ...answered(home), ...settings, '300', '', String(released.length), ...released, ...released.map((_, n) => JSON.stringify({ retries: n })));
+      redis(
+        'FCALL',
+        'l2_fq_done',
+        '14',
+        ...answered(home),
+        ...settings,
+        '300',
+        '',
+        String(finished.length),
+        ...finished,
+        ...none(finished),
+        '0',
+      );
+      redis(
+        'FCALL',
+        'l2_fq_done',
+        '14',
+        ...answered(home),
+        ...settings,
+        '300',
+        '',
+        String(failed.length),
+        ...failed,
+        ...none(failed),
+        '1',
+      );
+      redis(
+        'FCALL',
+        'l2_fq_done',
+        '14',
+        ...answered(home),
+        ...settings,
+        '300',
+        '',
+        String(refetched.length),
+        ...refetched,
+        ...refetched.map(() => String(Date.now() + HOUR_MS)),
+        '0',
+      );
+      redis(
+        'FCALL',
+        'l2_fq_release',
+        '14',
+        ...answered(home),
+        ...settings,
+        '300',
+        '',
+        String(released.length),
+        ...released,
+        ...released.map((_, n) => JSON.stringify({ retries: n })),
+      );
       const later = partitionOf('later.example');
-      redis('FCALL', 'l2_fq_schedule', '14', ...answered(later), ...settings, '300', '', '3', ...[1, 2, 3].flatMap((n) => [`https://later.example/${n}`, 'later.example', String(Date.now() + n * HOUR_MS), '']));
+      redis(
+        'FCALL',
+        'l2_fq_schedule',
+        '14',
+        ...answered(later),
+        ...settings,
+        '300',
+        '',
+        '3',
+        ...[1, 2, 3].flatMap((n) => [
+          `https://later.example/${n}`,
+          'later.example',
+          String(Date.now() + n * HOUR_MS),
+          '',
+        ]),
+      );
       const slow = new URL(real[0]!).host;
       call('l2_fq_set', state(partitionOf(slow)), slow, String(HOUR_MS), String(Date.now() + 2 * HOUR_MS), '9');
       call('l2_fq_set', state(partitionOf('empty.example')), 'empty.example', '5000', '', 'none');
@@ -102,25 +213,59 @@ describe('redis frontier: key layout 2 migrated to layout 3', { skip: missing },
       const oldQueues = new Map<string, string>();
       const counts = [0, 0, 0, 0, 0];
       for (let i = 0; i < QUEUE_PARTITIONS; i++) {
-        const flat = redis('HGETALL', `${tag(i)}:ent`).split('\n').filter(Boolean);
-        for (let at = 0; at + 1 < flat.length; at += 2) oldEntries.set(`${i}-${flat[at]}`, JSON.parse(flat[at + 1]!) as OldEntry);
-        for (const key of redis('HKEYS', `${tag(i)}:qs`).split('\n').filter(Boolean)) oldQueues.set(key, call('l2_fq_queue', state(i), key));
-        call('l2_fq_stats', state(i)).split('\n').forEach((n, at) => (counts[at] = counts[at]! + Number(n)));
+        const flat = redis('HGETALL', `${tag(i)}:ent`)
+          .split('\n')
+          .filter(Boolean);
+        for (let at = 0; at + 1 < flat.length; at += 2)
+          oldEntries.set(`${i}-${flat[at]}`, JSON.parse(flat[at + 1]!) as OldEntry);
+        for (const key of redis('HKEYS', `${tag(i)}:qs`)
+          .split('\n')
+          .filter(Boolean))
+          oldQueues.set(key, call('l2_fq_queue', state(i), key));
+        call('l2_fq_stats', state(i))
+          .split('\n')
+          .forEach((n, at) => (counts[at] = counts[at]! + Number(n)));
       }
       assert.equal(oldEntries.size, 6_000 - 100 + 3);
-      const expectedStats = { pending: counts[0]! - counts[1]!, leased: counts[1]!, done: counts[2]!, failed: counts[4]!, queues: counts[3]! };
-      assert.deepEqual(expectedStats, { pending: 6_000 - 100 - 170 + 3, leased: 170, done: 90, failed: 20, queues: new Set([...big, ...real].map((url) => new URL(url).host)).size + 1 });
+      const expectedStats = {
+        pending: counts[0]! - counts[1]!,
+        leased: counts[1]!,
+        done: counts[2]!,
+        failed: counts[4]!,
+        queues: counts[3]!,
+      };
+      assert.deepEqual(expectedStats, {
+        pending: 6_000 - 100 - 170 + 3,
+        leased: 170,
+        done: 90,
+        failed: 20,
+        queues: new Set([...big, ...real].map((url) => new URL(url).host)).size + 1,
+      });
 
       // A scope whose frontier is of layout 2 can be deleted before it is migrated.
-    const other = store.scope('gone', { capacityUrls: 1_000 });
-    await other.add(['https://seed.example/']);
-    redis('HSET', `{${prefix}/gone}:frontier`, 'layout', '2', 'partitions', String(QUEUE_PARTITIONS));
-    const goneTag = `{${prefix}/gone/q${home}}`;
-    redis('FCALL', 'l2_fq_admit', '12', ...LAYOUT_2_STATE.map((name) => `${goneTag}:${name}`), ...settings, '0', `${dueMs}-1`, 'https://big.example/gone', 'big.example', '1', '', String(dueMs), '0');
-    assert.deepEqual(await store.deleteScope('gone'), { epochs: 1, queuedUrls: 1 });
-    assert.equal(redis('EXISTS', ...LAYOUT_2_STATE.map((name) => `${goneTag}:${name}`)), '0');
+      const other = store.scope('gone', { capacityUrls: 1_000 });
+      await other.add(['https://seed.example/']);
+      redis('HSET', `{${prefix}/gone}:frontier`, 'layout', '2', 'partitions', String(QUEUE_PARTITIONS));
+      const goneTag = `{${prefix}/gone/q${home}}`;
+      redis(
+        'FCALL',
+        'l2_fq_admit',
+        '12',
+        ...LAYOUT_2_STATE.map((name) => `${goneTag}:${name}`),
+        ...settings,
+        '0',
+        `${dueMs}-1`,
+        'https://big.example/gone',
+        'big.example',
+        '1',
+        '',
+        String(dueMs),
+        '0',
+      );
+      assert.deepEqual(await store.deleteScope('gone'), { epochs: 1, queuedUrls: 1 });
+      assert.equal(redis('EXISTS', ...LAYOUT_2_STATE.map((name) => `${goneTag}:${name}`)), '0');
 
-    // Refused until migrated, naming the way out.
+      // Refused until migrated, naming the way out.
       const frontier = store.scope('m').frontier();
       const refusal = await expectCode('FORMAT_UNSUPPORTED', () => frontier.stats());
       assert.match(refusal.message, /layout 2 .*seenstore --store LOCATION migrate/);
@@ -132,27 +277,55 @@ describe('redis frontier: key layout 2 migrated to layout 3', { skip: missing },
       const run = await runCli(['--store', location, 'migrate']);
       assert.equal(run.code, 0, run.stderr);
       const [step, done] = run.stdout.trim().split('\n');
-      const moved = Number(/^format 2 -> 3: the frontier of scope m, Redis key layout 2 to 3 \(([\d,]+) records\)$/.exec(step ?? '')?.[1]?.replace(/,/g, ''));
-      assert.ok(moved > 0 && moved < oldEntries.size + oldQueues.size, `the second run moved ${moved}: it did not go on where the first stopped`);
+      const moved = Number(
+        /^format 2 -> 3: the frontier of scope m, Redis key layout 2 to 3 \(([\d,]+) records\)$/
+          .exec(step ?? '')?.[1]
+          ?.replace(/,/g, ''),
+      );
+      assert.ok(
+        moved > 0 && moved < oldEntries.size + oldQueues.size,
+        `the second run moved ${moved}: it did not go on where the first stopped`,
+      );
       assert.equal(done, 'migrated from format 2 to 3 (no snapshot taken)');
       assert.equal((await runCli(['--store', location, 'migrate'])).stdout, 'store is at format 3: nothing to do\n');
       for (let i = 0; i < QUEUE_PARTITIONS; i++) {
-        assert.equal(redis('EXISTS', ...LAYOUT_2_KEYS.map((name) => `${tag(i)}:${name}`)), '0', `layout 2's keys are left in partition ${i}`);
+        assert.equal(
+          redis('EXISTS', ...LAYOUT_2_KEYS.map((name) => `${tag(i)}:${name}`)),
+          '0',
+          `layout 2's keys are left in partition ${i}`,
+        );
       }
 
       // Everything as it was: counts, queues, every entry by its id.
       assert.deepEqual({ ...(await frontier.stats()) }, expectedStats);
       for (const [key, stats] of oldQueues) {
-        const [waiting, leasedN, completed, delayMs, blockedUntilMs, crawlLimit, readyAtMs] = stats.split('\n').map(Number);
+        const [waiting, leasedN, completed, delayMs, blockedUntilMs, crawlLimit, readyAtMs] = stats
+          .split('\n')
+          .map(Number);
         const now = await frontier.queue(key);
         assert.deepEqual(
-          now && [now.waiting, now.leased, now.completed, now.delayMs ?? -1, now.blockedUntilMs, now.crawlLimit ?? -1, now.readyAtMs ?? -1],
+          now && [
+            now.waiting,
+            now.leased,
+            now.completed,
+            now.delayMs ?? -1,
+            now.blockedUntilMs,
+            now.crawlLimit ?? -1,
+            now.readyAtMs ?? -1,
+          ],
           [waiting, leasedN, completed, delayMs, blockedUntilMs, crawlLimit, readyAtMs],
           `queue ${key}`,
         );
       }
-      const listed = new Map<string, { url: string; queue: string; state: string; atMs: number; createdMs: number; data?: unknown }>();
-      for (let page = await frontier.entries({ limit: 500 }); ; page = await frontier.entries({ limit: 500, cursor: page.cursor })) {
+      const listed = new Map<
+        string,
+        { url: string; queue: string; state: string; atMs: number; createdMs: number; data?: unknown }
+      >();
+      for (
+        let page = await frontier.entries({ limit: 500 });
+        ;
+        page = await frontier.entries({ limit: 500, cursor: page.cursor })
+      ) {
         for (const entry of page.entries) listed.set(entry.id, entry);
         if (page.cursor === undefined) break;
       }
@@ -162,8 +335,22 @@ describe('redis frontier: key layout 2 migrated to layout 3', { skip: missing },
         const entry = listed.get(id);
         const oldState = old.l > nowMs ? 'leased' : old.t > nowMs ? 'scheduled' : 'waiting';
         assert.deepEqual(
-          entry && { url: entry.url, queue: entry.queue, state: entry.state, atMs: entry.atMs, createdMs: entry.createdMs, data: entry.data },
-          { url: old.u, queue: old.q, state: oldState, atMs: oldState === 'leased' ? old.l : old.t, createdMs: old.c ?? old.t, data: old.d === undefined ? undefined : JSON.parse(old.d) },
+          entry && {
+            url: entry.url,
+            queue: entry.queue,
+            state: entry.state,
+            atMs: entry.atMs,
+            createdMs: entry.createdMs,
+            data: entry.data,
+          },
+          {
+            url: old.u,
+            queue: old.q,
+            state: oldState,
+            atMs: oldState === 'leased' ? old.l : old.t,
+            createdMs: old.c ?? old.t,
+            data: old.d === undefined ? undefined : JSON.parse(old.d),
+          },
           `entry ${id}`,
         );
       }

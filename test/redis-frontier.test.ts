@@ -38,7 +38,9 @@ function child(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Ch
 
 /** `took ID<TAB>URL` lines of a taker: id -> URL. */
 function tookOf(lines: readonly string[]): Map<string, string> {
-  return new Map(lines.filter((line) => line.startsWith('took ')).map((line) => line.slice(5).split('\t') as [string, string]));
+  return new Map(
+    lines.filter((line) => line.startsWith('took ')).map((line) => line.slice(5).split('\t') as [string, string]),
+  );
 }
 
 /** The store's key prefix (location `...?prefix=NAME`). */
@@ -47,7 +49,12 @@ function prefixOf(location: string): string {
 }
 
 /** Scope `name` of a store whose frontier hands out a queue again at once (the cases here are not about politeness). */
-async function noDelay(store: SeenStore, name: string, options: ScopeOptions = EXACT, queueKey: 'host' | 'none' = 'host'): Promise<Scope> {
+async function noDelay(
+  store: SeenStore,
+  name: string,
+  options: ScopeOptions = EXACT,
+  queueKey: 'host' | 'none' = 'host',
+): Promise<Scope> {
   const scope = store.scope(name, options);
   await scope.frontier().configure({ delayMs: 0, queueKey });
   return scope;
@@ -93,10 +100,17 @@ describe('redis frontier', { skip: missing }, () => {
         return child([location, 'enqueue', file, '250']);
       }),
     );
-    const takers = await Promise.all([child([location, 'take', '25', '60000']), child([location, 'take', '25', '60000'])]);
+    const takers = await Promise.all([
+      child([location, 'take', '25', '60000']),
+      child([location, 'take', '25', '60000']),
+    ]);
     const [a, b] = takers.map((run) => tookOf(run.lines));
     assert.ok(a!.size > 0 && b!.size > 0, 'one taker got nothing: the test shows nothing about sharing');
-    assert.deepEqual([...a!.keys()].filter((id) => b!.has(id)), [], 'two takers held one lease');
+    assert.deepEqual(
+      [...a!.keys()].filter((id) => b!.has(id)),
+      [],
+      'two takers held one lease',
+    );
     const taken = [...a!.values(), ...b!.values()];
     assert.equal(taken.length, all.length, 'a URL was queued twice, or not at all');
     assert.deepEqual(new Set(taken), new Set(all));
@@ -117,7 +131,9 @@ describe('redis frontier', { skip: missing }, () => {
     const file = join(dir, 'in.txt');
     writeFileSync(file, `${input.join('\n')}\n`);
     const killed = await new Promise<string[]>((resolve, reject) => {
-      const proc = spawn(process.execPath, [CHILD, location, 'enqueue', file, '500'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      const proc = spawn(process.execPath, [CHILD, location, 'enqueue', file, '500'], {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
       let out = '';
       proc.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
         out += chunk;
@@ -127,21 +143,36 @@ describe('redis frontier', { skip: missing }, () => {
       proc.on('error', reject);
       proc.on('close', () => resolve(out.split('\n').filter((line) => line.startsWith('ack '))));
     });
-    assert.ok(killed.length >= 10 && killed.length < 40, `the enqueuer was not killed mid-stream (${killed.length} batches acknowledged)`);
+    assert.ok(
+      killed.length >= 10 && killed.length < 40,
+      `the enqueuer was not killed mid-stream (${killed.length} batches acknowledged)`,
+    );
     const store = await SeenStore.open(location, quiet);
     try {
       const scope = await noDelay(store, 'f', {});
       const frontier = scope.frontier();
       const queued: string[] = [];
-      for (let got = await frontier.take(5_000, { leaseMs: 60_000, perQueue: 5_000 }); got.length > 0; got = await frontier.take(5_000, { leaseMs: 60_000, perQueue: 5_000 })) {
+      for (
+        let got = await frontier.take(5_000, { leaseMs: 60_000, perQueue: 5_000 });
+        got.length > 0;
+        got = await frontier.take(5_000, { leaseMs: 60_000, perQueue: 5_000 })
+      ) {
         queued.push(...got.map((entry) => entry.url));
       }
       assert.equal(new Set(queued).size, queued.length, 'a URL was queued twice');
       const acknowledged = input.slice(0, killed.length * 500);
       const queuedSet = new Set(queued);
-      assert.deepEqual(acknowledged.filter((url) => !queuedSet.has(url)), [], 'an acknowledged URL is not queued');
+      assert.deepEqual(
+        acknowledged.filter((url) => !queuedSet.has(url)),
+        [],
+        'an acknowledged URL is not queued',
+      );
       const seen = await scope.has(input);
-      assert.deepEqual(input.filter((url, i) => seen[i] !== queuedSet.has(url)), [], 'a URL recorded as seen and not queued, or queued and not seen');
+      assert.deepEqual(
+        input.filter((url, i) => seen[i] !== queuedSet.has(url)),
+        [],
+        'a URL recorded as seen and not queued, or queued and not seen',
+      );
       // A batch is atomic per partition (the child's scope is partitioned, the Redis default), not
       // as a whole: a killed batch may have queued some partitions' URLs. What must hold holds per
       // URL, above: queued exactly when recorded as seen, and every acknowledged one queued.
@@ -164,7 +195,11 @@ describe('redis frontier', { skip: missing }, () => {
       assert.ok(dead.killed, 'the mover was not killed between admit and delete');
       assert.equal(redis('XLEN', inbox), '100', 'the inbox was deleted before the kill');
       const taken = await scope.frontier().take(1_000, { perQueue: 1_000, leaseMs: 60_000 });
-      assert.deepEqual(taken.map((entry) => entry.url), some, 'an inbox entry was queued twice, lost, or out of order');
+      assert.deepEqual(
+        taken.map((entry) => entry.url),
+        some,
+        'an inbox entry was queued twice, lost, or out of order',
+      );
       assert.equal(redis('XLEN', inbox), '0');
     } finally {
       await store.close();
@@ -183,12 +218,18 @@ describe('redis frontier', { skip: missing }, () => {
       assert.equal((await scope.prune({ keepLast: 1 })).length, 2);
       assert.deepEqual(await scope.enqueue(some), [true, true, true, true, true]);
       const taken = await scope.frontier().take(20, { leaseMs: 60_000, perQueue: 20 });
-      assert.deepEqual(taken.map((entry) => `${entry.epoch} ${entry.url}`).sort(), some.map((url) => `1 ${url}`).sort());
+      assert.deepEqual(
+        taken.map((entry) => `${entry.epoch} ${entry.url}`).sort(),
+        some.map((url) => `1 ${url}`).sort(),
+      );
       // A counting epoch's add (ss_count_add) enqueues the same way.
       const counting = await noDelay(store, 'counting', { strategy: 'counting', capacityUrls: 10_000 }, 'none');
       assert.deepEqual(await counting.enqueue([...some, some[0]!]), [true, true, true, true, true, false]);
       assert.deepEqual(await counting.enqueue(some), [false, false, false, false, false]);
-      assert.deepEqual((await counting.frontier().take(20, { leaseMs: 60_000, perQueue: 20 })).map((entry) => entry.url), some);
+      assert.deepEqual(
+        (await counting.frontier().take(20, { leaseMs: 60_000, perQueue: 20 })).map((entry) => entry.url),
+        some,
+      );
     } finally {
       await store.close();
     }
@@ -206,12 +247,19 @@ describe('redis frontier', { skip: missing }, () => {
       const frontier = scope.frontier();
       assert.deepEqual(await frontier.stats(), { pending: 400, leased: 100, done: 0, failed: 0, queues: 1 });
       const rest = await frontier.take(1_000, { leaseMs: 60_000, perQueue: 1_000 });
-      assert.deepEqual(rest.map((entry) => entry.url), queued.slice(100), 'the dead taker\'s URLs were handed out under its lease');
+      assert.deepEqual(
+        rest.map((entry) => entry.url),
+        queued.slice(100),
+        "the dead taker's URLs were handed out under its lease",
+      );
       // Until the dead taker's leases end by the servers' clock (its lease end, as the frontier tells).
       const endMs = (await frontier.urlStatus(queued[0]!))!.atMs;
       while (Date.now() <= endMs) await sleep(endMs - Date.now() + 5);
       const back = await frontier.take(1_000, { leaseMs: 60_000, perQueue: 1_000 });
-      assert.deepEqual(back.map((entry) => entry.url), queued.slice(0, 100));
+      assert.deepEqual(
+        back.map((entry) => entry.url),
+        queued.slice(0, 100),
+      );
       assert.ok(back.every((entry) => entry.attempts === 2));
       assert.equal(await frontier.done([...rest, ...back].map((entry) => entry.id)), 500);
       assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 500, failed: 0, queues: 0 });
@@ -233,13 +281,21 @@ describe('redis frontier', { skip: missing }, () => {
       // else on a loaded machine the first could drain every host before the others connect, and
       // nothing would race (a start time 2 s ahead was not enough on a loaded machine).
       const barrier = `${tempDir('seenstore-barrier-')}:4`;
-      const runs = await Promise.all([0, 1, 2, 3].map(() => child([location, 'take', '30', '60000', 'none', '2', 'g'], { CHILD_BARRIER: barrier })));
+      const runs = await Promise.all(
+        [0, 1, 2, 3].map(() => child([location, 'take', '30', '60000', 'none', '2', 'g'], { CHILD_BARRIER: barrier })),
+      );
       const taken = runs.flatMap((run) => [...tookOf(run.lines).values()]);
       const perHost = new Map<string, number>();
       for (const url of taken) perHost.set(new URL(url).host, (perHost.get(new URL(url).host) ?? 0) + 1);
       assert.equal(perHost.size, 200, 'a ready host was not handed out');
-      assert.ok([...perHost.values()].every((n) => n === 2), 'a host was handed out twice inside its delay (or one take split it)');
-      assert.ok(runs.filter((run) => tookOf(run.lines).size > 0).length >= 2, 'one taker took everything: the test shows nothing about racing');
+      assert.ok(
+        [...perHost.values()].every((n) => n === 2),
+        'a host was handed out twice inside its delay (or one take split it)',
+      );
+      assert.ok(
+        runs.filter((run) => tookOf(run.lines).size > 0).length >= 2,
+        'one taker took everything: the test shows nothing about racing',
+      );
     } finally {
       await store.close();
     }
@@ -255,12 +311,19 @@ describe('redis frontier', { skip: missing }, () => {
       const frontier = scope.frontier();
       const first = await frontier.take(4, { leaseMs: 60_000, owner: 'c1', perQueue: 4 });
       const second = await frontier.take(3, { leaseMs: 60_000, owner: 'c2', perQueue: 3 });
-      assert.deepEqual([...first, ...second].map((entry) => entry.url), queued.slice(0, 7));
+      assert.deepEqual(
+        [...first, ...second].map((entry) => entry.url),
+        queued.slice(0, 7),
+      );
       assert.deepEqual(await frontier.stats(), { pending: 3, leased: 7, done: 0, failed: 0, queues: 1 });
       assert.equal(await frontier.reclaim('c1'), 4);
       assert.deepEqual(await frontier.stats(), { pending: 7, leased: 3, done: 0, failed: 0, queues: 1 });
       assert.equal(await frontier.release([second[0]!.id, second[1]!.id], [{ depth: 4, retries: 1 }, undefined]), 2);
-      assert.equal(await frontier.release([second[0]!.id], [{ depth: 4, retries: 2 }]), 0, 'an entry not leased was released');
+      assert.equal(
+        await frontier.release([second[0]!.id], [{ depth: 4, retries: 2 }]),
+        0,
+        'an entry not leased was released',
+      );
       const next = await frontier.take(20, { leaseMs: 60_000, owner: 'c3', perQueue: 20 });
       assert.deepEqual(
         next.map((entry) => [entry.url, entry.attempts, entry.data]),
@@ -280,7 +343,11 @@ describe('redis frontier', { skip: missing }, () => {
       for (const bad of ['x', '1', '0-1-2', '-0-1', '00-1', '0-0', '0-1234567890123456', `${next[0]!.id} `]) {
         await expectCode('USAGE', () => frontier.done([next[0]!.id, bad]));
       }
-      assert.deepEqual(await frontier.stats(), { pending: 0, leased: 10, done: 0, failed: 0, queues: 1 }, 'a call with a bad id changed something');
+      assert.deepEqual(
+        await frontier.stats(),
+        { pending: 0, leased: 10, done: 0, failed: 0, queues: 1 },
+        'a call with a bad id changed something',
+      );
       // Well-formed ids of nothing (a number not given, a partition the frontier does not have) are skipped.
       const [partition] = next[0]!.id.split('-');
       assert.equal(await frontier.done([`${partition}-999999999`, '40-1', '99999-1']), 0);
@@ -300,7 +367,22 @@ describe('redis frontier', { skip: missing }, () => {
       const [partition] = (await scope.frontier().urlStatus(urls[7_500]!))!.id.split('-');
       const tag = `{${prefixOf(location)}/r/q${partition}}`;
       const state = QUEUE_STATE_KEYS.map((name) => `${tag}:${name}`);
-      const call = (name: string, id: string, ...args: string[]): string => redis('FCALL', name, String(state.length + 2), ...state, `${tag}:a:${id}`, `${tag}:a:${id}`, '1', '0', '0', '300', '', ...args, REDIS_TIME);
+      const call = (name: string, id: string, ...args: string[]): string =>
+        redis(
+          'FCALL',
+          name,
+          String(state.length + 2),
+          ...state,
+          `${tag}:a:${id}`,
+          `${tag}:a:${id}`,
+          '1',
+          '0',
+          '0',
+          '300',
+          '',
+          ...args,
+          REDIS_TIME,
+        );
       const taken = call('ss_fq_take', 'take-1', '60000', 'retrier', '', '4');
       assert.equal(call('ss_fq_take', 'take-1', '60000', 'retrier', '', '4'), taken);
       assert.match(taken, new RegExp(urls[7_503]!.replace(/[.?*+^$[\]\\(){}|]/g, '\\$&')));
@@ -333,15 +415,23 @@ describe('redis frontier', { skip: missing }, () => {
         assert.ok(part.length > 0 && part.length < 100, `take ${takes}: ${part.length} entries`);
         taken.push(...part);
       }
-      assert.deepEqual(taken.map((entry) => entry.url), some);
-      assert.ok(taken.every((entry) => (entry.data as { url: string }).url === entry.url && (entry.data as { pad: string }).pad.length === 61_000));
+      assert.deepEqual(
+        taken.map((entry) => entry.url),
+        some,
+      );
+      assert.ok(
+        taken.every(
+          (entry) =>
+            (entry.data as { url: string }).url === entry.url && (entry.data as { pad: string }).pad.length === 61_000,
+        ),
+      );
       assert.equal(await scope.frontier().done(taken.map((entry) => entry.id)), some.length);
     } finally {
       await store.close();
     }
   });
 
-  test('the move deletes URLs from the inbox only once a replica of their queue\'s master has them', async () => {
+  test("the move deletes URLs from the inbox only once a replica of their queue's master has them", async () => {
     const location = cluster.location();
     const store = await SeenStore.open(location, quiet);
     const some = urls.slice(17_100, 17_110);
@@ -351,7 +441,10 @@ describe('redis frontier', { skip: missing }, () => {
     const inboxLength = (): number => Number(redis('XLEN', `{${prefixOf(location)}/v/0}:in`));
     try {
       const scope = await noDelay(store, 'v', EXACT, 'none');
-      assert.deepEqual(await scope.enqueue(some), some.map(() => true));
+      assert.deepEqual(
+        await scope.enqueue(some),
+        some.map(() => true),
+      );
       assert.equal(inboxLength(), some.length);
       // The replica stops: no WAIT is answered. The move admits the URLs (a take hands them out)
       // but leaves them in the inbox, which the replica has.
@@ -363,12 +456,21 @@ describe('redis frontier', { skip: missing }, () => {
       } finally {
         replica.process.kill('SIGCONT');
       }
-      assert.deepEqual(first.map((entry) => entry.url), some);
+      assert.deepEqual(
+        first.map((entry) => entry.url),
+        some,
+      );
       // Once the replica confirms, the next move admits nothing twice and empties the inbox.
       const deadline = Date.now() + 30_000;
       while (inboxLength() > 0 && Date.now() < deadline) await scope.frontier().stats();
       assert.equal(inboxLength(), 0);
-      assert.deepEqual(await scope.frontier().stats(), { pending: 0, leased: some.length, done: 0, failed: 0, queues: 1 });
+      assert.deepEqual(await scope.frontier().stats(), {
+        pending: 0,
+        leased: some.length,
+        done: 0,
+        failed: 0,
+        queues: 1,
+      });
     } finally {
       await store.close();
     }
@@ -381,7 +483,23 @@ describe('redis frontier', { skip: missing }, () => {
       const scope = await noDelay(store, 'f', EXACT);
       const inbox = `{${prefixOf(location)}/f/0}:in`;
       const frontier = scope.frontier();
-      const newer = redis('XADD', inbox, '*', 'v', '3', 'u', 'https://newer.example/', 'k', 'newer.example', 'e', '1', 'b', 'x', 'n', '0');
+      const newer = redis(
+        'XADD',
+        inbox,
+        '*',
+        'v',
+        '3',
+        'u',
+        'https://newer.example/',
+        'k',
+        'newer.example',
+        'e',
+        '1',
+        'b',
+        'x',
+        'n',
+        '0',
+      );
       await expectCode('FORMAT_UNSUPPORTED', () => frontier.take(10, { leaseMs: 200 }));
       redis('XDEL', inbox, newer);
       redis('XADD', inbox, '*', 'url', 'https://foreign.example/');
@@ -397,7 +515,7 @@ describe('redis frontier', { skip: missing }, () => {
     }
   });
 
-  test('take of one queue hands out that queue alone, the hostless queue \'\' included', async () => {
+  test("take of one queue hands out that queue alone, the hostless queue '' included", async () => {
     const store = await SeenStore.open(cluster.location(), quiet);
     try {
       const scope = await noDelay(store, 'h', EXACT);
@@ -405,19 +523,27 @@ describe('redis frontier', { skip: missing }, () => {
       const hash = await XxHash.load();
       const words = new Uint32Array(2);
       const home = queuePartitionOf(hash, '', QUEUE_PARTITIONS, words);
-      const beside = Array.from({ length: 1_000 }, (_, i) => `h${i}.example`).find((key) => queuePartitionOf(hash, key, QUEUE_PARTITIONS, words) === home)!;
+      const beside = Array.from({ length: 1_000 }, (_, i) => `h${i}.example`).find(
+        (key) => queuePartitionOf(hash, key, QUEUE_PARTITIONS, words) === home,
+      )!;
       const keys = ['', beside, 'b.example'];
-      await scope.enqueue(['https://c.example/hostless', `https://${beside}/1`, 'https://b.example/1'], { queues: keys });
+      await scope.enqueue(['https://c.example/hostless', `https://${beside}/1`, 'https://b.example/1'], {
+        queues: keys,
+      });
       for (const key of keys) {
         const taken = await scope.frontier().take(10, { queue: key, perQueue: 10, leaseMs: 60_000 });
-        assert.deepEqual(taken.map((entry) => entry.queue), [key], `a take of queue ${JSON.stringify(key)} handed out others`);
+        assert.deepEqual(
+          taken.map((entry) => entry.queue),
+          [key],
+          `a take of queue ${JSON.stringify(key)} handed out others`,
+        );
       }
     } finally {
       await store.close();
     }
   });
 
-  test('a partitioned epoch: each host\'s URLs in one queue of one slot, oldest first, whatever partition found them new', async () => {
+  test("a partitioned epoch: each host's URLs in one queue of one slot, oldest first, whatever partition found them new", async () => {
     const store = await SeenStore.open(cluster.location(), quiet);
     try {
       const scope = await noDelay(store, 'f', { ...EXACT, strategy: 'partitioned:4' });
@@ -430,15 +556,30 @@ describe('redis frontier', { skip: missing }, () => {
       for (let take = 0; take < 20; take++) {
         const got = await frontier.take(7, { leaseMs: 60_000, perQueue: 3 });
         assert.ok(got.length <= 7, 'a take leased more than asked');
-        assert.ok([...countBy(got.map((entry) => entry.queue)).values()].every((n) => n <= 3), 'a take leased more of a queue than perQueue');
+        assert.ok(
+          [...countBy(got.map((entry) => entry.queue)).values()].every((n) => n <= 3),
+          'a take leased more of a queue than perQueue',
+        );
         all.push(...got);
       }
       assert.equal(all.length, 40);
-      assert.deepEqual(new Set(all.map((entry) => entry.url)), new Set(queued), 'a queued URL was not handed out, or one twice');
+      assert.deepEqual(
+        new Set(all.map((entry) => entry.url)),
+        new Set(queued),
+        'a queued URL was not handed out, or one twice',
+      );
       for (const host of hosts) {
         const mine = all.filter((entry) => entry.url.startsWith(host));
-        assert.equal(new Set(mine.map((entry) => entry.id.split('-')[0])).size, 1, `${host}'s URLs are in several partitions`);
-        assert.deepEqual(mine.map((entry) => entry.url), queued.filter((url) => url.startsWith(host)), `${host}'s queue not oldest first`);
+        assert.equal(
+          new Set(mine.map((entry) => entry.id.split('-')[0])).size,
+          1,
+          `${host}'s URLs are in several partitions`,
+        );
+        assert.deepEqual(
+          mine.map((entry) => entry.url),
+          queued.filter((url) => url.startsWith(host)),
+          `${host}'s queue not oldest first`,
+        );
       }
       assert.equal(await frontier.done(all.map((entry) => entry.id)), 40);
       assert.deepEqual(await frontier.stats(), { pending: 0, leased: 0, done: 40, failed: 0, queues: 0 });
@@ -466,15 +607,35 @@ describe('redis frontier', { skip: missing }, () => {
     const took = lines.map((line) => line.split('\t')[1]!);
     const hosts = new Set(urls.slice(9_000, 9_050).map((url) => new URL(url).host));
     assert.equal(took.length, Math.min(20, hosts.size));
-    assert.deepEqual(new Set(took.map((url) => new URL(url).host)).size, took.length, 'two URLs of one host in one take');
-    assert.ok(took.every((url) => url === urls.slice(9_000, 9_050).find((first) => new URL(first).host === new URL(url).host)));
+    assert.deepEqual(
+      new Set(took.map((url) => new URL(url).host)).size,
+      took.length,
+      'two URLs of one host in one take',
+    );
+    assert.ok(
+      took.every((url) => url === urls.slice(9_000, 9_050).find((first) => new URL(first).host === new URL(url).host)),
+    );
     assert.ok(lines.every((line) => /^\d+-\d+\thttps?:\/\//.test(line)));
     const done = await runCli([...durable, '--scope', 'c', 'frontier', 'done'], lines.slice(0, 10).join('\n'));
     assert.match(done.stderr, /done 10 of 10/);
-    const release = await runCli([...durable, '--scope', 'c', 'frontier', 'release', ...lines.slice(10).map((line) => line.split('\t')[0]!)]);
+    const release = await runCli([
+      ...durable,
+      '--scope',
+      'c',
+      'frontier',
+      'release',
+      ...lines.slice(10).map((line) => line.split('\t')[0]!),
+    ]);
     assert.match(release.stderr, new RegExp(`released ${took.length - 10} of ${took.length - 10}`));
     const stats = await runCli(['--store', store, '--scope', 'c', '--json', 'frontier', 'stats']);
-    assert.deepEqual(JSON.parse(stats.stdout), { scope: 'c', pending: 40, leased: 0, done: 10, failed: 0, queues: hosts.size - countDoneHosts(took.slice(0, 10), urls.slice(9_000, 9_050)) });
+    assert.deepEqual(JSON.parse(stats.stdout), {
+      scope: 'c',
+      pending: 40,
+      leased: 0,
+      done: 10,
+      failed: 0,
+      queues: hosts.size - countDoneHosts(took.slice(0, 10), urls.slice(9_000, 9_050)),
+    });
     const bad = await runCli(['--store', store, '--scope', 'c', 'frontier', 'done', '17']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /seenstore: error USAGE: not a frontier id/);
@@ -495,9 +656,14 @@ describe('redis frontier', { skip: missing }, () => {
       const take = { leaseMs: 120_000, perQueue: 25 };
       for (let got = await frontier.take(25, take); got.length > 0; got = await frontier.take(25, take)) {
         taken.push(...got.map((entry) => entry.url));
-        assert.equal(await frontier.done(got.map((entry) => entry.id)), got.length, 'a retried done answered otherwise');
+        assert.equal(
+          await frontier.done(got.map((entry) => entry.id)),
+          got.length,
+          'a retried done answered otherwise',
+        );
         // The kill happens at once (failOver's first step), with 2,500 URLs still to take.
-        if (failing === undefined && taken.length >= 500) failing = failOver(cluster, `{${prefixOf(location)}/k/q${partition}}:seq`);
+        if (failing === undefined && taken.length >= 500)
+          failing = failOver(cluster, `{${prefixOf(location)}/k/q${partition}}:seq`);
       }
       await failing;
       assert.ok(failing !== undefined);

@@ -5,11 +5,21 @@ import { after, before, describe, it } from 'node:test';
 import { createClient } from 'redis';
 import { SeenStore } from '../src/index.js';
 import { QUEUE_STATE_KEYS } from '../src/store/redis/keys.js';
-import { assembleLibrary, LIBRARY_VERSION, LUA_FILES, libraryOrder, sourceOfLine, withSourceLines } from '../src/store/redis/library.js';
+import {
+  assembleLibrary,
+  LIBRARY_VERSION,
+  LUA_FILES,
+  libraryOrder,
+  sourceOfLine,
+  withSourceLines,
+} from '../src/store/redis/library.js';
 import { ROOT } from './helpers/data.js';
 import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
 
-const LUACHECK_MISSING = spawnSync('luacheck', ['--version'], { encoding: 'utf8' }).status === 0 ? false : 'luacheck is not installed (apt-get install lua-check; CI installs it)';
+const LUACHECK_MISSING =
+  spawnSync('luacheck', ['--version'], { encoding: 'utf8' }).status === 0
+    ? false
+    : 'luacheck is not installed (apt-get install lua-check; CI installs it)';
 const REDIS_MISSING = redisMissing() ?? false;
 /** The last argument of every call of a function that reads the clock (`timed`): '', Redis's TIME. */
 const REDIS_TIME = '';
@@ -23,7 +33,10 @@ describe('the Redis function library as Lua', () => {
   });
 
   it('luacheck finds nothing in the library as Redis loads it', { skip: LUACHECK_MISSING }, () => {
-    const result = spawnSync('luacheck', ['--config', `${ROOT}/.luacheckrc`, '--formatter', 'plain', '--codes', '-'], { input: assembleLibrary().text, encoding: 'utf8' });
+    const result = spawnSync('luacheck', ['--config', `${ROOT}/.luacheckrc`, '--formatter', 'plain', '--codes', '-'], {
+      input: assembleLibrary().text,
+      encoding: 'utf8',
+    });
     const warnings = result.stdout
       .split('\n')
       .filter((line) => line.length > 0)
@@ -37,10 +50,16 @@ describe('the Redis function library as Lua', () => {
     const lines = text.split('\n');
     const bits = starts.find((s) => s.file === 'bits.lua')!;
     const line = lines.findIndex((l) => l.startsWith('local function ss_add(')) + 1;
-    const expected = readFileSync(`${ROOT}/src/store/redis/lua/bits.lua`, 'utf8').split('\n').findIndex((l) => l.startsWith('local function ss_add(')) + 1;
+    const expected =
+      readFileSync(`${ROOT}/src/store/redis/lua/bits.lua`, 'utf8')
+        .split('\n')
+        .findIndex((l) => l.startsWith('local function ss_add(')) + 1;
     assert.ok(line > bits.line);
     assert.equal(sourceOfLine(line), `bits.lua:${expected}`);
-    assert.equal(withSourceLines(`ERR user_function:${line}: attempt to index a nil value`), `ERR bits.lua:${expected}: attempt to index a nil value`);
+    assert.equal(
+      withSourceLines(`ERR user_function:${line}: attempt to index a nil value`),
+      `ERR bits.lua:${expected}: attempt to index a nil value`,
+    );
   });
 
   it('orders versions by release; the same release from other sources is neither older nor newer', () => {
@@ -89,52 +108,91 @@ describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
     const release = LIBRARY_VERSION.split('+')[0]!;
     for (const other of [`99.0.0+${'0'.repeat(16)}`, `${release}+${'f'.repeat(16)}`]) {
       await call('FUNCTION', 'LOAD', 'REPLACE', assembleLibrary(other).text);
-      await assert.rejects(open(), (error: Error & { code?: string }) => error.code === 'FORMAT_UNSUPPORTED' && error.message.includes(other));
+      await assert.rejects(
+        open(),
+        (error: Error & { code?: string }) => error.code === 'FORMAT_UNSUPPORTED' && error.message.includes(other),
+      );
       assert.equal(await loadedVersion(), other, 'the loaded library was left as it was');
     }
     await call('FUNCTION', 'FLUSH');
   });
 
-  describe('the clock: a timed function\'s caller passes it last, \'\' for Redis\'s TIME', () => {
+  describe("the clock: a timed function's caller passes it last, '' for Redis's TIME", () => {
     const HOUR_MS = 3_600_000;
     const redisMs = async (): Promise<number> => {
       const [s, us] = (await call('TIME')) as [string, string];
       return Number(s) * 1000 + Math.floor(Number(us) / 1000);
     };
-    const beat = (address: string, ttlMs: number, clock: string): Promise<unknown> => call('FCALL', 'ss_node_beat', '1', '{clock}:nodes', address, String(ttlMs), clock);
+    const beat = (address: string, ttlMs: number, clock: string): Promise<unknown> =>
+      call('FCALL', 'ss_node_beat', '1', '{clock}:nodes', address, String(ttlMs), clock);
     const live = (clock: string): Promise<unknown> => call('FCALL', 'ss_nodes', '1', '{clock}:nodes', clock);
 
     before(async () => {
       await call('FUNCTION', 'LOAD', 'REPLACE', assembleLibrary().text);
     });
 
-    it('takes the time given as now, else Redis\'s TIME; an entry lives by the clock that reads it', async () => {
+    it("takes the time given as now, else Redis's TIME; an entry lives by the clock that reads it", async () => {
       const before = await redisMs();
       const now = Number(await beat('b:1', 60_000, REDIS_TIME));
       assert.ok(before <= now && now <= (await redisMs()), `Redis's now ${now} is not its TIME`);
-      assert.equal(Number(await beat('a:1', 1000, '1000000')), 1_000_000, 'a test\'s clock was not taken as now');
+      assert.equal(Number(await beat('a:1', 1000, '1000000')), 1_000_000, "a test's clock was not taken as now");
       assert.deepEqual(await live('1000500'), ['a:1', 'b:1'], 'entries did not live by the clock that read them');
       assert.deepEqual(await live(REDIS_TIME), ['b:1'], 'an entry of a clock in 1970 lived on');
-      assert.deepEqual(await live(String(now + HOUR_MS)), [], 'a node outlived its time to live on a clock an hour ahead');
+      assert.deepEqual(
+        await live(String(now + HOUR_MS)),
+        [],
+        'a node outlived its time to live on a clock an hour ahead',
+      );
     });
 
     it('refuses a call without its clock, or with one that is not whole ms since 1970', async () => {
       for (const bad of [[], ['x'], ['1.5'], ['-1']]) {
-        await assert.rejects(call('FCALL', 'ss_nodes', '1', '{clock}:nodes', ...bad), /last argument is its clock/, JSON.stringify(bad));
+        await assert.rejects(
+          call('FCALL', 'ss_nodes', '1', '{clock}:nodes', ...bad),
+          /last argument is its clock/,
+          JSON.stringify(bad),
+        );
       }
     });
 
-    it('queues inbox entries at the test\'s time, their ids still growing when that clock goes back', async () => {
+    it("queues inbox entries at the test's time, their ids still growing when that clock goes back", async () => {
       const keys = ['state', 'slices', 'batch:0', 'batch:0', 'in', 'q', 'f0'].map((name) => `{clockin}:${name}`);
       const geometry = JSON.stringify({ filters: [[0, 2, 0]], bytes: [128], caps: [100], planned: [], max: 1 });
       await call('FCALL', 'ss_init', '3', keys[0]!, keys[1]!, keys[6]!, '{}', '1', '128');
-      const string = (value: string): Buffer => Buffer.concat([Buffer.from(Uint32Array.of(Buffer.byteLength(value)).buffer), Buffer.from(value)]);
+      const string = (value: string): Buffer =>
+        Buffer.concat([Buffer.from(Uint32Array.of(Buffer.byteLength(value)).buffer), Buffer.from(value)]);
       const addOne = (n: number, clock: string): Promise<unknown> => {
-        const item = Buffer.concat([Buffer.from(Uint32Array.of(n, 0).buffer), string(`https://a.com/${n}`), string('a.com'), string('')]);
+        const item = Buffer.concat([
+          Buffer.from(Uint32Array.of(n, 0).buffer),
+          string(`https://a.com/${n}`),
+          string('a.com'),
+          string(''),
+        ]);
         const batch = `{clockin}:batch:${n}`;
-        return call('FCALL', 'ss_add', '7', keys[0]!, keys[1]!, batch, batch, keys[4]!, keys[5]!, keys[6]!, '1', '1', geometry, Buffer.from(Uint32Array.of(2 * n, 2 * n + 1).buffer), '60', '', item, '1', clock);
+        return call(
+          'FCALL',
+          'ss_add',
+          '7',
+          keys[0]!,
+          keys[1]!,
+          batch,
+          batch,
+          keys[4]!,
+          keys[5]!,
+          keys[6]!,
+          '1',
+          '1',
+          geometry,
+          Buffer.from(Uint32Array.of(2 * n, 2 * n + 1).buffer),
+          '60',
+          '',
+          item,
+          '1',
+          clock,
+        );
       };
-      const ids = async (): Promise<string[]> => ((await call('XRANGE', '{clockin}:in', '-', '+')) as [string][]).map(([id]) => id);
+      const ids = async (): Promise<string[]> =>
+        ((await call('XRANGE', '{clockin}:in', '-', '+')) as [string][]).map(([id]) => id);
       await addOne(1, '5000000');
       await addOne(2, '4000000');
       await addOne(3, '6000000');
@@ -150,15 +208,31 @@ describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
       bits.forEach((bit, i) => out.writeUInt32LE(bit, i * 4));
       return out;
     };
-    const keys = (tag: string): string[] => [`{${tag}}:state`, `{${tag}}:slices`, `{${tag}}:batch:1`, `{${tag}}:batch:1`, `{${tag}}:in`, `{${tag}}:q`, `{${tag}}:f0`];
-    const add = (tag: string, n: number, blob: Buffer, slices = '1', extra: (string | Buffer)[] = []): Promise<unknown> =>
+    const keys = (tag: string): string[] => [
+      `{${tag}}:state`,
+      `{${tag}}:slices`,
+      `{${tag}}:batch:1`,
+      `{${tag}}:batch:1`,
+      `{${tag}}:in`,
+      `{${tag}}:q`,
+      `{${tag}}:f0`,
+    ];
+    const add = (
+      tag: string,
+      n: number,
+      blob: Buffer,
+      slices = '1',
+      extra: (string | Buffer)[] = [],
+    ): Promise<unknown> =>
       call('FCALL', 'ss_add', '7', ...keys(tag), slices, String(n), geometry, blob, '60', '', ...extra, REDIS_TIME);
     /** Queue items (encodeQueueItems): batch number, index, then URL, queue key and data, each length-prefixed. */
     const item = (url: string, queue: string, index = 0): Buffer => {
-      const string = (value: string): Buffer => Buffer.concat([Buffer.from(Uint32Array.of(Buffer.byteLength(value)).buffer), Buffer.from(value)]);
+      const string = (value: string): Buffer =>
+        Buffer.concat([Buffer.from(Uint32Array.of(Buffer.byteLength(value)).buffer), Buffer.from(value)]);
       return Buffer.concat([Buffer.from(Uint32Array.of(0, index).buffer), string(url), string(queue), string('')]);
     };
-    const init = (tag: string, open = '1'): Promise<unknown> => call('FCALL', 'ss_init', '3', `{${tag}}:state`, `{${tag}}:slices`, `{${tag}}:f0`, '{}', open, '128');
+    const init = (tag: string, open = '1'): Promise<unknown> =>
+      call('FCALL', 'ss_init', '3', `{${tag}}:state`, `{${tag}}:slices`, `{${tag}}:f0`, '{}', open, '128');
 
     before(async () => {
       await call('FUNCTION', 'LOAD', 'REPLACE', assembleLibrary().text);
@@ -185,17 +259,27 @@ describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
 
     it('malformed: queue items that are not n items', async () => {
       await init('malformed');
-      assert.deepEqual(await add('malformed', 1, positions(1, 2), '1', [Buffer.from([9, 0, 0, 0]), '1']), ['malformed']);
-      assert.deepEqual(await add('malformed', 2, positions(1, 2, 3, 4), '1', [item('https://a.com/', 'a.com'), '1']), ['malformed']);
+      assert.deepEqual(await add('malformed', 1, positions(1, 2), '1', [Buffer.from([9, 0, 0, 0]), '1']), [
+        'malformed',
+      ]);
+      assert.deepEqual(await add('malformed', 2, positions(1, 2, 3, 4), '1', [item('https://a.com/', 'a.com'), '1']), [
+        'malformed',
+      ]);
     });
 
     it('old-frontier: an enqueue beside a frontier stream of key layout 1, nothing written', async () => {
       await init('old');
       await call('XADD', '{old}:q', '*', 'v', '1', 'u', 'https://old.example/', 'e', '1');
-      assert.deepEqual(await add('old', 1, positions(1, 2), '1', [item('https://a.com/', 'a.com'), '1']), ['old-frontier']);
+      assert.deepEqual(await add('old', 1, positions(1, 2), '1', [item('https://a.com/', 'a.com'), '1']), [
+        'old-frontier',
+      ]);
       assert.equal(await call('BITCOUNT', '{old}:f0'), 0, 'a refused add set bits');
       assert.equal(await call('EXISTS', '{old}:in'), 0);
-      assert.deepEqual(await add('old', 1, positions(1, 2)), ['ok', '1', 1, 1], 'an add without enqueue is not refused');
+      assert.deepEqual(
+        await add('old', 1, positions(1, 2)),
+        ['ok', '1', 1, 1],
+        'an add without enqueue is not refused',
+      );
     });
 
     it('done: the same batch again gets its first answers, and changes nothing', async () => {
@@ -212,13 +296,38 @@ describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
       assert.deepEqual(fields, ['v', '2', 'u', 'https://a.com/', 'k', 'a.com', 'e', '1', 'b', '1', 'n', '0']);
       const state = QUEUE_STATE_KEYS.map((name) => `{q}:${name}`);
       const settings = ['1', '0', '0'];
-      const admit = (...entries: string[][]): Promise<unknown> => call('FCALL', 'ss_fq_admit', String(state.length), ...state, ...settings, ...entries.flat(), REDIS_TIME);
-      const entry = (inboxId: string, url: string): string[] => ['0', inboxId, url, 'a.com', '1', '', inboxId.split('-')[0]!, '0'];
+      const admit = (...entries: string[][]): Promise<unknown> =>
+        call('FCALL', 'ss_fq_admit', String(state.length), ...state, ...settings, ...entries.flat(), REDIS_TIME);
+      const entry = (inboxId: string, url: string): string[] => [
+        '0',
+        inboxId,
+        url,
+        'a.com',
+        '1',
+        '',
+        inboxId.split('-')[0]!,
+        '0',
+      ];
       assert.equal(await admit(entry(id, 'https://a.com/')), 1);
       assert.equal(await admit(entry(id, 'https://a.com/')), 0, 'an inbox entry was admitted twice');
       assert.equal(await admit(entry('1-0', 'https://a.com/other')), 0, 'an inbox entry before the mark was admitted');
       const take = (answer: string, previous: string, drop: string): Promise<unknown> =>
-        call('FCALL', 'ss_fq_take', String(state.length + 2), ...state, `{q}:a:${answer}`, `{q}:a:${previous}`, ...settings, '60', drop, '60000', 'crawler', 'a.com', '10', REDIS_TIME);
+        call(
+          'FCALL',
+          'ss_fq_take',
+          String(state.length + 2),
+          ...state,
+          `{q}:a:${answer}`,
+          `{q}:a:${previous}`,
+          ...settings,
+          '60',
+          drop,
+          '60000',
+          'crawler',
+          'a.com',
+          '10',
+          REDIS_TIME,
+        );
       const first = (await take('1', '1', '')) as unknown[][];
       assert.equal(first.length, 1);
       assert.deepEqual(first[0]!.slice(1, 5), ['https://a.com/', 'a.com', 1, 1]);

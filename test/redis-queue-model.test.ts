@@ -56,7 +56,8 @@ describe('redis frontier: a queue partition against a model', { skip: missing },
     let answers = 0;
     const answered = (): string[] => [...state, `{m}:a:${++answers}`, `{m}:a:${answers}`];
     // Every queue function but ss_fq_scan reads the clock: '' last, Redis's TIME (common.lua `timed`).
-    const fcall = (name: string, keys: string[], ...args: string[]): Promise<unknown> => call('FCALL', name, String(keys.length), ...keys, ...settings, ...args, '');
+    const fcall = (name: string, keys: string[], ...args: string[]): Promise<unknown> =>
+      call('FCALL', name, String(keys.length), ...keys, ...settings, ...args, '');
     const once = (name: string, ...args: string[]): Promise<unknown> => fcall(name, answered(), '300', '', ...args);
 
     const baseMs = Date.now() - 3_600_000;
@@ -72,7 +73,9 @@ describe('redis frontier: a queue partition against a model', { skip: missing },
       return list.map((_, n) => (reply[2 + 2 * n] === '' ? undefined : Number(reply[1 + 2 * n])));
     };
     const ordered = (queue: string, nowMs: number): [number, Entry][] =>
-      [...model].filter(([, e]) => e.queue === queue && e.where === 'waiting' && e.due <= nowMs).sort(([x, a], [y, b]) => a.due - b.due || a.place - b.place || x - y);
+      [...model]
+        .filter(([, e]) => e.queue === queue && e.where === 'waiting' && e.due <= nowMs)
+        .sort(([x, a], [y, b]) => a.due - b.due || a.place - b.place || x - y);
 
     const admit = async (): Promise<void> => {
       const count = 1 + Math.floor(next() * 300);
@@ -80,7 +83,10 @@ describe('redis frontier: a queue partition against a model', { skip: missing },
       const offered: { url: string; queue: string; due: number; place: number; data: string }[] = [];
       for (let i = 0; i < count; i++) {
         // A tenth offered again (queued already, or earlier in this call): queued once.
-        const url = urls.length > 0 && next() < 0.1 ? pick(urls) : `https://${pick(['a', 'b', 'c', 'd'])}.example/${urlSeq++}/${'p'.repeat(Math.floor(next() * 40))}`;
+        const url =
+          urls.length > 0 && next() < 0.1
+            ? pick(urls)
+            : `https://${pick(['a', 'b', 'c', 'd'])}.example/${urlSeq++}/${'p'.repeat(Math.floor(next() * 40))}`;
         const queue = pick(queues);
         // Whole seconds and places from several clients' adds: equal due times ordered by place.
         const due = baseMs + 1_000 * Math.floor(next() * 600);
@@ -101,7 +107,16 @@ describe('redis frontier: a queue partition against a model', { skip: missing },
       const ids = await find(fresh.map((o) => o.url));
       fresh.forEach((o, n) => {
         assert.ok(ids[n] !== undefined, `${o.url} was not queued`);
-        model.set(ids[n]!, { url: o.url, queue: o.queue, due: o.due, place: o.place, where: 'waiting', attempts: 0, data: o.data, created: o.due });
+        model.set(ids[n]!, {
+          url: o.url,
+          queue: o.queue,
+          due: o.due,
+          place: o.place,
+          where: 'waiting',
+          attempts: 0,
+          data: o.data,
+          created: o.due,
+        });
         urls.push(o.url);
       });
     };
@@ -128,7 +143,12 @@ describe('redis frontier: a queue partition against a model', { skip: missing },
       const ids = leased().filter(() => next() < 0.5);
       const refetch = ids.map(() => (next() < 0.3 ? baseMs + Math.floor(next() * 600_000) : 0));
       const failed = next() < 0.3;
-      assert.equal(Number(await once('ss_fq_done', String(ids.length), ...ids.map(String), ...refetch.map(String), failed ? '1' : '0')), ids.length);
+      assert.equal(
+        Number(
+          await once('ss_fq_done', String(ids.length), ...ids.map(String), ...refetch.map(String), failed ? '1' : '0'),
+        ),
+        ids.length,
+      );
       ids.forEach((id, n) => {
         const e = model.get(id)!;
         completed.set(e.queue, (completed.get(e.queue) ?? 0) + 1);
@@ -157,7 +177,13 @@ describe('redis frontier: a queue partition against a model', { skip: missing },
         items.push({ url, queue: pick(queues), at });
       }
       const ids = await find(items.map((item) => item.url));
-      const waiting = Number(await once('ss_fq_schedule', String(items.length), ...items.flatMap((item) => [item.url, item.queue, String(item.at), ''])));
+      const waiting = Number(
+        await once(
+          'ss_fq_schedule',
+          String(items.length),
+          ...items.flatMap((item) => [item.url, item.queue, String(item.at), '']),
+        ),
+      );
       let expected = 0;
       const created = await find(items.map((item) => item.url));
       items.forEach((item, n) => {
@@ -171,7 +197,16 @@ describe('redis frontier: a queue partition against a model', { skip: missing },
         }
         expected++;
         if (id === undefined) {
-          model.set(created[n]!, { url: item.url, queue: item.queue, due: item.at, place: n, where: 'waiting', attempts: 0, data: '', created: -1 });
+          model.set(created[n]!, {
+            url: item.url,
+            queue: item.queue,
+            due: item.at,
+            place: n,
+            where: 'waiting',
+            attempts: 0,
+            data: '',
+            created: -1,
+          });
           urls.push(item.url);
         } else {
           Object.assign(model.get(id)!, { queue: item.queue, due: item.at, place: n, where: 'waiting' });
@@ -216,7 +251,11 @@ describe('redis frontier: a queue partition against a model', { skip: missing },
           assert.equal(mine.length + (completed.get(queue) ?? 0), 0, `step ${step}: queue ${queue} is unknown`);
           continue;
         }
-        assert.deepEqual(reply.slice(0, 3), [waiting, mine.length - waiting, completed.get(queue) ?? 0], `step ${step}: queue ${queue}`);
+        assert.deepEqual(
+          reply.slice(0, 3),
+          [waiting, mine.length - waiting, completed.get(queue) ?? 0],
+          `step ${step}: queue ${queue}`,
+        );
       }
       if (!full) return;
       const listed = new Map<number, unknown>();
@@ -224,18 +263,32 @@ describe('redis frontier: a queue partition against a model', { skip: missing },
       do {
         const reply = (await call('FCALL', 'ss_fq_scan', String(state.length), ...state, cursor, '50')) as unknown[];
         cursor = String(reply[0]);
-        for (let at = 1; at + 1 < reply.length; at += 2) listed.set(Number(reply[at]), JSON.parse(String(reply[at + 1])));
+        for (let at = 1; at + 1 < reply.length; at += 2)
+          listed.set(Number(reply[at]), JSON.parse(String(reply[at + 1])));
       } while (cursor !== '0');
       assert.equal(listed.size, model.size, `step ${step}: listed entries`);
       for (const [id, e] of model) {
-        const entry = listed.get(id) as { u: string; q: string; t: number; a: number; l: number; d?: string; c: number } | undefined;
+        const entry = listed.get(id) as
+          | { u: string; q: string; t: number; a: number; l: number; d?: string; c: number }
+          | undefined;
         const created = e.created === -1 && entry !== undefined && entry.c > baseMs + 600_000 ? -1 : entry?.c;
-        assert.deepEqual(entry && [entry.u, entry.q, entry.t, entry.a, entry.l > 0, entry.d ?? '', created], [e.url, e.queue, e.due, e.attempts, e.where === 'leased', e.data, e.created], `step ${step}: entry ${id}`);
+        assert.deepEqual(
+          entry && [entry.u, entry.q, entry.t, entry.a, entry.l > 0, entry.d ?? '', created],
+          [e.url, e.queue, e.due, e.attempts, e.where === 'leased', e.data, e.created],
+          `step ${step}: entry ${id}`,
+        );
       }
     };
 
     const steps: [number, () => Promise<void>][] = [
-      [30, admit], [25, take], [12, done], [8, release], [8, schedule], [5, forget], [5, purge], [1, deleteQueue],
+      [30, admit],
+      [25, take],
+      [12, done],
+      [8, release],
+      [8, schedule],
+      [5, forget],
+      [5, purge],
+      [1, deleteQueue],
     ];
     const total = steps.reduce((sum, [weight]) => sum + weight, 0);
     for (let step = 1; step <= 400; step++) {

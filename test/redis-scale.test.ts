@@ -51,7 +51,13 @@ function withRepeats(urls: readonly string[]): string[] {
 
 /** The summary `--json` puts on stderr's last line. */
 function summary(result: CliResult): { read: number; new: number; seen: number; invalid: number; redelivered: number } {
-  return JSON.parse(lines(result.stderr).at(-1)!) as { read: number; new: number; seen: number; invalid: number; redelivered: number };
+  return JSON.parse(lines(result.stderr).at(-1)!) as {
+    read: number;
+    new: number;
+    seen: number;
+    invalid: number;
+    redelivered: number;
+  };
 }
 
 /**
@@ -88,7 +94,9 @@ function note(message: string): void {
   process.stdout.write(`${message}\n`);
 }
 
-describe(`redis at scale: the CLI and the public API on a real cluster (${large.source || 'no data'})`, { skip: missing }, () => {
+describe(`redis at scale: the CLI and the public API on a real cluster (${large.source || 'no data'})`, {
+  skip: missing,
+}, () => {
   test(`filter-new over ${CRAWL.toLocaleString('en-US')} real URLs prints each distinct URL once, in order, then nothing; false positives within the target`, async () => {
     const dir = tempDir('seenstore-rscale-');
     const input = writeUrls(join(dir, 'crawl.txt'), withRepeats(crawled));
@@ -102,25 +110,52 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
     const printedSet = new Set(printed);
     assert.equal(printedSet.size, printed.length, 'a URL was printed twice');
     assert.ok(placesInInput(printed, input) !== undefined, 'the output is not input lines in input order');
-    assert.deepEqual(summary(first.result), { read: input.length, new: printed.length, seen: input.length - printed.length, invalid: 0, redelivered: 0 });
+    assert.deepEqual(summary(first.result), {
+      read: input.length,
+      new: printed.length,
+      seen: input.length - printed.length,
+      invalid: 0,
+      redelivered: 0,
+    });
 
     const stats = JSON.parse((await runCli(['--store', store, '--scope', 'crawl', '--json', 'stats'])).stdout);
     const epoch = stats.scopes[0].epochs[0];
     assert.equal(epoch.added, printed.length, 'the epoch counts what was printed');
     const falsePositives = distinct.length - printed.length;
     const fprTarget: number = epoch.fprTarget;
-    assert.ok(falsePositives <= binomialUpper(distinct.length, fprTarget), `${falsePositives} of ${distinct.length} distinct URLs wrongly seen (target ${fprTarget})`);
+    assert.ok(
+      falsePositives <= binomialUpper(distinct.length, fprTarget),
+      `${falsePositives} of ${distinct.length} distinct URLs wrongly seen (target ${fprTarget})`,
+    );
 
     const second = await timed(() => runCli(args));
     assert.equal(second.result.code, 0, second.result.stderr);
     assert.equal(second.result.stdout, '', 'the second pass printed URLs');
-    assert.deepEqual(summary(second.result), { read: input.length, new: 0, seen: input.length, invalid: 0, redelivered: 0 });
+    assert.deepEqual(summary(second.result), {
+      read: input.length,
+      new: 0,
+      seen: input.length,
+      invalid: 0,
+      redelivered: 0,
+    });
 
     writeUrls(join(dir, 'never.txt'), neverAdded);
-    const probed = await runCli(['--store', store, '--scope', 'crawl', '--json', 'has', '--count', join(dir, 'never.txt')]);
+    const probed = await runCli([
+      '--store',
+      store,
+      '--scope',
+      'crawl',
+      '--json',
+      'has',
+      '--count',
+      join(dir, 'never.txt'),
+    ]);
     assert.equal(probed.code, 0, probed.stderr);
     const { seen } = JSON.parse(probed.stdout) as { seen: number };
-    assert.ok(seen <= binomialUpper(neverAdded.length, fprTarget), `${seen} of ${neverAdded.length} never-added URLs answered seen (target ${fprTarget})`);
+    assert.ok(
+      seen <= binomialUpper(neverAdded.length, fprTarget),
+      `${seen} of ${neverAdded.length} never-added URLs answered seen (target ${fprTarget})`,
+    );
     note(
       `filter-new: ${input.length} lines, ${distinct.length} distinct, printed ${printed.length} (${falsePositives} incremental false positives, ` +
         `${((100 * falsePositives) / distinct.length).toFixed(3)} %) in ${first.seconds.toFixed(1)} s; second pass printed nothing in ${second.seconds.toFixed(1)} s; ` +
@@ -128,24 +163,34 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
     );
   });
 
-  test(
-    'filter-new prints a URL at its first occurrence in the input, also while the epoch grows',
-    async () => {
-      const dir = tempDir('seenstore-rscale-');
-      // 100,000 URLs in an epoch planned for 10,000: it grows three slices on the way. The
-      // overtaking is a race (it was seen in about 5 runs of 6): three scopes give it three chances.
-      const input = writeUrls(join(dir, 'grow.txt'), withRepeats(crawled.slice(0, 100_000)));
-      for (const scope of ['grow-1', 'grow-2', 'grow-3']) {
-        const run = await runCli(['--store', cluster.location(), '--scope', scope, 'filter-new', '--capacity', '10000', join(dir, 'grow.txt')]);
-        assert.equal(run.code, 0, run.stderr);
-        const printed = lines(run.stdout);
-        assert.equal(new Set(printed).size, printed.length, 'a URL was printed twice');
-        assert.equal(printedLate(printed, input), 0, `${scope}: URLs printed at a later occurrence: their first was answered "seen" before anything added them`);
-      }
-    },
-  );
+  test('filter-new prints a URL at its first occurrence in the input, also while the epoch grows', async () => {
+    const dir = tempDir('seenstore-rscale-');
+    // 100,000 URLs in an epoch planned for 10,000: it grows three slices on the way. The
+    // overtaking is a race (it was seen in about 5 runs of 6): three scopes give it three chances.
+    const input = writeUrls(join(dir, 'grow.txt'), withRepeats(crawled.slice(0, 100_000)));
+    for (const scope of ['grow-1', 'grow-2', 'grow-3']) {
+      const run = await runCli([
+        '--store',
+        cluster.location(),
+        '--scope',
+        scope,
+        'filter-new',
+        '--capacity',
+        '10000',
+        join(dir, 'grow.txt'),
+      ]);
+      assert.equal(run.code, 0, run.stderr);
+      const printed = lines(run.stdout);
+      assert.equal(new Set(printed).size, printed.length, 'a URL was printed twice');
+      assert.equal(
+        printedLate(printed, input),
+        0,
+        `${scope}: URLs printed at a later occurrence: their first was answered "seen" before anything added them`,
+      );
+    }
+  });
 
-  test('two machines\' worth of CLI processes on overlapping slices: no URL printed twice, every URL printed but the false positives', async () => {
+  test("two machines' worth of CLI processes on overlapping slices: no URL printed twice, every URL printed but the false positives", async () => {
     const dir = tempDir('seenstore-rscale-');
     const store = cluster.location();
     const shared = crawled.slice(0, SHARED);
@@ -158,11 +203,23 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
     });
     // "Two machines": each pair discovers the cluster from a different node of it.
     const prefix = /\/\?prefix=.*$/.exec(store)![0];
-    const machines = [store, `redis://127.0.0.1:${cluster.nodes[1]!.port},127.0.0.1:${cluster.nodes[2]!.port}${prefix}`];
+    const machines = [
+      store,
+      `redis://127.0.0.1:${cluster.nodes[1]!.port},127.0.0.1:${cluster.nodes[2]!.port}${prefix}`,
+    ];
     const { result: outputs, seconds } = await timed(() =>
       Promise.all(
         inputs.map((_, p) => {
-          const child = spawnCli(['--store', machines[p % 2]!, '--scope', 'shared', 'filter-new', '--batch-size', '2000', join(dir, `machine-${p}.txt`)]);
+          const child = spawnCli([
+            '--store',
+            machines[p % 2]!,
+            '--scope',
+            'shared',
+            'filter-new',
+            '--batch-size',
+            '2000',
+            join(dir, `machine-${p}.txt`),
+          ]);
           child.stdin!.end();
           return collectCli(child);
         }),
@@ -177,13 +234,22 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
         printedBy.set(url, (printedBy.get(url) ?? 0) + 1);
       }
     });
-    assert.deepEqual([...printedBy].filter(([, n]) => n > 1).slice(0, 5), [], 'URLs printed by more than one process, or twice by one');
+    assert.deepEqual(
+      [...printedBy].filter(([, n]) => n > 1).slice(0, 5),
+      [],
+      'URLs printed by more than one process, or twice by one',
+    );
     const stats = JSON.parse((await runCli(['--store', store, '--scope', 'shared', '--json', 'stats'])).stdout);
     const epoch = stats.scopes[0].epochs[0];
     assert.equal(epoch.added, printedBy.size, 'the epoch counts what was printed');
     const neverPrinted = shared.length - printedBy.size;
-    assert.ok(neverPrinted <= binomialUpper(shared.length, epoch.fprTarget), `${neverPrinted} of ${shared.length} URLs never printed (target ${epoch.fprTarget})`);
-    note(`4 CLI processes, 2 seed nodes, ${inputs.reduce((n, input) => n + input.length, 0)} lines over ${shared.length} URLs: ${printedBy.size} printed once each, ${neverPrinted} false positives, ${seconds.toFixed(1)} s`);
+    assert.ok(
+      neverPrinted <= binomialUpper(shared.length, epoch.fprTarget),
+      `${neverPrinted} of ${shared.length} URLs never printed (target ${epoch.fprTarget})`,
+    );
+    note(
+      `4 CLI processes, 2 seed nodes, ${inputs.reduce((n, input) => n + input.length, 0)} lines over ${shared.length} URLs: ${printedBy.size} printed once each, ${neverPrinted} false positives, ${seconds.toFixed(1)} s`,
+    );
   });
 
   test('an epoch moves Redis -> LMDB -> Redis through export and import and answers identically', async () => {
@@ -191,7 +257,10 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
     const [redisFrom, lmdb, redisTo] = [cluster.location(), join(dir, 'lmdb-store'), cluster.location()];
     const members = crawled.slice(-MOVED);
     // A filter at its capacity (about 1 % false positives), so that the answers compared include false positives.
-    const added = await runCli(['--store', redisFrom, '--scope', 'move', 'add', '--capacity', String(MOVED), '--fpr', '0.01'], `${members.join('\n')}\n`);
+    const added = await runCli(
+      ['--store', redisFrom, '--scope', 'move', 'add', '--capacity', String(MOVED), '--fpr', '0.01'],
+      `${members.join('\n')}\n`,
+    );
     assert.equal(added.code, 0, added.stderr);
     const probeFile = join(dir, 'probes.txt');
     writeUrls(probeFile, [...members, ...neverAdded.slice(0, MOVED)]);
@@ -201,9 +270,20 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
       return lines(has.stdout);
     };
     const slices = async (store: string): Promise<unknown> =>
-      JSON.parse((await runCli(['--store', store, '--scope', 'move', '--json', 'epoch', 'show', '1'])).stdout).sliceDetails;
+      JSON.parse((await runCli(['--store', store, '--scope', 'move', '--json', 'epoch', 'show', '1'])).stdout)
+        .sliceDetails;
     const step = async (from: string, to: string, file: string, open: boolean): Promise<void> => {
-      const exported = await runCli(['--store', from, '--scope', 'move', 'export', '--epoch', '1', '--out', join(dir, file)]);
+      const exported = await runCli([
+        '--store',
+        from,
+        '--scope',
+        'move',
+        'export',
+        '--epoch',
+        '1',
+        '--out',
+        join(dir, file),
+      ]);
       assert.equal(exported.code, 0, exported.stderr);
       const imported = await runCli(['--store', to, 'import', join(dir, file), ...(open ? ['--open'] : [])]);
       assert.equal(imported.code, 0, imported.stderr);
@@ -212,7 +292,10 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
     const original = await answers(redisFrom);
     const falsePositives = original.length - members.length;
     assert.deepEqual(original.slice(0, members.length), members, 'a member is missing on Redis');
-    assert.ok(falsePositives >= MOVED / 1_000 && falsePositives <= binomialUpper(MOVED, 0.01), `${falsePositives} false positives of ${MOVED}`);
+    assert.ok(
+      falsePositives >= MOVED / 1_000 && falsePositives <= binomialUpper(MOVED, 0.01),
+      `${falsePositives} false positives of ${MOVED}`,
+    );
     const { seconds } = await timed(async () => {
       await step(redisFrom, lmdb, 'from-redis.ssx', false);
       assert.deepEqual(await answers(lmdb), original, 'LMDB answers differently');
@@ -226,8 +309,13 @@ describe(`redis at scale: the CLI and the public API on a real cluster (${large.
     // filter about 1 % of the time: it would be answered seen, rightly).
     const answeredSeen = new Set(original);
     const fresh = neverAdded.slice(0, MOVED).find((url) => !answeredSeen.has(url))!;
-    const resumed = await runCli(['--store', redisTo, '--scope', 'move', 'filter-new'], `${members.slice(0, 10_000).join('\n')}\n${fresh}\n`);
+    const resumed = await runCli(
+      ['--store', redisTo, '--scope', 'move', 'filter-new'],
+      `${members.slice(0, 10_000).join('\n')}\n${fresh}\n`,
+    );
     assert.equal(resumed.stdout, `${fresh}\n`);
-    note(`export/import: ${MOVED} members and ${MOVED} never-added URLs answer identically on Redis, LMDB and Redis again (${falsePositives} false positives each); the round trip took ${seconds.toFixed(1)} s`);
+    note(
+      `export/import: ${MOVED} members and ${MOVED} never-added URLs answer identically on Redis, LMDB and Redis again (${falsePositives} false positives each); the round trip took ${seconds.toFixed(1)} s`,
+    );
   });
 });

@@ -57,10 +57,15 @@ describe('redis backend', { skip: missing }, () => {
       await withEnv.close();
       // A wrong password is refused at once: no retry until the deadline cures it.
       const startedMs = Date.now();
-      const refused = await expectCode('STORE_UNAVAILABLE', () => SeenStore.open(`redis://:wrong-secret@127.0.0.1:${port}`, quiet));
+      const refused = await expectCode('STORE_UNAVAILABLE', () =>
+        SeenStore.open(`redis://:wrong-secret@127.0.0.1:${port}`, quiet),
+      );
       assert.ok(!refused.message.includes('wrong-secret'), refused.message);
       assert.match(refused.message, /WRONGPASS|password/i);
-      assert.ok(Date.now() - startedMs < 15_000, `a wrong password was retried for ${Date.now() - startedMs} ms (the deadline is 30 s)`);
+      assert.ok(
+        Date.now() - startedMs < 15_000,
+        `a wrong password was retried for ${Date.now() - startedMs} ms (the deadline is 30 s)`,
+      );
     } finally {
       delete process.env.SEENSTORE_REDIS_PASSWORD;
       await single.stop();
@@ -101,7 +106,11 @@ describe('redis backend', { skip: missing }, () => {
     const seen = new Map<string, number>();
     for (const lines of printed) for (const url of lines.stdout) seen.set(url, (seen.get(url) ?? 0) + 1);
     assert.equal(seen.size, all.length, 'some URL was never reported new');
-    assert.deepEqual([...seen].filter(([, n]) => n > 1), [], 'URLs reported new by more than one process');
+    assert.deepEqual(
+      [...seen].filter(([, n]) => n > 1),
+      [],
+      'URLs reported new by more than one process',
+    );
     const store = await SeenStore.open(location, quiet);
     try {
       assert.equal((await store.scope('s').stats()).epochs[0]!.added, all.length);
@@ -150,11 +159,14 @@ describe('redis backend', { skip: missing }, () => {
     try {
       const scope = store.scope('s', EXACT);
       await scope.add([input[0]!]);
-      const children = halves.map((half, p) => startWriter(location, 's', writeInput(dir, p, half.slice(1)), 200, {}, 3));
+      const children = halves.map((half, p) =>
+        startWriter(location, 's', writeInput(dir, p, half.slice(1)), 200, {}, 3),
+      );
       const outs = children.map((child) => collect(child));
       // Rotate once both writers are adding.
       while (outs.some((out) => out.lines().length === 0)) {
-        if (children.some((child) => child.exitCode !== null)) throw new Error(`a writer ended early: ${outs.map((out) => out.errors()).join('')}`);
+        if (children.some((child) => child.exitCode !== null))
+          throw new Error(`a writer ended early: ${outs.map((out) => out.errors()).join('')}`);
         await sleep(20);
       }
       const writers = children.map(async (child, p) => {
@@ -169,12 +181,20 @@ describe('redis backend', { skip: missing }, () => {
       const reported = (await Promise.all(writers)).flatMap((result) => result.stdout);
       assert.equal(new Set(reported).size, reported.length, 'a URL was new twice');
       const stats = (await scope.stats()).epochs;
-      assert.deepEqual(stats.map((epoch) => epoch.epoch), [1, 2]);
-      assert.ok(stats[1]!.added > 0 && stats[0]!.added > 1, `the rotation did not fall among the adds (${stats[0]!.added}, ${stats[1]!.added})`);
+      assert.deepEqual(
+        stats.map((epoch) => epoch.epoch),
+        [1, 2],
+      );
+      assert.ok(
+        stats[1]!.added > 0 && stats[0]!.added > 1,
+        `the rotation did not fall among the adds (${stats[0]!.added}, ${stats[1]!.added})`,
+      );
       const probe = [input[0]!, ...reported];
       const inOne = await scope.has(probe, { epochs: 1 });
       const inTwo = await scope.has(probe, { epochs: 2 });
-      probe.forEach((url, i) => assert.ok(inOne[i] !== inTwo[i], `${url} is in ${inOne[i] ? 'both epochs' : 'neither epoch'}`));
+      probe.forEach((url, i) =>
+        assert.ok(inOne[i] !== inTwo[i], `${url} is in ${inOne[i] ? 'both epochs' : 'neither epoch'}`),
+      );
       assert.equal(stats[0]!.added, inOne.filter(Boolean).length, 'the sealed count is not exact');
       assert.equal(stats[1]!.added, inTwo.filter(Boolean).length);
     } finally {
@@ -190,7 +210,10 @@ describe('redis backend', { skip: missing }, () => {
       const scope = store.scope('spread', { capacityUrls: 8_000, fprTarget: 0.01 });
       const inserted = urls.slice(0, 20_000);
       const first = await scope.addIfAbsent(inserted);
-      assert.ok((await scope.addIfAbsent(inserted)).every((isNew) => !isNew), 'a URL was new twice');
+      assert.ok(
+        (await scope.addIfAbsent(inserted)).every((isNew) => !isNew),
+        'a URL was new twice',
+      );
       const details = await scope.epoch(1);
       assert.equal(details.strategy, 'partitioned', 'the Redis default');
       const partitions = details.partitions!.count;
@@ -205,7 +228,10 @@ describe('redis backend', { skip: missing }, () => {
       const insertedSet = new Set(inserted);
       const probes = sharedUrls('crawl-sitelist-15k.txt').filter((url) => !insertedSet.has(url));
       const falsePositives = (await scope.has(probes)).filter(Boolean).length;
-      assert.ok(falsePositives < probes.length * 0.02, `${falsePositives} false positives of ${probes.length} at a 1 % promise`);
+      assert.ok(
+        falsePositives < probes.length * 0.02,
+        `${falsePositives} false positives of ${probes.length} at a 1 % promise`,
+      );
     } finally {
       await store.close();
     }
@@ -218,11 +244,26 @@ describe('redis backend', { skip: missing }, () => {
     // batch (lazy), else in runs of nearby blocks (read runs joining blocks up to 16 apart, write
     // runs up to 4): `blocksPerUrl` says which each case runs, and is checked below.
     const cases = [
-      { name: 'lazy', options: { capacityUrls: 4_000_000, fprTarget: 0.01, strategy: 'partitioned:64', seeds: ['0123456789abcdef'] }, batch: 2_000, blocksPerUrl: [8, 200] },
+      {
+        name: 'lazy',
+        options: { capacityUrls: 4_000_000, fprTarget: 0.01, strategy: 'partitioned:64', seeds: ['0123456789abcdef'] },
+        batch: 2_000,
+        blocksPerUrl: [8, 200],
+      },
       // Several read runs and many write runs per partition and batch.
-      { name: 'runs', options: { capacityUrls: 1_000_000, fprTarget: 0.01, strategy: 'partitioned:64', seeds: ['13579bdf02468ace'] }, batch: 4_000, blocksPerUrl: [4, 8] },
+      {
+        name: 'runs',
+        options: { capacityUrls: 1_000_000, fprTarget: 0.01, strategy: 'partitioned:64', seeds: ['13579bdf02468ace'] },
+        batch: 4_000,
+        blocksPerUrl: [4, 8],
+      },
       // A few blocks per partition at a 2.5 % first slice: one run each, false positives within a batch.
-      { name: 'dense', options: { capacityUrls: 30_000, fprTarget: 0.05, strategy: 'partitioned:64', seeds: ['fedcba9876543210'] }, batch: 5_000, blocksPerUrl: [0, 1] },
+      {
+        name: 'dense',
+        options: { capacityUrls: 30_000, fprTarget: 0.05, strategy: 'partitioned:64', seeds: ['fedcba9876543210'] },
+        batch: 5_000,
+        blocksPerUrl: [0, 1],
+      },
     ];
     const distinct = urls.slice(0, 16_000);
     const input: string[] = [];
@@ -233,7 +274,10 @@ describe('redis backend', { skip: missing }, () => {
         await onRedis.create();
         const blocks = (await onRedis.epoch(1)).sliceDetails[0]!.mBits / 64 / 512;
         const perUrl = blocks / (batch / 64);
-        assert.ok(perUrl > blocksPerUrl[0]! && perUrl <= blocksPerUrl[1]!, `${name}: ${perUrl.toFixed(1)} blocks per URL of a batch`);
+        assert.ok(
+          perUrl > blocksPerUrl[0]! && perUrl <= blocksPerUrl[1]!,
+          `${name}: ${perUrl.toFixed(1)} blocks per URL of a batch`,
+        );
         let added = 0;
         for (let at = 0; at < input.length; at += batch) {
           const part = input.slice(at, at + batch);
@@ -243,7 +287,8 @@ describe('redis backend', { skip: missing }, () => {
         }
         // One slice, of the same seeds on both sides: every answer above came from the same bits.
         assert.equal((await onRedis.epoch(1)).sliceDetails.length, 1, name);
-        if (name === 'dense') assert.ok(added < distinct.length, `${name}: no false positive to compare (${added} new)`);
+        if (name === 'dense')
+          assert.ok(added < distinct.length, `${name}: no false positive to compare (${added} new)`);
         const probes = [...distinct, ...urls.slice(20_000, 30_000)];
         assert.deepEqual(await onRedis.has(probes), await inMemory.has(probes), `${name}: has`);
       }
@@ -274,7 +319,11 @@ describe('redis backend', { skip: missing }, () => {
       await back.import(join(dir, 'from-disk.ssx'), { scope: 'moved', open: true });
       const returned = back.scope('moved');
       const everything = [...probes, ...urls.slice(9_000, 12_000)];
-      assert.deepEqual(await returned.has(everything), await onDisk.has(everything), 'Redis answers as the directory store did');
+      assert.deepEqual(
+        await returned.has(everything),
+        await onDisk.has(everything),
+        'Redis answers as the directory store did',
+      );
       // And keeps deciding exactly: what the directory store added is seen, fresh URLs are new once.
       assert.ok((await returned.addIfAbsent(urls.slice(9_000, 12_000))).every((isNew) => !isNew));
       assert.ok(more.filter(Boolean).length > 2_900);
@@ -287,7 +336,9 @@ describe('redis backend', { skip: missing }, () => {
     }
   });
 
-  test('seenstore serve over the cluster: redis-cli\'s BF.* and the frontier\'s SEEN.* commands, answers shared with the library', { skip: NEEDS_REDIS_CLI }, async () => {
+  test("seenstore serve over the cluster: redis-cli's BF.* and the frontier's SEEN.* commands, answers shared with the library", {
+    skip: NEEDS_REDIS_CLI,
+  }, async () => {
     const location = cluster.location();
     const server = await startServer(location);
     try {
@@ -297,8 +348,18 @@ describe('redis backend', { skip: missing }, () => {
         return run.stdout.trim();
       };
       const batch = urls.slice(0, 50);
-      assert.deepEqual(cli('BF.MADD', 'served', ...batch).split('\n'), batch.map(() => '1'));
-      assert.deepEqual(cli('BF.MADD', 'served', ...batch.slice(0, 5), 'https://new.example/x').split('\n'), ['0', '0', '0', '0', '0', '1']);
+      assert.deepEqual(
+        cli('BF.MADD', 'served', ...batch).split('\n'),
+        batch.map(() => '1'),
+      );
+      assert.deepEqual(cli('BF.MADD', 'served', ...batch.slice(0, 5), 'https://new.example/x').split('\n'), [
+        '0',
+        '0',
+        '0',
+        '0',
+        '0',
+        '1',
+      ]);
       // Two URLs of one host: one queue, of which a take hands out one URL (perQueue 1), its oldest.
       const [first, second] = ['https://one-host.example/a', 'https://one-host.example/b'];
       assert.equal(cli('SEEN.ENQUEUE', 'crawl', first, second, first), '1\n1\n0');
@@ -309,7 +370,13 @@ describe('redis backend', { skip: missing }, () => {
       try {
         assert.ok((await store.scope('served').has(batch)).every(Boolean));
         assert.equal((await store.scope('served').epoch(1)).strategy, 'partitioned');
-        assert.deepEqual(await store.scope('crawl').frontier().stats(), { pending: 1, leased: 1, done: 0, failed: 0, queues: 1 });
+        assert.deepEqual(await store.scope('crawl').frontier().stats(), {
+          pending: 1,
+          leased: 1,
+          done: 0,
+          failed: 0,
+          queues: 1,
+        });
       } finally {
         await store.close();
       }
@@ -318,9 +385,12 @@ describe('redis backend', { skip: missing }, () => {
     }
   });
 
-  test('stats --format prometheus on a Redis store: the epochs\' metrics (their keys\' memory), no LMDB file metrics', async () => {
+  test("stats --format prometheus on a Redis store: the epochs' metrics (their keys' memory), no LMDB file metrics", async () => {
     const location = cluster.location();
-    const added = await runCli(['--store', location, '--scope', 'metrics', 'add'], `${urls.slice(0, 100).join('\n')}\n`);
+    const added = await runCli(
+      ['--store', location, '--scope', 'metrics', 'add'],
+      `${urls.slice(0, 100).join('\n')}\n`,
+    );
     assert.equal(added.code, 0, added.stderr);
     const out = await runCli(['--store', location, 'stats', '--format', 'prometheus']);
     assert.equal(out.code, 0, out.stderr);
@@ -344,9 +414,12 @@ describe('redis backend', { skip: missing }, () => {
     await store.close();
   });
 
-  test('prune gives the dropped epochs\' Redis memory back', async () => {
+  test("prune gives the dropped epochs' Redis memory back", async () => {
     const location = cluster.location();
-    const used = (): number => cluster.masters().reduce((sum, port) => sum + Number(/used_memory:(\d+)/.exec(cluster.cli(port, 'INFO', 'memory'))![1]), 0);
+    const used = (): number =>
+      cluster
+        .masters()
+        .reduce((sum, port) => sum + Number(/used_memory:(\d+)/.exec(cluster.cli(port, 'INFO', 'memory'))![1]), 0);
     const baseline = used();
     const store = await SeenStore.open(location, quiet);
     try {
@@ -360,17 +433,25 @@ describe('redis backend', { skip: missing }, () => {
       // What the two epochs' own keys take (MEMORY USAGE of each, as stats report it): used_memory
       // also moves with things that are not the epochs' (client and replication buffers, the
       // batch answers kept for retries), so the freed memory is compared with the epochs' own.
-      const epochBytes = (await scope.stats()).epochs.filter((e) => e.epoch <= 2).reduce((sum, e) => sum + e.bytesOnDisk, 0);
+      const epochBytes = (await scope.stats()).epochs
+        .filter((e) => e.epoch <= 2)
+        .reduce((sum, e) => sum + e.bytesOnDisk, 0);
       assert.ok(epochBytes > 4_000_000, `the two epochs' keys take only ${epochBytes} bytes`);
       const dropped = await scope.prune({ keepLast: 1 });
-      assert.deepEqual(dropped.map((d) => d.epoch), [1, 2]);
+      assert.deepEqual(
+        dropped.map((d) => d.epoch),
+        [1, 2],
+      );
       // UNLINK frees in the background: give it a moment.
       let after = used();
       for (let i = 0; i < 50 && filled - after < 0.9 * epochBytes; i++) {
         await sleep(100);
         after = used();
       }
-      assert.ok(filled - after >= 0.9 * epochBytes, `memory: baseline ${baseline}, filled ${filled}, the epochs' keys ${epochBytes}, after prune ${after}`);
+      assert.ok(
+        filled - after >= 0.9 * epochBytes,
+        `memory: baseline ${baseline}, filled ${filled}, the epochs' keys ${epochBytes}, after prune ${after}`,
+      );
     } finally {
       await store.close();
     }
@@ -391,8 +472,19 @@ function writeInput(dir: string, p: number, input: readonly string[]): string {
   return file;
 }
 
-function startWriter(location: string, scope: string, file: string, batch: number, options: object = {}, pauseMs = 0): ChildProcess {
-  return spawn(process.execPath, [WRITER, location, scope, file, String(batch), JSON.stringify(options), String(pauseMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+function startWriter(
+  location: string,
+  scope: string,
+  file: string,
+  batch: number,
+  options: object = {},
+  pauseMs = 0,
+): ChildProcess {
+  return spawn(
+    process.execPath,
+    [WRITER, location, scope, file, String(batch), JSON.stringify(options), String(pauseMs)],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
 }
 
 function collect(child: ChildProcess): { lines: () => string[]; errors: () => string } {
@@ -403,7 +495,14 @@ function collect(child: ChildProcess): { lines: () => string[]; errors: () => st
   return { lines: () => out.split('\n').slice(0, -1), errors: () => err };
 }
 
-async function writer(location: string, scope: string, file: string, batch: number, options: object = {}, pauseMs = 0): Promise<{ stdout: string[] }> {
+async function writer(
+  location: string,
+  scope: string,
+  file: string,
+  batch: number,
+  options: object = {},
+  pauseMs = 0,
+): Promise<{ stdout: string[] }> {
   const child = startWriter(location, scope, file, batch, options, pauseMs);
   const out = collect(child);
   const code = await exited(child);
@@ -415,4 +514,3 @@ function exited(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
-

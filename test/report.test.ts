@@ -12,7 +12,16 @@ import { tempDir } from './helpers/tmp.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 /** Flags for a headless Chromium that reaches nothing outside this machine. */
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 /** Where the screenshot goes; kept after the run so that CI can print its path. */
 const SCREENSHOT_DIR = join(tmpdir(), 'seenstore-report-test');
 
@@ -78,12 +87,20 @@ describe('seenstore report', () => {
           const firstValue = column.indexOf('class="value"');
           const lastBar = column.lastIndexOf('class="bar"');
           assert.ok(firstValue > lastBar, `${epochs} epochs: every label is painted after every bar of its column`);
-          if (marker >= 0) assert.ok(marker < column.indexOf('class="bar"'), `${epochs} epochs: the reference line is painted under the bars and labels`);
+          if (marker >= 0)
+            assert.ok(
+              marker < column.indexOf('class="bar"'),
+              `${epochs} epochs: the reference line is painted under the bars and labels`,
+            );
         }
         const centres = [...body!.matchAll(/<text x="([\d.]+)"[^>]*class="xlabel"/g)].map((m) => Number(m[1]));
         assert.equal(centres.length, epochs);
         const widthPx = Number(width);
-        if (epochs === 2) assert.ok(centres.at(-1)! > 0.6 * widthPx, `2 epochs: the last column is centred at ${centres.at(-1)} of ${widthPx} px: the plot is mostly empty`);
+        if (epochs === 2)
+          assert.ok(
+            centres.at(-1)! > 0.6 * widthPx,
+            `2 epochs: the last column is centred at ${centres.at(-1)} of ${widthPx} px: the plot is mostly empty`,
+          );
       }
       assert.doesNotMatch(out.stdout, /≥ 0</, 'a lower bound of 0 says nothing');
       assert.match(out.stdout, /<td title="[^"]*">no bound<\/td>/, 'the last, smaller epoch');
@@ -93,11 +110,17 @@ describe('seenstore report', () => {
   test('prunedRanges: the gaps in epoch numbering', () => {
     assert.deepEqual(prunedRanges([3, 4, 5]), [{ from: 1, to: 2 }]);
     assert.deepEqual(prunedRanges([1, 2]), []);
-    assert.deepEqual(prunedRanges([2, 5, 6]), [{ from: 1, to: 1 }, { from: 3, to: 4 }]);
+    assert.deepEqual(prunedRanges([2, 5, 6]), [
+      { from: 1, to: 1 },
+      { from: 3, to: 4 },
+    ]);
     assert.deepEqual(prunedRanges([]), []);
   });
 
-  test('one self-contained page; headless Chromium opens it from disk with no errors and one chart column per epoch', { skip: existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (apt-get install chromium; CI installs it)`, timeout: 180_000 }, async (t) => {
+  test('one self-contained page; headless Chromium opens it from disk with no errors and one chart column per epoch', {
+    skip: existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (apt-get install chromium; CI installs it)`,
+    timeout: 180_000,
+  }, async (t) => {
     const dir = tempDir();
     await storeWithHistory(dir);
     const out = join(tempDir(), 'report.html');
@@ -105,7 +128,11 @@ describe('seenstore report', () => {
     assert.equal(written.code, 0, written.stderr);
     assert.match(written.stdout, /^wrote .*report\.html \(2 scopes, 5 epochs, [\d,]+ bytes\)\n$/);
     const html = readFileSync(out, 'utf8');
-    assert.doesNotMatch(html, /<script|<link|@import|url\((?!#)|src=|href="(?!#)/, 'nothing to fetch: no scripts, links, or external URLs');
+    assert.doesNotMatch(
+      html,
+      /<script|<link|@import|url\((?!#)|src=|href="(?!#)/,
+      'nothing to fetch: no scripts, links, or external URLs',
+    );
 
     const onlyNews = await runCli(['report', '--store', dir, '--scope', 'news']);
     assert.equal(onlyNews.code, 0, onlyNews.stderr);
@@ -114,12 +141,18 @@ describe('seenstore report', () => {
     assert.equal((await runCli(['report', '--store', dir, '--scope', 'nope'])).code, 11);
 
     const profile = tempDir('seenstore-chromium-');
-    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1200, height: 900 } });
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1200, height: 900 },
+    });
     try {
       const page = await context.newPage();
       const problems: string[] = [];
       page.on('console', (message) => {
-        if (message.type() === 'error' || message.type() === 'warning') problems.push(`console ${message.type()}: ${message.text()}`);
+        if (message.type() === 'error' || message.type() === 'warning')
+          problems.push(`console ${message.type()}: ${message.text()}`);
       });
       page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
       page.on('request', (request) => {
@@ -128,21 +161,26 @@ describe('seenstore report', () => {
       await page.goto(pathToFileURL(out).href, { waitUntil: 'load' });
 
       const shape = await page.evaluate(() =>
-        [...(globalThis as unknown as { document: PageElement }).document.querySelectorAll('section.scope')].map((section) => ({
-          scope: section.getAttribute('data-scope'),
-          charts: [...section.querySelectorAll('svg.chart')].map((svg) => ({
-            chart: svg.getAttribute('data-chart'),
-            epochs: [...svg.querySelectorAll('g.epoch')].map((g) => Number(g.getAttribute('data-epoch'))),
-            pruned: [...svg.querySelectorAll('g.pruned')].map((g) => g.textContent),
-            bars: svg.querySelectorAll('rect.bar').length,
-            drawnHeight: svg.getBoundingClientRect().height,
-          })),
-          rows: section.querySelectorAll('table.epochs tbody tr').length,
-          text: section.textContent ?? '',
-        })),
+        [...(globalThis as unknown as { document: PageElement }).document.querySelectorAll('section.scope')].map(
+          (section) => ({
+            scope: section.getAttribute('data-scope'),
+            charts: [...section.querySelectorAll('svg.chart')].map((svg) => ({
+              chart: svg.getAttribute('data-chart'),
+              epochs: [...svg.querySelectorAll('g.epoch')].map((g) => Number(g.getAttribute('data-epoch'))),
+              pruned: [...svg.querySelectorAll('g.pruned')].map((g) => g.textContent),
+              bars: svg.querySelectorAll('rect.bar').length,
+              drawnHeight: svg.getBoundingClientRect().height,
+            })),
+            rows: section.querySelectorAll('table.epochs tbody tr').length,
+            text: section.textContent ?? '',
+          }),
+        ),
       );
       assert.deepEqual(problems, [], 'no console errors, no page errors, nothing fetched');
-      assert.deepEqual(shape.map((s) => s.scope), ['news', 'shop']);
+      assert.deepEqual(
+        shape.map((s) => s.scope),
+        ['news', 'shop'],
+      );
       const [news, shop] = shape;
       for (const chart of shop!.charts) {
         assert.deepEqual(chart.epochs, [3, 4, 5], `${chart.chart}: one column per kept epoch`);
@@ -150,8 +188,15 @@ describe('seenstore report', () => {
         assert.match(chart.pruned[0]!, /epochs 1–2 pruned/);
         assert.ok(chart.drawnHeight > 200, `${chart.chart} is drawn`);
       }
-      assert.deepEqual(shop!.charts.map((c) => c.chart), ['s1-urls', 's1-fpr', 's1-fill']);
-      assert.deepEqual(shop!.charts.map((c) => c.bars), [9, 3, 3], 'three bars per epoch for URLs, one for FPR and fill');
+      assert.deepEqual(
+        shop!.charts.map((c) => c.chart),
+        ['s1-urls', 's1-fpr', 's1-fill'],
+      );
+      assert.deepEqual(
+        shop!.charts.map((c) => c.bars),
+        [9, 3, 3],
+        'three bars per epoch for URLs, one for FPR and fill',
+      );
       for (const chart of news!.charts) assert.deepEqual(chart.epochs, [1, 2]);
       assert.equal(shop!.rows, 3);
       assert.match(shop!.text, /pruned: 1–2/);

@@ -59,21 +59,43 @@ describe('restore holds its exclusion whatever its event loop does', () => {
     setFaultHook((point) => {
       if (point !== 'restore:before-swap') return;
       blockFor(LOCK_STALE_MS + 1_500);
-      const writer = spawnSync(process.execPath, ['--input-type=module', '-e', writerScript(dir, `
+      const writer = spawnSync(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          writerScript(
+            dir,
+            `
         const fresh = await store.scope().addIfAbsent(['https://example.org/slipped-in']);
         await store.close();
         process.stdout.write(String(fresh[0]));
-      `)], { encoding: 'utf8' });
+      `,
+          ),
+        ],
+        { encoding: 'utf8' },
+      );
       assert.equal(writer.status, 0, writer.stderr);
       wrote = writer.stdout;
     });
-    await assert.rejects(SeenStore.restoreSnapshot(dir, 'base', { lockStaleMs: LOCK_STALE_MS }), (error: unknown) =>
-      error instanceof SeenStoreError && error.code === 'STORE_LOCKED' && /written while the restore ran/.test(error.message),
+    await assert.rejects(
+      SeenStore.restoreSnapshot(dir, 'base', { lockStaleMs: LOCK_STALE_MS }),
+      (error: unknown) =>
+        error instanceof SeenStoreError &&
+        error.code === 'STORE_LOCKED' &&
+        /written while the restore ran/.test(error.message),
     );
     setFaultHook(undefined);
     assert.equal(wrote, 'true', 'the writer got in and acknowledged its URL');
-    assert.deepEqual(await held(dir, ['https://example.org/slipped-in', 'https://example.org/after-snapshot']), [true, true]);
-    assert.deepEqual(readdirSync(dir).filter((name) => name.includes('restoring')), [], 'no copy is left beside the data');
+    assert.deepEqual(await held(dir, ['https://example.org/slipped-in', 'https://example.org/after-snapshot']), [
+      true,
+      true,
+    ]);
+    assert.deepEqual(
+      readdirSync(dir).filter((name) => name.includes('restoring')),
+      [],
+      'no copy is left beside the data',
+    );
   });
 
   test('a writer that got in and is still running makes it refuse', async () => {
@@ -83,16 +105,29 @@ describe('restore holds its exclusion whatever its event loop does', () => {
     setFaultHook((point) => {
       if (point !== 'restore:before-swap') return;
       blockFor(LOCK_STALE_MS + 1_500);
-      writer = spawn(process.execPath, ['--input-type=module', '-e', writerScript(dir, `
+      writer = spawn(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          writerScript(
+            dir,
+            `
         await store.scope().add(['https://example.org/still-running']);
         (await import('node:fs')).writeFileSync(${JSON.stringify(ready)}, '');
         setTimeout(() => store.close(), 60_000);
-      `)], { stdio: 'ignore' });
+      `,
+          ),
+        ],
+        { stdio: 'ignore' },
+      );
       for (let waitedMs = 0; !existsSync(ready) && waitedMs < 20_000; waitedMs += 50) blockFor(50);
     });
     after(() => writer?.kill('SIGKILL'));
-    await assert.rejects(SeenStore.restoreSnapshot(dir, 'base', { lockStaleMs: LOCK_STALE_MS }), (error: unknown) =>
-      error instanceof SeenStoreError && error.code === 'STORE_LOCKED' && /is open in process/.test(error.message),
+    await assert.rejects(
+      SeenStore.restoreSnapshot(dir, 'base', { lockStaleMs: LOCK_STALE_MS }),
+      (error: unknown) =>
+        error instanceof SeenStoreError && error.code === 'STORE_LOCKED' && /is open in process/.test(error.message),
     );
     setFaultHook(undefined);
     writer!.kill('SIGKILL');
@@ -105,6 +140,9 @@ describe('restore holds its exclusion whatever its event loop does', () => {
     assert.equal(result.name, 'base');
     assert.match(result.preRestore.name, /^pre-restore-\d{8}T\d{6}Z-\d{3}$/);
     assert.equal(result.preRestore.reason, 'pre-restore');
-    assert.deepEqual(await held(dir, ['https://example.org/before-snapshot', 'https://example.org/after-snapshot']), [true, false]);
+    assert.deepEqual(await held(dir, ['https://example.org/before-snapshot', 'https://example.org/after-snapshot']), [
+      true,
+      false,
+    ]);
   });
 });

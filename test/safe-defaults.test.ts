@@ -26,7 +26,10 @@ describe('safe defaults: nothing created by surprise', () => {
     } finally {
       await s.close();
     }
-    const existing = await runCli(['--store', store, '--scope', 'shop', '--no-create', 'filter-new'], `${URLS}https://shop.example/c\n`);
+    const existing = await runCli(
+      ['--store', store, '--scope', 'shop', '--no-create', 'filter-new'],
+      `${URLS}https://shop.example/c\n`,
+    );
     assert.equal(existing.code, 0, existing.stderr);
     assert.equal(existing.stdout, 'https://shop.example/c\n');
   });
@@ -48,7 +51,10 @@ describe('safe defaults: nothing created by surprise', () => {
   test('creating a store or a scope says so on stderr, not on a terminal too; --quiet silences it', async () => {
     const store = join(tempDir(), 'store');
     const first = await runCli(['--store', store, '--scope', 'shop', 'filter-new'], URLS);
-    assert.match(first.stderr, new RegExp(`^seenstore: created store at ${store}\nseenstore: created scope shop in store ${store}\n`));
+    assert.match(
+      first.stderr,
+      new RegExp(`^seenstore: created store at ${store}\nseenstore: created scope shop in store ${store}\n`),
+    );
     const second = await runCli(['--store', store, '--scope', 'blog', 'add'], URLS);
     assert.match(second.stderr, new RegExp(`^seenstore: created scope blog in store ${store}\n`));
     assert.doesNotMatch(second.stderr, /created store/);
@@ -61,11 +67,20 @@ describe('safe defaults: nothing created by surprise', () => {
 
   test('a --store that looks like a URL of no supported scheme is USAGE, naming the schemes; ./NAME is a directory', async () => {
     const cwd = tempDir();
-    for (const location of ['redis:/127.0.0.1:7001', 'redis//127.0.0.1:7001', 'http://127.0.0.1:7001', '//127.0.0.1/store', 'reds://127.0.0.1:7001']) {
+    for (const location of [
+      'redis:/127.0.0.1:7001',
+      'redis//127.0.0.1:7001',
+      'http://127.0.0.1:7001',
+      '//127.0.0.1/store',
+      'reds://127.0.0.1:7001',
+    ]) {
       const out = await runCli(['--store', location, 'filter-new'], URLS, {}, cwd);
       assert.equal(out.code, ERROR_CODES.USAGE, `${location}: ${out.stderr}`);
       assert.equal(out.stdout, '', location);
-      assert.match(out.stderr, /^seenstore: error USAGE: (store location .* looks like a URL but names no supported scheme|unknown store scheme \S+ in .*) \(supported: redis:\/\/, rediss:\/\/, memory:\/\/, or a directory\); for a directory of that name write \.\//);
+      assert.match(
+        out.stderr,
+        /^seenstore: error USAGE: (store location .* looks like a URL but names no supported scheme|unknown store scheme \S+ in .*) \(supported: redis:\/\/, rediss:\/\/, memory:\/\/, or a directory\); for a directory of that name write \.\//,
+      );
     }
     const fromEnv = await runCli(['filter-new'], URLS, { SEENSTORE_DIR: 'redis:/127.0.0.1:7001' }, cwd);
     assert.equal(fromEnv.code, ERROR_CODES.USAGE, fromEnv.stderr);
@@ -95,7 +110,10 @@ describe('safe defaults: nothing created by surprise', () => {
     for (const command of [['filter-new'], ['add'], ['has']]) {
       const out = await runCli(['--store', store, ...command, dir]);
       assert.equal(out.code, ERROR_CODES.USAGE, `${command.join(' ')}: ${out.stderr}`);
-      assert.equal(out.stderr.split('\n').filter(Boolean).at(-1), `seenstore: error USAGE: ${dir} is a directory; give a file of URLs, one per line (or - for stdin)`);
+      assert.equal(
+        out.stderr.split('\n').filter(Boolean).at(-1),
+        `seenstore: error USAGE: ${dir} is a directory; give a file of URLs, one per line (or - for stdin)`,
+      );
     }
     const bad = await runCli(['--store', store, '--scope', 'bad/scope', 'has'], URLS);
     assert.equal(bad.code, ERROR_CODES.USAGE, bad.stderr);
@@ -106,7 +124,11 @@ describe('safe defaults: nothing created by surprise', () => {
 describe('safe defaults: inputs checked before anything is created', () => {
   test('an empty input creates the scope with the plan given (--capacity is not lost)', async () => {
     const store = join(tempDir(), 'store');
-    for (const [scope, command] of [['a', ['add']], ['p', ['frontier', 'push']], ['f', ['filter-new']]] as const) {
+    for (const [scope, command] of [
+      ['a', ['add']],
+      ['p', ['frontier', 'push']],
+      ['f', ['filter-new']],
+    ] as const) {
       const run = await runCli(['--store', store, '--scope', scope, ...command, '--capacity', '5000000'], '');
       assert.equal(run.code, 0, run.stderr);
       assert.match(run.stderr, new RegExp(`created scope ${scope} in store`));
@@ -114,7 +136,8 @@ describe('safe defaults: inputs checked before anything is created', () => {
     const s = await SeenStore.open(store, { create: false, readOnly: true });
     try {
       assert.deepEqual(await s.scopeNames(), ['a', 'f', 'p']);
-      for (const name of ['a', 'f', 'p']) assert.equal((await s.scope(name).stats()).epochs[0]!.capacityUrls, 5_000_000, name);
+      for (const name of ['a', 'f', 'p'])
+        assert.equal((await s.scope(name).stats()).epochs[0]!.capacityUrls, 5_000_000, name);
     } finally {
       await s.close();
     }
@@ -136,7 +159,10 @@ describe('safe defaults: inputs checked before anything is created', () => {
     for (let i = 0; i < 5; i++) writeFileSync(join(pages, `page-${i}.html`), '<html></html>');
     const refused = await runCli(['--store', pages, 'filter-new'], URLS);
     assert.equal(refused.code, ERROR_CODES.USAGE, refused.stderr);
-    assert.match(refused.stderr, /holds 5 entries \(page-0\.html, page-1\.html, page-2\.html, \.\.\.\) and no store: .*--allow-nonempty-dir/);
+    assert.match(
+      refused.stderr,
+      /holds 5 entries \(page-0\.html, page-1\.html, page-2\.html, \.\.\.\) and no store: .*--allow-nonempty-dir/,
+    );
     assert.equal(refused.stdout, '');
     assert.equal(readdirSync(pages).length, 5, 'a refused run left files behind');
     const told = await runCli(['--store', pages, '--allow-nonempty-dir', 'filter-new'], URLS);

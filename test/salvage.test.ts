@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { closeSync, cpSync, existsSync, openSync, readFileSync, readSync, rmSync, truncateSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  cpSync,
+  existsSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  truncateSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { DELIVERY_DIR, DeliveryFile, deliveryFileName, readDeliveryFile } from '../src/store/lmdb/delivery-files.js';
@@ -142,7 +152,10 @@ describe('salvage of a healthy store', () => {
     assert.equal(report.complete, true, JSON.stringify(report.skipped));
     assert.equal(report.deliveryRecords, 2);
     const copied = readDeliveryFile(join(to, DELIVERY_DIR, deliveryFileName('v', '999999.1.1', 0)));
-    assert.deepEqual(copied.batches.map((b) => Buffer.from(b.lines).toString()), lines.map((b) => b.toString()));
+    assert.deepEqual(
+      copied.batches.map((b) => Buffer.from(b.lines).toString()),
+      lines.map((b) => b.toString()),
+    );
   });
 
   test('refuses a --to that holds files, and a store directory without data.mdb', async () => {
@@ -151,7 +164,10 @@ describe('salvage of a healthy store', () => {
     cpSync(dir, full, { recursive: true });
     const r = await runCli(['salvage', '--store', dir, '--to', full]);
     assert.equal(r.code, 2, r.stderr);
-    await assert.rejects(SeenStore.salvage(tempDir(), join(tempDir(), 'x')), (error: { code?: string }) => error.code === 'NOT_FOUND');
+    await assert.rejects(
+      SeenStore.salvage(tempDir(), join(tempDir(), 'x')),
+      (error: { code?: string }) => error.code === 'NOT_FOUND',
+    );
   });
 });
 
@@ -159,7 +175,8 @@ describe('salvage of a healthy store', () => {
 async function salvageChecked(dir: string, what: string, to = join(tempDir(), 'copy')): Promise<SalvageReport> {
   const report = await SeenStore.salvage(dir, to);
   assert.equal(report.complete, report.skipped.length === 0, what);
-  for (const s of report.skipped) assert.ok(s.kind.length > 0 && s.where.length > 0 && s.problem.length > 0, `${what}: ${JSON.stringify(s)}`);
+  for (const s of report.skipped)
+    assert.ok(s.kind.length > 0 && s.where.length > 0 && s.problem.length > 0, `${what}: ${JSON.stringify(s)}`);
   const verify = await SeenStore.verify(to);
   assert.equal(verify.ok, true, `${what}: the copy is not sound: ${JSON.stringify(verify.damage)}`);
   const store = await SeenStore.open(to, { readOnly: true, clock });
@@ -202,7 +219,10 @@ describe('salvage of a damaged store', () => {
     const places = structuralPlaces(join(source, 'data.mdb'));
     const kinds = new Map<string, (typeof places)[number]>();
     for (const place of places) kinds.set(place.what.replace(/\d+/g, 'N'), place);
-    assert.ok([...kinds.keys()].some((kind) => kind.includes('child pointer')), 'the store has branch pages');
+    assert.ok(
+      [...kinds.keys()].some((kind) => kind.includes('child pointer')),
+      'the store has branch pages',
+    );
     let partial = 0;
     for (const place of kinds.values()) {
       const dir = tempDir();
@@ -212,8 +232,11 @@ describe('salvage of a damaged store', () => {
       const report = await salvageChecked(dir, place.what, to);
       if (!report.complete) partial++;
       // Unless an epoch header or journal record was lost, no acknowledged URL reads as new: a lost chunk is filled with ones.
-      const headersOrJournal = report.skipped.some((s) => /database (meta|main|journal)\)|meta pages/.test(s.where) || s.kind === 'journal');
-      if (!headersOrJournal) assert.deepEqual(await missingSeen(to), [], `${place.what}: ${JSON.stringify(report.skipped)}`);
+      const headersOrJournal = report.skipped.some(
+        (s) => /database (meta|main|journal)\)|meta pages/.test(s.where) || s.kind === 'journal',
+      );
+      if (!headersOrJournal)
+        assert.deepEqual(await missingSeen(to), [], `${place.what}: ${JSON.stringify(report.skipped)}`);
       rmSync(dir, { recursive: true, force: true });
       rmSync(to, { recursive: true, force: true });
     }
@@ -229,13 +252,20 @@ describe('salvage of a damaged store', () => {
       truncateSync(join(dir, 'data.mdb'), (used - short) * PAGE_BYTES);
       const report = await salvageChecked(dir, `${short} pages short`);
       assert.equal(report.complete, false);
-      assert.ok(report.skipped.some((s) => /beyond the end of the file/.test(s.problem)), JSON.stringify(report.skipped));
+      assert.ok(
+        report.skipped.some((s) => /beyond the end of the file/.test(s.problem)),
+        JSON.stringify(report.skipped),
+      );
     }
     const dir = tempDir();
     cpSync(source, dir, { recursive: true });
     for (const meta of [0, 1]) flipByte(join(dir, 'data.mdb'), meta * PAGE_BYTES + 24);
     const to = join(tempDir(), 'copy');
-    await assert.rejects(SeenStore.salvage(dir, to), (error: { code?: string; message?: string }) => error.code === 'STORE_CORRUPT' && /neither meta page/.test(error.message ?? ''));
+    await assert.rejects(
+      SeenStore.salvage(dir, to),
+      (error: { code?: string; message?: string }) =>
+        error.code === 'STORE_CORRUPT' && /neither meta page/.test(error.message ?? ''),
+    );
     assert.equal(existsSync(to), false, 'no copy when nothing could be read');
 
     // The journal file: damage a frame in the middle; the frames after it are still folded in.
@@ -247,6 +277,9 @@ describe('salvage of a damaged store', () => {
     flipByte(log, 16 + 40);
     const report = await salvageChecked(journal, 'a damaged journal frame');
     assert.equal(report.complete, false);
-    assert.ok(report.skipped.some((s) => s.kind === 'journal'), JSON.stringify(report.skipped));
+    assert.ok(
+      report.skipped.some((s) => s.kind === 'journal'),
+      JSON.stringify(report.skipped),
+    );
   });
 });

@@ -51,7 +51,9 @@ function installOnce(): Installed {
   cpSync(join(ROOT, 'integrations', 'scrapy'), source, { recursive: true });
   execFileSync(SYSTEM_PYTHON, ['-m', 'venv', '--system-site-packages', join(dir, 'venv')]);
   const python = join(dir, 'venv', 'bin', 'python');
-  execFileSync(python, ['-m', 'pip', 'install', '--quiet', '--no-index', '--no-build-isolation', '--no-deps', source], { stdio: ['ignore', 'pipe', 'pipe'] });
+  execFileSync(python, ['-m', 'pip', 'install', '--quiet', '--no-index', '--no-build-isolation', '--no-deps', source], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const spider = join(dir, 'frontier_spider.py');
   cpSync(join(source, 'frontier_spider.py'), spider);
   const dupefilterSpider = join(dir, 'dupefilter_spider.py');
@@ -61,16 +63,29 @@ function installOnce(): Installed {
 }
 
 /** Runs the spider; kills it with SIGKILL once it has printed `killAfter` pages. */
-function spider({ python, spider }: Installed, siteUrl: string, seenstoreUrl: string, killAfter = Infinity): Promise<KillableRun> {
+function spider(
+  { python, spider }: Installed,
+  siteUrl: string,
+  seenstoreUrl: string,
+  killAfter = Infinity,
+): Promise<KillableRun> {
   return runKillable(python, [spider, siteUrl, seenstoreUrl], 'fetched ', killAfter);
 }
 
-describe('Scrapy on seenstore: the frontier and the dupefilter (Debian Scrapy, redis-py, seenstore serve, a local site)', { skip: NEEDS_SCRAPY }, () => {
+describe('Scrapy on seenstore: the frontier and the dupefilter (Debian Scrapy, redis-py, seenstore serve, a local site)', {
+  skip: NEEDS_SCRAPY,
+}, () => {
   test('pip install ./integrations/scrapy into a --system-site-packages venv works offline; the spider needs it installed', () => {
     const { python } = installed();
-    const where = execFileSync(python, ['-c', 'import seenstore_scrapy; print(seenstore_scrapy.__file__)'], { encoding: 'utf8' }).trim();
+    const where = execFileSync(python, ['-c', 'import seenstore_scrapy; print(seenstore_scrapy.__file__)'], {
+      encoding: 'utf8',
+    }).trim();
     assert.match(where, /\/venv\/lib\/python3[.\d]*\/site-packages\/seenstore_scrapy\/__init__\.py$/);
-    assert.notEqual(spawnSync(SYSTEM_PYTHON, ['-c', 'import seenstore_scrapy']).status, 0, 'not importable without the install');
+    assert.notEqual(
+      spawnSync(SYSTEM_PYTHON, ['-c', 'import seenstore_scrapy']).status,
+      0,
+      'not importable without the install',
+    );
   });
 
   test('killed -9 mid-crawl and restarted: every page fetched, at most the in-flight pages twice', async () => {
@@ -84,7 +99,9 @@ describe('Scrapy on seenstore: the frontier and the dupefilter (Debian Scrapy, r
       // In flight at the kill: pages the site served that the frontier had not been told are done
       // (downloading, or downloaded and waiting in Scrapy's scraper queue to be parsed).
       const servedAtKill = coverage(await site.stats()).pageFetches;
-      const frontier = execFileSync('redis-cli', ['-p', String(server.port), 'SEEN.FRONTIER', 'site'], { encoding: 'utf8' }).split('\n');
+      const frontier = execFileSync('redis-cli', ['-p', String(server.port), 'SEEN.FRONTIER', 'site'], {
+        encoding: 'utf8',
+      }).split('\n');
       const doneAtKill = Number(frontier[frontier.indexOf('done') + 1]);
       const inFlight = servedAtKill - doneAtKill;
       const resumed = await spider(python, site.url, url);
@@ -92,8 +109,13 @@ describe('Scrapy on seenstore: the frontier and the dupefilter (Debian Scrapy, r
       const seen = coverage(await site.stats());
       assert.deepEqual(seen.missedPages, [], 'pages found before the kill were never fetched');
       // The pages in flight at the kill, plus the start page (Scrapy fetches start URLs even when seen).
-      assert.ok(seen.duplicateFetches <= inFlight + 1, `${seen.duplicateFetches} pages fetched twice, ${inFlight} were in flight at the kill`);
-      process.stderr.write(`scrapy resume: ${seen.duplicateFetches} pages fetched twice; in flight at the kill: ${inFlight} (served ${servedAtKill}, done ${doneAtKill})\n`);
+      assert.ok(
+        seen.duplicateFetches <= inFlight + 1,
+        `${seen.duplicateFetches} pages fetched twice, ${inFlight} were in flight at the kill`,
+      );
+      process.stderr.write(
+        `scrapy resume: ${seen.duplicateFetches} pages fetched twice; in flight at the kill: ${inFlight} (served ${servedAtKill}, done ${doneAtKill})\n`,
+      );
     } finally {
       await server.stop();
       await site.stop();
@@ -106,7 +128,8 @@ describe('Scrapy on seenstore: the frontier and the dupefilter (Debian Scrapy, r
     const server = await startServer(join(tempDir(), 'store'));
     try {
       const url = `redis://127.0.0.1:${server.port}`;
-      const crawl = (name: string): Promise<KillableRun> => runKillable(python, [dupefilterSpider, name, site.url, url], 'fetched ');
+      const crawl = (name: string): Promise<KillableRun> =>
+        runKillable(python, [dupefilterSpider, name, site.url, url], 'fetched ');
       const first = await crawl('spider-a');
       assert.ok(first.finished);
       // The start URL is fetched without the dupefilter (dont_filter), so a link back to it is
@@ -114,23 +137,39 @@ describe('Scrapy on seenstore: the frontier and the dupefilter (Debian Scrapy, r
       const fetchesBeyondStart = (stats: SiteStats): number[] => stats.pageFetches.slice(1);
       const afterFirst = await site.stats();
       assert.deepEqual(coverage(afterFirst).missedPages, [], 'spider A crawled the whole site');
-      assert.deepEqual(fetchesBeyondStart(afterFirst).filter((count) => count !== 1), [], 'spider A fetched every page once');
+      assert.deepEqual(
+        fetchesBeyondStart(afterFirst).filter((count) => count !== 1),
+        [],
+        'spider A fetched every page once',
+      );
       // Spider B has never seen the site: a seen-set shared with A (the old default scope
       // "scrapy") would let it fetch only its start page.
       const second = await crawl('spider-b');
       assert.ok(second.finished);
       assert.equal(second.counted, first.counted, 'spider B parsed as many responses as spider A');
       const afterSecond = await site.stats();
-      assert.deepEqual(fetchesBeyondStart(afterSecond).filter((count) => count !== 2), [], 'every page fetched once more, by spider B');
+      assert.deepEqual(
+        fetchesBeyondStart(afterSecond).filter((count) => count !== 2),
+        [],
+        'every page fetched once more, by spider B',
+      );
       // Spider A again: its own seen-set holds every page; only the start URL is fetched.
       const rerun = await crawl('spider-a');
       assert.ok(rerun.finished);
       assert.equal(rerun.counted, 1, 'the rerun of spider A fetched only its start page');
       const afterRerun = await site.stats();
-      assert.deepEqual(fetchesBeyondStart(afterRerun), fetchesBeyondStart(afterSecond), 'the rerun fetched no page but the start page');
+      assert.deepEqual(
+        fetchesBeyondStart(afterRerun),
+        fetchesBeyondStart(afterSecond),
+        'the rerun fetched no page but the start page',
+      );
       assert.equal(afterRerun.pageFetches[0], afterSecond.pageFetches[0]! + 1);
       const info = execFileSync('redis-cli', ['-p', String(server.port), 'INFO', 'scopes'], { encoding: 'utf8' });
-      assert.deepEqual([...info.matchAll(/^scope_([^:]+):/gm)].map((match) => match[1]).sort(), ['spider-a', 'spider-b'], 'one scope per spider, named after it');
+      assert.deepEqual(
+        [...info.matchAll(/^scope_([^:]+):/gm)].map((match) => match[1]).sort(),
+        ['spider-a', 'spider-b'],
+        'one scope per spider, named after it',
+      );
     } finally {
       await server.stop();
       await site.stop();

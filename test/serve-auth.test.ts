@@ -43,7 +43,10 @@ describe('serve: passwords', () => {
         }),
       );
       const elapsedMs = Date.now() - started;
-      assert.ok(elapsedMs >= (2 * guesses - 1) * AUTH_FAILURE_SPACING_MS, `${2 * guesses} wrong passwords answered in ${elapsedMs} ms`);
+      assert.ok(
+        elapsedMs >= (2 * guesses - 1) * AUTH_FAILURE_SPACING_MS,
+        `${2 * guesses} wrong passwords answered in ${elapsedMs} ms`,
+      );
       const right = Date.now();
       assert.equal(await clients[0]!.command('AUTH', 's3cret'), 'OK');
       assert.ok(Date.now() - right < AUTH_FAILURE_SPACING_MS * 5, `a right password took ${Date.now() - right} ms`);

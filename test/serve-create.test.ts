@@ -45,7 +45,10 @@ async function serveUntilStarted(args: readonly string[]): Promise<string> {
 
 /** The JSON log lines of a running server whose event is `event`. */
 function events(log: readonly string[], event: string): Record<string, unknown>[] {
-  return log.filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.event === event);
+  return log
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((line) => line.event === event);
 }
 
 describe('serve and store creation (issue 43)', () => {
@@ -73,11 +76,18 @@ describe('serve and store creation (issue 43)', () => {
     const created = events(first.log, 'created');
     assert.equal(created.length, 1, first.log.join('\n'));
     assert.equal(created[0]!.store, store);
-    assert.ok(first.log.findIndex((line) => line.includes('"event":"created"')) < first.log.findIndex((line) => line.includes('"event":"start"')));
+    assert.ok(
+      first.log.findIndex((line) => line.includes('"event":"created"')) <
+        first.log.findIndex((line) => line.includes('"event":"start"')),
+    );
     assert.equal((await first.stop()).code, 0);
     for (const args of [[], ['--no-create']]) {
       const again = await startServer(store, args);
-      assert.deepEqual(events(again.log, 'created'), [], `serve ${args.join(' ')} of an existing store announced a creation`);
+      assert.deepEqual(
+        events(again.log, 'created'),
+        [],
+        `serve ${args.join(' ')} of an existing store announced a creation`,
+      );
       assert.equal((await again.stop()).code, 0);
     }
   });
@@ -91,7 +101,9 @@ describe('serve and store creation (issue 43)', () => {
   });
 
   const missing = redisMissing();
-  test('Redis: --no-create on a prefix that holds no store is NOT_FOUND and writes nothing; on a store it serves', { skip: missing }, async () => {
+  test('Redis: --no-create on a prefix that holds no store is NOT_FOUND and writes nothing; on a store it serves', {
+    skip: missing,
+  }, async () => {
     const single: RedisCluster = await startRedisCluster({ cluster: false });
     after(() => single.stop());
     const port = single.nodes[0]!.port;

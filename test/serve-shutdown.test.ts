@@ -73,7 +73,10 @@ async function sigtermUnderLoad(location: string): Promise<void> {
     assert.equal(signal, null, `serve was killed by ${signal}`);
     assert.equal(code, 0, server.log.join('\n'));
     assert.ok(stopMs < STOP_BOUND_MS, `SIGTERM took ${stopMs} ms`);
-    assert.ok(server.log.some((line) => line.includes('"event":"stop"')), 'no stop line');
+    assert.ok(
+      server.log.some((line) => line.includes('"event":"stop"')),
+      'no stop line',
+    );
     work.stop();
     await work.done;
   } finally {

@@ -65,16 +65,28 @@ describe('serve: the store thread', () => {
     const thread = await openServedStore(dir, {}, true);
     try {
       for (const [i, [what, call]] of FAILURES.entries()) {
-        assert.deepEqual(shape(await failure(() => call(thread))), expected[i], `${what}: the error changed crossing the thread`);
+        assert.deepEqual(
+          shape(await failure(() => call(thread))),
+          expected[i],
+          `${what}: the error changed crossing the thread`,
+        );
       }
     } finally {
       await thread.close();
     }
-    assert.equal((expected[2] as { typeError: boolean }).typeError, true, 'the misuse case is not a TypeError: the table tests something else');
-    assert.equal((expected[4] as { fields: { code?: string } }).fields.code, 'ENOTDIR', 'the snapshot case is not the file system error it means to test');
+    assert.equal(
+      (expected[2] as { typeError: boolean }).typeError,
+      true,
+      'the misuse case is not a TypeError: the table tests something else',
+    );
+    assert.equal(
+      (expected[4] as { fields: { code?: string } }).fields.code,
+      'ENOTDIR',
+      'the snapshot case is not the file system error it means to test',
+    );
   });
 
-  it('carries cause chains, SeenStoreError subclasses and their fields across a thread, each revived as this thread\'s class', async () => {
+  it("carries cause chains, SeenStoreError subclasses and their fields across a thread, each revived as this thread's class", async () => {
     // Errors made and packed on another thread, with that thread's own copies of the classes.
     const module = (path: string): string => JSON.stringify(new URL(path, import.meta.url).href);
     const worker = new Worker(
@@ -98,7 +110,13 @@ describe('serve: the store thread', () => {
       worker.once('error', reject);
     });
     await worker.terminate();
-    const [io, partly, loop, odd, text] = packed.map(unpackError) as [SeenStoreError, PartlyDecided, SeenStoreError, RangeError, Error];
+    const [io, partly, loop, odd, text] = packed.map(unpackError) as [
+      SeenStoreError,
+      PartlyDecided,
+      SeenStoreError,
+      RangeError,
+      Error,
+    ];
 
     assert.ok(io instanceof SeenStoreError);
     assert.equal(io.code, 'IO_ERROR');
@@ -106,7 +124,10 @@ describe('serve: the store thread', () => {
     assert.equal(io.message, 'committing a batch: EIO');
     const system = io.cause as Error & { code: string; errno: number; syscall: string };
     assert.ok(system instanceof Error && !(system instanceof SeenStoreError));
-    assert.deepEqual([system.message, system.code, system.errno, system.syscall], ['EIO: i/o error, fsync', 'EIO', -5, 'fsync']);
+    assert.deepEqual(
+      [system.message, system.code, system.errno, system.syscall],
+      ['EIO: i/o error, fsync', 'EIO', -5, 'fsync'],
+    );
     assert.ok(system.cause instanceof TypeError && system.cause.message === 'inner', 'the cause of the cause was lost');
 
     assert.ok(partly instanceof PartlyDecided, 'the subclass was lost');
@@ -121,7 +142,11 @@ describe('serve: the store thread', () => {
     assert.ok(depth >= 2 && depth <= 20, `an error that is its own cause crossed as a chain ${depth} long`);
 
     assert.ok(odd instanceof RangeError);
-    assert.equal((odd as unknown as { callback: unknown }).callback, '() => 1', 'a field no clone carries crosses as its text');
+    assert.equal(
+      (odd as unknown as { callback: unknown }).callback,
+      '() => 1',
+      'a field no clone carries crosses as its text',
+    );
     assert.deepEqual((odd as unknown as { when: unknown }).when, new Date(0));
     assert.deepEqual(odd.cause, { plain: true });
 
@@ -129,15 +154,32 @@ describe('serve: the store thread', () => {
     assert.equal(text.message, 'a thrown string');
   });
 
-  it('runs a store on its own thread when its driver\'s commits block the thread, read from the manifest and not the name', async () => {
+  it("runs a store on its own thread when its driver's commits block the thread, read from the manifest and not the name", async () => {
     for (const location of [join(tempDir(), 'store'), 'redis://127.0.0.1:1', 'memory://m']) {
       const driver = driverFor(location);
       assert.equal(runsOnStoreThread(driver, true), driver.capabilities.commitsBlockThread, driver.name);
       assert.equal(runsOnStoreThread(driver, false), false, `${driver.name}: SEENSTORE_SERVE_INLINE=1 is not obeyed`);
-      const flipped: DriverManifest = { ...driver, capabilities: { ...driver.capabilities, commitsBlockThread: !driver.capabilities.commitsBlockThread } };
-      assert.equal(runsOnStoreThread(flipped, true), flipped.capabilities.commitsBlockThread, `${driver.name}: chosen by name, not by the manifest`);
+      const flipped: DriverManifest = {
+        ...driver,
+        capabilities: { ...driver.capabilities, commitsBlockThread: !driver.capabilities.commitsBlockThread },
+      };
+      assert.equal(
+        runsOnStoreThread(flipped, true),
+        flipped.capabilities.commitsBlockThread,
+        `${driver.name}: chosen by name, not by the manifest`,
+      );
     }
-    assert.deepEqual(['lmdb', 'redis', 'memory'].map((name) => [name, driverFor(name === 'lmdb' ? 'dir' : `${name}://x`).capabilities.commitsBlockThread]), [['lmdb', true], ['redis', false], ['memory', false]]);
+    assert.deepEqual(
+      ['lmdb', 'redis', 'memory'].map((name) => [
+        name,
+        driverFor(name === 'lmdb' ? 'dir' : `${name}://x`).capabilities.commitsBlockThread,
+      ]),
+      [
+        ['lmdb', true],
+        ['redis', false],
+        ['memory', false],
+      ],
+    );
 
     // The choice as openServedStore makes it: a worker thread is started for LMDB only.
     let workers = 0;
@@ -146,11 +188,22 @@ describe('serve: the store thread', () => {
     };
     process.on('worker', count);
     try {
-      for (const [location, thread, expected] of [[join(tempDir(), 'store'), true, 1], [join(tempDir(), 'store'), false, 0], ['memory://served', true, 0]] as const) {
+      for (const [location, thread, expected] of [
+        [join(tempDir(), 'store'), true, 1],
+        [join(tempDir(), 'store'), false, 0],
+        ['memory://served', true, 0],
+      ] as const) {
         workers = 0;
         const store = await openServedStore(location, {}, thread);
         try {
-          assert.deepEqual(await (await store.scope('s', {})).addIfAbsentUtf8({ bytes: new TextEncoder().encode('http://a.test/'), ranges: Uint32Array.of(0, 14), count: 1 }), [true]);
+          assert.deepEqual(
+            await (await store.scope('s', {})).addIfAbsentUtf8({
+              bytes: new TextEncoder().encode('http://a.test/'),
+              ranges: Uint32Array.of(0, 14),
+              count: 1,
+            }),
+            [true],
+          );
         } finally {
           await store.close();
         }

@@ -86,7 +86,10 @@ describe('seenstore serve with redis-py r.bf()', { skip: NEEDS_REDIS_PY }, () =>
     // Durable: after the server stops, the store itself holds what was acknowledged.
     assert.equal((await server.stop()).code, 0);
     const reopened = await SeenStore.open(store);
-    assert.deepEqual(await reopened.scope('py').has(['https://example.org/a', 'https://example.org/new', 'https://example.org/zzz']), [true, true, false]);
+    assert.deepEqual(
+      await reopened.scope('py').has(['https://example.org/a', 'https://example.org/new', 'https://example.org/zzz']),
+      [true, true, false],
+    );
     await reopened.close();
   });
 });
@@ -104,27 +107,71 @@ describe('seenstore serve with node-redis and @redis/bloom', () => {
         assert.equal(await client.bf.add('n', 'https://example.org/a'), false);
         assert.deepEqual(await client.bf.mAdd('n', ['https://example.org/a', 'https://example.org/b']), [false, true]);
         assert.equal(await client.bf.exists('n', 'https://example.org/b'), true);
-        assert.deepEqual(await client.bf.mExists('n', ['https://example.org/b', 'https://example.org/zzz']), [true, false]);
-        assert.deepEqual(await client.bf.insert('n2', ['x', 'y', 'x'], { CAPACITY: 100, ERROR: 0.05 }), [true, true, false]);
+        assert.deepEqual(await client.bf.mExists('n', ['https://example.org/b', 'https://example.org/zzz']), [
+          true,
+          false,
+        ]);
+        assert.deepEqual(await client.bf.insert('n2', ['x', 'y', 'x'], { CAPACITY: 100, ERROR: 0.05 }), [
+          true,
+          true,
+          false,
+        ]);
         const info = await client.bf.info('n');
         assert.equal(Number(info.Capacity), 10_000);
         assert.equal(Number(info['Number of items inserted']), 2);
         assert.equal(Number(info['Number of filters']), 1);
         assert.equal(await client.bf.card('n'), 2);
         // Commands issued in one tick go out as one pipeline; replies come back in order.
-        const piped = await Promise.all(Array.from({ length: 300 }, (_, i) => client.bf.add('n', `https://example.org/p/${i % 200}`)));
-        assert.deepEqual(piped, Array.from({ length: 300 }, (_, i) => i < 200));
+        const piped = await Promise.all(
+          Array.from({ length: 300 }, (_, i) => client.bf.add('n', `https://example.org/p/${i % 200}`)),
+        );
+        assert.deepEqual(
+          piped,
+          Array.from({ length: 300 }, (_, i) => i < 200),
+        );
         await assert.rejects(client.bf.reserve('n', 0.01, 10), /item exists/);
         await assert.rejects(client.bf.insert('none', ['x'], { NOCREATE: true }), /not found/);
-        await assert.rejects(client.bf.reserve('e', 0.01, 10, { EXPANSION: 2, NONSCALING: true }), /Nonscaling filters cannot expand/);
+        await assert.rejects(
+          client.bf.reserve('e', 0.01, 10, { EXPANSION: 2, NONSCALING: true }),
+          /Nonscaling filters cannot expand/,
+        );
         const rotated = await client.sendCommand(['SEEN.ROTATE', 'n', 'CAPACITY', '5000']);
         assert.ok(rotated !== null);
         assert.deepEqual(await client.bf.mAdd('n', ['https://example.org/a', 'https://example.org/c']), [true, true]);
         const expectBool = (values: boolean[]): unknown[] => values.map((v) => (RESP === 3 ? v : Number(v)));
-        assert.deepEqual(await client.sendCommand(['SEEN.MEXISTS', 'n', 'EPOCHS', 'last:2', 'MODE', 'all', 'ITEMS', 'https://example.org/a', 'https://example.org/b']), expectBool([true, false]));
-        assert.deepEqual(await client.sendCommand(['SEEN.CLASSIFY', 'n', 'https://example.org/b', 'https://example.org/c']), ['revisit', 'new']);
-        assert.deepEqual(await client.sendCommand(['SEEN.DIFF', 'n', 'FROM', '1', 'TO', '2', 'ITEMS', 'https://example.org/b', 'https://example.org/c']), ['only-from', 'only-to']);
-        assert.equal((await client.sendCommand(['SEEN.EPOCHS', 'n']) as unknown[]).length, 2);
+        assert.deepEqual(
+          await client.sendCommand([
+            'SEEN.MEXISTS',
+            'n',
+            'EPOCHS',
+            'last:2',
+            'MODE',
+            'all',
+            'ITEMS',
+            'https://example.org/a',
+            'https://example.org/b',
+          ]),
+          expectBool([true, false]),
+        );
+        assert.deepEqual(
+          await client.sendCommand(['SEEN.CLASSIFY', 'n', 'https://example.org/b', 'https://example.org/c']),
+          ['revisit', 'new'],
+        );
+        assert.deepEqual(
+          await client.sendCommand([
+            'SEEN.DIFF',
+            'n',
+            'FROM',
+            '1',
+            'TO',
+            '2',
+            'ITEMS',
+            'https://example.org/b',
+            'https://example.org/c',
+          ]),
+          ['only-from', 'only-to'],
+        );
+        assert.equal(((await client.sendCommand(['SEEN.EPOCHS', 'n'])) as unknown[]).length, 2);
         assert.deepEqual(await client.sendCommand(['SEEN.PRUNE', 'n', 'KEEPLAST', '1']), [1]);
         assert.equal(await client.ping(), 'PONG');
       } finally {

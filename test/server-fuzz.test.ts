@@ -25,7 +25,12 @@ function hostileFrame(random: () => number, i: number): Buffer {
     case 3:
       return valid.subarray(0, pick(valid.length));
     case 4:
-      return Buffer.concat([Buffer.from('*2\r\n$4\r\nECHO\r\n$5\r\n'), Buffer.from([0, 0, 0, 0, 0]), Buffer.from('\r\n'), bytes(pick(64))]);
+      return Buffer.concat([
+        Buffer.from('*2\r\n$4\r\nECHO\r\n$5\r\n'),
+        Buffer.from([0, 0, 0, 0, 0]),
+        Buffer.from('\r\n'),
+        bytes(pick(64)),
+      ]);
     case 5:
       return Buffer.from('*1\r\n'.repeat(10_000 + pick(100_000)));
     case 6:
@@ -33,7 +38,12 @@ function hostileFrame(random: () => number, i: number): Buffer {
     case 7:
       return bytes(1 + pick(4096));
     case 8:
-      return Buffer.concat([Buffer.from('*3\r\n$6\r\nBF.ADD\r\n$4\r\nfuzz\r\n$'), Buffer.from(String(pick(100))), Buffer.from('\r\n'), bytes(pick(200))]);
+      return Buffer.concat([
+        Buffer.from('*3\r\n$6\r\nBF.ADD\r\n$4\r\nfuzz\r\n$'),
+        Buffer.from(String(pick(100))),
+        Buffer.from('\r\n'),
+        bytes(pick(200)),
+      ]);
     case 9:
       return encodeCommand(['BF.ADD', 'fuzz', bytes(1 + pick(40))]);
     case 10:
@@ -43,7 +53,11 @@ function hostileFrame(random: () => number, i: number): Buffer {
     case 12:
       return Buffer.from(`${'BF.ADD "k\r\n'.repeat(1 + pick(3))}PING "unbalanced\r\n`);
     default:
-      return encodeCommand(['BF.INSERT', 'fuzz', ...Array.from({ length: pick(6) }, () => (random() < 0.5 ? bytes(pick(12)).toString('latin1') : 'ITEMS'))]);
+      return encodeCommand([
+        'BF.INSERT',
+        'fuzz',
+        ...Array.from({ length: pick(6) }, () => (random() < 0.5 ? bytes(pick(12)).toString('latin1') : 'ITEMS')),
+      ]);
   }
 }
 
@@ -67,7 +81,9 @@ describe('seenstore serve under hostile input', () => {
     const frames = Array.from({ length: FRAMES }, (_, i) => hostileFrame(random, i));
     let protocolErrors = 0;
     for (let start = 0; start < frames.length; start += CONCURRENCY) {
-      const replies = await Promise.all(frames.slice(start, start + CONCURRENCY).map((frame) => throwFrame(server.port, frame)));
+      const replies = await Promise.all(
+        frames.slice(start, start + CONCURRENCY).map((frame) => throwFrame(server.port, frame)),
+      );
       for (const reply of replies) {
         const text = reply.toString('latin1');
         assert.doesNotMatch(text, /\n\s+at |\.js:\d+/, 'no stack trace ever reaches a client');

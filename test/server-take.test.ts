@@ -10,7 +10,14 @@ describe('SEEN.TAKE PERQUEUE and MAXQUEUES', () => {
     const server = await startServer(memoryStore('server-take'));
     const client = await RawClient.connect(server.port);
     try {
-      const urls = ['http://a.com/1', 'http://a.com/2', 'http://a.com/3', 'http://b.com/1', 'http://b.com/2', 'http://c.com/1'];
+      const urls = [
+        'http://a.com/1',
+        'http://a.com/2',
+        'http://a.com/3',
+        'http://b.com/1',
+        'http://b.com/2',
+        'http://c.com/1',
+      ];
       assert.deepEqual(await client.command('SEEN.ENQUEUE', 'crawl', ...urls), [1, 1, 1, 1, 1, 1]);
       const taken = (await client.command('SEEN.TAKE', 'crawl', '10', 'PERQUEUE', '2', 'MAXQUEUES', '2')) as string[][];
       const hosts = taken.map((entry) => new URL(entry[1]!).host);
@@ -18,9 +25,19 @@ describe('SEEN.TAKE PERQUEUE and MAXQUEUES', () => {
       assert.ok([...new Set(hosts)].every((host) => hosts.filter((h) => h === host).length <= 2));
       assert.equal(taken.length, 4 - (hosts.includes('c.com') ? 1 : 0));
       const rest = (await client.command('SEEN.TAKE', 'crawl', '10', 'PERQUEUE', '5')) as string[][];
-      assert.deepEqual(rest.map((entry) => new URL(entry[1]!).host), ['a.com', 'b.com', 'c.com'].filter((host) => !hosts.includes(host)), 'the queues just taken wait out their delay');
-      assert.match(String(await client.command('SEEN.TAKE', 'crawl', '1', 'PERQUEUE', '0')), /USAGE perQueue must be a whole number from 1/);
-      assert.match(String(await client.command('SEEN.TAKE', 'crawl', '1', 'MAXQUEUES', 'x')), /ERR MAXQUEUES must be a whole number/);
+      assert.deepEqual(
+        rest.map((entry) => new URL(entry[1]!).host),
+        ['a.com', 'b.com', 'c.com'].filter((host) => !hosts.includes(host)),
+        'the queues just taken wait out their delay',
+      );
+      assert.match(
+        String(await client.command('SEEN.TAKE', 'crawl', '1', 'PERQUEUE', '0')),
+        /USAGE perQueue must be a whole number from 1/,
+      );
+      assert.match(
+        String(await client.command('SEEN.TAKE', 'crawl', '1', 'MAXQUEUES', 'x')),
+        /ERR MAXQUEUES must be a whole number/,
+      );
     } finally {
       client.close();
       await server.stop();

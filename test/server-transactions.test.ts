@@ -13,7 +13,8 @@ const exec = promisify(execFile);
 
 /** Sends `frames` (RESP arrays of words) in one write; resolves with the raw reply once `until` matches it. */
 function exchange(port: number, frames: readonly (readonly string[])[], until: RegExp): Promise<string> {
-  const encode = (words: readonly string[]): string => `*${words.length}\r\n${words.map((w) => `$${Buffer.byteLength(w)}\r\n${w}\r\n`).join('')}`;
+  const encode = (words: readonly string[]): string =>
+    `*${words.length}\r\n${words.map((w) => `$${Buffer.byteLength(w)}\r\n${w}\r\n`).join('')}`;
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     let reply = '';
@@ -69,9 +70,26 @@ describe('serve: MULTI/EXEC/DISCARD, and keys with ":"', () => {
     const server = await startServer(join(tempDir(), 'store'));
     const reply = await exchange(
       server.port,
-      [['EXEC'], ['DISCARD'], ['MULTI'], ['MULTI'], ['BF.ADD', 't', 'https://a.example/1'], ['BF.MADD', 't', 'https://a.example/1', 'https://a.example/2'], ['BF.EXISTS', 't', 'https://a.example/2'], ['EXEC'],
-        ['MULTI'], ['BF.ADD', 't', 'https://a.example/3'], ['DISCARD'], ['BF.EXISTS', 't', 'https://a.example/3'],
-        ['MULTI'], ['BF.ADD', 't'], ['NOSUCH'], ['EXEC'], ['WATCH', 't'], ['PING']],
+      [
+        ['EXEC'],
+        ['DISCARD'],
+        ['MULTI'],
+        ['MULTI'],
+        ['BF.ADD', 't', 'https://a.example/1'],
+        ['BF.MADD', 't', 'https://a.example/1', 'https://a.example/2'],
+        ['BF.EXISTS', 't', 'https://a.example/2'],
+        ['EXEC'],
+        ['MULTI'],
+        ['BF.ADD', 't', 'https://a.example/3'],
+        ['DISCARD'],
+        ['BF.EXISTS', 't', 'https://a.example/3'],
+        ['MULTI'],
+        ['BF.ADD', 't'],
+        ['NOSUCH'],
+        ['EXEC'],
+        ['WATCH', 't'],
+        ['PING'],
+      ],
       /\+PONG\r\n$/,
     );
     assert.equal(
@@ -90,11 +108,17 @@ describe('serve: MULTI/EXEC/DISCARD, and keys with ":"', () => {
     const reply = await exchange(server.port, [['MULTI'], ...adds, ['EXEC']], /\*100\r\n(?::[01]\r\n){100}$/);
     assert.equal((reply.match(/:1\r\n/g) ?? []).length, 100);
     const metrics = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
-    assert.equal(Number(/^seenstore_batch_urls_count (\d+)$/m.exec(metrics)![1]), 1, 'one group commit for the 100 adds');
+    assert.equal(
+      Number(/^seenstore_batch_urls_count (\d+)$/m.exec(metrics)![1]),
+      1,
+      'one group commit for the 100 adds',
+    );
     await server.stop();
   });
 
-  it("redis-py's default pipeline() works, and scrapy-redis's spider:dupefilter is scope spider.dupefilter", { skip: NEEDS_REDIS_PY }, async () => {
+  it("redis-py's default pipeline() works, and scrapy-redis's spider:dupefilter is scope spider.dupefilter", {
+    skip: NEEDS_REDIS_PY,
+  }, async () => {
     const dir = tempDir();
     const store = join(dir, 'store');
     const server = await startServer(store);
@@ -110,7 +134,11 @@ describe('serve: MULTI/EXEC/DISCARD, and keys with ":"', () => {
     try {
       assert.deepEqual(await opened.scopeNames(), ['spider.dupefilter']);
       const scope = opened.scope('spider.dupefilter');
-      assert.deepEqual(await scope.has(['0'.repeat(40), (199).toString(16).padStart(40, '0')]), [true, true], 'raw keys: fingerprints, not URLs');
+      assert.deepEqual(
+        await scope.has(['0'.repeat(40), (199).toString(16).padStart(40, '0')]),
+        [true, true],
+        'raw keys: fingerprints, not URLs',
+      );
       assert.equal((await scope.stats()).epochs[0]!.normalize, 'none');
     } finally {
       await opened.close();

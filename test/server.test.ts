@@ -22,7 +22,8 @@ async function redisCli(port: number, ...args: string[]): Promise<string> {
 
 function requestArgs(request: Request): string[] {
   const args: string[] = [];
-  for (let i = 0; i < request.argc; i++) args.push(request.buf.toString('latin1', request.offsets[2 * i], request.offsets[2 * i + 1]));
+  for (let i = 0; i < request.argc; i++)
+    args.push(request.buf.toString('latin1', request.offsets[2 * i], request.offsets[2 * i + 1]));
   return args;
 }
 
@@ -34,11 +35,17 @@ describe('RESP parser', () => {
       Buffer.from('*0\r\n'),
       encodeCommand(['ECHO', Buffer.from([0, 1, 2, 255])]),
     ]);
-    const expected = [['BF.MADD', 'k', 'http://a/', 'x\r\ny', ''], ['PING'], ['BF.ADD', 'k', 'quoted word'], ['ECHO', '\u0000\u0001\u0002\u00ff']];
+    const expected = [
+      ['BF.MADD', 'k', 'http://a/', 'x\r\ny', ''],
+      ['PING'],
+      ['BF.ADD', 'k', 'quoted word'],
+      ['ECHO', '\u0000\u0001\u0002\u00ff'],
+    ];
     for (let size = 1; size <= wire.length; size++) {
       const parser = new RespParser(serverLimits());
       const got: string[][] = [];
-      for (let at = 0; at < wire.length; at += size) parser.push(wire.subarray(at, at + size), (request) => got.push(requestArgs(request)));
+      for (let at = 0; at < wire.length; at += size)
+        parser.push(wire.subarray(at, at + size), (request) => got.push(requestArgs(request)));
       assert.deepEqual(got, expected, `chunks of ${size} bytes`);
     }
   });
@@ -46,7 +53,9 @@ describe('RESP parser', () => {
   it('keeps handed-out requests intact while later bytes arrive', () => {
     const parser = new RespParser(serverLimits());
     const held: Request[] = [];
-    const wire = Buffer.concat(Array.from({ length: 200 }, (_, i) => encodeCommand(['BF.ADD', 'k', `http://example.org/${i}`])));
+    const wire = Buffer.concat(
+      Array.from({ length: 200 }, (_, i) => encodeCommand(['BF.ADD', 'k', `http://example.org/${i}`])),
+    );
     for (let at = 0; at < wire.length; at += 7) parser.push(wire.subarray(at, at + 7), (request) => held.push(request));
     assert.equal(held.length, 200);
     held.forEach((request, i) => assert.deepEqual(requestArgs(request), ['BF.ADD', 'k', `http://example.org/${i}`]));
@@ -78,39 +87,78 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     assert.equal(await cli('BF.RESERVE', 'urls', '0.01', '1000'), 'ERR item exists');
     assert.equal(await cli('BF.RESERVE', 'bad', '1.5', '1000'), 'ERR (0 < error rate range < 1)');
     assert.equal(await cli('BF.RESERVE', 'bad', '0.01', 'lots'), 'ERR bad capacity');
-    assert.equal(await cli('BF.RESERVE', 'bad', '0.01', '10', 'EXPANSION', '2', 'NONSCALING'), 'ERR Nonscaling filters cannot expand');
+    assert.equal(
+      await cli('BF.RESERVE', 'bad', '0.01', '10', 'EXPANSION', '2', 'NONSCALING'),
+      'ERR Nonscaling filters cannot expand',
+    );
     assert.equal(await cli('BF.ADD', 'urls', 'http://a/'), '1');
     assert.equal(await cli('BF.ADD', 'urls', 'http://a/'), '0');
     assert.equal(await cli('BF.MADD', 'urls', 'http://a/', 'http://b/', 'http://c/'), '0\n1\n1');
     assert.equal(await cli('BF.EXISTS', 'urls', 'http://b/'), '1');
     assert.equal(await cli('BF.MEXISTS', 'urls', 'http://b/', 'http://nowhere/'), '1\n0');
-    assert.equal(await cli('BF.INSERT', 'other', 'CAPACITY', '500', 'ERROR', '0.001', 'ITEMS', 'http://x/', 'http://x/'), '1\n0');
+    assert.equal(
+      await cli('BF.INSERT', 'other', 'CAPACITY', '500', 'ERROR', '0.001', 'ITEMS', 'http://x/', 'http://x/'),
+      '1\n0',
+    );
     assert.equal(await cli('BF.INSERT', 'absent', 'NOCREATE', 'ITEMS', 'http://x/'), 'ERR not found');
-    assert.equal(await cli('BF.INFO', 'urls'), 'Capacity\n1000\nSize\n1408\nNumber of filters\n1\nNumber of items inserted\n3\nExpansion rate\n2');
+    assert.equal(
+      await cli('BF.INFO', 'urls'),
+      'Capacity\n1000\nSize\n1408\nNumber of filters\n1\nNumber of items inserted\n3\nExpansion rate\n2',
+    );
     assert.equal(await cli('BF.INFO', 'other', 'CAPACITY'), '500');
     assert.equal(await cli('BF.INFO', 'absent'), 'ERR not found');
     assert.equal(await cli('BF.CARD', 'urls'), '3');
     assert.equal(await cli('BF.CARD', 'absent'), '0');
     assert.equal(await cli('BF.ADD', 'urls'), "ERR wrong number of arguments for 'bf.add' command");
     assert.match(await cli('BF.ADD', 'bad/key', 'x'), /^USAGE invalid scope name/);
-    assert.equal(await cli('BF.ADD', 'spider:dupefilter', 'x'), '1', 'a key with ":" names scope spider.dupefilter (issue 30)');
+    assert.equal(
+      await cli('BF.ADD', 'spider:dupefilter', 'x'),
+      '1',
+      'a key with ":" names scope spider.dupefilter (issue 30)',
+    );
     assert.match(await cli('NOSUCH', 'a'), /^ERR unknown command 'NOSUCH'/);
 
     const rotated = await cli('SEEN.ROTATE', 'urls', 'CAPACITY', '2000');
     assert.match(rotated, /^sealed\n1\nopened\n2\ncapacity\n2000\n/);
     assert.equal(await cli('SEEN.ROTATE', 'urls', 'IFEPOCH', '1'), '');
     assert.equal(await cli('BF.MADD', 'urls', 'http://a/', 'http://d/'), '1\n1');
-    assert.equal(await cli('SEEN.MEXISTS', 'urls', 'EPOCHS', 'all', 'MODE', 'all', 'ITEMS', 'http://a/', 'http://b/', 'http://d/'), '1\n0\n0');
+    assert.equal(
+      await cli('SEEN.MEXISTS', 'urls', 'EPOCHS', 'all', 'MODE', 'all', 'ITEMS', 'http://a/', 'http://b/', 'http://d/'),
+      '1\n0\n0',
+    );
     assert.equal(await cli('SEEN.MEXISTS', 'urls', 'EPOCHS', 'last:2', 'ITEMS', 'http://b/', 'http://zz/'), '1\n0');
     assert.equal(await cli('SEEN.CLASSIFY', 'urls', 'http://a/', 'http://d/'), 'revisit\nnew');
-    assert.equal(await cli('SEEN.DIFF', 'urls', 'FROM', 'previous', 'TO', 'current', 'ITEMS', 'http://a/', 'http://b/', 'http://d/', 'http://z/'), 'both\nonly-from\nonly-to\nneither');
+    assert.equal(
+      await cli(
+        'SEEN.DIFF',
+        'urls',
+        'FROM',
+        'previous',
+        'TO',
+        'current',
+        'ITEMS',
+        'http://a/',
+        'http://b/',
+        'http://d/',
+        'http://z/',
+      ),
+      'both\nonly-from\nonly-to\nneither',
+    );
     assert.match(await cli('SEEN.EPOCHS', 'urls'), /^epoch\n1\nstate\nsealed\n[\s\S]*epoch\n2\nstate\nopen\n/);
-    assert.match(await cli('SEEN.STATS', 'urls'), /^epoch\n2\nstate\nopen\n[\s\S]*adds\n2\nnew\n2\nsubmitted\n2\nadded\n2\n/, 'adds and new, and the deprecated names for one release');
+    assert.match(
+      await cli('SEEN.STATS', 'urls'),
+      /^epoch\n2\nstate\nopen\n[\s\S]*adds\n2\nnew\n2\nsubmitted\n2\nadded\n2\n/,
+      'adds and new, and the deprecated names for one release',
+    );
     assert.equal(await cli('SEEN.PRUNE', 'urls', 'KEEPLAST', '1'), '1');
-    assert.match(await cli('SEEN.MEXISTS', 'urls', 'EPOCHS', '1', 'ITEMS', 'x'), /^NOT_FOUND scope urls has no epoch 1/);
+    assert.match(
+      await cli('SEEN.MEXISTS', 'urls', 'EPOCHS', '1', 'ITEMS', 'x'),
+      /^NOT_FOUND scope urls has no epoch 1/,
+    );
     assert.match(await cli('SEEN.SNAPSHOT', 'nightly'), /^name\nnightly\npath\n/);
     const info = await cli('INFO');
-    for (const section of ['# Server', '# Clients', '# Stats', '# Persistence', '# Scopes']) assert.ok(info.includes(section), section);
+    for (const section of ['# Server', '# Clients', '# Stats', '# Persistence', '# Scopes'])
+      assert.ok(info.includes(section), section);
     assert.match(info, /scope_urls:epoch=2,epochs=1,capacity=2000,adds=2,new=2,added=2,submitted=2,/);
     assert.match(await cli('COMMAND', 'DOCS', 'bf.add'), /^bf.add\nsummary\n/);
     assert.equal(await cli('COMMAND', 'COUNT'), String((await cli('COMMAND', 'LIST')).split('\n').length));
@@ -121,7 +169,9 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     assert.ok(server.log.some((line) => line.includes('"event":"stop"')));
   });
 
-  it('serves redis-cli in interactive mode, which loads COMMAND DOCS first', { skip: spawnSync('script', ['--version']).status === 0 ? false : 'script (util-linux) is not installed' }, async () => {
+  it('serves redis-cli in interactive mode, which loads COMMAND DOCS first', {
+    skip: spawnSync('script', ['--version']).status === 0 ? false : 'script (util-linux) is not installed',
+  }, async () => {
     const server = await startServer(join(tempDir(), 'store'));
     // A terminal for redis-cli (script), TERM=dumb so that its line editor asks the terminal nothing.
     const session = spawnSync('script', ['-qc', `redis-cli -p ${server.port}`, '/dev/null'], {
@@ -144,12 +194,19 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     // One host: no delay and several URLs per take, so that the takes below are of the frontier's order.
     await cli('SEEN.QCONFIG', 'crawl', 'DELAY', '0');
     const taken = (await cli('SEEN.TAKE', 'crawl', '2', 'LEASE', '60000', 'OWNER', 'w1', 'PERQUEUE', '5')).split('\n');
-    assert.deepEqual(taken.filter((_, i) => i % 4 === 1), ['http://a/1', 'http://a/2']);
+    assert.deepEqual(
+      taken.filter((_, i) => i % 4 === 1),
+      ['http://a/1', 'http://a/2'],
+    );
     const third = (await cli('SEEN.TAKE', 'crawl', '5', 'PERQUEUE', '5')).split('\n');
     assert.deepEqual(third.slice(1), ['http://a/3', '1', '{"depth":2}']);
     assert.equal(await cli('SEEN.DONE', 'crawl', taken[0]!), '1');
     assert.equal(await cli('SEEN.RELEASEDATA', 'crawl', third[0]!, '{"depth":2,"retries":1}'), '1');
-    assert.deepEqual((await cli('SEEN.TAKE', 'crawl', '5', 'PERQUEUE', '5')).split('\n').slice(1), ['http://a/3', '2', '{"depth":2,"retries":1}']);
+    assert.deepEqual((await cli('SEEN.TAKE', 'crawl', '5', 'PERQUEUE', '5')).split('\n').slice(1), [
+      'http://a/3',
+      '2',
+      '{"depth":2,"retries":1}',
+    ]);
     assert.equal(await cli('SEEN.RECLAIM', 'crawl', 'w1'), '1');
     assert.equal(await cli('SEEN.FRONTIER', 'crawl'), 'pending\n1\nleased\n1\ndone\n1\nfailed\n0');
     assert.match(await cli('SEEN.ENQUEUEDATA', 'crawl', 'http://a/4', 'not json'), /ERR data of item 1 is not JSON/);
@@ -160,12 +217,19 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
   it('takes a redis-cli --pipe mass insert and answers every command', async () => {
     const dir = tempDir();
     const server = await startServer(join(dir, 'store'));
-    const commands = Array.from({ length: 3000 }, (_, i) => encodeCommand(i % 3 === 2 ? ['BF.MADD', 'mass', `http://m/${i}`, `http://m/${i - 1}`] : ['BF.ADD', 'mass', `http://m/${i}`]));
+    const commands = Array.from({ length: 3000 }, (_, i) =>
+      encodeCommand(
+        i % 3 === 2 ? ['BF.MADD', 'mass', `http://m/${i}`, `http://m/${i - 1}`] : ['BF.ADD', 'mass', `http://m/${i}`],
+      ),
+    );
     writeFileSync(join(dir, 'mass.resp'), Buffer.concat(commands));
     const { stdout } = await exec('sh', ['-c', `redis-cli -p ${server.port} --pipe < ${join(dir, 'mass.resp')}`]);
     assert.match(stdout, /errors: 0, replies: 3000/);
     assert.equal(await redisCli(server.port, 'BF.CARD', 'mass'), '3000');
-    assert.equal(await redisCli(server.port, 'BF.MEXISTS', 'mass', 'http://m/0', 'http://m/2999', 'http://m/3000'), '1\n1\n0');
+    assert.equal(
+      await redisCli(server.port, 'BF.MEXISTS', 'mass', 'http://m/0', 'http://m/2999', 'http://m/3000'),
+      '1\n1\n0',
+    );
   });
 
   it('works over inline commands and RESP3 (HELLO 3)', async () => {
@@ -193,7 +257,8 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     const wire: Buffer[] = [];
     for (let i = 0; i < 2000; i++) {
       wire.push(encodeCommand(['BF.ADD', 'p', `http://p/${i % 1500}`]));
-      if (i % 100 === 0) wire.push(encodeCommand(['BF.EXISTS', 'p', `http://p/${i % 1500}`]), encodeCommand(['ECHO', `mark${i}`]));
+      if (i % 100 === 0)
+        wire.push(encodeCommand(['BF.EXISTS', 'p', `http://p/${i % 1500}`]), encodeCommand(['ECHO', `mark${i}`]));
     }
     client.write(Buffer.concat(wire));
     for (let i = 0; i < 2000; i++) {
@@ -247,7 +312,9 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
 
   it('requires a password off loopback and compares AUTH', async () => {
     const dir = tempDir();
-    const refused = await runCli(['--store', join(dir, 'store'), 'serve', '--bind', '0.0.0.0', '--port', '0'], '', { SEENSTORE_PASSWORD: '' });
+    const refused = await runCli(['--store', join(dir, 'store'), 'serve', '--bind', '0.0.0.0', '--port', '0'], '', {
+      SEENSTORE_PASSWORD: '',
+    });
     assert.equal(refused.code, 2);
     assert.match(refused.stderr, /refusing to listen on 0\.0\.0\.0 without a password/);
     writeFileSync(join(dir, 'pass'), 's3cret\n');
@@ -258,7 +325,11 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     assert.equal(await client.command('AUTH', 's3cret'), 'OK');
     assert.equal(await client.command('BF.ADD', 'k', 'x'), 1);
     const other = await RawClient.connect(server.port);
-    assert.ok(((await other.command('HELLO', '3', 'AUTH', 'default', 's3cret', 'SETNAME', 'crawler')) as Map<string, unknown>).get('proto') === 3);
+    assert.ok(
+      (
+        (await other.command('HELLO', '3', 'AUTH', 'default', 's3cret', 'SETNAME', 'crawler')) as Map<string, unknown>
+      ).get('proto') === 3,
+    );
     assert.equal(await other.command('CLIENT', 'GETNAME'), 'crawler');
     client.close();
     other.close();
@@ -298,11 +369,17 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     client.write(Buffer.concat(Array.from({ length: count }, () => echo)));
     const line = async (): Promise<string> => /^id=1 .*$/m.exec(await redisCli(server.port, 'CLIENT', 'LIST'))![0];
     // The event: the server has stopped reading the client (its line shows events= without r).
-    await until(async () => / events= /.test(await line()), 'the server to stop reading the client that reads no reply');
+    await until(
+      async () => / events= /.test(await line()),
+      'the server to stop reading the client that reads no reply',
+    );
     const pending = Number(/ pending=(\d+)/.exec(await line())![1]);
     assert.ok(pending <= 1000 + 2000, `pending replies ${pending} with --max-pending-replies 1000`);
     const processed = Number(/total_commands_processed:(\d+)/.exec(await redisCli(server.port, 'INFO', 'stats'))![1]);
-    assert.ok(processed < count, `the server ran ${processed} commands: all ${count} of a client that reads no reply, and more`);
+    assert.ok(
+      processed < count,
+      `the server ran ${processed} commands: all ${count} of a client that reads no reply, and more`,
+    );
     client.socket.resume();
     for (let i = 0; i < count; i++) assert.equal(await client.read(), payload);
     client.close();
@@ -313,17 +390,30 @@ describe('seenstore serve group commit', () => {
   it('fails only the command the library refuses, not the others in its batch', async () => {
     const store = join(tempDir(), 'store');
     // A scope that normalises with whatwg: the library refuses what is not an absolute URL.
-    const created = await runCli(['--store', store, '--scope', 'w', 'add', '--normalize', 'whatwg'], 'https://first.example/\n');
+    const created = await runCli(
+      ['--store', store, '--scope', 'w', 'add', '--normalize', 'whatwg'],
+      'https://first.example/\n',
+    );
     assert.equal(created.code, 0, created.stderr);
     const server = await startServer(store);
     const clients = await Promise.all(Array.from({ length: 8 }, () => RawClient.connect(server.port)));
-    for (const [i, client] of clients.entries()) client.send('BF.MADD', 'w', `https://ok.example/${i}`, i === 3 ? 'not a url' : `https://ok.example/${i}/b`);
+    for (const [i, client] of clients.entries())
+      client.send('BF.MADD', 'w', `https://ok.example/${i}`, i === 3 ? 'not a url' : `https://ok.example/${i}/b`);
     const replies = await Promise.all(clients.map((client) => client.read()));
     replies.forEach((reply, i) => {
       if (i === 3) assert.match(String(reply), /^Error: INVALID_URL /);
       else assert.deepEqual(reply, [1, 1], `client ${i}`);
     });
-    assert.deepEqual(await clients[0]!.command('BF.MEXISTS', 'w', 'https://ok.example/3', 'https://ok.example/2/b', 'HTTPS://FIRST.example'), [0, 1, 1]);
+    assert.deepEqual(
+      await clients[0]!.command(
+        'BF.MEXISTS',
+        'w',
+        'https://ok.example/3',
+        'https://ok.example/2/b',
+        'HTTPS://FIRST.example',
+      ),
+      [0, 1, 1],
+    );
     for (const client of clients) client.close();
   });
 });
@@ -338,7 +428,8 @@ describe('seenstore serve: a URL with a control character (issue 45)', () => {
     const clients = await Promise.all(Array.from({ length: 6 }, () => RawClient.connect(server.port)));
     // One group commit for all six: the library refuses the batch, which is then committed command by command.
     const bad: Record<number, string> = { 2: 'https://bad.example/\u0000', 4: 'https://bad.example/a\tb' };
-    for (const [i, client] of clients.entries()) client.send('BF.MADD', 'c', `https://ok.example/${i}`, bad[i] ?? `https://ok.example/${i}/b`);
+    for (const [i, client] of clients.entries())
+      client.send('BF.MADD', 'c', `https://ok.example/${i}`, bad[i] ?? `https://ok.example/${i}/b`);
     const replies = await Promise.all(clients.map((client) => client.read()));
     replies.forEach((reply, i) => {
       if (bad[i] !== undefined) assert.match(String(reply), /^Error: INVALID_URL .*control character/, `client ${i}`);
@@ -346,15 +437,41 @@ describe('seenstore serve: a URL with a control character (issue 45)', () => {
     });
     const client = clients[0]!;
     assert.match(String(await client.command('BF.ADD', 'c', 'https://bad.example/\u007f')), /^Error: INVALID_URL /);
-    assert.match(String(await client.command('BF.INSERT', 'c', 'ITEMS', 'https://ok.example/9', 'https://bad.example/\u001b[D')), /^Error: INVALID_URL /);
+    assert.match(
+      String(await client.command('BF.INSERT', 'c', 'ITEMS', 'https://ok.example/9', 'https://bad.example/\u001b[D')),
+      /^Error: INVALID_URL /,
+    );
     assert.match(String(await client.command('BF.EXISTS', 'c', 'https://bad.example/\u0000')), /^Error: INVALID_URL /);
-    assert.match(String(await client.command('SEEN.MEXISTS', 'c', 'ITEMS', 'https://first.example/', 'https://bad.example/\rx')), /^Error: INVALID_URL /);
-    assert.match(String(await client.command('SEEN.CLASSIFY', 'c', 'https://bad.example/\u0001')), /^Error: INVALID_URL /);
-    assert.deepEqual(await client.command('BF.MEXISTS', 'c', 'https://ok.example/2', 'https://ok.example/4', 'https://ok.example/9', 'https://ok.example/1/b'), [0, 0, 0, 1]);
-    assert.equal(await client.command('BF.CARD', 'c'), 9, 'the first URL and the four good commands\' two each');
-    assert.match(String(await client.command('SEEN.ENQUEUE', 'c', 'https://ok.example/q', 'https://bad.example/\u0000')), /^Error: INVALID_URL /);
+    assert.match(
+      String(await client.command('SEEN.MEXISTS', 'c', 'ITEMS', 'https://first.example/', 'https://bad.example/\rx')),
+      /^Error: INVALID_URL /,
+    );
+    assert.match(
+      String(await client.command('SEEN.CLASSIFY', 'c', 'https://bad.example/\u0001')),
+      /^Error: INVALID_URL /,
+    );
+    assert.deepEqual(
+      await client.command(
+        'BF.MEXISTS',
+        'c',
+        'https://ok.example/2',
+        'https://ok.example/4',
+        'https://ok.example/9',
+        'https://ok.example/1/b',
+      ),
+      [0, 0, 0, 1],
+    );
+    assert.equal(await client.command('BF.CARD', 'c'), 9, "the first URL and the four good commands' two each");
+    assert.match(
+      String(await client.command('SEEN.ENQUEUE', 'c', 'https://ok.example/q', 'https://bad.example/\u0000')),
+      /^Error: INVALID_URL /,
+    );
     assert.deepEqual(await client.command('BF.MEXISTS', 'c', 'https://ok.example/q'), [0]);
-    assert.deepEqual(await client.command('BF.MADD', 'raw', 'item\u0000one', 'item\ttwo'), [1, 1], 'raw keys take any string');
+    assert.deepEqual(
+      await client.command('BF.MADD', 'raw', 'item\u0000one', 'item\ttwo'),
+      [1, 1],
+      'raw keys take any string',
+    );
     for (const c of clients) c.close();
   });
 });
@@ -371,12 +488,16 @@ describe('seenstore serve durability', () => {
     // The signal lands once the server has taken every request (counted when parsed, before any
     // is answered), while most of them are still in their batches.
     let polls = 0;
-    const taken = async (): Promise<number> => Number(/total_commands_processed:(\d+)/.exec(String(await observer.command('INFO', 'stats')))![1]) - ++polls;
+    const taken = async (): Promise<number> =>
+      Number(/total_commands_processed:(\d+)/.exec(String(await observer.command('INFO', 'stats')))![1]) - ++polls;
     while ((await taken()) < commands) await new Promise((resolve) => setTimeout(resolve, 1));
     const stopping = server.stop('SIGTERM');
     const replies: unknown[] = [];
     for (let i = 0; i < commands; i++) replies.push(await client.read());
-    assert.deepEqual(replies.flat(), urls.map(() => 1));
+    assert.deepEqual(
+      replies.flat(),
+      urls.map(() => 1),
+    );
     assert.deepEqual(await stopping, { code: 0, signal: null });
     assert.ok(server.log.some((line) => line.includes('"event":"stop"') && line.includes('"reason":"SIGTERM"')));
     const reopened = await SeenStore.open(store);
@@ -395,11 +516,16 @@ describe('seenstore serve durability', () => {
         const urls = Array.from({ length: 200 }, (_, i) => `http://kill.example/${c}/${batch}/${i}`);
         let reply: unknown;
         try {
-          reply = await client.command(...(batch % 2 === 0 ? ['BF.MADD', 'k', ...urls] : ['BF.INSERT', 'k', 'ITEMS', ...urls]));
+          reply = await client.command(
+            ...(batch % 2 === 0 ? ['BF.MADD', 'k', ...urls] : ['BF.INSERT', 'k', 'ITEMS', ...urls]),
+          );
         } catch {
           return;
         }
-        assert.deepEqual(reply, urls.map(() => 1));
+        assert.deepEqual(
+          reply,
+          urls.map(() => 1),
+        );
         acked.push(...urls);
       }
     });
@@ -411,6 +537,10 @@ describe('seenstore serve durability', () => {
     const seen = await reopened.scope('k').has(acked);
     await reopened.close();
     const ackedAtKill = acked.length;
-    assert.equal(seen.filter((s) => !s).length, 0, `every one of ${ackedAtKill} acknowledged URLs is in the reopened store`);
+    assert.equal(
+      seen.filter((s) => !s).length,
+      0,
+      `every one of ${ackedAtKill} acknowledged URLs is in the reopened store`,
+    );
   });
 });

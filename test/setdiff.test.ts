@@ -5,7 +5,13 @@ import { describe, test } from 'node:test';
 import { XxHash } from '../src/hash/xxhash.js';
 import { SeenStore } from '../src/index.js';
 import { runSetdiffExperiment } from '../src/setdiff/experiment.js';
-import { SetDifference, SetSummary, SetSummaryBuilder, encodeSetSummary, type SummarizeOptions } from '../src/setdiff/set-difference.js';
+import {
+  SetDifference,
+  SetSummary,
+  SetSummaryBuilder,
+  encodeSetSummary,
+  type SummarizeOptions,
+} from '../src/setdiff/set-difference.js';
 import { decodeSummary, encodeFilter, encodeSummary } from '../src/setdiff/summary-file.js';
 import { planSummary, riceBitsModel } from '../src/setdiff/summary-plan.js';
 import { connect } from 'node:net';
@@ -48,7 +54,11 @@ describe('setdiff: the set difference', () => {
     assert.equal(expected.length, 51);
     assert.deepEqual(notInA(summaryOf(a, EXACT), b), expected);
     assert.deepEqual(notInA(summaryOf(a, { ...EXACT, skipDepth: 0 }), b), expected);
-    assert.deepEqual(notInA(summaryOf(a, { ...EXACT, skipDepth: 20 }), b), expected, 'a skip deeper than the tree still looks every leaf up');
+    assert.deepEqual(
+      notInA(summaryOf(a, { ...EXACT, skipDepth: 20 }), b),
+      expected,
+      'a skip deeper than the tree still looks every leaf up',
+    );
   });
 
   test('the public API: create, add, finish, encode, fromBytes, difference', async () => {
@@ -60,8 +70,14 @@ describe('setdiff: the set difference', () => {
     difference.add(urls.slice(50, 150));
     const { marks, reported } = difference.finish();
     assert.equal(reported, 50);
-    assert.deepEqual([...marks.subarray(0, 50)].every((mark) => mark === 0), true);
-    assert.deepEqual([...marks.subarray(50)].every((mark) => mark === 1), true);
+    assert.deepEqual(
+      [...marks.subarray(0, 50)].every((mark) => mark === 0),
+      true,
+    );
+    assert.deepEqual(
+      [...marks.subarray(50)].every((mark) => mark === 1),
+      true,
+    );
   });
 
   test('an empty A reports all of B; an empty B, or B ⊆ A, reports nothing', () => {
@@ -80,7 +96,11 @@ describe('setdiff: the set difference', () => {
     for (const options of [{}, { trees: 2 }, { fprTarget: 0.2, skipDepth: 0 }] as SummarizeOptions[]) {
       const reported = notInA(summaryOf(a, options), b);
       if (options.fprTarget === undefined) assert.ok(reported.length > 2_500, `${reported.length} reported`);
-      assert.deepEqual(reported.filter((url) => !onlyB.has(url)), [], JSON.stringify(options));
+      assert.deepEqual(
+        reported.filter((url) => !onlyB.has(url)),
+        [],
+        JSON.stringify(options),
+      );
     }
   });
 
@@ -91,7 +111,11 @@ describe('setdiff: the set difference', () => {
   });
 
   test('recall on real URLs: the default reports at least 90 % and lands near (1 − ε)^lookups over the real depths', () => {
-    const input = { common: urls.slice(0, 16_000), onlyA: urls.slice(16_000, 20_000), onlyB: urls.slice(20_000, 24_000) };
+    const input = {
+      common: urls.slice(0, 16_000),
+      onlyA: urls.slice(16_000, 20_000),
+      onlyB: urls.slice(20_000, 24_000),
+    };
     // Misses come in subtrees (one false positive hides all below it), so a run scatters more than a
     // binomial: 40 runs here gave a recall of 0.929 with a standard deviation of 0.0126 (min 0.902).
     // The bounds below are 4-6 of those deviations away (for the mean of three, 4 of its 0.0073).
@@ -135,7 +159,10 @@ describe('setdiff: the set difference', () => {
     const plan = planSummary({ elements: 20_000, trees: 1, recallTarget: 0.93, bUrls: 20_000, maxFilterBits: 2 ** 31 });
     const filterBits = 8 * decodeSummary(hash, encoded.bytes, 'test').header.trees[0]!.storedBytes;
     assert.equal(summary.header.trees[0]!.mBits, plan.mBits);
-    assert.ok(8 * encoded.compressedBytes < 0.85 * plan.uncompressedOptimumBits, `${8 * encoded.compressedBytes} bits against ${plan.uncompressedOptimumBits}`);
+    assert.ok(
+      8 * encoded.compressedBytes < 0.85 * plan.uncompressedOptimumBits,
+      `${8 * encoded.compressedBytes} bits against ${plan.uncompressedOptimumBits}`,
+    );
     assert.ok(encoded.uncompressedBytes > 10 * encoded.compressedBytes);
     const model = riceBitsModel(plan.mBits, summary.filters[0]!.onesBits / plan.mBits);
     assert.ok(Math.abs(filterBits - model) < 0.05 * model, `${filterBits} bits, model ${model}`);
@@ -164,11 +191,18 @@ describe('setdiff: summary files', () => {
     version.writeUInt32LE(2, 8);
     await expectCode('FORMAT_UNSUPPORTED', () => SetSummary.decode(hash, version));
     const { header, filters } = decodeSummary(hash, bytes, 'test');
-    const rewrite = (changed: object): Buffer => encodeSummary(hash, { ...header, ...changed } as typeof header, filters.map((f) => encodeFilter(f).stored));
+    const rewrite = (changed: object): Buffer =>
+      encodeSummary(
+        hash,
+        { ...header, ...changed } as typeof header,
+        filters.map((f) => encodeFilter(f).stored),
+      );
     await expectCode('FORMAT_UNSUPPORTED', () => SetSummary.decode(hash, rewrite({ scheme: 'setdiff-xxh64-sum-v9' })));
     await expectCode('FORMAT_UNSUPPORTED', () => SetSummary.decode(hash, rewrite({ v: 2 })));
     await expectCode('FORMAT_UNSUPPORTED', () => SetSummary.decode(hash, rewrite({ normalize: 'rfc9999' })));
-    await expectCode('STORE_CORRUPT', () => SetSummary.decode(hash, rewrite({ trees: [{ ...header.trees[0]!, mBits: 1000 }] })));
+    await expectCode('STORE_CORRUPT', () =>
+      SetSummary.decode(hash, rewrite({ trees: [{ ...header.trees[0]!, mBits: 1000 }] })),
+    );
     await expectCode('STORE_CORRUPT', () => SetSummary.decode(hash, rewrite({ skipDepth: -1 })));
     await expectCode('USAGE', () => new SetDifference(hash, SetSummary.decode(hash, bytes), { boost: 2 }));
   });
@@ -182,7 +216,10 @@ describe('setdiff: summary files', () => {
         ['a0a68da128ce1117', '8dd6ed903edebc14'],
       ],
     );
-    const summary = new SetSummaryBuilder(hash, { seeds: [{ universeSeed: '0123456789abcdef', leafSeed: 'fedcba9876543210' }], recallTarget: 1 - 1e-9 });
+    const summary = new SetSummaryBuilder(hash, {
+      seeds: [{ universeSeed: '0123456789abcdef', leafSeed: 'fedcba9876543210' }],
+      recallTarget: 1 - 1e-9,
+    });
     summary.add(['https://example.org/a', 'https://example.org/b']);
     const filter = summary.finish().filters[0]!;
     const node = 0xdb0288ea9b760a6bn;
@@ -191,14 +228,31 @@ describe('setdiff: summary files', () => {
 
   test('format 1 as released (frozen fixture) still opens and answers', () => {
     const dir = join(ROOT, 'test', 'fixtures', 'setdiff-1');
-    const expected = JSON.parse(readFileSync(join(dir, 'expected.json'), 'utf8')) as { elements: number; trees: number; skipDepth: number; mBits: number; k: number; nodes: number; notInA: { from: number; to: number } };
+    const expected = JSON.parse(readFileSync(join(dir, 'expected.json'), 'utf8')) as {
+      elements: number;
+      trees: number;
+      skipDepth: number;
+      mBits: number;
+      k: number;
+      nodes: number;
+      notInA: { from: number; to: number };
+    };
     const summary = SetSummary.decode(hash, readFileSync(join(dir, 'a-100.sum')));
     assert.equal(summary.header.elements, expected.elements);
     assert.equal(summary.header.trees.length, expected.trees);
     assert.equal(summary.header.skipDepth, expected.skipDepth);
-    assert.deepEqual(summary.header.trees.map((t) => [t.mBits, t.k, t.nodes]), [[expected.mBits, expected.k, expected.nodes], [expected.mBits, expected.k, expected.nodes]]);
+    assert.deepEqual(
+      summary.header.trees.map((t) => [t.mBits, t.k, t.nodes]),
+      [
+        [expected.mBits, expected.k, expected.nodes],
+        [expected.mBits, expected.k, expected.nodes],
+      ],
+    );
     const b = Array.from({ length: 100 }, (_, i) => `https://example.org/a/${50 + i}?x=1&y=2#f`);
-    const want = Array.from({ length: expected.notInA.to - expected.notInA.from }, (_, i) => `https://example.org/a/${expected.notInA.from + i}?x=1&y=2#f`);
+    const want = Array.from(
+      { length: expected.notInA.to - expected.notInA.from },
+      (_, i) => `https://example.org/a/${expected.notInA.from + i}?x=1&y=2#f`,
+    );
     assert.deepEqual(notInA(summary, b), want);
   });
 });
@@ -226,24 +280,70 @@ describe('setdiff: the CLI', () => {
     assert.deepEqual([report.read, report.notInOther, report.trees], [521, 20, 1]);
     const empty = await runCli(['setdiff', 'summarize', '--out', join(dir, 'e.sum')], '');
     assert.equal(empty.code, 0, empty.stderr);
-    assert.equal((await runCli(['setdiff', '--against', join(dir, 'e.sum'), join(dir, 'b.txt')])).stdout, `${b.join('\n')}\n`);
+    assert.equal(
+      (await runCli(['setdiff', '--against', join(dir, 'e.sum'), join(dir, 'b.txt')])).stdout,
+      `${b.join('\n')}\n`,
+    );
   });
 
-  test('simulate --mode setdiff measures the experiment on the caller\'s URLs', async () => {
+  test("simulate --mode setdiff measures the experiment on the caller's URLs", async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'urls.txt'), `${urls.slice(0, 12_000).join('\n')}\n`);
-    const run = await runCli(['--json', 'simulate', '--mode', 'setdiff', '--urls', join(dir, 'urls.txt'), '--insert', '10000', '--query', '1000', '--boost', '2']);
+    const run = await runCli([
+      '--json',
+      'simulate',
+      '--mode',
+      'setdiff',
+      '--urls',
+      join(dir, 'urls.txt'),
+      '--insert',
+      '10000',
+      '--query',
+      '1000',
+      '--boost',
+      '2',
+    ]);
     assert.equal(run.code, 0, run.stderr);
-    const [result] = (JSON.parse(run.stdout) as { runs: { aUrls: number; differenceUrls: number; trees: number; falseReports: number; recall: number; recallTheory: number; plain: { fpr: number; bitsPerUrl: number } }[] }).runs;
-    assert.deepEqual([result!.aUrls, result!.differenceUrls, result!.trees, result!.falseReports], [10_000, 1_000, 2, 0]);
-    assert.ok(Math.abs(result!.recall - result!.recallTheory) < 0.08, `recall ${result!.recall}, theory ${result!.recallTheory}`);
+    const [result] = (
+      JSON.parse(run.stdout) as {
+        runs: {
+          aUrls: number;
+          differenceUrls: number;
+          trees: number;
+          falseReports: number;
+          recall: number;
+          recallTheory: number;
+          plain: { fpr: number; bitsPerUrl: number };
+        }[];
+      }
+    ).runs;
+    assert.deepEqual(
+      [result!.aUrls, result!.differenceUrls, result!.trees, result!.falseReports],
+      [10_000, 1_000, 2, 0],
+    );
+    assert.ok(
+      Math.abs(result!.recall - result!.recallTheory) < 0.08,
+      `recall ${result!.recall}, theory ${result!.recallTheory}`,
+    );
     // The plain BF(A) beside it is sized for the recall this run measured (FPR 1 - recall), at the
     // optimum's bits per URL, log2(1/FPR) / ln 2, or a little over it (whole hashes, whole words).
-    assert.ok(Math.abs(result!.plain.fpr - (1 - result!.recall)) < 1e-9, `plain FPR ${result!.plain.fpr}, recall ${result!.recall}`);
+    assert.ok(
+      Math.abs(result!.plain.fpr - (1 - result!.recall)) < 1e-9,
+      `plain FPR ${result!.plain.fpr}, recall ${result!.recall}`,
+    );
     const optimumBits = -Math.log2(result!.plain.fpr) / Math.LN2;
-    assert.ok(result!.plain.bitsPerUrl >= optimumBits * 0.999 && result!.plain.bitsPerUrl <= optimumBits * 1.05, `plain ${result!.plain.bitsPerUrl} bits per URL, optimum ${optimumBits}`);
-    assert.equal((await runCli(['simulate', '--mode', 'setdiff', '--urls', join(dir, 'urls.txt'), '--fpr', '0.1'])).code, 2);
-    assert.equal((await runCli(['simulate', '--mode', 'setdiff', '--urls', join(dir, 'urls.txt'), '--insert', '12000'])).code, 2);
+    assert.ok(
+      result!.plain.bitsPerUrl >= optimumBits * 0.999 && result!.plain.bitsPerUrl <= optimumBits * 1.05,
+      `plain ${result!.plain.bitsPerUrl} bits per URL, optimum ${optimumBits}`,
+    );
+    assert.equal(
+      (await runCli(['simulate', '--mode', 'setdiff', '--urls', join(dir, 'urls.txt'), '--fpr', '0.1'])).code,
+      2,
+    );
+    assert.equal(
+      (await runCli(['simulate', '--mode', 'setdiff', '--urls', join(dir, 'urls.txt'), '--insert', '12000'])).code,
+      2,
+    );
   });
 
   test('bad use and bad summaries exit with their documented codes', async () => {
@@ -304,14 +404,24 @@ describe('setdiff: SEEN.SETDIFF.SUMMARY over seenstore serve', () => {
       assert.equal(taken.length, 20);
       assert.equal(await client.command('SEEN.DONE', 'crawl', ...taken.slice(0, 10).map((entry) => entry[0])), 10);
       const finished = taken.slice(0, 10).map((entry) => entry[1]);
-      const bytes = await bulkBytes(server.port, ['SEEN.SETDIFF.SUMMARY', 'crawl', 'RECALL', '0.999999999', 'BOOST', '2']);
+      const bytes = await bulkBytes(server.port, [
+        'SEEN.SETDIFF.SUMMARY',
+        'crawl',
+        'RECALL',
+        '0.999999999',
+        'BOOST',
+        '2',
+      ]);
       writeFileSync(join(dir, 'a.sum'), bytes);
       const b = [...urls.slice(0, 300), ...urls.slice(300, 400)];
       writeFileSync(join(dir, 'b.txt'), `${b.join('\n')}\n`);
       const run = await runCli(['setdiff', join(dir, 'b.txt'), '--against', join(dir, 'a.sum')]);
       assert.equal(run.code, 0, run.stderr);
       assert.match(run.stderr, /290 URLs/);
-      assert.equal(run.stdout, [...b.filter((url) => finished.includes(url)), ...urls.slice(300, 400)].join('\n') + '\n');
+      assert.equal(
+        run.stdout,
+        [...b.filter((url) => finished.includes(url)), ...urls.slice(300, 400)].join('\n') + '\n',
+      );
       const empty = SetSummary.decode(hash, await bulkBytes(server.port, ['SEEN.SETDIFF.SUMMARY', 'never-written']));
       assert.equal(empty.header.elements, 0);
       await assert.rejects(bulkBytes(server.port, ['SEEN.SETDIFF.SUMMARY', 'crawl', 'RECALL', '2']), /ERR RECALL/);
@@ -338,7 +448,10 @@ describe('setdiff: the summary of a frontier in the library', () => {
       difference.add(urls.slice(0, 300));
       const { marks } = difference.finish();
       const finished = new Set(taken.slice(0, 10).map((entry) => entry.url));
-      assert.deepEqual(urls.slice(0, 300).filter((_, i) => marks[i] === 1), urls.slice(0, 300).filter((url) => finished.has(url)));
+      assert.deepEqual(
+        urls.slice(0, 300).filter((_, i) => marks[i] === 1),
+        urls.slice(0, 300).filter((url) => finished.has(url)),
+      );
     } finally {
       await store.close();
     }
@@ -346,7 +459,9 @@ describe('setdiff: the summary of a frontier in the library', () => {
 
   test('a directory store: waiting and leased URLs, not finished ones', () => frontierCase(join(tempDir(), 'store')));
 
-  test('a Redis store (one node): the same, from its partition streams', { skip: redisMissing() ?? false }, async () => {
+  test('a Redis store (one node): the same, from its partition streams', {
+    skip: redisMissing() ?? false,
+  }, async () => {
     const redis = await startRedisCluster({ cluster: false });
     try {
       await frontierCase(redis.location());

@@ -27,15 +27,31 @@ async function simulate(...args: string[]): Promise<Simulated> {
 
 /** A correct simulation lands within 4.5 standard errors of the closed form (fails ~1 in 300,000). */
 function nearTheory(result: Simulated): void {
-  assert.ok(Math.abs(result.z) < 4.5, `${result.mode} ${result.strategy}: measured ${result.mean}, theory ${result.theory}, z ${result.z}`);
+  assert.ok(
+    Math.abs(result.z) < 4.5,
+    `${result.mode} ${result.strategy}: measured ${result.mean}, theory ${result.theory}, z ${result.z}`,
+  );
 }
 
 describe('simulate', () => {
   test('each mode measures its thesis quantity and agrees with the closed form (thesis table 5.9 cell k=3, M=1.7: 8.79 %)', async () => {
-    const nonIncremental = await simulate('--mode', 'non-incremental', '--hashes', '3', '--bits-per-hash', '1.7', '--runs', '2');
+    const nonIncremental = await simulate(
+      '--mode',
+      'non-incremental',
+      '--hashes',
+      '3',
+      '--bits-per-hash',
+      '1.7',
+      '--runs',
+      '2',
+    );
     assert.equal(nonIncremental.inserted, 17_689);
     assert.equal(nonIncremental.queried, 17_689);
-    assert.equal(nonIncremental.mBits, Math.ceil((17_689 * 3 * 1.7) / 512) * 512, 'm = N·k·M, rounded up to whole 512-bit blocks');
+    assert.equal(
+      nonIncremental.mBits,
+      Math.ceil((17_689 * 3 * 1.7) / 512) * 512,
+      'm = N·k·M, rounded up to whole 512-bit blocks',
+    );
     assert.ok(nonIncremental.theory > 0.086 && nonIncremental.theory < 0.089, `theory ${nonIncremental.theory}`);
     nearTheory(nonIncremental);
     const incremental = await simulate('--mode', 'incremental', '--hashes', '3', '--bits-per-hash', '2', '--runs', '2');
@@ -53,7 +69,11 @@ describe('simulate', () => {
     const six = await simulate('--hashes', '6', '--bits-per-hash', '2', '--runs', '2');
     nearTheory(spatial);
     nearTheory(six);
-    assert.equal(spatial.bitsPerUrl.toFixed(1), six.bitsPerUrl.toFixed(1), 'the same memory: 2 × N·3·2 bits vs N·6·2 bits');
+    assert.equal(
+      spatial.bitsPerUrl.toFixed(1),
+      six.bitsPerUrl.toFixed(1),
+      'the same memory: 2 × N·3·2 bits vs N·6·2 bits',
+    );
     assert.ok(Math.abs(spatial.theory - six.theory) / six.theory < 0.02, `theory ${spatial.theory} vs ${six.theory}`);
     const blocked = await simulate('--strategy', 'blocked', '--fpr', '0.01', '--runs', '2');
     const classic = await simulate('--fpr', '0.01', '--runs', '2');
@@ -63,7 +83,9 @@ describe('simulate', () => {
     nearTheory(blocked);
     assert.ok(blocked.mBits > classic.mBits, 'blocks fill unevenly: more bits for the same rate');
     assert.ok(blocked.theory <= 0.01, `blocked closed form ${blocked.theory} at a 1 % target`);
-    nearTheory(await simulate('--mode', 'revisit', '--strategy', 'spatial:2', '--hashes', '2', '--bits-per-hash', '1.7'));
+    nearTheory(
+      await simulate('--mode', 'revisit', '--strategy', 'spatial:2', '--hashes', '2', '--bits-per-hash', '1.7'),
+    );
     // Counting answers membership from its primary counters: as a classic filter of as many bits.
     const counting = await simulate('--strategy', 'counting', '--hashes', '3', '--bits-per-hash', '1.7', '--runs', '2');
     nearTheory(counting);

@@ -19,13 +19,17 @@ async function crawl(site: Site, mode: NormalizeMode): Promise<number> {
     let fetches = 0;
     while (pending.length > 0) {
       const batch = pending.splice(0, CONCURRENCY);
-      const found = await Promise.all(batch.map(async (url) => {
-        fetches++;
-        const response = await fetch(url);
-        if (!response.ok) return [];
-        const html = await response.text();
-        return [...html.matchAll(/href="([^"]+)"/g)].map((match) => new URL(match[1]!.replaceAll('&amp;', '&'), url).href);
-      }));
+      const found = await Promise.all(
+        batch.map(async (url) => {
+          fetches++;
+          const response = await fetch(url);
+          if (!response.ok) return [];
+          const html = await response.text();
+          return [...html.matchAll(/href="([^"]+)"/g)].map(
+            (match) => new URL(match[1]!.replaceAll('&amp;', '&'), url).href,
+          );
+        }),
+      );
       const links = found.flat();
       const fresh = await scope.addIfAbsent(links);
       links.forEach((link, i) => {
@@ -44,11 +48,26 @@ describe('synthetic crawl site', () => {
     const links = Array.from({ length: 3_000 }, (_, page) => pageLinks(page, 3_000, origin));
     assert.deepEqual(pageLinks(5, 3_000, origin), links[5]);
     const all = links.flat();
-    assert.ok(all.some((href) => href.includes('#')), 'fragments');
-    assert.ok(all.some((href) => href.startsWith(origin)), 'absolute links');
-    assert.ok(all.some((href) => href.includes('?id=')), 'reordered query strings');
-    assert.ok(all.some((href) => href.startsWith('/missing/')), 'links to missing pages');
-    assert.ok(links.some((hrefs) => new Set(hrefs).size < hrefs.length), 'a link twice on one page');
+    assert.ok(
+      all.some((href) => href.includes('#')),
+      'fragments',
+    );
+    assert.ok(
+      all.some((href) => href.startsWith(origin)),
+      'absolute links',
+    );
+    assert.ok(
+      all.some((href) => href.includes('?id=')),
+      'reordered query strings',
+    );
+    assert.ok(
+      all.some((href) => href.startsWith('/missing/')),
+      'links to missing pages',
+    );
+    assert.ok(
+      links.some((hrefs) => new Set(hrefs).size < hrefs.length),
+      'a link twice on one page',
+    );
     assert.equal(new Set(Array.from({ length: 3_000 }, (_, page) => pagePath(page))).size, 3_000, 'distinct pages');
   });
 

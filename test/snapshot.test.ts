@@ -27,9 +27,20 @@ describe('snapshots', () => {
     // loads the LMDB backend's modules first) and takes the snapshot.
     const batch = 100;
     const batches = Math.ceil(BENIGN.length / batch);
-    const child = spawn(process.execPath, [join(ROOT, 'dist', 'test', 'helpers', 'crash-child.js'), dir, 'live', sharedPath('crawl-benign-35k.txt'), String(batch), 'none'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        join(ROOT, 'dist', 'test', 'helpers', 'crash-child.js'),
+        dir,
+        'live',
+        sharedPath('crawl-benign-35k.txt'),
+        String(batch),
+        'none',
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let acked = 0;
     // Whole lines: an `ack` line split across two chunks still counts once.
     createInterface({ input: child.stdout }).on('line', (line) => {
@@ -42,14 +53,24 @@ describe('snapshots', () => {
     const ackedAfter = acked;
     await store.close();
     await new Promise((resolve) => child.on('close', resolve));
-    assert.ok(ackedAfter < batches, `the child should still have been adding during the snapshot (${ackedAfter} batches acknowledged of ${batches})`);
+    assert.ok(
+      ackedAfter < batches,
+      `the child should still have been adding during the snapshot (${ackedAfter} batches acknowledged of ${batches})`,
+    );
 
     const copy = await openCopy(snapshot.path);
     const scope = copy.scope('live');
-    const answers = (await scope.has(BENIGN.slice(0, ackedBefore * batch)));
-    assert.ok(answers.every(Boolean), `batches 0..${ackedBefore - 1}, acknowledged before the snapshot, must all be in it`);
+    const answers = await scope.has(BENIGN.slice(0, ackedBefore * batch));
+    assert.ok(
+      answers.every(Boolean),
+      `batches 0..${ackedBefore - 1}, acknowledged before the snapshot, must all be in it`,
+    );
     const total = (await scope.stats()).epochs[0]!.submitted;
-    assert.equal(total % batch === 0 || total === BENIGN.length, true, 'whole batches only: a batch is in the snapshot entirely or not at all');
+    assert.equal(
+      total % batch === 0 || total === BENIGN.length,
+      true,
+      'whole batches only: a batch is in the snapshot entirely or not at all',
+    );
     assert.ok((await copy.verify()).ok);
     await copy.close();
   });
@@ -64,7 +85,10 @@ describe('snapshots', () => {
     assert.match(created.stdout, /^snapshot before-later: [\d,]+ bytes at /);
     assert.equal((await runCli(['add', '--store', dir], later)).code, 0);
     const listed = JSON.parse((await runCli(['snapshot', 'list', '--json', '--store', dir])).stdout);
-    assert.deepEqual(listed.map((s: { name: string; reason: string; formatVersion: number }) => [s.name, s.reason, s.formatVersion]), [['before-later', 'user', FORMAT_VERSION]]);
+    assert.deepEqual(
+      listed.map((s: { name: string; reason: string; formatVersion: number }) => [s.name, s.reason, s.formatVersion]),
+      [['before-later', 'user', FORMAT_VERSION]],
+    );
     assert.ok(listed[0].bytes > 0);
     assert.equal((await runCli(['snapshot', 'create', 'before-later', '--store', dir])).code, 2, 'names are unique');
 
@@ -75,7 +99,10 @@ describe('snapshots', () => {
     await printed;
     const refused = await runCli(['snapshot', 'restore', 'before-later', '--store', dir]);
     assert.equal(refused.code, 4);
-    assert.match(refused.stderr, new RegExp(`STORE_LOCKED: cannot restore snapshot before-later: the store is open in process ${holder.pid}`));
+    assert.match(
+      refused.stderr,
+      new RegExp(`STORE_LOCKED: cannot restore snapshot before-later: the store is open in process ${holder.pid}`),
+    );
     holder.stdin!.end();
     await new Promise((resolve) => holder.on('close', resolve));
 
@@ -84,14 +111,21 @@ describe('snapshots', () => {
     const store = await SeenStore.open(dir);
     const scope = store.scope();
     assert.ok((await scope.has(SITELIST.slice(0, 2000))).every(Boolean), 'what the snapshot held');
-    assert.ok((await scope.has(SITELIST.slice(2000, 4000))).filter(Boolean).length < 50, 'what came after the snapshot is gone (up to false positives)');
+    assert.ok(
+      (await scope.has(SITELIST.slice(2000, 4000))).filter(Boolean).length < 50,
+      'what came after the snapshot is gone (up to false positives)',
+    );
     assert.equal((await scope.has(['https://holder.example/']))[0], false);
     assert.equal((await scope.stats()).epochs[0]!.submitted, 2000);
     const names = (await store.snapshots()).map((s) => s.name);
     assert.equal(names.length, 2);
     const preRestore = names.find((name) => name.startsWith('pre-restore-'));
     assert.ok(preRestore !== undefined, 'the replaced data is kept as a snapshot');
-    assert.match(restored.stdout, new RegExp(`the data it replaced is snapshot ${preRestore}\\n$`), 'the message names the pre-restore snapshot');
+    assert.match(
+      restored.stdout,
+      new RegExp(`the data it replaced is snapshot ${preRestore}\\n$`),
+      'the message names the pre-restore snapshot',
+    );
     assert.ok((await store.verify()).ok);
     await store.close();
 
@@ -110,15 +144,25 @@ describe('snapshots', () => {
     const other = await SeenStore.open(dir);
     await store.close();
     // `other` is in this process: a restore must not pull the file from under it either.
-    await assert.rejects(SeenStore.restoreSnapshot(dir, 'a'), (error: unknown) => error instanceof SeenStoreError && error.code === 'STORE_LOCKED' && /in this process/.test(error.message));
+    await assert.rejects(
+      SeenStore.restoreSnapshot(dir, 'a'),
+      (error: unknown) =>
+        error instanceof SeenStoreError && error.code === 'STORE_LOCKED' && /in this process/.test(error.message),
+    );
     await other.close();
     const info = await SeenStore.restoreSnapshot(dir, 'a');
     assert.equal(info.name, 'a');
     assert.match(info.preRestore.name, /^pre-restore-/);
-    assert.ok(existsSync(join(dir, 'snapshots', info.preRestore.name, 'data.mdb')), 'preRestore is the snapshot of the replaced data');
+    assert.ok(
+      existsSync(join(dir, 'snapshots', info.preRestore.name, 'data.mdb')),
+      'preRestore is the snapshot of the replaced data',
+    );
     const reopened = await SeenStore.open(dir);
-    assert.deepEqual((await reopened.scope().has([SITELIST[0]!, SITELIST[150]!])), [true, false]);
+    assert.deepEqual(await reopened.scope().has([SITELIST[0]!, SITELIST[150]!]), [true, false]);
     await reopened.close();
-    await assert.rejects(SeenStore.restoreSnapshot(dir, 'missing'), (error: unknown) => error instanceof SeenStoreError && error.code === 'NOT_FOUND');
+    await assert.rejects(
+      SeenStore.restoreSnapshot(dir, 'missing'),
+      (error: unknown) => error instanceof SeenStoreError && error.code === 'NOT_FOUND',
+    );
   });
 });

@@ -22,9 +22,26 @@ const DAMAGED_STORES = sized(2, 1);
 test('a short soak: random kills, racing writers, stale locks, full disk, many processes, opener race, damaged stores, checkpointers — 0 failures', () => {
   // Six kill trials cover each of the six workloads once; the bad-input corpus runs in bad-input.test.ts.
   const args = [
-    '--trials', '6', '--writers', '2', '--rounds', '1', '--lock-trials', '2', '--processes', '10',
-    '--race-rounds', '1', '--race-round-ms', '2500', '--damaged-stores', String(DAMAGED_STORES), '--checkpointer-rounds', '2',
-    '--only', 'kills,writers,locks,disk,many,race,damage,checkpointers',
+    '--trials',
+    '6',
+    '--writers',
+    '2',
+    '--rounds',
+    '1',
+    '--lock-trials',
+    '2',
+    '--processes',
+    '10',
+    '--race-rounds',
+    '1',
+    '--race-round-ms',
+    '2500',
+    '--damaged-stores',
+    String(DAMAGED_STORES),
+    '--checkpointer-rounds',
+    '2',
+    '--only',
+    'kills,writers,locks,disk,many,race,damage,checkpointers',
   ];
   const run = spawnSync(process.execPath, [join(ROOT, 'dist', 'soak', 'run.js'), ...args], {
     encoding: 'utf8',
@@ -37,7 +54,14 @@ test('a short soak: random kills, racing writers, stale locks, full disk, many p
     writers: { rounds: number; printed: number; duplicates: number; lost: number };
     staleLocks: { trials: number; worstTakeoverMs: number; fencedWrites: number };
     diskFull: { ran: boolean; note: string };
-    manyProcesses: { processes: number; allHeldTogether: boolean; answered: number; busy: number; otherExits: number; lost: number };
+    manyProcesses: {
+      processes: number;
+      allHeldTogether: boolean;
+      answered: number;
+      busy: number;
+      otherExits: number;
+      lost: number;
+    };
     openerRace: { rounds: number; commits: number; opens: number; lost: number; signals: number };
     damagedStores: { stores: number; runs: number; signals: number; readOnlyChanged: number };
     checkpointers: { rounds: number; wrongUrls: number; wrongCounts: number };

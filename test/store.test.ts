@@ -49,7 +49,7 @@ describe('store API', () => {
         await store.close();
         assert.ok(statSync(join(dir, 'data.mdb')).isFile(), `${name} (existing: ${existing})`);
         const reopened = await SeenStore.open(dir);
-        assert.deepEqual((await reopened.scope().has(['https://a.example/'])), [true]);
+        assert.deepEqual(await reopened.scope().has(['https://a.example/']), [true]);
         await reopened.close();
       }
     }
@@ -65,7 +65,7 @@ describe('store API', () => {
     assert.ok((await scope.has(urls)).every(Boolean));
     await store.close();
     const reopened = await SeenStore.open(dir);
-    const seen = (await reopened.scope().has(urls));
+    const seen = await reopened.scope().has(urls);
     assert.equal(seen.filter((s) => !s).length, 0);
     assert.equal((await reopened.scope().addIfAbsent(urls)).filter(Boolean).length, 0);
     await reopened.close();
@@ -125,15 +125,24 @@ describe('store API', () => {
     await expectCode('INVALID_URL', () => scope.addIfAbsent(['https://fine.example/', 'bad\uD800surrogate']));
     await expectCode('INVALID_URL', () => scope.addIfAbsent(['x'.repeat(70_000)]));
     await assert.rejects(scope.addIfAbsent([42 as unknown as string]), TypeError);
-    assert.deepEqual((await scope.has(['https://fine.example/'])), [false]);
+    assert.deepEqual(await scope.has(['https://fine.example/']), [false]);
     assert.equal((await scope.stats()).epochs[0]!.submitted, 1);
-    assert.throws(() => store.scope('no/slash'), (e: unknown) => e instanceof SeenStoreError && e.code === 'USAGE');
-    assert.throws(() => store.scope('x', { capacityUrls: 0 }), (e: unknown) => e instanceof SeenStoreError && e.code === 'USAGE');
-    assert.throws(() => store.scope('y', { fprTarget: 1.5 }), (e: unknown) => e instanceof SeenStoreError && e.code === 'USAGE');
+    assert.throws(
+      () => store.scope('no/slash'),
+      (e: unknown) => e instanceof SeenStoreError && e.code === 'USAGE',
+    );
+    assert.throws(
+      () => store.scope('x', { capacityUrls: 0 }),
+      (e: unknown) => e instanceof SeenStoreError && e.code === 'USAGE',
+    );
+    assert.throws(
+      () => store.scope('y', { fprTarget: 1.5 }),
+      (e: unknown) => e instanceof SeenStoreError && e.code === 'USAGE',
+    );
     const whatwg = store.scope('norm', { normalize: 'whatwg' });
     await expectCode('INVALID_URL', () => whatwg.add(['not a url']));
     await whatwg.add(['HTTPS://Example.COM:443/a/../b']);
-    assert.deepEqual((await whatwg.has(['https://example.com/b'])), [true]);
+    assert.deepEqual(await whatwg.has(['https://example.com/b']), [true]);
     await store.close();
     await expectCode('STORE_CLOSED', () => scope.has(['https://ok.example/']));
     await expectCode('NOT_FOUND', () => SeenStore.open(join(dir, 'missing'), { create: false }));
@@ -152,23 +161,31 @@ describe('store API', () => {
     try {
       const big = store.scope('big');
       assert.ok((await big.has(urls.slice(0, 10_000))).every(Boolean));
-      if (existsSync('/proc/self/smaps')) assert.ok(mappedStoreKb(dir) < 8 * 1024, `${mappedStoreKb(dir)} kB of the store still mapped`);
+      if (existsSync('/proc/self/smaps'))
+        assert.ok(mappedStoreKb(dir) < 8 * 1024, `${mappedStoreKb(dir)} kB of the store still mapped`);
       // An add whose promise is not yet awaited (its commit is done, the acknowledgement pending), then
       // another large load.
       const pending = big.addIfAbsent(['https://after-release.example/1']);
       assert.ok((await store.scope('other').has(urls.slice(10_000))).every(Boolean));
       assert.deepEqual(await pending, [true]);
-      assert.deepEqual(await store.scope('other').addIfAbsent(['https://after-release.example/2', urls[10_000]!]), [true, false]);
-      assert.deepEqual((await big.has(['https://after-release.example/1', 'https://after-release.example/2'])), [true, false]);
+      assert.deepEqual(await store.scope('other').addIfAbsent(['https://after-release.example/2', urls[10_000]!]), [
+        true,
+        false,
+      ]);
+      assert.deepEqual(await big.has(['https://after-release.example/1', 'https://after-release.example/2']), [
+        true,
+        false,
+      ]);
       await store.snapshot('after');
     } finally {
       await store.close();
     }
     store = await SeenStore.open(dir);
     try {
-      assert.deepEqual((await store.scope('other').has(['https://after-release.example/2'])), [true]);
+      assert.deepEqual(await store.scope('other').has(['https://after-release.example/2']), [true]);
       assert.deepEqual((await store.verify()).damage, []);
-      if (existsSync('/proc/self/smaps')) assert.ok(mappedStoreKb(dir) < 8 * 1024, `${mappedStoreKb(dir)} kB of the store still mapped after verify`);
+      if (existsSync('/proc/self/smaps'))
+        assert.ok(mappedStoreKb(dir) < 8 * 1024, `${mappedStoreKb(dir)} kB of the store still mapped after verify`);
     } finally {
       await store.close();
     }
@@ -190,8 +207,15 @@ describe('store API', () => {
         // A call of several transactions is checked whole before its first part is written.
         const many = Array.from({ length: 70_000 }, (_, i) => `https://many.example/${i}`);
         await expectCode('INVALID_URL', () => scope.add([...many, 'late\uD800']));
-        assert.deepEqual((await scope.has([filler[0]!, many[0]!])), [false, false], `${strategy}: nothing of a refused call was written`);
-        assert.deepEqual(await scope.addIfAbsent(['https://replacement.example/\uFFFD', 'https://pair.example/😀']), [true, true]);
+        assert.deepEqual(
+          await scope.has([filler[0]!, many[0]!]),
+          [false, false],
+          `${strategy}: nothing of a refused call was written`,
+        );
+        assert.deepEqual(await scope.addIfAbsent(['https://replacement.example/\uFFFD', 'https://pair.example/😀']), [
+          true,
+          true,
+        ]);
         assert.equal((await scope.stats()).epochs[0]!.submitted, 3);
       }
       await store.close();
@@ -225,7 +249,10 @@ describe('store API', () => {
   test('an epoch header whose seed is damaged is STORE_CORRUPT, not INTERNAL', async () => {
     const dir = await storeWithEpochHeader((header) => {
       const [slice, ...rest] = header.slices;
-      return { ...header, slices: [{ ...slice, seeds: [`${slice.seeds[0].slice(0, 15)}\ufffd`, ...slice.seeds.slice(1)] }, ...rest] };
+      return {
+        ...header,
+        slices: [{ ...slice, seeds: [`${slice.seeds[0].slice(0, 15)}\ufffd`, ...slice.seeds.slice(1)] }, ...rest],
+      };
     });
     const reopened = await SeenStore.open(dir);
     await expectCode('STORE_CORRUPT', () => reopened.scope().has(['https://a.example/']));

@@ -22,7 +22,7 @@ describe('strategies', () => {
     // 20 % target: each of the three filters runs at the cube root, ~58 %, so every one matters.
     const scope = store.scope('spatial', { strategy: 'spatial:3', capacityUrls: 20_000, fprTarget: 0.2 });
     const added = (await scope.addIfAbsent(inserted)).filter(Boolean).length;
-    const details = (await scope.epoch(1));
+    const details = await scope.epoch(1);
     assert.equal(details.strategy, 'spatial:3');
     assert.equal(details.sliceDetails.length, 1);
     const slice = details.sliceDetails[0]!;
@@ -34,9 +34,15 @@ describe('strategies', () => {
     const single = expectedFpr(slice.mBits, slice.k, inserted.length);
     const p = single ** 3;
     const bits = (3 * slice.mBits) / 20_000;
-    assert.ok(bits < 8, `spatial:3 at 20 % costs ${bits.toFixed(2)} bits per URL; one filter at the slice's 10 % costs 4.8`);
+    assert.ok(
+      bits < 8,
+      `spatial:3 at 20 % costs ${bits.toFixed(2)} bits per URL; one filter at the slice's 10 % costs 4.8`,
+    );
     const measured = (await scope.has(probes)).filter(Boolean).length;
-    assert.ok(measured <= binomialUpper(probes.length, p) && measured >= binomialLower(probes.length, p), `${measured} false positives of ${probes.length}, theory ${(p * probes.length).toFixed(0)}`);
+    assert.ok(
+      measured <= binomialUpper(probes.length, p) && measured >= binomialLower(probes.length, p),
+      `${measured} false positives of ${probes.length}, theory ${(p * probes.length).toFixed(0)}`,
+    );
     assert.ok((await scope.has(inserted)).every(Boolean), 'no false negatives');
     await store.close();
 
@@ -53,11 +59,14 @@ describe('strategies', () => {
     const store = await SeenStore.open(dir);
     const scope = store.scope('grow', { strategy: 'spatial:2', capacityUrls: 2_000, fprTarget: 0.01 });
     await scope.add(benign);
-    const grown = (await scope.epoch(1));
+    const grown = await scope.epoch(1);
     assert.ok(grown.sliceDetails.length >= 4, `${grown.sliceDetails.length} slices for 17x the capacity`);
     assert.ok(grown.sliceDetails.every((s) => s.seeds.length === 2));
     const measured = (await scope.has(probes)).filter(Boolean).length;
-    assert.ok(measured <= binomialUpper(probes.length, 0.01), `${measured} false positives of ${probes.length} at a 1 % promise`);
+    assert.ok(
+      measured <= binomialUpper(probes.length, 0.01),
+      `${measured} false positives of ${probes.length} at a 1 % promise`,
+    );
     assert.ok((await scope.has(benign)).every(Boolean));
 
     const kept = await scope.rotate();
@@ -66,7 +75,10 @@ describe('strategies', () => {
     const changed = await scope.rotate({ strategy: 'blocked' });
     assert.equal(changed.opened.strategy, 'blocked');
     assert.equal(changed.opened.sliceDetails[0]!.layout, 'blocked');
-    assert.deepEqual((await scope.stats()).epochs.map((e) => e.strategy), ['spatial:2', 'spatial:2', 'blocked']);
+    assert.deepEqual(
+      (await scope.stats()).epochs.map((e) => e.strategy),
+      ['spatial:2', 'spatial:2', 'blocked'],
+    );
     await store.close();
   });
 
@@ -75,14 +87,20 @@ describe('strategies', () => {
     const store = await SeenStore.open(dir);
     const scope = store.scope('grow', { strategy: 'scalable:4,0.8', capacityUrls: 1_000, fprTarget: 0.01 });
     await scope.add(benign);
-    const details = (await scope.epoch(1));
+    const details = await scope.epoch(1);
     assert.equal(details.strategy, 'scalable:4,0.8');
     assert.deepEqual(details.growth, { factor: 4, tightening: 0.8 });
     const capacities = details.sliceDetails.map((s) => s.capacityUrls);
     assert.ok(capacities.length >= 3, `${capacities.length} slices`);
-    assert.deepEqual(capacities, capacities.map((_, j) => 1_000 * 4 ** j), 'each slice 4x the one before');
+    assert.deepEqual(
+      capacities,
+      capacities.map((_, j) => 1_000 * 4 ** j),
+      'each slice 4x the one before',
+    );
     const rates = details.sliceDetails.map((s) => s.fprTarget);
-    rates.slice(1).forEach((rate, j) => assert.ok(Math.abs(rate / rates[j]! - 0.8) < 1e-9, 'each slice 0.8x the error before'));
+    rates
+      .slice(1)
+      .forEach((rate, j) => assert.ok(Math.abs(rate / rates[j]! - 0.8) < 1e-9, 'each slice 0.8x the error before'));
     assert.ok((await scope.has(benign)).every(Boolean));
     const measured = (await scope.has(probes)).filter(Boolean).length;
     assert.ok(measured <= binomialUpper(probes.length, 0.01), `${measured} false positives of ${probes.length}`);
@@ -117,11 +135,28 @@ describe('strategies', () => {
   test('unknown and unavailable strategies, and seeds that do not fit, are USAGE errors before anything is written', async () => {
     const dir = memoryStore('strategies');
     const store = await SeenStore.open(dir);
-    const bad = ['spatial', 'spatial:1', 'spatial:17', 'eigen:0', 'eigen:17', 'multilayer:1', 'multilayer:9', 'scalable:0.5,0.5', 'scalable:2,1', 'scalable:2', 'bloomier', 'counting:2', 'Classic'];
-    for (const [i, strategy] of bad.entries()) await expectCode('USAGE', () => store.scope(`s${i}`, { strategy }).add(['http://a/']));
-    await expectCode('USAGE', () => store.scope('x', { strategy: 'spatial:2', seeds: ['0123456789abcdef'] }).add(['http://a/']));
+    const bad = [
+      'spatial',
+      'spatial:1',
+      'spatial:17',
+      'eigen:0',
+      'eigen:17',
+      'multilayer:1',
+      'multilayer:9',
+      'scalable:0.5,0.5',
+      'scalable:2,1',
+      'scalable:2',
+      'bloomier',
+      'counting:2',
+      'Classic',
+    ];
+    for (const [i, strategy] of bad.entries())
+      await expectCode('USAGE', () => store.scope(`s${i}`, { strategy }).add(['http://a/']));
+    await expectCode('USAGE', () =>
+      store.scope('x', { strategy: 'spatial:2', seeds: ['0123456789abcdef'] }).add(['http://a/']),
+    );
     await expectCode('USAGE', () => store.scope('y', { strategy: 'spatial:2', layout: 'blocked' }).add(['http://a/']));
-    assert.deepEqual((await store.scopeNames()), []);
+    assert.deepEqual(await store.scopeNames(), []);
     const scope = store.scope('z');
     await scope.add(['http://a/']);
     await expectCode('USAGE', () => scope.rotate({ strategy: 'counting:8' }));

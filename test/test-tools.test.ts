@@ -8,12 +8,17 @@ import { ROOT } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
 
 interface Tools {
-  missingPackages(options: { path?: string; fileExists?: (path: string) => boolean; pythonMissing?: (modules: string[]) => string[] }): string[];
+  missingPackages(options: {
+    path?: string;
+    fileExists?: (path: string) => boolean;
+    pythonMissing?: (modules: string[]) => string[];
+  }): string[];
   decide(missing: string[], how: { isRoot: boolean; hasAptGet: boolean }): { action: string; line?: string };
   TOOLS: ReadonlyArray<{ pkg: string }>;
 }
 
-const tools = async (): Promise<Tools> => (await import(pathToFileURL(join(ROOT, 'scripts', 'test-tools.mjs')).href)) as Tools;
+const tools = async (): Promise<Tools> =>
+  (await import(pathToFileURL(join(ROOT, 'scripts', 'test-tools.mjs')).href)) as Tools;
 
 test('npm test tool check: a PATH without wat2wasm and luacheck names wabt and lua-check; a tool on the PATH counts', async () => {
   const { missingPackages, TOOLS } = await tools();
@@ -23,11 +28,28 @@ test('npm test tool check: a PATH without wat2wasm and luacheck names wabt and l
   writeFileSync(join(bin, 'wat2wasm'), '#!/bin/sh\n');
   chmodSync(join(bin, 'wat2wasm'), 0o755);
   writeFileSync(join(bin, 'luacheck'), 'not executable');
-  assert.ok(!missingPackages({ path: bin, fileExists: () => true, pythonMissing: () => [] }).includes('wabt'), 'an executable on the PATH was not found');
-  assert.ok(missingPackages({ path: bin, fileExists: () => true, pythonMissing: () => [] }).includes('lua-check'), 'a file that is not executable counted');
+  assert.ok(
+    !missingPackages({ path: bin, fileExists: () => true, pythonMissing: () => [] }).includes('wabt'),
+    'an executable on the PATH was not found',
+  );
+  assert.ok(
+    missingPackages({ path: bin, fileExists: () => true, pythonMissing: () => [] }).includes('lua-check'),
+    'a file that is not executable counted',
+  );
   const everything = missingPackages({ path: '', fileExists: () => false, pythonMissing: (modules) => modules });
-  assert.deepEqual(everything, TOOLS.map((tool) => tool.pkg), 'every tool maps to its package');
-  assert.deepEqual(missingPackages({ path: process.env.PATH ?? '', fileExists: () => true, pythonMissing: (m) => m.filter((x) => x === 'grpc') }).filter((p) => p.startsWith('python3')), ['python3-grpcio']);
+  assert.deepEqual(
+    everything,
+    TOOLS.map((tool) => tool.pkg),
+    'every tool maps to its package',
+  );
+  assert.deepEqual(
+    missingPackages({
+      path: process.env.PATH ?? '',
+      fileExists: () => true,
+      pythonMissing: (m) => m.filter((x) => x === 'grpc'),
+    }).filter((p) => p.startsWith('python3')),
+    ['python3-grpcio'],
+  );
 });
 
 test('npm test tool check: installs as root with apt-get, else stops with the exact apt-get line', async () => {
@@ -45,8 +67,15 @@ test('npm test tool check: installs as root with apt-get, else stops with the ex
 test('npm test stops before any test when tools are missing and apt-get is not there', () => {
   const bin = tempDir();
   symlinkSync(process.execPath, join(bin, 'node'));
-  const run = spawnSync(process.execPath, [join(ROOT, 'scripts', 'test.mjs')], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, PATH: bin } });
+  const run = spawnSync(process.execPath, [join(ROOT, 'scripts', 'test.mjs')], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, PATH: bin },
+  });
   assert.equal(run.status, 1, run.stderr);
-  assert.match(run.stderr, /^seenstore test: the suite needs Debian packages that are missing: wabt lua-check .*\n {2}install them, then run npm test again:\n {2}(sudo )?apt-get install -y wabt lua-check /);
+  assert.match(
+    run.stderr,
+    /^seenstore test: the suite needs Debian packages that are missing: wabt lua-check .*\n {2}install them, then run npm test again:\n {2}(sudo )?apt-get install -y wabt lua-check /,
+  );
   assert.equal(run.stdout, '', 'a test ran');
 });

@@ -19,13 +19,23 @@ interface Run {
 }
 
 /** Adds `batches` to a new scope of `strategy` (with `seeds` when given) and probes held-out URLs. */
-async function run(threads: number, strategy: string, batches: readonly string[][], seeds?: readonly string[]): Promise<Run> {
+async function run(
+  threads: number,
+  strategy: string,
+  batches: readonly string[][],
+  seeds?: readonly string[],
+): Promise<Run> {
   const store = await SeenStore.open(tempDir(), { threads });
-  const scope = store.scope('t', { capacityUrls: 40_000, fprTarget: 0.01, strategy, ...(seeds === undefined ? {} : { seeds }) });
+  const scope = store.scope('t', {
+    capacityUrls: 40_000,
+    fprTarget: 0.01,
+    strategy,
+    ...(seeds === undefined ? {} : { seeds }),
+  });
   const added: boolean[] = [];
   for (const batch of batches) added.push(...(await scope.addIfAbsent(batch)));
-  const probes = (await scope.has(urls.slice(40_000)));
-  const details = (await scope.epoch(1));
+  const probes = await scope.has(urls.slice(40_000));
+  const details = await scope.epoch(1);
   await store.close();
   return { added, probes, fill: details.fillRatio, seeds: details.sliceDetails[0]!.seeds };
 }
@@ -81,7 +91,10 @@ describe('threads (a bit thread over filters in shared memory)', () => {
     assert.deepEqual(answers[1], answers[0]);
     // URLs the first slice holds are not new; the slices overlap only by false positives.
     const fresh = answers[0]!.slice(3_000, 4_000).filter(Boolean).length;
-    assert.ok(fresh > 960, `${fresh} of 1,000 unseen URLs new (false positives of two slices near 1 % are ~7 in 1,000)`);
+    assert.ok(
+      fresh > 960,
+      `${fresh} of 1,000 unseen URLs new (false positives of two slices near 1 % are ~7 in 1,000)`,
+    );
     assert.ok(answers[0]!.slice(4_000, 4_500).every((isNew) => !isNew));
   });
 
@@ -91,12 +104,12 @@ describe('threads (a bit thread over filters in shared memory)', () => {
     const scope = store.scope('c', { capacityUrls: 40_000 });
     for (let i = 0; i < 30_000; i += 7_000) await scope.addIfAbsent(urls.slice(i, Math.min(30_000, i + 7_000)));
     assert.equal(await scope.checkpoint(), 'written');
-    const probes = (await scope.has(urls.slice(40_000)));
+    const probes = await scope.has(urls.slice(40_000));
     await store.close();
     const reopened = await SeenStore.open(dir, { threads: 1 });
     const again = reopened.scope('c');
     assert.ok((await again.has(urls.slice(0, 30_000))).every(Boolean));
-    assert.deepEqual((await again.has(urls.slice(40_000))), probes);
+    assert.deepEqual(await again.has(urls.slice(40_000)), probes);
     await reopened.close();
   });
 
@@ -118,7 +131,9 @@ describe('threads (a bit thread over filters in shared memory)', () => {
     const bad = [...urls.slice(10_000, 19_000), 'https://x.example/\ud800', ...urls.slice(19_000, 20_000)];
     await expectCode('INVALID_URL', () => scope.addIfAbsent(bad));
     // A control character, which the kernel's hashing pass refuses, likewise.
-    await expectCode('INVALID_URL', () => scope.addIfAbsent([...urls.slice(10_000, 19_000), 'https://x.example/\u0000', ...urls.slice(19_000, 20_000)]));
+    await expectCode('INVALID_URL', () =>
+      scope.addIfAbsent([...urls.slice(10_000, 19_000), 'https://x.example/\u0000', ...urls.slice(19_000, 20_000)]),
+    );
     assert.ok((await scope.addIfAbsent(urls.slice(10_000, 20_000))).filter(Boolean).length > 9_900);
     await store.close();
   });
@@ -136,7 +151,10 @@ describe('threads (a bit thread over filters in shared memory)', () => {
       batch.forEach((url, i) => answers[i] && newCount.set(url, (newCount.get(url) ?? 0) + 1));
     }
     const distinct = new Set(urls.slice(0, 11 * 1_500 + 2_500));
-    assert.ok([...newCount.values()].every((n) => n === 1), 'a URL reported new twice');
+    assert.ok(
+      [...newCount.values()].every((n) => n === 1),
+      'a URL reported new twice',
+    );
     assert.ok(newCount.size > distinct.size - 200, `${newCount.size} new of ${distinct.size}`);
     assert.ok((await scopes[0]!.epoch(1)).sliceDetails.length >= 3, 'the epoch grew');
     for (const scope of scopes) assert.ok((await scope.has([...distinct])).every(Boolean));
@@ -153,7 +171,10 @@ describe('threads (a bit thread over filters in shared memory)', () => {
     const newCount = new Map<string, number>();
     a.forEach((url, i) => ra[i] && newCount.set(url, (newCount.get(url) ?? 0) + 1));
     b.forEach((url, i) => rb[i] && newCount.set(url, (newCount.get(url) ?? 0) + 1));
-    assert.ok([...newCount.values()].every((n) => n === 1), 'a URL reported new twice');
+    assert.ok(
+      [...newCount.values()].every((n) => n === 1),
+      'a URL reported new twice',
+    );
     assert.ok(newCount.size > 44_000, `${newCount.size} new of 45,000`);
     assert.ok((await scope.has(urls.slice(0, 45_000))).every(Boolean));
     await store.close();

@@ -31,7 +31,7 @@ async function sourceStore(capacityUrls = 1_000_000): Promise<{ dir: string; exp
 describe('chunk codes of export files', () => {
   test('Rice and LEB128 gap codes round-trip any fill, and reject damaged blocks', () => {
     let state = 12345;
-    const random = (): number => ((state = (state * 1103515245 + 12345) >>> 0) / 2 ** 32);
+    const random = (): number => (state = (state * 1103515245 + 12345) >>> 0) / 2 ** 32;
     for (const fill of [0.0001, 0.001, 0.01, 0.05, 0.2, 0.35]) {
       const bytes = new Uint8Array(CHUNK_PAYLOAD_BYTES);
       for (let bit = 0; bit < bytes.length * 8; bit++) if (random() < fill) bytes[bit >>> 3]! |= 1 << (bit & 7);
@@ -40,10 +40,16 @@ describe('chunk codes of export files', () => {
       assert.ok(rice !== undefined, `Rice should beat raw at fill ${fill}`);
       assert.deepEqual(decodeRice(rice, bytes.length, 'test'), bytes, `Rice round trip at fill ${fill}`);
       const entropy = -(fill * Math.log2(fill) + (1 - fill) * Math.log2(1 - fill));
-      assert.ok(rice.length < bytes.length * entropy * 1.1 + 64, `Rice ${rice.length} bytes vs entropy ${Math.round(bytes.length * entropy)} at fill ${fill}`);
+      assert.ok(
+        rice.length < bytes.length * entropy * 1.1 + 64,
+        `Rice ${rice.length} bytes vs entropy ${Math.round(bytes.length * entropy)} at fill ${fill}`,
+      );
       const gaps = encodeGaps(bytes);
       if (gaps !== undefined) assert.deepEqual(decodeGaps(gaps, bytes.length, 'test'), bytes);
-      assert.throws(() => decodeRice(rice.subarray(0, rice.length - 8), bytes.length, 'test'), (error: unknown) => error instanceof SeenStoreError && error.code === 'STORE_CORRUPT');
+      assert.throws(
+        () => decodeRice(rice.subarray(0, rice.length - 8), bytes.length, 'test'),
+        (error: unknown) => error instanceof SeenStoreError && error.code === 'STORE_CORRUPT',
+      );
     }
   });
 });
@@ -55,8 +61,8 @@ describe('export / import', () => {
     const { dir, exportPath } = await sourceStore(SITELIST.length);
     const source = await SeenStore.open(dir);
     const probe = [...SITELIST, ...BENIGN];
-    const before = (await source.scope('src').has(probe, { epochs: 1 }));
-    const sourceDetails = (await source.scope('src').epoch(1));
+    const before = await source.scope('src').has(probe, { epochs: 1 });
+    const sourceDetails = await source.scope('src').epoch(1);
     await source.close();
     assert.ok(before.slice(0, SITELIST.length).every(Boolean));
     const falsePositives = before.slice(SITELIST.length).filter(Boolean).length;
@@ -65,16 +71,30 @@ describe('export / import', () => {
     const result = await target.import(exportPath, { scope: 'copy' });
     assert.deepEqual(result, { scope: 'copy', imported: 1, openEpoch: 2 });
     const copy = target.scope('copy');
-    assert.deepEqual((await copy.has(probe, { epochs: 1 })), before, 'every answer, false positives included, is the same');
-    assert.ok(falsePositives > 0, 'the probe should include some false positives of epoch 1, or the comparison is weak');
-    const details = (await copy.epoch(1));
+    assert.deepEqual(
+      await copy.has(probe, { epochs: 1 }),
+      before,
+      'every answer, false positives included, is the same',
+    );
+    assert.ok(
+      falsePositives > 0,
+      'the probe should include some false positives of epoch 1, or the comparison is weak',
+    );
+    const details = await copy.epoch(1);
     assert.equal(details.state, 'sealed');
-    assert.deepEqual(details.sliceDetails.map((s) => s.seeds), sourceDetails.sliceDetails.map((s) => s.seeds));
+    assert.deepEqual(
+      details.sliceDetails.map((s) => s.seeds),
+      sourceDetails.sliceDetails.map((s) => s.seeds),
+    );
     assert.equal(details.submitted, SITELIST.length);
-    const open = (await copy.epoch(2));
+    const open = await copy.epoch(2);
     assert.equal(open.state, 'open');
     assert.equal(open.sizing.policy, 'history-v1');
-    assert.notDeepEqual(open.sliceDetails[0]!.seeds, details.sliceDetails[0]!.seeds, 'the next epoch hashes with fresh seeds');
+    assert.notDeepEqual(
+      open.sliceDetails[0]!.seeds,
+      details.sliceDetails[0]!.seeds,
+      'the next epoch hashes with fresh seeds',
+    );
     assert.ok((await target.verify()).ok);
     await target.close();
   });
@@ -92,7 +112,10 @@ describe('export / import', () => {
     const full = await sourceStore(15_000);
     const fullBytes = readFileSync(full.exportPath).length;
     const store = await SeenStore.open(full.dir);
-    const fullFilterBytes = (await store.scope('src').epoch(1)).sliceDetails.reduce((n, s) => n + (s.mBits / 8) * s.filters, 0);
+    const fullFilterBytes = (await store.scope('src').epoch(1)).sliceDetails.reduce(
+      (n, s) => n + (s.mBits / 8) * s.filters,
+      0,
+    );
     await store.close();
     assert.ok(fullBytes <= fullFilterBytes + 4096, `${fullBytes} vs ${fullFilterBytes}`);
   });
@@ -109,7 +132,10 @@ describe('export / import', () => {
     const imported = await runCli(['import', file, '--store', other, '--open', '--json']);
     assert.equal(imported.code, 0, imported.stderr);
     assert.deepEqual(JSON.parse(imported.stdout), { scope: 'crawl', imported: 1, openEpoch: 1 });
-    const again = await runCli(['filter-new', '--store', other, '--scope', 'crawl'], urls + 'https://new.example/only\n');
+    const again = await runCli(
+      ['filter-new', '--store', other, '--scope', 'crawl'],
+      urls + 'https://new.example/only\n',
+    );
     assert.equal(again.stdout, 'https://new.example/only\n');
     const twice = await runCli(['import', file, '--store', other]);
     assert.equal(twice.code, 2);
@@ -137,7 +163,7 @@ describe('export / import', () => {
       writeFileSync(path, bytes);
       const error = await expectCode('STORE_CORRUPT', () => store.import(path, { scope: 'bad' }));
       assert.match(error.message, /export file/, what);
-      assert.deepEqual((await store.scopeNames()), [], `${what}: nothing may be imported`);
+      assert.deepEqual(await store.scopeNames(), [], `${what}: nothing may be imported`);
     }
     assert.equal((await expectCode('NOT_FOUND', () => store.import(join(tempDir(), 'missing.ssx')))).code, 'NOT_FOUND');
     await store.close();
@@ -162,10 +188,12 @@ describe('export / import', () => {
       const store = await SeenStore.open(process.argv[1]);
       await store.import(process.argv[2], { scope: 'half' });
       console.log('not killed');`;
-    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir, exportPath], { encoding: 'utf8' });
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir, exportPath], {
+      encoding: 'utf8',
+    });
     assert.equal(child.signal, 'SIGKILL', child.stdout + child.stderr);
     const store = await SeenStore.open(dir);
-    assert.deepEqual((await store.scopeNames()), []);
+    assert.deepEqual(await store.scopeNames(), []);
     await store.import(exportPath, { scope: 'half' });
     assert.ok((await store.scope('half').has(SITELIST, { epochs: 1 })).every(Boolean));
     const report = await store.verify();
@@ -185,8 +213,13 @@ describe('export / import', () => {
     const out = await runCli(['verify', exportPath, bad, '--json']);
     assert.equal(out.code, 6);
     const report = JSON.parse(out.stdout);
-    assert.deepEqual(report.files.map((f: { ok: boolean; code?: string }) => [f.ok, f.code]), [[true, undefined], [false, 'STORE_CORRUPT']]);
+    assert.deepEqual(
+      report.files.map((f: { ok: boolean; code?: string }) => [f.ok, f.code]),
+      [
+        [true, undefined],
+        [false, 'STORE_CORRUPT'],
+      ],
+    );
     assert.equal((await runCli(['verify', join(tempDir(), 'missing.ssx')])).code, 11);
   });
 });
-

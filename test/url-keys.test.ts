@@ -67,36 +67,69 @@ describe('keys are URLs by default (normalisation url)', () => {
       const bytes = Buffer.from(`#${line}#`);
       // The byte form's shape check leaves control characters to its caller (the line reader's scan).
       const ok = urlKeyRange(bytes, 1, bytes.length - 1, range) && !holdsControlBytes(bytes, range[0]!, range[1]!);
-      assert.equal(ok ? bytes.subarray(range[0], range[1]).toString('utf8') : null, key, `bytes of ${JSON.stringify(line)}`);
+      assert.equal(
+        ok ? bytes.subarray(range[0], range[1]).toString('utf8') : null,
+        key,
+        `bytes of ${JSON.stringify(line)}`,
+      );
     }
   });
 
   test('a control character: no URL mode takes it (whatwg and crawler refuse it before parsing), raw keys do; byHashing leaves it to the hashing in mode url', () => {
-    for (const line of ['https://example.org/\u0000', 'https://example.org/a\tb', '\u001bhttps://example.org/', 'https://example.org/\u007f']) {
+    for (const line of [
+      'https://example.org/\u0000',
+      'https://example.org/a\tb',
+      '\u001bhttps://example.org/',
+      'https://example.org/\u007f',
+    ]) {
       // The WHATWG parser would drop the tab and percent-encode the rest: two spellings, one URL.
-      for (const mode of ['url', 'whatwg', 'crawler'] as const) assert.equal(toKey(line, mode), undefined, `${mode}: ${JSON.stringify(line)}`);
+      for (const mode of ['url', 'whatwg', 'crawler'] as const)
+        assert.equal(toKey(line, mode), undefined, `${mode}: ${JSON.stringify(line)}`);
       assert.equal(toKey(line, 'none'), line);
-      assert.equal(toKey(line, 'url', true) === undefined, line.startsWith('\u001b'), `url, byHashing: ${JSON.stringify(line)}`);
+      assert.equal(
+        toKey(line, 'url', true) === undefined,
+        line.startsWith('\u001b'),
+        `url, byHashing: ${JSON.stringify(line)}`,
+      );
       assert.equal(toKey(line, 'whatwg', true), undefined);
     }
-    assert.equal(toKey(' https://example.org/a\t', 'whatwg'), 'https://example.org/a', 'whitespace around a URL is trimmed, not refused');
+    assert.equal(
+      toKey(' https://example.org/a\t', 'whatwg'),
+      'https://example.org/a',
+      'whitespace around a URL is trimmed, not refused',
+    );
   });
 
   test('filter-new: stray lines are counted invalid, the first shown; surrounding whitespace is trimmed; --keys raw keeps any line', async () => {
     const store = join(tempDir(), 'store');
-    const input = ['https://a.example/1', '  https://a.example/1  ', 'not a url at all', '   ', '<a href="https://a.example/">', '/relative/path', 'mailto:x@a.example', 'https://a.example/2\t'].join('\n');
+    const input = [
+      'https://a.example/1',
+      '  https://a.example/1  ',
+      'not a url at all',
+      '   ',
+      '<a href="https://a.example/">',
+      '/relative/path',
+      'mailto:x@a.example',
+      'https://a.example/2\t',
+    ].join('\n');
     const out = await runCli(['--store', store, 'filter-new'], `${input}\n`);
     assert.equal(out.code, 0, out.stderr);
     assert.equal(out.stdout, 'https://a.example/1\nhttps://a.example/2\n');
     assert.match(out.stderr, /line 3: not an absolute URL \(scheme:\/\/host\), skipped/);
     assert.match(out.stderr, /filter-new: read 3, new 2, already seen 1, invalid 5 in /);
-    const strings = await runCli(['--store', store, '--scope', 'whatwg', 'filter-new', '--normalize', 'whatwg'], 'https://a.example/1\n/relative\n');
+    const strings = await runCli(
+      ['--store', store, '--scope', 'whatwg', 'filter-new', '--normalize', 'whatwg'],
+      'https://a.example/1\n/relative\n',
+    );
     assert.equal(strings.stdout, 'https://a.example/1\n');
     const raw = await runCli(['--store', store, '--scope', 'raw', 'filter-new', '--keys', 'raw'], `${input}\n`);
     assert.equal(raw.stdout, `${input}\n`, 'raw: every line as it is, as before');
     const rawAgain = await runCli(['--store', store, '--scope', 'raw', 'filter-new'], 'not a url at all\n');
     assert.equal(rawAgain.stdout, '', 'the scope keeps its mode when --keys is not given');
-    const both = await runCli(['--store', store, '--scope', 'x', 'filter-new', '--keys', 'raw', '--normalize', 'crawler'], 'https://a.example/\n');
+    const both = await runCli(
+      ['--store', store, '--scope', 'x', 'filter-new', '--keys', 'raw', '--normalize', 'crawler'],
+      'https://a.example/\n',
+    );
     assert.equal(both.code, 2, both.stderr);
   });
 
@@ -107,7 +140,10 @@ describe('keys are URLs by default (normalisation url)', () => {
       await expectCode('INVALID_URL', () => urls.addIfAbsent(['https://a.example/', 'not a url']));
       assert.deepEqual(await urls.addIfAbsent(['https://a.example/', ' https://a.example/\n']), [true, false]);
       const bytes = Buffer.from(' https://b.example/ \nhttps://b.example/');
-      assert.deepEqual(await urls.addIfAbsentUtf8({ bytes, ranges: Uint32Array.of(0, 20, 21, bytes.length), count: 2 }), [true, false]);
+      assert.deepEqual(
+        await urls.addIfAbsentUtf8({ bytes, ranges: Uint32Array.of(0, 20, 21, bytes.length), count: 2 }),
+        [true, false],
+      );
       assert.deepEqual(await urls.has(['https://b.example/', '  https://b.example/']), [true, true]);
       await expectCode('INVALID_URL', () => urls.addIfAbsentUtf8({ bytes, ranges: Uint32Array.of(0, 5), count: 1 }));
       const raw = store.scope('raw', { keys: 'raw' });

@@ -16,7 +16,8 @@ const exec = promisify(execFile);
 
 const NEEDS: string | undefined =
   redisMissing() ??
-  (spawnSync('/usr/bin/python3', ['-c', 'import grpc, google.protobuf']).status === 0 && spawnSync('protoc', ['--version']).status === 0
+  (spawnSync('/usr/bin/python3', ['-c', 'import grpc, google.protobuf']).status === 0 &&
+  spawnSync('protoc', ['--version']).status === 0
     ? undefined
     : 'needs Debian python3-grpcio, python3-protobuf and protobuf-compiler (CI installs them)');
 
@@ -140,12 +141,20 @@ async function startNode(location: string): Promise<Node> {
 }
 
 describe('a fleet: three serve nodes over one Redis Cluster store', { skip: NEEDS }, () => {
-  it('lists its nodes, dedups and is polite across them, and survives a node\'s kill -9', async () => {
+  it("lists its nodes, dedups and is polite across them, and survives a node's kill -9", async () => {
     const dir = tempDir();
-    await exec('protoc', [`--proto_path=${join(URLFRONTIER_PROTO_PATH, '..')}`, `--python_out=${dir}`, URLFRONTIER_PROTO_PATH]);
+    await exec('protoc', [
+      `--proto_path=${join(URLFRONTIER_PROTO_PATH, '..')}`,
+      `--python_out=${dir}`,
+      URLFRONTIER_PROTO_PATH,
+    ]);
     writeFileSync(join(dir, 'fleet.py'), PROGRAM);
     const python = async <T>(cmd: string, nodes: readonly Node[], args: object): Promise<T> => {
-      const { stdout } = await exec('/usr/bin/python3', [join(dir, 'fleet.py'), cmd, nodes.map((n) => n.port).join(','), JSON.stringify(args)], { cwd: dir });
+      const { stdout } = await exec(
+        '/usr/bin/python3',
+        [join(dir, 'fleet.py'), cmd, nodes.map((n) => n.port).join(','), JSON.stringify(args)],
+        { cwd: dir },
+      );
       return JSON.parse(stdout) as T;
     };
     const cluster = await startRedisCluster({ masters: 3, replicas: 0 });
@@ -160,23 +169,62 @@ describe('a fleet: three serve nodes over one Redis Cluster store', { skip: NEED
     // SetActive's state is a node's own; local: false (proto3's default) sets it on every node, and
     // GetActive with local: false is true only when every node is active.
     type Active = { own: boolean[]; cluster: boolean };
-    assert.deepEqual(await python<Active>('active', nodes, { state: false, local: true }), { own: [false, true, true], cluster: false });
-    assert.deepEqual(await python<Active>('active', nodes, { state: true, local: true }), { own: [true, true, true], cluster: true });
-    assert.deepEqual(await python<Active>('active', nodes, { state: false, local: false }), { own: [false, false, false], cluster: false });
-    assert.deepEqual(await python<Active>('active', nodes, { state: true, local: false }), { own: [true, true, true], cluster: true });
+    assert.deepEqual(await python<Active>('active', nodes, { state: false, local: true }), {
+      own: [false, true, true],
+      cluster: false,
+    });
+    assert.deepEqual(await python<Active>('active', nodes, { state: true, local: true }), {
+      own: [true, true, true],
+      cluster: true,
+    });
+    assert.deepEqual(await python<Active>('active', nodes, { state: false, local: false }), {
+      own: [false, false, false],
+      cluster: false,
+    });
+    assert.deepEqual(await python<Active>('active', nodes, { state: true, local: false }), {
+      own: [true, true, true],
+      cluster: true,
+    });
 
     // Puts through different nodes dedup globally.
-    const urls = Array.from({ length: HOSTS * PAGES }, (_, i) => `http://h${i % HOSTS}.example/${Math.floor(i / HOSTS)}`);
+    const urls = Array.from(
+      { length: HOSTS * PAGES },
+      (_, i) => `http://h${i % HOSTS}.example/${Math.floor(i / HOSTS)}`,
+    );
     const half = urls.length / 2;
-    const put = await python<{ put0: string[][]; disc1: string[][]; put2: string[][]; counts: number[] }>('put', nodes, { crawl: 'fleet', urls, delay: DELAY_S });
-    assert.ok([...put.put0, ...put.put2].every(([, status]) => status === 'OK'), 'PutURLs acks every item OK (a seen URL too)');
-    assert.deepEqual(put.disc1, [urls.map((_, i) => (i < half ? 'SKIPPED' : 'OK'))], 'PutDiscovered through node 1: new exactly where node 0 had not put it');
-    assert.deepEqual(put.counts, [urls.length, urls.length, urls.length], 'each URL queued once, whichever nodes it came through');
+    const put = await python<{ put0: string[][]; disc1: string[][]; put2: string[][]; counts: number[] }>(
+      'put',
+      nodes,
+      { crawl: 'fleet', urls, delay: DELAY_S },
+    );
+    assert.ok(
+      [...put.put0, ...put.put2].every(([, status]) => status === 'OK'),
+      'PutURLs acks every item OK (a seen URL too)',
+    );
+    assert.deepEqual(
+      put.disc1,
+      [urls.map((_, i) => (i < half ? 'SKIPPED' : 'OK'))],
+      'PutDiscovered through node 1: new exactly where node 0 had not put it',
+    );
+    assert.deepEqual(
+      put.counts,
+      [urls.length, urls.length, urls.length],
+      'each URL queued once, whichever nodes it came through',
+    );
 
     // Politeness across nodes: one taker per node at once; judged by the take times the store
     // keeps (a lease ends POLITE_LEASE_S after its take, by Redis's one clock).
-    const taken = await python<[string, number][]>('take', nodes, { crawl: 'fleet', total: urls.length, lease: POLITE_LEASE_S, seconds: 20 });
-    assert.deepEqual(taken.map(([url]) => url).sort(), [...urls].sort(), 'every URL handed out exactly once over the three nodes');
+    const taken = await python<[string, number][]>('take', nodes, {
+      crawl: 'fleet',
+      total: urls.length,
+      lease: POLITE_LEASE_S,
+      seconds: 20,
+    });
+    assert.deepEqual(
+      taken.map(([url]) => url).sort(),
+      [...urls].sort(),
+      'every URL handed out exactly once over the three nodes',
+    );
     assert.equal(new Set(taken.map(([, node]) => node)).size, 3, 'every node handed out URLs');
     const store = await SeenStore.open(location);
     const takenAtMs = new Map<string, number[]>();
@@ -194,15 +242,25 @@ describe('a fleet: three serve nodes over one Redis Cluster store', { skip: NEED
     for (const [host, times] of takenAtMs) {
       const sorted = times.sort((a, b) => a - b);
       const gapsMs = sorted.slice(1).map((t, i) => t - sorted[i]!);
-      assert.ok(gapsMs.every((gap) => gap >= DELAY_S * 1000), `${host} handed out twice within its delay: gaps ${gapsMs.join(', ')} ms`);
+      assert.ok(
+        gapsMs.every((gap) => gap >= DELAY_S * 1000),
+        `${host} handed out twice within its delay: gaps ${gapsMs.join(', ')} ms`,
+      );
     }
 
     // kill -9 of node 2 while its crawler is mid-GetURLs.
-    const killUrls = Array.from({ length: KILL_HOSTS * KILL_PAGES }, (_, i) => `http://k${i % KILL_HOSTS}.example/${Math.floor(i / KILL_HOSTS)}`);
+    const killUrls = Array.from(
+      { length: KILL_HOSTS * KILL_PAGES },
+      (_, i) => `http://k${i % KILL_HOSTS}.example/${Math.floor(i / KILL_HOSTS)}`,
+    );
     const killPut = await python<{ counts: number[] }>('put', nodes, { crawl: 'kill', urls: killUrls, delay: 0 });
     assert.deepEqual(killPut.counts, [killUrls.length, killUrls.length, killUrls.length]);
     const victim = nodes[2]!;
-    const crawler = spawn('/usr/bin/python3', [join(dir, 'fleet.py'), 'crawl', String(victim.port), JSON.stringify({ crawl: 'kill', lease: KILL_LEASE_S })], { cwd: dir });
+    const crawler = spawn(
+      '/usr/bin/python3',
+      [join(dir, 'fleet.py'), 'crawl', String(victim.port), JSON.stringify({ crawl: 'kill', lease: KILL_LEASE_S })],
+      { cwd: dir },
+    );
     after(() => {
       if (crawler.exitCode === null) crawler.kill('SIGKILL');
     });
@@ -232,13 +290,38 @@ describe('a fleet: three serve nodes over one Redis Cluster store', { skip: NEED
     // Polled with grpc-js from this process: a Python process per poll would load the machine.
     const watcher = new FrontierClient(survivors[0]!.port);
     after(() => watcher.close());
-    const dropped = until(async () => (await watcher.call<{ values: string[] }>('ListNodes')).values.length === 2, 'ListNodes to drop the killed node', NODE_TTL_MS + 10_000).then(() => Date.now() - killedAtMs);
-    const work = await Promise.all(survivors.map((node) => python<{ done: string[]; acks: string[]; left: number }>('work', [node], { crawl: 'kill', lease: KILL_LEASE_S, seconds: 30 })));
+    const dropped = until(
+      async () => (await watcher.call<{ values: string[] }>('ListNodes')).values.length === 2,
+      'ListNodes to drop the killed node',
+      NODE_TTL_MS + 10_000,
+    ).then(() => Date.now() - killedAtMs);
+    const work = await Promise.all(
+      survivors.map((node) =>
+        python<{ done: string[]; acks: string[]; left: number }>('work', [node], {
+          crawl: 'kill',
+          lease: KILL_LEASE_S,
+          seconds: 30,
+        }),
+      ),
+    );
     const finished = work.flatMap((w) => w.done);
-    assert.ok(work.every((w) => w.acks.every((status) => status === 'OK')), 'every done report acked OK');
-    assert.deepEqual([...new Set(finished)].sort(), [...killUrls].sort(), 'every acknowledged URL was handed out and finished through the survivors');
-    assert.ok(handedByVictim.every((url) => finished.includes(url)), 'the URLs leased through the killed node came back');
-    assert.deepEqual(work.map((w) => w.left), [0, 0]);
+    assert.ok(
+      work.every((w) => w.acks.every((status) => status === 'OK')),
+      'every done report acked OK',
+    );
+    assert.deepEqual(
+      [...new Set(finished)].sort(),
+      [...killUrls].sort(),
+      'every acknowledged URL was handed out and finished through the survivors',
+    );
+    assert.ok(
+      handedByVictim.every((url) => finished.includes(url)),
+      'the URLs leased through the killed node came back',
+    );
+    assert.deepEqual(
+      work.map((w) => w.left),
+      [0, 0],
+    );
     const droppedAfterMs = await dropped;
     assert.ok(droppedAfterMs <= NODE_TTL_MS + 5_000, `dropped ${droppedAfterMs} ms after the kill`);
     const survivorAddresses = survivors.map((node) => node.address).sort();

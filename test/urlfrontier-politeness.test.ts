@@ -68,24 +68,36 @@ const LOCATIONS: readonly { readonly name: string; readonly location: () => stri
 ];
 
 for (const { name, location, skip } of LOCATIONS) {
-  describe(`URLFrontier politeness on a crawl of ${HOSTS} hosts (${name})`, { ...(skip === undefined ? {} : { skip }) }, () => {
+  describe(`URLFrontier politeness on a crawl of ${HOSTS} hosts (${name})`, {
+    ...(skip === undefined ? {} : { skip }),
+  }, () => {
     test(`${TAKERS} takers: no host is hit twice within ${DELAY_S} s, and the hosts are crawled side by side`, async () => {
       const { origins, log } = await startHosts();
       const handed = new Map<string, number>();
       const store = await openServedStore(location(), {}, false);
       const server = new UrlFrontierServer(store, {
-        port: 0, bind: '127.0.0.1', scopeOptions: { keys: 'raw' }, logger: createLogger(true, () => undefined), authThrottle: new AuthThrottle(),
+        port: 0,
+        bind: '127.0.0.1',
+        scopeOptions: { keys: 'raw' },
+        logger: createLogger(true, () => undefined),
+        authThrottle: new AuthThrottle(),
       });
       await server.start();
       const clients = Array.from({ length: TAKERS }, () => new FrontierClient(server.port));
       try {
         await clients[0]!.call('SetDelay', { key: '', delay_requestable: DELAY_S });
-        const urls = origins.flatMap((origin) => Array.from({ length: PAGES_PER_HOST }, (_, p) => `${origin}/page/${p}`));
+        const urls = origins.flatMap((origin) =>
+          Array.from({ length: PAGES_PER_HOST }, (_, p) => `${origin}/page/${p}`),
+        );
         assert.ok((await clients[0]!.put(urls.map((url) => discovered(url)))).every((ack) => ack.status === 'OK'));
         const started = performance.now();
         await Promise.all(clients.map((client) => taker(client, handed)));
         const seconds = (performance.now() - started) / 1000;
-        assert.equal([...log.values()].reduce((sum, times) => sum + times.length, 0), urls.length, 'every page fetched once');
+        assert.equal(
+          [...log.values()].reduce((sum, times) => sum + times.length, 0),
+          urls.length,
+          'every page fetched once',
+        );
         // Judged from the events' own times, whatever the machine's speed: a request reaches its host
         // some time after GetURLs handed its URL out, and the next take of the host comes at least
         // the delay after that take, which came after the ask (handed). So two requests to one host
@@ -95,12 +107,18 @@ for (const { name, location, skip } of LOCATIONS) {
             const earlier = requests[i - 1]!;
             const lagMs = earlier.at - handed.get(earlier.url)!;
             const apartMs = requests[i]!.at - earlier.at;
-            assert.ok(apartMs >= DELAY_S * 1000 - lagMs, `two requests to one host ${apartMs.toFixed(0)} ms apart (delay ${DELAY_S} s, the earlier fetch's lag ${lagMs.toFixed(0)} ms)`);
+            assert.ok(
+              apartMs >= DELAY_S * 1000 - lagMs,
+              `two requests to one host ${apartMs.toFixed(0)} ms apart (delay ${DELAY_S} s, the earlier fetch's lag ${lagMs.toFixed(0)} ms)`,
+            );
           }
         }
         // Side by side: far faster than one host at a time (a bound that a slow machine does not reach).
         const fastestS = (PAGES_PER_HOST - 1) * DELAY_S;
-        assert.ok(seconds < (HOSTS * fastestS) / 2, `${seconds.toFixed(1)} s for a crawl the delays allow in ${fastestS} s (one host at a time: ${HOSTS * fastestS} s)`);
+        assert.ok(
+          seconds < (HOSTS * fastestS) / 2,
+          `${seconds.toFixed(1)} s for a crawl the delays allow in ${fastestS} s (one host at a time: ${HOSTS * fastestS} s)`,
+        );
       } finally {
         clients.forEach((client) => client.close());
         await server.stop();

@@ -14,12 +14,16 @@ import { discovered, FrontierClient, type Ack } from './helpers/urlfrontier.js';
 const exec = promisify(execFile);
 
 const NEEDS_GRPCIO: string | false =
-  spawnSync('/usr/bin/python3', ['-c', 'import grpc, google.protobuf']).status === 0 && spawnSync('protoc', ['--version']).status === 0
+  spawnSync('/usr/bin/python3', ['-c', 'import grpc, google.protobuf']).status === 0 &&
+  spawnSync('protoc', ['--version']).status === 0
     ? false
     : 'needs Debian python3-grpcio, python3-protobuf and protobuf-compiler (CI installs them)';
 
 /** `seenstore serve --urlfrontier-port 0` over `store`, and the port it logged. */
-async function serveFrontier(store: string, args: readonly string[] = []): Promise<{ server: RunningServer; port: number }> {
+async function serveFrontier(
+  store: string,
+  args: readonly string[] = [],
+): Promise<{ server: RunningServer; port: number }> {
   const server = await startServer(store, ['--urlfrontier-port', '0', ...args]);
   const line = server.log.find((entry) => entry.includes('"event":"urlfrontier"'));
   assert.ok(line !== undefined, `no urlfrontier line in the log: ${server.log.join('\n')}`);
@@ -94,13 +98,19 @@ print(json.dumps(out))
 `;
 
 describe('URLFrontier through `seenstore serve` with Python grpcio', { skip: NEEDS_GRPCIO }, () => {
-  it('serves an unmodified grpcio client through URLFrontier\'s behaviours', async () => {
+  it("serves an unmodified grpcio client through URLFrontier's behaviours", async () => {
     const dir = tempDir();
-    await exec('protoc', [`--proto_path=${join(URLFRONTIER_PROTO_PATH, '..')}`, `--python_out=${dir}`, URLFRONTIER_PROTO_PATH]);
+    await exec('protoc', [
+      `--proto_path=${join(URLFRONTIER_PROTO_PATH, '..')}`,
+      `--python_out=${dir}`,
+      URLFRONTIER_PROTO_PATH,
+    ]);
     writeFileSync(join(dir, 'program.py'), GRPCIO_PROGRAM);
     // A directory store: its calls go through serve's store thread, as in production.
     const { server, port } = await serveFrontier(join(dir, 'store'), ['--metrics-port', '0']);
-    const metricsPort = (JSON.parse(server.log.find((line) => line.includes('"event":"start"'))!) as { metrics_port: number }).metrics_port;
+    const metricsPort = (
+      JSON.parse(server.log.find((line) => line.includes('"event":"start"'))!) as { metrics_port: number }
+    ).metrics_port;
     let stdout: string;
     try {
       ({ stdout } = await exec('/usr/bin/python3', [join(dir, 'program.py'), String(port)], { cwd: dir }));
@@ -109,23 +119,41 @@ describe('URLFrontier through `seenstore serve` with Python grpcio', { skip: NEE
       throw error;
     }
     const out = JSON.parse(stdout) as Record<string, unknown>;
-    assert.deepEqual(out.acks, [['http://a.com/1', 'OK'], ['dup', 'OK'], ['http://a.com/2', 'OK'], ['http://b.com/1', 'OK']]);
+    assert.deepEqual(out.acks, [
+      ['http://a.com/1', 'OK'],
+      ['dup', 'OK'],
+      ['http://a.com/2', 'OK'],
+      ['http://b.com/1', 'OK'],
+    ]);
     assert.equal(out.count, 3, 'the duplicate is acked but queued once');
     assert.deepEqual(out.queues, ['a.com', 'b.com']);
-    assert.deepEqual(out.first, [['http://a.com/1', 'a.com', 'DEFAULT'], ['http://b.com/1', 'b.com', 'DEFAULT']]);
+    assert.deepEqual(out.first, [
+      ['http://a.com/1', 'a.com', 'DEFAULT'],
+      ['http://b.com/1', 'b.com', 'DEFAULT'],
+    ]);
     assert.deepEqual(out.again, [], 'b.com/1 is in process: not handed out again within delay_requestable');
-    assert.deepEqual(out.done, [['http://a.com/1', 'OK'], ['http://a.com/2', 'OK']]);
+    assert.deepEqual(out.done, [
+      ['http://a.com/1', 'OK'],
+      ['http://a.com/2', 'OK'],
+    ]);
     assert.deepEqual(out.revisit, ['http://c.com/sooner', 'http://c.com/later']);
     assert.deepEqual(out.never, [], 'known without a date: never returned');
     assert.deepEqual(out.crawls, ['DEFAULT', 'other']);
-    assert.deepEqual(out.other, [['http://a.com/1', 'a.com', 'other'], ['http://z.com/1', 'z.com', 'other']]);
+    assert.deepEqual(out.other, [
+      ['http://a.com/1', 'a.com', 'other'],
+      ['http://z.com/1', 'z.com', 'other'],
+    ]);
     assert.equal(out.stats, 2);
     assert.equal(out.deleteQueue, 3);
     assert.equal(out.deleteCrawl, 1);
     assert.deepEqual(out.crawlsAfter, ['DEFAULT'], 'a deleted crawl is not listed');
     assert.deepEqual(out.unknown, [0, 0, { completed: 0 }, 'nosuch'], 'an unknown crawl: zeros');
     assert.equal(out.deleteUnknown, 0);
-    assert.deepEqual(out.putDiscovered, [['probe', []], ['b1', ['OK', 'SKIPPED', 'SKIPPED', 'OK']], ['b2', ['SKIPPED', 'OK']]]);
+    assert.deepEqual(out.putDiscovered, [
+      ['probe', []],
+      ['b1', ['OK', 'SKIPPED', 'SKIPPED', 'OK']],
+      ['b2', ['SKIPPED', 'OK']],
+    ]);
     assert.deepEqual(out.listed, ['http://d.com/1', 'http://e.com/1', 'http://e.com/Two']);
     assert.deepEqual(out.created, [true, true, true]);
     assert.deepEqual(out.listFiltered, ['http://e.com/Two']);
@@ -136,7 +164,10 @@ describe('URLFrontier through `seenstore serve` with Python grpcio', { skip: NEE
     assert.match(metrics, /^seenstore_urlfrontier_urls_in_total\{rpc="PutDiscovered",status="OK"\} 3$/m);
     assert.match(metrics, /^seenstore_urlfrontier_urls_out_total\{rpc="ListURLs"\} 4$/m);
     await server.stop();
-    assert.ok(server.log.some((line) => line.includes('"method":"SetLogLevel","level":"debug"')), 'SetLogLevel is logged');
+    assert.ok(
+      server.log.some((line) => line.includes('"method":"SetLogLevel","level":"debug"')),
+      'SetLogLevel is logged',
+    );
   });
 });
 
@@ -180,7 +211,10 @@ describe('URLFrontier: kill -9 of serve in the middle of a PutURLs stream', () =
       }
       const lost = [...acked].filter((url) => !handedOut.has(url));
       assert.deepEqual(lost.slice(0, 5), [], `${lost.length} of ${acked.size} acknowledged URLs were lost`);
-      assert.ok([...leased].every((url) => handedOut.has(url)), 'the leases taken before the kill came back');
+      assert.ok(
+        [...leased].every((url) => handedOut.has(url)),
+        'the leases taken before the kill came back',
+      );
     } finally {
       again.close();
       await second.server.stop();

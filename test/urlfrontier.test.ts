@@ -41,7 +41,12 @@ const LOCATIONS: readonly Location[] = [
   // Stores in one directory removed when the file ends, after every server and store is closed.
   { name: 'lmdb', location: () => mkdtempSync(join(LMDB_ROOT, 'store-')), ownsClock: true },
   // One local cluster (3 masters, 1 replica each, AOF fsynced always) for the file; a store is a fresh key prefix on it.
-  { name: 'redis cluster', location: async () => (await (cluster ??= startRedisCluster())).location(), ownsClock: false, ...(REDIS_MISSING === undefined ? {} : { skip: REDIS_MISSING }) },
+  {
+    name: 'redis cluster',
+    location: async () => (await (cluster ??= startRedisCluster())).location(),
+    ownsClock: false,
+    ...(REDIS_MISSING === undefined ? {} : { skip: REDIS_MISSING }),
+  },
 ];
 
 interface Served {
@@ -63,7 +68,13 @@ async function serve(location: string, password?: string, logger = quietLogger):
   const store = await openServedStore(location, { clock }, false);
   const registry = new Registry();
   const server = new UrlFrontierServer(store, {
-    registry, port: 0, bind: '127.0.0.1', scopeOptions: { capacityUrls: 100_000, fprTarget: 0.001, keys: 'raw' }, logger, authThrottle: new AuthThrottle(), clock,
+    registry,
+    port: 0,
+    bind: '127.0.0.1',
+    scopeOptions: { capacityUrls: 100_000, fprTarget: 0.001, keys: 'raw' },
+    logger,
+    authThrottle: new AuthThrottle(),
+    clock,
     ...(password === undefined ? {} : { password }),
   });
   await server.start();
@@ -73,7 +84,14 @@ async function serve(location: string, password?: string, logger = quietLogger):
     await server.stop();
     await store.close();
   });
-  return { client, store, metrics: () => registry.metrics(), port: server.port, advance: (ms) => (nowMs += ms), nowS: () => Math.floor(nowMs / 1000) };
+  return {
+    client,
+    store,
+    metrics: () => registry.metrics(),
+    port: server.port,
+    advance: (ms) => (nowMs += ms),
+    nowS: () => Math.floor(nowMs / 1000),
+  };
 }
 
 interface ListedItem {
@@ -90,8 +108,16 @@ for (const { name, location, skip } of LOCATIONS.filter((l) => l.ownsClock)) {
   describe(`URLFrontier over gRPC (${name})`, { ...(skip === undefined ? {} : { skip }) }, () => {
     test('duplicates are acked, each with its ID, and queued once', async () => {
       const { client } = await serve(await location());
-      const acks = await client.put([discovered('http://a.com/1'), discovered('http://a.com/1', { ID: 'again' }), discovered('http://b.com/1')]);
-      assert.deepEqual(acks, [{ ID: 'http://a.com/1', status: 'OK' }, { ID: 'again', status: 'OK' }, { ID: 'http://b.com/1', status: 'OK' }]);
+      const acks = await client.put([
+        discovered('http://a.com/1'),
+        discovered('http://a.com/1', { ID: 'again' }),
+        discovered('http://b.com/1'),
+      ]);
+      assert.deepEqual(acks, [
+        { ID: 'http://a.com/1', status: 'OK' },
+        { ID: 'again', status: 'OK' },
+        { ID: 'http://b.com/1', status: 'OK' },
+      ]);
       assert.deepEqual(await client.put([discovered('http://a.com/1')]), [{ ID: 'http://a.com/1', status: 'OK' }]);
       assert.equal((await client.call('CountURLs', {})).value, 2);
       assert.deepEqual(urlsOf(await client.get()), ['http://a.com/1', 'http://b.com/1']);
@@ -99,14 +125,22 @@ for (const { name, location, skip } of LOCATIONS.filter((l) => l.ownsClock)) {
 
     test('one queue per host: GetURLs hands out max_urls_per_queue of each, keyed by host', async () => {
       const { client } = await serve(await location());
-      await client.put(['http://a.com/1', 'http://a.com/2', 'http://b.com/1', 'http://c.com:8080/1', 'http://c.com:8080/2'].map((url) => discovered(url)));
+      await client.put(
+        ['http://a.com/1', 'http://a.com/2', 'http://b.com/1', 'http://c.com:8080/1', 'http://c.com:8080/2'].map(
+          (url) => discovered(url),
+        ),
+      );
       const queues = await client.call<{ values: string[]; total: number }>('ListQueues', { include_inactive: true });
       assert.deepEqual(queues.values, ['a.com', 'b.com', 'c.com:8080']);
       assert.equal(queues.total, 3);
       const got = await client.get({ max_urls_per_queue: 1 });
       assert.deepEqual(got.map((info) => info.key).sort(), ['a.com', 'b.com', 'c.com:8080']);
       assert.ok(got.every((info) => new URL(info.url).host === info.key && info.crawlID === 'DEFAULT'));
-      assert.deepEqual(await client.get({ max_queues: 1, max_urls_per_queue: 5 }), [], 'every queue is within its delay (1 s by default)');
+      assert.deepEqual(
+        await client.get({ max_queues: 1, max_urls_per_queue: 5 }),
+        [],
+        'every queue is within its delay (1 s by default)',
+      );
     });
 
     test('an in-process URL is not handed out again until delay_requestable has passed', async () => {
@@ -132,7 +166,10 @@ for (const { name, location, skip } of LOCATIONS.filter((l) => l.ownsClock)) {
       assert.deepEqual(urlsOf(await client.get()), ['http://a.com/2']);
       advance(3_600_000);
       assert.deepEqual(urlsOf(await client.get()), ['http://a.com/2']);
-      assert.equal((await client.call<{ counts: { completed: number } }>('GetStats', { key: 'a.com' })).counts.completed, 1);
+      assert.equal(
+        (await client.call<{ counts: { completed: number } }>('GetStats', { key: 'a.com' })).counts.completed,
+        1,
+      );
     });
 
     test('revisits: nothing before its date, the sooner refetch date first', async () => {
@@ -148,29 +185,51 @@ for (const { name, location, skip } of LOCATIONS.filter((l) => l.ownsClock)) {
     test('crawl IDs are separate frontiers; anyCrawlID takes from each', async () => {
       const { client } = await serve(await location());
       await client.call('SetDelay', { key: '', delay_requestable: 0, crawlID: 'c1' });
-      await client.put([discovered('http://a.com/1', { crawlID: 'c1' }), discovered('http://a.com/1', { crawlID: 'c2' }), discovered('http://b.com/1', { crawlID: 'c2' })]);
+      await client.put([
+        discovered('http://a.com/1', { crawlID: 'c1' }),
+        discovered('http://a.com/1', { crawlID: 'c2' }),
+        discovered('http://b.com/1', { crawlID: 'c2' }),
+      ]);
       assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values.sort(), ['c1', 'c2']);
       const c1 = await client.get({ crawlID: 'c1' });
-      assert.deepEqual(c1.map((info) => [info.url, info.crawlID]), [['http://a.com/1', 'c1']]);
+      assert.deepEqual(
+        c1.map((info) => [info.url, info.crawlID]),
+        [['http://a.com/1', 'c1']],
+      );
       assert.equal((await client.call('CountURLs', { crawlID: 'c2' })).value, 2);
       const any = await client.get({ anyCrawlID: {} });
-      assert.deepEqual(any.map((info) => `${info.crawlID} ${info.url}`).sort(), ['c2 http://a.com/1', 'c2 http://b.com/1']);
+      assert.deepEqual(any.map((info) => `${info.crawlID} ${info.url}`).sort(), [
+        'c2 http://a.com/1',
+        'c2 http://b.com/1',
+      ]);
     });
 
     test('DeleteQueue and DeleteCrawl answer how many URLs they removed; a deleted crawl takes its URLs anew', async () => {
       const { client } = await serve(await location());
-      await client.put(['http://a.com/1', 'http://a.com/2', 'http://a.com/3', 'http://b.com/1', 'http://b.com/2'].map((url) => discovered(url, { crawlID: 'c' })));
+      await client.put(
+        ['http://a.com/1', 'http://a.com/2', 'http://a.com/3', 'http://b.com/1', 'http://b.com/2'].map((url) =>
+          discovered(url, { crawlID: 'c' }),
+        ),
+      );
       assert.equal((await client.call('DeleteQueue', { key: 'a.com', crawlID: 'c' })).value, 3);
       assert.equal((await client.call('GetStats', { crawlID: 'c' })).size, 2);
       assert.equal((await client.call('DeleteCrawl', { value: 'c' })).value, 2);
       assert.equal((await client.call('CountURLs', { crawlID: 'c' })).value, 0);
       await client.put([discovered('http://b.com/1', { crawlID: 'c' })]);
-      assert.equal((await client.call('CountURLs', { crawlID: 'c' })).value, 1, 'after DeleteCrawl a URL is discovered again');
+      assert.equal(
+        (await client.call('CountURLs', { crawlID: 'c' })).value,
+        1,
+        'after DeleteCrawl a URL is discovered again',
+      );
     });
 
     test('politeness: SetDelay, BlockQueueUntil and SetCrawlLimit gate a queue', async () => {
       const { client, advance, nowS } = await serve(await location());
-      await client.put(['http://a.com/1', 'http://a.com/2', 'http://a.com/3', 'http://b.com/1', 'http://b.com/2'].map((url) => discovered(url)));
+      await client.put(
+        ['http://a.com/1', 'http://a.com/2', 'http://a.com/3', 'http://b.com/1', 'http://b.com/2'].map((url) =>
+          discovered(url),
+        ),
+      );
       await client.call('SetDelay', { key: 'a.com', delay_requestable: 10 });
       await client.call('BlockQueueUntil', { key: 'b.com', time: nowS() + 60 });
       assert.deepEqual(urlsOf(await client.get({ max_urls_per_queue: 1 })), ['http://a.com/1']);
@@ -188,19 +247,32 @@ for (const { name, location, skip } of LOCATIONS.filter((l) => l.ownsClock)) {
 
     test('GetURLStatus: queued and scheduled exactly, finished as probably seen, else NOT_FOUND', async () => {
       const { client, nowS } = await serve(await location());
-      await client.put([discovered('http://a.com/new'), discovered('http://a.com/done'), known('http://a.com/later', nowS() + 100)]);
+      await client.put([
+        discovered('http://a.com/new'),
+        discovered('http://a.com/done'),
+        known('http://a.com/later', nowS() + 100),
+      ]);
       await client.put([known('http://a.com/done', 0)]);
-      const fresh = await client.call<{ item: string; discovered: { info: UrlInfo } }>('GetURLStatus', { url: 'http://a.com/new' });
+      const fresh = await client.call<{ item: string; discovered: { info: UrlInfo } }>('GetURLStatus', {
+        url: 'http://a.com/new',
+      });
       assert.equal(fresh.item, 'discovered');
       assert.equal(fresh.discovered.info.key, 'a.com');
-      const later = await client.call<{ item: string; known: { refetchable_from_date: number } }>('GetURLStatus', { url: 'http://a.com/later' });
+      const later = await client.call<{ item: string; known: { refetchable_from_date: number } }>('GetURLStatus', {
+        url: 'http://a.com/later',
+      });
       assert.deepEqual([later.item, later.known.refetchable_from_date], ['known', nowS() + 100]);
-      const done = await client.call<{ item: string; known: { refetchable_from_date: number } }>('GetURLStatus', { url: 'http://a.com/done' });
+      const done = await client.call<{ item: string; known: { refetchable_from_date: number } }>('GetURLStatus', {
+        url: 'http://a.com/done',
+      });
       assert.deepEqual([done.item, done.known.refetchable_from_date], ['known', 0]);
-      assert.equal((await statusOf(client.call('GetURLStatus', { url: 'http://a.com/never' }))).code, GrpcStatus.NOT_FOUND);
+      assert.equal(
+        (await statusOf(client.call('GetURLStatus', { url: 'http://a.com/never' }))).code,
+        GrpcStatus.NOT_FOUND,
+      );
     });
 
-    test('PurgeURLs goes by each URL\'s creation_date', async () => {
+    test("PurgeURLs goes by each URL's creation_date", async () => {
       const { client, advance } = await serve(await location());
       await client.put([discovered('http://a.com/old')]);
       advance(3 * 24 * 3600_000);
@@ -215,7 +287,9 @@ for (const { name, location, skip } of LOCATIONS.filter((l) => l.ownsClock)) {
       const { client } = await serve(await location());
       assert.equal((await client.call('GetActive', {})).state, true);
       await client.call('SetActive', { state: false });
-      await client.put([discovered('http://a.com/1', { metadata: { depth: { values: ['2'] }, source: { values: ['http://s.com/'] } } })]);
+      await client.put([
+        discovered('http://a.com/1', { metadata: { depth: { values: ['2'] }, source: { values: ['http://s.com/'] } } }),
+      ]);
       assert.deepEqual(await client.get(), []);
       assert.equal((await client.call('GetActive', {})).state, false);
       await client.call('SetActive', { state: true });
@@ -241,46 +315,86 @@ for (const { name, location, skip } of LOCATIONS) {
         { ID: 'b3', statuses: ['SKIPPED', 'SKIPPED', 'OK'] },
         { ID: 'probe', statuses: [] },
       ]);
-      assert.deepEqual(await client.putDiscovered([{ ID: 'again', items: [info('http://a.com/2'), info('http://e.com/1')] }]), [{ ID: 'again', statuses: ['SKIPPED', 'OK'] }], 'known from an earlier stream');
+      assert.deepEqual(
+        await client.putDiscovered([{ ID: 'again', items: [info('http://a.com/2'), info('http://e.com/1')] }]),
+        [{ ID: 'again', statuses: ['SKIPPED', 'OK'] }],
+        'known from an earlier stream',
+      );
       assert.equal((await client.call('CountURLs', {})).value, 6, 'each URL queued once');
-      assert.deepEqual((await client.call<{ values: string[] }>('ListQueues', { include_inactive: true })).values, ['a.com', 'b.com', 'c.com', 'd.com', 'e.com']);
+      assert.deepEqual((await client.call<{ values: string[] }>('ListQueues', { include_inactive: true })).values, [
+        'a.com',
+        'b.com',
+        'c.com',
+        'd.com',
+        'e.com',
+      ]);
       assert.equal((await client.call('GetStats', { key: 'a.com' })).size, 2);
     });
 
     test('DeleteCrawl as the reference: unknown answers 0; a deleted crawl leaves ListCrawls and GetStats; unknown GetStats is zeros', async () => {
       const { client, store } = await serve(await location());
       assert.equal((await client.call('DeleteCrawl', { value: 'nosuch' })).value, 0);
-      assert.deepEqual(await client.call('GetStats', { crawlID: 'nosuch' }), { size: 0, inProcess: 0, counts: { completed: 0 }, numberOfQueues: 0, crawlID: 'nosuch' });
+      assert.deepEqual(await client.call('GetStats', { crawlID: 'nosuch' }), {
+        size: 0,
+        inProcess: 0,
+        counts: { completed: 0 },
+        numberOfQueues: 0,
+        crawlID: 'nosuch',
+      });
       assert.equal((await client.call('CountURLs', { crawlID: 'nosuch' })).value, 0);
-      await client.put(['http://a.com/1', 'http://a.com/2', 'http://b.com/1'].map((url) => discovered(url, { crawlID: 'c' })));
+      await client.put(
+        ['http://a.com/1', 'http://a.com/2', 'http://b.com/1'].map((url) => discovered(url, { crawlID: 'c' })),
+      );
       await client.put([known('http://a.com/1', 0, { crawlID: 'c' })]);
       await client.call('SetDelay', { key: '', delay_requestable: 7, crawlID: 'c' });
-      assert.equal((await client.call<{ counts: { completed: number } }>('GetStats', { crawlID: 'c' })).counts.completed, 1);
+      assert.equal(
+        (await client.call<{ counts: { completed: number } }>('GetStats', { crawlID: 'c' })).counts.completed,
+        1,
+      );
       assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values, ['c']);
       assert.equal((await client.call('DeleteCrawl', { value: 'c' })).value, 2);
       assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values, [], 'deleted: not listed');
-      assert.deepEqual(await client.call('GetStats', { crawlID: 'c' }), { size: 0, inProcess: 0, counts: { completed: 0 }, numberOfQueues: 0, crawlID: 'c' });
+      assert.deepEqual(await client.call('GetStats', { crawlID: 'c' }), {
+        size: 0,
+        inProcess: 0,
+        counts: { completed: 0 },
+        numberOfQueues: 0,
+        crawlID: 'c',
+      });
       const scope = await store.scope('c', {});
-      assert.equal((await scope.frontier().settings()).delayMs, 1_000, 'the crawl\'s default delay is gone too');
+      assert.equal((await scope.frontier().settings()).delayMs, 1_000, "the crawl's default delay is gone too");
       const opened = await scope.epoch((await scope.openEpoch())!);
       assert.equal(opened.epoch, 2);
       assert.equal(opened.capacityUrls, 100_000, 'the capacity carries over: not sized from 2 URLs');
       assert.equal(opened.sizing.policy, 'carry-over');
       assert.equal((await client.call('DeleteCrawl', { value: 'c' })).value, 0, 'deleting again: nothing queued');
-      assert.equal((await scope.epoch((await scope.openEpoch())!)).capacityUrls, 100_000, 'and an empty epoch sealed by it carries over again');
-      assert.deepEqual(await client.put([discovered('http://a.com/1', { crawlID: 'c' })]), [{ ID: 'http://a.com/1', status: 'OK' }]);
-      assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values, ['c'], 'put again: listed again');
+      assert.equal(
+        (await scope.epoch((await scope.openEpoch())!)).capacityUrls,
+        100_000,
+        'and an empty epoch sealed by it carries over again',
+      );
+      assert.deepEqual(await client.put([discovered('http://a.com/1', { crawlID: 'c' })]), [
+        { ID: 'http://a.com/1', status: 'OK' },
+      ]);
+      assert.deepEqual(
+        (await client.call<{ values: string[] }>('ListCrawls', {})).values,
+        ['c'],
+        'put again: listed again',
+      );
     });
 
     test('metrics: calls, URLs in by status and out, errors and latency per RPC', async () => {
       const { client, metrics } = await serve(await location());
       await client.call('SetDelay', { key: '', delay_requestable: 0 });
-      await client.putDiscovered([{ ID: 'b', items: [info('http://a.com/1'), info('http://a.com/1'), info('http://b.com/1')] }]);
+      await client.putDiscovered([
+        { ID: 'b', items: [info('http://a.com/1'), info('http://a.com/1'), info('http://b.com/1')] },
+      ]);
       await client.put([discovered('http://c.com/1'), discovered('')]);
       assert.equal((await client.get({ max_urls_per_queue: 5 })).length, 3);
       await statusOf(client.call('SetDelay', { key: 'a.com', delay_requestable: -1 }));
       const text = await metrics();
-      const value = (line: string): number => Number(new RegExp(`^${line.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+      const value = (line: string): number =>
+        Number(new RegExp(`^${line.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
       assert.equal(value('seenstore_urlfrontier_calls_total{rpc="PutDiscovered"}'), 1);
       assert.equal(value('seenstore_urlfrontier_calls_total{rpc="SetDelay"}'), 2);
       assert.equal(value('seenstore_urlfrontier_urls_in_total{rpc="PutDiscovered",status="OK"}'), 2);
@@ -288,39 +402,83 @@ for (const { name, location, skip } of LOCATIONS) {
       assert.equal(value('seenstore_urlfrontier_urls_in_total{rpc="PutURLs",status="OK"}'), 1);
       assert.equal(value('seenstore_urlfrontier_urls_in_total{rpc="PutURLs",status="SKIPPED"}'), 1);
       assert.equal(value('seenstore_urlfrontier_urls_out_total{rpc="GetURLs"}'), 3);
-      assert.equal(value(`seenstore_urlfrontier_errors_total{rpc="SetDelay",code="${GrpcStatus.INVALID_ARGUMENT}"}`), 1);
+      assert.equal(
+        value(`seenstore_urlfrontier_errors_total{rpc="SetDelay",code="${GrpcStatus.INVALID_ARGUMENT}"}`),
+        1,
+      );
       assert.equal(value('seenstore_urlfrontier_seconds_count{rpc="GetURLs"}'), 1);
     });
 
     test('ListURLs pages and filters; CountURLs filters; creation_date is when the URL was first stored', async () => {
       const { client, nowS } = await serve(await location());
       const before = nowS();
-      await client.put([...['http://a.com/One', 'http://a.com/two', 'http://b.com/one', 'http://b.com/three'].map((url) => discovered(url, { crawlID: 'c' })), known('http://c.com/later', before + 500, { crawlID: 'c' })]);
+      await client.put([
+        ...['http://a.com/One', 'http://a.com/two', 'http://b.com/one', 'http://b.com/three'].map((url) =>
+          discovered(url, { crawlID: 'c' }),
+        ),
+        known('http://c.com/later', before + 500, { crawlID: 'c' }),
+      ]);
       const listed = await client.list<ListedItem>({ crawlID: 'c' });
-      assert.deepEqual(listed.map(urlOfItem).sort(), ['http://a.com/One', 'http://a.com/two', 'http://b.com/one', 'http://b.com/three', 'http://c.com/later']);
+      assert.deepEqual(listed.map(urlOfItem).sort(), [
+        'http://a.com/One',
+        'http://a.com/two',
+        'http://b.com/one',
+        'http://b.com/three',
+        'http://c.com/later',
+      ]);
       const later = listed.find((item) => urlOfItem(item) === 'http://c.com/later')!;
-      assert.deepEqual([later.item, later.known!.refetchable_from_date, later.known!.info.key], ['known', before + 500, 'c.com']);
+      assert.deepEqual(
+        [later.item, later.known!.refetchable_from_date, later.known!.info.key],
+        ['known', before + 500, 'c.com'],
+      );
       for (const item of listed) {
-        assert.ok(item.creation_date >= before - 1 && item.creation_date <= Math.floor(Date.now() / 1000) + 1, `creation_date ${item.creation_date} is when it was stored`);
+        assert.ok(
+          item.creation_date >= before - 1 && item.creation_date <= Math.floor(Date.now() / 1000) + 1,
+          `creation_date ${item.creation_date} is when it was stored`,
+        );
       }
       // Pages: start and size walk the same order without gap or repeat.
-      const pages = [...(await client.list<ListedItem>({ crawlID: 'c', size: 2 })), ...(await client.list<ListedItem>({ crawlID: 'c', start: 2, size: 2 })), ...(await client.list<ListedItem>({ crawlID: 'c', start: 4, size: 2 }))];
+      const pages = [
+        ...(await client.list<ListedItem>({ crawlID: 'c', size: 2 })),
+        ...(await client.list<ListedItem>({ crawlID: 'c', start: 2, size: 2 })),
+        ...(await client.list<ListedItem>({ crawlID: 'c', start: 4, size: 2 })),
+      ];
       assert.deepEqual(pages.map(urlOfItem), listed.map(urlOfItem));
-      assert.deepEqual((await client.list<ListedItem>({ crawlID: 'c', key: 'b.com' })).map(urlOfItem).sort(), ['http://b.com/one', 'http://b.com/three']);
-      assert.deepEqual((await client.list<ListedItem>({ crawlID: 'c', filter: 'one' })).map(urlOfItem), ['http://b.com/one']);
-      assert.deepEqual((await client.list<ListedItem>({ crawlID: 'c', filter: 'one', ignoreCase: true })).map(urlOfItem).sort(), ['http://a.com/One', 'http://b.com/one']);
+      assert.deepEqual((await client.list<ListedItem>({ crawlID: 'c', key: 'b.com' })).map(urlOfItem).sort(), [
+        'http://b.com/one',
+        'http://b.com/three',
+      ]);
+      assert.deepEqual((await client.list<ListedItem>({ crawlID: 'c', filter: 'one' })).map(urlOfItem), [
+        'http://b.com/one',
+      ]);
+      assert.deepEqual(
+        (await client.list<ListedItem>({ crawlID: 'c', filter: 'one', ignoreCase: true })).map(urlOfItem).sort(),
+        ['http://a.com/One', 'http://b.com/one'],
+      );
       assert.deepEqual(await client.list<ListedItem>({ crawlID: 'nosuch' }), []);
       assert.equal((await client.call('CountURLs', { crawlID: 'c', filter: 'one' })).value, 1);
       assert.equal((await client.call('CountURLs', { crawlID: 'c', filter: 'ONE', ignoreCase: true })).value, 2);
       assert.equal((await client.call('CountURLs', { crawlID: 'c', filter: 'w', key: 'a.com' })).value, 1);
-      assert.equal((await client.call('CountURLs', { crawlID: 'c', filter: ' ' })).value, 5, 'a blank filter is no filter');
-      const status = await client.call<{ creation_date: number }>('GetURLStatus', { url: 'http://a.com/two', crawlID: 'c' });
+      assert.equal(
+        (await client.call('CountURLs', { crawlID: 'c', filter: ' ' })).value,
+        5,
+        'a blank filter is no filter',
+      );
+      const status = await client.call<{ creation_date: number }>('GetURLStatus', {
+        url: 'http://a.com/two',
+        crawlID: 'c',
+      });
       assert.equal(status.creation_date, listed.find((item) => urlOfItem(item) === 'http://a.com/two')!.creation_date);
     });
 
     test('PurgeURLs removes the URLs older than N days, of a queue or the crawl, without completing them', async () => {
       const { client, advance, nowS } = await serve(await location());
-      await client.put([discovered('http://a.com/1'), discovered('http://a.com/2'), discovered('http://b.com/1'), known('http://c.com/x', nowS() + 100)]);
+      await client.put([
+        discovered('http://a.com/1'),
+        discovered('http://a.com/2'),
+        discovered('http://b.com/1'),
+        known('http://c.com/x', nowS() + 100),
+      ]);
       assert.equal((await client.call('PurgeURLs', { days: 1 })).value, 0, 'nothing is a day old');
       advance(2 * 24 * 3600_000);
       assert.equal((await client.call('PurgeURLs', { key: 'a.com', days: 1 })).value, 2);
@@ -328,17 +486,41 @@ for (const { name, location, skip } of LOCATIONS) {
       assert.equal((await client.call('PurgeURLs', { days: 1, crawlID: 'nosuch' })).value, 0);
       assert.equal((await client.call('PurgeURLs', { days: 1 })).value, 2);
       assert.equal((await client.call('CountURLs', {})).value, 0);
-      assert.equal((await client.call<{ counts: { completed: number } }>('GetStats', {})).counts.completed, 0, 'purged, not completed');
-      assert.deepEqual(await client.putDiscovered([{ ID: 'p', items: [info('http://a.com/1')] }]), [{ ID: 'p', statuses: ['SKIPPED'] }], 'a purged URL stays seen in the crawl\'s filter');
+      assert.equal(
+        (await client.call<{ counts: { completed: number } }>('GetStats', {})).counts.completed,
+        0,
+        'purged, not completed',
+      );
+      assert.deepEqual(
+        await client.putDiscovered([{ ID: 'p', items: [info('http://a.com/1')] }]),
+        [{ ID: 'p', statuses: ['SKIPPED'] }],
+        "a purged URL stays seen in the crawl's filter",
+      );
     });
 
     test('PutDiscovered: crawl IDs per URL; one that cannot be a crawl is SKIPPED, as in PutURLs', async () => {
       const { client } = await serve(await location());
-      const acks = await client.putDiscovered([{ ID: 'x', items: [info('http://a.com/1', { crawlID: 'c1' }), info('http://a.com/1', { crawlID: 'c2' }), info('http://a.com/2', { crawlID: 'no spaces' }), info('http://a.com/3', { key: 'mine', crawlID: 'c1' })] }]);
+      const acks = await client.putDiscovered([
+        {
+          ID: 'x',
+          items: [
+            info('http://a.com/1', { crawlID: 'c1' }),
+            info('http://a.com/1', { crawlID: 'c2' }),
+            info('http://a.com/2', { crawlID: 'no spaces' }),
+            info('http://a.com/3', { key: 'mine', crawlID: 'c1' }),
+          ],
+        },
+      ]);
       assert.deepEqual(acks, [{ ID: 'x', statuses: ['OK', 'OK', 'SKIPPED', 'OK'] }]);
-      assert.deepEqual(await client.put([discovered('http://a.com/2', { crawlID: 'no spaces', ID: 'p' })]), [{ ID: 'p', status: 'SKIPPED' }]);
+      assert.deepEqual(await client.put([discovered('http://a.com/2', { crawlID: 'no spaces', ID: 'p' })]), [
+        { ID: 'p', status: 'SKIPPED' },
+      ]);
       assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values.sort(), ['c1', 'c2']);
-      assert.equal((await client.call('CountURLs', { crawlID: 'c1', key: 'mine' })).value, 1, 'a key given is the queue');
+      assert.equal(
+        (await client.call('CountURLs', { crawlID: 'c1', key: 'mine' })).value,
+        1,
+        'a key given is the queue',
+      );
     });
   });
 }
@@ -347,7 +529,13 @@ describe('URLFrontier: bad input gets a status, and the server keeps serving', (
   test('a message that does not decode: INVALID_ARGUMENT naming the RPC; another client is served', async () => {
     const { client, port } = await serve(memoryStore('urlfrontier-bad'));
     const answer = await new Promise<{ code: number; details: string }>((resolve) => {
-      client.raw.makeUnaryRequest('/urlfrontier.URLFrontier/GetStats', (bytes: Buffer) => bytes, (bytes: Buffer) => bytes, Buffer.from([0xff, 0xff, 0xff]), (error) => resolve({ code: error!.code, details: error!.details }));
+      client.raw.makeUnaryRequest(
+        '/urlfrontier.URLFrontier/GetStats',
+        (bytes: Buffer) => bytes,
+        (bytes: Buffer) => bytes,
+        Buffer.from([0xff, 0xff, 0xff]),
+        (error) => resolve({ code: error!.code, details: error!.details }),
+      );
     });
     assert.equal(answer.code, GrpcStatus.INVALID_ARGUMENT);
     assert.match(answer.details, /GetStats request is not a valid protobuf message/);
@@ -358,9 +546,15 @@ describe('URLFrontier: bad input gets a status, and the server keeps serving', (
 
   test('an undecodable item ends PutURLs with INVALID_ARGUMENT after the acks of the items before it', async () => {
     const { client } = await serve(memoryStore('urlfrontier-bad'));
-    const stream = client.raw.makeBidiStreamRequest('/urlfrontier.URLFrontier/PutURLs', (bytes: Buffer) => bytes, (bytes: Buffer) => bytes);
+    const stream = client.raw.makeBidiStreamRequest(
+      '/urlfrontier.URLFrontier/PutURLs',
+      (bytes: Buffer) => bytes,
+      (bytes: Buffer) => bytes,
+    );
     const acks: Buffer[] = [];
-    const ended = new Promise<{ code: number; details: string }>((resolve) => stream.on('error', (error: { code: number; details: string }) => resolve(error)));
+    const ended = new Promise<{ code: number; details: string }>((resolve) =>
+      stream.on('error', (error: { code: number; details: string }) => resolve(error)),
+    );
     stream.on('data', (ack: Buffer) => acks.push(ack));
     // Field 1 (discovered) { field 1 (info) { field 1 (url) "http://a.com/1" } }, then garbage.
     const url = Buffer.from('http://a.com/1');
@@ -376,10 +570,23 @@ describe('URLFrontier: bad input gets a status, and the server keeps serving', (
   test('a URL of an unknown crawl, an unusable crawl ID, a negative delay: NOT_FOUND and INVALID_ARGUMENT', async () => {
     const { client } = await serve(memoryStore('urlfrontier-bad'));
     const unknown = await statusOf(client.call('GetURLStatus', { url: 'http://a.com/', crawlID: 'nosuchcrawl' }));
-    assert.deepEqual([unknown.code, unknown.details], [GrpcStatus.NOT_FOUND, 'http://a.com/ is not in crawl nosuchcrawl: no such crawl']);
-    assert.deepEqual(await client.get({ crawlID: 'nosuchcrawl' }), [], 'GetURLs polls: an unknown crawl has nothing to hand out');
-    assert.deepEqual((await client.call<{ values: string[] }>('ListCrawls', {})).values, [], 'and the poll made no crawl');
-    const unusable = await statusOf(client.call('SetDelay', { key: 'a.com', delay_requestable: 1, crawlID: 'no spaces/allowed' }));
+    assert.deepEqual(
+      [unknown.code, unknown.details],
+      [GrpcStatus.NOT_FOUND, 'http://a.com/ is not in crawl nosuchcrawl: no such crawl'],
+    );
+    assert.deepEqual(
+      await client.get({ crawlID: 'nosuchcrawl' }),
+      [],
+      'GetURLs polls: an unknown crawl has nothing to hand out',
+    );
+    assert.deepEqual(
+      (await client.call<{ values: string[] }>('ListCrawls', {})).values,
+      [],
+      'and the poll made no crawl',
+    );
+    const unusable = await statusOf(
+      client.call('SetDelay', { key: 'a.com', delay_requestable: 1, crawlID: 'no spaces/allowed' }),
+    );
     assert.equal(unusable.code, GrpcStatus.INVALID_ARGUMENT);
     assert.match(unusable.details, /crawl ID "no spaces\/allowed" is not usable/);
     const negative = await statusOf(client.call('SetDelay', { key: 'a.com', delay_requestable: -1 }));
@@ -394,18 +601,41 @@ describe('URLFrontier: bad input gets a status, and the server keeps serving', (
     const huge = await statusOf(client.put([discovered(`http://a.com/${'x'.repeat(10 * 2 ** 20)}`)]));
     assert.equal(huge.code, GrpcStatus.RESOURCE_EXHAUSTED);
     assert.match(huge.details, /larger than max/);
-    const acks = await client.put([discovered(`http://a.com/${'x'.repeat(100_000)}`, { ID: 'long' }), discovered('', { ID: 'empty' }), discovered('not a url', { ID: 'hostless' }), discovered('http://a.com/x', { ID: 'badcrawl', crawlID: 'no spaces' }), discovered('http://a.com/ok')]);
-    assert.deepEqual(acks.map((ack) => `${ack.ID} ${ack.status}`), ['long SKIPPED', 'empty SKIPPED', 'hostless SKIPPED', 'badcrawl SKIPPED', 'http://a.com/ok OK']);
+    const acks = await client.put([
+      discovered(`http://a.com/${'x'.repeat(100_000)}`, { ID: 'long' }),
+      discovered('', { ID: 'empty' }),
+      discovered('not a url', { ID: 'hostless' }),
+      discovered('http://a.com/x', { ID: 'badcrawl', crawlID: 'no spaces' }),
+      discovered('http://a.com/ok'),
+    ]);
+    assert.deepEqual(
+      acks.map((ack) => `${ack.ID} ${ack.status}`),
+      ['long SKIPPED', 'empty SKIPPED', 'hostless SKIPPED', 'badcrawl SKIPPED', 'http://a.com/ok OK'],
+    );
     // A control character (issue 45), discovered or known, in a batch with a good URL: only it is SKIPPED.
-    const controls = await client.put([discovered('http://a.com/\u0000', { ID: 'nul' }), discovered('http://a.com/ok2'), { ...known('http://a.com/x\ty', 0), ID: 'tab' }]);
-    assert.deepEqual(controls.map((ack) => `${ack.ID} ${ack.status}`), ['nul SKIPPED', 'http://a.com/ok2 OK', 'tab SKIPPED']);
-    assert.deepEqual(await client.putDiscovered([{ ID: 'd', items: [info('http://a.com/\u007f'), info('http://a.com/ok3')] }]), [{ ID: 'd', statuses: ['SKIPPED', 'OK'] }]);
+    const controls = await client.put([
+      discovered('http://a.com/\u0000', { ID: 'nul' }),
+      discovered('http://a.com/ok2'),
+      { ...known('http://a.com/x\ty', 0), ID: 'tab' },
+    ]);
+    assert.deepEqual(
+      controls.map((ack) => `${ack.ID} ${ack.status}`),
+      ['nul SKIPPED', 'http://a.com/ok2 OK', 'tab SKIPPED'],
+    );
+    assert.deepEqual(
+      await client.putDiscovered([{ ID: 'd', items: [info('http://a.com/\u007f'), info('http://a.com/ok3')] }]),
+      [{ ID: 'd', statuses: ['SKIPPED', 'OK'] }],
+    );
     assert.equal((await client.call('CountURLs', {})).value, 3);
   });
 
-  test('SetLogLevel sets the level of serve\'s log: DEBUG logs each call, ERROR only errors', async () => {
+  test("SetLogLevel sets the level of serve's log: DEBUG logs each call, ERROR only errors", async () => {
     const lines: string[] = [];
-    const { client } = await serve(memoryStore('urlfrontier-log'), undefined, createLogger(true, (line) => lines.push(line)));
+    const { client } = await serve(
+      memoryStore('urlfrontier-log'),
+      undefined,
+      createLogger(true, (line) => lines.push(line)),
+    );
     await client.call('GetActive', {});
     assert.equal(lines.length, 0, 'info: calls are not logged');
     await client.call('SetLogLevel', { package: 'crawlercommons.urlfrontier', level: 'DEBUG' });
@@ -448,7 +678,12 @@ describe('URLFrontier: PutDiscovered in-flight cap', () => {
     };
     const crawls = { scope: async () => scope, queueKeyMode: async () => 'host' } as unknown as Crawls;
     const call = new FakeDuplex();
-    new PutDiscoveredStream(call as never, { crawls, maxInFlight: 2, onUnusableCrawl: () => undefined, onAcks: () => undefined });
+    new PutDiscoveredStream(call as never, {
+      crawls,
+      maxInFlight: 2,
+      onUnusableCrawl: () => undefined,
+      onAcks: () => undefined,
+    });
     call.emit('data', { ID: 'b1', items: [info('http://a.com/1')] });
     assert.equal(call.isPaused(), false);
     call.emit('data', { ID: 'b2', items: [info('http://a.com/2')] });
@@ -458,14 +693,20 @@ describe('URLFrontier: PutDiscovered in-flight cap', () => {
     assert.equal(call.written.length, 0, 'no ack before the commit');
     gates.shift()!();
     await until(() => call.written.length === 2);
-    assert.deepEqual(call.written.map((ack) => ack.ID), ['b1', 'b2']);
+    assert.deepEqual(
+      call.written.map((ack) => ack.ID),
+      ['b1', 'b2'],
+    );
     assert.equal(call.isPaused(), false, 'acked: read again');
     call.emit('data', { ID: 'b3', items: [info('http://a.com/3')] });
     call.emit('end');
     await until(() => gates.length === 1);
     gates.shift()!();
     await until(() => call.ended);
-    assert.deepEqual(call.written.map((ack) => ack.ID), ['b1', 'b2', 'b3']);
+    assert.deepEqual(
+      call.written.map((ack) => ack.ID),
+      ['b1', 'b2', 'b3'],
+    );
   });
 });
 

@@ -28,7 +28,15 @@ function asLines(urls: readonly string[], separator = '\n'): Utf8Keys {
 }
 
 function options(overrides: Partial<BatchOptions> = {}): BatchOptions {
-  return { batchSize: 1000, maxDelayMs: 1000, maxLineBytes: 65_536, onInvalid: 'skip', accept: (line) => toKey(line, 'none') !== undefined, warn: () => undefined, ...overrides };
+  return {
+    batchSize: 1000,
+    maxDelayMs: 1000,
+    maxLineBytes: 65_536,
+    onInvalid: 'skip',
+    accept: (line) => toKey(line, 'none') !== undefined,
+    warn: () => undefined,
+    ...overrides,
+  };
 }
 
 /** A readable that yields `data` in chunks cut at pseudo-random places (inside characters too). */
@@ -56,18 +64,33 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
     for (const seed of [1, 2, 3, 4, 5]) {
       const viaStrings: string[] = [];
       const warned: string[] = [];
-      const stringCounts = await forEachBatch(chunked(input, seed), options({ warn: (m) => warned.push(m) }), async (lines) => {
-        viaStrings.push(...lines);
-      });
+      const stringCounts = await forEachBatch(
+        chunked(input, seed),
+        options({ warn: (m) => warned.push(m) }),
+        async (lines) => {
+          viaStrings.push(...lines);
+        },
+      );
       const viaBytes: string[] = [];
       const byteWarned: string[] = [];
-      const byteCounts = await forEachUtf8Batch(chunked(input, seed), options({ warn: (m) => byteWarned.push(m) }), async (batch) => {
-        for (let i = 0; i < batch.count; i++) viaBytes.push(Buffer.from(batch.bytes).toString('utf8', batch.ranges[2 * i], batch.ranges[2 * i + 1]));
-      });
+      const byteCounts = await forEachUtf8Batch(
+        chunked(input, seed),
+        options({ warn: (m) => byteWarned.push(m) }),
+        async (batch) => {
+          for (let i = 0; i < batch.count; i++)
+            viaBytes.push(Buffer.from(batch.bytes).toString('utf8', batch.ranges[2 * i], batch.ranges[2 * i + 1]));
+        },
+      );
       assert.deepEqual(viaBytes, viaStrings, `seed ${seed}`);
       assert.deepEqual(byteCounts, stringCounts);
       assert.deepEqual(byteWarned, warned, 'the same lines are reported, with the same line numbers');
-      assert.deepEqual(viaBytes, ['https://a.example/1', 'https://b.example/é', 'https://c.example/😀?q=ü', 'https://d.example/after-long', 'no-final-newline']);
+      assert.deepEqual(viaBytes, [
+        'https://a.example/1',
+        'https://b.example/é',
+        'https://c.example/😀?q=ü',
+        'https://d.example/after-long',
+        'no-final-newline',
+      ]);
       assert.equal(warned.length, 2);
     }
   });
@@ -79,7 +102,9 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
       return state / 2 ** 32;
     };
     const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
-    const controls = [0x00, 0x01, 0x08, 0x09, 0x0b, 0x0c, 0x0d, 0x1b, 0x1f, 0x7f].map((code) => String.fromCharCode(code));
+    const controls = [0x00, 0x01, 0x08, 0x09, 0x0b, 0x0c, 0x0d, 0x1b, 0x1f, 0x7f].map((code) =>
+      String.fromCharCode(code),
+    );
     const lines: string[] = [];
     for (let i = 0; i < 6_000; i++) {
       // Lengths that put the control character in every place of the scan's 64-byte chunks.
@@ -97,45 +122,68 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
     }
     const input = Buffer.from(lines.map((line, i) => `${line}${i % 3 === 0 ? '\r\n' : '\n'}`).join(''));
     let viaBytesOnce: string[] = [];
-    const urlOptions = (warn: (message: string) => void): BatchOptions => options({ accept: (line) => toKey(line, 'url') !== undefined, urlKeys: true, warn, batchSize: 700 });
+    const urlOptions = (warn: (message: string) => void): BatchOptions =>
+      options({ accept: (line) => toKey(line, 'url') !== undefined, urlKeys: true, warn, batchSize: 700 });
     for (const seed of [1, 2, 3]) {
       const viaStrings: string[] = [];
       const warned: string[] = [];
-      await forEachBatch(chunked(input, seed), urlOptions((m) => warned.push(m)), async (batch) => {
-        viaStrings.push(...batch.map((line) => toKey(line, 'url')!));
-      });
+      await forEachBatch(
+        chunked(input, seed),
+        urlOptions((m) => warned.push(m)),
+        async (batch) => {
+          viaStrings.push(...batch.map((line) => toKey(line, 'url')!));
+        },
+      );
       const viaBytes: string[] = [];
       const byteWarned: string[] = [];
-      await forEachUtf8Batch(chunked(input, seed), { ...urlOptions((m) => byteWarned.push(m)), inFlight: 2 }, async (batch) => {
-        for (let i = 0; i < batch.count; i++) viaBytes.push(Buffer.from(batch.bytes).toString('utf8', batch.ranges[2 * i], batch.ranges[2 * i + 1]));
-      });
+      await forEachUtf8Batch(
+        chunked(input, seed),
+        { ...urlOptions((m) => byteWarned.push(m)), inFlight: 2 },
+        async (batch) => {
+          for (let i = 0; i < batch.count; i++)
+            viaBytes.push(Buffer.from(batch.bytes).toString('utf8', batch.ranges[2 * i], batch.ranges[2 * i + 1]));
+        },
+      );
       assert.deepEqual(viaBytes, viaStrings, `seed ${seed}`);
       viaBytesOnce = viaBytes;
       // The first ten invalid lines are named, with the same numbers (the reasons for a line that
       // does not start like a URL are worded apart); then both count them all.
       const numbers = (messages: string[]): string[] => messages.map((m) => /^line \d+|^\d+ invalid/.exec(m)![0]);
       assert.deepEqual(numbers(byteWarned), numbers(warned));
-      assert.ok(warned.some((m) => m.includes('a control character')), 'a control character was named');
+      assert.ok(
+        warned.some((m) => m.includes('a control character')),
+        'a control character was named',
+      );
     }
     const expected = lines.map((line) => toKey(line, 'url')).filter((key) => key !== undefined);
     assert.deepEqual(viaBytesOnce, expected);
-    assert.ok(expected.length > 4_000 && expected.length < 5_500, `${expected.length} of ${lines.length} lines are URL keys`);
+    assert.ok(
+      expected.length > 4_000 && expected.length < 5_500,
+      `${expected.length} of ${lines.length} lines are URL keys`,
+    );
   });
 
   test('batches close at the batch size, and each stays intact until its handler is done, with two in flight', async () => {
     const urls = allSharedUrls().slice(0, 5000);
     const back: string[] = [];
     let batches = 0;
-    const linesOf = (b: Utf8Keys): string[] => Array.from({ length: b.count }, (_, i) => Buffer.from(b.bytes).toString('utf8', b.ranges[2 * i], b.ranges[2 * i + 1]));
-    await forEachUtf8Batch(chunked(Buffer.from(`${urls.join('\n')}\n`), 9), options({ batchSize: 700, inFlight: 2 }), async (batch, previous) => {
-      batches++;
-      const lines = linesOf(batch);
-      // The next batch is collected meanwhile (buffers are reused: lines.ts), never into this one's.
-      await new Promise((resolve) => setImmediate(resolve));
-      await previous;
-      assert.deepEqual(linesOf(batch), lines, 'a batch is intact until its handler is done');
-      back.push(...lines);
-    });
+    const linesOf = (b: Utf8Keys): string[] =>
+      Array.from({ length: b.count }, (_, i) =>
+        Buffer.from(b.bytes).toString('utf8', b.ranges[2 * i], b.ranges[2 * i + 1]),
+      );
+    await forEachUtf8Batch(
+      chunked(Buffer.from(`${urls.join('\n')}\n`), 9),
+      options({ batchSize: 700, inFlight: 2 }),
+      async (batch, previous) => {
+        batches++;
+        const lines = linesOf(batch);
+        // The next batch is collected meanwhile (buffers are reused: lines.ts), never into this one's.
+        await new Promise((resolve) => setImmediate(resolve));
+        await previous;
+        assert.deepEqual(linesOf(batch), lines, 'a batch is intact until its handler is done');
+        back.push(...lines);
+      },
+    );
     assert.ok(batches >= 5000 / (700 + 100), `${batches} batches`);
     assert.deepEqual(back, urls);
   });
@@ -143,17 +191,30 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
   test('firstInvalidUtf8Key finds empty, cut, invalid, over-long and out-of-order keys', () => {
     const good = asLines(['https://a.example/é', 'https://b.example/😀']);
     assert.equal(firstInvalidUtf8Key(good), -1);
-    const cut = { ...good, ranges: Uint32Array.from([good.ranges[0]!, good.ranges[1]! - 1, good.ranges[2]!, good.ranges[3]!]) };
+    const cut = {
+      ...good,
+      ranges: Uint32Array.from([good.ranges[0]!, good.ranges[1]! - 1, good.ranges[2]!, good.ranges[3]!]),
+    };
     assert.equal(firstInvalidUtf8Key(cut), 0, 'a key that ends inside a character');
-    const startsInside = { ...good, ranges: Uint32Array.from([good.ranges[0]!, good.ranges[1]!, good.ranges[3]! - 2, good.ranges[3]!]) };
+    const startsInside = {
+      ...good,
+      ranges: Uint32Array.from([good.ranges[0]!, good.ranges[1]!, good.ranges[3]! - 2, good.ranges[3]!]),
+    };
     assert.equal(firstInvalidUtf8Key(startsInside), 1, 'a key that starts inside a character');
     const empty = { ...good, ranges: Uint32Array.from([0, 5, 7, 7]) };
     assert.equal(firstInvalidUtf8Key(empty), 1);
-    const backwards = { ...good, ranges: Uint32Array.from([good.ranges[2]!, good.ranges[3]!, good.ranges[0]!, good.ranges[1]!]) };
+    const backwards = {
+      ...good,
+      ranges: Uint32Array.from([good.ranges[2]!, good.ranges[3]!, good.ranges[0]!, good.ranges[1]!]),
+    };
     assert.equal(firstInvalidUtf8Key(backwards), 1);
     const outside = { ...good, ranges: Uint32Array.from([0, 5, 6, good.bytes.length + 1]) };
     assert.equal(firstInvalidUtf8Key(outside), 1);
-    const invalid = { bytes: Buffer.from([0x61, 0x0a, 0x62, 0xc3, 0x28, 0x0a]), ranges: Uint32Array.from([0, 1, 2, 5]), count: 2 };
+    const invalid = {
+      bytes: Buffer.from([0x61, 0x0a, 0x62, 0xc3, 0x28, 0x0a]),
+      ranges: Uint32Array.from([0, 1, 2, 5]),
+      count: 2,
+    };
     assert.equal(firstInvalidUtf8Key(invalid), 1);
     const long = asLines(['a', 'x'.repeat(65_537)]);
     assert.equal(firstInvalidUtf8Key(long), 1);
@@ -177,7 +238,11 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
         for (let round = 0; round < 2; round++) {
           for (let start = 0; start < urls.length; start += 9000) {
             const part = urls.slice(start, start + 9000);
-            assert.deepEqual(await viaBytes.addIfAbsentUtf8(asLines(part, '\r\n')), await viaStrings.addIfAbsent(part), `round ${round} at ${start}, ${threads} thread(s)`);
+            assert.deepEqual(
+              await viaBytes.addIfAbsentUtf8(asLines(part, '\r\n')),
+              await viaStrings.addIfAbsent(part),
+              `round ${round} at ${start}, ${threads} thread(s)`,
+            );
           }
         }
         assert.deepEqual((await viaBytes.stats()).epochs[0]!.added, (await viaStrings.stats()).epochs[0]!.added);
@@ -194,9 +259,15 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
     try {
       const scope = store.scope('w', { normalize: 'whatwg' });
       assert.deepEqual(await scope.addIfAbsentUtf8(asLines(['HTTPS://Example.COM:443/a/../b'])), [true]);
-      assert.deepEqual((await scope.has(['https://example.com/b'])), [true]);
+      assert.deepEqual(await scope.has(['https://example.com/b']), [true]);
       const plain = store.scope('p', { keys: 'raw' });
-      for (const bad of [null, 42, {}, { bytes: Buffer.from('a'), ranges: [0, 1], count: 1 }, { bytes: Buffer.from('a'), ranges: Uint32Array.from([0, 1]), count: 2 }]) {
+      for (const bad of [
+        null,
+        42,
+        {},
+        { bytes: Buffer.from('a'), ranges: [0, 1], count: 1 },
+        { bytes: Buffer.from('a'), ranges: Uint32Array.from([0, 1]), count: 2 },
+      ]) {
         await assert.rejects(plain.addIfAbsentUtf8(bad as unknown as Utf8Keys), TypeError);
       }
       await assert.rejects(plain.addIfAbsent(42 as unknown as string[]), TypeError);
@@ -205,7 +276,7 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
         plain.addIfAbsentUtf8({ bytes: Buffer.from('good\n\xff'), ranges: Uint32Array.from([0, 4, 5, 6]), count: 2 }),
         (error: unknown) => error instanceof SeenStoreError && error.code === 'INVALID_URL',
       );
-      assert.deepEqual((await plain.has(['good'])), [false], 'the valid URL of the refused batch was not recorded');
+      assert.deepEqual(await plain.has(['good']), [false], 'the valid URL of the refused batch was not recorded');
     } finally {
       await store.close();
     }
@@ -215,15 +286,39 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
     const long = `https://long.example/${'y'.repeat(200)}`;
     const lines = ['a', 'bb', long, 'ccc', 'dddd', 'e'];
     const text = (out: Uint8Array): string => Buffer.from(out).toString();
-    assert.equal(text(selectedUtf8Lines(asLines(lines, '\r\n'), [true, false, true, true, false, true])), `a\n${long}\nccc\ne\n`);
-    assert.equal(text(selectedUtf8Lines(asLines(lines), [true, true, true, false, true, true])), `a\nbb\n${long}\ndddd\ne\n`);
-    assert.equal(text(selectedUtf8Lines(asLines(lines, '\r\n'), lines.map(() => true))), `${lines.join('\n')}\n`);
-    assert.equal(selectedUtf8Lines(asLines(lines), lines.map(() => false)).length, 0);
+    assert.equal(
+      text(selectedUtf8Lines(asLines(lines, '\r\n'), [true, false, true, true, false, true])),
+      `a\n${long}\nccc\ne\n`,
+    );
+    assert.equal(
+      text(selectedUtf8Lines(asLines(lines), [true, true, true, false, true, true])),
+      `a\nbb\n${long}\ndddd\ne\n`,
+    );
+    assert.equal(
+      text(
+        selectedUtf8Lines(
+          asLines(lines, '\r\n'),
+          lines.map(() => true),
+        ),
+      ),
+      `${lines.join('\n')}\n`,
+    );
+    assert.equal(
+      selectedUtf8Lines(
+        asLines(lines),
+        lines.map(() => false),
+      ).length,
+      0,
+    );
     // Every selection of six lines, against the plain answer.
     for (let mask = 0; mask < 64; mask++) {
       const selected = lines.map((_, i) => (mask & (1 << i)) !== 0);
-      const expected = lines.filter((_, i) => selected[i]).map((line) => `${line}\n`).join('');
-      for (const separator of ['\n', '\r\n']) assert.equal(text(selectedUtf8Lines(asLines(lines, separator), selected)), expected, `mask ${mask}`);
+      const expected = lines
+        .filter((_, i) => selected[i])
+        .map((line) => `${line}\n`)
+        .join('');
+      for (const separator of ['\n', '\r\n'])
+        assert.equal(text(selectedUtf8Lines(asLines(lines, separator), selected)), expected, `mask ${mask}`);
     }
   });
 
@@ -233,7 +328,11 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
     const file = join(dir, 'urls.txt');
     writeFileSync(file, `${urls.join('\n')}\n${urls.slice(0, 1000).join('\r\n')}\n`);
     const seeds = 'fedcba9876543210';
-    const run = spawnSync(process.execPath, [CLI, '--store', join(dir, 'cli'), 'filter-new', '--capacity', '100000', '--seeds', seeds, file], { encoding: 'utf8', maxBuffer: 1 << 26 });
+    const run = spawnSync(
+      process.execPath,
+      [CLI, '--store', join(dir, 'cli'), 'filter-new', '--capacity', '100000', '--seeds', seeds, file],
+      { encoding: 'utf8', maxBuffer: 1 << 26 },
+    );
     assert.equal(run.status, 0, run.stderr);
     const store = await SeenStore.open(join(dir, 'lib'));
     try {

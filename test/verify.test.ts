@@ -19,7 +19,12 @@ async function storeWithData(): Promise<string> {
   return dir;
 }
 
-async function flip(dir: string, db: 'chunks' | 'journal', pick: (keys: unknown[]) => unknown, at: (length: number) => number): Promise<unknown> {
+async function flip(
+  dir: string,
+  db: 'chunks' | 'journal',
+  pick: (keys: unknown[]) => unknown,
+  at: (length: number) => number,
+): Promise<unknown> {
   const root = open({ path: dir, maxDbs: 8 });
   const target = root.openDB({ name: db, encoding: 'binary' });
   const key = pick([...target.getKeys({})]);
@@ -50,13 +55,24 @@ describe('verify', () => {
 
   test('finds a flipped byte in a chunk, names the chunk, exits 6; the store refuses to answer from it', async () => {
     const dir = await storeWithData();
-    const key = (await flip(dir, 'chunks', (keys) => keys[1], (n) => n - 100)) as [string, number, number, number];
+    const key = (await flip(
+      dir,
+      'chunks',
+      (keys) => keys[1],
+      (n) => n - 100,
+    )) as [string, number, number, number];
     const out = await runCli(['verify', '--store', dir]);
     assert.equal(out.code, 6);
-    assert.match(out.stdout, new RegExp(`DAMAGE chunk ${key[0]}/${key[1]}/filter ${key[2]}/#${key[3]}: .*checksum mismatch`));
+    assert.match(
+      out.stdout,
+      new RegExp(`DAMAGE chunk ${key[0]}/${key[1]}/filter ${key[2]}/#${key[3]}: .*checksum mismatch`),
+    );
     assert.match(out.stdout, /DAMAGED: .* 1 damaged/);
     // A chunk is checked when a query first touches it: these URLs touch every chunk of the epoch.
-    const has = await runCli(['has', '--store', dir, '--scope', 'v', '--epochs', String(key[1])], `${sharedUrls('crawl-sitelist-15k.txt').join('\n')}\n`);
+    const has = await runCli(
+      ['has', '--store', dir, '--scope', 'v', '--epochs', String(key[1])],
+      `${sharedUrls('crawl-sitelist-15k.txt').join('\n')}\n`,
+    );
     assert.equal(has.code, 6);
   });
 
@@ -77,7 +93,10 @@ describe('verify', () => {
     writeFileSync(join(dir, 'journal.log'), journal);
     const report = JSON.parse((await runCli(['verify', '--store', dir, '--json'])).stdout);
     assert.equal(report.ok, false);
-    assert.deepEqual(report.damage.map((d: { where: string }) => d.where), [`journal file ${join(dir, 'journal.log')}`]);
+    assert.deepEqual(
+      report.damage.map((d: { where: string }) => d.where),
+      [`journal file ${join(dir, 'journal.log')}`],
+    );
   });
 
   test('a truncated or overwritten data file is reported, not answered from', async () => {

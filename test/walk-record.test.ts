@@ -23,7 +23,8 @@ function recordLater(dir: string): void {
   recordSoundWalk(stats, stats, walkPages(path), Date.now() + 2000);
 }
 
-const sound = (dir: string): boolean => walkedSound(join(dir, 'data.mdb'), statSync(join(dir, 'data.mdb'), { bigint: true }));
+const sound = (dir: string): boolean =>
+  walkedSound(join(dir, 'data.mdb'), statSync(join(dir, 'data.mdb'), { bigint: true }));
 
 describe('the record of a sound page walk', () => {
   // This process and the stores' children keep their records in a temporary cache directory.

@@ -30,7 +30,11 @@ function cachePath(): string | undefined {
 }
 
 function digestOf(bundle: Buffer, data: Uint8Array): Buffer {
-  return createHash('sha256').update(`${process.version} ${process.platform} ${process.arch}\n`).update(bundle).update(data).digest();
+  return createHash('sha256')
+    .update(`${process.version} ${process.platform} ${process.arch}\n`)
+    .update(bundle)
+    .update(data)
+    .digest();
 }
 
 /** V8's data from the cache file, if the file is whole and belongs to this bundle. */
@@ -63,12 +67,21 @@ const bundle = readFileSync(BUNDLE);
 const cache = cachePath();
 const cachedData = cache === undefined ? undefined : readCache(cache, bundle);
 // The bundle is ASCII (esbuild escapes the rest), so latin1 decodes it as it is, in one pass.
-const script = new Script(Module.wrap(bundle.toString('latin1')), { filename: BUNDLE, ...(cachedData === undefined ? {} : { cachedData }) });
+const script = new Script(Module.wrap(bundle.toString('latin1')), {
+  filename: BUNDLE,
+  ...(cachedData === undefined ? {} : { cachedData }),
+});
 if (cache !== undefined && (cachedData === undefined || script.cachedDataRejected === true)) {
   // At exit, the data holds every function this command compiled, not only the top level.
   process.once('exit', () => writeCache(cache, bundle, script));
 }
 const main = new Module(BUNDLE, module);
 main.filename = BUNDLE;
-const run = script.runInThisContext() as (exports: unknown, require: NodeJS.Require, module: Module, filename: string, dirname: string) => void;
+const run = script.runInThisContext() as (
+  exports: unknown,
+  require: NodeJS.Require,
+  module: Module,
+  filename: string,
+  dirname: string,
+) => void;
 run.call(main.exports, main.exports, Module.createRequire(BUNDLE), main, BUNDLE, __dirname);

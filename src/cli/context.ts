@@ -4,7 +4,14 @@ import { MAX_THREADS, SeenStore } from '../epochs/seen-store.js';
 import type { Scope, ScopeOptions } from '../epochs/scope.js';
 import { parseEpochSpec, type EpochSpec, type MembershipMode } from '../epochs/epoch-spec.js';
 import { LAYOUTS, type Layout } from '../filters/bloom.js';
-import { KEY_MODES, MAX_KEY_BYTES, NORMALIZE_MODES, toKey, type KeyMode, type NormalizeMode } from '../url/normalize.js';
+import {
+  KEY_MODES,
+  MAX_KEY_BYTES,
+  NORMALIZE_MODES,
+  toKey,
+  type KeyMode,
+  type NormalizeMode,
+} from '../url/normalize.js';
 import type { BatchOptions, OnInvalid } from './input.js';
 import { InputProgress } from './output.js';
 import { parseStrategy, strategyName } from '../filters/strategy.js';
@@ -56,7 +63,8 @@ export interface PlanOptions {
  * leave it), else ./.seenstore. An empty --store is a mistake, not the current directory.
  */
 export function storeDir(options: GlobalOptions): string {
-  if (options.store !== undefined && options.store.trim() === '') throw new SeenStoreError('USAGE', '--store must name a directory, got an empty string');
+  if (options.store !== undefined && options.store.trim() === '')
+    throw new SeenStoreError('USAGE', '--store must name a directory, got an empty string');
   const fromEnv = process.env.SEENSTORE_DIR === '' ? undefined : process.env.SEENSTORE_DIR;
   const location = options.store ?? fromEnv ?? DEFAULT_STORE_DIR;
   // The driver says what a location means: a directory becomes absolute, a URL passes through.
@@ -81,13 +89,19 @@ export function scopeName(options: GlobalOptions): string {
  */
 export async function openStore(options: GlobalOptions, create: boolean, input?: string): Promise<SeenStore> {
   const threads = parseCount('threads', options.threads);
-  if (threads !== undefined && threads > MAX_THREADS) throw new SeenStoreError('USAGE', `--threads must be at most ${MAX_THREADS}, got ${threads}`);
+  if (threads !== undefined && threads > MAX_THREADS)
+    throw new SeenStoreError('USAGE', `--threads must be at most ${MAX_THREADS}, got ${threads}`);
   checkInputFile(input);
   const dir = storeDir(options);
   const mayCreate = create && options.create !== false;
   const absent = await driverFor(dir).knownAbsent(dir);
   if (mayCreate && absent && options.allowNonemptyDir !== true) refuseForeignDirectory(dir);
-  const store = await SeenStore.open(dir, { create: mayCreate, onWarning: (message) => warn(message), ...storeOptions(options), ...(threads === undefined ? {} : { threads }) });
+  const store = await SeenStore.open(dir, {
+    create: mayCreate,
+    onWarning: (message) => warn(message),
+    ...storeOptions(options),
+    ...(threads === undefined ? {} : { threads }),
+  });
   if (mayCreate && absent) inform(options, `created store at ${dir}`);
   return store;
 }
@@ -100,7 +114,8 @@ function checkInputFile(file: string | undefined): void {
   if (file === undefined || file === '-') return;
   const stats = statSync(file, { throwIfNoEntry: false });
   if (stats === undefined) throw new SeenStoreError('NOT_FOUND', `no such file: ${file}`);
-  if (stats.isDirectory()) throw new SeenStoreError('USAGE', `${file} is a directory; give a file of URLs, one per line (or - for stdin)`);
+  if (stats.isDirectory())
+    throw new SeenStoreError('USAGE', `${file} is a directory; give a file of URLs, one per line (or - for stdin)`);
 }
 
 /**
@@ -118,7 +133,11 @@ function refuseForeignDirectory(dir: string): void {
   }
   // A store's own entries, a creation under way in it included (another process creating the
   // store at this moment: `.seenstore-creating-PID-N`), are the store's to judge.
-  if (entries.length === 0 || entries.some((name) => /\.mdb(-lock)?$/.test(name) || name.startsWith('.seenstore-creating-'))) return;
+  if (
+    entries.length === 0 ||
+    entries.some((name) => /\.mdb(-lock)?$/.test(name) || name.startsWith('.seenstore-creating-'))
+  )
+    return;
   throw new SeenStoreError(
     'USAGE',
     `${dir} holds ${entries.length} ${entries.length === 1 ? 'entry' : 'entries'} (${entries.slice(0, 3).join(', ')}${entries.length > 3 ? ', ...' : ''}) and no store: ` +
@@ -145,7 +164,12 @@ export function inputProgress(label: string, file: string | undefined, extra: ()
  * so that they never write, checkpoint or create anything, and work on a read-only mount.
  */
 export async function openStoreReadOnly(options: GlobalOptions): Promise<SeenStore> {
-  return SeenStore.open(storeDir(options), { create: false, readOnly: true, onWarning: (message) => warn(message), ...storeOptions(options) });
+  return SeenStore.open(storeDir(options), {
+    create: false,
+    readOnly: true,
+    onWarning: (message) => warn(message),
+    ...storeOptions(options),
+  });
 }
 
 export function warn(message: string): void {
@@ -195,7 +219,10 @@ export async function requireScope(store: SeenStore, options: GlobalOptions): Pr
   // The name is checked first: a name that can never exist is a USAGE error, not NOT_FOUND.
   const scope = store.scope(name);
   if (!(await store.scopeNames()).includes(name)) {
-    throw new SeenStoreError('NOT_FOUND', `scope ${name} does not exist in ${store.dir} (nothing was ever added to it)`);
+    throw new SeenStoreError(
+      'NOT_FOUND',
+      `scope ${name} does not exist in ${store.dir} (nothing was ever added to it)`,
+    );
   }
   return scope;
 }

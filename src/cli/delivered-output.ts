@@ -27,7 +27,10 @@ export function writeDelivered(lines: Uint8Array): Promise<void> {
 
 function outputError(error: Error): SeenStoreError {
   const code = (error as NodeJS.ErrnoException).code;
-  const why = code === 'EPIPE' ? 'the reader of the output went away (EPIPE)' : `writing the output failed (${code ?? error.message})`;
+  const why =
+    code === 'EPIPE'
+      ? 'the reader of the output went away (EPIPE)'
+      : `writing the output failed (${code ?? error.message})`;
   return new SeenStoreError('OUTPUT_CLOSED', why, { cause: error });
 }
 

@@ -33,7 +33,8 @@ const TERM = /^([0-9]+(?:\.[0-9]+)?)\s*([a-z]+)\s*/;
 /** The longest duration accepted: 100 years, far past any retention and inside exact integers. */
 export const MAX_DURATION_MS = 100 * 365 * 86_400_000;
 
-export const DURATION_HELP = 'a duration: a number and a unit (ms, s, m, h, d, w, or spelled out: 90m, 12h, 3d, 3days, 2 weeks), or several (1h30m)';
+export const DURATION_HELP =
+  'a duration: a number and a unit (ms, s, m, h, d, w, or spelled out: 90m, 12h, 3d, 3days, 2 weeks), or several (1h30m)';
 
 /**
  * Parses durations like `90s`, `30m`, `12h`, `3d`, `3days`, `2w`, `1h30m` or `1d 12h` into

@@ -62,7 +62,9 @@ const INPUT_READ_BYTES = 256 * 1024;
  */
 export function openInput(file: string | undefined): Readable {
   if (file === undefined || file === '-') {
-    return stdinIsFile() ? createReadStream('', { fd: 0, autoClose: false, highWaterMark: INPUT_READ_BYTES }) : process.stdin;
+    return stdinIsFile()
+      ? createReadStream('', { fd: 0, autoClose: false, highWaterMark: INPUT_READ_BYTES })
+      : process.stdin;
   }
   refuseDirectory(file);
   return createReadStream(file, { highWaterMark: INPUT_READ_BYTES });
@@ -118,7 +120,11 @@ type OnInvalidLine = (lineNo: number, reason: InvalidReason) => void;
  * producer still gets timely answers. With onInvalid `fail`, the first invalid line stops the run
  * before its batch is handled: batches already handled stay recorded, nothing of the failing one is.
  */
-export function forEachBatch(input: InputChunks, options: BatchOptions, handle: (lines: string[]) => Promise<void>): Promise<InputCounts> {
+export function forEachBatch(
+  input: InputChunks,
+  options: BatchOptions,
+  handle: (lines: string[]) => Promise<void>,
+): Promise<InputCounts> {
   return runBatches(input, options, handle, (invalid) => {
     let pending: string[] = [];
     const splitter = new LineSplitter(
@@ -162,7 +168,12 @@ export function forEachUtf8Batch(
   // runBatches takes a batch only once fewer than `inFlight` are unanswered: with one being filled,
   // a batch's buffers are free again `inFlight` + 1 batches later, once `handle` let go of it.
   const reuse = Math.max(1, options.inFlight ?? 1);
-  return runBatches(input, options, handle, (invalid) => new Utf8LineBatcher(options.maxLineBytes, invalid, options.urlKeys === true, reuse));
+  return runBatches(
+    input,
+    options,
+    handle,
+    (invalid) => new Utf8LineBatcher(options.maxLineBytes, invalid, options.urlKeys === true, reuse),
+  );
 }
 
 async function runBatches<B>(
@@ -187,14 +198,22 @@ async function runBatches<B>(
   const invalid = (lineNo: number, reason: InvalidReason): void => {
     counts.invalid++;
     if (options.onInvalid === 'fail') {
-      throw new SeenStoreError('INVALID_URL', `line ${lineNo}: ${reason}; stopped (--on-invalid fail), this batch was not recorded`);
+      throw new SeenStoreError(
+        'INVALID_URL',
+        `line ${lineNo}: ${reason}; stopped (--on-invalid fail), this batch was not recorded`,
+      );
     }
     if (counts.invalid <= INVALID_LINES_REPORTED) options.warn(`line ${lineNo}: ${reason}, skipped`);
   };
   const batcher = makeBatcher(invalid);
   const onAbort = (): void => {
     const why = (options.signal?.reason as Error | undefined)?.message ?? 'aborted';
-    fail(new SeenStoreError('INTERRUPTED', `stopped (${why}) between batches; every line printed before it was answered in full`));
+    fail(
+      new SeenStoreError(
+        'INTERRUPTED',
+        `stopped (${why}) between batches; every line printed before it was answered in full`,
+      ),
+    );
   };
   options.signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -208,7 +227,8 @@ async function runBatches<B>(
       const whole = batcher.take();
       const size = batcher.size(whole);
       for (let start = 0; start < size && failure === undefined; start += options.batchSize) {
-        const batch = size <= options.batchSize ? whole : batcher.part(whole, start, Math.min(size, start + options.batchSize));
+        const batch =
+          size <= options.batchSize ? whole : batcher.part(whole, start, Math.min(size, start + options.batchSize));
         const done = handle(batch, last);
         done.catch(fail);
         last = done;

@@ -5,7 +5,12 @@ import type { Utf8Keys } from '../hash/xxhash.js';
 import { holdsControlBytes, isAsciiSpace, shapedBytes, urlKeyRange } from '../url/url-shape.js';
 import { markCheckedUrlKeys } from '../url/url-keys.js';
 
-export type InvalidReason = 'invalid UTF-8' | 'line too long' | 'not a usable URL' | 'not an absolute URL (scheme://host)' | typeof CONTROL_REASON;
+export type InvalidReason =
+  | 'invalid UTF-8'
+  | 'line too long'
+  | 'not a usable URL'
+  | 'not an absolute URL (scheme://host)'
+  | typeof CONTROL_REASON;
 
 /** Why a line of URL keys with a control character (U+0000-U+001F, U+007F) is invalid. */
 export const CONTROL_REASON = 'not a usable URL (a control character in it)';
@@ -260,13 +265,20 @@ export class Utf8LineBatcher extends BlockSplitter {
    * caller guarantees that when it takes a batch, nothing holds any batch taken `reuse` or more
    * takes before. A fresh megabyte per batch was most of filter-new's garbage collection.
    */
-  constructor(maxLineBytes: number, onInvalid: (lineNo: number, reason: InvalidReason) => void, urlKeys: boolean, reuse: number) {
+  constructor(
+    maxLineBytes: number,
+    onInvalid: (lineNo: number, reason: InvalidReason) => void,
+    urlKeys: boolean,
+    reuse: number,
+  ) {
     super(maxLineBytes, onInvalid);
-    if (!Number.isSafeInteger(reuse) || reuse < 1) throw new TypeError(`reuse must be a whole number of batches, at least 1, got ${reuse}`);
+    if (!Number.isSafeInteger(reuse) || reuse < 1)
+      throw new TypeError(`reuse must be a whole number of batches, at least 1, got ${reuse}`);
     this.#urlKeys = urlKeys;
     this.#buffer = new KernelBytes(BATCH_BYTES_MIN);
     this.#ring = [{ buffer: this.#buffer, ranges: this.#ranges }];
-    for (let i = 0; i < reuse; i++) this.#ring.push({ buffer: new KernelBytes(BATCH_BYTES_MIN), ranges: new Uint32Array(this.#ranges.length) });
+    for (let i = 0; i < reuse; i++)
+      this.#ring.push({ buffer: new KernelBytes(BATCH_BYTES_MIN), ranges: new Uint32Array(this.#ranges.length) });
   }
 
   /** Lines in the current batch. */
@@ -276,7 +288,11 @@ export class Utf8LineBatcher extends BlockSplitter {
 
   /** Hands over the current batch (its buffers are reused only as the constructor's `reuse` says) and starts an empty one. */
   take(): { bytes: Buffer; ranges: Uint32Array; count: number } {
-    const cut = { bytes: this.#buffer.bytes.subarray(0, this.#used), ranges: this.#ranges.subarray(0, 2 * this.#count), count: this.#count };
+    const cut = {
+      bytes: this.#buffer.bytes.subarray(0, this.#used),
+      ranges: this.#ranges.subarray(0, 2 * this.#count),
+      count: this.#count,
+    };
     const batch = this.#urlKeys ? markCheckedUrlKeys(cut) : cut;
     // The ranges may have grown while this batch was filled: the ring keeps the grown ones.
     this.#ring[this.#slot] = { buffer: this.#buffer, ranges: this.#ranges };

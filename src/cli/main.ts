@@ -14,7 +14,8 @@ function typedError(error: unknown): SeenStoreError {
     return new SeenStoreError('USAGE', message, { cause: error });
   }
   const errno = error as { code?: string; path?: string } | null;
-  if (errno?.code === 'ENOENT' && typeof errno.path === 'string') return new SeenStoreError('NOT_FOUND', `no such file: ${errno.path}`, { cause: error });
+  if (errno?.code === 'ENOENT' && typeof errno.path === 'string')
+    return new SeenStoreError('NOT_FOUND', `no such file: ${errno.path}`, { cause: error });
   return asStoreError(error, 'seenstore');
 }
 
@@ -51,7 +52,8 @@ async function main(): Promise<void> {
     // --help and --version end commander's parse with an "error" of exit code 0.
     if (error instanceof CommanderError && error.exitCode === 0) process.exit(0);
     // No command at all: commander has printed the help on stderr; say what is missing under it.
-    if (error instanceof CommanderError && error.code === 'commander.help') fail(new SeenStoreError('USAGE', 'a command is needed (seenstore --help lists them)'), options);
+    if (error instanceof CommanderError && error.code === 'commander.help')
+      fail(new SeenStoreError('USAGE', 'a command is needed (seenstore --help lists them)'), options);
     fail(error, options);
   }
 }

@@ -66,8 +66,12 @@ export class InputProgress {
   update(linesRead: number, bytesRead: number): void {
     this.#line.update(() => {
       const seconds = Math.max((Date.now() - this.#startMs) / 1000, 0.001);
-      const parts = [`${formatCount(linesRead)} lines read (${formatCount(Math.round(linesRead / seconds))}/s)`, this.#extra()];
-      if (this.#totalBytes !== undefined && this.#totalBytes > 0) parts.push(`${Math.min(100, (100 * bytesRead) / this.#totalBytes).toFixed(1)}%`);
+      const parts = [
+        `${formatCount(linesRead)} lines read (${formatCount(Math.round(linesRead / seconds))}/s)`,
+        this.#extra(),
+      ];
+      if (this.#totalBytes !== undefined && this.#totalBytes > 0)
+        parts.push(`${Math.min(100, (100 * bytesRead) / this.#totalBytes).toFixed(1)}%`);
       return `${this.#label}: ${parts.join(', ')}`;
     });
   }
@@ -82,7 +86,9 @@ export class InputProgress {
  * in 0.01 s` (fields in the order given; `seen` reads "already seen").
  */
 export function summaryText(counts: Readonly<Record<string, number>>, elapsedMs: number): string {
-  const fields = Object.entries(counts).map(([name, n]) => `${name === 'seen' ? 'already seen' : name} ${formatCount(n)}`);
+  const fields = Object.entries(counts).map(
+    ([name, n]) => `${name === 'seen' ? 'already seen' : name} ${formatCount(n)}`,
+  );
   return `${fields.join(', ')} in ${(elapsedMs / 1000).toFixed(2)} s`;
 }
 
@@ -105,6 +111,9 @@ export function formatCount(n: number): string {
 export function table(header: readonly string[], rows: readonly (readonly string[])[], leftColumns: number): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: readonly string[]): string =>
-    cells.map((c, i) => (i < leftColumns ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+    cells
+      .map((c, i) => (i < leftColumns ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return `${[line(header), ...rows.map(line)].join('\n')}\n`;
 }

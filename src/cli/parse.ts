@@ -21,12 +21,19 @@ export function parseFpr(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const value = Number(text);
   if (text.trim() === '' || !(value > 0 && value < 1)) {
-    throw new SeenStoreError('USAGE', `--fpr must be a probability strictly between 0 and 1, got ${JSON.stringify(text)}`);
+    throw new SeenStoreError(
+      'USAGE',
+      `--fpr must be a probability strictly between 0 and 1, got ${JSON.stringify(text)}`,
+    );
   }
   return value;
 }
 
-export function parseChoice<T extends string>(name: string, text: string | undefined, choices: readonly T[]): T | undefined {
+export function parseChoice<T extends string>(
+  name: string,
+  text: string | undefined,
+  choices: readonly T[],
+): T | undefined {
   if (text === undefined) return undefined;
   if (!(choices as readonly string[]).includes(text)) {
     throw new SeenStoreError('USAGE', `--${name} must be one of ${choices.join(', ')}, got ${JSON.stringify(text)}`);
@@ -39,7 +46,10 @@ export function parseSeeds(text: string | undefined): string[] | undefined {
   if (text === undefined) return undefined;
   const seeds = text.split(',').map((seed) => seed.trim());
   if (!seeds.every(isSeedHex)) {
-    throw new SeenStoreError('USAGE', `--seeds must be 16 lower-case hex digits per filter, comma-separated, as epoch show prints them; got ${JSON.stringify(text)}`);
+    throw new SeenStoreError(
+      'USAGE',
+      `--seeds must be 16 lower-case hex digits per filter, comma-separated, as epoch show prints them; got ${JSON.stringify(text)}`,
+    );
   }
   return seeds;
 }

@@ -27,7 +27,11 @@ export interface EpochWatch {
  * --seeds) shape nothing, since they apply to a scope's first epoch only. Say so for each one that
  * differs from the open epoch, instead of ignoring it silently. Returns what `noteGrowth` needs.
  */
-export async function noteIgnoredPlan(scope: Scope, requested: RequestedPlan, warn: (message: string) => void): Promise<EpochWatch> {
+export async function noteIgnoredPlan(
+  scope: Scope,
+  requested: RequestedPlan,
+  warn: (message: string) => void,
+): Promise<EpochWatch> {
   const open = await scope.openEpoch();
   if (open === null) return { epoch: null, slices: 0 };
   const epoch = await scope.settings(open);
@@ -35,12 +39,16 @@ export async function noteIgnoredPlan(scope: Scope, requested: RequestedPlan, wa
   if (requested.capacityUrls !== undefined && requested.capacityUrls !== epoch.capacityUrls) {
     ignored.push(`--capacity ${requested.capacityUrls} (epoch ${open} has ${epoch.capacityUrls})`);
   }
-  if (requested.fprTarget !== undefined && requested.fprTarget !== epoch.fprTarget) ignored.push(`--fpr ${requested.fprTarget} (it has ${epoch.fprTarget})`);
-  if (requested.strategy !== undefined && requested.strategy !== epoch.strategy) ignored.push(`--strategy ${requested.strategy} (it has ${epoch.strategy})`);
-  if (requested.layout !== undefined && requested.layout !== epoch.strategy) ignored.push(`--layout ${requested.layout} (it has ${epoch.strategy})`);
+  if (requested.fprTarget !== undefined && requested.fprTarget !== epoch.fprTarget)
+    ignored.push(`--fpr ${requested.fprTarget} (it has ${epoch.fprTarget})`);
+  if (requested.strategy !== undefined && requested.strategy !== epoch.strategy)
+    ignored.push(`--strategy ${requested.strategy} (it has ${epoch.strategy})`);
+  if (requested.layout !== undefined && requested.layout !== epoch.strategy)
+    ignored.push(`--layout ${requested.layout} (it has ${epoch.strategy})`);
   const seeds = epoch.seeds[0]?.join(',');
   if (requested.seeds !== undefined && requested.seeds.join(',') !== seeds) ignored.push(`--seeds (it has ${seeds})`);
-  if (requested.keys !== undefined && requested.keys !== keyModeOf(epoch.normalize as NormalizeMode)) ignored.push(`--keys ${requested.keys} (it has ${keyModeOf(epoch.normalize as NormalizeMode)})`);
+  if (requested.keys !== undefined && requested.keys !== keyModeOf(epoch.normalize as NormalizeMode))
+    ignored.push(`--keys ${requested.keys} (it has ${keyModeOf(epoch.normalize as NormalizeMode)})`);
   if (ignored.length > 0) {
     warn(
       `warning: scope ${scope.name} exists, so ${ignored.join(', ')} ${ignored.length === 1 ? 'is' : 'are'} ignored: ` +
@@ -76,7 +84,11 @@ export async function noteGrowth(scope: Scope, before: EpochWatch, warn: (messag
  * scope is NOT_FOUND before any input is read: a mistyped --scope would otherwise re-crawl
  * everything.
  */
-export async function addingScope(store: SeenStore, options: GlobalOptions, requested: ScopeOptions): Promise<{ scope: Scope; watch: EpochWatch; ready: () => Promise<void> }> {
+export async function addingScope(
+  store: SeenStore,
+  options: GlobalOptions,
+  requested: ScopeOptions,
+): Promise<{ scope: Scope; watch: EpochWatch; ready: () => Promise<void> }> {
   const name = scopeName(options);
   const create = options.create !== false;
   const scope = store.scope(name, { ...requested, create });
@@ -84,8 +96,14 @@ export async function addingScope(store: SeenStore, options: GlobalOptions, requ
   if (watch.epoch !== null) return { scope, watch, ready: () => Promise.resolve() };
   if (!create) {
     const known = await store.scopeNames();
-    const hint = known.length === 0 ? 'the store has no scopes' : `its scopes: ${known.slice(0, 10).join(', ')}${known.length > 10 ? ', ...' : ''}`;
-    throw new SeenStoreError('NOT_FOUND', `scope ${name} does not exist in ${redactLocation(store.dir)} and --no-create forbids creating it (${hint})`);
+    const hint =
+      known.length === 0
+        ? 'the store has no scopes'
+        : `its scopes: ${known.slice(0, 10).join(', ')}${known.length > 10 ? ', ...' : ''}`;
+    throw new SeenStoreError(
+      'NOT_FOUND',
+      `scope ${name} does not exist in ${redactLocation(store.dir)} and --no-create forbids creating it (${hint})`,
+    );
   }
   let creating: Promise<void> | undefined;
   const ready = (): Promise<void> =>

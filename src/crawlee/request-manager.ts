@@ -6,7 +6,10 @@ import { queueKeyOf, type QueueKeyMode } from '../url/queue-key.js';
  * stand alone): `store.scope(name)` is one.
  */
 export interface FrontierScope {
-  enqueue(urls: readonly string[], options?: { readonly data?: readonly unknown[]; readonly queues?: readonly string[] }): Promise<boolean[]>;
+  enqueue(
+    urls: readonly string[],
+    options?: { readonly data?: readonly unknown[]; readonly queues?: readonly string[] },
+  ): Promise<boolean[]>;
   addIfAbsent(urls: readonly string[]): Promise<boolean[]>;
   frontier(): ScopeFrontierLike;
 }
@@ -18,11 +21,19 @@ interface LeasedUrl {
 }
 
 interface ScopeFrontierLike {
-  take(count: number, options?: { readonly leaseMs?: number; readonly owner?: string; readonly perQueue?: number }): Promise<LeasedUrl[]>;
+  take(
+    count: number,
+    options?: { readonly leaseMs?: number; readonly owner?: string; readonly perQueue?: number },
+  ): Promise<LeasedUrl[]>;
   done(ids: readonly string[], options?: { readonly failed?: boolean }): Promise<number>;
   release(ids: readonly string[], data?: readonly unknown[]): Promise<number>;
   reclaim(owner: string): Promise<number>;
-  stats(): Promise<{ readonly pending: number; readonly leased: number; readonly done: number; readonly failed: number }>;
+  stats(): Promise<{
+    readonly pending: number;
+    readonly leased: number;
+    readonly done: number;
+    readonly failed: number;
+  }>;
   pinnedQueueKey(): Promise<QueueKeyMode>;
   configure(change: { readonly delayMs?: number }): Promise<unknown>;
 }
@@ -106,7 +117,8 @@ export class SeenstoreRequestManager {
     this.#prefetch = options.prefetch ?? 5;
     this.#perQueue = options.perQueue ?? 1;
     const delaySecs = options.sameDomainDelaySecs;
-    if (delaySecs !== undefined && !(Number.isFinite(delaySecs) && delaySecs >= 0)) throw new TypeError('sameDomainDelaySecs must be a number of seconds >= 0');
+    if (delaySecs !== undefined && !(Number.isFinite(delaySecs) && delaySecs >= 0))
+      throw new TypeError('sameDomainDelaySecs must be a number of seconds >= 0');
     this.#delayMs = delaySecs === undefined ? undefined : Math.round(delaySecs * 1000);
     this.#leaseMs = options.leaseMs;
   }
@@ -119,7 +131,13 @@ export class SeenstoreRequestManager {
   /** Set by the crawler on the queue it is given; not used. */
   set internalTimeoutMillis(_ms: number) {}
 
-  async addRequest(source: Source | string): Promise<{ requestId: string; uniqueKey: string; wasAlreadyPresent: boolean; wasAlreadyHandled: boolean; forefront: boolean }> {
+  async addRequest(source: Source | string): Promise<{
+    requestId: string;
+    uniqueKey: string;
+    wasAlreadyPresent: boolean;
+    wasAlreadyHandled: boolean;
+    forefront: boolean;
+  }> {
     const [processed] = await this.#add([source]);
     return { ...processed!, forefront: false };
   }
@@ -127,7 +145,11 @@ export class SeenstoreRequestManager {
   async addRequestsBatched(
     requests: Iterable<Source | string> | AsyncIterable<Source | string>,
     options: { readonly maxNewRequests?: number } = {},
-  ): Promise<{ addedRequests: Processed[]; waitForAllRequestsToBeAdded: Promise<Processed[]>; requestsOverLimit?: Source[] }> {
+  ): Promise<{
+    addedRequests: Processed[];
+    waitForAllRequestsToBeAdded: Promise<Processed[]>;
+    requestsOverLimit?: Source[];
+  }> {
     const added: Processed[] = [];
     const overLimit: Source[] = [];
     let fresh = 0;
@@ -152,7 +174,11 @@ export class SeenstoreRequestManager {
       if (batch.length >= ADD_BATCH) await flush();
     }
     if (batch.length > 0) await flush();
-    return { addedRequests: added, waitForAllRequestsToBeAdded: Promise.resolve([]), ...(overLimit.length > 0 ? { requestsOverLimit: overLimit } : {}) };
+    return {
+      addedRequests: added,
+      waitForAllRequestsToBeAdded: Promise.resolve([]),
+      ...(overLimit.length > 0 ? { requestsOverLimit: overLimit } : {}),
+    };
   }
 
   async fetchNextRequest<T extends Record<string, unknown> = Record<string, unknown>>(): Promise<Request<T> | null> {
@@ -229,7 +255,11 @@ export class SeenstoreRequestManager {
   }
 
   async #add(sources: readonly (Source | string)[]): Promise<Processed[]> {
-    const requests = sources.map((source) => (source instanceof Request ? source : new Request(typeof source === 'string' ? { url: source } : (source as RequestOptions))));
+    const requests = sources.map((source) =>
+      source instanceof Request
+        ? source
+        : new Request(typeof source === 'string' ? { url: source } : (source as RequestOptions)),
+    );
     const keys = requests.map((request) => request.uniqueKey);
     // A request is polite to the host of its URL, whatever its uniqueKey (which need not be a URL).
     // Pinned: no configure (of this process or another) can change it while the manager keeps it.
@@ -239,7 +269,12 @@ export class SeenstoreRequestManager {
     const fresh = await this.#scope.enqueue(keys, { data: requests.map(stored), queues });
     const added = fresh.filter(Boolean).length;
     this.#pending += added;
-    return requests.map((request, i) => ({ uniqueKey: request.uniqueKey, requestId: request.uniqueKey, wasAlreadyPresent: !fresh[i], wasAlreadyHandled: false }));
+    return requests.map((request, i) => ({
+      uniqueKey: request.uniqueKey,
+      requestId: request.uniqueKey,
+      wasAlreadyPresent: !fresh[i],
+      wasAlreadyHandled: false,
+    }));
   }
 
   /** Once: the scope's delay from sameDomainDelaySecs, and a dead predecessor's leases back. */
@@ -253,7 +288,11 @@ export class SeenstoreRequestManager {
     this.#started ??= this.#start();
     await this.#started;
     if (this.#buffer.length > 0) return;
-    const taken = await this.#frontier.take(this.#prefetch, { leaseMs: this.#leaseMs ?? DEFAULT_LEASE_MS, owner: this.#owner, perQueue: this.#perQueue });
+    const taken = await this.#frontier.take(this.#prefetch, {
+      leaseMs: this.#leaseMs ?? DEFAULT_LEASE_MS,
+      owner: this.#owner,
+      perQueue: this.#perQueue,
+    });
     this.#pending = Math.max(0, this.#pending - taken.length);
     this.#buffer.push(...taken);
   }
@@ -262,7 +301,8 @@ export class SeenstoreRequestManager {
 type Processed = { uniqueKey: string; requestId: string; wasAlreadyPresent: boolean; wasAlreadyHandled: boolean };
 
 function requestId(request: Request): string {
-  if (request.id === undefined) throw new TypeError('the request did not come from this request manager (it has no id)');
+  if (request.id === undefined)
+    throw new TypeError('the request did not come from this request manager (it has no id)');
   return request.id;
 }
 

@@ -42,7 +42,12 @@ export async function addFollowingRotations(
     try {
       const restQueue = enqueue === undefined || rest === undefined ? enqueue : pickQueue(enqueue, rest);
       const restDeliver = deliver === undefined || rest === undefined ? deliver : deliverRest(deliver, answers!, rest);
-      const adding = route.epoch.addIfAbsent(rest === undefined ? keys : pickKeys(keys, rest), restAnswers, restQueue, restDeliver);
+      const adding = route.epoch.addIfAbsent(
+        rest === undefined ? keys : pickKeys(keys, rest),
+        restAnswers,
+        restQueue,
+        restDeliver,
+      );
       issued?.();
       added += await adding;
       copyBack();
@@ -52,7 +57,10 @@ export async function addFollowingRotations(
       const next = rotated ? await route.reopen() : undefined;
       if (next === undefined || next === route.epoch) throw error;
       if (next.header.normalize !== route.epoch.header.normalize) {
-        throw new SeenStoreError('EPOCH_SEALED', `epoch ${route.scope}/${route.epoch.header.epoch} was rotated to an epoch with another normalisation`);
+        throw new SeenStoreError(
+          'EPOCH_SEALED',
+          `epoch ${route.scope}/${route.epoch.header.epoch} was rotated to an epoch with another normalisation`,
+        );
       }
       route.epoch = next;
       if (error instanceof PartlyDecided) {

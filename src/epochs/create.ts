@@ -29,7 +29,10 @@ export interface EpochPlan {
 export function checkScopeName(name: string): void {
   if (typeof name !== 'string') throw new TypeError('a scope name is a string');
   if (!SCOPE_NAME_PATTERN.test(name)) {
-    throw new SeenStoreError('USAGE', `invalid scope name ${JSON.stringify(name)}: use 1-64 of A-Z a-z 0-9 . _ - (not starting with . _ -)`);
+    throw new SeenStoreError(
+      'USAGE',
+      `invalid scope name ${JSON.stringify(name)}: use 1-64 of A-Z a-z 0-9 . _ - (not starting with . _ -)`,
+    );
   }
 }
 
@@ -40,7 +43,10 @@ export function checkPlan(plan: Omit<EpochPlan, 'sizing'>): void {
   }
   if (!(fprTarget > 0 && fprTarget < 1)) throw new SeenStoreError('USAGE', `fpr must be in (0, 1), got ${fprTarget}`);
   if (!KNOWN_NORMALIZE_MODES.includes(normalize)) {
-    throw new SeenStoreError('USAGE', `unknown normalisation ${JSON.stringify(normalize)} (${KNOWN_NORMALIZE_MODES.join(', ')})`);
+    throw new SeenStoreError(
+      'USAGE',
+      `unknown normalisation ${JSON.stringify(normalize)} (${KNOWN_NORMALIZE_MODES.join(', ')})`,
+    );
   }
   if (plan.seeds !== undefined) checkSeeds(plan.seeds, strategy.filters, strategyName(strategy));
 }
@@ -61,14 +67,17 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan, no
   const { layout, filters } = plan.strategy;
   let first;
   try {
-    first = planSlice(0, plan.capacityUrls, plan.fprTarget, growthOf(plan.strategy), (n, p) => sliceShape(plan.strategy, n, p));
+    first = planSlice(0, plan.capacityUrls, plan.fprTarget, growthOf(plan.strategy), (n, p) =>
+      sliceShape(plan.strategy, n, p),
+    );
   } catch (error) {
     throw new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
   }
   const now = nowMs;
   const seeds = plan.seeds !== undefined ? [...plan.seeds] : Array.from({ length: filters }, () => freshSeedHex());
   // partitioned: P given or from the first slice's size; whole blocks in every partition.
-  const partitions = plan.strategy.kind === 'partitioned' ? (plan.strategy.partitions ?? defaultPartitionCount(first.mBits)) : undefined;
+  const partitions =
+    plan.strategy.kind === 'partitioned' ? (plan.strategy.partitions ?? defaultPartitionCount(first.mBits)) : undefined;
   return {
     v: 1,
     scope,
@@ -111,7 +120,10 @@ export function firstEpochPlan(options: ScopeOptions, driverDefault: string): Ep
     normalize: epochNormalizeMode(options.normalize, options.keys),
     sizing: {
       policy: options.capacityUrls === undefined ? 'default' : 'explicit',
-      reason: options.capacityUrls === undefined ? `first epoch, no capacity given: default ${DEFAULT_CAPACITY_URLS} URLs` : 'first epoch, capacity given by the caller',
+      reason:
+        options.capacityUrls === undefined
+          ? `first epoch, no capacity given: default ${DEFAULT_CAPACITY_URLS} URLs`
+          : 'first epoch, capacity given by the caller',
       inputs: { capacityUrls, fprTarget },
     },
     ...(options.seeds === undefined ? {} : { seeds: options.seeds }),
@@ -125,7 +137,10 @@ function scopeStrategy(options: ScopeOptions, driverDefault: string): Strategy {
   if (options.strategy === undefined) return parseStrategy(String(options.layout ?? driverDefault));
   const strategy = parseStrategy(options.strategy);
   if (options.layout !== undefined && options.layout !== strategy.layout) {
-    throw new SeenStoreError('USAGE', `layout ${options.layout} contradicts strategy ${options.strategy}; give only the strategy`);
+    throw new SeenStoreError(
+      'USAGE',
+      `layout ${options.layout} contradicts strategy ${options.strategy}; give only the strategy`,
+    );
   }
   return strategy;
 }

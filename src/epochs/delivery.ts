@@ -78,7 +78,10 @@ export class Delivery {
     // A run killed between keeping a batch and recording it left lines that are not recorded:
     // they are recorded now, before they are printed (printed implies recorded).
     for (const batch of claimed) {
-      const urls = Buffer.from(batch.lines.buffer, batch.lines.byteOffset, batch.lines.length).toString('utf8').split('\n').filter((line) => line !== '');
+      const urls = Buffer.from(batch.lines.buffer, batch.lines.byteOffset, batch.lines.length)
+        .toString('utf8')
+        .split('\n')
+        .filter((line) => line !== '');
       await (options.enqueue === true ? scope.enqueue(urls) : scope.add(urls));
     }
     return new Delivery(scope, deliveries, owner, claimed);
@@ -92,7 +95,10 @@ export class Delivery {
   }
 
   /** As Scope.addIfAbsentUtf8 (the lines as they are: each key's bytes, printed as they came). */
-  async addIfAbsentUtf8(lines: Utf8Keys, options: AddOptions = {}): Promise<{ answers: boolean[]; batch: RecordedBatch }> {
+  async addIfAbsentUtf8(
+    lines: Utf8Keys,
+    options: AddOptions = {},
+  ): Promise<{ answers: boolean[]; batch: RecordedBatch }> {
     return this.#add(lines, options, false, (answers) => {
       const out = selectedUtf8Lines(lines, answers, this.#spare);
       if (out.buffer.byteLength >= SPARE_BYTES_MIN) this.#reusable.add(out.buffer);
@@ -101,11 +107,20 @@ export class Delivery {
   }
 
   /** As Scope.addIfAbsent, or Scope.enqueue with `enqueue` (the URLs as given). */
-  async addIfAbsent(urls: readonly string[], options: AddOptions = {}, enqueue = false): Promise<{ answers: boolean[]; batch: RecordedBatch }> {
+  async addIfAbsent(
+    urls: readonly string[],
+    options: AddOptions = {},
+    enqueue = false,
+  ): Promise<{ answers: boolean[]; batch: RecordedBatch }> {
     return this.#add(urls, options, enqueue, (answers) => selectedLines(urls, answers));
   }
 
-  async #add(urls: readonly string[] | Utf8Keys, options: AddOptions, enqueue: boolean, linesOf: (answers: readonly boolean[]) => Uint8Array): Promise<{ answers: boolean[]; batch: RecordedBatch }> {
+  async #add(
+    urls: readonly string[] | Utf8Keys,
+    options: AddOptions,
+    enqueue: boolean,
+    linesOf: (answers: readonly boolean[]) => Uint8Array,
+  ): Promise<{ answers: boolean[]; batch: RecordedBatch }> {
     if (keyCount(urls) > MAX_BATCH_URLS) throw new TypeError(`a delivered batch holds at most ${MAX_BATCH_URLS} URLs`);
     const seq = ++this.#seq;
     // The step deletes the batches written so far; batches written meanwhile wait for the next.
@@ -114,7 +129,12 @@ export class Delivery {
     let lines: Uint8Array | undefined;
     let answers: boolean[];
     try {
-      answers = await this.#scope.addDelivered(urls, { owner: this.#owner, seq, delivered, lines: (decided) => (lines = linesOf(decided)) }, options, enqueue);
+      answers = await this.#scope.addDelivered(
+        urls,
+        { owner: this.#owner, seq, delivered, lines: (decided) => (lines = linesOf(decided)) },
+        options,
+        enqueue,
+      );
     } catch (error) {
       // A step that failed deleted nothing: the next one (or finish) deletes them.
       this.#delivered = [...delivered, ...this.#delivered];
@@ -137,7 +157,8 @@ export class Delivery {
       const old = this.#recent.shift()!;
       this.#recentBytes -= old.lines.length;
       // Written, and no longer kept for keepWritten: its buffer serves a later batch.
-      if (this.#spare.length < SPARE_BUFFERS && this.#reusable.has(old.lines.buffer)) this.#spare.push(Buffer.from(old.lines.buffer));
+      if (this.#spare.length < SPARE_BUFFERS && this.#reusable.has(old.lines.buffer))
+        this.#spare.push(Buffer.from(old.lines.buffer));
     }
   }
 

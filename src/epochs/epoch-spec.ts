@@ -4,7 +4,13 @@ import { SeenStoreError } from '../errors.js';
  * Which epochs a query covers: `current` (the open epoch), `previous` (the one before it), one
  * epoch number, an inclusive range, the K most recent epochs, or every epoch still kept.
  */
-export type EpochSpec = 'current' | 'previous' | 'all' | number | { readonly from: number; readonly to: number } | { readonly last: number };
+export type EpochSpec =
+  | 'current'
+  | 'previous'
+  | 'all'
+  | number
+  | { readonly from: number; readonly to: number }
+  | { readonly last: number };
 
 export type MembershipMode = 'any' | 'all';
 
@@ -20,7 +26,8 @@ export function parseEpochSpec(text: string): EpochSpec {
   const whole = (s: string): number | undefined => {
     if (!/^[1-9][0-9]*$/.test(s)) return undefined;
     const n = Number(s);
-    if (n > MAX_EPOCH_NUMBER) throw new SeenStoreError('USAGE', `--epochs: ${s} is past the largest epoch number, ${MAX_EPOCH_NUMBER}`);
+    if (n > MAX_EPOCH_NUMBER)
+      throw new SeenStoreError('USAGE', `--epochs: ${s} is past the largest epoch number, ${MAX_EPOCH_NUMBER}`);
     return n;
   };
   const single = whole(text);
@@ -33,13 +40,24 @@ export function parseEpochSpec(text: string): EpochSpec {
   }
   const last = /^last:([0-9]+)$/.exec(text);
   if (last !== null && whole(last[1]!) !== undefined) return { last: Number(last[1]) };
-  throw new SeenStoreError('USAGE', `--epochs must be current, previous, all, N, N..M or last:K, got ${JSON.stringify(text)}`);
+  throw new SeenStoreError(
+    'USAGE',
+    `--epochs must be current, previous, all, N, N..M or last:K, got ${JSON.stringify(text)}`,
+  );
 }
 
 /** The epoch numbers a spec names, ascending; every one must exist. */
-export function resolveEpochs(spec: EpochSpec, existing: readonly number[], openEpoch: number, scope: string): number[] {
+export function resolveEpochs(
+  spec: EpochSpec,
+  existing: readonly number[],
+  openEpoch: number,
+  scope: string,
+): number[] {
   const missing = (n: number): SeenStoreError =>
-    new SeenStoreError('NOT_FOUND', `scope ${scope} has no epoch ${n} (${n < openEpoch ? 'it was pruned' : 'not created yet'}); it has ${existing.join(', ')}`);
+    new SeenStoreError(
+      'NOT_FOUND',
+      `scope ${scope} has no epoch ${n} (${n < openEpoch ? 'it was pruned' : 'not created yet'}); it has ${existing.join(', ')}`,
+    );
   const need = (numbers: number[]): number[] => {
     for (const n of numbers) if (!existing.includes(n)) throw missing(n);
     return numbers;
@@ -47,7 +65,8 @@ export function resolveEpochs(spec: EpochSpec, existing: readonly number[], open
   checkSpec(spec);
   if (spec === 'current') return [openEpoch];
   if (spec === 'previous') {
-    if (openEpoch === 1) throw new SeenStoreError('NOT_FOUND', `scope ${scope} has no previous epoch: epoch 1 is the first`);
+    if (openEpoch === 1)
+      throw new SeenStoreError('NOT_FOUND', `scope ${scope} has no previous epoch: epoch 1 is the first`);
     return need([openEpoch - 1]);
   }
   if (spec === 'all') return [...existing];
@@ -75,8 +94,16 @@ function rangeOf(from: number, to: number, existing: readonly number[]): number[
 function checkSpec(spec: EpochSpec): void {
   const whole = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 1;
   const ok =
-    spec === 'current' || spec === 'previous' || spec === 'all' || whole(spec) ||
-    (typeof spec === 'object' && spec !== null &&
-      (('last' in spec && whole(spec.last)) || ('from' in spec && whole(spec.from) && whole(spec.to) && spec.from <= spec.to)));
-  if (!ok) throw new TypeError(`not an epoch spec: ${JSON.stringify(spec)} (use 'current', 'previous', 'all', N, { from, to } or { last })`);
+    spec === 'current' ||
+    spec === 'previous' ||
+    spec === 'all' ||
+    whole(spec) ||
+    (typeof spec === 'object' &&
+      spec !== null &&
+      (('last' in spec && whole(spec.last)) ||
+        ('from' in spec && whole(spec.from) && whole(spec.to) && spec.from <= spec.to)));
+  if (!ok)
+    throw new TypeError(
+      `not an epoch spec: ${JSON.stringify(spec)} (use 'current', 'previous', 'all', N, { from, to } or { last })`,
+    );
 }

@@ -41,7 +41,11 @@ export interface EpochDetails extends EpochStats {
   /** A partitioned epoch's partition count and seed (docs/format.md "Partitioned epochs"). */
   readonly partitions?: Partitioning;
   /** Per slice: geometry, seeds (hex) and fill. */
-  readonly sliceDetails: readonly (SliceSummary & { readonly layout: string; readonly seeds: readonly string[]; readonly keying?: Keying })[];
+  readonly sliceDetails: readonly (SliceSummary & {
+    readonly layout: string;
+    readonly seeds: readonly string[];
+    readonly keying?: Keying;
+  })[];
 }
 
 /**
@@ -117,7 +121,12 @@ export function epochDetails(header: EpochHeader, summary: EpochSummary, usage: 
     ...(header.partitions === undefined ? {} : { partitions: header.partitions }),
     sliceDetails: summary.slices.map((slice, j) => {
       const spec = header.slices[j]!;
-      return { ...slice, layout: spec.layout, seeds: spec.seeds, ...(spec.keying === undefined ? {} : { keying: spec.keying }) };
+      return {
+        ...slice,
+        layout: spec.layout,
+        seeds: spec.seeds,
+        ...(spec.keying === undefined ? {} : { keying: spec.keying }),
+      };
     }),
   };
 }

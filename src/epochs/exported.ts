@@ -45,18 +45,23 @@ export class ExportedEpoch {
       const counting = spec.keying?.kind === 'counting-v1';
       const slice: FileSlice = {
         // A counting slice answers from its primary counters alone (count > 0).
-        filters: filterGeometries(spec).slice(0, counting ? 1 : undefined).map((geometry, f) => {
-          const filter: BloomFilter | CountingFilter = counting
-            ? new CountingFilter(geometry.mBits / 8, geometry.k, options)
-            : new BloomFilter(geometry, options);
-          const bytes = filters[this.#filterCount + f];
-          if (bytes !== undefined) {
-            for (let region = 0; region < filter.regionCount; region++) {
-              filter.orRegion(region, bytes.subarray(region * CHUNK_PAYLOAD_BYTES, (region + 1) * CHUNK_PAYLOAD_BYTES));
+        filters: filterGeometries(spec)
+          .slice(0, counting ? 1 : undefined)
+          .map((geometry, f) => {
+            const filter: BloomFilter | CountingFilter = counting
+              ? new CountingFilter(geometry.mBits / 8, geometry.k, options)
+              : new BloomFilter(geometry, options);
+            const bytes = filters[this.#filterCount + f];
+            if (bytes !== undefined) {
+              for (let region = 0; region < filter.regionCount; region++) {
+                filter.orRegion(
+                  region,
+                  bytes.subarray(region * CHUNK_PAYLOAD_BYTES, (region + 1) * CHUNK_PAYLOAD_BYTES),
+                );
+              }
             }
-          }
-          return filter;
-        }),
+            return filter;
+          }),
         offset: this.#filterCount,
       };
       this.#slices.push(slice);

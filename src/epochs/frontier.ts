@@ -1,7 +1,18 @@
 import { SeenStoreError } from '../errors.js';
 import { controlKey, type XxHash } from '../hash/xxhash.js';
 import type { EncodedSummary, SummarizeOptions } from '../setdiff/set-difference.js';
-import type { Backend, EntryPage, Frontier, FrontierEntry, FrontierSettings, FrontierStats, LeasedUrl, QueueItems, QueueStats, UrlStatus } from '../store/backend.js';
+import type {
+  Backend,
+  EntryPage,
+  Frontier,
+  FrontierEntry,
+  FrontierSettings,
+  FrontierStats,
+  LeasedUrl,
+  QueueItems,
+  QueueStats,
+  UrlStatus,
+} from '../store/backend.js';
 import { toKey, type NormalizeMode } from '../url/normalize.js';
 import { MAX_QUEUE_KEY_LENGTH, QUEUE_KEY_MODES, queueKeyOf, type QueueKeyMode } from '../url/queue-key.js';
 import { holdsControlString } from '../url/url-shape.js';
@@ -98,14 +109,18 @@ export class ScopeFrontier {
     const frontier = await this.#frontier();
     let owns: ((queue: string) => boolean) | undefined;
     if (options.affinity === true) {
-      if (options.owner === undefined) throw new SeenStoreError('USAGE', 'affinity needs an owner: the ring is of owner names');
+      if (options.owner === undefined)
+        throw new SeenStoreError('USAGE', 'affinity needs an owner: the ring is of owner names');
       const owner = options.owner;
       const live = await frontier.owners(this.#ctx.clock() - leaseMs);
       const ring = new OwnerRing([...live, owner], this.#ctx.hash);
       owns = (queue) => ring.ownerOf(queue) === owner;
     }
     return frontier.take({
-      count, leaseMs, perQueue, maxQueues,
+      count,
+      leaseMs,
+      perQueue,
+      maxQueues,
       ...(options.owner === undefined ? {} : { owner: options.owner }),
       ...(options.queue === undefined ? {} : { queue: options.queue }),
       ...(owns === undefined ? {} : { owns }),
@@ -126,13 +141,17 @@ export class ScopeFrontier {
    * to be fetched again then instead of leaving the frontier. With `failed: true` they were given up
    * on (a crawler's failed request): finished all the same, counted in `stats().failed`, not `done`.
    */
-  async done(ids: readonly string[], options: { readonly refetchAtMs?: readonly number[]; readonly failed?: boolean } = {}): Promise<number> {
+  async done(
+    ids: readonly string[],
+    options: { readonly refetchAtMs?: readonly number[]; readonly failed?: boolean } = {},
+  ): Promise<number> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('finish frontier URLs');
     if (!Array.isArray(ids)) throw new TypeError('ids must be an array of strings');
     const refetch = options.refetchAtMs;
     if (refetch !== undefined) checkTimes('refetchAtMs', refetch, ids.length, this.#ctx.clock());
-    if (options.failed !== undefined && typeof options.failed !== 'boolean') throw new TypeError('failed must be a boolean');
+    if (options.failed !== undefined && typeof options.failed !== 'boolean')
+      throw new TypeError('failed must be a boolean');
     return (await this.#frontier()).done(ids, refetch, options.failed === true);
   }
 
@@ -155,10 +174,15 @@ export class ScopeFrontier {
    * A scope whose keys are URLs refuses one with a control character (INVALID_URL, nothing
    * scheduled), as its adds do.
    */
-  async schedule(urls: readonly string[], atMs: number | readonly number[], options: QueueOptions = {}): Promise<number> {
+  async schedule(
+    urls: readonly string[],
+    atMs: number | readonly number[],
+    options: QueueOptions = {},
+  ): Promise<number> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('schedule frontier URLs');
-    if (!Array.isArray(urls) || urls.some((url) => typeof url !== 'string')) throw new TypeError('urls must be an array of strings');
+    if (!Array.isArray(urls) || urls.some((url) => typeof url !== 'string'))
+      throw new TypeError('urls must be an array of strings');
     // Scheduled URLs are not hashed (where an add's URL keys are refused a control character): checked here.
     const control = urls.find((url) => holdsControlString(url, 0, url.length));
     if (control !== undefined && (await this.#normalizeMode()) !== 'none') throw controlKey(control);
@@ -196,10 +220,14 @@ export class ScopeFrontier {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('configure the frontier');
     if (change.queueKey !== undefined && !QUEUE_KEY_MODES.includes(change.queueKey)) {
-      throw new SeenStoreError('USAGE', `queueKey must be one of ${QUEUE_KEY_MODES.join(', ')}, got ${JSON.stringify(change.queueKey)}`);
+      throw new SeenStoreError(
+        'USAGE',
+        `queueKey must be one of ${QUEUE_KEY_MODES.join(', ')}, got ${JSON.stringify(change.queueKey)}`,
+      );
     }
     if (change.delayMs !== undefined) checkWhole('delayMs', change.delayMs, 0, MAX_AHEAD_MS);
-    if (change.maxInFlightPerQueue !== undefined) checkWhole('maxInFlightPerQueue', change.maxInFlightPerQueue, 0, MAX_TAKE);
+    if (change.maxInFlightPerQueue !== undefined)
+      checkWhole('maxInFlightPerQueue', change.maxInFlightPerQueue, 0, MAX_TAKE);
     return (await this.#frontier()).configure(change);
   }
 
@@ -262,13 +290,20 @@ export class ScopeFrontier {
    * time, creation time and payload, of one queue or all: pass the page's `cursor` back for the
    * next; none comes back with the last. About `limit` (default 1,000) per page. A read.
    */
-  async entries(options: { readonly cursor?: string; readonly limit?: number; readonly queue?: string } = {}): Promise<EntryPage> {
+  async entries(
+    options: { readonly cursor?: string; readonly limit?: number; readonly queue?: string } = {},
+  ): Promise<EntryPage> {
     this.#ctx.assertOpen();
     const limit = options.limit ?? 1_000;
     checkWhole('limit', limit, 1, MAX_TAKE);
     if (options.queue !== undefined) checkQueueKey(options.queue);
-    if (options.cursor !== undefined && typeof options.cursor !== 'string') throw new TypeError('cursor must be a string from an earlier page');
-    return (await this.#frontier()).entries({ limit, ...(options.cursor === undefined ? {} : { cursor: options.cursor }), ...(options.queue === undefined ? {} : { queue: options.queue }) });
+    if (options.cursor !== undefined && typeof options.cursor !== 'string')
+      throw new TypeError('cursor must be a string from an earlier page');
+    return (await this.#frontier()).entries({
+      limit,
+      ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
+      ...(options.queue === undefined ? {} : { queue: options.queue }),
+    });
   }
 
   /**
@@ -279,7 +314,8 @@ export class ScopeFrontier {
   async purge(ids: readonly string[], beforeMs: number): Promise<number> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('purge frontier URLs');
-    if (!Array.isArray(ids) || ids.some((id) => typeof id !== 'string')) throw new TypeError('ids must be an array of strings');
+    if (!Array.isArray(ids) || ids.some((id) => typeof id !== 'string'))
+      throw new TypeError('ids must be an array of strings');
     checkWhole('beforeMs', beforeMs, 0, Number.MAX_SAFE_INTEGER);
     if (ids.length === 0) return 0;
     return (await this.#frontier()).purge(ids, beforeMs);
@@ -311,7 +347,8 @@ export class ScopeFrontier {
       const mode = (await (await this.#frontier()).pinnedSettings()).queueKey;
       queues = urls.map((url) => queueOf(url, mode));
     } else {
-      if (!Array.isArray(queues) || queues.length !== urls.length) throw new SeenStoreError('USAGE', `queues must be an array of ${urls.length} queue keys, one per URL`);
+      if (!Array.isArray(queues) || queues.length !== urls.length)
+        throw new SeenStoreError('USAGE', `queues must be an array of ${urls.length} queue keys, one per URL`);
       queues.forEach(checkQueueKey);
     }
     return { urls, queues, ...(options.data === undefined ? {} : { data: checkedData(options.data, urls.length) }) };
@@ -335,7 +372,8 @@ export function queueOf(url: string, mode: QueueKeyMode): string {
 }
 
 function checkQueueKey(key: string): void {
-  if (typeof key !== 'string' || key.length > MAX_QUEUE_KEY_LENGTH) throw new SeenStoreError('USAGE', `a queue key must be a string of at most ${MAX_QUEUE_KEY_LENGTH} characters`);
+  if (typeof key !== 'string' || key.length > MAX_QUEUE_KEY_LENGTH)
+    throw new SeenStoreError('USAGE', `a queue key must be a string of at most ${MAX_QUEUE_KEY_LENGTH} characters`);
 }
 
 function checkWhole(name: string, value: number, min: number, max: number): void {
@@ -346,7 +384,8 @@ function checkWhole(name: string, value: number, min: number, max: number): void
 
 /** Times in ms since the Unix epoch, one per item: 0 (none) or within MAX_AHEAD_MS of now. */
 function checkTimes(name: string, times: readonly number[], count: number, nowMs: number): void {
-  if (!Array.isArray(times) || times.length !== count) throw new SeenStoreError('USAGE', `${name} must be an array of ${count} times, one per URL`);
+  if (!Array.isArray(times) || times.length !== count)
+    throw new SeenStoreError('USAGE', `${name} must be an array of ${count} times, one per URL`);
   for (const time of times) checkWhole(name, time, 0, nowMs + MAX_AHEAD_MS);
 }
 
@@ -358,7 +397,8 @@ function checkOwner(owner: string): void {
 
 /** Payloads, one per URL, each JSON-like and at most MAX_DATA_BYTES as JSON: checked before anything is written. */
 export function checkedData(data: readonly unknown[], count: number): readonly unknown[] {
-  if (!Array.isArray(data) || data.length !== count) throw new SeenStoreError('USAGE', `data must be an array of ${count} payloads, one per URL`);
+  if (!Array.isArray(data) || data.length !== count)
+    throw new SeenStoreError('USAGE', `data must be an array of ${count} payloads, one per URL`);
   data.forEach((item, i) => {
     let text: string | undefined;
     try {
@@ -366,7 +406,8 @@ export function checkedData(data: readonly unknown[], count: number): readonly u
     } catch (error) {
       throw new SeenStoreError('USAGE', `data[${i}] is not JSON-like: ${(error as Error).message}`);
     }
-    if (text !== undefined && Buffer.byteLength(text) > MAX_DATA_BYTES) throw new SeenStoreError('USAGE', `data[${i}] is over ${MAX_DATA_BYTES} bytes as JSON`);
+    if (text !== undefined && Buffer.byteLength(text) > MAX_DATA_BYTES)
+      throw new SeenStoreError('USAGE', `data[${i}] is over ${MAX_DATA_BYTES} bytes as JSON`);
   });
   return data;
 }

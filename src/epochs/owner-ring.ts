@@ -29,7 +29,8 @@ export class OwnerRing {
     const names = [...new Set(owners)].sort();
     if (names.length === 0) throw new TypeError('a ring needs at least one owner');
     if (names.length > 65_535) throw new TypeError('a ring holds at most 65,535 owners');
-    if (!Number.isSafeInteger(virtualNodes) || virtualNodes < 1) throw new TypeError('virtualNodes must be a whole number >= 1');
+    if (!Number.isSafeInteger(virtualNodes) || virtualNodes < 1)
+      throw new TypeError('virtualNodes must be a whole number >= 1');
     this.owners = names;
     this.#hash = hash;
     const count = names.length * virtualNodes;

@@ -48,10 +48,19 @@ export interface SizingPlan {
  * bits, k, stored bytes and the false-positive rate the epoch keeps at each size. `storedBytes` is
  * what the store's driver takes for a filter of so many bits (Capabilities.storedBytes).
  */
-export function planSizing(capacityUrls: number, fprTarget: number, strategy: Strategy, slices: number, storedBytesOf: (mBits: number) => number): SizingPlan {
+export function planSizing(
+  capacityUrls: number,
+  fprTarget: number,
+  strategy: Strategy,
+  slices: number,
+  storedBytesOf: (mBits: number) => number,
+): SizingPlan {
   checkPlan({ capacityUrls, fprTarget, strategy, normalize: 'none' });
   if (!Number.isSafeInteger(slices) || slices < 1 || slices > MAX_PLANNED_SLICES) {
-    throw new SeenStoreError('USAGE', `slices must be a whole number from 1 to ${MAX_PLANNED_SLICES}, got ${String(slices)}`);
+    throw new SeenStoreError(
+      'USAGE',
+      `slices must be a whole number from 1 to ${MAX_PLANNED_SLICES}, got ${String(slices)}`,
+    );
   }
   const growth = growthOf(strategy);
   const rows: PlannedSlice[] = [];
@@ -61,9 +70,17 @@ export function planSizing(capacityUrls: number, fprTarget: number, strategy: St
   // The epoch's own header and growth slices (fresh seeds, unused here): what creation makes, partitions included.
   let header;
   try {
-    header = newEpochHeader('plan', 1, { capacityUrls, fprTarget, strategy, normalize: 'none', sizing: { policy: 'explicit', reason: 'plan', inputs: {} } });
+    header = newEpochHeader('plan', 1, {
+      capacityUrls,
+      fprTarget,
+      strategy,
+      normalize: 'none',
+      sizing: { policy: 'explicit', reason: 'plan', inputs: {} },
+    });
   } catch (error) {
-    throw error instanceof SeenStoreError ? error : new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
+    throw error instanceof SeenStoreError
+      ? error
+      : new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
   }
   for (let index = 0; index < slices; index++) {
     let slice;

@@ -23,13 +23,25 @@ export interface Dropped {
  * open epoch is always kept). Each drop is atomic for readers (Backend.dropEpoch); a prune that a
  * crash interrupted finishes on the next prune. Nothing else is touched.
  */
-export async function prune(backend: Backend, scope: string, options: PruneOptions, clock: () => number = Date.now): Promise<Dropped[]> {
+export async function prune(
+  backend: Backend,
+  scope: string,
+  options: PruneOptions,
+  clock: () => number = Date.now,
+): Promise<Dropped[]> {
   if (options.keepLast === undefined && options.sealedWithinMs === undefined) {
-    throw new SeenStoreError('USAGE', 'prune needs --keep-last and/or --sealed-within: with neither it would keep nothing');
+    throw new SeenStoreError(
+      'USAGE',
+      'prune needs --keep-last and/or --sealed-within: with neither it would keep nothing',
+    );
   }
   const record = await backend.scopeRecord(scope);
   if (record === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);
-  const dropped: Dropped[] = (await backend.finishDrops(scope)).map((header) => ({ epoch: header.epoch, sealedAtMs: header.sealedAtMs, bytesFreed: 0 }));
+  const dropped: Dropped[] = (await backend.finishDrops(scope)).map((header) => ({
+    epoch: header.epoch,
+    sealedAtMs: header.sealedAtMs,
+    bytesFreed: 0,
+  }));
   const numbers = await backend.epochNumbers(scope);
   const keep = new Set<number>([record.openEpoch]);
   if (options.keepLast !== undefined) for (const n of numbers.slice(-options.keepLast)) keep.add(n);
@@ -38,8 +50,16 @@ export async function prune(backend: Backend, scope: string, options: PruneOptio
     if (keep.has(n)) continue;
     const header = await backend.epochHeader(scope, n);
     if (header.state !== 'sealed') continue;
-    if (options.sealedWithinMs !== undefined && header.sealedAtMs !== null && now - header.sealedAtMs < options.sealedWithinMs) continue;
-    const done = dropped.length === 0 ? '' : ` after dropping epoch${dropped.length === 1 ? '' : 's'} ${dropped.map((d) => d.epoch).join(', ')}`;
+    if (
+      options.sealedWithinMs !== undefined &&
+      header.sealedAtMs !== null &&
+      now - header.sealedAtMs < options.sealedWithinMs
+    )
+      continue;
+    const done =
+      dropped.length === 0
+        ? ''
+        : ` after dropping epoch${dropped.length === 1 ? '' : 's'} ${dropped.map((d) => d.epoch).join(', ')}`;
     await safePoint(options.signal, `pruning ${scope}${done}`);
     dropped.push({ epoch: n, sealedAtMs: header.sealedAtMs, bytesFreed: await backend.dropEpoch(header) });
   }

@@ -34,19 +34,32 @@ export interface RotateOptions {
  * summary and the epoch before it (unless given). Pure: the backend calls it inside its atomic
  * rotation, with the counts of every add committed before it.
  */
-export function planNextEpoch(options: RotateOptions, clock: () => number = Date.now): (current: EpochHeader, summary: EpochSummary, before: EpochHeader | undefined) => EpochHeader {
+export function planNextEpoch(
+  options: RotateOptions,
+  clock: () => number = Date.now,
+): (current: EpochHeader, summary: EpochSummary, before: EpochHeader | undefined) => EpochHeader {
   return (current, summary, before) => {
-    const fromHistory = options.afterDeletion === true ? carriedOver(current) : capacityFromHistory(current, summary.estimatedDistinct, before);
+    const fromHistory =
+      options.afterDeletion === true
+        ? carriedOver(current)
+        : capacityFromHistory(current, summary.estimatedDistinct, before);
     const fprTarget = options.fprTarget ?? current.fprTarget;
     const plan: EpochPlan = {
       capacityUrls: options.capacityUrls ?? fromHistory.capacityUrls,
       fprTarget,
-      strategy: options.strategy !== undefined ? parseStrategy(options.strategy) : strategyOf(current.slices[0]!, current.growth),
+      strategy:
+        options.strategy !== undefined
+          ? parseStrategy(options.strategy)
+          : strategyOf(current.slices[0]!, current.growth),
       normalize: current.normalize as NormalizeMode,
       sizing:
         options.capacityUrls === undefined
           ? fromHistory.sizing
-          : { policy: 'explicit', reason: 'capacity given by the caller', inputs: { capacityUrls: options.capacityUrls, fprTarget } },
+          : {
+              policy: 'explicit',
+              reason: 'capacity given by the caller',
+              inputs: { capacityUrls: options.capacityUrls, fprTarget },
+            },
       ...(options.seeds === undefined ? {} : { seeds: options.seeds }),
     };
     return newEpochHeader(current.scope, current.epoch + 1, plan, clock());

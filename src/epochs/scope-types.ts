@@ -80,7 +80,10 @@ export interface DiffResult {
 }
 
 /** Each URL's category from its membership in `from` (inA) and `to` (inB), and how many fell in each. */
-export function diffCategories(inA: readonly boolean[], inB: readonly boolean[]): Pick<DiffResult, 'categories' | 'counts'> {
+export function diffCategories(
+  inA: readonly boolean[],
+  inB: readonly boolean[],
+): Pick<DiffResult, 'categories' | 'counts'> {
   const counts: Record<DiffCategory, number> = { both: 0, 'only-from': 0, 'only-to': 0, neither: 0 };
   const categories = inA.map((a, i): DiffCategory => {
     const category = a ? (inB[i] ? 'both' : 'only-from') : inB[i] ? 'only-to' : 'neither';

@@ -8,17 +8,46 @@ import { addCounts, hasKeys, hasUrls, MAX_BATCH_URLS } from './epoch-queries.js'
 import type { NormalizeMode } from '../url/normalize.js';
 import { checkPlan, firstEpochPlan, newEpochHeader, type EpochPlan } from './create.js';
 import { resolveEpochs, type EpochSpec } from './epoch-spec.js';
-import { epochDetails, epochSettings, epochStats, type EpochDetails, type EpochSettings, type EpochStats, type ScopeStats } from './epoch-stats.js';
+import {
+  epochDetails,
+  epochSettings,
+  epochStats,
+  type EpochDetails,
+  type EpochSettings,
+  type EpochStats,
+  type ScopeStats,
+} from './epoch-stats.js';
 import type { Dropped, PruneOptions } from './retention.js';
 import { planNextEpoch, type RotateOptions } from './rotation.js';
 import type { ExportResult, MergeResult } from './transfer.js';
 import { anyUrlKeys, urlKeys } from '../url/url-keys.js';
 import { ScopeFrontier } from './frontier.js';
 import { queuePart } from '../store/queue-items.js';
-import { diffCategories, type AddOptions, type AddSummary, type EnqueueOptions, type Classification, type DiffCategory, type DiffResult, type QueryOptions, type RotateResult, type ScopeOptions } from './scope-types.js';
+import {
+  diffCategories,
+  type AddOptions,
+  type AddSummary,
+  type EnqueueOptions,
+  type Classification,
+  type DiffCategory,
+  type DiffResult,
+  type QueryOptions,
+  type RotateResult,
+  type ScopeOptions,
+} from './scope-types.js';
 
 export type { EpochDetails, EpochSettings, EpochStats, ScopeStats };
-export type { AddOptions, AddSummary, EnqueueOptions, Classification, DiffCategory, DiffResult, QueryOptions, RotateResult, ScopeOptions };
+export type {
+  AddOptions,
+  AddSummary,
+  EnqueueOptions,
+  Classification,
+  DiffCategory,
+  DiffResult,
+  QueryOptions,
+  RotateResult,
+  ScopeOptions,
+};
 
 export { MAX_BATCH_URLS } from './epoch-queries.js';
 
@@ -116,9 +145,18 @@ export class Scope {
    * The buffers must not change until the promise settles.
    */
   async addIfAbsentUtf8(urls: Utf8Keys, options: AddOptions = {}): Promise<boolean[]> {
-    const shaped = typeof urls === 'object' && urls !== null && urls.bytes instanceof Uint8Array && urls.ranges instanceof Uint32Array &&
-      Number.isSafeInteger(urls.count) && urls.count >= 0 && urls.ranges.length >= 2 * urls.count;
-    if (!shaped) throw new TypeError('urls must be { bytes: Uint8Array, ranges: Uint32Array (a start and an end per URL), count }');
+    const shaped =
+      typeof urls === 'object' &&
+      urls !== null &&
+      urls.bytes instanceof Uint8Array &&
+      urls.ranges instanceof Uint32Array &&
+      Number.isSafeInteger(urls.count) &&
+      urls.count >= 0 &&
+      urls.ranges.length >= 2 * urls.count;
+    if (!shaped)
+      throw new TypeError(
+        'urls must be { bytes: Uint8Array, ranges: Uint32Array (a start and an end per URL), count }',
+      );
     const answers = new Array<boolean>(urls.count);
     await this.#add(urls, answers, options);
     return answers;
@@ -130,7 +168,10 @@ export class Scope {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('add');
     const { data, queues, ...addOptions } = options;
-    const items = await this.frontier().queueItems(urls, { ...(data === undefined ? {} : { data }), ...(queues === undefined ? {} : { queues }) });
+    const items = await this.frontier().queueItems(urls, {
+      ...(data === undefined ? {} : { data }),
+      ...(queues === undefined ? {} : { queues }),
+    });
     const answers = new Array<boolean>(urls.length);
     await this.#add(urls, answers, addOptions, items);
     return answers;
@@ -140,7 +181,12 @@ export class Scope {
    * @internal Delivery's add (epochs/delivery.ts): addIfAbsent, or with `enqueue` an enqueue, of
    * at most MAX_BATCH_URLS URLs whose new ones are kept as undelivered in the same atomic step.
    */
-  async addDelivered(urls: Keys, deliver: DeliveryWrite, options: AddOptions = {}, enqueue?: boolean): Promise<boolean[]> {
+  async addDelivered(
+    urls: Keys,
+    deliver: DeliveryWrite,
+    options: AddOptions = {},
+    enqueue?: boolean,
+  ): Promise<boolean[]> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('add');
     const items = enqueue === true ? await this.frontier().queueItems(urls as readonly string[], {}) : undefined;
@@ -175,7 +221,8 @@ export class Scope {
   async has(urls: readonly string[], options: QueryOptions = {}): Promise<boolean[]> {
     this.#ctx.assertOpen();
     const mode = options.mode ?? 'any';
-    if (mode !== 'any' && mode !== 'all') throw new SeenStoreError('USAGE', `mode must be any or all, got ${JSON.stringify(mode)}`);
+    if (mode !== 'any' && mode !== 'all')
+      throw new SeenStoreError('USAGE', `mode must be any or all, got ${JSON.stringify(mode)}`);
     const open = await this.#open(false);
     if (open === undefined) {
       urlKeys(urls, this.#plan.normalize);
@@ -188,7 +235,8 @@ export class Scope {
       const epoch = await this.#ctx.backend.epoch(this.name, n);
       // The keys checked under the open epoch's normalisation serve every epoch that shares it.
       const inEpoch = epoch.header.normalize === normalize ? await hasKeys(epoch, keys) : await hasUrls(epoch, urls);
-      for (let i = 0; i < urls.length; i++) answers[i] = mode === 'all' ? answers[i]! && inEpoch[i]! : answers[i]! || inEpoch[i]!;
+      for (let i = 0; i < urls.length; i++)
+        answers[i] = mode === 'all' ? answers[i]! && inEpoch[i]! : answers[i]! || inEpoch[i]!;
     }
     return answers;
   }
@@ -209,7 +257,10 @@ export class Scope {
     for (const n of await this.#resolve(options.epochs ?? 'current', open)) {
       const epoch = await this.#ctx.backend.epoch(this.name, n);
       if (!epoch.counting) {
-        throw new SeenStoreError('USAGE', `epoch ${this.name}/${n} is ${strategyName(strategyOf(epoch.header.slices[0]!, epoch.header.growth))}, not counting: it cannot count`);
+        throw new SeenStoreError(
+          'USAGE',
+          `epoch ${this.name}/${n} is ${strategyName(strategyOf(epoch.header.slices[0]!, epoch.header.growth))}, not counting: it cannot count`,
+        );
       }
       await addCounts(epoch, urlKeys(urls, epoch.header.normalize as NormalizeMode, true), totals);
     }
@@ -226,10 +277,15 @@ export class Scope {
     this.#ctx.assertWritable('delete');
     const epoch = await this.#open(false);
     if (epoch === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
-    if (!epoch.counting) throw new SeenStoreError('USAGE', `epoch ${this.name}/${epoch.header.epoch} is not counting: only counting epochs can delete`);
+    if (!epoch.counting)
+      throw new SeenStoreError(
+        'USAGE',
+        `epoch ${this.name}/${epoch.header.epoch} is not counting: only counting epochs can delete`,
+      );
     const keys = urlKeys(urls, epoch.header.normalize as NormalizeMode, urls.length <= MAX_BATCH_URLS);
     let deleted = 0;
-    for (let start = 0; start < keys.length; start += MAX_BATCH_URLS) deleted += await epoch.delete(keys.slice(start, start + MAX_BATCH_URLS));
+    for (let start = 0; start < keys.length; start += MAX_BATCH_URLS)
+      deleted += await epoch.delete(keys.slice(start, start + MAX_BATCH_URLS));
     return deleted;
   }
 
@@ -238,11 +294,17 @@ export class Scope {
     this.#ctx.assertOpen();
     const open = await this.#open(false);
     const previous = open === undefined ? undefined : open.header.epoch - 1;
-    if (previous === undefined || previous < 1 || !(await this.#ctx.backend.epochNumbers(this.name)).includes(previous)) {
+    if (
+      previous === undefined ||
+      previous < 1 ||
+      !(await this.#ctx.backend.epochNumbers(this.name)).includes(previous)
+    ) {
       urlKeys(urls, this.#normalizeOf(open));
       return urls.map(() => 'new');
     }
-    return (await hasUrls(await this.#ctx.backend.epoch(this.name, previous), urls)).map((seen) => (seen ? 'revisit' : 'new'));
+    return (await hasUrls(await this.#ctx.backend.epoch(this.name, previous), urls)).map((seen) =>
+      seen ? 'revisit' : 'new',
+    );
   }
 
   /** Compares two epochs over a URL list: in both, only in `from`, only in `to`, or in neither. */
@@ -291,7 +353,11 @@ export class Scope {
     const next = planNextEpoch(options, this.#ctx.clock);
     for (let attempt = 0; ; attempt++) {
       try {
-        const request = { epoch: open.header.epoch, next, ...(options.ifEpoch === undefined ? {} : { ifEpoch: options.ifEpoch }) };
+        const request = {
+          epoch: open.header.epoch,
+          next,
+          ...(options.ifEpoch === undefined ? {} : { ifEpoch: options.ifEpoch }),
+        };
         const rotation = await backend.rotate(this.name, request);
         this.#addTarget = undefined;
         if (rotation === null) return null;
@@ -310,13 +376,22 @@ export class Scope {
    * Writes one epoch (default: the open one) to a portable export file (docs/format.md): to move
    * it to another machine, merge it with other crawlers' exports, or compare against it.
    */
-  async export(path: string, epoch: EpochSpec = 'current', options: { readonly signal?: AbortSignal } = {}): Promise<ExportResult> {
+  async export(
+    path: string,
+    epoch: EpochSpec = 'current',
+    options: { readonly signal?: AbortSignal } = {},
+  ): Promise<ExportResult> {
     this.#ctx.assertOpen();
     const open = await this.#open(false);
     if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
     const numbers = await this.#resolve(epoch, open);
     if (numbers.length !== 1) throw new SeenStoreError('USAGE', 'export takes one epoch');
-    return (await import('./transfer.js')).exportEpoch(this.#ctx.hash, await this.#ctx.backend.epoch(this.name, numbers[0]!), path, options.signal);
+    return (await import('./transfer.js')).exportEpoch(
+      this.#ctx.hash,
+      await this.#ctx.backend.epoch(this.name, numbers[0]!),
+      path,
+      options.signal,
+    );
   }
 
   /**
@@ -325,13 +400,18 @@ export class Scope {
    * Incompatible files (other seeds, geometry, hash scheme) are refused with INCOMPATIBLE before
    * anything is written; the merge is one atomic step. `signal` stops it before that step.
    */
-  async merge(paths: readonly string[], epoch?: number, options: { readonly signal?: AbortSignal } = {}): Promise<MergeResult> {
+  async merge(
+    paths: readonly string[],
+    epoch?: number,
+    options: { readonly signal?: AbortSignal } = {},
+  ): Promise<MergeResult> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('merge');
     const open = await this.#open(false);
     if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
     if (epoch !== undefined && epoch !== open.header.epoch) {
-      if (!(await this.#ctx.backend.epochNumbers(this.name)).includes(epoch)) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} has no epoch ${epoch}`);
+      if (!(await this.#ctx.backend.epochNumbers(this.name)).includes(epoch))
+        throw new SeenStoreError('NOT_FOUND', `scope ${this.name} has no epoch ${epoch}`);
       throw new SeenStoreError(
         'EPOCH_SEALED',
         `epoch ${this.name}/${epoch} is sealed and never changes; merge into the open epoch ${open.header.epoch}, or merge the files with --out and import the result`,
@@ -365,14 +445,16 @@ export class Scope {
   /** Header, seeds, geometry, slices and sizing decision of epoch `n`. */
   async epoch(n: number): Promise<EpochDetails> {
     this.#ctx.assertOpen();
-    if ((await this.#open(false)) === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    if ((await this.#open(false)) === undefined)
+      throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
     return this.#details(n);
   }
 
   /** What epoch `n` was created with (capacity, FPR, strategy, seeds, slices): its header only, no bits read. */
   async settings(n: number): Promise<EpochSettings> {
     this.#ctx.assertOpen();
-    if ((await this.#open(false)) === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    if ((await this.#open(false)) === undefined)
+      throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
     return epochSettings(await this.#ctx.backend.epochHeader(this.name, n));
   }
 
@@ -386,7 +468,13 @@ export class Scope {
   }
 
   /** `urls`: an array (addIfAbsent and add check) or UTF-8 keys of the right shape (addIfAbsentUtf8 checks). */
-  async #add(urls: Keys, answers: boolean[] | undefined, options: AddOptions, enqueue?: QueueItems, deliver?: DeliveryWrite): Promise<number> {
+  async #add(
+    urls: Keys,
+    answers: boolean[] | undefined,
+    options: AddOptions,
+    enqueue?: QueueItems,
+    deliver?: DeliveryWrite,
+  ): Promise<number> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('add');
     if (keyCount(urls) === 0) return 0;
@@ -405,10 +493,20 @@ export class Scope {
     }
   }
 
-  async #addInTurn(urls: Keys, answers: boolean[] | undefined, options: AddOptions, enqueue: QueueItems | undefined, deliver: DeliveryWrite | undefined, issued: () => void): Promise<number> {
+  async #addInTurn(
+    urls: Keys,
+    answers: boolean[] | undefined,
+    options: AddOptions,
+    enqueue: QueueItems | undefined,
+    deliver: DeliveryWrite | undefined,
+    issued: () => void,
+  ): Promise<number> {
     const count = keyCount(urls);
     const known = this.#addTarget;
-    const existing = known !== undefined && (options.epoch === undefined || options.epoch === known.header.epoch) ? known : await this.#open(false);
+    const existing =
+      known !== undefined && (options.epoch === undefined || options.epoch === known.header.epoch)
+        ? known
+        : await this.#open(false);
     // Every URL is checked before anything is written, the scope's creation included.
     let keys = anyUrlKeys(urls, this.#normalizeOf(existing), count <= MAX_BATCH_URLS);
     const epoch = existing ?? (await this.#created());
@@ -417,19 +515,29 @@ export class Scope {
       keys = anyUrlKeys(urls, epoch.header.normalize as NormalizeMode, count <= MAX_BATCH_URLS);
     }
     if (options.epoch !== undefined && options.epoch !== epoch.header.epoch) {
-      throw new SeenStoreError('EPOCH_SEALED', `epoch ${this.name}/${options.epoch} is not open (the open epoch is ${epoch.header.epoch})`);
+      throw new SeenStoreError(
+        'EPOCH_SEALED',
+        `epoch ${this.name}/${options.epoch} is not open (the open epoch is ${epoch.header.epoch})`,
+      );
     }
     let added = 0;
-    const route: AddRoute = { epoch, followRotation: options.epoch === undefined, reopen: () => this.#open(false), scope: this.name };
+    const route: AddRoute = {
+      epoch,
+      followRotation: options.epoch === undefined,
+      reopen: () => this.#open(false),
+      scope: this.name,
+    };
     for (let start = 0; start < count; ) {
       const part = sliceKeys(keys, start, Math.min(count, start + MAX_BATCH_URLS));
       const partCount = keyCount(part);
       // One part (the usual call): its answers are the call's.
       const partAnswers = answers === undefined || partCount === count ? answers : new Array<boolean>(partCount);
       const last = start + partCount === count;
-      const partQueue = enqueue === undefined || partCount === count ? enqueue : queuePart(enqueue, start, start + partCount);
+      const partQueue =
+        enqueue === undefined || partCount === count ? enqueue : queuePart(enqueue, start, start + partCount);
       added += await addFollowingRotations(route, part, partAnswers, partQueue, deliver, last ? issued : undefined);
-      if (answers !== undefined && partAnswers !== answers) for (let i = 0; i < partCount; i++) answers[start + i] = partAnswers![i]!;
+      if (answers !== undefined && partAnswers !== answers)
+        for (let i = 0; i < partCount; i++) answers[start + i] = partAnswers![i]!;
       start += partCount;
     }
     return added;
@@ -439,7 +547,8 @@ export class Scope {
   async #open(create: boolean): Promise<EpochBits | undefined> {
     const backend = this.#ctx.backend;
     let record = await backend.scopeRecord(this.name);
-    if (record === undefined && create) record = await backend.createScope(this.name, newEpochHeader(this.name, 1, this.#plan, this.#ctx.clock()));
+    if (record === undefined && create)
+      record = await backend.createScope(this.name, newEpochHeader(this.name, 1, this.#plan, this.#ctx.clock()));
     if (record === undefined) {
       this.#addTarget = undefined;
       return undefined;
@@ -449,8 +558,15 @@ export class Scope {
       const normalize = open.header.normalize as NormalizeMode;
       // `url` is `none` with URL keys: an explicit `none` alone fits either (scopes from before format 4 are `none`).
       const base = normalize === 'url' ? 'none' : normalize;
-      if (this.#explicitNormalize !== undefined && this.#explicitNormalize !== normalize && this.#explicitNormalize !== base) {
-        throw new SeenStoreError('USAGE', `epoch ${this.name}/${record.openEpoch} normalises with ${normalize}, not ${this.#explicitNormalize}: an epoch never mixes modes`);
+      if (
+        this.#explicitNormalize !== undefined &&
+        this.#explicitNormalize !== normalize &&
+        this.#explicitNormalize !== base
+      ) {
+        throw new SeenStoreError(
+          'USAGE',
+          `epoch ${this.name}/${record.openEpoch} normalises with ${normalize}, not ${this.#explicitNormalize}: an epoch never mixes modes`,
+        );
       }
       this.#openEpoch = record.openEpoch;
     }
@@ -461,7 +577,11 @@ export class Scope {
   /** The open epoch's bits, the scope created first when it does not exist yet. */
   async #created(): Promise<EpochBits> {
     const open = await this.#open(this.#mayCreate);
-    if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist (and the scope was opened with create: false)`);
+    if (open === undefined)
+      throw new SeenStoreError(
+        'NOT_FOUND',
+        `scope ${this.name} does not exist (and the scope was opened with create: false)`,
+      );
     assert(open !== undefined, `scope ${this.name} exists once created`);
     return open;
   }

@@ -2,7 +2,17 @@ import { resolve } from 'node:path';
 import { SeenStoreError, unsupported } from '../errors.js';
 import { XxHash } from '../hash/xxhash.js';
 import type { NodeRegistry } from '../store/nodes.js';
-import type { Backend, DeletedScope, DiskUsage, MigrationReport, RestoreResult, SalvageReport, SnapshotInfo, StoreMaintenance, VerifyReport } from '../store/backend.js';
+import type {
+  Backend,
+  DeletedScope,
+  DiskUsage,
+  MigrationReport,
+  RestoreResult,
+  SalvageReport,
+  SnapshotInfo,
+  StoreMaintenance,
+  VerifyReport,
+} from '../store/backend.js';
 import type { OfflineOperations } from '../store/driver.js';
 import { driverFor, openBackend, redactLocation } from '../store/open.js';
 import { checkScopeName } from './create.js';
@@ -104,7 +114,10 @@ export class SeenStore {
       },
       assertWritable: (doing: string) => {
         if (backend.readOnly) {
-          throw new SeenStoreError('USAGE', `cannot ${doing}: the store at ${redactLocation(dir)} is open read-only (open it without readOnly to write)`);
+          throw new SeenStoreError(
+            'USAGE',
+            `cannot ${doing}: the store at ${redactLocation(dir)} is open read-only (open it without readOnly to write)`,
+          );
         }
       },
     });
@@ -114,9 +127,13 @@ export class SeenStore {
     if (typeof dir !== 'string' || dir.length === 0) throw new TypeError('dir must be a non-empty string');
     const threads = options.threads ?? options.hashThreads ?? 1;
     if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS) {
-      throw new SeenStoreError('USAGE', `threads must be a whole number from 1 to ${MAX_THREADS}, got ${String(threads)}`);
+      throw new SeenStoreError(
+        'USAGE',
+        `threads must be a whole number from 1 to ${MAX_THREADS}, got ${String(threads)}`,
+      );
     }
-    if (options.clock !== undefined && typeof options.clock !== 'function') throw new TypeError('clock must be a function returning milliseconds');
+    if (options.clock !== undefined && typeof options.clock !== 'function')
+      throw new TypeError('clock must be a function returning milliseconds');
     const hash = await XxHash.load();
     const common = {
       hash,
@@ -139,7 +156,10 @@ export class SeenStore {
    * snapshot: what an older layout kept is refused until its migration ends (docs/redis.md
    * "Frontier").
    */
-  static async migrate(dir: string, options: Pick<SeenStoreOptions, 'mapSizeBytes' | 'lockStaleMs'> & { snapshot?: boolean } = {}): Promise<MigrationReport> {
+  static async migrate(
+    dir: string,
+    options: Pick<SeenStoreOptions, 'mapSizeBytes' | 'lockStaleMs'> & { snapshot?: boolean } = {},
+  ): Promise<MigrationReport> {
     if (!driverFor(dir).capabilities.offline) return migrateOpen(dir);
     const offline = await offlineOperations(dir, 'migrate');
     refuseIfOpenHere(dir, 'migrate');
@@ -152,7 +172,11 @@ export class SeenStore {
    * this process too. The current data is saved first as a snapshot named `pre-restore-TIME`,
    * returned as `preRestore`. LMDB stores only.
    */
-  static async restoreSnapshot(dir: string, name: string, options: Pick<SeenStoreOptions, 'mapSizeBytes' | 'lockStaleMs'> = {}): Promise<RestoreResult> {
+  static async restoreSnapshot(
+    dir: string,
+    name: string,
+    options: Pick<SeenStoreOptions, 'mapSizeBytes' | 'lockStaleMs'> = {},
+  ): Promise<RestoreResult> {
     const offline = await offlineOperations(dir, 'restore a snapshot of');
     refuseIfOpenHere(dir, `restore snapshot ${name}`);
     return offline.restore(dir, name, options);
@@ -168,7 +192,11 @@ export class SeenStore {
    * written chunk that cannot be read is filled with ones. `dir` is never written. LMDB stores
    * only; run it while no process writes to `dir`.
    */
-  static async salvage(dir: string, to: string, options: Pick<SeenStoreOptions, 'mapSizeBytes'> = {}): Promise<SalvageReport> {
+  static async salvage(
+    dir: string,
+    to: string,
+    options: Pick<SeenStoreOptions, 'mapSizeBytes'> = {},
+  ): Promise<SalvageReport> {
     if (typeof dir !== 'string' || dir.length === 0) throw new TypeError('dir must be a non-empty string');
     if (typeof to !== 'string' || to.length === 0) throw new TypeError('to must be a non-empty string');
     const offline = await offlineOperations(dir, 'salvage');
@@ -254,7 +282,11 @@ export class SeenStore {
     let store: SeenStore;
     try {
       // Opening walks the pages and stops at the first damage; verify() walks them again.
-      store = await SeenStore.open(dir, { create: false, readOnly: true, ...(options.mapSizeBytes === undefined ? {} : { mapSizeBytes: options.mapSizeBytes }) });
+      store = await SeenStore.open(dir, {
+        create: false,
+        readOnly: true,
+        ...(options.mapSizeBytes === undefined ? {} : { mapSizeBytes: options.mapSizeBytes }),
+      });
     } catch (error) {
       if (!(error instanceof SeenStoreError) || error.code !== 'STORE_CORRUPT') throw error;
       return offline.damagedStoreReport(dir, error);
@@ -329,7 +361,8 @@ export class SeenStore {
 
   #maintenance(doing: string): StoreMaintenance {
     const maintenance = this.#backend.maintenance;
-    if (!this.#backend.driver.capabilities.maintenance || maintenance === undefined) throw unsupported(this.#backend.driver.name, doing);
+    if (!this.#backend.driver.capabilities.maintenance || maintenance === undefined)
+      throw unsupported(this.#backend.driver.name, doing);
     return maintenance;
   }
 }
@@ -338,13 +371,26 @@ export class SeenStore {
  * Writes the union of export files (identical seeds and geometry; see Scope.merge) to `out`, an
  * export file again: to combine parallel crawlers' exports without a store.
  */
-export async function mergeExportFiles(paths: readonly string[], out: string, options: { readonly signal?: AbortSignal } = {}): Promise<MergeFilesResult> {
+export async function mergeExportFiles(
+  paths: readonly string[],
+  out: string,
+  options: { readonly signal?: AbortSignal } = {},
+): Promise<MergeFilesResult> {
   return (await import('./transfer.js')).mergeFiles(await XxHash.load(), paths, out, options.signal);
 }
 
 /** The migration of a store that migrates while open (Backend.migrate); UNSUPPORTED for a driver with neither. */
 async function migrateOpen(location: string): Promise<MigrationReport> {
-  const backend = await openBackend(location, { hash: await XxHash.load(), create: false, readOnly: false, warn: (message) => process.emitWarning(message, 'SeenStoreWarning') }, {});
+  const backend = await openBackend(
+    location,
+    {
+      hash: await XxHash.load(),
+      create: false,
+      readOnly: false,
+      warn: (message) => process.emitWarning(message, 'SeenStoreWarning'),
+    },
+    {},
+  );
   try {
     if (backend.migrate === undefined) throw unsupported(backend.driver.name, `migrate ${redactLocation(location)}`);
     return await backend.migrate();
@@ -367,5 +413,9 @@ const openHere = new Map<string, number>();
 
 function refuseIfOpenHere(dir: string, doing: string): void {
   const count = openHere.get(resolve(dir)) ?? 0;
-  if (count > 0) throw new SeenStoreError('STORE_LOCKED', `cannot ${doing}: ${count} handle${count === 1 ? ' is' : 's are'} open on ${dir} in this process; close ${count === 1 ? 'it' : 'them'} first`);
+  if (count > 0)
+    throw new SeenStoreError(
+      'STORE_LOCKED',
+      `cannot ${doing}: ${count} handle${count === 1 ? ' is' : 's are'} open on ${dir} in this process; close ${count === 1 ? 'it' : 'them'} first`,
+    );
 }

@@ -44,7 +44,11 @@ export function carriedOver(sealing: EpochHeader): CapacityChoice {
  * `before` is ignored when `sealing` was opened by a deletion (policy carry-over): growth is not
  * measured against an epoch cut short.
  */
-export function capacityFromHistory(sealing: EpochHeader, distinctNow: number, before: EpochHeader | undefined): CapacityChoice {
+export function capacityFromHistory(
+  sealing: EpochHeader,
+  distinctNow: number,
+  before: EpochHeader | undefined,
+): CapacityChoice {
   const d1 = distinctNow;
   const d0 = sealing.sizing.policy === CARRY_OVER_POLICY ? undefined : distinct(before);
   const inputs = {
@@ -58,16 +62,21 @@ export function capacityFromHistory(sealing: EpochHeader, distinctNow: number, b
   if (d1 === 0) {
     return {
       capacityUrls: sealing.capacityUrls,
-      sizing: { policy: 'history-v1', reason: `epoch ${sealing.epoch} stayed empty: its capacity ${sealing.capacityUrls} carries over`, inputs },
+      sizing: {
+        policy: 'history-v1',
+        reason: `epoch ${sealing.epoch} stayed empty: its capacity ${sealing.capacityUrls} carries over`,
+        inputs,
+      },
     };
   }
   const rawGrowth = d0 !== undefined && d0 > 0 ? d1 / d0 : 1;
   const growth = Math.min(HISTORY_GROWTH_MAX, Math.max(HISTORY_GROWTH_MIN, rawGrowth));
   const wanted = Math.ceil(d1 * growth * HISTORY_HEADROOM);
   const capacityUrls = Math.min(HISTORY_CAPACITY_MAX, Math.max(HISTORY_CAPACITY_MIN, wanted));
-  const growthText = d0 !== undefined && d0 > 0
-    ? `growth x${growth.toFixed(3)} over epoch ${before!.epoch} (${d0} distinct${growth !== rawGrowth ? `, clamped from x${rawGrowth.toFixed(3)}` : ''})`
-    : 'no earlier epoch to measure growth: x1';
+  const growthText =
+    d0 !== undefined && d0 > 0
+      ? `growth x${growth.toFixed(3)} over epoch ${before!.epoch} (${d0} distinct${growth !== rawGrowth ? `, clamped from x${rawGrowth.toFixed(3)}` : ''})`
+      : 'no earlier epoch to measure growth: x1';
   const clamped = capacityUrls !== wanted ? `, clamped to [${HISTORY_CAPACITY_MIN}, ${HISTORY_CAPACITY_MAX}]` : '';
   return {
     capacityUrls,

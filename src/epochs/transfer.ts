@@ -20,7 +20,12 @@ export interface ExportResult {
   readonly rawBytes: number;
 }
 
-export async function exportEpoch(hash: XxHash, epoch: EpochBits, path: string, signal?: AbortSignal): Promise<ExportResult> {
+export async function exportEpoch(
+  hash: XxHash,
+  epoch: EpochBits,
+  path: string,
+  signal?: AbortSignal,
+): Promise<ExportResult> {
   const { header, summary, sliceAdded, filters } = await epoch.contents();
   const { fileBytes, rawBytes } = await writeExport(
     hash,
@@ -30,7 +35,11 @@ export async function exportEpoch(hash: XxHash, epoch: EpochBits, path: string, 
       exportedAtMs: Date.now(),
       epoch: header,
       counts: { submitted: summary.submitted, added: summary.added, sliceAdded: [...sliceAdded] },
-      summary: { estimatedDistinct: summary.estimatedDistinct, fillRatio: summary.fillRatio, estimatedFpr: summary.estimatedFpr },
+      summary: {
+        estimatedDistinct: summary.estimatedDistinct,
+        fillRatio: summary.fillRatio,
+        estimatedFpr: summary.estimatedFpr,
+      },
     },
     filters,
     signal,
@@ -62,14 +71,22 @@ export interface ImportResult {
  * written; the backend then writes the data and makes the scope appear in one atomic step, so a
  * crash mid-import leaves no scope.
  */
-export async function importEpoch(backend: Backend, hash: XxHash, path: string, options: ImportOptions): Promise<ImportResult> {
+export async function importEpoch(
+  backend: Backend,
+  hash: XxHash,
+  path: string,
+  options: ImportOptions,
+): Promise<ImportResult> {
   const contents = await readExport(hash, path, options.signal);
   const source = contents.header.epoch;
   checkEpochSupported(source);
   const scope = options.scope ?? source.scope;
   checkScopeName(scope);
   if ((await backend.scopeRecord(scope)) !== undefined) {
-    throw new SeenStoreError('USAGE', `scope ${scope} exists; import into a new scope (--scope NAME), or merge into an epoch (merge --into-epoch)`);
+    throw new SeenStoreError(
+      'USAGE',
+      `scope ${scope} exists; import into a new scope (--scope NAME), or merge into an epoch (merge --into-epoch)`,
+    );
   }
   const n = source.epoch;
   const { counts } = contents.header;
@@ -82,7 +99,9 @@ export async function importEpoch(backend: Backend, hash: XxHash, path: string, 
         sealedAtMs: source.sealedAtMs ?? Date.now(),
         final: source.final ?? { submitted: counts.submitted, added: counts.added, ...contents.header.summary },
       };
-  const sizing = options.open ? undefined : capacityFromHistory(imported, contents.header.summary.estimatedDistinct, undefined);
+  const sizing = options.open
+    ? undefined
+    : capacityFromHistory(imported, contents.header.summary.estimatedDistinct, undefined);
   const next =
     sizing === undefined
       ? undefined
@@ -112,9 +131,11 @@ export async function importEpoch(backend: Backend, hash: XxHash, path: string, 
  */
 export function mergeMismatch(target: EpochHeader, source: EpochHeader): string | undefined {
   const what = `${source.scope}/${source.epoch} into ${target.scope}/${target.epoch}`;
-  if (source.hashScheme !== target.hashScheme) return `${what}: hash scheme ${source.hashScheme} vs ${target.hashScheme}`;
+  if (source.hashScheme !== target.hashScheme)
+    return `${what}: hash scheme ${source.hashScheme} vs ${target.hashScheme}`;
   if (source.normalize !== target.normalize) return `${what}: normalisation ${source.normalize} vs ${target.normalize}`;
-  if (source.chunkBytes !== target.chunkBytes) return `${what}: chunk size ${source.chunkBytes} vs ${target.chunkBytes}`;
+  if (source.chunkBytes !== target.chunkBytes)
+    return `${what}: chunk size ${source.chunkBytes} vs ${target.chunkBytes}`;
   if (source.slices[0]?.keying?.kind === 'counting-v1' || target.slices[0]?.keying?.kind === 'counting-v1') {
     return `${what}: counting epochs cannot be merged (their counters would have to be added, not OR-ed)`;
   }
@@ -125,7 +146,8 @@ export function mergeMismatch(target: EpochHeader, source: EpochHeader): string 
     const a = source.slices[j]!;
     const b = target.slices[j]!;
     if (a.layout !== b.layout) return `${what}: slice ${j} layout ${a.layout} vs ${b.layout}`;
-    if (a.mBits !== b.mBits || a.k !== b.k) return `${what}: slice ${j} geometry m=${a.mBits} k=${a.k} vs m=${b.mBits} k=${b.k}`;
+    if (a.mBits !== b.mBits || a.k !== b.k)
+      return `${what}: slice ${j} geometry m=${a.mBits} k=${a.k} vs m=${b.mBits} k=${b.k}`;
     if (JSON.stringify(a.keying ?? null) !== JSON.stringify(b.keying ?? null)) {
       return `${what}: slice ${j} keying ${JSON.stringify(a.keying ?? 'url')} vs ${JSON.stringify(b.keying ?? 'url')}`;
     }
@@ -168,7 +190,12 @@ export interface MergeResult {
  * seeds). Every file is read and checked, and every file's compatibility too, before anything is
  * written; the merge itself is one transaction.
  */
-export async function mergeIntoEpoch(hash: XxHash, epoch: EpochBits, paths: readonly string[], signal?: AbortSignal): Promise<MergeResult> {
+export async function mergeIntoEpoch(
+  hash: XxHash,
+  epoch: EpochBits,
+  paths: readonly string[],
+  signal?: AbortSignal,
+): Promise<MergeResult> {
   if (paths.length === 0) throw new SeenStoreError('USAGE', 'merge needs at least one export file');
   const files = await readAll(hash, paths, signal);
   await safePoint(signal, `merging into ${epoch.header.scope}/${epoch.header.epoch}`);
@@ -200,7 +227,12 @@ export interface MergeFilesResult {
  * Writes the union of export files to a new export file. The file with the most slices gives the
  * header (seeds, geometry); every other must match it slice for slice.
  */
-export async function mergeFiles(hash: XxHash, paths: readonly string[], out: string, signal?: AbortSignal): Promise<MergeFilesResult> {
+export async function mergeFiles(
+  hash: XxHash,
+  paths: readonly string[],
+  out: string,
+  signal?: AbortSignal,
+): Promise<MergeFilesResult> {
   if (paths.length === 0) throw new SeenStoreError('USAGE', 'merge needs at least one export file');
   const files = await readAll(hash, paths, signal);
   const base = files.reduce((a, b) => (b.header.epoch.slices.length > a.header.epoch.slices.length ? b : a));
@@ -209,7 +241,10 @@ export async function mergeFiles(hash: XxHash, paths: readonly string[], out: st
   const exported = new ExportedEpoch(hash, base.header.epoch, filters, base.header);
   const summary = exported.summary();
   const counts = files.reduce(
-    (sum, file) => ({ submitted: sum.submitted + file.header.counts.submitted, added: sum.added + file.header.counts.added }),
+    (sum, file) => ({
+      submitted: sum.submitted + file.header.counts.submitted,
+      added: sum.added + file.header.counts.added,
+    }),
     { submitted: 0, added: 0 },
   );
   const header: ExportHeader = {
@@ -217,7 +252,11 @@ export async function mergeFiles(hash: XxHash, paths: readonly string[], out: st
     exportedAtMs: Date.now(),
     epoch: base.header.epoch,
     counts: { ...counts, sliceAdded: summary.sliceEstimates },
-    summary: { estimatedDistinct: summary.estimatedDistinct, fillRatio: summary.fillRatio, estimatedFpr: summary.estimatedFpr },
+    summary: {
+      estimatedDistinct: summary.estimatedDistinct,
+      fillRatio: summary.fillRatio,
+      estimatedFpr: summary.estimatedFpr,
+    },
     mergedFrom: files.map((file) => ({
       scope: file.header.epoch.scope,
       epoch: file.header.epoch.epoch,
@@ -226,11 +265,22 @@ export async function mergeFiles(hash: XxHash, paths: readonly string[], out: st
     })),
   };
   const { fileBytes, rawBytes } = await writeExport(hash, out, header, filters, signal);
-  return { path: out, files: files.length, fileBytes, rawBytes, estimatedDistinct: summary.estimatedDistinct, estimatedFpr: summary.estimatedFpr };
+  return {
+    path: out,
+    files: files.length,
+    fileBytes,
+    rawBytes,
+    estimatedDistinct: summary.estimatedDistinct,
+    estimatedFpr: summary.estimatedFpr,
+  };
 }
 
 /** Reads and checks export files one after another (each whole before the next). */
-async function readAll(hash: XxHash, paths: readonly string[], signal: AbortSignal | undefined): Promise<ExportContents[]> {
+async function readAll(
+  hash: XxHash,
+  paths: readonly string[],
+  signal: AbortSignal | undefined,
+): Promise<ExportContents[]> {
   const files: ExportContents[] = [];
   for (const path of paths) files.push(await readExport(hash, path, signal));
   return files;

@@ -143,7 +143,8 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
    */
   prepare(words: Uint32Array, at: number, stride: number, first: number, last: number): boolean {
     if (!this.positionsAhead) return false;
-    if (last - first > this.preparedRun) throw new RangeError(`prepare takes at most ${this.preparedRun} hashes, got ${last - first}`);
+    if (last - first > this.preparedRun)
+      throw new RangeError(`prepare takes at most ${this.preparedRun} hashes, got ${last - first}`);
     const k = this.geometry.k;
     if (this.#positions.length < this.preparedRun * k) this.#positions = new Int32Array(this.preparedRun * k);
     this.positionsInto(words, at, stride, first, last, this.#positions, 0, k);
@@ -161,7 +162,16 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
    * arithmetic: a thread that does not set this filter's bits may compute them (the bit thread's
    * caller does, SeenStoreOptions.threads).
    */
-  positionsInto(words: Uint32Array, at: number, stride: number, first: number, last: number, out: Int32Array, outAt: number, outStride: number): void {
+  positionsInto(
+    words: Uint32Array,
+    at: number,
+    stride: number,
+    first: number,
+    last: number,
+    out: Int32Array,
+    outAt: number,
+    outStride: number,
+  ): void {
     const k = this.geometry.k;
     const m = this.geometry.mBits;
     const growth = this.#growth;
@@ -256,7 +266,8 @@ export class BloomFilter extends RegionedBytes implements StoredFilter {
     const run = this.preparedRun;
     for (let first = 0; first < count; first += run) {
       const last = Math.min(count, first + run);
-      if (this.prepare(words, at, stride, first, last)) this.#setPrepared(this.#positions, 0, (last - first) * this.geometry.k);
+      if (this.prepare(words, at, stride, first, last))
+        this.#setPrepared(this.#positions, 0, (last - first) * this.geometry.k);
       else for (let i = first; i < last; i++) this.add(words[at + i * stride + 1]!, words[at + i * stride]!);
     }
   }

@@ -29,7 +29,11 @@ export class CountingFilter extends RegionedBytes implements StoredFilter {
   readonly #scheme: HashSchemeId;
   #nonZero = 0;
 
-  constructor(cells: number, k: number, options: { readonly regionBytes?: number; readonly scheme?: HashSchemeId } = {}) {
+  constructor(
+    cells: number,
+    k: number,
+    options: { readonly regionBytes?: number; readonly scheme?: HashSchemeId } = {},
+  ) {
     if (!Number.isSafeInteger(cells) || cells < 2) throw new RangeError(`cells must be an integer >= 2, got ${cells}`);
     if (!Number.isInteger(k) || k < 1 || k > 64) throw new RangeError(`k must be an integer in [1, 64], got ${k}`);
     super(cells, options.regionBytes);
@@ -72,7 +76,8 @@ export class CountingFilter extends RegionedBytes implements StoredFilter {
    */
   orRegion(index: number, stored: Uint8Array): number {
     const target = this.region(index);
-    if (stored.length !== target.length) throw new RangeError(`region ${index} holds ${target.length} counters, stored data has ${stored.length}`);
+    if (stored.length !== target.length)
+      throw new RangeError(`region ${index} holds ${target.length} counters, stored data has ${stored.length}`);
     let gained = 0;
     for (let i = 0; i < target.length; i++) {
       if (target[i] !== 0) throw new RangeError(`region ${index} of a counting filter is loaded twice`);
@@ -246,7 +251,8 @@ export class SpectralFilter {
   delete(hi: number, lo: number, hi2 = hi, lo2 = lo): boolean {
     if (this.primary.count(hi, lo) === 0) return false;
     this.primary.decrement(hi, lo);
-    if (!this.primary.recurringMinimum(hi, lo) && this.secondary.count(hi2, lo2) > 0) this.secondary.decrement(hi2, lo2);
+    if (!this.primary.recurringMinimum(hi, lo) && this.secondary.count(hi2, lo2) > 0)
+      this.secondary.decrement(hi2, lo2);
     return true;
   }
 }

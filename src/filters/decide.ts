@@ -37,7 +37,15 @@ export interface Decided {
  * input order, so a URL given twice is new the first time only. The same code decides on the
  * calling thread and on the bit thread (SeenStoreOptions.threads).
  */
-export function decideRange(target: DecideTarget, words: Uint32Array, from: number, to: number, room: number, flags: Uint8Array, ahead?: PositionsAhead): Decided {
+export function decideRange(
+  target: DecideTarget,
+  words: Uint32Array,
+  from: number,
+  to: number,
+  room: number,
+  flags: Uint8Array,
+  ahead?: PositionsAhead,
+): Decided {
   const { older, newest, newestAt, stride } = target;
   // Without positions from another thread, the newest slice's positions are computed a run ahead
   // where its filters can (BloomFilter prepare): bits are then set without waiting on the
@@ -55,11 +63,13 @@ export function decideRange(target: DecideTarget, words: Uint32Array, from: numb
       runStart = i;
       runEnd = Math.min(to, i + run);
       prepared = ahead === undefined;
-      for (let f = 0; f < newest.length && prepared; f++) prepared = newest[f]!.prepare(words, newestAt + 2 * f, stride, runStart, runEnd);
+      for (let f = 0; f < newest.length && prepared; f++)
+        prepared = newest[f]!.prepare(words, newestAt + 2 * f, stride, runStart, runEnd);
     }
     const base = i * stride;
     let seenBefore = false;
-    for (let j = 0; j < older.length && !seenBefore; j++) seenBefore = allHold(older[j]!.filters, words, base + older[j]!.at);
+    for (let j = 0; j < older.length && !seenBefore; j++)
+      seenBefore = allHold(older[j]!.filters, words, base + older[j]!.at);
     let absent = false;
     if (!seenBefore) {
       const at = base + newestAt;

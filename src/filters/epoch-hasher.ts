@@ -31,7 +31,12 @@ export interface HashedSlice {
  */
 export class EpochHasher {
   readonly #hash: XxHash;
-  readonly #slices: { readonly keying: Keying | undefined; readonly seeds: bigint[]; readonly at: number; readonly blocksPerPartition: number }[] = [];
+  readonly #slices: {
+    readonly keying: Keying | undefined;
+    readonly seeds: bigint[];
+    readonly at: number;
+    readonly blocksPerPartition: number;
+  }[] = [];
   #filterCount = 0;
   readonly #partitions: { readonly count: number; readonly seeds: readonly bigint[] } | undefined;
   /** Per key of the last batch: its partition hash (two words), then its partition. */
@@ -44,7 +49,8 @@ export class EpochHasher {
   constructor(hash: XxHash, normalize: string, slices: readonly HashedSlice[] = [], partitions?: Partitioning) {
     this.#hash = hash;
     this.#controls = normalize === 'url';
-    this.#partitions = partitions === undefined ? undefined : { count: partitions.count, seeds: [seedFromHex(partitions.seed)] };
+    this.#partitions =
+      partitions === undefined ? undefined : { count: partitions.count, seeds: [seedFromHex(partitions.seed)] };
     this.extend(slices);
   }
 
@@ -53,10 +59,16 @@ export class EpochHasher {
     for (const slice of slices) {
       let blocksPerPartition = 0;
       if (this.#partitions !== undefined) {
-        if (slice.layout !== PARTITIONED_LAYOUT || slice.mBits === undefined) throw new RangeError(`a partitioned epoch's slice has layout ${slice.layout}`);
+        if (slice.layout !== PARTITIONED_LAYOUT || slice.mBits === undefined)
+          throw new RangeError(`a partitioned epoch's slice has layout ${slice.layout}`);
         blocksPerPartition = slice.mBits / 512 / this.#partitions.count;
       }
-      this.#slices.push({ keying: slice.keying, seeds: slice.seeds.map(seedFromHex), at: 2 * this.#filterCount, blocksPerPartition });
+      this.#slices.push({
+        keying: slice.keying,
+        seeds: slice.seeds.map(seedFromHex),
+        at: 2 * this.#filterCount,
+        blocksPerPartition,
+      });
       this.#filterCount += slice.seeds.length;
     }
   }
@@ -106,7 +118,12 @@ export class EpochHasher {
   }
 
   /** Partitions every key and folds each filter's low word into its partition (filters/partitions.ts). */
-  #fold(keys: Keys, words: Uint32Array, stride: number, partitions: { readonly count: number; readonly seeds: readonly bigint[] }): void {
+  #fold(
+    keys: Keys,
+    words: Uint32Array,
+    stride: number,
+    partitions: { readonly count: number; readonly seeds: readonly bigint[] },
+  ): void {
     const count = keyCount(keys);
     if (this.#partitionOf.length < count) {
       this.#partitionHash = new Uint32Array(2 * count);

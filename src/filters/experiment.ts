@@ -21,7 +21,12 @@ import { COUNTING_SECONDARY_RATIO, sliceShape, strategyName, type SliceShape, ty
  */
 export type SimulationMode = 'incremental' | 'non-incremental' | 'revisit' | 'revisit-incremental';
 
-export const SIMULATION_MODES: readonly SimulationMode[] = ['incremental', 'non-incremental', 'revisit', 'revisit-incremental'];
+export const SIMULATION_MODES: readonly SimulationMode[] = [
+  'incremental',
+  'non-incremental',
+  'revisit',
+  'revisit-incremental',
+];
 
 export interface SimulationConfig {
   readonly mode: SimulationMode;
@@ -90,19 +95,33 @@ export function simulationShape(config: SimulationConfig, inserted: number): Sli
     main = { mBits: roundBits(Math.ceil((-hashes * inserted) / Math.log1p(-(perFilter ** (1 / hashes))))), k: hashes };
   }
   if (strategy.kind === 'eigen') {
-    const keying: Keying = { kind: 'eigen-v1', featureMBits: roundBits(Math.ceil((main.mBits * strategy.d!) / main.k)), featureK: strategy.d! };
+    const keying: Keying = {
+      kind: 'eigen-v1',
+      featureMBits: roundBits(Math.ceil((main.mBits * strategy.d!) / main.k)),
+      featureK: strategy.d!,
+    };
     return { ...main, keying };
   }
   if (strategy.kind === 'multilayer') return { ...main, keying: { kind: 'multilayer-v1', layers: strategy.layers! } };
   if (strategy.kind === 'counting') {
     // main.mBits counters; the slice records their storage bits.
-    return { mBits: main.mBits * 8, k: main.k, keying: { kind: 'counting-v1', secondaryCells: roundBits(Math.ceil(main.mBits * COUNTING_SECONDARY_RATIO)) } };
+    return {
+      mBits: main.mBits * 8,
+      k: main.k,
+      keying: { kind: 'counting-v1', secondaryCells: roundBits(Math.ceil(main.mBits * COUNTING_SECONDARY_RATIO)) },
+    };
   }
   return main;
 }
 
 function geometriesOf(strategy: Strategy, shape: SliceShape): FilterGeometry[] {
-  return filterGeometries({ layout: strategy.layout, mBits: shape.mBits, k: shape.k, seeds: new Array<string>(strategy.filters).fill(''), ...(shape.keying === undefined ? {} : { keying: shape.keying }) });
+  return filterGeometries({
+    layout: strategy.layout,
+    mBits: shape.mBits,
+    k: shape.k,
+    seeds: new Array<string>(strategy.filters).fill(''),
+    ...(shape.keying === undefined ? {} : { keying: shape.keying }),
+  });
 }
 
 /**
@@ -117,7 +136,9 @@ function geometriesOf(strategy: Strategy, shape: SliceShape): FilterGeometry[] {
  * on a known host with a known shape passes those filters), and the measurement shows by how much.
  */
 export function theoryFpr(mode: SimulationMode, geometries: readonly FilterGeometry[], inserted: number): number {
-  const rates = geometries.map((g) => (g.layout === 'blocked' ? blockedFprCurve(g.mBits, g.k) : classicFprCurve(g.mBits, g.k)));
+  const rates = geometries.map((g) =>
+    g.layout === 'blocked' ? blockedFprCurve(g.mBits, g.k) : classicFprCurve(g.mBits, g.k),
+  );
   const epochs = mode === 'revisit' || mode === 'revisit-incremental' ? 2 : 1;
   const at = (n: number): number => rates.reduce((product, rate) => product * rate(n), 1) ** epochs;
   if (mode === 'non-incremental' || mode === 'revisit') return at(inserted);
@@ -125,7 +146,6 @@ export function theoryFpr(mode: SimulationMode, geometries: readonly FilterGeome
   for (let n = 0; n < inserted; n++) sum += at(n);
   return sum / inserted;
 }
-
 
 /** One epoch of the experiment: S filters with fresh seeds, hashing in batches. */
 class Epoch {
@@ -166,7 +186,8 @@ class Epoch {
       hashSlice(this.#hash, this.#keying, batch, this.#seeds, words, stride, 0);
       for (let i = 0; i < batch.length; i++) {
         const at = i * stride;
-        const holds = spectral !== undefined ? spectral.primary.count(words[at + 1]!, words[at]!) > 0 : allHold(filters, words, at);
+        const holds =
+          spectral !== undefined ? spectral.primary.count(words[at + 1]!, words[at]!) > 0 : allHold(filters, words, at);
         if (query && holds) {
           held++;
           if (flags !== undefined) flags[start + i] = 1;
@@ -227,7 +248,10 @@ export function simulate(
   const mean = rates.reduce((sum, x) => sum + x, 0) / rates.length;
   const sd = rates.length > 1 ? Math.sqrt(rates.reduce((sum, x) => sum + (x - mean) ** 2, 0) / (rates.length - 1)) : 0;
   // A counting slice answers from its primary: m counters err like a Bloom filter of m bits.
-  const answering = shape.keying?.kind === 'counting-v1' ? [{ layout: 'classic' as const, mBits: shape.mBits / 8, k: shape.k }] : geometries;
+  const answering =
+    shape.keying?.kind === 'counting-v1'
+      ? [{ layout: 'classic' as const, mBits: shape.mBits / 8, k: shape.k }]
+      : geometries;
   const theory = theoryFpr(mode, answering, insert.length);
   const standardError = Math.sqrt((theory * (1 - theory)) / (asked.length * runs.length));
   const median = (values: number[]): number => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -239,7 +263,10 @@ export function simulate(
     k: shape.k,
     mBits: shape.mBits,
     geometries,
-    sizingRule: 'bitsPerHash' in config.sizing ? `m = N·k·M, M = ${config.sizing.bitsPerHash}` : `sized for FPR ${config.sizing.fpr}`,
+    sizingRule:
+      'bitsPerHash' in config.sizing
+        ? `m = N·k·M, M = ${config.sizing.bitsPerHash}`
+        : `sized for FPR ${config.sizing.fpr}`,
     inserted: insert.length,
     queried: asked.length,
     bitsPerUrl: geometries.reduce((sum, g) => sum + g.mBits, 0) / insert.length,

@@ -48,14 +48,23 @@ export class KernelBits {
    * with URL i's hashes in words[i * stride..] and its flag into flags[i]. Undefined (nothing
    * done) when a filter of `target` is not placed in this kernel.
    */
-  decide(target: DecideTarget, words: Uint32Array, from: number, to: number, room: number, flags: Uint8Array): Decided | undefined {
+  decide(
+    target: DecideTarget,
+    words: Uint32Array,
+    from: number,
+    to: number,
+    room: number,
+    flags: Uint8Array,
+  ): Decided | undefined {
     if (!this.#planFor(target)) return undefined;
     const count = to - from;
     const strideBytes = 4 * target.stride;
     const wordsAt = this.#kernel.scratch(strideBytes * count + count);
     const flagsAt = wordsAt + strideBytes * count;
     const buffer = this.#kernel.buffer;
-    new Uint32Array(buffer, wordsAt, target.stride * count).set(words.subarray(from * target.stride, to * target.stride));
+    new Uint32Array(buffer, wordsAt, target.stride * count).set(
+      words.subarray(from * target.stride, to * target.stride),
+    );
     const consumed = this.#kernel.decide(this.#plan, wordsAt, strideBytes, 0, count, room, flagsAt);
     flags.set(new Uint8Array(buffer, flagsAt, consumed), from);
     this.#countSetBits(target);
@@ -68,7 +77,10 @@ export class KernelBits {
     this.#planned = target;
     const slices = [...target.older, { filters: target.newest, at: target.newestAt }];
     const filterCount = slices.reduce((sum, slice) => sum + slice.filters.length, 0);
-    this.#planResident = slices.length <= SLICES_MAX && filterCount <= PLAN_FILTERS_MAX && slices.every((slice) => slice.filters.every((filter) => this.#buffers.has(filter.bytes.buffer)));
+    this.#planResident =
+      slices.length <= SLICES_MAX &&
+      filterCount <= PLAN_FILTERS_MAX &&
+      slices.every((slice) => slice.filters.every((filter) => this.#buffers.has(filter.bytes.buffer)));
     if (!this.#planResident) return false;
     const view = new DataView(this.#kernel.buffer, this.#plan, PLAN_BYTES);
     view.setInt32(0, slices.length, true);
@@ -76,7 +88,9 @@ export class KernelBits {
     slices.forEach((slice, j) => {
       view.setInt32(PLAN_SLICES_AT + 8 * j, f, true);
       view.setInt32(PLAN_SLICES_AT + 8 * j + 4, slice.filters.length, true);
-      slice.filters.forEach((filter, i) => writeFilter(view, PLAN_FILTERS_AT + PLAN_FILTER_BYTES * f++, filter, 4 * (slice.at + 2 * i)));
+      slice.filters.forEach((filter, i) =>
+        writeFilter(view, PLAN_FILTERS_AT + PLAN_FILTER_BYTES * f++, filter, 4 * (slice.at + 2 * i)),
+      );
     });
     return true;
   }

@@ -41,8 +41,10 @@ export function filterGeometries(slice: SliceGeometry): FilterGeometry[] {
   // A partitioned slice's filter is a blocked filter: its hash words are folded (filters/partitions.ts).
   const layout = slice.layout === PARTITIONED_LAYOUT ? 'blocked' : (slice.layout as Layout);
   const main: FilterGeometry = { layout, mBits: slice.mBits, k: slice.k };
-  if (slice.keying?.kind === 'eigen-v1') return [main, { layout: 'classic', mBits: slice.keying.featureMBits, k: slice.keying.featureK }];
-  if (slice.keying?.kind === 'counting-v1') return [main, { layout: 'classic', mBits: slice.keying.secondaryCells * 8, k: slice.k }];
+  if (slice.keying?.kind === 'eigen-v1')
+    return [main, { layout: 'classic', mBits: slice.keying.featureMBits, k: slice.keying.featureK }];
+  if (slice.keying?.kind === 'counting-v1')
+    return [main, { layout: 'classic', mBits: slice.keying.secondaryCells * 8, k: slice.k }];
   return slice.seeds.map(() => main);
 }
 
@@ -69,7 +71,10 @@ export function eigenFeatures(url: string): string {
   if (afterHost[queryAt] === '?') {
     const hashAt = afterHost.indexOf('#', queryAt);
     const query = afterHost.slice(queryAt + 1, hashAt < 0 ? afterHost.length : hashAt);
-    queryNames = query.split('&').map((pair) => pair.split('=')[0]).join('&');
+    queryNames = query
+      .split('&')
+      .map((pair) => pair.split('=')[0])
+      .join('&');
   }
   return [scheme, host, segments.length, path.length, extension, queryNames].join('\u001f');
 }
@@ -113,7 +118,16 @@ function firstOf(text: string, chars: string, from = 0): number {
  * words[i * stride + at + 2f] (low half) and the next word (high half), as the journal stores it.
  * With `controls`, a key that holds a control character is refused (INVALID_URL; XxHash.hashKeys).
  */
-export function hashSlice(hash: XxHash, keying: Keying | undefined, batch: Keys, seeds: readonly bigint[], words: Uint32Array, stride: number, at: number, controls = false): void {
+export function hashSlice(
+  hash: XxHash,
+  keying: Keying | undefined,
+  batch: Keys,
+  seeds: readonly bigint[],
+  words: Uint32Array,
+  stride: number,
+  at: number,
+  controls = false,
+): void {
   if (keying === undefined || keying.kind === 'counting-v1') {
     hash.hashKeys(batch, seeds, words, stride, at, controls);
     return;
@@ -137,7 +151,8 @@ export function hashSlice(hash: XxHash, keying: Keying | undefined, batch: Keys,
     urlLayers(keys[i]!, layers, parts);
     for (let layer = 0; layer < layers; layer++) perLayer[layer]![i] = parts[layer]!;
   }
-  for (let layer = 0; layer < layers; layer++) hash.hashKeys(perLayer[layer]!, [seeds[layer]!], words, stride, at + 2 * layer);
+  for (let layer = 0; layer < layers; layer++)
+    hash.hashKeys(perLayer[layer]!, [seeds[layer]!], words, stride, at + 2 * layer);
   // The extra layer: XOR over layers of the hash of (depth, segment) under its own seed.
   const xorAt = at + 2 * layers;
   const scratch = new Uint32Array(2 * keys.length);
@@ -146,7 +161,13 @@ export function hashSlice(hash: XxHash, keying: Keying | undefined, batch: Keys,
     words[i * stride + xorAt + 1] = 0;
   }
   for (let layer = 0; layer < layers; layer++) {
-    hash.hashKeys(perLayer[layer]!.map((segment) => `${layer}\u001f${segment}`), [seeds[layers]!], scratch, 2, 0);
+    hash.hashKeys(
+      perLayer[layer]!.map((segment) => `${layer}\u001f${segment}`),
+      [seeds[layers]!],
+      scratch,
+      2,
+      0,
+    );
     for (let i = 0; i < keys.length; i++) {
       words[i * stride + xorAt] = (words[i * stride + xorAt]! ^ scratch[2 * i]!) >>> 0;
       words[i * stride + xorAt + 1] = (words[i * stride + xorAt + 1]! ^ scratch[2 * i + 1]!) >>> 0;

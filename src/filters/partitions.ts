@@ -49,7 +49,10 @@ export function foldLow(lo: number, p: number, blocksPerPartition: number): numb
 /** The default P for an epoch whose first slice has `mBits` bits (a power of two; docs/redis.md). */
 export function defaultPartitionCount(mBits: number): number {
   const blocks = Math.ceil(mBits / BLOCK_BITS);
-  const wanted = Math.max(MIN_DEFAULT_PARTITIONS, 2 ** Math.ceil(Math.log2(Math.max(1, mBits / 8 / PARTITION_TARGET_BYTES))));
+  const wanted = Math.max(
+    MIN_DEFAULT_PARTITIONS,
+    2 ** Math.ceil(Math.log2(Math.max(1, mBits / 8 / PARTITION_TARGET_BYTES))),
+  );
   const room = 2 ** Math.floor(Math.log2(Math.max(1, blocks / MIN_PARTITION_BLOCKS)));
   return Math.max(1, Math.min(MAX_PARTITIONS, wanted, room));
 }
@@ -64,7 +67,11 @@ export function partitionedBits(mBits: number, count: number): number {
 export function isPartitioning(value: unknown): value is Partitioning {
   const p = value as Partial<Record<string, unknown>> | null;
   return (
-    typeof p === 'object' && p !== null && Number.isInteger(p.count) && (p.count as number) >= 1 && (p.count as number) <= MAX_PARTITIONS &&
+    typeof p === 'object' &&
+    p !== null &&
+    Number.isInteger(p.count) &&
+    (p.count as number) >= 1 &&
+    (p.count as number) <= MAX_PARTITIONS &&
     isSeedHex(p.seed)
   );
 }

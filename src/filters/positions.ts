@@ -59,11 +59,21 @@ export class PositionPlan {
    * With `order`, the i-th URL written is key order[i] (a partition's keys, say), else key i. A
    * partitioned epoch's positions are within the key's partition (position mod the partition's bits).
    */
-  writeU32(words: Uint32Array, stride: number, count: number, out: Buffer, map: (position: number) => number, order?: Uint32Array): void {
+  writeU32(
+    words: Uint32Array,
+    stride: number,
+    count: number,
+    out: Buffer,
+    map: (position: number) => number,
+    order?: Uint32Array,
+  ): void {
     const filters = this.filters;
     const scratch = this.#scratch;
     // Whole words straight into the buffer where it is aligned on this little-endian machine; else one write per word.
-    const direct = LITTLE_ENDIAN && out.byteOffset % 4 === 0 ? new Uint32Array(out.buffer, out.byteOffset, out.length >>> 2) : undefined;
+    const direct =
+      LITTLE_ENDIAN && out.byteOffset % 4 === 0
+        ? new Uint32Array(out.buffer, out.byteOffset, out.length >>> 2)
+        : undefined;
     let at = 0;
     for (let i = 0; i < count; i++) {
       const base = (order === undefined ? i : order[i]!) * stride;
@@ -71,7 +81,8 @@ export class PositionPlan {
         const { geometry, modulus, counters, partitionBits } = filters[f]!;
         const lo = words[base + 2 * f]!;
         const hi = words[base + 2 * f + 1]!;
-        if (geometry.layout === 'blocked') blockedPositions(geometry.mBits / BLOCK_BITS, geometry.k, hi, lo, scratch, this.#scheme);
+        if (geometry.layout === 'blocked')
+          blockedPositions(geometry.mBits / BLOCK_BITS, geometry.k, hi, lo, scratch, this.#scheme);
         else classicPositions(modulus, geometry.k, hi, lo, scratch, this.#scheme);
         for (let j = 0; j < geometry.k; j++) {
           const p = partitionBits === 0 ? scratch[j]! : scratch[j]! % partitionBits;

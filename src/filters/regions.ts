@@ -35,7 +35,8 @@ export abstract class RegionedBytes {
       this.bytes = new Uint8Array(byteLength);
       this.dirty = new Uint8Array(regions);
     } else {
-      const shared = memory === true ? { bytes: new SharedArrayBuffer(byteLength), dirty: new SharedArrayBuffer(regions) } : memory;
+      const shared =
+        memory === true ? { bytes: new SharedArrayBuffer(byteLength), dirty: new SharedArrayBuffer(regions) } : memory;
       this.bytes = new Uint8Array(shared.bytes, shared.bytesAt ?? 0, byteLength);
       this.dirty = new Uint8Array(shared.dirty, shared.dirtyAt ?? 0, regions);
     }

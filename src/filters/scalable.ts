@@ -1,6 +1,5 @@
 import { sizeForFpr, type Sizing } from './sizing.js';
 
-
 /**
  * Growth of a scalable Bloom filter (Almeida, Baquero, Preguiça & Hutchison 2007): when a slice
  * has taken its capacity, a new slice `factor` times larger is added with its error tightened by

@@ -34,7 +34,8 @@ function checked(mBits: number, k: number): Sizing {
  * target's: the larger m only lowers the rate further.
  */
 export function sizeForFpr(capacityUrls: number, fprTarget: number): Sizing {
-  if (!(capacityUrls >= 1) || !Number.isFinite(capacityUrls)) throw new RangeError(`capacity must be >= 1, got ${capacityUrls}`);
+  if (!(capacityUrls >= 1) || !Number.isFinite(capacityUrls))
+    throw new RangeError(`capacity must be >= 1, got ${capacityUrls}`);
   if (!(fprTarget > 0 && fprTarget < 1)) throw new RangeError(`fpr must be in (0, 1), got ${fprTarget}`);
   const optimalBits = roundBits(Math.ceil((-capacityUrls * Math.log(fprTarget)) / (Math.LN2 * Math.LN2)));
   const k = Math.min(MAX_HASHES, Math.max(1, Math.round((optimalBits / capacityUrls) * Math.LN2)));
@@ -53,7 +54,8 @@ export function pairFloorFpr(mBits: number, n: number): number {
  */
 export function sizeByMultiplier(capacityUrls: number, k: number, bitsPerHash: number): Sizing {
   if (!(capacityUrls >= 1)) throw new RangeError(`capacity must be >= 1, got ${capacityUrls}`);
-  if (!Number.isInteger(k) || k < 1 || k > MAX_HASHES) throw new RangeError(`k must be an integer in [1, ${MAX_HASHES}], got ${k}`);
+  if (!Number.isInteger(k) || k < 1 || k > MAX_HASHES)
+    throw new RangeError(`k must be an integer in [1, ${MAX_HASHES}], got ${k}`);
   if (!(bitsPerHash > 0)) throw new RangeError(`bits per hash must be > 0, got ${bitsPerHash}`);
   return checked(roundBits(Math.ceil(capacityUrls * k * bitsPerHash)), k);
 }
@@ -83,7 +85,8 @@ export function sizeBlockedForFpr(capacityUrls: number, fprTarget: number): Sizi
     }
     if (best === undefined || high * BLOCK_BITS < best.mBits) best = { mBits: high * BLOCK_BITS, k };
   }
-  if (best === undefined) throw new RangeError(`no blocked filter within 2^40 bits reaches ${fprTarget} for ${capacityUrls} URLs`);
+  if (best === undefined)
+    throw new RangeError(`no blocked filter within 2^40 bits reaches ${fprTarget} for ${capacityUrls} URLs`);
   return checked(best.mBits, best.k);
 }
 

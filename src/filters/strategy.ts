@@ -76,25 +76,35 @@ export function parseStrategy(text: string): Strategy {
   if (match !== null) {
     const n = match[2] === undefined ? undefined : Number(match[2]);
     if (match[1] === 'spatial' && n !== undefined && n >= 2 && n <= MAX_SPATIAL_FILTERS) return spatial(n);
-    if (match[1] === 'eigen' && (n === undefined || (n >= 1 && n <= MAX_EIGEN_HASHES))) return eigen(n ?? DEFAULT_EIGEN_HASHES);
-    if (match[1] === 'multilayer' && (n === undefined || (n >= 2 && n <= MAX_LAYERS))) return multilayer(n ?? DEFAULT_LAYERS);
+    if (match[1] === 'eigen' && (n === undefined || (n >= 1 && n <= MAX_EIGEN_HASHES)))
+      return eigen(n ?? DEFAULT_EIGEN_HASHES);
+    if (match[1] === 'multilayer' && (n === undefined || (n >= 2 && n <= MAX_LAYERS)))
+      return multilayer(n ?? DEFAULT_LAYERS);
   }
   const growth = /^scalable(?::([0-9]+(?:\.[0-9]+)?),([0-9]+(?:\.[0-9]+)?))?$/.exec(text);
   if (growth !== null) {
     const factor = growth[1] === undefined ? DEFAULT_GROWTH.factor : Number(growth[1]);
     const tightening = growth[2] === undefined ? DEFAULT_GROWTH.tightening : Number(growth[2]);
     const within = (x: number, [low, high]: readonly [number, number]): boolean => x >= low && x <= high;
-    if (within(factor, GROWTH_FACTOR_RANGE) && within(tightening, TIGHTENING_RANGE)) return scalable({ factor, tightening });
+    if (within(factor, GROWTH_FACTOR_RANGE) && within(tightening, TIGHTENING_RANGE))
+      return scalable({ factor, tightening });
   }
   throw new SeenStoreError('USAGE', `unknown strategy ${JSON.stringify(text)}: use ${STRATEGY_HELP}`);
 }
 
 const spatial = (filters: number): Strategy => Object.freeze({ kind: 'spatial', layout: 'classic', filters });
 const eigen = (d: number): Strategy => Object.freeze({ kind: 'eigen', layout: 'classic', filters: 2, d });
-const multilayer = (layers: number): Strategy => Object.freeze({ kind: 'multilayer', layout: 'classic', filters: layers + 1, layers });
+const multilayer = (layers: number): Strategy =>
+  Object.freeze({ kind: 'multilayer', layout: 'classic', filters: layers + 1, layers });
 const partitioned = (partitions?: number): Strategy =>
-  Object.freeze({ kind: 'partitioned', layout: PARTITIONED_LAYOUT, filters: 1, ...(partitions === undefined ? {} : { partitions }) });
-const scalable = (growth: Growth): Strategy => Object.freeze({ kind: 'scalable', layout: 'classic', filters: 1, growth: Object.freeze({ ...growth }) });
+  Object.freeze({
+    kind: 'partitioned',
+    layout: PARTITIONED_LAYOUT,
+    filters: 1,
+    ...(partitions === undefined ? {} : { partitions }),
+  });
+const scalable = (growth: Growth): Strategy =>
+  Object.freeze({ kind: 'scalable', layout: 'classic', filters: 1, growth: Object.freeze({ ...growth }) });
 
 /** The growth an epoch of this strategy gets. */
 export function growthOf(strategy: Strategy): Growth {
@@ -115,7 +125,8 @@ export function strategyOf(
   if (slice.layout === PARTITIONED_LAYOUT) return partitioned();
   if (slice.seeds.length > 1) return spatial(slice.seeds.length);
   if (slice.layout === 'blocked') return BLOCKED;
-  if (growth.factor !== DEFAULT_GROWTH.factor || growth.tightening !== DEFAULT_GROWTH.tightening) return scalable(growth);
+  if (growth.factor !== DEFAULT_GROWTH.factor || growth.tightening !== DEFAULT_GROWTH.tightening)
+    return scalable(growth);
   return CLASSIC;
 }
 
@@ -161,7 +172,10 @@ export function sliceShape(strategy: Strategy, capacityUrls: number, fpr: number
     case 'eigen': {
       const main = sizeForFpr(capacityUrls, fpr);
       const d = strategy.d!;
-      return { ...main, keying: { kind: 'eigen-v1', featureMBits: roundBits(Math.ceil((main.mBits * d) / main.k)), featureK: d } };
+      return {
+        ...main,
+        keying: { kind: 'eigen-v1', featureMBits: roundBits(Math.ceil((main.mBits * d) / main.k)), featureK: d },
+      };
     }
     case 'multilayer':
       return { ...sizeForFpr(capacityUrls, fpr), keying: { kind: 'multilayer-v1', layers: strategy.layers! } };

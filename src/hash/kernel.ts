@@ -7,9 +7,25 @@ const KERNEL_MEMORY_PAGES_MAX = 65_536;
 const LINE_BYTES = 64;
 
 interface KernelExports {
-  readonly hashRanges: (ranges: number, count: number, seeds: number, seedCount: number, out: number, strideBytes: number, controls: number) => number;
+  readonly hashRanges: (
+    ranges: number,
+    count: number,
+    seeds: number,
+    seedCount: number,
+    out: number,
+    strideBytes: number,
+    controls: number,
+  ) => number;
   readonly controlAt: (from: number, to: number) => number;
-  readonly decide: (plan: number, words: number, strideBytes: number, from: number, to: number, room: number, flags: number) => number;
+  readonly decide: (
+    plan: number,
+    words: number,
+    strideBytes: number,
+    from: number,
+    to: number,
+    room: number,
+    flags: number,
+  ) => number;
   readonly fresh: () => number;
 }
 
@@ -36,8 +52,13 @@ export class Kernel {
     const module = shared
       ? (compiled.shared ??= new WebAssembly.Module(KERNEL_WASM_SHARED as Uint8Array<ArrayBuffer>))
       : (compiled.private ??= new WebAssembly.Module(KERNEL_WASM_PRIVATE as Uint8Array<ArrayBuffer>));
-    this.#memory = new WebAssembly.Memory({ initial: Math.ceil(initialBytes / WASM_PAGE_BYTES), maximum: KERNEL_MEMORY_PAGES_MAX, shared });
-    this.#exports = new WebAssembly.Instance(module, { env: { mem: this.#memory } }).exports as unknown as KernelExports;
+    this.#memory = new WebAssembly.Memory({
+      initial: Math.ceil(initialBytes / WASM_PAGE_BYTES),
+      maximum: KERNEL_MEMORY_PAGES_MAX,
+      shared,
+    });
+    this.#exports = new WebAssembly.Instance(module, { env: { mem: this.#memory } })
+      .exports as unknown as KernelExports;
     this.#bytes = new Uint8Array(this.#memory.buffer);
   }
 
@@ -68,7 +89,10 @@ export class Kernel {
 
   /** Whether `bytes` more could still be allocated. */
   canAllocate(byteLength: number): boolean {
-    return Math.ceil(this.#top / LINE_BYTES) * LINE_BYTES + byteLength <= KERNEL_MEMORY_PAGES_MAX * WASM_PAGE_BYTES - WASM_PAGE_BYTES;
+    return (
+      Math.ceil(this.#top / LINE_BYTES) * LINE_BYTES + byteLength <=
+      KERNEL_MEMORY_PAGES_MAX * WASM_PAGE_BYTES - WASM_PAGE_BYTES
+    );
   }
 
   /**
@@ -86,7 +110,15 @@ export class Kernel {
    * Hashes keys (kernel.wat hashRanges); returns -1, or with `controls` the index of the first key
    * that holds a control byte (0x00-0x1F, 0x7F), where hashing stopped.
    */
-  hashRanges(ranges: number, count: number, seeds: number, seedCount: number, out: number, strideBytes: number, controls: boolean): number {
+  hashRanges(
+    ranges: number,
+    count: number,
+    seeds: number,
+    seedCount: number,
+    out: number,
+    strideBytes: number,
+    controls: boolean,
+  ): number {
     return this.#exports.hashRanges(ranges, count, seeds, seedCount, out, strideBytes, controls ? 1 : 0);
   }
 
@@ -96,7 +128,15 @@ export class Kernel {
   }
 
   /** Decides URLs from..to - 1 (kernel.wat decide); returns how many were decided; `fresh` tells how many of them were new. */
-  decide(plan: number, words: number, strideBytes: number, from: number, to: number, room: number, flags: number): number {
+  decide(
+    plan: number,
+    words: number,
+    strideBytes: number,
+    from: number,
+    to: number,
+    room: number,
+    flags: number,
+  ): number {
     return this.#exports.decide(plan, words, strideBytes, from, to, Math.min(room, 0x7fff_ffff), flags);
   }
 

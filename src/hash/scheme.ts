@@ -98,7 +98,14 @@ export function kmStep(m: number, hi: number): number {
  * Writes the k bit positions of one hash for the classic layout into `out` (for tests, docs and
  * tools; the filters inline the same arithmetic in their loops).
  */
-export function classicPositions(modulus: Modulus, k: number, hi: number, lo: number, out: Float64Array, scheme: HashSchemeId = HASH_SCHEME_ID): void {
+export function classicPositions(
+  modulus: Modulus,
+  k: number,
+  hi: number,
+  lo: number,
+  out: Float64Array,
+  scheme: HashSchemeId = HASH_SCHEME_ID,
+): void {
   const m = modulus.m;
   const growth = stepGrowth(scheme);
   let step = kmStep(m, hi);
@@ -118,7 +125,14 @@ export function classicPositions(modulus: Modulus, k: number, hi: number, lo: nu
  * (c + i·d + e·i(i − 1)/2 + (i³ − i)/6) mod 512 under v2, and (c + i·(d | 1)) mod 512 under v1.
  * Computed incrementally: the step starts at d and grows by e + i + 1 after probe i (v1: by 0).
  */
-export function blockedPositions(blocks: number, k: number, hi: number, lo: number, out: Float64Array, scheme: HashSchemeId = HASH_SCHEME_ID): void {
+export function blockedPositions(
+  blocks: number,
+  k: number,
+  hi: number,
+  lo: number,
+  out: Float64Array,
+  scheme: HashSchemeId = HASH_SCHEME_ID,
+): void {
   const growth = stepGrowth(scheme);
   const base = (lo % blocks) * BLOCK_BITS;
   const e = ((hi >>> 18) & (BLOCK_BITS - 1)) * growth;

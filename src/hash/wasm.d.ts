@@ -12,5 +12,8 @@ declare namespace WebAssembly {
     readonly exports: Record<string, unknown>;
   }
   var Instance: { new (module: Module, imports?: Record<string, Record<string, unknown>>): Instance };
-  function instantiate(bytes: Uint8Array, imports?: Record<string, Record<string, unknown>>): Promise<{ instance: Instance }>;
+  function instantiate(
+    bytes: Uint8Array,
+    imports?: Record<string, Record<string, unknown>>,
+  ): Promise<{ instance: Instance }>;
 }

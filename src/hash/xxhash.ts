@@ -125,8 +125,17 @@ export class XxHash {
    * hashes them; returns how many. Each key is written where the last ended (encodeKeys): no
    * string is made.
    */
-  #hashStrings(keys: readonly string[], start: number, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number, controls: boolean): number {
-    if (this.#offsets.length < Math.min(keys.length - start, ROUND_KEYS_MAX) + 1) this.#offsets = new Uint32Array(Math.min(keys.length - start, ROUND_KEYS_MAX) + 1);
+  #hashStrings(
+    keys: readonly string[],
+    start: number,
+    seeds: readonly bigint[],
+    out: Uint32Array,
+    stride: number,
+    at: number,
+    controls: boolean,
+  ): number {
+    if (this.#offsets.length < Math.min(keys.length - start, ROUND_KEYS_MAX) + 1)
+      this.#offsets = new Uint32Array(Math.min(keys.length - start, ROUND_KEYS_MAX) + 1);
     const offsets = this.#offsets;
     let count = 0;
     let chars = 0;
@@ -151,7 +160,14 @@ export class XxHash {
    * and the next word. Each round copies the bytes spanning its keys into the kernel's memory at
    * once (separators and all) and hashes them where they lie.
    */
-  #hashRanges(keys: Utf8Keys, seeds: readonly bigint[], out: Uint32Array, stride: number, at: number, controls: boolean): void {
+  #hashRanges(
+    keys: Utf8Keys,
+    seeds: readonly bigint[],
+    out: Uint32Array,
+    stride: number,
+    at: number,
+    controls: boolean,
+  ): void {
     const { bytes, ranges, count: total } = keys;
     for (let start = 0; start < total; ) {
       const base = ranges[2 * start]!;
@@ -165,13 +181,24 @@ export class XxHash {
       const shift = round.keysAt - base;
       for (let i = 0; i < 2 * count; i++) local[i] = ranges[2 * start + i]! + shift;
       const bad = this.#hashRound(round, count, seeds.length, out, start * stride, stride, at, controls);
-      if (bad >= 0) throw controlKey(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8', ranges[2 * (start + bad)], ranges[2 * (start + bad) + 1]));
+      if (bad >= 0)
+        throw controlKey(
+          Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString(
+            'utf8',
+            ranges[2 * (start + bad)],
+            ranges[2 * (start + bad) + 1],
+          ),
+        );
       start = end;
     }
   }
 
   /** Scratch for one round of `count` keys of `keyBytes` bytes: seeds written, views of the ranges and hashes. */
-  #round(count: number, seeds: readonly bigint[], keyBytes: number): { keysAt: number; rangesAt: number; ranges: Uint32Array; seedsAt: number; hashesAt: number } {
+  #round(
+    count: number,
+    seeds: readonly bigint[],
+    keyBytes: number,
+  ): { keysAt: number; rangesAt: number; ranges: Uint32Array; seedsAt: number; hashesAt: number } {
     const seedsAt = this.#kernel.scratch(8 * seeds.length + 8 * count + keyBytes + 8 + 8 * seeds.length * count + 64);
     const rangesAt = seedsAt + 8 * seeds.length;
     const keysAt = rangesAt + 8 * count;
@@ -186,8 +213,25 @@ export class XxHash {
    * Hashes a round's keys under every seed and copies the hashes to out[first + i * stride + at + 2s];
    * returns -1, or with `controls` the round's first key that holds a control byte (nothing copied).
    */
-  #hashRound(round: { rangesAt: number; seedsAt: number; hashesAt: number }, count: number, seedCount: number, out: Uint32Array, first: number, stride: number, at: number, controls: boolean): number {
-    const bad = this.#kernel.hashRanges(round.rangesAt, count, round.seedsAt, seedCount, round.hashesAt, 8 * seedCount, controls);
+  #hashRound(
+    round: { rangesAt: number; seedsAt: number; hashesAt: number },
+    count: number,
+    seedCount: number,
+    out: Uint32Array,
+    first: number,
+    stride: number,
+    at: number,
+    controls: boolean,
+  ): number {
+    const bad = this.#kernel.hashRanges(
+      round.rangesAt,
+      count,
+      round.seedsAt,
+      seedCount,
+      round.hashesAt,
+      8 * seedCount,
+      controls,
+    );
     if (bad >= 0) return bad;
     const words = 2 * seedCount;
     const hashes = new Uint32Array(this.#kernel.buffer, round.hashesAt, words * count);
@@ -228,7 +272,13 @@ export class XxHash {
  * object V8 maps afresh for each batch, and where a first touch of a page costs 12-16 us (stop
  * 40's machine) that cost 400 ns per URL against 87 per key (docs/benchmarks.md).
  */
-function encodeKeys(keys: readonly string[], start: number, count: number, target: Buffer, offsets: Uint32Array): number {
+function encodeKeys(
+  keys: readonly string[],
+  start: number,
+  count: number,
+  target: Buffer,
+  offsets: Uint32Array,
+): number {
   let end = 0;
   for (let i = 0; i < count; i++) {
     const key = keys[start + i]!;
@@ -248,10 +298,16 @@ export function controlKey(key: string): SeenStoreError {
   const code = key.charCodeAt(at).toString(16).toUpperCase().padStart(4, '0');
   // JSON escapes the C0 characters; DEL too, so that the message shows where it is.
   const shown = JSON.stringify(key.slice(0, 100)).replaceAll('\u007f', '\\u007f');
-  return new SeenStoreError('INVALID_URL', `URL ${shown} is not a usable URL: it holds control character U+${code} at character ${at + 1}`);
+  return new SeenStoreError(
+    'INVALID_URL',
+    `URL ${shown} is not a usable URL: it holds control character U+${code} at character ${at + 1}`,
+  );
 }
 
 /** INVALID_URL for a key with a lone surrogate. */
 export function illFormedKey(key: string): SeenStoreError {
-  return new SeenStoreError('INVALID_URL', `URL ${JSON.stringify(key.slice(0, 100))} is not well-formed UTF-16 (a lone surrogate): it cannot be a key`);
+  return new SeenStoreError(
+    'INVALID_URL',
+    `URL ${JSON.stringify(key.slice(0, 100))} is not well-formed UTF-16 (a lone surrogate): it cannot be a key`,
+  );
 }

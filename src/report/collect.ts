@@ -37,7 +37,11 @@ export interface ReportData {
  * Reads what the report shows, through the public API only: each scope's stats and each epoch's
  * details. `scopes`: the scopes to include (default all).
  */
-export async function collectReport(store: SeenStore, version: string, scopes?: readonly string[]): Promise<ReportData> {
+export async function collectReport(
+  store: SeenStore,
+  version: string,
+  scopes?: readonly string[],
+): Promise<ReportData> {
   const names = scopes ?? (await store.scopeNames());
   const collected: ReportScope[] = [];
   for (const name of names) collected.push(await collectScope(store, name));

@@ -44,7 +44,12 @@ function fpr(p: number): string {
 }
 
 function day(ms: number | null): string {
-  return ms === null ? '–' : new Date(ms).toISOString().replace('T', ' ').replace(/:\d\d\.\d+Z$/, 'Z');
+  return ms === null
+    ? '–'
+    : new Date(ms)
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/:\d\d\.\d+Z$/, 'Z');
 }
 
 /** The columns of a scope's charts: its epochs in order, with a gap column where epochs were pruned. */
@@ -86,7 +91,11 @@ function urlsChart(scope: ReportScope, id: string): string {
     },
     `URLs per epoch of scope ${scope.name}`,
   );
-  return figure(id, 'URLs per epoch: adds (with repeats), new (without), estimated distinct, against the planned capacity (dashed)', chart);
+  return figure(
+    id,
+    'URLs per epoch: adds (with repeats), new (without), estimated distinct, against the planned capacity (dashed)',
+    chart,
+  );
 }
 
 function fprChart(scope: ReportScope, id: string): string {
@@ -139,7 +148,23 @@ function figure(id: string, caption: string, svg: string): string {
 }
 
 function epochTable(scope: ReportScope): string {
-  const head = ['epoch', 'state', 'created', 'sealed', 'strategy', 'capacity', 'adds', 'new', 'new since previous', 'est. distinct', 'fill', 'est. FPR', 'target', 'slices', 'bytes'];
+  const head = [
+    'epoch',
+    'state',
+    'created',
+    'sealed',
+    'strategy',
+    'capacity',
+    'adds',
+    'new',
+    'new since previous',
+    'est. distinct',
+    'fill',
+    'est. FPR',
+    'target',
+    'slices',
+    'bytes',
+  ];
   const rows = scope.epochs.map((e) => {
     const over = e.estimatedFpr > e.fprTarget ? ' class="over"' : '';
     const cells = [
@@ -197,7 +222,8 @@ function scopeSection(scope: ReportScope, index: number): string {
 /** The whole report page. */
 export function renderReport(data: ReportData): string {
   const nav = data.scopes.map((s, i) => `<a href="#scope-${i}">${escapeXml(s.name)}</a>`).join('');
-  const body = data.scopes.length === 0 ? '<p>This store has no scopes yet.</p>' : data.scopes.map(scopeSection).join('');
+  const body =
+    data.scopes.length === 0 ? '<p>This store has no scopes yet.</p>' : data.scopes.map(scopeSection).join('');
   return (
     '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">' +
     `<title>seenstore report: ${escapeXml(data.storeDir)}</title><style>${STYLE}</style></head><body>` +
@@ -212,6 +238,7 @@ export function renderReport(data: ReportData): string {
  */
 function newSincePreviousCell(atLeast: number | null): string {
   if (atLeast === null) return '<td>–</td>';
-  if (atLeast === 0) return '<td title="this epoch holds no more distinct URLs than the previous one, which bounds nothing">no bound</td>';
+  if (atLeast === 0)
+    return '<td title="this epoch holds no more distinct URLs than the previous one, which bounds nothing">no bound</td>';
   return `<td>≥ ${count(atLeast)}</td>`;
 }

@@ -102,11 +102,17 @@ function niceCeiling(value: number): number {
 const COLUMN_MAX_PX = 260;
 
 function columnWidth(chart: BarChart, column: ChartColumn | GapColumn, stretchPx = 0): number {
-  return column.kind === 'pruned' ? GAP_COLUMN_PX : Math.max(COLUMN_MIN_PX, chart.series.length * BAR_PX + COLUMN_GAP_PX, stretchPx);
+  return column.kind === 'pruned'
+    ? GAP_COLUMN_PX
+    : Math.max(COLUMN_MIN_PX, chart.series.length * BAR_PX + COLUMN_GAP_PX, stretchPx);
 }
 
 function legendWidth(chart: BarChart): number {
-  return LEFT_PX + chart.series.reduce((sum, s) => sum + 28 + s.label.length * 6.4, 0) + (chart.markerLabel === undefined ? 0 : 40 + chart.markerLabel.length * 6.4);
+  return (
+    LEFT_PX +
+    chart.series.reduce((sum, s) => sum + 28 + s.label.length * 6.4, 0) +
+    (chart.markerLabel === undefined ? 0 : 40 + chart.markerLabel.length * 6.4)
+  );
 }
 
 /**
@@ -139,7 +145,9 @@ function legend(chart: BarChart): string {
     return item;
   });
   if (chart.markerLabel !== undefined) {
-    items.push(`<g class="legend-item"><line x1="${x}" y1="14" x2="${x + 18}" y2="14" class="marker"/><text x="${x + 23}" y="18">${escapeXml(chart.markerLabel)}</text></g>`);
+    items.push(
+      `<g class="legend-item"><line x1="${x}" y1="14" x2="${x + 18}" y2="14" class="marker"/><text x="${x + 23}" y="18">${escapeXml(chart.markerLabel)}</text></g>`,
+    );
   }
   return items.join('');
 }
@@ -170,13 +178,25 @@ function epochColumn(chart: BarChart, column: ChartColumn, x: number, axis: Axis
     const bx = firstBarX + i * BAR_PX;
     const height = Math.max(baseY - top, value > 0 ? 1 : 0);
     const labelY = (baseY - height - 4).toFixed(1);
-    bars.push(`<rect class="bar" data-series="${chart.series[i]!.key}" x="${bx}" y="${(baseY - height).toFixed(1)}" width="${BAR_PX - 2}" height="${height.toFixed(1)}" fill="${p.fill.replace('ID', chart.id)}" stroke="${p.stroke}"/>`);
-    values.push(`<text x="${bx + BAR_PX / 2}" y="${labelY}" transform="rotate(-90 ${bx + BAR_PX / 2} ${labelY})" class="value">${escapeXml(chart.format(value))}</text>`);
+    bars.push(
+      `<rect class="bar" data-series="${chart.series[i]!.key}" x="${bx}" y="${(baseY - height).toFixed(1)}" width="${BAR_PX - 2}" height="${height.toFixed(1)}" fill="${p.fill.replace('ID', chart.id)}" stroke="${p.stroke}"/>`,
+    );
+    values.push(
+      `<text x="${bx + BAR_PX / 2}" y="${labelY}" transform="rotate(-90 ${bx + BAR_PX / 2} ${labelY})" class="value">${escapeXml(chart.format(value))}</text>`,
+    );
   });
   const marker =
-    column.marker === undefined ? '' : `<line class="marker" x1="${x + 4}" y1="${axis.y(column.marker).toFixed(1)}" x2="${x + width - 4}" y2="${axis.y(column.marker).toFixed(1)}"/>`;
-  const flag = column.flag === undefined ? '' : `<text x="${x + width / 2}" y="${TOP_PX - 4}" text-anchor="middle" class="flag">${escapeXml(column.flag)}</text>`;
-  const labels = column.labels.map((text, i) => `<text x="${x + width / 2}" y="${baseY + 14 + 12 * i}" text-anchor="middle" class="${i === 0 ? 'xlabel' : 'xnote'}">${escapeXml(text)}</text>`);
+    column.marker === undefined
+      ? ''
+      : `<line class="marker" x1="${x + 4}" y1="${axis.y(column.marker).toFixed(1)}" x2="${x + width - 4}" y2="${axis.y(column.marker).toFixed(1)}"/>`;
+  const flag =
+    column.flag === undefined
+      ? ''
+      : `<text x="${x + width / 2}" y="${TOP_PX - 4}" text-anchor="middle" class="flag">${escapeXml(column.flag)}</text>`;
+  const labels = column.labels.map(
+    (text, i) =>
+      `<text x="${x + width / 2}" y="${baseY + 14 + 12 * i}" text-anchor="middle" class="${i === 0 ? 'xlabel' : 'xnote'}">${escapeXml(text)}</text>`,
+  );
   return `<g class="epoch" data-epoch="${column.epoch}"><title>${escapeXml(column.title)}</title>${marker}${bars.join('')}${values.join('')}${flag}${labels.join('')}</g>`;
 }
 
@@ -192,7 +212,11 @@ function gapColumn(column: GapColumn, x: number): string {
 
 /** The chart as one `<svg>` element, sized to its columns. */
 export function renderBarChart(chart: BarChart, caption: string): string {
-  const values = chart.columns.flatMap((c) => (c.kind === 'epoch' ? [...c.values.filter((v): v is number => v !== null), ...(c.marker === undefined ? [] : [c.marker])] : []));
+  const values = chart.columns.flatMap((c) =>
+    c.kind === 'epoch'
+      ? [...c.values.filter((v): v is number => v !== null), ...(c.marker === undefined ? [] : [c.marker])]
+      : [],
+  );
   const axis = chart.scale === 'log' ? logAxis(values) : linearAxis(values, chart.maxValue);
   const stretchPx = stretchedColumnPx(chart);
   const width = LEFT_PX + chart.columns.reduce((sum, c) => sum + columnWidth(chart, c, stretchPx), 0) + 16;

@@ -20,7 +20,14 @@ const TIGHTENING = 0.5;
  * docs/server.md lists where seenstore differs.
  */
 export function bloomCommands(): CommandSpec[] {
-  const bf = (name: string, arity: number, kind: CommandSpec['kind'], summary: string, syntax: string, run: CommandSpec['run']): CommandSpec => ({
+  const bf = (
+    name: string,
+    arity: number,
+    kind: CommandSpec['kind'],
+    summary: string,
+    syntax: string,
+    run: CommandSpec['run'],
+  ): CommandSpec => ({
     name,
     arity,
     flags: kind === 'write' ? ['write', 'denyoom'] : ['readonly', 'fast'],
@@ -32,26 +39,77 @@ export function bloomCommands(): CommandSpec[] {
     run,
   });
   return [
-    bf('BF.RESERVE', -4, 'ordered', 'Creates a scope sized for capacity at error_rate', 'BF.RESERVE key error_rate capacity [EXPANSION expansion] [NONSCALING]', reserve),
-    bf('BF.ADD', 3, 'write', 'Adds an item; 1 if it was new (durable when answered)', 'BF.ADD key item', (server, _client, request, proto) =>
-      addItems(server, request, 2, (answers, from) => bool(answers[from]!, proto)),
+    bf(
+      'BF.RESERVE',
+      -4,
+      'ordered',
+      'Creates a scope sized for capacity at error_rate',
+      'BF.RESERVE key error_rate capacity [EXPANSION expansion] [NONSCALING]',
+      reserve,
     ),
-    bf('BF.MADD', -3, 'write', 'Adds items; per item 1 if it was new (durable when answered)', 'BF.MADD key item [item ...]', (server, _client, request, proto) =>
-      addItems(server, request, 2, (answers, from, count) => boolArray(answers, from, count, proto)),
+    bf(
+      'BF.ADD',
+      3,
+      'write',
+      'Adds an item; 1 if it was new (durable when answered)',
+      'BF.ADD key item',
+      (server, _client, request, proto) => addItems(server, request, 2, (answers, from) => bool(answers[from]!, proto)),
     ),
-    bf('BF.INSERT', -4, 'write', 'Adds items, creating the scope with the given plan if needed', 'BF.INSERT key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] ITEMS item [item ...]', insert),
-    bf('BF.EXISTS', 3, 'ordered', 'Whether the item is (probably) in the open epoch', 'BF.EXISTS key item', async (server, _client, request, proto) =>
-      bool((await exists(server, request, 2))[0]!, proto),
+    bf(
+      'BF.MADD',
+      -3,
+      'write',
+      'Adds items; per item 1 if it was new (durable when answered)',
+      'BF.MADD key item [item ...]',
+      (server, _client, request, proto) =>
+        addItems(server, request, 2, (answers, from, count) => boolArray(answers, from, count, proto)),
     ),
-    bf('BF.MEXISTS', -3, 'ordered', 'Per item, whether it is (probably) in the open epoch', 'BF.MEXISTS key item [item ...]', async (server, _client, request, proto) => {
-      const answers = await exists(server, request, 2);
-      return boolArray(answers, 0, answers.length, proto);
-    }),
-    bf('BF.INFO', -2, 'ordered', "The open epoch's capacity, size, slices, items and expansion", 'BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]', bloomInfo),
-    bf('BF.CARD', 2, 'ordered', 'Items added to the open epoch (0 when the key does not exist)', 'BF.CARD key', async (server, _client, request) => {
-      const stats = await (await server.scope(argText(request, 1))).scope.stats();
-      return integer(stats.epochs.find((epoch) => epoch.epoch === stats.openEpoch)?.added ?? 0);
-    }),
+    bf(
+      'BF.INSERT',
+      -4,
+      'write',
+      'Adds items, creating the scope with the given plan if needed',
+      'BF.INSERT key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] ITEMS item [item ...]',
+      insert,
+    ),
+    bf(
+      'BF.EXISTS',
+      3,
+      'ordered',
+      'Whether the item is (probably) in the open epoch',
+      'BF.EXISTS key item',
+      async (server, _client, request, proto) => bool((await exists(server, request, 2))[0]!, proto),
+    ),
+    bf(
+      'BF.MEXISTS',
+      -3,
+      'ordered',
+      'Per item, whether it is (probably) in the open epoch',
+      'BF.MEXISTS key item [item ...]',
+      async (server, _client, request, proto) => {
+        const answers = await exists(server, request, 2);
+        return boolArray(answers, 0, answers.length, proto);
+      },
+    ),
+    bf(
+      'BF.INFO',
+      -2,
+      'ordered',
+      "The open epoch's capacity, size, slices, items and expansion",
+      'BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]',
+      bloomInfo,
+    ),
+    bf(
+      'BF.CARD',
+      2,
+      'ordered',
+      'Items added to the open epoch (0 when the key does not exist)',
+      'BF.CARD key',
+      async (server, _client, request) => {
+        const stats = await (await server.scope(argText(request, 1))).scope.stats();
+        return integer(stats.epochs.find((epoch) => epoch.epoch === stats.openEpoch)?.added ?? 0);
+      },
+    ),
   ];
 }
 
@@ -86,7 +144,10 @@ function capacity(request: Request, i: number): number {
 function expansion(request: Request, i: number): number {
   const value = argInteger(request, i, 'ERR bad expansion');
   if (value < 1) throw new ReplyError('ERR expansion should be greater or equal to 1');
-  if (value > EXPANSION_MAX) throw new ReplyError(`ERR expansion above ${EXPANSION_MAX} is not supported by seenstore (each new slice is EXPANSION times larger)`);
+  if (value > EXPANSION_MAX)
+    throw new ReplyError(
+      `ERR expansion above ${EXPANSION_MAX} is not supported by seenstore (each new slice is EXPANSION times larger)`,
+    );
   return value;
 }
 
@@ -111,7 +172,10 @@ async function reserve(server: ServerContext, _client: ClientState, request: Req
 /** Items firstArg.. of a command: at most --max-items. */
 export function checkItemCount(server: ServerContext, request: Request, firstArg: number): void {
   const count = request.argc - firstArg;
-  if (count > server.limits.itemsMax) throw new ReplyError(`ERR ${count} items in one command, over the limit of ${server.limits.itemsMax} (--max-items)`);
+  if (count > server.limits.itemsMax)
+    throw new ReplyError(
+      `ERR ${count} items in one command, over the limit of ${server.limits.itemsMax} (--max-items)`,
+    );
 }
 
 /**
@@ -124,10 +188,14 @@ function checkItems(server: ServerContext, request: Request, firstArg: number): 
   checkItemCount(server, request, firstArg);
   for (let i = firstArg; i < request.argc; i++) {
     const length = argLength(request, i);
-    if (length === 0 || length > ITEM_BYTES_MAX) throw new ReplyError(`INVALID_URL item ${i - firstArg + 1} is ${length === 0 ? 'empty' : `${length} bytes, over 64 KiB`}`);
+    if (length === 0 || length > ITEM_BYTES_MAX)
+      throw new ReplyError(
+        `INVALID_URL item ${i - firstArg + 1} is ${length === 0 ? 'empty' : `${length} bytes, over 64 KiB`}`,
+      );
   }
   const { buf, offsets } = request;
-  if (!isUtf8(buf.subarray(offsets[2 * firstArg], offsets[2 * request.argc - 1]))) throw new ReplyError('INVALID_URL an item is not valid UTF-8');
+  if (!isUtf8(buf.subarray(offsets[2 * firstArg], offsets[2 * request.argc - 1])))
+    throw new ReplyError('INVALID_URL an item is not valid UTF-8');
 }
 
 /** Joins the items to their scope's group commit; resolves with `encode`'s reply once the batch is durable. */
@@ -146,12 +214,18 @@ async function addItems(
       request,
       firstArg,
       count,
-      settle: (answers, from, error) => resolve(answers === undefined ? errorReply(server, error, argText(request, 0)) : encode(answers, from, count)),
+      settle: (answers, from, error) =>
+        resolve(answers === undefined ? errorReply(server, error, argText(request, 0)) : encode(answers, from, count)),
     });
   });
 }
 
-async function insert(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
+async function insert(
+  server: ServerContext,
+  _client: ClientState,
+  request: Request,
+  proto: Protocol,
+): Promise<Encoded> {
   const plan: Plan = { nonScaling: false };
   let noCreate = false;
   let i = 2;
@@ -172,7 +246,11 @@ async function insert(server: ServerContext, _client: ClientState, request: Requ
   if ((await handle.scope.openEpoch()) === null) {
     if (noCreate) throw new ReplyError('ERR not found');
     const options = planOptions(plan);
-    await handle.scope.create({ capacityUrls: server.autoCreate.capacityUrls, fprTarget: server.autoCreate.fprTarget, ...options });
+    await handle.scope.create({
+      capacityUrls: server.autoCreate.capacityUrls,
+      fprTarget: server.autoCreate.fprTarget,
+      ...options,
+    });
   }
   return addItems(server, request, i + 1, (answers, from, count) => boolArray(answers, from, count, proto), handle);
 }
@@ -192,7 +270,12 @@ const INFO_FIELDS: Readonly<Record<string, string>> = {
   EXPANSION: 'Expansion rate',
 };
 
-async function bloomInfo(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
+async function bloomInfo(
+  server: ServerContext,
+  _client: ClientState,
+  request: Request,
+  proto: Protocol,
+): Promise<Encoded> {
   if (request.argc > 3) throw wrongArity('bf.info');
   const field = request.argc === 3 ? INFO_FIELDS[argKeyword(request, 2)] : undefined;
   if (request.argc === 3 && field === undefined) throw new ReplyError('ERR Invalid information value');

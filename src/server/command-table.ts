@@ -10,7 +10,12 @@ import type { Request } from './resp-parser.js';
  */
 export type CommandKind = 'write' | 'ordered';
 
-export type Handler = (server: ServerContext, client: ClientState, request: Request, proto: Protocol) => Encoded | Promise<Encoded>;
+export type Handler = (
+  server: ServerContext,
+  client: ClientState,
+  request: Request,
+  proto: Protocol,
+) => Encoded | Promise<Encoded>;
 
 export interface CommandSpec {
   /** Upper case, as clients send it (matched case-insensitively). */
@@ -63,7 +68,10 @@ export class CommandTable {
 
   /** COMMAND DOCS: name -> { summary, since, group, syntax } (what redis-cli's hints read). */
   docs(names: readonly string[], proto: Protocol): Encoded {
-    const specs = names.length === 0 ? this.all() : names.map((name) => this.#specs.get(name.toUpperCase())).filter((spec) => spec !== undefined);
+    const specs =
+      names.length === 0
+        ? this.all()
+        : names.map((name) => this.#specs.get(name.toUpperCase())).filter((spec) => spec !== undefined);
     return map(
       specs.map((spec) => [
         spec.name.toLowerCase(),
@@ -83,9 +91,11 @@ export class CommandTable {
 
   /** COMMAND INFO name...: a description per name, nil for an unknown one. */
   infoOf(names: readonly string[], proto: Protocol): Encoded {
-    return array(names.map((name) => {
-      const spec = this.#specs.get(name.toUpperCase());
-      return spec === undefined ? nilArray(proto) : this.info(spec);
-    }));
+    return array(
+      names.map((name) => {
+        const spec = this.#specs.get(name.toUpperCase());
+        return spec === undefined ? nilArray(proto) : this.info(spec);
+      }),
+    );
   }
 }

@@ -118,7 +118,12 @@ export class Connection implements ClientState {
       if (thrown instanceof ProtocolError) {
         this.#server.counters.protocolErrors++;
         this.#server.metrics.errors.inc({ kind: 'protocol' });
-        this.#server.logger.log('error', { event: 'protocol-error', client: this.id, addr: this.remoteAddress, message: thrown.message });
+        this.#server.logger.log('error', {
+          event: 'protocol-error',
+          client: this.id,
+          addr: this.remoteAddress,
+          message: thrown.message,
+        });
         this.#fill(this.#nextSlot++, error(`ERR Protocol error: ${thrown.message}`));
       } else {
         this.#fill(this.#nextSlot++, errorReply(this.#server, thrown, 'connection'));
@@ -126,7 +131,10 @@ export class Connection implements ClientState {
       this.#closing = true;
     }
     this.#flush();
-    if (this.pendingReplies >= this.#server.limits.pendingRepliesMax || this.#socket.writableLength >= this.#server.limits.outputBytesMax) {
+    if (
+      this.pendingReplies >= this.#server.limits.pendingRepliesMax ||
+      this.#socket.writableLength >= this.#server.limits.outputBytesMax
+    ) {
       this.#paused = true;
       this.#socket.pause();
     }
@@ -165,11 +173,14 @@ export class Connection implements ClientState {
     if (spec === undefined) {
       const args: string[] = [];
       for (let i = 1; i < Math.min(request.argc, 4); i++) args.push(`'${argText(request, i).slice(0, 128)}'`);
-      return error(`ERR unknown command '${argText(request, 0).slice(0, 128)}', with args beginning with: ${args.join(' ')}`);
+      return error(
+        `ERR unknown command '${argText(request, 0).slice(0, 128)}', with args beginning with: ${args.join(' ')}`,
+      );
     }
     if (!this.authenticated && !spec.flags.includes('noauth')) return error('NOAUTH Authentication required.');
     const arity = spec.arity;
-    if (arity > 0 ? request.argc !== arity : request.argc < -arity) return error(`ERR wrong number of arguments for '${name.toLowerCase()}' command`);
+    if (arity > 0 ? request.argc !== arity : request.argc < -arity)
+      return error(`ERR wrong number of arguments for '${name.toLowerCase()}' command`);
     return undefined;
   }
 

@@ -1,4 +1,11 @@
-import { parseEpochSpec, SeenStoreError, type EpochSpec, type EpochStats, type MembershipMode, type RotateOptions } from '../index.js';
+import {
+  parseEpochSpec,
+  SeenStoreError,
+  type EpochSpec,
+  type EpochStats,
+  type MembershipMode,
+  type RotateOptions,
+} from '../index.js';
 import { argInteger, argKeyword, argNumber, argText, argTexts, wrongArity } from './args.js';
 import { checkItemCount } from './bloom-commands.js';
 import type { CommandSpec } from './command-table.js';
@@ -12,21 +19,96 @@ import type { Request } from './resp-parser.js';
  * diff of two epochs, prune, stats, and a snapshot of the whole store.
  */
 /** A seenstore command of the command table (group `seenstore`, run in request order). */
-export function seenCommand(name: string, arity: number, write: boolean, summary: string, syntax: string, run: CommandSpec['run'], firstKey = 1): CommandSpec {
-  return { name, arity, flags: write ? ['write'] : ['readonly'], firstKey, group: 'seenstore', summary, syntax, kind: 'ordered', run };
+export function seenCommand(
+  name: string,
+  arity: number,
+  write: boolean,
+  summary: string,
+  syntax: string,
+  run: CommandSpec['run'],
+  firstKey = 1,
+): CommandSpec {
+  return {
+    name,
+    arity,
+    flags: write ? ['write'] : ['readonly'],
+    firstKey,
+    group: 'seenstore',
+    summary,
+    syntax,
+    kind: 'ordered',
+    run,
+  };
 }
 
 export function epochCommands(): CommandSpec[] {
   const seen = seenCommand;
   return [
-    seen('SEEN.ROTATE', -2, true, 'Seals the open epoch and opens the next with fresh seeds', 'SEEN.ROTATE key [CAPACITY capacity] [ERROR error_rate] [IFEPOCH n]', rotate),
-    seen('SEEN.EPOCHS', 2, false, 'One map per epoch: state, times, capacity, adds, fill, estimated FPR', 'SEEN.EPOCHS key', epochs),
-    seen('SEEN.MEXISTS', -4, false, 'Per item, membership over an epoch spec with any/all', 'SEEN.MEXISTS key [EPOCHS current|previous|all|N|N..M|last:K] [MODE any|all] ITEMS item [item ...]', mexists),
-    seen('SEEN.CLASSIFY', -3, false, 'Per item: new, or revisit (in the previous epoch)', 'SEEN.CLASSIFY key item [item ...]', classify),
-    seen('SEEN.DIFF', -8, false, 'Per item: both, only-from, only-to or neither', 'SEEN.DIFF key FROM epoch TO epoch ITEMS item [item ...]', diff),
-    seen('SEEN.PRUNE', -4, true, 'Drops sealed epochs that neither option keeps; answers their numbers', 'SEEN.PRUNE key [KEEPLAST n] [SEALEDWITHIN seconds]', prune),
-    seen('SEEN.STATS', 2, false, "The scope's open epoch: capacity, adds, estimated distinct, fill, estimated FPR against target", 'SEEN.STATS key', stats),
-    seen('SEEN.SNAPSHOT', -1, true, 'A consistent copy of the whole store in STORE/snapshots/NAME', 'SEEN.SNAPSHOT [name]', snapshot, 0),
+    seen(
+      'SEEN.ROTATE',
+      -2,
+      true,
+      'Seals the open epoch and opens the next with fresh seeds',
+      'SEEN.ROTATE key [CAPACITY capacity] [ERROR error_rate] [IFEPOCH n]',
+      rotate,
+    ),
+    seen(
+      'SEEN.EPOCHS',
+      2,
+      false,
+      'One map per epoch: state, times, capacity, adds, fill, estimated FPR',
+      'SEEN.EPOCHS key',
+      epochs,
+    ),
+    seen(
+      'SEEN.MEXISTS',
+      -4,
+      false,
+      'Per item, membership over an epoch spec with any/all',
+      'SEEN.MEXISTS key [EPOCHS current|previous|all|N|N..M|last:K] [MODE any|all] ITEMS item [item ...]',
+      mexists,
+    ),
+    seen(
+      'SEEN.CLASSIFY',
+      -3,
+      false,
+      'Per item: new, or revisit (in the previous epoch)',
+      'SEEN.CLASSIFY key item [item ...]',
+      classify,
+    ),
+    seen(
+      'SEEN.DIFF',
+      -8,
+      false,
+      'Per item: both, only-from, only-to or neither',
+      'SEEN.DIFF key FROM epoch TO epoch ITEMS item [item ...]',
+      diff,
+    ),
+    seen(
+      'SEEN.PRUNE',
+      -4,
+      true,
+      'Drops sealed epochs that neither option keeps; answers their numbers',
+      'SEEN.PRUNE key [KEEPLAST n] [SEALEDWITHIN seconds]',
+      prune,
+    ),
+    seen(
+      'SEEN.STATS',
+      2,
+      false,
+      "The scope's open epoch: capacity, adds, estimated distinct, fill, estimated FPR against target",
+      'SEEN.STATS key',
+      stats,
+    ),
+    seen(
+      'SEEN.SNAPSHOT',
+      -1,
+      true,
+      'A consistent copy of the whole store in STORE/snapshots/NAME',
+      'SEEN.SNAPSHOT [name]',
+      snapshot,
+      0,
+    ),
   ];
 }
 
@@ -34,7 +116,10 @@ function epochArg(request: Request, i: number): EpochSpec {
   try {
     return parseEpochSpec(argText(request, i));
   } catch (error) {
-    if (error instanceof SeenStoreError) throw new ReplyError(`ERR epoch spec must be current, previous, all, N, N..M or last:K, got '${argText(request, i)}'`);
+    if (error instanceof SeenStoreError)
+      throw new ReplyError(
+        `ERR epoch spec must be current, previous, all, N, N..M or last:K, got '${argText(request, i)}'`,
+      );
     throw error;
   }
 }
@@ -63,7 +148,12 @@ function epochMap(epoch: EpochStats, proto: Protocol): Encoded {
   );
 }
 
-async function rotate(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
+async function rotate(
+  server: ServerContext,
+  _client: ClientState,
+  request: Request,
+  proto: Protocol,
+): Promise<Encoded> {
   const options: { -readonly [K in keyof RotateOptions]: RotateOptions[K] } = {};
   for (let i = 2; i < request.argc; i++) {
     const option = argKeyword(request, i);
@@ -78,7 +168,13 @@ async function rotate(server: ServerContext, _client: ClientState, request: Requ
   if ((await scope.openEpoch()) === null) throw new ReplyError('ERR not found');
   const result = await scope.rotate(options);
   if (result === null) return nil(proto);
-  server.logger.log('rotation', { scope: key, sealed: result.sealed.epoch, opened: result.opened.epoch, capacity: result.opened.capacityUrls, reason: result.opened.sizing.reason });
+  server.logger.log('rotation', {
+    scope: key,
+    sealed: result.sealed.epoch,
+    opened: result.opened.epoch,
+    capacity: result.opened.capacityUrls,
+    reason: result.opened.sizing.reason,
+  });
   return map(
     [
       ['sealed', integer(result.sealed.epoch)],
@@ -91,13 +187,23 @@ async function rotate(server: ServerContext, _client: ClientState, request: Requ
   );
 }
 
-async function epochs(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
+async function epochs(
+  server: ServerContext,
+  _client: ClientState,
+  request: Request,
+  proto: Protocol,
+): Promise<Encoded> {
   const stats = await (await server.scope(argText(request, 1))).scope.stats();
   return array(stats.epochs.map((epoch) => epochMap(epoch, proto)));
 }
 
 /** The position of ITEMS after options from `from`; each option a keyword and one value, read by `take`. */
-function itemsAfterOptions(server: ServerContext, request: Request, from: number, take: (option: string, value: number) => void): number {
+function itemsAfterOptions(
+  server: ServerContext,
+  request: Request,
+  from: number,
+  take: (option: string, value: number) => void,
+): number {
   let i = from;
   for (; i < request.argc; i += 2) {
     const option = argKeyword(request, i);
@@ -110,7 +216,12 @@ function itemsAfterOptions(server: ServerContext, request: Request, from: number
   return i + 1;
 }
 
-async function mexists(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
+async function mexists(
+  server: ServerContext,
+  _client: ClientState,
+  request: Request,
+  proto: Protocol,
+): Promise<Encoded> {
   let epochsSpec: EpochSpec = 'current';
   let mode: MembershipMode = 'any';
   const first = itemsAfterOptions(server, request, 2, (option, at) => {
@@ -175,7 +286,12 @@ async function stats(server: ServerContext, _client: ClientState, request: Reque
   return epochMap(open, proto);
 }
 
-async function snapshot(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
+async function snapshot(
+  server: ServerContext,
+  _client: ClientState,
+  request: Request,
+  proto: Protocol,
+): Promise<Encoded> {
   if (request.argc > 2) throw wrongArity('seen.snapshot');
   const info = await server.store.snapshot(request.argc === 2 ? argText(request, 1) : undefined);
   server.logger.log('snapshot', { name: info.name, bytes: info.bytes });

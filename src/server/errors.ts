@@ -15,7 +15,12 @@ export function errorReply(server: ServerContext, thrown: unknown, command: stri
   }
   if (thrown instanceof SeenStoreError) {
     server.metrics.errors.inc({ kind: thrown.code });
-    if (thrown.code === 'INTERNAL' || thrown.code === 'STORE_CORRUPT' || thrown.code === 'STORE_FULL' || thrown.code === 'IO_ERROR') {
+    if (
+      thrown.code === 'INTERNAL' ||
+      thrown.code === 'STORE_CORRUPT' ||
+      thrown.code === 'STORE_FULL' ||
+      thrown.code === 'IO_ERROR'
+    ) {
       server.logger.log('error', { command, code: thrown.code, message: thrown.message });
     }
     return error(`${thrown.code} ${thrown.message}`);

@@ -17,18 +17,65 @@ import type { Request } from './resp-parser.js';
 export function frontierCommands(): CommandSpec[] {
   const seen = seenCommand;
   return [
-    seen('SEEN.ENQUEUE', -3, true, 'Adds the items; queues the new ones in the same step; 1 per queued item', 'SEEN.ENQUEUE key item [item ...]', enqueue),
-    seen('SEEN.ENQUEUEDATA', -4, true, 'As SEEN.ENQUEUE, each item with its JSON data', 'SEEN.ENQUEUEDATA key item data [item data ...]', enqueueData),
-    seen('SEEN.TAKE', -3, true, 'Leases up to count queued items of ready queues: [id, item, attempts, data] each', 'SEEN.TAKE key count [LEASE ms] [OWNER name] [PERQUEUE n] [MAXQUEUES n]', take),
+    seen(
+      'SEEN.ENQUEUE',
+      -3,
+      true,
+      'Adds the items; queues the new ones in the same step; 1 per queued item',
+      'SEEN.ENQUEUE key item [item ...]',
+      enqueue,
+    ),
+    seen(
+      'SEEN.ENQUEUEDATA',
+      -4,
+      true,
+      'As SEEN.ENQUEUE, each item with its JSON data',
+      'SEEN.ENQUEUEDATA key item data [item data ...]',
+      enqueueData,
+    ),
+    seen(
+      'SEEN.TAKE',
+      -3,
+      true,
+      'Leases up to count queued items of ready queues: [id, item, attempts, data] each',
+      'SEEN.TAKE key count [LEASE ms] [OWNER name] [PERQUEUE n] [MAXQUEUES n]',
+      take,
+    ),
     seen('SEEN.DONE', -3, true, 'Finishes taken items by id; answers how many', 'SEEN.DONE key id [id ...]', done),
-    seen('SEEN.RELEASE', -3, true, 'Gives taken items back by id; answers how many', 'SEEN.RELEASE key id [id ...]', release),
-    seen('SEEN.RELEASEDATA', -4, true, 'As SEEN.RELEASE, replacing each item\'s JSON data', 'SEEN.RELEASEDATA key id data [id data ...]', releaseData),
-    seen('SEEN.RECLAIM', 3, true, 'Gives back every lease an owner holds; answers how many', 'SEEN.RECLAIM key owner', reclaim),
+    seen(
+      'SEEN.RELEASE',
+      -3,
+      true,
+      'Gives taken items back by id; answers how many',
+      'SEEN.RELEASE key id [id ...]',
+      release,
+    ),
+    seen(
+      'SEEN.RELEASEDATA',
+      -4,
+      true,
+      "As SEEN.RELEASE, replacing each item's JSON data",
+      'SEEN.RELEASEDATA key id data [id data ...]',
+      releaseData,
+    ),
+    seen(
+      'SEEN.RECLAIM',
+      3,
+      true,
+      'Gives back every lease an owner holds; answers how many',
+      'SEEN.RECLAIM key owner',
+      reclaim,
+    ),
     seen('SEEN.FRONTIER', 2, false, 'The frontier: pending, leased, done, failed', 'SEEN.FRONTIER key', stats),
   ];
 }
 
-async function enqueue(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
+async function enqueue(
+  server: ServerContext,
+  _client: ClientState,
+  request: Request,
+  proto: Protocol,
+): Promise<Encoded> {
   checkItemCount(server, request, 2);
   const urls = argTexts(request, 2);
   server.metrics.urls.inc({ op: 'enqueued' }, urls.length);
@@ -36,7 +83,12 @@ async function enqueue(server: ServerContext, _client: ClientState, request: Req
   return boolArray(fresh, 0, fresh.length, proto);
 }
 
-async function enqueueData(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
+async function enqueueData(
+  server: ServerContext,
+  _client: ClientState,
+  request: Request,
+  proto: Protocol,
+): Promise<Encoded> {
   if ((request.argc - 2) % 2 !== 0) throw wrongArity('seen.enqueuedata');
   checkItemCount(server, request, 2);
   const { keys, data } = pairs(request, 2);
@@ -51,10 +103,13 @@ async function take(server: ServerContext, _client: ClientState, request: Reques
   for (let i = 3; i < request.argc; i += 2) {
     const option = argKeyword(request, i);
     if (i + 1 >= request.argc) throw new ReplyError('ERR syntax error');
-    if (option === 'LEASE') options.leaseMs = argInteger(request, i + 1, 'ERR LEASE must be a whole number of milliseconds');
+    if (option === 'LEASE')
+      options.leaseMs = argInteger(request, i + 1, 'ERR LEASE must be a whole number of milliseconds');
     else if (option === 'OWNER') options.owner = argText(request, i + 1);
-    else if (option === 'PERQUEUE') options.perQueue = argInteger(request, i + 1, 'ERR PERQUEUE must be a whole number');
-    else if (option === 'MAXQUEUES') options.maxQueues = argInteger(request, i + 1, 'ERR MAXQUEUES must be a whole number');
+    else if (option === 'PERQUEUE')
+      options.perQueue = argInteger(request, i + 1, 'ERR PERQUEUE must be a whole number');
+    else if (option === 'MAXQUEUES')
+      options.maxQueues = argInteger(request, i + 1, 'ERR MAXQUEUES must be a whole number');
     else throw new ReplyError('ERR syntax error');
   }
   const leased = await (await server.scope(argText(request, 1))).scope.frontier().take(count, options);
@@ -62,7 +117,12 @@ async function take(server: ServerContext, _client: ClientState, request: Reques
 }
 
 function leasedReply(entry: LeasedUrl, proto: Protocol): Encoded {
-  return array([bulk(entry.id), bulk(entry.url), integer(entry.attempts), entry.data === undefined ? nil(proto) : bulk(JSON.stringify(entry.data))]);
+  return array([
+    bulk(entry.id),
+    bulk(entry.url),
+    integer(entry.attempts),
+    entry.data === undefined ? nil(proto) : bulk(JSON.stringify(entry.data)),
+  ]);
 }
 
 async function done(server: ServerContext, _client: ClientState, request: Request): Promise<Encoded> {

@@ -112,7 +112,8 @@ export class GroupCommit {
   #take(): AddEntry[] {
     let urls = 0;
     let n = 0;
-    while (n < this.#pending.length && (n === 0 || urls + this.#pending[n]!.count <= BATCH_URLS_MAX)) urls += this.#pending[n++]!.count;
+    while (n < this.#pending.length && (n === 0 || urls + this.#pending[n]!.count <= BATCH_URLS_MAX))
+      urls += this.#pending[n++]!.count;
     const batch = this.#pending.slice(0, n);
     this.#pending = this.#pending.slice(n);
     return batch;

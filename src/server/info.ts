@@ -9,7 +9,11 @@ import type { ServerContext } from './context.js';
  */
 export const SERVER_VERSION = '7.2.0';
 
-const PACKAGE_VERSION = (JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8')) as { version: string }).version;
+const PACKAGE_VERSION = (
+  JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8')) as {
+    version: string;
+  }
+).version;
 
 export const SEENSTORE_VERSION = PACKAGE_VERSION;
 
@@ -21,7 +25,8 @@ type Section = (typeof SECTIONS)[number];
  * one line per scope: its open epoch's figures. `wanted` empty, `all` or `default`: every section.
  */
 export async function serverInfo(server: ServerContext, wanted: readonly string[]): Promise<string> {
-  const every = wanted.length === 0 || wanted.includes('all') || wanted.includes('default') || wanted.includes('everything');
+  const every =
+    wanted.length === 0 || wanted.includes('all') || wanted.includes('default') || wanted.includes('everything');
   const lines: string[] = [];
   for (const section of SECTIONS) {
     if (!every && !wanted.includes(section) && !(section === 'scopes' && wanted.includes('keyspace'))) continue;
@@ -74,9 +79,10 @@ async function sectionFields(server: ServerContext, section: Section): Promise<[
     case 'scopes':
       return (await server.store.stats()).map((scope) => {
         const open = scope.epochs.find((epoch) => epoch.epoch === scope.openEpoch);
-        const figures = open === undefined
-          ? 'epoch=none'
-          : `epoch=${open.epoch},epochs=${scope.epochs.length},capacity=${open.capacityUrls},adds=${open.adds},new=${open.new},added=${open.new},submitted=${open.adds},estimated_distinct=${open.estimatedDistinct},fill=${open.fillRatio.toFixed(6)},estimated_fpr=${open.estimatedFpr.toExponential(3)},fpr_target=${open.fprTarget},slices=${open.slices},bytes_on_disk=${open.bytesOnDisk}`;
+        const figures =
+          open === undefined
+            ? 'epoch=none'
+            : `epoch=${open.epoch},epochs=${scope.epochs.length},capacity=${open.capacityUrls},adds=${open.adds},new=${open.new},added=${open.new},submitted=${open.adds},estimated_distinct=${open.estimatedDistinct},fill=${open.fillRatio.toFixed(6)},estimated_fpr=${open.estimatedFpr.toExponential(3)},fpr_target=${open.fprTarget},slices=${open.slices},bytes_on_disk=${open.bytesOnDisk}`;
         return [`scope_${scope.scope}`, figures];
       });
   }

@@ -4,7 +4,17 @@
  * Lines below the log's level are not written: `info` (the default) writes every event but
  * `debug` ones; URLFrontier's SetLogLevel changes it while serve runs.
  */
-export type LogEvent = 'created' | 'start' | 'urlfrontier' | 'stop' | 'rotation' | 'prune' | 'snapshot' | 'error' | 'warning' | 'debug';
+export type LogEvent =
+  | 'created'
+  | 'start'
+  | 'urlfrontier'
+  | 'stop'
+  | 'rotation'
+  | 'prune'
+  | 'snapshot'
+  | 'error'
+  | 'warning'
+  | 'debug';
 
 /** Levels from the most to the least verbose (URLFrontier's LogLevelParams.Level, whose TRACE is debug here). */
 export const LOG_LEVELS = ['debug', 'info', 'warning', 'error'] as const;
@@ -21,7 +31,11 @@ function levelOf(event: LogEvent): LogLevel {
   return event === 'debug' ? 'debug' : event === 'warning' ? 'warning' : event === 'error' ? 'error' : 'info';
 }
 
-export function createLogger(json: boolean, write: (line: string) => void = (line) => process.stderr.write(line), level: LogLevel = 'info'): Logger {
+export function createLogger(
+  json: boolean,
+  write: (line: string) => void = (line) => process.stderr.write(line),
+  level: LogLevel = 'info',
+): Logger {
   let threshold = LOG_LEVELS.indexOf(level);
   const enabled = (at: LogLevel): boolean => LOG_LEVELS.indexOf(at) >= threshold;
   return {
@@ -36,7 +50,10 @@ export function createLogger(json: boolean, write: (line: string) => void = (lin
         write(`${JSON.stringify({ time, event, ...fields })}\n`);
         return;
       }
-      const pairs = Object.entries(fields).map(([key, value]) => `${key}=${typeof value === 'string' && /[\s"=]/.test(value) ? JSON.stringify(value) : String(value)}`);
+      const pairs = Object.entries(fields).map(
+        ([key, value]) =>
+          `${key}=${typeof value === 'string' && /[\s"=]/.test(value) ? JSON.stringify(value) : String(value)}`,
+      );
       write(`seenstore serve: ${time} ${event}${pairs.length > 0 ? ` ${pairs.join(' ')}` : ''}\n`);
     },
   };

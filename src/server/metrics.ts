@@ -21,9 +21,24 @@ export class ServerMetrics {
   constructor(scopeStats: () => Promise<readonly ScopeStats[]>) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'seenstore_' });
-    this.commands = new Counter({ name: 'seenstore_commands_total', help: 'Commands executed, by name', labelNames: ['command'], registers });
-    this.urls = new Counter({ name: 'seenstore_urls_total', help: 'URLs by operation: adds (submitted, repeats included) and new (without repeats), queried (reads), enqueued (frontier)', labelNames: ['op'], registers });
-    this.errors = new Counter({ name: 'seenstore_errors_total', help: 'Error replies and protocol errors, by kind', labelNames: ['kind'], registers });
+    this.commands = new Counter({
+      name: 'seenstore_commands_total',
+      help: 'Commands executed, by name',
+      labelNames: ['command'],
+      registers,
+    });
+    this.urls = new Counter({
+      name: 'seenstore_urls_total',
+      help: 'URLs by operation: adds (submitted, repeats included) and new (without repeats), queried (reads), enqueued (frontier)',
+      labelNames: ['op'],
+      registers,
+    });
+    this.errors = new Counter({
+      name: 'seenstore_errors_total',
+      help: 'Error replies and protocol errors, by kind',
+      labelNames: ['kind'],
+      registers,
+    });
     this.batchUrls = new Histogram({
       name: 'seenstore_batch_urls',
       help: 'URLs per group commit (one journal commit of a scope)',
@@ -37,7 +52,11 @@ export class ServerMetrics {
       registers,
     });
     this.connections = new Gauge({ name: 'seenstore_connections', help: 'Open client connections', registers });
-    this.connectionsTotal = new Counter({ name: 'seenstore_connections_total', help: 'Connections accepted', registers });
+    this.connectionsTotal = new Counter({
+      name: 'seenstore_connections_total',
+      help: 'Connections accepted',
+      registers,
+    });
     const epochGauge = (name: string, help: string, pick: (epoch: ScopeStats['epochs'][number]) => number): void => {
       new Gauge({
         name,
@@ -54,16 +73,40 @@ export class ServerMetrics {
       });
     };
     epochGauge('seenstore_epoch_adds', 'Adds: URLs submitted to the open epoch, repeats included', (e) => e.adds);
-    epochGauge('seenstore_epoch_new_urls', 'URLs the open epoch answered as new (the adds without repeats)', (e) => e.new);
+    epochGauge(
+      'seenstore_epoch_new_urls',
+      'URLs the open epoch answered as new (the adds without repeats)',
+      (e) => e.new,
+    );
     // The names before issue 45, kept for one release so that alerts on them do not go silent.
-    epochGauge('seenstore_epoch_submitted_urls', 'Deprecated: the same as seenstore_epoch_adds (removed in the next release)', (e) => e.adds);
-    epochGauge('seenstore_epoch_added_urls', 'Deprecated: the same as seenstore_epoch_new_urls (removed in the next release)', (e) => e.new);
-    epochGauge('seenstore_epoch_estimated_distinct_urls', 'Distinct URLs in the open epoch, estimated from the fill', (e) => e.estimatedDistinct);
+    epochGauge(
+      'seenstore_epoch_submitted_urls',
+      'Deprecated: the same as seenstore_epoch_adds (removed in the next release)',
+      (e) => e.adds,
+    );
+    epochGauge(
+      'seenstore_epoch_added_urls',
+      'Deprecated: the same as seenstore_epoch_new_urls (removed in the next release)',
+      (e) => e.new,
+    );
+    epochGauge(
+      'seenstore_epoch_estimated_distinct_urls',
+      'Distinct URLs in the open epoch, estimated from the fill',
+      (e) => e.estimatedDistinct,
+    );
     epochGauge('seenstore_epoch_fill_ratio', 'Set bits over all bits of the open epoch', (e) => e.fillRatio);
-    epochGauge('seenstore_epoch_estimated_fpr', 'False-positive rate of a query now, from the fill', (e) => e.estimatedFpr);
+    epochGauge(
+      'seenstore_epoch_estimated_fpr',
+      'False-positive rate of a query now, from the fill',
+      (e) => e.estimatedFpr,
+    );
     epochGauge('seenstore_epoch_fpr_target', 'Target false-positive rate of the open epoch', (e) => e.fprTarget);
     epochGauge('seenstore_epoch_capacity_urls', 'URLs the open epoch is sized for', (e) => e.capacityUrls);
-    epochGauge('seenstore_epoch_slices', 'Slices of the open epoch (more than 1: it grew past its capacity)', (e) => e.slices);
+    epochGauge(
+      'seenstore_epoch_slices',
+      'Slices of the open epoch (more than 1: it grew past its capacity)',
+      (e) => e.slices,
+    );
   }
 
   /** Counts one command (the labelled child is looked up once per name). */

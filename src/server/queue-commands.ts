@@ -17,20 +17,81 @@ import type { Request } from './resp-parser.js';
 export function queueCommands(): CommandSpec[] {
   const seen = seenCommand;
   return [
-    seen('SEEN.QCONFIG', -2, true, "The frontier's settings, changed by the options given", 'SEEN.QCONFIG key [QUEUEKEY host|domain|none] [DELAY ms] [MAXINFLIGHT n]', config),
-    seen('SEEN.QDELAY', 4, true, "A queue's own delay between two takes, in ms (DEFAULT: the frontier's)", 'SEEN.QDELAY key queue ms|DEFAULT', setDelay),
-    seen('SEEN.QBLOCK', 4, true, 'The queue hands out nothing before the time (ms since the Unix epoch; 0 unblocks)', 'SEEN.QBLOCK key queue until-ms', block),
-    seen('SEEN.QLIMIT', 4, true, 'Once n URLs of the queue are done it hands out no more (NONE: no limit)', 'SEEN.QLIMIT key queue n|NONE', crawlLimit),
+    seen(
+      'SEEN.QCONFIG',
+      -2,
+      true,
+      "The frontier's settings, changed by the options given",
+      'SEEN.QCONFIG key [QUEUEKEY host|domain|none] [DELAY ms] [MAXINFLIGHT n]',
+      config,
+    ),
+    seen(
+      'SEEN.QDELAY',
+      4,
+      true,
+      "A queue's own delay between two takes, in ms (DEFAULT: the frontier's)",
+      'SEEN.QDELAY key queue ms|DEFAULT',
+      setDelay,
+    ),
+    seen(
+      'SEEN.QBLOCK',
+      4,
+      true,
+      'The queue hands out nothing before the time (ms since the Unix epoch; 0 unblocks)',
+      'SEEN.QBLOCK key queue until-ms',
+      block,
+    ),
+    seen(
+      'SEEN.QLIMIT',
+      4,
+      true,
+      'Once n URLs of the queue are done it hands out no more (NONE: no limit)',
+      'SEEN.QLIMIT key queue n|NONE',
+      crawlLimit,
+    ),
     seen('SEEN.QINFO', 3, false, "One queue's counts and settings, nil when it has none", 'SEEN.QINFO key queue', info),
-    seen('SEEN.QLIST', -2, false, 'Queues that hold URLs in key order: [key, waiting, leased, completed, ready-at-ms or -1] each', 'SEEN.QLIST key [AFTER queue] [LIMIT n]', list),
-    seen('SEEN.QDELETE', 3, true, 'Removes a queue with its URLs; answers how many it held', 'SEEN.QDELETE key queue', deleteQueue),
-    seen('SEEN.ENQUEUEFOR', -5, true, "As SEEN.ENQUEUEDATA, each item queued by its URL's host (the item can be any key: a fingerprint)", 'SEEN.ENQUEUEFOR key item url data [item url data ...]', enqueueFor),
-    seen('SEEN.SCHEDULE', -4, true, 'Revisits: the items wait until the time (ms since the Unix epoch; 0 finishes them); answers how many wait', 'SEEN.SCHEDULE key at-ms item [item ...]', schedule),
+    seen(
+      'SEEN.QLIST',
+      -2,
+      false,
+      'Queues that hold URLs in key order: [key, waiting, leased, completed, ready-at-ms or -1] each',
+      'SEEN.QLIST key [AFTER queue] [LIMIT n]',
+      list,
+    ),
+    seen(
+      'SEEN.QDELETE',
+      3,
+      true,
+      'Removes a queue with its URLs; answers how many it held',
+      'SEEN.QDELETE key queue',
+      deleteQueue,
+    ),
+    seen(
+      'SEEN.ENQUEUEFOR',
+      -5,
+      true,
+      "As SEEN.ENQUEUEDATA, each item queued by its URL's host (the item can be any key: a fingerprint)",
+      'SEEN.ENQUEUEFOR key item url data [item url data ...]',
+      enqueueFor,
+    ),
+    seen(
+      'SEEN.SCHEDULE',
+      -4,
+      true,
+      'Revisits: the items wait until the time (ms since the Unix epoch; 0 finishes them); answers how many wait',
+      'SEEN.SCHEDULE key at-ms item [item ...]',
+      schedule,
+    ),
   ];
 }
 
 /** Items whose key is not their URL (Scrapy's fingerprints): each joins the queue of its URL. */
-async function enqueueFor(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
+async function enqueueFor(
+  server: ServerContext,
+  _client: ClientState,
+  request: Request,
+  proto: Protocol,
+): Promise<Encoded> {
   if ((request.argc - 2) % 3 !== 0) throw wrongArity('seen.enqueuefor');
   checkItemCount(server, request, 2);
   const texts = argTexts(request, 2);
@@ -57,37 +118,61 @@ async function frontierOf(server: ServerContext, request: Request) {
   return (await server.scope(argText(request, 1))).scope.frontier();
 }
 
-async function config(server: ServerContext, _client: ClientState, request: Request, proto: Protocol): Promise<Encoded> {
+async function config(
+  server: ServerContext,
+  _client: ClientState,
+  request: Request,
+  proto: Protocol,
+): Promise<Encoded> {
   const change: { queueKey?: QueueKeyMode; delayMs?: number; maxInFlightPerQueue?: number } = {};
   for (let i = 2; i < request.argc; i += 2) {
     const option = argKeyword(request, i);
     if (i + 1 >= request.argc) throw new ReplyError('ERR syntax error');
     if (option === 'QUEUEKEY') {
       const mode = argText(request, i + 1);
-      if (!(QUEUE_KEY_MODES as readonly string[]).includes(mode)) throw new ReplyError(`ERR QUEUEKEY must be one of ${QUEUE_KEY_MODES.join(', ')}`);
+      if (!(QUEUE_KEY_MODES as readonly string[]).includes(mode))
+        throw new ReplyError(`ERR QUEUEKEY must be one of ${QUEUE_KEY_MODES.join(', ')}`);
       change.queueKey = mode as QueueKeyMode;
-    } else if (option === 'DELAY') change.delayMs = argInteger(request, i + 1, 'ERR DELAY must be a whole number of milliseconds');
-    else if (option === 'MAXINFLIGHT') change.maxInFlightPerQueue = argInteger(request, i + 1, 'ERR MAXINFLIGHT must be a whole number');
+    } else if (option === 'DELAY')
+      change.delayMs = argInteger(request, i + 1, 'ERR DELAY must be a whole number of milliseconds');
+    else if (option === 'MAXINFLIGHT')
+      change.maxInFlightPerQueue = argInteger(request, i + 1, 'ERR MAXINFLIGHT must be a whole number');
     else throw new ReplyError('ERR syntax error');
   }
   const frontier = await frontierOf(server, request);
   const settings = Object.keys(change).length === 0 ? await frontier.settings() : await frontier.configure(change);
-  return map([['queuekey', bulk(settings.queueKey)], ['delay', integer(settings.delayMs)], ['maxinflight', integer(settings.maxInFlightPerQueue)]], proto);
+  return map(
+    [
+      ['queuekey', bulk(settings.queueKey)],
+      ['delay', integer(settings.delayMs)],
+      ['maxinflight', integer(settings.maxInFlightPerQueue)],
+    ],
+    proto,
+  );
 }
 
 async function setDelay(server: ServerContext, _client: ClientState, request: Request): Promise<Encoded> {
-  const delayMs = argKeyword(request, 3) === 'DEFAULT' ? null : argInteger(request, 3, 'ERR the delay must be a whole number of milliseconds, or DEFAULT');
+  const delayMs =
+    argKeyword(request, 3) === 'DEFAULT'
+      ? null
+      : argInteger(request, 3, 'ERR the delay must be a whole number of milliseconds, or DEFAULT');
   await (await frontierOf(server, request)).setDelay(argText(request, 2), delayMs);
   return simple('OK');
 }
 
 async function block(server: ServerContext, _client: ClientState, request: Request): Promise<Encoded> {
-  await (await frontierOf(server, request)).blockUntil(argText(request, 2), argInteger(request, 3, 'ERR the time must be a whole number of ms since the Unix epoch'));
+  await (await frontierOf(server, request)).blockUntil(
+    argText(request, 2),
+    argInteger(request, 3, 'ERR the time must be a whole number of ms since the Unix epoch'),
+  );
   return simple('OK');
 }
 
 async function crawlLimit(server: ServerContext, _client: ClientState, request: Request): Promise<Encoded> {
-  const limit = argKeyword(request, 3) === 'NONE' ? null : argInteger(request, 3, 'ERR the crawl limit must be a whole number, or NONE');
+  const limit =
+    argKeyword(request, 3) === 'NONE'
+      ? null
+      : argInteger(request, 3, 'ERR the crawl limit must be a whole number, or NONE');
   await (await frontierOf(server, request)).setCrawlLimit(argText(request, 2), limit);
   return simple('OK');
 }
@@ -119,12 +204,21 @@ async function list(server: ServerContext, _client: ClientState, request: Reques
     else if (option === 'LIMIT') limit = argInteger(request, i + 1, 'ERR LIMIT must be a whole number');
     else throw new ReplyError('ERR syntax error');
   }
-  const queues = await (await frontierOf(server, request)).listQueues({ limit, ...(after === undefined ? {} : { after }) });
+  const queues = await (await frontierOf(server, request)).listQueues({
+    limit,
+    ...(after === undefined ? {} : { after }),
+  });
   return array(queues.map(queueRow));
 }
 
 function queueRow(stats: QueueStats): Encoded {
-  return array([bulk(stats.key), integer(stats.waiting), integer(stats.leased), integer(stats.completed), integer(stats.readyAtMs ?? -1)]);
+  return array([
+    bulk(stats.key),
+    integer(stats.waiting),
+    integer(stats.leased),
+    integer(stats.completed),
+    integer(stats.readyAtMs ?? -1),
+  ]);
 }
 
 async function deleteQueue(server: ServerContext, _client: ClientState, request: Request): Promise<Encoded> {

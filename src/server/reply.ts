@@ -59,7 +59,11 @@ export function array(items: readonly Encoded[]): Encoded {
  * A RESP3 map, or on RESP2 a flat array of key, value, key, value. Keys are bulk strings, as Redis
  * sends them (redis-cli asserts it of COMMAND DOCS); `simple` keys for BF.INFO, as RedisBloom sends them.
  */
-export function map(entries: readonly (readonly [string, Encoded])[], proto: Protocol, keys: 'bulk' | 'simple' = 'bulk'): Encoded {
+export function map(
+  entries: readonly (readonly [string, Encoded])[],
+  proto: Protocol,
+  keys: 'bulk' | 'simple' = 'bulk',
+): Encoded {
   const parts: Encoded[] = [proto === 3 ? `%${entries.length}\r\n` : `*${2 * entries.length}\r\n`];
   for (const [key, value] of entries) parts.push(keys === 'simple' ? simple(key) : bulk(key), value);
   return join(parts);

@@ -121,7 +121,9 @@ export class RespParser {
         const count = this.#readNumber(this.#pos + 1, 'multibulk');
         if (count === INCOMPLETE) return undefined;
         if (count > this.#limits.argsMax) {
-          throw new ProtocolError(`invalid multibulk length (${count} arguments, over the limit of ${this.#limits.argsMax})`);
+          throw new ProtocolError(
+            `invalid multibulk length (${count} arguments, over the limit of ${this.#limits.argsMax})`,
+          );
         }
         if (count <= 0) {
           // `*0` and `*-1` are empty requests: Redis skips them.
@@ -152,7 +154,8 @@ export class RespParser {
           this.#pos = lineStart;
           return undefined;
         }
-        if (this.#buf[dataEnd] !== CR || this.#buf[dataEnd + 1] !== LF) throw new ProtocolError('expected CRLF after a bulk string');
+        if (this.#buf[dataEnd] !== CR || this.#buf[dataEnd + 1] !== LF)
+          throw new ProtocolError('expected CRLF after a bulk string');
         this.#offsets[2 * this.#argsDone] = dataStart - this.#start;
         this.#offsets[2 * this.#argsDone + 1] = dataEnd - this.#start;
         this.#argsDone++;
@@ -227,7 +230,8 @@ export class RespParser {
         const close = buf.indexOf(c, i + 1);
         if (close === -1 || close >= lineEnd) throw new ProtocolError('unbalanced quotes in request');
         const after = close + 1;
-        if (after < lineEnd && buf[after] !== 32 && buf[after] !== 9) throw new ProtocolError('unbalanced quotes in request');
+        if (after < lineEnd && buf[after] !== 32 && buf[after] !== 9)
+          throw new ProtocolError('unbalanced quotes in request');
         words.push(i + 1 - this.#start, close - this.#start);
         i = after;
         continue;
@@ -237,14 +241,19 @@ export class RespParser {
       words.push(i - this.#start, j - this.#start);
       i = j;
     }
-    if (words.length / 2 > this.#limits.argsMax) throw new ProtocolError(`invalid multibulk length (over the limit of ${this.#limits.argsMax} arguments)`);
+    if (words.length / 2 > this.#limits.argsMax)
+      throw new ProtocolError(`invalid multibulk length (over the limit of ${this.#limits.argsMax} arguments)`);
     this.#pos = newline + 1;
     if (words.length === 0) {
       // An empty line: Redis ignores it.
       this.#consume();
       return null;
     }
-    const request = { buf: this.#buf.subarray(this.#start, this.#pos), offsets: Uint32Array.from(words), argc: words.length / 2 };
+    const request = {
+      buf: this.#buf.subarray(this.#start, this.#pos),
+      offsets: Uint32Array.from(words),
+      argc: words.length / 2,
+    };
     this.#consume();
     return request;
   }

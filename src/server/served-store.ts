@@ -2,7 +2,8 @@ import type { Scope, ScopeFrontier, ScopeOptions, SeenStore } from '../index.js'
 import type { NodeRegistry } from '../store/nodes.js';
 
 /** The names of T's methods that return a promise: the only kind a thread can answer by name. */
-type AsyncMethodOf<T> = { [K in keyof T]: T[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof T] & string;
+type AsyncMethodOf<T> = { [K in keyof T]: T[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof T] &
+  string;
 
 /**
  * The library methods serve calls, by the object they belong to: the one list from which the
@@ -17,11 +18,41 @@ export const SERVED_METHODS = {
   /** SeenStore.nodes()'s (NodeRegistry). */
   nodes: ['heartbeat', 'leave', 'live'],
   /** Scope's. */
-  scope: ['addIfAbsentUtf8', 'has', 'stats', 'openEpoch', 'epoch', 'create', 'rotate', 'prune', 'classify', 'diff', 'enqueue'],
+  scope: [
+    'addIfAbsentUtf8',
+    'has',
+    'stats',
+    'openEpoch',
+    'epoch',
+    'create',
+    'rotate',
+    'prune',
+    'classify',
+    'diff',
+    'enqueue',
+  ],
   /** Scope.frontier()'s (ScopeFrontier). */
   frontier: [
-    'take', 'done', 'release', 'reclaim', 'stats', 'setdiffSummary', 'schedule', 'urlStatus', 'settings', 'pinnedQueueKey', 'configure',
-    'setDelay', 'blockUntil', 'setCrawlLimit', 'listQueues', 'queue', 'deleteQueue', 'clear', 'entries', 'purge',
+    'take',
+    'done',
+    'release',
+    'reclaim',
+    'stats',
+    'setdiffSummary',
+    'schedule',
+    'urlStatus',
+    'settings',
+    'pinnedQueueKey',
+    'configure',
+    'setDelay',
+    'blockUntil',
+    'setCrawlLimit',
+    'listQueues',
+    'queue',
+    'deleteQueue',
+    'clear',
+    'entries',
+    'purge',
   ],
 } as const satisfies {
   readonly store: readonly AsyncMethodOf<SeenStore>[];

@@ -41,7 +41,12 @@ function ping(_server: ServerContext, _client: ClientState, request: Request): E
   return request.argc === 2 ? bulk(argBytes(request, 1)) : PONG;
 }
 
-function hello(server: ServerContext, client: ClientState, request: Request, proto: Protocol): Encoded | Promise<Encoded> {
+function hello(
+  server: ServerContext,
+  client: ClientState,
+  request: Request,
+  proto: Protocol,
+): Encoded | Promise<Encoded> {
   let next: Protocol = proto;
   if (request.argc >= 2) {
     const version = argText(request, 1);
@@ -61,7 +66,9 @@ function hello(server: ServerContext, client: ClientState, request: Request, pro
     }
   }
   if (server.passwordDigest !== undefined && !client.authenticated) {
-    throw new ReplyError('NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time');
+    throw new ReplyError(
+      'NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time',
+    );
   }
   if (name !== undefined) client.name = name;
   client.proto = next;
@@ -73,7 +80,18 @@ function hello(server: ServerContext, client: ClientState, request: Request, pro
       ['id', integer(client.id)],
       ['mode', bulk('standalone')],
       ['role', bulk('master')],
-      ['modules', array([map([['name', bulk('bf')], ['ver', integer(20_800)]], next)])],
+      [
+        'modules',
+        array([
+          map(
+            [
+              ['name', bulk('bf')],
+              ['ver', integer(20_800)],
+            ],
+            next,
+          ),
+        ]),
+      ],
     ],
     next,
   );
@@ -93,7 +111,8 @@ function select(_server: ServerContext, _client: ClientState, request: Request):
 
 /** A client name: no spaces or newlines (Redis's rule), so CLIENT INFO stays one parseable line. */
 function checkName(name: string): string {
-  if (/[\s]/.test(name)) throw new ReplyError('ERR Client names cannot contain spaces, newlines or special characters.');
+  if (/[\s]/.test(name))
+    throw new ReplyError('ERR Client names cannot contain spaces, newlines or special characters.');
   return name;
 }
 
@@ -157,7 +176,14 @@ async function info(server: ServerContext, _client: ClientState, request: Reques
   return bulk(await serverInfo(server, sections));
 }
 
-function connection(name: string, arity: number, summary: string, syntax: string, run: CommandSpec['run'], flags: string[] = ['fast']): CommandSpec {
+function connection(
+  name: string,
+  arity: number,
+  summary: string,
+  syntax: string,
+  run: CommandSpec['run'],
+  flags: string[] = ['fast'],
+): CommandSpec {
   return { name, arity, flags, firstKey: 0, group: 'connection', summary, syntax, kind: 'ordered', run };
 }
 
@@ -166,15 +192,54 @@ export function serverCommands(table: () => CommandTable): CommandSpec[] {
   return [
     connection('PING', -1, 'Answers PONG, or the message', 'PING [message]', ping),
     connection('ECHO', 2, 'Answers the message', 'ECHO message', (_s, _c, request) => bulk(argBytes(request, 1))),
-    connection('HELLO', -1, 'Chooses RESP2 or RESP3, optionally authenticates and names the connection', 'HELLO [protover [AUTH username password] [SETNAME clientname]]', hello, ['noauth', 'fast']),
-    connection('AUTH', -2, 'Authenticates with the server password (--requirepass-file or SEENSTORE_PASSWORD)', 'AUTH [username] password', auth, ['noauth', 'fast']),
-    connection('QUIT', -1, 'Closes the connection once earlier replies are sent', 'QUIT', (_s, client) => {
-      client.closeAfterReplies();
-      return OK;
-    }, ['noauth', 'fast']),
+    connection(
+      'HELLO',
+      -1,
+      'Chooses RESP2 or RESP3, optionally authenticates and names the connection',
+      'HELLO [protover [AUTH username password] [SETNAME clientname]]',
+      hello,
+      ['noauth', 'fast'],
+    ),
+    connection(
+      'AUTH',
+      -2,
+      'Authenticates with the server password (--requirepass-file or SEENSTORE_PASSWORD)',
+      'AUTH [username] password',
+      auth,
+      ['noauth', 'fast'],
+    ),
+    connection(
+      'QUIT',
+      -1,
+      'Closes the connection once earlier replies are sent',
+      'QUIT',
+      (_s, client) => {
+        client.closeAfterReplies();
+        return OK;
+      },
+      ['noauth', 'fast'],
+    ),
     connection('SELECT', 2, 'Selects database 0, the only one', 'SELECT 0', select),
-    connection('CLIENT', -2, 'SETNAME, GETNAME, ID, INFO, LIST, SETINFO', 'CLIENT SETNAME name | GETNAME | ID | INFO | LIST | SETINFO attr value', clientCommand),
-    { ...connection('COMMAND', -1, 'Describes the commands (COMMAND, COUNT, DOCS, INFO, LIST)', 'COMMAND [COUNT | DOCS [name...] | INFO [name...] | LIST]', commandCommand(table)), group: 'server' },
-    { ...connection('INFO', -1, 'Server, clients, stats, persistence and scope figures', 'INFO [section...]', info, []), group: 'server' },
+    connection(
+      'CLIENT',
+      -2,
+      'SETNAME, GETNAME, ID, INFO, LIST, SETINFO',
+      'CLIENT SETNAME name | GETNAME | ID | INFO | LIST | SETINFO attr value',
+      clientCommand,
+    ),
+    {
+      ...connection(
+        'COMMAND',
+        -1,
+        'Describes the commands (COMMAND, COUNT, DOCS, INFO, LIST)',
+        'COMMAND [COUNT | DOCS [name...] | INFO [name...] | LIST]',
+        commandCommand(table),
+      ),
+      group: 'server',
+    },
+    {
+      ...connection('INFO', -1, 'Server, clients, stats, persistence and scope figures', 'INFO [section...]', info, []),
+      group: 'server',
+    },
   ];
 }

@@ -42,7 +42,12 @@ export { DEFAULT_BIND, DEFAULT_PORT };
 
 /** Whether `address` reaches only this machine. */
 export function isLoopback(address: string): boolean {
-  return address === 'localhost' || address === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(address) || address === '::ffff:127.0.0.1';
+  return (
+    address === 'localhost' ||
+    address === '::1' ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(address) ||
+    address === '::ffff:127.0.0.1'
+  );
 }
 
 /**
@@ -58,7 +63,13 @@ export class SeenServer implements ServerContext {
   readonly autoCreate: { readonly capacityUrls: number; readonly fprTarget: number };
   readonly startedAtMs = Date.now();
   readonly bind: string;
-  readonly counters: ServerCounters = { connectionsReceived: 0, connectionsRejected: 0, commandsProcessed: 0, errorReplies: 0, protocolErrors: 0 };
+  readonly counters: ServerCounters = {
+    connectionsReceived: 0,
+    connectionsRejected: 0,
+    commandsProcessed: 0,
+    errorReplies: 0,
+    protocolErrors: 0,
+  };
   readonly passwordDigest: Buffer | undefined;
   readonly authThrottle = new AuthThrottle();
 
@@ -82,7 +93,15 @@ export class SeenServer implements ServerContext {
     this.bind = options.bind ?? DEFAULT_BIND;
     this.passwordDigest = options.password === undefined ? undefined : passwordDigest(options.password);
     this.metrics = new ServerMetrics(() => this.store.stats());
-    const table: CommandTable = new CommandTable([...serverCommands(() => table), ...bloomCommands(), ...epochCommands(), ...frontierCommands(), ...queueCommands(), ...setdiffCommands(), ...transactionCommands()]);
+    const table: CommandTable = new CommandTable([
+      ...serverCommands(() => table),
+      ...bloomCommands(),
+      ...epochCommands(),
+      ...frontierCommands(),
+      ...queueCommands(),
+      ...setdiffCommands(),
+      ...transactionCommands(),
+    ]);
     this.#table = table;
     this.#net = createServer({ noDelay: true }, (socket) => this.#accept(socket));
   }
@@ -102,7 +121,9 @@ export class SeenServer implements ServerContext {
     let handle = this.#scopes.get(name);
     if (handle === undefined) {
       // Items of a RedisBloom filter are any strings (scrapy-redis adds request fingerprints): raw keys.
-      handle = this.store.scope(name, { ...this.autoCreate, keys: 'raw' }).then((scope) => ({ scope, commit: new GroupCommit(scope, this.metrics) }));
+      handle = this.store
+        .scope(name, { ...this.autoCreate, keys: 'raw' })
+        .then((scope) => ({ scope, commit: new GroupCommit(scope, this.metrics) }));
       // A refused name is not kept (an attacker could otherwise fill the map with refusals).
       handle.catch(() => this.#scopes.delete(name));
       this.#scopes.set(name, handle);
@@ -120,7 +141,9 @@ export class SeenServer implements ServerContext {
 
   async start(): Promise<void> {
     if (this.passwordDigest === undefined && !isLoopback(this.bind)) {
-      throw new Error(`refusing to listen on ${this.bind} without a password: give --requirepass-file FILE or SEENSTORE_PASSWORD, or bind 127.0.0.1`);
+      throw new Error(
+        `refusing to listen on ${this.bind} without a password: give --requirepass-file FILE or SEENSTORE_PASSWORD, or bind 127.0.0.1`,
+      );
     }
     await listen(this.#net, this.#options.port ?? DEFAULT_PORT, this.bind);
     const address = this.#net.address();
@@ -148,12 +171,20 @@ export class SeenServer implements ServerContext {
     this.#stopping ??= (async () => {
       const closed = new Promise<void>((resolve) => this.#net.close(() => resolve()));
       await Promise.all([...this.#connections].map((connection) => connection.finish()));
-      for (const handle of this.#scopes.values()) await handle.then((h) => h.commit.idle(), () => undefined);
+      for (const handle of this.#scopes.values())
+        await handle.then(
+          (h) => h.commit.idle(),
+          () => undefined,
+        );
       await closed;
       // A scraper's keep-alive connection would hold close() open: end them.
       this.#http?.closeAllConnections();
       await new Promise<void>((resolve) => (this.#http === undefined ? resolve() : this.#http.close(() => resolve())));
-      this.logger.log('stop', { reason, commands: this.counters.commandsProcessed, connections: this.counters.connectionsReceived });
+      this.logger.log('stop', {
+        reason,
+        commands: this.counters.commandsProcessed,
+        connections: this.counters.connectionsReceived,
+      });
     })();
     return this.#stopping;
   }

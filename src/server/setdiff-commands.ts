@@ -39,17 +39,22 @@ function summaryOptions(request: Request): SummarizeOptions {
   for (let i = 2; i < request.argc; i += 2) {
     const option = argKeyword(request, i);
     if (i + 1 >= request.argc) throw new ReplyError('ERR syntax error');
-    if (option === 'BOOST') options.trees = argInteger(request, i + 1, `ERR BOOST must be a whole number from 1 to ${MAX_TREES}`);
-    else if (option === 'RECALL') options.recallTarget = argNumber(request, i + 1, 'ERR RECALL must be a fraction between 0 and 1');
+    if (option === 'BOOST')
+      options.trees = argInteger(request, i + 1, `ERR BOOST must be a whole number from 1 to ${MAX_TREES}`);
+    else if (option === 'RECALL')
+      options.recallTarget = argNumber(request, i + 1, 'ERR RECALL must be a fraction between 0 and 1');
     else if (option === 'BURLS') options.bUrls = argInteger(request, i + 1, 'ERR BURLS must be a whole number');
     else if (option === 'NORMALIZE') {
       const mode = argText(request, i + 1);
-      if (!(NORMALIZE_MODES as readonly string[]).includes(mode)) throw new ReplyError(`ERR NORMALIZE must be one of ${NORMALIZE_MODES.join(', ')}`);
+      if (!(NORMALIZE_MODES as readonly string[]).includes(mode))
+        throw new ReplyError(`ERR NORMALIZE must be one of ${NORMALIZE_MODES.join(', ')}`);
       options.normalize = mode as NormalizeMode;
     } else throw new ReplyError('ERR syntax error');
   }
-  if (options.trees !== undefined && (options.trees < 1 || options.trees > MAX_TREES)) throw new ReplyError(`ERR BOOST must be a whole number from 1 to ${MAX_TREES}`);
-  if (options.recallTarget !== undefined && !(options.recallTarget > 0 && options.recallTarget < 1)) throw new ReplyError('ERR RECALL must be a fraction between 0 and 1');
+  if (options.trees !== undefined && (options.trees < 1 || options.trees > MAX_TREES))
+    throw new ReplyError(`ERR BOOST must be a whole number from 1 to ${MAX_TREES}`);
+  if (options.recallTarget !== undefined && !(options.recallTarget > 0 && options.recallTarget < 1))
+    throw new ReplyError('ERR RECALL must be a fraction between 0 and 1');
   if (options.bUrls !== undefined && options.bUrls < 1) throw new ReplyError('ERR BURLS must be a whole number >= 1');
   return options;
 }

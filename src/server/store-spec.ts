@@ -25,7 +25,11 @@ export function runsOnStoreThread(driver: DriverManifest, allowed = threadAllowe
  * commit never stops the server reading and answering sockets; the others (Redis: network I/O;
  * memory) stay on the server's thread; `thread` false keeps every store there.
  */
-export async function openServedStore(location: string, options: SeenStoreOptions = {}, thread = threadAllowed()): Promise<ServedStore> {
+export async function openServedStore(
+  location: string,
+  options: SeenStoreOptions = {},
+  thread = threadAllowed(),
+): Promise<ServedStore> {
   if (runsOnStoreThread(driverFor(location), thread)) return StoreThread.open(location, options);
   const store = await SeenStore.open(location, options);
   return {

@@ -69,7 +69,9 @@ export class StoreThread {
       for (const call of this.#calls.values()) call.reject(error);
       this.#calls.clear();
     };
-    this.#worker.on('error', (error) => fail(new SeenStoreError('INTERNAL', `the store thread failed: ${error.message}`, { cause: error })));
+    this.#worker.on('error', (error) =>
+      fail(new SeenStoreError('INTERNAL', `the store thread failed: ${error.message}`, { cause: error })),
+    );
     this.#worker.on('exit', (code) => fail(new SeenStoreError('STORE_CLOSED', `the store thread exited (${code})`)));
   }
 
@@ -86,7 +88,13 @@ export class StoreThread {
     return thread.#served();
   }
 
-  #call(object: StoreCall['object'], method: string, scope: string | undefined, args: readonly unknown[], transfer: ArrayBuffer[] = []): Promise<unknown> {
+  #call(
+    object: StoreCall['object'],
+    method: string,
+    scope: string | undefined,
+    args: readonly unknown[],
+    transfer: ArrayBuffer[] = [],
+  ): Promise<unknown> {
     if (this.#exited !== undefined) return Promise.reject(this.#exited);
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
@@ -100,7 +108,10 @@ export class StoreThread {
    * from the list that `Served<O>` is picked by, so the object has exactly the typed methods.
    */
   #remote<O extends ServedObject>(object: O, scope: string | undefined): Served<O> {
-    const methods = SERVED_METHODS[object].map((method) => [method, (...args: unknown[]) => this.#call(object, method, scope, args)]);
+    const methods = SERVED_METHODS[object].map((method) => [
+      method,
+      (...args: unknown[]) => this.#call(object, method, scope, args),
+    ]);
     return Object.fromEntries(methods) as Served<O>;
   }
 
@@ -135,7 +146,9 @@ export class StoreThread {
       frontier: () => frontier,
       addIfAbsentUtf8: (keys: Utf8Keys) => {
         // The bytes and ranges are the batch's own (GroupCommit made them): moved, not copied.
-        const transfer = [keys.bytes.buffer, keys.ranges.buffer].filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
+        const transfer = [keys.bytes.buffer, keys.ranges.buffer].filter(
+          (b): b is ArrayBuffer => b instanceof ArrayBuffer,
+        );
         return this.#call('scope', 'addIfAbsentUtf8', name, [keys], transfer) as Promise<boolean[]>;
       },
     };

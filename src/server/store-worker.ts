@@ -20,7 +20,10 @@ function reply(message: StoreReply, transfer: ArrayBuffer[] = []): void {
 
 function scopeOf(name: string | undefined): Scope {
   const scope = name === undefined ? undefined : scopes.get(name);
-  if (scope === undefined) throw new TypeError(`no scope ${String(name)} on the store thread (a served scope's handle is made by the control call 'scope' first)`);
+  if (scope === undefined)
+    throw new TypeError(
+      `no scope ${String(name)} on the store thread (a served scope's handle is made by the control call 'scope' first)`,
+    );
   return scope;
 }
 

@@ -49,7 +49,8 @@ export function packError(thrown: unknown, depth = 0): PackedError {
   for (const [key, value] of Object.entries(error)) fields[key] = cloneable(value);
   const packed = { kind: kindOf(error), name: error.name, message: error.message, stack: error.stack, fields };
   if (!('cause' in error) || depth >= CAUSE_DEPTH_MAX) return packed;
-  const cause = error.cause instanceof Error ? { error: packError(error.cause, depth + 1) } : { value: cloneable(error.cause) };
+  const cause =
+    error.cause instanceof Error ? { error: packError(error.cause, depth + 1) } : { value: cloneable(error.cause) };
   return { ...packed, cause };
 }
 
@@ -64,7 +65,8 @@ export function unpackError(packed: PackedError): Error {
   own('message', packed.message);
   if (packed.stack !== undefined) own('stack', packed.stack);
   if (error.name !== packed.name) own('name', packed.name);
-  if (packed.cause !== undefined) own('cause', 'error' in packed.cause ? unpackError(packed.cause.error) : packed.cause.value);
+  if (packed.cause !== undefined)
+    own('cause', 'error' in packed.cause ? unpackError(packed.cause.error) : packed.cause.value);
   return error;
 }
 

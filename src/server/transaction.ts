@@ -28,7 +28,7 @@ export interface TransactionClient {
 const QUEUED_COMMANDS_MAX = 100_000;
 
 const WATCH_REFUSED =
-  'ERR WATCH is not supported by seenstore serve: adds are idempotent and a transaction\'s adds to a scope are one group commit, so there is nothing to watch; send MULTI ... EXEC without WATCH';
+  "ERR WATCH is not supported by seenstore serve: adds are idempotent and a transaction's adds to a scope are one group commit, so there is nothing to watch; send MULTI ... EXEC without WATCH";
 
 /**
  * The connection's step for a request, taken when it arrives (before any queue of the connection:
@@ -77,7 +77,12 @@ export function transactionStep(
 }
 
 /** EXEC: the queued commands in order, writes issued together, each read after the commands before it. */
-async function execute(server: ServerContext, client: ClientState, transaction: Transaction, proto: Protocol): Promise<Encoded> {
+async function execute(
+  server: ServerContext,
+  client: ClientState,
+  transaction: Transaction,
+  proto: Protocol,
+): Promise<Encoded> {
   const replies: Promise<Encoded>[] = [];
   for (const { spec, request } of transaction.queued) {
     if (spec.kind === 'ordered') await Promise.all(replies);
@@ -86,7 +91,13 @@ async function execute(server: ServerContext, client: ClientState, transaction: 
   return array(await Promise.all(replies));
 }
 
-async function runOne(server: ServerContext, client: ClientState, spec: CommandSpec, request: Request, proto: Protocol): Promise<Encoded> {
+async function runOne(
+  server: ServerContext,
+  client: ClientState,
+  spec: CommandSpec,
+  request: Request,
+  proto: Protocol,
+): Promise<Encoded> {
   try {
     return await spec.run(server, client, request, proto);
   } catch (thrown) {
@@ -99,15 +110,35 @@ function handledByConnection(): never {
 }
 
 function transactionCommand(name: string, arity: number, summary: string, syntax: string): CommandSpec {
-  return { name, arity, flags: ['noscript', 'loading', 'stale', 'fast'], firstKey: 0, group: 'transactions', summary, syntax, kind: 'ordered', run: handledByConnection };
+  return {
+    name,
+    arity,
+    flags: ['noscript', 'loading', 'stale', 'fast'],
+    firstKey: 0,
+    group: 'transactions',
+    summary,
+    syntax,
+    kind: 'ordered',
+    run: handledByConnection,
+  };
 }
 
 /** The transaction commands, for the command table (COMMAND, arity checks); transactionStep answers them. */
 export function transactionCommands(): CommandSpec[] {
   return [
     transactionCommand('MULTI', 1, 'Starts a transaction: the next commands are queued until EXEC.', 'MULTI'),
-    transactionCommand('EXEC', 1, "Runs the queued commands; their adds to a scope are one group commit. Replies as an array.", 'EXEC'),
+    transactionCommand(
+      'EXEC',
+      1,
+      'Runs the queued commands; their adds to a scope are one group commit. Replies as an array.',
+      'EXEC',
+    ),
     transactionCommand('DISCARD', 1, 'Drops the queued commands.', 'DISCARD'),
-    transactionCommand('WATCH', -2, 'Refused: there is nothing to watch (adds are idempotent, a transaction is one group commit per scope).', 'WATCH key [key ...]'),
+    transactionCommand(
+      'WATCH',
+      -2,
+      'Refused: there is nothing to watch (adds are idempotent, a transaction is one group commit per scope).',
+      'WATCH key [key ...]',
+    ),
   ];
 }

@@ -66,10 +66,20 @@ export interface SetdiffExperimentResult {
   readonly recallTheory: number;
   readonly meanDepth: number;
   /** A plain BF(A) at FPR 1 − recall: what diff --against needs for the same recall. */
-  readonly plain: { readonly fpr: number; readonly bitsPerUrl: number; readonly compressedBitsPerUrl: number; readonly recall: number; readonly queryMs: number };
+  readonly plain: {
+    readonly fpr: number;
+    readonly bitsPerUrl: number;
+    readonly compressedBitsPerUrl: number;
+    readonly recall: number;
+    readonly queryMs: number;
+  };
 }
 
-export function runSetdiffExperiment(hash: XxHash, input: SetdiffExperimentInput, config: SetdiffExperimentConfig): SetdiffExperimentResult {
+export function runSetdiffExperiment(
+  hash: XxHash,
+  input: SetdiffExperimentInput,
+  config: SetdiffExperimentConfig,
+): SetdiffExperimentResult {
   const a = [...input.common, ...input.onlyA];
   const b = shuffled([...input.common, ...input.onlyB]);
   const onlyB = new Set(input.onlyB);
@@ -117,7 +127,8 @@ export function runSetdiffExperiment(hash: XxHash, input: SetdiffExperimentInput
     bBuildMs: result.buildMs,
     reconcileMs: result.reconcileMs,
     visitedNodes: result.visitedNodes,
-    reconcileNsPerDiffLog: onlyB.size === 0 ? 0 : (1e6 * result.reconcileMs) / (onlyB.size * Math.log2(Math.max(2, b.length))),
+    reconcileNsPerDiffLog:
+      onlyB.size === 0 ? 0 : (1e6 * result.reconcileMs) / (onlyB.size * Math.log2(Math.max(2, b.length))),
     reported: result.reported,
     recall,
     falseReports: result.reported - truePositives,
@@ -128,7 +139,12 @@ export function runSetdiffExperiment(hash: XxHash, input: SetdiffExperimentInput
 }
 
 /** The seed's (1 − ε)^(d + 1) per tree over B − A (less the skipped lookups), with each filter's measured ε and B's real depths. */
-function theoryOf(hash: XxHash, b: readonly string[], onlyB: ReadonlySet<string>, summary: SetSummary): { recall: number; meanDepth: number } {
+function theoryOf(
+  hash: XxHash,
+  b: readonly string[],
+  onlyB: ReadonlySet<string>,
+  summary: SetSummary,
+): { recall: number; meanDepth: number } {
   const elements = new ElementHashes(summary.header.trees);
   elements.add(hash, b, false);
   const missAll = new Float64Array(b.length).fill(1);
@@ -145,11 +161,20 @@ function theoryOf(hash: XxHash, b: readonly string[], onlyB: ReadonlySet<string>
   });
   let recall = 0;
   for (let i = 0; i < b.length; i++) if (onlyB.has(b[i]!)) recall += 1 - missAll[i]!;
-  return { recall: onlyB.size === 0 ? 1 : recall / onlyB.size, meanDepth: onlyB.size === 0 ? 0 : depthSum / onlyB.size };
+  return {
+    recall: onlyB.size === 0 ? 1 : recall / onlyB.size,
+    meanDepth: onlyB.size === 0 ? 0 : depthSum / onlyB.size,
+  };
 }
 
 /** BF(A) at `fpr`, queried with every URL of B as diff --against does: Θ(|B|). */
-function plainBloom(hash: XxHash, a: readonly string[], b: readonly string[], onlyB: ReadonlySet<string>, fpr: number): SetdiffExperimentResult['plain'] {
+function plainBloom(
+  hash: XxHash,
+  a: readonly string[],
+  b: readonly string[],
+  onlyB: ReadonlySet<string>,
+  fpr: number,
+): SetdiffExperimentResult['plain'] {
   const sizing = sizeForFpr(Math.max(1, a.length), fpr);
   const filter = new BloomFilter({ layout: 'classic', mBits: sizing.mBits, k: sizing.k });
   const seed = [seedFromHex(freshTreeSeeds(1)[0]!.universeSeed)];

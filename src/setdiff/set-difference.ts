@@ -5,7 +5,15 @@ import { XxHash } from '../hash/xxhash.js';
 import { urlKeys } from '../url/url-keys.js';
 import type { NormalizeMode } from '../url/normalize.js';
 import { MerkleTree, type ReconcileCounts } from './merkle-tree.js';
-import { MAX_SUMMARY_FILTER_BITS, decodeSummary, readSummaryFile, encodeFilter, encodeSummary, type SummaryHeader, type SummaryTree } from './summary-file.js';
+import {
+  MAX_SUMMARY_FILTER_BITS,
+  decodeSummary,
+  readSummaryFile,
+  encodeFilter,
+  encodeSummary,
+  type SummaryHeader,
+  type SummaryTree,
+} from './summary-file.js';
 import { planSummary } from './summary-plan.js';
 import { ElementHashes, MAX_TREES, SETDIFF_SCHEME_ID, freshTreeSeeds, type TreeSeeds } from './universe.js';
 
@@ -123,11 +131,14 @@ export class SetSummaryBuilder {
     this.#hash = hash;
     this.#normalize = options.normalize ?? 'none';
     const trees = options.trees ?? options.seeds?.length ?? 1;
-    if (!Number.isInteger(trees) || trees < 1 || trees > MAX_TREES) throw new RangeError(`trees must be an integer in [1, ${MAX_TREES}], got ${trees}`);
-    if (options.seeds !== undefined && options.seeds.length !== trees) throw new RangeError('give one seed pair per tree');
+    if (!Number.isInteger(trees) || trees < 1 || trees > MAX_TREES)
+      throw new RangeError(`trees must be an integer in [1, ${MAX_TREES}], got ${trees}`);
+    if (options.seeds !== undefined && options.seeds.length !== trees)
+      throw new RangeError('give one seed pair per tree');
     const recall = options.recallTarget ?? DEFAULT_RECALL_TARGET;
     if (!(recall > 0 && recall < 1)) throw new RangeError(`the recall target must be in (0, 1), got ${recall}`);
-    if (options.fprTarget !== undefined && !(options.fprTarget > 0 && options.fprTarget < 1)) throw new RangeError(`fprTarget must be in (0, 1), got ${options.fprTarget}`);
+    if (options.fprTarget !== undefined && !(options.fprTarget > 0 && options.fprTarget < 1))
+      throw new RangeError(`fprTarget must be in (0, 1), got ${options.fprTarget}`);
     this.#seeds = options.seeds ?? freshTreeSeeds(trees);
     this.#elements = new ElementHashes(this.#seeds);
     this.#options = options;
@@ -148,8 +159,20 @@ export class SetSummaryBuilder {
     const bUrls = this.#options.bUrls ?? leaves;
     const maxFilterBits = Math.min(this.#options.maxFilterBits ?? MAX_SUMMARY_FILTER_BITS, MAX_SUMMARY_FILTER_BITS);
     const { fprTarget, skipDepth } = this.#options;
-    const plan = planSummary({ elements: leaves, trees: this.#seeds.length, recallTarget, bUrls, maxFilterBits, ...(fprTarget === undefined ? {} : { fprTarget }), ...(skipDepth === undefined ? {} : { skipDepth }) });
-    if (plan.mBits > MAX_SUMMARY_FILTER_BITS) throw new SeenStoreError('CAPACITY_EXCEEDED', `a summary of ${leaves} URLs needs a filter of ${plan.mBits} bits, more than ${MAX_SUMMARY_FILTER_BITS}`);
+    const plan = planSummary({
+      elements: leaves,
+      trees: this.#seeds.length,
+      recallTarget,
+      bUrls,
+      maxFilterBits,
+      ...(fprTarget === undefined ? {} : { fprTarget }),
+      ...(skipDepth === undefined ? {} : { skipDepth }),
+    });
+    if (plan.mBits > MAX_SUMMARY_FILTER_BITS)
+      throw new SeenStoreError(
+        'CAPACITY_EXCEEDED',
+        `a summary of ${leaves} URLs needs a filter of ${plan.mBits} bits, more than ${MAX_SUMMARY_FILTER_BITS}`,
+      );
     const filters = this.#seeds.map((_, t) => {
       const filter = new BloomFilter({ layout: 'classic', mBits: plan.mBits, k: plan.k });
       (t === 0 ? first : treeOf(t)).addNodesTo(filter);
@@ -163,7 +186,17 @@ export class SetSummaryBuilder {
       elements: leaves,
       plan: { recallTarget, bUrls, pathNodes: plan.pathNodes, fprTarget: plan.fprTarget },
       skipDepth: plan.skipDepth,
-      trees: filters.map((filter, t): SummaryTree => ({ ...this.#seeds[t]!, mBits: plan.mBits, k: plan.k, nodes: first.nodeCount, onesBits: filter.onesBits, encoding: 0, storedBytes: 0 })),
+      trees: filters.map(
+        (filter, t): SummaryTree => ({
+          ...this.#seeds[t]!,
+          mBits: plan.mBits,
+          k: plan.k,
+          nodes: first.nodeCount,
+          onesBits: filter.onesBits,
+          encoding: 0,
+          storedBytes: 0,
+        }),
+      ),
     };
     return new SetSummary(this.#hash, header, filters);
   }
@@ -174,10 +207,24 @@ export function encodeSetSummary(hash: XxHash, summary: SetSummary): EncodedSumm
   const coded = summary.filters.map((filter) => encodeFilter(filter.bytes));
   const header: SummaryHeader = {
     ...summary.header,
-    trees: summary.header.trees.map((tree, t) => ({ ...tree, onesBits: summary.filters[t]!.onesBits, encoding: coded[t]!.encoding, storedBytes: coded[t]!.stored.length })),
+    trees: summary.header.trees.map((tree, t) => ({
+      ...tree,
+      onesBits: summary.filters[t]!.onesBits,
+      encoding: coded[t]!.encoding,
+      storedBytes: coded[t]!.stored.length,
+    })),
   };
-  const bytes = encodeSummary(hash, header, coded.map((c) => c.stored));
-  return { bytes, compressedBytes: bytes.length, uncompressedBytes: bytes.length + summary.filters.reduce((n, f, t) => n + f.bytes.length - coded[t]!.stored.length, 0) };
+  const bytes = encodeSummary(
+    hash,
+    header,
+    coded.map((c) => c.stored),
+  );
+  return {
+    bytes,
+    compressedBytes: bytes.length,
+    uncompressedBytes:
+      bytes.length + summary.filters.reduce((n, f, t) => n + f.bytes.length - coded[t]!.stored.length, 0),
+  };
 }
 
 export interface SetDifferenceOptions {
@@ -223,7 +270,10 @@ export class SetDifference {
     const available = summary.header.trees.length;
     const boost = options.boost ?? available;
     if (!Number.isInteger(boost) || boost < 1 || boost > available) {
-      throw new SeenStoreError('USAGE', `--boost must be 1..${available}: the summary has ${available} tree${available === 1 ? '' : 's'}, got ${boost}`);
+      throw new SeenStoreError(
+        'USAGE',
+        `--boost must be 1..${available}: the summary has ${available} tree${available === 1 ? '' : 's'}, got ${boost}`,
+      );
     }
     this.#hash = hash;
     this.#summary = summary;
@@ -236,7 +286,11 @@ export class SetDifference {
   }
 
   add(urls: readonly string[]): void {
-    this.#elements.add(this.#hash, urlKeys(urls, this.#summary.header.normalize, true), this.#summary.header.normalize === 'url');
+    this.#elements.add(
+      this.#hash,
+      urlKeys(urls, this.#summary.header.normalize, true),
+      this.#summary.header.normalize === 'url',
+    );
   }
 
   finish(): SetDifferenceResult {
@@ -257,6 +311,15 @@ export class SetDifference {
     }
     let reported = 0;
     for (let i = 0; i < marks.length; i++) reported += marks[i]!;
-    return { marks, elements: elements.count, reported, leaves, trees: this.#trees, visitedNodes: counts.visitedNodes, buildMs, reconcileMs };
+    return {
+      marks,
+      elements: elements.count,
+      reported,
+      leaves,
+      trees: this.#trees,
+      visitedNodes: counts.visitedNodes,
+      buildMs,
+      reconcileMs,
+    };
   }
 }

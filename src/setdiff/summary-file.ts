@@ -24,7 +24,8 @@ const MAX_HEADER_BYTES = 2 ** 20;
 /** Largest filter a summary may declare: below 2^31 bits the filter's fast path applies. */
 export const MAX_SUMMARY_FILTER_BITS = 2 ** 31 - BLOCK_BITS;
 /** Largest file read: all trees at the largest filter, stored raw. */
-const MAX_FILE_BYTES = PREAMBLE_BYTES + MAX_HEADER_BYTES + 4 + MAX_TREES * (MAX_SUMMARY_FILTER_BITS / 8) + TRAILER_BYTES;
+const MAX_FILE_BYTES =
+  PREAMBLE_BYTES + MAX_HEADER_BYTES + 4 + MAX_TREES * (MAX_SUMMARY_FILTER_BITS / 8) + TRAILER_BYTES;
 
 export interface SummaryTree extends TreeSeeds {
   readonly mBits: number;
@@ -44,7 +45,12 @@ export interface SummaryHeader {
   /** Distinct elements of A (leaves of each tree). */
   readonly elements: number;
   /** How the geometry was chosen (summary-plan.ts). */
-  readonly plan: { readonly recallTarget: number; readonly bUrls: number; readonly pathNodes: number; readonly fprTarget: number };
+  readonly plan: {
+    readonly recallTarget: number;
+    readonly bUrls: number;
+    readonly pathNodes: number;
+    readonly fprTarget: number;
+  };
   /** B's visit looks up no internal node above this depth (0: seed 004's visit, every node). */
   readonly skipDepth: number;
   readonly trees: readonly SummaryTree[];
@@ -67,29 +73,51 @@ export function encodeFilter(bytes: Uint8Array): { encoding: number; stored: Uin
 /** The whole file's bytes; `stored[t]` is tree t's filter as encodeFilter made it. */
 export function encodeSummary(hash: XxHash, header: SummaryHeader, stored: readonly Uint8Array[]): Buffer {
   const headerBytes = packr.pack(header);
-  const body = Buffer.concat([SUMMARY_MAGIC, u32(SUMMARY_FORMAT_VERSION), u32(headerBytes.length), headerBytes, u32(hash.checksum(headerBytes)), ...stored]);
+  const body = Buffer.concat([
+    SUMMARY_MAGIC,
+    u32(SUMMARY_FORMAT_VERSION),
+    u32(headerBytes.length),
+    headerBytes,
+    u32(hash.checksum(headerBytes)),
+    ...stored,
+  ]);
   const trailer = Buffer.alloc(TRAILER_BYTES);
   trailer.writeBigUInt64LE(hash.createHash64().update(body).digest(), 0);
   return Buffer.concat([body, trailer]);
 }
 
 /** Checks every byte of a summary and returns its header and each tree's filter bytes. */
-export function decodeSummary(hash: XxHash, file: Buffer, where: string): { header: SummaryHeader; filters: Uint8Array[] } {
+export function decodeSummary(
+  hash: XxHash,
+  file: Buffer,
+  where: string,
+): { header: SummaryHeader; filters: Uint8Array[] } {
   const bad = (problem: string): SeenStoreError => new SeenStoreError('STORE_CORRUPT', `${where}: ${problem}`);
-  if (file.length < SUMMARY_MAGIC.length || !file.subarray(0, SUMMARY_MAGIC.length).equals(SUMMARY_MAGIC)) throw bad('not a seenstore set-difference summary (bad magic)');
+  if (file.length < SUMMARY_MAGIC.length || !file.subarray(0, SUMMARY_MAGIC.length).equals(SUMMARY_MAGIC))
+    throw bad('not a seenstore set-difference summary (bad magic)');
   if (file.length < PREAMBLE_BYTES) throw bad('truncated');
   const version = file.readUInt32LE(8);
   if (version !== SUMMARY_FORMAT_VERSION) {
-    throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} has summary format ${version}; this version reads format ${SUMMARY_FORMAT_VERSION}`);
+    throw new SeenStoreError(
+      'FORMAT_UNSUPPORTED',
+      `${where} has summary format ${version}; this version reads format ${SUMMARY_FORMAT_VERSION}`,
+    );
   }
   const headerLength = file.readUInt32LE(12);
   const bodyStart = PREAMBLE_BYTES + headerLength + 4;
-  if (headerLength > MAX_HEADER_BYTES || bodyStart + TRAILER_BYTES > file.length) throw bad(`a header of ${headerLength} bytes does not fit a file of ${file.length} bytes (truncated or damaged)`);
-  if (hash.createHash64().update(file.subarray(0, file.length - TRAILER_BYTES)).digest() !== file.readBigUInt64LE(file.length - TRAILER_BYTES)) {
+  if (headerLength > MAX_HEADER_BYTES || bodyStart + TRAILER_BYTES > file.length)
+    throw bad(`a header of ${headerLength} bytes does not fit a file of ${file.length} bytes (truncated or damaged)`);
+  if (
+    hash
+      .createHash64()
+      .update(file.subarray(0, file.length - TRAILER_BYTES))
+      .digest() !== file.readBigUInt64LE(file.length - TRAILER_BYTES)
+  ) {
     throw bad('whole-file checksum mismatch (truncated or damaged)');
   }
   const headerBytes = file.subarray(PREAMBLE_BYTES, PREAMBLE_BYTES + headerLength);
-  if (hash.checksum(headerBytes) !== file.readUInt32LE(PREAMBLE_BYTES + headerLength)) throw bad('header checksum mismatch');
+  if (hash.checksum(headerBytes) !== file.readUInt32LE(PREAMBLE_BYTES + headerLength))
+    throw bad('header checksum mismatch');
   const header = checkHeader(unpack(headerBytes, where), where);
   const filters: Uint8Array[] = [];
   let at = bodyStart;
@@ -117,13 +145,24 @@ function unpack(bytes: Buffer, where: string): unknown {
 /** The header's fields, each checked: an unknown version or scheme is FORMAT_UNSUPPORTED, a wrong shape STORE_CORRUPT. */
 function checkHeader(value: unknown, where: string): SummaryHeader {
   const header = value as Partial<SummaryHeader> | null;
-  if (header?.v !== 1) throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where}: summary header version ${String(header?.v)} is unknown`);
-  if (header.scheme !== SETDIFF_SCHEME_ID) throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where}: hash scheme ${JSON.stringify(header.scheme)} is unknown (this version knows ${SETDIFF_SCHEME_ID})`);
-  if (!NORMALIZE_MODES.includes(header.normalize as NormalizeMode)) throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where}: normalisation ${JSON.stringify(header.normalize)} is unknown`);
+  if (header?.v !== 1)
+    throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where}: summary header version ${String(header?.v)} is unknown`);
+  if (header.scheme !== SETDIFF_SCHEME_ID)
+    throw new SeenStoreError(
+      'FORMAT_UNSUPPORTED',
+      `${where}: hash scheme ${JSON.stringify(header.scheme)} is unknown (this version knows ${SETDIFF_SCHEME_ID})`,
+    );
+  if (!NORMALIZE_MODES.includes(header.normalize as NormalizeMode))
+    throw new SeenStoreError(
+      'FORMAT_UNSUPPORTED',
+      `${where}: normalisation ${JSON.stringify(header.normalize)} is unknown`,
+    );
   const bad = (problem: string): SeenStoreError => new SeenStoreError('STORE_CORRUPT', `${where}: ${problem}`);
   if (!Number.isSafeInteger(header.elements) || header.elements! < 0) throw bad('bad element count');
-  if (!Number.isInteger(header.skipDepth) || header.skipDepth! < 0 || header.skipDepth! > 64) throw bad('bad skip depth');
-  if (!Array.isArray(header.trees) || header.trees.length < 1 || header.trees.length > MAX_TREES) throw bad('bad tree list');
+  if (!Number.isInteger(header.skipDepth) || header.skipDepth! < 0 || header.skipDepth! > 64)
+    throw bad('bad skip depth');
+  if (!Array.isArray(header.trees) || header.trees.length < 1 || header.trees.length > MAX_TREES)
+    throw bad('bad tree list');
   for (const [t, tree] of header.trees.entries()) {
     const ok =
       isSeedHex(tree?.universeSeed) &&
@@ -165,8 +204,13 @@ export async function readSummaryFile(path: string): Promise<Buffer> {
   const handle = await openForReading(path, 'summary file');
   try {
     const stats = await handle.stat();
-    if (!stats.isFile()) throw new SeenStoreError('USAGE', `summary ${path} is not a regular file; give the path of a file written by setdiff summarize`);
-    if (stats.size > MAX_FILE_BYTES) throw new SeenStoreError('STORE_CORRUPT', `summary ${path}: ${stats.size} bytes, more than any summary can take`);
+    if (!stats.isFile())
+      throw new SeenStoreError(
+        'USAGE',
+        `summary ${path} is not a regular file; give the path of a file written by setdiff summarize`,
+      );
+    if (stats.size > MAX_FILE_BYTES)
+      throw new SeenStoreError('STORE_CORRUPT', `summary ${path}: ${stats.size} bytes, more than any summary can take`);
     return await handle.readFile();
   } catch (error) {
     throw asStoreError(error, `reading ${path}`);

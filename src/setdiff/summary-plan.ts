@@ -83,7 +83,7 @@ export function riceBitsModel(mBits: number, fill: number): number {
   const ones = Math.max(1, mBits * fill);
   const gap = (mBits - ones) / ones;
   const r = Math.max(0, Math.floor(Math.log2(Math.max(1, gap * Math.LN2))));
-  const reach = (gap / (gap + 1)) ** 2 ** r;
+  const reach = (gap / (gap + 1)) ** (2 ** r);
   return RICE_HEADER_BITS + ones * (r + 1 + reach / (1 - reach));
 }
 
@@ -99,14 +99,25 @@ export function planSummary(input: SummaryPlanInput): SummaryPlan {
   const onPath = pathNodes(input.bUrls, skipDepth);
   const fprTarget = input.fprTarget ?? fprForRecall(input.recallTarget, input.trees, onPath);
   const best = compressedGeometry(nodes, fprTarget, input.maxFilterBits);
-  return Object.freeze({ nodes, pathNodes: onPath, skipDepth, fprTarget, ...best, uncompressedOptimumBits: sizeForFpr(Math.max(1, nodes), fprTarget).mBits });
+  return Object.freeze({
+    nodes,
+    pathNodes: onPath,
+    skipDepth,
+    fprTarget,
+    ...best,
+    uncompressedOptimumBits: sizeForFpr(Math.max(1, nodes), fprTarget).mBits,
+  });
 }
 
 /**
  * The geometry of `items` at false-positive rate `fpr` whose Rice-coded size is the smallest,
  * among filters of at most maxFilterBits (past that even at k = 8: the classic optimum).
  */
-export function compressedGeometry(items: number, fpr: number, maxFilterBits: number): { mBits: number; k: number; compressedBitsModel: number } {
+export function compressedGeometry(
+  items: number,
+  fpr: number,
+  maxFilterBits: number,
+): { mBits: number; k: number; compressedBitsModel: number } {
   let best: { mBits: number; k: number; compressedBitsModel: number } | undefined;
   for (let k = 1; k <= K_MAX; k++) {
     const fill = fpr ** (1 / k);

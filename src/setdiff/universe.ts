@@ -42,7 +42,8 @@ export class ElementHashes {
   #count = 0;
 
   constructor(seeds: readonly TreeSeeds[]) {
-    if (seeds.length < 1 || seeds.length > MAX_TREES) throw new RangeError(`trees must be 1..${MAX_TREES}, got ${seeds.length}`);
+    if (seeds.length < 1 || seeds.length > MAX_TREES)
+      throw new RangeError(`trees must be 1..${MAX_TREES}, got ${seeds.length}`);
     this.trees = seeds.length;
     this.#seeds = seeds.flatMap((s) => [seedFromHex(s.universeSeed), seedFromHex(s.leafSeed)]);
   }

@@ -118,7 +118,12 @@ export interface EpochBits {
    * With `deliver` (and `answers` given), the batch's new URLs are kept as undelivered, and the
    * owner's batches it names as delivered deleted, in the same atomic step (Deliveries).
    */
-  addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems, deliver?: DeliveryWrite): Promise<number>;
+  addIfAbsent(
+    keys: Keys,
+    answers: boolean[] | undefined,
+    enqueue?: QueueItems,
+    deliver?: DeliveryWrite,
+  ): Promise<number>;
   /** Membership of each key: out[i] = 1 when the epoch (probably) holds key i, else 0. */
   has(keys: readonly string[], out: Uint8Array): Promise<void>;
   /** Counting epochs: out[i] += the count of key i (recurring minimum), 0 when absent. */
@@ -318,7 +323,10 @@ export const DEFAULT_FRONTIER_SETTINGS: FrontierSettings = { queueKey: 'host', d
 
 /** What configure throws for a change of the queue key once URLs were queued or the key was pinned (Frontier.pinnedSettings). */
 export function queueKeyFixedError(queueKey: QueueKeyMode): SeenStoreError {
-  return new SeenStoreError('USAGE', `the frontier's queue key is ${queueKey}: it cannot change once URLs were queued or an enqueue read it`);
+  return new SeenStoreError(
+    'USAGE',
+    `the frontier's queue key is ${queueKey}: it cannot change once URLs were queued or an enqueue read it`,
+  );
 }
 
 export interface QueueChange {
@@ -466,4 +474,14 @@ export interface EpochUsage {
 }
 
 export type { Deliveries, DeliveryWrite, UndeliveredBatch, UndeliveredKey } from './deliveries.js';
-export type { Damage, DiskUsage, MigrationReport, RestoreResult, SalvageReport, SalvageSkip, SnapshotInfo, StoreMaintenance, VerifyReport } from './maintenance.js';
+export type {
+  Damage,
+  DiskUsage,
+  MigrationReport,
+  RestoreResult,
+  SalvageReport,
+  SalvageSkip,
+  SnapshotInfo,
+  StoreMaintenance,
+  VerifyReport,
+} from './maintenance.js';

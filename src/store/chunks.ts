@@ -26,7 +26,13 @@ export function encodeChunk(hash: XxHash, payload: Uint8Array): Buffer {
  * Returns the payload of a stored chunk after checking its version, size and checksum (`checksum`
  * false: a chunk this process read and checked before, unchanged since, is not hashed again).
  */
-export function decodeChunk(hash: XxHash, value: Uint8Array, where: string, payloadBytes: number, checksum = true): Uint8Array {
+export function decodeChunk(
+  hash: XxHash,
+  value: Uint8Array,
+  where: string,
+  payloadBytes: number,
+  checksum = true,
+): Uint8Array {
   if (value.length < CHUNK_HEADER_BYTES) throw new SeenStoreError('STORE_CORRUPT', `${where}: chunk record truncated`);
   const view = Buffer.from(value.buffer, value.byteOffset, value.length);
   const version = view.readUInt8(0);
@@ -35,7 +41,10 @@ export function decodeChunk(hash: XxHash, value: Uint8Array, where: string, payl
   }
   const payload = view.subarray(CHUNK_HEADER_BYTES);
   if (payload.length !== payloadBytes) {
-    throw new SeenStoreError('STORE_CORRUPT', `${where}: chunk holds ${payload.length} bytes, expected ${payloadBytes}`);
+    throw new SeenStoreError(
+      'STORE_CORRUPT',
+      `${where}: chunk holds ${payload.length} bytes, expected ${payloadBytes}`,
+    );
   }
   if (checksum && hash.checksum(payload) !== view.readUInt32LE(4)) {
     throw new SeenStoreError('STORE_CORRUPT', `${where}: chunk checksum mismatch`);

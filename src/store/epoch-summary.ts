@@ -48,7 +48,16 @@ export function epochSummary(counts: EpochCounts, slices: readonly SummarisedSli
     cells += slice.fill.cells;
     estimatedDistinct += slice.estimatedCount;
     const { capacityUrls, fprTarget, mBits, k } = slice.spec;
-    return { capacityUrls, fprTarget, mBits, k, filters: slice.filters, added: slice.added, fillRatio: slice.fill.ones / slice.fill.cells, estimatedFpr: slice.fill.fpr };
+    return {
+      capacityUrls,
+      fprTarget,
+      mBits,
+      k,
+      filters: slice.filters,
+      added: slice.added,
+      fillRatio: slice.fill.ones / slice.fill.cells,
+      estimatedFpr: slice.fill.fpr,
+    };
   });
   return {
     submitted: counts.submitted,

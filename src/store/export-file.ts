@@ -50,7 +50,12 @@ export interface ExportHeader {
   /** Estimates from the fill at export time. */
   readonly summary: { readonly estimatedDistinct: number; readonly fillRatio: number; readonly estimatedFpr: number };
   /** Present on a file written by `merge --out`: the exports it is the union of. */
-  readonly mergedFrom?: readonly { readonly scope: string; readonly epoch: number; readonly exportedAtMs: number; readonly estimatedDistinct: number }[];
+  readonly mergedFrom?: readonly {
+    readonly scope: string;
+    readonly epoch: number;
+    readonly exportedAtMs: number;
+    readonly estimatedDistinct: number;
+  }[];
 }
 
 export interface ExportContents {
@@ -93,7 +98,13 @@ export async function writeExport(
     };
     const headerBytes = packr.pack(header);
     write(EXPORT_MAGIC);
-    write(u32(header.epoch.slices.some((slice) => slice.keying !== undefined) ? EXPORT_FORMAT_VERSION : EXPORT_FORMAT_VERSION_PLAIN));
+    write(
+      u32(
+        header.epoch.slices.some((slice) => slice.keying !== undefined)
+          ? EXPORT_FORMAT_VERSION
+          : EXPORT_FORMAT_VERSION_PLAIN,
+      ),
+    );
     write(u32(headerBytes.length));
     write(headerBytes);
     write(u32(hash.checksum(headerBytes)));
@@ -159,14 +170,26 @@ export async function readExport(hash: XxHash, path: string, signal?: AbortSigna
   }
 }
 
-async function readBounded(hash: XxHash, handle: FileHandle, path: string, signal: AbortSignal | undefined): Promise<Buffer> {
+async function readBounded(
+  hash: XxHash,
+  handle: FileHandle,
+  path: string,
+  signal: AbortSignal | undefined,
+): Promise<Buffer> {
   const stats = await handle.stat();
   if (!stats.isFile()) {
-    const kind = stats.isDirectory() ? 'a directory' : stats.isFIFO() ? 'a FIFO' : stats.isCharacterDevice() || stats.isBlockDevice() ? 'a device' : 'not a regular file';
+    const kind = stats.isDirectory()
+      ? 'a directory'
+      : stats.isFIFO()
+        ? 'a FIFO'
+        : stats.isCharacterDevice() || stats.isBlockDevice()
+          ? 'a device'
+          : 'not a regular file';
     throw new SeenStoreError('USAGE', `export file ${path} is ${kind}; give the path of an export file`);
   }
   const size = stats.size;
-  const bad = (problem: string): SeenStoreError => new SeenStoreError('STORE_CORRUPT', `export file ${path}: ${problem}`);
+  const bad = (problem: string): SeenStoreError =>
+    new SeenStoreError('STORE_CORRUPT', `export file ${path}: ${problem}`);
   const preamble = Buffer.alloc(Math.min(size, PREAMBLE_BYTES));
   await handle.read(preamble, 0, preamble.length, 0);
   checkPreamble(preamble, path);
@@ -195,7 +218,10 @@ function checkPreamble(preamble: Buffer, path: string): void {
   }
   const version = preamble.readUInt32LE(8);
   if (version !== EXPORT_FORMAT_VERSION && version !== EXPORT_FORMAT_VERSION_PLAIN) {
-    throw new SeenStoreError('FORMAT_UNSUPPORTED', `export file ${path} has format ${version}; this version reads formats 1 and ${EXPORT_FORMAT_VERSION}`);
+    throw new SeenStoreError(
+      'FORMAT_UNSUPPORTED',
+      `export file ${path} has format ${version}; this version reads formats 1 and ${EXPORT_FORMAT_VERSION}`,
+    );
   }
 }
 
@@ -211,7 +237,11 @@ function unpackHeader(hash: XxHash, path: string, bytes: Buffer): ExportHeader {
   } catch (error) {
     throw new SeenStoreError('STORE_CORRUPT', `export file ${path}: header is not msgpack`, { cause: error });
   }
-  if (header?.v !== 1) throw new SeenStoreError('FORMAT_UNSUPPORTED', `export file ${path}: header version ${String(header?.v)} is unknown`);
+  if (header?.v !== 1)
+    throw new SeenStoreError(
+      'FORMAT_UNSUPPORTED',
+      `export file ${path}: header version ${String(header?.v)} is unknown`,
+    );
   return { ...header, epoch: readEpochHeader(header.epoch) };
 }
 
@@ -232,11 +262,17 @@ function maxExportBytes(headerLength: number, epoch: EpochHeader): number {
 
 /** Checks and decodes the whole file, its bytes in memory. */
 function parseExport(hash: XxHash, path: string, file: Buffer): ExportContents {
-  const bad = (problem: string): SeenStoreError => new SeenStoreError('STORE_CORRUPT', `export file ${path}: ${problem}`);
+  const bad = (problem: string): SeenStoreError =>
+    new SeenStoreError('STORE_CORRUPT', `export file ${path}: ${problem}`);
   checkPreamble(file, path);
   if (file.length < 8 + 8 + 8) throw bad('truncated');
   const expected = file.readBigUInt64LE(file.length - 8);
-  if (hash.createHash64().update(file.subarray(0, file.length - 8)).digest() !== expected) {
+  if (
+    hash
+      .createHash64()
+      .update(file.subarray(0, file.length - 8))
+      .digest() !== expected
+  ) {
     throw bad('whole-file checksum mismatch (truncated or damaged)');
   }
   const headerLength = file.readUInt32LE(12);
@@ -267,7 +303,11 @@ function parseExport(hash: XxHash, path: string, file: Buffer): ExportContents {
     at += storedLength;
     const target = filters[filter];
     const offset = chunk * CHUNK_PAYLOAD_BYTES;
-    if (target === undefined || stored.length !== storedLength || rawLength !== Math.min(CHUNK_PAYLOAD_BYTES, target.length - offset)) {
+    if (
+      target === undefined ||
+      stored.length !== storedLength ||
+      rawLength !== Math.min(CHUNK_PAYLOAD_BYTES, target.length - offset)
+    ) {
       throw new SeenStoreError('STORE_CORRUPT', `${where}: does not fit the epoch's geometry`);
     }
     if (hash.checksum(stored) !== checksum) throw new SeenStoreError('STORE_CORRUPT', `${where}: checksum mismatch`);
@@ -278,5 +318,9 @@ function parseExport(hash: XxHash, path: string, file: Buffer): ExportContents {
     blocks++;
   }
   if (at !== file.length - 8) throw bad('bytes after the end mark');
-  return { header: { ...header, epoch }, filters, stats: { fileBytes: file.length, rawBytes: filters.reduce((n, f) => n + f.length, 0), blocks } };
+  return {
+    header: { ...header, epoch },
+    filters,
+    stats: { fileBytes: file.length, rawBytes: filters.reduce((n, f) => n + f.length, 0), blocks },
+  };
 }

@@ -12,7 +12,8 @@ export async function openForReading(path: string, what: string): Promise<FileHa
   try {
     return await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (error) {
-    if ((error as { code?: string }).code === 'ENOENT') throw new SeenStoreError('NOT_FOUND', `no such ${what}: ${path}`, { cause: error });
+    if ((error as { code?: string }).code === 'ENOENT')
+      throw new SeenStoreError('NOT_FOUND', `no such ${what}: ${path}`, { cause: error });
     throw asStoreError(error, `reading ${path}`);
   }
 }

@@ -22,5 +22,7 @@ export function throwIfInterrupted(signal: AbortSignal | undefined, doing: strin
   if (signal === undefined || !signal.aborted) return;
   const reason: unknown = signal.reason;
   const why = reason instanceof Error ? reason.message : String(reason);
-  throw new SeenStoreError('INTERRUPTED', `${doing}: stopped (${why}) at a safe point, nothing half-made left behind`, { cause: reason });
+  throw new SeenStoreError('INTERRUPTED', `${doing}: stopped (${why}) at a safe point, nothing half-made left behind`, {
+    cause: reason,
+  });
 }

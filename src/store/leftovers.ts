@@ -51,7 +51,11 @@ export function removeDeadEntries(dir: string, pattern: RegExp): string[] {
 
 /** Removes the store's leftovers of dead processes (restores, snapshots, creations); returns their paths. */
 export function removeStoreLeftovers(storeDir: string, snapshotsDir: string): string[] {
-  return [...removeDeadEntries(storeDir, STORE_LEFTOVER), ...removeDeadEntries(storeDir, STAGING_LEFTOVER), ...removeDeadEntries(snapshotsDir, SNAPSHOT_LEFTOVER)];
+  return [
+    ...removeDeadEntries(storeDir, STORE_LEFTOVER),
+    ...removeDeadEntries(storeDir, STAGING_LEFTOVER),
+    ...removeDeadEntries(snapshotsDir, SNAPSHOT_LEFTOVER),
+  ];
 }
 
 /** Removes the temporary files that dead writers of export file `path` left beside it. */

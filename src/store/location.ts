@@ -19,6 +19,9 @@ export function checkLocation(location: string, schemes: readonly string[]): voi
   if (namesScheme(location, schemes) || !URL_LIKE.test(location)) return;
   const supported = `supported: ${schemes.map((scheme) => `${scheme}://`).join(', ')}, or a directory`;
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(location)?.[1]?.toLowerCase();
-  const what = scheme === undefined ? `store location ${JSON.stringify(location)} looks like a URL but names no supported scheme` : `unknown store scheme ${scheme}:// in ${JSON.stringify(location)}`;
+  const what =
+    scheme === undefined
+      ? `store location ${JSON.stringify(location)} looks like a URL but names no supported scheme`
+      : `unknown store scheme ${scheme}:// in ${JSON.stringify(location)}`;
   throw new SeenStoreError('USAGE', `${what} (${supported}); for a directory of that name write ./${location}`);
 }

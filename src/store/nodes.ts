@@ -24,7 +24,10 @@ export const NODE_TTL_MS_MAX = 24 * 3_600_000;
 /** USAGE unless `address` is printable, non-empty and short, and `ttlMs` a positive whole number within NODE_TTL_MS_MAX. */
 export function checkNodeEntry(address: string, ttlMs: number): void {
   if (address === '' || address.length > NODE_ADDRESS_LENGTH_MAX || !/^[\x21-\x7e]+$/.test(address)) {
-    throw new SeenStoreError('USAGE', `a node address is 1-${NODE_ADDRESS_LENGTH_MAX} printable ASCII characters without spaces, got ${JSON.stringify(address.slice(0, 80))}`);
+    throw new SeenStoreError(
+      'USAGE',
+      `a node address is 1-${NODE_ADDRESS_LENGTH_MAX} printable ASCII characters without spaces, got ${JSON.stringify(address.slice(0, 80))}`,
+    );
   }
   if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0 || ttlMs > NODE_TTL_MS_MAX) {
     throw new SeenStoreError('USAGE', `a node's time to live is 1 to ${NODE_TTL_MS_MAX} ms, got ${ttlMs}`);

@@ -65,7 +65,12 @@ export function queueRoom(counts: QueueCounts, maxInFlightPerQueue: number): num
  * its last take plus its delay (its own, else `defaultDelayMs`), and its block. Undefined when
  * nothing in it could be handed out: no URL waits (`firstDueMs` undefined) or it has no room.
  */
-export function readyAtMs(gate: QueueGate, firstDueMs: number | undefined, defaultDelayMs: number, room: number): number | undefined {
+export function readyAtMs(
+  gate: QueueGate,
+  firstDueMs: number | undefined,
+  defaultDelayMs: number,
+  room: number,
+): number | undefined {
   if (room === 0 || firstDueMs === undefined) return undefined;
   const delayedMs = gate.lastTakeMs === undefined ? -Infinity : gate.lastTakeMs + (gate.delayMs ?? defaultDelayMs);
   return Math.max(firstDueMs, delayedMs, gate.blockedUntilMs);

@@ -92,7 +92,12 @@ export interface EpochHeader {
  */
 export function sealHeader(open: EpochHeader, counts: EpochFinal, atMs: number): EpochHeader {
   const { submitted, added, estimatedDistinct, fillRatio, estimatedFpr } = counts;
-  return { ...open, state: 'sealed', sealedAtMs: atMs, final: { submitted, added, estimatedDistinct, fillRatio, estimatedFpr } };
+  return {
+    ...open,
+    state: 'sealed',
+    sealedAtMs: atMs,
+    final: { submitted, added, estimatedDistinct, fillRatio, estimatedFpr },
+  };
 }
 
 export type Shape = Record<string, 'number' | 'string' | 'object' | 'numberOrNull'>;
@@ -100,19 +105,31 @@ export type Shape = Record<string, 'number' | 'string' | 'object' | 'numberOrNul
 /** Checks a record read back: its version and the types of its fields (STORE_CORRUPT / FORMAT_UNSUPPORTED). */
 export function checkRecord<T>(what: string, value: unknown, shape: Shape, version = 1): T {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new SeenStoreError('STORE_CORRUPT', `${what}: expected a record, found ${value === null ? 'null' : typeof value}`);
+    throw new SeenStoreError(
+      'STORE_CORRUPT',
+      `${what}: expected a record, found ${value === null ? 'null' : typeof value}`,
+    );
   }
   const record = value as Record<string, unknown>;
   if (typeof record.v !== 'number') throw new SeenStoreError('STORE_CORRUPT', `${what}: record has no version`);
   if (record.v > version) {
-    throw new SeenStoreError('FORMAT_UNSUPPORTED', `${what}: record version ${record.v} is newer than this seenstore understands`);
+    throw new SeenStoreError(
+      'FORMAT_UNSUPPORTED',
+      `${what}: record version ${record.v} is newer than this seenstore understands`,
+    );
   }
   if (record.v !== version) {
-    throw new SeenStoreError('STORE_CORRUPT', `${what}: record version ${record.v} in a format ${FORMAT_VERSION} store (expected ${version}; an interrupted manual change?)`);
+    throw new SeenStoreError(
+      'STORE_CORRUPT',
+      `${what}: record version ${record.v} in a format ${FORMAT_VERSION} store (expected ${version}; an interrupted manual change?)`,
+    );
   }
   for (const [field, type] of Object.entries(shape)) {
     const actual = record[field];
-    const ok = type === 'numberOrNull' ? actual === null || typeof actual === 'number' : typeof actual === type && actual !== null;
+    const ok =
+      type === 'numberOrNull'
+        ? actual === null || typeof actual === 'number'
+        : typeof actual === type && actual !== null;
     if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${what}: field ${field} should be ${type}`);
   }
   return value as T;
@@ -124,23 +141,41 @@ export function readScopeRecord(value: unknown): ScopeRecord {
 
 export function readEpochHeader(value: unknown): EpochHeader {
   const header = checkRecord<EpochHeader>('epoch header', value, {
-    scope: 'string', epoch: 'number', state: 'string', createdAtMs: 'number', sealedAtMs: 'numberOrNull',
-    hashScheme: 'string', normalize: 'string', chunkBytes: 'number', capacityUrls: 'number',
-    fprTarget: 'number', growth: 'object', slices: 'object', sizing: 'object',
+    scope: 'string',
+    epoch: 'number',
+    state: 'string',
+    createdAtMs: 'number',
+    sealedAtMs: 'numberOrNull',
+    hashScheme: 'string',
+    normalize: 'string',
+    chunkBytes: 'number',
+    capacityUrls: 'number',
+    fprTarget: 'number',
+    growth: 'object',
+    slices: 'object',
+    sizing: 'object',
   });
   const where = `epoch header ${header.scope}/${header.epoch}`;
-  if (!Array.isArray(header.slices) || header.slices.length === 0) throw new SeenStoreError('STORE_CORRUPT', `${where}: no slices`);
+  if (!Array.isArray(header.slices) || header.slices.length === 0)
+    throw new SeenStoreError('STORE_CORRUPT', `${where}: no slices`);
   for (const slice of header.slices) readSliceSpec(slice, where);
-  if (header.partitions !== undefined && !isPartitioning(header.partitions)) throw new SeenStoreError('STORE_CORRUPT', `${where}: malformed partitions`);
+  if (header.partitions !== undefined && !isPartitioning(header.partitions))
+    throw new SeenStoreError('STORE_CORRUPT', `${where}: malformed partitions`);
   return header;
 }
 
 /** Checks a slice spec read back (in an epoch header, or a Redis epoch's growth plan): STORE_CORRUPT when malformed. */
 export function readSliceSpec(value: unknown, where: string): SliceSpec {
   const slice = value as Partial<SliceSpec> | null;
-  const ok = typeof slice?.layout === 'string' && Number.isSafeInteger(slice.mBits) && Number.isInteger(slice.k) &&
-    typeof slice.capacityUrls === 'number' && Array.isArray(slice.seeds) && slice.seeds.length > 0 &&
-    slice.seeds.every(isSeedHex) && keyingFits(slice.keying, slice.seeds.length);
+  const ok =
+    typeof slice?.layout === 'string' &&
+    Number.isSafeInteger(slice.mBits) &&
+    Number.isInteger(slice.k) &&
+    typeof slice.capacityUrls === 'number' &&
+    Array.isArray(slice.seeds) &&
+    slice.seeds.length > 0 &&
+    slice.seeds.every(isSeedHex) &&
+    keyingFits(slice.keying, slice.seeds.length);
   if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${where}: malformed slice`);
   return slice as SliceSpec;
 }
@@ -149,9 +184,24 @@ export function readSliceSpec(value: unknown, where: string): SliceSpec {
 function keyingFits(keying: unknown, seeds: number): boolean {
   if (keying === undefined) return true;
   const k = keying as Partial<Record<string, unknown>>;
-  if (k.kind === 'eigen-v1') return seeds === 2 && Number.isSafeInteger(k.featureMBits) && (k.featureMBits as number) > 0 && (k.featureMBits as number) % 512 === 0 && Number.isInteger(k.featureK) && (k.featureK as number) >= 1;
-  if (k.kind === 'counting-v1') return seeds === 2 && Number.isSafeInteger(k.secondaryCells) && (k.secondaryCells as number) > 0 && (k.secondaryCells as number) % 64 === 0;
-  if (k.kind === 'multilayer-v1') return Number.isInteger(k.layers) && (k.layers as number) >= 2 && seeds === (k.layers as number) + 1;
+  if (k.kind === 'eigen-v1')
+    return (
+      seeds === 2 &&
+      Number.isSafeInteger(k.featureMBits) &&
+      (k.featureMBits as number) > 0 &&
+      (k.featureMBits as number) % 512 === 0 &&
+      Number.isInteger(k.featureK) &&
+      (k.featureK as number) >= 1
+    );
+  if (k.kind === 'counting-v1')
+    return (
+      seeds === 2 &&
+      Number.isSafeInteger(k.secondaryCells) &&
+      (k.secondaryCells as number) > 0 &&
+      (k.secondaryCells as number) % 64 === 0
+    );
+  if (k.kind === 'multilayer-v1')
+    return Number.isInteger(k.layers) && (k.layers as number) >= 2 && seeds === (k.layers as number) + 1;
   return false;
 }
 
@@ -162,16 +212,25 @@ function keyingFits(keying: unknown, seeds: number): boolean {
 export function checkEpochSupported(header: EpochHeader): void {
   const where = `epoch ${header.scope}/${header.epoch}`;
   if (!isHashScheme(header.hashScheme)) {
-    throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} uses hash scheme ${header.hashScheme}, this version knows ${HASH_SCHEMES.join(', ')}`);
+    throw new SeenStoreError(
+      'FORMAT_UNSUPPORTED',
+      `${where} uses hash scheme ${header.hashScheme}, this version knows ${HASH_SCHEMES.join(', ')}`,
+    );
   }
   for (const slice of header.slices) {
     if (slice.layout !== 'classic' && slice.layout !== 'blocked' && slice.layout !== PARTITIONED_LAYOUT) {
-      throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} uses filter layout ${slice.layout}, unknown to this version`);
+      throw new SeenStoreError(
+        'FORMAT_UNSUPPORTED',
+        `${where} uses filter layout ${slice.layout}, unknown to this version`,
+      );
     }
   }
   checkPartitions(header, where);
   if (header.chunkBytes !== CHUNK_PAYLOAD_BYTES) {
-    throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} has chunks of ${header.chunkBytes} bytes, expected ${CHUNK_PAYLOAD_BYTES}`);
+    throw new SeenStoreError(
+      'FORMAT_UNSUPPORTED',
+      `${where} has chunks of ${header.chunkBytes} bytes, expected ${CHUNK_PAYLOAD_BYTES}`,
+    );
   }
 }
 
@@ -183,12 +242,21 @@ function checkPartitions(header: EpochHeader, where: string): void {
   const partitioned = header.slices.map((slice) => slice.layout === PARTITIONED_LAYOUT);
   const count = header.partitions?.count;
   if (count === undefined) {
-    if (partitioned.some(Boolean)) throw new SeenStoreError('STORE_CORRUPT', `${where}: ${PARTITIONED_LAYOUT} slices without partitions`);
+    if (partitioned.some(Boolean))
+      throw new SeenStoreError('STORE_CORRUPT', `${where}: ${PARTITIONED_LAYOUT} slices without partitions`);
     return;
   }
   for (const slice of header.slices) {
-    const fits = slice.layout === PARTITIONED_LAYOUT && slice.seeds.length === 1 && slice.keying === undefined && slice.mBits % (count * 512) === 0;
-    if (!fits) throw new SeenStoreError('STORE_CORRUPT', `${where}: a slice does not fit its ${count} partitions (layout ${slice.layout}, ${slice.mBits} bits)`);
+    const fits =
+      slice.layout === PARTITIONED_LAYOUT &&
+      slice.seeds.length === 1 &&
+      slice.keying === undefined &&
+      slice.mBits % (count * 512) === 0;
+    if (!fits)
+      throw new SeenStoreError(
+        'STORE_CORRUPT',
+        `${where}: a slice does not fit its ${count} partitions (layout ${slice.layout}, ${slice.mBits} bits)`,
+      );
   }
 }
 

@@ -12,7 +12,9 @@ import type { EpochHeader, SliceSpec } from './records.js';
 export function nextSliceSpec(header: EpochHeader, index: number): SliceSpec {
   const first = header.slices[0]!;
   const strategy = strategyOf(first, header.growth);
-  const plan = planSlice(index, header.capacityUrls, header.fprTarget, header.growth, (n, p) => sliceShape(strategy, n, p));
+  const plan = planSlice(index, header.capacityUrls, header.fprTarget, header.growth, (n, p) =>
+    sliceShape(strategy, n, p),
+  );
   return {
     layout: first.layout,
     mBits: header.partitions === undefined ? plan.mBits : partitionedBits(plan.mBits, header.partitions.count),

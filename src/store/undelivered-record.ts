@@ -15,8 +15,12 @@ export function encodeUndelivered(lines: Uint8Array): Buffer {
 export function decodeUndelivered(value: Uint8Array | undefined, where: string): Uint8Array {
   if (value === undefined || value.length === 0) throw new SeenStoreError('STORE_CORRUPT', `${where} is empty`);
   if (value[0] !== UNDELIVERED_RECORD_VERSION) {
-    throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where} has record version ${value[0]}, this version reads ${UNDELIVERED_RECORD_VERSION}`);
+    throw new SeenStoreError(
+      'FORMAT_UNSUPPORTED',
+      `${where} has record version ${value[0]}, this version reads ${UNDELIVERED_RECORD_VERSION}`,
+    );
   }
-  if (value.length > 1 && value[value.length - 1] !== 0x0a) throw new SeenStoreError('STORE_CORRUPT', `${where} does not end with a newline`);
+  if (value.length > 1 && value[value.length - 1] !== 0x0a)
+    throw new SeenStoreError('STORE_CORRUPT', `${where} does not end with a newline`);
   return Uint8Array.prototype.slice.call(value, 1);
 }

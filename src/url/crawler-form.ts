@@ -51,7 +51,10 @@ function isUnreserved(code: number): boolean {
     (code >= 0x41 && code <= 0x5a) || // A-Z
     (code >= 0x61 && code <= 0x7a) || // a-z
     (code >= 0x30 && code <= 0x39) || // 0-9
-    code === 0x2d || code === 0x2e || code === 0x5f || code === 0x7e // - . _ ~
+    code === 0x2d ||
+    code === 0x2e ||
+    code === 0x5f ||
+    code === 0x7e // - . _ ~
   );
 }
 

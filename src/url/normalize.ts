@@ -41,9 +41,14 @@ export const KEY_MODES: readonly KeyMode[] = ['url', 'raw'];
 
 /** The mode an epoch records for a normalisation and a key mode (USAGE when they contradict). */
 export function epochNormalizeMode(normalize: NormalizeMode | undefined, keys: KeyMode | undefined): NormalizeMode {
-  if (keys !== undefined && !KEY_MODES.includes(keys)) throw new SeenStoreError('USAGE', `unknown key mode ${JSON.stringify(keys)} (${KEY_MODES.join(', ')})`);
+  if (keys !== undefined && !KEY_MODES.includes(keys))
+    throw new SeenStoreError('USAGE', `unknown key mode ${JSON.stringify(keys)} (${KEY_MODES.join(', ')})`);
   const mode = normalize ?? 'none';
-  if (keys === 'raw' && mode !== 'none') throw new SeenStoreError('USAGE', `keys raw takes any line as it is; normalisation ${mode} takes only URLs: give one of them`);
+  if (keys === 'raw' && mode !== 'none')
+    throw new SeenStoreError(
+      'USAGE',
+      `keys raw takes any line as it is; normalisation ${mode} takes only URLs: give one of them`,
+    );
   return mode === 'none' && keys !== 'raw' ? 'url' : mode;
 }
 
@@ -84,7 +89,10 @@ export function toKey(url: string, mode: NormalizeMode, byHashing = false): stri
 
 /** A mode this version does not know (an epoch header from a newer one) must not hash as another. */
 function unknownMode(mode: never): never {
-  throw new SeenStoreError('FORMAT_UNSUPPORTED', `unknown normalisation ${JSON.stringify(mode)} (this version knows ${KNOWN_NORMALIZE_MODES.join(', ')})`);
+  throw new SeenStoreError(
+    'FORMAT_UNSUPPORTED',
+    `unknown normalisation ${JSON.stringify(mode)} (this version knows ${KNOWN_NORMALIZE_MODES.join(', ')})`,
+  );
 }
 
 /**

@@ -39,7 +39,10 @@ export function queueKeyOf(url: string, mode: QueueKeyMode): string | undefined 
   if (mode === 'none') return '';
   const authority = authorityOf(url);
   if (authority === undefined) return undefined;
-  const host = authority.port === undefined || authority.port === DEFAULT_PORTS[authority.scheme] ? authority.host : `${authority.host}:${authority.port}`;
+  const host =
+    authority.port === undefined || authority.port === DEFAULT_PORTS[authority.scheme]
+      ? authority.host
+      : `${authority.host}:${authority.port}`;
   if (mode === 'host') return host.length > MAX_QUEUE_KEY_LENGTH ? undefined : host;
   if (mode !== 'domain') throw new TypeError(`unknown queue key mode ${JSON.stringify(mode)}`);
   tldts ??= requireModule('tldts') as typeof import('tldts');
@@ -91,5 +94,9 @@ function parsedAuthority(url: string): Authority | undefined {
     return undefined;
   }
   if (parsed.hostname === '') return undefined;
-  return { scheme: parsed.protocol.slice(0, -1), host: parsed.hostname, port: parsed.port === '' ? undefined : parsed.port };
+  return {
+    scheme: parsed.protocol.slice(0, -1),
+    host: parsed.hostname,
+    port: parsed.port === '' ? undefined : parsed.port,
+  };
 }

@@ -18,7 +18,10 @@ export function urlKeys(urls: readonly string[], mode: NormalizeMode, hashedWhol
     if (typeof url !== 'string') throw new TypeError(`urls[${i}] is not a string`);
     const key = toKey(url, mode, hashedWhole);
     if (key === undefined) {
-      throw new SeenStoreError('INVALID_URL', `urls[${i}] is not a usable URL (empty, ill-formed UTF-16, over 64 KiB${mode === 'none' ? '' : ', not an absolute URL, or with a control character'})`);
+      throw new SeenStoreError(
+        'INVALID_URL',
+        `urls[${i}] is not a usable URL (empty, ill-formed UTF-16, over 64 KiB${mode === 'none' ? '' : ', not an absolute URL, or with a control character'})`,
+      );
     }
     if (keys === undefined && key !== url) keys = urls.slice(0, i);
     if (keys !== undefined) keys[i] = key;
@@ -31,7 +34,10 @@ export function anyUrlKeys(urls: Keys, mode: NormalizeMode, hashedWhole: boolean
   if (!isUtf8Keys(urls)) return urlKeys(urls, mode, hashedWhole);
   const bad = firstInvalidUtf8Key(urls);
   if (bad >= 0) {
-    throw new SeenStoreError('INVALID_URL', `URL ${bad} of the UTF-8 batch is not a usable URL (empty, not valid UTF-8, over 64 KiB, or out of order)`);
+    throw new SeenStoreError(
+      'INVALID_URL',
+      `URL ${bad} of the UTF-8 batch is not a usable URL (empty, not valid UTF-8, over 64 KiB, or out of order)`,
+    );
   }
   if (mode === 'url') return checkedUrlKeys.has(urls) ? urls : trimmedUrlKeys(urls, hashedWhole);
   return mode === 'none' ? urls : urlKeys(keyStrings(urls), mode);
@@ -82,7 +88,11 @@ function trimmedUrlKeys(urls: Utf8Keys, hashedWhole: boolean): Utf8Keys {
 
 /** Key i of a UTF-8 batch as text (for a message). */
 function keyText(urls: Utf8Keys, i: number): string {
-  return Buffer.from(urls.bytes.buffer, urls.bytes.byteOffset, urls.bytes.length).toString('utf8', urls.ranges[2 * i], urls.ranges[2 * i + 1]);
+  return Buffer.from(urls.bytes.buffer, urls.bytes.byteOffset, urls.bytes.length).toString(
+    'utf8',
+    urls.ranges[2 * i],
+    urls.ranges[2 * i + 1],
+  );
 }
 
 function notUrlKey(i: number): SeenStoreError {
@@ -94,7 +104,12 @@ function notUrlKey(i: number): SeenStoreError {
  * an unusable URL is simply not seen. What the hashing refuses (a lone surrogate; in mode `url` a
  * control character) is left to it: such a URL fails the query with INVALID_URL.
  */
-export function usableKeys(urls: readonly string[], mode: NormalizeMode, from: number, to: number): { keys: string[]; at: number[] } {
+export function usableKeys(
+  urls: readonly string[],
+  mode: NormalizeMode,
+  from: number,
+  to: number,
+): { keys: string[]; at: number[] } {
   const keys: string[] = [];
   const at: number[] = [];
   for (let i = from; i < to; i++) {

@@ -31,7 +31,9 @@ const SCHEME_CHARS_MAX = 32;
 
 /** Characters that cannot start a host: / ? # @ : and anything up to space (controls, whitespace). */
 function canStartHost(code: number): boolean {
-  return code > 0x20 && code !== 0x7f && code !== 0x2f && code !== 0x3f && code !== 0x23 && code !== 0x40 && code !== 0x3a;
+  return (
+    code > 0x20 && code !== 0x7f && code !== 0x2f && code !== 0x3f && code !== 0x23 && code !== 0x40 && code !== 0x3a
+  );
 }
 
 /** Whether the host that starts at `at` (before `end`) starts well: `@` (an empty userinfo) then a host character, or a host character. */
@@ -51,7 +53,13 @@ function shapedString(line: string, start: number, end: number): boolean {
   let i = start + 1;
   const schemeEnd = Math.min(end, start + SCHEME_CHARS_MAX + 1);
   while (i < schemeEnd && isSchemeChar(line.charCodeAt(i))) i++;
-  return i + 3 < end && line.charCodeAt(i) === 0x3a && line.charCodeAt(i + 1) === 0x2f && line.charCodeAt(i + 2) === 0x2f && hostStartsString(line, i + 3, end);
+  return (
+    i + 3 < end &&
+    line.charCodeAt(i) === 0x3a &&
+    line.charCodeAt(i + 1) === 0x2f &&
+    line.charCodeAt(i + 2) === 0x2f &&
+    hostStartsString(line, i + 3, end)
+  );
 }
 
 /**
@@ -112,13 +120,26 @@ export function urlKeyRange(bytes: Uint8Array, start: number, end: number, range
  */
 export function shapedBytes(bytes: Uint8Array, start: number, end: number): boolean {
   // Most crawled URLs are http(s): `http` then `://` or `s://`, decided without the scheme loop.
-  if (end - start > 8 && bytes[start] === 0x68 && bytes[start + 1] === 0x74 && bytes[start + 2] === 0x74 && bytes[start + 3] === 0x70) {
+  if (
+    end - start > 8 &&
+    bytes[start] === 0x68 &&
+    bytes[start + 1] === 0x74 &&
+    bytes[start + 2] === 0x74 &&
+    bytes[start + 3] === 0x70
+  ) {
     const colon = bytes[start + 4] === 0x73 ? start + 5 : start + 4;
-    if (bytes[colon] === 0x3a) return bytes[colon + 1] === 0x2f && bytes[colon + 2] === 0x2f && hostStartsBytes(bytes, colon + 3, end);
+    if (bytes[colon] === 0x3a)
+      return bytes[colon + 1] === 0x2f && bytes[colon + 2] === 0x2f && hostStartsBytes(bytes, colon + 3, end);
   }
   if (end - start < 4 || !isAlpha(bytes[start]!)) return false;
   let i = start + 1;
   const schemeEnd = Math.min(end, start + SCHEME_CHARS_MAX + 1);
   while (i < schemeEnd && isSchemeChar(bytes[i]!)) i++;
-  return i + 3 < end && bytes[i] === 0x3a && bytes[i + 1] === 0x2f && bytes[i + 2] === 0x2f && hostStartsBytes(bytes, i + 3, end);
+  return (
+    i + 3 < end &&
+    bytes[i] === 0x3a &&
+    bytes[i + 1] === 0x2f &&
+    bytes[i + 2] === 0x2f &&
+    hostStartsBytes(bytes, i + 3, end)
+  );
 }

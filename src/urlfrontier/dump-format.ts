@@ -55,7 +55,8 @@ function field(source: Json, jsonName: string, protoName = jsonName): unknown {
 
 /** Refuses fields the message does not have: a misspelt date would otherwise read as "done, never again". */
 function onlyFields(source: Json, names: readonly string[], what: string): void {
-  for (const name of Object.keys(source)) if (!names.includes(name)) throw new DumpLineError(`${what} has no field ${JSON.stringify(name.slice(0, 40))}`);
+  for (const name of Object.keys(source))
+    if (!names.includes(name)) throw new DumpLineError(`${what} has no field ${JSON.stringify(name.slice(0, 40))}`);
 }
 
 function text(value: unknown, what: string): string {
@@ -68,7 +69,8 @@ function text(value: unknown, what: string): string {
 function uint64(value: unknown, what: string): number {
   if (value === undefined) return 0;
   const number = typeof value === 'string' && /^\d{1,16}$/.test(value) ? Number(value) : value;
-  if (typeof number !== 'number' || !Number.isSafeInteger(number) || number < 0) throw new DumpLineError(`${what} is not a whole number of seconds`);
+  if (typeof number !== 'number' || !Number.isSafeInteger(number) || number < 0)
+    throw new DumpLineError(`${what} is not a whole number of seconds`);
   return number;
 }
 
@@ -79,7 +81,8 @@ function metadataOf(value: unknown): Metadata {
     const entry = object(list, `metadata ${JSON.stringify(name.slice(0, 40))}`);
     onlyFields(entry, ['values'], 'a metadata value');
     const values = field(entry, 'values') ?? [];
-    if (!Array.isArray(values) || values.some((v) => typeof v !== 'string')) throw new DumpLineError(`metadata ${JSON.stringify(name.slice(0, 40))} values are not strings`);
+    if (!Array.isArray(values) || values.some((v) => typeof v !== 'string'))
+      throw new DumpLineError(`metadata ${JSON.stringify(name.slice(0, 40))} values are not strings`);
     metadata[name] = { values: values as string[] };
   }
   return metadata;
@@ -104,9 +107,11 @@ function checkUrl(url: string, key: string): void {
   if (url === '') throw new DumpLineError('no URL');
   if (Buffer.byteLength(url) > MAX_KEY_BYTES) throw new DumpLineError('URL over 64 KiB');
   if (!url.isWellFormed()) throw new DumpLineError('URL is not well-formed UTF-16 (a lone surrogate)');
-  if (holdsControlString(url, 0, url.length)) throw new DumpLineError('URL holds a control character (U+0000-U+001F or U+007F)');
+  if (holdsControlString(url, 0, url.length))
+    throw new DumpLineError('URL holds a control character (U+0000-U+001F or U+007F)');
   if (key.length > MAX_QUEUE_KEY_LENGTH) throw new DumpLineError(`key over ${MAX_QUEUE_KEY_LENGTH} characters`);
-  if (key === '' && queueKeyOf(url, 'host') === undefined) throw new DumpLineError('no key, and no host in the URL to derive one from');
+  if (key === '' && queueKeyOf(url, 'host') === undefined)
+    throw new DumpLineError('no key, and no host in the URL to derive one from');
 }
 
 /**
@@ -126,9 +131,14 @@ export function parseDumpLine(line: string, nowMs: number, scope?: string): Dump
   uint64(field(item, 'creationDate', 'creation_date'), 'creationDate');
   const discovered = field(item, 'discovered');
   const known = field(item, 'known');
-  if ((discovered === undefined) === (known === undefined)) throw new DumpLineError('a URLItem holds exactly one of discovered and known');
+  if ((discovered === undefined) === (known === undefined))
+    throw new DumpLineError('a URLItem holds exactly one of discovered and known');
   const body = object(discovered ?? known, discovered === undefined ? 'known' : 'discovered');
-  onlyFields(body, discovered === undefined ? ['info', 'refetchableFromDate', 'refetchable_from_date'] : ['info'], discovered === undefined ? 'known' : 'discovered');
+  onlyFields(
+    body,
+    discovered === undefined ? ['info', 'refetchableFromDate', 'refetchable_from_date'] : ['info'],
+    discovered === undefined ? 'known' : 'discovered',
+  );
   const info = object(field(body, 'info'), 'info');
   onlyFields(info, ['url', 'key', 'metadata', 'crawlID'], 'info');
   const url = text(field(info, 'url'), 'url');
@@ -138,8 +148,12 @@ export function parseDumpLine(line: string, nowMs: number, scope?: string): Dump
   const scopeName = scope ?? scopeNameOfCrawl(crawlID);
   if (scopeName === undefined) throw new DumpLineError(unusableCrawlMessage(crawlID));
   const data = dataOf(metadataOf(field(info, 'metadata')));
-  if (data !== undefined && Buffer.byteLength(JSON.stringify(data)) > MAX_DATA_BYTES) throw new DumpLineError('metadata over 64 KiB as JSON');
-  const refetchMs = discovered === undefined ? uint64(field(body, 'refetchableFromDate', 'refetchable_from_date'), 'refetchableFromDate') * SECONDS_TO_MS : 0;
+  if (data !== undefined && Buffer.byteLength(JSON.stringify(data)) > MAX_DATA_BYTES)
+    throw new DumpLineError('metadata over 64 KiB as JSON');
+  const refetchMs =
+    discovered === undefined
+      ? uint64(field(body, 'refetchableFromDate', 'refetchable_from_date'), 'refetchableFromDate') * SECONDS_TO_MS
+      : 0;
   if (refetchMs > nowMs + MAX_AHEAD_MS) throw new DumpLineError('refetchableFromDate more than 10 years ahead');
   return { kind: discovered === undefined ? 'known' : 'discovered', scope: scopeName, url, key, data, refetchMs };
 }
@@ -162,10 +176,25 @@ function asMetadata(data: unknown): Metadata | undefined {
  * `discovered`, scheduled ones `known` with their date (rounded up to the second, so the URL is
  * never due earlier); creationDate in seconds. A lease is not carried: a leased URL waits again.
  */
-export function formatDumpLine(entry: Pick<FrontierEntry, 'url' | 'queue' | 'state' | 'atMs' | 'createdMs' | 'data'>, crawlID: string): string {
-  const metadata = entry.data === undefined || entry.data === null ? undefined : (asMetadata(entry.data) ?? { [DATA_METADATA_KEY]: { values: [JSON.stringify(entry.data)] } });
-  const info = { url: entry.url, ...(entry.queue === '' ? {} : { key: entry.queue }), ...(metadata === undefined ? {} : { metadata }), crawlID };
+export function formatDumpLine(
+  entry: Pick<FrontierEntry, 'url' | 'queue' | 'state' | 'atMs' | 'createdMs' | 'data'>,
+  crawlID: string,
+): string {
+  const metadata =
+    entry.data === undefined || entry.data === null
+      ? undefined
+      : (asMetadata(entry.data) ?? { [DATA_METADATA_KEY]: { values: [JSON.stringify(entry.data)] } });
+  const info = {
+    url: entry.url,
+    ...(entry.queue === '' ? {} : { key: entry.queue }),
+    ...(metadata === undefined ? {} : { metadata }),
+    crawlID,
+  };
   const creationDate = String(Math.floor(entry.createdMs / SECONDS_TO_MS));
-  if (entry.state === 'scheduled') return JSON.stringify({ known: { info, refetchableFromDate: String(Math.ceil(entry.atMs / SECONDS_TO_MS)) }, creationDate });
+  if (entry.state === 'scheduled')
+    return JSON.stringify({
+      known: { info, refetchableFromDate: String(Math.ceil(entry.atMs / SECONDS_TO_MS)) },
+      creationDate,
+    });
   return JSON.stringify({ discovered: { info }, creationDate });
 }

@@ -79,7 +79,11 @@ export async function* dumpBytes(input: AsyncIterable<Buffer>): AsyncGenerator<B
   try {
     for await (const chunk of gunzip) yield chunk as Buffer;
   } catch (error) {
-    throw new SeenStoreError('STORE_CORRUPT', `the gzip stream of the dump is damaged or cut short (${(error as Error).message}); the lines before it were imported`, { cause: error });
+    throw new SeenStoreError(
+      'STORE_CORRUPT',
+      `the gzip stream of the dump is damaged or cut short (${(error as Error).message}); the lines before it were imported`,
+      { cause: error },
+    );
   }
 }
 
@@ -127,15 +131,24 @@ async function* dumpLines(bytes: AsyncIterable<Buffer>): AsyncGenerator<[string 
  * the entry's payload. Streamed: at most a batch of lines is held. Running it again over the same
  * file changes nothing more (every step is add-if-absent or a move to the same place).
  */
-export async function importDump(store: SeenStore, input: AsyncIterable<Buffer>, options: ImportDumpOptions = {}): Promise<ImportDumpCounts> {
+export async function importDump(
+  store: SeenStore,
+  input: AsyncIterable<Buffer>,
+  options: ImportDumpOptions = {},
+): Promise<ImportDumpCounts> {
   const batchLines = options.batchLines ?? DUMP_BATCH_LINES_DEFAULT;
-  if (!Number.isSafeInteger(batchLines) || batchLines < 1) throw new TypeError('batchLines must be a whole number >= 1');
+  if (!Number.isSafeInteger(batchLines) || batchLines < 1)
+    throw new TypeError('batchLines must be a whole number >= 1');
   const counts: ImportDumpCounts = { read: 0, queued: 0, seen: 0, scheduled: 0, done: 0, invalid: 0, scopes: [] };
   const importer = new DumpImporter(store, options, counts);
   const now = options.nowMs ?? Date.now;
   let batch: DumpItem[] = [];
   for await (const [line, lineNo] of dumpLines(dumpBytes(input))) {
-    if (options.signal?.aborted === true) throw new SeenStoreError('INTERRUPTED', `stopped between batches at line ${lineNo}; the lines before its batch were imported`);
+    if (options.signal?.aborted === true)
+      throw new SeenStoreError(
+        'INTERRUPTED',
+        `stopped between batches at line ${lineNo}; the lines before its batch were imported`,
+      );
     counts.read++;
     try {
       if (line === undefined) throw new DumpLineError(`longer than ${DUMP_LINE_BYTES_MAX} bytes`);
@@ -171,7 +184,10 @@ class DumpImporter {
   invalid(lineNo: number, reason: string): void {
     this.#counts.invalid++;
     if (this.#options.onInvalid !== 'skip') {
-      throw new SeenStoreError('INVALID_URL', `line ${lineNo} of the dump: ${reason}; stopped (--on-invalid fail): the batches before its own were imported, nothing after`);
+      throw new SeenStoreError(
+        'INVALID_URL',
+        `line ${lineNo} of the dump: ${reason}; stopped (--on-invalid fail): the batches before its own were imported, nothing after`,
+      );
     }
     if (this.#counts.invalid <= INVALID_LINES_REPORTED) this.#options.warn?.(`line ${lineNo}: ${reason}, skipped`);
   }
@@ -190,8 +206,14 @@ class DumpImporter {
     for (const [name, items] of byScope) {
       const scope = this.#store.scope(name, { keys: 'raw', ...this.#options.scopeOptions });
       if (!this.#counts.scopes.includes(name)) this.#counts.scopes.push(name);
-      await this.#discovered(scope, items.filter((item) => item.kind === 'discovered'));
-      await this.#known(scope, items.filter((item) => item.kind === 'known'));
+      await this.#discovered(
+        scope,
+        items.filter((item) => item.kind === 'discovered'),
+      );
+      await this.#known(
+        scope,
+        items.filter((item) => item.kind === 'known'),
+      );
     }
   }
 
@@ -213,7 +235,11 @@ class DumpImporter {
   async #known(scope: Scope, items: readonly DumpItem[]): Promise<void> {
     if (items.length === 0) return;
     const urls = items.map((item) => item.url);
-    await scope.frontier().schedule(urls, items.map((item) => item.refetchMs), await this.#queueOptions(scope, items));
+    await scope.frontier().schedule(
+      urls,
+      items.map((item) => item.refetchMs),
+      await this.#queueOptions(scope, items),
+    );
     await scope.add(urls);
     const scheduled = items.filter((item) => item.refetchMs > 0).length;
     this.#counts.scheduled += scheduled;
@@ -258,7 +284,8 @@ export async function* exportDumpLines(store: SeenStore, options: ExportDumpOpti
     const frontier = store.scope(name).frontier();
     let cursor: string | undefined;
     do {
-      if (options.signal?.aborted === true) throw new SeenStoreError('INTERRUPTED', `stopped while exporting scope ${name}; the dump is incomplete`);
+      if (options.signal?.aborted === true)
+        throw new SeenStoreError('INTERRUPTED', `stopped while exporting scope ${name}; the dump is incomplete`);
       const page = await frontier.entries({ limit: EXPORT_PAGE_ENTRIES, ...(cursor === undefined ? {} : { cursor }) });
       if (page.entries.length > 0) yield `${page.entries.map((entry) => formatDumpLine(entry, name)).join('\n')}\n`;
       cursor = page.cursor;

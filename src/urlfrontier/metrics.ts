@@ -16,13 +16,33 @@ export class UrlFrontierMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
-    this.#calls = new Counter({ name: 'seenstore_urlfrontier_calls_total', help: 'URLFrontier calls received, by RPC', labelNames: ['rpc'], registers });
-    this.#errors = new Counter({ name: 'seenstore_urlfrontier_errors_total', help: 'URLFrontier calls ended with an error status, by RPC and gRPC status code', labelNames: ['rpc', 'code'], registers });
-    this.#urlsIn = new Counter({ name: 'seenstore_urlfrontier_urls_in_total', help: 'URLs put (PutURLs, PutDiscovered), by the status they were acked with (OK, SKIPPED, FAIL)', labelNames: ['rpc', 'status'], registers });
-    this.#urlsOut = new Counter({ name: 'seenstore_urlfrontier_urls_out_total', help: 'URLs sent to clients (GetURLs, ListURLs)', labelNames: ['rpc'], registers });
+    this.#calls = new Counter({
+      name: 'seenstore_urlfrontier_calls_total',
+      help: 'URLFrontier calls received, by RPC',
+      labelNames: ['rpc'],
+      registers,
+    });
+    this.#errors = new Counter({
+      name: 'seenstore_urlfrontier_errors_total',
+      help: 'URLFrontier calls ended with an error status, by RPC and gRPC status code',
+      labelNames: ['rpc', 'code'],
+      registers,
+    });
+    this.#urlsIn = new Counter({
+      name: 'seenstore_urlfrontier_urls_in_total',
+      help: 'URLs put (PutURLs, PutDiscovered), by the status they were acked with (OK, SKIPPED, FAIL)',
+      labelNames: ['rpc', 'status'],
+      registers,
+    });
+    this.#urlsOut = new Counter({
+      name: 'seenstore_urlfrontier_urls_out_total',
+      help: 'URLs sent to clients (GetURLs, ListURLs)',
+      labelNames: ['rpc'],
+      registers,
+    });
     this.#seconds = new Histogram({
       name: 'seenstore_urlfrontier_seconds',
-      help: 'Time to answer a unary call or GetURLs, or from a put stream\'s batch starting to commit to its acks',
+      help: "Time to answer a unary call or GetURLs, or from a put stream's batch starting to commit to its acks",
       labelNames: ['rpc'],
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
       registers,

@@ -73,10 +73,16 @@ export class NodePresence {
     if (address === undefined) return;
     try {
       await this.#registry.heartbeat(address, NODE_TTL_MS);
-      if (this.#failing) this.#logger.log('urlfrontier', { event: 'heartbeat', node: address, message: 'registered again' });
+      if (this.#failing)
+        this.#logger.log('urlfrontier', { event: 'heartbeat', node: address, message: 'registered again' });
       this.#failing = false;
     } catch (error) {
-      if (!this.#failing) this.#logger.log('warning', { event: 'heartbeat', node: address, message: `cannot refresh this node's entry (ListNodes drops it after ${NODE_TTL_MS} ms without one): ${(error as Error).message}` });
+      if (!this.#failing)
+        this.#logger.log('warning', {
+          event: 'heartbeat',
+          node: address,
+          message: `cannot refresh this node's entry (ListNodes drops it after ${NODE_TTL_MS} ms without one): ${(error as Error).message}`,
+        });
       this.#failing = true;
     }
     if (this.#address === address) this.#schedule();
@@ -91,7 +97,10 @@ export function checkAdvertisedAddress(address: string): string {
   const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?):(\d{1,5})$/.exec(address);
   const port = match === null ? 0 : Number(match[2]);
   if (port < 1 || port > 65_535) {
-    throw new SeenStoreError('USAGE', `--advertise takes HOST:PORT (an IPv6 address in brackets, a port of 1-65535), got ${JSON.stringify(address.slice(0, 80))}`);
+    throw new SeenStoreError(
+      'USAGE',
+      `--advertise takes HOST:PORT (an IPv6 address in brackets, a port of 1-65535), got ${JSON.stringify(address.slice(0, 80))}`,
+    );
   }
   return address;
 }

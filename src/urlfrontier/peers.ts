@@ -5,7 +5,16 @@ import { urlFrontierService } from './proto.js';
 const PEER_CALL_MS = 2_000;
 
 type PeerMethod = 'SetActive' | 'GetActive' | 'SetLogLevel';
-type RawPeer = Client & Record<PeerMethod, (request: object, metadata: Metadata, options: { deadline: number }, callback: (error: ServiceError | null, reply: unknown) => void) => void>;
+type RawPeer = Client &
+  Record<
+    PeerMethod,
+    (
+      request: object,
+      metadata: Metadata,
+      options: { deadline: number },
+      callback: (error: ServiceError | null, reply: unknown) => void,
+    ) => void
+  >;
 
 /**
  * The other serve nodes of the store, for the calls whose `local: false` applies to every node of
@@ -20,7 +29,12 @@ export class Peers {
   readonly #clients = new Map<string, RawPeer>();
   readonly #onUnreachable: (address: string, error: Error) => void;
 
-  constructor(nodes: () => Promise<string[]>, self: () => string | undefined, token: string | undefined, onUnreachable: (address: string, error: Error) => void) {
+  constructor(
+    nodes: () => Promise<string[]>,
+    self: () => string | undefined,
+    token: string | undefined,
+    onUnreachable: (address: string, error: Error) => void,
+  ) {
     this.#nodes = nodes;
     this.#self = self;
     this.#onUnreachable = onUnreachable;
@@ -37,21 +51,29 @@ export class Peers {
 
   #call(address: string, method: PeerMethod, request: object): Promise<unknown> {
     return new Promise((resolve) => {
-      this.#client(address)[method](request, this.#metadata, { deadline: Date.now() + PEER_CALL_MS }, (error, reply) => {
-        if (error !== null) {
-          this.#onUnreachable(address, error);
-          resolve(undefined);
-        } else {
-          resolve(reply);
-        }
-      });
+      this.#client(address)[method](
+        request,
+        this.#metadata,
+        { deadline: Date.now() + PEER_CALL_MS },
+        (error, reply) => {
+          if (error !== null) {
+            this.#onUnreachable(address, error);
+            resolve(undefined);
+          } else {
+            resolve(reply);
+          }
+        },
+      );
     });
   }
 
   #client(address: string): RawPeer {
     let client = this.#clients.get(address);
     if (client === undefined) {
-      const Ctor = makeGenericClientConstructor(urlFrontierService(), 'URLFrontier') as unknown as new (address: string, creds: ReturnType<typeof credentials.createInsecure>) => RawPeer;
+      const Ctor = makeGenericClientConstructor(urlFrontierService(), 'URLFrontier') as unknown as new (
+        address: string,
+        creds: ReturnType<typeof credentials.createInsecure>,
+      ) => RawPeer;
       client = new Ctor(address, credentials.createInsecure());
       this.#clients.set(address, client);
     }

@@ -21,7 +21,11 @@ export interface MalformedMessage {
 }
 
 export function isMalformed(message: unknown): message is MalformedMessage {
-  return typeof message === 'object' && message !== null && typeof (message as { malformed?: unknown }).malformed === 'string';
+  return (
+    typeof message === 'object' &&
+    message !== null &&
+    typeof (message as { malformed?: unknown }).malformed === 'string'
+  );
 }
 
 let loaded: ServiceDefinition | undefined;
@@ -44,7 +48,9 @@ export function urlFrontierService(): ServiceDefinition {
         try {
           return decode(bytes);
         } catch (error) {
-          return { malformed: `the ${method.path.split('/').pop()} request is not a valid protobuf message: ${(error as Error).message}` } satisfies MalformedMessage;
+          return {
+            malformed: `the ${method.path.split('/').pop()} request is not a valid protobuf message: ${(error as Error).message}`,
+          } satisfies MalformedMessage;
         }
       },
     };

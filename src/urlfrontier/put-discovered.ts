@@ -83,18 +83,21 @@ export class PutDiscoveredStream {
   /** Starts committing on the next turn, so that the batches that arrived in this one are joined. */
   #kick(): void {
     if (this.#running !== undefined) return;
-    this.#running = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#drain()).finally(() => {
-      this.#running = undefined;
-      if (this.#cancelled) this.#pending = [];
-      else if (this.#pending.length > 0 || (this.#ended && !this.#call.writableEnded)) this.#kick();
-    });
+    this.#running = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.#drain())
+      .finally(() => {
+        this.#running = undefined;
+        if (this.#cancelled) this.#pending = [];
+        else if (this.#pending.length > 0 || (this.#ended && !this.#call.writableEnded)) this.#kick();
+      });
   }
 
   async #drain(): Promise<void> {
     while (this.#pending.length > 0 && !this.#cancelled) {
       let end = 1;
       let urls = this.#pending[0]!.items.length;
-      while (end < this.#pending.length && urls + this.#pending[end]!.items.length <= JOINED_URLS_MAX) urls += this.#pending[end++]!.items.length;
+      while (end < this.#pending.length && urls + this.#pending[end]!.items.length <= JOINED_URLS_MAX)
+        urls += this.#pending[end++]!.items.length;
       const joined = this.#pending.slice(0, end);
       const startNs = process.hrtime.bigint();
       const statuses = await this.#commit(joined);
@@ -137,7 +140,9 @@ export class PutDiscoveredStream {
       const urls = slots.map((slot) => slot.info.url);
       const queues = slots.map(({ info }) => (info.key === '' ? queueKeyOf(info.url, mode)! : info.key));
       const withData = slots.some(({ info }) => Object.keys(info.metadata).length > 0);
-      const data = withData ? slots.map(({ info }) => (Object.keys(info.metadata).length === 0 ? null : { metadata: info.metadata })) : undefined;
+      const data = withData
+        ? slots.map(({ info }) => (Object.keys(info.metadata).length === 0 ? null : { metadata: info.metadata }))
+        : undefined;
       const answers = await scope.enqueue(urls, { queues, ...(data === undefined ? {} : { data }) });
       return answers.map((isNew) => (isNew ? 'OK' : 'SKIPPED'));
     } catch (error) {

@@ -58,7 +58,11 @@ export class PutUrlsStream {
   readonly #hooks: PutStreamHooks<AckMessage>;
   readonly #warned = new Set<string>();
 
-  constructor(call: ServerDuplexStream<UrlItem | MalformedMessage, AckMessage>, crawls: Crawls, hooks: PutStreamHooks<AckMessage>) {
+  constructor(
+    call: ServerDuplexStream<UrlItem | MalformedMessage, AckMessage>,
+    crawls: Crawls,
+    hooks: PutStreamHooks<AckMessage>,
+  ) {
     this.#call = call;
     this.#crawls = crawls;
     this.#hooks = hooks;
@@ -90,17 +94,20 @@ export class PutUrlsStream {
   /** Starts committing on the next turn, so that the items that arrived in this one join the batch. */
   #kick(): void {
     if (this.#running !== undefined) return;
-    this.#running = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#drain()).finally(() => {
-      this.#running = undefined;
-      // A cancelled call gets no more acks: what it left pending is dropped (never acknowledged).
-      if (this.#cancelled) this.#pending = [];
-      else if (this.#pending.length > 0 || (this.#ended && !this.#call.writableEnded)) this.#kick();
-    });
+    this.#running = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.#drain())
+      .finally(() => {
+        this.#running = undefined;
+        // A cancelled call gets no more acks: what it left pending is dropped (never acknowledged).
+        if (this.#cancelled) this.#pending = [];
+        else if (this.#pending.length > 0 || (this.#ended && !this.#call.writableEnded)) this.#kick();
+      });
   }
 
   async #drain(): Promise<void> {
     while (this.#pending.length > 0 && !this.#cancelled) {
-      const batch = this.#pending.length <= PUT_BATCH_ITEMS_MAX ? this.#pending : this.#pending.slice(0, PUT_BATCH_ITEMS_MAX);
+      const batch =
+        this.#pending.length <= PUT_BATCH_ITEMS_MAX ? this.#pending : this.#pending.slice(0, PUT_BATCH_ITEMS_MAX);
       this.#pending = batch === this.#pending ? [] : this.#pending.slice(PUT_BATCH_ITEMS_MAX);
       if (this.#call.isPaused() && this.#pending.length < PENDING_ITEMS_MAX) this.#call.resume();
       const startNs = process.hrtime.bigint();
@@ -116,7 +123,10 @@ export class PutUrlsStream {
   /** The batch's acks in item order, each given once its run is durable. */
   async #commit(batch: readonly UrlItem[]): Promise<AckMessage[]> {
     const checked = batch.map(checkItem);
-    const acks: AckMessage[] = checked.map((entry) => ({ ID: entry.ackId, status: 'skipped' in entry ? 'SKIPPED' : 'OK' }));
+    const acks: AckMessage[] = checked.map((entry) => ({
+      ID: entry.ackId,
+      status: 'skipped' in entry ? 'SKIPPED' : 'OK',
+    }));
     // Runs of one crawl and one kind, in stream order: a URL discovered then known in one batch ends known.
     let start = 0;
     while (start < checked.length) {
@@ -162,11 +172,17 @@ export class PutUrlsStream {
     const urls = run.map((entry) => entry.url);
     const queues = run.map((entry) => (entry.key === '' ? queueKeyOf(entry.url, mode)! : entry.key));
     const withData = run.some((entry) => entry.metadata !== undefined);
-    const data = withData ? run.map((entry) => (entry.metadata === undefined ? null : { metadata: entry.metadata })) : undefined;
+    const data = withData
+      ? run.map((entry) => (entry.metadata === undefined ? null : { metadata: entry.metadata }))
+      : undefined;
     if (kind === 'discovered') await scope.enqueue(urls, { queues, ...(data === undefined ? {} : { data }) });
-    else await scope.frontier().schedule(urls, run.map((entry) => entry.atMs), { queues, ...(data === undefined ? {} : { data }) });
+    else
+      await scope.frontier().schedule(
+        urls,
+        run.map((entry) => entry.atMs),
+        { queues, ...(data === undefined ? {} : { data }) },
+      );
   }
-
 }
 
 function sameRun(a: PutEntry, b: Checked): boolean {

@@ -1,5 +1,12 @@
 import { timingSafeEqual } from 'node:crypto';
-import { Server, ServerCredentials, status as GrpcStatus, type Metadata, type UntypedHandleCall, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import {
+  Server,
+  ServerCredentials,
+  status as GrpcStatus,
+  type Metadata,
+  type UntypedHandleCall,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
 import type { ScopeOptions } from '../index.js';
 import type { AuthThrottle } from '../server/auth-throttle.js';
 import type { Logger } from '../server/logger.js';
@@ -59,8 +66,16 @@ export class UrlFrontierServer {
     this.#options = options;
     this.#digest = options.password === undefined ? undefined : passwordDigest(options.password);
     this.#presence = new NodePresence(store.nodes, options.logger);
-    this.#peers = new Peers(() => this.#presence.list(), () => this.#presence.address, options.password, (address, error) =>
-      options.logger.log('warning', { event: 'urlfrontier', node: address, message: `another node did not answer (left out): ${error.message}` }),
+    this.#peers = new Peers(
+      () => this.#presence.list(),
+      () => this.#presence.address,
+      options.password,
+      (address, error) =>
+        options.logger.log('warning', {
+          event: 'urlfrontier',
+          node: address,
+          message: `another node did not answer (left out): ${error.message}`,
+        }),
     );
     const handlers = urlFrontierHandlers({
       crawls: new Crawls(store, options.scopeOptions),
@@ -70,8 +85,20 @@ export class UrlFrontierServer {
       putDiscoveredInFlight: options.putDiscoveredInFlight ?? PUT_DISCOVERED_IN_FLIGHT_DEFAULT,
       logger: options.logger,
       metrics: new UrlFrontierMetrics(options.registry ?? new Registry()),
-      onUnusableCrawl: (method, crawlID, message) => options.logger.log('warning', { event: 'urlfrontier', method, crawl_id: crawlID.slice(0, 80), message: `its URLs are acked SKIPPED: ${message}` }),
-      onInternalError: (method, error) => options.logger.log('error', { event: 'urlfrontier', method, message: (error as Error).message, stack: (error as Error).stack ?? null }),
+      onUnusableCrawl: (method, crawlID, message) =>
+        options.logger.log('warning', {
+          event: 'urlfrontier',
+          method,
+          crawl_id: crawlID.slice(0, 80),
+          message: `its URLs are acked SKIPPED: ${message}`,
+        }),
+      onInternalError: (method, error) =>
+        options.logger.log('error', {
+          event: 'urlfrontier',
+          method,
+          message: (error as Error).message,
+          stack: (error as Error).stack ?? null,
+        }),
     });
     this.#server.addService(urlFrontierService(), this.#digest === undefined ? handlers : this.#guarded(handlers));
   }
@@ -87,11 +114,15 @@ export class UrlFrontierServer {
 
   async start(): Promise<void> {
     if (this.#digest === undefined && !isLoopback(this.#options.bind)) {
-      throw new Error(`refusing to serve URLFrontier on ${this.#options.bind} without a token: give --requirepass-file FILE or SEENSTORE_PASSWORD, or bind 127.0.0.1`);
+      throw new Error(
+        `refusing to serve URLFrontier on ${this.#options.bind} without a token: give --requirepass-file FILE or SEENSTORE_PASSWORD, or bind 127.0.0.1`,
+      );
     }
     const host = this.#options.bind.includes(':') ? `[${this.#options.bind}]` : this.#options.bind;
     this.#port = await new Promise<number>((resolve, reject) => {
-      this.#server.bindAsync(`${host}:${this.#options.port}`, ServerCredentials.createInsecure(), (error, port) => (error === null ? resolve(port) : reject(error)));
+      this.#server.bindAsync(`${host}:${this.#options.port}`, ServerCredentials.createInsecure(), (error, port) =>
+        error === null ? resolve(port) : reject(error),
+      );
     });
     // Listed once it can answer; a node that cannot register in its store does not serve.
     try {
@@ -109,7 +140,12 @@ export class UrlFrontierServer {
    * ends by itself after NODE_TTL_MS.
    */
   async stop(): Promise<void> {
-    await this.#presence.leave().catch((error: unknown) => this.#options.logger.log('warning', { event: 'urlfrontier', message: `cannot remove this node from the store's node list (it ends by itself in ${NODE_TTL_MS} ms): ${(error as Error).message}` }));
+    await this.#presence.leave().catch((error: unknown) =>
+      this.#options.logger.log('warning', {
+        event: 'urlfrontier',
+        message: `cannot remove this node from the store's node list (it ends by itself in ${NODE_TTL_MS} ms): ${(error as Error).message}`,
+      }),
+    );
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         this.#server.forceShutdown();
@@ -128,14 +164,22 @@ export class UrlFrontierServer {
   #guarded(handlers: UntypedServiceImplementation): UntypedServiceImplementation {
     const guarded: UntypedServiceImplementation = {};
     for (const [name, handler] of Object.entries(handlers)) {
-      guarded[name] = ((call: { metadata: Metadata; emit?: (event: string, error: unknown) => void }, callback?: (error: unknown) => void) => {
+      guarded[name] = ((
+        call: { metadata: Metadata; emit?: (event: string, error: unknown) => void },
+        callback?: (error: unknown) => void,
+      ) => {
         if (this.#authorized(call.metadata)) {
           (handler as (...args: unknown[]) => void)(call, callback);
           return;
         }
         this.#options.logger.log('warning', { event: 'auth-failed', protocol: 'urlfrontier', method: name });
-        const refusal = { code: GrpcStatus.UNAUTHENTICATED, details: 'URLFrontier calls need metadata authorization: Bearer TOKEN (the server\'s password)' };
-        void this.#options.authThrottle.failed().then(() => (callback === undefined ? call.emit!('error', refusal) : callback(refusal)));
+        const refusal = {
+          code: GrpcStatus.UNAUTHENTICATED,
+          details: "URLFrontier calls need metadata authorization: Bearer TOKEN (the server's password)",
+        };
+        void this.#options.authThrottle
+          .failed()
+          .then(() => (callback === undefined ? call.emit!('error', refusal) : callback(refusal)));
       }) as UntypedHandleCall;
     }
     return guarded;

@@ -1,15 +1,41 @@
-import { status as GrpcStatus, type ServerDuplexStream, type ServerWritableStream, type ServiceError, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import {
+  status as GrpcStatus,
+  type ServerDuplexStream,
+  type ServerWritableStream,
+  type ServiceError,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
 import { DEFAULT_FRONTIER_SETTINGS, MAX_TAKE } from '../epochs/frontier.js';
 import type { QueueStats } from '../epochs/frontier.js';
 import type { ServedFrontier } from '../server/served-store.js';
 import { type Crawls, scopeOfCrawl } from './crawls.js';
 import type { UrlFrontierMetrics } from './metrics.js';
-import { countUrls, listUrls, metadataOf, purgeUrls, urlItemOf, type CountUrlParams, type ListUrlParams, type PurgeUrlParams } from './url-listing.js';
+import {
+  countUrls,
+  listUrls,
+  metadataOf,
+  purgeUrls,
+  urlItemOf,
+  type CountUrlParams,
+  type ListUrlParams,
+  type PurgeUrlParams,
+} from './url-listing.js';
 import type { Logger, LogLevel } from '../server/logger.js';
 import { PutDiscoveredStream, type BatchAck, type DiscoveredBatch } from './put-discovered.js';
 import { PutUrlsStream } from './put-urls.js';
 import type {
-  AckMessage, BlockQueueParams, CrawlLimitParams, GetParams, LogLevelParams, MalformedMessage, Pagination, QueueDelayParams, QueueWithinCrawlParams, UrlInfo, UrlItem, UrlStatusRequest,
+  AckMessage,
+  BlockQueueParams,
+  CrawlLimitParams,
+  GetParams,
+  LogLevelParams,
+  MalformedMessage,
+  Pagination,
+  QueueDelayParams,
+  QueueWithinCrawlParams,
+  UrlInfo,
+  UrlItem,
+  UrlStatusRequest,
 } from './proto.js';
 import type { Peers } from './peers.js';
 import { isMalformed } from './proto.js';
@@ -52,12 +78,17 @@ export interface UrlFrontierServiceOptions {
 export function urlFrontierHandlers(options: UrlFrontierServiceOptions): UntypedServiceImplementation {
   const { crawls, metrics } = options;
   let active = true;
-  const unary = <Request, Reply>(method: string, run: (request: Request) => Promise<Reply>) =>
-    (call: { request: Request | MalformedMessage }, callback: (error: Partial<ServiceError> | null, reply?: Reply) => void): void => {
+  const unary =
+    <Request, Reply>(method: string, run: (request: Request) => Promise<Reply>) =>
+    (
+      call: { request: Request | MalformedMessage },
+      callback: (error: Partial<ServiceError> | null, reply?: Reply) => void,
+    ): void => {
       metrics.call(method);
       const startNs = process.hrtime.bigint();
       const request = call.request;
-      if (options.logger.enabled('debug')) options.logger.log('debug', { service: 'urlfrontier', method, request: JSON.stringify(request).slice(0, 500) });
+      if (options.logger.enabled('debug'))
+        options.logger.log('debug', { service: 'urlfrontier', method, request: JSON.stringify(request).slice(0, 500) });
       const answer = isMalformed(request) ? Promise.reject(invalidArgument(request.malformed)) : run(request);
       answer.then(
         (reply) => {
@@ -82,7 +113,9 @@ export function urlFrontierHandlers(options: UrlFrontierServiceOptions): Untyped
   return {
     ListNodes: unary('ListNodes', async () => ({ values: await options.nodes() })),
     ListCrawls: unary('ListCrawls', async () => ({ values: await crawls.names() })),
-    DeleteCrawl: unary('DeleteCrawl', async (request: { value: string }) => ({ value: await deleteCrawl(crawls, request.value) })),
+    DeleteCrawl: unary('DeleteCrawl', async (request: { value: string }) => ({
+      value: await deleteCrawl(crawls, request.value),
+    })),
     ListQueues: unary('ListQueues', (request: Pagination) => listQueues(crawls, request, options.clock())),
     GetStats: unary('GetStats', (request: QueueWithinCrawlParams) => stats(crawls, request)),
     DeleteQueue: unary('DeleteQueue', async (request: QueueWithinCrawlParams) => ({
@@ -112,7 +145,10 @@ export function urlFrontierHandlers(options: UrlFrontierServiceOptions): Untyped
       return {};
     }),
     SetCrawlLimit: unary('SetCrawlLimit', async (request: CrawlLimitParams) => {
-      await (await crawls.frontier(request.crawlID)).setCrawlLimit(request.key, request.limit === 0 ? null : request.limit);
+      await (await crawls.frontier(request.crawlID)).setCrawlLimit(
+        request.key,
+        request.limit === 0 ? null : request.limit,
+      );
       return {};
     }),
     SetLogLevel: unary('SetLogLevel', async (request: LogLevelParams) => {
@@ -149,16 +185,28 @@ export function urlFrontierHandlers(options: UrlFrontierServiceOptions): Untyped
     },
     PutURLs: (call: ServerDuplexStream<UrlItem | MalformedMessage, AckMessage>) => {
       metrics.call('PutURLs');
-      new PutUrlsStream(call, crawls, putHooks<AckMessage>('PutURLs', (ack) => [ack.status]));
+      new PutUrlsStream(
+        call,
+        crawls,
+        putHooks<AckMessage>('PutURLs', (ack) => [ack.status]),
+      );
     },
     PutDiscovered: (call: ServerDuplexStream<DiscoveredBatch | MalformedMessage, BatchAck>) => {
       metrics.call('PutDiscovered');
-      new PutDiscoveredStream(call, { crawls, maxInFlight: options.putDiscoveredInFlight, ...putHooks<BatchAck>('PutDiscovered', (ack) => ack.statuses) });
+      new PutDiscoveredStream(call, {
+        crawls,
+        maxInFlight: options.putDiscoveredInFlight,
+        ...putHooks<BatchAck>('PutDiscovered', (ack) => ack.statuses),
+      });
     },
   };
 }
 
-function failure(options: UrlFrontierServiceOptions, method: string, error: unknown): ReturnType<typeof toServiceError> {
+function failure(
+  options: UrlFrontierServiceOptions,
+  method: string,
+  error: unknown,
+): ReturnType<typeof toServiceError> {
   const status = toServiceError(error);
   options.metrics.error(method, status.code);
   if (status.code === GrpcStatus.INTERNAL) options.onInternalError(method, error);
@@ -166,7 +214,13 @@ function failure(options: UrlFrontierServiceOptions, method: string, error: unkn
 }
 
 /** URLFrontier's levels as serve's: TRACE and DEBUG are debug (every call logged), WARN warning. */
-const LEVEL_OF: Readonly<Record<LogLevelParams['level'], LogLevel>> = { TRACE: 'debug', DEBUG: 'debug', INFO: 'info', WARN: 'warning', ERROR: 'error' };
+const LEVEL_OF: Readonly<Record<LogLevelParams['level'], LogLevel>> = {
+  TRACE: 'debug',
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARN: 'warning',
+  ERROR: 'error',
+};
 
 /**
  * SetLogLevel: serve has one log, so the level applies to it whatever `package` names (the
@@ -182,7 +236,9 @@ function setLogLevel(logger: Logger, request: LogLevelParams): void {
 
 function checkedSeconds(name: string, seconds: number): number {
   if (!Number.isSafeInteger(seconds) || seconds < 0 || seconds > DELAY_S_MAX) {
-    throw invalidArgument(`${name} must be 0 to ${DELAY_S_MAX} seconds, got ${seconds} (a negative number sent as a uint32 arrives as ${2 ** 32 - 1})`);
+    throw invalidArgument(
+      `${name} must be 0 to ${DELAY_S_MAX} seconds, got ${seconds} (a negative number sent as a uint32 arrives as ${2 ** 32 - 1})`,
+    );
   }
   return seconds;
 }
@@ -192,14 +248,23 @@ function checkedSeconds(name: string, seconds: number): number {
  * reference service): until then it is not handed out again, and if it is not reported back (a
  * known item) by then, it is. Inactive (SetActive false): nothing.
  */
-async function getUrls(crawls: Crawls, call: ServerWritableStream<GetParams | MalformedMessage, UrlInfo>, active: boolean): Promise<number> {
+async function getUrls(
+  crawls: Crawls,
+  call: ServerWritableStream<GetParams | MalformedMessage, UrlInfo>,
+  active: boolean,
+): Promise<number> {
   const request = call.request;
   if (isMalformed(request)) throw invalidArgument(request.malformed);
-  const leaseMs = checkedSeconds('delay_requestable', request.delay_requestable === 0 ? DEFAULT_LEASE_S : request.delay_requestable) * SECONDS_TO_MS;
+  const leaseMs =
+    checkedSeconds('delay_requestable', request.delay_requestable === 0 ? DEFAULT_LEASE_S : request.delay_requestable) *
+    SECONDS_TO_MS;
   if (!active) return 0;
   let sent = 0;
   const perQueue = request.max_urls_per_queue === 0 ? MAX_TAKE : Math.min(request.max_urls_per_queue, MAX_TAKE);
-  let count = request.max_queues === 0 || request.max_urls_per_queue === 0 ? MAX_TAKE : Math.min(MAX_TAKE, request.max_queues * request.max_urls_per_queue);
+  let count =
+    request.max_queues === 0 || request.max_urls_per_queue === 0
+      ? MAX_TAKE
+      : Math.min(MAX_TAKE, request.max_queues * request.max_urls_per_queue);
   let queuesLeft = request.max_queues;
   const names = request.item === 'anyCrawlID' ? await crawls.names() : [request.crawlID ?? ''];
   for (const name of names) {
@@ -207,7 +272,12 @@ async function getUrls(crawls: Crawls, call: ServerWritableStream<GetParams | Ma
     // A crawl that does not exist answers nothing, as a poll before the first PutURLs should, and gets no state made for it.
     if (!(await crawls.exists(name))) continue;
     const frontier = await crawls.frontier(name);
-    const leased = await frontier.take(count, { leaseMs, perQueue, maxQueues: queuesLeft, ...(request.key === '' ? {} : { queue: request.key }) });
+    const leased = await frontier.take(count, {
+      leaseMs,
+      perQueue,
+      maxQueues: queuesLeft,
+      ...(request.key === '' ? {} : { queue: request.key }),
+    });
     const crawlID = (await crawls.scope(name)).name;
     const queues = new Set<string>();
     for (const entry of leased) {
@@ -234,7 +304,10 @@ async function deleteCrawl(crawls: Crawls, crawlID: string): Promise<number> {
   if (scope === undefined) return 0;
   const frontier = scope.frontier();
   const removed = await frontier.clear({ completed: true });
-  await frontier.configure({ delayMs: DEFAULT_FRONTIER_SETTINGS.delayMs, maxInFlightPerQueue: DEFAULT_FRONTIER_SETTINGS.maxInFlightPerQueue });
+  await frontier.configure({
+    delayMs: DEFAULT_FRONTIER_SETTINGS.delayMs,
+    maxInFlightPerQueue: DEFAULT_FRONTIER_SETTINGS.maxInFlightPerQueue,
+  });
   if ((await scope.openEpoch()) !== null) await scope.rotate({ afterDeletion: true });
   return removed;
 }
@@ -243,7 +316,8 @@ async function deleteCrawl(crawls: Crawls, crawlID: string): Promise<number> {
 async function listQueues(crawls: Crawls, request: Pagination, nowMs: number): Promise<object> {
   const scope = await crawls.find(request.crawlID);
   const size = request.size === 0 ? LIST_QUEUES_SIZE_DEFAULT : request.size;
-  if (scope === undefined) return { values: [], total: 0, start: request.start, size: 0, crawlID: scopeOfCrawl(request.crawlID) };
+  if (scope === undefined)
+    return { values: [], total: 0, start: request.start, size: 0, crawlID: scopeOfCrawl(request.crawlID) };
   const frontier = scope.frontier();
   const values: string[] = [];
   let total = 0;
@@ -273,7 +347,14 @@ async function forEachQueue(frontier: ServedFrontier, visit: (queue: QueueStats)
 /** GetStats of a queue (key given) or of the whole crawl: size = URLs waiting (due or scheduled), inProcess = leased. An unknown crawl: zeros. */
 async function stats(crawls: Crawls, request: QueueWithinCrawlParams): Promise<object> {
   const scope = await crawls.find(request.crawlID);
-  if (scope === undefined) return { size: 0, inProcess: 0, counts: { completed: 0 }, numberOfQueues: 0, crawlID: scopeOfCrawl(request.crawlID) };
+  if (scope === undefined)
+    return {
+      size: 0,
+      inProcess: 0,
+      counts: { completed: 0 },
+      numberOfQueues: 0,
+      crawlID: scopeOfCrawl(request.crawlID),
+    };
   const frontier = scope.frontier();
   if (request.key !== '') {
     const queue = await frontier.queue(request.key);
@@ -286,7 +367,13 @@ async function stats(crawls: Crawls, request: QueueWithinCrawlParams): Promise<o
     };
   }
   const s = await frontier.stats();
-  return { size: s.pending, inProcess: s.leased, counts: { completed: s.done }, numberOfQueues: s.queues, crawlID: scope.name };
+  return {
+    size: s.pending,
+    inProcess: s.leased,
+    counts: { completed: s.done },
+    numberOfQueues: s.queues,
+    crawlID: scope.name,
+  };
 }
 
 /**
@@ -298,9 +385,17 @@ async function stats(crawls: Crawls, request: QueueWithinCrawlParams): Promise<o
 async function urlStatus(crawls: Crawls, request: UrlStatusRequest): Promise<object> {
   if (request.url === '') throw invalidArgument('GetURLStatus needs a url');
   const scope = await crawls.find(request.crawlID);
-  if (scope === undefined) throw new RpcError(GrpcStatus.NOT_FOUND, `${request.url.slice(0, 200)} is not in crawl ${scopeOfCrawl(request.crawlID)}: no such crawl`);
+  if (scope === undefined)
+    throw new RpcError(
+      GrpcStatus.NOT_FOUND,
+      `${request.url.slice(0, 200)} is not in crawl ${scopeOfCrawl(request.crawlID)}: no such crawl`,
+    );
   const entry = await scope.frontier().urlStatus(request.url);
-  if (entry !== undefined) return urlItemOf({ url: request.url, queue: entry.queue, state: entry.state, atMs: entry.atMs, createdMs: entry.createdMs }, scope.name);
+  if (entry !== undefined)
+    return urlItemOf(
+      { url: request.url, queue: entry.queue, state: entry.state, atMs: entry.atMs, createdMs: entry.createdMs },
+      scope.name,
+    );
   const info = { url: request.url, key: request.key, metadata: {}, crawlID: scope.name };
   const [seen] = await scope.has([request.url]);
   if (seen === true) return { known: { info, refetchable_from_date: 0 }, ID: request.url };

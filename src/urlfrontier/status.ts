@@ -39,6 +39,7 @@ const STATUS_OF_CODE: Partial<Record<ErrorCode, GrpcStatus>> = {
  */
 export function toServiceError(error: unknown): Partial<ServiceError> & { code: GrpcStatus; details: string } {
   if (error instanceof RpcError) return { code: error.code, details: error.message };
-  if (error instanceof SeenStoreError) return { code: STATUS_OF_CODE[error.code] ?? GrpcStatus.INTERNAL, details: `${error.code}: ${error.message}` };
+  if (error instanceof SeenStoreError)
+    return { code: STATUS_OF_CODE[error.code] ?? GrpcStatus.INTERNAL, details: `${error.code}: ${error.message}` };
   return { code: GrpcStatus.INTERNAL, details: 'internal error: see the server log' };
 }

@@ -43,10 +43,18 @@ function urlFilter(filter: string | undefined, ignoreCase: boolean | undefined):
 }
 
 /** Calls `visit` with every entry of a frontier (of one queue when `key` is not empty), page by page; `visit` returning false stops. */
-async function forEachEntry(frontier: ServedFrontier, key: string, visit: (entries: readonly FrontierEntry[]) => Promise<boolean> | boolean): Promise<void> {
+async function forEachEntry(
+  frontier: ServedFrontier,
+  key: string,
+  visit: (entries: readonly FrontierEntry[]) => Promise<boolean> | boolean,
+): Promise<void> {
   let cursor: string | undefined;
   do {
-    const page = await frontier.entries({ limit: ENTRY_PAGE, ...(cursor === undefined ? {} : { cursor }), ...(key === '' ? {} : { queue: key }) });
+    const page = await frontier.entries({
+      limit: ENTRY_PAGE,
+      ...(cursor === undefined ? {} : { cursor }),
+      ...(key === '' ? {} : { queue: key }),
+    });
     if (!(await visit(page.entries))) return;
     cursor = page.cursor;
   } while (cursor !== undefined);
@@ -56,10 +64,18 @@ async function forEachEntry(frontier: ServedFrontier, key: string, visit: (entri
  * An entry as URLFrontier's URLItem, as GetURLStatus answers it: discovered while it waits or is
  * in process, known with its refetch date while it is scheduled; creation_date in seconds.
  */
-export function urlItemOf(entry: Pick<FrontierEntry, 'url' | 'queue' | 'state' | 'atMs' | 'createdMs' | 'data'>, crawlID: string): object {
+export function urlItemOf(
+  entry: Pick<FrontierEntry, 'url' | 'queue' | 'state' | 'atMs' | 'createdMs' | 'data'>,
+  crawlID: string,
+): object {
   const info: UrlInfo = { url: entry.url, key: entry.queue, metadata: metadataOf(entry.data), crawlID };
   const creation_date = Math.floor(entry.createdMs / SECONDS_TO_MS);
-  if (entry.state === 'scheduled') return { known: { info, refetchable_from_date: Math.ceil(entry.atMs / SECONDS_TO_MS) }, ID: entry.url, creation_date };
+  if (entry.state === 'scheduled')
+    return {
+      known: { info, refetchable_from_date: Math.ceil(entry.atMs / SECONDS_TO_MS) },
+      ID: entry.url,
+      creation_date,
+    };
   return { discovered: { info }, ID: entry.url, creation_date };
 }
 
@@ -75,7 +91,10 @@ export function metadataOf(data: unknown): UrlInfo['metadata'] {
  * stable while nothing is queued or removed. Finished URLs are not listed: they live only as
  * bits of the filter. Resolves with how many were sent.
  */
-export async function listUrls(crawls: Crawls, call: ServerWritableStream<ListUrlParams | MalformedMessage, object>): Promise<number> {
+export async function listUrls(
+  crawls: Crawls,
+  call: ServerWritableStream<ListUrlParams | MalformedMessage, object>,
+): Promise<number> {
   const request = call.request;
   if (isMalformed(request)) throw invalidArgument(request.malformed);
   const scope = await crawls.find(request.crawlID);

@@ -14,7 +14,10 @@ export function addsContract(ctx: ContractContext): void {
       const input = [...ctx.urls.slice(0, 5_000), ...ctx.urls.slice(0, 100)];
       const first = await scope.addIfAbsent(input);
       assert.equal(first.filter(Boolean).length, 5_000);
-      assert.ok(first.slice(5_000).every((fresh) => !fresh), 'a duplicate within the call was new twice');
+      assert.ok(
+        first.slice(5_000).every((fresh) => !fresh),
+        'a duplicate within the call was new twice',
+      );
       const again = await scope.addIfAbsent(ctx.urls.slice(0, 6_000));
       assert.equal(again.slice(0, 5_000).filter(Boolean).length, 0, 'a URL was new twice');
       assert.equal(again.slice(5_000).filter(Boolean).length, 1_000);
@@ -25,15 +28,23 @@ export function addsContract(ctx: ContractContext): void {
     }
   });
 
-  const shared = ctx.capabilities.sharedAcrossProcesses ? false : `the ${ctx.factory.name} driver's stores live in one process`;
-  test('several processes on overlapping inputs: every URL reported new by exactly one of them', { skip: shared }, async () => {
+  const shared = ctx.capabilities.sharedAcrossProcesses
+    ? false
+    : `the ${ctx.factory.name} driver's stores live in one process`;
+  test('several processes on overlapping inputs: every URL reported new by exactly one of them', {
+    skip: shared,
+  }, async () => {
     const { store: first, location } = await ctx.open();
     await first.close();
     const dir = tempDir('seenstore-contract-');
     const all = ctx.urls.slice(0, 9_000);
     // Three processes, each with two thirds of the URLs in an order of its own: every URL is offered twice.
     const thirds = [0, 1, 2].map((p) => all.filter((_, i) => i % 3 !== p));
-    const inputs = [thirds[0]!, [...thirds[1]!].reverse(), [...thirds[2]!.filter((_, i) => i % 2 === 1), ...thirds[2]!.filter((_, i) => i % 2 === 0)]];
+    const inputs = [
+      thirds[0]!,
+      [...thirds[1]!].reverse(),
+      [...thirds[2]!.filter((_, i) => i % 2 === 1), ...thirds[2]!.filter((_, i) => i % 2 === 0)],
+    ];
     const files = inputs.map((input, p) => {
       const file = join(dir, `input-${p}.txt`);
       writeFileSync(file, `${input.join('\n')}\n`);

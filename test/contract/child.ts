@@ -8,7 +8,9 @@ import { readFileSync } from 'node:fs';
 import { SeenStore } from '../../src/index.js';
 
 const [location, file, options] = process.argv.slice(2);
-const urls = readFileSync(file!, 'utf8').split('\n').filter((line) => line.length > 0);
+const urls = readFileSync(file!, 'utf8')
+  .split('\n')
+  .filter((line) => line.length > 0);
 const store = await SeenStore.open(location!, JSON.parse(options!));
 const scope = store.scope('s', { capacityUrls: 200_000, fprTarget: 1e-9 });
 const out: string[] = [];

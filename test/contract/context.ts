@@ -85,10 +85,17 @@ export function contractContext(factory: StoreFactory): ContractContext {
         return;
       }
       assert.equal(new Set(taken).size, taken.length, message);
-      assert.ok(taken.every((url) => queued.includes(url)), message);
+      assert.ok(
+        taken.every((url) => queued.includes(url)),
+        message,
+      );
     },
     sameTaken: (actual, expected, message) => {
-      assert.deepEqual(oldestFirst ? actual : [...actual].sort(), oldestFirst ? expected : [...expected].sort(), message);
+      assert.deepEqual(
+        oldestFirst ? actual : [...actual].sort(),
+        oldestFirst ? expected : [...expected].sort(),
+        message,
+      );
     },
   };
 }
@@ -99,12 +106,18 @@ const CHILD = join(ROOT, 'dist', 'test', 'contract', 'child.js');
 /** Runs the contract's child process: adds FILE's URLs to scope `s` in batches, prints the new ones. */
 export function runChild(location: string, file: string, options: SeenStoreOptions): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CHILD, location, file, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CHILD, location, file, JSON.stringify(options)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(out.split('\n').filter((line) => line.length > 0)) : reject(new Error(`contract child exited ${code}: ${err}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolve(out.split('\n').filter((line) => line.length > 0))
+        : reject(new Error(`contract child exited ${code}: ${err}`)),
+    );
   });
 }

@@ -24,7 +24,9 @@ export function errorsContract(ctx: ContractContext): void {
       await scope.rotate();
       await expectCode('EPOCH_SEALED', () => scope.add(ctx.urls.slice(10, 20), { epoch: 1 }));
       await expectCode('EPOCH_SEALED', () => scope.merge([join(dir, 'none.ssx')], 1));
-      await expectCode('CAPACITY_EXCEEDED', () => store.scope('huge', { capacityUrls: 1e13, fprTarget: 1e-12 }).add(['https://a.example/']));
+      await expectCode('CAPACITY_EXCEEDED', () =>
+        store.scope('huge', { capacityUrls: 1e13, fprTarget: 1e-12 }).add(['https://a.example/']),
+      );
       const file = join(dir, 'e.ssx');
       await scope.export(file);
       const bytes = readFileSync(file);

@@ -15,7 +15,10 @@ export function growthContract(ctx: ContractContext): void {
       assert.ok(stats.slices >= 3, `only ${stats.slices} slices for 12x the capacity`);
       const probes = ctx.others.slice(0, 20_000);
       const positives = (await scope.has(probes)).filter(Boolean).length;
-      assert.ok(positives <= binomialUpper(probes.length, fprTarget), `${positives} false positives among ${probes.length} (target ${fprTarget})`);
+      assert.ok(
+        positives <= binomialUpper(probes.length, fprTarget),
+        `${positives} false positives among ${probes.length} (target ${fprTarget})`,
+      );
       assert.ok((await scope.has(ctx.urls.slice(0, 12_000))).every(Boolean), 'a false negative after growth');
     } finally {
       await store.close();

@@ -34,22 +34,38 @@ export function queuesContract(ctx: ContractContext): void {
       await scope.enqueue([c('1')]);
       const first = await frontier.take(100, { perQueue: 2, leaseMs: HOUR_MS });
       // b's URLs came first, then a's, then c's.
-      assert.deepEqual(first.map((entry) => entry.url), [b('1'), b('2'), a('1'), a('2'), c('1')]);
+      assert.deepEqual(
+        first.map((entry) => entry.url),
+        [b('1'), b('2'), a('1'), a('2'), c('1')],
+      );
       assert.deepEqual(queuesOf(first), ['b.example', 'b.example', 'a.example', 'a.example', 'c.example:8080']);
       const stats = await frontier.stats();
       assert.deepEqual({ ...stats }, { pending: 2, leased: 5, done: 0, failed: 0, queues: 3 });
       const queueA = await frontier.queue('a.example');
       assert.equal(queueA?.waiting, 2);
       assert.equal(queueA?.leased, 2);
-      assert.deepEqual((await frontier.listQueues()).map((queue) => queue.key), ['a.example', 'b.example', 'c.example:8080']);
-      assert.deepEqual((await frontier.listQueues({ after: 'a.example', limit: 1 })).map((queue) => queue.key), ['b.example']);
+      assert.deepEqual(
+        (await frontier.listQueues()).map((queue) => queue.key),
+        ['a.example', 'b.example', 'c.example:8080'],
+      );
+      assert.deepEqual(
+        (await frontier.listQueues({ after: 'a.example', limit: 1 })).map((queue) => queue.key),
+        ['b.example'],
+      );
       await scope.enqueue([b('3'), c('2')]);
       const one = await frontier.take(100, { perQueue: 5, maxQueues: 1, leaseMs: HOUR_MS });
       assert.equal(new Set(queuesOf(one)).size, 1, 'maxQueues 1 handed out several queues');
-      assert.deepEqual(one.map((entry) => entry.url), [a('3'), a('4')], 'the oldest ready queue did not come first');
+      assert.deepEqual(
+        one.map((entry) => entry.url),
+        [a('3'), a('4')],
+        'the oldest ready queue did not come first',
+      );
       // URLs given their own queue key (URLFrontier's URLInfo.key) go there.
       await scope.enqueue([a('5')], { queues: ['shared'] });
-      assert.deepEqual((await frontier.take(100, { queue: 'shared', leaseMs: HOUR_MS })).map((entry) => [entry.url, entry.queue]), [[a('5'), 'shared']]);
+      assert.deepEqual(
+        (await frontier.take(100, { queue: 'shared', leaseMs: HOUR_MS })).map((entry) => [entry.url, entry.queue]),
+        [[a('5'), 'shared']],
+      );
     } finally {
       await store.close();
     }
@@ -76,7 +92,11 @@ export function queuesContract(ctx: ContractContext): void {
         first.push(await takeOne());
         time.advance(5);
       }
-      assert.deepEqual(first, ['c.example:8080', 'b.example', 'a.example'], 'the queue ready first was not taken first');
+      assert.deepEqual(
+        first,
+        ['c.example:8080', 'b.example', 'a.example'],
+        'the queue ready first was not taken first',
+      );
       // With a delay of 0 a queue is ready again at once: a block makes all three ready at the same
       // time, and then the one taken longest ago goes first, not key order, so none is passed over.
       const blockedUntilMs = time.now() + time.unit;
@@ -90,14 +110,26 @@ export function queuesContract(ctx: ContractContext): void {
     }
   });
 
-  test('queues: domain keys group a site\'s hosts; the key is fixed once URLs were queued', async () => {
+  test("queues: domain keys group a site's hosts; the key is fixed once URLs were queued", async () => {
     const { store } = await openTimed(ctx.factory);
     try {
       const scope = store.scope('d', EXACT);
       const frontier = scope.frontier();
       await frontier.configure({ queueKey: 'domain', delayMs: 0 });
-      await scope.enqueue(['https://news.example.co.uk/1', 'https://www.example.co.uk/2', 'https://a.github.io/', 'https://b.github.io/']);
-      assert.deepEqual((await frontier.listQueues()).map((queue) => [queue.key, queue.waiting]), [['a.github.io', 1], ['b.github.io', 1], ['example.co.uk', 2]]);
+      await scope.enqueue([
+        'https://news.example.co.uk/1',
+        'https://www.example.co.uk/2',
+        'https://a.github.io/',
+        'https://b.github.io/',
+      ]);
+      assert.deepEqual(
+        (await frontier.listQueues()).map((queue) => [queue.key, queue.waiting]),
+        [
+          ['a.github.io', 1],
+          ['b.github.io', 1],
+          ['example.co.uk', 2],
+        ],
+      );
       await expectCode('USAGE', () => frontier.configure({ queueKey: 'host' }));
       assert.equal((await frontier.settings()).queueKey, 'domain');
     } finally {
@@ -113,14 +145,21 @@ export function queuesContract(ctx: ContractContext): void {
       await frontier.configure({ queueKey: 'domain', delayMs: 0 });
       // What Scope.enqueue reads before computing its queues (and a caller that keeps the key).
       assert.equal(await frontier.pinnedQueueKey(), 'domain');
-      assert.equal((await frontier.stats()).pending, 0, 'nothing is queued: the refusal below is the pin\'s');
+      assert.equal((await frontier.stats()).pending, 0, "nothing is queued: the refusal below is the pin's");
       // Refused whole: the delay of the same call is not applied either.
       await expectCode('USAGE', () => frontier.configure({ queueKey: 'host', delayMs: 7 }));
       assert.deepEqual(await frontier.settings(), { queueKey: 'domain', delayMs: 0, maxInFlightPerQueue: 0 });
       // The same key again, and the other settings, still change.
-      assert.deepEqual(await frontier.configure({ queueKey: 'domain', delayMs: 5 }), { queueKey: 'domain', delayMs: 5, maxInFlightPerQueue: 0 });
+      assert.deepEqual(await frontier.configure({ queueKey: 'domain', delayMs: 5 }), {
+        queueKey: 'domain',
+        delayMs: 5,
+        maxInFlightPerQueue: 0,
+      });
       await scope.enqueue(['https://www.example.co.uk/1']);
-      assert.deepEqual((await frontier.listQueues()).map((queue) => queue.key), ['example.co.uk']);
+      assert.deepEqual(
+        (await frontier.listQueues()).map((queue) => queue.key),
+        ['example.co.uk'],
+      );
 
       // An enqueue that queues nothing (its URL seen before) pins the key all the same; one of no URL does not.
       const seen = store.scope('p2', EXACT);
@@ -145,24 +184,46 @@ export function queuesContract(ctx: ContractContext): void {
       await scope.enqueue([a('1'), a('2'), a('3'), a('4'), b('1'), b('2'), b('3')]);
       const first = await frontier.take(100, { leaseMs: HOUR_MS });
       assert.deepEqual(first.map((entry) => entry.url).sort(), [a('1'), b('1')]);
-      assert.deepEqual(await frontier.take(100, { leaseMs: HOUR_MS }), [], 'a queue was handed out again inside its delay');
+      assert.deepEqual(
+        await frontier.take(100, { leaseMs: HOUR_MS }),
+        [],
+        'a queue was handed out again inside its delay',
+      );
       const readyAt = (await frontier.queue('a.example'))?.readyAtMs;
       assert.ok(readyAt !== undefined && readyAt > time.now(), 'a queue inside its delay says it is ready');
       time.advance(unit);
-      assert.deepEqual((await frontier.take(100, { leaseMs: HOUR_MS })).map((entry) => entry.url).sort(), [a('2'), b('2')]);
+      assert.deepEqual((await frontier.take(100, { leaseMs: HOUR_MS })).map((entry) => entry.url).sort(), [
+        a('2'),
+        b('2'),
+      ]);
       await frontier.setDelay('b.example', 3 * unit);
       assert.equal((await frontier.queue('b.example'))?.delayMs, 3 * unit);
       time.advance(unit);
-      assert.deepEqual((await frontier.take(100, { leaseMs: HOUR_MS })).map((entry) => entry.url), [a('3')], 'a queue\'s own delay was not kept');
+      assert.deepEqual(
+        (await frontier.take(100, { leaseMs: HOUR_MS })).map((entry) => entry.url),
+        [a('3')],
+        "a queue's own delay was not kept",
+      );
       await frontier.blockUntil('a.example', time.now() + 10 * unit);
       time.advance(3 * unit);
-      assert.deepEqual((await frontier.take(100, { leaseMs: HOUR_MS })).map((entry) => entry.url), [b('3')], 'a blocked queue was handed out');
+      assert.deepEqual(
+        (await frontier.take(100, { leaseMs: HOUR_MS })).map((entry) => entry.url),
+        [b('3')],
+        'a blocked queue was handed out',
+      );
       assert.ok(((await frontier.queue('a.example'))?.blockedUntilMs ?? 0) > time.now());
       await frontier.blockUntil('a.example', 0);
       await frontier.configure({ maxInFlightPerQueue: 3 });
-      assert.deepEqual(await frontier.take(100, { leaseMs: HOUR_MS }), [], 'a queue with as many URLs leased as its in-flight limit was handed out');
+      assert.deepEqual(
+        await frontier.take(100, { leaseMs: HOUR_MS }),
+        [],
+        'a queue with as many URLs leased as its in-flight limit was handed out',
+      );
       assert.equal(await frontier.done([first.find((entry) => entry.queue === 'a.example')!.id]), 1);
-      assert.deepEqual((await frontier.take(100, { leaseMs: HOUR_MS })).map((entry) => entry.url), [a('4')]);
+      assert.deepEqual(
+        (await frontier.take(100, { leaseMs: HOUR_MS })).map((entry) => entry.url),
+        [a('4')],
+      );
       await frontier.setDelay('b.example', null);
       assert.equal((await frontier.queue('b.example'))?.delayMs, undefined);
     } finally {
@@ -202,14 +263,28 @@ export function queuesContract(ctx: ContractContext): void {
       const frontier = scope.frontier();
       await frontier.configure({ delayMs: 0 });
       assert.equal(await frontier.schedule([a('later'), a('sooner')], [time.now() + 2 * unit, time.now() + unit]), 2);
-      assert.deepEqual(await frontier.take(100, { perQueue: 10, leaseMs: HOUR_MS }), [], 'a URL was handed out before its time');
+      assert.deepEqual(
+        await frontier.take(100, { perQueue: 10, leaseMs: HOUR_MS }),
+        [],
+        'a URL was handed out before its time',
+      );
       assert.equal((await frontier.urlStatus(a('later')))?.state, 'scheduled');
       assert.equal((await frontier.queue('a.example'))?.waiting, 2);
       time.advance(2 * unit);
       const due = await frontier.take(100, { perQueue: 10, leaseMs: HOUR_MS });
-      assert.deepEqual(due.map((entry) => entry.url), [a('sooner'), a('later')], 'the sooner refetch date did not come first');
+      assert.deepEqual(
+        due.map((entry) => entry.url),
+        [a('sooner'), a('later')],
+        'the sooner refetch date did not come first',
+      );
       assert.equal((await frontier.urlStatus(a('sooner')))?.state, 'leased');
-      assert.equal(await frontier.done(due.map((entry) => entry.id), { refetchAtMs: [time.now() + unit, 0] }), 2);
+      assert.equal(
+        await frontier.done(
+          due.map((entry) => entry.id),
+          { refetchAtMs: [time.now() + unit, 0] },
+        ),
+        2,
+      );
       assert.equal(await frontier.urlStatus(a('later')), undefined, 'a URL done without a refetch time stayed');
       const status = await frontier.urlStatus(a('sooner'));
       assert.equal(status?.state, 'scheduled');
@@ -217,11 +292,17 @@ export function queuesContract(ctx: ContractContext): void {
       assert.deepEqual(await frontier.take(100, { leaseMs: HOUR_MS }), []);
       time.advance(unit);
       const again = await frontier.take(100, { leaseMs: HOUR_MS });
-      assert.deepEqual(again.map((entry) => [entry.url, entry.attempts]), [[a('sooner'), 1]]);
+      assert.deepEqual(
+        again.map((entry) => [entry.url, entry.attempts]),
+        [[a('sooner'), 1]],
+      );
       // A queued URL scheduled later moves to that time; a schedule of 0 finishes it.
       await scope.enqueue([b('1'), b('2')]);
       await frontier.schedule([b('1')], [time.now() + unit]);
-      assert.deepEqual((await frontier.take(100, { perQueue: 10, leaseMs: HOUR_MS })).map((entry) => entry.url), [b('2')]);
+      assert.deepEqual(
+        (await frontier.take(100, { perQueue: 10, leaseMs: HOUR_MS })).map((entry) => entry.url),
+        [b('2')],
+      );
       const before = (await frontier.stats()).done;
       assert.equal(await frontier.schedule([b('1')], [0]), 0);
       assert.equal(await frontier.urlStatus(b('1')), undefined);
@@ -247,7 +328,10 @@ export function queuesContract(ctx: ContractContext): void {
       assert.equal(await frontier.deleteQueue('a.example'), 0);
       assert.equal((await frontier.stats()).queues, 2);
       assert.equal(await frontier.clear(), 2);
-      assert.deepEqual({ ...(await frontier.stats()), done: 0 }, { pending: 0, leased: 0, done: 0, failed: 0, queues: 0 });
+      assert.deepEqual(
+        { ...(await frontier.stats()), done: 0 },
+        { pending: 0, leased: 0, done: 0, failed: 0, queues: 0 },
+      );
       assert.deepEqual(await scope.enqueue([a('1')]), [false], 'deleting a queue forgot what was seen');
     } finally {
       await store.close();
@@ -262,11 +346,16 @@ export function queuesContract(ctx: ContractContext): void {
       await scope.frontier().configure({ delayMs: HOUR_MS });
       const hosts = Array.from({ length: 20 }, (_, i) => host(`h${i}.example`));
       await scope.enqueue(hosts.flatMap((h) => [h('1'), h('2'), h('3')]));
-      const takers = [store, other, store, other, store, other].map((handle) => handle.scope('g', EXACT).frontier().take(7, { leaseMs: HOUR_MS }));
+      const takers = [store, other, store, other, store, other].map((handle) =>
+        handle.scope('g', EXACT).frontier().take(7, { leaseMs: HOUR_MS }),
+      );
       const taken = (await Promise.all(takers)).flat();
       const perQueue = countBy(queuesOf(taken));
       assert.equal(perQueue.size, 20, 'a ready queue was not handed out');
-      assert.ok([...perQueue.values()].every((n) => n === 1), 'a queue was handed out twice inside its delay');
+      assert.ok(
+        [...perQueue.values()].every((n) => n === 1),
+        'a queue was handed out twice inside its delay',
+      );
     } finally {
       await other.close();
       await store.close();
@@ -282,12 +371,16 @@ export function queuesContract(ctx: ContractContext): void {
       const hosts = Array.from({ length: 40 }, (_, i) => host(`site${i}.example`));
       await scope.enqueue(hosts.flatMap((h) => [h('1'), h('2')]));
       // Both owners become live (a take within the lease time), then give their URLs back.
-      for (const owner of ['w1', 'w2']) await frontier.release((await frontier.take(1, { owner, leaseMs: HOUR_MS })).map((entry) => entry.id));
+      for (const owner of ['w1', 'w2'])
+        await frontier.release((await frontier.take(1, { owner, leaseMs: HOUR_MS })).map((entry) => entry.id));
       const one = await frontier.take(100, { owner: 'w1', affinity: true, leaseMs: HOUR_MS });
       const two = await frontier.take(100, { owner: 'w2', affinity: true, leaseMs: HOUR_MS });
       const [mine, theirs] = [new Set(queuesOf(one)), new Set(queuesOf(two))];
       assert.ok(mine.size > 0 && theirs.size > 0, 'one owner got no queue');
-      assert.ok([...mine].every((queue) => !theirs.has(queue)), 'a queue went to both owners');
+      assert.ok(
+        [...mine].every((queue) => !theirs.has(queue)),
+        'a queue went to both owners',
+      );
       assert.equal(mine.size + theirs.size, 40);
       await expectCode('USAGE', () => frontier.take(1, { affinity: true }));
     } finally {

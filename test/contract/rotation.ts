@@ -18,9 +18,16 @@ export function rotationContract(ctx: ContractContext): void {
       assert.equal(rotated.sealed.added, 4_000);
       assert.equal(rotated.opened.epoch, 2);
       assert.equal(rotated.opened.sizing.policy, 'history-v1');
-      assert.ok(rotated.opened.capacityUrls >= 4_000, `capacity ${rotated.opened.capacityUrls} is below what epoch 1 held`);
+      assert.ok(
+        rotated.opened.capacityUrls >= 4_000,
+        `capacity ${rotated.opened.capacityUrls} is below what epoch 1 held`,
+      );
       const one = await scope.epoch(1);
-      assert.notDeepEqual(rotated.opened.sliceDetails[0]!.seeds, one.sliceDetails[0]!.seeds, 'the new epoch hashes with the old seeds');
+      assert.notDeepEqual(
+        rotated.opened.sliceDetails[0]!.seeds,
+        one.sliceDetails[0]!.seeds,
+        'the new epoch hashes with the old seeds',
+      );
       await scope.add(ctx.urls.slice(2_000, 6_000));
       const probe = ctx.urls.slice(0, 8_000);
       const any = await scope.has(probe, { epochs: 'all', mode: 'any' });
@@ -32,7 +39,10 @@ export function rotationContract(ctx: ContractContext): void {
         assert.equal(current[i], i >= 2_000 && i < 6_000, `current, URL ${i}`);
       });
       const classes = await scope.classify(probe.slice(3_000, 5_000));
-      assert.deepEqual(classes, probe.slice(3_000, 5_000).map((_, i) => (3_000 + i < 4_000 ? 'revisit' : 'new')));
+      assert.deepEqual(
+        classes,
+        probe.slice(3_000, 5_000).map((_, i) => (3_000 + i < 4_000 ? 'revisit' : 'new')),
+      );
       const diff = await scope.diff(probe, 1, 2);
       assert.deepEqual(diff.counts, { both: 2_000, 'only-from': 2_000, 'only-to': 2_000, neither: 2_000 });
     } finally {
@@ -43,7 +53,8 @@ export function rotationContract(ctx: ContractContext): void {
   test('rotation gives fresh seeds and independent false positives; `all` over two epochs measures about p^2', async () => {
     const benign = new Set(ctx.others);
     const probes = ctx.urls.filter((url) => !benign.has(url));
-    const positives = (answers: readonly boolean[]): Set<number> => new Set(answers.flatMap((seen, i) => (seen ? [i] : [])));
+    const positives = (answers: readonly boolean[]): Set<number> =>
+      new Set(answers.flatMap((seen, i) => (seen ? [i] : [])));
     const { store } = await ctx.open();
     try {
       // A deliberately small filter: 10,000 URLs at a 10 % target, so the first slice runs at ~5 %.
@@ -67,16 +78,22 @@ export function rotationContract(ctx: ContractContext): void {
       const both = (await scope.has(probes, { epochs: { last: 2 }, mode: 'all' })).filter(Boolean).length;
       assert.equal(both, overlap);
       assert.ok(both / n < p1 / 4, `'all' over two epochs: ${both / n} vs one epoch ${p1}`);
-      assert.ok((await scope.has(inserted, { epochs: 'all', mode: 'all' })).every(Boolean), 'no false negatives in either epoch');
+      assert.ok(
+        (await scope.has(inserted, { epochs: 'all', mode: 'all' })).every(Boolean),
+        'no false negatives in either epoch',
+      );
       // `any` over both epochs is the union of each epoch's positives.
       const either = positives(await scope.has(probes, { epochs: 'all', mode: 'any' }));
-      assert.deepEqual([...either].sort((a, b) => a - b), [...new Set([...first, ...second])].sort((a, b) => a - b));
+      assert.deepEqual(
+        [...either].sort((a, b) => a - b),
+        [...new Set([...first, ...second])].sort((a, b) => a - b),
+      );
     } finally {
       await store.close();
     }
   });
 
-  test('a rotation by another handle: this handle\'s next adds go to the new epoch', async () => {
+  test("a rotation by another handle: this handle's next adds go to the new epoch", async () => {
     const { store, location } = await ctx.open();
     let other: SeenStore | undefined;
     try {
@@ -88,11 +105,21 @@ export function rotationContract(ctx: ContractContext): void {
       // Epoch 2 has fresh bits: the URLs of epoch 1 are new in it, not answered from the sealed epoch.
       assert.ok((await scope.addIfAbsent(first)).every(Boolean), 'an add went to the sealed epoch');
       assert.equal((await scope.add(second, { epoch: 2 })).added, 200);
-      assert.equal(await other.scope('s').rotate().then((r) => r.opened.epoch), 3);
+      assert.equal(
+        await other
+          .scope('s')
+          .rotate()
+          .then((r) => r.opened.epoch),
+        3,
+      );
       await expectCode('EPOCH_SEALED', () => scope.add(ctx.urls.slice(400, 410), { epoch: 2 }));
       assert.equal((await scope.add(ctx.urls.slice(400, 410), { epoch: 3 })).added, 10);
       const counts = (await other.scope('s').stats()).epochs.map((e) => [e.epoch, e.added]);
-      assert.deepEqual(counts, [[1, 200], [2, 400], [3, 10]]);
+      assert.deepEqual(counts, [
+        [1, 200],
+        [2, 400],
+        [3, 10],
+      ]);
     } finally {
       await other?.close();
       await store.close();
@@ -108,8 +135,14 @@ export function rotationContract(ctx: ContractContext): void {
         await scope.rotate();
       }
       const dropped = await scope.prune({ keepLast: 2 });
-      assert.deepEqual(dropped.map((d) => d.epoch), [1, 2]);
-      assert.deepEqual((await scope.stats()).epochs.map((e) => e.epoch), [3, 4]);
+      assert.deepEqual(
+        dropped.map((d) => d.epoch),
+        [1, 2],
+      );
+      assert.deepEqual(
+        (await scope.stats()).epochs.map((e) => e.epoch),
+        [3, 4],
+      );
       await expectCode('NOT_FOUND', () => scope.epoch(1));
       const inThree = await scope.has(ctx.urls.slice(2_000, 3_000), { epochs: 3 });
       assert.ok(inThree.every(Boolean));

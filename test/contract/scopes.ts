@@ -32,11 +32,22 @@ export function scopesContract(ctx: ContractContext): void {
         }
       }
       const again = store.scope('doomed', EXACT);
-      assert.deepEqual(await again.add(urls.slice(0, 100)), { submitted: 100, added: 100 }, 'a URL of the deleted scope was still seen');
-      assert.deepEqual((await again.stats()).epochs.map((epoch) => epoch.epoch), [1]);
+      assert.deepEqual(
+        await again.add(urls.slice(0, 100)),
+        { submitted: 100, added: 100 },
+        'a URL of the deleted scope was still seen',
+      );
+      assert.deepEqual(
+        (await again.stats()).epochs.map((epoch) => epoch.epoch),
+        [1],
+      );
       assert.equal((await again.stats()).epochs[0]!.capacityUrls, EXACT.capacityUrls);
       assert.deepEqual(await again.frontier().stats(), { pending: 0, leased: 0, done: 0, failed: 0, queues: 0 });
-      assert.deepEqual(await again.frontier().settings(), (await store.scope('fresh').frontier().settings()), 'frontier settings outlived the scope');
+      assert.deepEqual(
+        await again.frontier().settings(),
+        await store.scope('fresh').frontier().settings(),
+        'frontier settings outlived the scope',
+      );
     } finally {
       await store.close();
     }

@@ -38,7 +38,10 @@ export function transferContract(ctx: ContractContext): void {
       await b.add(ctx.urls.slice(3_000, 6_000));
       await b.export(join(dir, 'b.ssx'));
       const merged = await a.merge([join(dir, 'b.ssx')], 1);
-      assert.ok(merged.estimatedNewUrls > 2_500 && merged.estimatedNewUrls < 3_500, `estimated ${merged.estimatedNewUrls} new`);
+      assert.ok(
+        merged.estimatedNewUrls > 2_500 && merged.estimatedNewUrls < 3_500,
+        `estimated ${merged.estimatedNewUrls} new`,
+      );
       assert.ok((await a.has(ctx.urls.slice(0, 6_000))).every(Boolean));
       const c = store.scope('c', EXACT);
       await c.add(ctx.urls.slice(6_000, 7_000));

@@ -3,12 +3,22 @@ export const CORPUS: Record<string, Buffer> = {
   empty: Buffer.alloc(0),
   'only newlines': Buffer.from('\n\n\r\n\n'),
   'NUL bytes': Buffer.from('https://a.example/\u0000x\n\u0000\u0000\nhttps://b.example/\n'),
-  'invalid UTF-8': Buffer.concat([Buffer.from('https://a.example/'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('\nhttps://c.example/\n')]),
+  'invalid UTF-8': Buffer.concat([
+    Buffer.from('https://a.example/'),
+    Buffer.from([0xff, 0xfe, 0xc3]),
+    Buffer.from('\nhttps://c.example/\n'),
+  ]),
   'UTF-8 BOM': Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('https://bom.example/\n')]),
   CRLF: Buffer.from('https://crlf.example/a\r\nhttps://crlf.example/b\r\n'),
-  '10 MB line': Buffer.concat([Buffer.from('https://big.example/'), Buffer.alloc(10 * 2 ** 20, 0x61), Buffer.from('\nhttps://after.example/\n')]),
+  '10 MB line': Buffer.concat([
+    Buffer.from('https://big.example/'),
+    Buffer.alloc(10 * 2 ** 20, 0x61),
+    Buffer.from('\nhttps://after.example/\n'),
+  ]),
   'binary garbage': Buffer.from(Array.from({ length: 65_536 }, (_, i) => (i * 7919 + 13) % 256)),
-  'spaces, IDN, percent-encoding': Buffer.from('https://a.example/with space\nhttps://bücher.example/straße\nhttps://xn--bcher-kva.example/%E2%82%AC?q=%zz\n  https://lead.example/  \n'),
+  'spaces, IDN, percent-encoding': Buffer.from(
+    'https://a.example/with space\nhttps://bücher.example/straße\nhttps://xn--bcher-kva.example/%E2%82%AC?q=%zz\n  https://lead.example/  \n',
+  ),
 };
 
 /**

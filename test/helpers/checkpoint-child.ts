@@ -15,7 +15,9 @@ import { SeenStore } from '../../src/index.js';
 
 const [dir, scopeName, file, signals, mode] = process.argv.slice(2);
 const late = mode === 'late-checkpoint';
-const urls = readFileSync(file!, 'utf8').split('\n').filter((line) => line.length > 0);
+const urls = readFileSync(file!, 'utf8')
+  .split('\n')
+  .filter((line) => line.length > 0);
 const size = urls.length / 4;
 const batch = (n: number): string[] => urls.slice(n * size, (n + 1) * size);
 

@@ -14,8 +14,21 @@ export interface CheckpointChild {
   kill(): void;
 }
 
-export function startCheckpointChild(dir: string, scope: string, urlsFile: string, signals: string, mode?: 'late-checkpoint'): CheckpointChild {
-  const args = [join(ROOT, 'dist', 'test', 'helpers', 'checkpoint-child.js'), dir, scope, urlsFile, signals, ...(mode === undefined ? [] : [mode])];
+export function startCheckpointChild(
+  dir: string,
+  scope: string,
+  urlsFile: string,
+  signals: string,
+  mode?: 'late-checkpoint',
+): CheckpointChild {
+  const args = [
+    join(ROOT, 'dist', 'test', 'helpers', 'checkpoint-child.js'),
+    dir,
+    scope,
+    urlsFile,
+    signals,
+    ...(mode === undefined ? [] : [mode]),
+  ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   return {

@@ -10,9 +10,17 @@ export interface ChildOut {
  * Runs a test child script (`node SCRIPT ARGS...`) to its end or its kill -9; resolves with its
  * non-empty stdout lines. Any other failure rejects with its stderr, naming `what`.
  */
-export function runChild(script: string, args: readonly string[], what: string, env: NodeJS.ProcessEnv = {}): Promise<ChildOut> {
+export function runChild(
+  script: string,
+  args: readonly string[],
+  what: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<ChildOut> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    const proc = spawn(process.execPath, [script, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     let out = '';
     let err = '';
     proc.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));

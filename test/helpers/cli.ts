@@ -15,7 +15,12 @@ export interface CliResult {
 }
 
 /** Runs the CLI to completion with `input` on stdin. */
-export function runCli(args: readonly string[], input: string | Buffer = '', env: NodeJS.ProcessEnv = {}, cwd?: string): Promise<CliResult> {
+export function runCli(
+  args: readonly string[],
+  input: string | Buffer = '',
+  env: NodeJS.ProcessEnv = {},
+  cwd?: string,
+): Promise<CliResult> {
   const child = spawnCli(args, env, cwd);
   child.stdin!.end(input);
   return collectCli(child);
@@ -30,14 +35,23 @@ export function collectCli(child: ChildProcess): Promise<CliResult> {
     child.stderr!.on('data', (chunk: Buffer) => err.push(chunk));
     child.on('error', reject);
     child.on('close', (code, signal) =>
-      resolve({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }),
+      resolve({
+        code,
+        signal,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+      }),
     );
     child.stdin!.on('error', () => undefined);
   });
 }
 
 export function spawnCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd?: string): ChildProcess {
-  return spawn(process.execPath, [CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env }, ...(cwd === undefined ? {} : { cwd }) });
+  return spawn(process.execPath, [CLI, ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+    ...(cwd === undefined ? {} : { cwd }),
+  });
 }
 
 const CRASH_CHILD = join(ROOT, 'dist', 'test', 'helpers', 'crash-child.js');
@@ -86,7 +100,12 @@ export function runPacedChild(args: readonly string[], onAck: (batch: number) =>
       void acks.then(() => {
         if (failure !== undefined) reject(failure);
         else if (code !== 0 && signal !== 'SIGKILL') reject(new Error(`child failed (${code}): ${err}`));
-        else resolve({ acked: out.split('\n').filter((line) => line.startsWith('ack ')).length, done: out.includes('done\n'), signal });
+        else
+          resolve({
+            acked: out.split('\n').filter((line) => line.startsWith('ack ')).length,
+            done: out.includes('done\n'),
+            signal,
+          });
       });
     });
   });
@@ -95,7 +114,10 @@ export function runPacedChild(args: readonly string[], onAck: (batch: number) =>
 /** Runs test/helpers/crash-child with `args`; rejects unless it exits 0 or was SIGKILLed on purpose. */
 export function runCrashChild(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ChildRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CRASH_CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, [CRASH_CHILD, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     let out = '';
     let err = '';
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));

@@ -17,7 +17,9 @@ import { SeenStore } from '../../src/index.js';
 import { setFaultHook, type FaultPoint } from '../../src/store/faults.js';
 
 const [dir, scopeName, file, batchText, point, mode] = process.argv.slice(2);
-const urls = readFileSync(file!, 'utf8').split('\n').filter((line) => line.length > 0);
+const urls = readFileSync(file!, 'utf8')
+  .split('\n')
+  .filter((line) => line.length > 0);
 const batchSize = Number(batchText);
 
 if (point !== 'none') {
@@ -28,7 +30,11 @@ if (point !== 'none') {
   });
 }
 
-const store = await SeenStore.open(dir!, { checkpointJournalBytes: 2 ** 40, checkpointIntervalMs: 2 ** 40, threads: Number(process.env.CHILD_THREADS ?? 1) });
+const store = await SeenStore.open(dir!, {
+  checkpointJournalBytes: 2 ** 40,
+  checkpointIntervalMs: 2 ** 40,
+  threads: Number(process.env.CHILD_THREADS ?? 1),
+});
 const scope = store.scope(scopeName, {
   capacityUrls: Number(process.env.CHILD_CAPACITY ?? 100_000),
   fprTarget: 1e-7,
@@ -37,7 +43,8 @@ const scope = store.scope(scopeName, {
 const input = mode === 'paced' ? createInterface({ input: process.stdin }) : undefined;
 const goes = input?.[Symbol.asyncIterator]();
 for (let start = 0, n = 0; start < urls.length; start += batchSize, n++) {
-  if (goes !== undefined && n > 0 && (await goes.next()).done === true) throw new Error('stdin ended before the last batch');
+  if (goes !== undefined && n > 0 && (await goes.next()).done === true)
+    throw new Error('stdin ended before the last batch');
   await scope.add(urls.slice(start, start + batchSize));
   writeSync(1, `ack ${n}\n`);
   if (mode === 'checkpoint-each') await scope.checkpoint();

@@ -19,7 +19,12 @@ const { SeenstoreRequestManager, crawlerOptions } = await import('../../src/craw
 const store = await SeenStore.open(redisLocation ?? join(storeDir!, 'seen'), { onWarning: () => {} });
 // The site is one host (127.0.0.1:PORT), and these crawls test resumption, not politeness: no delay
 // between its pages (Crawlee's own default), and takes of as many of the host's requests as asked.
-const manager = new SeenstoreRequestManager(store.scope('site', { capacityUrls: 100_000 }), { owner, leaseMs: 60_000, sameDomainDelaySecs: 0, perQueue: 1_000 });
+const manager = new SeenstoreRequestManager(store.scope('site', { capacityUrls: 100_000 }), {
+  owner,
+  leaseMs: 60_000,
+  sameDomainDelaySecs: 0,
+  perQueue: 1_000,
+});
 const crawler = new CheerioCrawler(
   {
     ...crawlerOptions(manager),

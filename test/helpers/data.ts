@@ -21,7 +21,9 @@ export const HAVE_SHARED_DATA = DATA_FILES.every((file) => existsSync(join(SHARE
  * The `skip` of a test that needs the real lists themselves (a figure measured on them); every
  * other test runs on generated crawl-like URLs when they are absent.
  */
-export const NEEDS_SHARED_DATA: string | false = HAVE_SHARED_DATA ? false : `needs the real URL lists in ${SHARED_DATA} (absent in a bare clone)`;
+export const NEEDS_SHARED_DATA: string | false = HAVE_SHARED_DATA
+  ? false
+  : `needs the real URL lists in ${SHARED_DATA} (absent in a bare clone)`;
 
 /** Each list's size and a seed for its generated stand-in (disjoint from the other's). */
 const STAND_INS: Record<DataFile, { readonly urls: number; readonly seed: number }> = {
@@ -42,10 +44,15 @@ export function sharedUrls(file: DataFile): string[] {
   let urls: string[];
   if (HAVE_SHARED_DATA) {
     const path = join(SHARED_DATA, file);
-    urls = readFileSync(path, 'utf8').split('\n').filter((line) => line.length > 0);
+    urls = readFileSync(path, 'utf8')
+      .split('\n')
+      .filter((line) => line.length > 0);
     if (urls.length < 10_000) throw new Error(`test data ${path} has only ${urls.length} lines`);
   } else {
-    if (!announced) process.stderr.write(`# ${SHARED_DATA} not found: tests use generated crawl-like URLs in place of the real lists\n`);
+    if (!announced)
+      process.stderr.write(
+        `# ${SHARED_DATA} not found: tests use generated crawl-like URLs in place of the real lists\n`,
+      );
     announced = true;
     urls = generatedUrls(STAND_INS[file].urls, STAND_INS[file].seed);
   }
@@ -125,7 +132,11 @@ export function packageReposFile(version: string): string {
  * contender would have to do alike.
  */
 export function usablePackageRepoUrls(values: readonly unknown[]): string[] {
-  return [...new Set(values.filter((v): v is string => typeof v === 'string' && /^https?:\/\//.test(v) && toKey(v, 'url') === v))];
+  return [
+    ...new Set(
+      values.filter((v): v is string => typeof v === 'string' && /^https?:\/\//.test(v) && toKey(v, 'url') === v),
+    ),
+  ];
 }
 
 /** A large URL list: its lines, and where they came from (for a test's report). */
@@ -142,9 +153,15 @@ export interface LargeUrls {
  */
 export function largeUrls(count: number): LargeUrls {
   const repos = packageRepoUrls();
-  if (repos !== undefined && repos.urls.length >= count) return { urls: repos.urls.slice(0, count), source: repos.source };
-  process.stderr.write(`# ${PACKAGE_REPOS} not installed (npm install --prefix bench): ${count.toLocaleString('en-US')} generated crawl-like URLs stand in for real ones\n`);
-  return { urls: generatedUrls(count, 3), source: `${count} generated crawl-like URLs (test/helpers/generated-urls.ts, seed 3)` };
+  if (repos !== undefined && repos.urls.length >= count)
+    return { urls: repos.urls.slice(0, count), source: repos.source };
+  process.stderr.write(
+    `# ${PACKAGE_REPOS} not installed (npm install --prefix bench): ${count.toLocaleString('en-US')} generated crawl-like URLs stand in for real ones\n`,
+  );
+  return {
+    urls: generatedUrls(count, 3),
+    source: `${count} generated crawl-like URLs (test/helpers/generated-urls.ts, seed 3)`,
+  };
 }
 
 function packageRepoUrls(): LargeUrls | undefined {
@@ -153,8 +170,16 @@ function packageRepoUrls(): LargeUrls | undefined {
   const version = (JSON.parse(readFileSync(packageJson, 'utf8')) as { version: string }).version;
   const source = `all-the-package-repos@${version} (bench's data set)`;
   const cache = join(BENCH_CACHE, packageReposFile(version));
-  if (existsSync(cache)) return { urls: readFileSync(cache, 'utf8').split('\n').filter((line) => line.length > 0), source };
-  const values = Object.values(JSON.parse(readFileSync(join(PACKAGE_REPOS, 'data', 'packages.json'), 'utf8')) as Record<string, unknown>);
+  if (existsSync(cache))
+    return {
+      urls: readFileSync(cache, 'utf8')
+        .split('\n')
+        .filter((line) => line.length > 0),
+      source,
+    };
+  const values = Object.values(
+    JSON.parse(readFileSync(join(PACKAGE_REPOS, 'data', 'packages.json'), 'utf8')) as Record<string, unknown>,
+  );
   const urls = usablePackageRepoUrls(values);
   // The same file bench/data.ts writes, complete or absent (renamed into place): parsing the
   // 257 MB package list takes ~12 s, reading this file well under one.

@@ -14,11 +14,19 @@ import { SeenStore } from '../../src/index.js';
 import { mulberry32 } from '../../src/cli/commands/demo.js';
 
 type Step =
-  | { readonly op: 'push'; readonly from: number; readonly count: number; readonly hosts: number; readonly batch: number }
+  | {
+      readonly op: 'push';
+      readonly from: number;
+      readonly count: number;
+      readonly hosts: number;
+      readonly batch: number;
+    }
   | { readonly op: 'take'; readonly count: number; readonly leaseMs: number }
   | { readonly op: 'done'; readonly ids: readonly string[] };
 
-type Plan = { readonly kind: 'mix'; readonly seed: number; readonly steps: number; readonly child: number } | { readonly kind: 'steps'; readonly steps: readonly Step[] };
+type Plan =
+  | { readonly kind: 'mix'; readonly seed: number; readonly steps: number; readonly child: number }
+  | { readonly kind: 'steps'; readonly steps: readonly Step[] };
 
 const [dir, clockText, planText] = process.argv.slice(2) as [string, string, string];
 let nowMs = Number(clockText);
@@ -39,7 +47,10 @@ async function runSteps(steps: readonly Step[]): Promise<void> {
   for (const step of steps) {
     if (step.op === 'push') {
       for (let at = step.from; at < step.from + step.count; at += step.batch) {
-        const urls = Array.from({ length: Math.min(step.batch, step.from + step.count - at) }, (_, i) => `http://h${(at + i) % step.hosts}.example/p${at + i}`);
+        const urls = Array.from(
+          { length: Math.min(step.batch, step.from + step.count - at) },
+          (_, i) => `http://h${(at + i) % step.hosts}.example/p${at + i}`,
+        );
         const fresh = await frontier.enqueue(urls);
         print({ pushed: urls.filter((_, i) => fresh[i]) });
       }
@@ -97,20 +108,34 @@ async function runMix(seed: number, steps: number, child: number): Promise<void>
       pushed.push(...queued);
       print({ pushed: queued });
     } else if (op < 0.58) {
-      const out = await frontier.take(1 + int(3_000), { leaseMs: pick([1_000, 60_000, 600_000]), perQueue: 1 + int(50) });
+      const out = await frontier.take(1 + int(3_000), {
+        leaseMs: pick([1_000, 60_000, 600_000]),
+        perQueue: 1 + int(50),
+      });
       taken.push(...out.map((entry): [string, string] => [entry.id, entry.url]));
     } else if (op < 0.7) {
       const batch = taken.splice(0, int(taken.length + 1));
       const refetch = rand() < 0.2;
-      await frontier.done(batch.map(([id]) => id), refetch ? { refetchAtMs: batch.map(() => nowMs + 1 + int(100_000)) } : {});
+      await frontier.done(
+        batch.map(([id]) => id),
+        refetch ? { refetchAtMs: batch.map(() => nowMs + 1 + int(100_000)) } : {},
+      );
       // A done of a lease that ran out and was taken again may not count: the parent allows either.
       if (!refetch) print({ done: batch.map(([, u]) => u) });
     } else if (op < 0.76) {
       const batch = taken.splice(0, int(Math.min(taken.length, 200) + 1));
-      await frontier.release(batch.map(([id]) => id), rand() < 0.5 ? batch.map((_, i) => ({ retry: i })) : undefined);
+      await frontier.release(
+        batch.map(([id]) => id),
+        rand() < 0.5 ? batch.map((_, i) => ({ retry: i })) : undefined,
+      );
     } else if (op < 0.8) {
-      const urls = Array.from({ length: 1 + int(100) }, () => (pushed.length > 0 && rand() < 0.5 ? pick(pushed) : url(host())));
-      await frontier.schedule(urls, urls.map(() => nowMs + int(200_000)));
+      const urls = Array.from({ length: 1 + int(100) }, () =>
+        pushed.length > 0 && rand() < 0.5 ? pick(pushed) : url(host()),
+      );
+      await frontier.schedule(
+        urls,
+        urls.map(() => nowMs + int(200_000)),
+      );
     } else if (op < 0.82) {
       const queue = `del-${child}-${seed}-${int(3)}.example`;
       await frontier.deleteQueue(queue);

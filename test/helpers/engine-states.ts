@@ -32,7 +32,9 @@ export const newAcks = (): Acks => ({ seen: new Map(), pushed: new Set(), done: 
 /** Runs one child on `dir` with its clock at `clockMs`; folds the acknowledgements it printed into `acks`. */
 export function runChild(dir: string, clockMs: number, plan: object, acks: Acks): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CHILD, dir, String(clockMs), JSON.stringify(plan)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CHILD, dir, String(clockMs), JSON.stringify(plan)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
@@ -46,7 +48,10 @@ export function runChild(dir: string, clockMs: number, plan: object, acks: Acks)
   });
 }
 
-function fold(line: { seen?: string; urls?: string[]; pushed?: string[]; done?: string[]; gone?: string; ids?: [string, string][] }, acks: Acks): void {
+function fold(
+  line: { seen?: string; urls?: string[]; pushed?: string[]; done?: string[]; gone?: string; ids?: [string, string][] },
+  acks: Acks,
+): void {
   if (line.seen !== undefined) {
     const set = acks.seen.get(line.seen) ?? new Set<string>();
     for (const url of line.urls!) set.add(url);
@@ -75,7 +80,11 @@ export async function assertStoreHolds(dir: string, acks: Acks, where: string, f
       const list = [...urls];
       const has = await store.scope(name).has(list, { epochs: 'all' });
       const missing = list.filter((_, i) => !has[i]);
-      assert.deepEqual(missing.slice(0, 3), [], `${where}: ${missing.length} acknowledged URLs of scope ${name} are gone`);
+      assert.deepEqual(
+        missing.slice(0, 3),
+        [],
+        `${where}: ${missing.length} acknowledged URLs of scope ${name} are gone`,
+      );
     }
     if (acks.pushed.size > 0) {
       const scope = store.scope(frontierScope);
@@ -111,16 +120,24 @@ export async function engineStates(seed: number, rounds: number, stepsPerChild: 
   }
 }
 
-async function engineRounds(dir: string, seed: number, rounds: number, stepsPerChild: number): Promise<{ longRuns: number }> {
+async function engineRounds(
+  dir: string,
+  seed: number,
+  rounds: number,
+  stepsPerChild: number,
+): Promise<{ longRuns: number }> {
   const acks = newAcks();
   let longRuns = 0;
   for (let round = 0; round < rounds; round++) {
     const clockMs = START_MS + round * 600_000;
     const children = round % 3 === 2 ? [0, 1] : [0];
-    await Promise.all(children.map((child) => runChild(dir, clockMs, { kind: 'mix', seed: seed * 1000 + round, steps: stepsPerChild, child }, acks)));
+    await Promise.all(
+      children.map((child) =>
+        runChild(dir, clockMs, { kind: 'mix', seed: seed * 1000 + round, steps: stepsPerChild, child }, acks),
+      ),
+    );
     longRuns += assertWalkSound(dir, `seed ${seed} round ${round}`).longRuns;
     if (round % 2 === 1 || round === rounds - 1) await assertStoreHolds(dir, acks, `seed ${seed} round ${round}`);
   }
   return { longRuns };
 }
-

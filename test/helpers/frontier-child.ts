@@ -30,13 +30,17 @@ const frontier = scope.frontier();
 if (mode === 'enqueue') {
   // No politeness here: these tests are of atomicity; politeness under kill -9 has its own test.
   await frontier.configure({ delayMs: Number(delayText ?? 0) });
-  const urls = readFileSync(file!, 'utf8').split('\n').filter((line) => line.length > 0);
+  const urls = readFileSync(file!, 'utf8')
+    .split('\n')
+    .filter((line) => line.length > 0);
   for (let start = 0, n = 0; start < urls.length; start += batch, n++) {
     await scope.enqueue(urls.slice(start, start + batch));
     writeSync(1, `ack ${n}\n`);
   }
 } else if (mode === 'schedule') {
-  const urls = readFileSync(file!, 'utf8').split('\n').filter((line) => line.length > 0);
+  const urls = readFileSync(file!, 'utf8')
+    .split('\n')
+    .filter((line) => line.length > 0);
   for (let start = 0, n = 0; start < urls.length; start += batch, n++) {
     await frontier.schedule(urls.slice(start, start + batch), Date.now() + 3_600_000);
     writeSync(1, `scheduled ${n}\n`);

@@ -7,9 +7,36 @@ import { mulberry32 } from '../../src/cli/commands/demo.js';
 
 const TLDS = ['com', 'org', 'net', 'de', 'co.uk', 'io', 'fr', 'jp', 'com.br', 'edu'];
 const WORDS = [
-  'news', 'blog', 'shop', 'product', 'category', 'article', 'archive', 'tag', 'user', 'search',
-  'docs', 'api', 'static', 'assets', 'img', 'video', 'forum', 'thread', 'page', 'help',
-  'about', 'contact', 'wiki', 'release', 'download', 'sports', 'weather', 'travel', 'münchen', 'café',
+  'news',
+  'blog',
+  'shop',
+  'product',
+  'category',
+  'article',
+  'archive',
+  'tag',
+  'user',
+  'search',
+  'docs',
+  'api',
+  'static',
+  'assets',
+  'img',
+  'video',
+  'forum',
+  'thread',
+  'page',
+  'help',
+  'about',
+  'contact',
+  'wiki',
+  'release',
+  'download',
+  'sports',
+  'weather',
+  'travel',
+  'münchen',
+  'café',
 ];
 const PARAMS = ['id', 'page', 'q', 'ref', 'utm_source', 'sort', 'lang', 'session', 'offset', 'v'];
 
@@ -23,7 +50,9 @@ export function generatedUrls(count: number, seed: number): string[] {
     // A skewed host choice: a few hosts hold most URLs, as in a real crawl.
     const host = hosts[Math.floor(hosts.length * random() ** 3)]!;
     const depth = 1 + Math.floor(random() * 6);
-    const segments = Array.from({ length: depth }, () => (random() < 0.3 ? String(Math.floor(random() * 100_000)) : pick(WORDS)));
+    const segments = Array.from({ length: depth }, () =>
+      random() < 0.3 ? String(Math.floor(random() * 100_000)) : pick(WORDS),
+    );
     let url = `${random() < 0.8 ? 'https' : 'http'}://${host}/${segments.join('/')}${random() < 0.3 ? '.html' : ''}`;
     if (random() < 0.4) {
       const pairs = 1 + Math.floor(random() * 3);

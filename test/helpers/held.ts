@@ -22,7 +22,11 @@ export interface HeldRuns {
  * rest is sent anyway (`allReady` false); after `deadlineMs` a process still running is SIGKILLed,
  * so no child outlives the caller.
  */
-export async function runHeld(commands: readonly HeldCommand[], readyMs: number, deadlineMs: number): Promise<HeldRuns> {
+export async function runHeld(
+  commands: readonly HeldCommand[],
+  readyMs: number,
+  deadlineMs: number,
+): Promise<HeldRuns> {
   let waiting = commands.length;
   let release!: () => void;
   const ready = new Promise<void>((resolve) => (release = resolve));

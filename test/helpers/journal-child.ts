@@ -65,7 +65,9 @@ async function powerCut(dir: string, batches: number, killAt: number, seed: numb
 }
 
 async function addAll(dir: string, file: string, enqueue: boolean): Promise<void> {
-  const urls = readFileSync(file, 'utf8').split('\n').filter((line) => line.length > 0);
+  const urls = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.length > 0);
   const store = await SeenStore.open(dir, NEVER);
   const scope = store.scope('default', { capacityUrls: 100_000 });
   let fresh = 0;
@@ -79,7 +81,8 @@ async function addAll(dir: string, file: string, enqueue: boolean): Promise<void
 }
 
 const [dir, mode, ...rest] = process.argv.slice(2);
-if (mode === 'power-cut') await powerCut(dir!, Number(rest[0]), Number(rest[1]), rest[2] === undefined ? undefined : Number(rest[2]));
+if (mode === 'power-cut')
+  await powerCut(dir!, Number(rest[0]), Number(rest[1]), rest[2] === undefined ? undefined : Number(rest[2]));
 else if (mode === 'add' || mode === 'enqueue') await addAll(dir!, rest[0]!, mode === 'enqueue');
 else if (mode === 'add-and-die') {
   const store = await SeenStore.open(dir!, NEVER);

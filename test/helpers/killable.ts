@@ -12,7 +12,12 @@ export interface KillableRun {
  * Runs a crawler child that prints `PREFIX ...` per page and `finished` at the end; kills it with
  * SIGKILL once it has printed `killAfter` counted lines. Rejects unless it exits 0 or was killed.
  */
-export function runKillable(command: string, args: readonly string[], prefix: string, killAfter = Infinity): Promise<KillableRun> {
+export function runKillable(
+  command: string,
+  args: readonly string[],
+  prefix: string,
+  killAfter = Infinity,
+): Promise<KillableRun> {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -33,7 +38,8 @@ export function runKillable(command: string, args: readonly string[], prefix: st
     child.on('error', reject);
     child.on('close', (code, signal) => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      if (code !== 0 && signal !== 'SIGKILL') reject(new Error(`${command} ${args.join(' ')} failed (${code}): ${err.slice(-3000)}`));
+      if (code !== 0 && signal !== 'SIGKILL')
+        reject(new Error(`${command} ${args.join(' ')} failed (${code}): ${err.slice(-3000)}`));
       else resolve({ counted, finished, seconds });
     });
   });

@@ -81,7 +81,10 @@ export interface PolitenessReport {
   readonly peakHostsPerDelay: number;
 }
 
-export async function startPoliteSite(options: { readonly hosts: number; readonly pagesPerHost: number }): Promise<PoliteSite> {
+export async function startPoliteSite(options: {
+  readonly hosts: number;
+  readonly pagesPerHost: number;
+}): Promise<PoliteSite> {
   const log: SiteRequest[] = [];
   const servers: Server[] = [];
   const origins: string[] = [];
@@ -89,7 +92,12 @@ export async function startPoliteSite(options: { readonly hosts: number; readonl
     for (let h = 0; h < options.hosts; h++) {
       const server = createServer((request, response) => {
         const host = `127.0.0.1:${(server.address() as AddressInfo).port}`;
-        log.push({ host, path: request.url ?? '', atMs: Date.now(), takenAtMs: Number(request.headers[TAKEN_AT_HEADER]) });
+        log.push({
+          host,
+          path: request.url ?? '',
+          atMs: Date.now(),
+          takenAtMs: Number(request.headers[TAKEN_AT_HEADER]),
+        });
         const page = /^\/page\/(\d+)$/.exec(request.url ?? '');
         const i = page === null ? -1 : Number(page[1]);
         if (i < 0 || i >= options.pagesPerHost) {
@@ -106,7 +114,13 @@ export async function startPoliteSite(options: { readonly hosts: number; readonl
     await closeAll(servers);
     throw error;
   }
-  return { origins, seed: `${origins[0]}/page/0`, pages: options.hosts * options.pagesPerHost, log, close: () => closeAll(servers) };
+  return {
+    origins,
+    seed: `${origins[0]}/page/0`,
+    pages: options.hosts * options.pagesPerHost,
+    log,
+    close: () => closeAll(servers),
+  };
 }
 
 function pageHtml(origins: readonly string[], h: number, i: number, pagesPerHost: number): string {
@@ -117,10 +131,15 @@ function pageHtml(origins: readonly string[], h: number, i: number, pagesPerHost
 }
 
 async function closeAll(servers: readonly Server[]): Promise<void> {
-  await Promise.all(servers.map((server) => new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  })));
+  await Promise.all(
+    servers.map(
+      (server) =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    ),
+  );
 }
 
 /** Prepares `scope` at `location` for a crawl: its delay, and the seed queued. */
@@ -135,21 +154,36 @@ export async function seedCrawl(location: string, scope: string, site: PoliteSit
 }
 
 /** Crawls with `takers` child processes on the store at `location` (each runs `crawlTaker`). */
-export async function crawlWithChildren(location: string, scope: string, site: PoliteSite, options: CrawlOptions): Promise<void> {
+export async function crawlWithChildren(
+  location: string,
+  scope: string,
+  site: PoliteSite,
+  options: CrawlOptions,
+): Promise<void> {
   await seedCrawl(location, scope, site, options.delayMs);
-  const runs = Array.from({ length: options.takers }, (_, t) => runChild(CHILD, [location, scope, `taker-${t}`, String(options.batch ?? 8)], `polite taker ${t}`));
+  const runs = Array.from({ length: options.takers }, (_, t) =>
+    runChild(CHILD, [location, scope, `taker-${t}`, String(options.batch ?? 8)], `polite taker ${t}`),
+  );
   const outs = await Promise.all(runs);
   outs.forEach((out, t) => {
-    if (out.killed || out.lines.at(-1) !== 'finished') throw new Error(`polite taker ${t} did not finish: ${out.lines.slice(-3).join(' | ')}`);
+    if (out.killed || out.lines.at(-1) !== 'finished')
+      throw new Error(`polite taker ${t} did not finish: ${out.lines.slice(-3).join(' | ')}`);
   });
 }
 
 /** Crawls with `takers` concurrent loops of this process on one open store (memory://). */
-export async function crawlInProcess(location: string, scope: string, site: PoliteSite, options: CrawlOptions): Promise<void> {
+export async function crawlInProcess(
+  location: string,
+  scope: string,
+  site: PoliteSite,
+  options: CrawlOptions,
+): Promise<void> {
   await seedCrawl(location, scope, site, options.delayMs);
   const store = await SeenStore.open(location);
   try {
-    await Promise.all(Array.from({ length: options.takers }, (_, t) => crawlTaker(store, scope, `taker-${t}`, options.batch ?? 8)));
+    await Promise.all(
+      Array.from({ length: options.takers }, (_, t) => crawlTaker(store, scope, `taker-${t}`, options.batch ?? 8)),
+    );
   } finally {
     await store.close();
   }
@@ -172,11 +206,15 @@ export async function crawlTaker(store: SeenStore, scopeName: string, owner: str
       await sleep(IDLE_POLL_MS);
       continue;
     }
-    const pages = await Promise.all(taken.map(async (entry) => {
-      const headers = { [TAKEN_AT_HEADER]: String(entry.leaseUntilMs - CRAWL_LEASE_MS) };
-      return { entry, html: await (await fetch(entry.url, { headers })).text() };
-    }));
-    const links = pages.flatMap(({ entry, html }) => [...html.matchAll(/href="([^"]+)"/g)].map((match) => new URL(match[1]!, entry.url).href));
+    const pages = await Promise.all(
+      taken.map(async (entry) => {
+        const headers = { [TAKEN_AT_HEADER]: String(entry.leaseUntilMs - CRAWL_LEASE_MS) };
+        return { entry, html: await (await fetch(entry.url, { headers })).text() };
+      }),
+    );
+    const links = pages.flatMap(({ entry, html }) =>
+      [...html.matchAll(/href="([^"]+)"/g)].map((match) => new URL(match[1]!, entry.url).href),
+    );
     if (links.length > 0) await scope.enqueue(links);
     await frontier.done(taken.map((entry) => entry.id));
     fetched += taken.length;
@@ -199,12 +237,17 @@ export function politenessReport(site: PoliteSite, delayMs: number): PolitenessR
   let minHitAfterTakeMs = Infinity;
   for (const requests of byHost.values()) {
     const byTake = [...requests].sort((a, b) => a.takenAtMs - b.takenAtMs);
-    for (let i = 1; i < byTake.length; i++) minHitAfterTakeMs = Math.min(minHitAfterTakeMs, byTake[i]!.atMs - byTake[i - 1]!.takenAtMs);
+    for (let i = 1; i < byTake.length; i++)
+      minHitAfterTakeMs = Math.min(minHitAfterTakeMs, byTake[i]!.atMs - byTake[i - 1]!.takenAtMs);
   }
   const times = site.log.map((request) => request.atMs).sort((a, b) => a - b);
   let peakHostsPerDelay = 0;
   for (const start of times) {
-    const hosts = new Set(site.log.filter((request) => request.atMs >= start && request.atMs < start + delayMs).map((request) => request.host));
+    const hosts = new Set(
+      site.log
+        .filter((request) => request.atMs >= start && request.atMs < start + delayMs)
+        .map((request) => request.host),
+    );
     peakHostsPerDelay = Math.max(peakHostsPerDelay, hosts.size);
   }
   return {

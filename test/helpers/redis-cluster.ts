@@ -34,7 +34,8 @@ export interface RedisCluster {
  */
 export function redisMissing(): string | undefined {
   for (const tool of ['redis-server', 'redis-cli']) {
-    if (spawnSync(tool, ['--version'], { encoding: 'utf8' }).status !== 0) return `${tool} is not installed (apt-get install redis-server redis-tools)`;
+    if (spawnSync(tool, ['--version'], { encoding: 'utf8' }).status !== 0)
+      return `${tool} is not installed (apt-get install redis-server redis-tools)`;
   }
   return undefined;
 }
@@ -70,19 +71,27 @@ let prefixes = 0;
  * (a process 'exit' handler: synchronous, so it runs after a failure too); `stop()` does it sooner.
  * `cluster: false` starts one plain (non-cluster) server instead.
  */
-export async function startRedisCluster(options: { masters?: number; replicas?: number; cluster?: boolean } = {}): Promise<RedisCluster> {
+export async function startRedisCluster(
+  options: { masters?: number; replicas?: number; cluster?: boolean } = {},
+): Promise<RedisCluster> {
   const clusterMode = options.cluster ?? true;
   const masterCount = clusterMode ? (options.masters ?? 3) : 1;
   const replicaCount = clusterMode ? (options.replicas ?? 1) : 0;
   const root = mkdtempSync(join(tmpdir(), 'seenstore-redis-'));
   const nodes: RedisNode[] = [];
   const cli = (port: number, ...args: string[]): string => {
-    const result = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8', timeout: 30_000 });
+    const result = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     if (result.status !== 0) throw new Error(`redis-cli -p ${port} ${args.join(' ')}: ${result.stderr}`);
     return result.stdout.trim();
   };
   const launch = (node: RedisNode): ChildProcess => {
-    const child = spawn('redis-server', [join(node.dir, 'redis.conf')], { cwd: node.dir, stdio: ['ignore', 'ignore', 'ignore'] });
+    const child = spawn('redis-server', [join(node.dir, 'redis.conf')], {
+      cwd: node.dir,
+      stdio: ['ignore', 'ignore', 'ignore'],
+    });
     // The nodes never keep a test process alive: they are killed when it exits.
     child.unref();
     return child;
@@ -157,10 +166,24 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
   };
   for (let i = 0; i < masterCount * (1 + replicaCount); i++) await startNode();
   if (clusterMode) {
-    cli(nodes[0]!.port, '--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', String(replicaCount), '--cluster-yes');
-    for (const node of nodes) await until(async () => (await replyText(node.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'), `cluster_state:ok on ${node.port}`, START_MS);
+    cli(
+      nodes[0]!.port,
+      '--cluster',
+      'create',
+      ...nodes.map((node) => `127.0.0.1:${node.port}`),
+      '--cluster-replicas',
+      String(replicaCount),
+      '--cluster-yes',
+    );
+    for (const node of nodes)
+      await until(
+        async () => (await replyText(node.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'),
+        `cluster_state:ok on ${node.port}`,
+        START_MS,
+      );
     // Replicas must have synced before a test counts on them.
-    const inSync = async (node: RedisNode): Promise<boolean> => !/master_link_status:down|^$/.test(await replyText(node.port, 'INFO', 'replication'));
+    const inSync = async (node: RedisNode): Promise<boolean> =>
+      !/master_link_status:down|^$/.test(await replyText(node.port, 'INFO', 'replication'));
     await until(async () => (await Promise.all(nodes.map(inSync))).every(Boolean), 'replicas in sync', START_MS);
   }
   const run = `${process.pid}-${Date.now().toString(36)}`;

@@ -17,14 +17,23 @@ const WRITER = join(ROOT, 'dist', 'test', 'helpers', 'redis-writer.js');
  * and counts the acknowledged URLs that the store no longer holds. Used by test/redis.test.ts and
  * soak/redis-failover.ts (which measures waitReplicas 0).
  */
-export async function failoverRun(cluster: RedisCluster, input: readonly string[], waitReplicas: number, pauseMs: number): Promise<{ lost: number; acknowledged: number }> {
+export async function failoverRun(
+  cluster: RedisCluster,
+  input: readonly string[],
+  waitReplicas: number,
+  pauseMs: number,
+): Promise<{ lost: number; acknowledged: number }> {
   const location = cluster.location();
   const prefix = /prefix=([^&]+)/.exec(location)![1]!;
   const dir = mkdtempSync(join(tmpdir(), 'seenstore-failover-'));
   try {
     const file = join(dir, 'input.txt');
     writeFileSync(file, `${input.join('\n')}\n`);
-    const child = spawn(process.execPath, [WRITER, location, 's', file, '500', JSON.stringify({ waitReplicas }), String(pauseMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [WRITER, location, 's', file, '500', JSON.stringify({ waitReplicas }), String(pauseMs)],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     let err = '';
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
@@ -34,7 +43,9 @@ export async function failoverRun(cluster: RedisCluster, input: readonly string[
       if (child.exitCode !== null) throw new Error(`the writer ended early: ${err}`);
       await sleep(20);
     }
-    const entry = JSON.parse(cluster.cli(cluster.masters()[0]!, '-c', 'HGET', `{${prefix}/s}:epochs`, '1')) as { uid: string };
+    const entry = JSON.parse(cluster.cli(cluster.masters()[0]!, '-c', 'HGET', `{${prefix}/s}:epochs`, '1')) as {
+      uid: string;
+    };
     // The master of partition 0 (a partitioned epoch has partitions on every master: any one is hit).
     await failOver(cluster, `{${prefix}/s/0}:${entry.uid}:state`);
     const code = await exited(child);
@@ -79,10 +90,13 @@ export function masterOf(cluster: RedisCluster, key: string): RedisNode {
   const nodes = cluster.cli(anyPort, 'CLUSTER', 'NODES').split('\n');
   return cluster.nodes.find((node) => {
     const line = nodes.find((l) => l.includes(`:${node.port}@`) && / master|,master/.test(l));
-    return line?.split(' ').slice(8).some((range) => {
-      const [from, to] = range.split('-').map(Number);
-      return slot >= from! && slot <= (to ?? from)!;
-    });
+    return line
+      ?.split(' ')
+      .slice(8)
+      .some((range) => {
+        const [from, to] = range.split('-').map(Number);
+        return slot >= from! && slot <= (to ?? from)!;
+      });
   })!;
 }
 

@@ -64,16 +64,16 @@ export function masterOf(cluster: RedisCluster, key: string): RedisNode {
   const slot = Number(cluster.cli(anyPort, 'CLUSTER', 'KEYSLOT', key));
   const lines = cluster.cli(anyPort, 'CLUSTER', 'NODES').split('\n');
   const node = cluster.nodes.find((candidate) => {
-    const line = lines.find((l) => l.includes(`:${candidate.port}@`) && / master|,master/.test(l) && !l.includes('fail'));
-    return (
-      line
-        ?.split(' ')
-        .slice(8)
-        .some((range) => {
-          const [from, to] = range.split('-').map(Number);
-          return slot >= from! && slot <= (to ?? from)!;
-        })
+    const line = lines.find(
+      (l) => l.includes(`:${candidate.port}@`) && / master|,master/.test(l) && !l.includes('fail'),
     );
+    return line
+      ?.split(' ')
+      .slice(8)
+      .some((range) => {
+        const [from, to] = range.split('-').map(Number);
+        return slot >= from! && slot <= (to ?? from)!;
+      });
   });
   if (node === undefined) throw new Error(`no master serves the slot of ${key}`);
   return node;

@@ -37,7 +37,9 @@ if (mode === 'migrate') {
   killAt(rest[1]);
   await scope.frontier().stats();
 } else if (mode === 'enqueue') {
-  const urls = readFileSync(rest[0]!, 'utf8').split('\n').filter((line) => line.length > 0);
+  const urls = readFileSync(rest[0]!, 'utf8')
+    .split('\n')
+    .filter((line) => line.length > 0);
   const batch = Number(rest[1]);
   for (let start = 0, n = 0; start < urls.length; start += batch, n++) {
     await scope.enqueue(urls.slice(start, start + batch));
@@ -50,7 +52,10 @@ if (mode === 'migrate') {
   // A start barrier for takers that must race: the first take waits until every taker is ready.
   const barrier = process.env.CHILD_BARRIER;
   if (barrier !== undefined) {
-    const [dir, count] = [barrier.slice(0, barrier.lastIndexOf(':')), Number(barrier.slice(barrier.lastIndexOf(':') + 1))];
+    const [dir, count] = [
+      barrier.slice(0, barrier.lastIndexOf(':')),
+      Number(barrier.slice(barrier.lastIndexOf(':') + 1)),
+    ];
     writeFileSync(join(dir, String(process.pid)), '');
     // Bounded: a taker that died before the barrier must not hold the others forever.
     const deadline = Date.now() + 60_000;

@@ -11,7 +11,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStore } from '../../src/index.js';
 
 const [location, scopeName, file, batchText, options, pauseText] = process.argv.slice(2);
-const urls = readFileSync(file!, 'utf8').split('\n').filter((line) => line.length > 0);
+const urls = readFileSync(file!, 'utf8')
+  .split('\n')
+  .filter((line) => line.length > 0);
 const batch = Number(batchText);
 const pause = Number(pauseText ?? 0);
 const store = await SeenStore.open(location!, { ...JSON.parse(options!), onWarning: () => {} });

@@ -4,7 +4,10 @@ import { after } from 'node:test';
 import { spawnCli } from './cli.js';
 
 /** Why the tests that need redis-cli / redis-py skip, or false when the tool is there. */
-export const NEEDS_REDIS_CLI: string | false = spawnSync('redis-cli', ['--version']).status === 0 ? false : 'redis-cli is not installed (apt-get install redis-tools; CI installs it)';
+export const NEEDS_REDIS_CLI: string | false =
+  spawnSync('redis-cli', ['--version']).status === 0
+    ? false
+    : 'redis-cli is not installed (apt-get install redis-tools; CI installs it)';
 export const NEEDS_REDIS_PY: string | false =
   existsSync('/usr/bin/python3') && spawnSync('/usr/bin/python3', ['-c', 'import redis']).status === 0
     ? false
@@ -24,11 +27,17 @@ export interface RunningServer {
  * Starts `seenstore serve` on a free loopback port (--port 0, read back from the JSON start line)
  * over `store`; stopped by its pid when the test file ends, whatever happened.
  */
-export async function startServer(store: string, args: readonly string[] = [], env: NodeJS.ProcessEnv = {}): Promise<RunningServer> {
+export async function startServer(
+  store: string,
+  args: readonly string[] = [],
+  env: NodeJS.ProcessEnv = {},
+): Promise<RunningServer> {
   const child = spawnCli(['--store', store, 'serve', '--port', '0', '--log-json', ...args], env);
   child.stdin!.end();
   const log: string[] = [];
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   after(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
@@ -40,10 +49,13 @@ export async function startServer(store: string, args: readonly string[] = [], e
       pending = lines.pop()!;
       for (const line of lines) {
         log.push(line);
-        if (line.includes('"event":"start"')) resolve(JSON.parse(line) as { port: number; metrics_port: number | null });
+        if (line.includes('"event":"start"'))
+          resolve(JSON.parse(line) as { port: number; metrics_port: number | null });
       }
     });
-    void exited.then(({ code, signal }) => reject(new Error(`serve exited (${code ?? signal}) before starting: ${log.join('\n')}${pending}`)));
+    void exited.then(({ code, signal }) =>
+      reject(new Error(`serve exited (${code ?? signal}) before starting: ${log.join('\n')}${pending}`)),
+    );
   });
   const start = await started;
   return {

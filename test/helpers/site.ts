@@ -108,7 +108,8 @@ export function pageOf(url: URL, pages: number): number {
   else if ((match = /^\/blog\/\d{4}\/\d{2}\/post-(\d+)$/.exec(pathname)) !== null) page = Number(match[1]);
   else if ((match = /^\/forum\/t\/(\d+)\/$/.exec(pathname)) !== null) page = Number(match[1]);
   else if ((match = /^\/wiki\/Caf%C3%A9_(\d+)$/.exec(pathname)) !== null) page = Number(match[1]);
-  else if (pathname === '/shop/item' && /^\d+$/.test(searchParams.get('id') ?? '')) page = Number(searchParams.get('id'));
+  else if (pathname === '/shop/item' && /^\d+$/.test(searchParams.get('id') ?? ''))
+    page = Number(searchParams.get('id'));
   if (!(page >= 0 && page < pages)) return -1;
   // The page's own path, with its parameters in any order, and nothing else.
   const canonical = new URL(pagePath(page), url);
@@ -122,7 +123,11 @@ export function pageOf(url: URL, pages: number): number {
 export function pageLinks(page: number, pages: number, origin: string): string[] {
   const random = mulberry32(page + 1);
   const targets: number[] = [];
-  for (let child = page * CHILDREN_PER_PAGE + 1; child <= page * CHILDREN_PER_PAGE + CHILDREN_PER_PAGE && child < pages; child++) {
+  for (
+    let child = page * CHILDREN_PER_PAGE + 1;
+    child <= page * CHILDREN_PER_PAGE + CHILDREN_PER_PAGE && child < pages;
+    child++
+  ) {
     targets.push(child);
   }
   if (page > 0) targets.push(Math.floor((page - 1) / CHILDREN_PER_PAGE), 0);
@@ -141,7 +146,11 @@ function linkForm(path: string, random: () => number, origin: string): string {
   let href = path;
   const queryAt = href.indexOf('?');
   if (queryAt >= 0 && random() < 0.5) {
-    const reordered = href.slice(queryAt + 1).split('&').reverse().join('&');
+    const reordered = href
+      .slice(queryAt + 1)
+      .split('&')
+      .reverse()
+      .join('&');
     href = `${href.slice(0, queryAt)}?${reordered}`;
   }
   if (random() < 0.3) href = `${origin}${href}`;
@@ -177,11 +186,15 @@ export async function startSite(options: SiteOptions = {}): Promise<Site> {
     const page = request.method === 'GET' || request.method === 'HEAD' ? pageOf(url, pages) : -1;
     if (page < 0) {
       notFound++;
-      response.writeHead(404, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><title>Not found</title><h1>Not found</h1>\n');
+      response
+        .writeHead(404, { 'content-type': 'text/html; charset=utf-8' })
+        .end('<!doctype html><title>Not found</title><h1>Not found</h1>\n');
       return;
     }
     pageFetches[page]!++;
-    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(pageHtml(page, pageLinks(page, pages, origin)));
+    response
+      .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+      .end(pageHtml(page, pageLinks(page, pages, origin)));
   });
   // Crawlers keep connections alive; stop() must not wait for them.
   server.keepAliveTimeout = 1_000;
@@ -207,9 +220,13 @@ export async function spawnSite(options: SiteOptions = {}): Promise<SiteProcess>
   const pages = options.pages ?? DEFAULT_SITE_PAGES;
   // The site's stdin is a pipe from this process: when this process dies (kill -9 included), the
   // pipe closes and the site exits, so a failed test never leaves it running.
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--pages', String(pages), '--exit-with-parent'], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [fileURLToPath(import.meta.url), '--pages', String(pages), '--exit-with-parent'],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const first = await firstLine(child);
   if (first === undefined) throw new Error(`the site process ${child.pid} exited before it listened`);

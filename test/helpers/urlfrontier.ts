@@ -19,8 +19,16 @@ export interface UrlInfo {
 }
 
 /** A discovered item of PutURLs. */
-export function discovered(url: string, fields: { key?: string; crawlID?: string; ID?: string; metadata?: Record<string, { values: string[] }> } = {}): object {
-  return { discovered: { info: { url, key: fields.key ?? '', crawlID: fields.crawlID ?? '', metadata: fields.metadata ?? {} } }, ID: fields.ID ?? '' };
+export function discovered(
+  url: string,
+  fields: { key?: string; crawlID?: string; ID?: string; metadata?: Record<string, { values: string[] }> } = {},
+): object {
+  return {
+    discovered: {
+      info: { url, key: fields.key ?? '', crawlID: fields.crawlID ?? '', metadata: fields.metadata ?? {} },
+    },
+    ID: fields.ID ?? '',
+  };
 }
 
 /** A URLInfo of a PutDiscovered batch. */
@@ -30,7 +38,12 @@ export function info(url: string, fields: { key?: string; crawlID?: string } = {
 
 /** A known item of PutURLs: refetchable from `refetchS` (seconds since the Unix epoch; 0: done for good). */
 export function known(url: string, refetchS: number, fields: { key?: string; crawlID?: string } = {}): object {
-  return { known: { info: { url, key: fields.key ?? '', crawlID: fields.crawlID ?? '', metadata: {} }, refetchable_from_date: refetchS } };
+  return {
+    known: {
+      info: { url, key: fields.key ?? '', crawlID: fields.crawlID ?? '', metadata: {} },
+      refetchable_from_date: refetchS,
+    },
+  };
 }
 
 /**
@@ -43,7 +56,10 @@ export class FrontierClient {
 
   constructor(port: number, token?: string) {
     const pkg = loadPackageDefinition(urlFrontierPackage()) as GrpcObject;
-    const Ctor = (pkg.urlfrontier as GrpcObject).URLFrontier as new (address: string, creds: ReturnType<typeof credentials.createInsecure>) => RawClient;
+    const Ctor = (pkg.urlfrontier as GrpcObject).URLFrontier as new (
+      address: string,
+      creds: ReturnType<typeof credentials.createInsecure>,
+    ) => RawClient;
     this.raw = new Ctor(`127.0.0.1:${port}`, credentials.createInsecure());
     this.#metadata = new Metadata();
     if (token !== undefined) this.#metadata.set('authorization', `Bearer ${token}`);
@@ -51,7 +67,8 @@ export class FrontierClient {
 
   call<T = Record<string, unknown>>(method: string, request: object = {}): Promise<T> {
     return new Promise((resolve, reject) => {
-      this.raw[method]!.call(this.raw, request, this.#metadata, ((error, reply) => (error === null ? resolve(reply as T) : reject(error))) satisfies Callback);
+      this.raw[method]!.call(this.raw, request, this.#metadata, ((error, reply) =>
+        error === null ? resolve(reply as T) : reject(error)) satisfies Callback);
     });
   }
 
@@ -70,7 +87,9 @@ export class FrontierClient {
   }
 
   /** Sends the batches on one PutDiscovered stream and resolves with every BatchAck once the server ends it. */
-  putDiscovered(batches: readonly { ID: string; items: readonly object[] }[]): Promise<{ ID: string; statuses: string[] }[]> {
+  putDiscovered(
+    batches: readonly { ID: string; items: readonly object[] }[],
+  ): Promise<{ ID: string; statuses: string[] }[]> {
     const stream = this.raw.PutDiscovered!.call(this.raw, this.#metadata) as Stream;
     const acks: { ID: string; statuses: string[] }[] = [];
     stream.on('data', (ack: { ID: string; statuses: string[] }) => acks.push(ack));

@@ -1,5 +1,16 @@
 import type { Command } from 'commander';
-import { batchOptions, inform, inputProgress, openStore, pinnedEpoch, scopeOptions, warn, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
+import {
+  batchOptions,
+  inform,
+  inputProgress,
+  openStore,
+  pinnedEpoch,
+  scopeOptions,
+  warn,
+  type GlobalOptions,
+  type InputOptions,
+  type PlanOptions,
+} from '../context.js';
 import { forEachBatch, openInputChunks } from '../input.js';
 import { formatCount, summaryText } from '../output.js';
 import { addingScope, noteGrowth } from '../scope-notes.js';
@@ -17,10 +28,14 @@ export async function add(file: string | undefined, command: Command): Promise<v
     const pin = pinnedEpoch(options.epoch);
     let added = 0;
     const progress = inputProgress('add', file, () => `${formatCount(added)} new`);
-    const counts = await forEachBatch(openInputChunks(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
-      await ready();
-      added += (await scope.add(lines, pin)).added;
-    });
+    const counts = await forEachBatch(
+      openInputChunks(file),
+      { ...batchOptions(options, await scope.normalizeMode()), progress },
+      async (lines) => {
+        await ready();
+        added += (await scope.add(lines, pin)).added;
+      },
+    );
     // An input read whole without a batch (empty) still creates the scope with the plan given.
     await ready();
     await noteGrowth(scope, watch, warn);

@@ -1,5 +1,14 @@
 import type { Command } from 'commander';
-import { batchOptions, epochSpec, inputProgress, openStore, openStoreReadOnly, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
+import {
+  batchOptions,
+  epochSpec,
+  inputProgress,
+  openStore,
+  openStoreReadOnly,
+  requireScope,
+  type GlobalOptions,
+  type InputOptions,
+} from '../context.js';
 import { forEachBatch, openInputChunks } from '../input.js';
 import { formatCount, writeAll } from '../output.js';
 
@@ -17,15 +26,19 @@ export async function countCommand(file: string | undefined, command: Command): 
     const scope = await requireScope(store, options);
     let held = 0;
     const progress = inputProgress('count', file, () => `${formatCount(held)} held`);
-    await forEachBatch(openInputChunks(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
-      const counts = await scope.count(lines, { epochs });
-      let out = '';
-      for (let i = 0; i < lines.length; i++) {
-        if (counts[i]! > 0) held++;
-        out += `${counts[i]}\t${lines[i]}\n`;
-      }
-      await writeAll(process.stdout, out);
-    });
+    await forEachBatch(
+      openInputChunks(file),
+      { ...batchOptions(options, await scope.normalizeMode()), progress },
+      async (lines) => {
+        const counts = await scope.count(lines, { epochs });
+        let out = '';
+        for (let i = 0; i < lines.length; i++) {
+          if (counts[i]! > 0) held++;
+          out += `${counts[i]}\t${lines[i]}\n`;
+        }
+        await writeAll(process.stdout, out);
+      },
+    );
   } finally {
     await store.close();
   }
@@ -39,12 +52,19 @@ export async function deleteCommand(file: string | undefined, command: Command):
     const scope = await requireScope(store, options);
     let deleted = 0;
     const progress = inputProgress('delete', file, () => `${formatCount(deleted)} deleted`);
-    const counts = await forEachBatch(openInputChunks(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
-      deleted += await scope.delete(lines);
-    });
+    const counts = await forEachBatch(
+      openInputChunks(file),
+      { ...batchOptions(options, await scope.normalizeMode()), progress },
+      async (lines) => {
+        deleted += await scope.delete(lines);
+      },
+    );
     const summary = { read: counts.read, deleted, absent: counts.read - deleted, invalid: counts.invalid };
     if (options.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
-    else process.stderr.write(`read ${formatCount(summary.read)}, deleted ${formatCount(deleted)}, not held ${formatCount(summary.absent)}, invalid ${formatCount(summary.invalid)}\n`);
+    else
+      process.stderr.write(
+        `read ${formatCount(summary.read)}, deleted ${formatCount(deleted)}, not held ${formatCount(summary.absent)}, invalid ${formatCount(summary.invalid)}\n`,
+      );
   } finally {
     await store.close();
   }

@@ -24,7 +24,9 @@ function discoveredLinks(pages: number, linksPerPage: number, seed: number): { l
   const random = mulberry32(seed);
   const page = (i: number): string => {
     const category = ['books', 'music', 'garden', 'tools', 'toys', 'kitchen'][i % 6];
-    return i % 10 === 0 ? `https://shop.example.com/${category}/?page=${i / 10}` : `https://shop.example.com/${category}/item-${i}.html`;
+    return i % 10 === 0
+      ? `https://shop.example.com/${category}/?page=${i / 10}`
+      : `https://shop.example.com/${category}/item-${i}.html`;
   };
   const lines: string[] = [];
   const seen = new Set<number>();
@@ -40,9 +42,13 @@ function discoveredLinks(pages: number, linksPerPage: number, seed: number): { l
 
 function runFilterNew(dir: string, scope: string, input: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, 'filter-new', '--store', dir, '--scope', scope, '--capacity', '100000'], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      [MAIN, 'filter-new', '--store', dir, '--scope', scope, '--capacity', '100000'],
+      {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      },
+    );
     let printed = 0;
     child.stdout.on('data', (chunk: Buffer) => {
       for (const byte of chunk) if (byte === 0x0a) printed++;
@@ -67,10 +73,14 @@ export async function demo(command: Command): Promise<void> {
   const out = (text: string): boolean => process.stdout.write(`${text}\n`);
   out(`seenstore demo: store ${dir}, scope ${scope}`);
   const printed1 = await runFilterNew(dir, scope, `${first.lines.join('\n')}\n`);
-  out(`crawl 1: ${formatCount(first.lines.length)} links discovered, ${formatCount(first.distinct)} distinct pages; filter-new printed ${formatCount(printed1)} to fetch`);
+  out(
+    `crawl 1: ${formatCount(first.lines.length)} links discovered, ${formatCount(first.distinct)} distinct pages; filter-new printed ${formatCount(printed1)} to fetch`,
+  );
   const printed2 = await runFilterNew(dir, scope, `${second.lines.join('\n')}\n`);
   const grown = second.distinct - first.distinct;
-  out(`crawl 2: ${formatCount(second.lines.length)} links discovered, about ${formatCount(grown)} pages are new; filter-new printed ${formatCount(printed2)} to fetch`);
+  out(
+    `crawl 2: ${formatCount(second.lines.length)} links discovered, about ${formatCount(grown)} pages are new; filter-new printed ${formatCount(printed2)} to fetch`,
+  );
   out(`pages wrongly skipped (false positives): ${formatCount(first.distinct - printed1)} in crawl 1`);
   out(`inspect it: node ${MAIN} stats --store ${dir} --scope ${scope}`);
 }

@@ -25,7 +25,11 @@ export async function diffAgainst(file: string | undefined, command: Command): P
   let held = 0;
   const counts = await forEachBatch(
     openInputChunks(file),
-    { ...batchOptions(options, other.epoch.normalize as NormalizeMode), signal: stopOnSignals(), progress: inputProgress('diff --against', file, () => `${formatCount(missing)} not seen there`) },
+    {
+      ...batchOptions(options, other.epoch.normalize as NormalizeMode),
+      signal: stopOnSignals(),
+      progress: inputProgress('diff --against', file, () => `${formatCount(missing)} not seen there`),
+    },
     async (lines) => {
       const answers = other.has(lines);
       let out = '';
@@ -43,7 +47,12 @@ export async function diffAgainst(file: string | undefined, command: Command): P
   const fpr = summary.estimatedFpr;
   const expectedMissed = fpr >= 1 ? held : (missing * fpr) / (1 - fpr);
   const report = {
-    against: { scope: other.epoch.scope, epoch: other.epoch.epoch, exportedAtMs: other.header.exportedAtMs, estimatedDistinct: summary.estimatedDistinct },
+    against: {
+      scope: other.epoch.scope,
+      epoch: other.epoch.epoch,
+      exportedAtMs: other.header.exportedAtMs,
+      estimatedDistinct: summary.estimatedDistinct,
+    },
     read: counts.read,
     invalid: counts.invalid,
     notSeenByOther: missing,

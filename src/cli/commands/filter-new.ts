@@ -1,6 +1,17 @@
 import type { Command } from 'commander';
 import { Delivery } from '../../epochs/delivery.js';
-import { batchOptions, inform, inputProgress, openStore, pinnedEpoch, scopeOptions, warn, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
+import {
+  batchOptions,
+  inform,
+  inputProgress,
+  openStore,
+  pinnedEpoch,
+  scopeOptions,
+  warn,
+  type GlobalOptions,
+  type InputOptions,
+  type PlanOptions,
+} from '../context.js';
 import { closeKeepingError, deliver, deliveringBatches, redeliver, stoppedRun } from '../delivered-output.js';
 import { forEachBatch, forEachUtf8Batch, openInputChunks, type InputCounts } from '../input.js';
 import { stopOnSignals } from '../interrupt.js';
@@ -43,14 +54,18 @@ export async function filterNew(file: string | undefined, command: Command): Pro
     const batching = { ...deliveringBatches(batchOptions(options, mode)), progress, signal };
     if (mode === 'none' || mode === 'url') {
       // Two batches in flight: the next one is decided and committed while this one is written.
-      counts = await forEachUtf8Batch(input, { ...batching, urlKeys: mode === 'url', inFlight: 2 }, async (lines, previous) => {
-        await ready();
-        handled += lines.count;
-        const { batch } = await run.addIfAbsentUtf8(lines, pin);
-        await previous;
-        await deliver(run, batch);
-        printed += batch.urls;
-      });
+      counts = await forEachUtf8Batch(
+        input,
+        { ...batching, urlKeys: mode === 'url', inFlight: 2 },
+        async (lines, previous) => {
+          await ready();
+          handled += lines.count;
+          const { batch } = await run.addIfAbsentUtf8(lines, pin);
+          await previous;
+          await deliver(run, batch);
+          printed += batch.urls;
+        },
+      );
     } else {
       counts = await forEachBatch(input, batching, async (lines) => {
         await ready();
@@ -62,16 +77,29 @@ export async function filterNew(file: string | undefined, command: Command): Pro
     }
     // An input read whole without a batch (empty) still creates the scope with the plan given.
     await ready();
-    if (!(await run.finish())) warn('warning: another run claimed some of the URLs this run printed while it waited on its reader: they will be printed again');
+    if (!(await run.finish()))
+      warn(
+        'warning: another run claimed some of the URLs this run printed while it waited on its reader: they will be printed again',
+      );
     await noteGrowth(scope, watch, warn);
   } catch (error) {
     failing = true;
-    throw await stoppedRun(error, delivery, `${formatCount(handled)} lines recorded, ${formatCount(printed + redelivered)} URLs written`);
+    throw await stoppedRun(
+      error,
+      delivery,
+      `${formatCount(handled)} lines recorded, ${formatCount(printed + redelivered)} URLs written`,
+    );
   } finally {
     input.destroy();
     await closeKeepingError(store, failing);
   }
-  const summary = { read: counts.read, new: printed, seen: counts.read - printed, invalid: counts.invalid, redelivered };
+  const summary = {
+    read: counts.read,
+    new: printed,
+    seen: counts.read - printed,
+    invalid: counts.invalid,
+    redelivered,
+  };
   if (options.json) process.stderr.write(`${JSON.stringify(summary)}\n`);
   else inform(options, `filter-new: ${summaryText(withoutZero(summary, 'redelivered'), Date.now() - startMs)}`);
 }

@@ -10,7 +10,12 @@ import { openInput } from '../input.js';
 import { stopOnSignals } from '../interrupt.js';
 import { formatCount, summaryText } from '../output.js';
 
-type ImportOptions = GlobalOptions & { readonly onInvalid?: string; readonly batchSize?: string; readonly capacity?: string; readonly fpr?: string };
+type ImportOptions = GlobalOptions & {
+  readonly onInvalid?: string;
+  readonly batchSize?: string;
+  readonly capacity?: string;
+  readonly fpr?: string;
+};
 
 /**
  * `frontier import [FILE]`: a DumpURLs file of the reference URLFrontier client (gzipped or not)
@@ -30,13 +35,21 @@ export async function frontierImport(file: string | undefined, command: Command)
       batchLines,
       onInvalid: options.onInvalid === 'skip' ? 'skip' : 'fail',
       ...(options.scope === undefined ? {} : { scope: options.scope }),
-      scopeOptions: { create: options.create !== false, ...(capacityUrls === undefined ? {} : { capacityUrls }), ...(fprTarget === undefined ? {} : { fprTarget }) },
+      scopeOptions: {
+        create: options.create !== false,
+        ...(capacityUrls === undefined ? {} : { capacityUrls }),
+        ...(fprTarget === undefined ? {} : { fprTarget }),
+      },
       warn,
       signal,
     });
     const { scopes, ...numbers } = counts;
     if (options.json) process.stdout.write(`${JSON.stringify(counts)}\n`);
-    else inform(options, `frontier import: ${summaryText(numbers, Date.now() - startMs)} (scopes: ${scopes.join(', ') || 'none'})`);
+    else
+      inform(
+        options,
+        `frontier import: ${summaryText(numbers, Date.now() - startMs)} (scopes: ${scopes.join(', ') || 'none'})`,
+      );
   } finally {
     input.destroy();
     await store.close();
@@ -58,13 +71,21 @@ export async function frontierExport(command: Command): Promise<void> {
     if (options.scope !== undefined && !(await store.scopeNames()).includes(options.scope)) {
       throw new SeenStoreError('NOT_FOUND', `scope ${options.scope} does not exist (nothing was ever added to it)`);
     }
-    const source = Readable.from(counted(exportDumpLines(store, { ...(options.scope === undefined ? {} : { scopes: [options.scope] }), signal }), (n) => (lines += n)));
+    const source = Readable.from(
+      counted(
+        exportDumpLines(store, { ...(options.scope === undefined ? {} : { scopes: [options.scope] }), signal }),
+        (n) => (lines += n),
+      ),
+    );
     if (options.out === undefined) await pipeline(source, process.stdout as Writable, { end: false });
     else await writeFileAtomically(source, options.out);
   } finally {
     await store.close();
   }
-  inform(options, `frontier export: ${formatCount(lines)} URLs in ${((Date.now() - startMs) / 1000).toFixed(2)} s${options.out === undefined ? '' : ` to ${options.out}`}`);
+  inform(
+    options,
+    `frontier export: ${formatCount(lines)} URLs in ${((Date.now() - startMs) / 1000).toFixed(2)} s${options.out === undefined ? '' : ` to ${options.out}`}`,
+  );
 }
 
 async function* counted(pages: AsyncIterable<string>, add: (lines: number) => void): AsyncGenerator<string> {

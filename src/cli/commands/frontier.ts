@@ -1,5 +1,17 @@
 import type { Command } from 'commander';
-import { batchOptions, inform, openStore, warn, parseCount, requireScope, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
+import {
+  batchOptions,
+  inform,
+  openStore,
+  warn,
+  parseCount,
+  requireScope,
+  scopeName,
+  scopeOptions,
+  type GlobalOptions,
+  type InputOptions,
+  type PlanOptions,
+} from '../context.js';
 import { forEachBatch, openInputChunks, type InputCounts } from '../input.js';
 import { Delivery } from '../../epochs/delivery.js';
 import { closeKeepingError, deliver, deliveringBatches, redeliver, stoppedRun } from '../delivered-output.js';
@@ -41,19 +53,30 @@ export async function frontierPush(file: string | undefined, command: Command): 
     delivery = await Delivery.begin(scope, { redeliver: options.redeliver !== false, enqueue: true });
     const run = delivery;
     redelivered = await redeliver(run, signal);
-    counts = await forEachBatch(input, { ...deliveringBatches(batchOptions(options, await scope.normalizeMode())), signal }, async (lines) => {
-      await ready();
-      handled += lines.length;
-      const { batch } = await run.addIfAbsent(lines, {}, true);
-      await deliver(run, batch);
-      queued += batch.urls;
-    });
+    counts = await forEachBatch(
+      input,
+      { ...deliveringBatches(batchOptions(options, await scope.normalizeMode())), signal },
+      async (lines) => {
+        await ready();
+        handled += lines.length;
+        const { batch } = await run.addIfAbsent(lines, {}, true);
+        await deliver(run, batch);
+        queued += batch.urls;
+      },
+    );
     // An input read whole without a batch (empty) still creates the scope with the plan given.
     await ready();
-    if (!(await run.finish())) warn('warning: another run claimed some of the URLs this run printed while it waited on its reader: they will be printed again');
+    if (!(await run.finish()))
+      warn(
+        'warning: another run claimed some of the URLs this run printed while it waited on its reader: they will be printed again',
+      );
   } catch (error) {
     failing = true;
-    throw await stoppedRun(error, delivery, `${formatCount(handled)} lines recorded, ${formatCount(queued)} URLs queued and written`);
+    throw await stoppedRun(
+      error,
+      delivery,
+      `${formatCount(handled)} lines recorded, ${formatCount(queued)} URLs queued and written`,
+    );
   } finally {
     input.destroy();
     await closeKeepingError(store, failing);
@@ -105,10 +128,15 @@ export async function frontierFinish(which: 'done' | 'release', ids: string[], c
     const frontier = (await requireScope(store, options)).frontier();
     const refetch = refetchInMs === undefined ? {} : { refetchAtMs: given.map(() => Date.now() + refetchInMs) };
     const failed = which === 'done' && options.failed === true;
-    const changed = which === 'done' ? await frontier.done(given, { ...refetch, failed }) : await frontier.release(given);
+    const changed =
+      which === 'done' ? await frontier.done(given, { ...refetch, failed }) : await frontier.release(given);
     const verb = which === 'release' ? 'released' : failed ? 'failed' : 'done';
     const summary = { given: given.length, [verb]: changed };
-    process.stderr.write(options.json ? `${JSON.stringify(summary)}\n` : `${verb} ${formatCount(changed)} of ${formatCount(given.length)}\n`);
+    process.stderr.write(
+      options.json
+        ? `${JSON.stringify(summary)}\n`
+        : `${verb} ${formatCount(changed)} of ${formatCount(given.length)}\n`,
+    );
   } finally {
     await store.close();
   }
@@ -120,7 +148,11 @@ export async function frontierReclaim(owner: string, command: Command): Promise<
   const store = await openStore(options, false);
   try {
     const reclaimed = await (await requireScope(store, options)).frontier().reclaim(owner);
-    process.stderr.write(options.json ? `${JSON.stringify({ owner, reclaimed })}\n` : `reclaimed ${formatCount(reclaimed)} ${reclaimed === 1 ? 'lease' : 'leases'} of ${owner}\n`);
+    process.stderr.write(
+      options.json
+        ? `${JSON.stringify({ owner, reclaimed })}\n`
+        : `reclaimed ${formatCount(reclaimed)} ${reclaimed === 1 ? 'lease' : 'leases'} of ${owner}\n`,
+    );
   } finally {
     await store.close();
   }
@@ -132,7 +164,11 @@ export async function frontierStats(command: Command): Promise<void> {
   const store = await openStore(options, false);
   try {
     const stats = await (await requireScope(store, options)).frontier().stats();
-    process.stdout.write(options.json ? `${JSON.stringify({ scope: scopeName(options), ...stats })}\n` : `pending ${formatCount(stats.pending)}, leased ${formatCount(stats.leased)}, done ${formatCount(stats.done)}, failed ${formatCount(stats.failed)}, queues ${formatCount(stats.queues)}\n`);
+    process.stdout.write(
+      options.json
+        ? `${JSON.stringify({ scope: scopeName(options), ...stats })}\n`
+        : `pending ${formatCount(stats.pending)}, leased ${formatCount(stats.leased)}, done ${formatCount(stats.done)}, failed ${formatCount(stats.failed)}, queues ${formatCount(stats.queues)}\n`,
+    );
   } finally {
     await store.close();
   }

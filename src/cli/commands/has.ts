@@ -1,5 +1,14 @@
 import type { Command } from 'commander';
-import { batchOptions, epochSpec, inputProgress, membershipMode, openStoreReadOnly, requireScope, type GlobalOptions, type InputOptions } from '../context.js';
+import {
+  batchOptions,
+  epochSpec,
+  inputProgress,
+  membershipMode,
+  openStoreReadOnly,
+  requireScope,
+  type GlobalOptions,
+  type InputOptions,
+} from '../context.js';
 import { forEachBatch, openInputChunks } from '../input.js';
 import { formatCount, writeAll } from '../output.js';
 
@@ -23,18 +32,24 @@ export async function has(file: string | undefined, command: Command): Promise<v
     const scope = await requireScope(store, options);
     let seen = 0;
     const progress = inputProgress('has', file, () => `${formatCount(seen)} seen`);
-    const counts = await forEachBatch(openInputChunks(file), { ...batchOptions(options, await scope.normalizeMode()), progress }, async (lines) => {
-      const answers = await scope.has(lines, { epochs, mode });
-      let out = '';
-      for (let i = 0; i < lines.length; i++) {
-        if (answers[i]) seen++;
-        if (!options.count && answers[i] !== Boolean(options.invert)) out += `${lines[i]}\n`;
-      }
-      await writeAll(process.stdout, out);
-    });
+    const counts = await forEachBatch(
+      openInputChunks(file),
+      { ...batchOptions(options, await scope.normalizeMode()), progress },
+      async (lines) => {
+        const answers = await scope.has(lines, { epochs, mode });
+        let out = '';
+        for (let i = 0; i < lines.length; i++) {
+          if (answers[i]) seen++;
+          if (!options.count && answers[i] !== Boolean(options.invert)) out += `${lines[i]}\n`;
+        }
+        await writeAll(process.stdout, out);
+      },
+    );
     if (options.count || options.json) {
       const summary = { read: counts.read, seen, unseen: counts.read - seen, invalid: counts.invalid };
-      const text = options.json ? JSON.stringify(summary) : `seen ${seen}\nunseen ${summary.unseen}\ninvalid ${summary.invalid}`;
+      const text = options.json
+        ? JSON.stringify(summary)
+        : `seen ${seen}\nunseen ${summary.unseen}\ninvalid ${summary.invalid}`;
       await writeAll(options.count ? process.stdout : process.stderr, `${text}\n`);
     }
   } finally {

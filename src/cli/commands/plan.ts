@@ -42,6 +42,10 @@ function render(plan: SizingPlan): string {
   return (
     `${plan.strategy}${plan.partitions === undefined ? '' : ` (${plan.partitions} partitions)`}, ${formatCount(plan.capacityUrls)} URLs at FPR ${plan.fprTarget}; past the capacity each new slice ` +
     `takes x${plan.growth.factor} the URLs at x${plan.growth.tightening} the error, so the epoch keeps its promise at any size\n` +
-    table(['slice', 'urls', 'total urls', 'k', 'bits', 'bytes', 'total bytes', 'bits/url', 'slice fpr', 'epoch fpr'], rows, 1)
+    table(
+      ['slice', 'urls', 'total urls', 'k', 'bits', 'bytes', 'total bytes', 'bits/url', 'slice fpr', 'epoch fpr'],
+      rows,
+      1,
+    )
   );
 }

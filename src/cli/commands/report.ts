@@ -31,5 +31,9 @@ export async function report(command: Command): Promise<void> {
   const temporary = `${options.out}.tmp-${process.pid}`;
   writeFileSync(temporary, html);
   renameSync(temporary, options.out);
-  process.stdout.write(options.json ? `${JSON.stringify({ out: options.out, bytes: Buffer.byteLength(html) })}\n` : `wrote ${options.out} (${summary}, ${Buffer.byteLength(html).toLocaleString('en-US')} bytes)\n`);
+  process.stdout.write(
+    options.json
+      ? `${JSON.stringify({ out: options.out, bytes: Buffer.byteLength(html) })}\n`
+      : `wrote ${options.out} (${summary}, ${Buffer.byteLength(html).toLocaleString('en-US')} bytes)\n`,
+  );
 }

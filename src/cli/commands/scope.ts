@@ -9,7 +9,9 @@ export async function scopeList(command: Command): Promise<void> {
   const store = await openStoreReadOnly(options);
   try {
     const names = await store.scopeNames();
-    process.stdout.write(options.json ? `${JSON.stringify({ scopes: names })}\n` : names.map((name) => `${name}\n`).join(''));
+    process.stdout.write(
+      options.json ? `${JSON.stringify({ scopes: names })}\n` : names.map((name) => `${name}\n`).join(''),
+    );
   } finally {
     await store.close();
   }
@@ -22,12 +24,19 @@ export async function scopeList(command: Command): Promise<void> {
 export async function scopeDelete(name: string, command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions & { readonly yes?: boolean }>();
   if (options.yes !== true) {
-    throw new SeenStoreError('USAGE', `scope delete removes scope ${name} with every epoch and its frontier, and cannot be undone: add --yes (a snapshot first keeps a way back)`);
+    throw new SeenStoreError(
+      'USAGE',
+      `scope delete removes scope ${name} with every epoch and its frontier, and cannot be undone: add --yes (a snapshot first keeps a way back)`,
+    );
   }
   const store = await openStore(options, false);
   try {
     const deleted = await store.deleteScope(name);
-    if (deleted === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${name} does not exist in ${store.dir} (seenstore scope list lists them)`);
+    if (deleted === undefined)
+      throw new SeenStoreError(
+        'NOT_FOUND',
+        `scope ${name} does not exist in ${store.dir} (seenstore scope list lists them)`,
+      );
     const message = `deleted scope ${name}: ${formatCount(deleted.epochs)} ${deleted.epochs === 1 ? 'epoch' : 'epochs'}, ${formatCount(deleted.queuedUrls)} queued URLs`;
     process.stdout.write(options.json ? `${JSON.stringify({ deleted: name, ...deleted })}\n` : `${message}\n`);
   } finally {

@@ -34,7 +34,8 @@ interface AgainstOptions extends GlobalOptions, InputOptions {
  */
 export async function summarizeCommand(file: string | undefined, command: Command): Promise<void> {
   const options = command.optsWithGlobals<SummarizeOptions>();
-  if (options.out === undefined) throw new SeenStoreError('USAGE', 'setdiff summarize needs --out FILE (where the summary is written)');
+  if (options.out === undefined)
+    throw new SeenStoreError('USAGE', 'setdiff summarize needs --out FILE (where the summary is written)');
   const normalize = parseChoice<NormalizeMode>('normalize', options.normalize, NORMALIZE_MODES) ?? 'none';
   const recallTarget = parseRecall(options.recall);
   const bUrls = parseCount('b-urls', options.bUrls);
@@ -47,8 +48,14 @@ export async function summarizeCommand(file: string | undefined, command: Comman
     ...(recallTarget === undefined ? {} : { recallTarget }),
     ...(bUrls === undefined ? {} : { bUrls }),
   });
-  const counts = await forEachBatch(openInputChunks(file), { ...batchOptions(options, normalize), signal: stopOnSignals(), progress: inputProgress('setdiff summarize', file, () => '') }, async (lines) =>
-    builder.add(lines),
+  const counts = await forEachBatch(
+    openInputChunks(file),
+    {
+      ...batchOptions(options, normalize),
+      signal: stopOnSignals(),
+      progress: inputProgress('setdiff summarize', file, () => ''),
+    },
+    async (lines) => builder.add(lines),
   );
   const summary = builder.finish();
   const encoded = encodeSetSummary(hash, summary);
@@ -88,7 +95,11 @@ export async function summarizeCommand(file: string | undefined, command: Comman
  */
 export async function setdiffCommand(file: string | undefined, command: Command): Promise<void> {
   const options = command.optsWithGlobals<AgainstOptions>();
-  if (options.against === undefined) throw new SeenStoreError('USAGE', 'setdiff needs --against SUMMARY (a file written by setdiff summarize on the other machine)');
+  if (options.against === undefined)
+    throw new SeenStoreError(
+      'USAGE',
+      'setdiff needs --against SUMMARY (a file written by setdiff summarize on the other machine)',
+    );
   const hash = await XxHash.load();
   const summary = await SetSummary.read(hash, options.against);
   const boost = parseCount('boost', options.boost);
@@ -97,7 +108,11 @@ export async function setdiffCommand(file: string | undefined, command: Command)
   const input = await rereadable(file);
   try {
     const batch: BatchOptions = { ...batchOptions(options, difference.normalize), signal };
-    const counts = await forEachBatch(createReadStream(input.path), { ...batch, progress: inputProgress('setdiff', input.path, () => '') }, async (lines) => difference.add(lines));
+    const counts = await forEachBatch(
+      createReadStream(input.path),
+      { ...batch, progress: inputProgress('setdiff', input.path, () => '') },
+      async (lines) => difference.add(lines),
+    );
     const result = difference.finish();
     let line = 0;
     const marks = result.marks;
@@ -135,7 +150,11 @@ export async function setdiffCommand(file: string | undefined, command: Command)
 export function parseRecall(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const value = Number(text);
-  if (text.trim() === '' || !(value > 0 && value < 1)) throw new SeenStoreError('USAGE', `--recall must be a fraction strictly between 0 and 1, got ${JSON.stringify(text)}`);
+  if (text.trim() === '' || !(value > 0 && value < 1))
+    throw new SeenStoreError(
+      'USAGE',
+      `--recall must be a fraction strictly between 0 and 1, got ${JSON.stringify(text)}`,
+    );
   return value;
 }
 
@@ -146,7 +165,8 @@ async function rereadable(file: string | undefined): Promise<{ path: string; rem
     try {
       regular = statSync(file).isFile();
     } catch (error) {
-      if ((error as { code?: string }).code === 'ENOENT') throw new SeenStoreError('NOT_FOUND', `no such input file: ${file}`, { cause: error });
+      if ((error as { code?: string }).code === 'ENOENT')
+        throw new SeenStoreError('NOT_FOUND', `no such input file: ${file}`, { cause: error });
       throw error;
     }
     if (regular) return { path: file, remove: () => undefined };

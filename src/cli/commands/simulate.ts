@@ -1,7 +1,13 @@
 import type { Command } from 'commander';
 import { createReadStream } from 'node:fs';
 import { SeenStoreError } from '../../errors.js';
-import { SIMULATION_MODES, simulate, type SimulationConfig, type SimulationMode, type SimulationResult } from '../../filters/experiment.js';
+import {
+  SIMULATION_MODES,
+  simulate,
+  type SimulationConfig,
+  type SimulationMode,
+  type SimulationResult,
+} from '../../filters/experiment.js';
 import { MAX_HASHES } from '../../filters/sizing.js';
 import { parseStrategy } from '../../filters/strategy.js';
 import { XxHash } from '../../hash/xxhash.js';
@@ -34,9 +40,16 @@ export async function simulateCommand(command: Command): Promise<void> {
   const incremental = config.mode === 'incremental' || config.mode === 'revisit-incremental';
   const insertWanted = parseCount('insert', options.insert);
   const queryWanted = parseCount('query', options.query);
-  if (incremental && queryWanted !== undefined) throw new SeenStoreError('USAGE', `--query has no meaning in ${config.mode} mode: every inserted URL is queried first`);
+  if (incremental && queryWanted !== undefined)
+    throw new SeenStoreError(
+      'USAGE',
+      `--query has no meaning in ${config.mode} mode: every inserted URL is queried first`,
+    );
   // Without counts: every distinct URL (incremental) or the first half inserted, the rest queried.
-  const wanted = insertWanted === undefined || (!incremental && queryWanted === undefined) ? Infinity : insertWanted + (queryWanted ?? 0);
+  const wanted =
+    insertWanted === undefined || (!incremental && queryWanted === undefined)
+      ? Infinity
+      : insertWanted + (queryWanted ?? 0);
   const urls = await readDistinct(options.urls, wanted);
   const insertCount = insertWanted ?? (incremental ? urls.length : Math.floor(urls.length / 2));
   const queryCount = incremental ? 0 : (queryWanted ?? urls.length - insertCount);
@@ -61,18 +74,28 @@ export async function simulateCommand(command: Command): Promise<void> {
 
 function simulationConfig(options: SimulateOptions): SimulationConfig {
   const mode = (options.mode ?? 'non-incremental') as SimulationMode;
-  if (!SIMULATION_MODES.includes(mode)) throw new SeenStoreError('USAGE', `--mode must be one of ${SIMULATION_MODES.join(', ')}, got ${JSON.stringify(options.mode)}`);
+  if (!SIMULATION_MODES.includes(mode))
+    throw new SeenStoreError(
+      'USAGE',
+      `--mode must be one of ${SIMULATION_MODES.join(', ')}, got ${JSON.stringify(options.mode)}`,
+    );
   const strategy = parseStrategy(options.strategy ?? 'classic');
   const hashes = parseCount('hashes', options.hashes);
-  if (hashes !== undefined && hashes > MAX_HASHES) throw new SeenStoreError('USAGE', `--hashes must be at most ${MAX_HASHES}, got ${hashes}`);
+  if (hashes !== undefined && hashes > MAX_HASHES)
+    throw new SeenStoreError('USAGE', `--hashes must be at most ${MAX_HASHES}, got ${hashes}`);
   const runs = parseCount('runs', options.runs) ?? 1;
-  if (options.bitsPerHash !== undefined && options.fpr !== undefined) throw new SeenStoreError('USAGE', 'give --bits-per-hash or --fpr, not both');
+  if (options.bitsPerHash !== undefined && options.fpr !== undefined)
+    throw new SeenStoreError('USAGE', 'give --bits-per-hash or --fpr, not both');
   if (options.bitsPerHash !== undefined) {
     const bitsPerHash = Number(options.bitsPerHash);
     if (options.bitsPerHash.trim() === '' || !(bitsPerHash > 0 && bitsPerHash <= 1024)) {
-      throw new SeenStoreError('USAGE', `--bits-per-hash must be a number in (0, 1024], got ${JSON.stringify(options.bitsPerHash)}`);
+      throw new SeenStoreError(
+        'USAGE',
+        `--bits-per-hash must be a number in (0, 1024], got ${JSON.stringify(options.bitsPerHash)}`,
+      );
     }
-    if (hashes === undefined) throw new SeenStoreError('USAGE', '--bits-per-hash M sizes each filter as N·K·M bits, so it needs --hashes K');
+    if (hashes === undefined)
+      throw new SeenStoreError('USAGE', '--bits-per-hash M sizes each filter as N·K·M bits, so it needs --hashes K');
     return { mode, strategy, hashes, sizing: { bitsPerHash }, runs };
   }
   const fpr = parseFpr(options.fpr) ?? 0.01;
@@ -101,12 +124,16 @@ export async function readDistinct(file: string, wanted: number): Promise<string
     splitter.end();
   } catch (error) {
     const code = (error as { code?: string }).code;
-    if (code === 'ENOENT' || code === 'EISDIR' || code === 'EACCES') throw new SeenStoreError('USAGE', `cannot read --urls ${file}: ${code}`, { cause: error });
+    if (code === 'ENOENT' || code === 'EISDIR' || code === 'EACCES')
+      throw new SeenStoreError('USAGE', `cannot read --urls ${file}: ${code}`, { cause: error });
     throw error;
   } finally {
     stream.destroy();
   }
-  if (invalid > 0) warn(`simulate: skipped ${formatCount(invalid)} lines that are not valid UTF-8 or longer than ${MAX_KEY_BYTES} bytes`);
+  if (invalid > 0)
+    warn(
+      `simulate: skipped ${formatCount(invalid)} lines that are not valid UTF-8 or longer than ${MAX_KEY_BYTES} bytes`,
+    );
   return [...seen];
 }
 
@@ -119,19 +146,22 @@ export function percent(x: number): string {
 function describeFilters(r: SimulationResult): string {
   const first = r.geometries[0]!;
   const same = r.geometries.every((g) => g.mBits === first.mBits && g.k === first.k && g.layout === first.layout);
-  const one = (g: SimulationResult['geometries'][number]): string => `${g.layout} m=${formatCount(g.mBits)} bits k=${g.k}`;
+  const one = (g: SimulationResult['geometries'][number]): string =>
+    `${g.layout} m=${formatCount(g.mBits)} bits k=${g.k}`;
   return same ? `each ${one(first)}` : r.geometries.map(one).join(', ');
 }
 
 function render(r: SimulationResult): string {
   const perSecond = (x: number): string => `${(x / 1e6).toFixed(2)} M/s`;
   const z = Number.isFinite(r.z) ? `${r.z >= 0 ? '+' : ''}${r.z.toFixed(2)}` : 'inf';
-  return [
-    `simulate   ${r.mode}, ${r.strategy}: ${r.geometries.length} filter${r.geometries.length === 1 ? '' : 's'} (${describeFilters(r)}; ${r.sizingRule})`,
-    `urls       ${formatCount(r.inserted)} inserted, ${formatCount(r.queried)} queried per run, ${r.runs.length} run${r.runs.length === 1 ? '' : 's'} with fresh seeds`,
-    `measured   FPR ${percent(r.mean)} (sd ${percent(r.sd)}, min ${percent(r.min)}, max ${percent(r.max)}); false positives per run ${r.runs.map((run) => run.falsePositives).join(' ')}`,
-    `theory     FPR ${percent(r.theory)}; z = ${z} standard errors`,
-    `memory     ${r.bitsPerUrl.toFixed(2)} bits per URL`,
-    `speed      adds ${perSecond(r.addsPerSecond)}, queries ${perSecond(r.queriesPerSecond)} (median run, in memory)`,
-  ].join('\n') + '\n';
+  return (
+    [
+      `simulate   ${r.mode}, ${r.strategy}: ${r.geometries.length} filter${r.geometries.length === 1 ? '' : 's'} (${describeFilters(r)}; ${r.sizingRule})`,
+      `urls       ${formatCount(r.inserted)} inserted, ${formatCount(r.queried)} queried per run, ${r.runs.length} run${r.runs.length === 1 ? '' : 's'} with fresh seeds`,
+      `measured   FPR ${percent(r.mean)} (sd ${percent(r.sd)}, min ${percent(r.min)}, max ${percent(r.max)}); false positives per run ${r.runs.map((run) => run.falsePositives).join(' ')}`,
+      `theory     FPR ${percent(r.theory)}; z = ${z} standard errors`,
+      `memory     ${r.bitsPerUrl.toFixed(2)} bits per URL`,
+      `speed      adds ${perSecond(r.addsPerSecond)}, queries ${perSecond(r.queriesPerSecond)} (median run, in memory)`,
+    ].join('\n') + '\n'
+  );
 }

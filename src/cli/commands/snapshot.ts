@@ -8,11 +8,18 @@ import { stopOnSignals } from '../interrupt.js';
 /** `snapshot create [NAME]`: a consistent copy of the whole store while writers keep running. */
 export async function snapshotCreate(name: string | undefined, command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions & { out?: string }>();
-  if (name !== undefined && options.out !== undefined) throw new SeenStoreError('USAGE', 'snapshot create takes a NAME or --out DIR, not both (the last part of DIR names the snapshot)');
+  if (name !== undefined && options.out !== undefined)
+    throw new SeenStoreError(
+      'USAGE',
+      'snapshot create takes a NAME or --out DIR, not both (the last part of DIR names the snapshot)',
+    );
   const signal = stopOnSignals();
   const store = await openStore(options, false);
   try {
-    const snapshot = options.out === undefined ? await store.snapshot(name, { signal }) : await store.snapshotTo(options.out, { signal });
+    const snapshot =
+      options.out === undefined
+        ? await store.snapshot(name, { signal })
+        : await store.snapshotTo(options.out, { signal });
     if (options.json) process.stdout.write(`${JSON.stringify(snapshot)}\n`);
     else process.stdout.write(`snapshot ${snapshot.name}: ${formatCount(snapshot.bytes)} bytes at ${snapshot.path}\n`);
   } finally {
@@ -29,7 +36,13 @@ export async function snapshotList(command: Command): Promise<void> {
       process.stdout.write(`${JSON.stringify(snapshots)}\n`);
       return;
     }
-    const rows = snapshots.map((s) => [s.name, new Date(s.createdAtMs).toISOString(), s.reason, String(s.formatVersion), formatCount(s.bytes)]);
+    const rows = snapshots.map((s) => [
+      s.name,
+      new Date(s.createdAtMs).toISOString(),
+      s.reason,
+      String(s.formatVersion),
+      formatCount(s.bytes),
+    ]);
     process.stdout.write(table(['name', 'created', 'reason', 'format', 'bytes'], rows, 3));
   } finally {
     await store.close();
@@ -51,10 +64,15 @@ export async function snapshotPrune(command: Command): Promise<void> {
     for (const snapshot of doomed) await store.deleteSnapshot(snapshot.name);
     const kept = oldestFirst.length - doomed.length;
     if (options.json) {
-      process.stdout.write(`${JSON.stringify({ deleted: doomed.map((s) => ({ name: s.name, reason: s.reason, createdAtMs: s.createdAtMs, bytes: s.bytes })), kept })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ deleted: doomed.map((s) => ({ name: s.name, reason: s.reason, createdAtMs: s.createdAtMs, bytes: s.bytes })), kept })}\n`,
+      );
       return;
     }
-    for (const s of doomed) process.stdout.write(`deleted snapshot ${s.name} (${s.reason}, ${new Date(s.createdAtMs).toISOString()}), freed ${formatCount(s.bytes)} bytes\n`);
+    for (const s of doomed)
+      process.stdout.write(
+        `deleted snapshot ${s.name} (${s.reason}, ${new Date(s.createdAtMs).toISOString()}), freed ${formatCount(s.bytes)} bytes\n`,
+      );
     process.stdout.write(`${formatCount(kept)} snapshot${kept === 1 ? '' : 's'} kept\n`);
   } finally {
     await store.close();
@@ -68,7 +86,10 @@ export async function snapshotRestore(name: string, command: Command): Promise<v
   stopOnSignals();
   const snapshot = await SeenStore.restoreSnapshot(storeDir(options), name);
   if (options.json) process.stdout.write(`${JSON.stringify(snapshot)}\n`);
-  else process.stdout.write(`restored snapshot ${snapshot.name} (taken ${new Date(snapshot.createdAtMs).toISOString()}); the data it replaced is snapshot ${snapshot.preRestore.name}\n`);
+  else
+    process.stdout.write(
+      `restored snapshot ${snapshot.name} (taken ${new Date(snapshot.createdAtMs).toISOString()}); the data it replaced is snapshot ${snapshot.preRestore.name}\n`,
+    );
 }
 
 export async function snapshotDelete(name: string, command: Command): Promise<void> {
@@ -97,6 +118,9 @@ export async function migrate(command: Command): Promise<void> {
     process.stdout.write(`store is at format ${report.to}: nothing to do\n`);
     return;
   }
-  for (const step of report.steps) process.stdout.write(`format ${step.from} -> ${step.to}: ${step.summary} (${formatCount(step.changed)} records)\n`);
-  process.stdout.write(`migrated from format ${report.from} to ${report.to}${report.snapshot === null ? ' (no snapshot taken)' : `; the old store is snapshot ${report.snapshot.name}`}\n`);
+  for (const step of report.steps)
+    process.stdout.write(`format ${step.from} -> ${step.to}: ${step.summary} (${formatCount(step.changed)} records)\n`);
+  process.stdout.write(
+    `migrated from format ${report.from} to ${report.to}${report.snapshot === null ? ' (no snapshot taken)' : `; the old store is snapshot ${report.snapshot.name}`}\n`,
+  );
 }

@@ -20,7 +20,11 @@ type StatsOptions = GlobalOptions & { readonly format?: 'text' | 'json' | 'prome
 export async function stats(command: Command): Promise<void> {
   const options = command.optsWithGlobals<StatsOptions>();
   const format = options.format ?? (options.json ? 'json' : 'text');
-  if (options.check && format === 'prometheus') throw new SeenStoreError('USAGE', 'stats --check prints findings, not metrics: leave out --format prometheus (the metrics carry the same checks as seenstore_epoch_past_capacity and seenstore_epoch_fpr_above_target)');
+  if (options.check && format === 'prometheus')
+    throw new SeenStoreError(
+      'USAGE',
+      'stats --check prints findings, not metrics: leave out --format prometheus (the metrics carry the same checks as seenstore_epoch_past_capacity and seenstore_epoch_fpr_above_target)',
+    );
   const store = await openStoreReadOnly(options);
   try {
     const existing = await store.scopeNames();
@@ -35,7 +39,10 @@ export async function stats(command: Command): Promise<void> {
       return;
     }
     if (format === 'prometheus') process.stdout.write(renderPrometheus(store.dir, all, await fileUsage(store)));
-    else process.stdout.write(format === 'json' ? `${JSON.stringify({ store: store.dir, scopes: all })}\n` : render(store.dir, all));
+    else
+      process.stdout.write(
+        format === 'json' ? `${JSON.stringify({ store: store.dir, scopes: all })}\n` : render(store.dir, all),
+      );
   } finally {
     await store.close();
   }
@@ -44,9 +51,15 @@ export async function stats(command: Command): Promise<void> {
 function check(scopes: readonly ScopeStats[], json: boolean): void {
   const findings = checkScopes(scopes);
   const epochs = scopes.reduce((sum, s) => sum + s.epochs.length, 0);
-  if (json) process.stdout.write(`${JSON.stringify({ ok: findings.length === 0, scopes: scopes.length, epochs, findings })}\n`);
-  else if (findings.length === 0) process.stdout.write(`ok: ${scopes.length} scope${scopes.length === 1 ? '' : 's'}, ${epochs} epoch${epochs === 1 ? '' : 's'} checked\n`);
-  else for (const f of findings) process.stdout.write(`CHECK FAILED scope ${f.scope} epoch ${f.epoch} ${f.problem}: ${f.message}\n`);
+  if (json)
+    process.stdout.write(`${JSON.stringify({ ok: findings.length === 0, scopes: scopes.length, epochs, findings })}\n`);
+  else if (findings.length === 0)
+    process.stdout.write(
+      `ok: ${scopes.length} scope${scopes.length === 1 ? '' : 's'}, ${epochs} epoch${epochs === 1 ? '' : 's'} checked\n`,
+    );
+  else
+    for (const f of findings)
+      process.stdout.write(`CHECK FAILED scope ${f.scope} epoch ${f.epoch} ${f.problem}: ${f.message}\n`);
   if (findings.length > 0) process.exitCode = CHECK_FAILED_EXIT;
 }
 

@@ -12,7 +12,9 @@ export async function exportCommand(command: Command): Promise<void> {
   const signal = stopOnSignals();
   const store = await openStoreReadOnly(options);
   try {
-    const result = await (await requireScope(store, options)).export(options.out, epochSpec(options.epoch, 'current'), { signal });
+    const result = await (await requireScope(store, options)).export(options.out, epochSpec(options.epoch, 'current'), {
+      signal,
+    });
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else {
       const ratio = result.rawBytes === 0 ? 0 : (100 * result.fileBytes) / result.rawBytes;
@@ -38,7 +40,9 @@ export async function importCommand(file: string, command: Command): Promise<voi
     });
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else {
-      process.stdout.write(`imported epoch ${result.imported} as scope ${result.scope}${result.openEpoch === result.imported ? ' (open, same seeds)' : ` (sealed; epoch ${result.openEpoch} is open)`}\n`);
+      process.stdout.write(
+        `imported epoch ${result.imported} as scope ${result.scope}${result.openEpoch === result.imported ? ' (open, same seeds)' : ` (sealed; epoch ${result.openEpoch} is open)`}\n`,
+      );
     }
   } finally {
     await store.close();
@@ -49,7 +53,10 @@ export async function importCommand(file: string, command: Command): Promise<voi
 export async function mergeCommand(files: string[], command: Command): Promise<void> {
   const options = command.optsWithGlobals<GlobalOptions & { intoEpoch?: string; out?: string }>();
   if ((options.intoEpoch === undefined) === (options.out === undefined)) {
-    throw new SeenStoreError('USAGE', 'merge needs exactly one of --into-epoch N (the open epoch of --scope) or --out FILE');
+    throw new SeenStoreError(
+      'USAGE',
+      'merge needs exactly one of --into-epoch N (the open epoch of --scope) or --out FILE',
+    );
   }
   const signal = stopOnSignals();
   if (options.out !== undefined) {

@@ -33,7 +33,13 @@ async function verifyFiles(files: readonly string[], options: GlobalOptions): Pr
       const exported = await ExportedEpoch.open(file, { signal });
       results.push({ file, ok: true, scope: exported.epoch.scope, epoch: exported.epoch.epoch });
     } catch (error) {
-      if (!(error instanceof SeenStoreError) || error.code === 'NOT_FOUND' || error.code === 'INTERRUPTED' || error.code === 'USAGE') throw error;
+      if (
+        !(error instanceof SeenStoreError) ||
+        error.code === 'NOT_FOUND' ||
+        error.code === 'INTERRUPTED' ||
+        error.code === 'USAGE'
+      )
+        throw error;
       results.push({ file, ok: false, code: error.code, problem: error.message });
     }
   }
@@ -41,7 +47,9 @@ async function verifyFiles(files: readonly string[], options: GlobalOptions): Pr
   if (options.json) process.stdout.write(`${JSON.stringify({ ok, files: results })}\n`);
   else {
     for (const r of results) {
-      process.stdout.write(r.ok ? `ok ${r.file}: epoch ${r.scope}/${r.epoch}\n` : `DAMAGE ${r.file}: ${r.code} ${r.problem}\n`);
+      process.stdout.write(
+        r.ok ? `ok ${r.file}: epoch ${r.scope}/${r.epoch}\n` : `DAMAGE ${r.file}: ${r.code} ${r.problem}\n`,
+      );
     }
   }
   if (!ok) process.exitCode = 6;

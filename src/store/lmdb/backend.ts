@@ -1,7 +1,18 @@
 import { join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
-import type { Backend, DeletedScope, Deliveries, EpochBits, Frontier, EpochUsage, ImportRequest, Rotation, RotateRequest, StoreMaintenance } from '../backend.js';
+import type {
+  Backend,
+  DeletedScope,
+  Deliveries,
+  EpochBits,
+  Frontier,
+  EpochUsage,
+  ImportRequest,
+  Rotation,
+  RotateRequest,
+  StoreMaintenance,
+} from '../backend.js';
 import { faultPoint } from '../faults.js';
 import { removeStoreLeftovers } from '../leftovers.js';
 import { sealHeader, type EpochHeader, type ScopeRecord } from '../records.js';
@@ -20,7 +31,6 @@ import { SNAPSHOTS_DIR } from './data-file.js';
 import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
 import { epochUsage } from './usage.js';
 import { DirectoryNodes } from './nodes.js';
-
 
 /**
  * The LMDB backend: one store directory, one LMDB environment, any number of scopes, shared by
@@ -78,7 +88,10 @@ export class LmdbBackend implements Backend {
     // LMDB's reader table is seen here; one that starts later sees this process and refuses.
     if (await isLocked(dir, EXCLUSIVE_LOCK, effectiveLockStaleMs(options.lockStaleMs))) {
       await env.close();
-      throw new SeenStoreError('STORE_LOCKED', `a snapshot restore or a migration of ${dir} is running; open the store when it is done`);
+      throw new SeenStoreError(
+        'STORE_LOCKED',
+        `a snapshot restore or a migration of ${dir} is running; open the store when it is done`,
+      );
     }
     let bitThread: BitThread | undefined;
     try {
@@ -158,9 +171,13 @@ export class LmdbBackend implements Backend {
     faultPoint('rotate:after-commit');
     if (rotation === null) return null;
     await env.flushed();
-    await open.epoch.checkpoint().catch((error: unknown) =>
-      this.#ctx.warn(`checkpoint of sealed epoch ${rotation.sealed.epoch} failed (its journal keeps every add): ${(error as Error).message}`),
-    );
+    await open.epoch
+      .checkpoint()
+      .catch((error: unknown) =>
+        this.#ctx.warn(
+          `checkpoint of sealed epoch ${rotation.sealed.epoch} failed (its journal keeps every add): ${(error as Error).message}`,
+        ),
+      );
     return rotation;
   }
 
@@ -213,7 +230,12 @@ export class LmdbBackend implements Backend {
     const id = `${scope}/${n}`;
     let epoch = this.#epochs.get(id);
     if (epoch === undefined) {
-      const filters = loadEpochCopy(this.#env, this.#ctx.hash, meta.readHeader(this.#env, scope, n), this.#bitThread !== undefined);
+      const filters = loadEpochCopy(
+        this.#env,
+        this.#ctx.hash,
+        meta.readHeader(this.#env, scope, n),
+        this.#bitThread !== undefined,
+      );
       epoch = new LmdbEpoch(this.#ctx, filters);
       this.#epochs.set(id, epoch);
     }
@@ -246,7 +268,9 @@ export class LmdbBackend implements Backend {
     } catch (error) {
       if (!(error instanceof SeenStoreError) || error.code !== 'STORE_FULL') throw error;
       const { scope, epoch: n } = epoch.header;
-      this.#ctx.warn(`warning: the checkpoint of ${scope}/${n} at close was not written, the disk is full (${error.message}); every acknowledged URL is in the journal, and a later run writes the checkpoint once there is room`);
+      this.#ctx.warn(
+        `warning: the checkpoint of ${scope}/${n} at close was not written, the disk is full (${error.message}); every acknowledged URL is in the journal, and a later run writes the checkpoint once there is room`,
+      );
     }
   }
 }

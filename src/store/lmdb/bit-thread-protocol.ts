@@ -34,7 +34,12 @@ export const STATUS_FAILED = 1;
 export interface BitThreadBinding {
   readonly slices: readonly {
     readonly at: number;
-    readonly filters: readonly { readonly geometry: FilterGeometry; readonly regionBytes: number; readonly scheme: HashSchemeId; readonly memory: SharedFilterMemory }[];
+    readonly filters: readonly {
+      readonly geometry: FilterGeometry;
+      readonly regionBytes: number;
+      readonly scheme: HashSchemeId;
+      readonly memory: SharedFilterMemory;
+    }[];
   }[];
   readonly stride: number;
   readonly words: SharedArrayBuffer;

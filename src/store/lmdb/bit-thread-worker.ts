@@ -19,7 +19,14 @@ let ahead: PositionsAhead | undefined;
 function bind(binding: BitThreadBinding): void {
   const views = binding.slices.map((slice) => ({
     at: slice.at,
-    filters: slice.filters.map((filter) => new BloomFilter(filter.geometry, { regionBytes: filter.regionBytes, scheme: filter.scheme, memory: filter.memory })),
+    filters: slice.filters.map(
+      (filter) =>
+        new BloomFilter(filter.geometry, {
+          regionBytes: filter.regionBytes,
+          scheme: filter.scheme,
+          memory: filter.memory,
+        }),
+    ),
   }));
   const newest = views.pop()!;
   target = { older: views, newest: newest.filters, newestAt: newest.at, stride: binding.stride };
@@ -50,7 +57,8 @@ for (;;) {
   Atomics.wait(ctl, CTL.job, jobs);
   jobs = Atomics.load(ctl, CTL.job);
   if (jobs === ABORTED) break;
-  for (let message = receiveMessageOnPort(port); message !== undefined; message = receiveMessageOnPort(port)) bind(message.message as BitThreadBinding);
+  for (let message = receiveMessageOnPort(port); message !== undefined; message = receiveMessageOnPort(port))
+    bind(message.message as BitThreadBinding);
   let status = STATUS_OK;
   try {
     if (target === undefined) throw new Error('a batch came before the filters');

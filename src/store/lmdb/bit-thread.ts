@@ -2,7 +2,15 @@ import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from '
 import { SeenStoreError } from '../../errors.js';
 import type { BloomFilter } from '../../filters/bloom.js';
 import type { DecideTarget } from '../../filters/decide.js';
-import { ABORTED, CTL, CTL_SLOTS, MAX_BIT_THREAD_FILTERS, STATUS_OK, awaitChange, type BitThreadBinding } from './bit-thread-protocol.js';
+import {
+  ABORTED,
+  CTL,
+  CTL_SLOTS,
+  MAX_BIT_THREAD_FILTERS,
+  STATUS_OK,
+  awaitChange,
+  type BitThreadBinding,
+} from './bit-thread-protocol.js';
 
 /** URLs hashed per hand-over: the bit thread starts on a batch after the first of these. */
 export const BIT_THREAD_CHUNK = 1024;
@@ -49,7 +57,10 @@ export class BitThread {
   static async start(): Promise<BitThread> {
     const ctl = new Int32Array(new SharedArrayBuffer(4 * CTL_SLOTS));
     const { port1, port2 } = new MessageChannel();
-    const worker = new Worker(new URL('./bit-thread-worker.js', import.meta.url), { workerData: { ctl: ctl.buffer, port: port2 }, transferList: [port2] });
+    const worker = new Worker(new URL('./bit-thread-worker.js', import.meta.url), {
+      workerData: { ctl: ctl.buffer, port: port2 },
+      transferList: [port2],
+    });
     await new Promise<void>((resolve, reject) => {
       worker.once('online', resolve);
       worker.once('error', reject);
@@ -63,14 +74,15 @@ export class BitThread {
   /** True when the bit thread can take batches of `target` (filters in shared memory, not too many). */
   accepts(target: DecideTarget): boolean {
     if (this.#dead !== undefined || target.newest.length > MAX_BIT_THREAD_FILTERS) return false;
-    const shared = (filters: readonly BloomFilter[]): boolean => filters.every((filter) => filter.sharedMemory !== undefined);
+    const shared = (filters: readonly BloomFilter[]): boolean =>
+      filters.every((filter) => filter.sharedMemory !== undefined);
     return shared(target.newest) && target.older.every((slice) => shared(slice.filters));
   }
 
   /** Shared buffers for a batch: `words` hash words, a flag per URL (grown as needed). */
   buffers(words: number, urls: number): { words: Uint32Array; flags: Uint8Array } {
     if (this.#words.byteLength < 4 * words) {
-      this.#words = new SharedArrayBuffer(4 * Math.max(words, 2 * this.#words.byteLength / 4));
+      this.#words = new SharedArrayBuffer(4 * Math.max(words, (2 * this.#words.byteLength) / 4));
       this.#bound = undefined;
     }
     if (this.#flags.byteLength < urls) {
@@ -98,7 +110,7 @@ export class BitThread {
     }
     const ahead = newest.every((filter) => filter.positionsAhead);
     if (ahead && this.#positions.byteLength < 4 * count * perUrl) {
-      this.#positions = new SharedArrayBuffer(4 * Math.max(count * perUrl, 2 * this.#positions.byteLength / 4));
+      this.#positions = new SharedArrayBuffer(4 * Math.max(count * perUrl, (2 * this.#positions.byteLength) / 4));
       this.#bound = undefined;
     }
     if (this.#bound !== target) this.#bind(target, perUrl, offsets);
@@ -115,7 +127,18 @@ export class BitThread {
       for (let from = 0; from < count; from += BIT_THREAD_CHUNK) {
         const to = Math.min(count, from + BIT_THREAD_CHUNK);
         hash(from, to);
-        if (ahead) for (let f = 0; f < newest.length; f++) newest[f]!.positionsInto(words, newestAt + 2 * f, stride, from, to, positions, from * perUrl + offsets[f]!, perUrl);
+        if (ahead)
+          for (let f = 0; f < newest.length; f++)
+            newest[f]!.positionsInto(
+              words,
+              newestAt + 2 * f,
+              stride,
+              from,
+              to,
+              positions,
+              from * perUrl + offsets[f]!,
+              perUrl,
+            );
         Atomics.store(ctl, CTL.progress, to);
         Atomics.notify(ctl, CTL.progress);
       }
@@ -148,10 +171,18 @@ export class BitThread {
   #bind(target: DecideTarget, perUrl: number, offsets: readonly number[]): void {
     const describe = (filters: readonly BloomFilter[], at: number): BitThreadBinding['slices'][number] => ({
       at,
-      filters: filters.map((filter) => ({ geometry: filter.geometry, regionBytes: filter.regionBytes, scheme: filter.scheme, memory: filter.sharedMemory! })),
+      filters: filters.map((filter) => ({
+        geometry: filter.geometry,
+        regionBytes: filter.regionBytes,
+        scheme: filter.scheme,
+        memory: filter.sharedMemory!,
+      })),
     });
     const binding: BitThreadBinding = {
-      slices: [...target.older.map((slice) => describe(slice.filters, slice.at)), describe(target.newest, target.newestAt)],
+      slices: [
+        ...target.older.map((slice) => describe(slice.filters, slice.at)),
+        describe(target.newest, target.newestAt),
+      ],
       stride: target.stride,
       words: this.#words,
       flags: this.#flags,

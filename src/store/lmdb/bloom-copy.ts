@@ -73,7 +73,8 @@ export class BloomCopy extends EpochCopy {
 
   has(words: Uint32Array, i: number): boolean {
     const base = i * this.hasher.stride;
-    for (let j = 0; j < this.#bloom.length; j++) if (allHold(this.#bloom[j]!, words, base + this.hasher.sliceAt(j))) return true;
+    for (let j = 0; j < this.#bloom.length; j++)
+      if (allHold(this.#bloom[j]!, words, base + this.hasher.sliceAt(j))) return true;
     return false;
   }
 
@@ -84,7 +85,11 @@ export class BloomCopy extends EpochCopy {
   protected makeSlice(spec: SliceSpec): StoredFilter[] {
     const kernelBits = this.#shared ? undefined : (this.#kernelBits ??= new KernelBits());
     const bloom = filterGeometries(spec).map(
-      (geometry) => new BloomFilter(geometry, { ...this.regionOptions, memory: kernelBits?.place(geometry, this.regionOptions.regionBytes) ?? this.#shared }),
+      (geometry) =>
+        new BloomFilter(geometry, {
+          ...this.regionOptions,
+          memory: kernelBits?.place(geometry, this.regionOptions.regionBytes) ?? this.#shared,
+        }),
     );
     this.#bloom.push(bloom);
     return bloom;
@@ -116,14 +121,26 @@ export class BloomCopy extends EpochCopy {
    */
   override answer(words: Uint32Array, count: number, out: Uint8Array): void {
     const resident = this.#resident;
-    const filterBytes = this.slices.reduce((sum, slice) => sum + slice.filters.reduce((bytes, filter) => bytes + filter.bytes.length, 0), 0);
-    if (resident === undefined || resident.complete || !this.env.readOnly || this.#streamedBytes >= STREAM_FILTERS_MAX * filterBytes) {
+    const filterBytes = this.slices.reduce(
+      (sum, slice) => sum + slice.filters.reduce((bytes, filter) => bytes + filter.bytes.length, 0),
+      0,
+    );
+    if (
+      resident === undefined ||
+      resident.complete ||
+      !this.env.readOnly ||
+      this.#streamedBytes >= STREAM_FILTERS_MAX * filterBytes
+    ) {
       this.#ensure(words, 0, count);
       super.answer(words, count, out);
       return;
     }
     this.#streamed ??= new StreamedReads();
-    const slices = this.slices.map((slice, j) => ({ filters: this.#bloom[j]!, offset: slice.offset, at: this.hasher.sliceAt(j) }));
+    const slices = this.slices.map((slice, j) => ({
+      filters: this.#bloom[j]!,
+      offset: slice.offset,
+      at: this.hasher.sliceAt(j),
+    }));
     this.#streamed.answer(slices, words, this.hasher.stride, count, this.#chunkSource(resident), out);
   }
 
@@ -147,7 +164,9 @@ export class BloomCopy extends EpochCopy {
     const stride = this.hasher.stride;
     this.slices.forEach((slice, j) => {
       const at = this.hasher.sliceAt(j);
-      this.#bloom[j]!.forEach((filter, f) => resident.ensure(slice.offset + f, filter, words, at + 2 * f, stride, first, last));
+      this.#bloom[j]!.forEach((filter, f) =>
+        resident.ensure(slice.offset + f, filter, words, at + 2 * f, stride, first, last),
+      );
     });
   }
 
@@ -186,8 +205,21 @@ export class BloomCopy extends EpochCopy {
    * up first means every batch any process committed is seen before deciding. On return the
    * records are committed; answers[i] is true for URLs that were new.
    */
-  addBatch(keys: Keys, words: Uint32Array, answers: boolean[] | undefined, expectOpen: () => void, afterDecide?: AfterDecide): number {
-    const added = this.writeBatch(keys, words, expectOpen, 'adding a batch to', (hashes) => this.#decideAll(keys, hashes, answers), afterDecide);
+  addBatch(
+    keys: Keys,
+    words: Uint32Array,
+    answers: boolean[] | undefined,
+    expectOpen: () => void,
+    afterDecide?: AfterDecide,
+  ): number {
+    const added = this.writeBatch(
+      keys,
+      words,
+      expectOpen,
+      'adding a batch to',
+      (hashes) => this.#decideAll(keys, hashes, answers),
+      afterDecide,
+    );
     faultPoint('add:after-commit');
     return added;
   }
@@ -200,20 +232,34 @@ export class BloomCopy extends EpochCopy {
    * surrogate) fails the batch after the bit thread may have set bits of earlier chunks: the
    * transaction is aborted and the copy reloaded, as for any failed batch.
    */
-  addBatchOn(thread: BitThread, keys: Keys, answers: boolean[] | undefined, expectOpen: () => void, afterDecide?: AfterDecide): number {
-    const added = this.inWriteTransaction(expectOpen, 'adding a batch to', () => {
-      const count = keyCount(keys);
-      const target = this.#decideTarget();
-      if (this.roomInNewest() < count || !thread.accepts(target)) return this.#decideAll(keys, this.rehash(keys), answers);
-      const stride = target.stride;
-      const { words, flags } = thread.buffers(count * stride, count);
-      const decided = thread.decide(target, count, (from, to) => this.hashKeys(sliceKeys(keys, from, to), words.subarray(from * stride)));
-      target.newest.forEach((filter, f) => filter.countSetBits(decided.setBits[f]!));
-      const fresh = this.#collect(words, flags, 0, count, answers);
-      assert(fresh === decided.fresh, 'the bit thread counts as many new URLs as it flags');
-      this.#appendRecord(this.slices.length - 1, count, decided.fresh);
-      return decided.fresh;
-    }, afterDecide);
+  addBatchOn(
+    thread: BitThread,
+    keys: Keys,
+    answers: boolean[] | undefined,
+    expectOpen: () => void,
+    afterDecide?: AfterDecide,
+  ): number {
+    const added = this.inWriteTransaction(
+      expectOpen,
+      'adding a batch to',
+      () => {
+        const count = keyCount(keys);
+        const target = this.#decideTarget();
+        if (this.roomInNewest() < count || !thread.accepts(target))
+          return this.#decideAll(keys, this.rehash(keys), answers);
+        const stride = target.stride;
+        const { words, flags } = thread.buffers(count * stride, count);
+        const decided = thread.decide(target, count, (from, to) =>
+          this.hashKeys(sliceKeys(keys, from, to), words.subarray(from * stride)),
+        );
+        target.newest.forEach((filter, f) => filter.countSetBits(decided.setBits[f]!));
+        const fresh = this.#collect(words, flags, 0, count, answers);
+        assert(fresh === decided.fresh, 'the bit thread counts as many new URLs as it flags');
+        this.#appendRecord(this.slices.length - 1, count, decided.fresh);
+        return decided.fresh;
+      },
+      afterDecide,
+    );
     faultPoint('add:after-commit');
     return added;
   }
@@ -238,7 +284,9 @@ export class BloomCopy extends EpochCopy {
     const target = this.#decideTarget();
     for (const filter of target.newest) filter.warm((count - start) * filter.geometry.k);
     if (this.#flags.length < count) this.#flags = new Uint8Array(Math.max(count, 1024));
-    const decided = this.#kernelBits?.decide(target, words, start, count, room, this.#flags) ?? decideRange(target, words, start, count, room, this.#flags);
+    const decided =
+      this.#kernelBits?.decide(target, words, start, count, room, this.#flags) ??
+      decideRange(target, words, start, count, room, this.#flags);
     const fresh = this.#collect(words, this.#flags, start, start + decided.consumed, answers);
     assert(fresh === decided.fresh, 'decideRange counts as many new URLs as it flags');
     return decided;
@@ -283,9 +331,15 @@ export class BloomCopy extends EpochCopy {
 
   #appendRecord(slice: number, submitted: number, added: number): void {
     const filterCount = this.slices[slice]!.filters.length;
-    if (this.#recordBytes.length < JOURNAL_HEADER_BYTES + 8 * filterCount * added) this.#recordBytes = Buffer.allocUnsafe(JOURNAL_HEADER_BYTES + this.#record.byteLength);
+    if (this.#recordBytes.length < JOURNAL_HEADER_BYTES + 8 * filterCount * added)
+      this.#recordBytes = Buffer.allocUnsafe(JOURNAL_HEADER_BYTES + this.#record.byteLength);
     // LMDB copies the value into the transaction's pages: the scratch is free again after the put.
-    this.appendJournal(encodeJournalRecord(this.hash, slice, submitted, filterCount, this.#record, added, this.#recordBytes), slice, submitted, added);
+    this.appendJournal(
+      encodeJournalRecord(this.hash, slice, submitted, filterCount, this.#record, added, this.#recordBytes),
+      slice,
+      submitted,
+      added,
+    );
   }
 
   /**
@@ -304,7 +358,10 @@ export class BloomCopy extends EpochCopy {
         this.#resident?.ensureAll();
         check(this.currentHeader);
         if (incoming.length !== this.filterCount) {
-          throw new SeenStoreError('USAGE', `merge: ${incoming.length} filters given, epoch ${scope}/${epoch} has ${this.filterCount}`);
+          throw new SeenStoreError(
+            'USAGE',
+            `merge: ${incoming.length} filters given, epoch ${scope}/${epoch} has ${this.filterCount}`,
+          );
         }
         const before = this.slices.map((slice) => slice.filters[0]!.estimatedCount);
         this.poisoned = true;
@@ -317,10 +374,17 @@ export class BloomCopy extends EpochCopy {
             filter.orRegion(region, add);
           }
         });
-        const gained = this.slices.map((slice, j) => Math.max(0, Math.round(slice.filters[0]!.estimatedCount - before[j]!)));
+        const gained = this.slices.map((slice, j) =>
+          Math.max(0, Math.round(slice.filters[0]!.estimatedCount - before[j]!)),
+        );
         const previous = this.readCheckpoint();
         const mergedSliceAdded = this.slices.map((_, j) => (previous.mergedSliceAdded[j] ?? 0) + gained[j]!);
-        this.env.putMeta(checkpointKey(scope, epoch), { ...previous, merges: previous.merges + 1, mergedSliceAdded, atMs: Date.now() });
+        this.env.putMeta(checkpointKey(scope, epoch), {
+          ...previous,
+          merges: previous.merges + 1,
+          mergedSliceAdded,
+          atMs: Date.now(),
+        });
         faultPoint('merge:before-commit');
         this.merges = previous.merges + 1;
         this.mergedSliceAdded = mergedSliceAdded;
@@ -349,7 +413,8 @@ export class BloomCopy extends EpochCopy {
       const batch = dirty.slice(start, start + perTxn);
       this.env.write(() => {
         fence();
-        for (const [index, region] of batch) this.#orIntoStoredChunk(index, region, this.storedFilter(index).region(region));
+        for (const [index, region] of batch)
+          this.#orIntoStoredChunk(index, region, this.storedFilter(index).region(region));
       });
       this.markClean(batch);
       faultPoint('checkpoint:after-chunk-txn');

@@ -89,12 +89,19 @@ export async function compactJournal(env: StoreEnv, journal: JournalFile): Promi
 /** An epoch's checkpoint record: what its stored chunks hold. */
 export function readEpochCheckpoint(env: StoreEnv, header: EpochHeader): CheckpointRecord {
   const value = env.getMeta(checkpointKey(header.scope, header.epoch));
-  if (value === undefined) throw new SeenStoreError('STORE_CORRUPT', `epoch ${header.scope}/${header.epoch} has no checkpoint record`);
+  if (value === undefined)
+    throw new SeenStoreError('STORE_CORRUPT', `epoch ${header.scope}/${header.epoch} has no checkpoint record`);
   return readCheckpointRecord(value);
 }
 
 /** Records that an epoch's chunks hold every journal record up to `seq`, and trims those records (inside a write transaction). */
-export function writeEpochCheckpoint(env: StoreEnv, header: EpochHeader, seq: number, counts: EpochCounts, sliceAdded: readonly number[]): void {
+export function writeEpochCheckpoint(
+  env: StoreEnv,
+  header: EpochHeader,
+  seq: number,
+  counts: EpochCounts,
+  sliceAdded: readonly number[],
+): void {
   const { scope, epoch } = header;
   const previous = readEpochCheckpoint(env, header);
   if (seq <= previous.seq) return;

@@ -16,18 +16,32 @@ export function chunkWhere(header: EpochHeader, index: number, region: number): 
  * through lmdb's reused buffer (valid until the next read): no 64 KB garbage per chunk (a 131 MB
  * filter would leave 131 MB of it behind, in the RSS until collected).
  */
-export function forEachStoredChunk(env: StoreEnv, header: EpochHeader, fromIndex: number, visit: (index: number, region: number, value: Uint8Array) => void): void {
+export function forEachStoredChunk(
+  env: StoreEnv,
+  header: EpochHeader,
+  fromIndex: number,
+  visit: (index: number, region: number, value: Uint8Array) => void,
+): void {
   const chunks = env.chunksDb;
   for (const key of chunks.getKeys(chunkEpochRange(header.scope, header.epoch, fromIndex))) {
     const { filter: index, chunk: region } = chunkKeyParts(key);
     const value = chunks.getBinaryFast(key);
-    if (value === undefined) throw new SeenStoreError('STORE_CORRUPT', `${chunkWhere(header, index, region)}: vanished while being read`);
+    if (value === undefined)
+      throw new SeenStoreError('STORE_CORRUPT', `${chunkWhere(header, index, region)}: vanished while being read`);
     visit(index, region, value);
   }
 }
 
 /** The checked payload of a stored chunk of `filter` (STORE_CORRUPT when the epoch has no such filter or chunk, or it fails its check). */
-export function checkedChunkPayload(hash: XxHash, header: EpochHeader, filter: StoredFilter | undefined, index: number, region: number, value: Uint8Array, checksum = true): Uint8Array {
+export function checkedChunkPayload(
+  hash: XxHash,
+  header: EpochHeader,
+  filter: StoredFilter | undefined,
+  index: number,
+  region: number,
+  value: Uint8Array,
+  checksum = true,
+): Uint8Array {
   const where = chunkWhere(header, index, region);
   if (filter === undefined || !Number.isInteger(region) || region < 0 || region >= filter.regionCount) {
     throw new SeenStoreError('STORE_CORRUPT', `${where}: no such filter or chunk in the epoch`);

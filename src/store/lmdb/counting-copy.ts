@@ -56,7 +56,8 @@ export class CountingCopy extends EpochCopy {
 
   /** The oldest slice that holds the URL whose words start at `base`, or -1. */
   #home(words: Uint32Array, base: number): number {
-    for (let j = 0; j < this.#spectral.length; j++) if (this.#spectral[j]!.holdsAt(words, base + this.hasher.sliceAt(j))) return j;
+    for (let j = 0; j < this.#spectral.length; j++)
+      if (this.#spectral[j]!.holdsAt(words, base + this.hasher.sliceAt(j))) return j;
     return -1;
   }
 
@@ -66,7 +67,10 @@ export class CountingCopy extends EpochCopy {
 
   protected makeSlice(spec: SliceSpec): StoredFilter[] {
     if (spec.keying?.kind !== 'counting-v1') {
-      throw new SeenStoreError('STORE_CORRUPT', `epoch ${this.header.scope}/${this.header.epoch}: a slice without counting keying in a counting epoch`);
+      throw new SeenStoreError(
+        'STORE_CORRUPT',
+        `epoch ${this.header.scope}/${this.header.epoch}: a slice without counting keying in a counting epoch`,
+      );
     }
     const primary = new CountingFilter(spec.mBits / 8, spec.k, this.regionOptions);
     const secondary = new CountingFilter(spec.keying.secondaryCells, spec.k, this.regionOptions);
@@ -98,14 +102,33 @@ export class CountingCopy extends EpochCopy {
    * slice touched, holding every URL's hashes in order, so replay repeats exactly the same
    * operations on the same counters.
    */
-  addBatch(keys: Keys, words: Uint32Array, answers: boolean[] | undefined, expectOpen: () => void, afterDecide?: AfterDecide): number {
-    const added = this.writeBatch(keys, words, expectOpen, 'adding a batch to', (hashes) => this.#decide(keys, hashes, answers), afterDecide);
+  addBatch(
+    keys: Keys,
+    words: Uint32Array,
+    answers: boolean[] | undefined,
+    expectOpen: () => void,
+    afterDecide?: AfterDecide,
+  ): number {
+    const added = this.writeBatch(
+      keys,
+      words,
+      expectOpen,
+      'adding a batch to',
+      (hashes) => this.#decide(keys, hashes, answers),
+      afterDecide,
+    );
     faultPoint('add:after-commit');
     return added;
   }
 
   /** Counting epochs stay on the calling thread (counters are not bits a thread can OR). */
-  addBatchOn(_thread: BitThread, keys: Keys, answers: boolean[] | undefined, expectOpen: () => void, afterDecide?: AfterDecide): number {
+  addBatchOn(
+    _thread: BitThread,
+    keys: Keys,
+    answers: boolean[] | undefined,
+    expectOpen: () => void,
+    afterDecide?: AfterDecide,
+  ): number {
     return this.addBatch(keys, this.rehash(keys), answers, expectOpen, afterDecide);
   }
 

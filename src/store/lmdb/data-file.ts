@@ -78,7 +78,9 @@ export function stableWalk(path: string, maxDamage: number): PageWalkReport | un
 export function describeDamage(damage: PageDamage): string {
   // Findings about the file as a whole (meta pages, its size) name their place themselves.
   if (damage.db === 'file') return damage.problem;
-  return damage.page < 0 ? `database ${damage.db}: ${damage.problem}` : `page ${damage.page} (database ${damage.db}) ${damage.problem}`;
+  return damage.page < 0
+    ? `database ${damage.db}: ${damage.problem}`
+    : `page ${damage.page} (database ${damage.db}) ${damage.problem}`;
 }
 
 function isDirectory(dir: string): boolean {

@@ -2,7 +2,14 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Deliveries, DeliveryWrite, UndeliveredBatch, UndeliveredKey } from '../backend.js';
 import { ownerGone } from '../owners.js';
-import { DELIVERY_DIR, DeliveryFile, claimDeliveryFile, deliveryFileName, listDeliveryFiles, readDeliveryFile } from './delivery-files.js';
+import {
+  DELIVERY_DIR,
+  DeliveryFile,
+  claimDeliveryFile,
+  deliveryFileName,
+  listDeliveryFiles,
+  readDeliveryFile,
+} from './delivery-files.js';
 
 /** This process's delivery files, by path: the ones its runs write (delivery-files.ts). */
 export type DeliveryFiles = Map<string, DeliveryFile>;
@@ -67,7 +74,13 @@ export class LmdbDeliveries implements Deliveries {
  * Inside an add's write transaction, once its answers are known: appends the batch's new URLs to
  * its run's file, and names the run's batches delivered since (epoch.ts).
  */
-export function keepUndelivered(files: DeliveryFiles, storeDir: string, scope: string, deliver: DeliveryWrite, answers: readonly boolean[]): void {
+export function keepUndelivered(
+  files: DeliveryFiles,
+  storeDir: string,
+  scope: string,
+  deliver: DeliveryWrite,
+  answers: readonly boolean[],
+): void {
   const lines = deliver.lines(answers);
   openOwnFile(files, storeDir, scope, deliver.owner).append(deliver.delivered, { seq: deliver.seq, lines });
 }

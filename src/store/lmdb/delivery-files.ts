@@ -1,4 +1,14 @@
-import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { isUtf8 } from 'node:buffer';
 import { join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
@@ -40,7 +50,8 @@ export function listDeliveryFiles(storeDir: string, scope?: string): DeliveryFil
   const files: DeliveryFileName[] = [];
   for (const name of names.sort()) {
     const match = /^([^~]+)~([^~]+)~\d+\.log$/.exec(name);
-    if (match !== null && (scope === undefined || match[1] === scope)) files.push({ name, scope: match[1]!, owner: match[2]! });
+    if (match !== null && (scope === undefined || match[1] === scope))
+      files.push({ name, scope: match[1]!, owner: match[2]! });
   }
   return files;
 }
@@ -51,7 +62,10 @@ export function listDeliveryFiles(storeDir: string, scope?: string): DeliveryFil
  * never half-finishes before the add that recorded the batch appends its journal frame; a frame
  * cut short (a power cut: the file is never synced) ends the file. `seqs` of the batches.
  */
-export function readDeliveryFile(path: string): { readonly batches: { seq: number; lines: Uint8Array }[]; readonly cut: boolean } {
+export function readDeliveryFile(path: string): {
+  readonly batches: { seq: number; lines: Uint8Array }[];
+  readonly cut: boolean;
+} {
   let bytes: Buffer;
   try {
     bytes = readFileSync(path);
@@ -61,7 +75,8 @@ export function readDeliveryFile(path: string): { readonly batches: { seq: numbe
   }
   if (bytes.length < FILE_MAGIC.length || !bytes.subarray(0, FILE_MAGIC.length).equals(FILE_MAGIC)) {
     // A file whose creator died before its header reached it holds nothing.
-    if (bytes.every((byte) => byte === 0) || FILE_MAGIC.subarray(0, bytes.length).equals(bytes)) return { batches: [], cut: bytes.length > 0 };
+    if (bytes.every((byte) => byte === 0) || FILE_MAGIC.subarray(0, bytes.length).equals(bytes))
+      return { batches: [], cut: bytes.length > 0 };
     throw new SeenStoreError('STORE_CORRUPT', `${path} is not a seenstore delivery file (bad header)`);
   }
   const batches = new Map<number, Uint8Array>();
@@ -127,7 +142,11 @@ export class DeliveryFile {
       gone.forEach((seq, i) => body.writeUInt32LE(seq, 4 * i));
       parts.push(frameHeader(KIND_DELIVERED, 0, body.length), body);
     }
-    if (batch !== undefined && batch.lines.length > 0) parts.push(frameHeader(KIND_BATCH, batch.seq, batch.lines.length), Buffer.from(batch.lines.buffer, batch.lines.byteOffset, batch.lines.length));
+    if (batch !== undefined && batch.lines.length > 0)
+      parts.push(
+        frameHeader(KIND_BATCH, batch.seq, batch.lines.length),
+        Buffer.from(batch.lines.buffer, batch.lines.byteOffset, batch.lines.length),
+      );
     if (parts.length === 0) return;
     this.#write(parts);
     for (const seq of gone) this.#live.delete(seq);

@@ -27,7 +27,12 @@ const META_PAGES = 2;
 /** What the store's file holds, from LMDB's own statistics (one read transaction, nothing written). */
 export function diskUsage(env: StoreEnv): DiskUsage {
   const root = env.root.getStats() as RootStats;
-  const named = [env.metaDb, env.chunksDb, env.journalDb, ...(env.frontierDb === undefined ? [] : [env.frontierDb])].map((db) => treePages(db.getStats() as TreeStats));
+  const named = [
+    env.metaDb,
+    env.chunksDb,
+    env.journalDb,
+    ...(env.frontierDb === undefined ? [] : [env.frontierDb]),
+  ].map((db) => treePages(db.getStats() as TreeStats));
   const heldPages = META_PAGES + treePages(root) + treePages(root.free) + named.reduce((sum, pages) => sum + pages, 0);
   const usedPages = root.lastPageNumber + 1;
   return {

@@ -61,15 +61,21 @@ export const lmdbDriver: Driver<LmdbOptions> = Object.freeze({
   async offline() {
     const offline = await import('./offline.js');
     return {
-      migrate: async (location: string, settings: StoreSettings & { readonly snapshot?: boolean }) => offline.migrate(location, offlineOptions(settings, settings.snapshot)),
-      restore: async (location: string, name: string, settings: StoreSettings) => offline.restore(location, name, offlineOptions(settings, undefined)),
+      migrate: async (location: string, settings: StoreSettings & { readonly snapshot?: boolean }) =>
+        offline.migrate(location, offlineOptions(settings, settings.snapshot)),
+      restore: async (location: string, name: string, settings: StoreSettings) =>
+        offline.restore(location, name, offlineOptions(settings, undefined)),
       damagedStoreReport: (location: string, refusal: SeenStoreError) => offline.damagedStoreReport(location, refusal),
-      salvage: async (location: string, to: string, settings: StoreSettings) => offline.salvage(location, to, offlineOptions(settings, undefined)),
+      salvage: async (location: string, to: string, settings: StoreSettings) =>
+        offline.salvage(location, to, offlineOptions(settings, undefined)),
     };
   },
 });
 
-function offlineOptions(settings: StoreSettings, snapshot: boolean | undefined): { mapSizeBytes?: number; lockStaleMs?: number; snapshot?: boolean } {
+function offlineOptions(
+  settings: StoreSettings,
+  snapshot: boolean | undefined,
+): { mapSizeBytes?: number; lockStaleMs?: number; snapshot?: boolean } {
   const mapSizeBytes = numberSetting(settings, 'mapSizeBytes');
   const lockStaleMs = numberSetting(settings, 'lockStaleMs');
   return {

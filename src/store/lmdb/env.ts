@@ -92,7 +92,14 @@ export class StoreEnv {
   #journal: JournalFile | undefined;
   #closed = false;
 
-  private constructor(dir: string, guard: OpenGuard | undefined, root: RootDatabase, mapSizeBytes: number, anyFormat: boolean, readOnly: boolean) {
+  private constructor(
+    dir: string,
+    guard: OpenGuard | undefined,
+    root: RootDatabase,
+    mapSizeBytes: number,
+    anyFormat: boolean,
+    readOnly: boolean,
+  ) {
     this.dir = dir;
     this.#guard = guard;
     this.#mapSizeBytes = mapSizeBytes;
@@ -117,10 +124,17 @@ export class StoreEnv {
     } catch (error) {
       const code = (error as { code?: string }).code;
       if (code !== 'ENOENT' && code !== 'ENOTDIR') throw asStoreError(error, `checking ${path}`);
-      throw new SeenStoreError('NOT_FOUND', `the store at ${this.dir} was deleted while this process had it open (${path} is gone); nothing more was written`, { cause: error });
+      throw new SeenStoreError(
+        'NOT_FOUND',
+        `the store at ${this.dir} was deleted while this process had it open (${path} is gone); nothing more was written`,
+        { cause: error },
+      );
     }
     if (now.dev !== this.#dataFile.dev || now.ino !== this.#dataFile.ino) {
-      throw new SeenStoreError('STORE_LOCKED', `${path} was replaced by another file while this process had the store open; nothing more was written`);
+      throw new SeenStoreError(
+        'STORE_LOCKED',
+        `${path} was replaced by another file while this process had the store open; nothing more was written`,
+      );
     }
   }
 
@@ -170,7 +184,15 @@ export class StoreEnv {
 
   static #openRoot(dir: string, mapSizeBytes: number, readOnly: boolean): RootDatabase {
     // noSubdir explicitly: lmdb-js otherwise takes a path with a dot in its last segment for a file.
-    return open({ path: dir, noSubdir: false, mapSize: mapSizeBytes, maxDbs: 8, pageSize: 4096, readOnly, maxReaders: LMDB_MAX_READERS });
+    return open({
+      path: dir,
+      noSubdir: false,
+      mapSize: mapSizeBytes,
+      maxDbs: 8,
+      pageSize: 4096,
+      readOnly,
+      maxReaders: LMDB_MAX_READERS,
+    });
   }
 
   /**
@@ -225,7 +247,10 @@ export class StoreEnv {
 
   static open(dir: string, options: StoreEnvOptions): StoreEnv {
     if (endianness() !== 'LE') {
-      throw new SeenStoreError('INTERNAL', 'seenstore reads and writes filters as little-endian words; this host is big-endian');
+      throw new SeenStoreError(
+        'INTERNAL',
+        'seenstore reads and writes filters as little-endian words; this host is big-endian',
+      );
     }
     refuseLostDataFile(dir);
     const readOnly = options.readOnly ?? false;
@@ -270,7 +295,10 @@ export class StoreEnv {
       return;
     }
     if (freeBytes < FULL_DISK_FREE_BYTES) {
-      throw new SeenStoreError('STORE_FULL', `the disk holding ${dir} is full (${freeBytes} bytes free): LMDB cannot create its files there`);
+      throw new SeenStoreError(
+        'STORE_FULL',
+        `the disk holding ${dir} is full (${freeBytes} bytes free): LMDB cannot create its files there`,
+      );
     }
   }
 
@@ -296,8 +324,13 @@ export class StoreEnv {
     const existing = this.getMeta(STORE_HEADER_KEY);
     if (existing !== undefined) return anyFormat ? readStoreHeader(existing) : StoreEnv.#checkedHeader(existing);
     const hasData = this.root.getKeysCount({ limit: 8 }) > 3 || this.metaDb.getKeysCount({ limit: 1 }) > 0;
-    if (hasData) throw new SeenStoreError('STORE_CORRUPT', `${this.dir} holds an LMDB environment without a seenstore header`);
-    if (this.readOnly) throw new SeenStoreError('NOT_FOUND', `no seenstore store at ${this.dir} (an LMDB environment nothing was stored in)`);
+    if (hasData)
+      throw new SeenStoreError('STORE_CORRUPT', `${this.dir} holds an LMDB environment without a seenstore header`);
+    if (this.readOnly)
+      throw new SeenStoreError(
+        'NOT_FOUND',
+        `no seenstore store at ${this.dir} (an LMDB environment nothing was stored in)`,
+      );
     const created: StoreHeader = { v: 1, formatVersion: FORMAT_VERSION, createdAtMs: Date.now() };
     return this.write(() => {
       const raced = this.getMeta(STORE_HEADER_KEY);
@@ -310,7 +343,8 @@ export class StoreEnv {
   static #checkedHeader(value: unknown): StoreHeader {
     const header = readStoreHeader(value);
     if (header.formatVersion !== FORMAT_VERSION) {
-      const hint = header.formatVersion < FORMAT_VERSION ? ' (run `seenstore migrate`)' : ' (written by a newer seenstore)';
+      const hint =
+        header.formatVersion < FORMAT_VERSION ? ' (run `seenstore migrate`)' : ' (written by a newer seenstore)';
       throw new SeenStoreError(
         'FORMAT_UNSUPPORTED',
         `store format ${header.formatVersion} is not supported by this version (format ${FORMAT_VERSION})${hint}`,
@@ -372,7 +406,9 @@ export class StoreEnv {
     } catch (error) {
       // LMDB may report a write that failed for want of space as EIO: name the real cause.
       if (!(error instanceof SeenStoreError) && this.#diskFull()) {
-        throw new SeenStoreError('STORE_FULL', `the disk holding ${this.dir} is full (${(error as Error).message})`, { cause: error });
+        throw new SeenStoreError('STORE_FULL', `the disk holding ${this.dir} is full (${(error as Error).message})`, {
+          cause: error,
+        });
       }
       throw error;
     } finally {
@@ -408,7 +444,10 @@ export class StoreEnv {
       });
       if (!stale) return result as T;
       if (attempt === STALE_TXN_ATTEMPTS) {
-        throw new SeenStoreError('STORE_CORRUPT', `${this.dir}: LMDB keeps beginning write transactions behind the newest commit; refusing to write (docs/reliability.md)`);
+        throw new SeenStoreError(
+          'STORE_CORRUPT',
+          `${this.dir}: LMDB keeps beginning write transactions behind the newest commit; refusing to write (docs/reliability.md)`,
+        );
       }
       this.#reopen();
     }
@@ -478,7 +517,9 @@ export class StoreEnv {
   /** Makes every commit so far durable, by any process (mdb_env_sync): commits are synced in the background. */
   async syncData(): Promise<void> {
     await new Promise<void>((resolve, reject) =>
-      (this.root as unknown as LmdbEnvHandle).sync((error) => (error ? reject(asStoreError(error, `syncing ${this.dir}`)) : resolve())),
+      (this.root as unknown as LmdbEnvHandle).sync((error) =>
+        error ? reject(asStoreError(error, `syncing ${this.dir}`)) : resolve(),
+      ),
     );
   }
 
@@ -494,5 +535,8 @@ export class StoreEnv {
 
 /** The error of every write asked of a store opened read-only. */
 export function readOnlyError(dir: string, doing: string): SeenStoreError {
-  return new SeenStoreError('USAGE', `cannot ${doing}: the store at ${dir} is open read-only (open it without readOnly to write)`);
+  return new SeenStoreError(
+    'USAGE',
+    `cannot ${doing}: the store at ${dir} is open read-only (open it without readOnly to write)`,
+  );
 }

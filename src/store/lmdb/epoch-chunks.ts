@@ -19,7 +19,12 @@ export class EpochChunks {
   readonly #filterAt: (index: number) => StoredFilter | undefined;
   #bytesRead = 0;
 
-  constructor(env: StoreEnv, hash: XxHash, header: () => EpochHeader, filterAt: (index: number) => StoredFilter | undefined) {
+  constructor(
+    env: StoreEnv,
+    hash: XxHash,
+    header: () => EpochHeader,
+    filterAt: (index: number) => StoredFilter | undefined,
+  ) {
     this.#env = env;
     this.#hash = hash;
     this.#header = header;
@@ -43,7 +48,9 @@ export class EpochChunks {
   copy(index: number, region: number, payloadBytes: number): Uint8Array | undefined {
     const header = this.#header();
     const stored = this.#env.chunksDb.getBinary(chunkKey(header.scope, header.epoch, index, region));
-    return stored === undefined ? undefined : decodeChunk(this.#hash, stored, chunkWhere(header, index, region), payloadBytes);
+    return stored === undefined
+      ? undefined
+      : decodeChunk(this.#hash, stored, chunkWhere(header, index, region), payloadBytes);
   }
 
   /**
@@ -58,7 +65,9 @@ export class EpochChunks {
 
   /** Calls `visit` with the checked payload of each stored chunk of filters `fromIndex`.. (valid until the next read). */
   forEach(fromIndex: number, visit: (index: number, region: number, payload: Uint8Array) => void): void {
-    forEachStoredChunk(this.#env, this.#header(), fromIndex, (index, region, value) => visit(index, region, this.#checked(index, region, value)));
+    forEachStoredChunk(this.#env, this.#header(), fromIndex, (index, region, value) =>
+      visit(index, region, this.#checked(index, region, value)),
+    );
   }
 
   #checked(index: number, region: number, value: Uint8Array, checksum = true): Uint8Array {

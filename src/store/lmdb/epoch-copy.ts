@@ -17,7 +17,13 @@ import { readHeader } from './metadata.js';
 import { checkEpochSupported, type EpochHeader, type SliceSpec } from '../records.js';
 import type { CheckpointRecord } from './records.js';
 import { EpochChunks } from './epoch-chunks.js';
-import { compactJournal, fencedCheckpoint, readEpochCheckpoint, writeEpochCheckpoint, type Fence } from './checkpoint.js';
+import {
+  compactJournal,
+  fencedCheckpoint,
+  readEpochCheckpoint,
+  writeEpochCheckpoint,
+  type Fence,
+} from './checkpoint.js';
 
 /** Most slices an epoch may grow to; slice j holds capacity * 2^j URLs, so this is never reached in practice. */
 export const MAX_SLICES = 24;
@@ -85,7 +91,12 @@ export abstract class EpochCopy {
     this.currentHeader = header;
     this.scheme = header.hashScheme as HashSchemeId;
     this.hasher = new EpochHasher(hash, header.normalize, [], header.partitions);
-    this.chunks = new EpochChunks(env, hash, () => this.currentHeader, (index) => this.filterAt(index));
+    this.chunks = new EpochChunks(
+      env,
+      hash,
+      () => this.currentHeader,
+      (index) => this.filterAt(index),
+    );
     this.#cursor = new JournalCursor(env, hash, header.scope, header.epoch);
     this.#replayTarget = this.#makeReplayTarget();
   }
@@ -162,10 +173,22 @@ export abstract class EpochCopy {
    * The add-if-absent of a batch hashed by hashKeys, in one write transaction (see BloomCopy,
    * CountingCopy); `afterDecide` runs inside it once the answers are known (the frontier's entries).
    */
-  abstract addBatch(keys: Keys, words: Uint32Array, answers: boolean[] | undefined, expectOpen: () => void, afterDecide?: AfterDecide): number;
+  abstract addBatch(
+    keys: Keys,
+    words: Uint32Array,
+    answers: boolean[] | undefined,
+    expectOpen: () => void,
+    afterDecide?: AfterDecide,
+  ): number;
 
   /** As addBatch, with a bit thread setting the bits where the copy allows it. */
-  abstract addBatchOn(thread: BitThread, keys: Keys, answers: boolean[] | undefined, expectOpen: () => void, afterDecide?: AfterDecide): number;
+  abstract addBatchOn(
+    thread: BitThread,
+    keys: Keys,
+    answers: boolean[] | undefined,
+    expectOpen: () => void,
+    afterDecide?: AfterDecide,
+  ): number;
 
   /** Writes the copy's state back (inside the checkpoint's lock and fence). */
   protected abstract writeCheckpoint(fence: Fence): Promise<CheckpointOutcome>;
@@ -173,7 +196,13 @@ export abstract class EpochCopy {
   summary(): EpochSummary {
     return epochSummary(
       this.epochCounts,
-      this.slices.map((slice, j) => ({ spec: slice.spec, filters: slice.filters.length, added: this.sliceCount(j), fill: this.sliceFill(j), estimatedCount: slice.filters[0]!.estimatedCount })),
+      this.slices.map((slice, j) => ({
+        spec: slice.spec,
+        filters: slice.filters.length,
+        added: this.sliceCount(j),
+        fill: this.sliceFill(j),
+        estimatedCount: slice.filters[0]!.estimatedCount,
+      })),
     );
   }
 
@@ -226,7 +255,12 @@ export abstract class EpochCopy {
    * caught up first, then `change` decides and journals. If anything fails after the copy was
    * touched, it is poisoned and reloaded before its next use.
    */
-  protected inWriteTransaction(expectOpen: () => void, doing: string, change: () => number, afterDecide?: AfterDecide): number {
+  protected inWriteTransaction(
+    expectOpen: () => void,
+    doing: string,
+    change: () => number,
+    afterDecide?: AfterDecide,
+  ): number {
     let result = 0;
     let touched = false;
     let txnId = -1;
@@ -237,17 +271,21 @@ export abstract class EpochCopy {
     try {
       // The transaction commits only when the batch changed LMDB; a batch journaled in the file
       // uses it for its locks and its view of the newest commit, and aborts it (no LMDB sync).
-      this.env.write(() => {
-        expectOpen();
-        txnId = this.env.writeTxnId();
-        if (this.poisoned || txnId !== this.#batchTxnId + 1) this.catchUp();
-        else cursor.replayFile(this.#replayTarget);
-        touched = true;
-        result = change();
-        decidedChanged = afterDecide?.inLmdb?.() === true;
-        afterDecide?.inFile?.();
-        faultPoint('add:before-commit');
-      }, commits, () => cursor.writeStaged());
+      this.env.write(
+        () => {
+          expectOpen();
+          txnId = this.env.writeTxnId();
+          if (this.poisoned || txnId !== this.#batchTxnId + 1) this.catchUp();
+          else cursor.replayFile(this.#replayTarget);
+          touched = true;
+          result = change();
+          decidedChanged = afterDecide?.inLmdb?.() === true;
+          afterDecide?.inFile?.();
+          faultPoint('add:before-commit');
+        },
+        commits,
+        () => cursor.writeStaged(),
+      );
       this.#batchTxnId = commits() ? txnId : txnId - 1;
     } catch (error) {
       if (touched) this.poisoned = true;
@@ -264,9 +302,21 @@ export abstract class EpochCopy {
   }
 
   /** As inWriteTransaction, with keys hashed before it: rehashed when another process added a slice meanwhile. */
-  protected writeBatch(keys: Keys, words: Uint32Array, expectOpen: () => void, doing: string, change: (words: Uint32Array) => number, afterDecide?: AfterDecide): number {
+  protected writeBatch(
+    keys: Keys,
+    words: Uint32Array,
+    expectOpen: () => void,
+    doing: string,
+    change: (words: Uint32Array) => number,
+    afterDecide?: AfterDecide,
+  ): number {
     const hashedFor = this.filterCount;
-    return this.inWriteTransaction(expectOpen, doing, () => change(this.filterCount === hashedFor ? words : this.rehash(keys)), afterDecide);
+    return this.inWriteTransaction(
+      expectOpen,
+      doing,
+      () => change(this.filterCount === hashedFor ? words : this.rehash(keys)),
+      afterDecide,
+    );
   }
 
   protected rehash(keys: Keys): Uint32Array {
@@ -281,7 +331,11 @@ export abstract class EpochCopy {
    * decides URLs from `start` (stopping when the newest slice fills) and says how many it took and
    * how many were new.
    */
-  protected decideGrowing(keys: Keys, words: Uint32Array, step: (words: Uint32Array, start: number, count: number) => { consumed: number; fresh: number }): number {
+  protected decideGrowing(
+    keys: Keys,
+    words: Uint32Array,
+    step: (words: Uint32Array, start: number, count: number) => { consumed: number; fresh: number },
+  ): number {
     const count = keyCount(keys);
     let added = 0;
     for (let start = 0; start < count; ) {
@@ -348,7 +402,10 @@ export abstract class EpochCopy {
   /** Filter `index` of the epoch, which the caller knows exists (a dirty chunk, an incoming filter of the right count). */
   protected storedFilter(index: number): StoredFilter {
     const filter = this.filterAt(index);
-    assert(filter !== undefined, `filter ${index} exists in epoch ${this.currentHeader.scope}/${this.currentHeader.epoch}`);
+    assert(
+      filter !== undefined,
+      `filter ${index} exists in epoch ${this.currentHeader.scope}/${this.currentHeader.epoch}`,
+    );
     return filter;
   }
 
@@ -384,14 +441,21 @@ export abstract class EpochCopy {
     if (this.poisoned) this.loadFresh();
     const { scope, epoch } = this.currentHeader;
     try {
-      const outcome = await fencedCheckpoint(this.env, scope, lockStaleMs, () => this.poisoned, async (fence) => {
-        this.env.refresh();
-        this.catchUp();
-        return this.writeCheckpoint(fence);
-      });
+      const outcome = await fencedCheckpoint(
+        this.env,
+        scope,
+        lockStaleMs,
+        () => this.poisoned,
+        async (fence) => {
+          this.env.refresh();
+          this.catchUp();
+          return this.writeCheckpoint(fence);
+        },
+      );
       if (outcome === 'written') this.#journalBytesSinceCheckpoint = 0;
       // Also after a clean one: a checkpointer killed after its trim left folded frames behind.
-      if (outcome === 'written' || (outcome === 'clean' && this.#cursor.file.holdsFrames())) await compactJournal(this.env, this.#cursor.file);
+      if (outcome === 'written' || (outcome === 'clean' && this.#cursor.file.holdsFrames()))
+        await compactJournal(this.env, this.#cursor.file);
       return outcome;
     } catch (error) {
       throw asStoreError(error, `checkpointing ${scope}/${epoch}`);
@@ -409,7 +473,9 @@ export abstract class EpochCopy {
 
   /** The dirty chunks of every filter, as [filter index, region] pairs. */
   protected dirtyChunks(): (readonly [number, number])[] {
-    return this.slices.flatMap((slice) => slice.filters.flatMap((filter, f) => filter.dirtyRegions().map((region) => [slice.offset + f, region] as const)));
+    return this.slices.flatMap((slice) =>
+      slice.filters.flatMap((filter, f) => filter.dirtyRegions().map((region) => [slice.offset + f, region] as const)),
+    );
   }
 
   protected markClean(chunks: readonly (readonly [number, number])[]): void {
@@ -453,7 +519,10 @@ export abstract class EpochCopy {
     }
     this.#cursor.beginBatch(false);
     try {
-      this.env.write(() => this.catchUp(), () => this.#cursor.lmdbChanged);
+      this.env.write(
+        () => this.catchUp(),
+        () => this.#cursor.lmdbChanged,
+      );
     } catch (error) {
       this.poisoned = true;
       throw error;

@@ -1,7 +1,14 @@
 import { SeenStoreError, assert } from '../../errors.js';
 import { queueNew } from './frontier.js';
 import { keyCount, type Keys, type XxHash } from '../../hash/xxhash.js';
-import type { CheckpointOutcome, DeliveryWrite, EpochBits, EpochContents, EpochSummary, QueueItems } from '../backend.js';
+import type {
+  CheckpointOutcome,
+  DeliveryWrite,
+  EpochBits,
+  EpochContents,
+  EpochSummary,
+  QueueItems,
+} from '../backend.js';
 import { keepUndelivered, type DeliveryFiles } from './deliveries.js';
 import type { AfterDecide } from './epoch-copy.js';
 import { isCountingEpoch, type EpochHeader } from '../records.js';
@@ -72,14 +79,22 @@ export class LmdbEpoch implements EpochBits {
     return this.#filters.counting;
   }
 
-  async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems, deliver?: DeliveryWrite): Promise<number> {
+  async addIfAbsent(
+    keys: Keys,
+    answers: boolean[] | undefined,
+    enqueue?: QueueItems,
+    deliver?: DeliveryWrite,
+  ): Promise<number> {
     const filters = this.#filters;
     const { scope, epoch } = filters.header;
     const env = this.#ctx.env;
     const expectOpen = (): void => expectOpenEpoch(env, scope, epoch);
     let inLmdb: (() => boolean) | undefined;
     if (enqueue !== undefined) {
-      assert(answers !== undefined && enqueue.urls.length === keyCount(keys), 'an enqueue gives one URL per key and wants the answers');
+      assert(
+        answers !== undefined && enqueue.urls.length === keyCount(keys),
+        'an enqueue gives one URL per key and wants the answers',
+      );
       env.ensureFrontierDb();
       inLmdb = () => queueNew(env, scope, epoch, enqueue, answers, this.#ctx.clock());
     }
@@ -88,7 +103,10 @@ export class LmdbEpoch implements EpochBits {
       assert(answers !== undefined, 'a delivered add wants the answers');
       inFile = () => keepUndelivered(this.#ctx.deliveryFiles, env.dir, scope, deliver, answers);
     }
-    const afterDecide: AfterDecide | undefined = inLmdb === undefined && inFile === undefined ? undefined : { ...(inLmdb && { inLmdb }), ...(inFile && { inFile }) };
+    const afterDecide: AfterDecide | undefined =
+      inLmdb === undefined && inFile === undefined
+        ? undefined
+        : { ...(inLmdb && { inLmdb }), ...(inFile && { inFile }) };
     const thread = this.#ctx.bitThread;
     let added: number;
     if (thread === undefined) {
@@ -137,13 +155,21 @@ export class LmdbEpoch implements EpochBits {
 
   async contents(): Promise<EpochContents> {
     const filters = this.#caughtUp();
-    return { header: filters.header, summary: filters.summary(), sliceAdded: filters.sliceAdded, filters: filters.filterBytes() };
+    return {
+      header: filters.header,
+      summary: filters.summary(),
+      sliceAdded: filters.sliceAdded,
+      filters: filters.filterBytes(),
+    };
   }
 
   async merge(incoming: readonly Uint8Array[], check: (header: EpochHeader) => void): Promise<number> {
     const { scope, epoch } = this.#filters.header;
     if (!(this.#filters instanceof BloomCopy)) {
-      throw new SeenStoreError('INCOMPATIBLE', `epoch ${scope}/${epoch} counts: counting epochs cannot be merged (counters would have to be added, not OR-ed)`);
+      throw new SeenStoreError(
+        'INCOMPATIBLE',
+        `epoch ${scope}/${epoch} counts: counting epochs cannot be merged (counters would have to be added, not OR-ed)`,
+      );
     }
     try {
       return this.#filters.mergeFilters(incoming, (header) => {
@@ -177,7 +203,10 @@ export class LmdbEpoch implements EpochBits {
     const env = this.#ctx.env;
     const journal = env.useJournal(this.#ctx.hash);
     if (!target.lmdbCommitted && !target.lmdbOthers) return journal.durable(target.generation, target.end);
-    await Promise.all([journal.durable(target.generation, target.end), target.lmdbCommitted ? env.flushed() : env.syncData()]);
+    await Promise.all([
+      journal.durable(target.generation, target.end),
+      target.lmdbCommitted ? env.flushed() : env.syncData(),
+    ]);
   }
 
   /** Catches up with every commit of every process. */
@@ -213,7 +242,9 @@ export class LmdbEpoch implements EpochBits {
       (journalBytes > 0 && Date.now() - this.#lastCheckpointMs >= this.#ctx.checkpointIntervalMs);
     if (!due) return;
     this.#checkpointRunning = this.#runCheckpoint()
-      .catch((error: unknown) => this.#ctx.warn(`background checkpoint failed (the journal keeps every add): ${(error as Error).message}`))
+      .catch((error: unknown) =>
+        this.#ctx.warn(`background checkpoint failed (the journal keeps every add): ${(error as Error).message}`),
+      )
       .finally(() => {
         this.#checkpointRunning = undefined;
       });

@@ -61,12 +61,19 @@ export class BlockCache {
     let block: Block | undefined;
     if (afterAll) {
       const tail = this.#tails.get(q);
-      if (tail !== undefined && tail.items.length > 0 && before(tail.items[tail.items.length - 1]!, item) && hasRoom(tail, bytes.length)) block = tail;
+      if (
+        tail !== undefined &&
+        tail.items.length > 0 &&
+        before(tail.items[tail.items.length - 1]!, item) &&
+        hasRoom(tail, bytes.length)
+      )
+        block = tail;
     } else {
       // Among the queue's entries: the block with the greatest key at or before (due, seq).
       const found = this.#before(q, dueMs, seq);
       // Inside its range it must go in it (ranges stay disjoint); after it, while it has room.
-      if (found !== undefined && (before(item, found.items[found.items.length - 1]!) || hasRoom(found, bytes.length))) block = found;
+      if (found !== undefined && (before(item, found.items[found.items.length - 1]!) || hasRoom(found, bytes.length)))
+        block = found;
     }
     if (block === undefined) {
       block = { q, dueMs, blockSeq: seq, items: [], size: 0 };
@@ -81,7 +88,8 @@ export class BlockCache {
   /** Takes entry `seq` out of its block. */
   remove(id: BlockId, seq: number): void {
     const block = this.get(id);
-    if (block === undefined || !removeItem(block, seq)) throw new SeenStoreError('STORE_CORRUPT', `frontier block ${id.blockSeq} does not hold entry ${seq}`);
+    if (block === undefined || !removeItem(block, seq))
+      throw new SeenStoreError('STORE_CORRUPT', `frontier block ${id.blockSeq} does not hold entry ${seq}`);
     this.#changed(block);
     if (this.#tails.get(id.q) === block) this.#tails.delete(id.q);
   }
@@ -125,7 +133,8 @@ export class BlockCache {
     const keys = this.#lookup.keys;
     const start = keys.copy(keys.waiting(q, dueMs, seq));
     const end = keys.waitingRange(q, Infinity).start;
-    for (const { key, value } of this.#db.getRange({ start, end, reverse: true, limit: 1 })) return this.fromRange(key as Buffer, value);
+    for (const { key, value } of this.#db.getRange({ start, end, reverse: true, limit: 1 }))
+      return this.fromRange(key as Buffer, value);
     return undefined;
   }
 }

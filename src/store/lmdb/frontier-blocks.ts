@@ -26,7 +26,10 @@ export interface BlockItem {
 }
 
 /** Take order: due time, then seq. */
-export function before(a: { readonly dueMs: number; readonly seq: number }, b: { readonly dueMs: number; readonly seq: number }): boolean {
+export function before(
+  a: { readonly dueMs: number; readonly seq: number },
+  b: { readonly dueMs: number; readonly seq: number },
+): boolean {
   return a.dueMs < b.dueMs || (a.dueMs === b.dueMs && a.seq < b.seq);
 }
 
@@ -63,14 +66,16 @@ export function decodeBlock(q: number, dueMs: number, blockSeq: number, value: B
   for (let i = 0; i < count; i++) {
     const item = { dueMs: dueMs + varint(), seq: seq + unzig(varint()) };
     seq = item.seq;
-    if (i === 0 ? before(item, { dueMs, seq: blockSeq }) : !before(items[i - 1]!, item)) throw new SeenStoreError('STORE_CORRUPT', `${where}: entries out of order`);
+    if (i === 0 ? before(item, { dueMs, seq: blockSeq }) : !before(items[i - 1]!, item))
+      throw new SeenStoreError('STORE_CORRUPT', `${where}: entries out of order`);
     const length = varint();
     if (at + length > value.length || length === 0) throw new SeenStoreError('STORE_CORRUPT', `${where}: cut short`);
     items.push({ ...item, bytes: value.subarray(at, at + length) });
     at += length;
     size += length;
   }
-  if (at !== value.length || count === 0) throw new SeenStoreError('STORE_CORRUPT', `${where}: ${count === 0 ? 'an empty block' : 'bytes past its entries'}`);
+  if (at !== value.length || count === 0)
+    throw new SeenStoreError('STORE_CORRUPT', `${where}: ${count === 0 ? 'an empty block' : 'bytes past its entries'}`);
   return { q, dueMs, blockSeq, items, size };
 }
 

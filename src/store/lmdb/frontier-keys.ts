@@ -70,7 +70,8 @@ export function scopeRange(prefix: Buffer): ByteRange {
   return { start: Buffer.from(prefix), end };
 }
 
-export const scopeNumberKey = (scope: string): Buffer => Buffer.concat([Buffer.from([0, 0x6e]), Buffer.from(scope, 'utf8')]);
+export const scopeNumberKey = (scope: string): Buffer =>
+  Buffer.concat([Buffer.from([0, 0x6e]), Buffer.from(scope, 'utf8')]);
 export const lastScopeNumberKey = (): Buffer => Buffer.from([0, 0x63]);
 /** Every scope's number key. */
 export const scopeNumberRange = (): ByteRange => ({ start: Buffer.from([0, 0x6e]), end: Buffer.from([0, 0x6f]) });
@@ -110,7 +111,11 @@ export class KeyWriter {
   }
 
   ready(readyAtMs: number, lastTakeMs: number, name: string): Buffer {
-    return this.#start('r').#u48(readyAtMs).#u48(lastTakeMs + 1).#text(name).#view();
+    return this.#start('r')
+      .#u48(readyAtMs)
+      .#u48(lastTakeMs + 1)
+      .#text(name)
+      .#view();
   }
 
   waiting(q: number, dueMs: number, seq: number): Buffer {
@@ -149,30 +154,68 @@ export class KeyWriter {
   /** A queue's waiting entries due at or before `dueMs` (the whole queue with Infinity). */
   waitingRange(q: number, dueMs: number): ByteRange {
     const start = this.copy(this.#start('w').#u32(q).#view());
-    const end = dueMs >= MAX_TIME ? (q === 0xffffffff ? this.tagRange('w').end : this.copy(this.#start('w').#u32(q + 1).#view())) : this.copy(this.#start('w').#u32(q).#u48(dueMs + 1).#view());
+    const end =
+      dueMs >= MAX_TIME
+        ? q === 0xffffffff
+          ? this.tagRange('w').end
+          : this.copy(
+              this.#start('w')
+                .#u32(q + 1)
+                .#view(),
+            )
+        : this.copy(
+            this.#start('w')
+              .#u32(q)
+              .#u48(dueMs + 1)
+              .#view(),
+          );
     return { start, end };
   }
 
   /** Ready queues with a ready time at or before `nowMs`, oldest first. */
   readyRange(nowMs: number): ByteRange {
-    return { start: this.copy(this.#start('r').#view()), end: this.copy(this.#start('r').#u48(Math.min(nowMs + 1, MAX_TIME)).#view()) };
+    return {
+      start: this.copy(this.#start('r').#view()),
+      end: this.copy(
+        this.#start('r')
+          .#u48(Math.min(nowMs + 1, MAX_TIME))
+          .#view(),
+      ),
+    };
   }
 
   /** Leases that run out at or before `nowMs` (Infinity: every lease). */
   leaseRange(nowMs: number): ByteRange {
-    return { start: this.copy(this.#start('x').#view()), end: this.copy(this.#start('x').#u48(Math.min(nowMs + 1, MAX_TIME)).#view()) };
+    return {
+      start: this.copy(this.#start('x').#view()),
+      end: this.copy(
+        this.#start('x')
+          .#u48(Math.min(nowMs + 1, MAX_TIME))
+          .#view(),
+      ),
+    };
   }
 
   /** The locations of the entries whose URL has hash `hash`. */
   hashRange(hash: number): ByteRange {
     const start = this.copy(this.#start('u').#u32(hash).#view());
-    const end = hash === 0xffffffff ? this.tagRange('u').end : this.copy(this.#start('u').#u32(hash + 1).#view());
+    const end =
+      hash === 0xffffffff
+        ? this.tagRange('u').end
+        : this.copy(
+            this.#start('u')
+              .#u32(hash + 1)
+              .#view(),
+          );
     return { start, end };
   }
 
   /** Queues that hold URLs, in key order, after `after` (exclusive) when given. */
   nonEmptyRange(after: string | undefined): ByteRange {
-    const start = after === undefined ? this.copy(this.#start('n').#view()) : this.copy(this.#start('n').#text(after).#byte(0).#view());
+    const start =
+      after === undefined
+        ? this.copy(this.#start('n').#view())
+        : this.copy(this.#start('n').#text(after).#byte(0).#view());
     return { start, end: this.tagRange('n').end };
   }
 
@@ -214,7 +257,11 @@ export class KeyWriter {
   #text(s: string): this {
     const room = this.#buf.length - this.#at - 16;
     const written = this.#buf.write(s, this.#at, room, 'utf8');
-    if (Buffer.byteLength(s, 'utf8') > room) throw new SeenStoreError('USAGE', `a frontier key of ${Buffer.byteLength(s, 'utf8')} bytes is over the limit of ${room}`);
+    if (Buffer.byteLength(s, 'utf8') > room)
+      throw new SeenStoreError(
+        'USAGE',
+        `a frontier key of ${Buffer.byteLength(s, 'utf8')} bytes is over the limit of ${room}`,
+      );
     this.#at += written;
     return this;
   }

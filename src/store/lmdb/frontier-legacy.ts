@@ -1,5 +1,13 @@
 import { DEFAULT_FRONTIER_SETTINGS, type FrontierSettings } from '../backend.js';
-import { decoded, isCount, isOptional, isTime, validSettings, type QueueRecord as QueueRecordV7, type RecordDecoder } from './frontier-records.js';
+import {
+  decoded,
+  isCount,
+  isOptional,
+  isTime,
+  validSettings,
+  type QueueRecord as QueueRecordV7,
+  type RecordDecoder,
+} from './frontier-records.js';
 
 /**
  * The frontier's records of format 6 (docs/format.md "The frontier", its last paragraph), read by
@@ -60,21 +68,58 @@ export function newState(): FrontierState {
 export function readState(env: RecordDecoder, bytes: Uint8Array | undefined, scope: string): FrontierState {
   if (bytes === undefined) return newState();
   const where = `frontier state of ${scope}`;
-  return decoded(env, bytes, where, 2, (r) =>
-    Number.isSafeInteger(r.nextId) && (r.nextId as number) >= 1 && isCount(r.done) && isCount(r.entries) && isCount(r.leased) && isCount(r.queues) && validSettings(r.settings) &&
-    isOptional(r.queueKeyPinned, (p) => p === true) && isOptional(r.failed, isCount),
+  return decoded(
+    env,
+    bytes,
+    where,
+    2,
+    (r) =>
+      Number.isSafeInteger(r.nextId) &&
+      (r.nextId as number) >= 1 &&
+      isCount(r.done) &&
+      isCount(r.entries) &&
+      isCount(r.leased) &&
+      isCount(r.queues) &&
+      validSettings(r.settings) &&
+      isOptional(r.queueKeyPinned, (p) => p === true) &&
+      isOptional(r.failed, isCount),
   ) as FrontierState;
 }
 
 export function readEntry(env: RecordDecoder, bytes: Uint8Array, scope: string, id: number): EntryRecord {
-  return decoded(env, bytes, `frontier entry ${scope}/${id}`, 2, (r) =>
-    typeof r.url === 'string' && typeof r.queue === 'string' && isCount(r.epoch) && isTime(r.dueMs) && isTime(r.leaseUntilMs) && isCount(r.attempts) && isOptional(r.owner, (o) => typeof o === 'string') && isOptional(r.createdMs, isTime),
+  return decoded(
+    env,
+    bytes,
+    `frontier entry ${scope}/${id}`,
+    2,
+    (r) =>
+      typeof r.url === 'string' &&
+      typeof r.queue === 'string' &&
+      isCount(r.epoch) &&
+      isTime(r.dueMs) &&
+      isTime(r.leaseUntilMs) &&
+      isCount(r.attempts) &&
+      isOptional(r.owner, (o) => typeof o === 'string') &&
+      isOptional(r.createdMs, isTime),
   ) as EntryRecord;
 }
 
 export function readQueue(env: RecordDecoder, bytes: Uint8Array, scope: string, key: string): QueueRecord {
-  return decoded(env, bytes, `frontier queue ${scope}/${JSON.stringify(key)}`, 1, (r) =>
-    isCount(r.waiting) && isCount(r.leased) && isCount(r.completed) && isOptional(r.delayMs, isCount) && isTime(r.blockedUntilMs) &&
-    isOptional(r.crawlLimit, isCount) && isOptional(r.lastTakeMs, isTime) && isOptional(r.firstDueMs, isTime) && isOptional(r.readyAtMs, isTime) && isOptional(r.indexedTakeMs, isTime),
+  return decoded(
+    env,
+    bytes,
+    `frontier queue ${scope}/${JSON.stringify(key)}`,
+    1,
+    (r) =>
+      isCount(r.waiting) &&
+      isCount(r.leased) &&
+      isCount(r.completed) &&
+      isOptional(r.delayMs, isCount) &&
+      isTime(r.blockedUntilMs) &&
+      isOptional(r.crawlLimit, isCount) &&
+      isOptional(r.lastTakeMs, isTime) &&
+      isOptional(r.firstDueMs, isTime) &&
+      isOptional(r.readyAtMs, isTime) &&
+      isOptional(r.indexedTakeMs, isTime),
   ) as QueueRecord;
 }

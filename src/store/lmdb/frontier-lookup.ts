@@ -2,7 +2,14 @@ import { SeenStoreError } from '../../errors.js';
 import type { StoreEnv } from './env.js';
 import { KeyReader, KeyWriter } from './frontier-keys.js';
 import { decodeBlock, type Block, type BlockItem } from './frontier-blocks.js';
-import { EntryCodec, readLocation, urlHash, type BlockId, type EntryRecord, type EntryRef } from './frontier-records.js';
+import {
+  EntryCodec,
+  readLocation,
+  urlHash,
+  type BlockId,
+  type EntryRecord,
+  type EntryRef,
+} from './frontier-records.js';
 
 export type FrontierDb = NonNullable<StoreEnv['frontierDb']>;
 
@@ -45,14 +52,17 @@ export class FrontierLookup {
     const id = readLocation(location, ref.seq, where);
     const block = this.block(id);
     const item = block?.items.find((i) => i.seq === ref.seq);
-    if (item === undefined) throw new SeenStoreError('STORE_CORRUPT', `${where} names a waiting entry that is not there`);
+    if (item === undefined)
+      throw new SeenStoreError('STORE_CORRUPT', `${where} names a waiting entry that is not there`);
     return { ref, entry: this.entryOf(block!, item), block: id };
   }
 
   /** A block as stored, or undefined. */
   block(id: BlockId): Block | undefined {
     const value = this.#db.getBinary(this.keys.waiting(id.q, id.dueMs, id.blockSeq));
-    return value === undefined ? undefined : decodeBlock(id.q, id.dueMs, id.blockSeq, value, this.#blockWhere(id.blockSeq));
+    return value === undefined
+      ? undefined
+      : decodeBlock(id.q, id.dueMs, id.blockSeq, value, this.#blockWhere(id.blockSeq));
   }
 
   /** A block from its key and value. */
@@ -72,7 +82,12 @@ export class FrontierLookup {
 
   /** One waiting entry of a block. */
   entryOf(block: Block, item: BlockItem): EntryRecord {
-    return this.codec.decode(item.bytes, `frontier entry ${this.#scope}/${item.seq}`, { q: block.q, dueMs: item.dueMs }, (q) => this.queueName(q)).entry;
+    return this.codec.decode(
+      item.bytes,
+      `frontier entry ${this.#scope}/${item.seq}`,
+      { q: block.q, dueMs: item.dueMs },
+      (q) => this.queueName(q),
+    ).entry;
   }
 
   /** The seqs of the entries whose URL has this hash (one in almost every case). */
@@ -103,7 +118,8 @@ export class FrontierLookup {
     let name = this.#names.get(q);
     if (name === undefined) {
       const bytes = this.#db.getBinary(this.keys.queueName(q));
-      if (bytes === undefined) throw new SeenStoreError('STORE_CORRUPT', `frontier queue number ${q} of ${this.#scope} has no key`);
+      if (bytes === undefined)
+        throw new SeenStoreError('STORE_CORRUPT', `frontier queue number ${q} of ${this.#scope} has no key`);
       name = Buffer.from(bytes).toString('utf8');
       this.#names.set(q, name);
     }
@@ -119,7 +135,11 @@ export class FrontierLookup {
     return `frontier block ${this.#scope}/${blockSeq}`;
   }
 
-  #decode(value: Buffer, seq: number, waiting: { readonly q: number; readonly dueMs: number } | undefined): EntryRecord {
+  #decode(
+    value: Buffer,
+    seq: number,
+    waiting: { readonly q: number; readonly dueMs: number } | undefined,
+  ): EntryRecord {
     return this.codec.decode(value, `frontier entry ${this.#scope}/${seq}`, waiting, (q) => this.queueName(q)).entry;
   }
 }

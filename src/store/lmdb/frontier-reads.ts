@@ -2,7 +2,17 @@ import { SeenStoreError } from '../../errors.js';
 import type { EntryPage, FrontierEntry, FrontierSettings, FrontierStats, QueueStats, UrlStatus } from '../backend.js';
 import type { StoreEnv } from './env.js';
 import { FrontierLookup, type FrontierDb, type Found } from './frontier-lookup.js';
-import { formatId, parseId, readLocation, readOwner, readQueue, readState, type EntryRecord, type FrontierState, type QueueRecord } from './frontier-records.js';
+import {
+  formatId,
+  parseId,
+  readLocation,
+  readOwner,
+  readQueue,
+  readState,
+  type EntryRecord,
+  type FrontierState,
+  type QueueRecord,
+} from './frontier-records.js';
 import { queueRoom, readyAtMs } from '../politeness.js';
 
 /** URLs per batch that forEachUrl hands over. */
@@ -55,7 +65,11 @@ export class FrontierReader {
     for (const key of this.#db.getKeys({ ...this.#lookup.keys.nonEmptyRange(after), limit })) {
       const name = this.#lookup.parts.text(key as Buffer);
       const record = this.#queueRecord(name);
-      if (record === undefined) throw new SeenStoreError('STORE_CORRUPT', `frontier queue ${this.#scope}/${JSON.stringify(name)} is listed but has no record`);
+      if (record === undefined)
+        throw new SeenStoreError(
+          'STORE_CORRUPT',
+          `frontier queue ${this.#scope}/${JSON.stringify(name)} is listed but has no record`,
+        );
       out.push(this.#queueStats(name, record, settings));
     }
     return out;
@@ -66,7 +80,15 @@ export class FrontierReader {
     if (found === undefined) return undefined;
     const { entry } = found;
     const state = this.#stateOf(entry);
-    return { id: formatId(found.ref), queue: entry.queue, state, atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs, attempts: entry.attempts, epoch: entry.epoch, createdMs: entry.createdMs };
+    return {
+      id: formatId(found.ref),
+      queue: entry.queue,
+      state,
+      atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs,
+      attempts: entry.attempts,
+      epoch: entry.epoch,
+      createdMs: entry.createdMs,
+    };
   }
 
   owners(sinceMs: number): string[] {
@@ -93,12 +115,19 @@ export class FrontierReader {
     }
     const after = cursor === undefined ? undefined : parseId(cursor);
     const keys = this.#lookup.keys;
-    const range = keys.locationsAfter(after === undefined ? undefined : keys.copy(keys.location(after.hash, after.seq)));
+    const range = keys.locationsAfter(
+      after === undefined ? undefined : keys.copy(keys.location(after.hash, after.seq)),
+    );
     for (const { key, value } of this.#db.getRange(range)) {
       const { hash, seq } = this.#lookup.parts.location(key as Buffer);
-      if (queueNo !== undefined && readLocation(value, seq, `frontier location ${this.#scope}/${seq}`).q !== queueNo) continue;
+      if (queueNo !== undefined && readLocation(value, seq, `frontier location ${this.#scope}/${seq}`).q !== queueNo)
+        continue;
       const found = this.#lookup.byRef({ seq, hash });
-      if (found === undefined) throw new SeenStoreError('STORE_CORRUPT', `frontier location ${this.#scope}/${seq} names an entry that is not there`);
+      if (found === undefined)
+        throw new SeenStoreError(
+          'STORE_CORRUPT',
+          `frontier location ${this.#scope}/${seq} names an entry that is not there`,
+        );
       if (entries.length === limit) return { entries, cursor: entries[entries.length - 1]!.id };
       entries.push(this.#listed(found));
     }
@@ -114,14 +143,24 @@ export class FrontierReader {
       onBatch(batch);
       batch = [];
     };
-    for (const { key, value } of this.#db.getRange(this.#lookup.keys.tagRange('w'))) this.#lookup.entriesOf(this.#lookup.blockOf(key as Buffer, value)).forEach(add);
-    for (const key of this.#db.getKeys(this.#lookup.keys.tagRange('l'))) add(this.#lookup.leased(this.#lookup.parts.leased(key as Buffer))!);
+    for (const { key, value } of this.#db.getRange(this.#lookup.keys.tagRange('w')))
+      this.#lookup.entriesOf(this.#lookup.blockOf(key as Buffer, value)).forEach(add);
+    for (const key of this.#db.getKeys(this.#lookup.keys.tagRange('l')))
+      add(this.#lookup.leased(this.#lookup.parts.leased(key as Buffer))!);
     if (batch.length > 0) onBatch(batch);
   }
 
   #listed({ ref, entry }: Found): FrontierEntry {
     const state = this.#stateOf(entry);
-    return { id: formatId(ref), url: entry.url, queue: entry.queue, state, atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs, createdMs: entry.createdMs, ...(entry.data === undefined ? {} : { data: entry.data }) };
+    return {
+      id: formatId(ref),
+      url: entry.url,
+      queue: entry.queue,
+      state,
+      atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs,
+      createdMs: entry.createdMs,
+      ...(entry.data === undefined ? {} : { data: entry.data }),
+    };
   }
 
   #stateOf(entry: EntryRecord): 'leased' | 'scheduled' | 'waiting' {
@@ -144,7 +183,11 @@ export class FrontierReader {
     const room = queueRoom({ ...queue, leased }, settings.maxInFlightPerQueue);
     const readyAt = readyAtMs(queue, firstDueMs === Infinity ? undefined : firstDueMs, settings.delayMs, room);
     return {
-      key, waiting, leased, completed: queue.completed, blockedUntilMs: queue.blockedUntilMs,
+      key,
+      waiting,
+      leased,
+      completed: queue.completed,
+      blockedUntilMs: queue.blockedUntilMs,
       ...(queue.delayMs === undefined ? {} : { delayMs: queue.delayMs }),
       ...(queue.crawlLimit === undefined ? {} : { crawlLimit: queue.crawlLimit }),
       ...(readyAt === undefined ? {} : { readyAtMs: readyAt }),

@@ -72,7 +72,17 @@ export interface OwnerRecord {
 }
 
 export function newState(): FrontierState {
-  return { v: 3, nextSeq: 1, nextQueue: 1, done: 0, failed: 0, entries: 0, leased: 0, queues: 0, settings: DEFAULT_FRONTIER_SETTINGS };
+  return {
+    v: 3,
+    nextSeq: 1,
+    nextQueue: 1,
+    done: 0,
+    failed: 0,
+    entries: 0,
+    leased: 0,
+    queues: 0,
+    settings: DEFAULT_FRONTIER_SETTINGS,
+  };
 }
 
 export function newQueue(no: number): QueueRecord {
@@ -87,33 +97,77 @@ export const isTime = (n: unknown): boolean => typeof n === 'number' && Number.i
 export const isOptional = (n: unknown, check: (n: unknown) => boolean): boolean => n === undefined || check(n);
 
 /** A record decoded and checked: its version and fields (`valid`); FORMAT_UNSUPPORTED for a newer version. */
-export function decoded(env: RecordDecoder, bytes: Uint8Array, where: string, version: number, valid: (record: Record<string, unknown>) => boolean): unknown {
+export function decoded(
+  env: RecordDecoder,
+  bytes: Uint8Array,
+  where: string,
+  version: number,
+  valid: (record: Record<string, unknown>) => boolean,
+): unknown {
   const record = env.decodeMeta(bytes, where) as Record<string, unknown> | null;
   if (record === null || typeof record !== 'object' || record.v !== version || !valid(record)) {
     const newer = typeof record?.v === 'number' && record.v > version;
-    throw new SeenStoreError(newer ? 'FORMAT_UNSUPPORTED' : 'STORE_CORRUPT', `${where}: malformed or of an unknown version`);
+    throw new SeenStoreError(
+      newer ? 'FORMAT_UNSUPPORTED' : 'STORE_CORRUPT',
+      `${where}: malformed or of an unknown version`,
+    );
   }
   return record;
 }
 
 export function validSettings(settings: unknown): boolean {
   const s = settings as Partial<FrontierSettings> | undefined;
-  return typeof s === 'object' && s !== null && QUEUE_KEY_MODES.includes(s.queueKey!) && isCount(s.delayMs) && isCount(s.maxInFlightPerQueue);
+  return (
+    typeof s === 'object' &&
+    s !== null &&
+    QUEUE_KEY_MODES.includes(s.queueKey!) &&
+    isCount(s.delayMs) &&
+    isCount(s.maxInFlightPerQueue)
+  );
 }
 
 export function readState(env: RecordDecoder, bytes: Uint8Array | undefined, scope: string): FrontierState {
   if (bytes === undefined) return newState();
-  return decoded(env, bytes, `frontier state of ${scope}`, 3, (r) =>
-    Number.isSafeInteger(r.nextSeq) && (r.nextSeq as number) >= 1 && Number.isSafeInteger(r.nextQueue) && (r.nextQueue as number) >= 1 &&
-    isCount(r.done) && isCount(r.failed) && isCount(r.entries) && isCount(r.leased) && isCount(r.queues) && validSettings(r.settings) &&
-    isOptional(r.queueKeyPinned, (p) => p === true),
+  return decoded(
+    env,
+    bytes,
+    `frontier state of ${scope}`,
+    3,
+    (r) =>
+      Number.isSafeInteger(r.nextSeq) &&
+      (r.nextSeq as number) >= 1 &&
+      Number.isSafeInteger(r.nextQueue) &&
+      (r.nextQueue as number) >= 1 &&
+      isCount(r.done) &&
+      isCount(r.failed) &&
+      isCount(r.entries) &&
+      isCount(r.leased) &&
+      isCount(r.queues) &&
+      validSettings(r.settings) &&
+      isOptional(r.queueKeyPinned, (p) => p === true),
   ) as FrontierState;
 }
 
 export function readQueue(env: RecordDecoder, bytes: Uint8Array, scope: string, key: string): QueueRecord {
-  return decoded(env, bytes, `frontier queue ${scope}/${JSON.stringify(key)}`, 2, (r) =>
-    isCount(r.no) && (r.no as number) >= 1 && isCount(r.waiting) && isCount(r.leased) && isCount(r.completed) && isOptional(r.delayMs, isCount) && isTime(r.blockedUntilMs) &&
-    isOptional(r.crawlLimit, isCount) && isOptional(r.lastTakeMs, isTime) && isOptional(r.firstDueMs, isTime) && isOptional(r.lastDueMs, isTime) && isOptional(r.readyAtMs, isTime) && isOptional(r.indexedTakeMs, isTime),
+  return decoded(
+    env,
+    bytes,
+    `frontier queue ${scope}/${JSON.stringify(key)}`,
+    2,
+    (r) =>
+      isCount(r.no) &&
+      (r.no as number) >= 1 &&
+      isCount(r.waiting) &&
+      isCount(r.leased) &&
+      isCount(r.completed) &&
+      isOptional(r.delayMs, isCount) &&
+      isTime(r.blockedUntilMs) &&
+      isOptional(r.crawlLimit, isCount) &&
+      isOptional(r.lastTakeMs, isTime) &&
+      isOptional(r.firstDueMs, isTime) &&
+      isOptional(r.lastDueMs, isTime) &&
+      isOptional(r.readyAtMs, isTime) &&
+      isOptional(r.indexedTakeMs, isTime),
   ) as QueueRecord;
 }
 
@@ -148,7 +202,8 @@ export function parseId(id: string): EntryRef {
   const match = typeof id === 'string' ? ID.exec(id) : null;
   const seq = Number(match?.[1]);
   const hash = Number(match?.[2]);
-  if (match === null || seq > 2 ** 40 - 1 || hash > 0xffffffff) throw new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
+  if (match === null || seq > 2 ** 40 - 1 || hash > 0xffffffff)
+    throw new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
   return { seq, hash };
 }
 
@@ -179,7 +234,12 @@ export class EntryCodec {
   /** A waiting entry's value (`lease` undefined) or a leased one's (its queue number). */
   encode(entry: EntryRecord, leasedQueue: number | undefined): Buffer {
     const { url, queue } = entry;
-    const form = url.startsWith('https://') && url.startsWith(queue, 8) && queue !== '' ? FORM_HTTPS : url.startsWith('http://') && url.startsWith(queue, 7) && queue !== '' ? FORM_HTTP : FORM_WHOLE;
+    const form =
+      url.startsWith('https://') && url.startsWith(queue, 8) && queue !== ''
+        ? FORM_HTTPS
+        : url.startsWith('http://') && url.startsWith(queue, 7) && queue !== ''
+          ? FORM_HTTP
+          : FORM_WHOLE;
     const owner = leasedQueue !== undefined ? entry.owner : undefined;
     const data = entry.data === undefined ? undefined : this.#env.encodeRecord(entry.data as object);
     const rest = form === FORM_WHOLE ? url : url.slice((form === FORM_HTTPS ? 8 : 7) + queue.length);
@@ -206,7 +266,12 @@ export class EntryCodec {
    * number and due time (undefined: a leased entry's value, which holds them); `queueName` gives
    * a queue number's key.
    */
-  decode(bytes: Buffer, where: string, waiting: { readonly q: number; readonly dueMs: number } | undefined, queueName: (q: number) => string): { entry: EntryRecord; queueNo: number } {
+  decode(
+    bytes: Buffer,
+    where: string,
+    waiting: { readonly q: number; readonly dueMs: number } | undefined,
+    queueName: (q: number) => string,
+  ): { entry: EntryRecord; queueNo: number } {
     const read = new VarintReader(bytes, where);
     const flags = read.byte();
     const form = (flags >> 2) & 3;
@@ -224,7 +289,17 @@ export class EntryCodec {
     const queue = queueName(queueNo);
     const rest = bytes.toString('utf8', read.at);
     const url = form === FORM_WHOLE ? rest : `${form === FORM_HTTPS ? 'https://' : 'http://'}${queue}${rest}`;
-    const entry: EntryRecord = { url, queue, epoch, dueMs, leaseUntilMs, attempts, createdMs: dueMs - age, ...(owner === undefined ? {} : { owner }), ...(data === undefined ? {} : { data }) };
+    const entry: EntryRecord = {
+      url,
+      queue,
+      epoch,
+      dueMs,
+      leaseUntilMs,
+      attempts,
+      createdMs: dueMs - age,
+      ...(owner === undefined ? {} : { owner }),
+      ...(data === undefined ? {} : { data }),
+    };
     return { entry, queueNo };
   }
 

@@ -1,9 +1,28 @@
 import { SeenStoreError } from '../../errors.js';
 import type { StoreEnv } from './env.js';
-import { MAX_SEQ, lastScopeNumberKey, scopeNumberKey, scopePrefix, type KeyReader, type KeyWriter } from './frontier-keys.js';
+import {
+  MAX_SEQ,
+  lastScopeNumberKey,
+  scopeNumberKey,
+  scopePrefix,
+  type KeyReader,
+  type KeyWriter,
+} from './frontier-keys.js';
 import { FrontierLookup, type FrontierDb, type Found } from './frontier-lookup.js';
 import { queueRoom, readyAtMs, NEVER_TAKEN_MS } from '../politeness.js';
-import { newQueue, readQueue, readState, urlHash, writeLocation, type BlockId, type EntryCodec, type EntryRecord, type EntryRef, type FrontierState, type QueueRecord } from './frontier-records.js';
+import {
+  newQueue,
+  readQueue,
+  readState,
+  urlHash,
+  writeLocation,
+  type BlockId,
+  type EntryCodec,
+  type EntryRecord,
+  type EntryRef,
+  type FrontierState,
+  type QueueRecord,
+} from './frontier-records.js';
 import { BlockCache } from './frontier-block-cache.js';
 
 export type { FrontierDb, Found } from './frontier-lookup.js';
@@ -99,7 +118,9 @@ export class FrontierTxn {
     const slot = this.#queues.get(name);
     if (slot !== undefined) return slot.record;
     const bytes = this.#db.getBinary(this.#keys.queue(name));
-    return bytes === undefined ? undefined : this.#loadQueue(name, readQueue(this.#env, bytes, this.#scope, name)).record;
+    return bytes === undefined
+      ? undefined
+      : this.#loadQueue(name, readQueue(this.#env, bytes, this.#scope, name)).record;
   }
 
   /** A queue's record to change (created when it has none); written by settle. */
@@ -125,7 +146,16 @@ export class FrontierTxn {
   }
 
   insert(url: string, queue: string, epoch: number, dueMs: number, data: unknown): void {
-    this.restore({ url, queue, epoch, dueMs, leaseUntilMs: 0, attempts: 0, createdMs: this.nowMs, ...(data === undefined ? {} : { data }) });
+    this.restore({
+      url,
+      queue,
+      epoch,
+      dueMs,
+      leaseUntilMs: 0,
+      attempts: 0,
+      createdMs: this.nowMs,
+      ...(data === undefined ? {} : { data }),
+    });
   }
 
   /**
@@ -136,7 +166,11 @@ export class FrontierTxn {
     const state = this.state;
     const seq = givenSeq ?? state.nextSeq;
     state.nextSeq = Math.max(state.nextSeq, seq + 1);
-    if (seq > MAX_SEQ) throw new SeenStoreError('STORE_FULL', `the frontier of ${this.#scope} has numbered ${MAX_SEQ} entries, the most its keys hold`);
+    if (seq > MAX_SEQ)
+      throw new SeenStoreError(
+        'STORE_FULL',
+        `the frontier of ${this.#scope} has numbered ${MAX_SEQ} entries, the most its keys hold`,
+      );
     state.entries++;
     const ref = { seq, hash: urlHash(entry.url) };
     const queue = this.queue(entry.queue);
@@ -144,7 +178,10 @@ export class FrontierTxn {
       this.#addWaiting(ref, entry);
     } else {
       // A leased entry is found by its seq: its location only has to be there (for lookups by URL).
-      this.#db.putSync(this.#keys.location(ref.hash, seq), writeLocation({ q: queue.no, dueMs: entry.dueMs, blockSeq: 0 }, seq));
+      this.#db.putSync(
+        this.#keys.location(ref.hash, seq),
+        writeLocation({ q: queue.no, dueMs: entry.dueMs, blockSeq: 0 }, seq),
+      );
       this.#putLeased(ref, entry, queue.no);
       queue.leased++;
       state.leased++;
@@ -178,7 +215,8 @@ export class FrontierTxn {
 
   /** A waiting entry (unlease it first) is due at `dueMs`, in queue `queue`. */
   reschedule(ref: EntryRef, entry: EntryRecord, queue: string, dueMs: number): void {
-    if (entry.leaseUntilMs !== 0) throw new SeenStoreError('INTERNAL', 'invariant broken: a leased frontier entry is rescheduled');
+    if (entry.leaseUntilMs !== 0)
+      throw new SeenStoreError('INTERNAL', 'invariant broken: a leased frontier entry is rescheduled');
     this.#removeWaiting(ref, entry);
     entry.queue = queue;
     entry.dueMs = dueMs;
@@ -227,7 +265,11 @@ export class FrontierTxn {
     const keys = [...this.#db.getKeys({ ...this.#keys.leaseRange(this.nowMs), limit: EXPIRED_LEASES_MAX })];
     for (const key of keys) {
       const found = this.#leasedEntry(this.#parts.lease(key as Buffer).seq);
-      if (found === undefined) throw new SeenStoreError('STORE_CORRUPT', `frontier lease ${(key as Buffer).toString('hex')} of an entry that is not there`);
+      if (found === undefined)
+        throw new SeenStoreError(
+          'STORE_CORRUPT',
+          `frontier lease ${(key as Buffer).toString('hex')} of an entry that is not there`,
+        );
       this.unlease(found.ref, found.entry);
     }
   }
@@ -285,7 +327,8 @@ export class FrontierTxn {
     if (queue === undefined) return [];
     const out: Found[] = [];
     this.#blocks.flush(queue.no);
-    for (const { key, value } of [...this.#db.getRange(this.#keys.waitingRange(queue.no, Infinity))]) out.push(...this.#blockEntries(key as Buffer, value));
+    for (const { key, value } of [...this.#db.getRange(this.#keys.waitingRange(queue.no, Infinity))])
+      out.push(...this.#blockEntries(key as Buffer, value));
     for (const found of this.leasedEntries()) if (found.entry.queue === name) out.push(found);
     return out;
   }
@@ -312,7 +355,8 @@ export class FrontierTxn {
       const found = this.#entries.get(seq);
       if (found === null || found === undefined) continue;
       const { ref, entry } = found;
-      if (entry.leaseUntilMs === 0) this.#blocks.replace(this.#blockOf.get(seq)!, seq, Buffer.from(this.#codec.encode(entry, undefined)));
+      if (entry.leaseUntilMs === 0)
+        this.#blocks.replace(this.#blockOf.get(seq)!, seq, Buffer.from(this.#codec.encode(entry, undefined)));
       else this.#putLeased(ref, entry, this.queue(entry.queue).no, false);
     }
     this.#dirty.clear();
@@ -337,13 +381,13 @@ export class FrontierTxn {
     if (queue.waiting === 0) {
       delete queue.firstDueMs;
       delete queue.lastDueMs;
-    }
-    else if (slot.firstDueStale || queue.firstDueMs === undefined) queue.firstDueMs = this.#firstDueMs(name, queue);
+    } else if (slot.firstDueStale || queue.firstDueMs === undefined) queue.firstDueMs = this.#firstDueMs(name, queue);
     slot.firstDueStale = false;
     const readyAt = readyAtMs(queue, queue.firstDueMs, this.state.settings.delayMs, this.room(queue));
     const takeMs = queue.lastTakeMs ?? NEVER_TAKEN_MS;
     if (readyAt !== queue.readyAtMs || (readyAt !== undefined && takeMs !== queue.indexedTakeMs)) {
-      if (queue.readyAtMs !== undefined) this.#db.removeSync(this.#keys.ready(queue.readyAtMs, queue.indexedTakeMs ?? NEVER_TAKEN_MS, name));
+      if (queue.readyAtMs !== undefined)
+        this.#db.removeSync(this.#keys.ready(queue.readyAtMs, queue.indexedTakeMs ?? NEVER_TAKEN_MS, name));
       if (readyAt === undefined) {
         delete queue.readyAtMs;
         delete queue.indexedTakeMs;
@@ -360,8 +404,12 @@ export class FrontierTxn {
   #firstDueMs(name: string, queue: QueueRecord): number {
     this.#blocks.flush(queue.no);
     // The first block's first entry (the block's key is a lower bound).
-    for (const { key, value } of this.#db.getRange({ ...this.#keys.waitingRange(queue.no, Infinity), limit: 1 })) return this.#blocks.fromRange(key as Buffer, value).items[0]!.dueMs;
-    throw new SeenStoreError('STORE_CORRUPT', `frontier queue ${this.#scope}/${JSON.stringify(name)} counts waiting URLs it does not hold`);
+    for (const { key, value } of this.#db.getRange({ ...this.#keys.waitingRange(queue.no, Infinity), limit: 1 }))
+      return this.#blocks.fromRange(key as Buffer, value).items[0]!.dueMs;
+    throw new SeenStoreError(
+      'STORE_CORRUPT',
+      `frontier queue ${this.#scope}/${JSON.stringify(name)} counts waiting URLs it does not hold`,
+    );
   }
 
   /** The entry joins its queue's waiting keys. */
@@ -370,9 +418,16 @@ export class FrontierTxn {
     // After every waiting entry of the queue: due later than any (lastDueMs bounds them), or as
     // late and newer than all (a new entry's seq is the largest).
     const last = record.waiting === 0 ? undefined : record.lastDueMs;
-    const afterAll = last === undefined || entry.dueMs > last || (entry.dueMs === last && ref.seq === this.state.nextSeq - 1);
+    const afterAll =
+      last === undefined || entry.dueMs > last || (entry.dueMs === last && ref.seq === this.state.nextSeq - 1);
     if (last === undefined || entry.dueMs > last) record.lastDueMs = entry.dueMs;
-    const block = this.#blocks.add(record.no, entry.dueMs, ref.seq, Buffer.from(this.#codec.encode(entry, undefined)), afterAll);
+    const block = this.#blocks.add(
+      record.no,
+      entry.dueMs,
+      ref.seq,
+      Buffer.from(this.#codec.encode(entry, undefined)),
+      afterAll,
+    );
     this.#blockOf.set(ref.seq, block);
     this.#db.putSync(this.#keys.location(ref.hash, ref.seq), writeLocation(block, ref.seq));
     this.#dirty.delete(ref.seq);
@@ -384,11 +439,16 @@ export class FrontierTxn {
   #removeWaiting(ref: EntryRef, entry: EntryRecord): void {
     const record = this.queue(entry.queue);
     const block = this.#blockOf.get(ref.seq);
-    if (block === undefined) throw new SeenStoreError('INTERNAL', `invariant broken: waiting frontier entry ${ref.seq} was not read from its block`);
+    if (block === undefined)
+      throw new SeenStoreError(
+        'INTERNAL',
+        `invariant broken: waiting frontier entry ${ref.seq} was not read from its block`,
+      );
     this.#blocks.remove(block, ref.seq);
     this.#blockOf.delete(ref.seq);
     record.waiting--;
-    if (record.firstDueMs === undefined || entry.dueMs <= record.firstDueMs) this.#queues.get(entry.queue)!.firstDueStale = true;
+    if (record.firstDueMs === undefined || entry.dueMs <= record.firstDueMs)
+      this.#queues.get(entry.queue)!.firstDueStale = true;
   }
 
   #putLeased(ref: EntryRef, entry: EntryRecord, queueNo: number, indexLease = true): void {
@@ -428,7 +488,12 @@ export class FrontierTxn {
   }
 
   #loadQueue(name: string, record: QueueRecord): QueueSlot {
-    const slot: QueueSlot = { record, heldUrls: record.waiting + record.leased > 0, dirty: false, firstDueStale: false };
+    const slot: QueueSlot = {
+      record,
+      heldUrls: record.waiting + record.leased > 0,
+      dirty: false,
+      firstDueStale: false,
+    };
     this.#queues.set(name, slot);
     this.#lookup.knowQueue(record.no, name);
     return slot;

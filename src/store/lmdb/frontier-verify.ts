@@ -5,7 +5,18 @@ import { FrontierLookup } from './frontier-lookup.js';
 import { readLocation, readOwner, readQueue, readState } from './frontier-records.js';
 
 /** Each tag's key length after the prefix and tag where the layout fixes it (frontier-keys.ts); undefined: text. */
-const KEY_LENGTHS: Readonly<Record<string, number | undefined>> = { s: 0, k: undefined, i: 4, n: undefined, r: undefined, w: 15, l: 5, x: 11, u: 9, o: undefined };
+const KEY_LENGTHS: Readonly<Record<string, number | undefined>> = {
+  s: 0,
+  k: undefined,
+  i: 4,
+  n: undefined,
+  r: undefined,
+  w: 15,
+  l: 5,
+  x: 11,
+  u: 9,
+  o: undefined,
+};
 
 /**
  * Every frontier record that does not read back (for verify): each with its place and the error.
@@ -28,7 +39,8 @@ export function verifyFrontier(env: StoreEnv): { where: string; error: unknown }
     const raw = key as Buffer;
     attempt(`frontier ${raw.toString('hex')}`, () => {
       if (raw[1] === 0x6e) scopes.push([raw.toString('utf8', 2), readScopeNumber(value, 'a scope number')]);
-      else if (raw[1] !== 0x63 || raw.length !== 2 || value.length !== 4) throw new SeenStoreError('STORE_CORRUPT', 'not a frontier key');
+      else if (raw[1] !== 0x63 || raw.length !== 2 || value.length !== 4)
+        throw new SeenStoreError('STORE_CORRUPT', 'not a frontier key');
     });
   }
   for (const [scope, no] of scopes) {
@@ -40,7 +52,8 @@ export function verifyFrontier(env: StoreEnv): { where: string; error: unknown }
       attempt(`frontier ${scope} ${raw.toString('hex')}`, () => {
         const tag = String.fromCharCode(raw[prefix.length]!);
         const length = KEY_LENGTHS[tag];
-        if (!(tag in KEY_LENGTHS) || (length !== undefined && raw.length !== prefix.length + 1 + length)) throw new SeenStoreError('STORE_CORRUPT', 'not a frontier key');
+        if (!(tag in KEY_LENGTHS) || (length !== undefined && raw.length !== prefix.length + 1 + length))
+          throw new SeenStoreError('STORE_CORRUPT', 'not a frontier key');
         if (tag === 's') readState(env, value, scope);
         else if (tag === 'k') readQueue(env, value, scope, parts.text(raw));
         else if (tag === 'o') readOwner(env, value, scope, parts.text(raw));
@@ -50,7 +63,10 @@ export function verifyFrontier(env: StoreEnv): { where: string; error: unknown }
           // The entry it names is there (its value is checked at its own place).
           const { seq } = parts.location(raw);
           const block = readLocation(value, seq, `location ${seq}`);
-          if (db.getBinary(lookup.keys.leased(seq)) === undefined && db.getBinary(lookup.keys.waiting(block.q, block.dueMs, block.blockSeq)) === undefined) {
+          if (
+            db.getBinary(lookup.keys.leased(seq)) === undefined &&
+            db.getBinary(lookup.keys.waiting(block.q, block.dueMs, block.blockSeq)) === undefined
+          ) {
             throw new SeenStoreError('STORE_CORRUPT', `location ${seq} names an entry that is not there`);
           }
         }

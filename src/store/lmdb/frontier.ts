@@ -1,5 +1,18 @@
 import { SeenStoreError } from '../../errors.js';
-import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus, type EntryPage } from '../backend.js';
+import {
+  DEFAULT_FRONTIER_SETTINGS,
+  queueKeyFixedError,
+  type Frontier,
+  type FrontierSettings,
+  type FrontierStats,
+  type LeasedUrl,
+  type QueueChange,
+  type QueueItems,
+  type QueueStats,
+  type TakeRequest,
+  type UrlStatus,
+  type EntryPage,
+} from '../backend.js';
 import { faultPoint, type FaultPoint } from '../faults.js';
 import type { StoreEnv } from './env.js';
 import { FrontierReader } from './frontier-reads.js';
@@ -12,9 +25,17 @@ import { FRONTIER_TAGS, KeyWriter } from './frontier-keys.js';
  * Queues the URLs whose answer is true (inside the add's write transaction, after deciding): the
  * entries commit with the batch's journal record, or neither does.
  */
-export function queueNew(env: StoreEnv, scope: string, epoch: number, items: QueueItems, answers: readonly boolean[], atMs: number): boolean {
+export function queueNew(
+  env: StoreEnv,
+  scope: string,
+  epoch: number,
+  items: QueueItems,
+  answers: readonly boolean[],
+  atMs: number,
+): boolean {
   const db = env.frontierDb;
-  if (db === undefined) throw new SeenStoreError('INTERNAL', 'invariant broken: the frontier database exists before an enqueue writes');
+  if (db === undefined)
+    throw new SeenStoreError('INTERNAL', 'invariant broken: the frontier database exists before an enqueue writes');
   if (!answers.includes(true)) return false;
   const txn = new FrontierTxn(env, db, scope, atMs);
   const { urls, queues, data } = items;
@@ -46,12 +67,18 @@ export class LmdbFrontier implements Frontier {
       if (owner !== undefined) txn.putOwner(owner);
       txn.settle();
       const accept = owns ?? (() => true);
-      const ready = queue === undefined ? txn.readyQueues(maxQueues > 0 ? Math.min(maxQueues, count) : count, accept) : readyOne(txn, queue, accept);
+      const ready =
+        queue === undefined
+          ? txn.readyQueues(maxQueues > 0 ? Math.min(maxQueues, count) : count, accept)
+          : readyOne(txn, queue, accept);
       const out: LeasedUrl[] = [];
       for (const key of ready) {
         if (out.length >= count) break;
         const record = txn.queue(key);
-        for (const { ref, entry } of txn.dueEntries(key, takeAllowance(perQueue, count - out.length, txn.room(record)))) {
+        for (const { ref, entry } of txn.dueEntries(
+          key,
+          takeAllowance(perQueue, count - out.length, txn.room(record)),
+        )) {
           txn.lease(ref, entry, txn.nowMs + leaseMs, owner);
           out.push(leasedUrl(ref, entry));
         }
@@ -72,7 +99,8 @@ export class LmdbFrontier implements Frontier {
   }
 
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
-    if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
+    if (data !== undefined && data.length !== ids.length)
+      throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
     return this.#eachEntry(ids, (txn, ref, entry, i) => {
       if (entry.leaseUntilMs === 0) return false;
       txn.unlease(ref, entry);
@@ -150,7 +178,11 @@ export class LmdbFrontier implements Frontier {
     return this.#change((txn) => {
       const state = txn.state;
       const old = state.settings;
-      if (change.queueKey !== undefined && change.queueKey !== old.queueKey && (state.nextSeq > 1 || state.queueKeyPinned === true)) {
+      if (
+        change.queueKey !== undefined &&
+        change.queueKey !== old.queueKey &&
+        (state.nextSeq > 1 || state.queueKeyPinned === true)
+      ) {
         throw queueKeyFixedError(old.queueKey);
       }
       state.settings = { ...old, ...change };
@@ -206,7 +238,11 @@ export class LmdbFrontier implements Frontier {
         if (tag === 's' || tag === 'o') continue;
         for (const key of [...db.getKeys(keys.tagRange(tag))]) db.removeSync(key);
       }
-      Object.assign(state, { entries: 0, leased: 0, queues: 0 }, options.completed === true ? { done: 0, failed: 0 } : {});
+      Object.assign(
+        state,
+        { entries: 0, leased: 0, queues: 0 },
+        options.completed === true ? { done: 0, failed: 0 } : {},
+      );
       return held;
     });
   }
@@ -219,7 +255,11 @@ export class LmdbFrontier implements Frontier {
     return this.#read({ pending: 0, leased: 0, done: 0, failed: 0, queues: 0 }, (reader) => reader.stats());
   }
 
-  async entries(options: { readonly cursor?: string; readonly limit: number; readonly queue?: string }): Promise<EntryPage> {
+  async entries(options: {
+    readonly cursor?: string;
+    readonly limit: number;
+    readonly queue?: string;
+  }): Promise<EntryPage> {
     return this.#read({ entries: [] }, (reader) => reader.entries(options.cursor, options.limit, options.queue));
   }
 
@@ -236,7 +276,10 @@ export class LmdbFrontier implements Frontier {
   }
 
   /** Applies `change` to each entry of `ids` that is there, in one change; resolves with how many it changed. */
-  async #eachEntry(ids: readonly string[], change: (txn: FrontierTxn, ref: EntryRef, entry: EntryRecord, index: number) => boolean): Promise<number> {
+  async #eachEntry(
+    ids: readonly string[],
+    change: (txn: FrontierTxn, ref: EntryRef, entry: EntryRecord, index: number) => boolean,
+  ): Promise<number> {
     const refs = ids.map(parseId);
     return this.#change((txn) => {
       txn.expireLeases();

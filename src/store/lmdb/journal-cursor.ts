@@ -80,7 +80,12 @@ export class JournalCursor {
   }
 
   durability(): Durability {
-    return { generation: this.#generation, end: this.#at.end, lmdbCommitted: this.lmdbChanged, lmdbOthers: this.#appliedLmdbRecords };
+    return {
+      generation: this.#generation,
+      end: this.#at.end,
+      lmdbCommitted: this.lmdbChanged,
+      lmdbOthers: this.#appliedLmdbRecords,
+    };
   }
 
   /**
@@ -100,7 +105,9 @@ export class JournalCursor {
 
   /** LMDB's journal records from `appliedSeq` + 1, as long as they follow without a gap. */
   #replayLmdb(target: ReplayTarget): void {
-    for (const { key, value } of this.#env.journalDb.getRange(journalEpochRange(this.#scope, this.#epoch, target.appliedSeq + 1))) {
+    for (const { key, value } of this.#env.journalDb.getRange(
+      journalEpochRange(this.#scope, this.#epoch, target.appliedSeq + 1),
+    )) {
       const seq = journalKeySeq(key);
       if (seq !== target.appliedSeq + 1) return;
       const where = `journal record ${this.#scope}/${this.#epoch}/${seq}`;
@@ -152,10 +159,16 @@ export class JournalCursor {
     const filters = target.filtersOf(record.slice);
     if (filters === undefined && !this.#env.writing) return this.#stopShort();
     if (filters !== record.filterCount) {
-      throw new SeenStoreError('STORE_CORRUPT', `${where}: names slice ${record.slice} with ${record.filterCount} filters, which the epoch does not have`);
+      throw new SeenStoreError(
+        'STORE_CORRUPT',
+        `${where}: names slice ${record.slice} with ${record.filterCount} filters, which the epoch does not have`,
+      );
     }
     if ((record.op === 'bits') === target.counting) {
-      throw new SeenStoreError('STORE_CORRUPT', `${where}: a ${record.op} record in a ${target.counting ? 'counting' : 'Bloom'} slice`);
+      throw new SeenStoreError(
+        'STORE_CORRUPT',
+        `${where}: a ${record.op} record in a ${target.counting ? 'counting' : 'Bloom'} slice`,
+      );
     }
     return true;
   }
@@ -169,8 +182,11 @@ export class JournalCursor {
   #fillHoles(target: ReplayTarget, seq: number): void {
     const none = new Uint32Array(0);
     const filters = target.filtersOf(0)!;
-    const empty = target.counting ? encodeCountingRecord(this.#hash, 'add', 0, 0, 0, filters, none) : encodeJournalRecord(this.#hash, 0, 0, filters, none, 0);
-    for (let lost = target.appliedSeq + 1; lost < seq; lost++) this.#env.journalDb.putSync(journalKey(this.#scope, this.#epoch, lost), empty);
+    const empty = target.counting
+      ? encodeCountingRecord(this.#hash, 'add', 0, 0, 0, filters, none)
+      : encodeJournalRecord(this.#hash, 0, 0, filters, none, 0);
+    for (let lost = target.appliedSeq + 1; lost < seq; lost++)
+      this.#env.journalDb.putSync(journalKey(this.#scope, this.#epoch, lost), empty);
     target.skipTo(seq - 1);
     this.lmdbChanged = true;
   }

@@ -1,4 +1,16 @@
-import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  fdatasync,
+  fdatasyncSync,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
 import { join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { XxHash } from '../../hash/xxhash.js';
@@ -152,7 +164,10 @@ export class JournalFile {
     }
     const version = header.readUInt32LE(8);
     if (version !== FILE_VERSION && version !== 1) {
-      throw new SeenStoreError('FORMAT_UNSUPPORTED', `${this.path}: journal file version ${version} is unknown (this seenstore reads 1 and ${FILE_VERSION})`);
+      throw new SeenStoreError(
+        'FORMAT_UNSUPPORTED',
+        `${this.path}: journal file version ${version} is unknown (this seenstore reads 1 and ${FILE_VERSION})`,
+      );
     }
     this.#version = version;
     this.#nonce = header.readUInt32LE(12);
@@ -217,12 +232,23 @@ export class JournalFile {
         const frame = this.#read.subarray(at, at + frameBytes);
         const scopeEnd = headerBytes + frame.readUInt16LE(headerBytes - 2);
         const checksum = frame.readUInt32LE(4);
-        if ((!v1 && frame.readUInt32LE(8) !== link) || scopeEnd > frameBytes || this.#hash.checksum(frame.subarray(8)) !== checksum) {
-          if (v1) throw new SeenStoreError('STORE_CORRUPT', `${this.path}: the frame at byte ${position + at} fails its checksum (run \`seenstore verify\`)`);
+        if (
+          (!v1 && frame.readUInt32LE(8) !== link) ||
+          scopeEnd > frameBytes ||
+          this.#hash.checksum(frame.subarray(8)) !== checksum
+        ) {
+          if (v1)
+            throw new SeenStoreError(
+              'STORE_CORRUPT',
+              `${this.path}: the frame at byte ${position + at} fails its checksum (run \`seenstore verify\`)`,
+            );
           return { end: position + at, link, torn: true };
         }
         const epoch = frame.readUInt32LE(v1 ? 8 : 12);
-        if (!visit(frame.subarray(headerBytes, scopeEnd), epoch, frameSeq(frame, v1 ? 12 : 16), frame.subarray(scopeEnd))) return { end: position + at, link, torn: false };
+        if (
+          !visit(frame.subarray(headerBytes, scopeEnd), epoch, frameSeq(frame, v1 ? 12 : 16), frame.subarray(scopeEnd))
+        )
+          return { end: position + at, link, torn: false };
         if (!v1) link = checksum;
         at += frameBytes;
       }
@@ -321,7 +347,8 @@ export class JournalFile {
     this.#stagedBytes = 0;
     if (bytes === 0) return at;
     const fd = this.#requireFd();
-    if (this.#version === 1) throw new SeenStoreError('INTERNAL', `invariant broken: ${this.path} is written before its upgrade`);
+    if (this.#version === 1)
+      throw new SeenStoreError('INTERNAL', `invariant broken: ${this.path} is written before its upgrade`);
     const staged = this.#staged.subarray(0, bytes);
     const syncedEnd = this.#syncedGeneration === this.#generation ? this.#syncedEnd : 0;
     const link = sealFrames(this.#hash, staged, at.link, Math.min(syncedEnd, at.end));
@@ -350,7 +377,11 @@ export class JournalFile {
    */
   async durable(generation: number, end: number): Promise<void> {
     // No file yet: nothing was appended.
-    while (this.#fd !== undefined && generation === this.#generation && !(this.#syncedGeneration === generation && this.#syncedEnd >= end)) {
+    while (
+      this.#fd !== undefined &&
+      generation === this.#generation &&
+      !(this.#syncedGeneration === generation && this.#syncedEnd >= end)
+    ) {
       if (this.#syncing === undefined) {
         // Cleared once settled, never before the assignment (a sync on this thread may end first).
         this.#syncing = this.#syncOnce().finally(() => {
@@ -381,7 +412,9 @@ export class JournalFile {
         throw asStoreError(error, `syncing ${this.path}`);
       }
     } else {
-      await new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error === null ? resolve() : reject(asStoreError(error, `syncing ${this.path}`)))));
+      await new Promise<void>((resolve, reject) =>
+        fdatasync(fd, (error) => (error === null ? resolve() : reject(asStoreError(error, `syncing ${this.path}`)))),
+      );
     }
     this.#pacing.end(covered, performance.now() - started);
     faultPoint('journal:after-sync', end);
@@ -464,7 +497,8 @@ export class JournalFile {
   }
 
   #requireFd(): number {
-    if (this.#fd === undefined) throw new SeenStoreError('INTERNAL', `invariant broken: ${this.path} is open before it is written`);
+    if (this.#fd === undefined)
+      throw new SeenStoreError('INTERNAL', `invariant broken: ${this.path} is open before it is written`);
     return this.#fd;
   }
 

@@ -36,7 +36,14 @@ export const V1_FRAME_HEADER_BYTES = 22;
 export const FRAME_BYTES_MAX = 2 ** 28;
 
 /** Writes a frame's header fields but link, synced end and checksum (`seal`); returns its bytes. */
-export function encodeFrame(target: Buffer, at: number, scope: Buffer, epoch: number, seq: number, record: Uint8Array): number {
+export function encodeFrame(
+  target: Buffer,
+  at: number,
+  scope: Buffer,
+  epoch: number,
+  seq: number,
+  record: Uint8Array,
+): number {
   const frameBytes = FRAME_HEADER_BYTES + scope.length + record.length;
   target.writeUInt32LE(frameBytes, at);
   target.writeUInt32LE(epoch, at + 12);
@@ -83,7 +90,13 @@ function syncedEndOf(bytes: Buffer, at: number): number {
  * where it began. With `firstOnly`, only the frame at `end` and the one after it are tried (a
  * reader without the lock, which may be meeting a write under way).
  */
-export function provesDamage(hash: XxHash, tail: Buffer, end: number, fileBytes: number, firstOnly: boolean): number | undefined {
+export function provesDamage(
+  hash: XxHash,
+  tail: Buffer,
+  end: number,
+  fileBytes: number,
+  firstOnly: boolean,
+): number | undefined {
   const candidate = (q: number, checked: boolean): boolean => {
     if (q + FRAME_HEADER_BYTES > tail.length) return false;
     const frameBytes = tail.readUInt32LE(q);
@@ -106,7 +119,14 @@ export function provesDamage(hash: XxHash, tail: Buffer, end: number, fileBytes:
  * stopped, are a damaged frame (provesDamage). With `firstOnly`, only that frame and the next are
  * read; else the whole rest of the file (of `size` bytes).
  */
-export function refuseDamage(hash: XxHash, fd: number, path: string, end: number, firstOnly: boolean, size = fstatSync(fd).size): void {
+export function refuseDamage(
+  hash: XxHash,
+  fd: number,
+  path: string,
+  end: number,
+  firstOnly: boolean,
+  size = fstatSync(fd).size,
+): void {
   let tail = readTail(fd, end, size, firstOnly ? FRAME_HEADER_BYTES : size - end);
   if (firstOnly) {
     const first = tail.length >= 4 ? tail.readUInt32LE(0) : 0;
@@ -118,7 +138,10 @@ export function refuseDamage(hash: XxHash, fd: number, path: string, end: number
   }
   const at = provesDamage(hash, tail, end, size, firstOnly);
   if (at !== undefined) {
-    throw new SeenStoreError('STORE_CORRUPT', `${path}: the frame at byte ${end} is damaged (the frame at byte ${at} was written after it had been synced; run \`seenstore verify\`)`);
+    throw new SeenStoreError(
+      'STORE_CORRUPT',
+      `${path}: the frame at byte ${end} is damaged (the frame at byte ${at} was written after it had been synced; run \`seenstore verify\`)`,
+    );
   }
 }
 

@@ -32,7 +32,9 @@ export function makeRoom(fd: number, path: string, at: number, bytes: number): n
   const needed = at + bytes;
   const size = fstatSync(fd).size;
   if (needed <= size) return size;
-  const grown = Math.ceil(Math.max(needed, size + Math.min(EXTENT_MAX, Math.max(EXTENT_MIN, 16 * bytes))) / PAGE_BYTES) * PAGE_BYTES;
+  const grown =
+    Math.ceil(Math.max(needed, size + Math.min(EXTENT_MAX, Math.max(EXTENT_MIN, 16 * bytes))) / PAGE_BYTES) *
+    PAGE_BYTES;
   if (bytes >= EXTENDING_WRITE_BYTES || !spares(path, grown - size)) return needed;
   writeZeros(fd, size, grown);
   return grown;

@@ -52,7 +52,16 @@ export function encodeCountingRecord(
   filterCount: number,
   words: Uint32Array,
 ): Buffer {
-  return encodeRecord(hash, COUNTING_RECORD_VERSION, filterCount, slice, entries, ((op === 'delete' ? DELETE_BIT : 0) | changed) >>> 0, words, entries);
+  return encodeRecord(
+    hash,
+    COUNTING_RECORD_VERSION,
+    filterCount,
+    slice,
+    entries,
+    ((op === 'delete' ? DELETE_BIT : 0) | changed) >>> 0,
+    words,
+    entries,
+  );
 }
 
 /**
@@ -72,10 +81,21 @@ export function encodeJournalRecord(
 }
 
 /** The 16-byte header (the two u32 fields as the record version defines them), then `entries` URLs' hashes. */
-function encodeRecord(hash: XxHash, version: number, filterCount: number, slice: number, word4: number, word8: number, words: Uint32Array, entries: number, scratch?: Buffer): Buffer {
+function encodeRecord(
+  hash: XxHash,
+  version: number,
+  filterCount: number,
+  slice: number,
+  word4: number,
+  word8: number,
+  words: Uint32Array,
+  entries: number,
+  scratch?: Buffer,
+): Buffer {
   const hashBytes = entries * filterCount * 8;
   const length = JOURNAL_HEADER_BYTES + hashBytes;
-  const value = scratch !== undefined && scratch.length >= length ? scratch.subarray(0, length) : Buffer.allocUnsafe(length);
+  const value =
+    scratch !== undefined && scratch.length >= length ? scratch.subarray(0, length) : Buffer.allocUnsafe(length);
   const payload = new Uint8Array(words.buffer, words.byteOffset, hashBytes);
   value.writeUInt8(version, 0);
   value.writeUInt8(filterCount, 1);
@@ -88,7 +108,8 @@ function encodeRecord(hash: XxHash, version: number, filterCount: number, slice:
 }
 
 export function decodeJournalRecord(hash: XxHash, value: Uint8Array, where: string): JournalRecord {
-  if (value.length < JOURNAL_HEADER_BYTES) throw new SeenStoreError('STORE_CORRUPT', `${where}: journal record truncated`);
+  if (value.length < JOURNAL_HEADER_BYTES)
+    throw new SeenStoreError('STORE_CORRUPT', `${where}: journal record truncated`);
   const view = Buffer.from(value.buffer, value.byteOffset, value.length);
   const version = view.readUInt8(0);
   if (version !== JOURNAL_RECORD_VERSION && version !== COUNTING_RECORD_VERSION) {
@@ -108,7 +129,10 @@ export function decodeJournalRecord(hash: XxHash, value: Uint8Array, where: stri
   }
   const hashBytes = entries * filterCount * 8;
   if (view.length !== JOURNAL_HEADER_BYTES + hashBytes || filterCount === 0 || added > Math.max(submitted, entries)) {
-    throw new SeenStoreError('STORE_CORRUPT', `${where}: journal record of ${view.length} bytes does not match its header`);
+    throw new SeenStoreError(
+      'STORE_CORRUPT',
+      `${where}: journal record of ${view.length} bytes does not match its header`,
+    );
   }
   const payload = view.subarray(JOURNAL_HEADER_BYTES);
   if (hash.checksum(payload) !== view.readUInt32LE(12)) {

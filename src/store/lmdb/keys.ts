@@ -30,15 +30,26 @@ export const checkpointKey = (scope: string, epoch: number): MetaKey => ['ckpt',
 export const fenceKey = (scope: string): MetaKey => ['fence', scope];
 export const dropKey = (scope: string, epoch: number): MetaKey => ['drop', scope, epoch];
 
-export const chunkKey = (scope: string, epoch: number, filter: number, chunkNo: number): DataKey => [scope, epoch, filter, chunkNo];
+export const chunkKey = (scope: string, epoch: number, filter: number, chunkNo: number): DataKey => [
+  scope,
+  epoch,
+  filter,
+  chunkNo,
+];
 export const journalKey = (scope: string, epoch: number, seq: number): DataKey => [scope, epoch, seq];
 
 /** Every scope record. */
 export const scopeRange = (): KeyRange => ({ start: ['scope'], end: ['scope\u0000'] });
 /** Every epoch header of a scope. */
-export const epochRange = (scope: string): KeyRange => ({ start: ['epoch', scope, 0], end: ['epoch', scope, Number.MAX_SAFE_INTEGER] });
+export const epochRange = (scope: string): KeyRange => ({
+  start: ['epoch', scope, 0],
+  end: ['epoch', scope, Number.MAX_SAFE_INTEGER],
+});
 /** Every drop marker of a scope. */
-export const dropRange = (scope: string): KeyRange => ({ start: ['drop', scope, 0], end: ['drop', scope, Number.MAX_SAFE_INTEGER] });
+export const dropRange = (scope: string): KeyRange => ({
+  start: ['drop', scope, 0],
+  end: ['drop', scope, Number.MAX_SAFE_INTEGER],
+});
 /** The chunks of an epoch's filters from filter `fromFilter` on. */
 export const chunkEpochRange = (scope: string, epoch: number, fromFilter = 0): KeyRange => ({
   start: chunkKey(scope, epoch, fromFilter, 0),
@@ -75,4 +86,7 @@ export function encodeKey(key: MetaKey | DataKey): Buffer {
 }
 
 /** lmdb-js exports its key codec (ordered-binary's) without declaring it in its types. */
-const keyCodec = lmdb as unknown as { bufferToKeyValue(bytes: Buffer): unknown; keyValueToBuffer(key: unknown): Buffer };
+const keyCodec = lmdb as unknown as {
+  bufferToKeyValue(bytes: Buffer): unknown;
+  keyValueToBuffer(key: unknown): Buffer;
+};

@@ -1,6 +1,19 @@
 import {
-  PAGE_HEADER_BYTES, META_OFFSET, META_FREE_DB, META_MAIN_DB, META_LAST_PAGE, META_TXNID, META_BYTES, LMDB_MAGIC,
-  LMDB_DATA_VERSION, P_META, MDB_INTEGERKEY, ENV_FLAGS_PERSISTED, PAGE_SIZES, readTree, type Meta,
+  PAGE_HEADER_BYTES,
+  META_OFFSET,
+  META_FREE_DB,
+  META_MAIN_DB,
+  META_LAST_PAGE,
+  META_TXNID,
+  META_BYTES,
+  LMDB_MAGIC,
+  LMDB_DATA_VERSION,
+  P_META,
+  MDB_INTEGERKEY,
+  ENV_FLAGS_PERSISTED,
+  PAGE_SIZES,
+  readTree,
+  type Meta,
 } from './page-format.js';
 
 /**
@@ -56,7 +69,8 @@ export function pickMeta(io: MetaReads): Meta | undefined {
     return undefined;
   }
   // mm_psize is set once, at creation (mdb_env_init_meta0), and copied into every later meta.
-  if (other.pageBytes !== first.pageBytes) io.report(1, 'file', `meta page 1 has page size ${other.pageBytes}, meta page 0 ${first.pageBytes}`);
+  if (other.pageBytes !== first.pageBytes)
+    io.report(1, 'file', `meta page 1 has page size ${other.pageBytes}, meta page 0 ${first.pageBytes}`);
   return txnIdsAgree(io, first, other) ? newest : undefined;
 }
 
@@ -70,7 +84,11 @@ export function pickMeta(io: MetaReads): Meta | undefined {
 function txnIdsAgree(io: MetaReads, first: Meta, second: Meta): boolean {
   for (const meta of [first, second]) {
     if (meta.txnId !== 0n && Number(meta.txnId & 1n) !== meta.page) {
-      io.report(meta.page, 'file', `meta page ${meta.page} holds txn ${meta.txnId}, which LMDB writes to meta page ${meta.txnId & 1n}`);
+      io.report(
+        meta.page,
+        'file',
+        `meta page ${meta.page} holds txn ${meta.txnId}, which LMDB writes to meta page ${meta.txnId & 1n}`,
+      );
       return false;
     }
   }
@@ -96,9 +114,11 @@ export function readMeta(head: Buffer, page: number): Meta {
   // mdb_env_init_meta writes each meta page's number and P_META; mdb_env_read_header refuses a
   // page 0 without P_META, LMDB's magic or data version (MDB_INVALID, MDB_VERSION_MISMATCH).
   if (head.readBigUInt64LE(0) !== BigInt(page)) valid = `carries page number ${head.readBigUInt64LE(0)}`;
-  else if ((head.readUInt16LE(18) & P_META) === 0) valid = `is not a meta page (flags 0x${head.readUInt16LE(18).toString(16)})`;
-  else if (head.readUInt32LE(at) !== LMDB_MAGIC) valid = 'does not carry LMDB\'s magic number';
-  else if ((head.readUInt32LE(at + 4) & 0xffff) !== LMDB_DATA_VERSION) valid = `has LMDB data version ${head.readUInt32LE(at + 4) & 0xffff}, not ${LMDB_DATA_VERSION}`;
+  else if ((head.readUInt16LE(18) & P_META) === 0)
+    valid = `is not a meta page (flags 0x${head.readUInt16LE(18).toString(16)})`;
+  else if (head.readUInt32LE(at) !== LMDB_MAGIC) valid = "does not carry LMDB's magic number";
+  else if ((head.readUInt32LE(at + 4) & 0xffff) !== LMDB_DATA_VERSION)
+    valid = `has LMDB data version ${head.readUInt32LE(at + 4) & 0xffff}, not ${LMDB_DATA_VERSION}`;
   // LMDB's page sizes are powers of two from 512 to 64 KiB (MIN_PAGESIZE, MAX_PAGESIZE); a wrong
   // one makes every page offset wrong.
   else if (!PAGE_SIZES.includes(pageBytes)) valid = `has an impossible page size ${pageBytes}`;
@@ -107,9 +127,11 @@ export function readMeta(head: Buffer, page: number): Meta {
   // MDB_OVERLAPPINGSYNC, and mdb_txn_commit toggles MDB_OVERLAPPINGSYNC (unsynced commits). The
   // env bits change nothing LMDB reads; a persistent DB flag (MDB_DUPSORT, ...) or a missing
   // MDB_INTEGERKEY would change how LMDB reads the free DB.
-  else if ((envFlags & MDB_INTEGERKEY) === 0 || (envFlags & ~(MDB_INTEGERKEY | ENV_FLAGS_PERSISTED)) !== 0) valid = `has environment flags 0x${envFlags.toString(16)}`;
+  else if ((envFlags & MDB_INTEGERKEY) === 0 || (envFlags & ~(MDB_INTEGERKEY | ENV_FLAGS_PERSISTED)) !== 0)
+    valid = `has environment flags 0x${envFlags.toString(16)}`;
   // mm_last_pg is the highest page in use (mdb_env_write_meta: mt_next_pgno - 1); at least the two meta pages.
-  else if (lastPage < 1n || lastPage > BigInt(Number.MAX_SAFE_INTEGER) / BigInt(pageBytes)) valid = `has an impossible last page ${lastPage}`;
+  else if (lastPage < 1n || lastPage > BigInt(Number.MAX_SAFE_INTEGER) / BigInt(pageBytes))
+    valid = `has an impossible last page ${lastPage}`;
   return {
     page,
     valid,

@@ -7,7 +7,18 @@ import { safePoint } from '../interruption.js';
 import { readEpochHeader, readScopeRecord, type EpochHeader, type ScopeRecord } from '../records.js';
 import type { CheckpointRecord } from './records.js';
 import type { StoreEnv } from './env.js';
-import { checkpointKey, chunkKey, chunkEpochRange, dropKey, dropRange, epochKey, epochRange, journalEpochRange, scopeKey, scopeRange } from './keys.js';
+import {
+  checkpointKey,
+  chunkKey,
+  chunkEpochRange,
+  dropKey,
+  dropRange,
+  epochKey,
+  epochRange,
+  journalEpochRange,
+  scopeKey,
+  scopeRange,
+} from './keys.js';
 
 /** Keys deleted per write transaction while dropping an epoch's data. */
 const DELETE_KEYS_PER_TXN = 2048;
@@ -22,7 +33,8 @@ export function readScope(env: StoreEnv, scope: string): ScopeRecord | undefined
 
 export function readHeader(env: StoreEnv, scope: string, epoch: number): EpochHeader {
   const value = env.getMeta(epochKey(scope, epoch));
-  if (value === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} has no epoch ${epoch} (never created, or pruned)`);
+  if (value === undefined)
+    throw new SeenStoreError('NOT_FOUND', `scope ${scope} has no epoch ${epoch} (never created, or pruned)`);
   return readEpochHeader(value);
 }
 
@@ -144,7 +156,10 @@ export async function importEpoch(env: StoreEnv, hash: XxHash, request: ImportRe
   const { scope, epoch: imported, next, signal } = request;
   const n = imported.epoch;
   const exists = (): SeenStoreError =>
-    new SeenStoreError('USAGE', `scope ${scope} exists; import into a new scope (--scope NAME), or merge into an epoch (merge --into-epoch)`);
+    new SeenStoreError(
+      'USAGE',
+      `scope ${scope} exists; import into a new scope (--scope NAME), or merge into an epoch (merge --into-epoch)`,
+    );
   env.refresh();
   if (readScope(env, scope) !== undefined) throw exists();
   finishDrops(env, scope);
@@ -157,7 +172,12 @@ export async function importEpoch(env: StoreEnv, hash: XxHash, request: ImportRe
       const now = Date.now();
       env.putMeta(epochKey(scope, n), imported);
       const { counts } = request;
-      env.putMeta(checkpointKey(scope, n), { ...emptyCheckpoint(now), submitted: counts.submitted, added: counts.added, sliceAdded: [...counts.sliceAdded] });
+      env.putMeta(checkpointKey(scope, n), {
+        ...emptyCheckpoint(now),
+        submitted: counts.submitted,
+        added: counts.added,
+        sliceAdded: [...counts.sliceAdded],
+      });
       if (next !== undefined) putNewEpoch(env, next, now);
       const record: ScopeRecord = { v: 1, name: scope, openEpoch: next?.epoch ?? n, createdAtMs: now };
       env.putMeta(scopeKey(scope), record);
@@ -171,7 +191,13 @@ export async function importEpoch(env: StoreEnv, hash: XxHash, request: ImportRe
   }
 }
 
-async function writeChunks(env: StoreEnv, hash: XxHash, header: EpochHeader, filters: readonly Uint8Array[], signal: AbortSignal | undefined): Promise<void> {
+async function writeChunks(
+  env: StoreEnv,
+  hash: XxHash,
+  header: EpochHeader,
+  filters: readonly Uint8Array[],
+  signal: AbortSignal | undefined,
+): Promise<void> {
   const { scope, epoch } = header;
   const pending: [number, number, Uint8Array][] = [];
   filters.forEach((bytes, filter) => {

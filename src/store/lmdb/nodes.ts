@@ -84,7 +84,8 @@ export class DirectoryNodes implements NodeRegistry {
 function readNodeFile(path: string): NodeFile | undefined {
   try {
     const file = JSON.parse(readFileSync(path, 'utf8')) as Partial<NodeFile>;
-    if (file.format !== NODE_FILE_FORMAT || typeof file.address !== 'string' || typeof file.endsAtMs !== 'number') return undefined;
+    if (file.format !== NODE_FILE_FORMAT || typeof file.address !== 'string' || typeof file.endsAtMs !== 'number')
+      return undefined;
     return file as NodeFile;
   } catch {
     return undefined;

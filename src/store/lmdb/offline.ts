@@ -15,7 +15,10 @@ export interface OfflineOptions {
 }
 
 /** Brings the store at `dir` to this version's format (see migrations/). */
-export async function migrate(dir: string, options: OfflineOptions & { readonly snapshot?: boolean }): Promise<MigrationReport> {
+export async function migrate(
+  dir: string,
+  options: OfflineOptions & { readonly snapshot?: boolean },
+): Promise<MigrationReport> {
   return migrateStore(dir, {
     mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES,
     lockStaleMs: effectiveLockStaleMs(options.lockStaleMs),
@@ -26,7 +29,11 @@ export async function migrate(dir: string, options: OfflineOptions & { readonly 
 /** Replaces the store's data with snapshot `name` (see snapshots.ts). */
 export async function restore(dir: string, name: string, options: OfflineOptions): Promise<RestoreResult> {
   return restoreSnapshot(dir, name, effectiveLockStaleMs(options.lockStaleMs), () =>
-    StoreEnv.open(dir, { create: false, mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES, anyFormat: true }),
+    StoreEnv.open(dir, {
+      create: false,
+      mapSizeBytes: options.mapSizeBytes ?? DEFAULT_MAP_SIZE_BYTES,
+      anyFormat: true,
+    }),
   );
 }
 
@@ -36,7 +43,8 @@ export async function restore(dir: string, name: string, options: OfflineOptions
  */
 export function damagedStoreReport(dir: string, refusal: SeenStoreError): VerifyReport {
   const structure = verifyPages(dir);
-  const damage = structure.damage.length > 0 ? structure.damage : [{ where: dir, problem: refusal.message, code: refusal.code }];
+  const damage =
+    structure.damage.length > 0 ? structure.damage : [{ where: dir, problem: refusal.message, code: refusal.code }];
   return { ok: false, pages: structure.pages, scopes: 0, epochs: 0, chunks: 0, journalRecords: 0, notes: [], damage };
 }
 

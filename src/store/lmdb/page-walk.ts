@@ -1,7 +1,22 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import {
-  PAGE_HEADER_BYTES, NODE_HEADER_BYTES, DB_RECORD_BYTES, OVERFLOW_REF_BYTES, META_OFFSET, META_TXNID, P_BRANCH,
-  P_LEAF, P_OVERFLOW, F_BIGDATA, F_SUBDATA, F_DUPDATA, P_INVALID, MAX_DEPTH, readTree, type Tree, type Meta,
+  PAGE_HEADER_BYTES,
+  NODE_HEADER_BYTES,
+  DB_RECORD_BYTES,
+  OVERFLOW_REF_BYTES,
+  META_OFFSET,
+  META_TXNID,
+  P_BRANCH,
+  P_LEAF,
+  P_OVERFLOW,
+  F_BIGDATA,
+  F_SUBDATA,
+  F_DUPDATA,
+  P_INVALID,
+  MAX_DEPTH,
+  readTree,
+  type Tree,
+  type Meta,
 } from './page-format.js';
 import { pickMeta } from './meta-pages.js';
 
@@ -105,7 +120,11 @@ class PageWalk {
   run(): PageWalkReport {
     let meta: Meta | undefined;
     try {
-      meta = pickMeta({ fileBytes: this.#fileBytes, read: (buffer, position) => this.#read(buffer, position), report: (page, db, problem) => this.#report(page, db, problem) });
+      meta = pickMeta({
+        fileBytes: this.#fileBytes,
+        read: (buffer, position) => this.#read(buffer, position),
+        report: (page, db, problem) => this.#report(page, db, problem),
+      });
       if (meta !== undefined) this.#walkAll(meta);
     } catch (error) {
       if (!(error instanceof WalkStop)) throw error;
@@ -130,7 +149,8 @@ class PageWalk {
     const id = Buffer.alloc(8);
     let newest = 0n;
     for (const page of [0, 1]) {
-      if (this.#read(id, page * this.#pageBytes + META_OFFSET + META_TXNID) === 8 && id.readBigUInt64LE(0) > newest) newest = id.readBigUInt64LE(0);
+      if (this.#read(id, page * this.#pageBytes + META_OFFSET + META_TXNID) === 8 && id.readBigUInt64LE(0) > newest)
+        newest = id.readBigUInt64LE(0);
     }
     return newest;
   }
@@ -169,7 +189,8 @@ class PageWalk {
     // An empty tree: mdb_rebalance (root leaf of no keys) and mdb_drop0 set md_root = P_INVALID,
     // md_depth = 0, and md_entries counts down to 0 with each delete (mdb_cursor_del0).
     if (tree.root === P_INVALID) {
-      if (tree.depth !== 0 || tree.entries !== 0n) this.#report(-1, tree.db, `empty, but its record says depth ${tree.depth} and ${tree.entries} entries`);
+      if (tree.depth !== 0 || tree.entries !== 0n)
+        this.#report(-1, tree.db, `empty, but its record says depth ${tree.depth} and ${tree.entries} entries`);
       return named;
     }
     // mdb_dbi_open stores a database's persistent flags when it creates it, and refuses other flags
@@ -196,7 +217,12 @@ class PageWalk {
     if (this.damage.length === 0) {
       const expected = `${tree.branchPages}/${tree.leafPages}/${tree.overflowPages}/${tree.entries}`;
       const found = `${counts.branch}/${counts.leaf}/${counts.overflow}/${counts.entries}`;
-      if (expected !== found) this.#report(Number(tree.root), tree.db, `its record counts ${expected} branch/leaf/overflow pages/entries, the walk found ${found}`);
+      if (expected !== found)
+        this.#report(
+          Number(tree.root),
+          tree.db,
+          `its record counts ${expected} branch/leaf/overflow pages/entries, the walk found ${found}`,
+        );
     }
     return named;
   }
@@ -215,7 +241,13 @@ class PageWalk {
     return Number(pgno);
   }
 
-  #walkPage(tree: Tree, pgno: number, level: number, counts: { branch: bigint; leaf: bigint; overflow: bigint; entries: bigint }, named: Tree[] | undefined): void {
+  #walkPage(
+    tree: Tree,
+    pgno: number,
+    level: number,
+    counts: { branch: bigint; leaf: bigint; overflow: bigint; entries: bigint },
+    named: Tree[] | undefined,
+  ): void {
     // "Reachable exactly once" (mdb.c, the MDB_page_header comment): a second parent is damage, and a cycle.
     if (this.#seen.has(pgno)) {
       this.#report(pgno, tree.db, 'is reached twice (a page shared by two parents, or a cycle)');
@@ -230,7 +262,11 @@ class PageWalk {
     // page is written (mdb_page_flush), P_DIRTY_OVF is never set; seenstore's databases hold no
     // duplicates (no MDB_DUPSORT, see #walkTree), so no P_LEAF2 or P_SUBP. Leaves are at md_depth.
     if (flags !== (leaf ? P_LEAF : P_BRANCH)) {
-      this.#report(pgno, tree.db, `has flags 0x${flags.toString(16)}, expected a ${leaf ? 'leaf' : 'branch'} page at level ${level} of ${tree.depth}`);
+      this.#report(
+        pgno,
+        tree.db,
+        `has flags 0x${flags.toString(16)}, expected a ${leaf ? 'leaf' : 'branch'} page at level ${level} of ${tree.depth}`,
+      );
       return;
     }
     const nodes = this.#nodeOffsets(page, pgno, tree.db);
@@ -243,7 +279,10 @@ class PageWalk {
     }
     counts.branch++;
     for (const at of nodes) {
-      const child = BigInt(page.readUInt16LE(at)) | (BigInt(page.readUInt16LE(at + 2)) << 16n) | (BigInt(page.readUInt16LE(at + 4)) << 32n);
+      const child =
+        BigInt(page.readUInt16LE(at)) |
+        (BigInt(page.readUInt16LE(at + 2)) << 16n) |
+        (BigInt(page.readUInt16LE(at + 4)) << 32n);
       const next = this.#childPage(child, tree.db, pgno);
       if (next !== undefined) this.#walkPage(tree, next, level + 1, counts, named);
     }
@@ -273,7 +312,11 @@ class PageWalk {
     const upper = page.readUInt16LE(22);
     const end = this.#pageBytes - PAGE_HEADER_BYTES;
     if (lower % 2 !== 0 || lower === 0 || lower > upper || upper > end) {
-      this.#report(pgno, db, `has free-space bounds lower ${lower}, upper ${upper} (the page holds ${end} bytes after its header)`);
+      this.#report(
+        pgno,
+        db,
+        `has free-space bounds lower ${lower}, upper ${upper} (the page holds ${end} bytes after its header)`,
+      );
       return undefined;
     }
     const offsets: number[] = [];
@@ -286,7 +329,11 @@ class PageWalk {
       }
       const keyBytes = page.readUInt16LE(at + 6);
       if (keyBytes > this.#maxKeyBytes() || ptr + NODE_HEADER_BYTES + keyBytes > end) {
-        this.#report(pgno, db, `node ${i} has a ${keyBytes}-byte key (at most ${this.#maxKeyBytes()}, and inside the page)`);
+        this.#report(
+          pgno,
+          db,
+          `node ${i} has a ${keyBytes}-byte key (at most ${this.#maxKeyBytes()}, and inside the page)`,
+        );
         return undefined;
       }
       offsets.push(at);
@@ -294,7 +341,14 @@ class PageWalk {
     return offsets;
   }
 
-  #leafNode(tree: Tree, page: Buffer, pgno: number, at: number, counts: { overflow: bigint; entries: bigint }, named: Tree[] | undefined): void {
+  #leafNode(
+    tree: Tree,
+    page: Buffer,
+    pgno: number,
+    at: number,
+    counts: { overflow: bigint; entries: bigint },
+    named: Tree[] | undefined,
+  ): void {
     const flags = page.readUInt16LE(at + 4);
     const keyBytes = page.readUInt16LE(at + 6);
     const dataBytes = page.readUInt16LE(at) + page.readUInt16LE(at + 2) * 0x10000;
@@ -302,7 +356,10 @@ class PageWalk {
     const where = `node at offset ${at - PAGE_HEADER_BYTES}`;
     // NODE_ADD_FLAGS (F_DUPDATA | F_SUBDATA; MDB_RESERVE and MDB_APPEND lie above mn_flags' 16
     // bits) plus F_BIGDATA, which mdb_node_add sets only on data it puts on overflow pages.
-    if ((flags & ~(F_BIGDATA | F_SUBDATA | F_DUPDATA)) !== 0 || (flags & F_BIGDATA && flags & (F_SUBDATA | F_DUPDATA))) {
+    if (
+      (flags & ~(F_BIGDATA | F_SUBDATA | F_DUPDATA)) !== 0 ||
+      (flags & F_BIGDATA && flags & (F_SUBDATA | F_DUPDATA))
+    ) {
       this.#report(pgno, tree.db, `${where} has unknown flags 0x${flags.toString(16)}`);
       return;
     }
@@ -310,21 +367,34 @@ class PageWalk {
     // goes to an overflow run and the node holds an MDB_ovpage. (The reverse does not hold: a run
     // reused in place may hold a value small enough to be inline, mdb_cursor_put.)
     const inline = flags & F_BIGDATA ? OVERFLOW_REF_BYTES : dataBytes;
-    if (data + inline > this.#pageBytes || (!(flags & F_BIGDATA) && NODE_HEADER_BYTES + keyBytes + dataBytes > this.#nodeMaxBytes())) {
-      this.#report(pgno, tree.db, `${where} has ${inline} bytes of data that run past the page end or belong on overflow pages`);
+    if (
+      data + inline > this.#pageBytes ||
+      (!(flags & F_BIGDATA) && NODE_HEADER_BYTES + keyBytes + dataBytes > this.#nodeMaxBytes())
+    ) {
+      this.#report(
+        pgno,
+        tree.db,
+        `${where} has ${inline} bytes of data that run past the page end or belong on overflow pages`,
+      );
       return;
     }
     counts.entries++;
-    if (tree.db === 'free') this.#freeRecord(page, pgno, keyBytes, data, flags & F_BIGDATA ? undefined : dataBytes, dataBytes);
+    if (tree.db === 'free')
+      this.#freeRecord(page, pgno, keyBytes, data, flags & F_BIGDATA ? undefined : dataBytes, dataBytes);
     if (flags & F_BIGDATA) {
       counts.overflow += this.#overflowRun(tree.db, pgno, page, data, dataBytes);
     } else if (flags & F_SUBDATA) {
       // mdb_dbi_open and mdb_txn_commit write a named DB's record as an inline sizeof(MDB_db).
       if (dataBytes !== DB_RECORD_BYTES) {
-        this.#report(pgno, tree.db, `${where} names a database with a ${dataBytes}-byte record, not ${DB_RECORD_BYTES}`);
+        this.#report(
+          pgno,
+          tree.db,
+          `${where} names a database with a ${dataBytes}-byte record, not ${DB_RECORD_BYTES}`,
+        );
         return;
       }
-      if (named !== undefined && (flags & F_DUPDATA) === 0) named.push(readTree(page, data, page.toString('utf8', at + NODE_HEADER_BYTES, data).replace(/\0+$/, '')));
+      if (named !== undefined && (flags & F_DUPDATA) === 0)
+        named.push(readTree(page, data, page.toString('utf8', at + NODE_HEADER_BYTES, data).replace(/\0+$/, '')));
       else this.#report(pgno, tree.db, `${where} holds a database where seenstore keeps none`);
     } else if (flags & F_DUPDATA) {
       this.#report(pgno, tree.db, `${where} holds duplicate values, which seenstore's databases never have`);
@@ -337,9 +407,20 @@ class PageWalk {
    * with an 8-byte key (sizeof(txnid_t)) and (n + 1) u64 of data: MDB_IDL_SIZEOF for the pages this
    * commit freed, `(len + 1 or 2) * sizeof(pgno_t)` for the reserved records of me_pghead.
    */
-  #freeRecord(page: Buffer, pgno: number, keyBytes: number, at: number, inlineBytes: number | undefined, dataBytes: number): void {
+  #freeRecord(
+    page: Buffer,
+    pgno: number,
+    keyBytes: number,
+    at: number,
+    inlineBytes: number | undefined,
+    dataBytes: number,
+  ): void {
     if (keyBytes !== 8 || dataBytes % 8 !== 0 || dataBytes < 8) {
-      this.#report(pgno, 'free', `a free-page record has a ${keyBytes}-byte key and ${dataBytes} bytes of data (8, and a whole number of page numbers)`);
+      this.#report(
+        pgno,
+        'free',
+        `a free-page record has a ${keyBytes}-byte key and ${dataBytes} bytes of data (8, and a whole number of page numbers)`,
+      );
       return;
     }
     if (inlineBytes === undefined) return;
@@ -370,18 +451,30 @@ class PageWalk {
     const pages = page.readBigUInt64LE(at + 16);
     const needed = BigInt(Math.floor((PAGE_HEADER_BYTES - 1 + dataBytes) / this.#pageBytes) + 1);
     if (pages < needed) {
-      this.#report(from, db, `a ${dataBytes}-byte value is said to take ${pages} overflow pages, it needs at least ${needed}`);
+      this.#report(
+        from,
+        db,
+        `a ${dataBytes}-byte value is said to take ${pages} overflow pages, it needs at least ${needed}`,
+      );
       return 0n;
     }
     const start = this.#childPage(first, db, from);
     if (start === undefined) return 0n;
     if (pages > BigInt(this.#lastPage)) {
-      this.#report(from, db, `the overflow run at page ${start} of ${pages} pages ends past the last page ${this.#lastPage}`);
+      this.#report(
+        from,
+        db,
+        `the overflow run at page ${start} of ${pages} pages ends past the last page ${this.#lastPage}`,
+      );
       return 0n;
     }
     const count = Number(pages);
     if (start + count - 1 > this.#lastPage) {
-      this.#report(from, db, `the overflow run at page ${start} of ${count} pages ends past the last page ${this.#lastPage}`);
+      this.#report(
+        from,
+        db,
+        `the overflow run at page ${start} of ${count} pages ends past the last page ${this.#lastPage}`,
+      );
       return 0n;
     }
     const head = this.#readPage(start, db, count, this.#runHead);
@@ -389,7 +482,11 @@ class PageWalk {
     const flags = head.readUInt16LE(18);
     const stored = head.readUInt32LE(20);
     if (flags !== P_OVERFLOW || stored !== count) {
-      this.#report(start, db, `should start an overflow run of ${count} pages, has flags 0x${flags.toString(16)} and a count of ${stored}`);
+      this.#report(
+        start,
+        db,
+        `should start an overflow run of ${count} pages, has flags 0x${flags.toString(16)} and a count of ${stored}`,
+      );
       return 0n;
     }
     if (pages > needed) this.#longRuns++;
@@ -405,7 +502,12 @@ class PageWalk {
     spans.sort((a, b) => a[0] - b[0]);
     for (let i = 1; i < spans.length; i++) {
       const [start, count] = spans[i - 1]!;
-      if (spans[i]![0] < start + count) this.#report(spans[i]![0], 'file', `page ${spans[i]![0]} is used twice: it lies inside the run of ${count} pages at page ${start}`);
+      if (spans[i]![0] < start + count)
+        this.#report(
+          spans[i]![0],
+          'file',
+          `page ${spans[i]![0]} is used twice: it lies inside the run of ${count} pages at page ${start}`,
+        );
     }
   }
 

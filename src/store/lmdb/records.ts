@@ -51,7 +51,15 @@ export function readCheckpointRecord(value: unknown): CheckpointRecord {
   return checkRecord(
     'checkpoint record',
     value,
-    { seq: 'number', submitted: 'number', added: 'number', sliceAdded: 'object', atMs: 'number', merges: 'number', mergedSliceAdded: 'object' },
+    {
+      seq: 'number',
+      submitted: 'number',
+      added: 'number',
+      sliceAdded: 'object',
+      atMs: 'number',
+      merges: 'number',
+      mergedSliceAdded: 'object',
+    },
     CHECKPOINT_RECORD_VERSION,
   );
 }

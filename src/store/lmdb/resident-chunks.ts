@@ -71,7 +71,15 @@ export class ResidentChunks {
    * Loads the chunks of `filter` (filter `index`) that hashes first..last - 1 touch, their words
    * at `at` in `words` with `stride` (as BloomFilter.markRegions reads them).
    */
-  ensure(index: number, filter: BloomFilter, words: Uint32Array, at: number, stride: number, first: number, last: number): void {
+  ensure(
+    index: number,
+    filter: BloomFilter,
+    words: Uint32Array,
+    at: number,
+    stride: number,
+    first: number,
+    last: number,
+  ): void {
     if (this.#missing[index] === 0) return;
     const touched = this.#touched[index]!;
     filter.markRegions(words, at, stride, first, last, touched);
@@ -85,7 +93,8 @@ export class ResidentChunks {
   /** Loads every chunk not yet in memory (a summary, an export, a merge read the whole filter). */
   ensureAll(): void {
     for (let index = 0; index < this.#flags.length; index++) {
-      for (let region = 0; this.#missing[index]! > 0 && region < this.#flags[index]!.length; region++) this.#loadOnce(index, region);
+      for (let region = 0; this.#missing[index]! > 0 && region < this.#flags[index]!.length; region++)
+        this.#loadOnce(index, region);
     }
   }
 

@@ -61,7 +61,11 @@ export class FrontierSalvage {
   /** A record of the format-7 database (`queue`). */
   add(key: Buffer, value: Buffer): void {
     if (key[0] === 0) {
-      if (key[1] === 0x6e) this.#scopeNames.set(readScopeNumber(value, `frontier scope ${key.toString('utf8', 2)}`), key.toString('utf8', 2));
+      if (key[1] === 0x6e)
+        this.#scopeNames.set(
+          readScopeNumber(value, `frontier scope ${key.toString('utf8', 2)}`),
+          key.toString('utf8', 2),
+        );
       return;
     }
     this.#raw.push({ key, value, where: `queue ${key.toString('hex')}` });
@@ -70,11 +74,22 @@ export class FrontierSalvage {
   /** A record of the format-6 database (`frontier`), into its scope's frontier. */
   addLegacy(rawKey: Buffer, value: Buffer, frontierOf: (scope: string) => SalvagedFrontier): void {
     const [scope, tag, id] = (Array.isArray(decodeKey(rawKey)) ? decodeKey(rawKey) : []) as [unknown, unknown, unknown];
-    if (typeof scope !== 'string') throw new SeenStoreError('STORE_CORRUPT', `frontier ${rawKey.toString('hex')}: not a key of the frontier database`);
+    if (typeof scope !== 'string')
+      throw new SeenStoreError(
+        'STORE_CORRUPT',
+        `frontier ${rawKey.toString('hex')}: not a key of the frontier database`,
+      );
     const frontier = frontierOf(scope);
     if (tag === 's') {
       const s = legacy.readState(this.#decoder, value, scope);
-      frontier.state = { nextSeq: s.nextId, entries: s.entries, done: s.done, failed: s.failed ?? 0, settings: s.settings, queueKeyPinned: s.queueKeyPinned === true };
+      frontier.state = {
+        nextSeq: s.nextId,
+        entries: s.entries,
+        done: s.done,
+        failed: s.failed ?? 0,
+        settings: s.settings,
+        queueKeyPinned: s.queueKeyPinned === true,
+      };
     } else if (tag === 'e' && typeof id === 'number') {
       const { v: _v, ...entry } = legacy.readEntry(this.#decoder, value, scope, id);
       frontier.entries.set(id, { ...entry, createdMs: legacy.createdMsOf(entry as legacy.EntryRecord) });
@@ -89,7 +104,7 @@ export class FrontierSalvage {
     for (const record of this.#raw) {
       const scope = this.#scopeOf(record.key);
       if (scope === undefined) {
-        this.#onSkip(record.where, 'its scope\'s number has no name (the record naming it was lost)');
+        this.#onSkip(record.where, "its scope's number has no name (the record naming it was lost)");
         continue;
       }
       const list = byScope.get(scope.name) ?? [];
@@ -109,7 +124,14 @@ export class FrontierSalvage {
         const tag = tagOf(record);
         if (tag === 's') {
           const s = readState(this.#decoder, record.value, scope);
-          frontier.state = { nextSeq: s.nextSeq, entries: s.entries, done: s.done, failed: s.failed, settings: s.settings, queueKeyPinned: s.queueKeyPinned === true };
+          frontier.state = {
+            nextSeq: s.nextSeq,
+            entries: s.entries,
+            done: s.done,
+            failed: s.failed,
+            settings: s.settings,
+            queueKeyPinned: s.queueKeyPinned === true,
+          };
         } else if (tag === 'k') {
           const name = parts.text(record.key);
           const queue = readQueue(this.#decoder, record.value, scope, name);
@@ -121,7 +143,11 @@ export class FrontierSalvage {
     const codec = new EntryCodec({ decodeMeta: this.#decoder.decodeMeta, encodeRecord: () => Buffer.alloc(0) });
     const queueName = (q: number): string => {
       const name = names.get(q);
-      if (name === undefined) throw new SeenStoreError('STORE_CORRUPT', `queue number ${q}'s record was lost: its key (and so its URLs' hosts) is unknown`);
+      if (name === undefined)
+        throw new SeenStoreError(
+          'STORE_CORRUPT',
+          `queue number ${q}'s record was lost: its key (and so its URLs' hosts) is unknown`,
+        );
       return name;
     };
     for (const record of records) {
@@ -131,10 +157,16 @@ export class FrontierSalvage {
           const { q, dueMs, seq } = parts.waiting(record.key);
           // Each entry's own due time is in the block (the key's is a lower bound).
           for (const item of decodeBlock(q, dueMs, seq, record.value, record.where).items) {
-            frontier.entries.set(item.seq, codec.decode(item.bytes, `${record.where} entry ${item.seq}`, { q, dueMs: item.dueMs }, queueName).entry);
+            frontier.entries.set(
+              item.seq,
+              codec.decode(item.bytes, `${record.where} entry ${item.seq}`, { q, dueMs: item.dueMs }, queueName).entry,
+            );
           }
         } else if (tag === 'l') {
-          frontier.entries.set(parts.leased(record.key), codec.decode(record.value, record.where, undefined, queueName).entry);
+          frontier.entries.set(
+            parts.leased(record.key),
+            codec.decode(record.value, record.where, undefined, queueName).entry,
+          );
         }
       });
     }
@@ -163,7 +195,19 @@ export class FrontierSalvage {
   }
 }
 
-function politeness(queue: { completed: number; blockedUntilMs: number; delayMs?: number; crawlLimit?: number; lastTakeMs?: number }): SalvagedQueue {
+function politeness(queue: {
+  completed: number;
+  blockedUntilMs: number;
+  delayMs?: number;
+  crawlLimit?: number;
+  lastTakeMs?: number;
+}): SalvagedQueue {
   const { completed, blockedUntilMs, delayMs, crawlLimit, lastTakeMs } = queue;
-  return { completed, blockedUntilMs, ...(delayMs === undefined ? {} : { delayMs }), ...(crawlLimit === undefined ? {} : { crawlLimit }), ...(lastTakeMs === undefined ? {} : { lastTakeMs }) };
+  return {
+    completed,
+    blockedUntilMs,
+    ...(delayMs === undefined ? {} : { delayMs }),
+    ...(crawlLimit === undefined ? {} : { crawlLimit }),
+    ...(lastTakeMs === undefined ? {} : { lastTakeMs }),
+  };
 }

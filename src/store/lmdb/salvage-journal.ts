@@ -1,6 +1,14 @@
 import { readFileSync } from 'node:fs';
 import type { XxHash } from '../../hash/xxhash.js';
-import { FILE_MAGIC, FRAME_BYTES_MAX, FRAME_HEADER_BYTES, JOURNAL_FILE_HEADER_BYTES, V1_FRAME_HEADER_BYTES, frameSeq, type JournalFrame } from './journal-frames.js';
+import {
+  FILE_MAGIC,
+  FRAME_BYTES_MAX,
+  FRAME_HEADER_BYTES,
+  JOURNAL_FILE_HEADER_BYTES,
+  V1_FRAME_HEADER_BYTES,
+  frameSeq,
+  type JournalFrame,
+} from './journal-frames.js';
 
 export interface SalvagedJournal {
   readonly frames: JournalFrame[];
@@ -24,11 +32,18 @@ export function salvageJournal(hash: XxHash, path: string): SalvagedJournal {
     throw error;
   }
   if (bytes.length < JOURNAL_FILE_HEADER_BYTES || !bytes.subarray(0, FILE_MAGIC.length).equals(FILE_MAGIC)) {
-    return { frames: [], skipped: [{ from: 0, to: bytes.length, problem: 'not a seenstore journal file (bad header)' }] };
+    return {
+      frames: [],
+      skipped: [{ from: 0, to: bytes.length, problem: 'not a seenstore journal file (bad header)' }],
+    };
   }
   const version = bytes.readUInt32LE(8);
   if (version === 1) return salvageV1(hash, bytes);
-  if (version !== 2) return { frames: [], skipped: [{ from: 0, to: bytes.length, problem: `journal file version ${version} is unknown` }] };
+  if (version !== 2)
+    return {
+      frames: [],
+      skipped: [{ from: 0, to: bytes.length, problem: `journal file version ${version} is unknown` }],
+    };
   const frames: JournalFrame[] = [];
   const skipped: SalvagedJournal['skipped'] = [];
   let at = JOURNAL_FILE_HEADER_BYTES;
@@ -45,7 +60,11 @@ export function salvageJournal(hash: XxHash, path: string): SalvagedJournal {
     }
     const next = nextSyncedFrame(hash, bytes, at);
     if (next === undefined) break;
-    skipped.push({ from: at, to: next, problem: `bytes ${at}..${next} hold damaged frames (the frame at byte ${next} was written after they were synced)` });
+    skipped.push({
+      from: at,
+      to: next,
+      problem: `bytes ${at}..${next} hold damaged frames (the frame at byte ${next} was written after they were synced)`,
+    });
     at = next;
     link = bytes.readUInt32LE(at + 8);
   }
@@ -56,7 +75,8 @@ export function salvageJournal(hash: XxHash, path: string): SalvagedJournal {
 function frameChecksum(hash: XxHash, bytes: Buffer, at: number): number | undefined {
   if (at + FRAME_HEADER_BYTES > bytes.length) return undefined;
   const frameBytes = bytes.readUInt32LE(at);
-  if (frameBytes < FRAME_HEADER_BYTES || frameBytes > FRAME_BYTES_MAX || at + frameBytes > bytes.length) return undefined;
+  if (frameBytes < FRAME_HEADER_BYTES || frameBytes > FRAME_BYTES_MAX || at + frameBytes > bytes.length)
+    return undefined;
   if (FRAME_HEADER_BYTES + bytes.readUInt16LE(at + 30) > frameBytes) return undefined;
   const checksum = bytes.readUInt32LE(at + 4);
   return hash.checksum(bytes.subarray(at + 8, at + frameBytes)) === checksum ? checksum : undefined;
@@ -74,7 +94,12 @@ function nextSyncedFrame(hash: XxHash, bytes: Buffer, end: number): number | und
 function frameAt(bytes: Buffer, at: number, headerBytes: number, epochAt: number, seqAt: number): JournalFrame {
   const frame = bytes.subarray(at, at + bytes.readUInt32LE(at));
   const scopeEnd = headerBytes + frame.readUInt16LE(headerBytes - 2);
-  return { scope: frame.subarray(headerBytes, scopeEnd), epoch: frame.readUInt32LE(epochAt), seq: frameSeq(frame, seqAt), record: frame.subarray(scopeEnd) };
+  return {
+    scope: frame.subarray(headerBytes, scopeEnd),
+    epoch: frame.readUInt32LE(epochAt),
+    seq: frameSeq(frame, seqAt),
+    record: frame.subarray(scopeEnd),
+  };
 }
 
 /** Version 1: frames appended back to back up to the file's size, no links; the first that fails ends them. */
@@ -86,9 +111,21 @@ function salvageV1(hash: XxHash, bytes: Buffer): SalvagedJournal {
     // A frame the file's end cuts is the torn tail a crash leaves (never acknowledged), not damage.
     if (frameBytes >= V1_FRAME_HEADER_BYTES && at + frameBytes > bytes.length) break;
     const sound =
-      frameBytes >= V1_FRAME_HEADER_BYTES && at + frameBytes <= bytes.length && V1_FRAME_HEADER_BYTES + bytes.readUInt16LE(at + 20) <= frameBytes &&
+      frameBytes >= V1_FRAME_HEADER_BYTES &&
+      at + frameBytes <= bytes.length &&
+      V1_FRAME_HEADER_BYTES + bytes.readUInt16LE(at + 20) <= frameBytes &&
       hash.checksum(bytes.subarray(at + 8, at + frameBytes)) === bytes.readUInt32LE(at + 4);
-    if (!sound) return { frames, skipped: [{ from: at, to: bytes.length, problem: `the frame at byte ${at} fails its checksum; the frames after it cannot be told apart` }] };
+    if (!sound)
+      return {
+        frames,
+        skipped: [
+          {
+            from: at,
+            to: bytes.length,
+            problem: `the frame at byte ${at} fails its checksum; the frames after it cannot be told apart`,
+          },
+        ],
+      };
     frames.push(frameAt(bytes, at, V1_FRAME_HEADER_BYTES, 8, 12));
     at += frameBytes;
   }

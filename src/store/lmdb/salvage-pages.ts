@@ -1,7 +1,21 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import {
-  PAGE_HEADER_BYTES, NODE_HEADER_BYTES, DB_RECORD_BYTES, OVERFLOW_REF_BYTES, META_BYTES, P_BRANCH, P_LEAF, P_OVERFLOW, F_BIGDATA,
-  F_SUBDATA, F_DUPDATA, P_INVALID, MAX_DEPTH, readTree, type Meta, type Tree,
+  PAGE_HEADER_BYTES,
+  NODE_HEADER_BYTES,
+  DB_RECORD_BYTES,
+  OVERFLOW_REF_BYTES,
+  META_BYTES,
+  P_BRANCH,
+  P_LEAF,
+  P_OVERFLOW,
+  F_BIGDATA,
+  F_SUBDATA,
+  F_DUPDATA,
+  P_INVALID,
+  MAX_DEPTH,
+  readTree,
+  type Meta,
+  type Tree,
 } from './page-format.js';
 import { readMeta } from './meta-pages.js';
 
@@ -62,7 +76,10 @@ export interface SalvagedPages {
 
 /** Whether `key` lies in the lost range. */
 export function inLostRange(range: LostRange, key: Buffer): boolean {
-  return (range.from === undefined || Buffer.compare(key, range.from) >= 0) && (range.to === undefined || Buffer.compare(key, range.to) < 0);
+  return (
+    (range.from === undefined || Buffer.compare(key, range.from) >= 0) &&
+    (range.to === undefined || Buffer.compare(key, range.to) < 0)
+  );
 }
 
 /** Reads every record of the data file at `path` that can be read. Throws only for I/O errors. */
@@ -107,7 +124,8 @@ function readMetas(read: (buffer: Buffer, position: number) => number, problems:
       metas.push(meta);
       break;
     }
-    if (sizes.length === 1) problems.push(`meta page 1 ${meta.valid ?? `has page size ${meta.pageBytes}, meta page 0 ${pageBytes}`}`);
+    if (sizes.length === 1)
+      problems.push(`meta page 1 ${meta.valid ?? `has page size ${meta.pageBytes}, meta page 0 ${pageBytes}`}`);
   }
   return metas.sort((a, b) => (a.txnId === b.txnId ? a.page - b.page : a.txnId > b.txnId ? -1 : 1));
 }
@@ -164,8 +182,10 @@ class SnapshotReader {
     if (tree.root === P_INVALID) return db;
     const all: Bounds = { from: undefined, to: undefined };
     // seenstore's databases have no persistent flags (page-walk.ts #walkTree): a flag would change how pages read.
-    if (tree.db !== 'main' && tree.flags !== 0) this.#lose(db, tree.db, all, -1, `its record has flags 0x${tree.flags.toString(16)}`);
-    else if (tree.depth < 1 || tree.depth > MAX_DEPTH) this.#lose(db, tree.db, all, -1, `its record says depth ${tree.depth}`);
+    if (tree.db !== 'main' && tree.flags !== 0)
+      this.#lose(db, tree.db, all, -1, `its record has flags 0x${tree.flags.toString(16)}`);
+    else if (tree.depth < 1 || tree.depth > MAX_DEPTH)
+      this.#lose(db, tree.db, all, -1, `its record says depth ${tree.depth}`);
     else this.#walkPage(db, tree.db, tree.root, 1, all);
     // LMDB keeps md_entries exact (page-walk.ts #walkTree). A tree read whole that disagrees was
     // entered at a page that is not its root (a damaged root pointer that reaches another sound
@@ -173,7 +193,13 @@ class SnapshotReader {
     if (db.lost.length === 0 && BigInt(db.records.length) !== tree.entries) {
       const found = db.records.length;
       db.records.length = 0;
-      this.#lose(db, tree.db, all, Number(tree.root), `its record counts ${tree.entries} entries, the tree at its root page holds ${found}: the root is not its own`);
+      this.#lose(
+        db,
+        tree.db,
+        all,
+        Number(tree.root),
+        `its record counts ${tree.entries} entries, the tree at its root page holds ${found}: the root is not its own`,
+      );
     }
     return db;
   }
@@ -196,7 +222,10 @@ class SnapshotReader {
     // Follow the page's own type: a damaged depth in a DB record must not lose a sound tree.
     if (page.readUInt16LE(18) === P_BRANCH) {
       nodes.forEach((at, i) => {
-        const child = BigInt(page.readUInt16LE(at)) | (BigInt(page.readUInt16LE(at + 2)) << 16n) | (BigInt(page.readUInt16LE(at + 4)) << 32n);
+        const child =
+          BigInt(page.readUInt16LE(at)) |
+          (BigInt(page.readUInt16LE(at + 2)) << 16n) |
+          (BigInt(page.readUInt16LE(at + 4)) << 32n);
         // A branch's first key is empty (mdb.c: the leftmost child has no separator); its bound is the parent's.
         const from = i === 0 ? bounds.from : nodeKey(page, at);
         const to = i + 1 < nodes.length ? nodeKey(page, nodes[i + 1]!) : bounds.to;
@@ -210,7 +239,10 @@ class SnapshotReader {
       // Keys on a page are in order, inside the bounds its parent gives (mdb_cursor_put and
       // mdb_page_split keep both). A key out of place has a damaged size or offset: the real key of
       // that node is unknown, so the whole page's range counts as lost (its other records are kept).
-      const inPlace = (previous === undefined || Buffer.compare(key, previous) > 0) && (bounds.from === undefined || Buffer.compare(key, bounds.from) >= 0) && (bounds.to === undefined || Buffer.compare(key, bounds.to) < 0);
+      const inPlace =
+        (previous === undefined || Buffer.compare(key, previous) > 0) &&
+        (bounds.from === undefined || Buffer.compare(key, bounds.from) >= 0) &&
+        (bounds.to === undefined || Buffer.compare(key, bounds.to) < 0);
       if (!inPlace) this.#lose(db, name, bounds, Number(pgno), `a key is out of order on page ${pgno}`);
       else this.#leafNode(db, name, page, Number(pgno), at, key, bounds);
       previous = key;
@@ -223,21 +255,30 @@ class SnapshotReader {
     const dataBytes = page.readUInt16LE(at) + page.readUInt16LE(at + 2) * 0x10000;
     const data = at + NODE_HEADER_BYTES + key.length;
     const exact = bounds;
-    if ((flags & ~(F_BIGDATA | F_SUBDATA | F_DUPDATA)) !== 0 || flags & F_DUPDATA || (flags & F_BIGDATA && flags & F_SUBDATA)) {
+    if (
+      (flags & ~(F_BIGDATA | F_SUBDATA | F_DUPDATA)) !== 0 ||
+      flags & F_DUPDATA ||
+      (flags & F_BIGDATA && flags & F_SUBDATA)
+    ) {
       this.#lose(db, name, exact, pgno, `a node has flags 0x${flags.toString(16)}`);
       return;
     }
     if (flags & F_SUBDATA) {
-      if (name === 'main' && dataBytes === DB_RECORD_BYTES && data + DB_RECORD_BYTES <= this.#pageBytes) db.records.push({ key, value: Buffer.from(page.subarray(data, data + DB_RECORD_BYTES)) });
+      if (name === 'main' && dataBytes === DB_RECORD_BYTES && data + DB_RECORD_BYTES <= this.#pageBytes)
+        db.records.push({ key, value: Buffer.from(page.subarray(data, data + DB_RECORD_BYTES)) });
       else this.#lose(db, name, exact, pgno, 'a node names a database where seenstore keeps none');
       return;
     }
     if (!(flags & F_BIGDATA)) {
-      if (data + dataBytes > this.#pageBytes) this.#lose(db, name, exact, pgno, `a node's ${dataBytes} bytes of data run past the page end`);
+      if (data + dataBytes > this.#pageBytes)
+        this.#lose(db, name, exact, pgno, `a node's ${dataBytes} bytes of data run past the page end`);
       else db.records.push({ key, value: Buffer.from(page.subarray(data, data + dataBytes)) });
       return;
     }
-    const value = data + OVERFLOW_REF_BYTES <= this.#pageBytes ? this.#overflowValue(page.readBigUInt64LE(data), page.readBigUInt64LE(data + 16), dataBytes) : 'its overflow reference runs past the page end';
+    const value =
+      data + OVERFLOW_REF_BYTES <= this.#pageBytes
+        ? this.#overflowValue(page.readBigUInt64LE(data), page.readBigUInt64LE(data + 16), dataBytes)
+        : 'its overflow reference runs past the page end';
     if (typeof value === 'string') this.#lose(db, name, exact, pgno, value);
     else db.records.push({ key, value });
   }
@@ -245,21 +286,26 @@ class SnapshotReader {
   /** A big value: the run's head is checked as the walk checks it, then `dataBytes` are read after its header. */
   #overflowValue(first: bigint, pages: bigint, dataBytes: number): Buffer | string {
     const needed = BigInt(Math.floor((PAGE_HEADER_BYTES - 1 + dataBytes) / this.#pageBytes) + 1);
-    if (pages < needed || first < 2n || first + pages - 1n > BigInt(this.#lastPage)) return `an overflow run at page ${first} of ${pages} pages cannot hold ${dataBytes} bytes inside pages 2..${this.#lastPage}`;
+    if (pages < needed || first < 2n || first + pages - 1n > BigInt(this.#lastPage))
+      return `an overflow run at page ${first} of ${pages} pages cannot hold ${dataBytes} bytes inside pages 2..${this.#lastPage}`;
     const start = Number(first);
-    if (start + Number(pages) > this.#filePages) return `the overflow run at page ${start} lies beyond the end of the file`;
+    if (start + Number(pages) > this.#filePages)
+      return `the overflow run at page ${start} lies beyond the end of the file`;
     const bytes = Buffer.alloc(PAGE_HEADER_BYTES + dataBytes);
-    if (this.#read(bytes, start * this.#pageBytes) < bytes.length) return `the overflow run at page ${start} could not be read whole`;
+    if (this.#read(bytes, start * this.#pageBytes) < bytes.length)
+      return `the overflow run at page ${start} could not be read whole`;
     this.#pagesRead += Number(needed);
     const problem = this.#headerProblem(bytes, first);
     if (problem !== undefined) return `overflow page ${start} ${problem}`;
-    if (bytes.readUInt16LE(18) !== P_OVERFLOW || BigInt(bytes.readUInt32LE(20)) !== pages) return `page ${start} does not start an overflow run of ${pages} pages`;
+    if (bytes.readUInt16LE(18) !== P_OVERFLOW || BigInt(bytes.readUInt32LE(20)) !== pages)
+      return `page ${start} does not start an overflow run of ${pages} pages`;
     return bytes.subarray(PAGE_HEADER_BYTES);
   }
 
   /** Page `pgno` read and checked, or what is wrong with it. */
   #page(pgno: bigint, level: number): Buffer | string {
-    if (pgno < 2n || pgno > BigInt(this.#lastPage)) return `a pointer to page ${pgno}, outside pages 2..${this.#lastPage}`;
+    if (pgno < 2n || pgno > BigInt(this.#lastPage))
+      return `a pointer to page ${pgno}, outside pages 2..${this.#lastPage}`;
     const n = Number(pgno);
     if (level > MAX_DEPTH) return `page ${n} lies deeper than LMDB's ${MAX_DEPTH} levels`;
     if (this.#seen.has(n)) return `page ${n} is reached twice`;
@@ -271,14 +317,16 @@ class SnapshotReader {
     const problem = this.#headerProblem(page, pgno);
     if (problem !== undefined) return `page ${n} ${problem}`;
     const flags = page.readUInt16LE(18);
-    if (flags !== P_BRANCH && flags !== P_LEAF) return `page ${n} has flags 0x${flags.toString(16)}, neither a branch nor a leaf`;
+    if (flags !== P_BRANCH && flags !== P_LEAF)
+      return `page ${n} has flags 0x${flags.toString(16)}, neither a branch nor a leaf`;
     return page;
   }
 
   /** mdb_page_flush writes a page at pgno * psize with its own number and the committing txnid. */
   #headerProblem(page: Buffer, pgno: bigint): string | undefined {
     if (page.readBigUInt64LE(0) !== pgno) return `carries page number ${page.readBigUInt64LE(0)}`;
-    if (page.readBigUInt64LE(8) > this.#meta.txnId) return `was written by txn ${page.readBigUInt64LE(8)}, after the snapshot's txn ${this.#meta.txnId}`;
+    if (page.readBigUInt64LE(8) > this.#meta.txnId)
+      return `was written by txn ${page.readBigUInt64LE(8)}, after the snapshot's txn ${this.#meta.txnId}`;
     return undefined;
   }
 
@@ -287,13 +335,16 @@ class SnapshotReader {
     const lower = page.readUInt16LE(20);
     const upper = page.readUInt16LE(22);
     const end = this.#pageBytes - PAGE_HEADER_BYTES;
-    if (lower % 2 !== 0 || lower === 0 || lower > upper || upper > end) return `page ${page.readBigUInt64LE(0)} has free-space bounds lower ${lower}, upper ${upper}`;
+    if (lower % 2 !== 0 || lower === 0 || lower > upper || upper > end)
+      return `page ${page.readBigUInt64LE(0)} has free-space bounds lower ${lower}, upper ${upper}`;
     const offsets: number[] = [];
     for (let i = 0; i < lower / 2; i++) {
       const ptr = page.readUInt16LE(PAGE_HEADER_BYTES + 2 * i);
-      if (ptr < upper || ptr % 2 !== 0 || ptr + NODE_HEADER_BYTES > end) return `page ${page.readBigUInt64LE(0)} node ${i} starts outside the node area`;
+      if (ptr < upper || ptr % 2 !== 0 || ptr + NODE_HEADER_BYTES > end)
+        return `page ${page.readBigUInt64LE(0)} node ${i} starts outside the node area`;
       const at = PAGE_HEADER_BYTES + ptr;
-      if (ptr + NODE_HEADER_BYTES + page.readUInt16LE(at + 6) > end) return `page ${page.readBigUInt64LE(0)} node ${i} has a key past the page end`;
+      if (ptr + NODE_HEADER_BYTES + page.readUInt16LE(at + 6) > end)
+        return `page ${page.readBigUInt64LE(0)} node ${i} has a key past the page end`;
       offsets.push(at);
     }
     return offsets;

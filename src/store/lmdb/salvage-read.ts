@@ -53,9 +53,17 @@ const KNOWN_DBS = ['meta', 'chunks', 'journal', 'queue', 'frontier'];
  */
 export function readSalvage(dir: string, hash: XxHash): SalvagedStore {
   const pages = salvagePages(join(dir, 'data.mdb'));
-  const skipped: Skipped[] = pages.metaProblems.map((problem) => ({ kind: 'page', where: 'data.mdb meta pages', problem }));
+  const skipped: Skipped[] = pages.metaProblems.map((problem) => ({
+    kind: 'page',
+    where: 'data.mdb meta pages',
+    problem,
+  }));
   const notes: string[] = [];
-  if (pages.snapshots.length === 0) throw new SeenStoreError('STORE_CORRUPT', `${join(dir, 'data.mdb')}: neither meta page can be read (${pages.metaProblems.join('; ')}): there is nothing to salvage`);
+  if (pages.snapshots.length === 0)
+    throw new SeenStoreError(
+      'STORE_CORRUPT',
+      `${join(dir, 'data.mdb')}: neither meta page can be read (${pages.metaProblems.join('; ')}): there is nothing to salvage`,
+    );
   const reader = new RecordReader(hash, skipped);
   const [newest, ...older] = pages.snapshots;
   for (const lost of newest!.mainLost) skipped.push(lostPages(lost));
@@ -67,14 +75,23 @@ export function readSalvage(dir: string, hash: XxHash): SalvagedStore {
       continue;
     }
     const { records, lost, from } = chooseRecords(name, newest!, older);
-    if (from !== newest) notes.push(`database ${name} was read from the commit before the newest (txn ${from.txnId}): the newest one's main database could not reach it`);
+    if (from !== newest)
+      notes.push(
+        `database ${name} was read from the commit before the newest (txn ${from.txnId}): the newest one's main database could not reach it`,
+      );
     for (const range of lost) skipped.push(lostPages(range));
     if (name === 'chunks') lostChunks = lost;
     for (const record of records) reader.add(name, record);
   }
   reader.addJournalFile(join(dir, JOURNAL_FILE));
   reader.finishFrontier();
-  return { scopes: reader.scopes, lostChunks, skipped, notes, pagesRead: pages.snapshots.reduce((n, s) => n + s.pagesRead, 0) };
+  return {
+    scopes: reader.scopes,
+    lostChunks,
+    skipped,
+    notes,
+    pagesRead: pages.snapshots.reduce((n, s) => n + s.pagesRead, 0),
+  };
 }
 
 /**
@@ -83,7 +100,11 @@ export function readSalvage(dir: string, hash: XxHash): SalvagedStore {
  * the older commit: a chunk there may lack bits whose journal records the newest checkpoint
  * deleted, and an older chunk would then answer "new" for URLs acknowledged as seen.
  */
-function chooseRecords(name: string, newest: SalvagedSnapshot, older: readonly SalvagedSnapshot[]): { records: RawRecord[]; lost: LostRange[]; from: SalvagedSnapshot } {
+function chooseRecords(
+  name: string,
+  newest: SalvagedSnapshot,
+  older: readonly SalvagedSnapshot[],
+): { records: RawRecord[]; lost: LostRange[]; from: SalvagedSnapshot } {
   const own = newest.dbs.get(name);
   if (own === undefined) {
     const from = older.find((s) => s.dbs.has(name))!;
@@ -94,7 +115,8 @@ function chooseRecords(name: string, newest: SalvagedSnapshot, older: readonly S
     const have = new Set(records.map((r) => r.key.toString('hex')));
     for (const snapshot of older) {
       for (const record of snapshot.dbs.get(name)?.records ?? []) {
-        if (own.lost.some((range) => inLostRange(range, record.key)) && !have.has(record.key.toString('hex'))) records.push(record);
+        if (own.lost.some((range) => inLostRange(range, record.key)) && !have.has(record.key.toString('hex')))
+          records.push(record);
       }
     }
   }
@@ -112,13 +134,21 @@ function lostPages(range: LostRange): Skipped {
 
 /** A range of one key (a record whose value could not be read). */
 function exactKey(range: LostRange): boolean {
-  return range.from !== undefined && range.to !== undefined && range.to.length === range.from.length + 1 && range.to.subarray(0, range.from.length).equals(range.from);
+  return (
+    range.from !== undefined &&
+    range.to !== undefined &&
+    range.to.length === range.from.length + 1 &&
+    range.to.subarray(0, range.from.length).equals(range.from)
+  );
 }
 
 /** A key as text for a report: decoded when it decodes (a damaged one may hold anything), else its bytes in hex. */
 function showKey(key: Buffer): string {
   try {
-    return JSON.stringify(decodeKey(key), (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) ?? key.toString('hex');
+    return (
+      JSON.stringify(decodeKey(key), (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) ??
+      key.toString('hex')
+    );
   } catch {
     return key.toString('hex');
   }
@@ -146,7 +176,9 @@ class RecordReader {
   constructor(hash: XxHash, skipped: Skipped[]) {
     this.#hash = hash;
     this.#skipped = skipped;
-    this.#frontier = new FrontierSalvage(this.#decoder, (where, problem) => skipped.push({ kind: 'frontier', where, problem }));
+    this.#frontier = new FrontierSalvage(this.#decoder, (where, problem) =>
+      skipped.push({ kind: 'frontier', where, problem }),
+    );
   }
 
   #scope(name: string): SalvagedScope {
@@ -167,22 +199,40 @@ class RecordReader {
     try {
       key = decodeKey(rawKey);
     } catch (error) {
-      this.#skipped.push({ kind: 'record', where: `database ${db} key ${rawKey.toString('hex')}`, problem: `the key cannot be decoded (${String(error)})` });
+      this.#skipped.push({
+        kind: 'record',
+        where: `database ${db} key ${rawKey.toString('hex')}`,
+        problem: `the key cannot be decoded (${String(error)})`,
+      });
       return;
     }
     const where = `${db} ${showKey(rawKey)}`;
     try {
       if (db === 'meta') this.#meta(key, value, where);
-      else if (db === 'chunks') this.#keyed(key, 4, where, ([scope, epoch, filter, chunk]) => this.#pendingChunks.push([scope as string, epoch as number, `${filter}/${chunk}`, value]));
-      else if (db === 'journal') this.#keyed(key, 3, where, ([scope, epoch, seq]) => this.#pendingJournal.push([scope as string, epoch as number, seq as number, value, where]));
+      else if (db === 'chunks')
+        this.#keyed(key, 4, where, ([scope, epoch, filter, chunk]) =>
+          this.#pendingChunks.push([scope as string, epoch as number, `${filter}/${chunk}`, value]),
+        );
+      else if (db === 'journal')
+        this.#keyed(key, 3, where, ([scope, epoch, seq]) =>
+          this.#pendingJournal.push([scope as string, epoch as number, seq as number, value, where]),
+        );
       else if (db === 'frontier') this.#frontier.addLegacy(rawKey, value, (scope) => this.#scope(scope).frontier);
     } catch (error) {
-      this.#skipped.push({ kind: db === 'frontier' ? 'frontier' : 'record', where, problem: error instanceof Error ? error.message : String(error) });
+      this.#skipped.push({
+        kind: db === 'frontier' ? 'frontier' : 'record',
+        where,
+        problem: error instanceof Error ? error.message : String(error),
+      });
     }
   }
 
   #keyed(key: unknown, parts: number, where: string, use: (parts: unknown[]) => void): void {
-    const ok = Array.isArray(key) && key.length === parts && typeof key[0] === 'string' && key.slice(1).every((n) => Number.isSafeInteger(n) && (n as number) >= 0);
+    const ok =
+      Array.isArray(key) &&
+      key.length === parts &&
+      typeof key[0] === 'string' &&
+      key.slice(1).every((n) => Number.isSafeInteger(n) && (n as number) >= 0);
     if (!ok) throw new SeenStoreError('STORE_CORRUPT', `${where}: not a key of this database`);
     use(key);
   }
@@ -191,13 +241,15 @@ class RecordReader {
     if (key === 'store') return;
     const parts = Array.isArray(key) ? key : [];
     const [tag, scope, epoch] = parts as [unknown, unknown, unknown];
-    if (typeof scope !== 'string') throw new SeenStoreError('STORE_CORRUPT', `${where}: not a key of the meta database`);
+    if (typeof scope !== 'string')
+      throw new SeenStoreError('STORE_CORRUPT', `${where}: not a key of the meta database`);
     const record = this.#decoder.decodeMeta(value, where);
     if (tag === 'scope') this.#scope(scope).record = readScopeRecord(record);
     else if (tag === 'epoch' && typeof epoch === 'number') {
       const header = readEpochHeader(record);
       this.#scope(scope).epochs.set(epoch, { header, checkpoint: undefined, chunks: new Map(), journal: new Map() });
-    } else if (tag === 'ckpt' && typeof epoch === 'number') this.#checkpoints.push([scope, epoch, readCheckpointRecord(record)]);
+    } else if (tag === 'ckpt' && typeof epoch === 'number')
+      this.#checkpoints.push([scope, epoch, readCheckpointRecord(record)]);
     // Fence tokens belong to the old store's checkpointers; drop markers name epochs being pruned, whose data is not copied.
   }
 
@@ -216,17 +268,25 @@ class RecordReader {
 
   addJournalFile(path: string): void {
     const file = salvageJournal(this.#hash, path);
-    for (const { from, to, problem } of file.skipped) this.#skipped.push({ kind: 'journal', where: `${path} bytes ${from}..${to}`, problem });
+    for (const { from, to, problem } of file.skipped)
+      this.#skipped.push({ kind: 'journal', where: `${path} bytes ${from}..${to}`, problem });
     for (const frame of file.frames) {
       const scope = frame.scope.toString('utf8');
-      this.#pendingJournal.push([scope, frame.epoch, frame.seq, Buffer.from(frame.record), `${path} frame ${scope}/${frame.epoch}/${frame.seq}`]);
+      this.#pendingJournal.push([
+        scope,
+        frame.epoch,
+        frame.seq,
+        Buffer.from(frame.record),
+        `${path} frame ${scope}/${frame.epoch}/${frame.seq}`,
+      ]);
     }
     this.#settle();
   }
 
   /** Attaches checkpoint records, chunks and journal records to the epochs read (in any order of databases). */
   #settle(): void {
-    const epochOf = (scope: string, epoch: number): SalvagedEpoch | undefined => this.scopes.get(scope)?.epochs.get(epoch);
+    const epochOf = (scope: string, epoch: number): SalvagedEpoch | undefined =>
+      this.scopes.get(scope)?.epochs.get(epoch);
     for (const [scope, epoch, record] of this.#checkpoints) {
       const found = epochOf(scope, epoch);
       if (found !== undefined) found.checkpoint = record;
@@ -248,7 +308,11 @@ class RecordReader {
       }
     }
     for (const [epoch, chunks] of orphans) {
-      this.#skipped.push({ kind: 'chunk', where: `epoch ${epoch}`, problem: `${chunks} chunks belong to an epoch whose header was lost (or that was being pruned): without its geometry they cannot be used` });
+      this.#skipped.push({
+        kind: 'chunk',
+        where: `epoch ${epoch}`,
+        problem: `${chunks} chunks belong to an epoch whose header was lost (or that was being pruned): without its geometry they cannot be used`,
+      });
     }
   }
 }

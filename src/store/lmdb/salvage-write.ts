@@ -33,8 +33,23 @@ export interface SalvageCounts {
  * (headers, checkpoint records, chunks, the journal records after each checkpoint) and its scope
  * record, then its frontier. Lists what it must leave out in `skipped`.
  */
-export function writeSalvage(env: StoreEnv, hash: XxHash, store: SalvagedStore, skipped: Skipped[], notes: string[]): SalvageCounts {
-  const counts: SalvageCounts = { scopes: 0, epochs: 0, chunks: 0, chunksFilled: 0, journalRecords: 0, frontierUrls: 0, leasesGivenBack: 0, deliveryRecords: 0 };
+export function writeSalvage(
+  env: StoreEnv,
+  hash: XxHash,
+  store: SalvagedStore,
+  skipped: Skipped[],
+  notes: string[],
+): SalvageCounts {
+  const counts: SalvageCounts = {
+    scopes: 0,
+    epochs: 0,
+    chunks: 0,
+    chunksFilled: 0,
+    journalRecords: 0,
+    frontierUrls: 0,
+    leasesGivenBack: 0,
+    deliveryRecords: 0,
+  };
   for (const [name, scope] of [...store.scopes].sort(([a], [b]) => (a < b ? -1 : 1))) {
     const epochs = [...scope.epochs.values()].sort((a, b) => a.header.epoch - b.header.epoch);
     for (const epoch of epochs) writeEpoch(env, hash, epoch, store.lostChunks, counts, skipped);
@@ -42,7 +57,11 @@ export function writeSalvage(env: StoreEnv, hash: XxHash, store: SalvagedStore, 
       env.write(() => env.putMeta(scopeKey(name), scopeRecord(name, scope, epochs, notes)));
       counts.scopes++;
     } else if (scope.record !== undefined) {
-      skipped.push({ kind: 'record', where: `scope ${name}`, problem: 'none of its epoch headers could be read: its seen-set is not copied' });
+      skipped.push({
+        kind: 'record',
+        where: `scope ${name}`,
+        problem: 'none of its epoch headers could be read: its seen-set is not copied',
+      });
     }
     writeFrontier(env, name, scope.frontier, counts, skipped, notes);
   }
@@ -53,31 +72,55 @@ export function writeSalvage(env: StoreEnv, hash: XxHash, store: SalvagedStore, 
  * The scope record: the one read, when its open epoch was copied; else one made for the epochs
  * copied, opening the newest epoch whose header says it is open (else the newest).
  */
-function scopeRecord(name: string, scope: SalvagedScope, epochs: readonly SalvagedEpoch[], notes: string[]): ScopeRecord {
+function scopeRecord(
+  name: string,
+  scope: SalvagedScope,
+  epochs: readonly SalvagedEpoch[],
+  notes: string[],
+): ScopeRecord {
   const record = scope.record;
   if (record !== undefined && epochs.some((e) => e.header.epoch === record.openEpoch)) return record;
   const open = [...epochs].reverse().find((e) => e.header.state === 'open') ?? epochs[epochs.length - 1]!;
-  notes.push(`scope ${name}: its record ${record === undefined ? 'was lost' : `names epoch ${record.openEpoch}, which was lost`}; made anew with epoch ${open.header.epoch} open`);
+  notes.push(
+    `scope ${name}: its record ${record === undefined ? 'was lost' : `names epoch ${record.openEpoch}, which was lost`}; made anew with epoch ${open.header.epoch} open`,
+  );
   return { v: 1, name, openEpoch: open.header.epoch, createdAtMs: record?.createdAtMs ?? open.header.createdAtMs };
 }
 
-function writeEpoch(env: StoreEnv, hash: XxHash, epoch: SalvagedEpoch, lostChunks: readonly LostRange[], counts: SalvageCounts, skipped: Skipped[]): void {
+function writeEpoch(
+  env: StoreEnv,
+  hash: XxHash,
+  epoch: SalvagedEpoch,
+  lostChunks: readonly LostRange[],
+  counts: SalvageCounts,
+  skipped: Skipped[],
+): void {
   const { header } = epoch;
   const id = `${header.scope}/${header.epoch}`;
   const chunks = chunkPayloads(hash, epoch, lostChunks, counts, skipped);
   for (let start = 0; start < chunks.length; start += CHUNKS_PER_TXN) {
     env.write(() => {
-      for (const [filter, chunk, payload] of chunks.slice(start, start + CHUNKS_PER_TXN)) env.chunksDb.putSync(chunkKey(header.scope, header.epoch, filter, chunk), encodeChunk(hash, payload));
+      for (const [filter, chunk, payload] of chunks.slice(start, start + CHUNKS_PER_TXN))
+        env.chunksDb.putSync(chunkKey(header.scope, header.epoch, filter, chunk), encodeChunk(hash, payload));
     });
   }
   const checkpoint = epoch.checkpoint;
-  if (checkpoint === undefined) skipped.push({ kind: 'record', where: `checkpoint record of ${id}`, problem: 'lost: its counts start again from 0, and every journal record found is replayed' });
+  if (checkpoint === undefined)
+    skipped.push({
+      kind: 'record',
+      where: `checkpoint record of ${id}`,
+      problem: 'lost: its counts start again from 0, and every journal record found is replayed',
+    });
   // The copy's chunks hold what the old checkpoint held; the journal records after it are renumbered from 1.
   const afterSeq = checkpoint?.seq ?? 0;
   const tail = [...epoch.journal].filter(([seq]) => seq > afterSeq).sort(([a], [b]) => a - b);
   const missing = tail.length === 0 ? 0 : tail[tail.length - 1]![0] - afterSeq - tail.length;
   if (missing > 0) {
-    skipped.push({ kind: 'journal', where: `journal of ${id}`, problem: `${missing} of the records after the checkpoint (seq ${afterSeq + 1}..${tail[tail.length - 1]![0]}) were lost: the URLs their batches added may read as new` });
+    skipped.push({
+      kind: 'journal',
+      where: `journal of ${id}`,
+      problem: `${missing} of the records after the checkpoint (seq ${afterSeq + 1}..${tail[tail.length - 1]![0]}) were lost: the URLs their batches added may read as new`,
+    });
   }
   env.write(() => {
     tail.forEach(([, record], i) => env.journalDb.putSync(journalKey(header.scope, header.epoch, i + 1), record));
@@ -96,7 +139,13 @@ function writeEpoch(env: StoreEnv, hash: XxHash, epoch: SalvagedEpoch, lostChunk
  * being taken for seen until the epoch is rotated. A counting epoch's counters there saturate
  * (255), which the engine never changes again.
  */
-function chunkPayloads(hash: XxHash, epoch: SalvagedEpoch, lostChunks: readonly LostRange[], counts: SalvageCounts, skipped: Skipped[]): [number, number, Uint8Array][] {
+function chunkPayloads(
+  hash: XxHash,
+  epoch: SalvagedEpoch,
+  lostChunks: readonly LostRange[],
+  counts: SalvageCounts,
+  skipped: Skipped[],
+): [number, number, Uint8Array][] {
   const { header } = epoch;
   const out: [number, number, Uint8Array][] = [];
   const filterBytes = header.slices.flatMap((slice) => filterGeometries(slice).map((g) => g.mBits / 8));
@@ -128,7 +177,12 @@ function chunkPayloads(hash: XxHash, epoch: SalvagedEpoch, lostChunks: readonly 
     }
   });
   for (const at of epoch.chunks.keys()) {
-    if (!known.has(at)) skipped.push({ kind: 'chunk', where: `${header.scope}/${header.epoch} ${at}`, problem: 'no such filter or chunk in the epoch' });
+    if (!known.has(at))
+      skipped.push({
+        kind: 'chunk',
+        where: `${header.scope}/${header.epoch} ${at}`,
+        problem: 'no such filter or chunk in the epoch',
+      });
   }
   return out;
 }
@@ -139,10 +193,22 @@ function chunkPayloads(hash: XxHash, epoch: SalvagedEpoch, lostChunks: readonly 
  * with the old store). Settings and each queue's politeness and completed count are kept; the
  * indexes are rebuilt as each entry goes in.
  */
-function writeFrontier(env: StoreEnv, scope: string, frontier: SalvagedFrontier, counts: SalvageCounts, skipped: Skipped[], notes: string[]): void {
+function writeFrontier(
+  env: StoreEnv,
+  scope: string,
+  frontier: SalvagedFrontier,
+  counts: SalvageCounts,
+  skipped: Skipped[],
+  notes: string[],
+): void {
   const entries = [...frontier.entries].sort(([a], [b]) => a - b);
   if (frontier.state === undefined && entries.length === 0 && frontier.queues.size === 0) return;
-  if (frontier.state === undefined) skipped.push({ kind: 'frontier', where: `frontier state of ${scope}`, problem: 'lost: the copy has the default settings and 0 URLs done' });
+  if (frontier.state === undefined)
+    skipped.push({
+      kind: 'frontier',
+      where: `frontier state of ${scope}`,
+      problem: 'lost: the copy has the default settings and 0 URLs done',
+    });
   const db = env.ensureFrontierDb();
   const state = frontier.state;
   for (let start = 0; start === 0 || start < entries.length; start += ENTRIES_PER_TXN) {

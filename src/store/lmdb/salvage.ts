@@ -26,9 +26,16 @@ let stagings = 0;
  * `dir` is only read. Run it while no process writes to `dir` (a commit during the read may leave
  * the copy a mix of two commits).
  */
-export async function salvageStore(dir: string, to: string, hash: XxHash, mapSizeBytes: number): Promise<SalvageReport> {
-  if (!existsSync(join(dir, 'data.mdb'))) throw new SeenStoreError('NOT_FOUND', `${dir} holds no data.mdb: there is nothing to salvage`);
-  if (resolve(dir) === resolve(to)) throw new SeenStoreError('USAGE', 'salvage --to must name a new directory, not the damaged store');
+export async function salvageStore(
+  dir: string,
+  to: string,
+  hash: XxHash,
+  mapSizeBytes: number,
+): Promise<SalvageReport> {
+  if (!existsSync(join(dir, 'data.mdb')))
+    throw new SeenStoreError('NOT_FOUND', `${dir} holds no data.mdb: there is nothing to salvage`);
+  if (resolve(dir) === resolve(to))
+    throw new SeenStoreError('USAGE', 'salvage --to must name a new directory, not the damaged store');
   refuseTarget(to);
   const found = readSalvage(dir, hash);
   const skipped = [...found.skipped];
@@ -45,7 +52,10 @@ export async function salvageStore(dir: string, to: string, hash: XxHash, mapSiz
     const env = StoreEnv.open(staging, { create: true, mapSizeBytes });
     let counts: SalvageCounts;
     try {
-      counts = { ...writeSalvage(env, hash, found, skipped, notes), deliveryRecords: copyDeliveryFiles(dir, staging, skipped) };
+      counts = {
+        ...writeSalvage(env, hash, found, skipped, notes),
+        deliveryRecords: copyDeliveryFiles(dir, staging, skipped),
+      };
       await env.syncData();
     } finally {
       await env.close();
@@ -72,7 +82,11 @@ function refuseTarget(to: string): void {
     if ((error as { code?: string }).code === 'ENOENT') return;
     throw asStoreError(error, `checking ${to}`);
   }
-  if (!empty) throw new SeenStoreError('USAGE', `salvage --to ${basename(to)}: ${to} exists and is not an empty directory; name a new one`);
+  if (!empty)
+    throw new SeenStoreError(
+      'USAGE',
+      `salvage --to ${basename(to)}: ${to} exists and is not an empty directory; name a new one`,
+    );
 }
 
 /**
@@ -90,7 +104,8 @@ function copyDeliveryFiles(dir: string, staging: string, skipped: SalvageSkip[])
       skipped.push({ kind: 'delivery', where: path, problem: (error as Error).message });
       continue;
     }
-    if (read.cut) skipped.push({ kind: 'delivery', where: path, problem: 'cut short: the batches after the cut are lost' });
+    if (read.cut)
+      skipped.push({ kind: 'delivery', where: path, problem: 'cut short: the batches after the cut are lost' });
     const copy = new DeliveryFile(join(staging, DELIVERY_DIR, name));
     try {
       for (const batch of read.batches) copy.append([], batch);

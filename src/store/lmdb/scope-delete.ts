@@ -44,4 +44,3 @@ function deleteFrontier(env: StoreEnv, scope: string): number {
   db.removeSync(scopeNumberKey(scope));
   return held;
 }
-

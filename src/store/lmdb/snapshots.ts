@@ -1,5 +1,16 @@
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { SeenStoreError, asStoreError } from '../../errors.js';
 import type { StoreEnv } from './env.js';
@@ -27,7 +38,10 @@ interface SnapshotManifest {
 
 function checkName(name: string): void {
   if (!NAME_PATTERN.test(name)) {
-    throw new SeenStoreError('USAGE', `invalid snapshot name ${JSON.stringify(name)}: use 1-64 of A-Z a-z 0-9 . _ - (not starting with . _ -)`);
+    throw new SeenStoreError(
+      'USAGE',
+      `invalid snapshot name ${JSON.stringify(name)}: use 1-64 of A-Z a-z 0-9 . _ - (not starting with . _ -)`,
+    );
   }
 }
 
@@ -77,7 +91,11 @@ export async function createSnapshot(
  * both files durable and read-only, and renames the folder to the snapshot's name, so a listed
  * snapshot is always complete.
  */
-function seal(root: string, temporary: string, manifest: SnapshotManifest & { readonly damage?: string }): SnapshotInfo {
+function seal(
+  root: string,
+  temporary: string,
+  manifest: SnapshotManifest & { readonly damage?: string },
+): SnapshotInfo {
   writeFileSync(join(temporary, 'snapshot.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   for (const file of ['data.mdb', 'snapshot.json', JOURNAL_FILE]) {
     if (file === JOURNAL_FILE && !existsSync(join(temporary, file))) continue;
@@ -104,7 +122,14 @@ export function keepDamagedData(dir: string, name: string, problem: string): Sna
     if (existsSync(data)) copyFileSync(data, join(temporary, 'data.mdb'));
     else writeFileSync(join(temporary, 'data.mdb'), '');
     if (existsSync(join(dir, JOURNAL_FILE))) copyFileSync(join(dir, JOURNAL_FILE), join(temporary, JOURNAL_FILE));
-    return seal(root, temporary, { v: 1, name, createdAtMs: Date.now(), formatVersion: 0, reason: 'pre-restore (damaged)', damage: problem });
+    return seal(root, temporary, {
+      v: 1,
+      name,
+      createdAtMs: Date.now(),
+      formatVersion: 0,
+      reason: 'pre-restore (damaged)',
+      damage: problem,
+    });
   } catch (error) {
     rmSync(temporary, { recursive: true, force: true });
     throw asStoreError(error, `keeping the damaged data as snapshot ${name}`);
@@ -163,10 +188,12 @@ export function deleteSnapshot(dir: string, name: string): void {
 export function requireAlone(env: StoreEnv, doing: string): void {
   const others = env.otherProcessIds();
   if (others.length > 0) {
-    throw new SeenStoreError('STORE_LOCKED', `cannot ${doing}: the store is open in ${others.length === 1 ? 'process' : 'processes'} ${others.join(', ')}; close ${others.length === 1 ? 'it' : 'them'} first`);
+    throw new SeenStoreError(
+      'STORE_LOCKED',
+      `cannot ${doing}: the store is open in ${others.length === 1 ? 'process' : 'processes'} ${others.join(', ')}; close ${others.length === 1 ? 'it' : 'them'} first`,
+    );
   }
 }
-
 
 /**
  * Replaces the store's data with snapshot `name`, refusing while any other process has the store
@@ -179,7 +206,12 @@ export function requireAlone(env: StoreEnv, doing: string): void {
  * while the restore ran (its `locks/exclusive` gone stale during a long copy) makes the restore
  * refuse rather than lose the writer's batches. The store must not be open in this process.
  */
-export async function restoreSnapshot(dir: string, name: string, lockStaleMs: number, openEnv: () => StoreEnv): Promise<RestoreResult> {
+export async function restoreSnapshot(
+  dir: string,
+  name: string,
+  lockStaleMs: number,
+  openEnv: () => StoreEnv,
+): Promise<RestoreResult> {
   const snapshot = findSnapshot(dir, name);
   removeStoreLeftovers(dir, join(dir, SNAPSHOTS_DIR));
   const lock = await tryLock(dir, EXCLUSIVE_LOCK, lockStaleMs);
@@ -206,7 +238,10 @@ export async function restoreSnapshot(dir: string, name: string, lockStaleMs: nu
       env.holdGuard(() => {
         requireAlone(env, doing);
         if (env.lastCommittedTxnId() !== savedAtTxnId || journalState(dir) !== savedJournal) {
-          throw new SeenStoreError('STORE_LOCKED', `cannot ${doing}: the store was written while the restore ran (by a process that has finished); nothing was replaced, the restore can be run again`);
+          throw new SeenStoreError(
+            'STORE_LOCKED',
+            `cannot ${doing}: the store was written while the restore ran (by a process that has finished); nothing was replaced, the restore can be run again`,
+          );
         }
         swapIn(dir, incoming);
       });
@@ -229,7 +264,12 @@ export async function restoreSnapshot(dir: string, name: string, lockStaleMs: nu
  * kept byte for byte as the pre-restore snapshot, and the copy swapped in holding the open guard. A
  * process that opened the store before the damage and still runs is not seen (docs/reliability.md).
  */
-async function replaceDamaged(dir: string, snapshot: SnapshotInfo, incoming: string, problem: string): Promise<SnapshotInfo> {
+async function replaceDamaged(
+  dir: string,
+  snapshot: SnapshotInfo,
+  incoming: string,
+  problem: string,
+): Promise<SnapshotInfo> {
   const preRestore = keepDamagedData(dir, defaultSnapshotName('pre-restore-'), problem);
   copyDurably(join(snapshot.path, 'data.mdb'), incoming);
   copyJournalIn(snapshot.path, incoming);
@@ -290,7 +330,12 @@ function copyDurably(from: string, to: string): void {
  * `snapshots/` and run `snapshot restore` with its name. `out`'s last path component is the
  * snapshot's name and follows the same rule.
  */
-export async function createSnapshotAt(env: StoreEnv, out: string, formatVersion = env.header.formatVersion, signal?: AbortSignal): Promise<SnapshotInfo> {
+export async function createSnapshotAt(
+  env: StoreEnv,
+  out: string,
+  formatVersion = env.header.formatVersion,
+  signal?: AbortSignal,
+): Promise<SnapshotInfo> {
   const name = basename(out);
   checkName(name);
   const root = dirname(out);

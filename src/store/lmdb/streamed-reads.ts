@@ -37,13 +37,22 @@ export class StreamedReads {
   #clear = new Uint8Array(0);
 
   /** out[i] = 1 when some slice holds URL i of `words` (count URLs, `stride` words each), else 0. */
-  answer(slices: readonly QueriedSlice[], words: Uint32Array, stride: number, count: number, source: ChunkSource, out: Uint8Array): void {
+  answer(
+    slices: readonly QueriedSlice[],
+    words: Uint32Array,
+    stride: number,
+    count: number,
+    source: ChunkSource,
+    out: Uint8Array,
+  ): void {
     const sliceCount = slices.length;
     if (this.#clear.length < count * sliceCount) this.#clear = new Uint8Array(count * sliceCount);
     const clear = this.#clear;
     clear.fill(0, 0, count * sliceCount);
     slices.forEach((slice, j) => {
-      slice.filters.forEach((filter, f) => this.#readFilter(filter, slice.offset + f, words, slice.at + 2 * f, stride, count, j, sliceCount, source));
+      slice.filters.forEach((filter, f) =>
+        this.#readFilter(filter, slice.offset + f, words, slice.at + 2 * f, stride, count, j, sliceCount, source),
+      );
     });
     for (let i = 0; i < count; i++) {
       let held = 0;
@@ -53,7 +62,17 @@ export class StreamedReads {
   }
 
   /** Marks (URL, slice j) clear for every URL with a position clear in both `filter`'s memory and its stored chunk. */
-  #readFilter(filter: BloomFilter, index: number, words: Uint32Array, at: number, stride: number, count: number, j: number, sliceCount: number, source: ChunkSource): void {
+  #readFilter(
+    filter: BloomFilter,
+    index: number,
+    words: Uint32Array,
+    at: number,
+    stride: number,
+    count: number,
+    j: number,
+    sliceCount: number,
+    source: ChunkSource,
+  ): void {
     const k = filter.geometry.k;
     const entries = count * k;
     if (this.#positions.length < entries) {
@@ -78,7 +97,7 @@ export class StreamedReads {
       const base = region * filter.regionBytes;
       for (let e = from; e < to; e++) {
         const entry = order[e]!;
-        const at = (Math.floor(entry / k) * sliceCount) + j;
+        const at = Math.floor(entry / k) * sliceCount + j;
         if (clear[at] === 1) continue;
         const p = positions[entry]!;
         const byte = Math.floor(p / 8);

@@ -53,7 +53,16 @@ export function verifyPages(dir: string): { pages: number; damage: Damage[] } {
 export function verifyStore(env: StoreEnv, hash: XxHash): VerifyReport {
   const structure = verifyPages(env.dir);
   if (structure.damage.length > 0) {
-    return { ok: false, pages: structure.pages, scopes: 0, epochs: 0, chunks: 0, journalRecords: 0, damage: structure.damage, notes: [] };
+    return {
+      ok: false,
+      pages: structure.pages,
+      scopes: 0,
+      epochs: 0,
+      chunks: 0,
+      journalRecords: 0,
+      damage: structure.damage,
+      notes: [],
+    };
   }
   return { pages: structure.pages, ...verifyRecords(env, hash) };
 }
@@ -87,7 +96,8 @@ function verifyRecords(env: StoreEnv, hash: XxHash): VerifyReport {
           checkEpochSupported(header);
           const ckpt = env.getMeta(['ckpt', header.scope, header.epoch]);
           const checkpoint = ckpt === undefined ? undefined : readCheckpointRecord(ckpt);
-          if (checkpoint === undefined) damage.push({ where, problem: 'epoch has no checkpoint record', code: 'STORE_CORRUPT' });
+          if (checkpoint === undefined)
+            damage.push({ where, problem: 'epoch has no checkpoint record', code: 'STORE_CORRUPT' });
           epochs.set(epochId(header.scope, header.epoch), {
             header,
             checkpoint,
@@ -105,7 +115,9 @@ function verifyRecords(env: StoreEnv, hash: XxHash): VerifyReport {
           break;
         case 'drop':
           dropping.add(epochId(parts[1] as string, parts[2] as number));
-          notes.push(`epoch ${parts[1]}/${parts[2]} is being pruned (a prune was interrupted; the next prune finishes it)`);
+          notes.push(
+            `epoch ${parts[1]}/${parts[2]} is being pruned (a prune was interrupted; the next prune finishes it)`,
+          );
           break;
         default:
           damage.push({ where, problem: 'unknown meta record', code: 'STORE_CORRUPT' });
@@ -116,11 +128,17 @@ function verifyRecords(env: StoreEnv, hash: XxHash): VerifyReport {
   }
   for (const [scope, open] of openEpochs) {
     const state = epochs.get(epochId(scope, open));
-    if (state === undefined) damage.push({ where: `scope ${scope}`, problem: `its open epoch ${open} has no header`, code: 'STORE_CORRUPT' });
-    else if (state.header.state !== 'open') damage.push({ where: `scope ${scope}`, problem: `its open epoch ${open} is sealed`, code: 'STORE_CORRUPT' });
+    if (state === undefined)
+      damage.push({ where: `scope ${scope}`, problem: `its open epoch ${open} has no header`, code: 'STORE_CORRUPT' });
+    else if (state.header.state !== 'open')
+      damage.push({ where: `scope ${scope}`, problem: `its open epoch ${open} is sealed`, code: 'STORE_CORRUPT' });
     for (const other of epochs.values()) {
       if (other.header.scope === scope && other.header.state === 'open' && other.header.epoch !== open) {
-        damage.push({ where: `epoch ${epochId(scope, other.header.epoch)}`, problem: 'open, but not the scope\'s open epoch', code: 'STORE_CORRUPT' });
+        damage.push({
+          where: `epoch ${epochId(scope, other.header.epoch)}`,
+          problem: "open, but not the scope's open epoch",
+          code: 'STORE_CORRUPT',
+        });
       }
     }
   }
@@ -131,7 +149,8 @@ function verifyRecords(env: StoreEnv, hash: XxHash): VerifyReport {
     const where = `chunk ${scope}/${epoch}/filter ${filter}/#${region}`;
     const state = epochs.get(epochId(scope, epoch));
     if (state === undefined) {
-      if (!dropping.has(epochId(scope, epoch))) damage.push({ where, problem: 'belongs to no epoch', code: 'STORE_CORRUPT' });
+      if (!dropping.has(epochId(scope, epoch)))
+        damage.push({ where, problem: 'belongs to no epoch', code: 'STORE_CORRUPT' });
       continue;
     }
     const bytes = state.filterBytes[filter];
@@ -152,15 +171,20 @@ function verifyRecords(env: StoreEnv, hash: XxHash): VerifyReport {
     journalRecords++;
     const state = epochs.get(epochId(scope, epoch));
     if (state === undefined) {
-      if (!dropping.has(epochId(scope, epoch))) damage.push({ where, problem: 'belongs to no epoch', code: 'STORE_CORRUPT' });
+      if (!dropping.has(epochId(scope, epoch)))
+        damage.push({ where, problem: 'belongs to no epoch', code: 'STORE_CORRUPT' });
       return;
     }
     try {
       const record = decodeJournalRecord(hash, value, where);
       if (state.sliceFilters[record.slice] !== record.filterCount) {
-        throw new SeenStoreError('STORE_CORRUPT', `names slice ${record.slice} with ${record.filterCount} filters, which the epoch does not have`);
+        throw new SeenStoreError(
+          'STORE_CORRUPT',
+          `names slice ${record.slice} with ${record.filterCount} filters, which the epoch does not have`,
+        );
       }
-      if (seq >= state.nextSeq) seqs.set(epochId(scope, epoch), [...(seqs.get(epochId(scope, epoch)) ?? []), { seq, where }]);
+      if (seq >= state.nextSeq)
+        seqs.set(epochId(scope, epoch), [...(seqs.get(epochId(scope, epoch)) ?? []), { seq, where }]);
     } catch (error) {
       report(where, error);
     }
@@ -178,7 +202,9 @@ function verifyRecords(env: StoreEnv, hash: XxHash): VerifyReport {
     });
     if (torn) {
       journal.checkTail(end);
-      notes.push(`journal file: the bytes at byte ${end} are no frame (a torn tail a crash left, unacknowledged; the next writer clears it)`);
+      notes.push(
+        `journal file: the bytes at byte ${end} are no frame (a torn tail a crash left, unacknowledged; the next writer clears it)`,
+      );
     }
   } catch (error) {
     report(`journal file ${journal.path}`, error);
@@ -187,7 +213,12 @@ function verifyRecords(env: StoreEnv, hash: XxHash): VerifyReport {
   for (const [id, found] of seqs) {
     let next = epochs.get(id)!.nextSeq;
     for (const { seq, where } of found.sort((a, b) => a.seq - b.seq)) {
-      if (seq !== next) damage.push({ where, problem: `expected sequence ${next} (records missing or left over)`, code: 'STORE_CORRUPT' });
+      if (seq !== next)
+        damage.push({
+          where,
+          problem: `expected sequence ${next} (records missing or left over)`,
+          code: 'STORE_CORRUPT',
+        });
       next = seq + 1;
     }
   }

@@ -1,4 +1,13 @@
-import { closeSync, mkdirSync, openSync, readFileSync, readSync, renameSync, writeFileSync, type BigIntStats } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  writeFileSync,
+  type BigIntStats,
+} from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { META_OFFSET, META_TXNID } from './page-format.js';
@@ -33,7 +42,13 @@ interface WalkRecord {
 }
 
 function identity(stats: BigIntStats): Omit<WalkRecord, 'v' | 'pageBytes' | 'txnId'> {
-  return { dev: String(stats.dev), ino: String(stats.ino), size: String(stats.size), mtimeNs: String(stats.mtimeNs), ctimeNs: String(stats.ctimeNs) };
+  return {
+    dev: String(stats.dev),
+    ino: String(stats.ino),
+    size: String(stats.size),
+    mtimeNs: String(stats.mtimeNs),
+    ctimeNs: String(stats.ctimeNs),
+  };
 }
 
 /** $XDG_CACHE_HOME/seenstore/page-walks, else ~/.cache/seenstore/page-walks. */
@@ -55,7 +70,14 @@ export function walkedSound(path: string, stats: BigIntStats): boolean {
   }
   if (record?.v !== WALK_RECORD_VERSION || !Number.isInteger(record.pageBytes)) return false;
   const now = identity(stats);
-  if (now.dev !== record.dev || now.ino !== record.ino || now.size !== record.size || now.mtimeNs !== record.mtimeNs || now.ctimeNs !== record.ctimeNs) return false;
+  if (
+    now.dev !== record.dev ||
+    now.ino !== record.ino ||
+    now.size !== record.size ||
+    now.mtimeNs !== record.mtimeNs ||
+    now.ctimeNs !== record.ctimeNs
+  )
+    return false;
   return String(newestTxnId(path, record.pageBytes)) === record.txnId;
 }
 
@@ -64,11 +86,21 @@ export function walkedSound(path: string, stats: BigIntStats): boolean {
  * (nothing changed during the walk). Best effort: without a writable cache directory, every open
  * walks.
  */
-export function recordSoundWalk(before: BigIntStats, after: BigIntStats, report: PageWalkReport, nowMs = Date.now()): void {
+export function recordSoundWalk(
+  before: BigIntStats,
+  after: BigIntStats,
+  report: PageWalkReport,
+  nowMs = Date.now(),
+): void {
   const unchanged = JSON.stringify(identity(before)) === JSON.stringify(identity(after));
   const settled = BigInt(nowMs) * 1_000_000n - after.ctimeNs > RECORD_AFTER_CHANGE_NS;
   if (!unchanged || !settled || report.damage.length > 0 || report.snapshotMoved) return;
-  const record: WalkRecord = { v: WALK_RECORD_VERSION, ...identity(after), pageBytes: report.pageBytes, txnId: String(report.txnId) };
+  const record: WalkRecord = {
+    v: WALK_RECORD_VERSION,
+    ...identity(after),
+    pageBytes: report.pageBytes,
+    txnId: String(report.txnId),
+  };
   const file = recordFile(after);
   const temporary = `${file}.tmp-${process.pid}`;
   try {
@@ -87,7 +119,8 @@ function newestTxnId(path: string, pageBytes: number): bigint {
     const id = Buffer.alloc(8);
     let newest = 0n;
     for (const page of [0, 1]) {
-      if (readSync(fd, id, 0, 8, page * pageBytes + META_OFFSET + META_TXNID) === 8 && id.readBigUInt64LE(0) > newest) newest = id.readBigUInt64LE(0);
+      if (readSync(fd, id, 0, 8, page * pageBytes + META_OFFSET + META_TXNID) === 8 && id.readBigUInt64LE(0) > newest)
+        newest = id.readBigUInt64LE(0);
     }
     return newest;
   } finally {

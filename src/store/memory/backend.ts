@@ -1,6 +1,21 @@
 import { SeenStoreError } from '../../errors.js';
 import type { Keys, XxHash } from '../../hash/xxhash.js';
-import type { Backend, CheckpointOutcome, DeletedScope, Deliveries, DeliveryWrite, EpochBits, EpochContents, EpochSummary, EpochUsage, Frontier, ImportRequest, QueueItems, Rotation, RotateRequest } from '../backend.js';
+import type {
+  Backend,
+  CheckpointOutcome,
+  DeletedScope,
+  Deliveries,
+  DeliveryWrite,
+  EpochBits,
+  EpochContents,
+  EpochSummary,
+  EpochUsage,
+  Frontier,
+  ImportRequest,
+  QueueItems,
+  Rotation,
+  RotateRequest,
+} from '../backend.js';
 import type { OpenOptions } from '../driver.js';
 import { safePoint } from '../interruption.js';
 import { sealHeader, type EpochHeader, type ScopeRecord } from '../records.js';
@@ -104,7 +119,11 @@ export class MemoryBackend implements Backend {
 
   async importEpoch(request: ImportRequest): Promise<ScopeRecord> {
     const { scope, epoch, next, signal } = request;
-    const exists = (): SeenStoreError => new SeenStoreError('USAGE', `scope ${scope} exists; import into a new scope (--scope NAME), or merge into an epoch (merge --into-epoch)`);
+    const exists = (): SeenStoreError =>
+      new SeenStoreError(
+        'USAGE',
+        `scope ${scope} exists; import into a new scope (--scope NAME), or merge into an epoch (merge --into-epoch)`,
+      );
     if (this.#store.scopes.has(scope)) throw exists();
     const filters = new EpochFilters(this.#hash, epoch);
     filters.load(request.filters);
@@ -140,11 +159,19 @@ export class MemoryBackend implements Backend {
   }
 
   async usage(header: EpochHeader): Promise<EpochUsage> {
-    return { bytesOnDisk: this.#store.scopes.get(header.scope)?.epochs.get(header.epoch)?.bytes ?? 0, pendingRecords: 0 };
+    return {
+      bytesOnDisk: this.#store.scopes.get(header.scope)?.epochs.get(header.epoch)?.bytes ?? 0,
+      pendingRecords: 0,
+    };
   }
 
   async epoch(scope: string, n: number): Promise<EpochBits> {
-    return new MemoryEpoch(this.#filters(scope, n), () => this.#expectOpen(scope, n), this.#frontier(scope), this.#deliveries(scope));
+    return new MemoryEpoch(
+      this.#filters(scope, n),
+      () => this.#expectOpen(scope, n),
+      this.#frontier(scope),
+      this.#deliveries(scope),
+    );
   }
 
   async frontier(scope: string): Promise<Frontier> {
@@ -174,7 +201,8 @@ export class MemoryBackend implements Backend {
 
   #filters(scope: string, n: number): EpochFilters {
     const filters = this.#store.scopes.get(scope)?.epochs.get(n);
-    if (filters === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} has no epoch ${n} (never created, or pruned)`);
+    if (filters === undefined)
+      throw new SeenStoreError('NOT_FOUND', `scope ${scope} has no epoch ${n} (never created, or pruned)`);
     return filters;
   }
 
@@ -214,7 +242,12 @@ class MemoryEpoch implements EpochBits {
     return this.#filters.counting;
   }
 
-  async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems, deliver?: DeliveryWrite): Promise<number> {
+  async addIfAbsent(
+    keys: Keys,
+    answers: boolean[] | undefined,
+    enqueue?: QueueItems,
+    deliver?: DeliveryWrite,
+  ): Promise<number> {
     this.#expectOpen();
     const added = this.#filters.add(keys, answers);
     if (enqueue !== undefined) this.#frontier.enqueue(this.header.epoch, enqueue, answers!);
@@ -243,7 +276,12 @@ class MemoryEpoch implements EpochBits {
 
   async contents(): Promise<EpochContents> {
     const filters = this.#filters;
-    return { header: filters.header, summary: filters.summary(), sliceAdded: filters.sliceAdded, filters: filters.filterBytes() };
+    return {
+      header: filters.header,
+      summary: filters.summary(),
+      sliceAdded: filters.sliceAdded,
+      filters: filters.filterBytes(),
+    };
   }
 
   async merge(incoming: readonly Uint8Array[], check: (header: EpochHeader) => void): Promise<number> {
@@ -258,7 +296,8 @@ class MemoryEpoch implements EpochBits {
 
   #countingOnly(doing: string): void {
     const { scope, epoch } = this.header;
-    if (!this.counting) throw new SeenStoreError('USAGE', `epoch ${scope}/${epoch} is not counting: only counting epochs can ${doing}`);
+    if (!this.counting)
+      throw new SeenStoreError('USAGE', `epoch ${scope}/${epoch} is not counting: only counting epochs can ${doing}`);
   }
 }
 

@@ -118,9 +118,17 @@ export class EpochFilters {
   /** ORs one byte array per filter into the filters; returns the distinct URLs gained, estimated from the fill. */
   merge(incoming: readonly Uint8Array[]): number {
     const { scope, epoch } = this.#header;
-    if (this.counting) throw new SeenStoreError('INCOMPATIBLE', `epoch ${scope}/${epoch} counts: counting epochs cannot be merged (counters would have to be added, not OR-ed)`);
+    if (this.counting)
+      throw new SeenStoreError(
+        'INCOMPATIBLE',
+        `epoch ${scope}/${epoch} counts: counting epochs cannot be merged (counters would have to be added, not OR-ed)`,
+      );
     const filters = this.#slices.flatMap((slice) => slice.bloom);
-    if (incoming.length !== filters.length) throw new SeenStoreError('USAGE', `merge: ${incoming.length} filters given, epoch ${scope}/${epoch} has ${filters.length}`);
+    if (incoming.length !== filters.length)
+      throw new SeenStoreError(
+        'USAGE',
+        `merge: ${incoming.length} filters given, epoch ${scope}/${epoch} has ${filters.length}`,
+      );
     const before = this.#slices.map((slice) => slice.bloom[0]!.estimatedCount);
     incoming.forEach((bytes, index) => orInto(filters[index]!, bytes));
     let gained = 0;
@@ -156,13 +164,21 @@ export class EpochFilters {
       this.#slices.map((slice) => {
         const primary = slice.spectral?.primary;
         const fill = primary === undefined ? bloomFill(slice.bloom) : countingFill(primary);
-        return { spec: slice.spec, filters: slice.spec.seeds.length, added: slice.added, fill, estimatedCount: (primary ?? slice.bloom[0]!).estimatedCount };
+        return {
+          spec: slice.spec,
+          filters: slice.spec.seeds.length,
+          added: slice.added,
+          fill,
+          estimatedCount: (primary ?? slice.bloom[0]!).estimatedCount,
+        };
       }),
     );
   }
 
   #filters(): (BloomFilter | CountingFilter)[] {
-    return this.#slices.flatMap((slice): (BloomFilter | CountingFilter)[] => (slice.spectral === undefined ? [...slice.bloom] : [slice.spectral.primary, slice.spectral.secondary]));
+    return this.#slices.flatMap((slice): (BloomFilter | CountingFilter)[] =>
+      slice.spectral === undefined ? [...slice.bloom] : [slice.spectral.primary, slice.spectral.secondary],
+    );
   }
 
   /** Bloom: new when no slice holds it; then set in the newest slice. */
@@ -216,12 +232,21 @@ export class EpochFilters {
   #addSlices(specs: readonly SliceSpec[]): void {
     for (const spec of specs) {
       if (isCountingEpoch(this.#header)) {
-        if (spec.keying?.kind !== 'counting-v1') throw new SeenStoreError('STORE_CORRUPT', `epoch ${this.#header.scope}/${this.#header.epoch}: a slice without counting keying in a counting epoch`);
+        if (spec.keying?.kind !== 'counting-v1')
+          throw new SeenStoreError(
+            'STORE_CORRUPT',
+            `epoch ${this.#header.scope}/${this.#header.epoch}: a slice without counting keying in a counting epoch`,
+          );
         const primary = new CountingFilter(spec.mBits / 8, spec.k, this.#options);
         const secondary = new CountingFilter(spec.keying.secondaryCells, spec.k, this.#options);
         this.#slices.push({ spec, bloom: [], spectral: new SpectralFilter(primary, secondary), added: 0 });
       } else {
-        this.#slices.push({ spec, bloom: filterGeometries(spec).map((geometry) => new BloomFilter(geometry, this.#options)), spectral: undefined, added: 0 });
+        this.#slices.push({
+          spec,
+          bloom: filterGeometries(spec).map((geometry) => new BloomFilter(geometry, this.#options)),
+          spectral: undefined,
+          added: 0,
+        });
       }
     }
     this.#hasher.extend(specs);
@@ -229,5 +254,6 @@ export class EpochFilters {
 }
 
 function orInto(filter: BloomFilter | CountingFilter, bytes: Uint8Array): void {
-  for (let region = 0; region < filter.regionCount; region++) filter.orRegion(region, bytes.subarray(region * CHUNK_PAYLOAD_BYTES, (region + 1) * CHUNK_PAYLOAD_BYTES));
+  for (let region = 0; region < filter.regionCount; region++)
+    filter.orRegion(region, bytes.subarray(region * CHUNK_PAYLOAD_BYTES, (region + 1) * CHUNK_PAYLOAD_BYTES));
 }

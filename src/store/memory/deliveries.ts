@@ -30,7 +30,8 @@ export class MemoryDeliveries implements Deliveries {
   keepAdded(deliver: DeliveryWrite, answers: readonly boolean[]): void {
     for (const seq of deliver.delivered) this.#batches.delete(idOf({ owner: deliver.owner, seq }));
     const lines = deliver.lines(answers);
-    if (lines.length > 0) this.#batches.set(idOf(deliver), { owner: deliver.owner, seq: deliver.seq, lines: lines.slice() });
+    if (lines.length > 0)
+      this.#batches.set(idOf(deliver), { owner: deliver.owner, seq: deliver.seq, lines: lines.slice() });
   }
 }
 

@@ -28,7 +28,8 @@ export const memoryDriver: Driver<MemoryOptions> = Object.freeze({
   }),
   parseOptions(settings: StoreSettings): MemoryOptions {
     const clock = settings.clock;
-    if (clock !== undefined && typeof clock !== 'function') throw new TypeError('clock must be a function returning milliseconds');
+    if (clock !== undefined && typeof clock !== 'function')
+      throw new TypeError('clock must be a function returning milliseconds');
     return Object.freeze({ clock: (clock as (() => number) | undefined) ?? Date.now });
   },
   async open(location: string, common: OpenOptions, options: MemoryOptions) {

@@ -1,5 +1,19 @@
 import { SeenStoreError } from '../../errors.js';
-import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus, type EntryPage, type FrontierEntry } from '../backend.js';
+import {
+  DEFAULT_FRONTIER_SETTINGS,
+  queueKeyFixedError,
+  type Frontier,
+  type FrontierSettings,
+  type FrontierStats,
+  type LeasedUrl,
+  type QueueChange,
+  type QueueItems,
+  type QueueStats,
+  type TakeRequest,
+  type UrlStatus,
+  type EntryPage,
+  type FrontierEntry,
+} from '../backend.js';
 import { parseFrontierId } from '../frontier-id.js';
 import { compareKeys, compareReady, queueRoom, readyAtMs, takeAllowance } from '../politeness.js';
 
@@ -66,7 +80,8 @@ export class MemoryFrontier implements Frontier {
     for (const queue of this.#queues.values()) {
       if (request.queue !== undefined && queue.key !== request.queue) continue;
       const readyAt = this.#readyAt(queue, now);
-      if (readyAt !== undefined && readyAt <= now) ready.push({ queue, key: queue.key, readyAtMs: readyAt, lastTakeMs: queue.lastTakeMs });
+      if (readyAt !== undefined && readyAt <= now)
+        ready.push({ queue, key: queue.key, readyAtMs: readyAt, lastTakeMs: queue.lastTakeMs });
     }
     ready.sort(compareReady);
     const out: LeasedUrl[] = [];
@@ -75,7 +90,10 @@ export class MemoryFrontier implements Frontier {
       if (out.length >= request.count || (request.maxQueues > 0 && queues >= request.maxQueues)) break;
       if (request.owns !== undefined && !request.owns(queue.key)) continue;
       const room = takeAllowance(request.perQueue, request.count - out.length, this.#room(queue, now));
-      const due = [...queue.entries].filter((entry) => entry.leaseUntilMs <= now && entry.dueMs <= now).sort(byDue).slice(0, room);
+      const due = [...queue.entries]
+        .filter((entry) => entry.leaseUntilMs <= now && entry.dueMs <= now)
+        .sort(byDue)
+        .slice(0, room);
       for (const entry of due) {
         entry.leaseUntilMs = now + request.leaseMs;
         entry.attempts++;
@@ -100,7 +118,8 @@ export class MemoryFrontier implements Frontier {
   }
 
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
-    if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
+    if (data !== undefined && data.length !== ids.length)
+      throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
     const now = this.#now();
     let n = 0;
     ids.map(parseFrontierId).forEach((id, i) => {
@@ -151,7 +170,15 @@ export class MemoryFrontier implements Frontier {
     if (entry === undefined) return undefined;
     const now = this.#now();
     const state = entry.leaseUntilMs > now ? 'leased' : entry.dueMs > now ? 'scheduled' : 'waiting';
-    return { id: String(entry.id), queue: entry.queue, state, atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs, attempts: entry.attempts, epoch: entry.epoch, createdMs: entry.createdMs };
+    return {
+      id: String(entry.id),
+      queue: entry.queue,
+      state,
+      atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs,
+      attempts: entry.attempts,
+      epoch: entry.epoch,
+      createdMs: entry.createdMs,
+    };
   }
 
   async settings(): Promise<FrontierSettings> {
@@ -164,7 +191,11 @@ export class MemoryFrontier implements Frontier {
   }
 
   async configure(change: Partial<FrontierSettings>): Promise<FrontierSettings> {
-    if (change.queueKey !== undefined && change.queueKey !== this.#settings.queueKey && (this.#nextId > 1 || this.#queueKeyPinned)) {
+    if (
+      change.queueKey !== undefined &&
+      change.queueKey !== this.#settings.queueKey &&
+      (this.#nextId > 1 || this.#queueKeyPinned)
+    ) {
       throw queueKeyFixedError(this.#settings.queueKey);
     }
     this.#settings = { ...this.#settings, ...change };
@@ -224,16 +255,31 @@ export class MemoryFrontier implements Frontier {
     return { pending: this.#entries.size - leased, leased, done: this.#done, failed: this.#failed, queues };
   }
 
-  async entries(options: { readonly cursor?: string; readonly limit: number; readonly queue?: string }): Promise<EntryPage> {
+  async entries(options: {
+    readonly cursor?: string;
+    readonly limit: number;
+    readonly queue?: string;
+  }): Promise<EntryPage> {
     const now = this.#now();
     const after = options.cursor === undefined ? 0 : Number(options.cursor);
-    const source = options.queue === undefined ? this.#entries.values() : [...(this.#queues.get(options.queue)?.entries ?? [])].sort((a, b) => a.id - b.id);
+    const source =
+      options.queue === undefined
+        ? this.#entries.values()
+        : [...(this.#queues.get(options.queue)?.entries ?? [])].sort((a, b) => a.id - b.id);
     const entries: FrontierEntry[] = [];
     for (const entry of source) {
       if (entry.id <= after) continue;
       if (entries.length === options.limit) return { entries, cursor: String(entries[entries.length - 1]!.id) };
       const state = entry.leaseUntilMs > now ? 'leased' : entry.dueMs > now ? 'scheduled' : 'waiting';
-      entries.push({ id: String(entry.id), url: entry.url, queue: entry.queue, state, atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs, createdMs: entry.createdMs, ...(entry.data === undefined ? {} : { data: entry.data }) });
+      entries.push({
+        id: String(entry.id),
+        url: entry.url,
+        queue: entry.queue,
+        state,
+        atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs,
+        createdMs: entry.createdMs,
+        ...(entry.data === undefined ? {} : { data: entry.data }),
+      });
     }
     return { entries };
   }
@@ -260,14 +306,22 @@ export class MemoryFrontier implements Frontier {
     let dueMs = Infinity;
     for (const entry of queue.entries) if (entry.leaseUntilMs <= now && entry.dueMs < dueMs) dueMs = entry.dueMs;
     const lastTakeMs = queue.lastTakeMs === -Infinity ? undefined : queue.lastTakeMs;
-    return readyAtMs({ lastTakeMs, delayMs: queue.delayMs, blockedUntilMs: queue.blockedUntilMs }, dueMs === Infinity ? undefined : dueMs, this.#settings.delayMs, room);
+    return readyAtMs(
+      { lastTakeMs, delayMs: queue.delayMs, blockedUntilMs: queue.blockedUntilMs },
+      dueMs === Infinity ? undefined : dueMs,
+      this.#settings.delayMs,
+      room,
+    );
   }
 
   /** How many more URLs of the queue may be out on lease (politeness.ts's queueRoom). */
   #room(queue: Queue, now: number): number {
     let leased = 0;
     for (const entry of queue.entries) if (entry.leaseUntilMs > now) leased++;
-    return queueRoom({ leased, completed: queue.completed, crawlLimit: queue.crawlLimit }, this.#settings.maxInFlightPerQueue);
+    return queueRoom(
+      { leased, completed: queue.completed, crawlLimit: queue.crawlLimit },
+      this.#settings.maxInFlightPerQueue,
+    );
   }
 
   #stats(queue: Queue, now: number): QueueStats {
@@ -275,7 +329,11 @@ export class MemoryFrontier implements Frontier {
     for (const entry of queue.entries) if (entry.leaseUntilMs > now) leased++;
     const readyAtMs = this.#readyAt(queue, now);
     return {
-      key: queue.key, waiting: queue.entries.size - leased, leased, completed: queue.completed, blockedUntilMs: queue.blockedUntilMs,
+      key: queue.key,
+      waiting: queue.entries.size - leased,
+      leased,
+      completed: queue.completed,
+      blockedUntilMs: queue.blockedUntilMs,
       ...(queue.delayMs === undefined ? {} : { delayMs: queue.delayMs }),
       ...(queue.crawlLimit === undefined ? {} : { crawlLimit: queue.crawlLimit }),
       ...(readyAtMs === undefined ? {} : { readyAtMs }),
@@ -283,7 +341,18 @@ export class MemoryFrontier implements Frontier {
   }
 
   #insert(url: string, key: string, epoch: number, dueMs: number, data: unknown): void {
-    const entry: Entry = { id: this.#nextId++, url, queue: key, epoch, dueMs, leaseUntilMs: 0, attempts: 0, owner: undefined, data, createdMs: this.#now() };
+    const entry: Entry = {
+      id: this.#nextId++,
+      url,
+      queue: key,
+      epoch,
+      dueMs,
+      leaseUntilMs: 0,
+      attempts: 0,
+      owner: undefined,
+      data,
+      createdMs: this.#now(),
+    };
     this.#entries.set(entry.id, entry);
     this.#byUrl.set(url, entry);
     this.#queue(key).entries.add(entry);
@@ -319,7 +388,15 @@ export class MemoryFrontier implements Frontier {
   #queue(key: string): Queue {
     let queue = this.#queues.get(key);
     if (queue === undefined) {
-      queue = { key, entries: new Set(), completed: 0, delayMs: undefined, blockedUntilMs: 0, crawlLimit: undefined, lastTakeMs: -Infinity };
+      queue = {
+        key,
+        entries: new Set(),
+        completed: 0,
+        delayMs: undefined,
+        blockedUntilMs: 0,
+        crawlLimit: undefined,
+        lastTakeMs: -Infinity,
+      };
       this.#queues.set(key, queue);
     }
     return queue;

@@ -1,9 +1,27 @@
 import { SeenStoreError } from '../../errors.js';
-import type { Backend, DeletedScope, Deliveries, EpochBits, EpochUsage, Frontier, ImportRequest, MigrationReport, Rotation, RotateRequest } from '../backend.js';
+import type {
+  Backend,
+  DeletedScope,
+  Deliveries,
+  EpochBits,
+  EpochUsage,
+  Frontier,
+  ImportRequest,
+  MigrationReport,
+  Rotation,
+  RotateRequest,
+} from '../backend.js';
 import type { OpenOptions } from '../driver.js';
 import { redisDriver, type RedisOptions } from './driver.js';
 import { RedisDeliveries } from './deliveries.js';
-import { readEpochHeader, readScopeRecord, sealHeader, type EpochHeader, type ScopeRecord, type SliceSpec } from '../records.js';
+import {
+  readEpochHeader,
+  readScopeRecord,
+  sealHeader,
+  type EpochHeader,
+  type ScopeRecord,
+  type SliceSpec,
+} from '../records.js';
 import { connectRedis, type Reply } from './connection.js';
 import { redisDeadlines } from './deadline.js';
 import { RedisContext, freshId, list, pairs, text } from './context.js';
@@ -11,7 +29,14 @@ import { RedisEpoch, checkRedisSlice, writeBytes, type EpochEntry } from './epoc
 import { RedisFrontier } from './frontier.js';
 import { migrateFrontier } from './frontier-migrate.js';
 import { deleteFrontierKeys } from './scope-delete.js';
-import { createImportedScope, createScopeRecord, dropEpochEntry, rotateScope, storeFormat, type ScopeKeys } from './functions.js';
+import {
+  createImportedScope,
+  createScopeRecord,
+  dropEpochEntry,
+  rotateScope,
+  storeFormat,
+  type ScopeKeys,
+} from './functions.js';
 import type { RedisKeys } from './keys.js';
 import { LIBRARY, libraryConflict, libraryOrder } from './library.js';
 import { parseRedisLocation } from './location.js';
@@ -41,12 +66,25 @@ export class RedisBackend implements Backend {
     this.nodes = new RedisNodes(ctx);
   }
 
-  static async open(location: string, redacted: string, common: OpenOptions, options: RedisOptions): Promise<RedisBackend> {
+  static async open(
+    location: string,
+    redacted: string,
+    common: OpenOptions,
+    options: RedisOptions,
+  ): Promise<RedisBackend> {
     const parsed = parseRedisLocation(location);
     // The location's timeout-ms= wins over the option: it reaches every program the location is given to.
     const deadlines = redisDeadlines(parsed.timeoutMs ?? options.unavailableAfterMs);
     const conn = await connectRedis(parsed, deadlines, common.warn);
-    const ctx = new RedisContext(conn, parsed.prefix, common.hash, options.waitReplicas, deadlines, common.warn, options.clock);
+    const ctx = new RedisContext(
+      conn,
+      parsed.prefix,
+      common.hash,
+      options.waitReplicas,
+      deadlines,
+      common.warn,
+      options.clock,
+    );
     try {
       await loadLibrary(ctx);
       // Before checkFormat, whose first call on an empty prefix makes it a store.
@@ -55,15 +93,24 @@ export class RedisBackend implements Backend {
       if (!common.readOnly) await checkDurability(ctx, redacted);
     } catch (error) {
       await conn.close();
-      throw error instanceof SeenStoreError ? error : new SeenStoreError('STORE_UNAVAILABLE', `${redacted}: ${(error as Error).message}`, { cause: error });
+      throw error instanceof SeenStoreError
+        ? error
+        : new SeenStoreError('STORE_UNAVAILABLE', `${redacted}: ${(error as Error).message}`, { cause: error });
     }
     return new RedisBackend(redacted, common.readOnly, ctx);
   }
 
   async scopeNames(): Promise<string[]> {
     const keys = this.#ctx.keys;
-    const names = list(await this.#ctx.call(keys.scopes(), ['SMEMBERS', keys.scopes()], 'listing scopes')).map((name) => text(name));
-    const exists = await Promise.all(names.map(async (name) => Number(await this.#ctx.call(keys.scope(name), ['EXISTS', keys.scope(name)], 'listing scopes')) === 1));
+    const names = list(await this.#ctx.call(keys.scopes(), ['SMEMBERS', keys.scopes()], 'listing scopes')).map((name) =>
+      text(name),
+    );
+    const exists = await Promise.all(
+      names.map(
+        async (name) =>
+          Number(await this.#ctx.call(keys.scope(name), ['EXISTS', keys.scope(name)], 'listing scopes')) === 1,
+      ),
+    );
     return names.filter((_, i) => exists[i]).sort();
   }
 
@@ -94,7 +141,17 @@ export class RedisBackend implements Backend {
     const doing = `creating scope ${scope}`;
     await this.#ctx.call(keys.scopes(), ['SADD', keys.scopes(), scope], doing);
     const entry: EpochEntry = { uid: freshId(), header: first };
-    const reply = list(await createScopeRecord(this.#ctx, scopeKeys(keys, scope), JSON.stringify(record), first.epoch, JSON.stringify(entry), partitionsOf(first), doing));
+    const reply = list(
+      await createScopeRecord(
+        this.#ctx,
+        scopeKeys(keys, scope),
+        JSON.stringify(record),
+        first.epoch,
+        JSON.stringify(entry),
+        partitionsOf(first),
+        doing,
+      ),
+    );
     return readScopeRecord(parse(text(reply[1]), `scope record ${scope}`));
   }
 
@@ -111,11 +168,15 @@ export class RedisBackend implements Backend {
     const record = await this.scopeRecord(scope);
     if (record === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);
     if (request.ifEpoch !== undefined && record.openEpoch !== request.ifEpoch) return null;
-    if (record.openEpoch !== request.epoch) throw new SeenStoreError('EPOCH_SEALED', `epoch ${scope}/${request.epoch} is no longer open`);
+    if (record.openEpoch !== request.epoch)
+      throw new SeenStoreError('EPOCH_SEALED', `epoch ${scope}/${request.epoch} is no longer open`);
     const epoch = await this.#load(scope, request.epoch);
     const final = await epoch.seal();
     const current = final.header;
-    const before = await this.#entry(scope, current.epoch - 1).then((entry) => entry.header, () => undefined);
+    const before = await this.#entry(scope, current.epoch - 1).then(
+      (entry) => entry.header,
+      () => undefined,
+    );
     const opened = request.next(current, final, before);
     for (const slice of opened.slices) checkRedisSlice(opened, slice);
     const now = this.#ctx.now();
@@ -123,8 +184,12 @@ export class RedisBackend implements Backend {
     const next: EpochEntry = { uid: freshId(), header: opened };
     const doing = `rotating ${scope}/${current.epoch}`;
     const rotation = {
-      sealing: current.epoch, sealedEntry: JSON.stringify({ uid: epoch.uid, header: sealed }), next: opened.epoch, nextEntry: JSON.stringify(next),
-      record: JSON.stringify({ ...record, openEpoch: opened.epoch }), partitions: partitionsOf(opened),
+      sealing: current.epoch,
+      sealedEntry: JSON.stringify({ uid: epoch.uid, header: sealed }),
+      next: opened.epoch,
+      nextEntry: JSON.stringify(next),
+      record: JSON.stringify({ ...record, openEpoch: opened.epoch }),
+      partitions: partitionsOf(opened),
     };
     const reply = list(await rotateScope(this.#ctx, scopeKeys(keys, scope), rotation, doing));
     const outcome = text(reply[0]);
@@ -134,7 +199,10 @@ export class RedisBackend implements Backend {
       const published = await this.#entry(scope, opened.epoch).catch(() => undefined);
       if (published?.uid !== next.uid) {
         if (request.ifEpoch !== undefined) return null;
-        throw new SeenStoreError('EPOCH_SEALED', `epoch ${scope}/${current.epoch} is no longer open (another rotation won)`);
+        throw new SeenStoreError(
+          'EPOCH_SEALED',
+          `epoch ${scope}/${current.epoch} is no longer open (another rotation won)`,
+        );
       }
     }
     this.#epochs.delete(`${scope}/${current.epoch}`);
@@ -147,7 +215,8 @@ export class RedisBackend implements Backend {
     const doing = `importing into scope ${scope}`;
     for (const slice of header.slices) checkRedisSlice(header, slice);
     if (next !== undefined) for (const slice of next.slices) checkRedisSlice(next, slice);
-    if ((await this.scopeRecord(scope)) !== undefined) throw new SeenStoreError('USAGE', `scope ${scope} exists: import into a new scope (--scope)`);
+    if ((await this.scopeRecord(scope)) !== undefined)
+      throw new SeenStoreError('USAGE', `scope ${scope} exists: import into a new scope (--scope)`);
     const entry: EpochEntry = { uid: freshId(), header };
     const count = partitionsOf(header);
     const parts = Array.from({ length: count }, (_, p) => keys.epoch(scope, entry.uid, p));
@@ -162,8 +231,26 @@ export class RedisBackend implements Backend {
         interrupted();
         const share = (total: number): string => String(Math.floor(total / count) + (p < total % count ? 1 : 0));
         const sliceAdded = header.slices.flatMap((_, j) => [`a${j}`, share(counts.sliceAdded[j] ?? 0)]);
-        await this.#ctx.call(epochKeys.state, ['HSET', epochKeys.state, 'open', next === undefined ? '1' : '0', 'submitted', share(counts.submitted), 'added', share(counts.added), ...sliceAdded], doing);
-        await this.#ctx.call(epochKeys.slices, ['RPUSH', epochKeys.slices, ...header.slices.map((slice) => JSON.stringify(slice))], doing);
+        await this.#ctx.call(
+          epochKeys.state,
+          [
+            'HSET',
+            epochKeys.state,
+            'open',
+            next === undefined ? '1' : '0',
+            'submitted',
+            share(counts.submitted),
+            'added',
+            share(counts.added),
+            ...sliceAdded,
+          ],
+          doing,
+        );
+        await this.#ctx.call(
+          epochKeys.slices,
+          ['RPUSH', epochKeys.slices, ...header.slices.map((slice) => JSON.stringify(slice))],
+          doing,
+        );
         for (const [index, bytes] of filters.entries()) {
           interrupted();
           const size = bytes.length / count;
@@ -172,18 +259,31 @@ export class RedisBackend implements Backend {
         }
       }
       interrupted();
-      const record: ScopeRecord = { v: 1, name: scope, openEpoch: next?.epoch ?? header.epoch, createdAtMs: this.#ctx.now() };
+      const record: ScopeRecord = {
+        v: 1,
+        name: scope,
+        openEpoch: next?.epoch ?? header.epoch,
+        createdAtMs: this.#ctx.now(),
+      };
       const entries: [number, string][] = [[header.epoch, JSON.stringify(entry)]];
-      if (next !== undefined) entries.push([next.epoch, JSON.stringify({ uid: freshId(), header: next } satisfies EpochEntry)]);
+      if (next !== undefined)
+        entries.push([next.epoch, JSON.stringify({ uid: freshId(), header: next } satisfies EpochEntry)]);
       const queues = Math.max(count, next === undefined ? 1 : partitionsOf(next));
       await this.#ctx.call(keys.scopes(), ['SADD', keys.scopes(), scope], doing);
-      const outcome = text(await createImportedScope(this.#ctx, scopeKeys(keys, scope), JSON.stringify(record), queues, entries, doing));
-      if (outcome === 'exists') throw new SeenStoreError('USAGE', `scope ${scope} exists: import into a new scope (--scope)`);
+      const outcome = text(
+        await createImportedScope(this.#ctx, scopeKeys(keys, scope), JSON.stringify(record), queues, entries, doing),
+      );
+      if (outcome === 'exists')
+        throw new SeenStoreError('USAGE', `scope ${scope} exists: import into a new scope (--scope)`);
       await this.#ctx.replicated(keys.scope(scope), doing);
       for (const epochKeys of parts) await this.#ctx.replicated(epochKeys.state, doing);
       return record;
     } catch (error) {
-      await Promise.all(written.map((group) => this.#ctx.call(group[0]!, ['DEL', ...group], `removing a failed import of ${scope}`).catch(() => undefined)));
+      await Promise.all(
+        written.map((group) =>
+          this.#ctx.call(group[0]!, ['DEL', ...group], `removing a failed import of ${scope}`).catch(() => undefined),
+        ),
+      );
       throw error;
     }
   }
@@ -191,7 +291,13 @@ export class RedisBackend implements Backend {
   async dropEpoch(header: EpochHeader): Promise<number> {
     const keys = this.#ctx.keys;
     const doing = `dropping ${header.scope}/${header.epoch}`;
-    const reply = await dropEpochEntry(this.#ctx, keys.epochs(header.scope), keys.drops(header.scope), header.epoch, doing);
+    const reply = await dropEpochEntry(
+      this.#ctx,
+      keys.epochs(header.scope),
+      keys.drops(header.scope),
+      header.epoch,
+      doing,
+    );
     if (reply === null) return 0;
     this.#epochs.delete(`${header.scope}/${header.epoch}`);
     return this.#deleteData(header.scope, parseEntry(text(reply), header.scope, header.epoch));
@@ -211,14 +317,22 @@ export class RedisBackend implements Backend {
       await this.finishDrops(scope);
       return undefined;
     }
-    const sealed = await this.#load(scope, record.openEpoch).then((epoch) => epoch.seal(), () => undefined);
+    const sealed = await this.#load(scope, record.openEpoch).then(
+      (epoch) => epoch.seal(),
+      () => undefined,
+    );
     const numbers = await this.epochNumbers(scope);
     for (const n of numbers) {
       const entry = await this.#entry(scope, n);
       const header = n === sealed?.header.epoch ? sealed.header : entry.header;
       await dropEpochEntry(this.#ctx, keys.epochs(scope), keys.drops(scope), n, doing);
       // The open epoch's entry holds its first header: the drop must delete the slices it grew into too.
-      if (header !== entry.header) await this.#ctx.call(keys.drops(scope), ['HSET', keys.drops(scope), String(n), JSON.stringify({ ...entry, header })], doing);
+      if (header !== entry.header)
+        await this.#ctx.call(
+          keys.drops(scope),
+          ['HSET', keys.drops(scope), String(n), JSON.stringify({ ...entry, header })],
+          doing,
+        );
     }
     const queuedUrls = await deleteFrontierKeys(this.#ctx, scope, await this.frontier(scope));
     await this.#ctx.call(keys.scope(scope), ['DEL', keys.scope(scope), keys.epochs(scope)], doing);
@@ -243,7 +357,11 @@ export class RedisBackend implements Backend {
 
   async usage(header: EpochHeader): Promise<EpochUsage> {
     const entry = await this.#entry(header.scope, header.epoch);
-    const keys = this.#dataKeys(header.scope, entry.uid, header.epoch === entry.header.epoch ? await this.epochHeader(header.scope, header.epoch) : header);
+    const keys = this.#dataKeys(
+      header.scope,
+      entry.uid,
+      header.epoch === entry.header.epoch ? await this.epochHeader(header.scope, header.epoch) : header,
+    );
     return { bytesOnDisk: await this.#memory(keys), pendingRecords: 0 };
   }
 
@@ -265,7 +383,13 @@ export class RedisBackend implements Backend {
     const steps: MigrationReport['steps'][number][] = [];
     for (const scope of await this.scopeNames()) {
       const moved = await migrateFrontier(this.#ctx, scope);
-      if (moved !== undefined) steps.push({ from: 2, to: 3, summary: `the frontier of scope ${scope}, Redis key layout 2 to 3`, changed: moved });
+      if (moved !== undefined)
+        steps.push({
+          from: 2,
+          to: 3,
+          summary: `the frontier of scope ${scope}, Redis key layout 2 to 3`,
+          changed: moved,
+        });
     }
     return { from: steps.length > 0 ? 2 : 3, to: 3, steps, snapshot: null };
   }
@@ -306,8 +430,13 @@ export class RedisBackend implements Backend {
   /** The slices of an open epoch: its header's and its plan's (the slices its partitions grow into). */
   async #grownSlices(scope: string, entry: EpochEntry): Promise<SliceSpec[]> {
     const key = this.#ctx.keys.plan(scope, entry.uid);
-    const reply = list(await this.#ctx.call(key, ['LRANGE', key, '0', '-1'], `reading epoch ${scope}/${entry.header.epoch}`));
-    return [...entry.header.slices, ...reply.map((value) => parse(text(value), `slice of ${scope}/${entry.header.epoch}`) as SliceSpec)];
+    const reply = list(
+      await this.#ctx.call(key, ['LRANGE', key, '0', '-1'], `reading epoch ${scope}/${entry.header.epoch}`),
+    );
+    return [
+      ...entry.header.slices,
+      ...reply.map((value) => parse(text(value), `slice of ${scope}/${entry.header.epoch}`) as SliceSpec),
+    ];
   }
 
   /** Every key of an epoch, grouped by slot: one group per partition, then the plan (in the scope's slot). */
@@ -316,14 +445,22 @@ export class RedisBackend implements Backend {
     const filters = header.slices.reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
     const partitions = Array.from({ length: partitionsOf(header) }, (_, p) => {
       const epochKeys = keys.epoch(scope, uid, p);
-      return [epochKeys.state, epochKeys.slices, ...Array.from({ length: filters }, (_, index) => epochKeys.filter(index))];
+      return [
+        epochKeys.state,
+        epochKeys.slices,
+        ...Array.from({ length: filters }, (_, index) => epochKeys.filter(index)),
+      ];
     });
     return [...partitions, [keys.plan(scope, uid)]];
   }
 
   async #memory(groups: readonly (readonly string[])[]): Promise<number> {
     const sizes = await Promise.all(
-      groups.flat().map(async (key) => Number((await this.#ctx.call(key, ['MEMORY', 'USAGE', key, 'SAMPLES', '0'], 'measuring memory')) ?? 0)),
+      groups
+        .flat()
+        .map(async (key) =>
+          Number((await this.#ctx.call(key, ['MEMORY', 'USAGE', key, 'SAMPLES', '0'], 'measuring memory')) ?? 0),
+        ),
     );
     return sizes.reduce((sum, bytes) => sum + bytes, 0);
   }
@@ -359,7 +496,8 @@ function parse(json: string, what: string): unknown {
 
 function parseEntry(json: string, scope: string, n: number): EpochEntry {
   const value = parse(json, `epoch entry ${scope}/${n}`) as Partial<EpochEntry>;
-  if (typeof value?.uid !== 'string' || !/^[0-9a-f]{16}$/.test(value.uid)) throw new SeenStoreError('STORE_CORRUPT', `epoch entry ${scope}/${n}: no epoch id`);
+  if (typeof value?.uid !== 'string' || !/^[0-9a-f]{16}$/.test(value.uid))
+    throw new SeenStoreError('STORE_CORRUPT', `epoch entry ${scope}/${n}: no epoch id`);
   return { uid: value.uid, header: readEpochHeader(value.header) };
 }
 
@@ -371,7 +509,10 @@ function parseEntry(json: string, scope: string, n: number): EpochEntry {
  */
 async function loadLibrary(ctx: RedisContext): Promise<void> {
   let replace = false;
-  for (const { node, reply } of await ctx.eachMaster(['FUNCTION', 'LIST', 'LIBRARYNAME', 'seenstore'], 'reading the function library')) {
+  for (const { node, reply } of await ctx.eachMaster(
+    ['FUNCTION', 'LIST', 'LIBRARYNAME', 'seenstore'],
+    'reading the function library',
+  )) {
     const loaded = loadedVersion(reply);
     // None loaded, or one numbered by hand (1 to 13: builds before versions named the sources), with no description.
     const order = loaded === undefined || loaded === '' ? 'older' : libraryOrder(loaded);
@@ -425,16 +566,28 @@ export const REDIS_STORE_FORMAT = '2';
 async function refuseMissingStore(ctx: RedisContext, location: string): Promise<void> {
   const keys = ctx.keys;
   const doing = 'looking for the store';
-  if (Number(await ctx.call(keys.format(), ['EXISTS', keys.format()], doing)) > 0 || Number(await ctx.call(keys.scopes(), ['SCARD', keys.scopes()], doing)) > 0) return;
+  if (
+    Number(await ctx.call(keys.format(), ['EXISTS', keys.format()], doing)) > 0 ||
+    Number(await ctx.call(keys.scopes(), ['SCARD', keys.scopes()], doing)) > 0
+  )
+    return;
   throw new SeenStoreError('NOT_FOUND', `no seenstore store at ${location} (nothing is stored under its prefix)`);
 }
 
 async function checkFormat(ctx: RedisContext, location: string): Promise<void> {
   const keys = ctx.keys;
-  const format = text(await storeFormat(ctx, keys.format(), keys.scopes(), REDIS_STORE_FORMAT, 'reading the store format'));
+  const format = text(
+    await storeFormat(ctx, keys.format(), keys.scopes(), REDIS_STORE_FORMAT, 'reading the store format'),
+  );
   if (format === REDIS_STORE_FORMAT) return;
-  const what = format === 'none' ? 'an earlier, unversioned key layout (a development build of the Redis backend)' : `key layout ${format}`;
-  throw new SeenStoreError('FORMAT_UNSUPPORTED', `${location}: the store (prefix) has ${what}; this seenstore reads layout ${REDIS_STORE_FORMAT}. Export its epochs with the seenstore that wrote them and import them here`);
+  const what =
+    format === 'none'
+      ? 'an earlier, unversioned key layout (a development build of the Redis backend)'
+      : `key layout ${format}`;
+  throw new SeenStoreError(
+    'FORMAT_UNSUPPORTED',
+    `${location}: the store (prefix) has ${what}; this seenstore reads layout ${REDIS_STORE_FORMAT}. Export its epochs with the seenstore that wrote them and import them here`,
+  );
 }
 
 /**
@@ -442,7 +595,7 @@ async function checkFormat(ctx: RedisContext, location: string): Promise<void> {
  * durable only with appendonly yes and appendfsync always. Anything else is said on stderr.
  */
 async function checkDurability(ctx: RedisContext, location: string): Promise<void> {
-  const replies = await ctx.eachMaster(['CONFIG', 'GET', 'append*'], 'reading the masters\' durability settings');
+  const replies = await ctx.eachMaster(['CONFIG', 'GET', 'append*'], "reading the masters' durability settings");
   for (const { node, reply } of replies) {
     const values = pairs(reply);
     if (values.get('appendonly') !== 'yes' || values.get('appendfsync') !== 'always') {

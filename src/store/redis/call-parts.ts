@@ -18,7 +18,11 @@ export function itemBytes(...texts: string[]): number {
  * Items 0..count - 1 in consecutive parts of at most `itemsMax` items and CALL_BYTES_MAX bytes
  * (`bytesOf(i)`: item i's); an item larger than that goes in a part of its own.
  */
-export function callParts(count: number, bytesOf: (i: number) => number, itemsMax: number): { readonly from: number; readonly to: number }[] {
+export function callParts(
+  count: number,
+  bytesOf: (i: number) => number,
+  itemsMax: number,
+): { readonly from: number; readonly to: number }[] {
   const parts: { from: number; to: number }[] = [];
   let from = 0;
   let bytes = 0;

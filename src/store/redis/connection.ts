@@ -20,7 +20,13 @@ export interface RedisConnection {
    * MOVED or ASK (the slot moved since the client learned the map) is an error here: the caller
    * retries, and the map is refreshed first.
    */
-  sendReplicated(key: string, args: readonly Arg[], replicas: number, timeoutMs: number, withinMs: number): Promise<{ reply: Reply; acked: number }>;
+  sendReplicated(
+    key: string,
+    args: readonly Arg[],
+    replicas: number,
+    timeoutMs: number,
+    withinMs: number,
+  ): Promise<{ reply: Reply; acked: number }>;
   /** Sends one command to every master: FUNCTION LOAD, CONFIG GET, INFO. */
   eachMaster(args: readonly Arg[], withinMs: number): Promise<{ readonly node: string; readonly reply: Reply }[]>;
   close(): Promise<void>;
@@ -37,7 +43,11 @@ const BUFFERS = { [RESP_TYPES.BLOB_STRING]: Buffer, [RESP_TYPES.SIMPLE_STRING]: 
  * finds no node, `warn` says at once what is retried and until when; when no node's name resolves
  * (DNS), it fails at once.
  */
-export async function connectRedis(location: RedisLocation, deadlines: RedisDeadlines, warn: (message: string) => void = () => {}): Promise<RedisConnection> {
+export async function connectRedis(
+  location: RedisLocation,
+  deadlines: RedisDeadlines,
+  warn: (message: string) => void = () => {},
+): Promise<RedisConnection> {
   const socket = {
     connectTimeout: deadlines.attemptMs,
     socketTimeout: deadlines.attemptMs,
@@ -52,26 +62,46 @@ export async function connectRedis(location: RedisLocation, deadlines: RedisDead
   for (let round = 0; Date.now() < deadlineAtMs; round++) {
     let unresolved = 0;
     for (const node of location.nodes) {
-      const kind = await probe(node, socket, auth, Math.min(deadlines.attemptMs, deadlineAtMs - Date.now())).catch((error: unknown) => {
-        if (refusedCredentials(error)) throw new SeenStoreError('STORE_UNAVAILABLE', `Redis node ${node.host}:${node.port} refused the credentials: ${(error as Error).message}`, { cause: error });
-        if ((error as NodeJS.ErrnoException).code === 'ENOTFOUND') unresolved++;
-        probeError = error;
-        return undefined;
-      });
+      const kind = await probe(node, socket, auth, Math.min(deadlines.attemptMs, deadlineAtMs - Date.now())).catch(
+        (error: unknown) => {
+          if (refusedCredentials(error))
+            throw new SeenStoreError(
+              'STORE_UNAVAILABLE',
+              `Redis node ${node.host}:${node.port} refused the credentials: ${(error as Error).message}`,
+              { cause: error },
+            );
+          if ((error as NodeJS.ErrnoException).code === 'ENOTFOUND') unresolved++;
+          probeError = error;
+          return undefined;
+        },
+      );
       if (kind === undefined) continue;
       const remainingMs = Math.max(1, deadlineAtMs - Date.now());
-      return kind === 'single' ? single(node, socket, options, deadlines, remainingMs) : cluster(location, socket, options, deadlines, remainingMs);
+      return kind === 'single'
+        ? single(node, socket, options, deadlines, remainingMs)
+        : cluster(location, socket, options, deadlines, remainingMs);
     }
     // A name that does not resolve is a wrong address, not a failover: waiting would not cure it.
     if (unresolved === location.nodes.length) {
-      throw new SeenStoreError('STORE_UNAVAILABLE', `no Redis node of ${nodes} has an address: ${(probeError as Error).message} (a mistyped host in --store?)`, { cause: probeError });
+      throw new SeenStoreError(
+        'STORE_UNAVAILABLE',
+        `no Redis node of ${nodes} has an address: ${(probeError as Error).message} (a mistyped host in --store?)`,
+        { cause: probeError },
+      );
     }
-    if (round === 0) warn(`warning: no Redis node of ${nodes} answers (${(probeError as Error)?.message}); retrying until ${new Date(deadlineAtMs).toISOString()}, ${Math.round((deadlineAtMs - Date.now()) / 1000)} s from now (timeout-ms= in the location sets the wait)`);
+    if (round === 0)
+      warn(
+        `warning: no Redis node of ${nodes} answers (${(probeError as Error)?.message}); retrying until ${new Date(deadlineAtMs).toISOString()}, ${Math.round((deadlineAtMs - Date.now()) / 1000)} s from now (timeout-ms= in the location sets the wait)`,
+      );
     await sleep(Math.max(0, Math.min(250 * 2 ** round, 1_000, deadlineAtMs - Date.now())));
   }
-  throw new SeenStoreError('STORE_UNAVAILABLE', `no Redis node of ${nodes} answered within ${Math.round(deadlines.unavailableAfterMs / 1000)} s: ${(probeError as Error)?.message}`, {
-    cause: probeError,
-  });
+  throw new SeenStoreError(
+    'STORE_UNAVAILABLE',
+    `no Redis node of ${nodes} answered within ${Math.round(deadlines.unavailableAfterMs / 1000)} s: ${(probeError as Error)?.message}`,
+    {
+      cause: probeError,
+    },
+  );
 }
 
 /** An answer no retry cures: a wrong password or user, or a password the server does not take. */
@@ -80,12 +110,18 @@ function refusedCredentials(error: unknown): boolean {
 }
 
 function authOf(location: RedisLocation): object {
-  return { ...(location.username === undefined ? {} : { username: location.username }), ...(location.password === undefined ? {} : { password: location.password }) };
+  return {
+    ...(location.username === undefined ? {} : { username: location.username }),
+    ...(location.password === undefined ? {} : { password: location.password }),
+  };
 }
 
 /** Whether one node answers, within one attempt, and whether it is part of a cluster. */
 async function probe(node: Node, socket: object, auth: object, attemptMs: number): Promise<'single' | 'cluster'> {
-  const client = createClient({ socket: { ...socket, host: node.host, port: node.port, reconnectStrategy: false }, ...auth });
+  const client = createClient({
+    socket: { ...socket, host: node.host, port: node.port, reconnectStrategy: false },
+    ...auth,
+  });
   client.on('error', () => {});
   try {
     const info = await within(
@@ -101,8 +137,18 @@ async function probe(node: Node, socket: object, auth: object, attemptMs: number
 
 type Node = { readonly host: string; readonly port: number };
 
-async function single(node: Node, socket: object, options: object, deadlines: RedisDeadlines, connectMs: number): Promise<RedisConnection> {
-  const client = createClient({ socket: { ...socket, host: node.host, port: node.port }, ...options, disableOfflineQueue: true }).withTypeMapping(BUFFERS);
+async function single(
+  node: Node,
+  socket: object,
+  options: object,
+  deadlines: RedisDeadlines,
+  connectMs: number,
+): Promise<RedisConnection> {
+  const client = createClient({
+    socket: { ...socket, host: node.host, port: node.port },
+    ...options,
+    disableOfflineQueue: true,
+  }).withTypeMapping(BUFFERS);
   client.on('error', () => {});
   await within(client.connect(), connectMs, `connecting to ${node.host}:${node.port}`, () => client.destroy());
   const where = `${node.host}:${node.port}`;
@@ -110,15 +156,30 @@ async function single(node: Node, socket: object, options: object, deadlines: Re
     cluster: false,
     send: (_key, args, withinMs) => within(client.sendCommand(args as Arg[]) as Promise<Reply>, withinMs, where),
     sendReplicated: async (_key, args, replicas, timeoutMs, withinMs) => {
-      const [reply, acked] = await within(Promise.all([client.sendCommand(args as Arg[]), client.sendCommand(['WAIT', String(replicas), String(timeoutMs)])]), withinMs, where);
+      const [reply, acked] = await within(
+        Promise.all([
+          client.sendCommand(args as Arg[]),
+          client.sendCommand(['WAIT', String(replicas), String(timeoutMs)]),
+        ]),
+        withinMs,
+        where,
+      );
       return { reply: reply as unknown as Reply, acked: Number(acked) };
     },
-    eachMaster: async (args, withinMs) => [{ node: where, reply: (await within(client.sendCommand(args as Arg[]), withinMs, where)) as Reply }],
+    eachMaster: async (args, withinMs) => [
+      { node: where, reply: (await within(client.sendCommand(args as Arg[]), withinMs, where)) as Reply },
+    ],
     close: () => closeWithin(client, deadlines),
   };
 }
 
-async function cluster(location: RedisLocation, socket: object, options: object, deadlines: RedisDeadlines, connectMs: number): Promise<RedisConnection> {
+async function cluster(
+  location: RedisLocation,
+  socket: object,
+  options: object,
+  deadlines: RedisDeadlines,
+  connectMs: number,
+): Promise<RedisConnection> {
   const client = createCluster({
     rootNodes: location.nodes.map((node) => ({ socket: { ...socket, host: node.host, port: node.port } })),
     defaults: { socket, ...options, disableOfflineQueue: true },
@@ -139,7 +200,8 @@ async function cluster(location: RedisLocation, socket: object, options: object,
     });
   return {
     cluster: true,
-    send: (key, args, withinMs) => attempt(client.sendCommand(key, false, args as Arg[]) as Promise<Reply>, withinMs, `the master of ${key}`),
+    send: (key, args, withinMs) =>
+      attempt(client.sendCommand(key, false, args as Arg[]) as Promise<Reply>, withinMs, `the master of ${key}`),
     sendReplicated: async (key, args, replicas, timeoutMs, withinMs) => {
       const shard = client.slots[keySlot(key)];
       if (shard === undefined) throw new Error(`no node serves the slot of ${key}`);
@@ -147,7 +209,10 @@ async function cluster(location: RedisLocation, socket: object, options: object,
         return await attempt(
           (async () => {
             const node = (await client.nodeClient(shard.master)).withTypeMapping(BUFFERS);
-            const [reply, acked] = await Promise.all([node.sendCommand(args as Arg[]), node.sendCommand(['WAIT', String(replicas), String(timeoutMs)])]);
+            const [reply, acked] = await Promise.all([
+              node.sendCommand(args as Arg[]),
+              node.sendCommand(['WAIT', String(replicas), String(timeoutMs)]),
+            ]);
             return { reply: reply as unknown as Reply, acked: Number(acked) };
           })(),
           withinMs,
@@ -155,7 +220,10 @@ async function cluster(location: RedisLocation, socket: object, options: object,
         );
       } catch (error) {
         // A key command through the cluster client follows MOVED and refreshes its slot map.
-        if (isReplyError(error)) await attempt(client.sendCommand(key, true, ['EXISTS', key]), withinMs, `the master of ${key}`).catch(() => undefined);
+        if (isReplyError(error))
+          await attempt(client.sendCommand(key, true, ['EXISTS', key]), withinMs, `the master of ${key}`).catch(
+            () => undefined,
+          );
         throw error;
       }
     },
@@ -163,7 +231,11 @@ async function cluster(location: RedisLocation, socket: object, options: object,
       Promise.all(
         client.masters.map(async (master) => {
           const where = `${master.host}:${master.port}`;
-          const reply = await attempt((async () => (await client.nodeClient(master)).withTypeMapping(BUFFERS).sendCommand(args as Arg[]))(), withinMs, where);
+          const reply = await attempt(
+            (async () => (await client.nodeClient(master)).withTypeMapping(BUFFERS).sendCommand(args as Arg[]))(),
+            withinMs,
+            where,
+          );
           return { node: where, reply: reply as unknown as Reply };
         }),
       ),
@@ -183,13 +255,19 @@ function refreshSlots(client: unknown, deadlines: RedisDeadlines): void {
 }
 
 /** Closes politely within one attempt (QUIT waits for answers a paused node never sends), else drops the sockets. */
-async function closeWithin(client: { close(): Promise<unknown>; destroy(): unknown }, deadlines: RedisDeadlines): Promise<void> {
+async function closeWithin(
+  client: { close(): Promise<unknown>; destroy(): unknown },
+  deadlines: RedisDeadlines,
+): Promise<void> {
   await within(client.close(), deadlines.attemptMs, 'closing').catch(() => client.destroy());
 }
 
 /** True for a reply error that a retry may cure: a failover or resharding in progress. */
 export function isTransientReply(error: unknown): boolean {
-  return error instanceof ErrorReply && /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY|NOREPLICAS|BUSY|MOVED|ASK|UNBLOCKED)/.test(error.message);
+  return (
+    error instanceof ErrorReply &&
+    /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY|NOREPLICAS|BUSY|MOVED|ASK|UNBLOCKED)/.test(error.message)
+  );
 }
 
 /** CRC16-XMODEM, the hash of Redis Cluster key slots. */

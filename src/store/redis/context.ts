@@ -20,7 +20,15 @@ export class RedisContext {
   /** The store's clock (SeenStoreOptions.clock), or undefined: Redis's TIME as it is. */
   readonly #clock: (() => number) | undefined;
 
-  constructor(conn: RedisConnection, prefix: string, hash: XxHash, waitReplicas: number, deadlines: RedisDeadlines, warn: (message: string) => void, clock?: () => number) {
+  constructor(
+    conn: RedisConnection,
+    prefix: string,
+    hash: XxHash,
+    waitReplicas: number,
+    deadlines: RedisDeadlines,
+    warn: (message: string) => void,
+    clock?: () => number,
+  ) {
     this.conn = conn;
     this.keys = new RedisKeys(prefix);
     this.hash = hash;
@@ -39,7 +47,8 @@ export class RedisContext {
   clockArg(): string {
     if (this.#clock === undefined) return '';
     const nowMs = Math.round(this.#clock());
-    if (!Number.isSafeInteger(nowMs) || nowMs < 0) throw new TypeError(`clock must return milliseconds since 1970, returned ${nowMs}`);
+    if (!Number.isSafeInteger(nowMs) || nowMs < 0)
+      throw new TypeError(`clock must return milliseconds since 1970, returned ${nowMs}`);
     return String(nowMs);
   }
 
@@ -63,7 +72,10 @@ export class RedisContext {
   }
 
   /** One command on every master (FUNCTION LOAD, CONFIG GET), retried as `call` is; the masters as they are once all answered. */
-  async eachMaster(args: readonly (string | Buffer)[], doing: string): Promise<{ readonly node: string; readonly reply: Reply }[]> {
+  async eachMaster(
+    args: readonly (string | Buffer)[],
+    doing: string,
+  ): Promise<{ readonly node: string; readonly reply: Reply }[]> {
     return this.#retried((withinMs) => this.conn.eachMaster(args, withinMs), doing);
   }
 
@@ -75,7 +87,11 @@ export class RedisContext {
       } catch (error) {
         if (isReplyError(error) && !isTransientReply(error)) throw failedReply(error, doing);
         if (Date.now() >= deadline) {
-          throw new SeenStoreError('STORE_UNAVAILABLE', `${doing}: Redis did not answer for ${Math.round(this.unavailableAfterMs / 1000)} s (${(error as Error).message})`, { cause: error });
+          throw new SeenStoreError(
+            'STORE_UNAVAILABLE',
+            `${doing}: Redis did not answer for ${Math.round(this.unavailableAfterMs / 1000)} s (${(error as Error).message})`,
+            { cause: error },
+          );
         }
         await pause(attempt, deadline);
       }
@@ -83,7 +99,12 @@ export class RedisContext {
   }
 
   /** FCALL of a library function on keys of one slot. */
-  async fcall(name: string, keys: readonly string[], args: readonly (string | Buffer)[], doing: string): Promise<Reply> {
+  async fcall(
+    name: string,
+    keys: readonly string[],
+    args: readonly (string | Buffer)[],
+    doing: string,
+  ): Promise<Reply> {
     return this.call(keys[0]!, ['FCALL', name, String(keys.length), ...keys, ...args], doing);
   }
 
@@ -93,7 +114,12 @@ export class RedisContext {
    * function may run again: a batch by its id, the others being idempotent or compare-and-set)
    * until unavailableAfterMs, then STORE_UNAVAILABLE. Without waitReplicas: `fcall`.
    */
-  async fcallDurable(name: string, keys: readonly string[], args: readonly (string | Buffer)[], doing: string): Promise<Reply> {
+  async fcallDurable(
+    name: string,
+    keys: readonly string[],
+    args: readonly (string | Buffer)[],
+    doing: string,
+  ): Promise<Reply> {
     if (this.waitReplicas === 0) return this.fcall(name, keys, args, doing);
     const command = ['FCALL', name, String(keys.length), ...keys, ...args];
     const deadline = Date.now() + this.unavailableAfterMs;
@@ -101,7 +127,13 @@ export class RedisContext {
     for (let attempt = 0; ; attempt++) {
       try {
         const waitMs = Math.max(1, Math.min(this.deadlines.waitTimeoutMs, deadline - Date.now()));
-        const { reply, acked } = await this.conn.sendReplicated(keys[0]!, command, this.waitReplicas, waitMs, this.#attemptMs(deadline));
+        const { reply, acked } = await this.conn.sendReplicated(
+          keys[0]!,
+          command,
+          this.waitReplicas,
+          waitMs,
+          this.#attemptMs(deadline),
+        );
         if (acked >= this.waitReplicas) return reply;
         why = `only ${acked} of the ${this.waitReplicas} replicas asked for (waitReplicas) confirmed the write`;
       } catch (error) {
@@ -109,7 +141,10 @@ export class RedisContext {
         why = (error as Error).message;
       }
       if (Date.now() >= deadline) {
-        throw new SeenStoreError('STORE_UNAVAILABLE', `${doing}: not confirmed within ${Math.round(this.unavailableAfterMs / 1000)} s (${why}); not acknowledged, but it may be on the master: its URLs may read as seen`);
+        throw new SeenStoreError(
+          'STORE_UNAVAILABLE',
+          `${doing}: not confirmed within ${Math.round(this.unavailableAfterMs / 1000)} s (${why}); not acknowledged, but it may be on the master: its URLs may read as seen`,
+        );
       }
       await pause(attempt, deadline);
     }
@@ -147,7 +182,10 @@ export class RedisContext {
       const acked = Number(await this.call(key, ['WAIT', String(this.waitReplicas), String(waitMs)], doing));
       if (acked >= this.waitReplicas) return;
       if (Date.now() >= deadline) {
-        throw new SeenStoreError('STORE_UNAVAILABLE', `${doing}: only ${acked} of the ${this.waitReplicas} replicas asked for (waitReplicas) confirmed the write within ${Math.round(this.unavailableAfterMs / 1000)} s; it is on the master, not acknowledged`);
+        throw new SeenStoreError(
+          'STORE_UNAVAILABLE',
+          `${doing}: only ${acked} of the ${this.waitReplicas} replicas asked for (waitReplicas) confirmed the write within ${Math.round(this.unavailableAfterMs / 1000)} s; it is on the master, not acknowledged`,
+        );
       }
     }
   }
@@ -163,7 +201,10 @@ async function pause(attempt: number, deadlineAtMs: number): Promise<void> {
  * as a full LMDB map is; anything else IO_ERROR.
  */
 function failedReply(error: Error, doing: string): SeenStoreError {
-  if (/^OOM /.test(error.message)) return new SeenStoreError('STORE_FULL', `${doing}: Redis is out of memory (maxmemory): ${error.message}`, { cause: error });
+  if (/^OOM /.test(error.message))
+    return new SeenStoreError('STORE_FULL', `${doing}: Redis is out of memory (maxmemory): ${error.message}`, {
+      cause: error,
+    });
   return new SeenStoreError('IO_ERROR', `${doing}: Redis replied ${withSourceLines(error.message)}`, { cause: error });
 }
 
@@ -189,6 +230,7 @@ export function pairs(reply: unknown): Map<string, string> {
   const str = (value: unknown): string => (Buffer.isBuffer(value) ? value.toString('utf8') : String(value));
   if (Array.isArray(reply)) for (let i = 0; i + 1 < reply.length; i += 2) out.set(str(reply[i]), str(reply[i + 1]));
   else if (reply instanceof Map) for (const [key, value] of reply) out.set(str(key), str(value));
-  else if (reply !== null && typeof reply === 'object') for (const [key, value] of Object.entries(reply)) out.set(key, str(value));
+  else if (reply !== null && typeof reply === 'object')
+    for (const [key, value] of Object.entries(reply)) out.set(key, str(value));
   return out;
 }

@@ -26,10 +26,17 @@ const WAIT_TIMEOUT_MS_MAX = 2_000;
 
 export function redisDeadlines(unavailableAfterMs: number = DEFAULT_UNAVAILABLE_AFTER_MS): RedisDeadlines {
   if (!Number.isSafeInteger(unavailableAfterMs) || unavailableAfterMs < 100) {
-    throw new SeenStoreError('USAGE', `the Redis deadline (unavailableAfterMs, timeout-ms=) must be a whole number of ms >= 100, got ${unavailableAfterMs}`);
+    throw new SeenStoreError(
+      'USAGE',
+      `the Redis deadline (unavailableAfterMs, timeout-ms=) must be a whole number of ms >= 100, got ${unavailableAfterMs}`,
+    );
   }
   const attemptMs = Math.min(ATTEMPT_MS_MAX, Math.max(ATTEMPT_MS_MIN, Math.floor(unavailableAfterMs / 4)));
-  return Object.freeze({ unavailableAfterMs, attemptMs, waitTimeoutMs: Math.min(WAIT_TIMEOUT_MS_MAX, Math.floor(attemptMs / 2)) });
+  return Object.freeze({
+    unavailableAfterMs,
+    attemptMs,
+    waitTimeoutMs: Math.min(WAIT_TIMEOUT_MS_MAX, Math.floor(attemptMs / 2)),
+  });
 }
 
 /** An attempt that ran out of its time; the caller's retry loop treats it as a lost connection. */
@@ -44,10 +51,13 @@ export class AttemptTimeout extends Error {
 export async function within<T>(work: Promise<T>, ms: number, what: string, onTimeout?: () => void): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      onTimeout?.();
-      reject(new AttemptTimeout(what, ms));
-    }, Math.max(1, ms));
+    timer = setTimeout(
+      () => {
+        onTimeout?.();
+        reject(new AttemptTimeout(what, ms));
+      },
+      Math.max(1, ms),
+    );
   });
   try {
     return await Promise.race([work, late]);

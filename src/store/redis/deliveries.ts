@@ -34,8 +34,20 @@ export class RedisDeliveries implements Deliveries {
       if (gone.length === 0) return [];
       const claimed = gone.map((batch, i) => ({ owner, seq: firstSeq + i, lines: batch.lines }));
       // All or nothing: a batch another run claimed meanwhile makes the call change nothing, and it is tried again.
-      if (await this.#change(owner, gone.map(fieldOf), [], claimed.flatMap((batch) => [fieldOf(batch), encodeUndelivered(batch.lines)]))) return claimed;
-      if (attempt === 3) throw new SeenStoreError('STORE_BUSY', `scope ${this.#scope}: other runs kept claiming the same undelivered batches`);
+      if (
+        await this.#change(
+          owner,
+          gone.map(fieldOf),
+          [],
+          claimed.flatMap((batch) => [fieldOf(batch), encodeUndelivered(batch.lines)]),
+        )
+      )
+        return claimed;
+      if (attempt === 3)
+        throw new SeenStoreError(
+          'STORE_BUSY',
+          `scope ${this.#scope}: other runs kept claiming the same undelivered batches`,
+        );
     }
   }
 
@@ -53,13 +65,28 @@ export class RedisDeliveries implements Deliveries {
 
   /** Batches whose owner's lease ran out (or who has none), by owner, then seq. */
   async #orphaned(): Promise<UndeliveredBatch[]> {
-    const reply = list(await this.#ctx.fcall('ss_dv_orphaned', [this.#key], [this.#ctx.clockArg()], `reading the undelivered batches of scope ${this.#scope}`));
+    const reply = list(
+      await this.#ctx.fcall(
+        'ss_dv_orphaned',
+        [this.#key],
+        [this.#ctx.clockArg()],
+        `reading the undelivered batches of scope ${this.#scope}`,
+      ),
+    );
     const found: UndeliveredBatch[] = [];
     for (let i = 0; i + 1 < reply.length; i += 2) {
       const field = text(reply[i]);
       const match = /^b\/(.+)\/(\d+)$/.exec(field);
-      if (match === null) throw new SeenStoreError('STORE_CORRUPT', `scope ${this.#scope}: undelivered batch field ${JSON.stringify(field)} is malformed`);
-      found.push({ owner: match[1]!, seq: Number(match[2]), lines: decodeUndelivered(bytesOf(reply[i + 1]), `scope ${this.#scope}: undelivered batch ${field}`) });
+      if (match === null)
+        throw new SeenStoreError(
+          'STORE_CORRUPT',
+          `scope ${this.#scope}: undelivered batch field ${JSON.stringify(field)} is malformed`,
+        );
+      found.push({
+        owner: match[1]!,
+        seq: Number(match[2]),
+        lines: decodeUndelivered(bytesOf(reply[i + 1]), `scope ${this.#scope}: undelivered batch ${field}`),
+      });
     }
     return found.sort((a, b) => (a.owner === b.owner ? a.seq - b.seq : a.owner < b.owner ? -1 : 1));
   }
@@ -71,26 +98,53 @@ export class RedisDeliveries implements Deliveries {
   async around(deliver: DeliveryWrite, count: number, answers: boolean[], add: () => Promise<number>): Promise<number> {
     const field = fieldOf(deliver);
     const whole = deliver.lines(new Array<boolean>(count).fill(true));
-    await this.#change(deliver.owner, [], deliver.delivered.map((seq) => fieldOf({ owner: deliver.owner, seq })), [field, encodeUndelivered(whole)]);
+    await this.#change(
+      deliver.owner,
+      [],
+      deliver.delivered.map((seq) => fieldOf({ owner: deliver.owner, seq })),
+      [field, encodeUndelivered(whole)],
+    );
     const added = await add();
     const lines = deliver.lines(answers);
-    await this.#change(deliver.owner, [], lines.length === 0 ? [field] : [], lines.length === 0 ? [] : [field, encodeUndelivered(lines)]);
+    await this.#change(
+      deliver.owner,
+      [],
+      lines.length === 0 ? [field] : [],
+      lines.length === 0 ? [] : [field, encodeUndelivered(lines)],
+    );
     return added;
   }
 
-  async #change(owner: string, mustGo: readonly string[], mayGo: readonly string[], put: readonly (string | Buffer)[]): Promise<boolean> {
+  async #change(
+    owner: string,
+    mustGo: readonly string[],
+    mayGo: readonly string[],
+    put: readonly (string | Buffer)[],
+  ): Promise<boolean> {
     // The caller's clock last: ss_dv_change reads Redis's clock (`timed` in lua/library.lua).
-    const args = [owner, String(DELIVERY_LEASE_MS), String(mustGo.length), ...mustGo, String(mayGo.length), ...mayGo, ...put, this.#ctx.clockArg()];
-    const reply = await this.#ctx.fcallDurable('ss_dv_change', [this.#key], args, `keeping the undelivered batches of scope ${this.#scope}`);
+    const args = [
+      owner,
+      String(DELIVERY_LEASE_MS),
+      String(mustGo.length),
+      ...mustGo,
+      String(mayGo.length),
+      ...mayGo,
+      ...put,
+      this.#ctx.clockArg(),
+    ];
+    const reply = await this.#ctx.fcallDurable(
+      'ss_dv_change',
+      [this.#key],
+      args,
+      `keeping the undelivered batches of scope ${this.#scope}`,
+    );
     return reply === 1;
   }
-
 }
 
 function fieldOf(key: UndeliveredKey): string {
   return `b/${key.owner}/${key.seq}`;
 }
-
 
 function bytesOf(reply: Reply | undefined): Uint8Array | undefined {
   return Buffer.isBuffer(reply) ? reply : undefined;

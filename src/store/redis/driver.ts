@@ -40,10 +40,16 @@ export const redisDriver: Driver<RedisOptions> = Object.freeze({
   }),
   parseOptions(settings: StoreSettings): RedisOptions {
     const waitReplicas = numberSetting(settings, 'waitReplicas') ?? 0;
-    if (!Number.isInteger(waitReplicas) || waitReplicas < 0) throw new SeenStoreError('USAGE', `waitReplicas must be a whole number >= 0, got ${waitReplicas}`);
+    if (!Number.isInteger(waitReplicas) || waitReplicas < 0)
+      throw new SeenStoreError('USAGE', `waitReplicas must be a whole number >= 0, got ${waitReplicas}`);
     const clock = settings.clock;
-    if (clock !== undefined && typeof clock !== 'function') throw new TypeError('clock must be a function returning milliseconds');
-    return Object.freeze({ waitReplicas, unavailableAfterMs: numberSetting(settings, 'unavailableAfterMs') ?? DEFAULT_UNAVAILABLE_AFTER_MS, clock: clock as (() => number) | undefined });
+    if (clock !== undefined && typeof clock !== 'function')
+      throw new TypeError('clock must be a function returning milliseconds');
+    return Object.freeze({
+      waitReplicas,
+      unavailableAfterMs: numberSetting(settings, 'unavailableAfterMs') ?? DEFAULT_UNAVAILABLE_AFTER_MS,
+      clock: clock as (() => number) | undefined,
+    });
   },
   async open(location: string, common: OpenOptions, options: RedisOptions) {
     const { RedisBackend } = await import('./backend.js');

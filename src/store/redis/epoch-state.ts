@@ -38,7 +38,16 @@ export function summarize(state: EpochState): EpochSummary {
       bits += cells;
       estimatedDistinct += estimateCardinality(nonZero, cells, spec.k);
       const fpr = fprFromFill(nonZero / cells, spec.k);
-      return { capacityUrls: spec.capacityUrls, fprTarget: spec.fprTarget, mBits: spec.mBits, k: spec.k, filters: 2, added: state.sliceAdded[j] ?? 0, fillRatio: nonZero / cells, estimatedFpr: fpr };
+      return {
+        capacityUrls: spec.capacityUrls,
+        fprTarget: spec.fprTarget,
+        mBits: spec.mBits,
+        k: spec.k,
+        filters: 2,
+        added: state.sliceAdded[j] ?? 0,
+        fillRatio: nonZero / cells,
+        estimatedFpr: fpr,
+      };
     }
     const geometries = filterGeometries(spec);
     let fpr = 1;
@@ -54,9 +63,25 @@ export function summarize(state: EpochState): EpochSummary {
     filter += geometries.length;
     ones += sliceOnes;
     bits += cells;
-    return { capacityUrls: spec.capacityUrls, fprTarget: spec.fprTarget, mBits: spec.mBits, k: spec.k, filters: geometries.length, added: state.sliceAdded[j] ?? 0, fillRatio: sliceOnes / cells, estimatedFpr: fpr };
+    return {
+      capacityUrls: spec.capacityUrls,
+      fprTarget: spec.fprTarget,
+      mBits: spec.mBits,
+      k: spec.k,
+      filters: geometries.length,
+      added: state.sliceAdded[j] ?? 0,
+      fillRatio: sliceOnes / cells,
+      estimatedFpr: fpr,
+    };
   });
-  return { submitted: state.submitted, added: state.added, estimatedDistinct: Math.round(estimatedDistinct), fillRatio: ones / bits, estimatedFpr: unionFpr(slices.map((slice) => slice.estimatedFpr)), slices };
+  return {
+    submitted: state.submitted,
+    added: state.added,
+    estimatedDistinct: Math.round(estimatedDistinct),
+    fillRatio: ones / bits,
+    estimatedFpr: unionFpr(slices.map((slice) => slice.estimatedFpr)),
+    slices,
+  };
 }
 
 /** Largest filter a Redis string holds: 512 MiB. */
@@ -67,7 +92,10 @@ export function checkRedisSlice(header: EpochHeader, slice: SliceSpec): void {
   const partitions = header.partitions?.count ?? 1;
   for (const geometry of filterGeometries(slice)) {
     if (geometry.mBits / partitions > MAX_REDIS_FILTER_BITS) {
-      throw new SeenStoreError('CAPACITY_EXCEEDED', `epoch ${header.scope}/${header.epoch}: a filter of ${geometry.mBits / partitions} bits per partition is larger than a Redis string (512 MiB); plan a smaller capacity, a higher fpr or more partitions`);
+      throw new SeenStoreError(
+        'CAPACITY_EXCEEDED',
+        `epoch ${header.scope}/${header.epoch}: a filter of ${geometry.mBits / partitions} bits per partition is larger than a Redis string (512 MiB); plan a smaller capacity, a higher fpr or more partitions`,
+      );
     }
   }
 }

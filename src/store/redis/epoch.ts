@@ -1,7 +1,15 @@
 import { SeenStoreError } from '../../errors.js';
 import { filterGeometries } from '../../filters/keying.js';
 import { keyCount, sliceKeys, type Keys } from '../../hash/xxhash.js';
-import { PartlyDecided, type CheckpointOutcome, type DeliveryWrite, type EpochBits, type EpochContents, type EpochSummary, type QueueItems } from '../backend.js';
+import {
+  PartlyDecided,
+  type CheckpointOutcome,
+  type DeliveryWrite,
+  type EpochBits,
+  type EpochContents,
+  type EpochSummary,
+  type QueueItems,
+} from '../backend.js';
 import { isCountingEpoch, type EpochHeader, type SliceSpec } from '../records.js';
 import { CALL_BYTES_MAX } from './call-parts.js';
 import type { Reply } from './connection.js';
@@ -12,9 +20,25 @@ import { RedisDeliveries } from './deliveries.js';
 import { encodeQueueItems, oldFrontierError } from './inbox.js';
 import { GrowthPlan, type Planning } from './growth-plan.js';
 import { mergeInto } from './merge.js';
-import { addBatch, deleteBatch, initPartition, partitionState, readBatch, sealPartition, type QueueArgs } from './functions.js';
+import {
+  addBatch,
+  deleteBatch,
+  initPartition,
+  partitionState,
+  readBatch,
+  sealPartition,
+  type QueueArgs,
+} from './functions.js';
 import { redisBit, summarize, type EpochState } from './epoch-state.js';
-import { batchKeys, groupByPartition, keyAt, partitionFilterBytes, readKeys, type Grouping, type Partition } from './partition.js';
+import {
+  batchKeys,
+  groupByPartition,
+  keyAt,
+  partitionFilterBytes,
+  readKeys,
+  type Grouping,
+  type Partition,
+} from './partition.js';
 
 export { checkRedisSlice, writeBytes } from './epoch-state.js';
 export type { Reply };
@@ -33,7 +57,10 @@ export interface EpochEntry {
 }
 
 /** What one partition's call of a batch answered. */
-type Outcome = { readonly kind: 'decided'; readonly flags: Buffer; readonly fresh: number } | { readonly kind: 'retry' } | { readonly kind: 'sealed' };
+type Outcome =
+  | { readonly kind: 'decided'; readonly flags: Buffer; readonly fresh: number }
+  | { readonly kind: 'retry' }
+  | { readonly kind: 'sealed' };
 
 /**
  * One epoch on Redis: P partitions (1 unless the epoch is partitioned, docs/redis.md
@@ -78,7 +105,9 @@ export class RedisEpoch implements EpochBits {
   }
 
   get header(): EpochHeader {
-    return this.#header.slices.length === this.#growth.slices.length ? this.#header : { ...this.#header, slices: this.#growth.slices };
+    return this.#header.slices.length === this.#growth.slices.length
+      ? this.#header
+      : { ...this.#header, slices: this.#growth.slices };
   }
 
   get counting(): boolean {
@@ -89,17 +118,27 @@ export class RedisEpoch implements EpochBits {
     return `epoch ${this.#header.scope}/${this.#header.epoch}`;
   }
 
-  async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems, deliver?: DeliveryWrite): Promise<number> {
+  async addIfAbsent(
+    keys: Keys,
+    answers: boolean[] | undefined,
+    enqueue?: QueueItems,
+    deliver?: DeliveryWrite,
+  ): Promise<number> {
     if (deliver === undefined) return this.#add(keys, answers, enqueue);
     if (answers === undefined) throw new TypeError('a delivered add wants the answers');
-    const deliveries = new RedisDeliveries(this.#ctx, this.#ctx.keys.undelivered(this.#header.scope), this.#header.scope);
+    const deliveries = new RedisDeliveries(
+      this.#ctx,
+      this.#ctx.keys.undelivered(this.#header.scope),
+      this.#header.scope,
+    );
     return deliveries.around(deliver, keyCount(keys), answers, () => this.#add(keys, answers, enqueue));
   }
 
   async #add(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems): Promise<number> {
     const count = keyCount(keys);
     if (count === 0) return 0;
-    if (enqueue !== undefined && (answers === undefined || enqueue.urls.length !== count)) throw new TypeError('enqueue needs answers and one URL per key');
+    if (enqueue !== undefined && (answers === undefined || enqueue.urls.length !== count))
+      throw new TypeError('enqueue needs answers and one URL per key');
     const batch = freshId(12);
     const doing = `adding a batch to ${this.#where}`;
     const decided = new Uint8Array(count);
@@ -118,16 +157,22 @@ export class RedisEpoch implements EpochBits {
     const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
     try {
       for (let attempt = 0; ; attempt++) {
-        if (attempt > 50) throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing under 50 attempts`);
+        if (attempt > 50)
+          throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing under 50 attempts`);
         let { planning, grouping, positions, perKey } = this.#positionsOf(keys, count, buffer);
         if (attempt === 0) {
-          for (let p = 0; p < this.#partitions.length; p++) if (grouping.starts[p + 1]! > grouping.starts[p]!) pending.add(p);
+          for (let p = 0; p < this.#partitions.length; p++)
+            if (grouping.starts[p + 1]! > grouping.starts[p]!) pending.add(p);
           for (const p of pending) turns.set(p, this.#partitions[p]!.turns.take());
           if (enqueue !== undefined) {
             const batchSeq = this.#enqueues++ % 2 ** 32;
             let bytes = 0;
             for (const p of pending) {
-              const items = encodeQueueItems(enqueue, Array.from({ length: grouping.starts[p + 1]! - grouping.starts[p]! }, (_, t) => keyAt(grouping, p, t)), batchSeq);
+              const items = encodeQueueItems(
+                enqueue,
+                Array.from({ length: grouping.starts[p + 1]! - grouping.starts[p]! }, (_, t) => keyAt(grouping, p, t)),
+                batchSeq,
+              );
               queued.set(p, items);
               bytes += items.length;
             }
@@ -141,14 +186,23 @@ export class RedisEpoch implements EpochBits {
         }
         // Growth planned now (a plan grown meanwhile, by this handle or another) needs positions for the new slices too.
         await this.#growth.makeRoom(this.#partitions, grouping, pending);
-        if (this.#growth.planning() !== planning) ({ planning, grouping, positions, perKey } = this.#positionsOf(keys, count, buffer));
+        if (this.#growth.planning() !== planning)
+          ({ planning, grouping, positions, perKey } = this.#positionsOf(keys, count, buffer));
         const calls = [...pending].map(async (p) => {
           const from = grouping.starts[p]!;
           const n = grouping.starts[p + 1]! - from;
           await turns.get(p)!.ready;
           const items = queued.get(p);
           const queue = items === undefined ? undefined : { items, epoch: this.#header.epoch };
-          const outcome = await this.#addTo(this.#partitions[p]!, planning, positions.subarray(from * perKey * 4, (from + n) * perKey * 4), n, batch, doing, queue);
+          const outcome = await this.#addTo(
+            this.#partitions[p]!,
+            planning,
+            positions.subarray(from * perKey * 4, (from + n) * perKey * 4),
+            n,
+            batch,
+            doing,
+            queue,
+          );
           return { p, outcome };
         });
         for (const { p, outcome } of await settleAll(calls)) {
@@ -176,7 +230,11 @@ export class RedisEpoch implements EpochBits {
     if (sealed.length === 0) return fresh;
     const refusal = await this.#sealedError();
     if (refusal.code !== 'EPOCH_SEALED' || !decided.includes(1)) throw refusal;
-    throw new PartlyDecided(`${refusal.message}; ${sealed.length} of its partitions were sealed before this batch reached them`, decided, fresh);
+    throw new PartlyDecided(
+      `${refusal.message}; ${sealed.length} of its partitions were sealed before this batch reached them`,
+      decided,
+      fresh,
+    );
   }
 
   /**
@@ -186,7 +244,10 @@ export class RedisEpoch implements EpochBits {
   async #addHalves(keys: Keys, answers: boolean[], enqueue: QueueItems, count: number): Promise<number> {
     let fresh = 0;
     const middle = count >> 1;
-    for (const [start, end] of [[0, middle], [middle, count]] as const) {
+    for (const [start, end] of [
+      [0, middle],
+      [middle, count],
+    ] as const) {
       const part = new Array<boolean>(end - start);
       const items = queuePart(enqueue, start, end);
       fresh += await this.#add(sliceKeys(keys, start, end), part, items);
@@ -200,14 +261,34 @@ export class RedisEpoch implements EpochBits {
    * items and the epoch) the enqueue of those it finds new, in the same call; a refusal that a retry
    * cures updates what the handle knows.
    */
-  async #addTo(part: Partition, planning: Planning, positions: Buffer, n: number, batch: string, doing: string, queue?: QueueArgs): Promise<Outcome> {
+  async #addTo(
+    part: Partition,
+    planning: Planning,
+    positions: Buffer,
+    n: number,
+    batch: string,
+    doing: string,
+    queue?: QueueArgs,
+  ): Promise<Outcome> {
     // The partition grew past the slices these positions are for (another batch learned it): position anew.
     if (part.have > planning.slices.length) return { kind: 'retry' };
-    const keys = { ...batchKeys(part, batch, planning.positions.filters.length), inbox: part.keys.inbox, oldStream: part.keys.oldStream };
-    const args = { slicesAssumed: part.have, count: n, geometry: this.#growth.geometryFor(planning, part.have), positions, answersTtlS: BATCH_ANSWERS_TTL_S, dropPrevious: part.previousBatch !== '' };
+    const keys = {
+      ...batchKeys(part, batch, planning.positions.filters.length),
+      inbox: part.keys.inbox,
+      oldStream: part.keys.oldStream,
+    };
+    const args = {
+      slicesAssumed: part.have,
+      count: n,
+      geometry: this.#growth.geometryFor(planning, part.have),
+      positions,
+      answersTtlS: BATCH_ANSWERS_TTL_S,
+      dropPrevious: part.previousBatch !== '',
+    };
     const reply = list(await addBatch(this.#ctx, this.counting, keys, args, queue, doing));
     const outcome = text(reply[0]);
-    if (outcome === 'malformed') throw new SeenStoreError('INTERNAL', `invariant broken: ss_add could not read the queue items sent (${doing})`);
+    if (outcome === 'malformed')
+      throw new SeenStoreError('INTERNAL', `invariant broken: ss_add could not read the queue items sent (${doing})`);
     if (outcome === 'old-frontier') throw oldFrontierError(this.#header.scope);
     if (outcome === 'ok' || outcome === 'done') {
       if (outcome === 'ok') {
@@ -256,7 +337,11 @@ export class RedisEpoch implements EpochBits {
    * A read-only function over `keys` in steps, each partition's keys in one call (in parallel):
    * `take(reply, i, t)` for key i, the t-th of its partition's call.
    */
-  async #readEach(keys: readonly string[], name: 'ss_has' | 'ss_count', take: (reply: Buffer, i: number, t: number) => void): Promise<void> {
+  async #readEach(
+    keys: readonly string[],
+    name: 'ss_has' | 'ss_count',
+    take: (reply: Buffer, i: number, t: number) => void,
+  ): Promise<void> {
     const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
     const doing = `reading ${this.#where}`;
     try {
@@ -266,14 +351,21 @@ export class RedisEpoch implements EpochBits {
         for (let attempt = 0; ; attempt++) {
           if (attempt > 50) throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing`);
           const { planning, grouping, positions, perKey } = this.#positionsOf(part, part.length, buffer);
-          if (attempt === 0) for (let p = 0; p < this.#partitions.length; p++) if (grouping.starts[p + 1]! > grouping.starts[p]!) pending.add(p);
+          if (attempt === 0)
+            for (let p = 0; p < this.#partitions.length; p++)
+              if (grouping.starts[p + 1]! > grouping.starts[p]!) pending.add(p);
           const calls = [...pending].map(async (p) => {
             const partition = this.#partitions[p]!;
             if (partition.have > planning.slices.length) return;
             const start = grouping.starts[p]!;
             const n = grouping.starts[p + 1]! - start;
             const keys = readKeys(partition, planning.positions.filters.length);
-            const args = { slicesAssumed: partition.have, count: n, geometry: this.#growth.geometryFor(planning, partition.have), positions: positions.subarray(start * perKey * 4, (start + n) * perKey * 4) };
+            const args = {
+              slicesAssumed: partition.have,
+              count: n,
+              geometry: this.#growth.geometryFor(planning, partition.have),
+              positions: positions.subarray(start * perKey * 4, (start + n) * perKey * 4),
+            };
             const reply = list(await readBatch(this.#ctx, name, keys, args, doing));
             if (text(reply[0]) === 'ok') {
               const answers = reply[1] as Buffer;
@@ -303,10 +395,16 @@ export class RedisEpoch implements EpochBits {
       for (let attempt = 0; attempt < 50; attempt++) {
         const { planning, positions, perKey } = this.#positionsOf(keys, keys.length, buffer);
         const args = {
-          slicesAssumed: part.have, count: keys.length, geometry: this.#growth.geometryFor(planning, part.have), positions: positions.subarray(0, keys.length * perKey * 4),
-          answersTtlS: BATCH_ANSWERS_TTL_S, dropPrevious: part.previousBatch !== '',
+          slicesAssumed: part.have,
+          count: keys.length,
+          geometry: this.#growth.geometryFor(planning, part.have),
+          positions: positions.subarray(0, keys.length * perKey * 4),
+          answersTtlS: BATCH_ANSWERS_TTL_S,
+          dropPrevious: part.previousBatch !== '',
         };
-        const reply = list(await deleteBatch(this.#ctx, batchKeys(part, batch, planning.positions.filters.length), args, doing));
+        const reply = list(
+          await deleteBatch(this.#ctx, batchKeys(part, batch, planning.positions.filters.length), args, doing),
+        );
         const outcome = text(reply[0]);
         if (outcome === 'ok' || outcome === 'done') {
           part.previousBatch = part.keys.batch(batch);
@@ -355,15 +453,27 @@ export class RedisEpoch implements EpochBits {
   async merge(incoming: readonly Uint8Array[], check: (header: EpochHeader) => void): Promise<number> {
     const doing = `merging into ${this.#where}`;
     if (this.counting) {
-      throw new SeenStoreError('INCOMPATIBLE', `${this.#where} counts: counting epochs cannot be merged (counters would have to be added, not OR-ed)`);
+      throw new SeenStoreError(
+        'INCOMPATIBLE',
+        `${this.#where} counts: counting epochs cannot be merged (counters would have to be added, not OR-ed)`,
+      );
     }
     await this.#growth.reload();
     check(this.header);
     const geometries = this.#growth.slices.flatMap((slice) => filterGeometries(slice));
     if (incoming.length !== geometries.length) {
-      throw new SeenStoreError('USAGE', `merge: ${incoming.length} filters given, ${this.#where} has ${geometries.length}`);
+      throw new SeenStoreError(
+        'USAGE',
+        `merge: ${incoming.length} filters given, ${this.#where} has ${geometries.length}`,
+      );
     }
-    const merging = { ctx: this.#ctx, growth: this.#growth, partitions: this.#partitions, where: this.#where, init: (part: Partition) => this.#init(part) };
+    const merging = {
+      ctx: this.#ctx,
+      growth: this.#growth,
+      partitions: this.#partitions,
+      where: this.#where,
+      init: (part: Partition) => this.#init(part),
+    };
     const gains = await settleAll(this.#partitions.map((part) => mergeInto(merging, part, incoming, doing)));
     return gains.reduce((sum, n) => sum + n, 0);
   }
@@ -393,7 +503,11 @@ export class RedisEpoch implements EpochBits {
         const reply = list(await partitionState(this.#ctx, readKeys(part, filters), doing));
         const hash = pairs(reply[0]);
         const have = list(reply[1]).length;
-        if (have > slices.length) throw new SeenStoreError('STORE_CORRUPT', `${this.#where}: partition ${part.index} has ${have} slices, its plan ${slices.length}`);
+        if (have > slices.length)
+          throw new SeenStoreError(
+            'STORE_CORRUPT',
+            `${this.#where}: partition ${part.index} has ${have} slices, its plan ${slices.length}`,
+          );
         part.have = Math.max(1, have);
         return {
           submitted: Number(hash.get('submitted') ?? 0),
@@ -403,7 +517,8 @@ export class RedisEpoch implements EpochBits {
         };
       }),
     );
-    const sum = (values: readonly number[][]): number[] => values[0]!.map((_, i) => values.reduce((total, row) => total + row[i]!, 0));
+    const sum = (values: readonly number[][]): number[] =>
+      values[0]!.map((_, i) => values.reduce((total, row) => total + row[i]!, 0));
     return {
       slices,
       submitted: states.reduce((total, state) => total + state.submitted, 0),
@@ -417,7 +532,11 @@ export class RedisEpoch implements EpochBits {
   async #nonZeroCounters(part: Partition, filters: number): Promise<number[]> {
     return Promise.all(
       Array.from({ length: filters }, async (_, index) => {
-        const stored = await this.#ctx.call(part.keys.filter(index), ['GET', part.keys.filter(index)], `reading ${this.#where}`);
+        const stored = await this.#ctx.call(
+          part.keys.filter(index),
+          ['GET', part.keys.filter(index)],
+          `reading ${this.#where}`,
+        );
         let nonZero = 0;
         if (Buffer.isBuffer(stored)) for (const byte of stored) if (byte !== 0) nonZero++;
         return nonZero;
@@ -430,7 +549,11 @@ export class RedisEpoch implements EpochBits {
    * (each within its partition, in the functions' bit order) into `buffer`, partition after
    * partition: partition p's are keys starts[p]..starts[p + 1] - 1 of the grouping's order.
    */
-  #positionsOf(keys: Keys, count: number, buffer: { bytes: Buffer }): { planning: Planning; grouping: Grouping; positions: Buffer; perKey: number } {
+  #positionsOf(
+    keys: Keys,
+    count: number,
+    buffer: { bytes: Buffer },
+  ): { planning: Planning; grouping: Grouping; positions: Buffer; perKey: number } {
     const planning = this.#growth.planning();
     const { hasher, positions } = planning;
     const stride = hasher.stride;
@@ -447,7 +570,14 @@ export class RedisEpoch implements EpochBits {
   async #init(part: Partition): Promise<void> {
     const first = this.#header.slices[0]!;
     const sizes = partitionFilterBytes(first, this.#partitions.length);
-    await initPartition(this.#ctx, readKeys(part, sizes.length), JSON.stringify(first), this.#header.state === 'open', sizes, `creating ${this.#where}`);
+    await initPartition(
+      this.#ctx,
+      readKeys(part, sizes.length),
+      JSON.stringify(first),
+      this.#header.state === 'open',
+      sizes,
+      `creating ${this.#where}`,
+    );
     part.have = 1;
     part.newestAdded = 0;
   }
@@ -461,11 +591,22 @@ export class RedisEpoch implements EpochBits {
     const { scope, epoch } = this.#header;
     const deadline = Date.now() + ROTATION_WAIT_MS;
     for (;;) {
-      const record = await this.#ctx.call(this.#ctx.keys.scope(scope), ['GET', this.#ctx.keys.scope(scope)], `reading scope ${scope}`);
+      const record = await this.#ctx.call(
+        this.#ctx.keys.scope(scope),
+        ['GET', this.#ctx.keys.scope(scope)],
+        `reading scope ${scope}`,
+      );
       const open = record === null ? undefined : (JSON.parse(text(record)) as { openEpoch: number }).openEpoch;
-      if (open !== epoch) return new SeenStoreError('EPOCH_SEALED', `${this.#where} is no longer open${open === undefined ? '' : ` (the open epoch is ${open})`}`);
+      if (open !== epoch)
+        return new SeenStoreError(
+          'EPOCH_SEALED',
+          `${this.#where} is no longer open${open === undefined ? '' : ` (the open epoch is ${open})`}`,
+        );
       if (Date.now() >= deadline) {
-        return new SeenStoreError('STORE_UNAVAILABLE', `${this.#where} was sealed by a rotation that has not opened the next epoch for ${ROTATION_WAIT_MS / 1000} s (interrupted?); \`seenstore epoch rotate\` finishes it`);
+        return new SeenStoreError(
+          'STORE_UNAVAILABLE',
+          `${this.#where} was sealed by a rotation that has not opened the next epoch for ${ROTATION_WAIT_MS / 1000} s (interrupted?); \`seenstore epoch rotate\` finishes it`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }

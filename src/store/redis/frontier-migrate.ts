@@ -25,7 +25,8 @@ export async function migrateFrontier(ctx: RedisContext, scope: string): Promise
   const whole = (name: string, fallback: number): number => {
     const value = stored.get(name);
     if (value === undefined) return fallback;
-    if (!/^[0-9]{1,15}$/.test(value)) throw new SeenStoreError('STORE_CORRUPT', `${key}: ${name} is not a whole number (${value})`);
+    if (!/^[0-9]{1,15}$/.test(value))
+      throw new SeenStoreError('STORE_CORRUPT', `${key}: ${name} is not a whole number (${value})`);
     return Number(value);
   };
   const partitions = whole('partitions', QUEUE_PARTITIONS);
@@ -37,7 +38,9 @@ export async function migrateFrontier(ctx: RedisContext, scope: string): Promise
   let moved = 0;
   for (let i = 0; i < partitions; i++) {
     for (let left = 1; left > 0; ) {
-      const [n, rest] = list(await migratePartition(ctx, ctx.keys.queuePartition(scope, i), settings, MIGRATE_BATCH_ENTRIES, doing)).map(Number) as [number, number];
+      const [n, rest] = list(
+        await migratePartition(ctx, ctx.keys.queuePartition(scope, i), settings, MIGRATE_BATCH_ENTRIES, doing),
+      ).map(Number) as [number, number];
       moved += n;
       left = rest;
       faultPoint('frontier:migrate-batch');

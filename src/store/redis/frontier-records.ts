@@ -29,9 +29,21 @@ export interface FoundEntry {
 
 /** A queue's stats from ss_fq_queue's reply (-1: none). */
 export function queueStats(key: string, reply: Reply[]): QueueStats {
-  const [waiting, leased, completed, delayMs, blockedUntilMs, crawlLimit, readyAtMs] = reply.map(Number) as [number, number, number, number, number, number, number];
+  const [waiting, leased, completed, delayMs, blockedUntilMs, crawlLimit, readyAtMs] = reply.map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   return {
-    key, waiting, leased, completed, blockedUntilMs,
+    key,
+    waiting,
+    leased,
+    completed,
+    blockedUntilMs,
     ...(delayMs < 0 ? {} : { delayMs }),
     ...(crawlLimit < 0 ? {} : { crawlLimit }),
     ...(readyAtMs < 0 ? {} : { readyAtMs }),
@@ -42,18 +54,31 @@ export function queueStats(key: string, reply: Reply[]): QueueStats {
 export function readStoredEntry(json: string, scope: string): StoredEntry {
   try {
     const entry = JSON.parse(json) as StoredEntry;
-    if (typeof entry.u === 'string' && typeof entry.q === 'string' && Number.isSafeInteger(entry.t) && Number.isSafeInteger(entry.a)) return entry;
+    if (
+      typeof entry.u === 'string' &&
+      typeof entry.q === 'string' &&
+      Number.isSafeInteger(entry.t) &&
+      Number.isSafeInteger(entry.a)
+    )
+      return entry;
   } catch {
     // Reported below, as any entry seenstore did not write.
   }
-  throw new SeenStoreError('STORE_CORRUPT', `the frontier of ${scope}: an entry seenstore did not write (${json.slice(0, 200)})`);
+  throw new SeenStoreError(
+    'STORE_CORRUPT',
+    `the frontier of ${scope}: an entry seenstore did not write (${json.slice(0, 200)})`,
+  );
 }
 
 /** One page of ss_fq_scan's reply (the next cursor, then id and entry JSON pairs), checked. */
-export function scannedEntries(reply: Reply, scope: string): { cursor: string; entries: { id: string; entry: StoredEntry }[] } {
+export function scannedEntries(
+  reply: Reply,
+  scope: string,
+): { cursor: string; entries: { id: string; entry: StoredEntry }[] } {
   const flat = list(reply);
   const entries: { id: string; entry: StoredEntry }[] = [];
-  for (let at = 1; at + 1 < flat.length; at += 2) entries.push({ id: text(flat[at]), entry: readStoredEntry(text(flat[at + 1]), scope) });
+  for (let at = 1; at + 1 < flat.length; at += 2)
+    entries.push({ id: text(flat[at]), entry: readStoredEntry(text(flat[at + 1]), scope) });
   return { cursor: text(flat[0]), entries };
 }
 
@@ -71,6 +96,7 @@ export function layout2Error(scope: string): SeenStoreError {
 /** A frontier id as take gave it (`I-N`: queue partition, entry number); USAGE for anything else. */
 export function parseFrontierId(id: string): { partition: number; entry: string } {
   const match = typeof id === 'string' ? ID_PATTERN.exec(id) : null;
-  if (match === null) throw new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
+  if (match === null)
+    throw new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
   return { partition: Number(match[1]), entry: match[2]! };
 }

@@ -1,5 +1,19 @@
 import { SeenStoreError } from '../../errors.js';
-import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus, type EntryPage, type FrontierEntry } from '../backend.js';
+import {
+  DEFAULT_FRONTIER_SETTINGS,
+  queueKeyFixedError,
+  type Frontier,
+  type FrontierSettings,
+  type FrontierStats,
+  type LeasedUrl,
+  type QueueChange,
+  type QueueItems,
+  type QueueStats,
+  type TakeRequest,
+  type UrlStatus,
+  type EntryPage,
+  type FrontierEntry,
+} from '../backend.js';
 import { faultPoint } from '../faults.js';
 import { QUEUE_KEY_MODES, type QueueKeyMode } from '../../url/queue-key.js';
 import type { Reply } from './connection.js';
@@ -9,10 +23,38 @@ import { drainInboxes, oldFrontierError } from './inbox.js';
 import type { QueuePartitionKeys } from './keys.js';
 import { QUEUE_PARTITIONS, queuePartitionOf } from './queue-partition.js';
 import { pickQueues, type Candidate } from './queue-picks.js';
-import { ID_PATTERN, layout2Error, parseFrontierId, queueStats, readStoredEntry, scannedEntries, type FoundEntry } from './frontier-records.js';
 import {
-  admitEntries, clearQueues, purgeIds, configureFrontier, pinFrontierQueueKey, deleteQueueEntries, findUrls, finishIds, forgetUrls, listQueueStates, queueCounts, queueState, readyQueues, reclaimOwner,
-  releaseIds, scanEntries, scheduleUrls, setQueueState, takeQueues, type AnswerArgs, type QueueSettingsArgs, type ScheduledUrl,
+  ID_PATTERN,
+  layout2Error,
+  parseFrontierId,
+  queueStats,
+  readStoredEntry,
+  scannedEntries,
+  type FoundEntry,
+} from './frontier-records.js';
+import {
+  admitEntries,
+  clearQueues,
+  purgeIds,
+  configureFrontier,
+  pinFrontierQueueKey,
+  deleteQueueEntries,
+  findUrls,
+  finishIds,
+  forgetUrls,
+  listQueueStates,
+  queueCounts,
+  queueState,
+  readyQueues,
+  reclaimOwner,
+  releaseIds,
+  scanEntries,
+  scheduleUrls,
+  setQueueState,
+  takeQueues,
+  type AnswerArgs,
+  type QueueSettingsArgs,
+  type ScheduledUrl,
 } from './queue-functions.js';
 
 /** Seconds a frontier call's answer stays for a retry of the same call (deleted by the handle's next call on that partition). */
@@ -64,7 +106,16 @@ export class RedisFrontier implements Frontier {
    */
   async take(request: TakeRequest): Promise<LeasedUrl[]> {
     const owners = this.#ctx.keys.owners(this.#scope);
-    const [s] = await Promise.all([this.#prepared(), request.owner === undefined ? undefined : this.#ctx.call(owners, ['HSET', owners, request.owner, String(this.#ctx.now())], this.#doing('recording an owner of'))]);
+    const [s] = await Promise.all([
+      this.#prepared(),
+      request.owner === undefined
+        ? undefined
+        : this.#ctx.call(
+            owners,
+            ['HSET', owners, request.owner, String(this.#ctx.now())],
+            this.#doing('recording an owner of'),
+          ),
+    ]);
     const partitions = request.queue === undefined ? range(s.partitions) : [this.#route(request.queue, s)];
     const out: LeasedUrl[] = [];
     const tried = new Set<string>();
@@ -72,7 +123,11 @@ export class RedisFrontier implements Frontier {
     let queuesOut = 0;
     for (let round = 0; round < MAX_TAKE_ROUNDS && out.length < request.count; round++) {
       const limit = candidateLimit(request, partitions.length);
-      const read = await Promise.all(partitions.map((i) => this.#candidates(i, s, skipped.get(i) ?? 0, limit, request.queue === undefined ? '' : `=${request.queue}`)));
+      const read = await Promise.all(
+        partitions.map((i) =>
+          this.#candidates(i, s, skipped.get(i) ?? 0, limit, request.queue === undefined ? '' : `=${request.queue}`),
+        ),
+      );
       const more = read.some((found) => found.length >= limit);
       const picked = pickQueues(read.flat(), request, out.length, queuesOut, tried, skipped);
       if (picked.size === 0) {
@@ -95,17 +150,43 @@ export class RedisFrontier implements Frontier {
   }
 
   async #candidates(i: number, s: Settings, offset: number, limit: number, only: string): Promise<Candidate[]> {
-    const reply = list(await readyQueues(this.#ctx, this.#keys(i), s, offset, limit, only, this.#doing('reading the ready queues of')));
+    const reply = list(
+      await readyQueues(this.#ctx, this.#keys(i), s, offset, limit, only, this.#doing('reading the ready queues of')),
+    );
     const out: Candidate[] = [];
     for (let at = 1; at + 3 < reply.length; at += 4) {
-      out.push({ partition: i, key: text(reply[at]), readyAtMs: Number(reply[at + 1]), lastTakeMs: Number(reply[at + 2]), available: Number(reply[at + 3]) });
+      out.push({
+        partition: i,
+        key: text(reply[at]),
+        readyAtMs: Number(reply[at + 1]),
+        lastTakeMs: Number(reply[at + 2]),
+        available: Number(reply[at + 3]),
+      });
     }
     return out;
   }
 
-  async #takeFrom(i: number, s: Settings, request: TakeRequest, picks: readonly { key: string; quota: number }[]): Promise<LeasedUrl[]> {
+  async #takeFrom(
+    i: number,
+    s: Settings,
+    request: TakeRequest,
+    picks: readonly { key: string; quota: number }[],
+  ): Promise<LeasedUrl[]> {
     const sentAtMs = Date.now();
-    const reply = list(await this.#answered(i, (answer) => takeQueues(this.#ctx, this.#keys(i), answer, s, request.leaseMs, request.owner ?? '', picks, this.#doing('taking from'))));
+    const reply = list(
+      await this.#answered(i, (answer) =>
+        takeQueues(
+          this.#ctx,
+          this.#keys(i),
+          answer,
+          s,
+          request.leaseMs,
+          request.owner ?? '',
+          picks,
+          this.#doing('taking from'),
+        ),
+      ),
+    );
     faultPoint('frontier:take-after-commit');
     if (leaseOutlived(sentAtMs, request.leaseMs, reply.length, this.#ctx)) return [];
     return reply.map((entry) => this.#leased(i, list(entry)));
@@ -114,18 +195,41 @@ export class RedisFrontier implements Frontier {
   async done(ids: readonly string[], refetchAtMs?: readonly number[], failed = false): Promise<number> {
     const s = await this.#settings();
     return this.#eachPart(ids, s, (i, part) =>
-      this.#answered(i, (answer) => finishIds(this.#ctx, this.#keys(i), answer, s, part.map(({ id }) => id), part.map(({ index }) => refetchAtMs?.[index] ?? 0), failed, this.#doing('finishing URLs of'))),
+      this.#answered(i, (answer) =>
+        finishIds(
+          this.#ctx,
+          this.#keys(i),
+          answer,
+          s,
+          part.map(({ id }) => id),
+          part.map(({ index }) => refetchAtMs?.[index] ?? 0),
+          failed,
+          this.#doing('finishing URLs of'),
+        ),
+      ),
     );
   }
 
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
-    if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
+    if (data !== undefined && data.length !== ids.length)
+      throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
     const s = await this.#settings();
     const payloads = ids.map((_, index) => (data?.[index] === undefined ? '' : (JSON.stringify(data[index]) ?? '')));
     return this.#eachPart(
       ids,
       s,
-      (i, part) => this.#answered(i, (answer) => releaseIds(this.#ctx, this.#keys(i), answer, s, part.map(({ id }) => id), part.map(({ index }) => payloads[index]!), this.#doing('releasing URLs of'))),
+      (i, part) =>
+        this.#answered(i, (answer) =>
+          releaseIds(
+            this.#ctx,
+            this.#keys(i),
+            answer,
+            s,
+            part.map(({ id }) => id),
+            part.map(({ index }) => payloads[index]!),
+            this.#doing('releasing URLs of'),
+          ),
+        ),
       (index) => itemBytes(payloads[index]!),
     );
   }
@@ -135,7 +239,12 @@ export class RedisFrontier implements Frontier {
    * CALL_BYTES_MAX bytes (`bytesOf(index)`: what id `index` carries besides itself); the sum of
    * what the calls answered.
    */
-  async #eachPart(ids: readonly string[], s: Settings, call: (i: number, part: { id: string; index: number }[]) => Promise<Reply>, bytesOf: (index: number) => number = () => 0): Promise<number> {
+  async #eachPart(
+    ids: readonly string[],
+    s: Settings,
+    call: (i: number, part: { id: string; index: number }[]) => Promise<Reply>,
+    bytesOf: (index: number) => number = () => 0,
+  ): Promise<number> {
     const byPartition = new Map<number, { id: string; index: number }[]>();
     ids.forEach((id, index) => {
       const parsed = parseFrontierId(id);
@@ -144,7 +253,11 @@ export class RedisFrontier implements Frontier {
     let total = 0;
     for (const [i, entries] of byPartition) {
       if (i >= s.partitions) continue;
-      for (const { from, to } of callParts(entries.length, (n) => entries[n]!.id.length + bytesOf(entries[n]!.index), ITEMS_PER_CALL)) {
+      for (const { from, to } of callParts(
+        entries.length,
+        (n) => entries[n]!.id.length + bytesOf(entries[n]!.index),
+        ITEMS_PER_CALL,
+      )) {
         total += Number(await call(i, entries.slice(from, to)));
       }
     }
@@ -153,7 +266,13 @@ export class RedisFrontier implements Frontier {
 
   async reclaim(owner: string): Promise<number> {
     const s = await this.#settings();
-    const counts = await Promise.all(range(s.partitions).map((i) => this.#answered(i, (answer) => reclaimOwner(this.#ctx, this.#keys(i), answer, s, owner, this.#doing('reclaiming leases of')))));
+    const counts = await Promise.all(
+      range(s.partitions).map((i) =>
+        this.#answered(i, (answer) =>
+          reclaimOwner(this.#ctx, this.#keys(i), answer, s, owner, this.#doing('reclaiming leases of')),
+        ),
+      ),
+    );
     return counts.reduce((sum: number, n) => sum + Number(n), 0);
   }
 
@@ -173,15 +292,29 @@ export class RedisFrontier implements Frontier {
       const data = items.data?.[n] === undefined ? '' : (JSON.stringify(items.data[n]) ?? '');
       if (atMs[n] === 0 && where === undefined) return;
       const target = atMs[n] === 0 ? where!.partition : home;
-      if (where !== undefined && where.partition !== target) moving.set(where.partition, [...(moving.get(where.partition) ?? []), url]);
+      if (where !== undefined && where.partition !== target)
+        moving.set(where.partition, [...(moving.get(where.partition) ?? []), url]);
       const keep = where !== undefined && where.partition !== target && data === '' ? (where.entry.d ?? '') : data;
-      byPartition.set(target, [...(byPartition.get(target) ?? []), { url, queue: items.queues[n]!, atMs: atMs[n]!, data: keep }]);
+      byPartition.set(target, [
+        ...(byPartition.get(target) ?? []),
+        { url, queue: items.queues[n]!, atMs: atMs[n]!, data: keep },
+      ]);
     });
-    await Promise.all([...moving].map(([i, urls]) => forgetUrls(this.#ctx, this.#keys(i), s, urls, this.#doing('moving URLs of'))));
+    await Promise.all(
+      [...moving].map(([i, urls]) => forgetUrls(this.#ctx, this.#keys(i), s, urls, this.#doing('moving URLs of'))),
+    );
     let waiting = 0;
     for (const [i, part] of byPartition) {
-      for (const { from, to } of callParts(part.length, (n) => itemBytes(part[n]!.url, part[n]!.queue, part[n]!.data), ITEMS_PER_CALL)) {
-        waiting += Number(await this.#answered(i, (answer) => scheduleUrls(this.#ctx, this.#keys(i), answer, s, part.slice(from, to), this.#doing('scheduling URLs of'))));
+      for (const { from, to } of callParts(
+        part.length,
+        (n) => itemBytes(part[n]!.url, part[n]!.queue, part[n]!.data),
+        ITEMS_PER_CALL,
+      )) {
+        waiting += Number(
+          await this.#answered(i, (answer) =>
+            scheduleUrls(this.#ctx, this.#keys(i), answer, s, part.slice(from, to), this.#doing('scheduling URLs of')),
+          ),
+        );
       }
     }
     return waiting;
@@ -193,7 +326,15 @@ export class RedisFrontier implements Frontier {
     if (where === undefined) return undefined;
     const { entry, nowMs } = where;
     const state = entry.l > nowMs ? 'leased' : entry.t > nowMs ? 'scheduled' : 'waiting';
-    return { id: `${where.partition}-${where.id}`, queue: entry.q, state, atMs: state === 'leased' ? entry.l : entry.t, attempts: entry.a, epoch: entry.e, createdMs: entry.c ?? entry.t };
+    return {
+      id: `${where.partition}-${where.id}`,
+      queue: entry.q,
+      state,
+      atMs: state === 'leased' ? entry.l : entry.t,
+      attempts: entry.a,
+      epoch: entry.e,
+      createdMs: entry.c ?? entry.t,
+    };
   }
 
   /** Where each URL is queued, looked up in every partition at once (a URL's queue, and so its partition, is not known from it). */
@@ -207,7 +348,13 @@ export class RedisFrontier implements Frontier {
           const nowMs = Number(reply[0]);
           for (let n = 0; n < part.length; n++) {
             const json = text(reply[2 + 2 * n]);
-            if (json !== '') out[from + n] = { partition: i, id: text(reply[1 + 2 * n]), entry: readStoredEntry(json, this.#scope), nowMs };
+            if (json !== '')
+              out[from + n] = {
+                partition: i,
+                id: text(reply[1 + 2 * n]),
+                entry: readStoredEntry(json, this.#scope),
+                nowMs,
+              };
           }
         }),
       );
@@ -222,19 +369,29 @@ export class RedisFrontier implements Frontier {
 
   async pinnedSettings(): Promise<FrontierSettings> {
     const key = this.#ctx.keys.frontier(this.#scope);
-    const { queueKey, delayMs, maxInFlightPerQueue } = this.#parseSettings(pairs(await pinFrontierQueueKey(this.#ctx, key, this.#doing('reading the settings of'))));
+    const { queueKey, delayMs, maxInFlightPerQueue } = this.#parseSettings(
+      pairs(await pinFrontierQueueKey(this.#ctx, key, this.#doing('reading the settings of'))),
+    );
     return { queueKey, delayMs, maxInFlightPerQueue };
   }
 
   async configure(change: Partial<FrontierSettings>): Promise<FrontierSettings> {
     const s = await this.#settings();
     // A frontier from before pinning has queued URLs without pinning its key: refused here. A pinned key is refused by the function, atomically (below).
-    if (change.queueKey !== undefined && change.queueKey !== s.queueKey && (await this.#everQueued(s))) throw queueKeyFixedError(s.queueKey);
+    if (change.queueKey !== undefined && change.queueKey !== s.queueKey && (await this.#everQueued(s)))
+      throw queueKeyFixedError(s.queueKey);
     const fields: [string, string][] = [];
     if (change.queueKey !== undefined) fields.push(['queueKey', change.queueKey]);
     if (change.delayMs !== undefined) fields.push(['delayMs', String(change.delayMs)]);
-    if (change.maxInFlightPerQueue !== undefined) fields.push(['maxInFlightPerQueue', String(change.maxInFlightPerQueue)]);
-    const reply = await configureFrontier(this.#ctx, this.#ctx.keys.frontier(this.#scope), QUEUE_PARTITIONS, fields, this.#doing('configuring'));
+    if (change.maxInFlightPerQueue !== undefined)
+      fields.push(['maxInFlightPerQueue', String(change.maxInFlightPerQueue)]);
+    const reply = await configureFrontier(
+      this.#ctx,
+      this.#ctx.keys.frontier(this.#scope),
+      QUEUE_PARTITIONS,
+      fields,
+      this.#doing('configuring'),
+    );
     const { queueKey, delayMs, maxInFlightPerQueue } = this.#parseSettings(pairs(reply));
     if (change.queueKey !== undefined && change.queueKey !== queueKey) throw queueKeyFixedError(queueKey);
     return { queueKey, delayMs, maxInFlightPerQueue };
@@ -243,7 +400,10 @@ export class RedisFrontier implements Frontier {
   /** Whether any URL was ever queued: an inbox or a queue partition exists. */
   async #everQueued(s: Settings): Promise<boolean> {
     const inboxes = await this.#inboxes();
-    const keys = [...range(inboxes).map((p) => this.#ctx.keys.inbox(this.#scope, p)), ...range(s.partitions).map((i) => this.#keys(i).state[0]!)];
+    const keys = [
+      ...range(inboxes).map((p) => this.#ctx.keys.inbox(this.#scope, p)),
+      ...range(s.partitions).map((i) => this.#keys(i).state[0]!),
+    ];
     const found = await Promise.all(keys.map((key) => this.#ctx.call(key, ['EXISTS', key], this.#doing('reading'))));
     return found.some((n) => Number(n) > 0);
   }
@@ -258,29 +418,49 @@ export class RedisFrontier implements Frontier {
     const s = await this.#prepared();
     const lists = await Promise.all(
       range(s.partitions).map(async (i) => {
-        const reply = list(await listQueueStates(this.#ctx, this.#keys(i), s, options.after ?? '', options.limit, this.#doing('listing the queues of')));
+        const reply = list(
+          await listQueueStates(
+            this.#ctx,
+            this.#keys(i),
+            s,
+            options.after ?? '',
+            options.limit,
+            this.#doing('listing the queues of'),
+          ),
+        );
         const out: QueueStats[] = [];
         for (let at = 0; at + 1 < reply.length; at += 2) out.push(queueStats(text(reply[at]), list(reply[at + 1])));
         return out;
       }),
     );
-    return lists.flat().sort((a, b) => compareKeys(a.key, b.key)).slice(0, options.limit);
+    return lists
+      .flat()
+      .sort((a, b) => compareKeys(a.key, b.key))
+      .slice(0, options.limit);
   }
 
   async queue(key: string): Promise<QueueStats | undefined> {
     const s = await this.#prepared();
-    const reply = list(await queueState(this.#ctx, this.#keys(this.#route(key, s)), s, key, this.#doing('reading a queue of')));
+    const reply = list(
+      await queueState(this.#ctx, this.#keys(this.#route(key, s)), s, key, this.#doing('reading a queue of')),
+    );
     return reply.length === 0 ? undefined : queueStats(key, reply);
   }
 
   async deleteQueue(key: string): Promise<number> {
     const s = await this.#prepared();
-    return Number(await deleteQueueEntries(this.#ctx, this.#keys(this.#route(key, s)), s, key, this.#doing('deleting a queue of')));
+    return Number(
+      await deleteQueueEntries(this.#ctx, this.#keys(this.#route(key, s)), s, key, this.#doing('deleting a queue of')),
+    );
   }
 
   async clear(options: { readonly completed?: boolean } = {}): Promise<number> {
     const s = await this.#prepared();
-    const counts = await Promise.all(range(s.partitions).map((i) => clearQueues(this.#ctx, this.#keys(i), s, options.completed === true, this.#doing('clearing'))));
+    const counts = await Promise.all(
+      range(s.partitions).map((i) =>
+        clearQueues(this.#ctx, this.#keys(i), s, options.completed === true, this.#doing('clearing')),
+      ),
+    );
     return counts.reduce((sum: number, n) => sum + Number(n), 0);
   }
 
@@ -292,7 +472,11 @@ export class RedisFrontier implements Frontier {
 
   async stats(): Promise<FrontierStats> {
     const s = await this.#prepared();
-    const all = await Promise.all(range(s.partitions).map(async (i) => list(await queueCounts(this.#ctx, this.#keys(i), s, this.#doing('reading'))).map(Number)));
+    const all = await Promise.all(
+      range(s.partitions).map(async (i) =>
+        list(await queueCounts(this.#ctx, this.#keys(i), s, this.#doing('reading'))).map(Number),
+      ),
+    );
     const sum = (at: number) => all.reduce((total, counts) => total + (counts[at] ?? 0), 0);
     return { pending: sum(0) - sum(1), leased: sum(1), done: sum(2), failed: sum(4), queues: sum(3) };
   }
@@ -303,7 +487,10 @@ export class RedisFrontier implements Frontier {
     for (const i of range(s.partitions)) {
       let cursor = '0';
       do {
-        const page = scannedEntries(await scanEntries(this.#ctx, this.#keys(i), cursor, SCAN_PAGES, this.#doing('listing')), this.#scope);
+        const page = scannedEntries(
+          await scanEntries(this.#ctx, this.#keys(i), cursor, SCAN_PAGES, this.#doing('listing')),
+          this.#scope,
+        );
         cursor = page.cursor;
         if (page.entries.length > 0) onBatch(page.entries.map(({ entry }) => entry.u));
       } while (cursor !== '0');
@@ -315,21 +502,45 @@ export class RedisFrontier implements Frontier {
    * so a page may hold more or fewer than `limit`; of one queue, only its partition is read.
    * HSCAN may repeat an entry when the hash is resized during the listing.
    */
-  async entries(options: { readonly cursor?: string; readonly limit: number; readonly queue?: string }): Promise<EntryPage> {
+  async entries(options: {
+    readonly cursor?: string;
+    readonly limit: number;
+    readonly queue?: string;
+  }): Promise<EntryPage> {
     const s = await this.#prepared();
     const partitions = options.queue === undefined ? range(s.partitions) : [this.#route(options.queue, s)];
-    let [at, scan] = options.cursor === undefined ? [0, '0'] : options.cursor.split(':').map((part, i) => (i === 0 ? Number(part) : part)) as [number, string];
+    let [at, scan] =
+      options.cursor === undefined
+        ? [0, '0']
+        : (options.cursor.split(':').map((part, i) => (i === 0 ? Number(part) : part)) as [number, string]);
     const nowMs = this.#ctx.now();
     const entries: FrontierEntry[] = [];
     while (at < partitions.length && entries.length === 0) {
       const i = partitions[at]!;
-      const page = scannedEntries(await scanEntries(this.#ctx, this.#keys(i), scan, Math.max(1, Math.ceil(options.limit / ENTRIES_PER_PAGE)), this.#doing('listing')), this.#scope);
+      const page = scannedEntries(
+        await scanEntries(
+          this.#ctx,
+          this.#keys(i),
+          scan,
+          Math.max(1, Math.ceil(options.limit / ENTRIES_PER_PAGE)),
+          this.#doing('listing'),
+        ),
+        this.#scope,
+      );
       scan = page.cursor;
       for (const { id, entry } of page.entries) {
         if (options.queue !== undefined && entry.q !== options.queue) continue;
         const state = entry.l > nowMs ? 'leased' : entry.t > nowMs ? 'scheduled' : 'waiting';
         const data = entry.d === undefined ? undefined : (JSON.parse(entry.d) as unknown);
-        entries.push({ id: `${i}-${id}`, url: entry.u, queue: entry.q, state, atMs: state === 'leased' ? entry.l : entry.t, createdMs: entry.c ?? entry.t, ...(data === undefined ? {} : { data }) });
+        entries.push({
+          id: `${i}-${id}`,
+          url: entry.u,
+          queue: entry.q,
+          state,
+          atMs: state === 'leased' ? entry.l : entry.t,
+          createdMs: entry.c ?? entry.t,
+          ...(data === undefined ? {} : { data }),
+        });
       }
       if (scan === '0') {
         at++;
@@ -352,7 +563,16 @@ export class RedisFrontier implements Frontier {
     for (const [i, part] of byPartition) {
       if (i >= s.partitions) continue;
       for (let from = 0; from < part.length; from += ITEMS_PER_CALL) {
-        n += Number(await purgeIds(this.#ctx, this.#keys(i), s, beforeMs, part.slice(from, from + ITEMS_PER_CALL), this.#doing('purging')));
+        n += Number(
+          await purgeIds(
+            this.#ctx,
+            this.#keys(i),
+            s,
+            beforeMs,
+            part.slice(from, from + ITEMS_PER_CALL),
+            this.#doing('purging'),
+          ),
+        );
       }
     }
     return n;
@@ -362,10 +582,29 @@ export class RedisFrontier implements Frontier {
   async #prepared(): Promise<Settings> {
     let [s, inboxes] = await Promise.all([this.#settings(), this.#inboxes()]);
     if (!this.#layoutChecked) {
-      const old = await Promise.all(range(inboxes).map((p) => this.#ctx.call(this.#ctx.keys.oldStream(this.#scope, p), ['EXISTS', this.#ctx.keys.oldStream(this.#scope, p)], this.#doing('reading'))));
+      const old = await Promise.all(
+        range(inboxes).map((p) =>
+          this.#ctx.call(
+            this.#ctx.keys.oldStream(this.#scope, p),
+            ['EXISTS', this.#ctx.keys.oldStream(this.#scope, p)],
+            this.#doing('reading'),
+          ),
+        ),
+      );
       if (old.some((n) => Number(n) > 0)) throw oldFrontierError(this.#scope);
       // The partitions are pinned before the first URL moves into them, so a later release's default never remaps a queue.
-      if (s.rev === '0') s = this.#parseSettings(pairs(await configureFrontier(this.#ctx, this.#ctx.keys.frontier(this.#scope), QUEUE_PARTITIONS, [], this.#doing('creating'))));
+      if (s.rev === '0')
+        s = this.#parseSettings(
+          pairs(
+            await configureFrontier(
+              this.#ctx,
+              this.#ctx.keys.frontier(this.#scope),
+              QUEUE_PARTITIONS,
+              [],
+              this.#doing('creating'),
+            ),
+          ),
+        );
       this.#layoutChecked = true;
     }
     await drainInboxes(
@@ -381,7 +620,9 @@ export class RedisFrontier implements Frontier {
 
   async #settings(): Promise<Settings> {
     const key = this.#ctx.keys.frontier(this.#scope);
-    return this.#parseSettings(pairs(await this.#ctx.call(key, ['HGETALL', key], this.#doing('reading the settings of'))));
+    return this.#parseSettings(
+      pairs(await this.#ctx.call(key, ['HGETALL', key], this.#doing('reading the settings of'))),
+    );
   }
 
   /** Settings as stored (the defaults for a frontier that has none yet), checked right after reading. */
@@ -389,22 +630,32 @@ export class RedisFrontier implements Frontier {
     const where = `${this.#ctx.keys.frontier(this.#scope)}`;
     const layout = stored.get('layout') ?? FRONTIER_LAYOUT;
     if (layout === '2') throw layout2Error(this.#scope);
-    if (layout !== FRONTIER_LAYOUT) throw new SeenStoreError('FORMAT_UNSUPPORTED', `${where}: frontier layout ${layout}, this seenstore reads ${FRONTIER_LAYOUT}`);
+    if (layout !== FRONTIER_LAYOUT)
+      throw new SeenStoreError(
+        'FORMAT_UNSUPPORTED',
+        `${where}: frontier layout ${layout}, this seenstore reads ${FRONTIER_LAYOUT}`,
+      );
     const whole = (name: string, fallback: number, max: number): number => {
       const value = stored.get(name);
       if (value === undefined) return fallback;
       const n = Number(value);
-      if (!/^[0-9]+$/.test(value) || !Number.isSafeInteger(n) || n > max) throw new SeenStoreError('STORE_CORRUPT', `${where}: ${name} is not a whole number up to ${max} (${value})`);
+      if (!/^[0-9]+$/.test(value) || !Number.isSafeInteger(n) || n > max)
+        throw new SeenStoreError('STORE_CORRUPT', `${where}: ${name} is not a whole number up to ${max} (${value})`);
       return n;
     };
     const queueKey = (stored.get('queueKey') ?? DEFAULT_FRONTIER_SETTINGS.queueKey) as QueueKeyMode;
-    if (!QUEUE_KEY_MODES.includes(queueKey)) throw new SeenStoreError('STORE_CORRUPT', `${where}: queue key ${queueKey}`);
+    if (!QUEUE_KEY_MODES.includes(queueKey))
+      throw new SeenStoreError('STORE_CORRUPT', `${where}: queue key ${queueKey}`);
     const partitions = whole('partitions', QUEUE_PARTITIONS, 10_000);
     if (partitions < 1) throw new SeenStoreError('STORE_CORRUPT', `${where}: 0 partitions`);
     return {
       queueKey,
       delayMs: whole('delayMs', DEFAULT_FRONTIER_SETTINGS.delayMs, Number.MAX_SAFE_INTEGER),
-      maxInFlightPerQueue: whole('maxInFlightPerQueue', DEFAULT_FRONTIER_SETTINGS.maxInFlightPerQueue, Number.MAX_SAFE_INTEGER),
+      maxInFlightPerQueue: whole(
+        'maxInFlightPerQueue',
+        DEFAULT_FRONTIER_SETTINGS.maxInFlightPerQueue,
+        Number.MAX_SAFE_INTEGER,
+      ),
       rev: String(whole('rev', 0, Number.MAX_SAFE_INTEGER)),
       partitions,
     };
@@ -416,7 +667,8 @@ export class RedisFrontier implements Frontier {
     const value = await this.#ctx.call(key, ['GET', key], this.#doing('reading'));
     if (value === null) return 1;
     const n = Number(text(value));
-    if (!Number.isSafeInteger(n) || n < 1 || n > MAX_INBOXES) throw new SeenStoreError('STORE_CORRUPT', `${key}: not an inbox count from 1 to ${MAX_INBOXES} (${text(value)})`);
+    if (!Number.isSafeInteger(n) || n < 1 || n > MAX_INBOXES)
+      throw new SeenStoreError('STORE_CORRUPT', `${key}: not an inbox count from 1 to ${MAX_INBOXES} (${text(value)})`);
     return n;
   }
 
@@ -436,7 +688,12 @@ export class RedisFrontier implements Frontier {
   async #answered(i: number, call: (answer: AnswerArgs) => Promise<Reply>): Promise<Reply> {
     const own = this.#keys(i).answer(freshId(12));
     const previous = this.#previous.get(i);
-    const reply = await call({ answer: own, previousAnswer: previous ?? own, dropPrevious: previous !== undefined, answerTtlS: FRONTIER_ANSWER_TTL_S });
+    const reply = await call({
+      answer: own,
+      previousAnswer: previous ?? own,
+      dropPrevious: previous !== undefined,
+      answerTtlS: FRONTIER_ANSWER_TTL_S,
+    });
     this.#previous.set(i, own);
     return reply;
   }
@@ -446,13 +703,24 @@ export class RedisFrontier implements Frontier {
     const id = `${i}-${text(entry[0])}`;
     const url = text(entry[1]);
     const epoch = Number(entry[3]);
-    const leasedUrl = { id, url, queue: text(entry[2]), epoch, attempts: Number(entry[4]), leaseUntilMs: Number(entry[5]) };
+    const leasedUrl = {
+      id,
+      url,
+      queue: text(entry[2]),
+      epoch,
+      attempts: Number(entry[4]),
+      leaseUntilMs: Number(entry[5]),
+    };
     const data = text(entry[6]);
     if (data === '') return leasedUrl;
     try {
       return { ...leasedUrl, data: JSON.parse(data) as unknown };
     } catch (error) {
-      throw new SeenStoreError('STORE_CORRUPT', `the frontier of ${this.#scope}, entry ${id} (${url}): its data is not JSON`, { cause: error });
+      throw new SeenStoreError(
+        'STORE_CORRUPT',
+        `the frontier of ${this.#scope}, entry ${id} (${url}): its data is not JSON`,
+        { cause: error },
+      );
     }
   }
 }
@@ -486,6 +754,8 @@ function compareKeys(a: string, b: string): number {
 function leaseOutlived(sentAtMs: number, leaseMs: number, entries: number, ctx: RedisContext): boolean {
   const elapsedMs = Date.now() - sentAtMs;
   if (elapsedMs < leaseMs || entries === 0) return false;
-  ctx.warn(`a frontier take was answered after ${elapsedMs} ms, past its ${leaseMs} ms lease: its ${entries} URLs are not handed out, and come back as their leases have run out`);
+  ctx.warn(
+    `a frontier take was answered after ${elapsedMs} ms, past its ${leaseMs} ms lease: its ${entries} URLs are not handed out, and come back as their leases have run out`,
+  );
   return true;
 }

@@ -62,14 +62,28 @@ export interface ScopeKeys {
 const flag = (value: boolean): string => (value ? '1' : '');
 
 function batchArgs(args: BatchArgs): (string | Buffer)[] {
-  return [String(args.slicesAssumed), String(args.count), args.geometry, args.positions, String(args.answersTtlS), flag(args.dropPrevious)];
+  return [
+    String(args.slicesAssumed),
+    String(args.count),
+    args.geometry,
+    args.positions,
+    String(args.answersTtlS),
+    flag(args.dropPrevious),
+  ];
 }
 
 /**
  * ss_add, or ss_count_add for a counting epoch: decides a batch; with `queue`, queues its new URLs
  * into `keys.inbox` in the same call (refused while `keys.oldStream`, a frontier of layout 1, exists).
  */
-export function addBatch(ctx: RedisContext, counting: boolean, keys: BatchKeys & { readonly inbox: string; readonly oldStream: string }, args: BatchArgs, queue: QueueArgs | undefined, doing: string): Promise<Reply> {
+export function addBatch(
+  ctx: RedisContext,
+  counting: boolean,
+  keys: BatchKeys & { readonly inbox: string; readonly oldStream: string },
+  args: BatchArgs,
+  queue: QueueArgs | undefined,
+  doing: string,
+): Promise<Reply> {
   return ctx.fcallDurable(
     counting ? 'ss_count_add' : 'ss_add',
     [keys.state, keys.slices, keys.batch, keys.previousBatch, keys.inbox, keys.oldStream, ...keys.filters],
@@ -80,17 +94,45 @@ export function addBatch(ctx: RedisContext, counting: boolean, keys: BatchKeys &
 
 /** ss_count_delete: one occurrence of each URL out of a counting epoch's partition. */
 export function deleteBatch(ctx: RedisContext, keys: BatchKeys, args: BatchArgs, doing: string): Promise<Reply> {
-  return ctx.fcallDurable('ss_count_delete', [keys.state, keys.slices, keys.batch, keys.previousBatch, ...keys.filters], batchArgs(args), doing);
+  return ctx.fcallDurable(
+    'ss_count_delete',
+    [keys.state, keys.slices, keys.batch, keys.previousBatch, ...keys.filters],
+    batchArgs(args),
+    doing,
+  );
 }
 
 /** ss_has (membership) or ss_count (counting epochs' counts) of a partition's URLs. */
-export function readBatch(ctx: RedisContext, name: 'ss_has' | 'ss_count', keys: ReadKeys, args: ReadArgs, doing: string): Promise<Reply> {
-  return ctx.fcall(name, [keys.state, keys.slices, ...keys.filters], [String(args.slicesAssumed), String(args.count), args.geometry, args.positions], doing);
+export function readBatch(
+  ctx: RedisContext,
+  name: 'ss_has' | 'ss_count',
+  keys: ReadKeys,
+  args: ReadArgs,
+  doing: string,
+): Promise<Reply> {
+  return ctx.fcall(
+    name,
+    [keys.state, keys.slices, ...keys.filters],
+    [String(args.slicesAssumed), String(args.count), args.geometry, args.positions],
+    doing,
+  );
 }
 
 /** ss_init: creates a partition's state and first slice's filters unless it exists. */
-export function initPartition(ctx: RedisContext, keys: ReadKeys, firstSlice: string, open: boolean, filterBytes: readonly number[], doing: string): Promise<Reply> {
-  return ctx.fcall('ss_init', [keys.state, keys.slices, ...keys.filters], [firstSlice, open ? '1' : '0', ...filterBytes.map(String)], doing);
+export function initPartition(
+  ctx: RedisContext,
+  keys: ReadKeys,
+  firstSlice: string,
+  open: boolean,
+  filterBytes: readonly number[],
+  doing: string,
+): Promise<Reply> {
+  return ctx.fcall(
+    'ss_init',
+    [keys.state, keys.slices, ...keys.filters],
+    [firstSlice, open ? '1' : '0', ...filterBytes.map(String)],
+    doing,
+  );
 }
 
 /** ss_alloc: a zero string of exactly `bytes` at `key`. */
@@ -109,28 +151,81 @@ export function sealPartition(ctx: RedisContext, keys: ReadKeys, firstSlice: str
 }
 
 /** ss_plan: appends the next slice's spec to an open epoch's plan unless another caller did; the whole plan. */
-export function planSlice(ctx: RedisContext, planKey: string, slicesFound: number, spec: string, doing: string): Promise<Reply> {
+export function planSlice(
+  ctx: RedisContext,
+  planKey: string,
+  slicesFound: number,
+  spec: string,
+  doing: string,
+): Promise<Reply> {
   return ctx.fcallDurable('ss_plan', [planKey], [String(slicesFound), spec], doing);
 }
 
 /** ss_extend: grows a partition into the slices `grow` names (JSON, see bits.lua). */
-export function extendPartition(ctx: RedisContext, keys: ReadKeys, slicesAssumed: number, grow: string, doing: string): Promise<Reply> {
-  return ctx.fcallDurable('ss_extend', [keys.state, keys.slices, ...keys.filters], [String(slicesAssumed), grow], doing);
+export function extendPartition(
+  ctx: RedisContext,
+  keys: ReadKeys,
+  slicesAssumed: number,
+  grow: string,
+  doing: string,
+): Promise<Reply> {
+  return ctx.fcallDurable(
+    'ss_extend',
+    [keys.state, keys.slices, ...keys.filters],
+    [String(slicesAssumed), grow],
+    doing,
+  );
 }
 
 /** ss_merge: ORs each of `incoming` into the filter of the same index, deleting them. */
-export function mergePartition(ctx: RedisContext, keys: ReadKeys, incoming: readonly string[], slicesAssumed: number, doing: string): Promise<Reply> {
-  return ctx.fcallDurable('ss_merge', [keys.state, keys.slices, ...keys.filters, ...incoming], [String(slicesAssumed), String(keys.filters.length)], doing);
+export function mergePartition(
+  ctx: RedisContext,
+  keys: ReadKeys,
+  incoming: readonly string[],
+  slicesAssumed: number,
+  doing: string,
+): Promise<Reply> {
+  return ctx.fcallDurable(
+    'ss_merge',
+    [keys.state, keys.slices, ...keys.filters, ...incoming],
+    [String(slicesAssumed), String(keys.filters.length)],
+    doing,
+  );
 }
 
 /** ss_create: a scope's record and first epoch entry, unless the scope exists. */
-export function createScopeRecord(ctx: RedisContext, keys: ScopeKeys, record: string, epoch: number, entry: string, partitions: number, doing: string): Promise<Reply> {
-  return ctx.fcallDurable('ss_create', [keys.scope, keys.epochs, keys.queues], [record, String(epoch), entry, String(partitions)], doing);
+export function createScopeRecord(
+  ctx: RedisContext,
+  keys: ScopeKeys,
+  record: string,
+  epoch: number,
+  entry: string,
+  partitions: number,
+  doing: string,
+): Promise<Reply> {
+  return ctx.fcallDurable(
+    'ss_create',
+    [keys.scope, keys.epochs, keys.queues],
+    [record, String(epoch), entry, String(partitions)],
+    doing,
+  );
 }
 
 /** ss_create_many: an imported scope's record and every epoch entry at once, unless the scope exists. */
-export function createImportedScope(ctx: RedisContext, keys: ScopeKeys, record: string, partitions: number, entries: readonly (readonly [number, string])[], doing: string): Promise<Reply> {
-  return ctx.fcallDurable('ss_create_many', [keys.scope, keys.epochs, keys.queues], [record, String(partitions), ...entries.flatMap(([n, entry]) => [String(n), entry])], doing);
+export function createImportedScope(
+  ctx: RedisContext,
+  keys: ScopeKeys,
+  record: string,
+  partitions: number,
+  entries: readonly (readonly [number, string])[],
+  doing: string,
+): Promise<Reply> {
+  return ctx.fcallDurable(
+    'ss_create_many',
+    [keys.scope, keys.epochs, keys.queues],
+    [record, String(partitions), ...entries.flatMap(([n, entry]) => [String(n), entry])],
+    doing,
+  );
 }
 
 /** The rotation that ss_rotate applies when `sealing` is still the scope's open epoch. */
@@ -154,12 +249,24 @@ export function rotateScope(ctx: RedisContext, keys: ScopeKeys, args: RotationAr
 }
 
 /** ss_drop: moves an epoch's entry to the scope's drops; its entry, or null when it is not there. */
-export function dropEpochEntry(ctx: RedisContext, epochs: string, drops: string, epoch: number, doing: string): Promise<Reply> {
+export function dropEpochEntry(
+  ctx: RedisContext,
+  epochs: string,
+  drops: string,
+  epoch: number,
+  doing: string,
+): Promise<Reply> {
   return ctx.fcallDurable('ss_drop', [epochs, drops], [String(epoch)], doing);
 }
 
 /** ss_format: the store's key layout, set to `layout` by the first open of an empty store. */
-export function storeFormat(ctx: RedisContext, formatKey: string, scopesKey: string, layout: string, doing: string): Promise<Reply> {
+export function storeFormat(
+  ctx: RedisContext,
+  formatKey: string,
+  scopesKey: string,
+  layout: string,
+  doing: string,
+): Promise<Reply> {
   return ctx.fcall('ss_format', [formatKey, scopesKey], [layout], doing);
 }
 
@@ -167,7 +274,13 @@ export function storeFormat(ctx: RedisContext, formatKey: string, scopesKey: str
  * ss_node_beat: registers or refreshes a serve node for `ttlMs` by Redis's clock, dropping ended
  * entries. Not waited for by replicas: a heartbeat lost in a failover is made again by the next.
  */
-export function nodeHeartbeat(ctx: RedisContext, nodesKey: string, address: string, ttlMs: number, doing: string): Promise<Reply> {
+export function nodeHeartbeat(
+  ctx: RedisContext,
+  nodesKey: string,
+  address: string,
+  ttlMs: number,
+  doing: string,
+): Promise<Reply> {
   return ctx.fcall('ss_node_beat', [nodesKey], [address, String(ttlMs), ctx.clockArg()], doing);
 }
 

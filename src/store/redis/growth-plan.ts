@@ -106,7 +106,11 @@ export class GrowthPlan {
     part.have = Math.max(1, have);
     part.newestAdded = 0;
     if (have > this.#slices.length) await this.reload();
-    if (have > this.#slices.length) throw new SeenStoreError('STORE_CORRUPT', `${this.#where}: partition ${part.index} has ${have} slices, its plan ${this.#slices.length}`);
+    if (have > this.#slices.length)
+      throw new SeenStoreError(
+        'STORE_CORRUPT',
+        `${this.#where}: partition ${part.index} has ${have} slices, its plan ${this.#slices.length}`,
+      );
   }
 
   /** Plans the epoch's next slice (fresh seeds), unless another handle planned it first: adopts the plan either way. */
@@ -114,12 +118,24 @@ export class GrowthPlan {
     const base = this.#header.slices.length;
     const spec = nextSliceSpec(this.#header, this.#slices.length);
     checkRedisSlice(this.#header, spec);
-    this.#adopt(list(await planSlice(this.#ctx, this.#key, this.#slices.length - base, JSON.stringify(spec), `planning growth of ${this.#where}`)));
+    this.#adopt(
+      list(
+        await planSlice(
+          this.#ctx,
+          this.#key,
+          this.#slices.length - base,
+          JSON.stringify(spec),
+          `planning growth of ${this.#where}`,
+        ),
+      ),
+    );
   }
 
   /** Takes the plan as Redis holds it (slice specs as JSON), each checked as it is read. */
   #adopt(plan: readonly Reply[]): void {
-    const planned = plan.map((value, j) => plannedSlice(this.#header, text(value), `${this.#where}, planned slice ${j}`));
+    const planned = plan.map((value, j) =>
+      plannedSlice(this.#header, text(value), `${this.#where}, planned slice ${j}`),
+    );
     const slices = [...this.#header.slices, ...planned];
     if (slices.length <= this.#slices.length) return;
     this.#slices = slices;

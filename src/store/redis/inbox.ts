@@ -21,7 +21,12 @@ const INBOX_PAGE_ENTRIES = 2_000;
 export function encodeQueueItems(items: QueueItems, indices: readonly number[], batchSeq: number): Buffer {
   const json = indices.map((i) => (items.data?.[i] === undefined ? '' : (JSON.stringify(items.data[i]) ?? '')));
   let bytes = 0;
-  for (const [j, i] of indices.entries()) bytes += 20 + Buffer.byteLength(items.urls[i]!, 'utf8') + Buffer.byteLength(items.queues[i]!, 'utf8') + Buffer.byteLength(json[j]!, 'utf8');
+  for (const [j, i] of indices.entries())
+    bytes +=
+      20 +
+      Buffer.byteLength(items.urls[i]!, 'utf8') +
+      Buffer.byteLength(items.queues[i]!, 'utf8') +
+      Buffer.byteLength(json[j]!, 'utf8');
   const out = Buffer.allocUnsafe(bytes);
   let at = 0;
   for (const [j, i] of indices.entries()) {
@@ -69,14 +74,27 @@ export async function drainInboxes(
 ): Promise<void> {
   const keys = Array.from({ length: inboxes }, (_, p) => ctx.keys.inbox(scope, p));
   for (let full = true; full; ) {
-    const pages = await Promise.all(keys.map(async (key) => list(await ctx.call(key, ['XRANGE', key, '-', '+', 'COUNT', String(INBOX_PAGE_ENTRIES)], `reading the inbox of ${scope}'s frontier`))));
+    const pages = await Promise.all(
+      keys.map(async (key) =>
+        list(
+          await ctx.call(
+            key,
+            ['XRANGE', key, '-', '+', 'COUNT', String(INBOX_PAGE_ENTRIES)],
+            `reading the inbox of ${scope}'s frontier`,
+          ),
+        ),
+      ),
+    );
     full = pages.some((page) => page.length >= INBOX_PAGE_ENTRIES);
     const read = pages.map((page, p) => page.map((entry) => inboxEntry(list(entry), p, scope)));
     if (read.every((entries) => entries.length === 0)) return;
     const batchDueMs = new Map<string, number>();
-    for (const entry of read.flat()) batchDueMs.set(entry.batch, Math.min(batchDueMs.get(entry.batch) ?? Infinity, entry.dueMs));
+    for (const entry of read.flat())
+      batchDueMs.set(entry.batch, Math.min(batchDueMs.get(entry.batch) ?? Infinity, entry.dueMs));
     const byPartition = new Map<number, InboxEntry[]>();
-    for (const entry of mergedByDue(read.map((entries) => entries.map((e) => ({ ...e, dueMs: batchDueMs.get(e.batch)! }))))) {
+    for (const entry of mergedByDue(
+      read.map((entries) => entries.map((e) => ({ ...e, dueMs: batchDueMs.get(e.batch)! }))),
+    )) {
       const i = route(entry.queue);
       const part = byPartition.get(i);
       if (part === undefined) byPartition.set(i, [entry]);
@@ -87,14 +105,29 @@ export async function drainInboxes(
     const confirmed = new Map<number, boolean>();
     await Promise.all(
       [...byPartition].map(async ([i, entries]) => {
-        for (const { from, to } of callParts(entries.length, (n) => itemBytes(entries[n]!.url, entries[n]!.queue, entries[n]!.data), INBOX_PAGE_ENTRIES)) await admit(i, entries.slice(from, to));
+        for (const { from, to } of callParts(
+          entries.length,
+          (n) => itemBytes(entries[n]!.url, entries[n]!.queue, entries[n]!.data),
+          INBOX_PAGE_ENTRIES,
+        ))
+          await admit(i, entries.slice(from, to));
         confirmed.set(i, await replicated(i));
       }),
     );
     faultPoint('frontier:inbox-admitted');
     // Entries of an unconfirmed partition stay in their inbox.
     const moved = read.map((entries) => entries.filter((entry) => confirmed.get(route(entry.queue))));
-    await Promise.all(moved.map((entries, p) => (entries.length === 0 ? undefined : ctx.call(keys[p]!, ['XDEL', keys[p]!, ...entries.map((entry) => entry.id)], `moving the inbox of ${scope}'s frontier`))));
+    await Promise.all(
+      moved.map((entries, p) =>
+        entries.length === 0
+          ? undefined
+          : ctx.call(
+              keys[p]!,
+              ['XDEL', keys[p]!, ...entries.map((entry) => entry.id)],
+              `moving the inbox of ${scope}'s frontier`,
+            ),
+      ),
+    );
     if ([...confirmed.values()].includes(false)) return;
   }
 }
@@ -109,13 +142,17 @@ export async function drainInboxes(
 function mergedByDue(inboxes: readonly InboxEntry[][]): InboxEntry[] {
   const heads = inboxes.map(() => 0);
   const first = (p: number): InboxEntry => inboxes[p]![heads[p]!]!;
-  const earlier = (a: number, b: number): boolean => first(a).dueMs < first(b).dueMs || (first(a).dueMs === first(b).dueMs && (first(a).place < first(b).place || (first(a).place === first(b).place && a < b)));
+  const earlier = (a: number, b: number): boolean =>
+    first(a).dueMs < first(b).dueMs ||
+    (first(a).dueMs === first(b).dueMs &&
+      (first(a).place < first(b).place || (first(a).place === first(b).place && a < b)));
   // A binary heap of the inboxes that have entries left, by their first entry.
   const heap = inboxes.flatMap((entries, p) => (entries.length > 0 ? [p] : []));
   const down = (at: number): void => {
     for (;;) {
       let least = at;
-      for (const child of [2 * at + 1, 2 * at + 2]) if (child < heap.length && earlier(heap[child]!, heap[least]!)) least = child;
+      for (const child of [2 * at + 1, 2 * at + 2])
+        if (child < heap.length && earlier(heap[child]!, heap[least]!)) least = child;
       if (least === at) return;
       [heap[at], heap[least]] = [heap[least]!, heap[at]!];
       at = least;
@@ -146,11 +183,31 @@ function inboxEntry(entry: Reply[], source: number, scope: string): InboxEntry {
   const where = `the inbox of ${scope}'s frontier, entry ${id}`;
   if (version !== INBOX_VERSION) {
     const newer = /^[0-9]+$/.test(version) && Number(version) > Number(INBOX_VERSION);
-    throw new SeenStoreError(newer ? 'FORMAT_UNSUPPORTED' : 'STORE_CORRUPT', `${where}: ${newer ? `of entry version ${version}, newer than this seenstore's` : 'not an entry seenstore wrote'}`);
+    throw new SeenStoreError(
+      newer ? 'FORMAT_UNSUPPORTED' : 'STORE_CORRUPT',
+      `${where}: ${newer ? `of entry version ${version}, newer than this seenstore's` : 'not an entry seenstore wrote'}`,
+    );
   }
   const [url, queue, epoch, batch, place] = ['u', 'k', 'e', 'b', 'n'].map((name) => fields.get(name));
-  if (url === undefined || url === '' || queue === undefined || batch === undefined || !/^[1-9][0-9]*$/.test(epoch ?? '') || !/^[0-9]+$/.test(place ?? '')) {
+  if (
+    url === undefined ||
+    url === '' ||
+    queue === undefined ||
+    batch === undefined ||
+    !/^[1-9][0-9]*$/.test(epoch ?? '') ||
+    !/^[0-9]+$/.test(place ?? '')
+  ) {
     throw new SeenStoreError('STORE_CORRUPT', `${where}: no URL, queue, epoch or place in its add`);
   }
-  return { source, id, url, queue, epoch: epoch!, batch, place: Number(place), dueMs: Number(id.split('-')[0]), data: fields.get('d') ?? '' };
+  return {
+    source,
+    id,
+    url,
+    queue,
+    epoch: epoch!,
+    batch,
+    place: Number(place),
+    dueMs: Number(id.split('-')[0]),
+    data: fields.get('d') ?? '',
+  };
 }

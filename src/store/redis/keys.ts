@@ -105,7 +105,21 @@ export class RedisKeys {
 }
 
 /** The keys of a partition of the frontier's queues in key layout 3 (fkeys in lua/queue-store.lua), in order. */
-export const QUEUE_STATE_KEYS = ['seq', 'pg', 'ux', 'qr', 'qn', 'fo', 's', 'leases', 'ready', 'names', 'marks', 'counts', 'cfg'] as const;
+export const QUEUE_STATE_KEYS = [
+  'seq',
+  'pg',
+  'ux',
+  'qr',
+  'qn',
+  'fo',
+  's',
+  'leases',
+  'ready',
+  'names',
+  'marks',
+  'counts',
+  'cfg',
+] as const;
 /** The keys of key layout 2 that layout 3 does not keep (lua/queue-migrate.lua), in order. */
 export const LAYOUT_2_KEYS = ['ent', 'url', 'qs', 'w', 'l'] as const;
 

@@ -9,19 +9,43 @@ import { SeenStoreError } from '../../errors.js';
  * the one chunk that FUNCTION LOAD takes, in LUA_FILES order (a file may call the local
  * functions of the files before it), and names its version.
  */
-export const LUA_FILES = ['common', 'inbox', 'batch', 'blocks', 'bits', 'counting', 'politeness', 'queue-codec', 'queue-store', 'queue-state', 'queue-take', 'queue-entries', 'queue-admin', 'queue-migrate', 'scope', 'delivery', 'nodes', 'library'] as const;
+export const LUA_FILES = [
+  'common',
+  'inbox',
+  'batch',
+  'blocks',
+  'bits',
+  'counting',
+  'politeness',
+  'queue-codec',
+  'queue-store',
+  'queue-state',
+  'queue-take',
+  'queue-entries',
+  'queue-admin',
+  'queue-migrate',
+  'scope',
+  'delivery',
+  'nodes',
+  'library',
+] as const;
 
 const HEADER = '#!lua name=seenstore';
 
 /** The package's release, from the package.json this file ships in (dist/src/store/redis -> the root). */
-const RELEASE = (JSON.parse(readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const RELEASE = (
+  JSON.parse(readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
 interface Source {
   readonly file: string;
   readonly text: string;
 }
 
-const SOURCES: readonly Source[] = LUA_FILES.map((name) => ({ file: `${name}.lua`, text: readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8') }));
+const SOURCES: readonly Source[] = LUA_FILES.map((name) => ({
+  file: `${name}.lua`,
+  text: readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8'),
+}));
 
 /**
  * `RELEASE+HASH`: the package release, then the first 16 hex digits of the SHA-256 of the sources.
@@ -34,7 +58,10 @@ export const LIBRARY_VERSION = `${RELEASE}+${createHash('sha256')
   .slice(0, 16)}`;
 
 /** The library as FUNCTION LOAD takes it, and the line where each file begins in it. */
-export function assembleLibrary(version = LIBRARY_VERSION): { readonly text: string; readonly starts: readonly { file: string; line: number }[] } {
+export function assembleLibrary(version = LIBRARY_VERSION): {
+  readonly text: string;
+  readonly starts: readonly { file: string; line: number }[];
+} {
   const lines = [HEADER, `local VERSION = '${version}'`];
   const starts: { file: string; line: number }[] = [];
   for (const source of SOURCES) {
@@ -93,5 +120,8 @@ export function libraryConflict(node: string, loaded: string, order: 'newer' | '
     order === 'newer'
       ? 'a later release of seenstore loaded it: upgrade this client'
       : 'it is not an earlier release of this one, so it is not replaced; if no other seenstore uses this Redis, `FUNCTION DELETE seenstore` on each master lets this client load its own';
-  return new SeenStoreError('FORMAT_UNSUPPORTED', `Redis node ${node} runs seenstore function library ${loaded}, this client has ${LIBRARY_VERSION}: ${why}`);
+  return new SeenStoreError(
+    'FORMAT_UNSUPPORTED',
+    `Redis node ${node} runs seenstore function library ${loaded}, this client has ${LIBRARY_VERSION}: ${why}`,
+  );
 }

@@ -34,7 +34,8 @@ export function parseRedisLocation(location: string, env: NodeJS.ProcessEnv = pr
       password = decodeURIComponent(auth.slice(colon + 1));
     }
   }
-  if (password === undefined || password === '') password = env.SEENSTORE_REDIS_PASSWORD === '' ? undefined : env.SEENSTORE_REDIS_PASSWORD;
+  if (password === undefined || password === '')
+    password = env.SEENSTORE_REDIS_PASSWORD === '' ? undefined : env.SEENSTORE_REDIS_PASSWORD;
   const nodes = hosts!.split(',').map((hostPort) => {
     const at = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(hostPort);
     const port = at === null ? NaN : Number(at[2]);
@@ -45,9 +46,13 @@ export function parseRedisLocation(location: string, env: NodeJS.ProcessEnv = pr
   let timeoutMs: number | undefined;
   for (const pair of (query ?? '').split('&').filter((part) => part !== '')) {
     const [name, value] = pair.split('=');
-    if (name === 'prefix' && value !== undefined && PREFIX_PATTERN.test(decodeURIComponent(value))) prefix = decodeURIComponent(value);
+    if (name === 'prefix' && value !== undefined && PREFIX_PATTERN.test(decodeURIComponent(value)))
+      prefix = decodeURIComponent(value);
     else if (name === 'timeout-ms' && value !== undefined && /^[1-9][0-9]{2,8}$/.test(value)) timeoutMs = Number(value);
-    else throw usage(`unknown or invalid option ${JSON.stringify(name)} (known: prefix=NAME, 1-64 of A-Z a-z 0-9 . _ -; timeout-ms=N, 100 to 999999999)`);
+    else
+      throw usage(
+        `unknown or invalid option ${JSON.stringify(name)} (known: prefix=NAME, 1-64 of A-Z a-z 0-9 . _ -; timeout-ms=N, 100 to 999999999)`,
+      );
   }
   return { tls: scheme!.toLowerCase() === 'rediss', nodes, username, password, prefix, timeoutMs };
 }

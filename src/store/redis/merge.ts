@@ -22,24 +22,35 @@ export interface Merging {
  * first grows into the slices the incoming bits reach (ss_extend), then ORs its part of each filter
  * in one ss_merge. Resolves with the distinct URLs brought in, estimated from its fill.
  */
-export async function mergeInto(m: Merging, part: Partition, incoming: readonly Uint8Array[], doing: string): Promise<number> {
+export async function mergeInto(
+  m: Merging,
+  part: Partition,
+  incoming: readonly Uint8Array[],
+  doing: string,
+): Promise<number> {
   const count = m.partitions.length;
   const regions = incoming.map((bytes) => {
     const size = bytes.length / count;
     return bytes.subarray(part.index * size, (part.index + 1) * size);
   });
-  const firstFilter = (j: number): number => m.growth.slices.slice(0, j).reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
+  const firstFilter = (j: number): number =>
+    m.growth.slices.slice(0, j).reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
   let reach = 0;
   for (let j = 0; j < m.growth.slices.length; j++) {
     const filters = filterGeometries(m.growth.slices[j]!).length;
-    if (regions.slice(firstFilter(j), firstFilter(j) + filters).some((bytes) => bytes.some((b) => b !== 0))) reach = j + 1;
+    if (regions.slice(firstFilter(j), firstFilter(j) + filters).some((bytes) => bytes.some((b) => b !== 0)))
+      reach = j + 1;
   }
   if (reach === 0) return 0;
   const id = freshId();
   for (let attempt = 0; attempt < 50; attempt++) {
     if (part.have < reach) {
-      const grow = m.growth.slices.slice(part.have, reach).map((slice, n) => [JSON.stringify(slice), firstFilter(part.have + n), partitionFilterBytes(slice, count)]);
-      const reply = list(await extendPartition(m.ctx, readKeys(part, firstFilter(reach)), part.have, JSON.stringify(grow), doing));
+      const grow = m.growth.slices
+        .slice(part.have, reach)
+        .map((slice, n) => [JSON.stringify(slice), firstFilter(part.have + n), partitionFilterBytes(slice, count)]);
+      const reply = list(
+        await extendPartition(m.ctx, readKeys(part, firstFilter(reach)), part.have, JSON.stringify(grow), doing),
+      );
       const outcome = text(reply[0]);
       if (outcome === 'missing') await m.init(part);
       else if (outcome === 'stale') await m.growth.stale(part, Number(reply[1]));
@@ -65,19 +76,31 @@ export async function mergeInto(m: Merging, part: Partition, incoming: readonly 
 }
 
 /** Adds the URLs a merge brought into a partition (estimated from each slice's first filter's fill) to its slices' counts. */
-async function countMerged(m: Merging, part: Partition, before: readonly number[], after: readonly number[], doing: string): Promise<number> {
+async function countMerged(
+  m: Merging,
+  part: Partition,
+  before: readonly number[],
+  after: readonly number[],
+  doing: string,
+): Promise<number> {
   let gained = 0;
   let first = 0;
   const increments: string[] = [];
   for (const [j, slice] of m.growth.slices.slice(0, part.have).entries()) {
     const geometry = filterGeometries(slice)[0]!;
     const mBits = geometry.mBits / m.partitions.length;
-    const more = Math.max(0, Math.round(estimateCardinality(after[first]!, mBits, geometry.k) - estimateCardinality(before[first]!, mBits, geometry.k)));
+    const more = Math.max(
+      0,
+      Math.round(
+        estimateCardinality(after[first]!, mBits, geometry.k) - estimateCardinality(before[first]!, mBits, geometry.k),
+      ),
+    );
     if (more > 0) increments.push(`a${j}`, String(more));
     gained += more;
     first += filterGeometries(slice).length;
   }
-  for (let i = 0; i < increments.length; i += 2) await m.ctx.call(part.keys.state, ['HINCRBY', part.keys.state, increments[i]!, increments[i + 1]!], doing);
+  for (let i = 0; i < increments.length; i += 2)
+    await m.ctx.call(part.keys.state, ['HINCRBY', part.keys.state, increments[i]!, increments[i + 1]!], doing);
   await m.ctx.replicated(part.keys.state, doing);
   return gained;
 }

@@ -65,7 +65,12 @@ export function partitionFilterBytes(slice: SliceSpec, partitions: number): numb
  * What ss_add / ss_has / ss_count need of the layout, for a partition that has `have` of the
  * epoch's `slices` and may grow into the rest (docs/redis.md "How an add works").
  */
-export function partitionGeometry(slices: readonly SliceSpec[], partitions: number, have: number, maxSlices: number): string {
+export function partitionGeometry(
+  slices: readonly SliceSpec[],
+  partitions: number,
+  have: number,
+  maxSlices: number,
+): string {
   const filters: [number, number, number][] = [];
   const bytes: number[] = [];
   for (const [j, slice] of slices.entries()) {
@@ -86,7 +91,11 @@ export function partitionGeometry(slices: readonly SliceSpec[], partitions: numb
 
 /** A partition's state, slices and first `count` filters (over all slices, in filter order): every key a function touches is declared. */
 export function readKeys(part: Partition, count: number): ReadKeys {
-  return { state: part.keys.state, slices: part.keys.slices, filters: Array.from({ length: count }, (_, index) => part.keys.filter(index)) };
+  return {
+    state: part.keys.state,
+    slices: part.keys.slices,
+    filters: Array.from({ length: count }, (_, index) => part.keys.filter(index)),
+  };
 }
 
 /** As readKeys, with the keys of a batch's answers and of the partition's previous batch's. */

@@ -26,7 +26,14 @@ export interface Pick {
  * `perQueue` URLs of the count left (no more than it has available), up to `maxQueues` queues in
  * the take (`queuesOut` so far).
  */
-export function pickQueues(candidates: readonly Candidate[], request: TakeRequest, taken: number, queuesOut: number, tried: ReadonlySet<string>, skipped: Map<number, number>): Map<number, Pick[]> {
+export function pickQueues(
+  candidates: readonly Candidate[],
+  request: TakeRequest,
+  taken: number,
+  queuesOut: number,
+  tried: ReadonlySet<string>,
+  skipped: Map<number, number>,
+): Map<number, Pick[]> {
   const sorted = candidates.filter((c) => !tried.has(c.key)).sort(compareReady);
   const out = new Map<number, Pick[]>();
   let budget = request.count - taken;
@@ -41,7 +48,10 @@ export function pickQueues(candidates: readonly Candidate[], request: TakeReques
     const quota = takeAllowance(request.perQueue, budget, Math.max(1, candidate.available));
     budget -= quota;
     queues++;
-    out.set(candidate.partition, [...(out.get(candidate.partition) ?? []), { key: candidate.key, quota, order: order++ }]);
+    out.set(candidate.partition, [
+      ...(out.get(candidate.partition) ?? []),
+      { key: candidate.key, quota, order: order++ },
+    ]);
   }
   return out;
 }

@@ -29,7 +29,8 @@ export async function deleteFrontierKeys(ctx: RedisContext, scope: string, front
     const { state, layout2 } = keys.queuePartition(scope, i);
     await ctx.call(state[0]!, ['DEL', ...state, ...layout2], doing);
   }
-  for (let p = 0; p < inboxes; p++) await ctx.call(keys.inbox(scope, p), ['DEL', keys.inbox(scope, p), keys.oldStream(scope, p)], doing);
+  for (let p = 0; p < inboxes; p++)
+    await ctx.call(keys.inbox(scope, p), ['DEL', keys.inbox(scope, p), keys.oldStream(scope, p)], doing);
   await ctx.call(keys.frontier(scope), ['DEL', keys.frontier(scope), keys.owners(scope), keys.queues(scope)], doing);
   return held;
 }
