@@ -9,9 +9,9 @@
  * (test/helpers/politeness-cases.ts) drives both, so that the two cannot drift. Redis's take sorts
  * the ready queues of its partitions on the client with compareReady (redis/queue-picks.ts).
  *
- * The LMDB ready index encodes compareReady in its key, `[scope, 'r', readyAtMs, lastTakeMs,
- * queue]` (lmdb/keys.ts), with NEVER_TAKEN_MS for a queue never taken: a walk of the index in key
- * order is the order of compareReady. That key is part of the on-disk format (docs/format.md):
+ * The LMDB ready index encodes compareReady in its key, `scope 'r' readyAtMs lastTakeMs+1 queue`
+ * (lmdb/frontier-keys.ts: big-endian, so NEVER_TAKEN_MS, a queue never taken, is 0 there): a walk
+ * of the index in key order is the order of compareReady. That key is part of the on-disk format (docs/format.md):
  * a change of the order here is a change of that format too. (LMDB compares the queue keys by
  * their UTF-8 bytes: the same order as code units, but for characters above U+FFFF against ones
  * from U+E000 to U+FFFF.)
