@@ -299,4 +299,42 @@ describe('redis frontier: a queue partition against a model', { skip: missing },
     }
     assert.ok(model.size > 500, `the run ended with ${model.size} entries: too few to cross chunks and pages`);
   });
+
+  it("an entry number past the URL index's 5 bytes fails the admit whole: nothing cut, nothing written", async () => {
+    const state = QUEUE_STATE_KEYS.map((name) => `{x}:${name}`);
+    // Each from its own inbox entry: an inbox id at or before the source's mark is admitted already.
+    let inboxSeq = 0;
+    const admit = (url: string): Promise<unknown> =>
+      call(
+        'FCALL',
+        'ss_fq_admit',
+        String(state.length),
+        ...state,
+        '1',
+        '0',
+        '0',
+        '0',
+        `0-${++inboxSeq}`,
+        url,
+        'x.example',
+        '1',
+        '',
+        '0',
+        '0',
+        '',
+      );
+    // The last number that fits: admitted and found.
+    await call('SET', state[QUEUE_STATE_KEYS.indexOf('seq')]!, String(2 ** 40 - 2));
+    assert.equal(Number(await admit('https://x.example/last')), 1);
+    await assert.rejects(admit('https://x.example/past'), /does not fit in 5 bytes/);
+    const found = (await call(
+      'FCALL',
+      'ss_fq_find',
+      String(state.length),
+      ...state,
+      'https://x.example/past',
+      '',
+    )) as unknown[];
+    assert.equal(found[2], '', 'the refused URL is not queued');
+  });
 });

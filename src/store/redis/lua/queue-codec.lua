@@ -54,6 +54,8 @@ local function be(n, width)
     SCRATCH[i] = b
     n = (n - b) / 256
   end
+  -- A number past its field (an entry number past 2^40 in the URL index) is refused, never cut.
+  if n ~= 0 then error('seenstore: a frontier number does not fit in ' .. width .. ' bytes') end
   return string.char(unpack(SCRATCH, 1, width))
 end
 
