@@ -4,6 +4,9 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
 import { HISTORY_HEADROOM } from '../src/epochs/sizing-policy.js';
+import { prune } from '../src/epochs/retention.js';
+import { XxHash } from '../src/hash/xxhash.js';
+import { openBackend } from '../src/store/open.js';
 import { runCli, runCrashChild, runPacedChild } from './helpers/cli.js';
 import { binomialUpper, sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
@@ -208,6 +211,53 @@ describe('epochs', () => {
     assert.equal(cli.code, 11);
     assert.match(cli.stderr, /no epoch 1 \(it was pruned\)/);
     await store.close();
+  });
+
+  test('another process rotates and prunes the epoch a store holds open: the store still closes, and a prune skips an epoch another prune dropped', async () => {
+    // Found by `npm run soak` (its engine part): both threw NOT_FOUND.
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    await store.scope('p').add(['https://a.example/1', 'https://a.example/2']);
+    for (const args of [
+      ['epoch', 'rotate'],
+      ['epoch', 'rotate'],
+      ['epoch', 'prune', '--keep-last', '1'],
+    ]) {
+      const cli = await runCli(['--store', dir, '--scope', 'p', ...args]);
+      assert.equal(cli.code, 0, cli.stderr);
+    }
+    // Its checkpoint at close finds epoch 1 pruned: nothing is left to write.
+    await store.close();
+
+    for (let i = 0; i < 2; i++)
+      assert.equal((await runCli(['--store', dir, '--scope', 'p', 'epoch', 'rotate'])).code, 0);
+    const backend = await openBackend(
+      dir,
+      { hash: await XxHash.load(), create: false, readOnly: false, warn: () => {} },
+      {},
+    );
+    try {
+      // Epochs 3, 4 and 5: another prune drops 3 after this one listed the epochs, before it reads 3.
+      const racing = new Proxy(backend, {
+        get(target, name) {
+          if (name === 'epochHeader') {
+            return async (scope: string, n: number) => {
+              if (n === 3) await target.dropEpoch(await target.epochHeader(scope, 3));
+              return target.epochHeader(scope, n);
+            };
+          }
+          const value = Reflect.get(target, name);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      assert.deepEqual(
+        (await prune(racing, 'p', { keepLast: 1 })).map((d) => d.epoch),
+        [4],
+      );
+      assert.deepEqual(await backend.epochNumbers('p'), [5]);
+    } finally {
+      await backend.close();
+    }
   });
 
   test('kill -9 in the middle of a prune: the epoch is gone at once, the next prune finishes the job', async () => {

@@ -1,5 +1,6 @@
 import { SeenStoreError } from '../errors.js';
 import type { Backend } from '../store/backend.js';
+import type { EpochHeader } from '../store/records.js';
 import { safePoint } from '../store/interruption.js';
 
 export interface PruneOptions {
@@ -48,8 +49,8 @@ export async function prune(
   const now = clock();
   for (const n of numbers) {
     if (keep.has(n)) continue;
-    const header = await backend.epochHeader(scope, n);
-    if (header.state !== 'sealed') continue;
+    const header = await headerUnlessDropped(backend, scope, n);
+    if (header === undefined || header.state !== 'sealed') continue;
     if (
       options.sealedWithinMs !== undefined &&
       header.sealedAtMs !== null &&
@@ -64,4 +65,14 @@ export async function prune(
     dropped.push({ epoch: n, sealedAtMs: header.sealedAtMs, bytesFreed: await backend.dropEpoch(header) });
   }
   return dropped;
+}
+
+/** Epoch n's header; undefined when another prune dropped it since the epochs were listed. */
+async function headerUnlessDropped(backend: Backend, scope: string, n: number): Promise<EpochHeader | undefined> {
+  try {
+    return await backend.epochHeader(scope, n);
+  } catch (error) {
+    if (error instanceof SeenStoreError && error.code === 'NOT_FOUND') return undefined;
+    throw error;
+  }
 }

@@ -1,4 +1,4 @@
-import { asStoreError, assert } from '../../errors.js';
+import { SeenStoreError, asStoreError, assert } from '../../errors.js';
 import type { StoredFilter } from '../../filters/bloom.js';
 import { EpochHasher } from '../../filters/epoch-hasher.js';
 import type { HashSchemeId } from '../../hash/scheme.js';
@@ -449,7 +449,12 @@ export abstract class EpochCopy {
         async (fence) => {
           this.env.refresh();
           this.catchUp();
-          return this.writeCheckpoint(fence);
+          // Each write transaction also checks the epoch is still there: one that another
+          // process pruned meanwhile gets no chunks back (they would outlive its drop).
+          return this.writeCheckpoint(() => {
+            fence();
+            readHeader(this.env, scope, epoch);
+          });
         },
       );
       if (outcome === 'written') this.#journalBytesSinceCheckpoint = 0;
@@ -458,8 +463,16 @@ export abstract class EpochCopy {
         await compactJournal(this.env, this.#cursor.file);
       return outcome;
     } catch (error) {
+      // Pruned by another process: its bits are gone on purpose, so nothing is left to write.
+      if (error instanceof SeenStoreError && error.code === 'NOT_FOUND' && this.#dropped()) return 'clean';
       throw asStoreError(error, `checkpointing ${scope}/${epoch}`);
     }
+  }
+
+  /** Whether the epoch's header is gone from the newest state: a prune dropped it. */
+  #dropped(): boolean {
+    this.env.refresh();
+    return this.env.getMeta(epochKey(this.currentHeader.scope, this.currentHeader.epoch)) === undefined;
   }
 
   /** Records that the chunks hold every journal record up to `seq`, and trims those records. */
