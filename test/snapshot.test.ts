@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, test } from 'node:test';
 import { FORMAT_VERSION, SeenStore, SeenStoreError } from '../src/index.js';
+import { setFaultHook } from '../src/store/faults.js';
 import { runCli, spawnCli } from './helpers/cli.js';
 import { ROOT, sharedPath, sharedUrls } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
@@ -164,5 +165,30 @@ describe('snapshots', () => {
       SeenStore.restoreSnapshot(dir, 'missing'),
       (error: unknown) => error instanceof SeenStoreError && error.code === 'NOT_FOUND',
     );
+  });
+
+  test("LMDB's compacting copy refusing the file (MDB_INCOMPATIBLE): the snapshot is the whole-file copy, every URL in it", async () => {
+    // Seen once in `npm run soak` (engine part): LMDB's compacting copy found pages that did not add
+    // up ("page leak or corrupt DB") in a store lmdb-js opens and writes as ever. Its refusal is
+    // injected here, as LMDB words it.
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    await store.scope().add(SITELIST.slice(0, 1_000));
+    let refused = 0;
+    setFaultHook((point) => {
+      if (point !== 'snapshot:before-compact-copy') return;
+      refused++;
+      throw new Error('MDB_INCOMPATIBLE: Operation and DB incompatible, or DB flags changed');
+    });
+    try {
+      await store.snapshot('whole');
+    } finally {
+      setFaultHook(undefined);
+    }
+    await store.close();
+    assert.equal(refused, 1, 'the compacting copy was tried first');
+    const copy = await openCopy(join(dir, 'snapshots', 'whole'));
+    assert.ok((await copy.scope().has(SITELIST.slice(0, 1_000))).every(Boolean), 'every URL added is in the snapshot');
+    await copy.close();
   });
 });

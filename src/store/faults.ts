@@ -24,6 +24,7 @@ export type FaultPoint =
   | 'restore:before-swap'
   | 'export:mid-write'
   | 'export:mid-read'
+  | 'snapshot:before-compact-copy'
   | 'snapshot:after-copy'
   | 'frontier:take-before-commit'
   | 'frontier:take-after-commit'
