@@ -28,7 +28,7 @@ export async function prune(backend: Backend, scope: string, options: PruneOptio
     throw new SeenStoreError('USAGE', 'prune needs --keep-last and/or --sealed-within: with neither it would keep nothing');
   }
   const record = await backend.scopeRecord(scope);
-  if (record === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);
+  if (record === undefined) throw SeenStoreError.noScope(scope);
   const dropped: Dropped[] = (await backend.finishDrops(scope)).map((header) => ({ epoch: header.epoch, sealedAtMs: header.sealedAtMs, bytesFreed: 0 }));
   const numbers = await backend.epochNumbers(scope);
   const keep = new Set<number>([record.openEpoch]);

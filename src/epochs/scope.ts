@@ -225,7 +225,7 @@ export class Scope {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('delete');
     const epoch = await this.#open(false);
-    if (epoch === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    if (epoch === undefined) throw SeenStoreError.noScope(this.name);
     if (!epoch.counting) throw new SeenStoreError('USAGE', `epoch ${this.name}/${epoch.header.epoch} is not counting: only counting epochs can delete`);
     const keys = urlKeys(urls, epoch.header.normalize as NormalizeMode, urls.length <= MAX_BATCH_URLS);
     let deleted = 0;
@@ -249,7 +249,7 @@ export class Scope {
   async diff(urls: readonly string[], from: EpochSpec, to: EpochSpec): Promise<DiffResult> {
     this.#ctx.assertOpen();
     const open = await this.#open(false);
-    if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    if (open === undefined) throw SeenStoreError.noScope(this.name);
     const single = async (spec: EpochSpec, which: string): Promise<number> => {
       const numbers = await this.#resolve(spec, open);
       if (numbers.length !== 1) throw new SeenStoreError('USAGE', `--${which} must name one epoch`);
@@ -313,7 +313,7 @@ export class Scope {
   async export(path: string, epoch: EpochSpec = 'current', options: { readonly signal?: AbortSignal } = {}): Promise<ExportResult> {
     this.#ctx.assertOpen();
     const open = await this.#open(false);
-    if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    if (open === undefined) throw SeenStoreError.noScope(this.name);
     const numbers = await this.#resolve(epoch, open);
     if (numbers.length !== 1) throw new SeenStoreError('USAGE', 'export takes one epoch');
     return (await import('./transfer.js')).exportEpoch(this.#ctx.hash, await this.#ctx.backend.epoch(this.name, numbers[0]!), path, options.signal);
@@ -329,9 +329,9 @@ export class Scope {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('merge');
     const open = await this.#open(false);
-    if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    if (open === undefined) throw SeenStoreError.noScope(this.name);
     if (epoch !== undefined && epoch !== open.header.epoch) {
-      if (!(await this.#ctx.backend.epochNumbers(this.name)).includes(epoch)) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} has no epoch ${epoch}`);
+      if (!(await this.#ctx.backend.epochNumbers(this.name)).includes(epoch)) throw SeenStoreError.noEpoch(this.name, epoch);
       throw new SeenStoreError(
         'EPOCH_SEALED',
         `epoch ${this.name}/${epoch} is sealed and never changes; merge into the open epoch ${open.header.epoch}, or merge the files with --out and import the result`,
@@ -365,14 +365,14 @@ export class Scope {
   /** Header, seeds, geometry, slices and sizing decision of epoch `n`. */
   async epoch(n: number): Promise<EpochDetails> {
     this.#ctx.assertOpen();
-    if ((await this.#open(false)) === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    if ((await this.#open(false)) === undefined) throw SeenStoreError.noScope(this.name);
     return this.#details(n);
   }
 
   /** What epoch `n` was created with (capacity, FPR, strategy, seeds, slices): its header only, no bits read. */
   async settings(n: number): Promise<EpochSettings> {
     this.#ctx.assertOpen();
-    if ((await this.#open(false)) === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    if ((await this.#open(false)) === undefined) throw SeenStoreError.noScope(this.name);
     return epochSettings(await this.#ctx.backend.epochHeader(this.name, n));
   }
 

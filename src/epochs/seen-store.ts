@@ -100,11 +100,11 @@ export class SeenStore {
       hash,
       clock,
       assertOpen: () => {
-        if (this.#closed) throw new SeenStoreError('STORE_CLOSED', `the store at ${redactLocation(dir)} is closed`);
+        if (this.#closed) throw SeenStoreError.closed(`the store at ${redactLocation(dir)}`);
       },
       assertWritable: (doing: string) => {
         if (backend.readOnly) {
-          throw new SeenStoreError('USAGE', `cannot ${doing}: the store at ${redactLocation(dir)} is open read-only (open it without readOnly to write)`);
+          throw SeenStoreError.readOnly(doing, redactLocation(dir));
         }
       },
     });

@@ -69,7 +69,7 @@ export async function importEpoch(backend: Backend, hash: XxHash, path: string, 
   const scope = options.scope ?? source.scope;
   checkScopeName(scope);
   if ((await backend.scopeRecord(scope)) !== undefined) {
-    throw new SeenStoreError('USAGE', `scope ${scope} exists; import into a new scope (--scope NAME), or merge into an epoch (merge --into-epoch)`);
+    throw SeenStoreError.scopeExists(scope);
   }
   const n = source.epoch;
   const { counts } = contents.header;

@@ -1,4 +1,4 @@
-import { SeenStoreError } from '../../errors.js';
+import { SeenStoreError, assert } from '../../errors.js';
 import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus, type EntryPage } from '../backend.js';
 import { faultPoint, type FaultPoint } from '../faults.js';
 import type { StoreEnv } from './env.js';
@@ -72,7 +72,7 @@ export class LmdbFrontier implements Frontier {
   }
 
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
-    if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
+    assert(data === undefined || data.length === ids.length, 'release: one payload per id (ScopeFrontier.release checks)');
     return this.#eachEntry(ids, (txn, ref, entry, i) => {
       if (entry.leaseUntilMs === 0) return false;
       txn.unlease(ref, entry);

@@ -1,4 +1,4 @@
-import { SeenStoreError } from '../../errors.js';
+import { SeenStoreError, assert } from '../../errors.js';
 import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus, type EntryPage, type FrontierEntry } from '../backend.js';
 import { parseFrontierId } from '../frontier-id.js';
 import { compareKeys, compareReady, queueRoom, readyAtMs, takeAllowance } from '../politeness.js';
@@ -100,7 +100,7 @@ export class MemoryFrontier implements Frontier {
   }
 
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
-    if (data !== undefined && data.length !== ids.length) throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
+    assert(data === undefined || data.length === ids.length, 'release: one payload per id (ScopeFrontier.release checks)');
     const now = this.#now();
     let n = 0;
     ids.map(parseFrontierId).forEach((id, i) => {

@@ -1,4 +1,4 @@
-import { SeenStoreError } from '../../errors.js';
+import { SeenStoreError, assert } from '../../errors.js';
 import { filterGeometries } from '../../filters/keying.js';
 import { keyCount, sliceKeys, type Keys } from '../../hash/xxhash.js';
 import { PartlyDecided, type CheckpointOutcome, type DeliveryWrite, type EpochBits, type EpochContents, type EpochSummary, type QueueItems } from '../backend.js';
@@ -10,7 +10,7 @@ import { TurnQueue, type Turn } from '../turns.js';
 import { queuePart } from '../queue-items.js';
 import { RedisDeliveries } from './deliveries.js';
 import { encodeQueueItems, oldFrontierError } from './inbox.js';
-import { GrowthPlan, type Planning } from './growth-plan.js';
+import { GrowthPlan, slicesKeptChanging, type Planning } from './growth-plan.js';
 import { mergeInto } from './merge.js';
 import { addBatch, deleteBatch, initPartition, partitionState, readBatch, sealPartition, type QueueArgs } from './functions.js';
 import { redisBit, summarize, type EpochState } from './epoch-state.js';
@@ -118,7 +118,7 @@ export class RedisEpoch implements EpochBits {
     const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
     try {
       for (let attempt = 0; ; attempt++) {
-        if (attempt > 50) throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing under 50 attempts`);
+        if (attempt > 50) throw slicesKeptChanging(doing);
         let { planning, grouping, positions, perKey } = this.#positionsOf(keys, count, buffer);
         if (attempt === 0) {
           for (let p = 0; p < this.#partitions.length; p++) if (grouping.starts[p + 1]! > grouping.starts[p]!) pending.add(p);
@@ -241,7 +241,7 @@ export class RedisEpoch implements EpochBits {
   }
 
   async count(keys: readonly string[], out: number[]): Promise<void> {
-    if (!this.counting) throw this.#notCounting('count');
+    assert(this.counting, 'count reaches only counting epochs');
     await this.#countInto(keys, out);
   }
 
@@ -264,7 +264,7 @@ export class RedisEpoch implements EpochBits {
         const part = keys.slice(from, from + READ_STEP);
         const pending = new Set<number>();
         for (let attempt = 0; ; attempt++) {
-          if (attempt > 50) throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing`);
+          if (attempt > 50) throw slicesKeptChanging(doing);
           const { planning, grouping, positions, perKey } = this.#positionsOf(part, part.length, buffer);
           if (attempt === 0) for (let p = 0; p < this.#partitions.length; p++) if (grouping.starts[p + 1]! > grouping.starts[p]!) pending.add(p);
           const calls = [...pending].map(async (p) => {
@@ -293,7 +293,7 @@ export class RedisEpoch implements EpochBits {
   }
 
   async delete(keys: readonly string[]): Promise<number> {
-    if (!this.counting) throw this.#notCounting('delete');
+    assert(this.counting, 'delete reaches only counting epochs');
     const doing = `deleting from ${this.#where}`;
     const batch = freshId(12);
     // Counting epochs are never partitioned (strategy `counting` is not `partitioned`).
@@ -315,7 +315,7 @@ export class RedisEpoch implements EpochBits {
         if (outcome === 'sealed') throw await this.#sealedError();
         await this.#growth.stale(part, Number(reply[1]));
       }
-      throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing`);
+      throw slicesKeptChanging(doing);
     } finally {
       this.#spare.push(buffer.bytes);
     }
@@ -354,16 +354,15 @@ export class RedisEpoch implements EpochBits {
    */
   async merge(incoming: readonly Uint8Array[], check: (header: EpochHeader) => void): Promise<number> {
     const doing = `merging into ${this.#where}`;
-    if (this.counting) {
-      throw new SeenStoreError('INCOMPATIBLE', `${this.#where} counts: counting epochs cannot be merged (counters would have to be added, not OR-ed)`);
-    }
+    // The engine refuses to merge into a counting epoch (INCOMPATIBLE, transfer.ts mergeMismatch) before it gets here.
+    assert(!this.counting, 'merge reaches only Bloom epochs');
     await this.#growth.reload();
     check(this.header);
     const geometries = this.#growth.slices.flatMap((slice) => filterGeometries(slice));
     if (incoming.length !== geometries.length) {
       throw new SeenStoreError('USAGE', `merge: ${incoming.length} filters given, ${this.#where} has ${geometries.length}`);
     }
-    const merging = { ctx: this.#ctx, growth: this.#growth, partitions: this.#partitions, where: this.#where, init: (part: Partition) => this.#init(part) };
+    const merging = { ctx: this.#ctx, growth: this.#growth, partitions: this.#partitions, where: this.#where, scope: this.#header.scope, epoch: this.#header.epoch, init: (part: Partition) => this.#init(part) };
     const gains = await settleAll(this.#partitions.map((part) => mergeInto(merging, part, incoming, doing)));
     return gains.reduce((sum, n) => sum + n, 0);
   }
@@ -463,16 +462,12 @@ export class RedisEpoch implements EpochBits {
     for (;;) {
       const record = await this.#ctx.call(this.#ctx.keys.scope(scope), ['GET', this.#ctx.keys.scope(scope)], `reading scope ${scope}`);
       const open = record === null ? undefined : (JSON.parse(text(record)) as { openEpoch: number }).openEpoch;
-      if (open !== epoch) return new SeenStoreError('EPOCH_SEALED', `${this.#where} is no longer open${open === undefined ? '' : ` (the open epoch is ${open})`}`);
+      if (open !== epoch) return SeenStoreError.sealed(scope, epoch, open === undefined ? undefined : `the open epoch is ${open}`);
       if (Date.now() >= deadline) {
         return new SeenStoreError('STORE_UNAVAILABLE', `${this.#where} was sealed by a rotation that has not opened the next epoch for ${ROTATION_WAIT_MS / 1000} s (interrupted?); \`seenstore epoch rotate\` finishes it`);
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-  }
-
-  #notCounting(doing: string): SeenStoreError {
-    return new SeenStoreError('USAGE', `${this.#where} is not counting: only counting epochs can ${doing}`);
   }
 }
 
