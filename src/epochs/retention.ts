@@ -1,6 +1,7 @@
 import { SeenStoreError } from '../errors.js';
 import type { Backend } from '../store/backend.js';
 import { safePoint } from '../store/interruption.js';
+import { epochHeaderOf, finishDrops } from './seam-defaults.js';
 
 export interface PruneOptions {
   /** Keep the N most recent epochs (the open one counts). */
@@ -29,14 +30,14 @@ export async function prune(backend: Backend, scope: string, options: PruneOptio
   }
   const record = await backend.scopeRecord(scope);
   if (record === undefined) throw SeenStoreError.noScope(scope);
-  const dropped: Dropped[] = (await backend.finishDrops(scope)).map((header) => ({ epoch: header.epoch, sealedAtMs: header.sealedAtMs, bytesFreed: 0 }));
+  const dropped: Dropped[] = (await finishDrops(backend, scope)).map((header) => ({ epoch: header.epoch, sealedAtMs: header.sealedAtMs, bytesFreed: 0 }));
   const numbers = await backend.epochNumbers(scope);
   const keep = new Set<number>([record.openEpoch]);
   if (options.keepLast !== undefined) for (const n of numbers.slice(-options.keepLast)) keep.add(n);
   const now = clock();
   for (const n of numbers) {
     if (keep.has(n)) continue;
-    const header = await backend.epochHeader(scope, n);
+    const header = await epochHeaderOf(backend, scope, n);
     if (header.state !== 'sealed') continue;
     if (options.sealedWithinMs !== undefined && header.sealedAtMs !== null && now - header.sealedAtMs < options.sealedWithinMs) continue;
     const done = dropped.length === 0 ? '' : ` after dropping epoch${dropped.length === 1 ? '' : 's'} ${dropped.map((d) => d.epoch).join(', ')}`;

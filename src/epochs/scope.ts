@@ -14,6 +14,7 @@ import { planNextEpoch, type RotateOptions } from './rotation.js';
 import type { ExportResult, MergeResult } from './transfer.js';
 import { anyUrlKeys, urlKeys } from '../url/url-keys.js';
 import { ScopeFrontier } from './frontier.js';
+import { checkpointEpoch, epochHeaderOf } from './seam-defaults.js';
 import { queuePart } from '../store/queue-items.js';
 import { diffCategories, type AddOptions, type AddSummary, type EnqueueOptions, type Classification, type DiffCategory, type DiffResult, type QueryOptions, type RotateResult, type ScopeOptions } from './scope-types.js';
 
@@ -356,7 +357,7 @@ export class Scope {
     for (const n of await backend.epochNumbers(this.name)) {
       const isOpen = n === open.header.epoch;
       const summary = isOpen ? await open.summary() : undefined;
-      const header = isOpen ? open.header : await backend.epochHeader(this.name, n);
+      const header = isOpen ? open.header : await epochHeaderOf(backend, this.name, n);
       epochs.push(epochStats(header, summary, await backend.usage(header)));
     }
     return { scope: this.name, openEpoch: open.header.epoch, epochs };
@@ -373,7 +374,7 @@ export class Scope {
   async settings(n: number): Promise<EpochSettings> {
     this.#ctx.assertOpen();
     if ((await this.#open(false)) === undefined) throw SeenStoreError.noScope(this.name);
-    return epochSettings(await this.#ctx.backend.epochHeader(this.name, n));
+    return epochSettings(await epochHeaderOf(this.#ctx.backend, this.name, n));
   }
 
   /** Folds the backend's write log into the open epoch's durable form now, where it keeps one (Capabilities.checkpoints; normally automatic). */
@@ -382,7 +383,7 @@ export class Scope {
     this.#ctx.assertWritable('checkpoint');
     const open = await this.#open(false);
     if (open === undefined) return 'clean';
-    return open.checkpoint();
+    return checkpointEpoch(open);
   }
 
   /** `urls`: an array (addIfAbsent and add check) or UTF-8 keys of the right shape (addIfAbsentUtf8 checks). */

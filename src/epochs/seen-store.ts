@@ -8,6 +8,7 @@ import { driverFor, openBackend, redactLocation } from '../store/open.js';
 import { checkScopeName } from './create.js';
 import { Scope, type ScopeOptions, type ScopeStats } from './scope.js';
 import type { ImportOptions, ImportResult, MergeFilesResult } from './transfer.js';
+import { closeBackend } from './seam-defaults.js';
 
 export interface SeenStoreOptions {
   /** Create the directory and an empty store when missing (default true; false gives NOT_FOUND). */
@@ -324,7 +325,7 @@ export class SeenStore {
     const count = (openHere.get(resolve(this.dir)) ?? 1) - 1;
     if (count > 0) openHere.set(resolve(this.dir), count);
     else openHere.delete(resolve(this.dir));
-    await this.#backend.close();
+    await closeBackend(this.#backend);
   }
 
   #maintenance(doing: string): StoreMaintenance {
@@ -349,7 +350,7 @@ async function migrateOpen(location: string): Promise<MigrationReport> {
     if (backend.migrate === undefined) throw unsupported(backend.driver.name, `migrate ${redactLocation(location)}`);
     return await backend.migrate();
   } finally {
-    await backend.close();
+    await closeBackend(backend);
   }
 }
 

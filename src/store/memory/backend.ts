@@ -1,6 +1,6 @@
 import { SeenStoreError, assert } from '../../errors.js';
 import type { Keys, XxHash } from '../../hash/xxhash.js';
-import type { Backend, CheckpointOutcome, DeletedScope, Deliveries, DeliveryWrite, EpochBits, EpochContents, EpochSummary, EpochUsage, Frontier, ImportRequest, QueueItems, Rotation, RotateRequest } from '../backend.js';
+import type { Backend, DeletedScope, Deliveries, DeliveryWrite, EpochBits, EpochContents, EpochSummary, EpochUsage, Frontier, ImportRequest, QueueItems, Rotation, RotateRequest } from '../backend.js';
 import type { OpenOptions } from '../driver.js';
 import { safePoint } from '../interruption.js';
 import { sealHeader, type EpochHeader, type ScopeRecord } from '../records.js';
@@ -72,10 +72,6 @@ export class MemoryBackend implements Backend {
     return this.#store.scopes.get(scope)?.record;
   }
 
-  async epochHeader(scope: string, n: number): Promise<EpochHeader> {
-    return this.#filters(scope, n).header;
-  }
-
   async epochNumbers(scope: string): Promise<number[]> {
     return [...(this.#store.scopes.get(scope)?.epochs.keys() ?? [])].sort((a, b) => a - b);
   }
@@ -133,11 +129,6 @@ export class MemoryBackend implements Backend {
     return { epochs: state.epochs.size, queuedUrls: held === undefined ? 0 : held.pending + held.leased };
   }
 
-  async finishDrops(): Promise<EpochHeader[]> {
-    // A drop here is one step: none is ever left half done.
-    return [];
-  }
-
   async usage(header: EpochHeader): Promise<EpochUsage> {
     return { bytesOnDisk: this.#store.scopes.get(header.scope)?.epochs.get(header.epoch)?.bytes ?? 0, pendingRecords: 0 };
   }
@@ -162,8 +153,6 @@ export class MemoryBackend implements Backend {
     }
     return deliveries;
   }
-
-  async close(): Promise<void> {}
 
   #scope(scope: string): ScopeState {
     const state = this.#store.scopes.get(scope);
@@ -249,10 +238,6 @@ class MemoryEpoch implements EpochBits {
     this.#expectOpen();
     check(this.header);
     return this.#filters.merge(incoming);
-  }
-
-  async checkpoint(): Promise<CheckpointOutcome> {
-    return 'clean';
   }
 
   /** Scope.count and Scope.delete refuse an epoch that is not counting (USAGE) before they get here. */

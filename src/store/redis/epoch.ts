@@ -1,7 +1,7 @@
 import { SeenStoreError, assert } from '../../errors.js';
 import { filterGeometries } from '../../filters/keying.js';
 import { keyCount, sliceKeys, type Keys } from '../../hash/xxhash.js';
-import { PartlyDecided, type CheckpointOutcome, type DeliveryWrite, type EpochBits, type EpochContents, type EpochSummary, type QueueItems } from '../backend.js';
+import { PartlyDecided, type DeliveryWrite, type EpochBits, type EpochContents, type EpochSummary, type QueueItems } from '../backend.js';
 import { isCountingEpoch, type EpochHeader, type SliceSpec } from '../records.js';
 import { CALL_BYTES_MAX } from './call-parts.js';
 import type { Reply } from './connection.js';
@@ -365,11 +365,6 @@ export class RedisEpoch implements EpochBits {
     const merging = { ctx: this.#ctx, growth: this.#growth, partitions: this.#partitions, where: this.#where, scope: this.#header.scope, epoch: this.#header.epoch, init: (part: Partition) => this.#init(part) };
     const gains = await settleAll(this.#partitions.map((part) => mergeInto(merging, part, incoming, doing)));
     return gains.reduce((sum, n) => sum + n, 0);
-  }
-
-  async checkpoint(): Promise<CheckpointOutcome> {
-    // Redis makes every write durable itself (AOF): there is nothing to fold.
-    return 'clean';
   }
 
   /** Seals every partition (idempotent; each refuses adds from then on) and returns the epoch's final state. */
