@@ -1,5 +1,6 @@
 import { describe } from 'node:test';
 import { addsContract } from './adds.js';
+import { closingContract } from './closing.js';
 import { contractContext, type StoreFactory } from './context.js';
 import { countingContract } from './counting.js';
 import { errorsContract } from './errors.js';
@@ -41,5 +42,6 @@ export function contractSuite(factory: StoreFactory): void {
     describe('scopes', () => scopesContract(ctx));
     describe('nodes', () => nodesContract(ctx));
     describe('errors', () => errorsContract(ctx));
+    describe('closing', () => closingContract(ctx));
   });
 }
