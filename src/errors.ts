@@ -76,6 +76,11 @@ export class SeenStoreError extends Error {
     return new SeenStoreError('STORE_CLOSED', `${what} is closed`);
   }
 
+  /** CAPACITY_EXCEEDED: sizing refused a filter past the largest geometry (its error, kept as the cause, says which). */
+  static capacity(sizingError: unknown): SeenStoreError {
+    return new SeenStoreError('CAPACITY_EXCEEDED', (sizingError as Error).message, { cause: sizingError });
+  }
+
   /** NOT_FOUND: a scope that an operation needs does not exist. */
   static noScope(scope: string): SeenStoreError {
     return new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);

@@ -63,7 +63,7 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan, no
   try {
     first = planSlice(0, plan.capacityUrls, plan.fprTarget, growthOf(plan.strategy), (n, p) => sliceShape(plan.strategy, n, p));
   } catch (error) {
-    throw new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
+    throw SeenStoreError.capacity(error);
   }
   const now = nowMs;
   const seeds = plan.seeds !== undefined ? [...plan.seeds] : Array.from({ length: filters }, () => freshSeedHex());

@@ -114,7 +114,7 @@ export class SeenStore {
         if (this.#closed) throw closedError();
       },
       assertWritable: (doing: string) => {
-        if (backend.readOnly) {
+        if (unguarded.readOnly) {
           throw SeenStoreError.readOnly(doing, redactLocation(dir));
         }
       },

@@ -91,7 +91,7 @@ export class RedisEpoch implements EpochBits {
 
   async addIfAbsent(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems, deliver?: DeliveryWrite): Promise<number> {
     if (deliver === undefined) return this.#add(keys, answers, enqueue);
-    if (answers === undefined) throw new TypeError('a delivered add wants the answers');
+    assert(answers !== undefined, 'a delivered add wants the answers');
     const deliveries = new RedisDeliveries(this.#ctx, this.#ctx.keys.undelivered(this.#header.scope), this.#header.scope);
     return deliveries.around(deliver, keyCount(keys), answers, () => this.#add(keys, answers, enqueue));
   }
@@ -99,7 +99,7 @@ export class RedisEpoch implements EpochBits {
   async #add(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems): Promise<number> {
     const count = keyCount(keys);
     if (count === 0) return 0;
-    if (enqueue !== undefined && (answers === undefined || enqueue.urls.length !== count)) throw new TypeError('enqueue needs answers and one URL per key');
+    assert(enqueue === undefined || (answers !== undefined && enqueue.urls.length === count), 'an enqueue gives one URL per key and wants the answers');
     const batch = freshId(12);
     const doing = `adding a batch to ${this.#where}`;
     const decided = new Uint8Array(count);
