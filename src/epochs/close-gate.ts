@@ -20,16 +20,40 @@ export class CloseGate {
     this.#closedError = closedError;
   }
 
-  /** Runs one call of the backend, or refuses it once the store has closed. */
-  async run<T>(call: () => Promise<T>): Promise<T> {
-    if (this.#state === 'closed') throw this.#closedError();
+  /**
+   * Calls `method` of `target` (a backend method), or refuses once the store has closed. No
+   * closure or async frame of its own: one derived promise per call of the backend.
+   */
+  call<T>(method: (...args: unknown[]) => T, target: object, args: unknown[]): T | Promise<Awaited<T>> {
+    if (this.#state === 'closed') return Promise.reject(this.#closedError());
     this.#inFlight++;
+    let answer: T;
     try {
-      return await call();
-    } finally {
-      this.#inFlight--;
-      if (this.#inFlight === 0 && this.#state === 'draining') this.#settle();
+      answer = method.apply(target, args);
+    } catch (error) {
+      this.#leave();
+      throw error;
     }
+    if (!isThenable(answer)) {
+      this.#leave();
+      return answer;
+    }
+    return answer.then(this.#passValue, this.#passError) as Promise<Awaited<T>>;
+  }
+
+  readonly #passValue = <T>(value: T): T => {
+    this.#leave();
+    return value;
+  };
+
+  readonly #passError = (error: unknown): never => {
+    this.#leave();
+    throw error;
+  };
+
+  #leave(): void {
+    this.#inFlight--;
+    if (this.#inFlight === 0 && this.#state === 'draining') this.#settle();
   }
 
   /** Resolves once the operations under way are done with the backend; every later call is refused. */
@@ -51,28 +75,82 @@ export class CloseGate {
   }
 }
 
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
+}
+
 /** The methods whose answer is a handle on more of the backend: its calls pass through the gate too. */
 const HANDLES = new Set<PropertyKey>(['epoch', 'frontier', 'deliveries']);
+/** Fields that hold a handle on more of the backend. */
+const HANDLE_FIELDS = new Set<PropertyKey>(['maintenance']);
 
 /**
  * `backend` with every method call passing through `gate`, and so the calls of the epochs,
- * frontiers and delivery records it hands out, and of its maintenance operations. Fields (a
- * driver's manifest, an epoch's header) are read through unchanged. One wrapper per call of a
- * backend method, never per URL.
+ * frontiers and delivery records it hands out, and of its maintenance operations. Fields and
+ * getters (a driver's manifest, an epoch's header) are read through, live. The wrapper's methods
+ * are made once per class of handle and each handle is wrapped once, so a call of the backend
+ * costs one derived promise, never a wrapper per URL.
  */
 export function gatedBackend(backend: Backend, gate: CloseGate): Backend {
-  return gated(backend, gate);
+  return new Wrapping(gate).wrap(backend);
 }
 
-function gated<T extends object>(target: T, gate: CloseGate): T {
-  return new Proxy(target, {
-    get(object, property) {
-      const value: unknown = Reflect.get(object, property, object);
-      if (property === 'maintenance' && typeof value === 'object' && value !== null) return gated(value, gate);
-      if (typeof value !== 'function') return value;
-      const method = value as (...args: unknown[]) => Promise<unknown>;
-      if (HANDLES.has(property)) return async (...args: unknown[]) => gated((await gate.run(() => method.apply(object, args))) as object, gate);
-      return (...args: unknown[]) => gate.run(() => method.apply(object, args));
-    },
-  });
+const TARGET = Symbol('target');
+
+interface Wrapper {
+  readonly [TARGET]: object;
+}
+
+class Wrapping {
+  readonly #gate: CloseGate;
+  /** The wrappers' methods and getters, by the handle's class (its prototype). */
+  readonly #shapes = new WeakMap<object, object>();
+
+  constructor(gate: CloseGate) {
+    this.#gate = gate;
+  }
+
+  wrap<T extends object>(target: T): T {
+    const wrapper = Object.create(this.#shape(target)) as { [TARGET]: object };
+    wrapper[TARGET] = target;
+    return wrapper as unknown as T;
+  }
+
+  /** The wrapper's prototype for `target`: shared by its class, or its own for an object literal (maintenance). */
+  #shape(target: object): object {
+    const prototype = Object.getPrototypeOf(target) as object | null;
+    const shared = prototype !== null && prototype !== Object.prototype;
+    const known = shared ? this.#shapes.get(prototype) : undefined;
+    if (known !== undefined) return known;
+    const shape = this.#build(target);
+    if (shared) this.#shapes.set(prototype, shape);
+    return shape;
+  }
+
+  #build(target: object): object {
+    const gate = this.#gate;
+    const handle = (value: unknown): unknown => (typeof value === 'object' && value !== null ? this.wrap(value) : value);
+    const shape: Record<PropertyKey, unknown> = {};
+    const named = new Set<PropertyKey>(['constructor']);
+    // The target's own fields and methods, then its classes' (nearest first).
+    for (let layer: object | null = target; layer !== null && layer !== Object.prototype; layer = Object.getPrototypeOf(layer) as object | null) {
+      for (const name of Reflect.ownKeys(layer)) {
+        if (named.has(name)) continue;
+        named.add(name);
+        const value = Object.getOwnPropertyDescriptor(layer, name)!.value as unknown;
+        if (typeof value !== 'function') {
+          const read = HANDLE_FIELDS.has(name)
+            ? function (this: Wrapper) { return handle(Reflect.get(this[TARGET], name)); }
+            : function (this: Wrapper) { return Reflect.get(this[TARGET], name); };
+          Object.defineProperty(shape, name, { get: read, enumerable: true });
+          continue;
+        }
+        // Looked up on the handle at each call (not the one first seen), so an object literal's own method is its own.
+        shape[name] = HANDLES.has(name)
+          ? function (this: Wrapper, ...args: unknown[]) { return Promise.resolve(gate.call(Reflect.get(this[TARGET], name) as (...a: unknown[]) => unknown, this[TARGET], args)).then(handle); }
+          : function (this: Wrapper, ...args: unknown[]) { return gate.call(Reflect.get(this[TARGET], name) as (...a: unknown[]) => unknown, this[TARGET], args); };
+      }
+    }
+    return shape;
+  }
 }
