@@ -25,6 +25,25 @@ export class CloseGate {
    * closure or async frame of its own: one derived promise per call of the backend.
    */
   call<T>(method: (...args: unknown[]) => T, target: object, args: unknown[]): T | Promise<Awaited<T>> {
+    return this.#call(method, target, args, this.#passValue);
+  }
+
+  /** As `call`, the answer (a handle on more of the backend) mapped by `wrap` as it passes. */
+  callForHandle(method: (...args: unknown[]) => unknown, target: object, args: unknown[], wrap: (handle: unknown) => unknown): unknown {
+    let pass = this.#passHandles.get(wrap);
+    if (pass === undefined) {
+      pass = (value: unknown): unknown => {
+        this.#leave();
+        return wrap(value);
+      };
+      this.#passHandles.set(wrap, pass);
+    }
+    return this.#call(method, target, args, pass);
+  }
+
+  readonly #passHandles = new Map<(handle: unknown) => unknown, (value: unknown) => unknown>();
+
+  #call<T>(method: (...args: unknown[]) => T, target: object, args: unknown[], pass: (value: never) => unknown): T | Promise<Awaited<T>> {
     if (this.#state === 'closed') return Promise.reject(this.#closedError());
     this.#inFlight++;
     let answer: T;
@@ -38,7 +57,7 @@ export class CloseGate {
       this.#leave();
       return answer;
     }
-    return answer.then(this.#passValue, this.#passError) as Promise<Awaited<T>>;
+    return answer.then(pass as (value: unknown) => unknown, this.#passError) as Promise<Awaited<T>>;
   }
 
   readonly #passValue = <T>(value: T): T => {
@@ -88,8 +107,8 @@ const HANDLE_FIELDS = new Set<PropertyKey>(['maintenance']);
  * `backend` with every method call passing through `gate`, and so the calls of the epochs,
  * frontiers and delivery records it hands out, and of its maintenance operations. Fields and
  * getters (a driver's manifest, an epoch's header) are read through, live. The wrapper's methods
- * are made once per class of handle and each handle is wrapped once, so a call of the backend
- * costs one derived promise, never a wrapper per URL.
+ * are made once per class of handle, a handle handed out is wrapped by one Object.create, and a
+ * call of the backend costs one derived promise: nothing per URL.
  */
 export function gatedBackend(backend: Backend, gate: CloseGate): Backend {
   return new Wrapping(gate).wrap(backend);
@@ -105,6 +124,8 @@ class Wrapping {
   readonly #gate: CloseGate;
   /** The wrappers' methods and getters, by the handle's class (its prototype). */
   readonly #shapes = new WeakMap<object, object>();
+  /** A handle on more of the backend (an epoch, a frontier, maintenance), wrapped as it passes. */
+  readonly #handle = (value: unknown): unknown => (typeof value === 'object' && value !== null ? this.wrap(value) : value);
 
   constructor(gate: CloseGate) {
     this.#gate = gate;
@@ -129,7 +150,7 @@ class Wrapping {
 
   #build(target: object): object {
     const gate = this.#gate;
-    const handle = (value: unknown): unknown => (typeof value === 'object' && value !== null ? this.wrap(value) : value);
+    const handle = this.#handle;
     const shape: Record<PropertyKey, unknown> = {};
     const named = new Set<PropertyKey>(['constructor']);
     // The target's own fields and methods, then its classes' (nearest first).
@@ -147,7 +168,7 @@ class Wrapping {
         }
         // Looked up on the handle at each call (not the one first seen), so an object literal's own method is its own.
         shape[name] = HANDLES.has(name)
-          ? function (this: Wrapper, ...args: unknown[]) { return Promise.resolve(gate.call(Reflect.get(this[TARGET], name) as (...a: unknown[]) => unknown, this[TARGET], args)).then(handle); }
+          ? function (this: Wrapper, ...args: unknown[]) { return gate.callForHandle(Reflect.get(this[TARGET], name) as (...a: unknown[]) => unknown, this[TARGET], args, handle); }
           : function (this: Wrapper, ...args: unknown[]) { return gate.call(Reflect.get(this[TARGET], name) as (...a: unknown[]) => unknown, this[TARGET], args); };
       }
     }
