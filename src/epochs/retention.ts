@@ -1,6 +1,7 @@
 import { SeenStoreError } from '../errors.js';
 import type { Backend } from '../store/backend.js';
 import { safePoint } from '../store/interruption.js';
+import { epochHeaderOf, finishDrops } from './seam-defaults.js';
 
 export interface PruneOptions {
   /** Keep the N most recent epochs (the open one counts). */
@@ -36,8 +37,8 @@ export async function prune(
     );
   }
   const record = await backend.scopeRecord(scope);
-  if (record === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);
-  const dropped: Dropped[] = (await backend.finishDrops(scope)).map((header) => ({
+  if (record === undefined) throw SeenStoreError.noScope(scope);
+  const dropped: Dropped[] = (await finishDrops(backend, scope)).map((header) => ({
     epoch: header.epoch,
     sealedAtMs: header.sealedAtMs,
     bytesFreed: 0,
@@ -48,7 +49,7 @@ export async function prune(
   const now = clock();
   for (const n of numbers) {
     if (keep.has(n)) continue;
-    const header = await backend.epochHeader(scope, n);
+    const header = await epochHeaderOf(backend, scope, n);
     if (header.state !== 'sealed') continue;
     if (
       options.sealedWithinMs !== undefined &&
