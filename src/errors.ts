@@ -67,6 +67,58 @@ export class SeenStoreError extends Error {
   get exitCode(): number {
     return ERROR_CODES[this.code];
   }
+
+  // Factories of the errors that several layers or drivers raise: one code and one wording each
+  // (hypercore's HypercoreError.SESSION_CLOSED()). One-off errors are built where they happen.
+
+  /** STORE_CLOSED: `what` (`the store at DIR`) was used after close(), or while it closed. */
+  static closed(what: string): SeenStoreError {
+    return new SeenStoreError('STORE_CLOSED', `${what} is closed`);
+  }
+
+  /** CAPACITY_EXCEEDED: sizing refused a filter past the largest geometry (its error, kept as the cause, says which). */
+  static capacity(sizingError: unknown): SeenStoreError {
+    return new SeenStoreError('CAPACITY_EXCEEDED', (sizingError as Error).message, { cause: sizingError });
+  }
+
+  /** NOT_FOUND: a scope that an operation needs does not exist. */
+  static noScope(scope: string): SeenStoreError {
+    return new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);
+  }
+
+  /** NOT_FOUND: the scope has no epoch `epoch` (never created, or pruned). */
+  static noEpoch(scope: string, epoch: number): SeenStoreError {
+    return new SeenStoreError('NOT_FOUND', `scope ${scope} has no epoch ${epoch} (never created, or pruned)`);
+  }
+
+  /** EPOCH_SEALED: a write reached an epoch that is no longer the scope's open one; `detail` says more (the open epoch, who won). */
+  static sealed(scope: string, epoch: number, detail?: string): SeenStoreError {
+    return new SeenStoreError(
+      'EPOCH_SEALED',
+      `epoch ${scope}/${epoch} is no longer open${detail === undefined ? '' : ` (${detail})`}`,
+    );
+  }
+
+  /** USAGE: an import into a scope that exists (checked by the engine, and again inside the backend's atomic step, which a racing creator may beat). */
+  static scopeExists(scope: string): SeenStoreError {
+    return new SeenStoreError(
+      'USAGE',
+      `scope ${scope} exists; import into a new scope (--scope NAME), or merge into an epoch (merge --into-epoch)`,
+    );
+  }
+
+  /** USAGE: a string given as a frontier id that this backend did not hand out (each backend has its own id form). */
+  static notFrontierId(id: unknown): SeenStoreError {
+    return new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
+  }
+
+  /** USAGE: a write on a store opened read-only. */
+  static readOnly(doing: string, location: string): SeenStoreError {
+    return new SeenStoreError(
+      'USAGE',
+      `cannot ${doing}: the store at ${location} is open read-only (open it without readOnly to write)`,
+    );
+  }
 }
 
 /** Wraps an unknown failure from LMDB or the file system into a typed error, keeping the cause. */

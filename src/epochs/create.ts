@@ -71,7 +71,7 @@ export function newEpochHeader(scope: string, epoch: number, plan: EpochPlan, no
       sliceShape(plan.strategy, n, p),
     );
   } catch (error) {
-    throw new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
+    throw SeenStoreError.capacity(error);
   }
   const now = nowMs;
   const seeds = plan.seeds !== undefined ? [...plan.seeds] : Array.from({ length: filters }, () => freshSeedHex());

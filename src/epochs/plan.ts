@@ -78,16 +78,14 @@ export function planSizing(
       sizing: { policy: 'explicit', reason: 'plan', inputs: {} },
     });
   } catch (error) {
-    throw error instanceof SeenStoreError
-      ? error
-      : new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
+    throw error instanceof SeenStoreError ? error : SeenStoreError.capacity(error);
   }
   for (let index = 0; index < slices; index++) {
     let slice;
     try {
       slice = index === 0 ? header.slices[0]! : nextSliceSpec(header, index);
     } catch (error) {
-      throw new SeenStoreError('CAPACITY_EXCEEDED', (error as Error).message, { cause: error });
+      throw SeenStoreError.capacity(error);
     }
     const filters = filterGeometries(slice);
     const bits = filters.reduce((sum, filter) => sum + filter.mBits, 0);

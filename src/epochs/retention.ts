@@ -2,6 +2,7 @@ import { SeenStoreError } from '../errors.js';
 import type { Backend } from '../store/backend.js';
 import type { EpochHeader } from '../store/records.js';
 import { safePoint } from '../store/interruption.js';
+import { epochHeaderOf, finishDrops } from './seam-defaults.js';
 
 export interface PruneOptions {
   /** Keep the N most recent epochs (the open one counts). */
@@ -37,8 +38,8 @@ export async function prune(
     );
   }
   const record = await backend.scopeRecord(scope);
-  if (record === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);
-  const dropped: Dropped[] = (await backend.finishDrops(scope)).map((header) => ({
+  if (record === undefined) throw SeenStoreError.noScope(scope);
+  const dropped: Dropped[] = (await finishDrops(backend, scope)).map((header) => ({
     epoch: header.epoch,
     sealedAtMs: header.sealedAtMs,
     bytesFreed: 0,
@@ -70,7 +71,7 @@ export async function prune(
 /** Epoch n's header; undefined when another prune dropped it since the epochs were listed. */
 async function headerUnlessDropped(backend: Backend, scope: string, n: number): Promise<EpochHeader | undefined> {
   try {
-    return await backend.epochHeader(scope, n);
+    return await epochHeaderOf(backend, scope, n);
   } catch (error) {
     if (error instanceof SeenStoreError && error.code === 'NOT_FOUND') return undefined;
     throw error;

@@ -22,6 +22,7 @@ import { planNextEpoch, type RotateOptions } from './rotation.js';
 import type { ExportResult, MergeResult } from './transfer.js';
 import { anyUrlKeys, urlKeys } from '../url/url-keys.js';
 import { ScopeFrontier } from './frontier.js';
+import { checkpointEpoch, epochHeaderOf } from './seam-defaults.js';
 import { queuePart } from '../store/queue-items.js';
 import {
   diffCategories,
@@ -276,7 +277,7 @@ export class Scope {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('delete');
     const epoch = await this.#open(false);
-    if (epoch === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    if (epoch === undefined) throw SeenStoreError.noScope(this.name);
     if (!epoch.counting)
       throw new SeenStoreError(
         'USAGE',
@@ -311,7 +312,7 @@ export class Scope {
   async diff(urls: readonly string[], from: EpochSpec, to: EpochSpec): Promise<DiffResult> {
     this.#ctx.assertOpen();
     const open = await this.#open(false);
-    if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    if (open === undefined) throw SeenStoreError.noScope(this.name);
     const single = async (spec: EpochSpec, which: string): Promise<number> => {
       const numbers = await this.#resolve(spec, open);
       if (numbers.length !== 1) throw new SeenStoreError('USAGE', `--${which} must name one epoch`);
@@ -383,7 +384,7 @@ export class Scope {
   ): Promise<ExportResult> {
     this.#ctx.assertOpen();
     const open = await this.#open(false);
-    if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    if (open === undefined) throw SeenStoreError.noScope(this.name);
     const numbers = await this.#resolve(epoch, open);
     if (numbers.length !== 1) throw new SeenStoreError('USAGE', 'export takes one epoch');
     return (await import('./transfer.js')).exportEpoch(
@@ -408,10 +409,10 @@ export class Scope {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('merge');
     const open = await this.#open(false);
-    if (open === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    if (open === undefined) throw SeenStoreError.noScope(this.name);
     if (epoch !== undefined && epoch !== open.header.epoch) {
       if (!(await this.#ctx.backend.epochNumbers(this.name)).includes(epoch))
-        throw new SeenStoreError('NOT_FOUND', `scope ${this.name} has no epoch ${epoch}`);
+        throw SeenStoreError.noEpoch(this.name, epoch);
       throw new SeenStoreError(
         'EPOCH_SEALED',
         `epoch ${this.name}/${epoch} is sealed and never changes; merge into the open epoch ${open.header.epoch}, or merge the files with --out and import the result`,
@@ -436,7 +437,7 @@ export class Scope {
     for (const n of await backend.epochNumbers(this.name)) {
       const isOpen = n === open.header.epoch;
       const summary = isOpen ? await open.summary() : undefined;
-      const header = isOpen ? open.header : await backend.epochHeader(this.name, n);
+      const header = isOpen ? open.header : await epochHeaderOf(backend, this.name, n);
       epochs.push(epochStats(header, summary, await backend.usage(header)));
     }
     return { scope: this.name, openEpoch: open.header.epoch, epochs };
@@ -445,17 +446,15 @@ export class Scope {
   /** Header, seeds, geometry, slices and sizing decision of epoch `n`. */
   async epoch(n: number): Promise<EpochDetails> {
     this.#ctx.assertOpen();
-    if ((await this.#open(false)) === undefined)
-      throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
+    if ((await this.#open(false)) === undefined) throw SeenStoreError.noScope(this.name);
     return this.#details(n);
   }
 
   /** What epoch `n` was created with (capacity, FPR, strategy, seeds, slices): its header only, no bits read. */
   async settings(n: number): Promise<EpochSettings> {
     this.#ctx.assertOpen();
-    if ((await this.#open(false)) === undefined)
-      throw new SeenStoreError('NOT_FOUND', `scope ${this.name} does not exist`);
-    return epochSettings(await this.#ctx.backend.epochHeader(this.name, n));
+    if ((await this.#open(false)) === undefined) throw SeenStoreError.noScope(this.name);
+    return epochSettings(await epochHeaderOf(this.#ctx.backend, this.name, n));
   }
 
   /** Folds the backend's write log into the open epoch's durable form now, where it keeps one (Capabilities.checkpoints; normally automatic). */
@@ -464,7 +463,7 @@ export class Scope {
     this.#ctx.assertWritable('checkpoint');
     const open = await this.#open(false);
     if (open === undefined) return 'clean';
-    return open.checkpoint();
+    return checkpointEpoch(open);
   }
 
   /** `urls`: an array (addIfAbsent and add check) or UTF-8 keys of the right shape (addIfAbsentUtf8 checks). */

@@ -18,6 +18,8 @@ import { driverFor, openBackend, redactLocation } from '../store/open.js';
 import { checkScopeName } from './create.js';
 import { Scope, type ScopeOptions, type ScopeStats } from './scope.js';
 import type { ImportOptions, ImportResult, MergeFilesResult } from './transfer.js';
+import { closeBackend } from './seam-defaults.js';
+import { CloseGate, gatedBackend } from './close-gate.js';
 
 export interface SeenStoreOptions {
   /** Create the directory and an empty store when missing (default true; false gives NOT_FOUND). */
@@ -97,27 +99,33 @@ export const MAX_HASH_THREADS = MAX_THREADS;
 export class SeenStore {
   /** The store's location as given to open (a directory). */
   readonly dir: string;
+  /** The backend as the engine calls it: through the close gate. */
   readonly #backend: Backend;
+  readonly #unguarded: Backend;
+  readonly #gate: CloseGate;
   readonly #scopes = new Map<string, Scope>();
   readonly #ctx;
   #closed = false;
+  /** The close under way or done: a second close() waits for the first. */
+  #closing: Promise<void> | undefined;
 
-  private constructor(dir: string, backend: Backend, hash: XxHash, clock: () => number) {
+  private constructor(dir: string, unguarded: Backend, hash: XxHash, clock: () => number) {
     this.dir = dir;
+    const closedError = () => SeenStoreError.closed(`the store at ${redactLocation(dir)}`);
+    this.#gate = new CloseGate(closedError);
+    const backend = gatedBackend(unguarded, this.#gate);
     this.#backend = backend;
+    this.#unguarded = unguarded;
     this.#ctx = Object.freeze({
       backend,
       hash,
       clock,
       assertOpen: () => {
-        if (this.#closed) throw new SeenStoreError('STORE_CLOSED', `the store at ${redactLocation(dir)} is closed`);
+        if (this.#closed) throw closedError();
       },
       assertWritable: (doing: string) => {
-        if (backend.readOnly) {
-          throw new SeenStoreError(
-            'USAGE',
-            `cannot ${doing}: the store at ${redactLocation(dir)} is open read-only (open it without readOnly to write)`,
-          );
+        if (unguarded.readOnly) {
+          throw SeenStoreError.readOnly(doing, redactLocation(dir));
         }
       },
     });
@@ -349,14 +357,22 @@ export class SeenStore {
     for (const scope of this.#scopes.values()) await scope.checkpoint();
   }
 
-  /** Checkpoints, then closes the store. Further calls fail with STORE_CLOSED. */
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  /**
+   * Checkpoints, then closes the store. Calls made from now on fail with STORE_CLOSED; operations
+   * in flight finish, or fail with STORE_CLOSED at their next step (the close gate).
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true;
     const count = (openHere.get(resolve(this.dir)) ?? 1) - 1;
     if (count > 0) openHere.set(resolve(this.dir), count);
     else openHere.delete(resolve(this.dir));
-    await this.#backend.close();
+    await this.#gate.close();
+    await closeBackend(this.#unguarded);
   }
 
   #maintenance(doing: string): StoreMaintenance {
@@ -395,7 +411,7 @@ async function migrateOpen(location: string): Promise<MigrationReport> {
     if (backend.migrate === undefined) throw unsupported(backend.driver.name, `migrate ${redactLocation(location)}`);
     return await backend.migrate();
   } finally {
-    await backend.close();
+    await closeBackend(backend);
   }
 }
 

@@ -83,10 +83,7 @@ export async function importEpoch(
   const scope = options.scope ?? source.scope;
   checkScopeName(scope);
   if ((await backend.scopeRecord(scope)) !== undefined) {
-    throw new SeenStoreError(
-      'USAGE',
-      `scope ${scope} exists; import into a new scope (--scope NAME), or merge into an epoch (merge --into-epoch)`,
-    );
+    throw SeenStoreError.scopeExists(scope);
   }
   const n = source.epoch;
   const { counts } = contents.header;

@@ -23,6 +23,10 @@ import type { MigrationReport, StoreMaintenance } from './maintenance.js';
  *   the epoch must hash again for the new slice inside its atomic step.
  * - Errors are SeenStoreErrors with the documented codes; a capability a backend lacks is
  *   UNSUPPORTED (see `Capabilities`).
+ * - What the engine validated (counting epochs for count/delete, payloads per id, scope names,
+ *   URL keys) a backend may assert (INTERNAL), never check again as a user error.
+ * - An optional method (`?`) has a default in the engine (epochs/seam-defaults.ts), served by the
+ *   backend's other methods; a backend with a cheaper way keeps its own.
  */
 export interface Backend {
   /** The driver that opened it: its name and capabilities. */
@@ -39,8 +43,11 @@ export interface Backend {
   scopeNames(): Promise<string[]>;
   /** The scope record, or undefined when the scope does not exist (yet). */
   scopeRecord(scope: string): Promise<ScopeRecord | undefined>;
-  /** Epoch `n`'s header as stored now; NOT_FOUND when it does not exist (never created, or pruned). */
-  epochHeader(scope: string, n: number): Promise<EpochHeader>;
+  /**
+   * Epoch `n`'s header as stored now; NOT_FOUND when it does not exist (never created, or pruned).
+   * Default: `epoch(scope, n)`'s header — a driver whose `epoch` loads bits reads the header alone.
+   */
+  epochHeader?(scope: string, n: number): Promise<EpochHeader>;
   /** Numbers of the scope's epochs that exist, ascending. */
   epochNumbers(scope: string): Promise<number[]>;
 
@@ -72,8 +79,11 @@ export interface Backend {
    * then its data deleted. Resolves undefined when the scope does not exist.
    */
   deleteScope(scope: string): Promise<DeletedScope | undefined>;
-  /** Finishes drops (and failed imports) that a crash interrupted; their epochs, with what was recorded of them. */
-  finishDrops(scope: string): Promise<EpochHeader[]>;
+  /**
+   * Finishes drops (and failed imports) that a crash interrupted; their epochs, with what was
+   * recorded of them. Default: none (a driver whose drop is one step leaves none half done).
+   */
+  finishDrops?(scope: string): Promise<EpochHeader[]>;
   /** What an epoch occupies in the backend, without loading its filters. */
   usage(header: EpochHeader): Promise<EpochUsage>;
 
@@ -92,8 +102,8 @@ export interface Backend {
    */
   migrate?(): Promise<MigrationReport>;
 
-  /** Writes what must be written (checkpoints) and releases everything. Idempotent. */
-  close(): Promise<void>;
+  /** Writes what must be written (checkpoints) and releases everything. Idempotent. Default: nothing to do (a store in this process's memory). */
+  close?(): Promise<void>;
 }
 
 /**
@@ -142,8 +152,8 @@ export interface EpochBits {
    */
   merge(filters: readonly Uint8Array[], check: (header: EpochHeader) => void): Promise<number>;
 
-  /** Folds what the backend logged into the epoch's durable form now (`capabilities.checkpoints`); 'clean' where there is nothing to do. */
-  checkpoint(): Promise<CheckpointOutcome>;
+  /** Folds what the backend logged into the epoch's durable form now (`capabilities.checkpoints`). Default: 'clean' (no log to fold). */
+  checkpoint?(): Promise<CheckpointOutcome>;
 }
 
 /** What a deleted scope held. */

@@ -6,7 +6,6 @@ import { SeenStoreError } from '../errors.js';
  */
 export function parseFrontierId(id: string): number {
   const n = typeof id === 'string' && /^[1-9][0-9]{0,15}$/.test(id) ? Number(id) : NaN;
-  if (!Number.isSafeInteger(n))
-    throw new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
+  if (!Number.isSafeInteger(n)) throw SeenStoreError.notFrontierId(id);
   return n;
 }

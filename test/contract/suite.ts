@@ -1,5 +1,6 @@
 import { describe } from 'node:test';
 import { addsContract } from './adds.js';
+import { closingContract } from './closing.js';
 import { contractContext, type StoreFactory } from './context.js';
 import { countingContract } from './counting.js';
 import { errorsContract } from './errors.js';
@@ -7,7 +8,9 @@ import { frontierContract } from './frontier.js';
 import { growthContract } from './growth.js';
 import { keysContract } from './keys.js';
 import { nodesContract } from './nodes.js';
+import { politenessContract } from './politeness.js';
 import { queuesContract } from './queues.js';
+import { revisitsContract } from './revisits.js';
 import { rotationContract } from './rotation.js';
 import { scopesContract } from './scopes.js';
 import { transferContract } from './transfer.js';
@@ -34,8 +37,11 @@ export function contractSuite(factory: StoreFactory): void {
     describe('keys', () => keysContract(ctx));
     describe('frontier', () => frontierContract(ctx));
     describe('queues', () => queuesContract(ctx));
+    describe('politeness', () => politenessContract(ctx));
+    describe('revisits', () => revisitsContract(ctx));
     describe('scopes', () => scopesContract(ctx));
     describe('nodes', () => nodesContract(ctx));
     describe('errors', () => errorsContract(ctx));
+    describe('closing', () => closingContract(ctx));
   });
 }

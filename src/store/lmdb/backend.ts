@@ -150,12 +150,12 @@ export class LmdbBackend implements Backend {
     const open = this.#load(scope, request.epoch);
     const rotation = env.write(() => {
       const record = meta.readScope(env, scope);
-      if (record === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);
+      if (record === undefined) throw SeenStoreError.noScope(scope);
       if (request.ifEpoch !== undefined && record.openEpoch !== request.ifEpoch) return null;
       open.filters.catchUp();
       const current = open.filters.header;
       if (current.state !== 'open' || record.openEpoch !== current.epoch) {
-        throw new SeenStoreError('EPOCH_SEALED', `epoch ${scope}/${current.epoch} is no longer open`);
+        throw SeenStoreError.sealed(scope, current.epoch);
       }
       const summary = open.filters.summary();
       const now = this.#clock();

@@ -554,8 +554,5 @@ export class StoreEnv {
 
 /** The error of every write asked of a store opened read-only. */
 export function readOnlyError(dir: string, doing: string): SeenStoreError {
-  return new SeenStoreError(
-    'USAGE',
-    `cannot ${doing}: the store at ${dir} is open read-only (open it without readOnly to write)`,
-  );
+  return SeenStoreError.readOnly(doing, dir);
 }

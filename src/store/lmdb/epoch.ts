@@ -165,12 +165,8 @@ export class LmdbEpoch implements EpochBits {
 
   async merge(incoming: readonly Uint8Array[], check: (header: EpochHeader) => void): Promise<number> {
     const { scope, epoch } = this.#filters.header;
-    if (!(this.#filters instanceof BloomCopy)) {
-      throw new SeenStoreError(
-        'INCOMPATIBLE',
-        `epoch ${scope}/${epoch} counts: counting epochs cannot be merged (counters would have to be added, not OR-ed)`,
-      );
-    }
+    // The engine refuses to merge into a counting epoch (INCOMPATIBLE, transfer.ts mergeMismatch) before it gets here.
+    assert(this.#filters instanceof BloomCopy, 'merge reaches only Bloom epochs');
     try {
       return this.#filters.mergeFilters(incoming, (header) => {
         expectOpenEpoch(this.#ctx.env, scope, epoch);
@@ -228,10 +224,10 @@ export class LmdbEpoch implements EpochBits {
     this.#ctx.env.releaseMappedPages();
   }
 
+  /** Scope.count and Scope.delete refuse an epoch that is not counting (USAGE) before they get here. */
   #counting(doing: string): CountingCopy {
-    if (this.#filters instanceof CountingCopy) return this.#filters;
-    const { scope, epoch } = this.#filters.header;
-    throw new SeenStoreError('USAGE', `epoch ${scope}/${epoch} is not counting: only counting epochs can ${doing}`);
+    assert(this.#filters instanceof CountingCopy, `${doing} reaches only counting epochs`);
+    return this.#filters;
   }
 
   #maybeCheckpoint(): void {

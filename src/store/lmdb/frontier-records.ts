@@ -202,8 +202,7 @@ export function parseId(id: string): EntryRef {
   const match = typeof id === 'string' ? ID.exec(id) : null;
   const seq = Number(match?.[1]);
   const hash = Number(match?.[2]);
-  if (match === null || seq > 2 ** 40 - 1 || hash > 0xffffffff)
-    throw new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
+  if (match === null || seq > 2 ** 40 - 1 || hash > 0xffffffff) throw SeenStoreError.notFrontierId(id);
   return { seq, hash };
 }
 

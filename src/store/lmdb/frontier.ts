@@ -1,4 +1,4 @@
-import { SeenStoreError } from '../../errors.js';
+import { SeenStoreError, assert } from '../../errors.js';
 import {
   DEFAULT_FRONTIER_SETTINGS,
   queueKeyFixedError,
@@ -99,8 +99,10 @@ export class LmdbFrontier implements Frontier {
   }
 
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
-    if (data !== undefined && data.length !== ids.length)
-      throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
+    assert(
+      data === undefined || data.length === ids.length,
+      'release: one payload per id (ScopeFrontier.release checks)',
+    );
     return this.#eachEntry(ids, (txn, ref, entry, i) => {
       if (entry.leaseUntilMs === 0) return false;
       txn.unlease(ref, entry);

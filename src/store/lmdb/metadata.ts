@@ -33,8 +33,7 @@ export function readScope(env: StoreEnv, scope: string): ScopeRecord | undefined
 
 export function readHeader(env: StoreEnv, scope: string, epoch: number): EpochHeader {
   const value = env.getMeta(epochKey(scope, epoch));
-  if (value === undefined)
-    throw new SeenStoreError('NOT_FOUND', `scope ${scope} has no epoch ${epoch} (never created, or pruned)`);
+  if (value === undefined) throw SeenStoreError.noEpoch(scope, epoch);
   return readEpochHeader(value);
 }
 
@@ -48,7 +47,7 @@ export function findHeader(env: StoreEnv, scope: string, epoch: number): EpochHe
 export function expectOpenEpoch(env: StoreEnv, scope: string, epoch: number): void {
   const record = readScope(env, scope);
   if (record === undefined || record.openEpoch !== epoch) {
-    throw new SeenStoreError('EPOCH_SEALED', `epoch ${scope}/${epoch} is no longer open`);
+    throw SeenStoreError.sealed(scope, epoch);
   }
 }
 
@@ -155,20 +154,15 @@ export function finishDrops(env: StoreEnv, scope: string): EpochHeader[] {
 export async function importEpoch(env: StoreEnv, hash: XxHash, request: ImportRequest): Promise<ScopeRecord> {
   const { scope, epoch: imported, next, signal } = request;
   const n = imported.epoch;
-  const exists = (): SeenStoreError =>
-    new SeenStoreError(
-      'USAGE',
-      `scope ${scope} exists; import into a new scope (--scope NAME), or merge into an epoch (merge --into-epoch)`,
-    );
   env.refresh();
-  if (readScope(env, scope) !== undefined) throw exists();
+  if (readScope(env, scope) !== undefined) throw SeenStoreError.scopeExists(scope);
   finishDrops(env, scope);
   env.write(() => env.putMeta(dropKey(scope, n), { v: 1, header: imported }));
   try {
     await writeChunks(env, hash, imported, request.filters, signal);
     await safePoint(signal, `importing into ${scope}/${n}`);
     return env.write(() => {
-      if (readScope(env, scope) !== undefined) throw exists();
+      if (readScope(env, scope) !== undefined) throw SeenStoreError.scopeExists(scope);
       const now = Date.now();
       env.putMeta(epochKey(scope, n), imported);
       const { counts } = request;

@@ -1,8 +1,7 @@
-import { SeenStoreError } from '../../errors.js';
+import { SeenStoreError, assert } from '../../errors.js';
 import type { Keys, XxHash } from '../../hash/xxhash.js';
 import type {
   Backend,
-  CheckpointOutcome,
   DeletedScope,
   Deliveries,
   DeliveryWrite,
@@ -87,10 +86,6 @@ export class MemoryBackend implements Backend {
     return this.#store.scopes.get(scope)?.record;
   }
 
-  async epochHeader(scope: string, n: number): Promise<EpochHeader> {
-    return this.#filters(scope, n).header;
-  }
-
   async epochNumbers(scope: string): Promise<number[]> {
     return [...(this.#store.scopes.get(scope)?.epochs.keys() ?? [])].sort((a, b) => a - b);
   }
@@ -106,7 +101,7 @@ export class MemoryBackend implements Backend {
   async rotate(scope: string, request: RotateRequest): Promise<Rotation | null> {
     const state = this.#scope(scope);
     if (request.ifEpoch !== undefined && state.record.openEpoch !== request.ifEpoch) return null;
-    if (state.record.openEpoch !== request.epoch) throw sealedError(scope, request.epoch);
+    if (state.record.openEpoch !== request.epoch) throw SeenStoreError.sealed(scope, request.epoch);
     const open = this.#filters(scope, request.epoch);
     const summary = open.summary();
     const opened = request.next(open.header, summary, state.epochs.get(request.epoch - 1)?.header);
@@ -119,17 +114,12 @@ export class MemoryBackend implements Backend {
 
   async importEpoch(request: ImportRequest): Promise<ScopeRecord> {
     const { scope, epoch, next, signal } = request;
-    const exists = (): SeenStoreError =>
-      new SeenStoreError(
-        'USAGE',
-        `scope ${scope} exists; import into a new scope (--scope NAME), or merge into an epoch (merge --into-epoch)`,
-      );
-    if (this.#store.scopes.has(scope)) throw exists();
+    if (this.#store.scopes.has(scope)) throw SeenStoreError.scopeExists(scope);
     const filters = new EpochFilters(this.#hash, epoch);
     filters.load(request.filters);
     filters.setCounts(request.counts, request.counts.sliceAdded);
     await safePoint(signal, `importing into ${scope}/${epoch.epoch}`);
-    if (this.#store.scopes.has(scope)) throw exists();
+    if (this.#store.scopes.has(scope)) throw SeenStoreError.scopeExists(scope);
     const epochs = new Map([[epoch.epoch, filters]]);
     if (next !== undefined) epochs.set(next.epoch, new EpochFilters(this.#hash, next));
     const record: ScopeRecord = { v: 1, name: scope, openEpoch: next?.epoch ?? epoch.epoch, createdAtMs: this.#now() };
@@ -151,11 +141,6 @@ export class MemoryBackend implements Backend {
     this.#store.scopes.delete(scope);
     this.#store.frontiers.delete(scope);
     return { epochs: state.epochs.size, queuedUrls: held === undefined ? 0 : held.pending + held.leased };
-  }
-
-  async finishDrops(): Promise<EpochHeader[]> {
-    // A drop here is one step: none is ever left half done.
-    return [];
   }
 
   async usage(header: EpochHeader): Promise<EpochUsage> {
@@ -191,18 +176,15 @@ export class MemoryBackend implements Backend {
     return deliveries;
   }
 
-  async close(): Promise<void> {}
-
   #scope(scope: string): ScopeState {
     const state = this.#store.scopes.get(scope);
-    if (state === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);
+    if (state === undefined) throw SeenStoreError.noScope(scope);
     return state;
   }
 
   #filters(scope: string, n: number): EpochFilters {
     const filters = this.#store.scopes.get(scope)?.epochs.get(n);
-    if (filters === undefined)
-      throw new SeenStoreError('NOT_FOUND', `scope ${scope} has no epoch ${n} (never created, or pruned)`);
+    if (filters === undefined) throw SeenStoreError.noEpoch(scope, n);
     return filters;
   }
 
@@ -216,7 +198,7 @@ export class MemoryBackend implements Backend {
   }
 
   #expectOpen(scope: string, n: number): void {
-    if (this.#store.scopes.get(scope)?.record.openEpoch !== n) throw sealedError(scope, n);
+    if (this.#store.scopes.get(scope)?.record.openEpoch !== n) throw SeenStoreError.sealed(scope, n);
   }
 }
 
@@ -290,17 +272,8 @@ class MemoryEpoch implements EpochBits {
     return this.#filters.merge(incoming);
   }
 
-  async checkpoint(): Promise<CheckpointOutcome> {
-    return 'clean';
-  }
-
+  /** Scope.count and Scope.delete refuse an epoch that is not counting (USAGE) before they get here. */
   #countingOnly(doing: string): void {
-    const { scope, epoch } = this.header;
-    if (!this.counting)
-      throw new SeenStoreError('USAGE', `epoch ${scope}/${epoch} is not counting: only counting epochs can ${doing}`);
+    assert(this.counting, `${doing} reaches only counting epochs`);
   }
-}
-
-function sealedError(scope: string, epoch: number): SeenStoreError {
-  return new SeenStoreError('EPOCH_SEALED', `epoch ${scope}/${epoch} is no longer open`);
 }

@@ -1,4 +1,4 @@
-import { SeenStoreError } from '../../errors.js';
+import { SeenStoreError, assert } from '../../errors.js';
 import { BloomFilter, allHold } from '../../filters/bloom.js';
 import { CountingFilter, SpectralFilter } from '../../filters/counting.js';
 import { EpochHasher } from '../../filters/epoch-hasher.js';
@@ -118,11 +118,8 @@ export class EpochFilters {
   /** ORs one byte array per filter into the filters; returns the distinct URLs gained, estimated from the fill. */
   merge(incoming: readonly Uint8Array[]): number {
     const { scope, epoch } = this.#header;
-    if (this.counting)
-      throw new SeenStoreError(
-        'INCOMPATIBLE',
-        `epoch ${scope}/${epoch} counts: counting epochs cannot be merged (counters would have to be added, not OR-ed)`,
-      );
+    // The engine refuses to merge into a counting epoch (INCOMPATIBLE, transfer.ts mergeMismatch) before it gets here.
+    assert(!this.counting, 'merge reaches only Bloom epochs');
     const filters = this.#slices.flatMap((slice) => slice.bloom);
     if (incoming.length !== filters.length)
       throw new SeenStoreError(

@@ -1,3 +1,4 @@
+import { assert } from '../../errors.js';
 import type { Driver, OpenOptions, StoreSettings } from '../driver.js';
 
 /** The memory driver's own options. */
@@ -28,8 +29,7 @@ export const memoryDriver: Driver<MemoryOptions> = Object.freeze({
   }),
   parseOptions(settings: StoreSettings): MemoryOptions {
     const clock = settings.clock;
-    if (clock !== undefined && typeof clock !== 'function')
-      throw new TypeError('clock must be a function returning milliseconds');
+    assert(clock === undefined || typeof clock === 'function', 'the clock is a function (SeenStore.open checks)');
     return Object.freeze({ clock: (clock as (() => number) | undefined) ?? Date.now });
   },
   async open(location: string, common: OpenOptions, options: MemoryOptions) {

@@ -1,4 +1,4 @@
-import { SeenStoreError } from '../../errors.js';
+import { SeenStoreError, assert } from '../../errors.js';
 import {
   DEFAULT_FRONTIER_SETTINGS,
   queueKeyFixedError,
@@ -118,8 +118,10 @@ export class MemoryFrontier implements Frontier {
   }
 
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
-    if (data !== undefined && data.length !== ids.length)
-      throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
+    assert(
+      data === undefined || data.length === ids.length,
+      'release: one payload per id (ScopeFrontier.release checks)',
+    );
     const now = this.#now();
     let n = 0;
     ids.map(parseFrontierId).forEach((id, i) => {

@@ -166,10 +166,9 @@ export class RedisBackend implements Backend {
   async rotate(scope: string, request: RotateRequest): Promise<Rotation | null> {
     const keys = this.#ctx.keys;
     const record = await this.scopeRecord(scope);
-    if (record === undefined) throw new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);
+    if (record === undefined) throw SeenStoreError.noScope(scope);
     if (request.ifEpoch !== undefined && record.openEpoch !== request.ifEpoch) return null;
-    if (record.openEpoch !== request.epoch)
-      throw new SeenStoreError('EPOCH_SEALED', `epoch ${scope}/${request.epoch} is no longer open`);
+    if (record.openEpoch !== request.epoch) throw SeenStoreError.sealed(scope, request.epoch);
     const epoch = await this.#load(scope, request.epoch);
     const final = await epoch.seal();
     const current = final.header;
@@ -193,16 +192,13 @@ export class RedisBackend implements Backend {
     };
     const reply = list(await rotateScope(this.#ctx, scopeKeys(keys, scope), rotation, doing));
     const outcome = text(reply[0]);
-    if (outcome === 'missing') throw new SeenStoreError('NOT_FOUND', `scope ${scope} does not exist`);
+    if (outcome === 'missing') throw SeenStoreError.noScope(scope);
     if (outcome === 'moved') {
       // A retry of this very call after a lost reply finds its own next epoch published.
       const published = await this.#entry(scope, opened.epoch).catch(() => undefined);
       if (published?.uid !== next.uid) {
         if (request.ifEpoch !== undefined) return null;
-        throw new SeenStoreError(
-          'EPOCH_SEALED',
-          `epoch ${scope}/${current.epoch} is no longer open (another rotation won)`,
-        );
+        throw SeenStoreError.sealed(scope, current.epoch, 'another rotation won');
       }
     }
     this.#epochs.delete(`${scope}/${current.epoch}`);
@@ -215,8 +211,7 @@ export class RedisBackend implements Backend {
     const doing = `importing into scope ${scope}`;
     for (const slice of header.slices) checkRedisSlice(header, slice);
     if (next !== undefined) for (const slice of next.slices) checkRedisSlice(next, slice);
-    if ((await this.scopeRecord(scope)) !== undefined)
-      throw new SeenStoreError('USAGE', `scope ${scope} exists: import into a new scope (--scope)`);
+    if ((await this.scopeRecord(scope)) !== undefined) throw SeenStoreError.scopeExists(scope);
     const entry: EpochEntry = { uid: freshId(), header };
     const count = partitionsOf(header);
     const parts = Array.from({ length: count }, (_, p) => keys.epoch(scope, entry.uid, p));
@@ -273,8 +268,7 @@ export class RedisBackend implements Backend {
       const outcome = text(
         await createImportedScope(this.#ctx, scopeKeys(keys, scope), JSON.stringify(record), queues, entries, doing),
       );
-      if (outcome === 'exists')
-        throw new SeenStoreError('USAGE', `scope ${scope} exists: import into a new scope (--scope)`);
+      if (outcome === 'exists') throw SeenStoreError.scopeExists(scope);
       await this.#ctx.replicated(keys.scope(scope), doing);
       for (const epochKeys of parts) await this.#ctx.replicated(epochKeys.state, doing);
       return record;
@@ -423,7 +417,7 @@ export class RedisBackend implements Backend {
   async #entry(scope: string, n: number): Promise<EpochEntry> {
     const key = this.#ctx.keys.epochs(scope);
     const value = await this.#ctx.call(key, ['HGET', key, String(n)], `reading epoch ${scope}/${n}`);
-    if (value === null) throw new SeenStoreError('NOT_FOUND', `epoch ${scope}/${n} does not exist`);
+    if (value === null) throw SeenStoreError.noEpoch(scope, n);
     return parseEntry(text(value), scope, n);
   }
 

@@ -1,4 +1,4 @@
-import { SeenStoreError } from '../../errors.js';
+import { SeenStoreError, assert } from '../../errors.js';
 import { numberSetting, type Driver, type OpenOptions, type StoreSettings } from '../driver.js';
 import { DEFAULT_UNAVAILABLE_AFTER_MS } from './deadline.js';
 
@@ -43,8 +43,7 @@ export const redisDriver: Driver<RedisOptions> = Object.freeze({
     if (!Number.isInteger(waitReplicas) || waitReplicas < 0)
       throw new SeenStoreError('USAGE', `waitReplicas must be a whole number >= 0, got ${waitReplicas}`);
     const clock = settings.clock;
-    if (clock !== undefined && typeof clock !== 'function')
-      throw new TypeError('clock must be a function returning milliseconds');
+    assert(clock === undefined || typeof clock === 'function', 'the clock is a function (SeenStore.open checks)');
     return Object.freeze({
       waitReplicas,
       unavailableAfterMs: numberSetting(settings, 'unavailableAfterMs') ?? DEFAULT_UNAVAILABLE_AFTER_MS,

@@ -1,9 +1,8 @@
-import { SeenStoreError } from '../../errors.js';
+import { SeenStoreError, assert } from '../../errors.js';
 import { filterGeometries } from '../../filters/keying.js';
 import { keyCount, sliceKeys, type Keys } from '../../hash/xxhash.js';
 import {
   PartlyDecided,
-  type CheckpointOutcome,
   type DeliveryWrite,
   type EpochBits,
   type EpochContents,
@@ -18,7 +17,7 @@ import { TurnQueue, type Turn } from '../turns.js';
 import { queuePart } from '../queue-items.js';
 import { RedisDeliveries } from './deliveries.js';
 import { encodeQueueItems, oldFrontierError } from './inbox.js';
-import { GrowthPlan, type Planning } from './growth-plan.js';
+import { GrowthPlan, slicesKeptChanging, type Planning } from './growth-plan.js';
 import { mergeInto } from './merge.js';
 import {
   addBatch,
@@ -125,7 +124,7 @@ export class RedisEpoch implements EpochBits {
     deliver?: DeliveryWrite,
   ): Promise<number> {
     if (deliver === undefined) return this.#add(keys, answers, enqueue);
-    if (answers === undefined) throw new TypeError('a delivered add wants the answers');
+    assert(answers !== undefined, 'a delivered add wants the answers');
     const deliveries = new RedisDeliveries(
       this.#ctx,
       this.#ctx.keys.undelivered(this.#header.scope),
@@ -137,8 +136,10 @@ export class RedisEpoch implements EpochBits {
   async #add(keys: Keys, answers: boolean[] | undefined, enqueue?: QueueItems): Promise<number> {
     const count = keyCount(keys);
     if (count === 0) return 0;
-    if (enqueue !== undefined && (answers === undefined || enqueue.urls.length !== count))
-      throw new TypeError('enqueue needs answers and one URL per key');
+    assert(
+      enqueue === undefined || (answers !== undefined && enqueue.urls.length === count),
+      'an enqueue gives one URL per key and wants the answers',
+    );
     const batch = freshId(12);
     const doing = `adding a batch to ${this.#where}`;
     const decided = new Uint8Array(count);
@@ -157,8 +158,7 @@ export class RedisEpoch implements EpochBits {
     const buffer = { bytes: this.#spare.pop() ?? Buffer.alloc(0) };
     try {
       for (let attempt = 0; ; attempt++) {
-        if (attempt > 50)
-          throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing under 50 attempts`);
+        if (attempt > 50) throw slicesKeptChanging(doing);
         let { planning, grouping, positions, perKey } = this.#positionsOf(keys, count, buffer);
         if (attempt === 0) {
           for (let p = 0; p < this.#partitions.length; p++)
@@ -322,7 +322,7 @@ export class RedisEpoch implements EpochBits {
   }
 
   async count(keys: readonly string[], out: number[]): Promise<void> {
-    if (!this.counting) throw this.#notCounting('count');
+    assert(this.counting, 'count reaches only counting epochs');
     await this.#countInto(keys, out);
   }
 
@@ -349,7 +349,7 @@ export class RedisEpoch implements EpochBits {
         const part = keys.slice(from, from + READ_STEP);
         const pending = new Set<number>();
         for (let attempt = 0; ; attempt++) {
-          if (attempt > 50) throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing`);
+          if (attempt > 50) throw slicesKeptChanging(doing);
           const { planning, grouping, positions, perKey } = this.#positionsOf(part, part.length, buffer);
           if (attempt === 0)
             for (let p = 0; p < this.#partitions.length; p++)
@@ -385,7 +385,7 @@ export class RedisEpoch implements EpochBits {
   }
 
   async delete(keys: readonly string[]): Promise<number> {
-    if (!this.counting) throw this.#notCounting('delete');
+    assert(this.counting, 'delete reaches only counting epochs');
     const doing = `deleting from ${this.#where}`;
     const batch = freshId(12);
     // Counting epochs are never partitioned (strategy `counting` is not `partitioned`).
@@ -413,7 +413,7 @@ export class RedisEpoch implements EpochBits {
         if (outcome === 'sealed') throw await this.#sealedError();
         await this.#growth.stale(part, Number(reply[1]));
       }
-      throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing`);
+      throw slicesKeptChanging(doing);
     } finally {
       this.#spare.push(buffer.bytes);
     }
@@ -452,12 +452,8 @@ export class RedisEpoch implements EpochBits {
    */
   async merge(incoming: readonly Uint8Array[], check: (header: EpochHeader) => void): Promise<number> {
     const doing = `merging into ${this.#where}`;
-    if (this.counting) {
-      throw new SeenStoreError(
-        'INCOMPATIBLE',
-        `${this.#where} counts: counting epochs cannot be merged (counters would have to be added, not OR-ed)`,
-      );
-    }
+    // The engine refuses to merge into a counting epoch (INCOMPATIBLE, transfer.ts mergeMismatch) before it gets here.
+    assert(!this.counting, 'merge reaches only Bloom epochs');
     await this.#growth.reload();
     check(this.header);
     const geometries = this.#growth.slices.flatMap((slice) => filterGeometries(slice));
@@ -472,15 +468,12 @@ export class RedisEpoch implements EpochBits {
       growth: this.#growth,
       partitions: this.#partitions,
       where: this.#where,
+      scope: this.#header.scope,
+      epoch: this.#header.epoch,
       init: (part: Partition) => this.#init(part),
     };
     const gains = await settleAll(this.#partitions.map((part) => mergeInto(merging, part, incoming, doing)));
     return gains.reduce((sum, n) => sum + n, 0);
-  }
-
-  async checkpoint(): Promise<CheckpointOutcome> {
-    // Redis makes every write durable itself (AOF): there is nothing to fold.
-    return 'clean';
   }
 
   /** Seals every partition (idempotent; each refuses adds from then on) and returns the epoch's final state. */
@@ -598,10 +591,7 @@ export class RedisEpoch implements EpochBits {
       );
       const open = record === null ? undefined : (JSON.parse(text(record)) as { openEpoch: number }).openEpoch;
       if (open !== epoch)
-        return new SeenStoreError(
-          'EPOCH_SEALED',
-          `${this.#where} is no longer open${open === undefined ? '' : ` (the open epoch is ${open})`}`,
-        );
+        return SeenStoreError.sealed(scope, epoch, open === undefined ? undefined : `the open epoch is ${open}`);
       if (Date.now() >= deadline) {
         return new SeenStoreError(
           'STORE_UNAVAILABLE',
@@ -610,10 +600,6 @@ export class RedisEpoch implements EpochBits {
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-  }
-
-  #notCounting(doing: string): SeenStoreError {
-    return new SeenStoreError('USAGE', `${this.#where} is not counting: only counting epochs can ${doing}`);
   }
 }
 

@@ -96,7 +96,6 @@ export function layout2Error(scope: string): SeenStoreError {
 /** A frontier id as take gave it (`I-N`: queue partition, entry number); USAGE for anything else. */
 export function parseFrontierId(id: string): { partition: number; entry: string } {
   const match = typeof id === 'string' ? ID_PATTERN.exec(id) : null;
-  if (match === null)
-    throw new SeenStoreError('USAGE', `not a frontier id: ${JSON.stringify(id)} (ids are what take printed)`);
+  if (match === null) throw SeenStoreError.notFrontierId(id);
   return { partition: Number(match[1]), entry: match[2]! };
 }

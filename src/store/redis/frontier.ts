@@ -1,4 +1,4 @@
-import { SeenStoreError } from '../../errors.js';
+import { SeenStoreError, assert } from '../../errors.js';
 import {
   DEFAULT_FRONTIER_SETTINGS,
   queueKeyFixedError,
@@ -211,8 +211,10 @@ export class RedisFrontier implements Frontier {
   }
 
   async release(ids: readonly string[], data?: readonly unknown[]): Promise<number> {
-    if (data !== undefined && data.length !== ids.length)
-      throw new SeenStoreError('USAGE', `release: ${data.length} payloads for ${ids.length} ids`);
+    assert(
+      data === undefined || data.length === ids.length,
+      'release: one payload per id (ScopeFrontier.release checks)',
+    );
     const s = await this.#settings();
     const payloads = ids.map((_, index) => (data?.[index] === undefined ? '' : (JSON.stringify(data[index]) ?? '')));
     return this.#eachPart(

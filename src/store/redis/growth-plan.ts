@@ -160,3 +160,8 @@ export function plannedSlice(header: EpochHeader, json: string, where: string): 
   checkRedisSlice(header, slice);
   return slice;
 }
+
+/** STORE_BUSY: a step that plans by the epoch's slices found them grown under it on every one of its bounded attempts. */
+export function slicesKeptChanging(doing: string): SeenStoreError {
+  return new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing`);
+}

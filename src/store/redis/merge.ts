@@ -4,7 +4,7 @@ import { estimateCardinality } from '../../filters/sizing.js';
 import { freshId, list, text, type RedisContext } from './context.js';
 import { writeBytes } from './epoch-state.js';
 import { extendPartition, mergePartition } from './functions.js';
-import type { GrowthPlan } from './growth-plan.js';
+import { slicesKeptChanging, type GrowthPlan } from './growth-plan.js';
 import { partitionFilterBytes, readKeys, type Partition } from './partition.js';
 
 /** What a merge into one partition of a Redis epoch uses of the epoch. */
@@ -13,6 +13,8 @@ export interface Merging {
   readonly growth: GrowthPlan;
   readonly partitions: readonly Partition[];
   readonly where: string;
+  readonly scope: string;
+  readonly epoch: number;
   /** Creates a partition that does not exist yet. */
   readonly init: (part: Partition) => Promise<void>;
 }
@@ -66,13 +68,13 @@ export async function mergeInto(
     const outcome = text(reply[0]);
     if (outcome === 'sealed' || outcome === 'stale') {
       await m.ctx.call(temporary[0]!, ['DEL', ...temporary], doing);
-      if (outcome === 'sealed') throw new SeenStoreError('EPOCH_SEALED', `${m.where} is no longer open`);
+      if (outcome === 'sealed') throw SeenStoreError.sealed(m.scope, m.epoch);
       await m.growth.stale(part, Number(reply[1]));
       continue;
     }
     return countMerged(m, part, list(reply[1]).map(Number), list(reply[2]).map(Number), doing);
   }
-  throw new SeenStoreError('STORE_BUSY', `${doing}: the epoch's slices kept changing`);
+  throw slicesKeptChanging(doing);
 }
 
 /** Adds the URLs a merge brought into a partition (estimated from each slice's first filter's fill) to its slices' counts. */
