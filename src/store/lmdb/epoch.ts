@@ -1,4 +1,4 @@
-import { SeenStoreError, assert } from '../../errors.js';
+import { assert } from '../../errors.js';
 import { queueNew } from './frontier.js';
 import { keyCount, type Keys, type XxHash } from '../../hash/xxhash.js';
 import type {

@@ -1,4 +1,4 @@
-import { SeenStoreError, assert } from '../../errors.js';
+import { assert } from '../../errors.js';
 import {
   DEFAULT_FRONTIER_SETTINGS,
   queueKeyFixedError,
