@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -8,7 +9,8 @@ import { prune } from '../src/epochs/retention.js';
 import { epochHeaderOf } from '../src/epochs/seam-defaults.js';
 import { XxHash } from '../src/hash/xxhash.js';
 import { openBackend } from '../src/store/open.js';
-import { runCli, runCrashChild, runPacedChild } from './helpers/cli.js';
+import { setFaultHook } from '../src/store/faults.js';
+import { CLI, runCli, runCrashChild, runPacedChild } from './helpers/cli.js';
 import { binomialUpper, sharedUrls } from './helpers/data.js';
 import { expectCode } from './helpers/errors.js';
 import { tempDir } from './helpers/tmp.js';
@@ -258,6 +260,34 @@ describe('epochs', () => {
       assert.deepEqual(await backend.epochNumbers('p'), [5]);
     } finally {
       await backend.close?.();
+    }
+  });
+
+  test('a rotation whose new epoch another process rotates past and prunes at once still answers what it opened', async () => {
+    // Found by `npm run soak` (its engine part): the rotation stood, its answer threw NOT_FOUND.
+    const dir = tempDir();
+    const store = await SeenStore.open(dir);
+    await store.scope('p').add(['https://a.example/1']);
+    setFaultHook((point) => {
+      if (point !== 'rotate:after-commit') return;
+      setFaultHook(undefined);
+      for (const args of [
+        ['epoch', 'rotate'],
+        ['epoch', 'prune', '--keep-last', '1'],
+      ]) {
+        const other = spawnSync(process.execPath, [CLI, '--store', dir, '--scope', 'p', ...args], { encoding: 'utf8' });
+        assert.equal(other.status, 0, other.stderr);
+      }
+    });
+    try {
+      const rotated = await store.scope('p').rotate();
+      assert.equal(rotated?.opened.epoch, 2);
+      assert.equal(rotated?.opened.adds, 0);
+      assert.equal(await store.scope('p').openEpoch(), 3);
+      await expectCode('NOT_FOUND', () => store.scope('p').epoch(2));
+    } finally {
+      setFaultHook(undefined);
+      await store.close();
     }
   });
 

@@ -130,3 +130,24 @@ export function epochDetails(header: EpochHeader, summary: EpochSummary, usage: 
     }),
   };
 }
+
+/** The summary of an epoch as it is opened: every slice empty. */
+export function openingSummary(header: EpochHeader): EpochSummary {
+  return {
+    submitted: 0,
+    added: 0,
+    estimatedDistinct: 0,
+    fillRatio: 0,
+    estimatedFpr: 0,
+    slices: header.slices.map((spec) => ({
+      capacityUrls: spec.capacityUrls,
+      fprTarget: spec.fprTarget,
+      mBits: spec.mBits,
+      k: spec.k,
+      filters: spec.seeds.length,
+      added: 0,
+      fillRatio: 0,
+      estimatedFpr: 0,
+    })),
+  };
+}

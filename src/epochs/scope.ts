@@ -6,12 +6,14 @@ import type { Backend, CheckpointOutcome, Deliveries, DeliveryWrite, EpochBits, 
 import { addFollowingRotations, type AddRoute } from './add-routing.js';
 import { addCounts, hasKeys, hasUrls, MAX_BATCH_URLS } from './epoch-queries.js';
 import type { NormalizeMode } from '../url/normalize.js';
+import type { EpochHeader } from '../store/records.js';
 import { checkPlan, firstEpochPlan, newEpochHeader, type EpochPlan } from './create.js';
 import { resolveEpochs, type EpochSpec } from './epoch-spec.js';
 import {
   epochDetails,
   epochSettings,
   epochStats,
+  openingSummary,
   type EpochDetails,
   type EpochSettings,
   type EpochStats,
@@ -364,7 +366,7 @@ export class Scope {
         if (rotation === null) return null;
         return {
           sealed: epochStats(rotation.sealed, undefined, await backend.usage(rotation.sealed)),
-          opened: await this.#details(rotation.opened.epoch),
+          opened: await this.#openedDetails(rotation.opened),
         };
       } catch (error) {
         if (!(error instanceof SeenStoreError && error.code === 'EPOCH_SEALED') || attempt > 0) throw error;
@@ -587,6 +589,19 @@ export class Scope {
 
   async #resolve(spec: EpochSpec, open: EpochBits): Promise<number[]> {
     return resolveEpochs(spec, await this.#ctx.backend.epochNumbers(this.name), open.header.epoch, this.name);
+  }
+
+  /**
+   * The details of the epoch a rotation opened; as it was opened when other processes rotated
+   * again and pruned it meanwhile (the rotation stands: only its answer has nothing left to read).
+   */
+  async #openedDetails(header: EpochHeader): Promise<EpochDetails> {
+    try {
+      return await this.#details(header.epoch);
+    } catch (error) {
+      if (!(error instanceof SeenStoreError && error.code === 'NOT_FOUND')) throw error;
+      return epochDetails(header, openingSummary(header), { bytesOnDisk: 0, pendingRecords: 0 });
+    }
   }
 
   async #details(n: number): Promise<EpochDetails> {
