@@ -104,7 +104,7 @@ export class RedisFrontier implements Frontier {
   }
 
   async #takeFrom(i: number, s: Settings, request: TakeRequest, picks: readonly { key: string; quota: number }[]): Promise<LeasedUrl[]> {
-    const sentAtMs = Date.now();
+    const sentAtMs = this.#ctx.now();
     const reply = list(await this.#answered(i, (answer) => takeQueues(this.#ctx, this.#keys(i), answer, s, request.leaseMs, request.owner ?? '', picks, this.#doing('taking from'))));
     faultPoint('frontier:take-after-commit');
     if (leaseOutlived(sentAtMs, request.leaseMs, reply.length, this.#ctx)) return [];
@@ -481,10 +481,11 @@ function compareKeys(a: string, b: string): number {
  * the call after it was sent) and last `leaseMs`, so once that much time has passed since the
  * send, they may have run out and another taker may hold the same URLs (a take held behind a
  * WAIT for a stalled replica). Such entries are not returned: their leases running out gives them
- * back. Redis's clock is never compared with this one.
+ * back. Redis's clock is never compared with this one; the time elapsed is the store's clock's
+ * (RedisContext.now), which its calls pass as Redis's now when it has one: the clock of the lease.
  */
 function leaseOutlived(sentAtMs: number, leaseMs: number, entries: number, ctx: RedisContext): boolean {
-  const elapsedMs = Date.now() - sentAtMs;
+  const elapsedMs = ctx.now() - sentAtMs;
   if (elapsedMs < leaseMs || entries === 0) return false;
   ctx.warn(`a frontier take was answered after ${elapsedMs} ms, past its ${leaseMs} ms lease: its ${entries} URLs are not handed out, and come back as their leases have run out`);
   return true;
