@@ -227,6 +227,12 @@ export function queuesContract(ctx: ContractContext): void {
       assert.equal(await frontier.urlStatus(b('1')), undefined);
       assert.equal((await frontier.stats()).done, before + 1);
       assert.equal((await frontier.queue('b.example'))?.completed, 1);
+      // A URL named twice in one schedule: each mention applies in order, the second seeing the first.
+      assert.equal(await frontier.schedule([c('twice'), c('twice')], [time.now() + unit, 0]), 1);
+      assert.equal(await frontier.urlStatus(c('twice')), undefined, 'a URL scheduled, then finished in the same call, stayed queued');
+      assert.equal((await frontier.queue('c.example:8080'))?.completed, 1);
+      assert.equal(await frontier.schedule([c('again'), c('again')], [0, time.now() + unit]), 1);
+      assert.equal((await frontier.urlStatus(c('again')))?.atMs, time.now() + unit);
     } finally {
       await store.close();
     }

@@ -139,6 +139,8 @@ export class FrontierTxn {
     if (seq > MAX_SEQ) throw new SeenStoreError('STORE_FULL', `the frontier of ${this.#scope} has numbered ${MAX_SEQ} entries, the most its keys hold`);
     state.entries++;
     const ref = { seq, hash: urlHash(entry.url) };
+    // Found by a later lookup in this transaction (a schedule naming the URL again), before settle writes its block.
+    this.#entries.set(seq, { ref, entry });
     const queue = this.queue(entry.queue);
     if (entry.leaseUntilMs === 0) {
       this.#addWaiting(ref, entry);

@@ -1,10 +1,11 @@
 import { SeenStoreError } from '../../errors.js';
 import { DEFAULT_FRONTIER_SETTINGS, queueKeyFixedError, type Frontier, type FrontierSettings, type FrontierStats, type LeasedUrl, type QueueChange, type QueueItems, type QueueStats, type TakeRequest, type UrlStatus, type EntryPage, type FrontierEntry } from '../backend.js';
 import { faultPoint } from '../faults.js';
+import { compareKeys } from '../politeness.js';
 import { QUEUE_KEY_MODES, type QueueKeyMode } from '../../url/queue-key.js';
 import type { Reply } from './connection.js';
 import { freshId, list, pairs, text, type RedisContext } from './context.js';
-import { callParts, itemBytes } from './call-parts.js';
+import { callParts, distinctRuns, itemBytes } from './call-parts.js';
 import { drainInboxes, oldFrontierError } from './inbox.js';
 import type { QueuePartitionKeys } from './keys.js';
 import { QUEUE_PARTITIONS, queuePartitionOf } from './queue-partition.js';
@@ -162,7 +163,17 @@ export class RedisFrontier implements Frontier {
    * key changed) is removed there first, then scheduled anew: two calls, the one place where a
    * crash between them can drop a URL from the frontier (it stays seen).
    */
+  /** In order: a URL named twice in one schedule sees where its first mention left it (distinctRuns). */
   async schedule(items: QueueItems, atMs: readonly number[]): Promise<number> {
+    let waiting = 0;
+    for (const { from, to } of distinctRuns(items.urls)) {
+      const run = { urls: items.urls.slice(from, to), queues: items.queues.slice(from, to), ...(items.data === undefined ? {} : { data: items.data.slice(from, to) }) };
+      waiting += await this.#scheduleDistinct(run, atMs.slice(from, to));
+    }
+    return waiting;
+  }
+
+  async #scheduleDistinct(items: QueueItems, atMs: readonly number[]): Promise<number> {
     const s = await this.#prepared();
     const found = await this.#find(items.urls, s);
     const byPartition = new Map<number, ScheduledUrl[]>();
@@ -469,11 +480,6 @@ function candidateLimit(request: TakeRequest, partitions: number): number {
 
 function range(n: number): number[] {
   return Array.from({ length: n }, (_, i) => i);
-}
-
-/** Queue keys in code-unit order, the order every driver lists them in. */
-function compareKeys(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /**
