@@ -142,6 +142,39 @@ describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
     });
   });
 
+  it('rebuilds a queue partition\'s ready set of plain queue keys (before its members held the last take) on its first call', async () => {
+    let nowMs = 1_700_000_000_000;
+    const location = server.location();
+    const prefix = new URL(location).searchParams.get('prefix')!;
+    const store = await SeenStore.open(location, { clock: () => nowMs, onWarning: () => {} });
+    try {
+      const scope = store.scope('rm', { capacityUrls: 1_000, fprTarget: 1e-9 });
+      const frontier = scope.frontier();
+      await frontier.configure({ delayMs: 0 });
+      await scope.enqueue(['https://a.example/1', 'https://b.example/1']);
+      assert.equal((await frontier.stats()).pending, 2);
+      const readyKeys = (await call('KEYS', `{${prefix}/rm/q*}:ready`)) as string[];
+      assert.ok(readyKeys.length > 0);
+      // As a partition written before: its ready set holds the queue keys alone, its cfg no `rm`.
+      for (const ready of readyKeys) {
+        const members = (await call('ZRANGE', ready, '0', '-1')) as string[];
+        const scores = await Promise.all(members.map((member) => call('ZSCORE', ready, member)));
+        await call('DEL', ready);
+        for (const [i, member] of members.entries()) await call('ZADD', ready, String(scores[i]), member.slice(14));
+        await call('HDEL', ready.replace(/:ready$/, ':cfg'), 'rm');
+      }
+      nowMs += 1;
+      const taken = await frontier.take(10, { perQueue: 1, leaseMs: 60_000 });
+      assert.deepEqual(taken.map((entry) => entry.queue).sort(), ['a.example', 'b.example'], 'a queue of the old ready set was not found');
+      for (const ready of readyKeys) {
+        for (const member of (await call('ZRANGE', ready, '0', '-1')) as string[]) assert.match(member, /^\d{14}/, `${ready} kept a member of the old form`);
+        assert.equal(await call('HGET', ready.replace(/:ready$/, ':cfg'), 'rm'), '2');
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
   describe('each refusal of an add, called directly', () => {
     // One classic filter of 1024 bits, k = 2, a slice of 3 URLs; the epoch may grow to 2 slices, none planned yet.
     const geometry = JSON.stringify({ filters: [[0, 2, 0]], bytes: [128], caps: [3], planned: [], max: 2 });
