@@ -34,6 +34,7 @@ export async function openServedStore(location: string, options: SeenStoreOption
     scopeNames: () => store.scopeNames(),
     snapshot: (name) => store.snapshot(name),
     snapshotCount: async () => (await store.snapshots()).length,
+    driver: driverFor(location),
     nodes: store.nodes(),
     close: () => store.close(),
     failed: new Promise<Error>(() => undefined),
