@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
-import { createClient } from 'redis';
+import { before, describe, it } from 'node:test';
 import { SeenStore } from '../src/index.js';
 import { QUEUE_STATE_KEYS } from '../src/store/redis/keys.js';
 import { assembleLibrary, LIBRARY_VERSION, LUA_FILES, libraryOrder, sourceOfLine, withSourceLines } from '../src/store/redis/library.js';
 import { ROOT } from './helpers/data.js';
-import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
+import { redisMissing } from './helpers/redis-cluster.js';
+import { luaServer } from './helpers/redis-lua.js';
 
 const LUACHECK_MISSING = spawnSync('luacheck', ['--version'], { encoding: 'utf8' }).status === 0 ? false : 'luacheck is not installed (apt-get install lua-check; CI installs it)';
 const REDIS_MISSING = redisMissing() ?? false;
@@ -58,23 +58,10 @@ describe('the Redis function library as Lua', () => {
 });
 
 describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
-  let server: RedisCluster;
-  let client: ReturnType<typeof createClient>;
-  const call = (...args: (string | Buffer)[]): Promise<unknown> => client.sendCommand(args);
+  const lua = luaServer();
+  const call = lua.call;
   const loadedVersion = async (): Promise<string> => String(await call('FCALL', 'ss_version', '0'));
-
-  before(async () => {
-    server = await startRedisCluster({ cluster: false });
-    client = createClient({ socket: { host: '127.0.0.1', port: server.nodes[0]!.port } });
-    client.on('error', () => {});
-    await client.connect();
-  });
-  after(async () => {
-    await client?.quit().catch(() => undefined);
-    await server?.stop();
-  });
-
-  const open = () => SeenStore.open(server.location(), { onWarning: () => {} });
+  const open = () => SeenStore.open(lua.server.location(), { onWarning: () => {} });
 
   it('loads itself where none is loaded, and replaces an earlier release', async () => {
     await call('FUNCTION', 'FLUSH');
@@ -144,7 +131,7 @@ describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
 
   it('rebuilds a queue partition\'s ready set of plain queue keys (before its members held the last take) on its first call', async () => {
     let nowMs = 1_700_000_000_000;
-    const location = server.location();
+    const location = lua.server.location();
     const prefix = new URL(location).searchParams.get('prefix')!;
     const store = await SeenStore.open(location, { clock: () => nowMs, onWarning: () => {} });
     try {
