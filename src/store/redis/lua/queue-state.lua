@@ -241,23 +241,21 @@ local function ready_at(F, q)
   return queue_ready_at(due, q.t, q.d, F.delay, q.b, r)
 end
 
--- A queue's member of the ready set: `stamp` (its last take + 1, 0: never taken) in 14 digits,
--- then its key. Queues ready at the same ms then come in the take order of politeness.ts
--- (compareReady): the one taken longest ago first, then by key, so a partition's first n ready
--- queues (ss_fq_ready) are the first n of that order.
-local function ready_member(key, stamp)
-  return string.format('%014.0f', stamp) .. key
+-- A queue's member of the ready set: its last take (nil: never) + 1 in 14 digits, then its key.
+-- Queues ready at the same ms then come in the take order of politeness.ts (compareReady): the
+-- one taken longest ago first, then by key, so a partition's first n ready queues (ss_fq_ready)
+-- are the first n of that order. The member changes only when q.t does, in a take (take_queue
+-- removes the old one).
+local function ready_member(key, last_take)
+  return string.format('%014.0f', (last_take or -1) + 1) .. key
 end
 
--- After any change of a queue: its place in names (holds entries) and ready (its ready time); q.rt
--- keeps the stamp of its member in ready (nil: not there).
+-- After any change of a queue: its place in names (holds entries) and ready (its ready time).
 local function refresh(F, key, q)
   if q.f + q.s + q.k > 0 then redis.call('ZADD', F.names, 0, key) else redis.call('ZREM', F.names, key) end
   local at = ready_at(F, q)
-  local stamp = at and (q.t or -1) + 1
-  if q.rt and q.rt ~= stamp then redis.call('ZREM', F.ready, ready_member(key, q.rt)) end
-  if at then redis.call('ZADD', F.ready, int(at), ready_member(key, stamp)) end
-  q.rt = stamp
+  local member = ready_member(key, q.t)
+  if at then redis.call('ZADD', F.ready, int(at), member) else redis.call('ZREM', F.ready, member) end
 end
 
 -- The end of every call that writes: each queue it changed settled, re-timed and stored, then

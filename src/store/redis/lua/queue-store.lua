@@ -40,8 +40,7 @@ end
 
 -- A queue's record: qn its number, c completed, d own delay ms, b blocked until ms, l crawl limit,
 -- t last take ms, f entries in its FIFO, s entries in the set, k leased, h and z the first and last
--- chunk of its FIFO (absent: none), fd the due time of the FIFO's first entry, rt the stamp of its
--- member of ready (absent: not there). nil when unknown.
+-- chunk of its FIFO (absent: none), fd the due time of the FIFO's first entry. nil when unknown.
 local function queue_get(F, key)
   local q = F.queues[key]
   if q == nil then

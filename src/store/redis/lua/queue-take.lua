@@ -75,6 +75,8 @@ local function take_queue(F, key, q, n, now, until_ms, owner, out)
     out.bytes = out.bytes + #r.u + #(r.d or '') + 64
   end
   fifo.commit()
+  -- Its member of ready names its last take: the old one goes, refresh adds the new one.
+  redis.call('ZREM', F.ready, ready_member(key, q.t))
   q.t = now
   touch(F, key)
 end
