@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
-import { createClient } from 'redis';
+import { describe, it } from 'node:test';
 import { KeyWriter, scopePrefix } from '../src/store/lmdb/frontier-keys.js';
 import { compareReady, NEVER_TAKEN_MS, queueRoom, readyAtMs, takeAllowance } from '../src/store/politeness.js';
 import { pickQueues } from '../src/store/redis/queue-picks.js';
 import { ROOT } from './helpers/data.js';
 import { ALLOWANCE_CASES, ORDER_CASES, READY_CASES, ROOM_CASES, type OrderCase } from './helpers/politeness-cases.js';
-import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
+import { redisMissing } from './helpers/redis-cluster.js';
+import { luaServer } from './helpers/redis-lua.js';
 
 const REDIS_MISSING = redisMissing() ?? false;
 
@@ -92,25 +92,13 @@ return out
 describe('the politeness rule in Lua (redis/lua/politeness.lua), the same cases through a real Redis', {
   skip: REDIS_MISSING,
 }, () => {
-  let server: RedisCluster;
-  let client: ReturnType<typeof createClient>;
-
-  before(async () => {
-    server = await startRedisCluster({ cluster: false });
-    client = createClient({ socket: { host: '127.0.0.1', port: server.nodes[0]!.port } });
-    client.on('error', () => {});
-    await client.connect();
-  });
-  after(async () => {
-    await client?.quit().catch(() => undefined);
-    await server?.stop();
-  });
+  const { call } = luaServer();
 
   it('gives every room and ready time the table gives', async () => {
     const source = readFileSync(`${ROOT}/src/store/redis/lua/politeness.lua`, 'utf8');
     const finite = (n: number): number => (n === Infinity ? -1 : n);
     const cases = JSON.stringify({ room: ROOM_CASES, ready: READY_CASES.map((c) => ({ ...c, room: finite(c.room) })) });
-    const reply = (await client.sendCommand(['EVAL', `${source}\n${LUA_CASES}`, '0', cases])) as number[];
+    const reply = (await call('EVAL', `${source}\n${LUA_CASES}`, '0', cases)) as number[];
     assert.equal(reply.length, ROOM_CASES.length + READY_CASES.length);
     ROOM_CASES.forEach((c, i) => assert.equal(reply[i], finite(c.room), `room: ${c.name}`));
     READY_CASES.forEach((c, i) =>

@@ -3,7 +3,6 @@ import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStore, type LeasedUrl, type Scope, type ScopeOptions } from '../src/index.js';
 import { XxHash } from '../src/hash/xxhash.js';
 import { QUEUE_STATE_KEYS } from '../src/store/redis/keys.js';
@@ -238,23 +237,30 @@ describe('redis frontier', { skip: missing }, () => {
   test('a taker killed -9 right after its take: its URLs come back when the lease runs out, with attempts 2', async () => {
     const location = cluster.location();
     const queued = urls.slice(6_000, 6_500);
-    const store = await SeenStore.open(location, quiet);
+    // This handle's clock is the machine's when the test sets it, and stands still in between: the
+    // test moves it past the dead taker's lease (timed by Redis's TIME, the machine's clock too).
+    let nowMs = Date.now();
+    const store = await SeenStore.open(location, { ...quiet, clock: () => nowMs });
     try {
       const scope = await noDelay(store, 'f', EXACT, 'none');
       await scope.enqueue(queued);
-      const dead = await child([location, 'take', '100', '1500', 'frontier:take-after-commit']);
+      const dead = await child([location, 'take', '100', '60000', 'frontier:take-after-commit']);
       assert.ok(dead.killed && tookOf(dead.lines).size === 0, 'the taker was not killed at its take');
+      // After the dead taker's take (the queue's last take, by Redis's TIME), within its lease.
+      nowMs = Date.now();
       const frontier = scope.frontier();
       assert.deepEqual(await frontier.stats(), { pending: 400, leased: 100, done: 0, failed: 0, queues: 1 });
-      const rest = await frontier.take(1_000, { leaseMs: 60_000, perQueue: 1_000 });
+      // Leased for an hour: still leased when the clock moves past the dead taker's minute.
+      const rest = await frontier.take(1_000, { leaseMs: 3_600_000, perQueue: 1_000 });
       assert.deepEqual(
         rest.map((entry) => entry.url),
         queued.slice(100),
         "the dead taker's URLs were handed out under its lease",
       );
-      // Until the dead taker's leases end by the servers' clock (its lease end, as the frontier tells).
-      const endMs = (await frontier.urlStatus(queued[0]!))!.atMs;
-      while (Date.now() <= endMs) await sleep(endMs - Date.now() + 5);
+      // Past the dead taker's lease end (as the frontier tells) on this handle's clock.
+      const status = (await frontier.urlStatus(queued[0]!))!;
+      assert.equal(status.state, 'leased');
+      nowMs = status.atMs + 1;
       const back = await frontier.take(1_000, { leaseMs: 60_000, perQueue: 1_000 });
       assert.deepEqual(
         back.map((entry) => entry.url),

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
-import { createClient } from 'redis';
+import { before, describe, it } from 'node:test';
 import { SeenStore } from '../src/index.js';
 import { QUEUE_STATE_KEYS } from '../src/store/redis/keys.js';
 import {
@@ -14,7 +13,8 @@ import {
   withSourceLines,
 } from '../src/store/redis/library.js';
 import { ROOT } from './helpers/data.js';
-import { redisMissing, startRedisCluster, type RedisCluster } from './helpers/redis-cluster.js';
+import { redisMissing } from './helpers/redis-cluster.js';
+import { luaServer } from './helpers/redis-lua.js';
 
 const LUACHECK_MISSING =
   spawnSync('luacheck', ['--version'], { encoding: 'utf8' }).status === 0
@@ -77,23 +77,10 @@ describe('the Redis function library as Lua', () => {
 });
 
 describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
-  let server: RedisCluster;
-  let client: ReturnType<typeof createClient>;
-  const call = (...args: (string | Buffer)[]): Promise<unknown> => client.sendCommand(args);
+  const lua = luaServer();
+  const call = lua.call;
   const loadedVersion = async (): Promise<string> => String(await call('FCALL', 'ss_version', '0'));
-
-  before(async () => {
-    server = await startRedisCluster({ cluster: false });
-    client = createClient({ socket: { host: '127.0.0.1', port: server.nodes[0]!.port } });
-    client.on('error', () => {});
-    await client.connect();
-  });
-  after(async () => {
-    await client?.quit().catch(() => undefined);
-    await server?.stop();
-  });
-
-  const open = () => SeenStore.open(server.location(), { onWarning: () => {} });
+  const open = () => SeenStore.open(lua.server.location(), { onWarning: () => {} });
 
   it('loads itself where none is loaded, and replaces an earlier release', async () => {
     await call('FUNCTION', 'FLUSH');
@@ -198,6 +185,44 @@ describe('the library on a Redis server', { skip: REDIS_MISSING }, () => {
       await addOne(3, '6000000');
       assert.deepEqual(await ids(), ['5000000-0', '5000000-1', '6000000-0']);
     });
+  });
+
+  it("rebuilds a queue partition's ready set of plain queue keys (before its members held the last take) on its first call", async () => {
+    let nowMs = 1_700_000_000_000;
+    const location = lua.server.location();
+    const prefix = new URL(location).searchParams.get('prefix')!;
+    const store = await SeenStore.open(location, { clock: () => nowMs, onWarning: () => {} });
+    try {
+      const scope = store.scope('rm', { capacityUrls: 1_000, fprTarget: 1e-9 });
+      const frontier = scope.frontier();
+      await frontier.configure({ delayMs: 0 });
+      await scope.enqueue(['https://a.example/1', 'https://b.example/1']);
+      assert.equal((await frontier.stats()).pending, 2);
+      const readyKeys = (await call('KEYS', `{${prefix}/rm/q*}:ready`)) as string[];
+      assert.ok(readyKeys.length > 0);
+      // As a partition written before: its ready set holds the queue keys alone, its cfg no `rm`.
+      for (const ready of readyKeys) {
+        const members = (await call('ZRANGE', ready, '0', '-1')) as string[];
+        const scores = await Promise.all(members.map((member) => call('ZSCORE', ready, member)));
+        await call('DEL', ready);
+        for (const [i, member] of members.entries()) await call('ZADD', ready, String(scores[i]), member.slice(14));
+        await call('HDEL', ready.replace(/:ready$/, ':cfg'), 'rm');
+      }
+      nowMs += 1;
+      const taken = await frontier.take(10, { perQueue: 1, leaseMs: 60_000 });
+      assert.deepEqual(
+        taken.map((entry) => entry.queue).sort(),
+        ['a.example', 'b.example'],
+        'a queue of the old ready set was not found',
+      );
+      for (const ready of readyKeys) {
+        for (const member of (await call('ZRANGE', ready, '0', '-1')) as string[])
+          assert.match(member, /^\d{14}/, `${ready} kept a member of the old form`);
+        assert.equal(await call('HGET', ready.replace(/:ready$/, ':cfg'), 'rm'), '2');
+      }
+    } finally {
+      await store.close();
+    }
   });
 
   describe('each refusal of an add, called directly', () => {

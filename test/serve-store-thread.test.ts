@@ -49,7 +49,7 @@ const FAILURES: ReadonlyArray<[string, (store: ServedStore) => Promise<unknown>]
   ['NOT_FOUND from a scope', async (store) => (await store.scope('absent', {})).epoch(1)],
   ['a TypeError (misuse)', async (store) => (await store.scope('s', {})).rotate({ ifEpoch: 0 })],
   ['a scope name that is refused', async (store) => store.scope('', {})],
-  // snapshots/ is a file: the file system's own error, with its code, errno, syscall and path.
+  // snapshots/ is a file: IO_ERROR, caused by the file system's own error (code, errno, syscall, path).
   ['the file system refusing a snapshot', async (store) => store.snapshot('nightly')],
 ];
 
@@ -79,10 +79,15 @@ describe('serve: the store thread', () => {
       true,
       'the misuse case is not a TypeError: the table tests something else',
     );
-    assert.equal(
-      (expected[4] as { fields: { code?: string } }).fields.code,
-      'ENOTDIR',
-      'the snapshot case is not the file system error it means to test',
+    const snapshotFailure = expected[4] as {
+      fields: { code?: string };
+      cause: { fields: { code?: string; syscall?: string } };
+    };
+    assert.equal(snapshotFailure.fields.code, 'IO_ERROR', 'the snapshot case is not the store error it means to test');
+    assert.deepEqual(
+      [snapshotFailure.cause.fields.code, snapshotFailure.cause.fields.syscall],
+      ['ENOTDIR', 'mkdir'],
+      'the snapshot case is not caused by the file system error it means to test',
     );
   });
 

@@ -4,13 +4,14 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { SeenStore } from '../src/index.js';
+import { FORMAT_VERSION, HASH_SCHEME_ID, SeenStore } from '../src/index.js';
 import { RespParser, type Request } from '../src/server/resp-parser.js';
 import { serverLimits } from '../src/server/limits.js';
 import { runCli } from './helpers/cli.js';
 import { until } from './helpers/redis-cluster.js';
 import { RawClient, encodeCommand } from './helpers/resp.js';
-import { NEEDS_REDIS_CLI, startServer } from './helpers/server.js';
+import { infoFields, NEEDS_REDIS_CLI, startServer } from './helpers/server.js';
+import { memoryStore } from './helpers/memory.js';
 import { tempDir } from './helpers/tmp.js';
 
 const exec = promisify(execFile);
@@ -167,6 +168,44 @@ describe('seenstore serve with redis-cli', { skip: NEEDS_REDIS_CLI }, () => {
     assert.equal(code, 0);
     assert.ok(server.log.some((line) => line.includes('"event":"rotation"')));
     assert.ok(server.log.some((line) => line.includes('"event":"stop"')));
+  });
+
+  it('INFO persistence says what is true of each backend: the driver, what outlives the process, who makes writes durable', async () => {
+    const dir = tempDir();
+    for (const [location, expected] of [
+      [
+        join(dir, 'store'),
+        {
+          store_backend: 'lmdb',
+          persistent: '1',
+          durability: 'journal-commit-per-batch',
+          format_version: String(FORMAT_VERSION),
+          snapshots_supported: '1',
+          snapshots: '1',
+        },
+      ],
+      [memoryStore('info'), { store_backend: 'memory', persistent: '0', durability: 'none', snapshots_supported: '0' }],
+    ] as const) {
+      const server = await startServer(location);
+      try {
+        if (expected.store_backend === 'lmdb')
+          assert.match(await redisCli(server.port, 'SEEN.SNAPSHOT', 'one'), /^name\none\n/);
+        const fields = infoFields(await redisCli(server.port, 'INFO', 'persistence'));
+        assert.deepEqual(
+          fields,
+          { loading: '0', store: fields.store, hash_scheme: HASH_SCHEME_ID, ...expected },
+          location,
+        );
+        assert.ok(fields.store !== undefined && fields.store.length > 0);
+        assert.equal(
+          infoFields(await redisCli(server.port, 'INFO')).store_backend,
+          expected.store_backend,
+          'INFO of every section named another backend',
+        );
+      } finally {
+        assert.equal((await server.stop()).code, 0);
+      }
+    }
   });
 
   it('serves redis-cli in interactive mode, which loads COMMAND DOCS first', {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, readdirSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, test } from 'node:test';
@@ -22,6 +22,60 @@ async function openCopy(snapshotPath: string): Promise<SeenStore> {
 }
 
 describe('snapshots', () => {
+  // Paths no process can make a directory in, root included (chmod does not stop root): under a
+  // regular file (ENOTDIR), and in /proc (ENOENT; Node's recursive mkdir retried that forever).
+  test('a snapshot whose file-system write fails answers IO_ERROR with its cause, and the store goes on', {
+    timeout: 120_000,
+  }, async () => {
+    const dir = tempDir();
+    const file = join(tempDir(), 'a-file');
+    writeFileSync(file, 'not a directory');
+    const store = await SeenStore.open(dir);
+    const ioError =
+      (errno: string, doing: string) =>
+      (error: unknown): boolean => {
+        assert.ok(error instanceof SeenStoreError, String(error));
+        assert.equal(error.code, 'IO_ERROR', error.message);
+        assert.equal(
+          (error.cause as { code?: string } | undefined)?.code,
+          errno,
+          `the cause was lost: ${error.message}`,
+        );
+        assert.ok(error.message.startsWith(`creating snapshot ${doing}: `), error.message);
+        return true;
+      };
+    try {
+      await store.scope('s').add(['https://a.example/1']);
+      await assert.rejects(store.snapshotTo(join(file, 'out')), ioError('ENOTDIR', join(file, 'out')));
+      await store.snapshot('first');
+      const snapshots = join(dir, 'snapshots');
+      renameSync(snapshots, `${snapshots}.kept`);
+      try {
+        writeFileSync(snapshots, 'not a directory');
+        await assert.rejects(store.snapshot('under-a-file'), ioError('ENOTDIR', 'under-a-file'));
+        rmSync(snapshots);
+        if (existsSync('/proc/self')) {
+          symlinkSync('/proc', snapshots);
+          await assert.rejects(store.snapshot('in-proc'), ioError('ENOENT', 'in-proc'));
+          rmSync(snapshots);
+        }
+      } finally {
+        rmSync(snapshots, { force: true });
+        renameSync(`${snapshots}.kept`, snapshots);
+      }
+      assert.deepEqual(
+        (await store.snapshots()).map((s) => s.name),
+        ['first'],
+      );
+      assert.equal((await store.snapshot('after')).name, 'after');
+    } finally {
+      await store.close();
+    }
+    const cli = await runCli(['snapshot', 'create', '--out', join(file, 'out'), '--store', dir]);
+    assert.equal(cli.code, 10, cli.stderr);
+    assert.match(cli.stderr, /^seenstore: error IO_ERROR: creating snapshot .*ENOTDIR/m);
+  });
+
   test('a snapshot taken while another process adds holds every batch acknowledged before it', async () => {
     const dir = tempDir();
     // Small batches: the child must still be adding while this process opens the store (which

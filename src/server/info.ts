@@ -37,6 +37,37 @@ export async function serverInfo(server: ServerContext, wanted: readonly string[
   return `${lines.join('\r\n')}\r\n`;
 }
 
+/**
+ * What is true of the store's persistence, by its driver's manifest (docs/server.md "INFO"): the
+ * backend, whether anything outlives the process, and who makes a write durable. Only where
+ * seenstore writes the files (`durability` `store`) are there a format version and snapshots; a
+ * Redis store's persistence is its servers' (their own INFO persistence), not reported here.
+ */
+async function persistenceFields(server: ServerContext): Promise<[string, string | number][]> {
+  const { name, capabilities } = server.store.driver;
+  const fields: [string, string | number][] = [
+    ['loading', 0],
+    ['store', server.storeSpec],
+    ['store_backend', name],
+    ['hash_scheme', HASH_SCHEME_ID],
+    ['persistent', capabilities.persistent ? 1 : 0],
+  ];
+  switch (capabilities.durability) {
+    case 'store':
+      fields.push(['durability', 'journal-commit-per-batch'], ['format_version', FORMAT_VERSION]);
+      break;
+    case 'server':
+      fields.push(['durability', 'server'], ['server_persistence', 'not-reported']);
+      break;
+    case 'none':
+      fields.push(['durability', 'none']);
+      break;
+  }
+  fields.push(['snapshots_supported', capabilities.maintenance ? 1 : 0]);
+  if (capabilities.maintenance) fields.push(['snapshots', await server.store.snapshotCount()]);
+  return fields;
+}
+
 async function sectionFields(server: ServerContext, section: Section): Promise<[string, string | number][]> {
   const c = server.counters;
   switch (section) {
@@ -67,15 +98,7 @@ async function sectionFields(server: ServerContext, section: Section): Promise<[
         ['protocol_errors', c.protocolErrors],
       ];
     case 'persistence':
-      return [
-        ['loading', 0],
-        ['store', server.storeSpec],
-        ['store_backend', 'lmdb'],
-        ['format_version', FORMAT_VERSION],
-        ['hash_scheme', HASH_SCHEME_ID],
-        ['durability', 'journal-commit-per-batch'],
-        ['snapshots', await server.store.snapshotCount()],
-      ];
+      return persistenceFields(server);
     case 'scopes':
       return (await server.store.stats()).map((scope) => {
         const open = scope.epochs.find((epoch) => epoch.epoch === scope.openEpoch);

@@ -1,4 +1,5 @@
 import type { Scope, ScopeFrontier, ScopeOptions, SeenStore } from '../index.js';
+import type { DriverManifest } from '../store/driver.js';
 import type { NodeRegistry } from '../store/nodes.js';
 
 /** The names of T's methods that return a promise: the only kind a thread can answer by name. */
@@ -99,6 +100,8 @@ export interface ServedStore extends Served<'store'> {
   /** The handle of scope `name` (USAGE for a name that is not a scope name); `options` shape a scope the first add creates. */
   scope(name: string, options: ScopeOptions): Promise<ServedScope>;
   snapshotCount(): Promise<number>;
+  /** The driver of the store's location: its name and capabilities (INFO reports them). */
+  readonly driver: DriverManifest;
   /** The store's serve nodes (SeenStore.nodes()). */
   readonly nodes: NodeRegistry;
   /** Checkpoints and closes the store (and its thread). */

@@ -38,6 +38,7 @@ export async function openServedStore(
     scopeNames: () => store.scopeNames(),
     snapshot: (name) => store.snapshot(name),
     snapshotCount: async () => (await store.snapshots()).length,
+    driver: driverFor(location),
     nodes: store.nodes(),
     close: () => store.close(),
     failed: new Promise<Error>(() => undefined),

@@ -1,6 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import { SeenStoreError, type ScopeOptions, type SeenStoreOptions, type Utf8Keys } from '../index.js';
 import { SERVED_METHODS, type Served, type ServedObject, type ServedScope, type ServedStore } from './served-store.js';
+import type { DriverManifest } from '../store/driver.js';
+import { driverFor } from '../store/open.js';
 import { unpackError, type PackedError } from './thread-error.js';
 
 /** What the store thread is started with. */
@@ -85,7 +87,7 @@ export class StoreThread {
       await thread.#worker.terminate();
       throw error;
     }
-    return thread.#served();
+    return thread.#served(driverFor(dir));
   }
 
   #call(
@@ -115,11 +117,12 @@ export class StoreThread {
     return Object.fromEntries(methods) as Served<O>;
   }
 
-  #served(): ServedStore {
+  #served(driver: DriverManifest): ServedStore {
     return {
       ...this.#remote('store', undefined),
       scope: (name, options) => this.#scope(name, options),
       snapshotCount: () => this.#call('control', 'snapshotCount', undefined, []) as Promise<number>,
+      driver,
       // The store's serve nodes, kept by the store on its thread (a directory store's node files).
       nodes: this.#remote('nodes', undefined),
       close: () => this.#close(),

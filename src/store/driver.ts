@@ -49,6 +49,13 @@ export function registered<Options>(driver: Driver<Options>): Driver<unknown> {
 export interface Capabilities {
   /** Data outlives the process: a store opened again finds it. */
   readonly persistent: boolean;
+  /**
+   * Who makes an acknowledged write durable, as INFO's persistence section reports it: `store`
+   * (seenstore itself: an add is acknowledged once its journal commit is synced), `server` (the
+   * servers the store lives on, as their operator set their persistence: Redis's AOF or RDB;
+   * seenstore neither sees nor reports it), `none` (nothing outlives the process).
+   */
+  readonly durability: 'store' | 'server' | 'none';
   /** Several processes (or machines) may open one location at once and share every decision. */
   readonly sharedAcrossProcesses: boolean;
   /** Snapshots, verify and space use of an open store: `Backend.maintenance` is set. */

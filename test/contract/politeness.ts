@@ -59,6 +59,53 @@ export function politenessContract(ctx: ContractContext): void {
     }
   });
 
+  test('take order of many queues ready at once: taken longest ago first, however the driver splits its queues', async () => {
+    const { store, time } = await openTimed(ctx.factory);
+    try {
+      const scope = store.scope('m', EXACT);
+      const frontier = scope.frontier();
+      await frontier.configure({ delayMs: 0 });
+      // More queues than Redis has queue partitions (32), so some share one; due in reverse key
+      // order, so that the order taken is never key order.
+      const hosts = Array.from({ length: 33 }, (_, i) => host(`q${String(i).padStart(2, '0')}.example`)).reverse();
+      const queue = (url: string): string => new URL(url).host;
+      await frontier.schedule(
+        hosts.map((h) => h('1')),
+        hosts.map((_, i) => time.now() + 1 + i),
+      );
+      time.advance(hosts.length + 1);
+      const takeEach = async (): Promise<string[]> => {
+        const order: string[] = [];
+        for (const _ of hosts) {
+          const taken = await frontier.take(1, { perQueue: 1, leaseMs: HOUR_MS });
+          assert.equal(taken.length, 1, 'a take found no ready queue');
+          order.push(taken[0]!.queue);
+          time.advance(1);
+        }
+        return order;
+      };
+      const first = await takeEach();
+      assert.deepEqual(
+        first,
+        hosts.map((h) => queue(h('1'))),
+        'the queue ready first was not taken first',
+      );
+      // Every queue's next URL due at one time: all ready at once, each last taken at another time.
+      await frontier.schedule(
+        hosts.map((h) => h('2')),
+        time.now() + 1,
+      );
+      time.advance(1);
+      assert.deepEqual(
+        await takeEach(),
+        first,
+        'of queues ready at once, the one taken longest ago did not come first',
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
   test('politeness: a queue waits its delay (its own, else the default), a block, and its in-flight limit', async () => {
     const { store, time } = await openTimed(ctx.factory);
     const unit = time.unit;

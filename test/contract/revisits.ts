@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { EXACT, openTimed, type ContractContext } from './context.js';
 
 const host = (name: string) => (path: string) => `https://${name}/${path}`;
-const [a, b] = [host('a.example'), host('b.example')];
+const [a, b, c] = [host('a.example'), host('b.example'), host('c.example:8080')];
 const HOUR_MS = 3600_000;
 
 /** Revisits: URLs scheduled for a time, and done with a refetch time. */
@@ -61,6 +61,16 @@ export function revisitsContract(ctx: ContractContext): void {
       assert.equal(await frontier.urlStatus(b('1')), undefined);
       assert.equal((await frontier.stats()).done, before + 1);
       assert.equal((await frontier.queue('b.example'))?.completed, 1);
+      // A URL named twice in one schedule: each mention applies in order, the second seeing the first.
+      assert.equal(await frontier.schedule([c('twice'), c('twice')], [time.now() + unit, 0]), 1);
+      assert.equal(
+        await frontier.urlStatus(c('twice')),
+        undefined,
+        'a URL scheduled, then finished in the same call, stayed queued',
+      );
+      assert.equal((await frontier.queue('c.example:8080'))?.completed, 1);
+      assert.equal(await frontier.schedule([c('again'), c('again')], [0, time.now() + unit]), 1);
+      assert.equal((await frontier.urlStatus(c('again')))?.atMs, time.now() + unit);
     } finally {
       await store.close();
     }

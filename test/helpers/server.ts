@@ -69,3 +69,9 @@ export async function startServer(
     },
   };
 }
+
+/** INFO's `field:value` lines as an object (section headers and blank lines left out). */
+export function infoFields(text: string): Record<string, string> {
+  const lines = text.split(/\r?\n/).filter((line) => line !== '' && !line.startsWith('#'));
+  return Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1)]));
+}

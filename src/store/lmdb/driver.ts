@@ -28,6 +28,7 @@ export const lmdbDriver: Driver<LmdbOptions> = Object.freeze({
   schemes: [],
   capabilities: Object.freeze({
     persistent: true,
+    durability: 'store',
     sharedAcrossProcesses: true,
     maintenance: true,
     offline: true,

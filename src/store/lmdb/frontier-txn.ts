@@ -173,6 +173,8 @@ export class FrontierTxn {
       );
     state.entries++;
     const ref = { seq, hash: urlHash(entry.url) };
+    // Found by a later lookup in this transaction (a schedule naming the URL again), before settle writes its block.
+    this.#entries.set(seq, { ref, entry });
     const queue = this.queue(entry.queue);
     if (entry.leaseUntilMs === 0) {
       this.#addWaiting(ref, entry);

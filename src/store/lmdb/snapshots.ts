@@ -72,7 +72,7 @@ export async function createSnapshot(
   const temporary = join(root, `.tmp-${name}-${process.pid}`);
   removeStoreLeftovers(env.dir, root);
   try {
-    mkdirSync(temporary, { recursive: true });
+    makeDirectory(root, temporary);
     const createdAtMs = Date.now();
     // Without MDB_NOSUBDIR, LMDB's copy writes data.mdb inside the directory it is given.
     await env.backup(temporary);
@@ -81,8 +81,30 @@ export async function createSnapshot(
     await safePoint(signal, `creating snapshot ${name}`);
     return seal(root, temporary, { v: 1, name, createdAtMs, formatVersion, reason });
   } catch (error) {
-    rmSync(temporary, { recursive: true, force: true });
+    removeTemporary(temporary);
     throw asStoreError(error, `creating snapshot ${name}`);
+  }
+}
+
+/**
+ * Makes `temporary` inside `root`, and `root` first when it is missing: one level each, never
+ * `recursive` (Node's recursive mkdir retries forever where mkdir answers ENOENT under a parent
+ * that exists, as in /proc), so a path that cannot hold a directory fails at once.
+ */
+function makeDirectory(root: string, temporary: string): void {
+  if (!existsSync(root)) mkdirSync(root);
+  mkdirSync(temporary);
+}
+
+/**
+ * Removes what a failed snapshot left. It never throws: the failure that got here is the one to
+ * report (a temporary path under a regular file cannot even be unlinked, ENOTDIR).
+ */
+function removeTemporary(temporary: string): void {
+  try {
+    rmSync(temporary, { recursive: true, force: true });
+  } catch {
+    // Left for removeStoreLeftovers, which removes a dead process's temporary folders.
   }
 }
 
@@ -117,7 +139,7 @@ export function keepDamagedData(dir: string, name: string, problem: string): Sna
   const root = join(dir, SNAPSHOTS_DIR);
   const temporary = join(root, `.tmp-${name}-${process.pid}`);
   try {
-    mkdirSync(temporary, { recursive: true });
+    makeDirectory(root, temporary);
     const data = join(dir, 'data.mdb');
     if (existsSync(data)) copyFileSync(data, join(temporary, 'data.mdb'));
     else writeFileSync(join(temporary, 'data.mdb'), '');
@@ -131,7 +153,7 @@ export function keepDamagedData(dir: string, name: string, problem: string): Sna
       damage: problem,
     });
   } catch (error) {
-    rmSync(temporary, { recursive: true, force: true });
+    removeTemporary(temporary);
     throw asStoreError(error, `keeping the damaged data as snapshot ${name}`);
   }
 }
@@ -349,7 +371,7 @@ export async function createSnapshotAt(
     await safePoint(signal, `creating snapshot ${out}`);
     return seal(root, temporary, { v: 1, name, createdAtMs, formatVersion, reason: 'user (outside the store)' });
   } catch (error) {
-    rmSync(temporary, { recursive: true, force: true });
+    removeTemporary(temporary);
     throw asStoreError(error, `creating snapshot ${out}`);
   }
 }

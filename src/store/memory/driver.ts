@@ -17,6 +17,7 @@ export const memoryDriver: Driver<MemoryOptions> = Object.freeze({
   schemes: ['memory'],
   capabilities: Object.freeze({
     persistent: false,
+    durability: 'none',
     sharedAcrossProcesses: false,
     maintenance: false,
     offline: false,

@@ -38,3 +38,20 @@ export function callParts(
   if (count > from) parts.push({ from, to: count });
   return parts;
 }
+
+/**
+ * `urls` cut into runs of distinct URLs, in order: a URL named again starts the next run. A step
+ * that looks up where its URLs are before it changes them (a schedule) runs once per run, so that
+ * a URL named twice sees where its first mention left it.
+ */
+export function distinctRuns(urls: readonly string[]): { readonly from: number; readonly to: number }[] {
+  const runs: { from: number; to: number }[] = [];
+  for (let from = 0; from < urls.length; ) {
+    const seen = new Set<string>();
+    let to = from;
+    while (to < urls.length && !seen.has(urls[to]!)) seen.add(urls[to++]!);
+    runs.push({ from, to });
+    from = to;
+  }
+  return runs;
+}

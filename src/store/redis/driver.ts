@@ -27,6 +27,7 @@ export const redisDriver: Driver<RedisOptions> = Object.freeze({
   schemes: ['redis', 'rediss'],
   capabilities: Object.freeze({
     persistent: true,
+    durability: 'server',
     sharedAcrossProcesses: true,
     maintenance: false,
     offline: false,

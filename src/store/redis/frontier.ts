@@ -15,10 +15,11 @@ import {
   type FrontierEntry,
 } from '../backend.js';
 import { faultPoint } from '../faults.js';
+import { compareKeys } from '../politeness.js';
 import { QUEUE_KEY_MODES, type QueueKeyMode } from '../../url/queue-key.js';
 import type { Reply } from './connection.js';
 import { freshId, list, pairs, text, type RedisContext } from './context.js';
-import { callParts, itemBytes } from './call-parts.js';
+import { callParts, distinctRuns, itemBytes } from './call-parts.js';
 import { drainInboxes, oldFrontierError } from './inbox.js';
 import type { QueuePartitionKeys } from './keys.js';
 import { QUEUE_PARTITIONS, queuePartitionOf } from './queue-partition.js';
@@ -172,7 +173,7 @@ export class RedisFrontier implements Frontier {
     request: TakeRequest,
     picks: readonly { key: string; quota: number }[],
   ): Promise<LeasedUrl[]> {
-    const sentAtMs = Date.now();
+    const sentAtMs = this.#ctx.now();
     const reply = list(
       await this.#answered(i, (answer) =>
         takeQueues(
@@ -283,7 +284,21 @@ export class RedisFrontier implements Frontier {
    * key changed) is removed there first, then scheduled anew: two calls, the one place where a
    * crash between them can drop a URL from the frontier (it stays seen).
    */
+  /** In order: a URL named twice in one schedule sees where its first mention left it (distinctRuns). */
   async schedule(items: QueueItems, atMs: readonly number[]): Promise<number> {
+    let waiting = 0;
+    for (const { from, to } of distinctRuns(items.urls)) {
+      const run = {
+        urls: items.urls.slice(from, to),
+        queues: items.queues.slice(from, to),
+        ...(items.data === undefined ? {} : { data: items.data.slice(from, to) }),
+      };
+      waiting += await this.#scheduleDistinct(run, atMs.slice(from, to));
+    }
+    return waiting;
+  }
+
+  async #scheduleDistinct(items: QueueItems, atMs: readonly number[]): Promise<number> {
     const s = await this.#prepared();
     const found = await this.#find(items.urls, s);
     const byPartition = new Map<number, ScheduledUrl[]>();
@@ -741,20 +756,16 @@ function range(n: number): number[] {
   return Array.from({ length: n }, (_, i) => i);
 }
 
-/** Queue keys in code-unit order, the order every driver lists them in. */
-function compareKeys(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
 /**
  * Whether a take's answer came too late to hand out: its leases began after `sentAtMs` (Redis ran
  * the call after it was sent) and last `leaseMs`, so once that much time has passed since the
  * send, they may have run out and another taker may hold the same URLs (a take held behind a
  * WAIT for a stalled replica). Such entries are not returned: their leases running out gives them
- * back. Redis's clock is never compared with this one.
+ * back. Redis's clock is never compared with this one; the time elapsed is the store's clock's
+ * (RedisContext.now), which its calls pass as Redis's now when it has one: the clock of the lease.
  */
 function leaseOutlived(sentAtMs: number, leaseMs: number, entries: number, ctx: RedisContext): boolean {
-  const elapsedMs = Date.now() - sentAtMs;
+  const elapsedMs = ctx.now() - sentAtMs;
   if (elapsedMs < leaseMs || entries === 0) return false;
   ctx.warn(
     `a frontier take was answered after ${elapsedMs} ms, past its ${leaseMs} ms lease: its ${entries} URLs are not handed out, and come back as their leases have run out`,

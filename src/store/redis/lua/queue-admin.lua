@@ -74,10 +74,10 @@ local function ss_fq_delete(keys, args)
     fifo_settle(F, q)
     redis.call('HDEL', F.qn, q.qn)
   end
+  if q then redis.call('ZREM', F.ready, ready_member(key, q.t)) end
   F.queues[key] = false
   redis.call('HDEL', F.qr, key)
   redis.call('ZREM', F.names, key)
-  redis.call('ZREM', F.ready, key)
   fflush(F)
   return n
 end

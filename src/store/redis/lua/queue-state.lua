@@ -241,11 +241,21 @@ local function ready_at(F, q)
   return queue_ready_at(due, q.t, q.d, F.delay, q.b, r)
 end
 
+-- A queue's member of the ready set: its last take (nil: never) + 1 in 14 digits, then its key.
+-- Queues ready at the same ms then come in the take order of politeness.ts (compareReady): the
+-- one taken longest ago first, then by key, so a partition's first n ready queues (ss_fq_ready)
+-- are the first n of that order. The member changes only when q.t does, in a take (take_queue
+-- removes the old one).
+local function ready_member(key, last_take)
+  return string.format('%014.0f', (last_take or -1) + 1) .. key
+end
+
 -- After any change of a queue: its place in names (holds entries) and ready (its ready time).
 local function refresh(F, key, q)
   if q.f + q.s + q.k > 0 then redis.call('ZADD', F.names, 0, key) else redis.call('ZREM', F.names, key) end
   local at = ready_at(F, q)
-  if at then redis.call('ZADD', F.ready, int(at), key) else redis.call('ZREM', F.ready, key) end
+  local member = ready_member(key, q.t)
+  if at then redis.call('ZADD', F.ready, int(at), member) else redis.call('ZREM', F.ready, member) end
 end
 
 -- The end of every call that writes: each queue it changed settled, re-timed and stored, then
@@ -279,14 +289,24 @@ local function sweep(F, now)
   until #ids < 1000
 end
 
+-- The form of the ready set's members (cfg `rm`): 2, the last take and the queue key (ready_member).
+local READY_MEMBERS = '2'
+
 -- The settings of ARGV[1..3]; a revision the partition has not seen re-times every queue (a new
 -- default delay or in-flight limit), then ended leases are given back. Returns the call's view of
 -- the partition (written back already) and now.
 local function fbegin(keys, args)
   local F = fkeys(keys)
   F.delay, F.inflight = tonumber(args[2]), tonumber(args[3])
-  if redis.call('HGET', F.cfg, 'rev') ~= args[1] then
-    redis.call('HSET', F.cfg, 'rev', args[1])
+  local rev, members = unpack(redis.call('HMGET', F.cfg, 'rev', 'rm'))
+  if members ~= READY_MEMBERS then
+    -- A ready set of plain queue keys (before its members held the last take, or left by layout 2):
+    -- rebuilt from the queues once.
+    redis.call('DEL', F.ready)
+    rev = false
+  end
+  if rev ~= args[1] then
+    redis.call('HSET', F.cfg, 'rev', args[1], 'rm', READY_MEMBERS)
     for _, key in ipairs(redis.call('ZRANGE', F.names, 0, -1)) do touch(F, key) end
   end
   local now = now_ms()

@@ -8,10 +8,11 @@
 -- bucket -> URL index entries), qr (hash queue key -> queue record, JSON), qn (hash queue number ->
 -- queue key), fo (hash 'Q:C' -> chunk C of queue Q's FIFO), s (lexical sorted set of the scheduled
 -- and given-back entries: queue number, due ms, place, entry number, big-endian), leases (entry
--- number scored by lease end ms), ready (queue key scored by the time it is ready), names (queue
+-- number scored by lease end ms), ready (last take and queue key, ready_member in queue-state.lua,
+-- scored by the time it is ready), names (queue
 -- keys holding entries, lexical), marks (hash inbox -> last inbox id admitted), counts (hash: n
 -- entries, done, failed, q the last queue number, il, is and ix the URL index's level, split
--- bucket and entries), cfg (hash rev); then for the calls answered once, answer and previous
+-- bucket and entries), cfg (hash rev, rm); then for the calls answered once, answer and previous
 -- answer. ARGV always begins with the settings: their revision, the default delay ms, the
 -- in-flight limit (0: none).
 

@@ -12,10 +12,11 @@ local function available(F, q, now)
   return math.min(due, queue_room(F.inflight, q.k, q.c, q.l))
 end
 
--- ARGV: settings, offset, limit, '=' and a queue key, or '' for every queue. Replies Redis's now, then per ready queue
--- (ready time <= now, oldest ready first, from offset, at most limit) its key, ready time, last
--- take (-1: never) and how many entries it could hand out (available); with a queue key, that
--- queue alone when it is ready. Gives ended leases back first (a write).
+-- ARGV: settings, offset, limit, '=' and a queue key, or '' for every queue. Replies Redis's now,
+-- then per ready queue (ready time <= now, in take order: oldest ready first, then taken longest
+-- ago, then key; from offset, at most limit) its key, ready time, last take (-1: never) and how
+-- many entries it could hand out (available); with a queue key, that queue alone when it is
+-- ready. Gives ended leases back first (a write).
 local function ss_fq_ready(keys, args)
   local F, now = fbegin(keys, args)
   local out = {now}
@@ -34,8 +35,9 @@ local function ss_fq_ready(keys, args)
   end
   local ready = redis.call('ZRANGEBYSCORE', F.ready, '-inf', int(now), 'WITHSCORES', 'LIMIT', args[4], args[5])
   for i = 1, #ready, 2 do
-    local q = queue_get(F, ready[i])
-    if q then add(ready[i], q, tonumber(ready[i + 1])) end
+    local key = string.sub(ready[i], 15)
+    local q = queue_get(F, key)
+    if q then add(key, q, tonumber(ready[i + 1])) end
   end
   return out
 end
@@ -73,6 +75,8 @@ local function take_queue(F, key, q, n, now, until_ms, owner, out)
     out.bytes = out.bytes + #r.u + #(r.d or '') + 64
   end
   fifo.commit()
+  -- Its member of ready names its last take: the old one goes, refresh adds the new one.
+  redis.call('ZREM', F.ready, ready_member(key, q.t))
   q.t = now
   touch(F, key)
 end
