@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { batchOptions, inform, openStore, warn, parseCount, requireScope, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
+import { DEFAULT_PUSH_BATCH_SIZE, batchOptions, inform, openStore, warn, parseCount, requireScope, scopeName, scopeOptions, type GlobalOptions, type InputOptions, type PlanOptions } from '../context.js';
 import { forEachBatch, openInputChunks, type InputCounts } from '../input.js';
 import { Delivery } from '../../epochs/delivery.js';
 import { closeKeepingError, deliver, deliveringBatches, redeliver, stoppedRun } from '../delivered-output.js';
@@ -41,7 +41,7 @@ export async function frontierPush(file: string | undefined, command: Command): 
     delivery = await Delivery.begin(scope, { redeliver: options.redeliver !== false, enqueue: true });
     const run = delivery;
     redelivered = await redeliver(run, signal);
-    counts = await forEachBatch(input, { ...deliveringBatches(batchOptions(options, await scope.normalizeMode())), signal }, async (lines) => {
+    counts = await forEachBatch(input, { ...deliveringBatches(batchOptions(options, await scope.normalizeMode(), DEFAULT_PUSH_BATCH_SIZE)), signal }, async (lines) => {
       await ready();
       handled += lines.length;
       const { batch } = await run.addIfAbsent(lines, {}, true);
