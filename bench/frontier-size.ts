@@ -1,44 +1,61 @@
 /**
- * Issue 47's LMDB figures, this build against the frontier before it (OLD_COMMIT, format 6) in the
- * same run, alternated: disk per queued URL, `frontier push` through the CLI, and a take of 1,000
- * URLs plus their done at 2M queued against the same at 100k.
+ * Issue 47's LMDB figures, this build against main before the push work (OLD_COMMIT, store format
+ * 7 too) in the same run, alternated: disk per queued URL, `frontier push` through the CLI, and a
+ * take of 1,000 URLs plus their done at ~1.7M queued against the same at 100k.
  *
  * The URLs: the ~1.7M real repository URLs of all-the-package-repos with the ~50k of ../shared/data
  * spread among them (one in every 34): 1.74M real URLs. The push runs the real CLI on a file of
- * them (`frontier push FILE`, a scope sized for them); disk per URL is the frontier database's
- * pages (branch, leaf, overflow) times the page size over the URLs queued. Take and done run in
- * process on each build's library (delay 0, one queue may hand out 1,000), timed together,
- * median of TAKE_ROUNDS, at 100k queued (a store of the first 100k) and at all of them.
+ * them (`frontier push FILE`, a scope sized for them, default batches), with a preload that
+ * reports the process's CPU time and the bytes it handed to write calls (/proc/self/io wchar:
+ * LMDB's pages and meta, the delivery file, the URLs printed) as it exits; disk per URL is the frontier database's pages (branch, leaf,
+ * overflow) times the page size over the URLs queued.
+ *
+ * Take and done run in process on each build's library (delay 0, one queue may hand out 1,000),
+ * in a store of the first 100k and in the full one, open side by side, rounds alternated between
+ * the two (so a change in the machine's load falls on both): wall time (two durable commits,
+ * fsync included), CPU time of this process, and bytes handed to write calls (LMDB's pages), per
+ * round. The kernel's own count of bytes written (write_bytes) is left aside: it counts whole
+ * page-cache folios, several times the 4 KiB pages LMDB writes.
  *
  *   npm run build && tsc -p bench/tsconfig.json && node dist/bench/frontier-size.js
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { open } from 'lmdb';
 import { SeenStore } from '../src/index.js';
 import { BENCH_DIR, packageReposDataset, readUrls } from './data.js';
 import { oldBuild } from './old-build.js';
+import { median } from './stats.js';
 import { recordTargets } from './targets.js';
 
-/** main before issue 47 (store format 6). */
-const OLD_COMMIT = '70f15d1';
+/** main before the push work of issue 47 (store format 7, location puts unsorted, short batches). */
+const OLD_COMMIT = '2f3af99';
 const SMALL = 100_000;
 const TAKE_URLS = 1_000;
-const TAKE_ROUNDS = 15;
-const ROUNDS = 2;
+/** Take + done rounds per store size and build, alternated between the sizes. */
+const TAKE_ROUNDS = 25;
+const ROUNDS = 3;
 const SHARED = resolve(BENCH_DIR, '..', '..', 'shared', 'data');
 const CLI = resolve(BENCH_DIR, '..', 'dist', 'src', 'cli', 'bin.cjs');
+/** Loaded into each push's process: its CPU time and bytes written, as JSON, to $SEENSTORE_BENCH_USAGE at exit. */
+const USAGE_PRELOAD = `const fs = require('node:fs');
+process.on('exit', () => {
+  const cpu = process.cpuUsage();
+  let written = NaN;
+  try { written = Number(/wchar: (\\d+)/.exec(fs.readFileSync('/proc/self/io', 'utf8'))[1]); } catch {}
+  fs.writeFileSync(process.env.SEENSTORE_BENCH_USAGE, JSON.stringify({ cpuMs: (cpu.user + cpu.system) / 1000, written }));
+});
+`;
 
 interface Build {
   readonly label: string;
   readonly cli: string;
-  readonly frontierDb: { readonly name: string; readonly keyEncoding?: 'binary' };
   readonly library: { open(dir: string): Promise<StoreLike> };
 }
 interface StoreLike {
-  scope(name: string, options: object): { enqueue(urls: string[]): Promise<unknown>; frontier(): FrontierLike };
+  scope(name: string, options: object): { frontier(): FrontierLike };
   close(): Promise<void>;
 }
 interface FrontierLike {
@@ -46,15 +63,26 @@ interface FrontierLike {
   take(count: number, options: object): Promise<{ id: string }[]>;
   done(ids: string[]): Promise<number>;
 }
-
+/** One take + done round: wall and CPU milliseconds, bytes handed to write calls. */
+interface Round {
+  readonly ms: number;
+  readonly cpuMs: number;
+  readonly written: number;
+}
 interface Figures {
   pushPerSec: number[];
+  pushCpuUsPerUrl: number[];
+  pushWrittenPerUrl: number[];
   bytesPerUrl: number[];
-  takeDoneSmallMs: number[];
-  takeDoneLargeMs: number[];
+  small: Round[];
+  large: Round[];
 }
 
-const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const quartiles = (values: readonly number[]): string => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  return `${at(0.25).toFixed(1)}-${at(0.75).toFixed(1)}`;
+};
 
 /** The real URLs: the package repositories with the shared lists spread among them. */
 function realUrls(): string[] {
@@ -69,25 +97,57 @@ function realUrls(): string[] {
   return [...new Set(out)];
 }
 
-/** `frontier push FILE` of the whole list into a fresh store: URLs queued per second, and the store. */
-function push(build: Build, file: string, urls: number): { perSec: number; dir: string } {
+/** Bytes this process had handed to write calls (Linux), NaN elsewhere. */
+function writtenBytes(): number {
+  try {
+    return Number(/wchar: (\d+)/.exec(readFileSync('/proc/self/io', 'utf8'))![1]);
+  } catch {
+    return NaN;
+  }
+}
+
+/** `frontier push FILE` of the whole list into a fresh store: URLs queued per second, its CPU and writes, and the store. */
+function push(
+  build: Build,
+  work: string,
+  file: string,
+  urls: number,
+): { perSec: number; cpuUsPerUrl: number; writtenPerUrl: number; dir: string } {
   const dir = mkdtempSync(join(tmpdir(), 'seenstore-bench-size-'));
+  const usage = join(work, 'usage.json');
   const started = process.hrtime.bigint();
-  const run = spawnSync(
-    process.execPath,
-    [build.cli, '--store', dir, '--scope', 'b', '--quiet', 'frontier', 'push', '--capacity', String(urls * 2), file],
-    { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 26 },
-  );
+  const args = [
+    '-r',
+    join(work, 'usage.cjs'),
+    build.cli,
+    '--store',
+    dir,
+    '--scope',
+    'b',
+    '--quiet',
+    'frontier',
+    'push',
+    '--capacity',
+    String(urls * 2),
+    file,
+  ];
+  const run = spawnSync(process.execPath, args, {
+    encoding: 'utf8',
+    stdio: ['ignore', 'ignore', 'pipe'],
+    maxBuffer: 1 << 26,
+    env: { ...process.env, SEENSTORE_BENCH_USAGE: usage },
+  });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   if (run.status !== 0) throw new Error(`${build.label}: frontier push: ${run.stderr}`);
-  return { perSec: urls / seconds, dir };
+  const { cpuMs, written } = JSON.parse(readFileSync(usage, 'utf8')) as { cpuMs: number; written: number };
+  return { perSec: urls / seconds, cpuUsPerUrl: (cpuMs * 1000) / urls, writtenPerUrl: written / urls, dir };
 }
 
 /** The frontier database's bytes over the URLs it holds. */
-function bytesPerUrl(build: Build, dir: string, urls: number): number {
+function bytesPerUrl(dir: string, urls: number): number {
   const root = open({ path: dir, readOnly: true, maxDbs: 8 });
   try {
-    const stats = root.openDB({ ...build.frontierDb, encoding: 'binary' }).getStats() as {
+    const stats = root.openDB({ name: 'queue', keyEncoding: 'binary', encoding: 'binary' }).getStats() as {
       treeBranchPageCount: number;
       treeLeafPageCount: number;
       overflowPages: number;
@@ -99,42 +159,89 @@ function bytesPerUrl(build: Build, dir: string, urls: number): number {
   }
 }
 
-/** Median ms of a take of TAKE_URLS and their done, in the store at `dir`. */
-async function takeDone(build: Build, dir: string): Promise<number> {
-  const store = await build.library.open(dir);
+async function takeDoneRound(label: string, frontier: FrontierLike): Promise<Round> {
+  const written = writtenBytes();
+  const cpu = process.cpuUsage();
+  const started = process.hrtime.bigint();
+  const taken = await frontier.take(TAKE_URLS, { perQueue: TAKE_URLS, leaseMs: 600_000 });
+  const done = await frontier.done(taken.map((entry) => entry.id));
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  const used = process.cpuUsage(cpu);
+  if (taken.length !== TAKE_URLS || done !== TAKE_URLS) throw new Error(`${label}: took ${taken.length}, done ${done}`);
+  return { ms, cpuMs: (used.user + used.system) / 1000, written: writtenBytes() - written };
+}
+
+/** TAKE_ROUNDS rounds in each store, alternated between them. */
+async function takeDone(build: Build, dirs: { small: string; large: string }, into: Figures): Promise<void> {
+  const small = await build.library.open(dirs.small);
+  const large = await build.library.open(dirs.large);
   try {
-    const frontier = store.scope('b', {}).frontier();
-    await frontier.configure({ delayMs: 0, maxInFlightPerQueue: 0 });
-    const times: number[] = [];
+    const frontiers = { small: small.scope('b', {}).frontier(), large: large.scope('b', {}).frontier() };
+    for (const frontier of Object.values(frontiers)) await frontier.configure({ delayMs: 0, maxInFlightPerQueue: 0 });
     for (let round = 0; round < TAKE_ROUNDS; round++) {
-      const started = process.hrtime.bigint();
-      const taken = await frontier.take(TAKE_URLS, { perQueue: TAKE_URLS, leaseMs: 600_000 });
-      const done = await frontier.done(taken.map((entry) => entry.id));
-      times.push(Number(process.hrtime.bigint() - started) / 1e6);
-      if (taken.length !== TAKE_URLS || done !== TAKE_URLS)
-        throw new Error(`${build.label}: took ${taken.length}, done ${done}`);
+      for (const size of round % 2 === 0 ? (['small', 'large'] as const) : (['large', 'small'] as const))
+        into[size].push(await takeDoneRound(`${build.label} ${size}`, frontiers[size]));
     }
-    return median(times);
   } finally {
-    await store.close();
+    await small.close();
+    await large.close();
   }
 }
 
 async function measure(
   build: Build,
+  work: string,
   files: { all: string; small: string },
   counts: { all: number; small: number },
   into: Figures,
 ): Promise<void> {
-  const large = push(build, files.all, counts.all);
-  const small = push(build, files.small, counts.small);
+  const large = push(build, work, files.all, counts.all);
+  const small = push(build, work, files.small, counts.small);
   try {
     into.pushPerSec.push(large.perSec);
-    into.bytesPerUrl.push(bytesPerUrl(build, large.dir, counts.all));
-    into.takeDoneSmallMs.push(await takeDone(build, small.dir));
-    into.takeDoneLargeMs.push(await takeDone(build, large.dir));
+    into.pushCpuUsPerUrl.push(large.cpuUsPerUrl);
+    into.pushWrittenPerUrl.push(large.writtenPerUrl);
+    into.bytesPerUrl.push(bytesPerUrl(large.dir, counts.all));
+    await takeDone(build, { small: small.dir, large: large.dir }, into);
   } finally {
     for (const dir of [large.dir, small.dir]) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function report(builds: readonly [Build, Figures][], urls: number, average: number): void {
+  const large = `${(urls / 1e6).toFixed(2)}M`;
+  console.log(
+    `${urls.toLocaleString('en')} real URLs (average ${average.toFixed(1)} bytes); ${ROUNDS} rounds, builds alternated; take + done: ${TAKE_ROUNDS} rounds per size, alternated between the sizes\n`,
+  );
+  console.log(
+    '| frontier | disk per queued URL | `frontier push` (CLI), each round | push CPU per URL | push bytes written per URL |',
+  );
+  console.log('|---|---:|---:|---:|---:|');
+  for (const [build, f] of builds) {
+    const rates = f.pushPerSec.map((r) => Math.round(r).toLocaleString('en')).join(' / ');
+    console.log(
+      `| ${build.label} | ${median(f.bytesPerUrl).toFixed(0)} B (${(median(f.bytesPerUrl) / average).toFixed(2)}× the URL) | ${rates} URLs/s | ${median(f.pushCpuUsPerUrl).toFixed(1)} µs | ${Math.round(median(f.pushWrittenPerUrl)).toLocaleString('en')} B |`,
+    );
+  }
+  console.log(
+    `\n| frontier | take ${TAKE_URLS} + done at 100k, median (quartiles) | at ${large} | ratio | CPU ms at 100k | at ${large} | ratio | KiB written at 100k | at ${large} |`,
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (const [build, f] of builds) {
+    const ms = (rounds: readonly Round[]): number[] => rounds.map((r) => r.ms);
+    const cpu = (rounds: readonly Round[]): number[] => rounds.map((r) => r.cpuMs);
+    const kib = (rounds: readonly Round[]): number => median(rounds.map((r) => r.written)) / 1024;
+    const cells = [
+      `${median(ms(f.small)).toFixed(1)} ms (${quartiles(ms(f.small))})`,
+      `${median(ms(f.large)).toFixed(1)} ms (${quartiles(ms(f.large))})`,
+      `${(median(ms(f.large)) / median(ms(f.small))).toFixed(2)}×`,
+      `${median(cpu(f.small)).toFixed(1)} (${quartiles(cpu(f.small))})`,
+      `${median(cpu(f.large)).toFixed(1)} (${quartiles(cpu(f.large))})`,
+      `${(median(cpu(f.large)) / median(cpu(f.small))).toFixed(2)}×`,
+      `${kib(f.small).toFixed(0)}`,
+      `${kib(f.large).toFixed(0)}`,
+    ];
+    console.log(`| ${build.label} | ${cells.join(' | ')} |`);
   }
 }
 
@@ -148,49 +255,30 @@ if (!existsSync(join(SHARED, 'crawl-sitelist-15k.txt'))) {
     const small = join(work, 'small.txt');
     writeFileSync(all, `${urls.join('\n')}\n`);
     writeFileSync(small, `${urls.slice(0, SMALL).join('\n')}\n`);
+    writeFileSync(join(work, 'usage.cjs'), USAGE_PRELOAD);
     const average = urls.reduce((n, url) => n + Buffer.byteLength(url), 0) / urls.length;
     const old = await oldBuild<{ SeenStore: Build['library'] }>(OLD_COMMIT, join(work, 'old'));
+    const empty = (): Figures => ({
+      pushPerSec: [],
+      pushCpuUsPerUrl: [],
+      pushWrittenPerUrl: [],
+      bytesPerUrl: [],
+      small: [],
+      large: [],
+    });
     const builds: [Build, Figures][] = [
-      [
-        {
-          label: 'format 7 (this build)',
-          cli: CLI,
-          frontierDb: { name: 'queue', keyEncoding: 'binary' },
-          library: SeenStore as unknown as Build['library'],
-        },
-        { pushPerSec: [], bytesPerUrl: [], takeDoneSmallMs: [], takeDoneLargeMs: [] },
-      ],
-      [
-        {
-          label: `format 6 (${OLD_COMMIT})`,
-          cli: old.cli,
-          frontierDb: { name: 'frontier' },
-          library: old.module.SeenStore,
-        },
-        { pushPerSec: [], bytesPerUrl: [], takeDoneSmallMs: [], takeDoneLargeMs: [] },
-      ],
+      [{ label: 'this build', cli: CLI, library: SeenStore as unknown as Build['library'] }, empty()],
+      [{ label: `main before (${OLD_COMMIT})`, cli: old.cli, library: old.module.SeenStore }, empty()],
     ];
     // Alternated, so that a change in the machine's load falls on both.
     for (let round = 0; round < ROUNDS; round++)
       for (const [build, figures] of round % 2 === 0 ? builds : [...builds].reverse())
-        await measure(build, { all, small }, { all: urls.length, small: SMALL }, figures);
-    console.log(
-      `${urls.length.toLocaleString('en')} real URLs (average ${average.toFixed(1)} bytes); ${ROUNDS} rounds, alternated; take + done: median of ${TAKE_ROUNDS}\n`,
-    );
-    console.log(
-      `| frontier | disk per queued URL | \`frontier push\` (CLI) | take ${TAKE_URLS} + done at ${(SMALL / 1000).toFixed(0)}k | the same at ${(urls.length / 1e6).toFixed(2)}M | ratio |`,
-    );
-    console.log('|---|---:|---:|---:|---:|---:|');
-    for (const [build, f] of builds) {
-      const ratio = median(f.takeDoneLargeMs) / median(f.takeDoneSmallMs);
-      console.log(
-        `| ${build.label} | ${median(f.bytesPerUrl).toFixed(0)} B (${(median(f.bytesPerUrl) / average).toFixed(2)}× the URL) | ${Math.round(median(f.pushPerSec)).toLocaleString('en')} URLs/s | ${median(f.takeDoneSmallMs).toFixed(1)} ms | ${median(f.takeDoneLargeMs).toFixed(1)} ms | ${ratio.toFixed(2)}× |`,
-      );
-    }
-    const [mine] = builds[0]!.slice(1) as [Figures];
+        await measure(build, work, { all, small }, { all: urls.length, small: SMALL }, figures);
+    report(builds, urls.length, average);
+    const [, mine] = builds[0]!;
     const bytes = median(mine.bytesPerUrl);
     const pushRate = median(mine.pushPerSec);
-    const ratio = median(mine.takeDoneLargeMs) / median(mine.takeDoneSmallMs);
+    const ratio = median(mine.large.map((r) => r.ms)) / median(mine.small.map((r) => r.ms));
     recordTargets('frontier-size', [
       {
         issue: 47,

@@ -48,7 +48,8 @@ async function overflowReuse(): Promise<number> {
   // From a file, as the repro runs it: read in fixed chunks, its batches do not depend on timing.
   const file = join(tempDir('seenstore-overflow-urls-'), 'urls.txt');
   writeFileSync(file, `${urls.join('\n')}\n`);
-  const push = await runCli(['--store', dir, '--quiet', 'frontier', 'push', file]);
+  // Batches of 10,000, as the repro was made with (push's default is larger now).
+  const push = await runCli(['--store', dir, '--quiet', 'frontier', 'push', '--batch-size', '10000', file]);
   assert.equal(push.code, 0, push.stderr);
   for (const url of push.stdout.split('\n').filter((l) => l !== '')) acks.pushed.add(url);
   // A few of the 300,000 may be Bloom false positives at the scope's default 1 % FPR (expected

@@ -188,6 +188,24 @@ describe('UTF-8 byte path (lines hashed as bytes, no string per line)', () => {
     assert.deepEqual(back, urls);
   });
 
+  test('string batches: a chunk that overfills a batch leaves its rest to the next one, not a short batch of its own', async () => {
+    const urls = allSharedUrls().slice(0, 5000);
+    const input = Buffer.from(`${urls.join('\n')}\n`);
+    // Chunks of ~64 KiB hold over 1,000 lines: each overfills a batch of 700.
+    const chunks = Readable.from(
+      Array.from({ length: Math.ceil(input.length / 65_536) }, (_, i) => input.subarray(i * 65_536, (i + 1) * 65_536)),
+    );
+    const sizes: number[] = [];
+    const back: string[] = [];
+    const counts = await forEachBatch(chunks, options({ batchSize: 700 }), async (lines) => {
+      sizes.push(lines.length);
+      back.push(...lines);
+    });
+    assert.deepEqual(back, urls);
+    assert.equal(counts.read, urls.length);
+    assert.deepEqual(sizes.slice(0, -1), Array<number>(sizes.length - 1).fill(700), `batch sizes ${sizes.join(' ')}`);
+    assert.equal(sizes.length, Math.ceil(urls.length / 700));
+  });
   test('firstInvalidUtf8Key finds empty, cut, invalid, over-long and out-of-order keys', () => {
     const good = asLines(['https://a.example/é', 'https://b.example/😀']);
     assert.equal(firstInvalidUtf8Key(good), -1);

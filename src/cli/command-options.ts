@@ -16,7 +16,7 @@ export function examples(command: Command, lines: readonly string[]): Command {
 }
 
 /** Options of the commands that read URLs; `writes`: whether each batch is a durable commit. */
-export function inputOptions(command: Command, writes: boolean): Command {
+export function inputOptions(command: Command, writes: boolean, batchSize = DEFAULT_BATCH_SIZE): Command {
   const batch = writes ? 'URLs per durable commit' : 'URLs looked up together';
   return command
     .addOption(
@@ -25,9 +25,7 @@ export function inputOptions(command: Command, writes: boolean): Command {
         'skip (default): count and report invalid lines; fail: stop at the first one',
       ).choices(['skip', 'fail']),
     )
-    .addOption(
-      new Option('--batch-size <n>', `${batch} (default ${DEFAULT_BATCH_SIZE})`).argParser(count('batch-size')),
-    )
+    .addOption(new Option('--batch-size <n>', `${batch} (default ${batchSize})`).argParser(count('batch-size')))
     .addOption(
       new Option(
         '--batch-delay-ms <ms>',

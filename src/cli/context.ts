@@ -19,7 +19,7 @@ import { parseChoice, parseCount, parseFpr, parseSeeds } from './parse.js';
 import { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE, DEFAULT_STORE_DIR } from './defaults.js';
 
 export { parseCount, parseFpr, parseSeeds } from './parse.js';
-export { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE, DEFAULT_STORE_DIR } from './defaults.js';
+export { DEFAULT_BATCH_DELAY_MS, DEFAULT_BATCH_SIZE, DEFAULT_PUSH_BATCH_SIZE, DEFAULT_STORE_DIR } from './defaults.js';
 import { driverFor } from '../store/open.js';
 
 /** Options every command accepts (declared on the program). */
@@ -200,9 +200,13 @@ export function scopeOptions(options: PlanOptions): ScopeOptions {
 }
 
 /** How lines are batched and checked; `mode` is the normalisation of the epoch the lines go to. */
-export function batchOptions(options: InputOptions, mode: NormalizeMode): BatchOptions {
+export function batchOptions(
+  options: InputOptions,
+  mode: NormalizeMode,
+  defaultBatchSize = DEFAULT_BATCH_SIZE,
+): BatchOptions {
   return {
-    batchSize: parseCount('batch-size', options.batchSize) ?? DEFAULT_BATCH_SIZE,
+    batchSize: parseCount('batch-size', options.batchSize) ?? defaultBatchSize,
     maxDelayMs: parseCount('batch-delay-ms', options.batchDelayMs, 0) ?? DEFAULT_BATCH_DELAY_MS,
     maxLineBytes: MAX_KEY_BYTES,
     onInvalid: parseChoice<OnInvalid>('on-invalid', options.onInvalid, ['skip', 'fail']) ?? 'skip',

@@ -1,6 +1,7 @@
 import { type Command, Option } from 'commander';
 import { DURATION_HELP, parseDuration } from './duration.js';
 import { count, examples, inputOptions, planOptions, redeliverOption } from './command-options.js';
+import { DEFAULT_PUSH_BATCH_SIZE } from './defaults.js';
 import { parseFpr, validated } from './parse.js';
 
 /* The `frontier` commands of the program (docs/frontier.md); each command module loads when it runs. */
@@ -13,7 +14,7 @@ export function addFrontierCommands(program: Command): void {
     .description("the scope's durable queue of URLs found new and not yet finished (docs/frontier.md)");
   const load = async () => import('./commands/frontier.js');
   examples(
-    redeliverOption(planOptions(inputOptions(frontier.command('push [file]'), true)))
+    redeliverOption(planOptions(inputOptions(frontier.command('push [file]'), true, DEFAULT_PUSH_BATCH_SIZE)))
       .description('queue the URLs not seen before (recording them as seen, in one step) and print them')
       .action(async (file: string | undefined, _o, command: Command) => (await load()).frontierPush(file, command)),
     ['extract-links page.html | seenstore --scope example.org frontier push > /dev/null'],

@@ -110,6 +110,12 @@ interface Batcher<B> {
   size(batch: B): number;
   /** Lines `start` up to `end` of a batch taken, sharing its buffers. */
   part(batch: B, start: number, end: number): B;
+  /**
+   * Makes lines `start` on of a batch just taken (nothing collected since) the start of the batch
+   * being collected. Without it, what follows a chunk's last full batch is handed over as a short
+   * batch of its own.
+   */
+  keep?(batch: B, start: number): void;
 }
 
 type OnInvalidLine = (lineNo: number, reason: InvalidReason) => void;
@@ -150,6 +156,9 @@ export function forEachBatch(
       },
       size: (batch) => batch.length,
       part: (batch, start, end) => batch.slice(start, end),
+      keep: (batch, start) => {
+        pending = batch.slice(start);
+      },
     };
   });
 }
@@ -217,15 +226,25 @@ async function runBatches<B>(
   };
   options.signal?.addEventListener('abort', onAbort, { once: true });
 
-  const flush = (): Promise<void> => {
+  /**
+   * Hands over what was collected, in batches of at most batchSize. `full` (the batch filled up,
+   * more input may follow): lines past the last full batch stay to start the next one, so that a
+   * chunk that overfills a batch costs no extra short batch (each is a durable commit of its own).
+   */
+  const flush = (full = false): Promise<void> => {
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
     chain = chain.then(async () => {
       if (batcher.count === 0 || failure !== undefined) return;
-      counts.read += batcher.count;
-      // A chunk of input may hold more lines than a batch: the batches handed over keep to batchSize.
-      const whole = batcher.take();
-      const size = batcher.size(whole);
+      let whole = batcher.take();
+      let size = batcher.size(whole);
+      const rest = size % options.batchSize;
+      if (full && rest > 0 && size > options.batchSize && batcher.keep !== undefined) {
+        batcher.keep(whole, size - rest);
+        size -= rest;
+        whole = batcher.part(whole, 0, size);
+      }
+      counts.read += size;
       for (let start = 0; start < size && failure === undefined; start += options.batchSize) {
         const batch =
           size <= options.batchSize ? whole : batcher.part(whole, start, Math.min(size, start + options.batchSize));
@@ -246,8 +265,8 @@ async function runBatches<B>(
       batcher.push(chunk as Buffer);
       bytesRead += (chunk as Buffer).length;
       options.progress?.update(counts.read + batcher.count, bytesRead);
-      if (batcher.count >= options.batchSize) await flush();
-      else if (batcher.count > 0 && timer === undefined) timer = setTimeout(() => void flush(), options.maxDelayMs);
+      if (batcher.count >= options.batchSize) await flush(true);
+      if (batcher.count > 0 && timer === undefined) timer = setTimeout(() => void flush(), options.maxDelayMs);
       if (failure !== undefined) break;
     }
     if (failure === undefined) {

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import {
+  DEFAULT_PUSH_BATCH_SIZE,
   batchOptions,
   inform,
   openStore,
@@ -55,7 +56,7 @@ export async function frontierPush(file: string | undefined, command: Command): 
     redelivered = await redeliver(run, signal);
     counts = await forEachBatch(
       input,
-      { ...deliveringBatches(batchOptions(options, await scope.normalizeMode())), signal },
+      { ...deliveringBatches(batchOptions(options, await scope.normalizeMode(), DEFAULT_PUSH_BATCH_SIZE)), signal },
       async (lines) => {
         await ready();
         handled += lines.length;

@@ -42,15 +42,18 @@ export class FrontierLookup {
     this.codec = new EntryCodec(env);
   }
 
-  /** The entry an id names, or undefined when there is none. */
-  byRef(ref: EntryRef): Found | undefined {
+  /**
+   * The entry an id names, or undefined when there is none. `blockOf` reads a waiting entry's
+   * block: a write transaction passes its own copies, which hold the entries it added.
+   */
+  byRef(ref: EntryRef, blockOf: (id: BlockId) => Block | undefined = (id) => this.block(id)): Found | undefined {
     const leased = this.leased(ref.seq);
     if (leased !== undefined) return leased.ref.hash === ref.hash ? leased : undefined;
     const location = this.#db.getBinary(this.keys.location(ref.hash, ref.seq));
     if (location === undefined) return undefined;
     const where = `frontier location ${this.#scope}/${ref.seq}`;
     const id = readLocation(location, ref.seq, where);
-    const block = this.block(id);
+    const block = blockOf(id);
     const item = block?.items.find((i) => i.seq === ref.seq);
     if (item === undefined)
       throw new SeenStoreError('STORE_CORRUPT', `${where} names a waiting entry that is not there`);

@@ -107,7 +107,8 @@ export class FrontierTxn {
   entry(ref: EntryRef): EntryRecord | undefined {
     const cached = this.#entries.get(ref.seq);
     if (cached !== undefined) return cached !== null && cached.ref.hash === ref.hash ? cached.entry : undefined;
-    const found = this.#lookup.byRef(ref);
+    // Blocks as this transaction left them: an entry it added (a URL given twice to one schedule) is in no stored block yet.
+    const found = this.#lookup.byRef(ref, (id) => this.#blocks.get(id));
     this.#entries.set(ref.seq, found ?? null);
     if (found?.block !== undefined) this.#blockOf.set(ref.seq, found.block);
     return found?.entry;
