@@ -1,6 +1,8 @@
+import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
 import { differential, type DifferentialSubject } from './helpers/frontier-differential.js';
+import { memoryStore } from './helpers/memory.js';
 import { tempDir } from './helpers/tmp.js';
 
 const LMDB: DifferentialSubject = {
