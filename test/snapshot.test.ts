@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { describe, test } from 'node:test';
-import { FORMAT_VERSION, SeenStore, SeenStoreError } from '../src/index.js';
+import { FORMAT_VERSION, SeenStore, SeenStoreError, type SnapshotInfo } from '../src/index.js';
 import { setFaultHook } from '../src/store/faults.js';
-import { runCli, spawnCli } from './helpers/cli.js';
-import { ROOT, sharedPath, sharedUrls } from './helpers/data.js';
+import { runCli, runPacedChild, spawnCli } from './helpers/cli.js';
+import { sharedPath, sharedUrls } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
 
 const SITELIST = sharedUrls('crawl-sitelist-15k.txt');
@@ -78,41 +76,29 @@ describe('snapshots', () => {
 
   test('a snapshot taken while another process adds holds every batch acknowledged before it', async () => {
     const dir = tempDir();
-    // Small batches: the child must still be adding while this process opens the store (which
-    // loads the LMDB backend's modules first) and takes the snapshot.
     const batch = 100;
     const batches = Math.ceil(BENIGN.length / batch);
-    const child = spawn(
-      process.execPath,
-      [
-        join(ROOT, 'dist', 'test', 'helpers', 'crash-child.js'),
-        dir,
-        'live',
-        sharedPath('crawl-benign-35k.txt'),
-        String(batch),
-        'none',
-      ],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
+    // Paced: the snapshot starts once 10 batches are acknowledged, the child goes on adding at
+    // once, and its last batch waits for the snapshot's end, so the two overlap however fast or
+    // slow this machine is (the assertion on it was a race: a busy machine failed it).
+    let store: SeenStore | undefined;
+    let taking: Promise<SnapshotInfo> | undefined;
+    let ackedBefore = 0;
+    const run = await runPacedChild(
+      [dir, 'live', sharedPath('crawl-benign-35k.txt'), String(batch), 'none'],
+      async (acked) => {
+        // `ack N` follows batch N, from 0.
+        if (acked === 10) {
+          store = await SeenStore.open(dir);
+          ackedBefore = acked + 1;
+          taking = store.snapshot('during-adds');
+        }
+        if (acked === batches - 2) await taking;
       },
     );
-    let acked = 0;
-    // Whole lines: an `ack` line split across two chunks still counts once.
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      if (line.startsWith('ack ')) acked++;
-    });
-    while (acked < 10) await new Promise((resolve) => setTimeout(resolve, 5));
-    const store = await SeenStore.open(dir);
-    const ackedBefore = acked;
-    const snapshot = await store.snapshot('during-adds');
-    const ackedAfter = acked;
-    await store.close();
-    await new Promise((resolve) => child.on('close', resolve));
-    assert.ok(
-      ackedAfter < batches,
-      `the child should still have been adding during the snapshot (${ackedAfter} batches acknowledged of ${batches})`,
-    );
-
+    assert.ok(run.done, 'the child finished its adds');
+    const snapshot = await taking!;
+    await store!.close();
     const copy = await openCopy(snapshot.path);
     const scope = copy.scope('live');
     const answers = await scope.has(BENIGN.slice(0, ackedBefore * batch));
