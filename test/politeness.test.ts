@@ -37,13 +37,9 @@ function checkCrawl(site: PoliteSite, report: PolitenessReport): void {
     report.minHitAfterTakeMs >= DELAY_MS,
     `${JSON.stringify(report)}: a host was hit within its delay of the take before`,
   );
-  // The delays allow boundMs (2.75 s here); one host at a time would take sequentialMs (60 s).
-  // The margin is for a loaded machine: the takers' start and the links' discovery (CI's Redis run
-  // took 5.0 s, the earlier bound 6.5 s); a crawl held to one host at a time stays far above it.
-  assert.ok(
-    report.durationMs < 3 * report.boundMs + 2_000,
-    `${JSON.stringify(report)}: the crawl was slower than the delays allow`,
-  );
+  // Parallel, judged from the sites' own log (never from how long the crawl took, which a busy
+  // machine stretches: a bound on it failed at load 18): within some delay window at least half the
+  // hosts were hit, where a crawl held to one host at a time hits one.
   assert.ok(report.peakHostsPerDelay >= HOSTS / 2, `${JSON.stringify(report)}: hosts were not crawled in parallel`);
 }
 
