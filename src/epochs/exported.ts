@@ -1,4 +1,5 @@
-import { BloomFilter, allHold } from '../filters/bloom.js';
+import { BloomFilter } from '../filters/bloom.js';
+import { allHold } from '../filters/decide.js';
 import { unionFpr } from '../filters/scalable.js';
 import type { HashSchemeId } from '../hash/scheme.js';
 import { XxHash } from '../hash/xxhash.js';

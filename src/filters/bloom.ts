@@ -494,15 +494,3 @@ function popcount32(x: number): number {
   x = (x + (x >>> 4)) & 0x0f0f0f0f;
   return Math.imul(x, 0x01010101) >>> 24;
 }
-
-/**
- * True when every filter holds its hash: filter f's hash is words[at + 2f] (low half) and
- * words[at + 2f + 1] (high half). A group of filters with their own seeds (a slice) holds a URL
- * only when all of them do.
- */
-export function allHold(filters: readonly BloomFilter[], words: Uint32Array, at: number): boolean {
-  for (let f = 0; f < filters.length; f++) {
-    if (!filters[f]!.has(words[at + 2 * f + 1]!, words[at + 2 * f]!)) return false;
-  }
-  return true;
-}

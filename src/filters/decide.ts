@@ -1,5 +1,4 @@
 import type { BloomFilter } from './bloom.js';
-import { allHold } from './bloom.js';
 
 /**
  * The Bloom slices of an epoch as the add-if-absent decision sees them: the older slices only
@@ -88,4 +87,16 @@ export function decideRange(
     flags[i] = absent ? 1 : 0;
   }
   return { consumed: i - from, fresh };
+}
+
+/**
+ * True when every filter holds its hash: filter f's hash is words[at + 2f] (low half) and
+ * words[at + 2f + 1] (high half). A group of filters with their own seeds (a slice) holds a URL
+ * only when all of them do.
+ */
+export function allHold(filters: readonly BloomFilter[], words: Uint32Array, at: number): boolean {
+  for (let f = 0; f < filters.length; f++) {
+    if (!filters[f]!.has(words[at + 2 * f + 1]!, words[at + 2 * f]!)) return false;
+  }
+  return true;
 }

@@ -1,6 +1,7 @@
 import { freshSeedHex, seedFromHex } from '../hash/scheme.js';
 import type { XxHash } from '../hash/xxhash.js';
-import { allHold, BloomFilter, type FilterGeometry } from './bloom.js';
+import { BloomFilter, type FilterGeometry } from './bloom.js';
+import { allHold } from './decide.js';
 import { filterGeometries, hashSlice, type Keying } from './keying.js';
 import { blockedFprCurve, classicFprCurve, roundBits, sizeByMultiplier } from './sizing.js';
 import { SpectralFilter } from './counting.js';

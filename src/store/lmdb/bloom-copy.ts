@@ -1,6 +1,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { SeenStoreError, asStoreError, assert } from '../../errors.js';
-import { BloomFilter, allHold, type StoredFilter } from '../../filters/bloom.js';
+import { BloomFilter, type StoredFilter } from '../../filters/bloom.js';
+import { allHold } from '../../filters/decide.js';
 import { decideRange, type DecideTarget, type Decided } from '../../filters/decide.js';
 import { filterGeometries } from '../../filters/keying.js';
 import { KernelBits } from '../../filters/kernel-bits.js';

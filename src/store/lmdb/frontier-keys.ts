@@ -1,4 +1,5 @@
 import { SeenStoreError } from '../../errors.js';
+import type { FrontierDb } from './frontier-lookup.js';
 
 /**
  * The frontier database's keys, format 7 (docs/format.md "Frontier"): plain bytes, compared as
@@ -328,4 +329,22 @@ export class KeyReader {
 
 function corrupt(key: Buffer): SeenStoreError {
   return new SeenStoreError('STORE_CORRUPT', `frontier key ${key.toString('hex')} is not of its kind's length`);
+}
+
+/**
+ * The key prefix of a scope's frontier: its number, given the first time a write asks (`create`).
+ * Undefined when the scope has no number yet (a read of a frontier never written).
+ */
+export function frontierPrefix(db: FrontierDb, scope: string, create: boolean): Buffer | undefined {
+  const stored = db.getBinary(scopeNumberKey(scope));
+  if (stored !== undefined) return Buffer.from(stored);
+  if (!create) return undefined;
+  const last = db.getBinary(lastScopeNumberKey());
+  const next = (last === undefined ? 0 : Buffer.from(last).readUInt32BE(0)) + 1;
+  const prefix = scopePrefix(next);
+  const counter = Buffer.alloc(4);
+  counter.writeUInt32BE(next, 0);
+  db.putSync(lastScopeNumberKey(), counter);
+  db.putSync(scopeNumberKey(scope), prefix);
+  return prefix;
 }

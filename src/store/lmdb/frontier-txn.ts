@@ -1,13 +1,6 @@
 import { SeenStoreError } from '../../errors.js';
 import type { StoreEnv } from './env.js';
-import {
-  MAX_SEQ,
-  lastScopeNumberKey,
-  scopeNumberKey,
-  scopePrefix,
-  type KeyReader,
-  type KeyWriter,
-} from './frontier-keys.js';
+import { MAX_SEQ, type KeyReader, type KeyWriter, frontierPrefix } from './frontier-keys.js';
 import { FrontierLookup, type FrontierDb, type Found } from './frontier-lookup.js';
 import { queueRoom, readyAtMs, NEVER_TAKEN_MS } from '../politeness.js';
 import {
@@ -42,24 +35,6 @@ interface QueueSlot {
   dirty: boolean;
   /** An entry that may have been the queue's first due one left the waiting index. */
   firstDueStale: boolean;
-}
-
-/**
- * The key prefix of a scope's frontier: its number, given the first time a write asks (`create`).
- * Undefined when the scope has no number yet (a read of a frontier never written).
- */
-export function frontierPrefix(db: FrontierDb, scope: string, create: boolean): Buffer | undefined {
-  const stored = db.getBinary(scopeNumberKey(scope));
-  if (stored !== undefined) return Buffer.from(stored);
-  if (!create) return undefined;
-  const last = db.getBinary(lastScopeNumberKey());
-  const next = (last === undefined ? 0 : Buffer.from(last).readUInt32BE(0)) + 1;
-  const prefix = scopePrefix(next);
-  const counter = Buffer.alloc(4);
-  counter.writeUInt32BE(next, 0);
-  db.putSync(lastScopeNumberKey(), counter);
-  db.putSync(scopeNumberKey(scope), prefix);
-  return prefix;
 }
 
 /**

@@ -17,9 +17,9 @@ import { faultPoint, type FaultPoint } from '../faults.js';
 import type { StoreEnv } from './env.js';
 import { FrontierReader } from './frontier-reads.js';
 import { formatId, parseId, type EntryRecord, type EntryRef } from './frontier-records.js';
-import { FrontierTxn, frontierPrefix } from './frontier-txn.js';
+import { FrontierTxn } from './frontier-txn.js';
 import { takeAllowance } from '../politeness.js';
-import { FRONTIER_TAGS, KeyWriter } from './frontier-keys.js';
+import { FRONTIER_TAGS, KeyWriter, frontierPrefix } from './frontier-keys.js';
 
 /**
  * Queues the URLs whose answer is true (inside the add's write transaction, after deciding): the

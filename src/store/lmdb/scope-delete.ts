@@ -3,8 +3,7 @@ import { readEpochHeader } from '../records.js';
 import type { StoreEnv } from './env.js';
 import { readState } from './frontier-records.js';
 import { checkpointKey, dropKey, epochKey, fenceKey, scopeKey } from './keys.js';
-import { KeyWriter, scopeNumberKey, scopeRange } from './frontier-keys.js';
-import { frontierPrefix } from './frontier-txn.js';
+import { KeyWriter, frontierPrefix, scopeNumberKey, scopeRange } from './frontier-keys.js';
 import { epochNumbers, finishDrops, readScope } from './metadata.js';
 
 /**

@@ -1,5 +1,6 @@
 import { SeenStoreError, assert } from '../../errors.js';
-import { BloomFilter, allHold } from '../../filters/bloom.js';
+import { BloomFilter } from '../../filters/bloom.js';
+import { allHold } from '../../filters/decide.js';
 import { CountingFilter, SpectralFilter } from '../../filters/counting.js';
 import { EpochHasher } from '../../filters/epoch-hasher.js';
 import { filterGeometries } from '../../filters/keying.js';
