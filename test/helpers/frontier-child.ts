@@ -51,11 +51,12 @@ if (mode === 'enqueue') {
     // fault point's count is of takes that did).
     const readyAtMs = Math.min(...(await frontier.listQueues()).map((queue) => queue.readyAtMs ?? Infinity));
     if (readyAtMs === Infinity) break;
-    await sleep(Math.max(0, readyAtMs - Date.now()));
+    // A timer may fire a millisecond before Date.now() reaches its time; a take then would hand
+    // out nothing and still pass the fault point (a kill with no lease held). So sleep on until
+    // the store's clock (Date.now()) says the queue is ready.
+    while (Date.now() < readyAtMs) await sleep(readyAtMs - Date.now());
     const taken = await frontier.take(batch, { leaseMs });
-    // A timer may fire a millisecond before Date.now() reaches its time: nothing was ready yet,
-    // and a done of nothing would count as a pass of the fault point (a kill with no lease held).
-    if (taken.length === 0) continue;
+    if (taken.length === 0) throw new Error(`a take at ${Date.now()} of a queue ready at ${readyAtMs} was empty`);
     writeSync(1, taken.map((entry) => `took ${entry.id}\n`).join(''));
     await frontier.done(taken.map((entry) => entry.id));
     writeSync(1, taken.map((entry) => `done ${entry.id}\n`).join(''));
