@@ -4,8 +4,15 @@ import { after, describe, test } from 'node:test';
 import { SeenStore } from '../src/index.js';
 import { collectCli, spawnCli, type CliResult } from './helpers/cli.js';
 import { expectCode } from './helpers/errors.js';
-import { redisMissing, startRedisCluster, until, type RedisCluster, type RedisNode } from './helpers/redis-cluster.js';
-import { clusterSettled, masterOf, replicaOf, roleOf, silentListener, whilePaused } from './helpers/redis-faults.js';
+import {
+  masterOf,
+  redisMissing,
+  startRedisCluster,
+  until,
+  type RedisCluster,
+  type RedisNode,
+} from './helpers/redis-cluster.js';
+import { clusterSettled, replicaOf, roleOf, silentListener, whilePaused } from './helpers/redis-faults.js';
 import { replyText } from './helpers/resp.js';
 
 /**

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SeenStore } from '../../src/index.js';
 import { ROOT } from './data.js';
-import { until, type RedisCluster, type RedisNode } from './redis-cluster.js';
+import { masterOf, until, type RedisCluster, type RedisNode } from './redis-cluster.js';
 import { replyText } from './resp.js';
 
 const WRITER = join(ROOT, 'dist', 'test', 'helpers', 'redis-writer.js');
@@ -81,23 +81,6 @@ export async function failOver(cluster: RedisCluster, key: string): Promise<void
   await until(async () => (await state()).includes('cluster_state:fail'), 'the cluster to notice the kill');
   await until(async () => (await state()).includes('cluster_state:ok'), 'a replica to take over');
   await cluster.restart(owner);
-}
-
-/** The node that is master of `key`'s slot now. */
-export function masterOf(cluster: RedisCluster, key: string): RedisNode {
-  const anyPort = cluster.masters()[0]!;
-  const slot = Number(cluster.cli(anyPort, 'CLUSTER', 'KEYSLOT', key));
-  const nodes = cluster.cli(anyPort, 'CLUSTER', 'NODES').split('\n');
-  return cluster.nodes.find((node) => {
-    const line = nodes.find((l) => l.includes(`:${node.port}@`) && / master|,master/.test(l));
-    return line
-      ?.split(' ')
-      .slice(8)
-      .some((range) => {
-        const [from, to] = range.split('-').map(Number);
-        return slot >= from! && slot <= (to ?? from)!;
-      });
-  })!;
 }
 
 /** A replica of the master of `key`'s slot. */

@@ -58,27 +58,6 @@ export function replicaOf(cluster: RedisCluster, port: number): RedisNode | unde
   return cluster.nodes.find((node) => node.port === replicaPort);
 }
 
-/** The master that serves `key`'s slot now. */
-export function masterOf(cluster: RedisCluster, key: string): RedisNode {
-  const anyPort = cluster.masters()[0]!;
-  const slot = Number(cluster.cli(anyPort, 'CLUSTER', 'KEYSLOT', key));
-  const lines = cluster.cli(anyPort, 'CLUSTER', 'NODES').split('\n');
-  const node = cluster.nodes.find((candidate) => {
-    const line = lines.find(
-      (l) => l.includes(`:${candidate.port}@`) && / master|,master/.test(l) && !l.includes('fail'),
-    );
-    return line
-      ?.split(' ')
-      .slice(8)
-      .some((range) => {
-        const [from, to] = range.split('-').map(Number);
-        return slot >= from! && slot <= (to ?? from)!;
-      });
-  });
-  if (node === undefined) throw new Error(`no master serves the slot of ${key}`);
-  return node;
-}
-
 /**
  * Whether every node of the cluster answers, says cluster_state:ok, and lists the same masters
  * (by address, none flagged failing): after a failover, a resumed old master keeps a stale view
