@@ -1,19 +1,15 @@
-import { SeenStoreError, assert } from '../errors.js';
+import { SeenStoreError } from '../errors.js';
 import { parseStrategy, strategyName, strategyOf } from '../filters/strategy.js';
-import { keyCount, sliceKeys, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
-import { TurnQueue } from '../store/turns.js';
-import type { Backend, CheckpointOutcome, Deliveries, DeliveryWrite, EpochBits, QueueItems } from '../store/backend.js';
-import { addFollowingRotations, type AddRoute } from './add-routing.js';
+import { keyCount, type Keys, type Utf8Keys, type XxHash } from '../hash/xxhash.js';
+import type { Backend, CheckpointOutcome, Deliveries, DeliveryWrite } from '../store/backend.js';
+import { ScopeAdds } from './add-routing.js';
 import { addCounts, hasKeys, hasUrls, MAX_BATCH_URLS } from './epoch-queries.js';
 import type { NormalizeMode } from '../url/normalize.js';
-import type { EpochHeader } from '../store/records.js';
 import { checkPlan, firstEpochPlan, newEpochHeader, type EpochPlan } from './create.js';
-import { resolveEpochs, type EpochSpec } from './epoch-spec.js';
+import type { EpochSpec } from './epoch-spec.js';
 import {
-  epochDetails,
   epochSettings,
   epochStats,
-  openingSummary,
   type EpochDetails,
   type EpochSettings,
   type EpochStats,
@@ -22,10 +18,10 @@ import {
 import type { Dropped, PruneOptions } from './retention.js';
 import { planNextEpoch, type RotateOptions } from './rotation.js';
 import type { ExportResult, MergeResult } from './transfer.js';
-import { anyUrlKeys, urlKeys } from '../url/url-keys.js';
+import { urlKeys } from '../url/url-keys.js';
 import { ScopeFrontier } from './frontier.js';
+import { ScopeEpochs } from './scope-epochs.js';
 import { checkpointEpoch, epochHeaderOf } from './seam-defaults.js';
-import { queuePart } from '../store/queue-items.js';
 import {
   diffCategories,
   type AddOptions,
@@ -74,42 +70,28 @@ export class Scope {
   readonly name: string;
   readonly #ctx: ScopeContext;
   readonly #plan: EpochPlan;
-  readonly #explicitNormalize: NormalizeMode | undefined;
-  readonly #mayCreate: boolean;
-  /** The open epoch this handle last saw (to check an explicit normalisation against it once). */
-  #openEpoch: number | undefined;
-  /**
-   * The open epoch as this handle last found it, where its adds go without reading the scope
-   * record first (a read per add; a round trip on Redis): every driver checks inside the add that
-   * the epoch is still open (EPOCH_SEALED), and the add then goes on in the next one (add-routing.ts).
-   */
-  #addTarget: EpochBits | undefined;
-  /** The handle's adds in the order they were made: each issues its batches after the one before (#add). */
-  readonly #addOrder = new TurnQueue();
+  readonly #epochs: ScopeEpochs;
+  readonly #adds: ScopeAdds;
 
   /** @internal Scopes come from SeenStore.scope(); the context holds the store's internals. */
   constructor(ctx: ScopeContext, name: string, options: ScopeOptions) {
     this.#ctx = ctx;
     this.name = name;
     this.#plan = firstEpochPlan(options, ctx.backend.driver.capabilities.defaultStrategy);
-    this.#explicitNormalize = options.normalize;
-    this.#mayCreate = options.create ?? true;
+    this.#epochs = new ScopeEpochs(ctx, name, this.#plan, options.normalize, options.create ?? true);
+    this.#adds = new ScopeAdds(ctx, this.#epochs);
   }
 
   /** The normalisation of the open epoch, or of the first epoch when none exists yet. */
   async normalizeMode(): Promise<NormalizeMode> {
     this.#ctx.assertOpen();
-    return this.#normalizeOf(await this.#open(false));
-  }
-
-  #normalizeOf(open: EpochBits | undefined): NormalizeMode {
-    return (open?.header.normalize as NormalizeMode | undefined) ?? this.#plan.normalize;
+    return this.#epochs.normalizeOf(await this.#epochs.open(false));
   }
 
   /** Number of the open epoch, or null when the scope does not exist yet. */
   async openEpoch(): Promise<number | null> {
     this.#ctx.assertOpen();
-    return (await this.#open(false))?.header.epoch ?? null;
+    return (await this.#epochs.open(false))?.header.epoch ?? null;
   }
 
   /**
@@ -136,7 +118,7 @@ export class Scope {
   async addIfAbsent(urls: readonly string[], options: AddOptions = {}): Promise<boolean[]> {
     if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
     const answers = new Array<boolean>(urls.length);
-    await this.#add(urls, answers, options);
+    await this.#adds.add(urls, answers, options);
     return answers;
   }
 
@@ -161,7 +143,7 @@ export class Scope {
         'urls must be { bytes: Uint8Array, ranges: Uint32Array (a start and an end per URL), count }',
       );
     const answers = new Array<boolean>(urls.count);
-    await this.#add(urls, answers, options);
+    await this.#adds.add(urls, answers, options);
     return answers;
   }
 
@@ -176,7 +158,7 @@ export class Scope {
       ...(queues === undefined ? {} : { queues }),
     });
     const answers = new Array<boolean>(urls.length);
-    await this.#add(urls, answers, addOptions, items);
+    await this.#adds.add(urls, answers, addOptions, items);
     return answers;
   }
 
@@ -194,7 +176,7 @@ export class Scope {
     this.#ctx.assertWritable('add');
     const items = enqueue === true ? await this.frontier().queueItems(urls as readonly string[], {}) : undefined;
     const answers = new Array<boolean>(keyCount(urls));
-    await this.#add(urls, answers, options, items, deliver);
+    await this.#adds.add(urls, answers, options, items, deliver);
     return answers;
   }
 
@@ -213,7 +195,7 @@ export class Scope {
   /** Records the URLs; resolves with counts once durable. */
   async add(urls: readonly string[], options: AddOptions = {}): Promise<AddSummary> {
     if (!Array.isArray(urls)) throw new TypeError('urls must be an array of strings');
-    const added = await this.#add(urls, undefined, options);
+    const added = await this.#adds.add(urls, undefined, options);
     return { submitted: urls.length, added };
   }
 
@@ -226,7 +208,7 @@ export class Scope {
     const mode = options.mode ?? 'any';
     if (mode !== 'any' && mode !== 'all')
       throw new SeenStoreError('USAGE', `mode must be any or all, got ${JSON.stringify(mode)}`);
-    const open = await this.#open(false);
+    const open = await this.#epochs.open(false);
     if (open === undefined) {
       urlKeys(urls, this.#plan.normalize);
       return new Array<boolean>(urls.length).fill(false);
@@ -234,7 +216,7 @@ export class Scope {
     const normalize = open.header.normalize;
     const keys = urlKeys(urls, normalize as NormalizeMode, true);
     const answers = new Array<boolean>(urls.length).fill(mode === 'all');
-    for (const n of await this.#resolve(options.epochs ?? 'current', open)) {
+    for (const n of await this.#epochs.resolve(options.epochs ?? 'current', open)) {
       const epoch = await this.#ctx.backend.epoch(this.name, n);
       // The keys checked under the open epoch's normalisation serve every epoch that shares it.
       const inEpoch = epoch.header.normalize === normalize ? await hasKeys(epoch, keys) : await hasUrls(epoch, urls);
@@ -251,13 +233,13 @@ export class Scope {
    */
   async count(urls: readonly string[], options: { readonly epochs?: EpochSpec } = {}): Promise<number[]> {
     this.#ctx.assertOpen();
-    const open = await this.#open(false);
+    const open = await this.#epochs.open(false);
     if (open === undefined) {
       urlKeys(urls, this.#plan.normalize);
       return new Array<number>(urls.length).fill(0);
     }
     const totals = new Array<number>(urls.length).fill(0);
-    for (const n of await this.#resolve(options.epochs ?? 'current', open)) {
+    for (const n of await this.#epochs.resolve(options.epochs ?? 'current', open)) {
       const epoch = await this.#ctx.backend.epoch(this.name, n);
       if (!epoch.counting) {
         throw new SeenStoreError(
@@ -278,7 +260,7 @@ export class Scope {
   async delete(urls: readonly string[]): Promise<number> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('delete');
-    const epoch = await this.#open(false);
+    const epoch = await this.#epochs.open(false);
     if (epoch === undefined) throw SeenStoreError.noScope(this.name);
     if (!epoch.counting)
       throw new SeenStoreError(
@@ -295,14 +277,14 @@ export class Scope {
   /** Per URL: `revisit` when the previous epoch holds it, else `new`. Without a previous epoch, all are new. */
   async classify(urls: readonly string[]): Promise<Classification[]> {
     this.#ctx.assertOpen();
-    const open = await this.#open(false);
+    const open = await this.#epochs.open(false);
     const previous = open === undefined ? undefined : open.header.epoch - 1;
     if (
       previous === undefined ||
       previous < 1 ||
       !(await this.#ctx.backend.epochNumbers(this.name)).includes(previous)
     ) {
-      urlKeys(urls, this.#normalizeOf(open));
+      urlKeys(urls, this.#epochs.normalizeOf(open));
       return urls.map(() => 'new');
     }
     return (await hasUrls(await this.#ctx.backend.epoch(this.name, previous), urls)).map((seen) =>
@@ -313,10 +295,10 @@ export class Scope {
   /** Compares two epochs over a URL list: in both, only in `from`, only in `to`, or in neither. */
   async diff(urls: readonly string[], from: EpochSpec, to: EpochSpec): Promise<DiffResult> {
     this.#ctx.assertOpen();
-    const open = await this.#open(false);
+    const open = await this.#epochs.open(false);
     if (open === undefined) throw SeenStoreError.noScope(this.name);
     const single = async (spec: EpochSpec, which: string): Promise<number> => {
-      const numbers = await this.#resolve(spec, open);
+      const numbers = await this.#epochs.resolve(spec, open);
       if (numbers.length !== 1) throw new SeenStoreError('USAGE', `--${which} must name one epoch`);
       return numbers[0]!;
     };
@@ -352,7 +334,7 @@ export class Scope {
       });
     }
     const backend = this.#ctx.backend;
-    let open = await this.#created();
+    let open = await this.#epochs.created();
     const next = planNextEpoch(options, this.#ctx.clock);
     for (let attempt = 0; ; attempt++) {
       try {
@@ -362,15 +344,15 @@ export class Scope {
           ...(options.ifEpoch === undefined ? {} : { ifEpoch: options.ifEpoch }),
         };
         const rotation = await backend.rotate(this.name, request);
-        this.#addTarget = undefined;
+        this.#epochs.forgetAddTarget();
         if (rotation === null) return null;
         return {
           sealed: epochStats(rotation.sealed, undefined, await backend.usage(rotation.sealed)),
-          opened: await this.#openedDetails(rotation.opened),
+          opened: await this.#epochs.openedDetails(rotation.opened),
         };
       } catch (error) {
         if (!(error instanceof SeenStoreError && error.code === 'EPOCH_SEALED') || attempt > 0) throw error;
-        open = await this.#created();
+        open = await this.#epochs.created();
       }
     }
   }
@@ -385,9 +367,9 @@ export class Scope {
     options: { readonly signal?: AbortSignal } = {},
   ): Promise<ExportResult> {
     this.#ctx.assertOpen();
-    const open = await this.#open(false);
+    const open = await this.#epochs.open(false);
     if (open === undefined) throw SeenStoreError.noScope(this.name);
-    const numbers = await this.#resolve(epoch, open);
+    const numbers = await this.#epochs.resolve(epoch, open);
     if (numbers.length !== 1) throw new SeenStoreError('USAGE', 'export takes one epoch');
     return (await import('./transfer.js')).exportEpoch(
       this.#ctx.hash,
@@ -410,7 +392,7 @@ export class Scope {
   ): Promise<MergeResult> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('merge');
-    const open = await this.#open(false);
+    const open = await this.#epochs.open(false);
     if (open === undefined) throw SeenStoreError.noScope(this.name);
     if (epoch !== undefined && epoch !== open.header.epoch) {
       if (!(await this.#ctx.backend.epochNumbers(this.name)).includes(epoch))
@@ -432,7 +414,7 @@ export class Scope {
 
   async stats(): Promise<ScopeStats> {
     this.#ctx.assertOpen();
-    const open = await this.#open(false);
+    const open = await this.#epochs.open(false);
     if (open === undefined) return { scope: this.name, openEpoch: null, epochs: [] };
     const backend = this.#ctx.backend;
     const epochs: EpochStats[] = [];
@@ -448,14 +430,14 @@ export class Scope {
   /** Header, seeds, geometry, slices and sizing decision of epoch `n`. */
   async epoch(n: number): Promise<EpochDetails> {
     this.#ctx.assertOpen();
-    if ((await this.#open(false)) === undefined) throw SeenStoreError.noScope(this.name);
-    return this.#details(n);
+    if ((await this.#epochs.open(false)) === undefined) throw SeenStoreError.noScope(this.name);
+    return this.#epochs.details(n);
   }
 
   /** What epoch `n` was created with (capacity, FPR, strategy, seeds, slices): its header only, no bits read. */
   async settings(n: number): Promise<EpochSettings> {
     this.#ctx.assertOpen();
-    if ((await this.#open(false)) === undefined) throw SeenStoreError.noScope(this.name);
+    if ((await this.#epochs.open(false)) === undefined) throw SeenStoreError.noScope(this.name);
     return epochSettings(await epochHeaderOf(this.#ctx.backend, this.name, n));
   }
 
@@ -463,150 +445,8 @@ export class Scope {
   async checkpoint(): Promise<CheckpointOutcome> {
     this.#ctx.assertOpen();
     this.#ctx.assertWritable('checkpoint');
-    const open = await this.#open(false);
+    const open = await this.#epochs.open(false);
     if (open === undefined) return 'clean';
     return checkpointEpoch(open);
-  }
-
-  /** `urls`: an array (addIfAbsent and add check) or UTF-8 keys of the right shape (addIfAbsentUtf8 checks). */
-  async #add(
-    urls: Keys,
-    answers: boolean[] | undefined,
-    options: AddOptions,
-    enqueue?: QueueItems,
-    deliver?: DeliveryWrite,
-  ): Promise<number> {
-    this.#ctx.assertOpen();
-    this.#ctx.assertWritable('add');
-    if (keyCount(urls) === 0) return 0;
-    if (deliver !== undefined && (answers === undefined || keyCount(urls) > MAX_BATCH_URLS)) {
-      throw new TypeError(`a delivered add wants its answers and at most ${MAX_BATCH_URLS} URLs`);
-    }
-    // Calls of one handle reach the backend in the order they were made: the next waits until this
-    // one has issued its last batch (a backend deciding batches in flight out of order would answer
-    // a URL given in two of them "new" at its later occurrence).
-    const turn = this.#addOrder.take();
-    try {
-      await turn.ready;
-      return await this.#addInTurn(urls, answers, options, enqueue, deliver, turn.done);
-    } finally {
-      turn.done();
-    }
-  }
-
-  async #addInTurn(
-    urls: Keys,
-    answers: boolean[] | undefined,
-    options: AddOptions,
-    enqueue: QueueItems | undefined,
-    deliver: DeliveryWrite | undefined,
-    issued: () => void,
-  ): Promise<number> {
-    const count = keyCount(urls);
-    const known = this.#addTarget;
-    const existing =
-      known !== undefined && (options.epoch === undefined || options.epoch === known.header.epoch)
-        ? known
-        : await this.#open(false);
-    // Every URL is checked before anything is written, the scope's creation included.
-    let keys = anyUrlKeys(urls, this.#normalizeOf(existing), count <= MAX_BATCH_URLS);
-    const epoch = existing ?? (await this.#created());
-    if (existing === undefined && epoch.header.normalize !== this.#plan.normalize) {
-      // Another process created the scope meanwhile, normalising otherwise.
-      keys = anyUrlKeys(urls, epoch.header.normalize as NormalizeMode, count <= MAX_BATCH_URLS);
-    }
-    if (options.epoch !== undefined && options.epoch !== epoch.header.epoch) {
-      throw new SeenStoreError(
-        'EPOCH_SEALED',
-        `epoch ${this.name}/${options.epoch} is not open (the open epoch is ${epoch.header.epoch})`,
-      );
-    }
-    let added = 0;
-    const route: AddRoute = {
-      epoch,
-      followRotation: options.epoch === undefined,
-      reopen: () => this.#open(false),
-      scope: this.name,
-    };
-    for (let start = 0; start < count; ) {
-      const part = sliceKeys(keys, start, Math.min(count, start + MAX_BATCH_URLS));
-      const partCount = keyCount(part);
-      // One part (the usual call): its answers are the call's.
-      const partAnswers = answers === undefined || partCount === count ? answers : new Array<boolean>(partCount);
-      const last = start + partCount === count;
-      const partQueue =
-        enqueue === undefined || partCount === count ? enqueue : queuePart(enqueue, start, start + partCount);
-      added += await addFollowingRotations(route, part, partAnswers, partQueue, deliver, last ? issued : undefined);
-      if (answers !== undefined && partAnswers !== answers)
-        for (let i = 0; i < partCount; i++) answers[start + i] = partAnswers![i]!;
-      start += partCount;
-    }
-    return added;
-  }
-
-  /** The open epoch's bits, the scope created first when `create`; undefined when the scope does not exist. */
-  async #open(create: boolean): Promise<EpochBits | undefined> {
-    const backend = this.#ctx.backend;
-    let record = await backend.scopeRecord(this.name);
-    if (record === undefined && create)
-      record = await backend.createScope(this.name, newEpochHeader(this.name, 1, this.#plan, this.#ctx.clock()));
-    if (record === undefined) {
-      this.#addTarget = undefined;
-      return undefined;
-    }
-    const open = await backend.epoch(this.name, record.openEpoch);
-    if (this.#openEpoch !== record.openEpoch) {
-      const normalize = open.header.normalize as NormalizeMode;
-      // `url` is `none` with URL keys: an explicit `none` alone fits either (scopes from before format 4 are `none`).
-      const base = normalize === 'url' ? 'none' : normalize;
-      if (
-        this.#explicitNormalize !== undefined &&
-        this.#explicitNormalize !== normalize &&
-        this.#explicitNormalize !== base
-      ) {
-        throw new SeenStoreError(
-          'USAGE',
-          `epoch ${this.name}/${record.openEpoch} normalises with ${normalize}, not ${this.#explicitNormalize}: an epoch never mixes modes`,
-        );
-      }
-      this.#openEpoch = record.openEpoch;
-    }
-    this.#addTarget = open;
-    return open;
-  }
-
-  /** The open epoch's bits, the scope created first when it does not exist yet. */
-  async #created(): Promise<EpochBits> {
-    const open = await this.#open(this.#mayCreate);
-    if (open === undefined)
-      throw new SeenStoreError(
-        'NOT_FOUND',
-        `scope ${this.name} does not exist (and the scope was opened with create: false)`,
-      );
-    assert(open !== undefined, `scope ${this.name} exists once created`);
-    return open;
-  }
-
-  async #resolve(spec: EpochSpec, open: EpochBits): Promise<number[]> {
-    return resolveEpochs(spec, await this.#ctx.backend.epochNumbers(this.name), open.header.epoch, this.name);
-  }
-
-  /**
-   * The details of the epoch a rotation opened; as it was opened when other processes rotated
-   * again and pruned it meanwhile (the rotation stands: only its answer has nothing left to read).
-   */
-  async #openedDetails(header: EpochHeader): Promise<EpochDetails> {
-    try {
-      return await this.#details(header.epoch);
-    } catch (error) {
-      if (!(error instanceof SeenStoreError && error.code === 'NOT_FOUND')) throw error;
-      return epochDetails(header, openingSummary(header), { bytesOnDisk: 0, pendingRecords: 0 });
-    }
-  }
-
-  async #details(n: number): Promise<EpochDetails> {
-    const epoch = await this.#ctx.backend.epoch(this.name, n);
-    const summary = await epoch.summary();
-    return epochDetails(epoch.header, summary, await this.#ctx.backend.usage(epoch.header));
   }
 }

@@ -9,7 +9,8 @@ import type { CheckpointRecord } from './records.js';
 import type { BitThread } from './bit-thread.js';
 import type { Fence } from './checkpoint.js';
 import type { StoreEnv } from './env.js';
-import { EpochCopy, MAX_SLICES, type AfterDecide } from './epoch-copy.js';
+import { EpochCopy, type AfterDecide } from './epoch-copy.js';
+import { MAX_SLICES } from './epoch-slices.js';
 import { countingFill, type SliceFill } from '../epoch-summary.js';
 import { encodeCountingRecord, type JournalRecord } from './journal.js';
 

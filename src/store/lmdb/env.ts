@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdirSync, rmSync, statSync, statfsSync } from 'node:fs';
+import { copyFileSync, rmSync, statSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { ABORT, open, type Database, type RootDatabase } from 'lmdb';
@@ -7,14 +7,12 @@ import { SeenStoreError, asStoreError } from '../../errors.js';
 import { OpenGuard } from './open-guard.js';
 import { checkDataFile, refuseLostDataFile } from './data-file.js';
 import { LMDB_MAX_READERS } from './reader-slots.js';
-import { FORMAT_VERSION } from '../records.js';
 import type { XxHash } from '../../hash/xxhash.js';
 import { JOURNAL_FILE, JournalFile, journalFileHoldsFrames } from './journal-file.js';
-import { readStoreHeader, type StoreHeader } from './records.js';
+import type { StoreHeader } from './records.js';
 import { faultPoint } from '../faults.js';
-
-/** Key of the store header in the meta DB. */
-export const STORE_HEADER_KEY = 'store';
+import { checkSameDataFile, diskFull, prepareStoreDir, refuseNewFilesOnFullDisk } from './store-dir.js';
+import { initStoreHeader } from './store-header.js';
 
 /** Default virtual address space reserved for the map. Costs no memory or disk until used. */
 export const DEFAULT_MAP_SIZE_BYTES = 64 * 2 ** 30;
@@ -52,9 +50,6 @@ export function namedDbExists(root: RootDatabase, name: string): boolean {
   return false;
 }
 
-/** Below this much free space the store's file system counts as full (failed writes, new files). */
-const FULL_DISK_FREE_BYTES = 2 ** 20;
-
 /** Write transactions begun behind the newest commit before write() gives up (see #transaction). */
 const STALE_TXN_ATTEMPTS = 3;
 
@@ -84,7 +79,7 @@ export class StoreEnv {
   };
   /** Earlier handles being closed (releaseMappedPages); close() waits for them. */
   readonly #closing: Promise<void>[] = [];
-  /** The data file this environment opened (see #checkSameDataFile). */
+  /** The data file this environment opened (see checkSameDataFile, store-dir.ts). */
   readonly #dataFile: { readonly dev: number; readonly ino: number };
   /** Write transactions and awaited operations (backups) using the handles: they must not change meanwhile. */
   #busy = 0;
@@ -108,35 +103,7 @@ export class StoreEnv {
     this.#attach(root);
     const { dev, ino } = statSync(join(dir, 'data.mdb'));
     this.#dataFile = { dev, ino };
-    this.header = this.#initHeader(anyFormat);
-  }
-
-  /**
-   * A data file deleted (or renamed over) under an open environment keeps working through LMDB's
-   * descriptor and map: commits would land in a file no one opens again, and a writer would go on
-   * acknowledging URLs that are lost. Every write transaction first checks that the path still
-   * names the file that was opened (one stat, inside LMDB's write lock).
-   */
-  #checkSameDataFile(): void {
-    const path = join(this.dir, 'data.mdb');
-    let now: { dev: number; ino: number };
-    try {
-      now = statSync(path);
-    } catch (error) {
-      const code = (error as { code?: string }).code;
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw asStoreError(error, `checking ${path}`);
-      throw new SeenStoreError(
-        'NOT_FOUND',
-        `the store at ${this.dir} was deleted while this process had it open (${path} is gone); nothing more was written`,
-        { cause: error },
-      );
-    }
-    if (now.dev !== this.#dataFile.dev || now.ino !== this.#dataFile.ino) {
-      throw new SeenStoreError(
-        'STORE_LOCKED',
-        `${path} was replaced by another file while this process had the store open; nothing more was written`,
-      );
-    }
+    this.header = initStoreHeader(this, anyFormat);
   }
 
   get root(): RootDatabase {
@@ -273,8 +240,8 @@ export class StoreEnv {
     }
     refuseLostDataFile(dir);
     const readOnly = options.readOnly ?? false;
-    StoreEnv.#prepareDir(dir, options.create && !readOnly);
-    StoreEnv.#refuseNewFilesOnFullDisk(dir);
+    prepareStoreDir(dir, options.create && !readOnly);
+    refuseNewFilesOnFullDisk(dir);
     const guard = readOnly ? OpenGuard.openForReading(dir) : OpenGuard.open(dir);
     let root: RootDatabase;
     try {
@@ -295,81 +262,6 @@ export class StoreEnv {
       guard?.close().catch(() => undefined);
       throw error instanceof SeenStoreError ? error : asStoreError(error, `reading the store at ${dir}`);
     }
-  }
-
-  /**
-   * LMDB creates lock.mdb (and data.mdb) sparse and writes them through a shared map: on a full
-   * tmpfs the first write into the map kills the process with SIGBUS. Refuse to have LMDB create
-   * them when the file system has less than a MiB free.
-   */
-  static #refuseNewFilesOnFullDisk(dir: string): void {
-    if (existsSync(join(dir, 'data.mdb')) && existsSync(join(dir, 'lock.mdb'))) return;
-    let freeBytes: number;
-    try {
-      const { bavail, bsize, blocks } = statfsSync(dir);
-      // A pseudo file system (/proc) has no blocks at all: LMDB's own error names it better.
-      if (blocks === 0) return;
-      freeBytes = bavail * bsize;
-    } catch {
-      return;
-    }
-    if (freeBytes < FULL_DISK_FREE_BYTES) {
-      throw new SeenStoreError(
-        'STORE_FULL',
-        `the disk holding ${dir} is full (${freeBytes} bytes free): LMDB cannot create its files there`,
-      );
-    }
-  }
-
-  static #prepareDir(dir: string, create: boolean): void {
-    if (existsSync(dir)) {
-      if (!statSync(dir).isDirectory()) {
-        throw new SeenStoreError('IO_ERROR', `the store path ${dir} is not a directory`);
-      }
-      if (!create && !existsSync(join(dir, 'data.mdb'))) {
-        throw new SeenStoreError('NOT_FOUND', `no seenstore store at ${dir}`);
-      }
-      return;
-    }
-    if (!create) throw new SeenStoreError('NOT_FOUND', `no seenstore store at ${dir}`);
-    try {
-      mkdirSync(dir, { recursive: true });
-    } catch (error) {
-      throw asStoreError(error, `creating the store directory ${dir}`);
-    }
-  }
-
-  #initHeader(anyFormat: boolean): StoreHeader {
-    const existing = this.getMeta(STORE_HEADER_KEY);
-    if (existing !== undefined) return anyFormat ? readStoreHeader(existing) : StoreEnv.#checkedHeader(existing);
-    const hasData = this.root.getKeysCount({ limit: 8 }) > 3 || this.metaDb.getKeysCount({ limit: 1 }) > 0;
-    if (hasData)
-      throw new SeenStoreError('STORE_CORRUPT', `${this.dir} holds an LMDB environment without a seenstore header`);
-    if (this.readOnly)
-      throw new SeenStoreError(
-        'NOT_FOUND',
-        `no seenstore store at ${this.dir} (an LMDB environment nothing was stored in)`,
-      );
-    const created: StoreHeader = { v: 1, formatVersion: FORMAT_VERSION, createdAtMs: Date.now() };
-    return this.write(() => {
-      const raced = this.getMeta(STORE_HEADER_KEY);
-      if (raced !== undefined) return StoreEnv.#checkedHeader(raced);
-      this.putMeta(STORE_HEADER_KEY, created);
-      return created;
-    });
-  }
-
-  static #checkedHeader(value: unknown): StoreHeader {
-    const header = readStoreHeader(value);
-    if (header.formatVersion !== FORMAT_VERSION) {
-      const hint =
-        header.formatVersion < FORMAT_VERSION ? ' (run `seenstore migrate`)' : ' (written by a newer seenstore)';
-      throw new SeenStoreError(
-        'FORMAT_UNSUPPORTED',
-        `store format ${header.formatVersion} is not supported by this version (format ${FORMAT_VERSION})${hint}`,
-      );
-    }
-    return header;
   }
 
   get closed(): boolean {
@@ -416,7 +308,7 @@ export class StoreEnv {
     try {
       return holding(this.#guard, () => {
         const result = this.#transaction(() => {
-          this.#checkSameDataFile();
+          checkSameDataFile(this.dir, this.#dataFile);
           return action();
         }, commitIf);
         afterTxn?.();
@@ -424,7 +316,7 @@ export class StoreEnv {
       });
     } catch (error) {
       // LMDB may report a write that failed for want of space as EIO: name the real cause.
-      if (!(error instanceof SeenStoreError) && this.#diskFull()) {
+      if (!(error instanceof SeenStoreError) && diskFull(this.dir)) {
         throw new SeenStoreError('STORE_FULL', `the disk holding ${this.dir} is full (${(error as Error).message})`, {
           cause: error,
         });
@@ -504,16 +396,6 @@ export class StoreEnv {
       if (Number.isInteger(pid) && pid > 0 && pid !== process.pid) pids.add(pid);
     }
     return [...pids];
-  }
-
-  /** Less than 1 MiB free for this user on the store's file system. */
-  #diskFull(): boolean {
-    try {
-      const { bavail, bsize } = statfsSync(this.dir);
-      return bavail * bsize < FULL_DISK_FREE_BYTES;
-    } catch {
-      return false;
-    }
   }
 
   /**

@@ -1,22 +1,20 @@
-import { SeenStoreError, asStoreError, assert } from '../../errors.js';
-import type { StoredFilter } from '../../filters/bloom.js';
+import { SeenStoreError, asStoreError } from '../../errors.js';
 import { EpochHasher } from '../../filters/epoch-hasher.js';
-import type { HashSchemeId } from '../../hash/scheme.js';
 import { nextSliceSpec } from '../slice-plan.js';
-import { epochSummary, type SliceFill } from '../epoch-summary.js';
+import { epochSummary } from '../epoch-summary.js';
 import { keyCount, type Keys, type XxHash } from '../../hash/xxhash.js';
 import type { CheckpointOutcome, EpochCounts, EpochSummary } from '../backend.js';
 import type { BitThread } from './bit-thread.js';
-import { CHUNK_PAYLOAD_BYTES } from '../chunks.js';
 import type { StoreEnv } from './env.js';
 import { faultPoint } from '../faults.js';
 import { JOURNAL_HEADER_BYTES, type JournalRecord } from './journal.js';
 import { JournalCursor, type Durability, type ReplayTarget } from './journal-cursor.js';
 import { epochKey } from './keys.js';
 import { readHeader } from './metadata.js';
-import { checkEpochSupported, type EpochHeader, type SliceSpec } from '../records.js';
+import type { EpochHeader } from '../records.js';
 import type { CheckpointRecord } from './records.js';
 import { EpochChunks } from './epoch-chunks.js';
+import { EpochSlices, MAX_SLICES } from './epoch-slices.js';
 import {
   compactJournal,
   fencedCheckpoint,
@@ -25,8 +23,6 @@ import {
   type Fence,
 } from './checkpoint.js';
 
-/** Most slices an epoch may grow to; slice j holds capacity * 2^j URLs, so this is never reached in practice. */
-export const MAX_SLICES = 24;
 /** Newer read snapshots a catch-up without the lock tries when its replay stopped short (a hole a power cut left stays until a writer fills it). */
 const SHORT_REPLAY_RETRIES = 3;
 
@@ -36,14 +32,6 @@ export interface AfterDecide {
   readonly inLmdb?: () => boolean;
   /** Writes outside LMDB that must reach the kernel before the batch is recorded (its undelivered URLs). */
   readonly inFile?: () => void;
-}
-
-/** One slice as stored: its spec, the filters its chunks hold, and where its filters start. */
-export interface StoredSlice {
-  readonly spec: SliceSpec;
-  readonly filters: StoredFilter[];
-  /** Index of the slice's first filter among all filters of the epoch (chunk keys use it). */
-  readonly offset: number;
 }
 
 /**
@@ -56,21 +44,12 @@ export interface StoredSlice {
  * the copy is marked poisoned and reloaded from the store before it is used again, so changes of
  * an unacknowledged batch never reach a checkpoint or an answer.
  */
-export abstract class EpochCopy {
+export abstract class EpochCopy extends EpochSlices {
   protected readonly env: StoreEnv;
-  protected readonly hash: XxHash;
-  protected currentHeader: EpochHeader;
-  /** The epoch's hash scheme (checked by checkEpochSupported before construction). */
-  protected readonly scheme: HashSchemeId;
-  protected slices: StoredSlice[] = [];
-  protected hasher: EpochHasher;
   protected appliedSeq = 0;
   protected epochCounts: EpochCounts = { submitted: 0, added: 0 };
-  /** New URLs per slice from the journal (added by this store's adds). */
-  protected journalSliceAdded: number[] = [];
-  /** Merge generation the in-memory copy reflects, and new URLs per slice that merges brought. */
+  /** Merge generation the in-memory copy reflects. */
   protected merges = 0;
-  protected mergedSliceAdded: number[] = [];
   protected poisoned = false;
   #journalBytesSinceCheckpoint = 0;
   /** The epoch's stored chunks, read and written through it. */
@@ -85,12 +64,8 @@ export abstract class EpochCopy {
   #batchTxnId = -1;
 
   protected constructor(env: StoreEnv, hash: XxHash, header: EpochHeader) {
-    checkEpochSupported(header);
+    super(hash, header);
     this.env = env;
-    this.hash = hash;
-    this.currentHeader = header;
-    this.scheme = header.hashScheme as HashSchemeId;
-    this.hasher = new EpochHasher(hash, header.normalize, [], header.partitions);
     this.chunks = new EpochChunks(
       env,
       hash,
@@ -118,53 +93,16 @@ export abstract class EpochCopy {
     };
   }
 
-  get header(): EpochHeader {
-    return this.currentHeader;
-  }
-
   abstract get counting(): boolean;
-
-  /** Filters over all slices: the number of hashes computed per URL. */
-  get filterCount(): number {
-    return this.hasher.filterCount;
-  }
 
   get journalBytesSinceCheckpoint(): number {
     return this.#journalBytesSinceCheckpoint;
-  }
-
-  /** New URLs per slice: from adds, plus the estimate of what merges brought in. */
-  get sliceAdded(): readonly number[] {
-    return this.slices.map((_, j) => this.sliceCount(j));
-  }
-
-  protected sliceCount(j: number): number {
-    return (this.journalSliceAdded[j] ?? 0) + (this.mergedSliceAdded[j] ?? 0);
-  }
-
-  /** The bytes of every filter of every slice, in filter order (views, not copies). */
-  filterBytes(): Uint8Array[] {
-    return this.slices.flatMap((slice) => slice.filters.map((filter) => filter.bytes));
   }
 
   /** Bytes of stored chunks read since the last call (for StoreEnv.releaseMappedPages); resets. */
   takeChunkBytesRead(): number {
     return this.chunks.takeBytesRead();
   }
-
-  /** Hashes `keys` for every filter of every slice into `words` (the layout: filters/epoch-hasher.ts). */
-  hashKeys(keys: Keys, words: Uint32Array): void {
-    this.hasher.hash(keys, words);
-  }
-
-  /** True when some slice holds URL i of `words`. */
-  abstract has(words: Uint32Array, i: number): boolean;
-
-  /** The fill of slice j as queries see it (Bloom: every filter; counting: the primary's counters). */
-  protected abstract sliceFill(j: number): SliceFill;
-
-  /** Allocates the filters of a slice (appended after the existing ones). */
-  protected abstract makeSlice(spec: SliceSpec): StoredFilter[];
 
   /** Applies one journal record to the filters (its slice and kind already checked). */
   protected abstract applyRecord(record: JournalRecord, slice: number, where: string): void;
@@ -319,12 +257,6 @@ export abstract class EpochCopy {
     );
   }
 
-  protected rehash(keys: Keys): Uint32Array {
-    const words = new Uint32Array(keyCount(keys) * this.hasher.stride);
-    this.hashKeys(keys, words);
-    return words;
-  }
-
   /**
    * Runs `step` from the first URL until every URL is decided; before each step, when the newest
    * slice is full and the epoch may grow, appends a slice and rehashes the keys for it. A step
@@ -350,12 +282,6 @@ export abstract class EpochCopy {
     return added;
   }
 
-  /** New URLs the newest slice still takes before it is full (negative once past it, at MAX_SLICES). */
-  protected roomInNewest(): number {
-    const newest = this.slices.length - 1;
-    return this.slices[newest]!.spec.capacityUrls - this.sliceCount(newest);
-  }
-
   /** Starts a new slice when the newest is full (and the epoch may grow); the caller must rehash. */
   #grewForRoom(): boolean {
     if (this.roomInNewest() > 0 || this.slices.length >= MAX_SLICES) return false;
@@ -371,7 +297,7 @@ export abstract class EpochCopy {
     this.env.putMeta(epochKey(header.scope, header.epoch), grown);
     this.#cursor.lmdbChanged = true;
     this.currentHeader = grown;
-    this.#addSlices(index);
+    this.addSlices(index);
   }
 
   /** Re-reads the header; slices added by another process are allocated and loaded. */
@@ -380,40 +306,9 @@ export abstract class EpochCopy {
     this.currentHeader = header;
     if (header.slices.length > this.slices.length) {
       const from = this.slices.length;
-      this.#addSlices(from);
+      this.addSlices(from);
       this.storedChunksChanged(this.slices[from]!.offset);
     }
-  }
-
-  #addSlices(from: number): void {
-    const specs = this.currentHeader.slices.slice(from);
-    let offset = this.filterCount;
-    for (const spec of specs) {
-      this.slices.push({ spec, filters: this.makeSlice(spec), offset });
-      offset += spec.seeds.length;
-    }
-    this.hasher.extend(specs);
-    this.slicesChanged();
-  }
-
-  /** Called when the slices changed: subclasses drop what they derived from them. */
-  protected slicesChanged(): void {}
-
-  /** Filter `index` of the epoch, which the caller knows exists (a dirty chunk, an incoming filter of the right count). */
-  protected storedFilter(index: number): StoredFilter {
-    const filter = this.filterAt(index);
-    assert(
-      filter !== undefined,
-      `filter ${index} exists in epoch ${this.currentHeader.scope}/${this.currentHeader.epoch}`,
-    );
-    return filter;
-  }
-
-  protected filterAt(index: number): StoredFilter | undefined {
-    for (const slice of this.slices) {
-      if (index < slice.offset + slice.filters.length) return slice.filters[index - slice.offset];
-    }
-    return undefined;
   }
 
   /**
@@ -484,17 +379,6 @@ export abstract class EpochCopy {
     return readEpochCheckpoint(this.env, this.currentHeader);
   }
 
-  /** The dirty chunks of every filter, as [filter index, region] pairs. */
-  protected dirtyChunks(): (readonly [number, number])[] {
-    return this.slices.flatMap((slice) =>
-      slice.filters.flatMap((filter, f) => filter.dirtyRegions().map((region) => [slice.offset + f, region] as const)),
-    );
-  }
-
-  protected markClean(chunks: readonly (readonly [number, number])[]): void {
-    for (const [index, region] of chunks) this.storedFilter(index).markClean(region);
-  }
-
   /**
    * Loads the copy afresh: the stored chunks, the checkpoint, and every journal record after it.
    * On a writable store the records are replayed holding the write lock, where a hole a power cut
@@ -510,7 +394,7 @@ export abstract class EpochCopy {
     this.currentHeader = readHeader(this.env, this.currentHeader.scope, this.currentHeader.epoch);
     this.slices = [];
     this.hasher = new EpochHasher(this.hash, this.currentHeader.normalize, [], this.currentHeader.partitions);
-    this.#addSlices(0);
+    this.addSlices(0);
     const checkpoint = this.readCheckpoint();
     this.storedChunksChanged(0);
     this.appliedSeq = checkpoint.seq;
@@ -566,16 +450,5 @@ export abstract class EpochCopy {
   protected loadStoredChunk(index: number, region: number): void {
     const payload = this.chunks.payload(index, region);
     if (payload !== undefined) this.storedFilter(index).orRegion(region, payload);
-  }
-
-  /** out[i] = 1 when URL i of `words` (hashed by hashKeys) is held by some slice, else 0. */
-  answer(words: Uint32Array, count: number, out: Uint8Array): void {
-    for (let i = 0; i < count; i++) out[i] = this.has(words, i) ? 1 : 0;
-  }
-
-  /** The chunk payload size every filter's regions use (the epoch header's chunkBytes, checked at construction). */
-  protected get regionOptions(): { readonly regionBytes: number; readonly scheme: HashSchemeId } {
-    assert(this.currentHeader.chunkBytes === CHUNK_PAYLOAD_BYTES, 'epoch chunk size checked before loading');
-    return { regionBytes: CHUNK_PAYLOAD_BYTES, scheme: this.scheme };
   }
 }

@@ -3,7 +3,8 @@ import { faultPoint } from '../faults.js';
 import type { XxHash } from '../../hash/xxhash.js';
 import type { StoreEnv } from './env.js';
 import { decodeJournalRecord, encodeCountingRecord, encodeJournalRecord, type JournalRecord } from './journal.js';
-import type { JournalFile, JournalPosition } from './journal-file.js';
+import type { JournalFile } from './journal-file.js';
+import type { JournalPosition } from './journal-reader.js';
 import { journalEpochRange, journalKey, journalKeySeq } from './keys.js';
 
 /**

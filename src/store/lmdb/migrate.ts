@@ -1,7 +1,8 @@
 import type { Database } from 'lmdb';
 import { MIGRATIONS, type MigrationTxn } from '../../../migrations/index.js';
 import { SeenStoreError, asStoreError, assert } from '../../errors.js';
-import { StoreEnv, STORE_HEADER_KEY, namedDbExists } from './env.js';
+import { StoreEnv, namedDbExists } from './env.js';
+import { STORE_HEADER_KEY } from './store-header.js';
 import { faultPoint } from '../faults.js';
 import { EXCLUSIVE_LOCK, tryLock } from './lock.js';
 import { FORMAT_VERSION } from '../records.js';

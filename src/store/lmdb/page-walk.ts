@@ -1,11 +1,9 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync } from 'node:fs';
 import {
   PAGE_HEADER_BYTES,
   NODE_HEADER_BYTES,
   DB_RECORD_BYTES,
   OVERFLOW_REF_BYTES,
-  META_OFFSET,
-  META_TXNID,
   P_BRANCH,
   P_LEAF,
   P_OVERFLOW,
@@ -19,6 +17,7 @@ import {
   type Meta,
 } from './page-format.js';
 import { pickMeta } from './meta-pages.js';
+import { PageReader } from './page-reader.js';
 
 export { PAGE_HEADER_BYTES };
 
@@ -31,9 +30,10 @@ export { PAGE_HEADER_BYTES };
  * offsets, key and data sizes, child page numbers and overflow runs. It does not look at the
  * bytes of keys and values: the records' own checksums do that (verify.ts).
  *
- * The page layouts are in page-format.ts, the meta pages' checks in meta-pages.ts. Every check
- * names the lines of mdb.c that make it a promise: a check LMDB does not promise refuses healthy
- * stores (docs/format.md, "What the page walk checks, and why LMDB promises it").
+ * The page layouts are in page-format.ts, the meta pages' checks in meta-pages.ts, the reads of
+ * single pages and their checks in page-reader.ts. Every check names the lines of mdb.c that make
+ * it a promise: a check LMDB does not promise refuses healthy stores (docs/format.md, "What the
+ * page walk checks, and why LMDB promises it").
  */
 
 export interface PageDamage {
@@ -90,30 +90,21 @@ export function walkPages(path: string, options: PageWalkOptions = {}): PageWalk
 }
 
 class PageWalk {
-  readonly #fd: number;
-  #fileBytes: number;
+  readonly #pages: PageReader;
   readonly #maxDamage: number;
   readonly damage: PageDamage[] = [];
-  #pageBytes = 4096;
-  #lastPage = 0;
-  #txnId = 0n;
-  #filePages = 0;
-  #pagesRead = 0;
-  #highestUsed = 1;
   #longRuns = 0;
   /** Tree pages seen, to catch a page used twice (and so a cycle). */
   readonly #seen = new Set<number>();
   /** Overflow runs seen, [first, count]: checked for overlaps at the end. */
   readonly #runs: [number, number][] = [];
-  readonly #levels: Buffer[] = [];
   readonly #runHead = Buffer.alloc(PAGE_HEADER_BYTES);
 
   readonly #visit: PageWalkOptions['visit'];
 
   constructor(fd: number, fileBytes: number, maxDamage: number, visit: PageWalkOptions['visit']) {
-    this.#fd = fd;
+    this.#pages = new PageReader(fd, fileBytes, (page, db, problem) => this.#report(page, db, problem));
     this.#visit = visit;
-    this.#fileBytes = fileBytes;
     this.#maxDamage = Math.max(1, maxDamage);
   }
 
@@ -121,8 +112,8 @@ class PageWalk {
     let meta: Meta | undefined;
     try {
       meta = pickMeta({
-        fileBytes: this.#fileBytes,
-        read: (buffer, position) => this.#read(buffer, position),
+        fileBytes: this.#pages.fileBytes,
+        read: (buffer, position) => this.#pages.read(buffer, position),
         report: (page, db, problem) => this.#report(page, db, problem),
       });
       if (meta !== undefined) this.#walkAll(meta);
@@ -130,29 +121,19 @@ class PageWalk {
       if (!(error instanceof WalkStop)) throw error;
     }
     const txnId = meta?.txnId ?? 0n;
+    const pages = this.#pages;
     return {
-      pageBytes: this.#pageBytes,
+      pageBytes: pages.pageBytes,
       metaPage: meta?.page ?? -1,
       txnId,
-      lastPage: this.#lastPage,
-      fileBytes: this.#fileBytes,
-      pagesRead: this.#pagesRead,
-      highestUsedPage: this.#highestUsed,
+      lastPage: pages.lastPage,
+      fileBytes: pages.fileBytes,
+      pagesRead: pages.pagesRead,
+      highestUsedPage: pages.highestUsed,
       longRuns: this.#longRuns,
-      snapshotMoved: meta !== undefined && this.#newestTxnId() > txnId + 1n,
+      snapshotMoved: meta !== undefined && pages.newestTxnId() > txnId + 1n,
       damage: this.damage,
     };
-  }
-
-  /** The larger transaction id of the two meta pages as they are now. */
-  #newestTxnId(): bigint {
-    const id = Buffer.alloc(8);
-    let newest = 0n;
-    for (const page of [0, 1]) {
-      if (this.#read(id, page * this.#pageBytes + META_OFFSET + META_TXNID) === 8 && id.readBigUInt64LE(0) > newest)
-        newest = id.readBigUInt64LE(0);
-    }
-    return newest;
   }
 
   #report(page: number, db: string, problem: string): void {
@@ -161,26 +142,12 @@ class PageWalk {
   }
 
   #walkAll(meta: Meta): void {
-    this.#pageBytes = meta.pageBytes;
-    this.#lastPage = Number(meta.lastPage);
-    this.#txnId = meta.txnId;
-    // Measured after the meta page was read: every page of its snapshot was written before it.
-    this.#fileBytes = fstatSync(this.#fd).size;
-    // A file that is not a whole number of pages is not damage by itself: a crash during the
-    // extending write of a commit that never reached its meta page leaves a partial page past the
-    // snapshot's pages. Only a used page past the whole pages is (the check below, and #readPage).
-    this.#filePages = Math.floor(this.#fileBytes / this.#pageBytes);
+    this.#pages.useSnapshot(meta);
     this.#walkTree(meta.free, false);
     const named = this.#walkTree(meta.main, true);
     for (const tree of named) this.#walkTree(tree, false);
     this.#checkRuns();
-    if (this.#highestUsed >= this.#filePages) {
-      this.#report(
-        this.#highestUsed,
-        'file',
-        `the file is cut short: it has ${this.#filePages} pages, the databases use page ${this.#highestUsed} (the meta page's last page is ${this.#lastPage})`,
-      );
-    }
+    this.#pages.checkHoldsUsed();
   }
 
   /** Walks one B-tree; for the main DB, returns the named databases its leaves hold. */
@@ -208,7 +175,7 @@ class PageWalk {
       return named;
     }
     const counts = { branch: 0n, leaf: 0n, overflow: 0n, entries: 0n };
-    const root = this.#childPage(tree.root, tree.db, -1);
+    const root = this.#pages.childPage(tree.root, tree.db, -1);
     if (root !== undefined) this.#walkPage(tree, root, 1, counts, collectNamed ? named : undefined);
     // LMDB keeps these counts exact: mdb_page_new (++ by page type, + run length), mdb_ovpage_free
     // (- run length, the run's own count), mdb_page_merge and mdb_rebalance (--), mdb_cursor_put
@@ -227,20 +194,6 @@ class PageWalk {
     return named;
   }
 
-  /**
-   * A page number taken from a pointer: inside the pages the meta page accounts for. mdb.c's page
-   * header comment: each non-meta page up to mm_last_pg is reachable exactly once in the snapshot;
-   * pages 0 and 1 are the meta pages; mdb_page_alloc hands out pages below mt_next_pgno, and
-   * mdb_env_write_meta stores mm_last_pg = mt_next_pgno - 1.
-   */
-  #childPage(pgno: bigint, db: string, from: number): number | undefined {
-    if (pgno < 2n || pgno > BigInt(this.#lastPage)) {
-      this.#report(from, db, `points to page ${pgno}, outside pages 2..${this.#lastPage}`);
-      return undefined;
-    }
-    return Number(pgno);
-  }
-
   #walkPage(
     tree: Tree,
     pgno: number,
@@ -254,7 +207,7 @@ class PageWalk {
       return;
     }
     this.#seen.add(pgno);
-    const page = this.#readPage(pgno, tree.db, 1, this.#levelBuffer(level));
+    const page = this.#pages.readPage(pgno, tree.db, 1, this.#pages.levelBuffer(level));
     if (page === undefined) return;
     const flags = page.readUInt16LE(18);
     const leaf = level === tree.depth;
@@ -283,19 +236,9 @@ class PageWalk {
         BigInt(page.readUInt16LE(at)) |
         (BigInt(page.readUInt16LE(at + 2)) << 16n) |
         (BigInt(page.readUInt16LE(at + 4)) << 32n);
-      const next = this.#childPage(child, tree.db, pgno);
+      const next = this.#pages.childPage(child, tree.db, pgno);
       if (next !== undefined) this.#walkPage(tree, next, level + 1, counts, named);
     }
-  }
-
-  /** mdb.c's me_nodemax: the largest node kept on its page; bigger values go to overflow pages. */
-  #nodeMaxBytes(): number {
-    return (Math.floor((this.#pageBytes - PAGE_HEADER_BYTES) / 2) & ~1) - 2;
-  }
-
-  /** mdb.c's me_maxkey: the longest key LMDB writes. */
-  #maxKeyBytes(): number {
-    return this.#nodeMaxBytes() - (NODE_HEADER_BYTES + DB_RECORD_BYTES);
   }
 
   /**
@@ -310,7 +253,7 @@ class PageWalk {
   #nodeOffsets(page: Buffer, pgno: number, db: string): number[] | undefined {
     const lower = page.readUInt16LE(20);
     const upper = page.readUInt16LE(22);
-    const end = this.#pageBytes - PAGE_HEADER_BYTES;
+    const end = this.#pages.pageBytes - PAGE_HEADER_BYTES;
     if (lower % 2 !== 0 || lower === 0 || lower > upper || upper > end) {
       this.#report(
         pgno,
@@ -328,11 +271,11 @@ class PageWalk {
         return undefined;
       }
       const keyBytes = page.readUInt16LE(at + 6);
-      if (keyBytes > this.#maxKeyBytes() || ptr + NODE_HEADER_BYTES + keyBytes > end) {
+      if (keyBytes > this.#pages.maxKeyBytes() || ptr + NODE_HEADER_BYTES + keyBytes > end) {
         this.#report(
           pgno,
           db,
-          `node ${i} has a ${keyBytes}-byte key (at most ${this.#maxKeyBytes()}, and inside the page)`,
+          `node ${i} has a ${keyBytes}-byte key (at most ${this.#pages.maxKeyBytes()}, and inside the page)`,
         );
         return undefined;
       }
@@ -368,8 +311,8 @@ class PageWalk {
     // reused in place may hold a value small enough to be inline, mdb_cursor_put.)
     const inline = flags & F_BIGDATA ? OVERFLOW_REF_BYTES : dataBytes;
     if (
-      data + inline > this.#pageBytes ||
-      (!(flags & F_BIGDATA) && NODE_HEADER_BYTES + keyBytes + dataBytes > this.#nodeMaxBytes())
+      data + inline > this.#pages.pageBytes ||
+      (!(flags & F_BIGDATA) && NODE_HEADER_BYTES + keyBytes + dataBytes > this.#pages.nodeMaxBytes())
     ) {
       this.#report(
         pgno,
@@ -449,7 +392,7 @@ class PageWalk {
   #overflowRun(db: string, from: number, page: Buffer, at: number, dataBytes: number): bigint {
     const first = page.readBigUInt64LE(at);
     const pages = page.readBigUInt64LE(at + 16);
-    const needed = BigInt(Math.floor((PAGE_HEADER_BYTES - 1 + dataBytes) / this.#pageBytes) + 1);
+    const needed = BigInt(Math.floor((PAGE_HEADER_BYTES - 1 + dataBytes) / this.#pages.pageBytes) + 1);
     if (pages < needed) {
       this.#report(
         from,
@@ -458,26 +401,26 @@ class PageWalk {
       );
       return 0n;
     }
-    const start = this.#childPage(first, db, from);
+    const start = this.#pages.childPage(first, db, from);
     if (start === undefined) return 0n;
-    if (pages > BigInt(this.#lastPage)) {
+    if (pages > BigInt(this.#pages.lastPage)) {
       this.#report(
         from,
         db,
-        `the overflow run at page ${start} of ${pages} pages ends past the last page ${this.#lastPage}`,
+        `the overflow run at page ${start} of ${pages} pages ends past the last page ${this.#pages.lastPage}`,
       );
       return 0n;
     }
     const count = Number(pages);
-    if (start + count - 1 > this.#lastPage) {
+    if (start + count - 1 > this.#pages.lastPage) {
       this.#report(
         from,
         db,
-        `the overflow run at page ${start} of ${count} pages ends past the last page ${this.#lastPage}`,
+        `the overflow run at page ${start} of ${count} pages ends past the last page ${this.#pages.lastPage}`,
       );
       return 0n;
     }
-    const head = this.#readPage(start, db, count, this.#runHead);
+    const head = this.#pages.readPage(start, db, count, this.#runHead);
     if (head === undefined) return 0n;
     const flags = head.readUInt16LE(18);
     const stored = head.readUInt32LE(20);
@@ -509,60 +452,5 @@ class PageWalk {
           `page ${spans[i]![0]} is used twice: it lies inside the run of ${count} pages at page ${start}`,
         );
     }
-  }
-
-  /**
-   * The page buffer of tree level `level`: a page's buffer stays valid while its children (one
-   * level down) are read. An overflow run's head needs only its header (#runHead).
-   */
-  #levelBuffer(level: number): Buffer {
-    let buffer = this.#levels[level];
-    if (buffer === undefined) {
-      buffer = Buffer.allocUnsafe(this.#pageBytes);
-      this.#levels[level] = buffer;
-    }
-    return buffer;
-  }
-
-  /**
-   * Page `pgno` (its first page when it starts a run of `count`), or undefined when the file lacks
-   * it. A committed snapshot's pages are in the file: mdb_txn_commit writes them (mdb_page_flush,
-   * a run whole, `psize * nump` bytes) before the meta page that reaches them.
-   */
-  #readPage(pgno: number, db: string, count: number, page: Buffer): Buffer | undefined {
-    this.#highestUsed = Math.max(this.#highestUsed, pgno + count - 1);
-    if (pgno + count > this.#filePages) {
-      this.#report(pgno, db, `lies beyond the end of the file (${this.#filePages} pages): the file is cut short`);
-      return undefined;
-    }
-    if (this.#read(page, pgno * this.#pageBytes) < page.length) {
-      this.#report(pgno, db, 'could not be read whole');
-      return undefined;
-    }
-    this.#pagesRead++;
-    // mdb_page_alloc gives a new page its number (np->mp_pgno = pgno), mdb_page_touch keeps it on
-    // the copy, and mdb_page_flush writes the page at pgno * psize: a page carries its own number.
-    if (page.readBigUInt64LE(0) !== BigInt(pgno)) {
-      this.#report(pgno, db, `carries page number ${page.readBigUInt64LE(0)}`);
-      return undefined;
-    }
-    // A page's txnid is the commit that wrote it (mdb_page_flush: `dp->mp_txnid = txn->mt_txnid`
-    // before the write; mdb_env_cwalk writes 1). One newer than the snapshot would make a writer
-    // take the mapped page for its own dirty copy and write into the read-only map (SIGSEGV).
-    if (page.readBigUInt64LE(8) > this.#txnId) {
-      this.#report(pgno, db, `was written by txn ${page.readBigUInt64LE(8)}, after the snapshot's txn ${this.#txnId}`);
-      return undefined;
-    }
-    return page;
-  }
-
-  #read(buffer: Buffer, position: number): number {
-    let done = 0;
-    while (done < buffer.length) {
-      const n = readSync(this.#fd, buffer, done, buffer.length - done, position + done);
-      if (n === 0) break;
-      done += n;
-    }
-    return done;
   }
 }
