@@ -22,23 +22,18 @@ import {
   type ScopeRecord,
   type SliceSpec,
 } from '../records.js';
-import { connectRedis, type Reply } from './connection.js';
+import { connectRedis } from './connection.js';
 import { redisDeadlines } from './deadline.js';
 import { RedisContext, freshId, list, pairs, text } from './context.js';
-import { RedisEpoch, checkRedisSlice, writeBytes, type EpochEntry } from './epoch.js';
+import { RedisEpoch, checkRedisSlice, type EpochEntry } from './epoch.js';
 import { RedisFrontier } from './frontier.js';
 import { migrateFrontier } from './frontier-migrate.js';
 import { deleteFrontierKeys } from './scope-delete.js';
-import {
-  createImportedScope,
-  createScopeRecord,
-  dropEpochEntry,
-  rotateScope,
-  storeFormat,
-  type ScopeKeys,
-} from './functions.js';
-import type { RedisKeys } from './keys.js';
-import { LIBRARY, libraryConflict, libraryOrder } from './library.js';
+import { createScopeRecord, dropEpochEntry, rotateScope } from './functions.js';
+import { scopeKeys } from './keys.js';
+import { checkDurability, checkFormat, loadLibrary, refuseMissingStore } from './open-checks.js';
+import { partitionsOf } from './partition.js';
+import { importScope } from './scope-import.js';
 import { parseRedisLocation } from './location.js';
 import { filterGeometries } from '../../filters/keying.js';
 import { RedisNodes } from './nodes.js';
@@ -206,80 +201,11 @@ export class RedisBackend implements Backend {
   }
 
   async importEpoch(request: ImportRequest): Promise<ScopeRecord> {
-    const { scope, epoch: header, counts, filters, next, signal } = request;
-    const keys = this.#ctx.keys;
-    const doing = `importing into scope ${scope}`;
+    const { scope, epoch: header, next } = request;
     for (const slice of header.slices) checkRedisSlice(header, slice);
     if (next !== undefined) for (const slice of next.slices) checkRedisSlice(next, slice);
     if ((await this.scopeRecord(scope)) !== undefined) throw SeenStoreError.scopeExists(scope);
-    const entry: EpochEntry = { uid: freshId(), header };
-    const count = partitionsOf(header);
-    const parts = Array.from({ length: count }, (_, p) => keys.epoch(scope, entry.uid, p));
-    const written: string[][] = parts.map((epochKeys) => [epochKeys.state, epochKeys.slices]);
-    const interrupted = (): void => {
-      if (signal?.aborted === true) throw new SeenStoreError('INTERRUPTED', `${doing}: interrupted; nothing imported`);
-    };
-    try {
-      // Each partition holds its share of every filter, every slice, and of the counts (URLs
-      // spread evenly over partitions; the totals are exact). docs/redis.md "Partitions".
-      for (const [p, epochKeys] of parts.entries()) {
-        interrupted();
-        const share = (total: number): string => String(Math.floor(total / count) + (p < total % count ? 1 : 0));
-        const sliceAdded = header.slices.flatMap((_, j) => [`a${j}`, share(counts.sliceAdded[j] ?? 0)]);
-        await this.#ctx.call(
-          epochKeys.state,
-          [
-            'HSET',
-            epochKeys.state,
-            'open',
-            next === undefined ? '1' : '0',
-            'submitted',
-            share(counts.submitted),
-            'added',
-            share(counts.added),
-            ...sliceAdded,
-          ],
-          doing,
-        );
-        await this.#ctx.call(
-          epochKeys.slices,
-          ['RPUSH', epochKeys.slices, ...header.slices.map((slice) => JSON.stringify(slice))],
-          doing,
-        );
-        for (const [index, bytes] of filters.entries()) {
-          interrupted();
-          const size = bytes.length / count;
-          written[p]!.push(epochKeys.filter(index));
-          await writeBytes(this.#ctx, epochKeys.filter(index), bytes.subarray(p * size, (p + 1) * size), doing);
-        }
-      }
-      interrupted();
-      const record: ScopeRecord = {
-        v: 1,
-        name: scope,
-        openEpoch: next?.epoch ?? header.epoch,
-        createdAtMs: this.#ctx.now(),
-      };
-      const entries: [number, string][] = [[header.epoch, JSON.stringify(entry)]];
-      if (next !== undefined)
-        entries.push([next.epoch, JSON.stringify({ uid: freshId(), header: next } satisfies EpochEntry)]);
-      const queues = Math.max(count, next === undefined ? 1 : partitionsOf(next));
-      await this.#ctx.call(keys.scopes(), ['SADD', keys.scopes(), scope], doing);
-      const outcome = text(
-        await createImportedScope(this.#ctx, scopeKeys(keys, scope), JSON.stringify(record), queues, entries, doing),
-      );
-      if (outcome === 'exists') throw SeenStoreError.scopeExists(scope);
-      await this.#ctx.replicated(keys.scope(scope), doing);
-      for (const epochKeys of parts) await this.#ctx.replicated(epochKeys.state, doing);
-      return record;
-    } catch (error) {
-      await Promise.all(
-        written.map((group) =>
-          this.#ctx.call(group[0]!, ['DEL', ...group], `removing a failed import of ${scope}`).catch(() => undefined),
-        ),
-      );
-      throw error;
-    }
+    return importScope(this.#ctx, request);
   }
 
   async dropEpoch(header: EpochHeader): Promise<number> {
@@ -472,14 +398,6 @@ export class RedisBackend implements Backend {
   }
 }
 
-function scopeKeys(keys: RedisKeys, scope: string): ScopeKeys {
-  return { scope: keys.scope(scope), epochs: keys.epochs(scope), queues: keys.queues(scope) };
-}
-
-function partitionsOf(header: EpochHeader): number {
-  return header.partitions?.count ?? 1;
-}
-
 function parse(json: string, what: string): unknown {
   try {
     return JSON.parse(json);
@@ -493,110 +411,4 @@ function parseEntry(json: string, scope: string, n: number): EpochEntry {
   if (typeof value?.uid !== 'string' || !/^[0-9a-f]{16}$/.test(value.uid))
     throw new SeenStoreError('STORE_CORRUPT', `epoch entry ${scope}/${n}: no epoch id`);
   return { uid: value.uid, header: readEpochHeader(value.header) };
-}
-
-/**
- * Loads the function library on every master that has none or an earlier release's; a master
- * with a later release's, or another build of this release, is left as it is and the open refused
- * (FORMAT_UNSUPPORTED): during a rolling upgrade an old client never puts its library back over
- * the new one. (Two clients of different releases opening in the same instant can still race.)
- */
-async function loadLibrary(ctx: RedisContext): Promise<void> {
-  let replace = false;
-  for (const { node, reply } of await ctx.eachMaster(
-    ['FUNCTION', 'LIST', 'LIBRARYNAME', 'seenstore'],
-    'reading the function library',
-  )) {
-    const loaded = loadedVersion(reply);
-    // None loaded, or one numbered by hand (1 to 13: builds before versions named the sources), with no description.
-    const order = loaded === undefined || loaded === '' ? 'older' : libraryOrder(loaded);
-    if (order === 'newer' || order === 'other') throw libraryConflict(node, loaded!, order);
-    if (order === 'older') replace = true;
-  }
-  if (replace) await ctx.eachMaster(['FUNCTION', 'LOAD', 'REPLACE', LIBRARY], 'loading the function library');
-}
-
-/**
- * The version a FUNCTION LIST reply shows for the seenstore library (ss_version's description),
- * '' when it has none, undefined when the library is not loaded. The reply is a list of libraries,
- * each a flat list of field and value, its `functions` a list of such lists.
- */
-function loadedVersion(reply: Reply): string | undefined {
-  for (const library of list(reply)) {
-    if (textOf(field(library, 'library_name')) !== 'seenstore') continue;
-    for (const fn of list(field(library, 'functions') as Reply)) {
-      if (textOf(field(fn, 'name')) === 'ss_version') return textOf(field(fn, 'description'));
-    }
-    return '';
-  }
-  return undefined;
-}
-
-/** A field of a map reply, which node-redis hands over as a flat list, a Map or an object depending on the protocol and command. */
-function field(reply: unknown, name: string): unknown {
-  if (Array.isArray(reply)) {
-    for (let i = 0; i + 1 < reply.length; i += 2) if (textOf(reply[i]) === name) return reply[i + 1];
-    return undefined;
-  }
-  if (reply instanceof Map) return reply.get(name);
-  return reply !== null && typeof reply === 'object' ? (reply as Record<string, unknown>)[name] : undefined;
-}
-
-function textOf(value: unknown): string {
-  return Buffer.isBuffer(value) ? value.toString('utf8') : typeof value === 'string' ? value : '';
-}
-
-/**
- * The store's key layout (docs/redis.md "Store format"): 2 since epochs are kept by partition.
- * Set by the first open of an empty store; a store of another layout is refused, never misread.
- */
-export const REDIS_STORE_FORMAT = '2';
-
-/**
- * NOT_FOUND for an open that may not create the store (`--no-create`, the reading commands) when
- * nothing of a store is under the prefix: neither its format key nor a scope. A mistyped prefix or
- * host would otherwise be served as an empty store.
- */
-async function refuseMissingStore(ctx: RedisContext, location: string): Promise<void> {
-  const keys = ctx.keys;
-  const doing = 'looking for the store';
-  if (
-    Number(await ctx.call(keys.format(), ['EXISTS', keys.format()], doing)) > 0 ||
-    Number(await ctx.call(keys.scopes(), ['SCARD', keys.scopes()], doing)) > 0
-  )
-    return;
-  throw new SeenStoreError('NOT_FOUND', `no seenstore store at ${location} (nothing is stored under its prefix)`);
-}
-
-async function checkFormat(ctx: RedisContext, location: string): Promise<void> {
-  const keys = ctx.keys;
-  const format = text(
-    await storeFormat(ctx, keys.format(), keys.scopes(), REDIS_STORE_FORMAT, 'reading the store format'),
-  );
-  if (format === REDIS_STORE_FORMAT) return;
-  const what =
-    format === 'none'
-      ? 'an earlier, unversioned key layout (a development build of the Redis backend)'
-      : `key layout ${format}`;
-  throw new SeenStoreError(
-    'FORMAT_UNSUPPORTED',
-    `${location}: the store (prefix) has ${what}; this seenstore reads layout ${REDIS_STORE_FORMAT}. Export its epochs with the seenstore that wrote them and import them here`,
-  );
-}
-
-/**
- * An add is acknowledged once its function replied, and a master replies after writing its AOF:
- * durable only with appendonly yes and appendfsync always. Anything else is said on stderr.
- */
-async function checkDurability(ctx: RedisContext, location: string): Promise<void> {
-  const replies = await ctx.eachMaster(['CONFIG', 'GET', 'append*'], "reading the masters' durability settings");
-  for (const { node, reply } of replies) {
-    const values = pairs(reply);
-    if (values.get('appendonly') !== 'yes' || values.get('appendfsync') !== 'always') {
-      ctx.warn(
-        `warning: ${location}: Redis node ${node} has appendonly ${values.get('appendonly') ?? '?'}, appendfsync ${values.get('appendfsync') ?? '?'}: ` +
-          'acknowledged adds can be lost in a crash of that node (set appendonly yes, appendfsync always; docs/redis.md)',
-      );
-    }
-  }
 }

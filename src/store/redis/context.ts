@@ -234,3 +234,11 @@ export function pairs(reply: unknown): Map<string, string> {
     for (const [key, value] of Object.entries(reply)) out.set(key, str(value));
   return out;
 }
+
+/** Every promise settled, then the first failure thrown (no call is left running behind an error), else the values. */
+export async function settleAll<T>(calls: readonly Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(calls);
+  const failed = settled.find((result) => result.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+  return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
+}

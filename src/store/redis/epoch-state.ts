@@ -4,8 +4,10 @@ import { unionFpr } from '../../filters/scalable.js';
 import { estimateCardinality, fprFromFill } from '../../filters/sizing.js';
 import type { EpochSummary } from '../backend.js';
 import type { EpochHeader, SliceSpec } from '../records.js';
-import { allocate } from './functions.js';
-import type { RedisContext } from './context.js';
+import { allocate, partitionState } from './functions.js';
+import { list, pairs, settleAll, type RedisContext } from './context.js';
+import type { GrowthPlan } from './growth-plan.js';
+import { partitionFilterBytes, readKeys, type Partition } from './partition.js';
 
 /** Redis bit offset of seenstore bit p: Redis numbers a byte's bits from the most significant. */
 export function redisBit(p: number): number {
@@ -109,4 +111,84 @@ export async function writeBytes(ctx: RedisContext, key: string, bytes: Uint8Arr
     if (part.every((b) => b === 0)) continue;
     await ctx.call(key, ['SETRANGE', key, String(at), part], doing);
   }
+}
+
+/** The epoch's counts and set bits: every partition's, summed (a partition's filter f is part of the epoch's filter f). */
+export async function readEpochState(
+  ctx: RedisContext,
+  growth: GrowthPlan,
+  partitions: readonly Partition[],
+  where: string,
+  counting: boolean,
+): Promise<EpochState> {
+  await growth.reload();
+  const slices = growth.slices;
+  const filters = slices.reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
+  const doing = `reading ${where}`;
+  const states = await settleAll(
+    partitions.map(async (part) => {
+      const reply = list(await partitionState(ctx, readKeys(part, filters), doing));
+      const hash = pairs(reply[0]);
+      const have = list(reply[1]).length;
+      if (have > slices.length)
+        throw new SeenStoreError(
+          'STORE_CORRUPT',
+          `${where}: partition ${part.index} has ${have} slices, its plan ${slices.length}`,
+        );
+      part.have = Math.max(1, have);
+      return {
+        submitted: Number(hash.get('submitted') ?? 0),
+        added: Number(hash.get('added') ?? 0),
+        sliceAdded: slices.map((_, j) => Number(hash.get(`a${j}`) ?? 0)),
+        ones: counting ? await nonZeroCounters(ctx, part, filters, where) : list(reply[2]).map(Number),
+      };
+    }),
+  );
+  const sum = (values: readonly number[][]): number[] =>
+    values[0]!.map((_, i) => values.reduce((total, row) => total + row[i]!, 0));
+  return {
+    slices,
+    submitted: states.reduce((total, state) => total + state.submitted, 0),
+    added: states.reduce((total, state) => total + state.added, 0),
+    sliceAdded: sum(states.map((state) => state.sliceAdded)),
+    ones: sum(states.map((state) => state.ones)),
+  };
+}
+
+/** Counting epochs: the counters that are not zero, per filter (their "set bits"). */
+async function nonZeroCounters(ctx: RedisContext, part: Partition, filters: number, where: string): Promise<number[]> {
+  return Promise.all(
+    Array.from({ length: filters }, async (_, index) => {
+      const stored = await ctx.call(part.keys.filter(index), ['GET', part.keys.filter(index)], `reading ${where}`);
+      let nonZero = 0;
+      if (Buffer.isBuffer(stored)) for (const byte of stored) if (byte !== 0) nonZero++;
+      return nonZero;
+    }),
+  );
+}
+
+/** Every filter of the epoch's `slices`, whole: each partition's part of it read and put in its place. */
+export async function readEpochFilters(
+  ctx: RedisContext,
+  slices: readonly SliceSpec[],
+  partitions: readonly Partition[],
+  where: string,
+): Promise<Uint8Array[]> {
+  const filters: Uint8Array[] = [];
+  for (const slice of slices) {
+    const sizes = partitionFilterBytes(slice, partitions.length);
+    for (const size of sizes) {
+      const index = filters.length;
+      const bytes = new Uint8Array(size * partitions.length);
+      await Promise.all(
+        partitions.map(async (part) => {
+          const key = part.keys.filter(index);
+          const stored = await ctx.call(key, ['GET', key], `reading ${where}`);
+          if (Buffer.isBuffer(stored)) bytes.set(stored.subarray(0, size), part.index * size);
+        }),
+      );
+      filters.push(bytes);
+    }
+  }
+  return filters;
 }

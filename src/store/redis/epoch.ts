@@ -12,40 +12,22 @@ import {
 import { isCountingEpoch, type EpochHeader, type SliceSpec } from '../records.js';
 import { CALL_BYTES_MAX } from './call-parts.js';
 import type { Reply } from './connection.js';
-import { freshId, list, pairs, text, type RedisContext } from './context.js';
+import { freshId, list, settleAll, text, type RedisContext } from './context.js';
 import { TurnQueue, type Turn } from '../turns.js';
 import { queuePart } from '../queue-items.js';
 import { RedisDeliveries } from './deliveries.js';
-import { encodeQueueItems, oldFrontierError } from './inbox.js';
+import { encodeQueueItems } from './inbox.js';
 import { GrowthPlan, slicesKeptChanging, type Planning } from './growth-plan.js';
 import { mergeInto } from './merge.js';
-import {
-  addBatch,
-  deleteBatch,
-  initPartition,
-  partitionState,
-  readBatch,
-  sealPartition,
-  type QueueArgs,
-} from './functions.js';
-import { redisBit, summarize, type EpochState } from './epoch-state.js';
-import {
-  batchKeys,
-  groupByPartition,
-  keyAt,
-  partitionFilterBytes,
-  readKeys,
-  type Grouping,
-  type Partition,
-} from './partition.js';
+import { deleteBatch, readBatch, sealPartition } from './functions.js';
+import { readEpochFilters, readEpochState, redisBit, summarize, type EpochState } from './epoch-state.js';
+import { addToPartition, createPartition, BATCH_ANSWERS_TTL_S, type Adding } from './partition-add.js';
+import { sealedError } from './sealed-epoch.js';
+import { batchKeys, groupByPartition, keyAt, readKeys, type Grouping, type Partition } from './partition.js';
 
 export { checkRedisSlice, writeBytes } from './epoch-state.js';
 export type { Reply };
 
-/** Seconds a batch's answers stay for a retry of the same batch (deleted by the handle's next batch). */
-export const BATCH_ANSWERS_TTL_S = 300;
-/** How long an add waits for a rotation that sealed its epoch to publish the next one. */
-const ROTATION_WAIT_MS = 10_000;
 /** Keys per ss_has / ss_count call. */
 const READ_STEP = 16_384;
 
@@ -54,12 +36,6 @@ export interface EpochEntry {
   readonly uid: string;
   readonly header: EpochHeader;
 }
-
-/** What one partition's call of a batch answered. */
-type Outcome =
-  | { readonly kind: 'decided'; readonly flags: Buffer; readonly fresh: number }
-  | { readonly kind: 'retry' }
-  | { readonly kind: 'sealed' };
 
 /**
  * One epoch on Redis: P partitions (1 unless the epoch is partitioned, docs/redis.md
@@ -82,6 +58,8 @@ export class RedisEpoch implements EpochBits {
   #enqueues = 0;
   /** Position buffers not in use (a buffer is an argument of calls in flight until they resolve; batches may overlap). */
   readonly #spare: Buffer[] = [];
+  /** What one partition's add uses of the epoch (partition-add.ts). */
+  readonly #adding: Adding;
 
   constructor(ctx: RedisContext, entry: EpochEntry, slices: SliceSpec[]) {
     this.#ctx = ctx;
@@ -97,6 +75,14 @@ export class RedisEpoch implements EpochBits {
       previousBatch: '',
       turns: new TurnQueue(),
     }));
+    this.#adding = {
+      ctx,
+      header: entry.header,
+      growth: this.#growth,
+      counting: this.counting,
+      partitions: count,
+      where: this.#where,
+    };
   }
 
   get uid(): string {
@@ -194,7 +180,8 @@ export class RedisEpoch implements EpochBits {
           await turns.get(p)!.ready;
           const items = queued.get(p);
           const queue = items === undefined ? undefined : { items, epoch: this.#header.epoch };
-          const outcome = await this.#addTo(
+          const outcome = await addToPartition(
+            this.#adding,
             this.#partitions[p]!,
             planning,
             positions.subarray(from * perKey * 4, (from + n) * perKey * 4),
@@ -228,7 +215,7 @@ export class RedisEpoch implements EpochBits {
       this.#spare.push(buffer.bytes);
     }
     if (sealed.length === 0) return fresh;
-    const refusal = await this.#sealedError();
+    const refusal = await sealedError(this.#ctx, this.#header, this.#where);
     if (refusal.code !== 'EPOCH_SEALED' || !decided.includes(1)) throw refusal;
     throw new PartlyDecided(
       `${refusal.message}; ${sealed.length} of its partitions were sealed before this batch reached them`,
@@ -254,59 +241,6 @@ export class RedisEpoch implements EpochBits {
       for (let i = start; i < end; i++) answers[i] = part[i - start]!;
     }
     return fresh;
-  }
-
-  /**
-   * One partition's ss_add (or ss_count_add) of its keys' positions, and with `queue` (its URLs'
-   * items and the epoch) the enqueue of those it finds new, in the same call; a refusal that a retry
-   * cures updates what the handle knows.
-   */
-  async #addTo(
-    part: Partition,
-    planning: Planning,
-    positions: Buffer,
-    n: number,
-    batch: string,
-    doing: string,
-    queue?: QueueArgs,
-  ): Promise<Outcome> {
-    // The partition grew past the slices these positions are for (another batch learned it): position anew.
-    if (part.have > planning.slices.length) return { kind: 'retry' };
-    const keys = {
-      ...batchKeys(part, batch, planning.positions.filters.length),
-      inbox: part.keys.inbox,
-      oldStream: part.keys.oldStream,
-    };
-    const args = {
-      slicesAssumed: part.have,
-      count: n,
-      geometry: this.#growth.geometryFor(planning, part.have),
-      positions,
-      answersTtlS: BATCH_ANSWERS_TTL_S,
-      dropPrevious: part.previousBatch !== '',
-    };
-    const reply = list(await addBatch(this.#ctx, this.counting, keys, args, queue, doing));
-    const outcome = text(reply[0]);
-    if (outcome === 'malformed')
-      throw new SeenStoreError('INTERNAL', `invariant broken: ss_add could not read the queue items sent (${doing})`);
-    if (outcome === 'old-frontier') throw oldFrontierError(this.#header.scope);
-    if (outcome === 'ok' || outcome === 'done') {
-      if (outcome === 'ok') {
-        part.have = Number(reply[2]);
-        part.newestAdded = Number(reply[3]);
-      }
-      part.previousBatch = part.keys.batch(batch);
-      const flags = reply[1] as Buffer;
-      let fresh = 0;
-      for (let t = 0; t < n; t++) if (flags[t] === 0x31) fresh++;
-      return { kind: 'decided', flags, fresh };
-    }
-    if (outcome === 'missing') await this.#init(part);
-    else if (outcome === 'stale') await this.#growth.stale(part, Number(reply[1]));
-    else if (outcome === 'short') part.newestAdded = Number(reply[1]);
-    else if (outcome === 'sealed') return { kind: 'sealed' };
-    else throw new SeenStoreError('IO_ERROR', `${doing}: unexpected answer ${outcome}`);
-    return { kind: 'retry' };
   }
 
   async has(keys: readonly string[], out: Uint8Array): Promise<void> {
@@ -410,7 +344,7 @@ export class RedisEpoch implements EpochBits {
           part.previousBatch = part.keys.batch(batch);
           return Number(text(reply[1]));
         }
-        if (outcome === 'sealed') throw await this.#sealedError();
+        if (outcome === 'sealed') throw await sealedError(this.#ctx, this.#header, this.#where);
         await this.#growth.stale(part, Number(reply[1]));
       }
       throw slicesKeptChanging(doing);
@@ -425,22 +359,7 @@ export class RedisEpoch implements EpochBits {
 
   async contents(): Promise<EpochContents> {
     const state = await this.#state();
-    const filters: Uint8Array[] = [];
-    for (const slice of state.slices) {
-      const sizes = partitionFilterBytes(slice, this.#partitions.length);
-      for (const size of sizes) {
-        const index = filters.length;
-        const bytes = new Uint8Array(size * this.#partitions.length);
-        await Promise.all(
-          this.#partitions.map(async (part) => {
-            const key = part.keys.filter(index);
-            const stored = await this.#ctx.call(key, ['GET', key], `reading ${this.#where}`);
-            if (Buffer.isBuffer(stored)) bytes.set(stored.subarray(0, size), part.index * size);
-          }),
-        );
-        filters.push(bytes);
-      }
-    }
+    const filters = await readEpochFilters(this.#ctx, state.slices, this.#partitions, this.#where);
     return { header: this.header, summary: summarize(state), sliceAdded: state.sliceAdded, filters };
   }
 
@@ -470,7 +389,7 @@ export class RedisEpoch implements EpochBits {
       where: this.#where,
       scope: this.#header.scope,
       epoch: this.#header.epoch,
-      init: (part: Partition) => this.#init(part),
+      init: (part: Partition) => createPartition(this.#adding, part),
     };
     const gains = await settleAll(this.#partitions.map((part) => mergeInto(merging, part, incoming, doing)));
     return gains.reduce((sum, n) => sum + n, 0);
@@ -483,58 +402,6 @@ export class RedisEpoch implements EpochBits {
     await settleAll(this.#partitions.map((part) => sealPartition(this.#ctx, readKeys(part, 0), first, doing)));
     const state = await this.#state();
     return { ...summarize(state), header: this.header, sliceAdded: state.sliceAdded };
-  }
-
-  /** The epoch's counts and set bits: every partition's, summed (a partition's filter f is part of the epoch's filter f). */
-  async #state(): Promise<EpochState> {
-    await this.#growth.reload();
-    const slices = this.#growth.slices;
-    const filters = slices.reduce((sum, slice) => sum + filterGeometries(slice).length, 0);
-    const doing = `reading ${this.#where}`;
-    const states = await settleAll(
-      this.#partitions.map(async (part) => {
-        const reply = list(await partitionState(this.#ctx, readKeys(part, filters), doing));
-        const hash = pairs(reply[0]);
-        const have = list(reply[1]).length;
-        if (have > slices.length)
-          throw new SeenStoreError(
-            'STORE_CORRUPT',
-            `${this.#where}: partition ${part.index} has ${have} slices, its plan ${slices.length}`,
-          );
-        part.have = Math.max(1, have);
-        return {
-          submitted: Number(hash.get('submitted') ?? 0),
-          added: Number(hash.get('added') ?? 0),
-          sliceAdded: slices.map((_, j) => Number(hash.get(`a${j}`) ?? 0)),
-          ones: this.counting ? await this.#nonZeroCounters(part, filters) : list(reply[2]).map(Number),
-        };
-      }),
-    );
-    const sum = (values: readonly number[][]): number[] =>
-      values[0]!.map((_, i) => values.reduce((total, row) => total + row[i]!, 0));
-    return {
-      slices,
-      submitted: states.reduce((total, state) => total + state.submitted, 0),
-      added: states.reduce((total, state) => total + state.added, 0),
-      sliceAdded: sum(states.map((state) => state.sliceAdded)),
-      ones: sum(states.map((state) => state.ones)),
-    };
-  }
-
-  /** Counting epochs: the counters that are not zero, per filter (their "set bits"). */
-  async #nonZeroCounters(part: Partition, filters: number): Promise<number[]> {
-    return Promise.all(
-      Array.from({ length: filters }, async (_, index) => {
-        const stored = await this.#ctx.call(
-          part.keys.filter(index),
-          ['GET', part.keys.filter(index)],
-          `reading ${this.#where}`,
-        );
-        let nonZero = 0;
-        if (Buffer.isBuffer(stored)) for (const byte of stored) if (byte !== 0) nonZero++;
-        return nonZero;
-      }),
-    );
   }
 
   /**
@@ -559,54 +426,8 @@ export class RedisEpoch implements EpochBits {
     return { planning, grouping, positions: buffer.bytes, perKey: positions.perKey };
   }
 
-  /** Creates a partition's state and first slice's filters (at the partition's size), unless they exist. */
-  async #init(part: Partition): Promise<void> {
-    const first = this.#header.slices[0]!;
-    const sizes = partitionFilterBytes(first, this.#partitions.length);
-    await initPartition(
-      this.#ctx,
-      readKeys(part, sizes.length),
-      JSON.stringify(first),
-      this.#header.state === 'open',
-      sizes,
-      `creating ${this.#where}`,
-    );
-    part.have = 1;
-    part.newestAdded = 0;
+  /** The epoch's counts and set bits, every partition's summed (epoch-state.ts). */
+  #state(): Promise<EpochState> {
+    return readEpochState(this.#ctx, this.#growth, this.#partitions, this.#where, this.counting);
   }
-
-  /**
-   * The epoch refused an add: sealed. Either a rotation opened the next epoch (EPOCH_SEALED: the
-   * engine retries there), or a rotation is between sealing and publishing the next epoch: wait
-   * for it, boundedly (an interrupted rotation is finished by the next `epoch rotate`).
-   */
-  async #sealedError(): Promise<SeenStoreError> {
-    const { scope, epoch } = this.#header;
-    const deadline = Date.now() + ROTATION_WAIT_MS;
-    for (;;) {
-      const record = await this.#ctx.call(
-        this.#ctx.keys.scope(scope),
-        ['GET', this.#ctx.keys.scope(scope)],
-        `reading scope ${scope}`,
-      );
-      const open = record === null ? undefined : (JSON.parse(text(record)) as { openEpoch: number }).openEpoch;
-      if (open !== epoch)
-        return SeenStoreError.sealed(scope, epoch, open === undefined ? undefined : `the open epoch is ${open}`);
-      if (Date.now() >= deadline) {
-        return new SeenStoreError(
-          'STORE_UNAVAILABLE',
-          `${this.#where} was sealed by a rotation that has not opened the next epoch for ${ROTATION_WAIT_MS / 1000} s (interrupted?); \`seenstore epoch rotate\` finishes it`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-}
-
-/** Every promise settled, then the first failure thrown (no call is left running behind an error), else the values. */
-async function settleAll<T>(calls: readonly Promise<T>[]): Promise<T[]> {
-  const settled = await Promise.allSettled(calls);
-  const failed = settled.find((result) => result.status === 'rejected');
-  if (failed !== undefined) throw failed.reason;
-  return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
 }

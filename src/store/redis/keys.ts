@@ -1,3 +1,5 @@
+import type { ScopeKeys } from './functions.js';
+
 /**
  * Every key of the Redis backend (docs/redis.md "Keys"): the only place one is built. A scope's
  * metadata shares the hash tag `{PREFIX/SCOPE}` (one slot: its atomic steps are one call); the
@@ -144,4 +146,9 @@ export interface EpochKeys {
   readonly inbox: string;
   /** The frontier stream of key layout 1 in this slot: an enqueue is refused while it exists. */
   readonly oldStream: string;
+}
+
+/** The keys of a scope's metadata, as the scope functions declare them. */
+export function scopeKeys(keys: RedisKeys, scope: string): ScopeKeys {
+  return { scope: keys.scope(scope), epochs: keys.epochs(scope), queues: keys.queues(scope) };
 }

@@ -1,6 +1,6 @@
 import { filterGeometries } from '../../filters/keying.js';
 import type { EpochHasher } from '../../filters/epoch-hasher.js';
-import type { SliceSpec } from '../records.js';
+import type { EpochHeader, SliceSpec } from '../records.js';
 import type { BatchKeys, ReadKeys } from './functions.js';
 import type { EpochKeys } from './keys.js';
 import type { TurnQueue } from '../turns.js';
@@ -102,4 +102,9 @@ export function readKeys(part: Partition, count: number): ReadKeys {
 export function batchKeys(part: Partition, batch: string, count: number): BatchKeys {
   const own = part.keys.batch(batch);
   return { ...readKeys(part, count), batch: own, previousBatch: part.previousBatch || own };
+}
+
+/** How many partitions an epoch has (1 unless it is partitioned). */
+export function partitionsOf(header: EpochHeader): number {
+  return header.partitions?.count ?? 1;
 }
