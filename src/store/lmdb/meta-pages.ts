@@ -29,6 +29,20 @@ export interface MetaReads {
 }
 
 /**
+ * The larger transaction id of the two meta pages (0 for one that cannot be read): the newest
+ * commit of the data file, read with `read` (the first eight bytes are enough).
+ */
+export function newestTxnId(io: Pick<MetaReads, 'read'>, pageBytes: number): bigint {
+  const id = Buffer.alloc(8);
+  let newest = 0n;
+  for (const page of [0, 1]) {
+    if (io.read(id, page * pageBytes + META_OFFSET + META_TXNID) === 8 && id.readBigUInt64LE(0) > newest)
+      newest = id.readBigUInt64LE(0);
+  }
+  return newest;
+}
+
+/**
  * The meta page LMDB opens from, or undefined (with the damage reported) when it cannot be trusted.
  *
  * LMDB opens from the meta page with the larger transaction id (mdb_pick_meta: `a->mm_txnid >=

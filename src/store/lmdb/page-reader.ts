@@ -1,12 +1,6 @@
 import { fstatSync, readSync } from 'node:fs';
-import {
-  PAGE_HEADER_BYTES,
-  NODE_HEADER_BYTES,
-  DB_RECORD_BYTES,
-  META_OFFSET,
-  META_TXNID,
-  type Meta,
-} from './page-format.js';
+import { PAGE_HEADER_BYTES, NODE_HEADER_BYTES, DB_RECORD_BYTES, type Meta } from './page-format.js';
+import { newestTxnId } from './meta-pages.js';
 
 /** Where a page reader reports what it found wrong: a page, its database, the problem. */
 export type PageReport = (page: number, db: string, problem: string) => void;
@@ -84,13 +78,7 @@ export class PageReader {
 
   /** The larger transaction id of the two meta pages as they are now. */
   newestTxnId(): bigint {
-    const id = Buffer.alloc(8);
-    let newest = 0n;
-    for (const page of [0, 1]) {
-      if (this.read(id, page * this.#pageBytes + META_OFFSET + META_TXNID) === 8 && id.readBigUInt64LE(0) > newest)
-        newest = id.readBigUInt64LE(0);
-    }
-    return newest;
+    return newestTxnId(this, this.#pageBytes);
   }
 
   /**

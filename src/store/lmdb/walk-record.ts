@@ -10,7 +10,7 @@ import {
 } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { META_OFFSET, META_TXNID } from './page-format.js';
+import { newestTxnId } from './meta-pages.js';
 import type { PageWalkReport } from './page-walk.js';
 
 /**
@@ -78,7 +78,7 @@ export function walkedSound(path: string, stats: BigIntStats): boolean {
     now.ctimeNs !== record.ctimeNs
   )
     return false;
-  return String(newestTxnId(path, record.pageBytes)) === record.txnId;
+  return String(newestTxnIdOf(path, record.pageBytes)) === record.txnId;
 }
 
 /**
@@ -113,16 +113,10 @@ export function recordSoundWalk(
 }
 
 /** The newest transaction id of the two meta pages (0 when they cannot be read). */
-function newestTxnId(path: string, pageBytes: number): bigint {
+function newestTxnIdOf(path: string, pageBytes: number): bigint {
   const fd = openSync(path, 'r');
   try {
-    const id = Buffer.alloc(8);
-    let newest = 0n;
-    for (const page of [0, 1]) {
-      if (readSync(fd, id, 0, 8, page * pageBytes + META_OFFSET + META_TXNID) === 8 && id.readBigUInt64LE(0) > newest)
-        newest = id.readBigUInt64LE(0);
-    }
-    return newest;
+    return newestTxnId({ read: (buffer, position) => readSync(fd, buffer, 0, buffer.length, position) }, pageBytes);
   } finally {
     closeSync(fd);
   }
