@@ -165,9 +165,9 @@ export class RedisFrontier implements Frontier {
   /**
    * Known URLs: each goes to its queue's partition. A URL queued in another partition (its queue
    * key changed) is removed there first, then scheduled anew: two calls, the one place where a
-   * crash between them can drop a URL from the frontier (it stays seen).
+   * crash between them can drop a URL from the frontier (it stays seen). In order: a URL named
+   * twice in one schedule sees where its first mention left it (distinctRuns).
    */
-  /** In order: a URL named twice in one schedule sees where its first mention left it (distinctRuns). */
   async schedule(items: QueueItems, atMs: readonly number[]): Promise<number> {
     let waiting = 0;
     for (const { from, to } of distinctRuns(items.urls)) {
