@@ -98,8 +98,15 @@ export class ScopeEpochs {
     return open;
   }
 
+  /** The numbers of the epochs `spec` names; the open one alone (the default) asks the backend nothing. */
   async resolve(spec: EpochSpec, open: EpochBits): Promise<number[]> {
+    if (spec === 'current') return [open.header.epoch];
     return resolveEpochs(spec, await this.#ctx.backend.epochNumbers(this.name), open.header.epoch, this.name);
+  }
+
+  /** Epoch `n` of the scope: `open` itself when it is the open one (no second load through the backend). */
+  epoch(n: number, open: EpochBits): EpochBits | Promise<EpochBits> {
+    return n === open.header.epoch ? open : this.#ctx.backend.epoch(this.name, n);
   }
 
   /**

@@ -217,7 +217,7 @@ export class Scope {
     const keys = urlKeys(urls, normalize as NormalizeMode, true);
     const answers = new Array<boolean>(urls.length).fill(mode === 'all');
     for (const n of await this.#epochs.resolve(options.epochs ?? 'current', open)) {
-      const epoch = await this.#ctx.backend.epoch(this.name, n);
+      const epoch = await this.#epochs.epoch(n, open);
       // The keys checked under the open epoch's normalisation serve every epoch that shares it.
       const inEpoch = epoch.header.normalize === normalize ? await hasKeys(epoch, keys) : await hasUrls(epoch, urls);
       for (let i = 0; i < urls.length; i++)
@@ -240,7 +240,7 @@ export class Scope {
     }
     const totals = new Array<number>(urls.length).fill(0);
     for (const n of await this.#epochs.resolve(options.epochs ?? 'current', open)) {
-      const epoch = await this.#ctx.backend.epoch(this.name, n);
+      const epoch = await this.#epochs.epoch(n, open);
       if (!epoch.counting) {
         throw new SeenStoreError(
           'USAGE',
@@ -304,10 +304,11 @@ export class Scope {
     };
     const a = await single(from, 'from');
     const b = await single(to, 'to');
-    const inA = await hasUrls(await this.#ctx.backend.epoch(this.name, a), urls);
-    const inB = await hasUrls(await this.#ctx.backend.epoch(this.name, b), urls);
+    const inA = await hasUrls(await this.#epochs.epoch(a, open), urls);
+    const inB = await hasUrls(await this.#epochs.epoch(b, open), urls);
     return { from: a, to: b, ...diffCategories(inA, inB) };
   }
+
   /**
    * Seals the open epoch and opens the next with fresh seeds, sized from history unless a
    * capacity is given. Atomic; adds racing it from other processes land in exactly one epoch.
