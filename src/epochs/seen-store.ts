@@ -308,7 +308,7 @@ export class SeenStore {
 
   /**
    * A consistent point-in-time copy of the whole store, taken while writers keep running (LMDB's
-   * compacting copy in one read transaction): every add acknowledged before the call is in it.
+   * copy of the whole file in one read transaction): every add acknowledged before the call is in it.
    * Stored read-only in `snapshots/NAME` (default name: the UTC time). `signal` stops it after the
    * copy, before the rename (INTERRUPTED, the copy removed).
    */
@@ -331,7 +331,7 @@ export class SeenStore {
     return maintenance.snapshotTo(resolve(dir), options.signal);
   }
 
-  /** How much of its file and LMDB map the store uses, and what a compacting copy would give back. */
+  /** How much of its file and LMDB map the store uses, and how much of it is free pages LMDB reuses. */
   async diskUsage(): Promise<DiskUsage> {
     this.#ctx.assertOpen();
     return this.#maintenance('measure disk usage').diskUsage();

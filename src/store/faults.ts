@@ -24,7 +24,6 @@ export type FaultPoint =
   | 'restore:before-swap'
   | 'export:mid-write'
   | 'export:mid-read'
-  | 'snapshot:before-compact-copy'
   | 'snapshot:after-copy'
   | 'frontier:take-before-commit'
   | 'frontier:take-after-commit'

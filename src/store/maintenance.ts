@@ -98,8 +98,8 @@ export interface DiskUsage {
   readonly mapSizeBytes: number;
   /**
    * Of usedBytes, the pages no database holds (LMDB's free list: freed by dropped epochs, trimmed
-   * journals and rewritten chunks). LMDB reuses them for new writes; a snapshot (a compacting copy)
-   * leaves them out, so this is what a snapshot and restore would give back.
+   * journals and rewritten chunks). LMDB reuses them for new writes; a snapshot copies them too
+   * (the whole file: StoreEnv.backup says why not LMDB's compacting copy).
    */
   readonly reclaimableBytes: number;
   readonly pageBytes: number;

@@ -1,4 +1,4 @@
-import { copyFileSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, statSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { ABORT, open, type Database, type RootDatabase } from 'lmdb';
@@ -10,9 +10,9 @@ import { LMDB_MAX_READERS } from './reader-slots.js';
 import type { XxHash } from '../../hash/xxhash.js';
 import { JOURNAL_FILE, JournalFile, journalFileHoldsFrames } from './journal-file.js';
 import type { StoreHeader } from './records.js';
-import { faultPoint } from '../faults.js';
 import { checkSameDataFile, diskFull, prepareStoreDir, refuseNewFilesOnFullDisk } from './store-dir.js';
 import { initStoreHeader } from './store-header.js';
+import { primeEmptyFreeList } from './free-list.js';
 
 /** Default virtual address space reserved for the map. Costs no memory or disk until used. */
 export const DEFAULT_MAP_SIZE_BYTES = 64 * 2 ** 30;
@@ -104,6 +104,7 @@ export class StoreEnv {
     const { dev, ino } = statSync(join(dir, 'data.mdb'));
     this.#dataFile = { dev, ino };
     this.header = initStoreHeader(this, anyFormat);
+    primeEmptyFreeList(this);
   }
 
   get root(): RootDatabase {
@@ -194,10 +195,16 @@ export class StoreEnv {
   }
 
   /**
-   * LMDB's compacting copy of the store into `dir` (one read transaction), and the journal file.
-   * The journal is copied first: a frame compacted away after the copy was folded by a checkpoint
-   * that LMDB's later copy holds, and every frame acknowledged before the backup began is in one
-   * or the other.
+   * LMDB's copy of the store into `dir` (one read transaction), and the journal file. The journal
+   * is copied first: a frame compacted away after the copy was folded by a checkpoint that LMDB's
+   * later copy holds, and every frame acknowledged before the backup began is in one or the other.
+   *
+   * The whole file, free pages included, not LMDB's compacting copy (MDB_CP_COMPACT): lmdb-js
+   * 3.5.6 aborts the process at the first large write transaction in a compacted file (its free-list
+   * database empty, its transaction id not 1: mdb_page_alloc's "Assertion 'key.mv_size > 0'"), so a
+   * restored snapshot crashed the crawler that wrote to it; and the compacting copy refused files
+   * lmdb-js reads and writes as ever (MDB_INCOMPATIBLE). A whole-file copy is the file as this
+   * process's read transaction sees it, which lmdb-js writes as it writes the store.
    */
   async backup(dir: string): Promise<void> {
     this.#busy++;
@@ -207,27 +214,9 @@ export class StoreEnv {
         const journal = join(this.dir, JOURNAL_FILE);
         if (journalFileHoldsFrames(journal)) copyFileSync(journal, join(dir, JOURNAL_FILE));
       });
-      await this.#copy(dir);
+      await this.root.backup(dir, false);
     } finally {
       this.#busy--;
-    }
-  }
-
-  /**
-   * LMDB's compacting copy (MDB_CP_COMPACT), or when it refuses the file, the whole-file copy.
-   * mdb_env_copyfd1 walks every database and requires the pages it found to be the file's last page
-   * less the free DB's pages, else MDB_INCOMPATIBLE ("page leak or corrupt DB"); lmdb-js's engine
-   * leaves files where they do not add up (seen in `npm run soak`'s engine part), which it opens and
-   * writes as ever. The whole-file copy reads the same snapshot page by page: as consistent, larger.
-   */
-  async #copy(dir: string): Promise<void> {
-    try {
-      faultPoint('snapshot:before-compact-copy');
-      await this.root.backup(dir, true);
-    } catch (error) {
-      if (!String((error as Error)?.message).startsWith('MDB_INCOMPATIBLE')) throw error;
-      rmSync(join(dir, 'data.mdb'), { force: true });
-      await this.root.backup(dir, false);
     }
   }
 

@@ -53,7 +53,7 @@ export function defaultSnapshotName(prefix: string, nowMs = Date.now()): string 
 
 /**
  * A consistent, point-in-time copy of the whole store while writers keep running: the journal file
- * is copied, then LMDB's compacting copy reads everything in one read transaction, so every add
+ * is copied, then LMDB's whole-file copy reads everything in one read transaction, so every add
  * acknowledged before the snapshot started is in it (in the copied journal, or in the chunks of a
  * checkpoint that folded it), and none is half in (StoreEnv.backup).
  * Written under a temporary name, fsynced and renamed, so a listed snapshot is always complete.
