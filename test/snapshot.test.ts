@@ -1,14 +1,16 @@
 import assert from 'node:assert/strict';
 import { chmodSync, cpSync, existsSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { open as lmdbOpen } from 'lmdb';
 import { FORMAT_VERSION, SeenStore, SeenStoreError, type SnapshotInfo } from '../src/index.js';
 import { runCli, runPacedChild, spawnCli } from './helpers/cli.js';
-import { sharedPath, sharedUrls } from './helpers/data.js';
+import { ROOT, sharedPath, sharedUrls } from './helpers/data.js';
 import { tempDir } from './helpers/tmp.js';
 
 const SITELIST = sharedUrls('crawl-sitelist-15k.txt');
+const LMDB_COMPACTED = join(ROOT, 'dist', 'test', 'helpers', 'lmdb-compacted.js');
 const BENIGN = sharedUrls('crawl-benign-35k.txt');
 
 /** A writable copy of a snapshot (its files are read-only), opened as a store. */
@@ -240,6 +242,31 @@ describe('snapshots', () => {
       await store.close();
     }
   }
+
+  test('lmdb-js alone aborts at a large first write to a compacted copy, and not after a small one', async () => {
+    // Pins the bug: when the first run stops aborting after an lmdb upgrade, the bundled LMDB is
+    // fixed and primeEmptyFreeList (src/store/lmdb/free-list.ts) may go.
+    const run = (extra: string[]) =>
+      new Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string }>((done, fail) => {
+        const dir = tempDir();
+        // In its own directory: an abort's core file, where the system writes one, lands there.
+        const child = spawn(process.execPath, [LMDB_COMPACTED, dir, ...extra], {
+          cwd: dir,
+          stdio: ['ignore', 'pipe', 'ignore'],
+        });
+        let out = '';
+        child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+        child.on('error', fail);
+        child.on('close', (code, signal) => done({ code, signal, out }));
+      });
+    const bare = await run([]);
+    assert.deepEqual(
+      { signal: bare.signal, out: bare.out },
+      { signal: 'SIGABRT', out: '' },
+      'lmdb-js no longer aborts',
+    );
+    assert.deepEqual(await run(['prime']), { code: 0, signal: null, out: 'deleted\n' });
+  });
 
   test('a restored snapshot takes a large first batch', async () => {
     const { dir, rest } = await queuedStore();
