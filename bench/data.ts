@@ -95,3 +95,20 @@ export function cliOf(root: string): string {
   const bin = join(root, 'dist', 'src', 'cli', 'bin.cjs');
   return existsSync(bin) ? bin : join(root, 'dist', 'src', 'cli', 'main.js');
 }
+
+/**
+ * The frontier benches' real URLs (frontier-size.ts, frontier-shape.ts): the ~1.7M repository
+ * URLs of all-the-package-repos with the ~50k of ../shared/data spread among them (one in every
+ * 34), distinct: 1.74M.
+ */
+export function frontierBenchUrls(): string[] {
+  const packages = readUrls(packageReposDataset().path);
+  const shared = ['crawl-sitelist-15k.txt', 'crawl-benign-35k.txt'].flatMap((file) => readUrls(join(SHARED, file)));
+  const every = Math.floor(packages.length / shared.length);
+  const out: string[] = [];
+  packages.forEach((url, i) => {
+    out.push(url);
+    if (i % every === 0 && i / every < shared.length) out.push(shared[i / every]!);
+  });
+  return [...new Set(out)];
+}

@@ -25,7 +25,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { open } from 'lmdb';
 import { SeenStore } from '../src/index.js';
-import { BENCH_DIR, packageReposDataset, readUrls } from './data.js';
+import { BENCH_DIR, frontierBenchUrls } from './data.js';
 import { oldBuild } from './old-build.js';
 import { median } from './stats.js';
 import { recordTargets } from './targets.js';
@@ -83,19 +83,6 @@ const quartiles = (values: readonly number[]): string => {
   const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
   return `${at(0.25).toFixed(1)}-${at(0.75).toFixed(1)}`;
 };
-
-/** The real URLs: the package repositories with the shared lists spread among them. */
-function realUrls(): string[] {
-  const packages = readUrls(packageReposDataset().path);
-  const shared = ['crawl-sitelist-15k.txt', 'crawl-benign-35k.txt'].flatMap((file) => readUrls(join(SHARED, file)));
-  const every = Math.floor(packages.length / shared.length);
-  const out: string[] = [];
-  packages.forEach((url, i) => {
-    out.push(url);
-    if (i % every === 0 && i / every < shared.length) out.push(shared[i / every]!);
-  });
-  return [...new Set(out)];
-}
 
 /** Bytes this process had handed to write calls (Linux), NaN elsewhere. */
 function writtenBytes(): number {
@@ -248,7 +235,7 @@ function report(builds: readonly [Build, Figures][], urls: number, average: numb
 if (!existsSync(join(SHARED, 'crawl-sitelist-15k.txt'))) {
   console.log(`frontier size bench skipped: ${SHARED} is absent (its real URLs are part of the list)`);
 } else {
-  const urls = realUrls();
+  const urls = frontierBenchUrls();
   const work = mkdtempSync(join(tmpdir(), 'seenstore-bench-size-old-'));
   try {
     const all = join(work, 'all.txt');
