@@ -201,31 +201,6 @@ export class BloomCopy extends EpochCopy {
   }
 
   /**
-   * The add-if-absent decision for `keys`, hashed into `words` by hashKeys, and its journal
-   * records, in one LMDB write transaction: LMDB serialises writers across processes, and catching
-   * up first means every batch any process committed is seen before deciding. On return the
-   * records are committed; answers[i] is true for URLs that were new.
-   */
-  addBatch(
-    keys: Keys,
-    words: Uint32Array,
-    answers: boolean[] | undefined,
-    expectOpen: () => void,
-    afterDecide?: AfterDecide,
-  ): number {
-    const added = this.writeBatch(
-      keys,
-      words,
-      expectOpen,
-      'adding a batch to',
-      (hashes) => this.#decideAll(keys, hashes, answers),
-      afterDecide,
-    );
-    faultPoint('add:after-commit');
-    return added;
-  }
-
-  /**
    * As addBatch, with the bits set on `thread` while this thread hashes the keys (inside the
    * write transaction, after catching up, so no rehash is ever needed). Batches the bit thread
    * cannot take (a newest slice with less room than the batch has URLs, filters not in shared
@@ -247,7 +222,7 @@ export class BloomCopy extends EpochCopy {
         const count = keyCount(keys);
         const target = this.#decideTarget();
         if (this.roomInNewest() < count || !thread.accepts(target))
-          return this.#decideAll(keys, this.rehash(keys), answers);
+          return this.decideBatch(keys, this.rehash(keys), answers);
         const stride = target.stride;
         const { words, flags } = thread.buffers(count * stride, count);
         const decided = thread.decide(target, count, (from, to) =>
@@ -266,7 +241,7 @@ export class BloomCopy extends EpochCopy {
   }
 
   /** Decides every URL into journal records, starting a new slice whenever the newest one is full. */
-  #decideAll(keys: Keys, words: Uint32Array, answers: boolean[] | undefined): number {
+  protected decideBatch(keys: Keys, words: Uint32Array, answers: boolean[] | undefined): number {
     return this.decideGrowing(keys, words, (hashes, start, count) => {
       const newest = this.slices.length - 1;
       const room = this.roomInNewest();

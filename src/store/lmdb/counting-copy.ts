@@ -97,31 +97,6 @@ export class CountingCopy extends EpochCopy {
     }
   }
 
-  /**
-   * Every URL is counted in the slice that holds it (the oldest with a count), a URL no slice
-   * holds goes to the newest, and the slice grows like a Bloom epoch's. One journal record per
-   * slice touched, holding every URL's hashes in order, so replay repeats exactly the same
-   * operations on the same counters.
-   */
-  addBatch(
-    keys: Keys,
-    words: Uint32Array,
-    answers: boolean[] | undefined,
-    expectOpen: () => void,
-    afterDecide?: AfterDecide,
-  ): number {
-    const added = this.writeBatch(
-      keys,
-      words,
-      expectOpen,
-      'adding a batch to',
-      (hashes) => this.#decide(keys, hashes, answers),
-      afterDecide,
-    );
-    faultPoint('add:after-commit');
-    return added;
-  }
-
   /** Counting epochs stay on the calling thread (counters are not bits a thread can OR). */
   addBatchOn(
     _thread: BitThread,
@@ -133,7 +108,13 @@ export class CountingCopy extends EpochCopy {
     return this.addBatch(keys, this.rehash(keys), answers, expectOpen, afterDecide);
   }
 
-  #decide(keys: Keys, words: Uint32Array, answers: boolean[] | undefined): number {
+  /**
+   * Every URL is counted in the slice that holds it (the oldest with a count), a URL no slice
+   * holds goes to the newest, and the slice grows like a Bloom epoch's. One journal record per
+   * slice touched, holding every URL's hashes in order, so replay repeats exactly the same
+   * operations on the same counters.
+   */
+  protected decideBatch(keys: Keys, words: Uint32Array, answers: boolean[] | undefined): number {
     return this.decideGrowing(keys, words, (hashes, start, count) => {
       const newest = this.slices.length - 1;
       let room = this.roomInNewest();

@@ -108,16 +108,33 @@ export abstract class EpochCopy extends EpochSlices {
   protected abstract applyRecord(record: JournalRecord, slice: number, where: string): void;
 
   /**
-   * The add-if-absent of a batch hashed by hashKeys, in one write transaction (see BloomCopy,
-   * CountingCopy); `afterDecide` runs inside it once the answers are known (the frontier's entries).
+   * The add-if-absent decision for `keys`, hashed into `words` by hashKeys, and its journal
+   * records, in one LMDB write transaction: LMDB serialises writers across processes, and catching
+   * up first means every batch any process committed is seen before deciding. On return the
+   * records are committed; answers[i] is true for URLs that were new. `afterDecide` runs inside
+   * the transaction once the answers are known (the frontier's entries).
    */
-  abstract addBatch(
+  addBatch(
     keys: Keys,
     words: Uint32Array,
     answers: boolean[] | undefined,
     expectOpen: () => void,
     afterDecide?: AfterDecide,
-  ): number;
+  ): number {
+    const added = this.writeBatch(
+      keys,
+      words,
+      expectOpen,
+      'adding a batch to',
+      (hashes) => this.decideBatch(keys, hashes, answers),
+      afterDecide,
+    );
+    faultPoint('add:after-commit');
+    return added;
+  }
+
+  /** Decides a batch hashed into `words` (inside the write transaction) and records it; returns how many were new. */
+  protected abstract decideBatch(keys: Keys, words: Uint32Array, answers: boolean[] | undefined): number;
 
   /** As addBatch, with a bit thread setting the bits where the copy allows it. */
   abstract addBatchOn(
