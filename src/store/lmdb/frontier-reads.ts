@@ -1,3 +1,4 @@
+import { entryState } from '../entry-state.js';
 import { SeenStoreError } from '../../errors.js';
 import type { EntryPage, FrontierEntry, FrontierSettings, FrontierStats, QueueStats, UrlStatus } from '../backend.js';
 import type { StoreEnv } from './env.js';
@@ -9,7 +10,6 @@ import {
   readOwner,
   readQueue,
   readState,
-  type EntryRecord,
   type FrontierState,
   type QueueRecord,
 } from './frontier-records.js';
@@ -79,12 +79,10 @@ export class FrontierReader {
     const found = this.#lookup.byUrl(url);
     if (found === undefined) return undefined;
     const { entry } = found;
-    const state = this.#stateOf(entry);
     return {
       id: formatId(found.ref),
       queue: entry.queue,
-      state,
-      atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs,
+      ...entryState(entry.leaseUntilMs, entry.dueMs, this.#nowMs),
       attempts: entry.attempts,
       epoch: entry.epoch,
       createdMs: entry.createdMs,
@@ -151,20 +149,14 @@ export class FrontierReader {
   }
 
   #listed({ ref, entry }: Found): FrontierEntry {
-    const state = this.#stateOf(entry);
     return {
       id: formatId(ref),
       url: entry.url,
       queue: entry.queue,
-      state,
-      atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs,
+      ...entryState(entry.leaseUntilMs, entry.dueMs, this.#nowMs),
       createdMs: entry.createdMs,
       ...(entry.data === undefined ? {} : { data: entry.data }),
     };
-  }
-
-  #stateOf(entry: EntryRecord): 'leased' | 'scheduled' | 'waiting' {
-    return entry.leaseUntilMs > this.#nowMs ? 'leased' : entry.dueMs > this.#nowMs ? 'scheduled' : 'waiting';
   }
 
   #queueRecord(name: string): QueueRecord | undefined {

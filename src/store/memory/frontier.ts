@@ -1,3 +1,4 @@
+import { entryState } from '../entry-state.js';
 import { assert } from '../../errors.js';
 import {
   DEFAULT_FRONTIER_SETTINGS,
@@ -170,13 +171,10 @@ export class MemoryFrontier implements Frontier {
   async urlStatus(url: string): Promise<UrlStatus | undefined> {
     const entry = this.#byUrl.get(url);
     if (entry === undefined) return undefined;
-    const now = this.#now();
-    const state = entry.leaseUntilMs > now ? 'leased' : entry.dueMs > now ? 'scheduled' : 'waiting';
     return {
       id: String(entry.id),
       queue: entry.queue,
-      state,
-      atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs,
+      ...entryState(entry.leaseUntilMs, entry.dueMs, this.#now()),
       attempts: entry.attempts,
       epoch: entry.epoch,
       createdMs: entry.createdMs,
@@ -272,13 +270,11 @@ export class MemoryFrontier implements Frontier {
     for (const entry of source) {
       if (entry.id <= after) continue;
       if (entries.length === options.limit) return { entries, cursor: String(entries[entries.length - 1]!.id) };
-      const state = entry.leaseUntilMs > now ? 'leased' : entry.dueMs > now ? 'scheduled' : 'waiting';
       entries.push({
         id: String(entry.id),
         url: entry.url,
         queue: entry.queue,
-        state,
-        atMs: state === 'leased' ? entry.leaseUntilMs : entry.dueMs,
+        ...entryState(entry.leaseUntilMs, entry.dueMs, now),
         createdMs: entry.createdMs,
         ...(entry.data === undefined ? {} : { data: entry.data }),
       });

@@ -6,6 +6,7 @@ import { queueStats, readStoredEntry, scannedEntries, type FoundEntry } from './
 import { ITEMS_PER_CALL, range, type FrontierPartitions } from './frontier-partitions.js';
 import type { Settings } from './frontier-settings.js';
 import { findUrls, listQueueStates, scanEntries } from './queue-functions.js';
+import { entryState } from '../entry-state.js';
 
 /** Entry pages read per HSCAN page of forEachUrl (lua/queue-codec.lua: up to ENTRIES_PER_PAGE entries each). */
 const SCAN_PAGES = 300;
@@ -16,12 +17,10 @@ export async function urlStatusOf(p: FrontierPartitions, s: Settings, url: strin
   const where = (await findEntries(p, [url], s))[0];
   if (where === undefined) return undefined;
   const { entry, nowMs } = where;
-  const state = entry.l > nowMs ? 'leased' : entry.t > nowMs ? 'scheduled' : 'waiting';
   return {
     id: `${where.partition}-${where.id}`,
     queue: entry.q,
-    state,
-    atMs: state === 'leased' ? entry.l : entry.t,
+    ...entryState(entry.l, entry.t, nowMs),
     attempts: entry.a,
     epoch: entry.e,
     createdMs: entry.c ?? entry.t,
@@ -137,14 +136,12 @@ export async function entryPage(
     scan = page.cursor;
     for (const { id, entry } of page.entries) {
       if (options.queue !== undefined && entry.q !== options.queue) continue;
-      const state = entry.l > nowMs ? 'leased' : entry.t > nowMs ? 'scheduled' : 'waiting';
       const data = entry.d === undefined ? undefined : (JSON.parse(entry.d) as unknown);
       entries.push({
         id: `${i}-${id}`,
         url: entry.u,
         queue: entry.q,
-        state,
-        atMs: state === 'leased' ? entry.l : entry.t,
+        ...entryState(entry.l, entry.t, nowMs),
         createdMs: entry.c ?? entry.t,
         ...(data === undefined ? {} : { data }),
       });
